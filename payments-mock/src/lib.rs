@@ -1,1 +1,183 @@
-//! placeholder
+//! A Stripe-compatible payment-provider emulator for Refund desk: real HTTP, durable
+//! state in SQLite, and (admin-driven) test worlds.
+//!
+//! It speaks the subset of Stripe API v1 that the app's payments adapter uses
+//! (charges, refunds, the idempotency layer of `shared/reference/payments.md` §6.3)
+//! so the adapter can be tested exactly as it will talk to the real provider.
+//!
+//! What it deliberately does not do: depend on any other workspace crate, create
+//! charges through `/v1` (they come from `POST /__mock/world`), or keep state
+//! anywhere but `data_dir/payments.db` (which is why it survives restarts).
+//!
+//! Entry points: [`start`] (bind and serve), [`router`] (the routes without a socket),
+//! [`MockState::open`] (the database), and the `payments-mock` binary.
+
+mod admin;
+mod charges;
+mod events;
+mod idempotency;
+mod money;
+mod refunds;
+mod state;
+mod wire;
+mod world;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::http::{Method, Uri};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use state::{Clock, MockState};
+
+/// Configuration of one mock instance.
+#[derive(Debug, Clone)]
+pub struct MockConfig {
+    /// Directory holding `payments.db` (created if missing).
+    pub data_dir: PathBuf,
+    /// Where signed webhook events are POSTed; `None` disables delivery.
+    pub webhook_url: Option<String>,
+    /// Secret for `Stripe-Signature` (HMAC-SHA256).
+    pub webhook_secret: String,
+    /// How long a stored idempotency key replays (on the mock's clock).
+    pub idempotency_ttl: Duration,
+}
+
+impl MockConfig {
+    pub const DEFAULT_WEBHOOK_SECRET: &'static str = "whsec_test_refund_desk";
+
+    /// Defaults: no webhook URL, secret `whsec_test_refund_desk`, 24 h key TTL.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            webhook_url: None,
+            webhook_secret: Self::DEFAULT_WEBHOOK_SECRET.to_owned(),
+            idempotency_ttl: Duration::from_secs(24 * 60 * 60),
+        }
+    }
+}
+
+/// Errors starting the mock. Request-time errors never surface here: they become
+/// Stripe error responses.
+#[derive(Debug, thiserror::Error)]
+pub enum MockError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// All routes, with state; serving is separate (see [`start`]).
+pub fn router(state: MockState) -> Router {
+    Router::new()
+        .route("/v1/charges", get(charges::list))
+        .route("/v1/charges/{id}", get(charges::retrieve))
+        .route("/v1/refunds", post(refunds::create).get(refunds::list))
+        .route("/v1/refunds/{id}", get(refunds::retrieve))
+        .route("/__mock/world", post(world::load))
+        .route("/__mock/ledger", get(admin::ledger))
+        .route("/__mock/clock", post(admin::advance_clock))
+        .fallback(unknown_route)
+        .layer(axum::middleware::from_fn(wire::request_id_layer))
+        .with_state(state)
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> wire::ApiError {
+    wire::ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!("Unrecognized request URL ({method}: {}).", uri.path()),
+    )
+}
+
+/// A mock serving in the background. Dropping it also stops the server (gracefully),
+/// but only [`RunningMock::shutdown`] waits for that and closes the database.
+pub struct RunningMock {
+    addr: SocketAddr,
+    state: MockState,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+/// Opens the database under `config.data_dir`, binds `addr` (port 0 picks a free
+/// port) and serves [`router`] on a background task.
+pub async fn start(config: MockConfig, addr: SocketAddr) -> Result<RunningMock, MockError> {
+    let state = MockState::open(config).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| MockError::Bind { addr, source })?;
+    let local_addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = router(state.clone());
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                // A send or a dropped sender both mean "stop".
+                let _ = stopped.await;
+            })
+            .await
+    });
+    tracing::info!(addr = %local_addr, "payments-mock listening");
+    Ok(RunningMock {
+        addr: local_addr,
+        state,
+        stop: Some(stop),
+        server: Some(server),
+    })
+}
+
+impl RunningMock {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` (loopback when bound to an unspecified address).
+    pub fn base_url(&self) -> String {
+        let ip = if self.addr.ip().is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            self.addr.ip()
+        };
+        format!("http://{}", SocketAddr::new(ip, self.addr.port()))
+    }
+
+    /// The server's state (database, clock), e.g. for in-process assertions.
+    pub fn state(&self) -> &MockState {
+        &self.state
+    }
+
+    /// Stops accepting connections, waits (up to 5 s) for requests in progress, and
+    /// closes the database.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut server) = self.server.take() {
+            // Idle keep-alive connections close at once; a hung one must not block.
+            if tokio::time::timeout(Duration::from_secs(5), &mut server)
+                .await
+                .is_err()
+            {
+                server.abort();
+                let _ = server.await;
+            }
+        }
+        self.state.close().await;
+    }
+}

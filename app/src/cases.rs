@@ -1,0 +1,411 @@
+//! Cases: the refund work on a ticket, its lifecycle (SPEC §5), and its fingerprint.
+//!
+//! Every status change is a versioned update (`WHERE id = $x AND version = $y`), so two
+//! workers or two reviewers can never both move the same case. The fingerprint binds an
+//! approval to the exact refund parameters (SPEC invariant 2).
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::auth::Principal;
+use crate::clock::rfc3339;
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::refunds;
+use crate::runs;
+use crate::store::{new_id, Db, Tx};
+use crate::tickets::Ticket;
+
+macro_rules! statuses {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// Case lifecycle states, named as in SPEC §5.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum CaseStatus { $($variant),* }
+
+        impl CaseStatus {
+            pub fn as_str(self) -> &'static str {
+                match self { $(CaseStatus::$variant => $name),* }
+            }
+
+            pub fn parse(s: &str) -> AppResult<CaseStatus> {
+                match s {
+                    $($name => Ok(CaseStatus::$variant),)*
+                    _ => Err(AppError::bad_request("invalid_status", format!("unknown case status '{s}'"))),
+                }
+            }
+        }
+    };
+}
+
+statuses! {
+    Open => "open",
+    Investigating => "investigating",
+    AwaitingCustomer => "awaiting_customer",
+    Proposed => "proposed",
+    Decided => "decided",
+    Denied => "denied",
+    Escalated => "escalated",
+    AwaitingApproval => "awaiting_approval",
+    Approved => "approved",
+    Executing => "executing",
+    PendingVerification => "pending_verification",
+    RefundPending => "refund_pending",
+    RefundSucceeded => "refund_succeeded",
+    RefundFailed => "refund_failed",
+    Replied => "replied",
+    Closed => "closed",
+    Cancelled => "cancelled",
+    Rejected => "rejected",
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub ticket_id: String,
+    pub customer_id: String,
+    pub status: CaseStatus,
+    pub version: i64,
+    pub proposal_seq: i64,
+    pub run_id: Option<String>,
+    pub proposal: Option<String>,
+    pub facts: Option<String>,
+    pub decision: Option<String>,
+    pub evidence_hash: Option<String>,
+    pub fingerprint: Option<String>,
+    pub required_role: Option<String>,
+    pub reason_code: Option<String>,
+    pub refund_total_minor: Option<i64>,
+    pub currency: Option<String>,
+    pub void_reason: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, created_at, updated_at";
+
+fn case_from_row(r: &sqlx::any::AnyRow) -> AppResult<Case> {
+    Ok(Case {
+        id: r.try_get("id")?,
+        ticket_id: r.try_get("ticket_id")?,
+        customer_id: r.try_get("customer_id")?,
+        status: CaseStatus::parse(&r.try_get::<String, _>("status")?)?,
+        version: r.try_get("version")?,
+        proposal_seq: r.try_get("proposal_seq")?,
+        run_id: r.try_get("run_id")?,
+        proposal: r.try_get("proposal")?,
+        facts: r.try_get("facts")?,
+        decision: r.try_get("decision")?,
+        evidence_hash: r.try_get("evidence_hash")?,
+        fingerprint: r.try_get("fingerprint")?,
+        required_role: r.try_get("required_role")?,
+        reason_code: r.try_get("reason_code")?,
+        refund_total_minor: r.try_get("refund_total_minor")?,
+        currency: r.try_get("currency")?,
+        void_reason: r.try_get("void_reason")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+impl Case {
+    pub fn decision(&self) -> Option<policy_engine::Decision> {
+        self.decision
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+    }
+}
+
+pub async fn load_case(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
+        .bind(case_id)
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
+        .bind(case_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
+    ))
+    .bind(ticket_id)
+    .fetch_optional(db.pool())
+    .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
+    ))
+    .bind(ticket_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+/// Opens the case of a new ticket with its first run, ready for a worker.
+pub async fn open_case(tx: &mut Tx<'_>, state: &AppState, ticket: &Ticket) -> AppResult<String> {
+    let now = state.clock.now_ms();
+    let case_id = new_id("case");
+    sqlx::query(
+        "INSERT INTO cases (id, ticket_id, customer_id, status, version, proposal_seq, created_at, updated_at)
+         VALUES ($1, $2, $3, 'investigating', 1, 1, $4, $4)",
+    )
+    .bind(&case_id)
+    .bind(&ticket.id)
+    .bind(&ticket.customer_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    let run_id = runs::create_run(tx, state, &case_id).await?;
+    sqlx::query("UPDATE cases SET run_id = $1 WHERE id = $2")
+        .bind(&run_id)
+        .bind(&case_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(case_id)
+}
+
+/// Moves a case to `to` if nobody moved it since `case.version` was read.
+pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
+    let done = sqlx::query("UPDATE cases SET status = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
+        .bind(to.as_str())
+        .bind(now)
+        .bind(&case.id)
+        .bind(case.version)
+        .execute(&mut **tx)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "case_changed",
+            "the case changed meanwhile; reload it",
+        ));
+    }
+    tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
+    Ok(case.version + 1)
+}
+
+/// Voids the current proposal (and any approval bound to its fingerprint) and starts a
+/// new investigation run.
+pub async fn reinvestigate(
+    tx: &mut Tx<'_>,
+    state: &AppState,
+    case: &Case,
+    why: &str,
+) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let run_id = runs::create_run(tx, state, &case.id).await?;
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'investigating', version = version + 1, proposal_seq = proposal_seq + 1,
+             fingerprint = NULL, void_reason = $1, run_id = $2, updated_at = $3
+         WHERE id = $4 AND version = $5",
+    )
+    .bind(why)
+    .bind(&run_id)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "case_changed",
+            "the case changed meanwhile; reload it",
+        ));
+    }
+    sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
+        .bind(&case.id)
+        .execute(&mut **tx)
+        .await?;
+    if let Some(old_run) = &case.run_id {
+        runs::finish_run(tx, old_run, "cancelled", now).await?;
+    }
+    crate::audit::record(tx, "system", "proposal_voided", &case.id, why, now).await?;
+    tracing::info!(case_id = %case.id, why, "proposal voided; re-investigating");
+    Ok(())
+}
+
+/// What the fingerprint covers (SPEC invariant 2), in a fixed field order.
+#[derive(Serialize)]
+pub struct FingerprintInput<'a> {
+    pub case_id: &'a str,
+    pub case_version: i64,
+    pub customer_id: &'a str,
+    pub order_id: Option<&'a str>,
+    pub refunds: Vec<FingerprintRefund>,
+    pub reason_code: &'a str,
+    pub policy_versions: &'a [String],
+    pub evidence_hash: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct FingerprintRefund {
+    pub charge_id: String,
+    pub amount: String,
+    pub currency: String,
+}
+
+/// SHA-256 over the canonical JSON of the approval-relevant parameters.
+pub fn fingerprint(input: &FingerprintInput<'_>) -> String {
+    let canonical =
+        serde_json::to_vec(input).expect("fingerprint input is plain data and always serialises");
+    hex::encode(Sha256::digest(&canonical))
+}
+
+/// The fingerprint of a decision about a case at a given proposal version.
+pub fn decision_fingerprint(
+    case_id: &str,
+    proposal_seq: i64,
+    customer_id: &str,
+    order_id: Option<&str>,
+    decision: &policy_engine::Decision,
+    evidence_hash: &str,
+) -> String {
+    let reason = crate::world::serde_plain(&decision.reason_code);
+    fingerprint(&FingerprintInput {
+        case_id,
+        case_version: proposal_seq,
+        customer_id,
+        order_id,
+        refunds: decision
+            .refunds
+            .iter()
+            .map(|r| FingerprintRefund {
+                charge_id: r.charge_id.clone(),
+                amount: r.amount.amount_string(),
+                currency: r.amount.currency().code().to_string(),
+            })
+            .collect(),
+        reason_code: &reason,
+        policy_versions: &decision.policy_versions,
+        evidence_hash,
+    })
+}
+
+/// The staff view of a case (`GET /api/v1/cases/{id}`).
+#[derive(Debug, Serialize)]
+pub struct CaseView {
+    pub id: String,
+    pub ticket_id: String,
+    pub customer_id: String,
+    pub status: String,
+    pub version: i64,
+    pub proposal_version: i64,
+    pub run_id: Option<String>,
+    pub proposal: Option<serde_json::Value>,
+    pub decision: Option<serde_json::Value>,
+    pub evidence: Option<serde_json::Value>,
+    pub evidence_hash: Option<String>,
+    pub fingerprint: Option<String>,
+    pub required_role: Option<String>,
+    pub reason_code: Option<String>,
+    pub refund_total: Option<String>,
+    pub currency: Option<String>,
+    pub void_reason: Option<String>,
+    pub refunds: Vec<refunds::RefundView>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
+    let parse = |s: &Option<String>| s.as_deref().and_then(|s| serde_json::from_str(s).ok());
+    let refund_total = match (case.refund_total_minor, case.currency.as_deref()) {
+        (Some(minor), Some(cur)) => cur
+            .parse::<policy_engine::Currency>()
+            .ok()
+            .and_then(|c| policy_engine::Money::from_minor(minor, c).ok())
+            .map(|m| m.amount_string()),
+        _ => None,
+    };
+    Ok(CaseView {
+        id: case.id.clone(),
+        ticket_id: case.ticket_id.clone(),
+        customer_id: case.customer_id.clone(),
+        status: case.status.as_str().to_string(),
+        version: case.version,
+        proposal_version: case.proposal_seq,
+        run_id: case.run_id.clone(),
+        proposal: parse(&case.proposal),
+        decision: parse(&case.decision),
+        evidence: parse(&case.facts),
+        evidence_hash: case.evidence_hash.clone(),
+        fingerprint: case.fingerprint.clone(),
+        required_role: case.required_role.clone(),
+        reason_code: case.reason_code.clone(),
+        refund_total,
+        currency: case.currency.clone(),
+        void_reason: case.void_reason.clone(),
+        refunds: refunds::refund_views(db, &case.id).await?,
+        created_at: rfc3339(case.created_at),
+        updated_at: rfc3339(case.updated_at),
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CaseFilter {
+    pub status: Option<String>,
+}
+
+pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
+    let rows = match status {
+        Some(s) => sqlx::query(&format!(
+            "SELECT {CASE_COLUMNS} FROM cases WHERE status = $1 ORDER BY created_at, id LIMIT 500"
+        ))
+        .bind(s.as_str())
+        .fetch_all(db.pool())
+        .await?,
+        None => {
+            sqlx::query(&format!(
+                "SELECT {CASE_COLUMNS} FROM cases ORDER BY created_at DESC, id LIMIT 500"
+            ))
+            .fetch_all(db.pool())
+            .await?
+        }
+    };
+    rows.iter().map(case_from_row).collect()
+}
+
+/// `GET /api/v1/cases?status=…` (staff).
+pub async fn get_cases(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(filter): Query<CaseFilter>,
+) -> AppResult<Json<Vec<CaseView>>> {
+    principal.staff()?;
+    let status = filter
+        .status
+        .as_deref()
+        .map(CaseStatus::parse)
+        .transpose()?;
+    let mut views = Vec::new();
+    for case in list_cases(&state.db, status).await? {
+        views.push(case_view(&state.db, &case).await?);
+    }
+    Ok(Json(views))
+}
+
+/// `GET /api/v1/cases/{id}` (staff).
+pub async fn get_case(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<CaseView>> {
+    principal.staff()?;
+    let case = load_case(&state.db, &id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    Ok(Json(case_view(&state.db, &case).await?))
+}

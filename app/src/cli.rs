@@ -1,0 +1,419 @@
+//! The `refund-agent` command line (SPEC §7). Tokens print alone on stdout so scripts
+//! can capture them; everything else goes to stderr.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::agent::investigator::Investigator;
+use crate::auth::{self, StaffRole};
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::http::AppState;
+use crate::world::World;
+
+#[derive(Parser)]
+#[command(
+    name = "refund-agent",
+    about = "Refund desk: an AI refund agent a support team can trust with money"
+)]
+struct Cli {
+    /// Where the SQLite database, the policy index and the embedded provider's state live.
+    #[arg(long, global = true, default_value = "./data")]
+    data_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the web app (and the embedded payments mock unless PAYMENTS_URL is set).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: SocketAddr,
+    },
+    /// Load a billing world into the app and the payment provider, and create demo staff.
+    Seed {
+        #[arg(long)]
+        world: Option<PathBuf>,
+    },
+    /// Rebuild the policy index.
+    Index,
+    /// Run the agent on a ticket and print its trace.
+    Investigate { ticket: String },
+    /// Policy tools.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Staff accounts.
+    Staff {
+        #[command(subcommand)]
+        command: StaffCommand,
+    },
+    /// Customer access.
+    Customer {
+        #[command(subcommand)]
+        command: CustomerCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Decide a FACTS.json file and print the decision as JSON.
+    Check { facts: PathBuf },
+    /// Search the policy index: ranked passages cited as doc@version#section.
+    Search {
+        query: String,
+        #[arg(long)]
+        as_of: Option<String>,
+        #[arg(long)]
+        region: Option<String>,
+        #[arg(long)]
+        product: Option<String>,
+        /// What-if: include draft versions.
+        #[arg(long)]
+        drafts: bool,
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
+}
+
+#[derive(Subcommand)]
+enum StaffCommand {
+    /// Add (or update) a staff member; the password is read from stdin.
+    Add {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        role: String,
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Print a new bearer token for a staff member.
+    Token {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum CustomerCommand {
+    /// Print a new bearer token for a customer (also valid as `?token=` on ticket links).
+    Token { customer_id: String },
+}
+
+pub fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The provider to use: `PAYMENTS_URL`, or the embedded mock started on loopback.
+async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mock::RunningMock>)> {
+    if let Some(url) = &config.payments_url {
+        return Ok((url.clone(), None));
+    }
+    let mut mock_config = payments_mock::MockConfig::new(config.payments_data_dir());
+    mock_config.webhook_secret = config.webhook_secret.clone();
+    let mock = payments_mock::start(
+        mock_config,
+        "127.0.0.1:0".parse().expect("a literal socket address"),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the embedded payments mock: {e}"))?;
+    tracing::info!(url = %mock.base_url(), "embedded payments mock started");
+    Ok((mock.base_url(), Some(mock)))
+}
+
+async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    crate::build_state(config, payments_url, clock, Arc::new(Investigator)).await
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_env(&cli.data_dir);
+    match cli.command {
+        Command::Serve { addr } => serve(&config, addr).await,
+        Command::Seed { world } => seed(&config, world.as_deref()).await,
+        Command::Index => {
+            let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+            let dir = config.index_dir();
+            let index = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let index = crate::policies::open_index(&dir, &policies)?;
+                index
+                    .rebuild(policies.documents())
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                Ok(index)
+            })
+            .await??;
+            eprintln!(
+                "policy index rebuilt: {} sections, policy hash {}",
+                index.section_count(),
+                index.policy_hash()
+            );
+            Ok(())
+        }
+        Command::Investigate { ticket } => {
+            let (url, mock) = provider(&config).await?;
+            let state = state(&config, &url).await?;
+            crate::worker::drain(&state).await?;
+            let case = crate::cases::case_for_ticket(&state.db, &ticket)
+                .await?
+                .context("no such ticket")?;
+            let run_id = case.run_id.clone().context("the case has no run")?;
+            for e in crate::runs::events(&state.db, &run_id).await? {
+                println!(
+                    "{:>3} {:<18} {} {}",
+                    e.seq,
+                    e.kind,
+                    e.call_id.unwrap_or_default(),
+                    e.payload
+                );
+            }
+            println!("case {} is {}", case.id, case.status.as_str());
+            if let Some(m) = mock {
+                m.shutdown().await;
+            }
+            Ok(())
+        }
+        Command::Policy { command } => policy(&config, command).await,
+        Command::Staff { command } => {
+            let db = crate::store::Db::connect(&config.database_url).await?;
+            let now = SystemClock.now_ms();
+            match command {
+                StaffCommand::Add {
+                    email,
+                    role,
+                    password_stdin,
+                } => {
+                    if !password_stdin {
+                        anyhow::bail!(
+                            "pass --password-stdin and write the password on standard input"
+                        );
+                    }
+                    let mut password = String::new();
+                    std::io::stdin().read_to_string(&mut password)?;
+                    let role = StaffRole::parse(&role)?;
+                    let staff = auth::upsert_staff(
+                        &db,
+                        &email,
+                        role,
+                        password.trim_end_matches(['\n', '\r']),
+                        now,
+                    )
+                    .await?;
+                    eprintln!("staff {} ({}) saved", staff.email, staff.role.as_str());
+                }
+                StaffCommand::Token { email } => {
+                    let staff = auth::staff_by_email(&db, &email)
+                        .await?
+                        .context("no staff member with that email")?;
+                    let (token, _) = auth::issue_token(&db, "api", "staff", &staff.id, now).await?;
+                    println!("{token}");
+                }
+            }
+            Ok(())
+        }
+        Command::Customer {
+            command: CustomerCommand::Token { customer_id },
+        } => {
+            let db = crate::store::Db::connect(&config.database_url).await?;
+            let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
+                .bind(&customer_id)
+                .fetch_optional(db.pool())
+                .await?;
+            known.context("no such customer (run `refund-agent seed` first)")?;
+            let (token, _) =
+                auth::issue_token(&db, "api", "customer", &customer_id, SystemClock.now_ms())
+                    .await?;
+            println!("{token}");
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
+    let (url, mock) = provider(config).await?;
+    let state = state(config, &url).await?;
+    let worker = tokio::spawn(crate::worker::run_forever(state.clone()));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
+    axum::serve(listener, crate::http::router(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    worker.abort();
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    Ok(())
+}
+
+const DEMO_STAFF: &[(&str, StaffRole)] = &[
+    ("agent@refund-desk.test", StaffRole::Agent),
+    ("supervisor@refund-desk.test", StaffRole::Supervisor),
+];
+
+async fn seed(config: &Config, world_path: Option<&Path>) -> anyhow::Result<()> {
+    let path = world_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.fixtures_dir.join("billing").join("demo.json"));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let world = World::parse(&text)
+        .with_context(|| format!("{} is not a valid billing world", path.display()))?;
+    std::fs::create_dir_all(&config.data_dir)?;
+    let (url, mock) = provider(config).await?;
+    load_world_into_provider(&url, &text).await?;
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    world.load_into(&db).await?;
+    eprintln!(
+        "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
+        world.customers.len(),
+        world.orders.len()
+    );
+    let now = SystemClock.now_ms();
+    eprintln!("demo staff (log in at /console/login):");
+    for (email, role) in DEMO_STAFF {
+        let password = auth::random_token()[..16].to_string();
+        auth::upsert_staff(&db, email, *role, &password, now).await?;
+        let (token, _) = auth::issue_token(
+            &db,
+            "api",
+            "staff",
+            &auth::staff_by_email(&db, email)
+                .await?
+                .context("just saved")?
+                .id,
+            now,
+        )
+        .await?;
+        eprintln!(
+            "  {:<11} {email}  password {password}  bearer {token}",
+            role.as_str()
+        );
+    }
+    if let Some(first) = world.customers.first() {
+        let (token, _) = auth::issue_token(&db, "api", "customer", &first.id, now).await?;
+        eprintln!("customer {} bearer token: {token}", first.id);
+    }
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Loads a world into a provider that speaks our mock's admin API.
+pub async fn load_world_into_provider(base_url: &str, world_json: &str) -> anyhow::Result<()> {
+    let resp = reqwest::Client::new()
+        .post(format!("{}/__mock/world", base_url.trim_end_matches('/')))
+        .header("content-type", "application/json")
+        .body(world_json.to_string())
+        .send()
+        .await
+        .context("loading the world into the payment provider")?;
+    if !resp.status().is_success() {
+        anyhow::bail!(
+            "the payment provider refused the world: {} {}",
+            resp.status(),
+            resp.text().await.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
+    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    match command {
+        PolicyCommand::Check { facts } => {
+            let text = std::fs::read_to_string(&facts)
+                .with_context(|| format!("reading {}", facts.display()))?;
+            let facts: policy_engine::Facts = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
+            let decision = policy_engine::decide(&facts, &policies);
+            println!("{}", serde_json::to_string_pretty(&decision)?);
+            Ok(())
+        }
+        PolicyCommand::Search {
+            query,
+            as_of,
+            region,
+            product,
+            drafts,
+            limit,
+        } => {
+            let mut q = rag_index::SearchQuery::new(query);
+            q.as_of = as_of
+                .as_deref()
+                .map(policy_engine::document::parse_date)
+                .transpose()?;
+            q.region = region
+                .as_deref()
+                .map(|r| crate::world::parse_plain(&r.to_uppercase()))
+                .transpose()?;
+            q.product = product
+                .as_deref()
+                .map(crate::world::parse_plain)
+                .transpose()?;
+            q.include_drafts = drafts;
+            q.limit = limit.clamp(1, 50);
+            let dir = config.index_dir();
+            let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let index = crate::policies::open_index(&dir, &policies)?;
+                index.search(&q).map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .await??;
+            for (rank, p) in passages.iter().enumerate() {
+                let snippet: String = p
+                    .text
+                    .chars()
+                    .take(160)
+                    .collect::<String>()
+                    .replace('\n', " ");
+                println!(
+                    "{}. {}  {:.3}  {} — {}",
+                    rank + 1,
+                    p.citation(),
+                    p.score,
+                    p.title,
+                    snippet
+                );
+            }
+            if passages.is_empty() {
+                eprintln!("no passages");
+            }
+            Ok(())
+        }
+    }
+}

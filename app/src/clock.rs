@@ -1,0 +1,71 @@
+//! Time is injected: workers and handlers ask the `Clock` in state, so tests can set it.
+
+use std::sync::Mutex;
+
+use time::OffsetDateTime;
+
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> OffsetDateTime;
+
+    /// Unix milliseconds, the storage format for every timestamp.
+    fn now_ms(&self) -> i64 {
+        to_ms(self.now())
+    }
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// A clock that only moves when told to.
+pub struct ManualClock(Mutex<OffsetDateTime>);
+
+impl ManualClock {
+    pub fn new(at: OffsetDateTime) -> Self {
+        ManualClock(Mutex::new(at))
+    }
+
+    pub fn set(&self, at: OffsetDateTime) {
+        *self
+            .0
+            .lock()
+            .expect("clock mutex is never poisoned: no code panics while holding it") = at;
+    }
+
+    pub fn advance(&self, by: time::Duration) {
+        let mut now = self
+            .0
+            .lock()
+            .expect("clock mutex is never poisoned: no code panics while holding it");
+        *now += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> OffsetDateTime {
+        *self
+            .0
+            .lock()
+            .expect("clock mutex is never poisoned: no code panics while holding it")
+    }
+}
+
+pub fn to_ms(t: OffsetDateTime) -> i64 {
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+pub fn from_ms(ms: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// RFC 3339 text for APIs and pages.
+pub fn rfc3339(ms: i64) -> String {
+    from_ms(ms)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| ms.to_string())
+}

@@ -1,0 +1,91 @@
+//! Configuration as one struct, read once from flags and environment variables.
+//!
+//! With no configuration at all the product runs on SQLite under `./data`, with the
+//! embedded payments mock and the built-in investigator.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The key the embedded mock accepts (any `sk_test_…` works there).
+pub const DEFAULT_PAYMENTS_KEY: &str = "sk_test_refund_desk";
+pub const DEFAULT_WEBHOOK_SECRET: &str = "whsec_test_refund_desk";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`; default `sqlite://DATA_DIR/refund-desk.db`.
+    pub database_url: String,
+    /// `PAYMENTS_URL`; when absent `serve` starts the embedded payments mock.
+    pub payments_url: Option<String>,
+    /// `PAYMENTS_API_KEY`.
+    pub payments_api_key: String,
+    /// `PAYMENTS_WEBHOOK_SECRET`: verifies `Stripe-Signature` on provider webhooks.
+    pub webhook_secret: String,
+    /// `FIXTURES_DIR`: policies, billing worlds and history (default `./fixtures`).
+    pub fixtures_dir: PathBuf,
+    /// `LLM_BASE_URL`, `LLM_API_KEY`, `LLM_MODEL`: an OpenAI-compatible server; the
+    /// built-in investigator runs when no base URL is set.
+    pub llm: Option<LlmConfig>,
+    /// Timeout of one provider HTTP call.
+    pub provider_timeout: Duration,
+    /// Base delay of the provider retry backoff.
+    pub provider_backoff: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+}
+
+impl Config {
+    /// Reads the environment; `data_dir` comes from `--data-dir`.
+    pub fn from_env(data_dir: &Path) -> Config {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Config {
+            data_dir: data_dir.to_path_buf(),
+            database_url: var("DATABASE_URL")
+                .unwrap_or_else(|| crate::store::Db::sqlite_url(data_dir)),
+            payments_url: var("PAYMENTS_URL"),
+            payments_api_key: var("PAYMENTS_API_KEY")
+                .unwrap_or_else(|| DEFAULT_PAYMENTS_KEY.to_string()),
+            webhook_secret: var("PAYMENTS_WEBHOOK_SECRET")
+                .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_string()),
+            fixtures_dir: var("FIXTURES_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_fixtures_dir),
+            llm: var("LLM_BASE_URL").map(|base_url| LlmConfig {
+                base_url,
+                api_key: var("LLM_API_KEY"),
+                model: var("LLM_MODEL").unwrap_or_else(|| "default".to_string()),
+            }),
+            provider_timeout: Duration::from_secs(10),
+            provider_backoff: Duration::from_millis(500),
+        }
+    }
+
+    pub fn policies_dir(&self) -> PathBuf {
+        self.fixtures_dir.join("policies")
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.data_dir.join("policy-index")
+    }
+
+    pub fn payments_data_dir(&self) -> PathBuf {
+        self.data_dir.join("payments")
+    }
+}
+
+/// `./fixtures` when run from the repository root, else the checkout this binary was
+/// built from (so `cargo run` and the tests work from any directory).
+pub fn default_fixtures_dir() -> PathBuf {
+    let local = PathBuf::from("fixtures");
+    if local.join("policies").is_dir() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("fixtures")
+}

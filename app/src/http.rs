@@ -1,0 +1,95 @@
+//! Application state and the router, built apart from the server so tests drive it
+//! without a socket.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use policy_engine::PolicySet;
+use rag_index::PolicyIndex;
+use tokio::sync::Notify;
+
+use crate::agent::Model;
+use crate::clock::Clock;
+use crate::error::AppError;
+use crate::payments::PaymentsClient;
+use crate::store::Db;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub clock: Arc<dyn Clock>,
+    pub payments: PaymentsClient,
+    pub policies: Arc<PolicySet>,
+    pub index: Arc<PolicyIndex>,
+    pub model: Arc<dyn Model>,
+    /// Wakes the background worker when new work is queued.
+    pub wake: Arc<Notify>,
+    /// Names this process in leases.
+    pub instance_id: String,
+    /// Whether cookies get `Secure` (served over TLS).
+    pub secure_cookies: bool,
+}
+
+/// JSON body extractor whose failures use the API's error shape.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(AppError::bad_request(
+                "unsupported_media_type",
+                "send the body as application/json",
+            )),
+            Err(JsonRejection::JsonSyntaxError(e)) => {
+                Err(AppError::bad_request("invalid_json", e.body_text()))
+            }
+            Err(JsonRejection::JsonDataError(e)) => {
+                Err(AppError::bad_request("invalid_body", e.body_text()))
+            }
+            Err(e) => Err(AppError::bad_request("invalid_body", e.body_text())),
+        }
+    }
+}
+
+async fn healthz(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    sqlx::query("SELECT 1").execute(state.db.pool()).await?;
+    Ok(Json(
+        serde_json::json!({ "status": "ok", "database": format!("{:?}", state.db.backend()).to_lowercase() }),
+    ))
+}
+
+async fn not_found() -> AppError {
+    AppError::NotFound("route")
+}
+
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/tickets", post(crate::tickets::post_ticket))
+        .route("/tickets/{id}", get(crate::tickets::get_ticket))
+        .route("/tickets/{id}/messages", post(crate::tickets::post_message))
+        .route("/cases", get(crate::cases::get_cases))
+        .route("/cases/{id}", get(crate::cases::get_case))
+        .route("/cases/{id}/approve", post(crate::approvals::post_approve))
+        .route("/cases/{id}/reject", post(crate::approvals::post_reject))
+        .route("/runs/{id}/events", get(crate::runs::get_events))
+        .route("/healthz", get(healthz))
+        .fallback(not_found);
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/healthz", get(healthz))
+        .merge(crate::pages::routes())
+        .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
+        .with_state(state)
+}

@@ -1,0 +1,72 @@
+//! Refund desk: the web app, the agent harness, the refund workflow and the
+//! `refund-agent` CLI.
+//!
+//! The model investigates through read-only tools (`agent`), the policy engine decides
+//! (`workflow`), a human approves a fingerprinted refund (`approvals`), and only
+//! `refunds` talks to the payment provider to move money (through `payments`). This
+//! crate is the only one that knows HTTP, SQL, templates and wire formats.
+
+pub mod agent;
+pub mod approvals;
+pub mod audit;
+pub mod auth;
+pub mod cases;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod pages;
+pub mod payments;
+pub mod policies;
+pub mod refunds;
+pub mod replies;
+pub mod runs;
+pub mod store;
+pub mod tickets;
+pub mod worker;
+pub mod workflow;
+pub mod world;
+
+use std::sync::Arc;
+
+use crate::agent::Model;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::http::AppState;
+use crate::payments::PaymentsClient;
+use crate::store::Db;
+
+/// Opens the store, loads the policies and the index, and wires the state.
+pub async fn build_state(
+    config: &Config,
+    payments_url: &str,
+    clock: Arc<dyn Clock>,
+    model: Arc<dyn Model>,
+) -> anyhow::Result<AppState> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let db = Db::connect(&config.database_url).await?;
+    let policies = Arc::new(policies::load_policy_set(&config.policies_dir())?);
+    let index_dir = config.index_dir();
+    let policies_for_index = policies.clone();
+    let index =
+        tokio::task::spawn_blocking(move || policies::open_index(&index_dir, &policies_for_index))
+            .await??;
+    let payments = PaymentsClient::new(
+        payments_url,
+        &config.payments_api_key,
+        config.provider_timeout,
+        config.provider_backoff,
+    )?;
+    Ok(AppState {
+        db,
+        clock,
+        payments,
+        policies,
+        index: Arc::new(index),
+        model,
+        wake: Arc::new(tokio::sync::Notify::new()),
+        instance_id: store::new_id("inst"),
+        secure_cookies: false,
+    })
+}

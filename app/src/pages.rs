@@ -1,0 +1,508 @@
+//! Server-rendered pages (askama): the customer's ticket page and the staff console.
+//!
+//! Every state-changing form carries the session's CSRF token, checked in constant time;
+//! askama escapes every value. Customers reach a ticket with `?token=…` once (the token
+//! moves into an HttpOnly cookie) and see only their own tickets.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+
+use crate::approvals::{self, Verdict};
+use crate::auth::{self, constant_time_eq, Principal, Session};
+use crate::cases::{self, CaseStatus, CaseView};
+use crate::error::AppError;
+use crate::http::AppState;
+use crate::refunds::RefundView;
+use crate::tickets::{self, MessageView, TicketView};
+use crate::world::{parse_plain, serde_plain};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/console") }))
+        .route("/tickets/{id}", get(ticket_page))
+        .route("/console", get(queue_page))
+        .route("/console/login", get(login_page).post(login_submit))
+        .route("/console/logout", post(logout))
+        .route("/console/cases/{id}", get(case_page))
+        .route("/console/cases/{id}/approve", post(approve_submit))
+        .route("/console/cases/{id}/reject", post(reject_submit))
+}
+
+fn render(t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => AppError::Internal(anyhow::anyhow!("template: {e}")).into_response(),
+    }
+}
+
+fn error_page(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Html(format!(
+            "<!doctype html><meta charset=utf-8><title>{status}</title><p>{}</p>",
+            askama_escape(message)
+        )),
+    )
+        .into_response()
+}
+
+fn askama_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+fn set_cookie(state: &AppState, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+    ))
+    .expect("cookie values are hex tokens and always valid header text")
+}
+
+#[derive(Template)]
+#[template(path = "ticket.html")]
+struct TicketPage {
+    ticket: TicketView,
+    lang: String,
+    zh: bool,
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+async fn ticket_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<TokenQuery>,
+    principal: Result<Principal, AppError>,
+) -> Response {
+    if let Some(token) = q.token {
+        // A ticket link: check the token, keep it in a cookie, drop it from the URL.
+        return match auth::resolve(&state.db, &token, state.clock.now_ms()).await {
+            Ok(Some(_)) => {
+                let mut resp = Redirect::to(&format!("/tickets/{id}")).into_response();
+                resp.headers_mut().insert(
+                    header::SET_COOKIE,
+                    set_cookie(&state, auth::CUSTOMER_COOKIE, &token, 30 * 24 * 3600),
+                );
+                resp
+            }
+            _ => error_page(
+                StatusCode::UNAUTHORIZED,
+                "This link is not valid or has expired.",
+            ),
+        };
+    }
+    let Ok(principal) = principal else {
+        return error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        );
+    };
+    let ticket = match tickets::visible_ticket(&state, &principal, &id).await {
+        Ok(t) => t,
+        Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+    };
+    match tickets::ticket_view(&state, &ticket).await {
+        Ok(view) => {
+            let zh = view.language == "zh";
+            render(&TicketPage {
+                lang: view.language.clone(),
+                zh,
+                ticket: view,
+            })
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    error: Option<String>,
+}
+
+async fn login_page() -> Response {
+    render(&LoginPage { error: None })
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    email: String,
+    password: String,
+}
+
+async fn login_submit(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
+    match auth::login(&state.db, &form.email, &form.password).await {
+        Ok(Some(staff)) => match auth::issue_token(
+            &state.db,
+            "session",
+            "staff",
+            &staff.id,
+            state.clock.now_ms(),
+        )
+        .await
+        {
+            Ok((token, _)) => {
+                let mut resp = Redirect::to("/console").into_response();
+                resp.headers_mut().insert(
+                    header::SET_COOKIE,
+                    set_cookie(&state, auth::SESSION_COOKIE, &token, 12 * 3600),
+                );
+                resp
+            }
+            Err(e) => e.into_response(),
+        },
+        Ok(None) => (
+            StatusCode::UNAUTHORIZED,
+            render(&LoginPage {
+                error: Some("Wrong email or password.".into()),
+            }),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    csrf: String,
+}
+
+async fn logout(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Ok(session) = session {
+        if constant_time_eq(&form.csrf, &session.csrf_token) {
+            let _ = auth::revoke_token(&state.db, &session.token).await;
+        }
+    }
+    let mut resp = Redirect::to("/console/login").into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(&state, auth::SESSION_COOKIE, "", 0),
+    );
+    resp
+}
+
+struct QueueRow {
+    id: String,
+    status: String,
+    amount: String,
+    reason: String,
+    required_role: String,
+    may_approve: bool,
+    age: String,
+}
+
+#[derive(Template)]
+#[template(path = "console_queue.html")]
+struct QueuePage {
+    staff_email: String,
+    staff_role: String,
+    csrf: String,
+    rows: Vec<QueueRow>,
+    statuses: Vec<String>,
+    filter: String,
+}
+
+#[derive(Deserialize)]
+struct QueueQuery {
+    status: Option<String>,
+}
+
+fn age(now_ms: i64, then_ms: i64) -> String {
+    let minutes = (now_ms - then_ms).max(0) / 60_000;
+    match minutes {
+        m if m < 60 => format!("{m} min"),
+        m if m < 48 * 60 => format!("{} h", m / 60),
+        m => format!("{} d", m / (24 * 60)),
+    }
+}
+
+async fn queue_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Query(q): Query<QueueQuery>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    let filter = q.status.unwrap_or_else(|| "awaiting_approval".into());
+    let status = if filter == "all" {
+        None
+    } else {
+        match CaseStatus::parse(&filter) {
+            Ok(s) => Some(s),
+            Err(e) => return e.into_response(),
+        }
+    };
+    let list = match cases::list_cases(&state.db, status).await {
+        Ok(l) => l,
+        Err(e) => return e.into_response(),
+    };
+    let now = state.clock.now_ms();
+    let rows = list
+        .iter()
+        .map(|c| {
+            let required = c.required_role.clone().unwrap_or_default();
+            let may_approve = parse_plain::<policy_engine::Role>(&required)
+                .map(|r| session.staff.role.may_approve(r))
+                .unwrap_or(false);
+            let amount = match (c.refund_total_minor, c.currency.as_deref()) {
+                (Some(minor), Some(cur)) => cur
+                    .parse::<policy_engine::Currency>()
+                    .ok()
+                    .and_then(|cur| policy_engine::Money::from_minor(minor, cur).ok())
+                    .map(|m| m.to_string())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            QueueRow {
+                id: c.id.clone(),
+                status: c.status.as_str().to_string(),
+                amount,
+                reason: c.reason_code.clone().unwrap_or_default(),
+                required_role: required,
+                may_approve,
+                age: age(now, c.created_at),
+            }
+        })
+        .collect();
+    render(&QueuePage {
+        staff_email: session.staff.email.clone(),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        rows,
+        statuses: [
+            "awaiting_approval",
+            "escalated",
+            "pending_verification",
+            "refund_pending",
+            "refund_succeeded",
+            "refund_failed",
+            "denied",
+            "awaiting_customer",
+            "investigating",
+            "all",
+        ]
+        .map(String::from)
+        .to_vec(),
+        filter,
+    })
+}
+
+struct RuleView {
+    citation: String,
+    summary: String,
+}
+
+struct RefundLineView {
+    charge_id: String,
+    amount: String,
+    payment_method: String,
+}
+
+struct DecisionView {
+    outcome: String,
+    reason_code: String,
+    approver: String,
+    refunds: Vec<RefundLineView>,
+    rules: Vec<RuleView>,
+    facts: Vec<String>,
+    versions: String,
+    hash: String,
+}
+
+#[derive(Template)]
+#[template(path = "console_case.html")]
+struct CasePage {
+    staff_email: String,
+    staff_role: String,
+    csrf: String,
+    case: CaseView,
+    messages: Vec<MessageView>,
+    decision: Option<DecisionView>,
+    proposal: Option<crate::agent::Proposal>,
+    refunds: Vec<RefundView>,
+    awaiting: bool,
+    may_approve: bool,
+    required_role: String,
+    fingerprint: String,
+    error: Option<String>,
+}
+
+async fn case_page_response(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    error: Option<String>,
+) -> Response {
+    let case = match cases::load_case(&state.db, id).await {
+        Ok(Some(c)) => c,
+        Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
+        Err(e) => return e.into_response(),
+    };
+    let view = match cases::case_view(&state.db, &case).await {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let messages = tickets::messages(&state.db, &case.ticket_id)
+        .await
+        .unwrap_or_default();
+    let decision = case.decision().map(|d| DecisionView {
+        outcome: serde_plain(&d.outcome),
+        reason_code: serde_plain(&d.reason_code),
+        approver: d
+            .approver_role
+            .map(|r| serde_plain(&r))
+            .unwrap_or_else(|| "—".into()),
+        refunds: d
+            .refunds
+            .iter()
+            .map(|r| RefundLineView {
+                charge_id: r.charge_id.clone(),
+                amount: r.amount.to_string(),
+                payment_method: r.payment_method.clone(),
+            })
+            .collect(),
+        rules: d
+            .rules
+            .iter()
+            .map(|r| RuleView {
+                citation: r.citation.clone(),
+                summary: r.summary.clone(),
+            })
+            .collect(),
+        facts: d.facts_used.clone(),
+        versions: d.policy_versions.join(", "),
+        hash: d.hash.clone(),
+    });
+    let proposal = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let required_role = case
+        .required_role
+        .clone()
+        .unwrap_or_else(|| "supervisor".into());
+    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
+        .map(|r| session.staff.role.may_approve(r))
+        .unwrap_or(false);
+    render(&CasePage {
+        staff_email: session.staff.email.clone(),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        refunds: view.refunds.clone(),
+        awaiting: case.status == CaseStatus::AwaitingApproval,
+        fingerprint: case.fingerprint.clone().unwrap_or_default(),
+        case: view,
+        messages,
+        decision,
+        proposal,
+        may_approve,
+        required_role,
+        error,
+    })
+}
+
+async fn case_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    case_page_response(&state, &session, &id, None).await
+}
+
+#[derive(Deserialize)]
+struct DecideForm {
+    csrf: String,
+    fingerprint: String,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+async fn decide_submit(
+    state: AppState,
+    session: Result<Session, AppError>,
+    id: String,
+    form: DecideForm,
+    verdict: Verdict,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    let note = match verdict {
+        Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
+        Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
+    };
+    if verdict == Verdict::Rejected && note.is_none() {
+        return case_page_response(
+            &state,
+            &session,
+            &id,
+            Some("A rejection needs a reason.".into()),
+        )
+        .await;
+    }
+    match approvals::decide(
+        &state,
+        &session.staff,
+        &id,
+        &form.fingerprint,
+        verdict,
+        note.as_deref(),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => {
+            let status = e.status();
+            let mut resp =
+                case_page_response(&state, &session, &id, Some(e.public_message())).await;
+            *resp.status_mut() = status;
+            resp
+        }
+    }
+}
+
+async fn approve_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Approved).await
+}
+
+async fn reject_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Rejected).await
+}

@@ -1,0 +1,73 @@
+//! The background worker: advances agent runs and executes approved refunds.
+//!
+//! `run_once` does one pass and reports how much it did, so tests drain the queue
+//! without sleeping; `serve` loops it, woken by new work or a short tick.
+
+use std::time::Duration;
+
+use crate::error::AppResult;
+use crate::http::AppState;
+
+/// One pass over runnable runs and approved cases. Returns the number of items handled.
+pub async fn run_once(state: &AppState) -> AppResult<usize> {
+    let mut handled = 0;
+    while let Some(mut run) =
+        crate::runs::claim_next(&state.db, &state.instance_id, state.clock.now_ms()).await?
+    {
+        let result = crate::agent::advance(state, &mut run).await;
+        // Reload the version before releasing: `advance` moved it.
+        if let Some(latest) = crate::runs::load_run(&state.db, &run.id).await? {
+            crate::runs::release(&state.db, &latest).await?;
+        }
+        if let Err(e) = result {
+            tracing::error!(run_id = %run.id, error = %e, "run step failed; it will be retried");
+            return Err(e);
+        }
+        handled += 1;
+    }
+    for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
+        crate::refunds::execute_case(state, &case_id).await?;
+        handled += 1;
+    }
+    Ok(handled)
+}
+
+/// Runs passes until one finds nothing that changes (bounded, for tests and the CLI).
+pub async fn drain(state: &AppState) -> AppResult<()> {
+    for _ in 0..50 {
+        let before = progress_marker(state).await?;
+        run_once(state).await?;
+        if progress_marker(state).await? == before {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+async fn progress_marker(state: &AppState) -> AppResult<(i64, i64, i64)> {
+    use sqlx::Row;
+    let row = sqlx::query(
+        "SELECT (SELECT COUNT(*) FROM run_events) AS events, (SELECT CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM cases) AS cases,
+                (SELECT CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM refund_intents) AS intents",
+    )
+    .fetch_one(state.db.pool())
+    .await?;
+    Ok((
+        row.try_get("events")?,
+        row.try_get("cases")?,
+        row.try_get("intents")?,
+    ))
+}
+
+/// The serve loop: a pass on every wake-up or tick, forever.
+pub async fn run_forever(state: AppState) {
+    loop {
+        if let Err(e) = run_once(&state).await {
+            tracing::error!(error = %e, "worker pass failed");
+        }
+        tokio::select! {
+            _ = state.wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}

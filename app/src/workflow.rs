@@ -1,0 +1,454 @@
+//! The workflow: from the agent's proposal to a policy decision, an approval-queue entry
+//! bound to a fingerprint, and an honest reply.
+//!
+//! Facts are gathered here by code — the customer and orders from our store, charges and
+//! refunds fresh from the provider — never taken from the model's words. The policy
+//! engine decides; the proposal only says what the customer asks about and which order.
+//! The same `gather_facts` runs again at the payment boundary (SPEC invariant 3).
+
+use std::collections::BTreeSet;
+
+use policy_engine::{
+    ChargeFacts, ChargeStatus, CustomerFacts, Decision, Facts, Money, OrderFacts, Outcome,
+    Ownership, Product, RefundFacts, RefundStatus, Region, RequestKind,
+};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use crate::agent::{Exchange, Proposal};
+use crate::cases::{self, Case, CaseStatus};
+use crate::clock::{from_ms, rfc3339};
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::payments::{ProviderCharge, ProviderRefund};
+use crate::runs::{self, Run};
+use crate::store::Db;
+use crate::tickets::{self, Ticket};
+use crate::world::{parse_plain, serde_plain};
+
+#[derive(Debug, Clone)]
+pub struct Order {
+    pub id: String,
+    pub product: Product,
+    pub amount: Money,
+    pub created_at: i64,
+}
+
+pub async fn customer_orders(db: &Db, customer_id: &str) -> anyhow::Result<Vec<Order>> {
+    let rows = sqlx::query("SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id")
+        .bind(customer_id)
+        .fetch_all(db.pool())
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let currency = r.try_get::<String, _>("currency")?.parse()?;
+            Ok(Order {
+                id: r.try_get("id")?,
+                product: parse_plain(&r.try_get::<String, _>("product")?)?,
+                amount: Money::from_minor(r.try_get("amount_minor")?, currency)?,
+                created_at: r.try_get("created_at")?,
+            })
+        })
+        .collect()
+}
+
+async fn customer_region(db: &Db, customer_id: &str) -> anyhow::Result<(Region, String)> {
+    let row = sqlx::query("SELECT region, provider_customer_id FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_one(db.pool())
+        .await?;
+    Ok((
+        parse_plain(&row.try_get::<String, _>("region")?)?,
+        row.try_get("provider_customer_id")?,
+    ))
+}
+
+/// The customer's charges at the provider, sorted by id for stable facts.
+pub async fn provider_charges(
+    state: &AppState,
+    customer_id: &str,
+) -> anyhow::Result<Vec<ProviderCharge>> {
+    let (_, provider_customer) = customer_region(&state.db, customer_id).await?;
+    let mut charges = state.payments.list_charges(&provider_customer).await?;
+    charges.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(charges)
+}
+
+pub fn charge_json(c: &ProviderCharge) -> Value {
+    let money = |minor| {
+        c.currency()
+            .ok()
+            .and_then(|cur| Money::from_minor(minor, cur).ok())
+            .map(|m| m.amount_string())
+    };
+    json!({
+        "id": c.id, "order_id": c.order_id(), "amount": money(c.amount), "currency": c.currency.to_uppercase(),
+        "captured": c.captured, "status": c.status, "disputed": c.disputed,
+        "amount_refunded": money(c.amount_refunded), "payment_method": c.payment_method,
+        "created_at": rfc3339(c.created * 1000),
+    })
+}
+
+pub fn refund_json(r: &ProviderRefund) -> Value {
+    let amount = r
+        .currency
+        .parse()
+        .ok()
+        .and_then(|cur| Money::from_minor(r.amount, cur).ok())
+        .map(|m| m.amount_string());
+    json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
+            "status": r.status, "created_at": rfc3339(r.created * 1000) })
+}
+
+fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Result<ChargeFacts> {
+    let currency = c.currency()?;
+    let status = match c.status.as_str() {
+        "succeeded" => ChargeStatus::Succeeded,
+        "pending" => ChargeStatus::Pending,
+        _ => ChargeStatus::Failed,
+    };
+    let mut refund_facts = Vec::new();
+    for r in refunds {
+        let status = match r.status.as_str() {
+            "succeeded" => RefundStatus::Succeeded,
+            "pending" | "requires_action" => RefundStatus::Pending,
+            "canceled" => RefundStatus::Canceled,
+            _ => RefundStatus::Failed,
+        };
+        refund_facts.push(RefundFacts {
+            id: r.id.clone(),
+            amount: Money::from_minor(r.amount, r.currency.parse()?)?,
+            status,
+        });
+    }
+    refund_facts.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(ChargeFacts {
+        id: c.id.clone(),
+        amount: Money::from_minor(c.amount, currency)?,
+        captured: c.captured,
+        status,
+        disputed: c.disputed,
+        created_at: from_ms(c.created * 1000),
+        payment_method: c.payment_method.clone().unwrap_or_default(),
+        amount_refunded: Money::from_minor(c.amount_refunded, currency)?,
+        refunds: refund_facts,
+    })
+}
+
+/// Gathers the facts for a decision, fresh: the ticket's customer and all their orders
+/// from our store, every charge and refund from the provider.
+pub async fn gather_facts(
+    state: &AppState,
+    ticket: &Ticket,
+    request: RequestKind,
+    order_id: Option<&str>,
+) -> AppResult<Facts> {
+    let (region, _) = customer_region(&state.db, &ticket.customer_id).await?;
+    let orders = customer_orders(&state.db, &ticket.customer_id).await?;
+    let charges = provider_charges(state, &ticket.customer_id)
+        .await
+        .map_err(provider_unavailable)?;
+    let mut order_facts = Vec::new();
+    for order in &orders {
+        let mut charge_list = Vec::new();
+        for c in charges
+            .iter()
+            .filter(|c| c.order_id() == Some(order.id.as_str()))
+        {
+            let refunds = state
+                .payments
+                .list_refunds(&c.id)
+                .await
+                .map_err(|e| provider_unavailable(e.into()))?;
+            charge_list.push(charge_facts(c, &refunds)?);
+        }
+        order_facts.push(OrderFacts {
+            id: order.id.clone(),
+            product: order.product,
+            amount: order.amount,
+            created_at: from_ms(order.created_at),
+            charges: charge_list,
+        });
+    }
+    // An order id that is not the customer's: is it someone else's (escalate, disclose
+    // nothing) or nobody's (treat as not identified)?
+    let (order_id, ownership) = match order_id {
+        Some(id) if orders.iter().any(|o| o.id == id) => (Some(id.to_string()), Ownership::Owned),
+        Some(id) => {
+            let elsewhere = sqlx::query("SELECT customer_id FROM orders WHERE id = $1")
+                .bind(id)
+                .fetch_optional(state.db.pool())
+                .await?;
+            if elsewhere.is_some() {
+                (Some(id.to_string()), Ownership::OtherCustomer)
+            } else {
+                (None, Ownership::Owned)
+            }
+        }
+        None => (None, Ownership::Owned),
+    };
+    Ok(Facts {
+        reported_at: from_ms(ticket.created_at),
+        customer: CustomerFacts {
+            id: ticket.customer_id.clone(),
+            region,
+        },
+        request,
+        order_id,
+        order_ownership: ownership,
+        orders: order_facts,
+    })
+}
+
+fn provider_unavailable(e: anyhow::Error) -> AppError {
+    AppError::Provider(e.to_string())
+}
+
+/// Hash of the evidence a decision rests on: the canonical JSON of its facts.
+pub fn evidence_hash(facts: &Facts) -> String {
+    hex::encode(Sha256::digest(
+        serde_json::to_vec(facts).expect("facts are plain data and always serialise"),
+    ))
+}
+
+/// Evidence references that do not point at a successful tool call whose result
+/// contains the cited record (SPEC invariant 8).
+pub fn invalid_evidence(proposal: &Proposal, exchanges: &[Exchange]) -> Vec<String> {
+    proposal
+        .evidence
+        .iter()
+        .filter(|ev| {
+            !exchanges.iter().any(|x| {
+                x.call.id == ev.call_id
+                    && x.outcome.ok
+                    && !ev.record_id.is_empty()
+                    && contains_value(&x.outcome.content, &ev.record_id)
+            })
+        })
+        .map(|ev| format!("{}#{}", ev.call_id, ev.record_id))
+        .collect()
+}
+
+fn contains_value(v: &Value, needle: &str) -> bool {
+    match v {
+        Value::String(s) => s == needle,
+        Value::Array(items) => items.iter().any(|i| contains_value(i, needle)),
+        Value::Object(map) => map.values().any(|i| contains_value(i, needle)),
+        _ => false,
+    }
+}
+
+/// The decision for a case as the facts stand now.
+pub async fn decide_now(
+    state: &AppState,
+    ticket: &Ticket,
+    request: RequestKind,
+    order_id: Option<&str>,
+) -> AppResult<(Facts, Decision)> {
+    let facts = gather_facts(state, ticket, request, order_id).await?;
+    let decision = policy_engine::decide(&facts, &state.policies);
+    Ok((facts, decision))
+}
+
+/// Turns a recorded proposal into a decision and the case's next state.
+pub async fn decide_case(
+    state: &AppState,
+    run: &mut Run,
+    case: &Case,
+    ticket: &Ticket,
+    proposal: &Proposal,
+    exchanges: &[Exchange],
+) -> AppResult<()> {
+    let (facts, decision) = decide_now(
+        state,
+        ticket,
+        proposal.request,
+        proposal.order_id.as_deref(),
+    )
+    .await?;
+    let evidence_hash = evidence_hash(&facts);
+    let invalid = invalid_evidence(proposal, exchanges);
+    let now = state.clock.now_ms();
+
+    // The engine's refunds, not the model's, are what a human is asked to approve.
+    let proposed: BTreeSet<(String, String)> = proposal
+        .refunds
+        .iter()
+        .map(|r| (r.charge_id.clone(), r.amount.clone()))
+        .collect();
+    let decided: BTreeSet<(String, String)> = decision
+        .refunds
+        .iter()
+        .map(|r| (r.charge_id.clone(), r.amount.amount_string()))
+        .collect();
+
+    let mut tx = state.db.begin().await?;
+    let case = cases::load_case_tx(&mut tx, &case.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    if case.status != CaseStatus::Investigating || case.run_id.as_deref() != Some(run.id.as_str()) {
+        // The case moved on (withdrawn, re-investigated by a newer run): stop quietly.
+        runs::finish_run(&mut tx, &run.id, "cancelled", now).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
+    runs::append_event(
+        &mut tx,
+        &run.id,
+        "decision",
+        None,
+        &serde_json::to_value(&decision).unwrap_or_default(),
+        now,
+    )
+    .await?;
+    if proposed != decided {
+        runs::append_event(
+            &mut tx,
+            &run.id,
+            "proposal_overridden",
+            None,
+            &json!({ "proposed": proposed, "decided": decided }),
+            now,
+        )
+        .await?;
+    }
+    let (mut status, mut note) = match decision.outcome {
+        Outcome::Allow => (CaseStatus::AwaitingApproval, None),
+        Outcome::Deny => (CaseStatus::Denied, None),
+        Outcome::RequestInfo => (CaseStatus::AwaitingCustomer, None),
+        Outcome::Escalate => (
+            CaseStatus::Escalated,
+            decision.escalation.as_ref().map(|e| e.reason.clone()),
+        ),
+    };
+    if !invalid.is_empty() {
+        runs::append_event(
+            &mut tx,
+            &run.id,
+            "evidence_rejected",
+            None,
+            &json!({ "invalid": invalid }),
+            now,
+        )
+        .await?;
+        status = CaseStatus::Escalated;
+        note = Some("the proposal cites evidence no tool returned".into());
+    }
+    let fingerprint = (status == CaseStatus::AwaitingApproval).then(|| {
+        cases::decision_fingerprint(
+            &case.id,
+            case.proposal_seq,
+            &case.customer_id,
+            facts.order_id.as_deref(),
+            &decision,
+            &evidence_hash,
+        )
+    });
+    let total = decision.refund_total();
+    let done = sqlx::query(
+        "UPDATE cases SET status = $1, version = version + 1, proposal = $2, facts = $3, decision = $4, evidence_hash = $5,
+             fingerprint = $6, required_role = $7, reason_code = $8, refund_total_minor = $9, currency = $10,
+             void_reason = COALESCE($11, void_reason), updated_at = $12
+         WHERE id = $13 AND version = $14",
+    )
+    .bind(status.as_str())
+    .bind(serde_json::to_string(proposal).unwrap_or_default())
+    .bind(serde_json::to_string(&facts).unwrap_or_default())
+    .bind(serde_json::to_string(&decision).unwrap_or_default())
+    .bind(&evidence_hash)
+    .bind(&fingerprint)
+    .bind(decision.approver_role.map(|r| serde_plain(&r)))
+    .bind(serde_plain(&decision.reason_code))
+    .bind(total.map(|m| m.minor_units()))
+    .bind(total.map(|m| m.currency().code().to_string()))
+    .bind(note)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "case_changed",
+            "the case changed meanwhile",
+        ));
+    }
+    let run_status = if status == CaseStatus::AwaitingApproval {
+        "awaiting_approval"
+    } else {
+        "completed"
+    };
+    runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
+    let reply = crate::replies::decision_reply(&ticket.language, status, &decision);
+    tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+    crate::audit::record(
+        &mut tx,
+        "agent",
+        "decided",
+        &case.id,
+        &format!(
+            "{} ({})",
+            status.as_str(),
+            serde_plain(&decision.reason_code)
+        ),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
+    Ok(())
+}
+
+/// Hands a case to a human when the agent cannot finish: with what it verified, what is
+/// open and what it did (SPEC §6, budgets).
+pub async fn escalate_to_human(
+    state: &AppState,
+    run: &mut Run,
+    case: &Case,
+    ticket: &Ticket,
+    why: &str,
+    exchanges: &[Exchange],
+) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let verified: Vec<Value> = exchanges
+        .iter()
+        .filter(|x| x.outcome.ok)
+        .map(
+            |x| json!({ "call_id": x.call.id, "tool": x.call.name, "arguments": x.call.arguments }),
+        )
+        .collect();
+    let failed: Vec<Value> = exchanges
+        .iter()
+        .filter(|x| !x.outcome.ok)
+        .map(|x| json!({ "call_id": x.call.id, "tool": x.call.name, "error": x.outcome.content }))
+        .collect();
+    let summary = json!({
+        "reason": why,
+        "verified_tool_calls": verified,
+        "failed_tool_calls": failed,
+        "open_questions": ["what the customer is owed has not been decided"],
+        "actions_taken": "none: the agent has no write access",
+    });
+    let mut tx = state.db.begin().await?;
+    let case = cases::load_case_tx(&mut tx, &case.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
+    if case.status == CaseStatus::Investigating && case.run_id.as_deref() == Some(run.id.as_str()) {
+        sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
+            .bind(why)
+            .bind(now)
+            .bind(&case.id)
+            .bind(case.version)
+            .execute(&mut *tx)
+            .await?;
+        let reply = crate::replies::escalation_reply(&ticket.language);
+        tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+        crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
+    }
+    runs::set_status(&mut tx, run, "failed", 0, 0, now).await?;
+    tx.commit().await?;
+    tracing::warn!(case_id = %case.id, why, "case escalated to a human");
+    Ok(())
+}

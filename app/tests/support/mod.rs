@@ -1,0 +1,274 @@
+//! `spawn_app()`: a fresh database (SQLite file, or a fresh PostgreSQL database when
+//! `TEST_DATABASE_URL` is set), the real payments mock on a loopback port, the policy
+//! index built from `fixtures/`, the demo world loaded, and typed helpers.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use app::agent::investigator::Investigator;
+use app::agent::Model;
+use app::auth::{self, StaffRole};
+use app::clock::ManualClock;
+use app::config::Config;
+use app::http::AppState;
+use app::world::World;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+pub const NOW: &str = "2026-11-29T10:00:00Z";
+
+pub struct TestApp {
+    pub state: AppState,
+    pub router: axum::Router,
+    pub mock: payments_mock::RunningMock,
+    pub clock: Arc<ManualClock>,
+    pub agent_token: String,
+    pub supervisor_token: String,
+    pub dir: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+fn demo_world_text() -> String {
+    std::fs::read_to_string(app::config::default_fixtures_dir().join("billing/demo.json"))
+        .expect("the demo world ships in fixtures/")
+}
+
+/// A fresh PostgreSQL database per test, or `None` to use SQLite.
+async fn postgres_url() -> Option<String> {
+    let base = std::env::var("TEST_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())?;
+    sqlx::any::install_default_drivers();
+    let name = format!("rd_test_{}", uuid::Uuid::new_v4().simple());
+    let admin = sqlx::AnyPool::connect(&base)
+        .await
+        .expect("TEST_DATABASE_URL must be reachable");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&admin)
+        .await
+        .expect("creating a test database");
+    admin.close().await;
+    let (prefix, _) = base
+        .rsplit_once('/')
+        .expect("a postgres url ends with /database");
+    Some(format!("{prefix}/{name}"))
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with_model(Arc::new(Investigator)).await
+}
+
+pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mock = payments_mock::start(
+        payments_mock::MockConfig::new(dir.path().join("payments")),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .expect("the payments mock starts");
+    app::cli::load_world_into_provider(&mock.base_url(), &demo_world_text())
+        .await
+        .expect("world loads into the mock");
+
+    let mut config = Config::from_env(dir.path());
+    config.database_url = match postgres_url().await {
+        Some(url) => url,
+        None => app::store::Db::sqlite_url(dir.path()),
+    };
+    config.payments_url = Some(mock.base_url());
+    config.fixtures_dir = app::config::default_fixtures_dir();
+    config.provider_backoff = std::time::Duration::from_millis(5);
+    config.provider_timeout = std::time::Duration::from_secs(5);
+
+    let clock = Arc::new(ManualClock::new(
+        time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339).unwrap(),
+    ));
+    let state = app::build_state(&config, &mock.base_url(), clock.clone(), model)
+        .await
+        .expect("state builds");
+    World::parse(&demo_world_text())
+        .unwrap()
+        .load_into(&state.db)
+        .await
+        .expect("world loads into the app");
+
+    let now = clock_ms(&clock);
+    let mut tokens = Vec::new();
+    for (email, role) in [
+        ("agent@test.example", StaffRole::Agent),
+        ("supervisor@test.example", StaffRole::Supervisor),
+    ] {
+        let staff = auth::upsert_staff(&state.db, email, role, "correct horse battery", now)
+            .await
+            .unwrap();
+        tokens.push(
+            auth::issue_token(&state.db, "api", "staff", &staff.id, now)
+                .await
+                .unwrap()
+                .0,
+        );
+    }
+    let router = app::http::router(state.clone());
+    TestApp {
+        state,
+        router,
+        mock,
+        clock,
+        supervisor_token: tokens.pop().unwrap(),
+        agent_token: tokens.pop().unwrap(),
+        dir,
+        http: reqwest::Client::new(),
+    }
+}
+
+fn clock_ms(clock: &ManualClock) -> i64 {
+    use app::clock::Clock;
+    clock.now_ms()
+}
+
+impl TestApp {
+    /// Sends a request through the router (no socket) and returns status and JSON body.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut builder = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            builder = builder.header("authorization", format!("Bearer {t}"));
+        }
+        let request = match body {
+            Some(b) => builder
+                .header("content-type", "application/json")
+                .body(Body::from(b.to_string()))
+                .unwrap(),
+            None => builder.body(Body::empty()).unwrap(),
+        };
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        (status, value)
+    }
+
+    pub async fn raw(&self, request: Request<Body>) -> (StatusCode, String) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub async fn customer_token(&self, customer_id: &str) -> String {
+        auth::issue_token(
+            &self.state.db,
+            "api",
+            "customer",
+            customer_id,
+            clock_ms(&self.clock),
+        )
+        .await
+        .unwrap()
+        .0
+    }
+
+    /// Opens a ticket as the customer and lets the worker finish the investigation.
+    pub async fn open_ticket(&self, customer_id: &str, message: &str) -> (String, Value) {
+        let token = self.customer_token(customer_id).await;
+        let (status, ticket) = self
+            .request(
+                "POST",
+                "/api/v1/tickets",
+                Some(&token),
+                Some(json!({ "message": message })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{ticket}");
+        self.drain().await;
+        let id = ticket["id"].as_str().unwrap().to_string();
+        let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
+        let (_, case) = self
+            .request(
+                "GET",
+                &format!("/api/v1/cases/{case_id}"),
+                Some(&self.agent_token),
+                None,
+            )
+            .await;
+        (id, case)
+    }
+
+    pub async fn case(&self, case_id: &str) -> Value {
+        let (status, case) = self
+            .request(
+                "GET",
+                &format!("/api/v1/cases/{case_id}"),
+                Some(&self.agent_token),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{case}");
+        case
+    }
+
+    pub async fn approve(
+        &self,
+        token: &str,
+        case_id: &str,
+        fingerprint: &str,
+    ) -> (StatusCode, Value) {
+        self.request(
+            "POST",
+            &format!("/api/v1/cases/{case_id}/approve"),
+            Some(token),
+            Some(json!({ "fingerprint": fingerprint })),
+        )
+        .await
+    }
+
+    pub async fn drain(&self) {
+        app::worker::drain(&self.state)
+            .await
+            .expect("the worker drains without error");
+    }
+
+    /// The provider's refunds on a charge, read over HTTP from the mock.
+    pub async fn provider_refunds(&self, charge_id: &str) -> Vec<Value> {
+        let resp: Value = self
+            .http
+            .get(format!(
+                "{}/v1/refunds?charge={charge_id}&limit=100",
+                self.mock.base_url()
+            ))
+            .bearer_auth("sk_test_refund_desk")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        resp["data"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Makes a refund at the provider directly, as a dashboard user would.
+    pub async fn refund_elsewhere(&self, charge_id: &str, amount_minor: i64) {
+        let resp = self
+            .http
+            .post(format!("{}/v1/refunds", self.mock.base_url()))
+            .bearer_auth("sk_test_refund_desk")
+            .form(&[("charge", charge_id), ("amount", &amount_minor.to_string())])
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
+    }
+}

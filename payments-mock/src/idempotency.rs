@@ -1,0 +1,317 @@
+//! The idempotency layer of payments.md §6.3, for every mutating `/v1` POST.
+//!
+//! Order of checks:
+//! 1. before the layer, nothing stored: auth (the [`ApiKey`] extractor), a key over
+//!    255 characters, a malformed body;
+//! 2. lookup by (API key, Idempotency-Key): in flight → 409; stored for another
+//!    endpoint or other params → 400 `idempotency_error`; stored and equal → replay
+//!    the stored status and body byte for byte with `Idempotent-Replayed: true`;
+//! 3. param validation, nothing stored;
+//! 4. execution in ONE `BEGIN IMMEDIATE` transaction that also writes the key's row
+//!    with whatever status resulted (200, business 4xx, or 500).
+//!
+//! Invariant: a committed side effect always has its stored response, because both
+//! are in the same SQLite transaction; a crash can lose only uncommitted work.
+
+use axum::body::Bytes;
+use axum::http::header::HeaderValue;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::refunds::{self, CreateRefund};
+use crate::state::{InFlightGuard, MockState};
+use crate::wire::{
+    json_response, ApiError, ApiKey, FormParams, RequestId, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED,
+    STRIPE_SHOULD_RETRY,
+};
+
+/// Stripe documents keys of up to 255 characters.
+pub const MAX_KEY_LENGTH: usize = 255;
+
+/// A mutating request as it reached the server.
+pub struct PostRequest {
+    pub api_key: ApiKey,
+    pub request_id: RequestId,
+    pub path: String,
+    pub headers: HeaderMap,
+    pub query: Option<String>,
+    pub body: Bytes,
+}
+
+/// A validated mutation, ready to execute inside the layer's transaction.
+#[derive(Debug, Clone)]
+pub(crate) enum Operation {
+    CreateRefund(CreateRefund),
+}
+
+/// What execution produced: stored under the key and sent to the client.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    pub status: StatusCode,
+    pub body: String,
+    pub refund_id: Option<String>,
+}
+
+impl Outcome {
+    pub fn error(error: ApiError) -> Self {
+        Self {
+            status: error.status,
+            body: error.body(),
+            refund_id: None,
+        }
+    }
+}
+
+/// Facts about the request that executions record (events, refund rows).
+#[derive(Debug, Clone)]
+pub(crate) struct ExecutionContext {
+    pub request_id: String,
+    pub idempotency_key: Option<String>,
+    pub now: i64,
+}
+
+async fn execute(
+    conn: &mut sqlx::SqliteConnection,
+    state: &MockState,
+    operation: &Operation,
+    context: &ExecutionContext,
+) -> Result<Outcome, sqlx::Error> {
+    match operation {
+        Operation::CreateRefund(params) => {
+            refunds::execute_create(conn, state, params, context).await
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct StoredKey {
+    path: String,
+    params: String,
+    response_status: i64,
+    response_body: String,
+    created: i64,
+}
+
+/// Runs a POST through the layer; `validate` turns the params into an operation.
+pub(crate) async fn run_post(
+    state: &MockState,
+    request: PostRequest,
+    validate: impl FnOnce(&FormParams) -> Result<Operation, ApiError>,
+) -> Response {
+    // 1. Before the layer.
+    let key = match idempotency_key(&request.headers) {
+        Ok(key) => key,
+        Err(error) => return error.into_response(),
+    };
+    let params =
+        match FormParams::from_post(&request.headers, request.query.as_deref(), &request.body) {
+            Ok(params) => params,
+            Err(error) => return error.into_response(),
+        };
+    let canonical = params.canonical();
+
+    // 2. Lookup; the claim is held until this function returns.
+    let claim = match key {
+        None => None,
+        Some(key) => {
+            let Some(claim) = InFlightGuard::claim(state, &request.api_key.0, &key) else {
+                return in_flight_conflict(&key);
+            };
+            match lookup(state, &claim, &request.path, &canonical).await {
+                Ok(Some(response)) => return response,
+                Ok(None) => Some(claim),
+                Err(error) => return ApiError::from(error).into_response(),
+            }
+        }
+    };
+
+    // 3. Validation: refused requests are not stored.
+    let operation = match validate(&params) {
+        Ok(operation) => operation,
+        Err(error) => return error.into_response(),
+    };
+
+    // 4. Execution and storage, atomically.
+    let context = ExecutionContext {
+        request_id: request.request_id.0.clone(),
+        idempotency_key: claim.as_ref().map(|c| c.key().to_owned()),
+        now: state.clock().now(),
+    };
+    let stored = StoreTarget {
+        claim: claim.as_ref(),
+        path: &request.path,
+        canonical: &canonical,
+        context: &context,
+    };
+    match execute_and_store(state, &operation, &stored).await {
+        Ok(outcome) => json_response(outcome.status, outcome.body),
+        Err(error) => {
+            tracing::error!(%error, request_id = %context.request_id, "execution failed");
+            let outcome = Outcome::error(ApiError::internal());
+            // Execution began, so the 500 is stored too (Stripe replays 500s).
+            if stored.claim.is_some() {
+                if let Err(error) = store_alone(state, &stored, &outcome).await {
+                    tracing::error!(%error, "could not store the 500 response");
+                }
+            }
+            json_response(outcome.status, outcome.body)
+        }
+    }
+}
+
+/// Reads `Idempotency-Key`; `None` when absent or blank.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .map_err(|_| ApiError::invalid_request("Invalid idempotency key: not valid ASCII."))?
+        .trim();
+    if key.is_empty() {
+        return Ok(None);
+    }
+    if key.chars().count() > MAX_KEY_LENGTH {
+        return Err(ApiError::invalid_request(format!(
+            "Idempotency key too long: keys can be up to {MAX_KEY_LENGTH} characters long."
+        )));
+    }
+    Ok(Some(key.to_owned()))
+}
+
+fn in_flight_conflict(key: &str) -> Response {
+    let error = ApiError::new(
+        StatusCode::CONFLICT,
+        "invalid_request_error",
+        format!(
+            "There is currently another in-progress request using this Idempotent Key (that \
+             probably means you submitted twice, and the other request is still going \
+             through): {key}. Please try again later."
+        ),
+    )
+    .with_code("idempotency_key_in_use");
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(STRIPE_SHOULD_RETRY, HeaderValue::from_static("true"));
+    response
+}
+
+/// A stored, unexpired key: the replay or the mismatch error. `None`: execute.
+async fn lookup(
+    state: &MockState,
+    claim: &InFlightGuard,
+    path: &str,
+    canonical: &str,
+) -> Result<Option<Response>, sqlx::Error> {
+    let stored: Option<StoredKey> = sqlx::query_as(
+        "SELECT path, params, response_status, response_body, created FROM idempotency_keys \
+         WHERE api_key = ? AND idempotency_key = ?",
+    )
+    .bind(claim.api_key())
+    .bind(claim.key())
+    .fetch_optional(state.pool())
+    .await?;
+    let Some(stored) = stored else {
+        return Ok(None);
+    };
+    let ttl = i64::try_from(state.config().idempotency_ttl.as_secs()).unwrap_or(i64::MAX);
+    if state.clock().now() >= stored.created.saturating_add(ttl) {
+        // Pruned: the same key now executes afresh (and replaces the row).
+        return Ok(None);
+    }
+    let key = claim.key();
+    if stored.path != path {
+        let error = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_error",
+            format!(
+                "Keys for idempotent requests can only be used for the same endpoint they were \
+                 first used for ('{path}' vs '{}'). Try using a key other than '{key}' if you \
+                 meant to execute a different request.",
+                stored.path
+            ),
+        );
+        return Ok(Some(error.into_response()));
+    }
+    if stored.params != canonical {
+        let error = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_error",
+            format!(
+                "Keys for idempotent requests can only be used with the same parameters they \
+                 were first used with. Try using a key other than '{key}' if you meant to \
+                 execute a different request."
+            ),
+        );
+        return Ok(Some(error.into_response()));
+    }
+    let status = u16::try_from(stored.response_status)
+        .ok()
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = json_response(status, stored.response_body);
+    response
+        .headers_mut()
+        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    state.count_replay();
+    Ok(Some(response))
+}
+
+struct StoreTarget<'a> {
+    claim: Option<&'a InFlightGuard>,
+    path: &'a str,
+    canonical: &'a str,
+    context: &'a ExecutionContext,
+}
+
+async fn execute_and_store(
+    state: &MockState,
+    operation: &Operation,
+    target: &StoreTarget<'_>,
+) -> Result<Outcome, sqlx::Error> {
+    // IMMEDIATE: take SQLite's write lock up front, so the reads that decide the
+    // refund (remaining amount) cannot be invalidated before the write.
+    let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
+    let outcome = execute(&mut tx, state, operation, target.context).await?;
+    store(&mut tx, target, &outcome).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+async fn store_alone(
+    state: &MockState,
+    target: &StoreTarget<'_>,
+    outcome: &Outcome,
+) -> Result<(), sqlx::Error> {
+    let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
+    store(&mut tx, target, outcome).await?;
+    tx.commit().await
+}
+
+async fn store(
+    conn: &mut sqlx::SqliteConnection,
+    target: &StoreTarget<'_>,
+    outcome: &Outcome,
+) -> Result<(), sqlx::Error> {
+    let Some(claim) = target.claim else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT OR REPLACE INTO idempotency_keys (api_key, idempotency_key, method, path, params, \
+         response_status, response_body, refund_id, request_id, created) \
+         VALUES (?, ?, 'POST', ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(claim.api_key())
+    .bind(claim.key())
+    .bind(target.path)
+    .bind(target.canonical)
+    .bind(i64::from(outcome.status.as_u16()))
+    .bind(&outcome.body)
+    .bind(&outcome.refund_id)
+    .bind(&target.context.request_id)
+    .bind(target.context.now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
