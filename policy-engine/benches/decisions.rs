@@ -21,8 +21,7 @@ macro_rules! policy {
             name: concat!($name, ".md").to_string(),
             markdown: include_str!(concat!("../../fixtures/policies/", $name, ".md")).to_string(),
             rules: Some(
-                include_str!(concat!("../../fixtures/policies/", $name, ".rules.toml"))
-                    .to_string(),
+                include_str!(concat!("../../fixtures/policies/", $name, ".rules.toml")).to_string(),
             ),
         }
     };
@@ -142,7 +141,13 @@ fn mix() -> Vec<Facts> {
             |o| o.charges[0].captured = false,
             2,
         ),
-        scenario(DuplicateCharge, Region::US, money("99.00", Currency::USD), |o| o.charges[1].disputed = true, 1),
+        scenario(
+            DuplicateCharge,
+            Region::US,
+            money("99.00", Currency::USD),
+            |o| o.charges[1].disputed = true,
+            1,
+        ),
         scenario(
             DuplicateCharge,
             Region::EU,
@@ -214,7 +219,9 @@ fn bench_decisions(c: &mut Criterion) {
     });
     group.finish();
 
-    c.bench_function("demo_duplicate", |b| b.iter(|| decide(black_box(&mix[0]), &set)));
+    c.bench_function("demo_duplicate", |b| {
+        b.iter(|| decide(black_box(&mix[0]), &set))
+    });
 }
 
 criterion_group!(benches, bench_decisions);

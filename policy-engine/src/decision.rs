@@ -105,8 +105,9 @@ impl Decision {
     /// The sum of the refunds, or `None` when there are none or they mix currencies.
     pub fn refund_total(&self) -> Option<Money> {
         let (first, rest) = self.refunds.split_first()?;
-        rest.iter()
-            .try_fold(first.amount, |total, line| total.checked_add(&line.amount).ok())
+        rest.iter().try_fold(first.amount, |total, line| {
+            total.checked_add(&line.amount).ok()
+        })
     }
 
     /// Recomputes the hash from the other fields; equal to `hash` for an untouched

@@ -17,7 +17,9 @@ use rust_decimal::Decimal;
 use time::format_description::well_known::Rfc3339;
 use time::{Date, Duration, OffsetDateTime, UtcOffset};
 
-use crate::decision::{Decision, Escalation, FiredRule, Outcome, ReasonCode, RefundLine, Role, Team};
+use crate::decision::{
+    Decision, Escalation, FiredRule, Outcome, ReasonCode, RefundLine, Role, Team,
+};
 use crate::facts::{ChargeFacts, Facts, OrderFacts, Ownership, RequestKind};
 use crate::rules::{clause, ApprovalRules, ChargeRules};
 use crate::{Money, PolicyDocument, PolicyError, PolicyRules, PolicySet};
@@ -100,7 +102,10 @@ impl<'a> Selection<'a> {
         };
         let (document, rules) = self.set.at(index);
         let rules = rules.ok_or_else(|| {
-            Stop::Unavailable(format!("{} came without a rules file", document.meta.version_ref()))
+            Stop::Unavailable(format!(
+                "{} came without a rules file",
+                document.meta.version_ref()
+            ))
         })?;
         Ok(Bound { document, rules })
     }
@@ -285,7 +290,11 @@ impl<'a> Engine<'a> {
                 charge.id,
                 order.id,
                 charge.amount,
-                if charge.captured { "captured" } else { "uncaptured" },
+                if charge.captured {
+                    "captured"
+                } else {
+                    "uncaptured"
+                },
                 match charge.status {
                     crate::ChargeStatus::Succeeded => "succeeded",
                     crate::ChargeStatus::Pending => "pending",
@@ -431,7 +440,11 @@ impl<'a> Engine<'a> {
             }
             RequestKind::Cancellation | RequestKind::Unclear => Vec::new(),
         };
-        Ok(if matching.is_empty() { orders } else { matching })
+        Ok(if matching.is_empty() {
+            orders
+        } else {
+            matching
+        })
     }
 
     /// True when an order's records show what RP-001 refunds: more captured than the
@@ -519,8 +532,10 @@ impl<'a> Engine<'a> {
         let mut unexplained: Vec<&str> = Vec::new();
         for item in &involved {
             let order = item.order;
-            let paid: Vec<&'a ChargeFacts> =
-                sorted_charges(order).into_iter().filter(|c| c.took_money()).collect();
+            let paid: Vec<&'a ChargeFacts> = sorted_charges(order)
+                .into_iter()
+                .filter(|c| c.took_money())
+                .collect();
             if let Some(c) = paid
                 .iter()
                 .find(|c| c.amount.currency() != order.amount.currency())
@@ -688,7 +703,8 @@ impl<'a> Engine<'a> {
             .filter(|c| reported_at >= c.created_at + rules.reporting_window())
             .collect();
         let approval_policy = self.policies.get(APPROVAL_POLICY)?;
-        let approval = approval_policy.family(approval_policy.rules.approval.as_ref(), "approval")?;
+        let approval =
+            approval_policy.family(approval_policy.rules.approval.as_ref(), "approval")?;
         if !late.is_empty() {
             let days = rules.reporting_window_days;
             for charge in &late {
@@ -718,10 +734,7 @@ impl<'a> Engine<'a> {
                 ..Verdict::escalate(
                     rules.outside_window_escalate_to,
                     ReasonCode::OutsideWindow,
-                    format!(
-                        "{} reported outside the {days}-day window",
-                        ids.join(", ")
-                    ),
+                    format!("{} reported outside the {days}-day window", ids.join(", ")),
                 )
             });
         }
@@ -833,7 +846,10 @@ impl<'a> Engine<'a> {
         let rules = policy.family(policy.rules.holds.as_ref(), "holds")?;
         let region = self.facts.customer.region;
         let release = rules.release.get(&region).ok_or_else(|| {
-            Stop::Unavailable(format!("{} has no hold release for {region}", policy.version()))
+            Stop::Unavailable(format!(
+                "{} has no hold release for {region}",
+                policy.version()
+            ))
         })?;
         if let Some(charges_policy) = charges_policy {
             if self.facts.request != RequestKind::AuthorizationHold {
@@ -1007,7 +1023,10 @@ impl<'a> Engine<'a> {
         }
         let region = self.facts.customer.region;
         let days = *rules.cooling_off_days.get(&region).ok_or_else(|| {
-            Stop::Unavailable(format!("{} has no cooling-off period for {region}", policy.version()))
+            Stop::Unavailable(format!(
+                "{} has no cooling-off period for {region}",
+                policy.version()
+            ))
         })?;
         let reported_at = self.facts.reported_at;
         let since_order = reported_at - target.created_at;
@@ -1039,14 +1058,18 @@ impl<'a> Engine<'a> {
         let charges = sorted_charges(target);
         let paid: Vec<&ChargeFacts> = charges.iter().copied().filter(|c| c.took_money()).collect();
         if paid.is_empty() {
-            let holds: Vec<&ChargeFacts> = charges.iter().copied().filter(|c| c.is_hold()).collect();
+            let holds: Vec<&ChargeFacts> =
+                charges.iter().copied().filter(|c| c.is_hold()).collect();
             if !holds.is_empty() {
                 return self.hold_verdict(&holds, None);
             }
             self.fire(
                 policy,
                 clause::COOLING_OFF,
-                format!("nothing was captured on order {}: nothing to refund", target.id),
+                format!(
+                    "nothing was captured on order {}: nothing to refund",
+                    target.id
+                ),
             );
             return Ok(Verdict::deny(ReasonCode::NotEligible));
         }
@@ -1080,7 +1103,8 @@ impl<'a> Engine<'a> {
             return Ok(Verdict::deny(ReasonCode::AlreadyRefunded));
         }
         let approval_policy = self.policies.get(APPROVAL_POLICY)?;
-        let approval = approval_policy.family(approval_policy.rules.approval.as_ref(), "approval")?;
+        let approval =
+            approval_policy.family(approval_policy.rules.approval.as_ref(), "approval")?;
         let approver = self.approver(approval_policy, approval, None, &lines);
         Ok(Verdict {
             refunds: lines.into_iter().map(|(l, _)| l).collect(),

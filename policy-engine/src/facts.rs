@@ -131,19 +131,20 @@ impl ChargeFacts {
         let currency = self.amount.currency();
         let mut in_flight = Money::zero(currency);
         for refund in &self.refunds {
-            if matches!(refund.status, RefundStatus::Pending | RefundStatus::Succeeded) {
+            if matches!(
+                refund.status,
+                RefundStatus::Pending | RefundStatus::Succeeded
+            ) {
                 in_flight = in_flight.checked_add(&refund.amount)?;
             }
         }
         // Compare in the charge's currency: a mismatch is an error, not a guess.
         Money::zero(currency).checked_add(&self.amount_refunded)?;
-        Ok(
-            if self.amount_refunded.amount() >= in_flight.amount() {
-                self.amount_refunded
-            } else {
-                in_flight
-            },
-        )
+        Ok(if self.amount_refunded.amount() >= in_flight.amount() {
+            self.amount_refunded
+        } else {
+            in_flight
+        })
     }
 
     /// What may still be refunded on the charge: captured amount less already refunded,

@@ -72,7 +72,10 @@ impl PolicySet {
         let mut published: BTreeMap<&str, Vec<&PolicyDocument>> = BTreeMap::new();
         for (document, _) in &versions {
             if document.meta.status == PolicyStatus::Published {
-                published.entry(&document.meta.id).or_default().push(document);
+                published
+                    .entry(&document.meta.id)
+                    .or_default()
+                    .push(document);
             }
         }
         for docs in published.values_mut() {
@@ -155,12 +158,16 @@ mod tests {
     #[test]
     fn loads_every_fixture_version_sorted_by_id_and_version() {
         let set = fixture_set();
-        let refs: Vec<_> = set.documents().iter().map(|d| d.meta.version_ref()).collect();
+        let refs: Vec<_> = set
+            .documents()
+            .iter()
+            .map(|d| d.meta.version_ref())
+            .collect();
         assert_eq!(
             refs,
             [
-                "RP-001@1", "RP-001@2", "RP-001@3", "RP-002@1", "RP-003@1", "RP-004@1",
-                "RP-004@2", "RP-005@1", "RP-006@1", "RP-007@1"
+                "RP-001@1", "RP-001@2", "RP-001@3", "RP-002@1", "RP-003@1", "RP-004@1", "RP-004@2",
+                "RP-005@1", "RP-006@1", "RP-007@1"
             ]
         );
         assert!(set.document("RP-001", 3).is_some());
@@ -199,8 +206,14 @@ mod tests {
     #[test]
     fn rejects_overlapping_published_intervals() {
         let mut sources = fixture_sources();
-        let v1 = sources.iter_mut().find(|s| s.name == "RP-004-v1.md").unwrap();
-        v1.markdown = v1.markdown.replace("effective_to = \"2026-06-30\"", "effective_to = \"2026-07-01\"");
+        let v1 = sources
+            .iter_mut()
+            .find(|s| s.name == "RP-004-v1.md")
+            .unwrap();
+        v1.markdown = v1.markdown.replace(
+            "effective_to = \"2026-06-30\"",
+            "effective_to = \"2026-07-01\"",
+        );
         let err = PolicySet::from_sources(sources).unwrap_err();
         assert!(err.to_string().contains("RP-004@1 and RP-004@2"), "{err}");
     }
@@ -208,8 +221,12 @@ mod tests {
     #[test]
     fn rejects_malformed_rules_naming_the_file() {
         let mut sources = fixture_sources();
-        let v2 = sources.iter_mut().find(|s| s.name == "RP-001-v2.md").unwrap();
-        v2.rules = Some("policy = \"RP-001@2\"\n[charges]\nreporting_window_days = \"soon\"\n".into());
+        let v2 = sources
+            .iter_mut()
+            .find(|s| s.name == "RP-001-v2.md")
+            .unwrap();
+        v2.rules =
+            Some("policy = \"RP-001@2\"\n[charges]\nreporting_window_days = \"soon\"\n".into());
         let err = PolicySet::from_sources(sources).unwrap_err();
         assert!(err.to_string().contains("RP-001-v2.md"), "{err}");
     }
@@ -217,7 +234,10 @@ mod tests {
     #[test]
     fn resolves_version_refs_including_drafts() {
         let set = fixture_set();
-        assert_eq!(set.resolve_ref("RP-001@3").unwrap().meta.status, PolicyStatus::Draft);
+        assert_eq!(
+            set.resolve_ref("RP-001@3").unwrap().meta.status,
+            PolicyStatus::Draft
+        );
         for bad in ["RP-001@9", "RP-001", "RP-001@x", "@2", "RP-999@1"] {
             assert_eq!(
                 set.resolve_ref(bad).unwrap_err(),
@@ -228,6 +248,9 @@ mod tests {
 
     #[test]
     fn rules_file_name_sits_beside_the_markdown() {
-        assert_eq!(PolicySource::rules_file_name("RP-001-v3-draft.md"), "RP-001-v3-draft.rules.toml");
+        assert_eq!(
+            PolicySource::rules_file_name("RP-001-v3-draft.md"),
+            "RP-001-v3-draft.rules.toml"
+        );
     }
 }

@@ -78,8 +78,8 @@ fn charge(currency: Currency, order_minor: i64) -> impl Strategy<Value = ChargeF
         any::<bool>().prop_map(|b| b), // captured
         status(),
         prop::bool::weighted(0.1),
-        0i64..600,                     // seconds after the order
-        0i64..80_000,                  // amount_refunded, minor
+        0i64..600,    // seconds after the order
+        0i64..80_000, // amount_refunded, minor
         prop::collection::vec((0i64..40_000, refund_status()), 0..3),
     )
         .prop_map(
@@ -94,7 +94,11 @@ fn charge(currency: Currency, order_minor: i64) -> impl Strategy<Value = ChargeF
                     created_at: at(EPOCH) + Duration::seconds(after),
                     payment_method: "pm_card".into(),
                     // Mostly nothing refunded, sometimes part or more than the amount.
-                    amount_refunded: money(if refunded % 3 == 0 { refunded % (minor + 2) } else { 0 }),
+                    amount_refunded: money(if refunded % 3 == 0 {
+                        refunded % (minor + 2)
+                    } else {
+                        0
+                    }),
                     refunds: refunds
                         .into_iter()
                         .enumerate()
@@ -110,7 +114,12 @@ fn charge(currency: Currency, order_minor: i64) -> impl Strategy<Value = ChargeF
 }
 
 fn order(index: usize) -> impl Strategy<Value = OrderFacts> {
-    (currency(), product(), prop_oneof![Just(19_800i64), 1i64..60_000], 0i64..(400 * 1440))
+    (
+        currency(),
+        product(),
+        prop_oneof![Just(19_800i64), 1i64..60_000],
+        0i64..(400 * 1440),
+    )
         .prop_flat_map(move |(currency, product, minor, minutes)| {
             prop::collection::vec(charge(currency, minor), 0..4).prop_map(move |charges| {
                 let created_at = at(EPOCH) + Duration::minutes(minutes);
@@ -152,7 +161,8 @@ fn facts() -> impl Strategy<Value = Facts> {
                 let (first, rest) = orders.split_at_mut(1);
                 rest[0].product = first[0].product;
                 rest[0].amount = first[0].amount;
-                let shift = first[0].created_at + Duration::minutes(hours % 11) - rest[0].created_at;
+                let shift =
+                    first[0].created_at + Duration::minutes(hours % 11) - rest[0].created_at;
                 rest[0].created_at += shift;
                 for c in &mut rest[0].charges {
                     c.created_at += shift;

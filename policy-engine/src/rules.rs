@@ -186,7 +186,8 @@ struct RawApproval {
 impl PolicyRules {
     /// Parses a rules file and checks it against the document it sits beside.
     pub fn parse(source: &str, document: &PolicyDocument) -> Result<Self, PolicyError> {
-        let raw: RawRules = toml::from_str(source).map_err(|e| PolicyError::Rules(e.to_string()))?;
+        let raw: RawRules =
+            toml::from_str(source).map_err(|e| PolicyError::Rules(e.to_string()))?;
         let version = document.meta.version_ref();
         let err = |msg: String| PolicyError::Rules(format!("{version}: {msg}"));
         if raw.policy != version {
@@ -263,8 +264,13 @@ impl PolicyRules {
             Some(h) => {
                 let release =
                     region_table(h.release).map_err(|e| err(format!("holds.release: {e}")))?;
-                if release.values().any(|r| r.days == 0 || r.text.trim().is_empty()) {
-                    return Err(err("every hold release needs a text and positive days".into()));
+                if release
+                    .values()
+                    .any(|r| r.days == 0 || r.text.trim().is_empty())
+                {
+                    return Err(err(
+                        "every hold release needs a text and positive days".into()
+                    ));
                 }
                 required.extend([clause::HOLD_RELEASE, clause::HOLD_OVERDUE]);
                 Some(HoldRules {
@@ -374,29 +380,50 @@ mod tests {
 
     #[test]
     fn fixture_rules_state_the_numbers_of_the_policy_texts() {
-        let v1 = PolicyRules::parse(source("RP-001-v1.md").rules.as_deref().unwrap(), &doc("RP-001-v1.md")).unwrap();
-        let v2 = PolicyRules::parse(source("RP-001-v2.md").rules.as_deref().unwrap(), &doc("RP-001-v2.md")).unwrap();
+        let v1 = PolicyRules::parse(
+            source("RP-001-v1.md").rules.as_deref().unwrap(),
+            &doc("RP-001-v1.md"),
+        )
+        .unwrap();
+        let v2 = PolicyRules::parse(
+            source("RP-001-v2.md").rules.as_deref().unwrap(),
+            &doc("RP-001-v2.md"),
+        )
+        .unwrap();
         let v3 = PolicyRules::parse(
             source("RP-001-v3-draft.md").rules.as_deref().unwrap(),
             &doc("RP-001-v3-draft.md"),
         )
         .unwrap();
-        let (c1, c2, c3) = (v1.charges.unwrap(), v2.charges.unwrap(), v3.charges.unwrap());
+        let (c1, c2, c3) = (
+            v1.charges.unwrap(),
+            v2.charges.unwrap(),
+            v3.charges.unwrap(),
+        );
         assert_eq!(c1.reporting_window_days, 180);
         assert_eq!(c1.repeat_purchase_window_minutes, None);
         assert_eq!(c2.reporting_window_days, 120);
         assert_eq!(c2.repeat_purchase_window_minutes, Some(10));
         assert_eq!(c3.reporting_window_days, 365);
-        assert_eq!(c3.auto_approve_below[&Currency::USD].amount_string(), "50.00");
+        assert_eq!(
+            c3.auto_approve_below[&Currency::USD].amount_string(),
+            "50.00"
+        );
 
-        let a1 = PolicyRules::parse(source("RP-004-v1.md").rules.as_deref().unwrap(), &doc("RP-004-v1.md"))
-            .unwrap()
-            .approval
-            .unwrap();
-        let a2 = PolicyRules::parse(source("RP-004-v2.md").rules.as_deref().unwrap(), &doc("RP-004-v2.md"))
-            .unwrap()
-            .approval
-            .unwrap();
+        let a1 = PolicyRules::parse(
+            source("RP-004-v1.md").rules.as_deref().unwrap(),
+            &doc("RP-004-v1.md"),
+        )
+        .unwrap()
+        .approval
+        .unwrap();
+        let a2 = PolicyRules::parse(
+            source("RP-004-v2.md").rules.as_deref().unwrap(),
+            &doc("RP-004-v2.md"),
+        )
+        .unwrap()
+        .approval
+        .unwrap();
         let shown = |a: &ApprovalRules| {
             [Currency::CNY, Currency::USD, Currency::EUR, Currency::JPY]
                 .map(|c| a.thresholds[&c].amount_string())
@@ -404,17 +431,23 @@ mod tests {
         assert_eq!(shown(&a1), ["1000.00", "150.00", "150.00", "20000"]);
         assert_eq!(shown(&a2), ["500.00", "100.00", "100.00", "15000"]);
 
-        let c = PolicyRules::parse(source("RP-002-v1.md").rules.as_deref().unwrap(), &doc("RP-002-v1.md"))
-            .unwrap()
-            .cancellation
-            .unwrap();
+        let c = PolicyRules::parse(
+            source("RP-002-v1.md").rules.as_deref().unwrap(),
+            &doc("RP-002-v1.md"),
+        )
+        .unwrap()
+        .cancellation
+        .unwrap();
         let days: Vec<_> = Region::ALL.map(|r| c.cooling_off_days[&r]).to_vec();
         assert_eq!(days, [7, 30, 14, 8]); // CN, US, EU, JP
 
-        let h = PolicyRules::parse(source("RP-003-v1.md").rules.as_deref().unwrap(), &doc("RP-003-v1.md"))
-            .unwrap()
-            .holds
-            .unwrap();
+        let h = PolicyRules::parse(
+            source("RP-003-v1.md").rules.as_deref().unwrap(),
+            &doc("RP-003-v1.md"),
+        )
+        .unwrap()
+        .holds
+        .unwrap();
         assert_eq!(h.release[&Region::US].text, "5 business days");
         assert_eq!(h.release[&Region::CN].text, "7 days");
     }
@@ -425,10 +458,16 @@ mod tests {
         let good = source("RP-001-v2.md").rules.unwrap();
         let cases = [
             ("wrong version", good.replace("RP-001@2", "RP-001@1")),
-            ("unknown section", good.replace("window = \"3\"", "window = \"9\"")),
+            (
+                "unknown section",
+                good.replace("window = \"3\"", "window = \"9\""),
+            ),
             ("missing clause", good.replace("cap = \"2.4\"", "")),
             ("unknown key", format!("{good}\n[extra]\nx = 1\n")),
-            ("zero window", good.replace("reporting_window_days = 120", "reporting_window_days = 0")),
+            (
+                "zero window",
+                good.replace("reporting_window_days = 120", "reporting_window_days = 0"),
+            ),
             ("not toml", "policy = ".to_string()),
         ];
         for (what, text) in cases {
@@ -441,16 +480,21 @@ mod tests {
         let d = doc("RP-004-v2.md");
         let good = source("RP-004-v2.md").rules.unwrap();
         assert!(PolicyRules::parse(&good.replace("JPY = \"15000\"", ""), &d).is_err());
-        assert!(PolicyRules::parse(&good.replace("JPY = \"15000\"", "JPY = \"15000.5\""), &d).is_err());
+        assert!(
+            PolicyRules::parse(&good.replace("JPY = \"15000\"", "JPY = \"15000.5\""), &d).is_err()
+        );
         assert!(PolicyRules::parse(&good.replace("CNY", "XXX"), &d).is_err());
     }
 
     #[test]
     fn role_for_compares_inclusively_with_the_threshold() {
-        let a = PolicyRules::parse(source("RP-004-v2.md").rules.as_deref().unwrap(), &doc("RP-004-v2.md"))
-            .unwrap()
-            .approval
-            .unwrap();
+        let a = PolicyRules::parse(
+            source("RP-004-v2.md").rules.as_deref().unwrap(),
+            &doc("RP-004-v2.md"),
+        )
+        .unwrap()
+        .approval
+        .unwrap();
         let m = |s, c| Money::parse(s, c).unwrap();
         assert_eq!(a.role_for(&m("100.00", Currency::USD)), Role::Agent);
         assert_eq!(a.role_for(&m("100.01", Currency::USD)), Role::Supervisor);

@@ -98,7 +98,10 @@ fn demo_scenario_refunds_the_later_duplicate_with_agent_approval() {
     let d = live(&demo_facts());
     assert_eq!(d.outcome, Outcome::Allow);
     assert_eq!(d.reason_code, ReasonCode::DuplicateCharge);
-    assert_eq!(refunds(&d), [("ch_1001b".to_string(), "198.00 CNY".to_string())]);
+    assert_eq!(
+        refunds(&d),
+        [("ch_1001b".to_string(), "198.00 CNY".to_string())]
+    );
     assert_eq!(d.refunds[0].order_id, "O-1001");
     assert_eq!(d.refunds[0].payment_method, "pm_card_unionpay_6212");
     assert_eq!(d.approver_role, Some(Role::Agent));
@@ -164,7 +167,10 @@ fn identical_charges_that_do_not_exceed_the_order_amount_are_not_duplicates() {
         )],
     );
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::NotDuplicate));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Deny, ReasonCode::NotDuplicate)
+    );
 }
 
 #[test]
@@ -176,8 +182,21 @@ fn refunds_already_made_or_pending_reduce_what_is_refunded() {
         status,
     };
     // (amount_refunded, refunds on the duplicate, expected outcome, expected refund)
-    let cases: Vec<(&str, Vec<RefundFacts>, Outcome, ReasonCode, Option<&str>)> = vec![
-        ("0.00", vec![], Outcome::Allow, ReasonCode::DuplicateCharge, Some("198.00")),
+    type Case<'a> = (
+        &'a str,
+        Vec<RefundFacts>,
+        Outcome,
+        ReasonCode,
+        Option<&'a str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "0.00",
+            vec![],
+            Outcome::Allow,
+            ReasonCode::DuplicateCharge,
+            Some("198.00"),
+        ),
         (
             "0.00",
             vec![refund("re_1", "50.00", RefundStatus::Pending)],
@@ -198,7 +217,13 @@ fn refunds_already_made_or_pending_reduce_what_is_refunded() {
             Some("148.00"),
         ),
         // amount_refunded larger than the refunds we were shown: it wins.
-        ("120.00", vec![], Outcome::Allow, ReasonCode::DuplicateCharge, Some("78.00")),
+        (
+            "120.00",
+            vec![],
+            Outcome::Allow,
+            ReasonCode::DuplicateCharge,
+            Some("78.00"),
+        ),
         (
             "198.00",
             vec![refund("re_1", "198.00", RefundStatus::Pending)],
@@ -220,7 +245,11 @@ fn refunds_already_made_or_pending_reduce_what_is_refunded() {
         duplicate.amount_refunded = cny(amount_refunded);
         duplicate.refunds = refunds_made;
         let d = live(&f);
-        assert_eq!((d.outcome, d.reason_code), (outcome, reason), "{amount_refunded}");
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (outcome, reason),
+            "{amount_refunded}"
+        );
         assert_eq!(
             d.refunds.first().map(|l| l.amount.amount_string()),
             expected.map(str::to_string)
@@ -234,7 +263,11 @@ fn refunds_already_made_or_pending_reduce_what_is_refunded() {
 #[test]
 fn an_overcharge_is_refunded_by_the_difference() {
     let eur = |s| money(s, EUR);
-    for (already, expected) in [("0.00", Some("10.00")), ("4.00", Some("6.00")), ("10.00", None)] {
+    for (already, expected) in [
+        ("0.00", Some("10.00")),
+        ("4.00", Some("6.00")),
+        ("10.00", None),
+    ] {
         let mut c = charge("ch_8001a", eur("19.99"), "2026-11-15T10:00:02Z");
         c.amount_refunded = eur(already);
         let f = facts(
@@ -242,12 +275,21 @@ fn an_overcharge_is_refunded_by_the_difference() {
             Overcharge,
             Some("O-8001"),
             "2026-11-29T10:00:00Z",
-            vec![order("O-8001", Addon, eur("9.99"), "2026-11-15T10:00:00Z", vec![c])],
+            vec![order(
+                "O-8001",
+                Addon,
+                eur("9.99"),
+                "2026-11-15T10:00:00Z",
+                vec![c],
+            )],
         );
         let d = live(&f);
         match expected {
             Some(amount) => {
-                assert_eq!((d.outcome, d.reason_code), (Outcome::Allow, ReasonCode::Overcharge));
+                assert_eq!(
+                    (d.outcome, d.reason_code),
+                    (Outcome::Allow, ReasonCode::Overcharge)
+                );
                 assert_eq!(d.refunds[0].amount.amount_string(), amount);
                 assert!(citations(&d).contains(&"RP-001@2#2.2"));
             }
@@ -276,7 +318,10 @@ fn reporting_window_is_strictly_less_than_n_times_24_hours() {
             // The duplicate is created 65 s after the order.
             f.reported_at = at(&plus(created, Duration::seconds(65) + offset));
             let d = live(&f);
-            assert!(d.policy_versions.contains(&version.to_string()), "{version}");
+            assert!(
+                d.policy_versions.contains(&version.to_string()),
+                "{version}"
+            );
             assert_eq!(refunds(&d).len(), 1, "refunds are computed either way");
             if in_time {
                 assert_eq!(d.outcome, Outcome::Allow, "{version} {offset}");
@@ -297,9 +342,24 @@ fn versions_switch_between_june_30_and_july_1_2026_by_utc_date() {
     // 120.00 USD: within the v1 threshold (150.00), above the v2 one (100.00).
     let cases = [
         ("2026-06-30T23:59:59Z", "RP-001@1", "RP-004@1", Role::Agent),
-        ("2026-07-01T01:00:00+02:00", "RP-001@1", "RP-004@1", Role::Agent),
-        ("2026-07-01T00:00:00Z", "RP-001@2", "RP-004@2", Role::Supervisor),
-        ("2026-06-30T20:00:00-05:00", "RP-001@2", "RP-004@2", Role::Supervisor),
+        (
+            "2026-07-01T01:00:00+02:00",
+            "RP-001@1",
+            "RP-004@1",
+            Role::Agent,
+        ),
+        (
+            "2026-07-01T00:00:00Z",
+            "RP-001@2",
+            "RP-004@2",
+            Role::Supervisor,
+        ),
+        (
+            "2026-06-30T20:00:00-05:00",
+            "RP-001@2",
+            "RP-004@2",
+            Role::Supervisor,
+        ),
     ];
     for (reported, charges_version, approval_version, role) in cases {
         let f = facts(
@@ -307,7 +367,11 @@ fn versions_switch_between_june_30_and_july_1_2026_by_utc_date() {
             DuplicateCharge,
             Some("O-1"),
             reported,
-            vec![duplicate_order("O-1", money("120.00", USD), "2026-06-20T09:00:00Z")],
+            vec![duplicate_order(
+                "O-1",
+                money("120.00", USD),
+                "2026-06-20T09:00:00Z",
+            )],
         );
         let d = live(&f);
         assert_eq!(
@@ -405,7 +469,10 @@ fn jpy_amounts_have_no_decimals() {
         )],
     );
     let d = live(&f);
-    assert_eq!(refunds(&d), [("ch_4001b".to_string(), "19800 JPY".to_string())]);
+    assert_eq!(
+        refunds(&d),
+        [("ch_4001b".to_string(), "19800 JPY".to_string())]
+    );
     assert_eq!(d.approver_role, Some(Role::Supervisor)); // above 15,000
     let json = serde_json::to_value(&d).unwrap();
     assert_eq!(json["refunds"][0]["amount"]["amount"], "19800");
@@ -427,14 +494,22 @@ fn two_orders(gap: Duration, second_product: Product, reported: &str) -> Facts {
                 AnnualPlan,
                 cny("198.00"),
                 first,
-                vec![charge("ch_1", cny("198.00"), &plus(first, Duration::seconds(3)))],
+                vec![charge(
+                    "ch_1",
+                    cny("198.00"),
+                    &plus(first, Duration::seconds(3)),
+                )],
             ),
             order(
                 "O-2",
                 second_product,
                 cny("198.00"),
                 &second,
-                vec![charge("ch_2", cny("198.00"), &plus(&second, Duration::seconds(3)))],
+                vec![charge(
+                    "ch_2",
+                    cny("198.00"),
+                    &plus(&second, Duration::seconds(3)),
+                )],
             ),
         ],
     )
@@ -446,17 +521,52 @@ fn a_repeat_purchase_is_less_than_ten_minutes_apart_under_version_2_only() {
     let nine_59 = Duration::minutes(10) - Duration::seconds(1);
     // (gap, product of the second order, reported, outcome, reason, cites)
     let cases = [
-        (nine_59, AnnualPlan, v2, Outcome::Allow, ReasonCode::RepeatPurchase, "RP-001@2#1"),
-        (Duration::ZERO, AnnualPlan, v2, Outcome::Allow, ReasonCode::RepeatPurchase, "RP-001@2#2.1"),
-        (Duration::minutes(10), AnnualPlan, v2, Outcome::Deny, ReasonCode::NotDuplicate, "RP-001@2#4.1"),
-        (Duration::minutes(5), Addon, v2, Outcome::Deny, ReasonCode::NotDuplicate, "RP-001@2#4.1"),
+        (
+            nine_59,
+            AnnualPlan,
+            v2,
+            Outcome::Allow,
+            ReasonCode::RepeatPurchase,
+            "RP-001@2#1",
+        ),
+        (
+            Duration::ZERO,
+            AnnualPlan,
+            v2,
+            Outcome::Allow,
+            ReasonCode::RepeatPurchase,
+            "RP-001@2#2.1",
+        ),
+        (
+            Duration::minutes(10),
+            AnnualPlan,
+            v2,
+            Outcome::Deny,
+            ReasonCode::NotDuplicate,
+            "RP-001@2#4.1",
+        ),
+        (
+            Duration::minutes(5),
+            Addon,
+            v2,
+            Outcome::Deny,
+            ReasonCode::NotDuplicate,
+            "RP-001@2#4.1",
+        ),
     ];
     for (gap, product, reported, outcome, reason, cite) in cases {
         let d = live(&two_orders(gap, product, reported));
-        assert_eq!((d.outcome, d.reason_code), (outcome, reason), "{gap} {product}");
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (outcome, reason),
+            "{gap} {product}"
+        );
         assert!(citations(&d).contains(&cite), "{gap}: {:?}", citations(&d));
         if outcome == Outcome::Allow {
-            assert_eq!(refunds(&d), [("ch_2".to_string(), "198.00 CNY".to_string())]);
+            assert_eq!(
+                refunds(&d),
+                [("ch_2".to_string(), "198.00 CNY".to_string())]
+            );
             assert_eq!(d.refunds[0].order_id, "O-2");
         }
     }
@@ -469,7 +579,10 @@ fn a_repeat_purchase_is_less_than_ten_minutes_apart_under_version_2_only() {
         }
     }
     let d = live(&v1);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::NotDuplicate));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Deny, ReasonCode::NotDuplicate)
+    );
     assert!(citations(&d).contains(&"RP-001@1#4.1"));
 }
 
@@ -500,7 +613,10 @@ fn a_disputed_charge_is_escalated_to_the_disputes_team_and_never_refunded() {
         for request in [DuplicateCharge, Cancellation, Unclear] {
             f.request = request;
             let d = live(&f);
-            assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::DisputeOpen));
+            assert_eq!(
+                (d.outcome, d.reason_code),
+                (Outcome::Escalate, ReasonCode::DisputeOpen)
+            );
             assert_eq!(d.escalation.as_ref().unwrap().team, Team::Disputes);
             assert!(d.refunds.is_empty());
             assert!(citations(&d).contains(&"RP-006@1#1"));
@@ -516,7 +632,10 @@ fn another_customers_order_is_escalated_to_security_without_its_facts() {
     let mut f = demo_facts();
     f.order_ownership = Ownership::OtherCustomer;
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::OwnershipMismatch));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Escalate, ReasonCode::OwnershipMismatch)
+    );
     assert_eq!(d.escalation.as_ref().unwrap().team, Team::Security);
     assert_eq!(d.policy_versions, ["RP-007@1"]);
     assert!(d.refunds.is_empty() && d.approver_role.is_none());
@@ -553,19 +672,57 @@ fn without_an_order_id_several_matching_orders_ask_for_the_order() {
     let reported = "2026-11-29T10:00:00Z";
     // (request, orders, outcome, reason)
     let cases = [
-        (DuplicateCharge, vec![addon.clone(), monthly.clone()], Outcome::RequestInfo, ReasonCode::InsufficientInfo),
-        (Cancellation, vec![addon.clone(), monthly.clone()], Outcome::RequestInfo, ReasonCode::InsufficientInfo),
-        (Unclear, vec![addon.clone(), duplicated.clone()], Outcome::RequestInfo, ReasonCode::InsufficientInfo),
-        (DuplicateCharge, vec![], Outcome::RequestInfo, ReasonCode::InsufficientInfo),
+        (
+            DuplicateCharge,
+            vec![addon.clone(), monthly.clone()],
+            Outcome::RequestInfo,
+            ReasonCode::InsufficientInfo,
+        ),
+        (
+            Cancellation,
+            vec![addon.clone(), monthly.clone()],
+            Outcome::RequestInfo,
+            ReasonCode::InsufficientInfo,
+        ),
+        (
+            Unclear,
+            vec![addon.clone(), duplicated.clone()],
+            Outcome::RequestInfo,
+            ReasonCode::InsufficientInfo,
+        ),
+        (
+            DuplicateCharge,
+            vec![],
+            Outcome::RequestInfo,
+            ReasonCode::InsufficientInfo,
+        ),
         // One order only: use it.
-        (DuplicateCharge, vec![monthly.clone()], Outcome::Deny, ReasonCode::NotDuplicate),
-        (Cancellation, vec![addon.clone()], Outcome::Deny, ReasonCode::NotEligible),
+        (
+            DuplicateCharge,
+            vec![monthly.clone()],
+            Outcome::Deny,
+            ReasonCode::NotDuplicate,
+        ),
+        (
+            Cancellation,
+            vec![addon.clone()],
+            Outcome::Deny,
+            ReasonCode::NotEligible,
+        ),
         // Several orders, but only one whose records show a duplicate: it is the one.
-        (DuplicateCharge, vec![addon.clone(), monthly.clone(), duplicated.clone()], Outcome::Allow, ReasonCode::DuplicateCharge),
+        (
+            DuplicateCharge,
+            vec![addon.clone(), monthly.clone(), duplicated.clone()],
+            Outcome::Allow,
+            ReasonCode::DuplicateCharge,
+        ),
         // Two orders that both show a duplicate: ask.
         (
             DuplicateCharge,
-            vec![duplicated.clone(), duplicate_order("O-5004", cny("41.00"), "2026-11-21T11:00:00Z")],
+            vec![
+                duplicated.clone(),
+                duplicate_order("O-5004", cny("41.00"), "2026-11-21T11:00:00Z"),
+            ],
             Outcome::RequestInfo,
             ReasonCode::InsufficientInfo,
         ),
@@ -573,7 +730,11 @@ fn without_an_order_id_several_matching_orders_ask_for_the_order() {
     for (request, orders, outcome, reason) in cases {
         let ids: Vec<String> = orders.iter().map(|o| o.id.clone()).collect();
         let d = live(&facts(Region::CN, request, None, reported, orders));
-        assert_eq!((d.outcome, d.reason_code), (outcome, reason), "{request:?} {ids:?}");
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (outcome, reason),
+            "{request:?} {ids:?}"
+        );
         if outcome == Outcome::RequestInfo {
             assert_eq!(d.missing.as_deref(), Some("order_id"));
             assert_eq!(citations(&d), ["RP-002@1#4"]);
@@ -597,12 +758,48 @@ fn an_authorization_hold_is_never_refunded_and_overdue_holds_go_to_payments() {
     let week = Duration::days(7);
     // (region, reported after the hold, request, outcome, release text)
     let cases = [
-        (Region::US, week - Duration::seconds(1), AuthorizationHold, Outcome::Deny, "5 business days"),
-        (Region::EU, Duration::days(1), DuplicateCharge, Outcome::Deny, "5 business days"),
-        (Region::CN, Duration::days(1), AuthorizationHold, Outcome::Deny, "7 days"),
-        (Region::JP, Duration::days(1), Unclear, Outcome::Deny, "7 days"),
-        (Region::US, week, AuthorizationHold, Outcome::Escalate, "5 business days"),
-        (Region::CN, week + Duration::days(3), DuplicateCharge, Outcome::Escalate, "7 days"),
+        (
+            Region::US,
+            week - Duration::seconds(1),
+            AuthorizationHold,
+            Outcome::Deny,
+            "5 business days",
+        ),
+        (
+            Region::EU,
+            Duration::days(1),
+            DuplicateCharge,
+            Outcome::Deny,
+            "5 business days",
+        ),
+        (
+            Region::CN,
+            Duration::days(1),
+            AuthorizationHold,
+            Outcome::Deny,
+            "7 days",
+        ),
+        (
+            Region::JP,
+            Duration::days(1),
+            Unclear,
+            Outcome::Deny,
+            "7 days",
+        ),
+        (
+            Region::US,
+            week,
+            AuthorizationHold,
+            Outcome::Escalate,
+            "5 business days",
+        ),
+        (
+            Region::CN,
+            week + Duration::days(3),
+            DuplicateCharge,
+            Outcome::Escalate,
+            "7 days",
+        ),
     ];
     for (region, after, request, outcome, release) in cases {
         let f = facts(
@@ -622,7 +819,11 @@ fn an_authorization_hold_is_never_refunded_and_overdue_holds_go_to_payments() {
             )],
         );
         let d = live(&f);
-        assert_eq!((d.outcome, d.reason_code), (outcome, ReasonCode::AuthorizationHold), "{region} {after}");
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (outcome, ReasonCode::AuthorizationHold),
+            "{region} {after}"
+        );
         assert_eq!(d.hold_release.as_deref(), Some(release));
         assert!(d.refunds.is_empty());
         assert!(citations(&d).contains(&"RP-003@1#1"));
@@ -668,7 +869,10 @@ fn a_hold_request_without_an_order_id_picks_the_one_order_with_a_hold() {
         ],
     );
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::AuthorizationHold));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Deny, ReasonCode::AuthorizationHold)
+    );
     assert_eq!(d.hold_release.as_deref(), Some("7 days"));
     let rule = d.rules.iter().find(|r| r.citation == "RP-003@1#1").unwrap();
     assert!(rule.summary.contains("ch_7001h") && !rule.summary.contains("ch_7001f"));
@@ -691,18 +895,29 @@ fn failed_charges_took_no_money_and_are_never_duplicates() {
             AnnualPlan,
             usd("50.00"),
             "2026-11-20T09:00:00Z",
-            vec![failed, charge("ch_ok", usd("50.00"), "2026-11-20T09:01:00Z")],
+            vec![
+                failed,
+                charge("ch_ok", usd("50.00"), "2026-11-20T09:01:00Z"),
+            ],
         )],
     );
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::NotDuplicate));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Deny, ReasonCode::NotDuplicate)
+    );
     assert!(d.rules.iter().any(|r| r.summary.contains("ch_f failed")));
     assert!(citations(&d).contains(&"RP-001@2#1"));
 }
 
 #[test]
 fn cooling_off_refunds_annual_plans_less_than_n_times_24_hours_after_the_order() {
-    for (region, days) in [(Region::EU, 14), (Region::CN, 7), (Region::US, 30), (Region::JP, 8)] {
+    for (region, days) in [
+        (Region::EU, 14),
+        (Region::CN, 7),
+        (Region::US, 30),
+        (Region::JP, 8),
+    ] {
         for (after, allowed) in [
             (Duration::days(days) - Duration::seconds(1), true),
             (Duration::days(days), false),
@@ -716,11 +931,22 @@ fn cooling_off_refunds_annual_plans_less_than_n_times_24_hours_after_the_order()
             let d = live(&f);
             assert!(citations(&d).contains(&"RP-002@1#1"), "{region}");
             if allowed {
-                assert_eq!((d.outcome, d.reason_code), (Outcome::Allow, ReasonCode::CoolingOff), "{region} {after}");
-                assert_eq!(refunds(&d), [("ch_1001a".to_string(), "198.00 CNY".to_string())]);
+                assert_eq!(
+                    (d.outcome, d.reason_code),
+                    (Outcome::Allow, ReasonCode::CoolingOff),
+                    "{region} {after}"
+                );
+                assert_eq!(
+                    refunds(&d),
+                    [("ch_1001a".to_string(), "198.00 CNY".to_string())]
+                );
                 assert!(d.approver_role.is_some());
             } else {
-                assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::NotEligible), "{region} {after}");
+                assert_eq!(
+                    (d.outcome, d.reason_code),
+                    (Outcome::Deny, ReasonCode::NotEligible),
+                    "{region} {after}"
+                );
             }
         }
     }
@@ -734,7 +960,10 @@ fn cooling_off_refunds_less_anything_already_refunded() {
     f.reported_at = f.orders[0].created_at + Duration::days(1);
     f.orders[0].charges[0].amount_refunded = money("98.00", CNY);
     let d = live(&f);
-    assert_eq!(refunds(&d), [("ch_1001a".to_string(), "100.00 CNY".to_string())]);
+    assert_eq!(
+        refunds(&d),
+        [("ch_1001a".to_string(), "100.00 CNY".to_string())]
+    );
     f.orders[0].charges[0].amount_refunded = money("198.00", CNY);
     assert_eq!(live(&f).reason_code, ReasonCode::AlreadyRefunded);
 }
@@ -747,7 +976,10 @@ fn monthly_plans_and_add_ons_are_never_refunded_on_cancellation() {
         f.orders[0].product = product;
         f.reported_at = f.orders[0].created_at + Duration::hours(1);
         let d = live(&f);
-        assert_eq!((d.outcome, d.reason_code), (Outcome::Deny, ReasonCode::NotEligible));
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (Outcome::Deny, ReasonCode::NotEligible)
+        );
         assert_eq!(citations(&d), [cite]);
     }
 }
@@ -757,16 +989,26 @@ fn a_duplicate_add_on_charge_is_still_refunded_under_rp_001() {
     let mut f = demo_facts();
     f.orders[0].product = Addon;
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Allow, ReasonCode::DuplicateCharge));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Allow, ReasonCode::DuplicateCharge)
+    );
 }
 
 #[test]
 fn the_draft_is_never_used_by_a_live_decision() {
-    for reported in ["2026-11-29T10:00:00Z", "2027-01-01T00:00:00Z", "2030-01-01T00:00:00Z"] {
+    for reported in [
+        "2026-11-29T10:00:00Z",
+        "2027-01-01T00:00:00Z",
+        "2030-01-01T00:00:00Z",
+    ] {
         let mut f = demo_facts();
         f.reported_at = at(reported);
         let d = live(&f);
-        assert!(d.policy_versions.contains(&"RP-001@2".to_string()), "{reported}");
+        assert!(
+            d.policy_versions.contains(&"RP-001@2".to_string()),
+            "{reported}"
+        );
         assert!(!d.policy_versions.contains(&"RP-001@3".to_string()));
     }
 }
@@ -779,7 +1021,9 @@ fn the_draft_pinned_extends_the_window_to_365_days() {
     let d = pinned(&f, &["RP-001@3"]);
     assert_eq!(d.outcome, Outcome::Allow);
     assert!(d.policy_versions.contains(&"RP-001@3".to_string()));
-    assert!(citations(&d).iter().all(|c| !c.starts_with("RP-001") || c.ends_with("@3#1")));
+    assert!(citations(&d)
+        .iter()
+        .all(|c| !c.starts_with("RP-001") || c.ends_with("@3#1")));
     for (after, outcome) in [
         (Duration::days(365) - Duration::seconds(1), Outcome::Allow),
         (Duration::days(365), Outcome::Escalate),
@@ -807,7 +1051,11 @@ fn the_draft_pinned_auto_approves_duplicates_below_50() {
             "2026-11-29T10:00:00Z",
             vec![duplicate_order("O-1", amount, "2026-11-20T09:00:00Z")],
         );
-        assert_eq!(live(&f).approver_role, Some(Role::Agent), "live ignores the draft");
+        assert_eq!(
+            live(&f).approver_role,
+            Some(Role::Agent),
+            "live ignores the draft"
+        );
         let d = pinned(&f, &["RP-001@3"]);
         assert_eq!(d.outcome, Outcome::Allow);
         assert_eq!(d.approver_role, role, "{amount}");
@@ -830,7 +1078,11 @@ fn pinning_replaces_only_the_pinned_document() {
 fn unknown_or_conflicting_pins_are_errors() {
     let set = fixture_set();
     let f = demo_facts();
-    for pins in [vec!["RP-001@9"], vec!["RP-001"], vec!["RP-001@2", "RP-001@3"]] {
+    for pins in [
+        vec!["RP-001@9"],
+        vec!["RP-001"],
+        vec!["RP-001@2", "RP-001@3"],
+    ] {
         let pins: Vec<String> = pins.into_iter().map(String::from).collect();
         assert!(decide_with(&f, &set, &pins).is_err(), "{pins:?}");
     }
@@ -841,8 +1093,15 @@ fn a_date_before_any_policy_escalates_instead_of_guessing() {
     let mut f = demo_facts();
     f.reported_at = at("2024-06-01T00:00:00Z");
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::Other));
-    assert!(d.escalation.unwrap().reason.contains("no version of RP-001"));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Escalate, ReasonCode::Other)
+    );
+    assert!(d
+        .escalation
+        .unwrap()
+        .reason
+        .contains("no version of RP-001"));
 }
 
 #[test]
@@ -853,7 +1112,10 @@ fn policies_loaded_without_rules_files_escalate_instead_of_guessing() {
         .collect();
     let set = PolicySet::from_sources(sources).unwrap();
     let d = decide(&demo_facts(), &set);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::Other));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Escalate, ReasonCode::Other)
+    );
     assert!(d.escalation.unwrap().reason.contains("rules file"));
 }
 
@@ -862,7 +1124,10 @@ fn inconsistent_currencies_escalate_instead_of_guessing() {
     let mut f = demo_facts();
     f.orders[0].charges[1].amount_refunded = money("1.00", USD);
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::Other));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Escalate, ReasonCode::Other)
+    );
     let mut f = demo_facts();
     f.orders[0].charges[1].amount = money("198.00", USD);
     f.orders[0].charges[1].amount_refunded = money("0.00", USD);
@@ -874,7 +1139,10 @@ fn more_captured_than_the_order_without_a_rule_escalates() {
     let mut f = demo_facts();
     f.orders[0].charges[1].amount = money("20.00", CNY);
     let d = live(&f);
-    assert_eq!((d.outcome, d.reason_code), (Outcome::Escalate, ReasonCode::Other));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Escalate, ReasonCode::Other)
+    );
     assert_eq!(d.escalation.unwrap().team, Team::Supervisor);
 }
 
@@ -885,13 +1153,20 @@ fn an_unclear_request_is_decided_when_the_records_are_clear_and_asked_about_othe
     assert_eq!(live(&f).reason_code, ReasonCode::DuplicateCharge);
     f.orders[0].charges.truncate(1);
     let d = live(&f);
-    assert_eq!((d.outcome, d.missing.as_deref()), (Outcome::RequestInfo, Some("request")));
+    assert_eq!(
+        (d.outcome, d.missing.as_deref()),
+        (Outcome::RequestInfo, Some("request"))
+    );
 }
 
 #[test]
 fn the_order_facts_are_listed_in_does_not_matter() {
     let mut f = two_orders(Duration::minutes(3), AnnualPlan, "2026-11-29T10:00:00Z");
-    f.orders[1].charges.push(charge("ch_2x", money("198.00", CNY), "2026-11-20T09:03:30Z"));
+    f.orders[1].charges.push(charge(
+        "ch_2x",
+        money("198.00", CNY),
+        "2026-11-20T09:03:30Z",
+    ));
     let d = live(&f);
     f.orders.reverse();
     f.orders[0].charges.reverse();
@@ -930,7 +1205,10 @@ fn facts_json_from_the_cli_parses_and_decides() {
     assert_eq!(round_trip, f);
     for bad in [
         json.replace("\"CN\"", "\"XX\""),
-        json.replace("{\"amount\": \"0.00\", \"currency\": \"CNY\"}", "{\"amount\": 0.0, \"currency\": \"CNY\"}"),
+        json.replace(
+            "{\"amount\": \"0.00\", \"currency\": \"CNY\"}",
+            "{\"amount\": 0.0, \"currency\": \"CNY\"}",
+        ),
         json.replace("\"captured\": true", "\"captured\": \"yes\""),
         json.replace("2026-11-29T10:00:00Z", "yesterday"),
         json.replace("\"request\"", "\"requets\""),
@@ -943,7 +1221,13 @@ fn facts_json_from_the_cli_parses_and_decides() {
 fn every_citation_of_a_broad_scenario_mix_resolves() {
     // `live` checks citations; this walks each request kind over each fixture-like order.
     let mut count = 0;
-    for request in [DuplicateCharge, Overcharge, Cancellation, AuthorizationHold, Unclear] {
+    for request in [
+        DuplicateCharge,
+        Overcharge,
+        Cancellation,
+        AuthorizationHold,
+        Unclear,
+    ] {
         for reported in ["2026-03-01T00:00:00Z", "2026-11-29T10:00:00Z"] {
             let mut f = demo_facts();
             f.request = request;
