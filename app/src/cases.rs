@@ -361,12 +361,14 @@ pub struct CaseFilter {
 
 pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
     let rows = match status {
-        Some(s) => sqlx::query(&format!(
+        Some(s) => {
+            sqlx::query(&format!(
             "SELECT {CASE_COLUMNS} FROM cases WHERE status = $1 ORDER BY created_at, id LIMIT 500"
         ))
-        .bind(s.as_str())
-        .fetch_all(db.pool())
-        .await?,
+            .bind(s.as_str())
+            .fetch_all(db.pool())
+            .await?
+        }
         None => {
             sqlx::query(&format!(
                 "SELECT {CASE_COLUMNS} FROM cases ORDER BY created_at DESC, id LIMIT 500"

@@ -33,6 +33,16 @@ pub struct AppState {
     pub secure_cookies: bool,
 }
 
+impl AppState {
+    /// The live billing records: our store and the payment provider.
+    pub fn billing(&self) -> crate::billing::LiveBilling {
+        crate::billing::LiveBilling {
+            db: self.db.clone(),
+            payments: self.payments.clone(),
+        }
+    }
+}
+
 /// JSON body extractor whose failures use the API's error shape.
 pub struct ApiJson<T>(pub T);
 

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
+pub mod billing;
 pub mod cases;
 pub mod cli;
 pub mod clock;

@@ -10,70 +10,21 @@ use std::collections::BTreeSet;
 
 use policy_engine::{
     ChargeFacts, ChargeStatus, CustomerFacts, Decision, Facts, Money, OrderFacts, Outcome,
-    Ownership, Product, RefundFacts, RefundStatus, Region, RequestKind,
+    Ownership, RefundFacts, RefundStatus, RequestKind,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use crate::agent::{Exchange, Proposal};
+use crate::billing::BillingSource;
 use crate::cases::{self, Case, CaseStatus};
 use crate::clock::{from_ms, rfc3339};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::runs::{self, Run};
-use crate::store::Db;
 use crate::tickets::{self, Ticket};
-use crate::world::{parse_plain, serde_plain};
-
-#[derive(Debug, Clone)]
-pub struct Order {
-    pub id: String,
-    pub product: Product,
-    pub amount: Money,
-    pub created_at: i64,
-}
-
-pub async fn customer_orders(db: &Db, customer_id: &str) -> anyhow::Result<Vec<Order>> {
-    let rows = sqlx::query("SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id")
-        .bind(customer_id)
-        .fetch_all(db.pool())
-        .await?;
-    rows.iter()
-        .map(|r| {
-            let currency = r.try_get::<String, _>("currency")?.parse()?;
-            Ok(Order {
-                id: r.try_get("id")?,
-                product: parse_plain(&r.try_get::<String, _>("product")?)?,
-                amount: Money::from_minor(r.try_get("amount_minor")?, currency)?,
-                created_at: r.try_get("created_at")?,
-            })
-        })
-        .collect()
-}
-
-async fn customer_region(db: &Db, customer_id: &str) -> anyhow::Result<(Region, String)> {
-    let row = sqlx::query("SELECT region, provider_customer_id FROM customers WHERE id = $1")
-        .bind(customer_id)
-        .fetch_one(db.pool())
-        .await?;
-    Ok((
-        parse_plain(&row.try_get::<String, _>("region")?)?,
-        row.try_get("provider_customer_id")?,
-    ))
-}
-
-/// The customer's charges at the provider, sorted by id for stable facts.
-pub async fn provider_charges(
-    state: &AppState,
-    customer_id: &str,
-) -> anyhow::Result<Vec<ProviderCharge>> {
-    let (_, provider_customer) = customer_region(&state.db, customer_id).await?;
-    let mut charges = state.payments.list_charges(&provider_customer).await?;
-    charges.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(charges)
-}
+use crate::world::serde_plain;
 
 pub fn charge_json(c: &ProviderCharge) -> Value {
     let money = |minor| {
@@ -136,17 +87,21 @@ fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Resul
     })
 }
 
-/// Gathers the facts for a decision, fresh: the ticket's customer and all their orders
-/// from our store, every charge and refund from the provider.
+/// Gathers the facts for a decision, fresh from the billing source: the ticket's
+/// customer, all their orders, every charge and refund.
 pub async fn gather_facts(
-    state: &AppState,
+    billing: &dyn BillingSource,
     ticket: &Ticket,
     request: RequestKind,
     order_id: Option<&str>,
 ) -> AppResult<Facts> {
-    let (region, _) = customer_region(&state.db, &ticket.customer_id).await?;
-    let orders = customer_orders(&state.db, &ticket.customer_id).await?;
-    let charges = provider_charges(state, &ticket.customer_id)
+    let customer = billing
+        .customer(&ticket.customer_id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("customer {} has no billing record", ticket.customer_id))?;
+    let orders = billing.orders(&ticket.customer_id).await?;
+    let charges = billing
+        .charges(&customer)
         .await
         .map_err(provider_unavailable)?;
     let mut order_facts = Vec::new();
@@ -156,11 +111,7 @@ pub async fn gather_facts(
             .iter()
             .filter(|c| c.order_id() == Some(order.id.as_str()))
         {
-            let refunds = state
-                .payments
-                .list_refunds(&c.id)
-                .await
-                .map_err(|e| provider_unavailable(e.into()))?;
+            let refunds = billing.refunds(&c.id).await.map_err(provider_unavailable)?;
             charge_list.push(charge_facts(c, &refunds)?);
         }
         order_facts.push(OrderFacts {
@@ -176,11 +127,7 @@ pub async fn gather_facts(
     let (order_id, ownership) = match order_id {
         Some(id) if orders.iter().any(|o| o.id == id) => (Some(id.to_string()), Ownership::Owned),
         Some(id) => {
-            let elsewhere = sqlx::query("SELECT customer_id FROM orders WHERE id = $1")
-                .bind(id)
-                .fetch_optional(state.db.pool())
-                .await?;
-            if elsewhere.is_some() {
+            if billing.order_exists(id).await? {
                 (Some(id.to_string()), Ownership::OtherCustomer)
             } else {
                 (None, Ownership::Owned)
@@ -192,7 +139,7 @@ pub async fn gather_facts(
         reported_at: from_ms(ticket.created_at),
         customer: CustomerFacts {
             id: ticket.customer_id.clone(),
-            region,
+            region: customer.region,
         },
         request,
         order_id,
@@ -246,7 +193,7 @@ pub async fn decide_now(
     request: RequestKind,
     order_id: Option<&str>,
 ) -> AppResult<(Facts, Decision)> {
-    let facts = gather_facts(state, ticket, request, order_id).await?;
+    let facts = gather_facts(&state.billing(), ticket, request, order_id).await?;
     let decision = policy_engine::decide(&facts, &state.policies);
     Ok((facts, decision))
 }

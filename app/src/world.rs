@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::clock::to_ms;
+use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::store::Db;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -17,9 +18,41 @@ pub struct World {
     pub customers: Vec<WorldCustomer>,
     pub orders: Vec<WorldOrder>,
     #[serde(default)]
-    pub charges: Vec<serde_json::Value>,
+    pub charges: Vec<WorldCharge>,
     #[serde(default)]
-    pub refunds: Vec<serde_json::Value>,
+    pub refunds: Vec<WorldRefund>,
+}
+
+/// A provider charge as a world file writes it (decimal strings, RFC 3339 times).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorldCharge {
+    pub id: String,
+    pub order_id: String,
+    pub customer_id: String,
+    pub amount: String,
+    pub currency: Currency,
+    pub captured: bool,
+    pub status: String,
+    #[serde(default)]
+    pub disputed: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub payment_method: String,
+    #[serde(default)]
+    pub amount_refunded: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorldRefund {
+    pub id: String,
+    pub charge_id: String,
+    pub amount: String,
+    pub currency: Currency,
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(default)]
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,6 +90,68 @@ impl World {
             }
         }
         Ok(world)
+    }
+
+    /// The world's refunds in the provider's wire shape (minor units).
+    pub fn refunds(&self) -> anyhow::Result<Vec<ProviderRefund>> {
+        self.refunds
+            .iter()
+            .map(|r| {
+                Ok(ProviderRefund {
+                    id: r.id.clone(),
+                    amount: Money::parse(&r.amount, r.currency)?.minor_units(),
+                    charge: r.charge_id.clone(),
+                    currency: r.currency.code().to_ascii_lowercase(),
+                    status: r.status.clone(),
+                    created: r.created_at.unix_timestamp(),
+                    metadata: r.metadata.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// The world's charges in the provider's wire shape. `amount_refunded` is the larger
+    /// of the file's figure and the sum of the charge's live refunds, as the provider keeps it.
+    pub fn charges(&self) -> anyhow::Result<Vec<ProviderCharge>> {
+        let refunds = self.refunds()?;
+        self.charges
+            .iter()
+            .map(|c| {
+                let amount = Money::parse(&c.amount, c.currency)?.minor_units();
+                let listed = match &c.amount_refunded {
+                    Some(a) => Money::parse(a, c.currency)?.minor_units(),
+                    None => 0,
+                };
+                let live: i64 = refunds
+                    .iter()
+                    .filter(|r| {
+                        r.charge == c.id
+                            && matches!(
+                                r.status.as_str(),
+                                "succeeded" | "pending" | "requires_action"
+                            )
+                    })
+                    .map(|r| r.amount)
+                    .sum();
+                let refunded = listed.max(live);
+                Ok(ProviderCharge {
+                    id: c.id.clone(),
+                    amount,
+                    amount_captured: if c.captured { amount } else { 0 },
+                    amount_refunded: refunded,
+                    captured: c.captured,
+                    currency: c.currency.code().to_ascii_lowercase(),
+                    customer: Some(c.customer_id.clone()),
+                    status: c.status.clone(),
+                    disputed: c.disputed,
+                    created: c.created_at.unix_timestamp(),
+                    payment_method: Some(c.payment_method.clone()),
+                    metadata: [("order_id".to_string(), c.order_id.clone())]
+                        .into_iter()
+                        .collect(),
+                })
+            })
+            .collect()
     }
 
     /// Upserts customers and orders into the app's database, in one transaction.

@@ -63,8 +63,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         query.text = CHINESE[(i / 10) % CHINESE.len()].to_string();
     }
 
-    if std::env::var("XNOFILTER").is_ok() { for q in queries.iter_mut() { q.as_of=None; q.region=None; q.product=None; q.include_drafts=true; } }
-    if std::env::var("XLIMIT1").is_ok() { for q in queries.iter_mut() { q.limit=1; } }
     // Warm up page cache and branch predictors.
     for query in queries.iter().take(500) {
         index.search(query)?;

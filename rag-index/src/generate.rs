@@ -1,8 +1,8 @@
 //! Deterministic synthetic policy documents, for benchmarks and load tests.
 //!
-//! [`documents`] builds policy versions whose sections read like refund policy (drawn
-//! from a fixed vocabulary with a skewed, Zipf-like frequency so BM25 sees realistic
-//! term statistics), with varied dates, statuses, regions and products. The same seed
+//! [`documents`] builds policy versions whose sections read like refund policy (policy
+//! words with a skewed frequency plus a Zipf-like long tail of pseudo-words, so BM25
+//! sees realistic term statistics), with varied dates, statuses, regions and products. The same seed
 //! always gives the same documents, so no corpus is committed. [`queries`] gives a
 //! matching query mix. Nothing here is meant to be read by people or to make sense as
 //! policy; it never touches the disk.
@@ -165,6 +165,28 @@ const TITLE_WORDS: &[&str] = &[
     "Appeals",
 ];
 
+/// Size of the long tail of pseudo-words mixed into section text.
+const RARE_WORDS: usize = 20_000;
+const SYLLABLES: &[&str] = &[
+    "ka", "lo", "mi", "re", "tu", "sa", "ne", "vo", "pi", "da", "ge", "ru", "bel", "tor", "sin",
+    "mar",
+];
+
+/// The pseudo-word of a given rank: base-16 digits spelled as syllables, at least three.
+fn pseudo_word(rank: usize) -> String {
+    let mut word = String::new();
+    let mut n = rank;
+    for _ in 0..3 {
+        word.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+    }
+    while n > 0 {
+        word.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+    }
+    word
+}
+
 const REGIONS: [Region; 4] = [Region::CN, Region::US, Region::EU, Region::JP];
 const PRODUCTS: [Product; 3] = [Product::AnnualPlan, Product::MonthlyPlan, Product::Addon];
 
@@ -195,8 +217,23 @@ impl SplitMix64 {
         self.next() % 100 < percent
     }
 
+    /// A policy word (skewed towards the front of [`VOCABULARY`]).
     fn word(&mut self) -> &'static str {
         VOCABULARY[self.skewed(VOCABULARY.len())]
+    }
+
+    /// A text token: two in three are policy words, the rest come from a long tail of
+    /// [`RARE_WORDS`] pseudo-words with a log-uniform (Zipf-like) rank. Real policy text
+    /// has thousands of distinct terms; 150 words alone would put every query term in
+    /// most sections, which no real corpus does.
+    fn token(&mut self) -> String {
+        if self.chance(67) {
+            return self.word().to_string();
+        }
+        let log_max = (RARE_WORDS as f64).ln();
+        let unit = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let rank = ((unit * log_max).exp() as usize).saturating_sub(1);
+        pseudo_word(rank.min(RARE_WORDS - 1))
     }
 }
 
@@ -246,7 +283,7 @@ pub fn documents(seed: u64, section_count: usize) -> Vec<PolicyDocument> {
                 if w > 0 {
                     text.push(if rng.chance(8) { '\n' } else { ' ' });
                 }
-                text.push_str(rng.word());
+                text.push_str(&rng.token());
                 if rng.chance(5) {
                     text.push_str(&format!(" {}", rng.below(365)));
                 }
@@ -342,6 +379,12 @@ mod tests {
                 assert!(to >= doc.meta.effective_from);
             }
         }
+    }
+
+    #[test]
+    fn pseudo_words_are_distinct() {
+        let words: std::collections::HashSet<String> = (0..RARE_WORDS).map(pseudo_word).collect();
+        assert_eq!(words.len(), RARE_WORDS);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use policy_engine::{PolicyDocument, PolicyStatus};
 use sha2::{Digest, Sha256};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::query::QueryParser;
 use tantivy::schema::Value;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
@@ -78,7 +78,8 @@ impl Generation {
     ) -> Result<Self, IndexError> {
         let (name, path) = store::create_generation_dir(root)?;
         let built = write_sections(&path, documents).and_then(|section_count| {
-            let meta = GenerationMeta::new(policy_hash, section_count);
+            let versions = documents.iter().map(|d| d.meta.clone()).collect();
+            let meta = GenerationMeta::new(policy_hash, section_count, versions);
             store::write_meta(&path, &meta)?;
             Generation::open(root, &name, meta)
         });
@@ -95,8 +96,8 @@ fn write_sections(path: &Path, documents: &[PolicyDocument]) -> Result<usize, In
     schema::register(&index);
     let mut writer: IndexWriter = index.writer_with_num_threads(1, WRITER_MEMORY_BYTES)?;
     let mut count = 0;
-    for document in documents {
-        for section in query::section_documents(&fields, document)? {
+    for (ordinal, document) in (0u64..).zip(documents) {
+        for section in query::section_documents(&fields, document, ordinal)? {
             writer.add_document(section)?;
             count += 1;
         }
@@ -191,12 +192,30 @@ impl PolicyIndex {
             return Ok(Vec::new());
         }
         let generation = self.generation();
-        let Some(tantivy_query) = query::build(&generation.parser, &generation.fields, query)?
-        else {
+        let Some(tantivy_query) = query::build(&generation.parser, query)? else {
             return Ok(Vec::new());
         };
         let searcher = generation.reader.searcher();
-        let top = searcher.search(&*tantivy_query, &TopDocs::with_limit(limit))?;
+        let top_docs = TopDocs::with_limit(limit);
+        let top = match query::allowed_versions(&generation.meta.versions, query) {
+            // No filter: plain top-k, which lets tantivy skip blocks (block-max WAND).
+            None => searcher.search(&*tantivy_query, &top_docs)?,
+            Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
+            // Filters are decided per policy version, once per query, and checked per
+            // matching section with one fast-field read: cheaper than intersecting
+            // range and term queries, and exactly `PolicyMeta::in_force_on` semantics.
+            Some(allowed) => {
+                let in_scope = move |ordinal: u64| {
+                    usize::try_from(ordinal)
+                        .ok()
+                        .and_then(|i| allowed.get(i).copied())
+                        .unwrap_or(false)
+                };
+                let filtered =
+                    FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
+                searcher.search(&*tantivy_query, &filtered)?
+            }
+        };
         let mut passages = Vec::with_capacity(top.len());
         for (score, address) in top {
             let stored: TantivyDocument = searcher.doc(address)?;

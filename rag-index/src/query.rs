@@ -4,19 +4,17 @@
 //! The text part goes through the glossary, then tantivy's lenient parser over the
 //! document title, section title and section text (titles boosted); quoted text is a
 //! phrase. Filters (in force on `as_of`, published unless drafts are asked for, region,
-//! product) are added as constant-score-zero clauses, so they select without changing
-//! the BM25 ranking. Query syntax never produces an error. This module does not run
-//! searches or touch the disk.
+//! product) are decided once per policy version ([`allowed_versions`]) and applied by
+//! the searcher as a collector filter, so they select without changing the BM25
+//! ranking. Query syntax never produces an error. This module does not run searches or
+//! touch the disk.
 
-use std::ops::Bound;
+use std::sync::Arc;
 
-use policy_engine::{PolicyDocument, PolicyStatus};
+use policy_engine::{PolicyDocument, PolicyMeta, PolicyStatus};
 use serde::Serialize;
-use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
-};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{Index, TantivyDocument, Term};
+use tantivy::query::{Query, QueryParser};
+use tantivy::{Index, TantivyDocument};
 use time::Date;
 
 use crate::schema::{Fields, OPEN_ENDED};
@@ -43,11 +41,11 @@ pub(crate) fn parser(index: &Index, fields: &Fields) -> QueryParser {
     parser
 }
 
-/// The tantivy query for `query`, or `None` when nothing searchable is left (empty text,
+/// The tantivy text query for `query` (filters are applied by [`allowed_versions`]),
+/// or `None` when nothing searchable is left (empty text,
 /// or Chinese text the glossary does not know).
 pub(crate) fn build(
     parser: &QueryParser,
-    fields: &Fields,
     query: &SearchQuery,
 ) -> Result<Option<Box<dyn Query>>, IndexError> {
     let text = glossary::translate(&query.text);
@@ -57,36 +55,41 @@ pub(crate) fn build(
     // Lenient: `refund AND (`, `"unclosed`, `title:` and friends become the best query
     // tantivy can read from them; the errors it reports are deliberately ignored.
     let (text_query, _syntax_errors) = parser.parse_query_lenient(&text);
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
-    let mut filter =
-        |q: Box<dyn Query>| clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0))));
-    if !query.include_drafts {
-        filter(term(fields.status, status_name(PolicyStatus::Published)));
+    Ok(Some(text_query))
+}
+
+/// Which policy versions (by ordinal) `query` may return, or `None` when all may.
+/// Uses the policy engine's own `in_force_on`, so search and decisions agree on which
+/// version is in force (`effective_to` is the inclusive last day).
+pub(crate) fn allowed_versions(
+    versions: &[PolicyMeta],
+    query: &SearchQuery,
+) -> Option<Arc<[bool]>> {
+    let unfiltered = query.include_drafts
+        && query.as_of.is_none()
+        && query.region.is_none()
+        && query.product.is_none();
+    if unfiltered {
+        return None;
     }
-    if let Some(as_of) = query.as_of {
-        let day = julian(as_of);
-        filter(Box::new(RangeQuery::new(
-            Bound::Unbounded,
-            Bound::Included(Term::from_field_i64(fields.effective_from, day)),
-        )));
-        filter(Box::new(RangeQuery::new(
-            Bound::Included(Term::from_field_i64(fields.effective_to, day)),
-            Bound::Unbounded,
-        )));
-    }
-    if let Some(region) = query.region {
-        filter(term(fields.regions, &enum_name(&region)?));
-    }
-    if let Some(product) = query.product {
-        filter(term(fields.products, &enum_name(&product)?));
-    }
-    Ok(Some(Box::new(BooleanQuery::new(clauses))))
+    Some(
+        versions
+            .iter()
+            .map(|meta| {
+                (query.include_drafts || meta.status == PolicyStatus::Published)
+                    && query.as_of.is_none_or(|day| meta.in_force_on(day))
+                    && query.region.is_none_or(|r| meta.regions.contains(&r))
+                    && query.product.is_none_or(|p| meta.products.contains(&p))
+            })
+            .collect(),
+    )
 }
 
 /// One tantivy document per section of `document`.
 pub(crate) fn section_documents(
     fields: &Fields,
     document: &PolicyDocument,
+    version_ordinal: u64,
 ) -> Result<Vec<TantivyDocument>, IndexError> {
     let meta = &document.meta;
     let regions = meta
@@ -120,16 +123,10 @@ pub(crate) fn section_documents(
         doc.add_text(fields.title, &section.title);
         doc.add_text(fields.anchor, &section.anchor);
         doc.add_text(fields.text, &section.text);
+        doc.add_u64(fields.version_ord, version_ordinal);
         sections.push(doc);
     }
     Ok(sections)
-}
-
-fn term(field: tantivy::schema::Field, value: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_text(field, value),
-        IndexRecordOption::Basic,
-    ))
 }
 
 fn julian(date: Date) -> i64 {

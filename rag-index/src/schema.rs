@@ -19,6 +19,9 @@ use crate::IndexError;
 /// Name under which [`analyzer`] is registered on every index we open or create.
 pub(crate) const ANALYZER: &str = "policy_en";
 
+/// Fast field holding the version ordinal, by name (the filter collector looks it up).
+pub(crate) const VERSION_ORD: &str = "version_ord";
+
 /// Stored value of `effective_to` for a version with no last day.
 pub(crate) const OPEN_ENDED: i64 = i64::MAX;
 
@@ -47,6 +50,9 @@ pub(crate) struct Fields {
     pub title: Field,
     pub anchor: Field,
     pub text: Field,
+    /// Position of the section's policy version in the generation's version table
+    /// (`GenerationMeta::versions`); filters test it per matching document.
+    pub version_ord: Field,
 }
 
 /// Builds the schema this version of the crate writes.
@@ -77,6 +83,7 @@ pub(crate) fn build() -> (Schema, Fields) {
         title: builder.add_text_field("title", analysed(true)),
         anchor: builder.add_text_field("anchor", STRING | STORED),
         text: builder.add_text_field("text", analysed(true)),
+        version_ord: builder.add_u64_field(VERSION_ORD, FAST),
     };
     (builder.build(), fields)
 }

@@ -18,6 +18,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use policy_engine::PolicyMeta;
 use serde::{Deserialize, Serialize};
 
 use crate::IndexError;
@@ -36,15 +37,22 @@ pub(crate) struct GenerationMeta {
     pub schema_version: u32,
     pub policy_hash: String,
     pub section_count: usize,
+    /// The indexed policy versions, in ordinal order: the filter table for searches.
+    pub versions: Vec<PolicyMeta>,
 }
 
 impl GenerationMeta {
-    pub(crate) fn new(policy_hash: String, section_count: usize) -> Self {
+    pub(crate) fn new(
+        policy_hash: String,
+        section_count: usize,
+        versions: Vec<PolicyMeta>,
+    ) -> Self {
         GenerationMeta {
             format: FORMAT.into(),
             schema_version: crate::SCHEMA_VERSION,
             policy_hash,
             section_count,
+            versions,
         }
     }
 

@@ -444,7 +444,8 @@ fn a_schema_version_change_triggers_a_rebuild() {
 #[test]
 fn corrupted_or_foreign_directories_are_rebuilt() {
     let documents = fixture_documents();
-    let corruptions: [(&str, fn(&Path)); 5] = [
+    type Corruption = (&'static str, fn(&Path));
+    let corruptions: [Corruption; 5] = [
         ("garbage pointer", |dir| {
             fs::write(dir.join("CURRENT"), "\u{0}\u{1}junk").unwrap()
         }),

@@ -161,6 +161,11 @@ pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
     let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id).await?;
     let Some(ticket) = ticket else { return Ok(()) };
     let declarations = tools::declarations();
+    let billing = state.billing();
+    let env = tools::ToolEnv {
+        billing: &billing,
+        index: &state.index,
+    };
     loop {
         let events = runs::events(&state.db, &run.id).await?;
         let log = replay(&events);
@@ -177,7 +182,7 @@ pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
         // 1. Finish tool intents recorded before a crash or in the last turn.
         if !log.pending.is_empty() {
             for call in &log.pending {
-                let outcome = tools::execute(state, &ticket, call).await;
+                let outcome = tools::execute(&env, &ticket, call).await;
                 let mut tx = state.db.begin().await?;
                 runs::set_status(&mut tx, run, "tool_running", 0, 1, now).await?;
                 runs::append_event(

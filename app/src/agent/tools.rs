@@ -8,11 +8,16 @@
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use sqlx::Row;
 
 use super::{ToolCall, ToolOutcome};
-use crate::http::AppState;
+use crate::billing::BillingSource;
 use crate::tickets::Ticket;
+
+/// What tools read from: billing records (live or a snapshot) and the policy index.
+pub struct ToolEnv<'a> {
+    pub billing: &'a dyn BillingSource,
+    pub index: &'a std::sync::Arc<rag_index::PolicyIndex>,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolDeclaration {
@@ -111,7 +116,7 @@ pub fn validate(declaration: &ToolDeclaration, args: &Value) -> Result<(), Strin
 }
 
 /// Runs one tool call for the ticket's customer. Never panics, never writes.
-pub async fn execute(state: &AppState, ticket: &Ticket, call: &ToolCall) -> ToolOutcome {
+pub async fn execute(env: &ToolEnv<'_>, ticket: &Ticket, call: &ToolCall) -> ToolOutcome {
     let declarations = declarations();
     let Some(declaration) = declarations.iter().find(|d| d.name == call.name) else {
         let names: Vec<_> = declarations.iter().map(|d| d.name).collect();
@@ -138,13 +143,13 @@ pub async fn execute(state: &AppState, ticket: &Ticket, call: &ToolCall) -> Tool
             .to_string()
     };
     let result = match call.name.as_str() {
-        "get_customer" => get_customer(state, ticket).await,
-        "list_orders" => list_orders(state, ticket).await,
-        "list_charges" => list_charges(state, ticket, &arg("order_id")).await,
-        "list_refunds" => list_refunds(state, ticket, &arg("charge_id")).await,
+        "get_customer" => get_customer(env, ticket).await,
+        "list_orders" => list_orders(env, ticket).await,
+        "list_charges" => list_charges(env, ticket, &arg("order_id")).await,
+        "list_refunds" => list_refunds(env, ticket, &arg("charge_id")).await,
         "search_policy" => {
             search_policy(
-                state,
+                env,
                 ticket,
                 &arg("query"),
                 call.arguments.get("product").and_then(Value::as_str),
@@ -170,19 +175,26 @@ fn internal(e: impl std::fmt::Display) -> ToolOutcome {
     )
 }
 
-async fn get_customer(state: &AppState, ticket: &Ticket) -> ToolResult {
-    let row = sqlx::query("SELECT id, region FROM customers WHERE id = $1")
-        .bind(&ticket.customer_id)
-        .fetch_one(state.db.pool())
+async fn customer(
+    env: &ToolEnv<'_>,
+    ticket: &Ticket,
+) -> Result<crate::billing::CustomerRecord, ToolOutcome> {
+    env.billing
+        .customer(&ticket.customer_id)
         .await
-        .map_err(internal)?;
-    let id: String = row.try_get("id").map_err(internal)?;
-    let region: String = row.try_get("region").map_err(internal)?;
-    ok(json!({ "customer": { "id": id, "region": region } }))
+        .map_err(internal)?
+        .ok_or_else(|| error("not_found", "the ticket's customer has no billing record"))
 }
 
-async fn list_orders(state: &AppState, ticket: &Ticket) -> ToolResult {
-    let orders = crate::workflow::customer_orders(&state.db, &ticket.customer_id)
+async fn get_customer(env: &ToolEnv<'_>, ticket: &Ticket) -> ToolResult {
+    let c = customer(env, ticket).await?;
+    ok(json!({ "customer": { "id": c.id, "region": c.region } }))
+}
+
+async fn list_orders(env: &ToolEnv<'_>, ticket: &Ticket) -> ToolResult {
+    let orders = env
+        .billing
+        .orders(&ticket.customer_id)
         .await
         .map_err(internal)?;
     let orders: Vec<Value> = orders
@@ -195,8 +207,10 @@ async fn list_orders(state: &AppState, ticket: &Ticket) -> ToolResult {
     ok(json!({ "orders": orders }))
 }
 
-async fn list_charges(state: &AppState, ticket: &Ticket, order_id: &str) -> ToolResult {
-    let orders = crate::workflow::customer_orders(&state.db, &ticket.customer_id)
+async fn list_charges(env: &ToolEnv<'_>, ticket: &Ticket, order_id: &str) -> ToolResult {
+    let orders = env
+        .billing
+        .orders(&ticket.customer_id)
         .await
         .map_err(internal)?;
     if !orders.iter().any(|o| o.id == order_id) {
@@ -206,56 +220,43 @@ async fn list_charges(state: &AppState, ticket: &Ticket, order_id: &str) -> Tool
             "no such order for this customer; ask the customer which of their orders they mean",
         ));
     }
-    let charges = crate::workflow::provider_charges(state, &ticket.customer_id)
-        .await
-        .map_err(internal)?;
+    let c = customer(env, ticket).await?;
+    let charges = env.billing.charges(&c).await.map_err(internal)?;
     let charges: Vec<Value> = charges
         .iter()
         .filter(|c| c.order_id() == Some(order_id))
-        .map(|c| crate::workflow::charge_json(c))
+        .map(crate::workflow::charge_json)
         .collect();
     ok(json!({ "order_id": order_id, "charges": charges }))
 }
 
-async fn list_refunds(state: &AppState, ticket: &Ticket, charge_id: &str) -> ToolResult {
-    let charges = crate::workflow::provider_charges(state, &ticket.customer_id)
-        .await
-        .map_err(internal)?;
+async fn list_refunds(env: &ToolEnv<'_>, ticket: &Ticket, charge_id: &str) -> ToolResult {
+    let c = customer(env, ticket).await?;
+    let charges = env.billing.charges(&c).await.map_err(internal)?;
     if !charges.iter().any(|c| c.id == charge_id) {
         return Err(error(
             "not_found",
             "no such charge for this customer; use list_charges to find the customer's charges",
         ));
     }
-    let refunds = state
-        .payments
-        .list_refunds(charge_id)
-        .await
-        .map_err(internal)?;
+    let refunds = env.billing.refunds(charge_id).await.map_err(internal)?;
     let refunds: Vec<Value> = refunds.iter().map(crate::workflow::refund_json).collect();
     ok(json!({ "charge_id": charge_id, "refunds": refunds }))
 }
 
 async fn search_policy(
-    state: &AppState,
+    env: &ToolEnv<'_>,
     ticket: &Ticket,
     query: &str,
     product: Option<&str>,
 ) -> ToolResult {
-    let region: Option<policy_engine::Region> =
-        sqlx::query("SELECT region FROM customers WHERE id = $1")
-            .bind(&ticket.customer_id)
-            .fetch_optional(state.db.pool())
-            .await
-            .map_err(internal)?
-            .and_then(|r| r.try_get::<String, _>("region").ok())
-            .and_then(|r| crate::world::parse_plain(&r).ok());
+    let region = customer(env, ticket).await.ok().map(|c| c.region);
     let mut q = rag_index::SearchQuery::new(query);
     q.as_of = Some(crate::clock::from_ms(ticket.created_at).date());
     q.region = region;
     q.product = product.and_then(|p| crate::world::parse_plain(p).ok());
     q.limit = 3;
-    let index = state.index.clone();
+    let index = env.index.clone();
     let passages = tokio::task::spawn_blocking(move || index.search(&q))
         .await
         .map_err(internal)?

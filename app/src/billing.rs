@@ -1,0 +1,226 @@
+//! Where billing records come from: the live system (our store for customers and
+//! orders, the payment provider over HTTP for charges and refunds) or a billing-world
+//! snapshot (shadow replays and evals, where no live system may be touched).
+//!
+//! The agent's tools and the workflow's fact gathering read only through this trait, so
+//! a replay runs exactly the code a live case runs. Both sources are read-only.
+
+use std::sync::Arc;
+
+use policy_engine::{Money, Region};
+use sqlx::Row;
+
+use crate::agent::BoxFuture;
+use crate::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
+use crate::store::Db;
+use crate::world::{parse_plain, World};
+
+#[derive(Debug, Clone)]
+pub struct CustomerRecord {
+    pub id: String,
+    pub region: Region,
+    pub provider_customer_id: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Order {
+    pub id: String,
+    pub product: policy_engine::Product,
+    pub amount: Money,
+    pub created_at: i64,
+}
+
+pub trait BillingSource: Send + Sync {
+    fn customer<'a>(
+        &'a self,
+        customer_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>>;
+    /// The customer's orders, oldest first.
+    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>>;
+    /// Whether an order id exists for anybody (never says whose).
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>>;
+    /// The customer's charges, sorted by id.
+    fn charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>>;
+    /// Refunds on a charge, sorted by id.
+    fn refunds<'a>(
+        &'a self,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>>;
+}
+
+/// The live system.
+pub struct LiveBilling {
+    pub db: Db,
+    pub payments: PaymentsClient,
+}
+
+impl BillingSource for LiveBilling {
+    fn customer<'a>(
+        &'a self,
+        customer_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+        Box::pin(async move {
+            let row =
+                sqlx::query("SELECT id, region, provider_customer_id FROM customers WHERE id = $1")
+                    .bind(customer_id)
+                    .fetch_optional(self.db.pool())
+                    .await?;
+            row.map(|r| {
+                Ok(CustomerRecord {
+                    id: r.try_get("id")?,
+                    region: parse_plain(&r.try_get::<String, _>("region")?)?,
+                    provider_customer_id: r.try_get("provider_customer_id")?,
+                })
+            })
+            .transpose()
+        })
+    }
+
+    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id",
+            )
+            .bind(customer_id)
+            .fetch_all(self.db.pool())
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    let currency = r.try_get::<String, _>("currency")?.parse()?;
+                    Ok(Order {
+                        id: r.try_get("id")?,
+                        product: parse_plain(&r.try_get::<String, _>("product")?)?,
+                        amount: Money::from_minor(r.try_get("amount_minor")?, currency)?,
+                        created_at: r.try_get("created_at")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(async move {
+            Ok(sqlx::query("SELECT id FROM orders WHERE id = $1")
+                .bind(order_id)
+                .fetch_optional(self.db.pool())
+                .await?
+                .is_some())
+        })
+    }
+
+    fn charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+        Box::pin(async move {
+            let mut charges = self
+                .payments
+                .list_charges(&customer.provider_customer_id)
+                .await?;
+            charges.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(charges)
+        })
+    }
+
+    fn refunds<'a>(
+        &'a self,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+        Box::pin(async move {
+            let mut refunds = self.payments.list_refunds(charge_id).await?;
+            refunds.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(refunds)
+        })
+    }
+}
+
+/// A billing-world snapshot, read in memory.
+pub struct WorldBilling {
+    world: Arc<World>,
+}
+
+impl WorldBilling {
+    pub fn new(world: Arc<World>) -> Self {
+        WorldBilling { world }
+    }
+}
+
+impl BillingSource for WorldBilling {
+    fn customer<'a>(
+        &'a self,
+        customer_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+        Box::pin(async move {
+            Ok(self
+                .world
+                .customers
+                .iter()
+                .find(|c| c.id == customer_id)
+                .map(|c| CustomerRecord {
+                    id: c.id.clone(),
+                    region: c.region,
+                    provider_customer_id: c.id.clone(),
+                }))
+        })
+    }
+
+    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+        Box::pin(async move {
+            let mut orders = Vec::new();
+            for o in self
+                .world
+                .orders
+                .iter()
+                .filter(|o| o.customer_id == customer_id)
+            {
+                orders.push(Order {
+                    id: o.id.clone(),
+                    product: o.product,
+                    amount: Money::parse(&o.amount, o.currency)?,
+                    created_at: crate::clock::to_ms(o.created_at),
+                });
+            }
+            orders.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            Ok(orders)
+        })
+    }
+
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+        Box::pin(async move { Ok(self.world.orders.iter().any(|o| o.id == order_id)) })
+    }
+
+    fn charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+        Box::pin(async move {
+            let mut charges: Vec<ProviderCharge> = self
+                .world
+                .charges()?
+                .into_iter()
+                .filter(|c| c.customer.as_deref() == Some(customer.id.as_str()))
+                .collect();
+            charges.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(charges)
+        })
+    }
+
+    fn refunds<'a>(
+        &'a self,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+        Box::pin(async move {
+            let mut refunds: Vec<ProviderRefund> = self
+                .world
+                .refunds()?
+                .into_iter()
+                .filter(|r| r.charge == charge_id)
+                .collect();
+            refunds.sort_by(|a, b| a.id.cmp(&b.id));
+            Ok(refunds)
+        })
+    }
+}
