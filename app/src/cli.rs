@@ -82,6 +82,12 @@ enum PolicyCommand {
         #[arg(long, default_value_t = 5)]
         limit: usize,
     },
+    /// Score policy search on labelled queries: recall@1, recall@3, MRR.
+    Eval {
+        /// JSON lines of {query, as_of, region?, product?, expected}.
+        #[arg(long)]
+        queries: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -363,6 +369,38 @@ async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
                 .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
             let decision = policy_engine::decide(&facts, &policies);
             println!("{}", serde_json::to_string_pretty(&decision)?);
+            Ok(())
+        }
+        PolicyCommand::Eval { queries } => {
+            let path = queries.unwrap_or_else(|| {
+                config
+                    .fixtures_dir
+                    .join("..")
+                    .join("evals")
+                    .join("policy_search")
+                    .join("queries.jsonl")
+            });
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let labelled =
+                rag_index::eval::load_queries(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let dir = config.index_dir();
+            let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let index = crate::policies::open_index(&dir, &policies)?;
+                Ok(rag_index::eval::run(&index, &labelled))
+            })
+            .await??;
+            for miss in &report.misses {
+                eprintln!(
+                    "  not first: {:?} expected {} at rank {:?}",
+                    miss.query, miss.expected, miss.rank
+                );
+            }
+            println!(
+                "{}",
+                serde_json::json!({ "total": report.total, "recall_at_1": report.recall_at_1,
+                                    "recall_at_3": report.recall_at_3, "mrr": report.mrr })
+            );
             Ok(())
         }
         PolicyCommand::Search {

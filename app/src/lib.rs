@@ -20,6 +20,7 @@ pub mod http;
 pub mod pages;
 pub mod payments;
 pub mod policies;
+pub mod policy_pages;
 pub mod refunds;
 pub mod replies;
 pub mod runs;

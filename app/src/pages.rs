@@ -31,16 +31,17 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}", get(case_page))
         .route("/console/cases/{id}/approve", post(approve_submit))
         .route("/console/cases/{id}/reject", post(reject_submit))
+        .merge(crate::policy_pages::routes())
 }
 
-fn render(t: &impl Template) -> Response {
+pub fn render(t: &impl Template) -> Response {
     match t.render() {
         Ok(html) => Html(html).into_response(),
         Err(e) => AppError::Internal(anyhow::anyhow!("template: {e}")).into_response(),
     }
 }
 
-fn error_page(status: StatusCode, message: &str) -> Response {
+pub fn error_page(status: StatusCode, message: &str) -> Response {
     (
         status,
         Html(format!(
@@ -306,6 +307,7 @@ async fn queue_page(
 
 struct RuleView {
     citation: String,
+    link: String,
     summary: String,
 }
 
@@ -383,6 +385,7 @@ async fn case_page_response(
             .iter()
             .map(|r| RuleView {
                 citation: r.citation.clone(),
+                link: crate::policy_pages::citation_link(&r.citation),
                 summary: r.summary.clone(),
             })
             .collect(),

@@ -1,5 +1,5 @@
 //! Admin endpoints under `/__mock/` (not Stripe; no auth): the ledger that tests use
-//! to assert "exactly one refund", and the fake clock.
+//! to assert "exactly one refund", the fake clock, and the webhook endpoint.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +59,38 @@ struct Counters {
     /// Replays served since this process started.
     replays: u64,
     events: i64,
+    /// Fault applications per mode since this process started (rules are in memory).
+    faults_applied: BTreeMap<&'static str, u64>,
+    faults_applied_total: u64,
+    /// HTTP POSTs of events to the receiver (duplicate copies included).
+    webhook_deliveries: i64,
+    /// Events not (yet) delivered: pending, retrying, given up, or dropped.
+    events_undelivered: i64,
+}
+
+#[derive(Serialize, sqlx::FromRow)]
+struct LedgerEvent {
+    id: String,
+    #[serde(rename = "type")]
+    #[sqlx(rename = "type")]
+    event_type: String,
+    created: i64,
+    delivery_success: bool,
+    attempts: i64,
+    dropped: bool,
+    /// The `request.idempotency_key` of the event.
+    idempotency_key: Option<String>,
+}
+
+#[derive(Serialize, sqlx::FromRow)]
+struct LedgerDelivery {
+    event_id: String,
+    attempt: i64,
+    copy: i64,
+    sent_at: i64,
+    status: Option<i64>,
+    error: Option<String>,
+    fault: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -71,6 +103,8 @@ struct Clock {
 struct Ledger {
     refunds: Vec<LedgerRefund>,
     idempotency_keys: Vec<LedgerKey>,
+    events: Vec<LedgerEvent>,
+    webhook_deliveries: Vec<LedgerDelivery>,
     counters: Counters,
     clock: Clock,
 }
@@ -92,6 +126,21 @@ pub async fn ledger(State(state): State<MockState>) -> Result<Response, ApiError
         .fetch_one(pool)
         .await?;
 
+    let ledger_events: Vec<LedgerEvent> = sqlx::query_as(
+        "SELECT id, type, created, delivery_success, attempts, dropped, \
+         json_extract(payload, '$.request.idempotency_key') AS idempotency_key \
+         FROM events ORDER BY seq",
+    )
+    .fetch_all(pool)
+    .await?;
+    let deliveries: Vec<LedgerDelivery> = sqlx::query_as(
+        "SELECT event_id, attempt, copy, sent_at, status, error, fault FROM webhook_deliveries \
+         ORDER BY seq",
+    )
+    .fetch_all(pool)
+    .await?;
+    let faults_applied = state.faults().applied();
+
     let mut refunds_created = BTreeMap::new();
     for refund in refunds.iter().filter(|r| r.origin == "api") {
         *refunds_created.entry(refund.charge_id.clone()).or_insert(0) += 1;
@@ -104,7 +153,16 @@ pub async fn ledger(State(state): State<MockState>) -> Result<Response, ApiError
             refunds_created,
             replays: state.replays(),
             events,
+            faults_applied_total: faults_applied.values().sum(),
+            faults_applied,
+            webhook_deliveries: i64::try_from(deliveries.len()).unwrap_or(i64::MAX),
+            events_undelivered: i64::try_from(
+                ledger_events.iter().filter(|e| !e.delivery_success).count(),
+            )
+            .unwrap_or(i64::MAX),
         },
+        events: ledger_events,
+        webhook_deliveries: deliveries,
         refunds: refunds
             .iter()
             .map(|row| LedgerRefund {
@@ -172,4 +230,29 @@ pub async fn advance_clock(
         offset_seconds: offset,
     };
     Ok(json_response(StatusCode::OK, to_json(&clock)))
+}
+
+#[derive(serde::Deserialize)]
+struct WebhookEndpoint {
+    url: Option<String>,
+}
+
+/// `POST /__mock/webhooks {"url": "http://…" | null}` → `{"url"}`: where events
+/// recorded from now on are delivered (for a receiver that starts after the mock).
+pub async fn set_webhook_endpoint(
+    State(state): State<MockState>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let request: WebhookEndpoint = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::invalid_request(format!("invalid webhook endpoint: {e}")))?;
+    if let Some(url) = &request.url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ApiError::invalid_request("url must be http(s)").with_param("url"));
+        }
+    }
+    state.set_webhook_url(request.url);
+    Ok(json_response(
+        StatusCode::OK,
+        to_json(&serde_json::json!({ "url": state.webhook_url() })),
+    ))
 }

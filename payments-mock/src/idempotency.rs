@@ -12,13 +12,22 @@
 //!
 //! Invariant: a committed side effect always has its stored response, because both
 //! are in the same SQLite transaction; a crash can lose only uncommitted work.
+//!
+//! Fault rules reach this layer as a [`LayerFault`] in the request extensions:
+//! `hold_key` latency sleeps while the key is claimed, `expire_key` deletes the stored
+//! row before the lookup, and `server_error_after_begin` / `business_error` replace
+//! the outcome that is stored (step 4).
 
 use axum::body::Bytes;
 use axum::http::header::HeaderValue;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::refunds::{self, CreateRefund};
+use crate::events::EventRequest;
+use crate::faults::{BusinessErrorCode, LayerFault};
+use crate::lifecycle::{self, UpdateRefund};
+use crate::money::{format_major, Currency};
+use crate::refunds::{self, CreateRefund, RefundTarget};
 use crate::state::{InFlightGuard, MockState};
 use crate::wire::{
     json_response, ApiError, ApiKey, FormParams, RequestId, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED,
@@ -36,12 +45,16 @@ pub struct PostRequest {
     pub headers: HeaderMap,
     pub query: Option<String>,
     pub body: Bytes,
+    /// A fault rule's instruction for this request, if one fired.
+    pub fault: Option<LayerFault>,
 }
 
 /// A validated mutation, ready to execute inside the layer's transaction.
 #[derive(Debug, Clone)]
 pub(crate) enum Operation {
     CreateRefund(CreateRefund),
+    UpdateRefund(UpdateRefund),
+    CancelRefund(String),
 }
 
 /// What execution produced: stored under the key and sent to the client.
@@ -70,6 +83,16 @@ pub(crate) struct ExecutionContext {
     pub now: i64,
 }
 
+impl ExecutionContext {
+    /// `request` of the events this execution emits.
+    pub fn event_request(&self) -> EventRequest {
+        EventRequest {
+            id: Some(self.request_id.clone()),
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+}
+
 async fn execute(
     conn: &mut sqlx::SqliteConnection,
     state: &MockState,
@@ -80,7 +103,70 @@ async fn execute(
         Operation::CreateRefund(params) => {
             refunds::execute_create(conn, state, params, context).await
         }
+        Operation::UpdateRefund(params) => {
+            lifecycle::execute_update(conn, state, params, context).await
+        }
+        Operation::CancelRefund(refund_id) => {
+            lifecycle::execute_cancel(conn, state, refund_id, context).await
+        }
     }
+}
+
+/// The `business_error` fault: the refusal a real charge in that state would get,
+/// for the charge this operation concerns.
+async fn forced_business_error(
+    conn: &mut sqlx::SqliteConnection,
+    operation: &Operation,
+    code: BusinessErrorCode,
+) -> Result<Outcome, sqlx::Error> {
+    let (charge, requested) = match operation {
+        Operation::CreateRefund(params) => {
+            let charge = match &params.target {
+                RefundTarget::Charge(id) => crate::charges::find(conn, id).await?,
+                RefundTarget::PaymentIntent(id) => {
+                    crate::charges::find_by_payment_intent(conn, id).await?
+                }
+            };
+            (charge, params.amount)
+        }
+        Operation::UpdateRefund(UpdateRefund { refund_id, .. })
+        | Operation::CancelRefund(refund_id) => {
+            let charge = match refunds::find(conn, refund_id).await? {
+                Some(refund) => crate::charges::find(conn, &refund.charge_id).await?,
+                None => None,
+            };
+            (charge, None)
+        }
+    };
+    let charge_id = charge.as_ref().map_or("unknown", |c| c.id.as_str());
+    let error = match code {
+        BusinessErrorCode::ChargeAlreadyRefunded => ApiError::invalid_request(format!(
+            "Charge {charge_id} has already been refunded."
+        ))
+        .with_code("charge_already_refunded"),
+        BusinessErrorCode::ChargeDisputed => ApiError::invalid_request(format!(
+            "Charge {charge_id} has been charged back; cannot issue a refund."
+        ))
+        .with_code("charge_disputed"),
+        BusinessErrorCode::AmountExceeds => {
+            let remaining = charge.as_ref().map_or(0, |c| c.remaining());
+            let amount = requested.unwrap_or(remaining).max(1);
+            // Forced: report a remainder just below the amount when it actually fits.
+            let shown_remaining = remaining.min(amount - 1);
+            let currency = charge.as_ref().and_then(|c| Currency::parse(&c.currency));
+            let major = |minor: i64| match currency {
+                Some(currency) => format_major(minor, currency),
+                None => minor.to_string(),
+            };
+            ApiError::invalid_request(format!(
+                "Refund amount (${}) is greater than unrefunded amount on charge (${})",
+                major(amount),
+                major(shown_remaining)
+            ))
+            .with_param("amount")
+        }
+    };
+    Ok(Outcome::error(error))
 }
 
 #[derive(sqlx::FromRow)]
@@ -117,6 +203,15 @@ pub(crate) async fn run_post(
             let Some(claim) = InFlightGuard::claim(state, &request.api_key.0, &key) else {
                 return in_flight_conflict(&key);
             };
+            match &request.fault {
+                Some(LayerFault::HoldKey { sleep }) => tokio::time::sleep(*sleep).await,
+                Some(LayerFault::ExpireKey) => {
+                    if let Err(error) = expire(state, &claim).await {
+                        return ApiError::from(error).into_response();
+                    }
+                }
+                _ => {}
+            }
             match lookup(state, &claim, &request.path, &canonical).await {
                 Ok(Some(response)) => return response,
                 Ok(None) => Some(claim),
@@ -143,8 +238,31 @@ pub(crate) async fn run_post(
         canonical: &canonical,
         context: &context,
     };
-    match execute_and_store(state, &operation, &stored).await {
-        Ok(outcome) => json_response(outcome.status, outcome.body),
+    let result = match &request.fault {
+        Some(LayerFault::ServerErrorAfterBegin { commit, .. }) => {
+            server_error_after_begin(state, &operation, &stored, *commit).await
+        }
+        Some(LayerFault::BusinessError(code)) => {
+            business_error(state, &operation, &stored, *code).await
+        }
+        _ => execute_and_store(state, &operation, &stored).await,
+    };
+    state.wake_webhooks();
+    match result {
+        Ok(outcome) => {
+            let mut response = json_response(outcome.status, outcome.body);
+            if let Some(LayerFault::ServerErrorAfterBegin {
+                should_retry: Some(retry),
+                ..
+            }) = &request.fault
+            {
+                let value = if *retry { "true" } else { "false" };
+                response
+                    .headers_mut()
+                    .insert(STRIPE_SHOULD_RETRY, HeaderValue::from_static(value));
+            }
+            response
+        }
         Err(error) => {
             tracing::error!(%error, request_id = %context.request_id, "execution failed");
             let outcome = Outcome::error(ApiError::internal());
@@ -179,7 +297,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(key.to_owned()))
 }
 
-fn in_flight_conflict(key: &str) -> Response {
+pub(crate) fn in_flight_conflict(key: &str) -> Response {
     let error = ApiError::new(
         StatusCode::CONFLICT,
         "invalid_request_error",
@@ -277,6 +395,55 @@ async fn execute_and_store(
     store(&mut tx, target, &outcome).await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// The `server_error_after_begin` fault: execution began (and its effects commit
+/// iff `commit`), but the stored and returned response is a 500 `api_error`.
+async fn server_error_after_begin(
+    state: &MockState,
+    operation: &Operation,
+    target: &StoreTarget<'_>,
+    commit: bool,
+) -> Result<Outcome, sqlx::Error> {
+    let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
+    let refund_id = if commit {
+        execute(&mut tx, state, operation, target.context)
+            .await?
+            .refund_id
+    } else {
+        None
+    };
+    let outcome = Outcome {
+        refund_id,
+        ..Outcome::error(ApiError::internal())
+    };
+    store(&mut tx, target, &outcome).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// The `business_error` fault: a refusal is stored and returned instead of executing.
+async fn business_error(
+    state: &MockState,
+    operation: &Operation,
+    target: &StoreTarget<'_>,
+    code: BusinessErrorCode,
+) -> Result<Outcome, sqlx::Error> {
+    let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
+    let outcome = forced_business_error(&mut tx, operation, code).await?;
+    store(&mut tx, target, &outcome).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// The `expire_key` fault: forget the stored response, as if pruned.
+async fn expire(state: &MockState, claim: &InFlightGuard) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM idempotency_keys WHERE api_key = ? AND idempotency_key = ?")
+        .bind(claim.api_key())
+        .bind(claim.key())
+        .execute(state.pool())
+        .await?;
+    Ok(())
 }
 
 async fn store_alone(

@@ -14,11 +14,15 @@
 
 mod admin;
 mod charges;
+mod connection;
 mod events;
+mod faults;
 mod idempotency;
+mod lifecycle;
 mod money;
 mod refunds;
 mod state;
+mod webhooks;
 mod wire;
 mod world;
 
@@ -27,12 +31,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::http::{Method, Uri};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use state::{Clock, MockState};
+pub use webhooks::{
+    sign_payload, verify_signature, RetryPolicy, SignatureError, DEFAULT_TOLERANCE_SECS,
+};
 
 /// Configuration of one mock instance.
 #[derive(Debug, Clone)]
@@ -45,18 +52,25 @@ pub struct MockConfig {
     pub webhook_secret: String,
     /// How long a stored idempotency key replays (on the mock's clock).
     pub idempotency_ttl: Duration,
+    /// Retries of failed webhook deliveries (real time, compressed).
+    pub webhook_retry: RetryPolicy,
+    /// How long one delivery may take before it counts as failed.
+    pub webhook_timeout: Duration,
 }
 
 impl MockConfig {
     pub const DEFAULT_WEBHOOK_SECRET: &'static str = "whsec_test_refund_desk";
 
-    /// Defaults: no webhook URL, secret `whsec_test_refund_desk`, 24 h key TTL.
+    /// Defaults: no webhook URL, secret `whsec_test_refund_desk`, 24 h key TTL,
+    /// webhook retries per [`RetryPolicy::default`], 5 s delivery timeout.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             data_dir: data_dir.into(),
             webhook_url: None,
             webhook_secret: Self::DEFAULT_WEBHOOK_SECRET.to_owned(),
             idempotency_ttl: Duration::from_secs(24 * 60 * 60),
+            webhook_retry: RetryPolicy::default(),
+            webhook_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -89,11 +103,28 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/charges", get(charges::list))
         .route("/v1/charges/{id}", get(charges::retrieve))
         .route("/v1/refunds", post(refunds::create).get(refunds::list))
-        .route("/v1/refunds/{id}", get(refunds::retrieve))
+        .route(
+            "/v1/refunds/{id}",
+            get(refunds::retrieve).post(lifecycle::update),
+        )
+        .route("/v1/refunds/{id}/cancel", post(lifecycle::cancel))
+        .route("/v1/events", get(events::list))
+        .route("/v1/events/{id}", get(events::retrieve))
         .route("/__mock/world", post(world::load))
         .route("/__mock/ledger", get(admin::ledger))
         .route("/__mock/clock", post(admin::advance_clock))
+        .route("/__mock/refunds/{id}/settle", post(lifecycle::settle))
+        .route(
+            "/__mock/faults",
+            post(faults::install).get(faults::list).delete(faults::clear),
+        )
+        .route("/__mock/faults/{id}", delete(faults::remove))
+        .route("/__mock/webhooks", post(admin::set_webhook_endpoint))
         .fallback(unknown_route)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            faults::layer,
+        ))
         .layer(axum::middleware::from_fn(wire::request_id_layer))
         .with_state(state)
 }
@@ -113,10 +144,12 @@ pub struct RunningMock {
     state: MockState,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
+    webhooks: Option<JoinHandle<()>>,
 }
 
 /// Opens the database under `config.data_dir`, binds `addr` (port 0 picks a free
-/// port) and serves [`router`] on a background task.
+/// port) and serves [`router`] on a background task, with the webhook sender on
+/// another. Connections can be cut by fault rules (see `connection`).
 pub async fn start(config: MockConfig, addr: SocketAddr) -> Result<RunningMock, MockError> {
     let state = MockState::open(config).await?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -124,7 +157,10 @@ pub async fn start(config: MockConfig, addr: SocketAddr) -> Result<RunningMock, 
         .map_err(|source| MockError::Bind { addr, source })?;
     let local_addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let app = router(state.clone());
+    let app = router(state.clone())
+        .into_make_service_with_connect_info::<connection::ConnectionHandle>();
+    let listener = connection::KillableListener::new(listener);
+    let webhooks = tokio::spawn(webhooks::run(state.clone()));
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
@@ -139,6 +175,7 @@ pub async fn start(config: MockConfig, addr: SocketAddr) -> Result<RunningMock, 
         state,
         stop: Some(stop),
         server: Some(server),
+        webhooks: Some(webhooks),
     })
 }
 
@@ -165,6 +202,10 @@ impl RunningMock {
     /// Stops accepting connections, waits (up to 5 s) for requests in progress, and
     /// closes the database.
     pub async fn shutdown(mut self) {
+        if let Some(webhooks) = self.webhooks.take() {
+            webhooks.abort();
+            let _ = webhooks.await;
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -179,5 +220,14 @@ impl RunningMock {
             }
         }
         self.state.close().await;
+    }
+}
+
+impl Drop for RunningMock {
+    /// The webhook sender would otherwise outlive the mock.
+    fn drop(&mut self) {
+        if let Some(webhooks) = self.webhooks.take() {
+            webhooks.abort();
+        }
     }
 }

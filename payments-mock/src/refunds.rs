@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
+use axum::Extension;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
@@ -15,6 +16,7 @@ use sqlx::SqliteConnection;
 
 use crate::charges::{self, ChargeRow};
 use crate::events::{self, EventRequest};
+use crate::faults::LayerFault;
 use crate::idempotency::{self, ExecutionContext, Operation, Outcome};
 use crate::money::{format_major, Currency};
 use crate::state::MockState;
@@ -32,6 +34,7 @@ pub struct RefundRow {
     pub status: String,
     pub reason: Option<String>,
     pub failure_reason: Option<String>,
+    pub failure_balance_transaction: Option<String>,
     pub metadata: String,
     pub created: i64,
     pub origin: String,
@@ -41,7 +44,7 @@ pub struct RefundRow {
 
 /// Joins the charge for `payment_intent`.
 pub(crate) const REFUND_SELECT: &str = "SELECT r.id, r.charge_id, r.amount, r.currency, r.status, \
-     r.reason, r.failure_reason, r.metadata, r.created, r.origin, r.idempotency_key, \
+     r.reason, r.failure_reason, r.failure_balance_transaction, r.metadata, r.created, r.origin, r.idempotency_key, \
      c.payment_intent FROM refunds r JOIN charges c ON c.id = r.charge_id";
 
 /// The wire shape of a refund (field order is the serialisation order).
@@ -53,6 +56,8 @@ pub struct RefundObject {
     pub charge: String,
     pub currency: String,
     pub created: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_balance_transaction: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
     pub metadata: BTreeMap<String, String>,
@@ -70,6 +75,7 @@ impl RefundRow {
             charge: self.charge_id.clone(),
             currency: self.currency.clone(),
             created: self.created,
+            failure_balance_transaction: self.failure_balance_transaction.clone(),
             failure_reason: self.failure_reason.clone(),
             metadata: serde_json::from_str(&self.metadata).unwrap_or_default(),
             payment_intent: self.payment_intent.clone(),
@@ -235,7 +241,7 @@ pub(crate) async fn execute_create(
         id: Some(context.request_id.clone()),
         idempotency_key: context.idempotency_key.clone(),
     };
-    let pending_webhooks = i64::from(state.config().webhook_url.is_some());
+    let pending_webhooks = i64::from(state.webhook_url().is_some());
     let refund_value = serde_json::to_value(&refund).map_err(|e| sqlx::Error::Decode(e.into()))?;
     let charge_value =
         serde_json::to_value(&charge_after).map_err(|e| sqlx::Error::Decode(e.into()))?;
@@ -337,6 +343,7 @@ pub async fn create(
     State(state): State<MockState>,
     api_key: ApiKey,
     request_id: RequestId,
+    fault: Option<Extension<LayerFault>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -348,6 +355,7 @@ pub async fn create(
         headers,
         query,
         body,
+        fault: fault.map(|Extension(fault)| fault),
     };
     idempotency::run_post(&state, request, |params| {
         CreateRefund::parse(params).map(Operation::CreateRefund)

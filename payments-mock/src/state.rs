@@ -8,12 +8,14 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+use crate::faults::Registry;
+use crate::webhooks::RetryPolicy;
 use crate::{MockConfig, MockError};
 
 /// Everything a handler needs. Cheap to clone.
@@ -29,6 +31,14 @@ pub(crate) struct Inner {
     pub in_flight: Mutex<HashSet<(String, String)>>,
     /// Replays served since this process started (ledger counter).
     pub replays: AtomicU64,
+    /// Installed fault rules (in memory only).
+    pub faults: Registry,
+    /// Where events are delivered; starts as `config.webhook_url`.
+    pub webhook_url: RwLock<Option<String>>,
+    pub webhook_wakeup: tokio::sync::Notify,
+    /// Serialises delivery passes (the worker and explicit drains).
+    pub webhook_pass: tokio::sync::Mutex<()>,
+    pub webhook_client: reqwest::Client,
 }
 
 impl MockState {
@@ -44,13 +54,22 @@ impl MockState {
         let offset: i64 = sqlx::query_scalar("SELECT offset_seconds FROM clock WHERE id = 1")
             .fetch_one(&pool)
             .await?;
+        let webhook_client = reqwest::Client::builder()
+            .timeout(config.webhook_timeout)
+            .build()
+            .map_err(std::io::Error::other)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 pool,
-                config,
                 clock: Clock::new(offset),
                 in_flight: Mutex::new(HashSet::new()),
                 replays: AtomicU64::new(0),
+                faults: Registry::default(),
+                webhook_url: RwLock::new(config.webhook_url.clone()),
+                webhook_wakeup: tokio::sync::Notify::new(),
+                webhook_pass: tokio::sync::Mutex::new(()),
+                webhook_client,
+                config,
             }),
         })
     }
@@ -65,6 +84,33 @@ impl MockState {
 
     pub fn clock(&self) -> &Clock {
         &self.inner.clock
+    }
+
+    /// The current webhook endpoint (`None`: events are recorded, not sent).
+    pub fn webhook_url(&self) -> Option<String> {
+        self.inner
+            .webhook_url
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Points webhook delivery elsewhere (e.g. at an app that bound after the mock).
+    /// Only events recorded from now on are affected.
+    pub fn set_webhook_url(&self, url: Option<String>) {
+        *self
+            .inner
+            .webhook_url
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = url;
+        self.wake_webhooks();
+    }
+
+    /// Runs webhook delivery until nothing is due now (retries scheduled later are
+    /// left to the background sender); returns the attempts made. For tests that
+    /// want delivery to have happened without waiting.
+    pub async fn deliver_webhooks_now(&self) -> Result<usize, MockError> {
+        Ok(crate::webhooks::deliver_due(self).await?)
     }
 
     /// Closes the database pool (checkpointing the WAL).
@@ -171,5 +217,40 @@ impl MockState {
 
     pub(crate) fn replays(&self) -> u64 {
         self.inner.replays.load(Ordering::Relaxed)
+    }
+}
+
+impl MockState {
+    pub(crate) fn faults(&self) -> &Registry {
+        &self.inner.faults
+    }
+
+    pub(crate) fn wake_webhooks(&self) {
+        self.inner.webhook_wakeup.notify_one();
+    }
+
+    pub(crate) fn webhook_wakeup(&self) -> &tokio::sync::Notify {
+        &self.inner.webhook_wakeup
+    }
+
+    pub(crate) fn webhook_pass(&self) -> &tokio::sync::Mutex<()> {
+        &self.inner.webhook_pass
+    }
+
+    pub(crate) fn webhook_client(&self) -> &reqwest::Client {
+        &self.inner.webhook_client
+    }
+
+    /// The configured policy, unless a `webhook_retry_policy` rule overrides it.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        let configured = self.inner.config.webhook_retry;
+        match self.inner.faults.retry_policy() {
+            Some((max_attempts, initial_backoff)) => RetryPolicy {
+                max_attempts,
+                initial_backoff,
+                ..configured
+            },
+            None => configured,
+        }
     }
 }

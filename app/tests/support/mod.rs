@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::sync::Arc;
 
 use app::agent::investigator::Investigator;

@@ -1,0 +1,203 @@
+//! A minimal W3C WebDriver client (over reqwest) driving Debian's headless Chromium
+//! through chromedriver, and a helper that serves the app's router on a loopback port.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    http: reqwest::Client,
+    base: String,
+    session: String,
+    driver: Child,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session. Panics with the install
+    /// command when the Debian packages are missing (scripts/test installs them).
+    pub async fn start() -> Browser {
+        for bin in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            assert!(std::path::Path::new(bin).exists(), "{bin} is missing: run scripts/browser-up (apt-get install chromium chromium-driver)");
+        }
+        let port = free_port();
+        let driver = Command::new("/usr/bin/chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await {
+                if r.status().is_success() {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap().keep();
+        let caps = json!({ "capabilities": { "alwaysMatch": { "browserName": "chrome", "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--window-size=1200,1400", format!("--user-data-dir={}", profile.display())]
+        }}}});
+        let resp: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = resp["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {resp}"))
+            .to_string();
+        Browser {
+            http,
+            base,
+            session,
+            driver,
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut req = self.http.request(method, url);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp: Value = req.send().await.unwrap().json().await.unwrap();
+        resp["value"].clone()
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
+            .await;
+    }
+
+    /// The element matching `css`, or `None`.
+    pub async fn find(&self, css: &str) -> Option<String> {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                "/element",
+                Some(json!({ "using": "css selector", "value": css })),
+            )
+            .await;
+        v[ELEMENT_KEY].as_str().map(String::from)
+    }
+
+    pub async fn element(&self, css: &str) -> String {
+        self.find(css)
+            .await
+            .unwrap_or_else(|| panic!("no element {css}"))
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    }
+
+    pub async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        let id = self.element(css).await;
+        self.call(reqwest::Method::GET, &format!("/element/{id}/text"), None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub async fn attribute(&self, css: &str, name: &str) -> Option<String> {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::GET,
+            &format!("/element/{id}/attribute/{name}"),
+            None,
+        )
+        .await
+        .as_str()
+        .map(String::from)
+    }
+
+    pub async fn source(&self) -> String {
+        self.call(reqwest::Method::GET, "/source", None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub async fn url(&self) -> String {
+        self.call(reqwest::Method::GET, "/url", None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Saves a PNG screenshot.
+    pub async fn screenshot(&self, path: &std::path::Path) {
+        use base64::Engine;
+        let data = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(data.as_str().unwrap_or_default())
+            .unwrap();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, png).unwrap();
+    }
+
+    pub async fn close(mut self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.base, self.session))
+            .send()
+            .await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Serves `router` on a loopback port; returns its base URL.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    format!("http://{addr}")
+}
