@@ -90,19 +90,17 @@ pub async fn decide(
     }
     // SPEC §6.12 / RP-004: nobody approves a refund they proposed. Proposals come from the
     // agent; a staff member who authored one (manual takeover) is recorded as `proposer`.
-    let proposer = sqlx::query(
-        "SELECT actor FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff'",
+    let proposed = sqlx::query(
+        "SELECT COUNT(*) AS n FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff' AND actor = $2",
     )
     .bind(&case.id)
-    .fetch_optional(&mut *tx)
+    .bind(&staff.id)
+    .fetch_one(&mut *tx)
     .await?;
-    if let Some(row) = proposer {
-        let actor: String = sqlx::Row::try_get(&row, "actor")?;
-        if actor == staff.id {
-            return Err(AppError::Forbidden(
-                "nobody approves a refund they proposed".into(),
-            ));
-        }
+    if sqlx::Row::try_get::<i64, _>(&proposed, "n")? > 0 {
+        return Err(AppError::Forbidden(
+            "nobody approves a refund they proposed or took over".into(),
+        ));
     }
     let approval_id = new_id("apr");
     let inserted = sqlx::query(
@@ -224,4 +222,111 @@ pub async fn post_reject(
         )
         .await?,
     ))
+}
+
+/// A supervisor takes over an escalated case and proposes, by hand, what the policy
+/// allows on fresh facts. The same policy check and approval rules apply: the result
+/// waits for approval by somebody else (nobody approves a case they took over).
+pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppResult<CaseView> {
+    if staff.role < crate::auth::StaffRole::Supervisor {
+        return Err(AppError::Forbidden(
+            "only supervisors take over escalated cases".into(),
+        ));
+    }
+    let case = cases::load_case(&state.db, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    if case.status != CaseStatus::Escalated {
+        return Err(AppError::conflict(
+            "invalid_state",
+            format!("the case is {}, not escalated", case.status.as_str()),
+        ));
+    }
+    let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id)
+        .await?
+        .ok_or(AppError::NotFound("ticket"))?;
+    let proposal: Option<crate::agent::Proposal> = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let (request, order_id) = match &proposal {
+        Some(p) => (p.request, p.order_id.clone()),
+        None => (policy_engine::RequestKind::Unclear, ticket.order_id.clone()),
+    };
+    let (facts, decision) =
+        crate::workflow::decide_now(state, &ticket, request, order_id.as_deref()).await?;
+    if decision.refunds.is_empty() {
+        return Err(AppError::conflict(
+            "policy_allows_no_refund",
+            "the policy allows no refund on these facts; reject the case or answer the customer",
+        ));
+    }
+    let now = state.clock.now_ms();
+    let evidence_hash = crate::workflow::evidence_hash(&facts);
+    let proposal_seq = case.proposal_seq + 1;
+    let fingerprint = cases::decision_fingerprint(
+        &case.id,
+        proposal_seq,
+        &case.customer_id,
+        facts.order_id.as_deref(),
+        &decision,
+        &evidence_hash,
+    );
+    let required = decision
+        .approver_role
+        .unwrap_or(policy_engine::Role::Supervisor)
+        .max(policy_engine::Role::Supervisor);
+    let total = decision.refund_total();
+    let mut tx = state.db.begin().await?;
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'awaiting_approval', version = version + 1, proposal_seq = $1, facts = $2, decision = $3,
+             evidence_hash = $4, fingerprint = $5, required_role = $6, reason_code = $7, refund_total_minor = $8,
+             currency = $9, void_reason = $10, updated_at = $11
+         WHERE id = $12 AND version = $13",
+    )
+    .bind(proposal_seq)
+    .bind(serde_json::to_string(&facts).unwrap_or_default())
+    .bind(serde_json::to_string(&decision).unwrap_or_default())
+    .bind(&evidence_hash)
+    .bind(&fingerprint)
+    .bind(crate::world::serde_plain(&required))
+    .bind(crate::world::serde_plain(&decision.reason_code))
+    .bind(total.map(|m| m.minor_units()))
+    .bind(total.map(|m| m.currency().code().to_string()))
+    .bind(format!("taken over by {}", staff.email))
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "case_changed",
+            "the case changed meanwhile; reload it",
+        ));
+    }
+    crate::audit::record(
+        &mut tx,
+        &staff.id,
+        "proposed_by_staff",
+        &case.id,
+        &format!("takeover, fingerprint {fingerprint}"),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    let case = cases::load_case(&state.db, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    cases::case_view(&state.db, &case).await
+}
+
+/// `POST /api/v1/cases/{id}/takeover` (supervisor).
+pub async fn post_takeover(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(take_over(&state, staff, &id).await?))
 }

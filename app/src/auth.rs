@@ -176,11 +176,38 @@ fn staff_from_row(r: &sqlx::any::AnyRow) -> AppResult<Staff> {
     })
 }
 
+/// Failed logins allowed per email in `LOGIN_WINDOW_MS` before logins are refused.
+pub const MAX_LOGIN_FAILURES: i64 = 5;
+pub const LOGIN_WINDOW_MS: i64 = 15 * 60 * 1000;
+
 /// Checks a password; returns the staff member on success. Unknown emails cost the same
-/// hash work as wrong passwords, so timing tells nothing.
-pub async fn login(db: &Db, email: &str, password: &str) -> AppResult<Option<Staff>> {
+/// hash work as wrong passwords, so timing tells nothing. After `MAX_LOGIN_FAILURES`
+/// failures in `LOGIN_WINDOW_MS` the email is refused (429) without checking anything.
+pub async fn login(db: &Db, email: &str, password: &str, now_ms: i64) -> AppResult<Option<Staff>> {
+    let email = email.trim().to_ascii_lowercase();
+    let recent =
+        sqlx::query("SELECT COUNT(*) AS n FROM login_failures WHERE email = $1 AND at > $2")
+            .bind(&email)
+            .bind(now_ms - LOGIN_WINDOW_MS)
+            .fetch_one(db.pool())
+            .await?;
+    if recent.try_get::<i64, _>("n")? >= MAX_LOGIN_FAILURES {
+        return Err(AppError::TooManyRequests);
+    }
+    let staff = check_password(db, &email, password).await?;
+    if staff.is_none() {
+        sqlx::query("INSERT INTO login_failures (email, at) VALUES ($1, $2)")
+            .bind(&email)
+            .bind(now_ms)
+            .execute(db.pool())
+            .await?;
+    }
+    Ok(staff)
+}
+
+async fn check_password(db: &Db, email: &str, password: &str) -> AppResult<Option<Staff>> {
     let row = sqlx::query("SELECT id, email, role, password_hash FROM staff WHERE email = $1")
-        .bind(email.trim().to_ascii_lowercase())
+        .bind(email)
         .fetch_optional(db.pool())
         .await?;
     let Some(row) = row else {

@@ -30,6 +30,11 @@ pub struct Config {
     pub provider_timeout: Duration,
     /// Base delay of the provider retry backoff.
     pub provider_backoff: Duration,
+    /// `APPROVAL_TTL_HOURS` (default 72): a case left awaiting approval longer than this
+    /// is re-investigated, so nobody approves a refund decided on stale facts.
+    pub approval_ttl: Duration,
+    /// `PUBLIC_URL`: where users reach the app; `https://…` makes cookies `Secure`.
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +67,12 @@ impl Config {
             }),
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),
+            approval_ttl: Duration::from_secs(
+                3600 * var("APPROVAL_TTL_HOURS")
+                    .and_then(|h| h.parse::<u64>().ok())
+                    .unwrap_or(72),
+            ),
+            public_url: var("PUBLIC_URL"),
         }
     }
 

@@ -31,6 +31,8 @@ pub struct AppState {
     pub instance_id: String,
     /// Whether cookies get `Secure` (served over TLS).
     pub secure_cookies: bool,
+    /// Age after which an unanswered approval request expires.
+    pub approval_ttl_ms: i64,
 }
 
 impl AppState {
@@ -93,6 +95,10 @@ pub fn router(state: AppState) -> Router {
         .route("/cases/{id}", get(crate::cases::get_case))
         .route("/cases/{id}/approve", post(crate::approvals::post_approve))
         .route("/cases/{id}/reject", post(crate::approvals::post_reject))
+        .route(
+            "/cases/{id}/takeover",
+            post(crate::approvals::post_takeover),
+        )
         .route("/runs/{id}/events", get(crate::runs::get_events))
         .route("/healthz", get(healthz))
         .fallback(not_found);

@@ -69,6 +69,10 @@ pub async fn build_state(
         model,
         wake: Arc::new(tokio::sync::Notify::new()),
         instance_id: store::new_id("inst"),
-        secure_cookies: false,
+        secure_cookies: config
+            .public_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://")),
+        approval_ttl_ms: config.approval_ttl.as_millis() as i64,
     })
 }

@@ -31,6 +31,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}", get(case_page))
         .route("/console/cases/{id}/approve", post(approve_submit))
         .route("/console/cases/{id}/reject", post(reject_submit))
+        .route("/console/cases/{id}/takeover", post(takeover_submit))
+        .route("/console/audit", get(audit_page))
         .merge(crate::policy_pages::routes())
 }
 
@@ -144,7 +146,7 @@ struct LoginForm {
 }
 
 async fn login_submit(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
-    match auth::login(&state.db, &form.email, &form.password).await {
+    match auth::login(&state.db, &form.email, &form.password, state.clock.now_ms()).await {
         Ok(Some(staff)) => match auth::issue_token(
             &state.db,
             "session",
@@ -164,6 +166,13 @@ async fn login_submit(State(state): State<AppState>, Form(form): Form<LoginForm>
             }
             Err(e) => e.into_response(),
         },
+        Err(AppError::TooManyRequests) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            render(&LoginPage {
+                error: Some("Too many failed attempts. Wait 15 minutes and try again.".into()),
+            }),
+        )
+            .into_response(),
         Ok(None) => (
             StatusCode::UNAUTHORIZED,
             render(&LoginPage {
@@ -340,6 +349,7 @@ struct CasePage {
     proposal: Option<crate::agent::Proposal>,
     refunds: Vec<RefundView>,
     awaiting: bool,
+    may_take_over: bool,
     may_approve: bool,
     required_role: String,
     fingerprint: String,
@@ -410,6 +420,8 @@ async fn case_page_response(
         csrf: session.csrf_token.clone(),
         refunds: view.refunds.clone(),
         awaiting: case.status == CaseStatus::AwaitingApproval,
+        may_take_over: case.status == CaseStatus::Escalated
+            && session.staff.role >= auth::StaffRole::Supervisor,
         fingerprint: case.fingerprint.clone().unwrap_or_default(),
         case: view,
         messages,
@@ -508,4 +520,74 @@ async fn reject_submit(
     Form(form): Form<DecideForm>,
 ) -> Response {
     decide_submit(state, session, id, form, Verdict::Rejected).await
+}
+
+async fn takeover_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    match approvals::take_over(&state, &session.staff, &id).await {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => {
+            let status = e.status();
+            let mut resp =
+                case_page_response(&state, &session, &id, Some(e.public_message())).await;
+            *resp.status_mut() = status;
+            resp
+        }
+    }
+}
+
+struct AuditRow {
+    at: String,
+    actor: String,
+    action: String,
+    subject: String,
+    detail: String,
+}
+
+#[derive(Template)]
+#[template(path = "audit.html")]
+struct AuditPage {
+    rows: Vec<AuditRow>,
+}
+
+/// `GET /console/audit`: who did what, and when (staff only).
+async fn audit_page(State(state): State<AppState>, session: Result<Session, AppError>) -> Response {
+    use sqlx::Row;
+    if session.is_err() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let rows = sqlx::query(
+        "SELECT a.created_at, COALESCE(s.email, a.actor) AS actor, a.action, a.subject, a.detail
+         FROM audit_log a LEFT JOIN staff s ON s.id = a.actor ORDER BY a.created_at DESC, a.id LIMIT 500",
+    )
+    .fetch_all(state.db.pool())
+    .await;
+    let rows = match rows {
+        Ok(r) => r,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let rows = rows
+        .iter()
+        .map(|r| AuditRow {
+            at: crate::clock::rfc3339(r.try_get("created_at").unwrap_or_default()),
+            actor: r.try_get("actor").unwrap_or_default(),
+            action: r.try_get("action").unwrap_or_default(),
+            subject: r.try_get("subject").unwrap_or_default(),
+            detail: r.try_get("detail").unwrap_or_default(),
+        })
+        .collect();
+    render(&AuditPage { rows })
 }

@@ -25,11 +25,39 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
         }
         handled += 1;
     }
+    handled += expire_stale_approvals(state).await?;
     for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
         crate::refunds::execute_case(state, &case_id).await?;
         handled += 1;
     }
     Ok(handled)
+}
+
+/// Sends cases whose approval request is older than the TTL back to investigation.
+pub async fn expire_stale_approvals(state: &AppState) -> AppResult<usize> {
+    use sqlx::Row;
+    let cutoff = state.clock.now_ms() - state.approval_ttl_ms;
+    let rows = sqlx::query(
+        "SELECT id FROM cases WHERE status = 'awaiting_approval' AND updated_at < $1 LIMIT 100",
+    )
+    .bind(cutoff)
+    .fetch_all(state.db.pool())
+    .await?;
+    let mut expired = 0;
+    for row in rows {
+        let id: String = row.try_get("id")?;
+        let mut tx = state.db.begin().await?;
+        if let Some(case) = crate::cases::load_case_tx(&mut tx, &id).await? {
+            if case.status == crate::cases::CaseStatus::AwaitingApproval && case.updated_at < cutoff
+            {
+                crate::cases::reinvestigate(&mut tx, state, &case, "approval request expired")
+                    .await?;
+                expired += 1;
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(expired)
 }
 
 /// Runs passes until one finds nothing that changes (bounded, for tests and the CLI).

@@ -93,7 +93,11 @@ pub async fn record(
     } else {
         None
     })
-    .bind(if pending_webhooks > 0 { Some(now_ms) } else { None })
+    .bind(if pending_webhooks > 0 {
+        Some(now_ms)
+    } else {
+        None
+    })
     .execute(conn)
     .await?;
     Ok(id)
@@ -202,19 +206,17 @@ pub async fn list(
         .with_param("types"));
     }
     if types.len() > 20 {
-        return Err(
-            ApiError::invalid_request("You may pass up to 20 types.").with_param("types")
-        );
+        return Err(ApiError::invalid_request("You may pass up to 20 types.").with_param("types"));
     }
     let delivery_success = match params.get("delivery_success") {
         None => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
         Some(other) => {
-            return Err(ApiError::invalid_request(format!(
-                "Invalid boolean: {other}"
-            ))
-            .with_param("delivery_success"))
+            return Err(
+                ApiError::invalid_request(format!("Invalid boolean: {other}"))
+                    .with_param("delivery_success"),
+            )
         }
     };
     let oldest = state.clock().now().saturating_sub(RETENTION_SECS);

@@ -219,7 +219,9 @@ impl Fault {
     fn validate(&self) -> Result<(), String> {
         match self {
             Fault::FailBeforeCommit { status, .. } if ![500, 502, 503, 504].contains(status) => {
-                Err(format!("status must be 500, 502, 503 or 504 (got {status})"))
+                Err(format!(
+                    "status must be 500, 502, 503 or 504 (got {status})"
+                ))
             }
             Fault::WebhookDuplicate { n } if *n == 0 => Err("n must be at least 1".to_owned()),
             Fault::WebhookDelay { s } if !s.is_finite() || *s < 0.0 => {
@@ -299,10 +301,7 @@ impl Rule {
         fault.validate()?;
         for name in object.keys().map(String::as_str) {
             if !MATCH_FIELDS.contains(&name) && !fault.parameter_names().contains(&name) {
-                return Err(format!(
-                    "unknown field {name:?} for mode {}",
-                    fault.mode()
-                ));
+                return Err(format!("unknown field {name:?} for mode {}", fault.mode()));
             }
         }
         let matching: RuleMatch =
@@ -390,11 +389,8 @@ impl Rule {
 
     /// Counts a matching occurrence and decides whether the rule fires on it.
     fn fire(&mut self) -> bool {
-        if self.exhausted {
-            return false;
-        }
         self.seen += 1;
-        if self.seen < self.nth {
+        if self.exhausted || self.seen < self.nth {
             return false;
         }
         if self.probability < 1.0 && rand::thread_rng().gen::<f64>() >= self.probability {
@@ -483,11 +479,12 @@ impl Registry {
         self.lock().applied.clone()
     }
 
+    /// Exhausted rules count too: they still tally the requests they match (`seen`).
     fn has_request_rules(&self) -> bool {
         self.lock()
             .rules
             .iter()
-            .any(|rule| !rule.exhausted && !rule.fault.is_webhook())
+            .any(|rule| !rule.fault.is_webhook())
     }
 
     /// The first API rule that fires on this request (counted as applied).
@@ -529,8 +526,13 @@ impl Registry {
 /// A fault the idempotency layer applies (handed over in the request extensions).
 #[derive(Debug, Clone)]
 pub(crate) enum LayerFault {
-    HoldKey { sleep: Duration },
-    ServerErrorAfterBegin { commit: bool, should_retry: Option<bool> },
+    HoldKey {
+        sleep: Duration,
+    },
+    ServerErrorAfterBegin {
+        commit: bool,
+        should_retry: Option<bool>,
+    },
     BusinessError(BusinessErrorCode),
     ExpireKey,
 }
@@ -571,7 +573,9 @@ pub async fn layer(State(state): State<MockState>, request: Request, next: Next)
     };
     let fired = faults.fire_request(&facts);
     let Some(fault) = fired else {
-        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
     };
     let mode = fault.mode();
     tracing::info!(mode, path = %parts.uri.path(), "fault applied");
@@ -657,7 +661,10 @@ pub async fn layer(State(state): State<MockState>, request: Request, next: Next)
                 .await
         }
         // Webhook modes never match a request (see `Rule::matches_request`).
-        _ => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        _ => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
     }
 }
 
@@ -728,8 +735,7 @@ pub async fn install(State(state): State<MockState>, body: Bytes) -> Result<Resp
         .map_err(|e| ApiError::invalid_request(format!("invalid fault rules: {e}")))?;
     let items = match value {
         Value::Array(items) => items,
-        Value::Object(mut object) if object.contains_key("rules") => match object.remove("rules")
-        {
+        Value::Object(mut object) if object.contains_key("rules") => match object.remove("rules") {
             Some(Value::Array(items)) => items,
             _ => return Err(ApiError::invalid_request("rules must be a list")),
         },
@@ -783,7 +789,10 @@ mod tests {
     fn path_patterns_match_segments() {
         assert!(path_matches("/v1/refunds", "/v1/refunds"));
         assert!(!path_matches("/v1/refunds", "/v1/refunds/re_1"));
-        assert!(path_matches("/v1/refunds/*/cancel", "/v1/refunds/re_1/cancel"));
+        assert!(path_matches(
+            "/v1/refunds/*/cancel",
+            "/v1/refunds/re_1/cancel"
+        ));
         assert!(path_matches("/v1/**", "/v1/refunds/re_1/cancel"));
         assert!(!path_matches("/v1/**", "/__mock/ledger"));
     }
@@ -823,8 +832,8 @@ mod tests {
         let fired: Vec<bool> = (0..5).map(|_| rule.fire()).collect();
         assert_eq!(fired, vec![false, true, true, false, false]);
         assert!(rule.exhausted);
-        let mut never = Rule::parse(&json!({"mode": "expire_key", "probability": 0.0}))
-            .expect("valid rule");
+        let mut never =
+            Rule::parse(&json!({"mode": "expire_key", "probability": 0.0})).expect("valid rule");
         assert!(!(0..20).any(|_| never.fire()));
     }
 }

@@ -140,10 +140,10 @@ async fn forced_business_error(
     };
     let charge_id = charge.as_ref().map_or("unknown", |c| c.id.as_str());
     let error = match code {
-        BusinessErrorCode::ChargeAlreadyRefunded => ApiError::invalid_request(format!(
-            "Charge {charge_id} has already been refunded."
-        ))
-        .with_code("charge_already_refunded"),
+        BusinessErrorCode::ChargeAlreadyRefunded => {
+            ApiError::invalid_request(format!("Charge {charge_id} has already been refunded."))
+                .with_code("charge_already_refunded")
+        }
         BusinessErrorCode::ChargeDisputed => ApiError::invalid_request(format!(
             "Charge {charge_id} has been charged back; cannot issue a refund."
         ))

@@ -116,7 +116,9 @@ pub fn router(state: MockState) -> Router {
         .route("/__mock/refunds/{id}/settle", post(lifecycle::settle))
         .route(
             "/__mock/faults",
-            post(faults::install).get(faults::list).delete(faults::clear),
+            post(faults::install)
+                .get(faults::list)
+                .delete(faults::clear),
         )
         .route("/__mock/faults/{id}", delete(faults::remove))
         .route("/__mock/webhooks", post(admin::set_webhook_endpoint))
@@ -157,8 +159,8 @@ pub async fn start(config: MockConfig, addr: SocketAddr) -> Result<RunningMock, 
         .map_err(|source| MockError::Bind { addr, source })?;
     let local_addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let app = router(state.clone())
-        .into_make_service_with_connect_info::<connection::ConnectionHandle>();
+    let app =
+        router(state.clone()).into_make_service_with_connect_info::<connection::ConnectionHandle>();
     let listener = connection::KillableListener::new(listener);
     let webhooks = tokio::spawn(webhooks::run(state.clone()));
     let server = tokio::spawn(async move {

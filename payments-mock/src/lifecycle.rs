@@ -285,7 +285,10 @@ async fn emit_refund_events(
     Ok(())
 }
 
-async fn refund_outcome(conn: &mut SqliteConnection, refund_id: &str) -> Result<Outcome, sqlx::Error> {
+async fn refund_outcome(
+    conn: &mut SqliteConnection,
+    refund_id: &str,
+) -> Result<Outcome, sqlx::Error> {
     let refund = refunds::find(conn, refund_id)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
@@ -387,13 +390,25 @@ pub async fn settle(
             .bind(&refund.id)
             .execute(&mut *tx)
             .await?;
-        emit_refund_events(&mut tx, &emitter, &refund.id, &json!({"status": "pending"}), false)
-            .await?;
+        emit_refund_events(
+            &mut tx,
+            &emitter,
+            &refund.id,
+            &json!({"status": "pending"}),
+            false,
+        )
+        .await?;
     } else {
         let reason = request.failure_reason.as_deref().unwrap_or("unknown");
         // [UNVERIFIED] upstream: a failed refund no longer counts as refunded.
-        set_status_and_release(&mut tx, &refund, "failed", Some(reason), Some(&new_id("txn")))
-            .await?;
+        set_status_and_release(
+            &mut tx,
+            &refund,
+            "failed",
+            Some(reason),
+            Some(&new_id("txn")),
+        )
+        .await?;
         let previous = json!({
             "status": "pending",
             "failure_reason": null,

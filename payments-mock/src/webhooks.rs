@@ -96,9 +96,9 @@ pub fn verify_signature(
     }
     let expected = signature(secret, timestamp, payload);
     // Check every candidate, so timing says nothing about which one matched.
-    let matched = candidates
-        .iter()
-        .fold(0u8, |acc, candidate| acc | candidate.ct_eq(&expected).unwrap_u8());
+    let matched = candidates.iter().fold(0u8, |acc, candidate| {
+        acc | candidate.ct_eq(&expected).unwrap_u8()
+    });
     if matched == 1 {
         Ok(())
     } else {
@@ -260,9 +260,11 @@ async fn attempt(state: &MockState, url: &str, event: &DueEvent) -> Result<(), s
         let payload = event.payload.as_bytes();
         let header = match bad_signature {
             None => Some(sign_payload(secret, sent_at, payload)),
-            Some(BadSignature::WrongSecret) => {
-                Some(sign_payload("whsec_not_the_configured_secret", sent_at, payload))
-            }
+            Some(BadSignature::WrongSecret) => Some(sign_payload(
+                "whsec_not_the_configured_secret",
+                sent_at,
+                payload,
+            )),
             Some(BadSignature::StaleTs) => {
                 let stale = sent_at - 2 * DEFAULT_TOLERANCE_SECS;
                 Some(sign_payload(secret, stale, payload))
@@ -279,7 +281,10 @@ async fn attempt(state: &MockState, url: &str, event: &DueEvent) -> Result<(), s
             .webhook_client()
             .post(url)
             .header("Content-Type", "application/json; charset=utf-8")
-            .header("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+            .header(
+                "User-Agent",
+                "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+            )
             .body(event.payload.clone());
         if let Some(header) = &header {
             request = request.header("Stripe-Signature", header);

@@ -170,6 +170,24 @@ impl TestApp {
         (status, String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// Issues fresh staff tokens (after moving the clock past their 30-day life).
+    pub async fn renew_tokens(&mut self) {
+        let now = clock_ms(&self.clock);
+        for (email, slot) in [
+            ("agent@test.example", &mut self.agent_token),
+            ("supervisor@test.example", &mut self.supervisor_token),
+        ] {
+            let staff = auth::staff_by_email(&self.state.db, email)
+                .await
+                .unwrap()
+                .unwrap();
+            *slot = auth::issue_token(&self.state.db, "api", "staff", &staff.id, now)
+                .await
+                .unwrap()
+                .0;
+        }
+    }
+
     pub async fn customer_token(&self, customer_id: &str) -> String {
         auth::issue_token(
             &self.state.db,
