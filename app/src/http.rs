@@ -25,6 +25,8 @@ pub struct AppState {
     pub policies: Arc<PolicySet>,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
+    /// Where tools and the workflow read billing records (live: store + provider).
+    pub billing: Arc<dyn crate::billing::BillingSource>,
     /// Wakes the background worker when new work is queued.
     pub wake: Arc<Notify>,
     /// Names this process in leases.
@@ -33,16 +35,6 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Age after which an unanswered approval request expires.
     pub approval_ttl_ms: i64,
-}
-
-impl AppState {
-    /// The live billing records: our store and the payment provider.
-    pub fn billing(&self) -> crate::billing::LiveBilling {
-        crate::billing::LiveBilling {
-            db: self.db.clone(),
-            payments: self.payments.clone(),
-        }
-    }
 }
 
 /// JSON body extractor whose failures use the API's error shape.

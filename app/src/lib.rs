@@ -60,6 +60,10 @@ pub async fn build_state(
         config.provider_timeout,
         config.provider_backoff,
     )?;
+    let billing = Arc::new(billing::LiveBilling {
+        db: db.clone(),
+        payments: payments.clone(),
+    });
     Ok(AppState {
         db,
         clock,
@@ -67,6 +71,7 @@ pub async fn build_state(
         policies,
         index: Arc::new(index),
         model,
+        billing,
         wake: Arc::new(tokio::sync::Notify::new()),
         instance_id: store::new_id("inst"),
         secure_cookies: config

@@ -193,7 +193,7 @@ pub async fn decide_now(
     request: RequestKind,
     order_id: Option<&str>,
 ) -> AppResult<(Facts, Decision)> {
-    let facts = gather_facts(&state.billing(), ticket, request, order_id).await?;
+    let facts = gather_facts(state.billing.as_ref(), ticket, request, order_id).await?;
     let decision = policy_engine::decide(&facts, &state.policies);
     Ok((facts, decision))
 }

@@ -1,16 +1,21 @@
 //! A Stripe-compatible payment-provider emulator for Refund desk: real HTTP, durable
-//! state in SQLite, and (admin-driven) test worlds.
+//! state in SQLite, admin-driven test worlds, fault injection and signed webhooks.
 //!
 //! It speaks the subset of Stripe API v1 that the app's payments adapter uses
-//! (charges, refunds, the idempotency layer of `shared/reference/payments.md` §6.3)
-//! so the adapter can be tested exactly as it will talk to the real provider.
+//! (charges, refunds and their lifecycle, events, the idempotency layer of
+//! `shared/reference/payments.md` §6.3) so the adapter can be tested exactly as it
+//! will talk to the real provider, including when that provider misbehaves (§6.4).
 //!
 //! What it deliberately does not do: depend on any other workspace crate, create
-//! charges through `/v1` (they come from `POST /__mock/world`), or keep state
-//! anywhere but `data_dir/payments.db` (which is why it survives restarts).
+//! charges through `/v1` (they come from `POST /__mock/world`), or keep durable state
+//! anywhere but `data_dir/payments.db` (which is why it survives restarts). Fault
+//! rules and their counters are the exception: they are in memory and a restart
+//! clears them.
 //!
-//! Entry points: [`start`] (bind and serve), [`router`] (the routes without a socket),
-//! [`MockState::open`] (the database), and the `payments-mock` binary.
+//! Entry points: [`start`] (bind and serve, plus the webhook sender), [`router`] (the
+//! routes without a socket; connection-cutting faults then answer 500 instead),
+//! [`MockState::open`] (the database), [`sign_payload`] / [`verify_signature`] (the
+//! `Stripe-Signature` scheme, for receivers), and the `payments-mock` binary.
 
 mod admin;
 mod charges;

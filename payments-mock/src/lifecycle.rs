@@ -92,6 +92,8 @@ impl UpdateRefund {
 }
 
 /// `POST /v1/refunds/{id}`: updates metadata (through the idempotency layer).
+// An axum handler: each argument is an extractor.
+#[allow(clippy::too_many_arguments)]
 pub async fn update(
     State(state): State<MockState>,
     api_key: ApiKey,
@@ -118,6 +120,8 @@ pub async fn update(
 }
 
 /// `POST /v1/refunds/{id}/cancel` (through the idempotency layer).
+// An axum handler: each argument is an extractor.
+#[allow(clippy::too_many_arguments)]
 pub async fn cancel(
     State(state): State<MockState>,
     api_key: ApiKey,

@@ -161,9 +161,8 @@ pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
     let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id).await?;
     let Some(ticket) = ticket else { return Ok(()) };
     let declarations = tools::declarations();
-    let billing = state.billing();
     let env = tools::ToolEnv {
-        billing: &billing,
+        billing: state.billing.as_ref(),
         index: &state.index,
     };
     loop {
