@@ -22,6 +22,7 @@ pub mod payments;
 pub mod policies;
 pub mod policy_pages;
 pub mod refunds;
+pub mod replay;
 pub mod replies;
 pub mod runs;
 pub mod store;

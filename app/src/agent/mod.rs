@@ -7,7 +7,10 @@
 //! The model cannot act: it only ever sees read-only tools, and its proposal goes to
 //! the policy engine and a human (SPEC invariant 7).
 
+pub mod context;
 pub mod investigator;
+pub mod llm;
+pub mod scripted;
 pub mod tools;
 
 use std::future::Future;

@@ -1,0 +1,1 @@
+//! Context builder: token budgets per section and compaction (being built).

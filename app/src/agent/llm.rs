@@ -1,0 +1,1 @@
+//! OpenAI-compatible chat-completions model client (being built).

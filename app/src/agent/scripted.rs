@@ -1,0 +1,1 @@
+//! Scripted models for tests, including ones that misbehave on purpose (being built).
