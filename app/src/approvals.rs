@@ -144,12 +144,10 @@ pub async fn decide(
         }
         Verdict::Rejected => {
             cases::transition(&mut tx, &case, CaseStatus::Rejected, now).await?;
-            let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id).await;
-            let language = ticket
-                .ok()
-                .flatten()
-                .map(|t| t.language)
-                .unwrap_or_else(|| "en".into());
+            let language: String = sqlx::query_scalar("SELECT language FROM tickets WHERE id = $1")
+                .bind(&case.ticket_id)
+                .fetch_one(&mut *tx)
+                .await?;
             let reply = if language == "zh" {
                 "经过我们团队的审核，这笔退款未获批准。如果您有更多信息，请直接在此回复。"
             } else {

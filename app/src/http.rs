@@ -80,7 +80,14 @@ async fn not_found() -> AppError {
 
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
-        .route("/tickets", post(crate::tickets::post_ticket))
+        .route(
+            "/tickets",
+            post(crate::tickets::post_ticket).get(crate::tickets::list_tickets),
+        )
+        .route(
+            "/tickets/{id}/withdraw",
+            post(crate::tickets::post_withdraw),
+        )
         .route("/tickets/{id}", get(crate::tickets::get_ticket))
         .route("/tickets/{id}/messages", post(crate::tickets::post_message))
         .route("/cases", get(crate::cases::get_cases))

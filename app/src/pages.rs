@@ -24,7 +24,10 @@ use crate::world::{parse_plain, serde_plain};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))
+        .route("/tickets", get(tickets_page).post(new_ticket_submit))
         .route("/tickets/{id}", get(ticket_page))
+        .route("/tickets/{id}/messages", post(message_submit))
+        .route("/tickets/{id}/withdraw", post(withdraw_submit))
         .route("/console", get(queue_page))
         .route("/console/login", get(login_page).post(login_submit))
         .route("/console/logout", post(logout))
@@ -76,6 +79,16 @@ struct TicketPage {
     ticket: TicketView,
     lang: String,
     zh: bool,
+    csrf: String,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "tickets.html")]
+struct TicketListPage {
+    tickets: Vec<TicketView>,
+    csrf: String,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -83,49 +96,249 @@ struct TokenQuery {
     token: Option<String>,
 }
 
-async fn ticket_page(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<TokenQuery>,
-    principal: Result<Principal, AppError>,
-) -> Response {
-    if let Some(token) = q.token {
-        // A ticket link: check the token, keep it in a cookie, drop it from the URL.
-        return match auth::resolve(&state.db, &token, state.clock.now_ms()).await {
-            Ok(Some(_)) => {
-                let mut resp = Redirect::to(&format!("/tickets/{id}")).into_response();
+/// A customer's browser session (from a ticket link), with its CSRF token.
+struct CustomerSession {
+    customer_id: String,
+    csrf_token: String,
+}
+
+impl axum::extract::FromRequestParts<AppState> for CustomerSession {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = auth::cookie(parts, auth::CUSTOMER_COOKIE).ok_or(AppError::Unauthorized)?;
+        let resolved = auth::resolve(&state.db, token, state.clock.now_ms())
+            .await?
+            .ok_or(AppError::Unauthorized)?;
+        match (resolved.principal, resolved.csrf_token) {
+            (Principal::Customer { customer_id }, Some(csrf_token)) => Ok(CustomerSession {
+                customer_id,
+                csrf_token,
+            }),
+            _ => Err(AppError::Unauthorized),
+        }
+    }
+}
+
+impl CustomerSession {
+    fn principal(&self) -> Principal {
+        Principal::Customer {
+            customer_id: self.customer_id.clone(),
+        }
+    }
+}
+
+/// A link with `?token=`: check the token, start a browser session (HttpOnly cookie,
+/// CSRF token), and drop the token from the address bar.
+async fn exchange_link_token(state: &AppState, token: &str, back_to: &str) -> Response {
+    let now = state.clock.now_ms();
+    match auth::resolve(&state.db, token, now).await {
+        Ok(Some(auth::Resolved {
+            principal: Principal::Customer { customer_id },
+            ..
+        })) => match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
+            Ok((session, _)) => {
+                let mut resp = Redirect::to(back_to).into_response();
                 resp.headers_mut().insert(
                     header::SET_COOKIE,
-                    set_cookie(&state, auth::CUSTOMER_COOKIE, &token, 30 * 24 * 3600),
+                    set_cookie(state, auth::CUSTOMER_COOKIE, &session, 12 * 3600),
                 );
                 resp
             }
-            _ => error_page(
-                StatusCode::UNAUTHORIZED,
-                "This link is not valid or has expired.",
-            ),
-        };
+            Err(e) => e.into_response(),
+        },
+        Ok(_) => error_page(
+            StatusCode::UNAUTHORIZED,
+            "This link is not valid or has expired.",
+        ),
+        Err(e) => e.into_response(),
     }
-    let Ok(principal) = principal else {
+}
+
+async fn tickets_page(
+    State(state): State<AppState>,
+    Query(q): Query<TokenQuery>,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    if let Some(token) = q.token {
+        return exchange_link_token(&state, &token, "/tickets").await;
+    }
+    let Ok(session) = session else {
         return error_page(
             StatusCode::UNAUTHORIZED,
             "Open this page from the link we sent you.",
         );
     };
-    let ticket = match tickets::visible_ticket(&state, &principal, &id).await {
+    ticket_list_response(&state, &session, None).await
+}
+
+async fn ticket_list_response(
+    state: &AppState,
+    session: &CustomerSession,
+    error: Option<String>,
+) -> Response {
+    match tickets::customer_tickets(state, &session.customer_id).await {
+        Ok(list) => render(&TicketListPage {
+            tickets: list,
+            csrf: session.csrf_token.clone(),
+            error,
+        }),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct NewTicketForm {
+    csrf: String,
+    message: String,
+    #[serde(default)]
+    order_id: Option<String>,
+}
+
+async fn new_ticket_submit(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<NewTicketForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        );
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    let input = tickets::NewTicket {
+        message: form.message,
+        order_id: form.order_id,
+    };
+    match tickets::create_ticket(&state, &session.customer_id, input).await {
+        Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
+        Err(e) => {
+            let status = e.status();
+            let mut resp = ticket_list_response(&state, &session, Some(e.public_message())).await;
+            *resp.status_mut() = status;
+            resp
+        }
+    }
+}
+
+async fn ticket_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<TokenQuery>,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    if let Some(token) = q.token {
+        return exchange_link_token(&state, &token, &format!("/tickets/{id}")).await;
+    }
+    let Ok(session) = session else {
+        return error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        );
+    };
+    ticket_page_response(&state, &session, &id, None).await
+}
+
+async fn ticket_page_response(
+    state: &AppState,
+    session: &CustomerSession,
+    id: &str,
+    error: Option<String>,
+) -> Response {
+    let ticket = match tickets::visible_ticket(state, &session.principal(), id).await {
         Ok(t) => t,
         Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
     };
-    match tickets::ticket_view(&state, &ticket).await {
+    match tickets::ticket_view(state, &ticket).await {
         Ok(view) => {
             let zh = view.language == "zh";
             render(&TicketPage {
                 lang: view.language.clone(),
                 zh,
                 ticket: view,
+                csrf: session.csrf_token.clone(),
+                error,
             })
         }
         Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct MessageForm {
+    csrf: String,
+    text: String,
+}
+
+async fn message_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<MessageForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        );
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    let result = match tickets::visible_ticket(&state, &session.principal(), &id).await {
+        Ok(ticket) => tickets::add_customer_message(&state, &ticket, &form.text).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(AppError::NotFound(_)) => error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+        Err(e) => {
+            let status = e.status();
+            let mut resp =
+                ticket_page_response(&state, &session, &id, Some(e.public_message())).await;
+            *resp.status_mut() = status;
+            resp
+        }
+    }
+}
+
+async fn withdraw_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        );
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    let ticket = match tickets::visible_ticket(&state, &session.principal(), &id).await {
+        Ok(t) => t,
+        Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+    };
+    match tickets::withdraw(&state, &ticket).await {
+        Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(e) => ticket_page_response(&state, &session, &id, Some(e.public_message())).await,
     }
 }
 

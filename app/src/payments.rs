@@ -58,6 +58,15 @@ pub struct ProviderRefund {
     pub created: i64,
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    pub failure_reason: Option<String>,
+}
+
+impl ProviderRefund {
+    /// Our refund intent id, as we sent it in `metadata[refund_intent_id]`.
+    pub fn intent_id(&self) -> Option<&str> {
+        self.metadata.get("refund_intent_id").map(String::as_str)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,6 +98,12 @@ pub enum ProviderError {
     /// 5xx, in-flight conflict that never cleared). Reconcile; never resubmit blindly.
     #[error("outcome unknown: {0}")]
     Unknown(String),
+    /// The provider answered a retry with a *replay* of a stored 5xx
+    /// (`Idempotent-Replayed: true`): execution began under this key and its result is
+    /// an error, final for the key. Still unknown whether money moved — only a look at
+    /// the charge's refunds tells (payments.md §4.1) — but resending cannot change it.
+    #[error("provider replays a stored {status} for this key: {message}")]
+    StoredServerError { status: u16, message: String },
     /// The provider refused the request for a business reason (stored under the key).
     #[error("rejected ({status}): {}", .body.message)]
     Rejected {
@@ -271,7 +286,7 @@ impl PaymentsClient {
         }
         let mut attempt = 0;
         // Whether any attempt may have reached the provider's handler: from then on a
-        // failure means "unknown", not "failed".
+        // failure means "unknown", not "nothing happened".
         let mut maybe_executed = false;
         loop {
             let result = self
@@ -282,49 +297,60 @@ impl PaymentsClient {
                 .form(&form)
                 .send()
                 .await;
-            let retry_reason = match result {
+            let verdict = match result {
                 Ok(resp) => {
-                    let status = resp.status();
-                    let should_retry = resp
-                        .headers()
-                        .get("stripe-should-retry")
-                        .and_then(|v| v.to_str().ok())
-                        .map(|v| v == "true");
-                    if status.is_success() {
+                    let status = resp.status().as_u16();
+                    let should_retry = header_bool(&resp, "stripe-should-retry");
+                    let replayed = header_bool(&resp, "idempotent-replayed") == Some(true);
+                    if resp.status().is_success() {
                         return resp.json::<ProviderRefund>().await.map_err(|e| {
                             ProviderError::Unknown(format!("unreadable success response: {e}"))
                         });
                     }
                     let body = error_body(resp).await;
-                    match status.as_u16() {
-                        400 if body.kind == "idempotency_error" => {
-                            return Err(ProviderError::IdempotencyMismatch(body.message));
+                    if status >= 500 {
+                        maybe_executed = true;
+                        if replayed {
+                            // The key holds this 5xx: every retry gets the same answer.
+                            return Err(ProviderError::StoredServerError {
+                                status,
+                                message: body.message,
+                            });
                         }
-                        409 => format!("409 {}", body.message),
-                        429 if body.code.as_deref() == Some("lock_timeout") => {
-                            "429 lock_timeout".to_string()
+                    }
+                    if status == 400 && body.kind == "idempotency_error" {
+                        return Err(ProviderError::IdempotencyMismatch(body.message));
+                    }
+                    if status == 409 {
+                        // Another request with this key is in flight: it may execute.
+                        maybe_executed = true;
+                    }
+                    match create_retry_decision(status, body.code.as_deref(), should_retry) {
+                        Retry::Yes => format!("{status} {}", body.message),
+                        Retry::No if status >= 500 || status == 409 => {
+                            return Err(ProviderError::Unknown(format!(
+                                "{status} {}",
+                                body.message
+                            )))
                         }
-                        429 => {
-                            // Plain rate limiting happens before the idempotency layer:
-                            // nothing executed. Back off; still the same key.
-                            "429 rate limited".to_string()
+                        Retry::No if status == 429 => {
+                            // Plain rate limiting runs before the idempotency layer:
+                            // nothing executed on this attempt. Not retried now
+                            // (stripe-go parity); the worker tries again later with the
+                            // same key.
+                            let why = format!("429 {}", body.message);
+                            return Err(if maybe_executed {
+                                ProviderError::Unknown(why)
+                            } else {
+                                ProviderError::Unavailable(why)
+                            });
                         }
-                        s if s >= 500 => {
-                            maybe_executed = true;
-                            if should_retry == Some(false) {
-                                return Err(ProviderError::Unknown(format!(
-                                    "{s} {}",
-                                    body.message
-                                )));
-                            }
-                            format!("{s} {}", body.message)
-                        }
-                        s => return Err(ProviderError::Rejected { status: s, body }),
+                        Retry::No => return Err(ProviderError::Rejected { status, body }),
                     }
                 }
                 Err(e) => {
-                    // A connect error means the request never left; anything later may
-                    // have been executed.
+                    // A connect error means the request never left; anything later
+                    // (timeout, reset, closed connection) may have been executed.
                     if !e.is_connect() {
                         maybe_executed = true;
                     }
@@ -333,21 +359,61 @@ impl PaymentsClient {
             };
             if attempt >= self.max_retries {
                 return Err(if maybe_executed {
-                    ProviderError::Unknown(retry_reason)
+                    ProviderError::Unknown(verdict)
                 } else {
-                    ProviderError::Unavailable(retry_reason)
+                    ProviderError::Unavailable(verdict)
                 });
             }
             attempt += 1;
-            tracing::warn!(key = %request.idempotency_key, attempt, reason = %retry_reason, "retrying refund create");
+            tracing::warn!(key = %request.idempotency_key, attempt, reason = %verdict, "retrying refund create with the same key");
             tokio::time::sleep(self.delay(attempt)).await;
         }
     }
 
-    /// stripe-go's schedule: base × (1 + n²), capped at 5 s.
+    /// stripe-go's schedule: base × (1 + n²), capped at 5 s, jittered down to 75–100 %
+    /// (so concurrent clients do not retry in step), never below the base.
     fn delay(&self, attempt: u32) -> Duration {
-        let factor = 1 + attempt * attempt;
-        (self.backoff * factor).min(Duration::from_secs(5))
+        backoff_delay(self.backoff, attempt, rand::random::<f64>())
+    }
+}
+
+/// Whether to retry a refund create that got an HTTP answer, in stripe-go's
+/// `shouldRetry` order (payments.md §1.4): `Stripe-Should-Retry` decides when present,
+/// then 409, 429 only for `lock_timeout`, and any 5xx.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    Yes,
+    No,
+}
+
+pub fn create_retry_decision(status: u16, code: Option<&str>, should_retry: Option<bool>) -> Retry {
+    match should_retry {
+        Some(false) => return Retry::No,
+        Some(true) => return Retry::Yes,
+        None => {}
+    }
+    match status {
+        409 => Retry::Yes,
+        429 if code == Some("lock_timeout") => Retry::Yes,
+        s if s >= 500 => Retry::Yes,
+        _ => Retry::No,
+    }
+}
+
+/// `base × (1 + n²)` capped at 5 s, scaled by `jitter` ∈ [0, 1) into 75–100 %, floored
+/// at `base`.
+pub fn backoff_delay(base: Duration, attempt: u32, jitter: f64) -> Duration {
+    let factor = 1 + attempt.saturating_mul(attempt);
+    let capped = base.saturating_mul(factor).min(Duration::from_secs(5));
+    let jittered = capped.mul_f64(0.75 + 0.25 * jitter.clamp(0.0, 1.0));
+    jittered.max(base.min(Duration::from_secs(5)))
+}
+
+fn header_bool(resp: &reqwest::Response, name: &str) -> Option<bool> {
+    match resp.headers().get(name).and_then(|v| v.to_str().ok())? {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
     }
 }
 
@@ -374,4 +440,42 @@ fn urlencode(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_follow_stripe_go() {
+        let cases = [
+            (409, None, None, Retry::Yes),
+            (429, Some("rate_limit"), None, Retry::No),
+            (429, Some("lock_timeout"), None, Retry::Yes),
+            (429, Some("lock_timeout"), Some(false), Retry::No),
+            (500, None, None, Retry::Yes),
+            (503, None, None, Retry::Yes),
+            (500, None, Some(false), Retry::No),
+            (400, Some("charge_already_refunded"), None, Retry::No),
+            (400, None, Some(true), Retry::Yes),
+            (404, Some("resource_missing"), None, Retry::No),
+        ];
+        for (status, code, header, want) in cases {
+            assert_eq!(
+                create_retry_decision(status, code, header),
+                want,
+                "{status} {code:?} {header:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered_within_bounds() {
+        let base = Duration::from_millis(500);
+        assert_eq!(backoff_delay(base, 1, 1.0), Duration::from_millis(1000));
+        assert_eq!(backoff_delay(base, 2, 1.0), Duration::from_millis(2500));
+        assert_eq!(backoff_delay(base, 9, 1.0), Duration::from_secs(5));
+        assert_eq!(backoff_delay(base, 1, 0.0), Duration::from_millis(750));
+        assert_eq!(backoff_delay(base, 0, 0.0), base, "never below the base");
+    }
 }

@@ -317,6 +317,67 @@ async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> App
     Ok(())
 }
 
+/// Intent statuses a refund can still leave: the provider's answer is not final yet.
+pub const OPEN_STATUSES: [&str; 5] = [
+    "created",
+    "submitting",
+    "pending",
+    "pending_verification",
+    "needs_review",
+];
+
+/// From which statuses an intent may move to `to`. An intent never moves backwards: a
+/// provider outcome (`pending`, then `succeeded` / `failed` / `canceled`) is only ever
+/// replaced by a later one, and "unknown" never overwrites a known outcome — whatever
+/// order the worker, the reconciler and the webhooks learn things in.
+fn allowed_from(to: &str) -> &'static [&'static str] {
+    match to {
+        "succeeded" | "failed" | "canceled" | "pending" => &OPEN_STATUSES,
+        "needs_review" => &[
+            "created",
+            "submitting",
+            "pending_verification",
+            "needs_review",
+        ],
+        "pending_verification" | "submitting" => &["created", "submitting", "pending_verification"],
+        _ => &[],
+    }
+}
+
+/// Moves an intent to `to` if that is a step forward (see [`allowed_from`]); returns
+/// whether it moved. Works inside a caller's transaction or on a pooled connection.
+pub async fn advance_intent(
+    conn: &mut sqlx::AnyConnection,
+    intent_id: &str,
+    to: &str,
+    provider_refund_id: Option<&str>,
+    error: Option<&str>,
+    now: i64,
+) -> AppResult<bool> {
+    let from = allowed_from(to);
+    if from.is_empty() {
+        return Err(anyhow::anyhow!("unknown intent status '{to}'").into());
+    }
+    // The list is made of constants above, never of input.
+    let from_sql = from
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let done = sqlx::query(&format!(
+        "UPDATE refund_intents SET status = $1, provider_refund_id = COALESCE($2, provider_refund_id), last_error = $3,
+             version = version + 1, updated_at = $4 WHERE id = $5 AND status IN ({from_sql})"
+    ))
+    .bind(to)
+    .bind(provider_refund_id)
+    .bind(error)
+    .bind(now)
+    .bind(intent_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 async fn update_intent(
     db: &Db,
     intent: &Intent,
@@ -324,22 +385,17 @@ async fn update_intent(
     provider_refund_id: Option<&str>,
     error: Option<&str>,
     now: i64,
-) -> AppResult<()> {
-    sqlx::query(
-        "UPDATE refund_intents SET status = $1, provider_refund_id = COALESCE($2, provider_refund_id), last_error = $3,
-             version = version + 1, updated_at = $4 WHERE id = $5",
-    )
-    .bind(status)
-    .bind(provider_refund_id)
-    .bind(error)
-    .bind(now)
-    .bind(&intent.id)
-    .execute(db.pool())
-    .await?;
-    Ok(())
+) -> AppResult<bool> {
+    let mut conn = db.pool().acquire().await?;
+    let moved = advance_intent(&mut conn, &intent.id, status, provider_refund_id, error, now).await?;
+    if !moved {
+        tracing::info!(intent_id = %intent.id, to = status, "intent already past this state; left as it is");
+    }
+    Ok(moved)
 }
 
-fn provider_status(refund: &ProviderRefund) -> &'static str {
+/// Our intent status for a provider refund status.
+pub fn provider_status(refund: &ProviderRefund) -> &'static str {
     match refund.status.as_str() {
         "succeeded" => "succeeded",
         "pending" | "requires_action" => "pending",
@@ -348,13 +404,72 @@ fn provider_status(refund: &ProviderRefund) -> &'static str {
     }
 }
 
+/// Whether a provider refund is the one this intent asked for (charge, amount, currency).
+pub fn refund_matches_intent(refund: &ProviderRefund, intent: &Intent) -> bool {
+    refund.charge == intent.charge_id
+        && refund.amount == intent.amount.minor_units()
+        && refund
+            .currency
+            .eq_ignore_ascii_case(intent.amount.currency().code())
+}
+
+/// How long ago the intent's key was first used at the provider (or created, before).
+pub fn key_age_ms(intent: &Intent, now: i64) -> i64 {
+    now - intent.first_submitted_at.unwrap_or(intent.created_at)
+}
+
+/// The exact request an intent sends, on every attempt: the same key and the same
+/// parameters, so the provider replays rather than repeats (SPEC invariant 4).
+pub fn refund_request(intent: &Intent) -> RefundRequest {
+    let mut metadata = BTreeMap::new();
+    metadata.insert("refund_intent_id".to_string(), intent.id.clone());
+    metadata.insert("case_id".to_string(), intent.case_id.clone());
+    RefundRequest {
+        charge_id: intent.charge_id.clone(),
+        amount: intent.amount,
+        idempotency_key: intent.idempotency_key.clone(),
+        metadata,
+    }
+}
+
+/// What one step of execution or reconciliation did to an intent (for logs, tests and
+/// the reconciliation report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum Step {
+    /// The provider answered the create (first answer or a replay): its refund adopted.
+    Accepted { refund_id: String, status: String },
+    /// Found among the charge's refunds by `metadata.refund_intent_id`, and adopted.
+    AdoptedByMetadata { refund_id: String, status: String },
+    /// The known provider refund was read again (`GET /v1/refunds/{id}`).
+    Polled { refund_id: String, status: String },
+    /// The outcome could not be known: the intent is `pending_verification`.
+    Unknown { reason: String },
+    /// Nothing reached the provider (e.g. plain rate limiting): tried again later.
+    NotSent { reason: String },
+    /// The provider refused for a business reason and holds no refund of ours: final.
+    Refused { reason: String },
+    /// The provider keeps a stored error for our key and holds no refund of ours.
+    NotAtProvider { reason: String },
+    /// A human must decide (key too old to resend, our bug, mismatching amounts).
+    NeedsReview { reason: String },
+    /// Nothing to do, or someone else moved the intent first.
+    Unchanged,
+}
+
 /// Sends one intent with its stored key. The intent is marked `submitting` (and the
 /// attempt counted) before the call, so a crash mid-call is visible afterwards.
-async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<()> {
+async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
     let now = state.clock.now_ms();
+    if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
+        // The provider may have forgotten the key: a resend could execute twice. Look,
+        // never send (payments.md §4.1).
+        return resolve_without_sending(state, case, intent).await;
+    }
     let marked = sqlx::query(
-        "UPDATE refund_intents SET status = 'submitting', attempts = attempts + 1, version = version + 1, updated_at = $1
-         WHERE id = $2 AND version = $3",
+        "UPDATE refund_intents SET status = 'submitting', attempts = attempts + 1, version = version + 1, updated_at = $1,
+             first_submitted_at = COALESCE(first_submitted_at, $1)
+         WHERE id = $2 AND version = $3 AND status IN ('created', 'submitting', 'pending_verification')",
     )
     .bind(now)
     .bind(&intent.id)
@@ -362,182 +477,291 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<()>
     .execute(state.db.pool())
     .await?;
     if marked.rows_affected() != 1 {
-        return Ok(());
+        return Ok(Step::Unchanged);
     }
-    let mut metadata = BTreeMap::new();
-    metadata.insert("refund_intent_id".to_string(), intent.id.clone());
-    metadata.insert("case_id".to_string(), case.id.clone());
-    let request = RefundRequest {
-        charge_id: intent.charge_id.clone(),
-        amount: intent.amount,
-        idempotency_key: intent.idempotency_key.clone(),
-        metadata,
-    };
+    let request = refund_request(intent);
     let result = state.payments.create_refund(&request).await;
     let now = state.clock.now_ms();
     match result {
         Ok(refund) => {
+            if !refund_matches_intent(&refund, intent) {
+                let reason = format!(
+                    "provider refund {} is {} {} on {}, not what the intent asked for",
+                    refund.id, refund.amount, refund.currency, refund.charge
+                );
+                tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
+                update_intent(&state.db, intent, "needs_review", Some(&refund.id), Some(&reason), now).await?;
+                return Ok(Step::NeedsReview { reason });
+            }
             tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status, "provider accepted refund");
-            update_intent(
-                &state.db,
-                intent,
-                provider_status(&refund),
-                Some(&refund.id),
-                None,
-                now,
-            )
-            .await
+            let status = provider_status(&refund);
+            update_intent(&state.db, intent, status, Some(&refund.id), None, now).await?;
+            Ok(Step::Accepted {
+                refund_id: refund.id,
+                status: status.to_string(),
+            })
         }
-        Err(ProviderError::Unknown(why)) => {
-            tracing::warn!(case_id = %case.id, intent_id = %intent.id, why, "refund outcome unknown; reconciling");
-            update_intent(
-                &state.db,
-                intent,
-                "pending_verification",
-                None,
-                Some(&why),
-                now,
-            )
-            .await
+        Err(e @ (ProviderError::Unknown(_) | ProviderError::StoredServerError { .. } | ProviderError::Malformed(_))) => {
+            // SPEC invariant 5: unknown stays unknown until the provider's records say.
+            let reason = e.to_string();
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
+            update_intent(&state.db, intent, "pending_verification", None, Some(&reason), now).await?;
+            if matches!(e, ProviderError::StoredServerError { .. }) {
+                return Ok(Step::NotAtProvider { reason });
+            }
+            Ok(Step::Unknown { reason })
         }
-        Err(ProviderError::Unavailable(why)) => {
-            // Nothing reached the provider: stay `submitting` and retry with the same key.
-            update_intent(&state.db, intent, "submitting", None, Some(&why), now).await
+        Err(ProviderError::Unavailable(reason)) => {
+            // Nothing reached the provider: stay `submitting`; the same key goes again.
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider unavailable; will resend the same key");
+            update_intent(&state.db, intent, "submitting", None, Some(&reason), now).await?;
+            Ok(Step::NotSent { reason })
         }
         Err(ProviderError::IdempotencyMismatch(why)) => {
-            tracing::error!(case_id = %case.id, intent_id = %intent.id, why, "BUG: idempotency key reused with other parameters");
-            update_intent(
-                &state.db,
-                intent,
-                "needs_review",
-                None,
-                Some(&format!("bug: {why}")),
-                now,
-            )
-            .await
+            // Our bug (the parameters under this key changed): never a "refund failed".
+            tracing::error!(case_id = %case.id, intent_id = %intent.id, key = %intent.idempotency_key, why, "BUG: idempotency key reused with other parameters");
+            let reason = format!("bug: idempotency key reused with other parameters: {why}");
+            update_intent(&state.db, intent, "needs_review", None, Some(&reason), now).await?;
+            Ok(Step::NeedsReview { reason })
         }
-        Err(e) => {
-            // A business refusal is stored under the key: final for this key.
-            tracing::warn!(case_id = %case.id, intent_id = %intent.id, error = %e, "provider refused refund");
-            update_intent(&state.db, intent, "failed", None, Some(&e.to_string()), now).await
+        Err(e @ (ProviderError::Rejected { .. } | ProviderError::NotFound(_))) => {
+            // A business refusal is stored under the key: final for this key. Re-read the
+            // charge: `charge_already_refunded` may be our own earlier refund.
+            let reason = e.to_string();
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider refused refund; re-reading the charge");
+            match find_ours(state, intent).await {
+                Ok(Some(found)) => adopt(state, intent, &found, true).await,
+                Ok(None) => {
+                    update_intent(&state.db, intent, "failed", None, Some(&reason), now).await?;
+                    Ok(Step::Refused { reason })
+                }
+                Err(read) => {
+                    // Refused, but we could not look: unknown until we can.
+                    let reason = format!("{reason}; charge not re-read: {read}");
+                    update_intent(&state.db, intent, "pending_verification", None, Some(&reason), now).await?;
+                    Ok(Step::Unknown { reason })
+                }
+            }
         }
     }
 }
 
-/// Resolves a pending or unknown intent against the provider's records.
-pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) -> AppResult<()> {
+/// Our refund among the charge's refunds, found by `metadata.refund_intent_id`.
+async fn find_ours(state: &AppState, intent: &Intent) -> Result<Option<ProviderRefund>, ProviderError> {
+    let refunds = state.payments.list_refunds(&intent.charge_id).await?;
+    Ok(refunds
+        .into_iter()
+        .find(|r| r.intent_id() == Some(intent.id.as_str())))
+}
+
+/// Records a provider refund found for an intent (checking it is the one we asked for).
+async fn adopt(state: &AppState, intent: &Intent, found: &ProviderRefund, by_metadata: bool) -> AppResult<Step> {
     let now = state.clock.now_ms();
+    if !refund_matches_intent(found, intent) {
+        let reason = format!(
+            "provider refund {} carries this intent's id but is {} {}, not {} {}",
+            found.id,
+            found.amount,
+            found.currency,
+            intent.amount.minor_units(),
+            intent.amount.currency().code()
+        );
+        tracing::error!(intent_id = %intent.id, reason, "amount mismatch at the provider");
+        update_intent(&state.db, intent, "needs_review", Some(&found.id), Some(&reason), now).await?;
+        return Ok(Step::NeedsReview { reason });
+    }
+    let status = provider_status(found);
+    tracing::info!(intent_id = %intent.id, refund_id = %found.id, status, "adopted the provider's refund");
+    update_intent(&state.db, intent, status, Some(&found.id), None, now).await?;
+    let (refund_id, status) = (found.id.clone(), status.to_string());
+    Ok(if by_metadata {
+        Step::AdoptedByMetadata { refund_id, status }
+    } else {
+        Step::Polled { refund_id, status }
+    })
+}
+
+/// Past the key's safe age: adopt what the provider holds, or hand it to a human.
+async fn resolve_without_sending(state: &AppState, _case: &Case, intent: &Intent) -> AppResult<Step> {
+    match find_ours(state, intent).await {
+        Ok(Some(found)) => adopt(state, intent, &found, true).await,
+        Ok(None) => {
+            let reason = "not found at the provider after the key's safe window (~23 h); never resent".to_string();
+            tracing::error!(intent_id = %intent.id, reason, "refund intent needs review");
+            update_intent(&state.db, intent, "needs_review", None, Some(&reason), state.clock.now_ms()).await?;
+            Ok(Step::NeedsReview { reason })
+        }
+        Err(e) => Ok(Step::Unknown {
+            reason: format!("could not list refunds: {e}"),
+        }),
+    }
+}
+
+/// Resolves a pending or unknown intent against the provider's records: poll a known
+/// refund; else adopt ours from the charge's refunds; else, while the key is young,
+/// resend the same key (it replays or executes once); else a human decides.
+pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
     if let Some(refund_id) = &intent.provider_refund_id {
         return match state.payments.get_refund(refund_id).await {
-            Ok(refund) => {
-                update_intent(&state.db, intent, provider_status(&refund), None, None, now).await
-            }
+            Ok(refund) => adopt(state, intent, &refund, false).await,
             Err(e) => {
                 tracing::warn!(intent_id = %intent.id, error = %e, "could not read refund; will retry");
-                Ok(())
+                Ok(Step::Unknown {
+                    reason: format!("could not read refund: {e}"),
+                })
             }
         };
     }
-    let refunds = match state.payments.list_refunds(&intent.charge_id).await {
-        Ok(r) => r,
+    match find_ours(state, intent).await {
+        Ok(Some(found)) => return adopt(state, intent, &found, true).await,
+        Ok(None) => {}
         Err(e) => {
             tracing::warn!(intent_id = %intent.id, error = %e, "could not list refunds; will retry");
-            return Ok(());
+            return Ok(Step::Unknown {
+                reason: format!("could not list refunds: {e}"),
+            });
         }
+    }
+    if key_age_ms(intent, state.clock.now_ms()) >= KEY_SAFE_AGE_MS {
+        return resolve_without_sending(state, case, intent).await;
+    }
+    // Not there, and the key is within the provider's retention: resending it either
+    // replays the stored answer or executes once.
+    let Some(fresh) = load_intent(&state.db, &intent.id).await? else {
+        return Ok(Step::Unchanged);
     };
-    if let Some(found) = refunds
-        .iter()
-        .find(|r| r.metadata.get("refund_intent_id") == Some(&intent.id))
-    {
-        tracing::info!(case_id = %case.id, refund_id = %found.id, "reconciled unknown refund");
-        return update_intent(
-            &state.db,
-            intent,
-            provider_status(found),
-            Some(&found.id),
-            None,
-            now,
-        )
-        .await;
-    }
-    if now - intent.created_at < KEY_SAFE_AGE_MS {
-        // Not there, and the key is still within the provider's retention: resending
-        // with the same key either replays or executes once.
-        let fresh = intents(&state.db, &case.id)
-            .await?
-            .into_iter()
-            .find(|i| i.id == intent.id);
-        if let Some(fresh) = fresh {
-            return submit(state, case, &fresh).await;
+    let step = submit(state, case, &fresh).await?;
+    if let Step::NotAtProvider { reason } = &step {
+        // The key replays a stored 5xx and the charge holds no refund of ours (looked
+        // before the resend; look once more after it): nothing happened and nothing
+        // will under this key. Final: no money moved.
+        if let Ok(None) = find_ours(state, intent).await {
+            let reason = format!("provider holds no refund for this intent; its key replays a stored error ({reason})");
+            update_intent(&state.db, &fresh, "failed", None, Some(&reason), state.clock.now_ms()).await?;
+            tracing::warn!(intent_id = %intent.id, reason, "reconciled: no refund at the provider");
+            return Ok(Step::NotAtProvider { reason });
         }
-        return Ok(());
+        return Ok(Step::Unknown {
+            reason: reason.clone(),
+        });
     }
-    update_intent(
-        &state.db,
-        intent,
-        "needs_review",
-        None,
-        Some("not found at the provider after the key's safe window"),
-        now,
-    )
-    .await
+    Ok(step)
 }
 
-/// Derives the case status from its intents and tells the customer when it changed.
-async fn settle_case_status(
-    state: &AppState,
-    case_id: &str,
-    ticket: &tickets::Ticket,
-) -> AppResult<()> {
-    let all = intents(&state.db, case_id).await?;
-    let live: Vec<&Intent> = all.iter().filter(|i| i.status != "void").collect();
-    let any = |s: &str| live.iter().any(|i| i.status == s);
-    let target = if live.is_empty() {
-        return Ok(());
-    } else if live.iter().all(|i| i.status == "succeeded") {
+pub async fn load_intent(db: &Db, intent_id: &str) -> AppResult<Option<Intent>> {
+    let row = sqlx::query(&format!(
+        "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE id = $1"
+    ))
+    .bind(intent_id)
+    .fetch_optional(db.pool())
+    .await?;
+    row.as_ref().map(intent_from_row).transpose()
+}
+
+/// The case status its intents imply (`None`: no live intent).
+fn status_for(intent_statuses: &[String]) -> Option<CaseStatus> {
+    let live: Vec<&str> = intent_statuses
+        .iter()
+        .map(String::as_str)
+        .filter(|s| *s != "void")
+        .collect();
+    let any = |s: &str| live.contains(&s);
+    Some(if live.is_empty() {
+        return None;
+    } else if live.iter().all(|s| *s == "succeeded") {
         CaseStatus::RefundSucceeded
     } else if any("created") || any("submitting") {
         CaseStatus::Executing
-    } else if any("pending_verification") {
+    } else if any("pending_verification") || any("needs_review") {
+        // Needs review means "a human must look; money may have moved": the customer is
+        // told it is being verified, never that it failed (RP-005).
         CaseStatus::PendingVerification
     } else if any("pending") {
         CaseStatus::RefundPending
     } else {
         CaseStatus::RefundFailed
+    })
+}
+
+/// Derives the case status from its intents inside `tx`, and tells the customer when it
+/// changed (the reply is written in the same transaction). Returns the new status.
+pub async fn settle_case_status_tx(
+    tx: &mut Tx<'_>,
+    state: &AppState,
+    case_id: &str,
+) -> AppResult<Option<CaseStatus>> {
+    let rows = sqlx::query("SELECT status FROM refund_intents WHERE case_id = $1")
+        .bind(case_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    let statuses = rows
+        .iter()
+        .map(|r| r.try_get::<String, _>("status"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(target) = status_for(&statuses) else {
+        return Ok(None);
     };
-    let mut tx = state.db.begin().await?;
-    let case = cases::load_case_tx(&mut tx, case_id)
+    let case = cases::load_case_tx(tx, case_id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
-    if case.status == target {
-        return Ok(());
+    // Only a case in the refund part of its life follows its intents.
+    let settled_states = [
+        CaseStatus::Approved,
+        CaseStatus::Executing,
+        CaseStatus::PendingVerification,
+        CaseStatus::RefundPending,
+        CaseStatus::RefundSucceeded,
+        CaseStatus::RefundFailed,
+    ];
+    if case.status == target || !settled_states.contains(&case.status) {
+        return Ok(None);
+    }
+    if case.status == CaseStatus::Approved && target == CaseStatus::Executing {
+        // The boundary re-check moves approved cases; nothing to say yet.
+        return Ok(None);
     }
     let now = state.clock.now_ms();
-    cases::transition(&mut tx, &case, target, now).await?;
+    cases::transition(tx, &case, target, now).await?;
     if target != CaseStatus::Executing {
-        let views = customer_refunds_tx(&mut tx, case_id).await?;
-        let reply = crate::replies::refund_reply(&ticket.language, &views);
-        tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+        let language: String = sqlx::query("SELECT language FROM tickets WHERE id = $1")
+            .bind(&case.ticket_id)
+            .fetch_one(&mut **tx)
+            .await?
+            .try_get("language")?;
+        let views = customer_refunds_tx(tx, case_id).await?;
+        let reply = crate::replies::refund_reply(&language, &views);
+        tickets::append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
     }
     if let Some(run_id) = &case.run_id {
         if matches!(
             target,
             CaseStatus::RefundSucceeded | CaseStatus::RefundFailed
         ) {
-            crate::runs::finish_run(&mut tx, run_id, "completed", now).await?;
+            crate::runs::finish_run(tx, run_id, "completed", now).await?;
         }
     }
-    crate::audit::record(
-        &mut tx,
-        "system",
-        "refund_status",
-        case_id,
-        target.as_str(),
-        now,
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
+    crate::audit::record(tx, "system", "refund_status", case_id, target.as_str(), now).await?;
+    Ok(Some(target))
+}
+
+/// [`settle_case_status_tx`] in its own transaction, retried when a concurrent settle
+/// (worker, webhook, reconciler) moved the case first.
+pub async fn settle_case(state: &AppState, case_id: &str) -> AppResult<Option<CaseStatus>> {
+    let mut tries = 0;
+    loop {
+        let mut tx = state.db.begin().await?;
+        match settle_case_status_tx(&mut tx, state, case_id).await {
+            Ok(status) => {
+                tx.commit().await?;
+                return Ok(status);
+            }
+            Err(AppError::Conflict { .. }) if tries < 3 => {
+                tries += 1;
+                drop(tx);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A provider refund made for a case, as staff see it (`GET /cases/{id}` → `refunds`).

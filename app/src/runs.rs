@@ -19,8 +19,40 @@ use crate::store::{new_id, Db, Tx};
 /// Version of the investigator prompt/instructions, recorded on every run.
 pub const PROMPT_VERSION: &str = "investigate-v1";
 
-/// How long a claimed run stays claimed without being renewed.
+/// How long a claimed run stays claimed without being renewed. Every versioned status
+/// change renews it; `agent::advance` also renews it while a slow model or tool call is
+/// in flight, so only a worker that stopped making progress loses it.
 pub const LEASE_MS: i64 = 60_000;
+
+/// How long a run waiting on a dependency (the payment provider being down when facts
+/// are gathered) rests before a worker tries it again. It holds no lease meanwhile.
+pub const DEPENDENCY_RETRY_MS: i64 = 30_000;
+
+/// The error code of a versioned run update that found the run changed: another worker
+/// claimed it after our lease expired, or the case cancelled it. The loser stops.
+pub const RUN_CHANGED: &str = "run_changed";
+
+/// SPEC §5 run states.
+pub mod status {
+    pub const READY: &str = "ready";
+    pub const MODEL_RUNNING: &str = "model_running";
+    pub const TOOL_PENDING: &str = "tool_pending";
+    pub const TOOL_RUNNING: &str = "tool_running";
+    pub const AWAITING_APPROVAL: &str = "awaiting_approval";
+    pub const AWAITING_DEPENDENCY: &str = "awaiting_dependency";
+    pub const COMPLETED: &str = "completed";
+    pub const FAILED: &str = "failed";
+    pub const CANCELLED: &str = "cancelled";
+
+    /// States in which a worker is (or was, before a crash) advancing the run.
+    pub const ACTIVE: [&str; 4] = [READY, MODEL_RUNNING, TOOL_PENDING, TOOL_RUNNING];
+
+    /// States in which the run waits for the world (a human, a dependency) or is over:
+    /// it holds no worker and no lease (SPEC §5).
+    pub fn holds_no_worker(status: &str) -> bool {
+        !ACTIVE.contains(&status)
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -30,6 +62,10 @@ pub struct Run {
     pub version: i64,
     pub steps: i64,
     pub tool_calls: i64,
+    /// The worker holding the lease, if any (`claim_next` sets it).
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub created_at: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +75,8 @@ pub struct Event {
     pub call_id: Option<String>,
     pub payload: serde_json::Value,
     pub at: String,
+    /// `at` as unix milliseconds (the injected clock), for budgets and durations.
+    pub at_ms: i64,
 }
 
 pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> AppResult<String> {
@@ -59,35 +97,46 @@ pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> App
     Ok(id)
 }
 
-pub async fn load_run(db: &Db, run_id: &str) -> AppResult<Option<Run>> {
-    let row = sqlx::query(
-        "SELECT id, case_id, status, version, steps, tool_calls FROM runs WHERE id = $1",
-    )
-    .bind(run_id)
-    .fetch_optional(db.pool())
-    .await?;
-    row.map(|r| {
-        Ok(Run {
-            id: r.try_get("id")?,
-            case_id: r.try_get("case_id")?,
-            status: r.try_get("status")?,
-            version: r.try_get("version")?,
-            steps: r.try_get("steps")?,
-            tool_calls: r.try_get("tool_calls")?,
-        })
+const RUN_COLUMNS: &str =
+    "id, case_id, status, version, steps, tool_calls, lease_owner, lease_expires_at, created_at";
+
+fn run_from_row(r: &sqlx::any::AnyRow) -> AppResult<Run> {
+    Ok(Run {
+        id: r.try_get("id")?,
+        case_id: r.try_get("case_id")?,
+        status: r.try_get("status")?,
+        version: r.try_get("version")?,
+        steps: r.try_get("steps")?,
+        tool_calls: r.try_get("tool_calls")?,
+        lease_owner: r.try_get("lease_owner")?,
+        lease_expires_at: r.try_get("lease_expires_at")?,
+        created_at: r.try_get("created_at")?,
     })
-    .transpose()
 }
 
-/// Claims a runnable run whose lease is free or expired. Returns the claimed run.
+pub async fn load_run(db: &Db, run_id: &str) -> AppResult<Option<Run>> {
+    let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"))
+        .bind(run_id)
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref().map(run_from_row).transpose()
+}
+
+/// Claims a runnable run whose lease is free or expired: one a worker is advancing (or
+/// was, before it died), or one that waited on a dependency long enough. Returns the
+/// claimed run; the claim is a versioned update, so of two workers racing for one run
+/// exactly one gets it, and the version it bumps makes every later update of the
+/// previous holder fail.
 pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>> {
     let candidates = sqlx::query(
         "SELECT id, version FROM runs
-         WHERE status IN ('ready', 'model_running', 'tool_pending', 'tool_running')
+         WHERE (status IN ('ready', 'model_running', 'tool_pending', 'tool_running')
+                OR (status = 'awaiting_dependency' AND updated_at <= $2))
            AND (lease_expires_at IS NULL OR lease_expires_at < $1)
          ORDER BY created_at LIMIT 10",
     )
     .bind(now)
+    .bind(now - DEPENDENCY_RETRY_MS)
     .fetch_all(db.pool())
     .await?;
     for row in candidates {
@@ -105,13 +154,55 @@ pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>
         .execute(db.pool())
         .await?;
         if done.rows_affected() == 1 {
+            tracing::debug!(run_id = %id, owner, "run claimed");
             return load_run(db, &id).await;
         }
     }
     Ok(None)
 }
 
-/// Sets the run's state, counting a step or tool call, only while we hold its lease.
+/// Extends the lease of a run we hold, during a step that takes long (a slow model).
+/// Fails with `RUN_CHANGED` when the lease was lost: the caller must stop.
+pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> AppResult<()> {
+    let Some(owner) = run.lease_owner.clone() else {
+        return Ok(());
+    };
+    let done = sqlx::query(
+        "UPDATE runs SET lease_expires_at = $1, version = version + 1
+         WHERE id = $2 AND version = $3 AND lease_owner = $4",
+    )
+    .bind(now + LEASE_MS)
+    .bind(&run.id)
+    .bind(run.version)
+    .bind(&owner)
+    .execute(db.pool())
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(run_changed());
+    }
+    run.version += 1;
+    run.lease_expires_at = Some(now + LEASE_MS);
+    Ok(())
+}
+
+fn run_changed() -> AppError {
+    AppError::conflict(
+        RUN_CHANGED,
+        "the run was advanced elsewhere (lease lost or run cancelled)",
+    )
+}
+
+/// Whether an error means the run was taken over or ended elsewhere (see `RUN_CHANGED`).
+pub fn is_run_changed(error: &AppError) -> bool {
+    matches!(error, AppError::Conflict { code, .. } if *code == RUN_CHANGED)
+}
+
+/// Sets the run's state, counting a step or tool call, only while nobody else changed
+/// the run since we read it (a versioned update: a worker whose lease was taken over
+/// fails here, before it writes anything else in the transaction). Renews the lease
+/// while the run stays active; a run that starts waiting or ends gives its lease up
+/// in the same update (SPEC §5: a waiting run holds no worker). Every change of state
+/// is logged as a `state` event.
 pub async fn set_status(
     tx: &mut Tx<'_>,
     run: &mut Run,
@@ -120,23 +211,34 @@ pub async fn set_status(
     add_tool_calls: i64,
     now: i64,
 ) -> AppResult<()> {
+    let releases = status::holds_no_worker(status);
+    let lease_expires_at = if releases {
+        None
+    } else {
+        run.lease_expires_at.map(|_| now + LEASE_MS)
+    };
+    let lease_owner = if releases {
+        None
+    } else {
+        run.lease_owner.clone()
+    };
     let done = sqlx::query(
-        "UPDATE runs SET status = $1, steps = steps + $2, tool_calls = tool_calls + $3, version = version + 1, updated_at = $4
-         WHERE id = $5 AND version = $6",
+        "UPDATE runs SET status = $1, steps = steps + $2, tool_calls = tool_calls + $3, version = version + 1,
+             updated_at = $4, lease_owner = $5, lease_expires_at = $6
+         WHERE id = $7 AND version = $8",
     )
     .bind(status)
     .bind(add_steps)
     .bind(add_tool_calls)
     .bind(now)
+    .bind(&lease_owner)
+    .bind(lease_expires_at)
     .bind(&run.id)
     .bind(run.version)
     .execute(&mut **tx)
     .await?;
     if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "run_changed",
-            "the run was advanced elsewhere",
-        ));
+        return Err(run_changed());
     }
     if run.status != status {
         append_event(
@@ -144,7 +246,7 @@ pub async fn set_status(
             &run.id,
             "state",
             None,
-            &serde_json::json!({ "from": run.status, "to": status }),
+            &serde_json::json!({ "from": run.status, "to": status, "steps": run.steps + add_steps, "tool_calls": run.tool_calls + add_tool_calls }),
             now,
         )
         .await?;
@@ -153,23 +255,38 @@ pub async fn set_status(
     run.status = status.to_string();
     run.steps += add_steps;
     run.tool_calls += add_tool_calls;
+    run.lease_owner = lease_owner;
+    run.lease_expires_at = lease_expires_at;
     Ok(())
 }
 
-/// Releases the lease (the run may continue elsewhere later, or is finished).
+/// Releases the lease (the run may continue elsewhere later, or is finished). A
+/// versioned update: it does nothing if the run changed since `run` was read.
 pub async fn release(db: &Db, run: &Run) -> AppResult<()> {
-    sqlx::query("UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1 WHERE id = $1 AND version = $2")
-        .bind(&run.id)
-        .bind(run.version)
-        .execute(db.pool())
-        .await?;
+    sqlx::query(
+        "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1
+         WHERE id = $1 AND version = $2 AND (lease_owner IS NOT NULL OR lease_expires_at IS NOT NULL)",
+    )
+    .bind(&run.id)
+    .bind(run.version)
+    .execute(db.pool())
+    .await?;
     Ok(())
 }
 
-/// Ends a run that is not running (cancelled when its case was re-investigated).
+/// Ends a run that is not running (cancelled when its case was re-investigated, completed
+/// when its refund was executed). Takes the lease away too: a worker still advancing it
+/// fails its next versioned update and stops. Logs the change only if there was one.
 pub async fn finish_run(tx: &mut Tx<'_>, run_id: &str, status: &str, now: i64) -> AppResult<()> {
-    sqlx::query(
-        "UPDATE runs SET status = $1, version = version + 1, updated_at = $2
+    let previous = sqlx::query("SELECT status FROM runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(|r| r.try_get::<String, _>("status"))
+        .transpose()?;
+    let done = sqlx::query(
+        "UPDATE runs SET status = $1, version = version + 1, updated_at = $2,
+             lease_owner = NULL, lease_expires_at = NULL
          WHERE id = $3 AND status NOT IN ('completed', 'failed', 'cancelled')",
     )
     .bind(status)
@@ -177,15 +294,17 @@ pub async fn finish_run(tx: &mut Tx<'_>, run_id: &str, status: &str, now: i64) -
     .bind(run_id)
     .execute(&mut **tx)
     .await?;
-    append_event(
-        tx,
-        run_id,
-        "state",
-        None,
-        &serde_json::json!({ "to": status }),
-        now,
-    )
-    .await?;
+    if done.rows_affected() == 1 {
+        append_event(
+            tx,
+            run_id,
+            "state",
+            None,
+            &serde_json::json!({ "from": previous, "to": status }),
+            now,
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -229,6 +348,7 @@ pub async fn events(db: &Db, run_id: &str) -> AppResult<Vec<Event>> {
                 payload: serde_json::from_str(&payload)
                     .unwrap_or(serde_json::Value::String(payload)),
                 at: rfc3339(r.try_get("created_at")?),
+                at_ms: r.try_get("created_at")?,
             })
         })
         .collect()

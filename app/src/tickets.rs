@@ -19,6 +19,10 @@ use crate::store::{new_id, Tx};
 
 /// Longest message a customer may send, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4000;
+/// Messages (tickets included) one customer may send per minute.
+pub const MAX_MESSAGES_PER_MINUTE: i64 = 10;
+/// Tickets one customer may open per hour.
+pub const MAX_TICKETS_PER_HOUR: i64 = 5;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,6 +103,35 @@ pub fn detect_language(text: &str) -> &'static str {
     }
 }
 
+/// Refuses a customer who is flooding us (429), counting across all their tickets.
+async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let messages = sqlx::query(
+        "SELECT COUNT(*) AS n FROM messages m JOIN tickets t ON t.id = m.ticket_id
+         WHERE t.customer_id = $1 AND m.author = 'customer' AND m.created_at > $2",
+    )
+    .bind(customer_id)
+    .bind(now - 60_000)
+    .fetch_one(state.db.pool())
+    .await?;
+    if messages.try_get::<i64, _>("n")? >= MAX_MESSAGES_PER_MINUTE {
+        return Err(AppError::TooManyRequests);
+    }
+    if new_ticket {
+        let tickets = sqlx::query(
+            "SELECT COUNT(*) AS n FROM tickets WHERE customer_id = $1 AND created_at > $2",
+        )
+        .bind(customer_id)
+        .bind(now - 3_600_000)
+        .fetch_one(state.db.pool())
+        .await?;
+        if tickets.try_get::<i64, _>("n")? >= MAX_TICKETS_PER_HOUR {
+            return Err(AppError::TooManyRequests);
+        }
+    }
+    Ok(())
+}
+
 /// Opens a ticket with its first message, its case and the case's first agent run.
 pub async fn create_ticket(
     state: &AppState,
@@ -106,6 +139,7 @@ pub async fn create_ticket(
     input: NewTicket,
 ) -> AppResult<Ticket> {
     let message = validate_message(&input.message)?;
+    check_rate(state, customer_id, true).await?;
     let order_id = match input
         .order_id
         .map(|o| o.trim().to_string())
@@ -296,6 +330,7 @@ pub async fn post_message(
 /// fingerprint) is void.
 pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str) -> AppResult<()> {
     let text = validate_message(text)?;
+    check_rate(state, &ticket.customer_id, false).await?;
     let now = state.clock.now_ms();
     let mut tx = state.db.begin().await?;
     append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
@@ -313,4 +348,151 @@ pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str)
     tx.commit().await?;
     state.wake.notify_one();
     Ok(())
+}
+
+/// What a withdrawal did.
+#[derive(Debug, Serialize)]
+pub struct Withdrawal {
+    pub withdrawn: bool,
+    pub message: String,
+    pub ticket: TicketView,
+}
+
+/// The customer withdraws their request. Work that has not reached the provider is
+/// cancelled (runs stopped, approvals and unsent intents voided); a refund already
+/// submitted cannot be withdrawn, and the customer is told so truthfully (RP-005).
+pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal> {
+    let now = state.clock.now_ms();
+    let zh = ticket.language == "zh";
+    // Read everything the reply may need before the transaction: on SQLite the pool
+    // has one connection, and the transaction holds it.
+    let current = cases::case_for_ticket(&state.db, &ticket.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    let refunds = crate::refunds::customer_refunds(&state.db, &current.id).await?;
+    let mut tx = state.db.begin().await?;
+    let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    let (withdrawn, message) = match case.status {
+        CaseStatus::Cancelled => (
+            true,
+            if zh {
+                "您的请求已撤回。"
+            } else {
+                "Your request was already withdrawn."
+            }
+            .to_string(),
+        ),
+        CaseStatus::Open
+        | CaseStatus::Investigating
+        | CaseStatus::Proposed
+        | CaseStatus::Decided
+        | CaseStatus::AwaitingCustomer
+        | CaseStatus::AwaitingApproval
+        | CaseStatus::Approved
+        | CaseStatus::Escalated
+        | CaseStatus::Denied
+        | CaseStatus::Rejected => {
+            // A versioned update: if the executor moved an approved case on meanwhile,
+            // this fails and nothing is cancelled behind its back.
+            cases::transition(&mut tx, &case, CaseStatus::Cancelled, now).await?;
+            sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
+                .bind(now)
+                .bind(&case.id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'",
+            )
+            .bind(&case.id)
+            .execute(&mut *tx)
+            .await?;
+            if let Some(run_id) = &case.run_id {
+                crate::runs::finish_run(&mut tx, run_id, "cancelled", now).await?;
+            }
+            crate::audit::record(
+                &mut tx,
+                &ticket.customer_id,
+                "withdrawn",
+                &case.id,
+                case.status.as_str(),
+                now,
+            )
+            .await?;
+            let text = if zh {
+                "您的请求已撤回，我们不会再处理。"
+            } else {
+                "Your request has been withdrawn. Nothing more will be done on it."
+            };
+            append_message(&mut tx, &ticket.id, "agent", text, now).await?;
+            (true, text.to_string())
+        }
+        CaseStatus::Executing
+        | CaseStatus::PendingVerification
+        | CaseStatus::RefundPending
+        | CaseStatus::RefundSucceeded
+        | CaseStatus::RefundFailed
+        | CaseStatus::Replied
+        | CaseStatus::Closed => {
+            let status = crate::replies::status_text(&ticket.language, case.status, &refunds);
+            let text = if zh {
+                format!("您的退款已提交给支付机构，无法再撤回。当前状态：{status}。")
+            } else {
+                format!("Your refund was already submitted to the payment provider, so it can no longer be withdrawn. Current status: {status}.")
+            };
+            append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            (false, text)
+        }
+    };
+    tx.commit().await?;
+    Ok(Withdrawal {
+        withdrawn,
+        message,
+        ticket: ticket_view(state, ticket).await?,
+    })
+}
+
+/// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
+/// 409 `refund_already_submitted` when it is too late.
+pub async fn post_withdraw(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<(axum::http::StatusCode, Json<Withdrawal>)> {
+    principal.customer_id()?;
+    let ticket = visible_ticket(&state, &principal, &id).await?;
+    let result = withdraw(&state, &ticket).await?;
+    let status = if result.withdrawn {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::CONFLICT
+    };
+    Ok((status, Json(result)))
+}
+
+/// `GET /api/v1/tickets` (customer): their own tickets, newest first.
+pub async fn list_tickets(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> AppResult<Json<Vec<TicketView>>> {
+    let customer_id = principal.customer_id()?.to_string();
+    Ok(Json(customer_tickets(&state, &customer_id).await?))
+}
+
+pub async fn customer_tickets(state: &AppState, customer_id: &str) -> AppResult<Vec<TicketView>> {
+    let rows = sqlx::query(
+        "SELECT id FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50",
+    )
+    .bind(customer_id)
+    .fetch_all(state.db.pool())
+    .await?;
+    let mut views = Vec::new();
+    for r in rows {
+        let id: String = r.try_get("id")?;
+        if let Some(t) = load_ticket(&state.db, &id).await? {
+            views.push(ticket_view(state, &t).await?);
+        }
+    }
+    Ok(views)
 }

@@ -105,6 +105,7 @@ impl World {
                     status: r.status.clone(),
                     created: r.created_at.unix_timestamp(),
                     metadata: r.metadata.clone(),
+                    failure_reason: None,
                 })
             })
             .collect()

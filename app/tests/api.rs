@@ -97,9 +97,9 @@ async fn the_ticket_page_shows_the_true_status_to_its_customer_only() {
     .await;
     app.drain().await;
 
-    let token = app.customer_token("C-100").await;
+    let (cookie, _) = app.customer_cookie("C-100").await;
     let page = axum::http::Request::get(format!("/tickets/{ticket_id}"))
-        .header("cookie", format!("rd_customer={token}"))
+        .header("cookie", cookie)
         .body(axum::body::Body::empty())
         .unwrap();
     let (status, html) = app.raw(page).await;
@@ -109,9 +109,9 @@ async fn the_ticket_page_shows_the_true_status_to_its_customer_only() {
         "{html}"
     );
 
-    let other = app.customer_token("C-200").await;
+    let (other, _) = app.customer_cookie("C-200").await;
     let page = axum::http::Request::get(format!("/tickets/{ticket_id}"))
-        .header("cookie", format!("rd_customer={other}"))
+        .header("cookie", other)
         .body(axum::body::Body::empty())
         .unwrap();
     let (status, html) = app.raw(page).await;

@@ -33,7 +33,7 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
         .await;
     browser.click("button[type=submit]").await;
     assert!(
-        browser.url().await.ends_with("/console"),
+        browser.wait_for_url("/console").await.ends_with("/console"),
         "logged in and sent to the queue"
     );
     let queue = browser.text("#queue").await;
@@ -54,10 +54,9 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
         .await;
     assert_eq!(
         browser
-            .attribute("#case-status", "data-status")
-            .await
-            .as_deref(),
-        Some("awaiting_approval")
+            .wait_for_attribute("#case-status", "data-status", "awaiting_approval")
+            .await,
+        "awaiting_approval"
     );
     let page = browser.source().await;
     assert!(
@@ -72,10 +71,9 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
     browser.click("#approve").await;
     assert_eq!(
         browser
-            .attribute("#case-status", "data-status")
-            .await
-            .as_deref(),
-        Some("approved")
+            .wait_for_attribute("#case-status", "data-status", "approved")
+            .await,
+        "approved"
     );
 
     app.drain().await;
@@ -84,10 +82,9 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
         .await;
     assert_eq!(
         browser
-            .attribute("#case-status", "data-status")
-            .await
-            .as_deref(),
-        Some("refund_succeeded")
+            .wait_for_attribute("#case-status", "data-status", "refund_succeeded")
+            .await,
+        "refund_succeeded"
     );
     assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
 
@@ -98,10 +95,9 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
         .await;
     assert_eq!(
         browser
-            .attribute("#case-status", "data-status")
-            .await
-            .as_deref(),
-        Some("refund_succeeded")
+            .wait_for_attribute("#case-status", "data-status", "refund_succeeded")
+            .await,
+        "refund_succeeded"
     );
     assert!(browser
         .text("#case-status")
@@ -146,4 +142,89 @@ async fn a_forged_approval_form_without_the_session_csrf_token_is_refused() {
     let (status, _) = app.raw(request).await;
     assert_eq!(status, axum::http::StatusCode::FORBIDDEN);
     assert_eq!(app.case(case_id).await["status"], "awaiting_approval");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_completed() {
+    let app = spawn_app().await;
+    let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    let token = app.customer_token("C-100").await;
+
+    browser.goto(&format!("{base}/tickets?token={token}")).await;
+    browser
+        .type_into(
+            "#new-ticket textarea[name=message]",
+            "I was charged twice for my annual plan",
+        )
+        .await;
+    browser.click("#open-ticket").await;
+    let url = browser.wait_for_url("/tickets/tkt_").await;
+    assert!(
+        url.contains("/tickets/tkt_"),
+        "{url}: {}",
+        browser.source().await
+    );
+
+    // The worker investigates; the page polls and shows the case under review.
+    let mut status = String::new();
+    for _ in 0..60 {
+        status = browser
+            .attribute("#case-status", "data-status")
+            .await
+            .unwrap_or_default();
+        if status == "awaiting_approval" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(status, "awaiting_approval");
+    assert!(browser
+        .text("#case-status")
+        .await
+        .contains("Refund under review"));
+
+    let (_, cases) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=awaiting_approval",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    let case = &cases.as_array().unwrap()[0];
+    let (code, _) = app
+        .approve(
+            &app.agent_token,
+            case["id"].as_str().unwrap(),
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(code, axum::http::StatusCode::OK);
+
+    for _ in 0..60 {
+        status = browser
+            .attribute("#case-status", "data-status")
+            .await
+            .unwrap_or_default();
+        if status == "refund_succeeded" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        status, "refund_succeeded",
+        "the page updated without a reload"
+    );
+    let text = browser.text("#case-status").await;
+    assert!(text.contains("Refund completed"), "{text}");
+    assert!(browser.text("#messages").await.contains("198.00 CNY"));
+    browser
+        .screenshot(
+            &app::config::default_fixtures_dir().join("../target/screenshots/ticket-page.png"),
+        )
+        .await;
+    browser.close().await;
+    worker.abort();
 }

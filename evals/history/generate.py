@@ -617,10 +617,12 @@ def insufficient_info():
     t.charge(o, "9.99", at("2026-10-01T09:00:01Z"))
     add(t.line(["Hello, I need some help with a refund."], human("request_info", "insufficient_info")))
 
-    # An order id that exists nowhere.
+    # An order id that exists nowhere, and two real orders it could have meant.
     t = new("H-INF-04", "2026-12-12T09:00:00Z", "JP")
     o = t.order("annual_plan", "9800", at("2026-12-01T09:00:00Z"))
     t.charge(o, "9800", at("2026-12-01T09:00:01Z"))
+    b = t.order("addon", "1200", at("2026-12-05T09:00:00Z"))
+    t.charge(b, "1200", at("2026-12-05T09:00:01Z"))
     add(t.line(["Order O-99999 was charged twice, please refund."], human("request_info", "insufficient_info")))
 
     # A duplicate complaint, two orders, neither shows a problem, no order named.

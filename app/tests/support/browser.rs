@@ -160,6 +160,34 @@ impl Browser {
             .to_string()
     }
 
+    /// Waits (up to 10 s) until the address contains `part`; returns the address.
+    pub async fn wait_for_url(&self, part: &str) -> String {
+        let mut url = String::new();
+        for _ in 0..100 {
+            url = self.url().await;
+            if url.contains(part) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        url
+    }
+
+    /// Waits (up to 15 s) until `css` has `name` = `value`; returns the last value seen.
+    pub async fn wait_for_attribute(&self, css: &str, name: &str, value: &str) -> String {
+        let mut seen = String::new();
+        for _ in 0..150 {
+            if self.find(css).await.is_some() {
+                seen = self.attribute(css, name).await.unwrap_or_default();
+                if seen == value {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        seen
+    }
+
     pub async fn url(&self) -> String {
         self.call(reqwest::Method::GET, "/url", None)
             .await

@@ -188,6 +188,38 @@ impl TestApp {
         }
     }
 
+    /// Follows a ticket link (`/tickets?token=…`) as a browser would and returns the
+    /// session cookie (`rd_customer=…`) it sets, and the CSRF token of that session.
+    pub async fn customer_cookie(&self, customer_id: &str) -> (String, String) {
+        let token = self.customer_token(customer_id).await;
+        let response = self
+            .router
+            .clone()
+            .oneshot(
+                Request::get(format!("/tickets?token={token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        let set_cookie = response.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
+            "{set_cookie}"
+        );
+        let cookie = set_cookie.split(';').next().unwrap().to_string();
+        let session = cookie.trim_start_matches("rd_customer=");
+        let resolved = auth::resolve(&self.state.db, session, clock_ms(&self.clock))
+            .await
+            .unwrap()
+            .unwrap();
+        (cookie, resolved.csrf_token.unwrap())
+    }
+
     pub async fn customer_token(&self, customer_id: &str) -> String {
         auth::issue_token(
             &self.state.db,
