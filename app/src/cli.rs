@@ -51,6 +51,12 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Replay historical tickets with the agent and compare with the humans' decisions.
+    Shadow {
+        history: PathBuf,
+        #[arg(long, default_value = "./shadow-report")]
+        out: PathBuf,
+    },
     /// Staff accounts.
     Staff {
         #[command(subcommand)]
@@ -81,6 +87,16 @@ enum PolicyCommand {
         drafts: bool,
         #[arg(long, default_value_t = 5)]
         limit: usize,
+    },
+    /// Which historical tickets a policy change would decide differently, and the money.
+    Diff {
+        /// Versions to pin on the old side, comma separated (e.g. RP-001@2).
+        #[arg(long, value_delimiter = ',')]
+        from: Vec<String>,
+        /// Versions to pin on the new side (e.g. RP-001@3, a draft).
+        #[arg(long, value_delimiter = ',')]
+        to: Vec<String>,
+        history: PathBuf,
     },
     /// Score policy search on labelled queries: recall@1, recall@3, MRR.
     Eval {
@@ -211,6 +227,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Policy { command } => policy(&config, command).await,
+        Command::Shadow { history, out } => {
+            let (policies, index) = offline_policies(&config).await?;
+            let (tickets, bad_lines) = read_history(&history)?;
+            let report = crate::shadow::run(
+                &Investigator,
+                &policies,
+                &index,
+                &tickets,
+                bad_lines,
+                |done, total| {
+                    if done % 50 == 0 || done == total {
+                        eprint!("\rshadow: {done}/{total} tickets");
+                    }
+                },
+            )
+            .await;
+            eprintln!();
+            crate::shadow::write(&report, &out)?;
+            println!(
+                "{}",
+                serde_json::json!({ "total": report.total, "outcome_agreement": report.outcome_agreement,
+                                    "exact_agreement": report.exact_agreement, "tickets_per_second": report.tickets_per_second,
+                                    "report": out.join("report.json"), "html": out.join("report.html") })
+            );
+            Ok(())
+        }
         Command::Staff { command } => {
             let db = crate::store::Db::connect(&config.database_url).await?;
             let now = SystemClock.now_ms();
@@ -340,6 +382,44 @@ async fn seed(config: &Config, world_path: Option<&Path>) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Policies and index for offline work (shadow, diff): no database, no provider.
+async fn offline_policies(
+    config: &Config,
+) -> anyhow::Result<(policy_engine::PolicySet, Arc<rag_index::PolicyIndex>)> {
+    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let index = open_index_blocking(config, policies.clone()).await?;
+    Ok((policies, Arc::new(index)))
+}
+
+async fn open_index_blocking(
+    config: &Config,
+    policies: policy_engine::PolicySet,
+) -> anyhow::Result<rag_index::PolicyIndex> {
+    let dir = config.index_dir();
+    tokio::task::spawn_blocking(move || crate::policies::open_index(&dir, &policies)).await?
+}
+
+/// Reads a history file; bad lines are reported with their number and skipped.
+fn read_history(
+    path: &Path,
+) -> anyhow::Result<(
+    Vec<crate::replay::HistoricalTicket>,
+    Vec<crate::replay::LineError>,
+)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (tickets, bad) = crate::replay::parse_history(&text);
+    for line in &bad {
+        eprintln!(
+            "{}:{}: skipped: {}",
+            path.display(),
+            line.line,
+            line.message
+        );
+    }
+    Ok((tickets, bad))
+}
+
 /// Loads a world into a provider that speaks our mock's admin API.
 pub async fn load_world_into_provider(base_url: &str, world_json: &str) -> anyhow::Result<()> {
     let resp = reqwest::Client::new()
@@ -369,6 +449,14 @@ async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
                 .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
             let decision = policy_engine::decide(&facts, &policies);
             println!("{}", serde_json::to_string_pretty(&decision)?);
+            Ok(())
+        }
+        PolicyCommand::Diff { from, to, history } => {
+            let index = Arc::new(open_index_blocking(&config, policies.clone()).await?);
+            let (tickets, _) = read_history(&history)?;
+            let report =
+                crate::replay::policy_diff(&policies, &index, &tickets, &from, &to).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
         PolicyCommand::Eval { queries } => {

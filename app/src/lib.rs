@@ -25,6 +25,7 @@ pub mod refunds;
 pub mod replay;
 pub mod replies;
 pub mod runs;
+pub mod shadow;
 pub mod store;
 pub mod tickets;
 pub mod worker;

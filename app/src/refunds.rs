@@ -41,6 +41,9 @@ pub struct Intent {
     pub attempts: i64,
     pub version: i64,
     pub created_at: i64,
+    /// When the key was first sent (its age at the provider counts from here).
+    pub first_submitted_at: Option<i64>,
+    pub last_error: Option<String>,
 }
 
 /// `rd_` + SHA-256 of the business action: the same logical refund always gets the same
@@ -67,11 +70,13 @@ fn intent_from_row(r: &sqlx::any::AnyRow) -> AppResult<Intent> {
         attempts: r.try_get("attempts")?,
         version: r.try_get("version")?,
         created_at: r.try_get("created_at")?,
+        first_submitted_at: r.try_get("first_submitted_at")?,
+        last_error: r.try_get("last_error")?,
     })
 }
 
 const INTENT_COLUMNS: &str =
-    "id, case_id, charge_id, amount_minor, currency, idempotency_key, status, provider_refund_id, attempts, version, created_at";
+    "id, case_id, charge_id, amount_minor, currency, idempotency_key, status, provider_refund_id, attempts, version, created_at, first_submitted_at, last_error";
 
 pub async fn intents(db: &Db, case_id: &str) -> AppResult<Vec<Intent>> {
     let rows = sqlx::query(&format!(
@@ -143,7 +148,12 @@ pub async fn create_intents(
 }
 
 /// Claims a case for execution; `None` when someone else holds it or it is not ready.
-async fn claim_case(db: &Db, case_id: &str, owner: &str, now: i64) -> AppResult<Option<Case>> {
+pub(crate) async fn claim_case(
+    db: &Db,
+    case_id: &str,
+    owner: &str,
+    now: i64,
+) -> AppResult<Option<Case>> {
     let done = sqlx::query(
         "UPDATE cases SET lease_owner = $1, lease_expires_at = $2
          WHERE id = $3 AND status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
@@ -161,7 +171,7 @@ async fn claim_case(db: &Db, case_id: &str, owner: &str, now: i64) -> AppResult<
     cases::load_case(db, case_id).await
 }
 
-async fn release_case(db: &Db, case_id: &str, owner: &str) -> AppResult<()> {
+pub(crate) async fn release_case(db: &Db, case_id: &str, owner: &str) -> AppResult<()> {
     sqlx::query("UPDATE cases SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2")
         .bind(case_id)
         .bind(owner)
@@ -170,11 +180,16 @@ async fn release_case(db: &Db, case_id: &str, owner: &str) -> AppResult<()> {
     Ok(())
 }
 
-/// Cases a worker should execute or reconcile.
+/// Cases a worker should execute or reconcile. A case whose intents all wait for a
+/// human (`needs_review`) or are final is left out, so it cannot crowd out others; the
+/// periodic reconciliation still looks at it.
 pub async fn cases_to_execute(db: &Db, now: i64) -> AppResult<Vec<String>> {
     let rows = sqlx::query(
-        "SELECT id FROM cases WHERE status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
-           AND (lease_expires_at IS NULL OR lease_expires_at < $1) ORDER BY updated_at LIMIT 50",
+        "SELECT id FROM cases c WHERE c.status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
+           AND (c.lease_expires_at IS NULL OR c.lease_expires_at < $1)
+           AND (c.status IN ('approved', 'executing') OR EXISTS (SELECT 1 FROM refund_intents ri WHERE ri.case_id = c.id
+                AND ri.status IN ('created', 'submitting', 'pending', 'pending_verification')))
+         ORDER BY c.updated_at LIMIT 50",
     )
     .bind(now)
     .fetch_all(db.pool())
@@ -253,13 +268,17 @@ async fn execute_claimed(state: &AppState, case: Case) -> AppResult<()> {
     }
 
     for intent in intents(&state.db, &case.id).await? {
-        match intent.status.as_str() {
+        let step = match intent.status.as_str() {
             "created" | "submitting" => submit(state, &case, &intent).await?,
             "pending" | "pending_verification" => reconcile_intent(state, &case, &intent).await?,
-            _ => {}
+            _ => Step::Unchanged,
+        };
+        if step != Step::Unchanged {
+            tracing::info!(case_id = %case.id, intent_id = %intent.id, ?step, "refund step");
         }
     }
-    settle_case_status(state, &case.id, &ticket).await
+    settle_case(state, &case.id).await?;
+    Ok(())
 }
 
 /// What changed between the approved decision and the fresh one, for the reviewer.
@@ -387,7 +406,15 @@ async fn update_intent(
     now: i64,
 ) -> AppResult<bool> {
     let mut conn = db.pool().acquire().await?;
-    let moved = advance_intent(&mut conn, &intent.id, status, provider_refund_id, error, now).await?;
+    let moved = advance_intent(
+        &mut conn,
+        &intent.id,
+        status,
+        provider_refund_id,
+        error,
+        now,
+    )
+    .await?;
     if !moved {
         tracing::info!(intent_id = %intent.id, to = status, "intent already past this state; left as it is");
     }
@@ -490,7 +517,15 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
                     refund.id, refund.amount, refund.currency, refund.charge
                 );
                 tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
-                update_intent(&state.db, intent, "needs_review", Some(&refund.id), Some(&reason), now).await?;
+                update_intent(
+                    &state.db,
+                    intent,
+                    "needs_review",
+                    Some(&refund.id),
+                    Some(&reason),
+                    now,
+                )
+                .await?;
                 return Ok(Step::NeedsReview { reason });
             }
             tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status, "provider accepted refund");
@@ -501,11 +536,23 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
                 status: status.to_string(),
             })
         }
-        Err(e @ (ProviderError::Unknown(_) | ProviderError::StoredServerError { .. } | ProviderError::Malformed(_))) => {
+        Err(
+            e @ (ProviderError::Unknown(_)
+            | ProviderError::StoredServerError { .. }
+            | ProviderError::Malformed(_)),
+        ) => {
             // SPEC invariant 5: unknown stays unknown until the provider's records say.
             let reason = e.to_string();
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
-            update_intent(&state.db, intent, "pending_verification", None, Some(&reason), now).await?;
+            update_intent(
+                &state.db,
+                intent,
+                "pending_verification",
+                None,
+                Some(&reason),
+                now,
+            )
+            .await?;
             if matches!(e, ProviderError::StoredServerError { .. }) {
                 return Ok(Step::NotAtProvider { reason });
             }
@@ -538,7 +585,15 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
                 Err(read) => {
                     // Refused, but we could not look: unknown until we can.
                     let reason = format!("{reason}; charge not re-read: {read}");
-                    update_intent(&state.db, intent, "pending_verification", None, Some(&reason), now).await?;
+                    update_intent(
+                        &state.db,
+                        intent,
+                        "pending_verification",
+                        None,
+                        Some(&reason),
+                        now,
+                    )
+                    .await?;
                     Ok(Step::Unknown { reason })
                 }
             }
@@ -547,7 +602,10 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
 }
 
 /// Our refund among the charge's refunds, found by `metadata.refund_intent_id`.
-async fn find_ours(state: &AppState, intent: &Intent) -> Result<Option<ProviderRefund>, ProviderError> {
+async fn find_ours(
+    state: &AppState,
+    intent: &Intent,
+) -> Result<Option<ProviderRefund>, ProviderError> {
     let refunds = state.payments.list_refunds(&intent.charge_id).await?;
     Ok(refunds
         .into_iter()
@@ -555,7 +613,12 @@ async fn find_ours(state: &AppState, intent: &Intent) -> Result<Option<ProviderR
 }
 
 /// Records a provider refund found for an intent (checking it is the one we asked for).
-async fn adopt(state: &AppState, intent: &Intent, found: &ProviderRefund, by_metadata: bool) -> AppResult<Step> {
+async fn adopt(
+    state: &AppState,
+    intent: &Intent,
+    found: &ProviderRefund,
+    by_metadata: bool,
+) -> AppResult<Step> {
     let now = state.clock.now_ms();
     if !refund_matches_intent(found, intent) {
         let reason = format!(
@@ -567,7 +630,15 @@ async fn adopt(state: &AppState, intent: &Intent, found: &ProviderRefund, by_met
             intent.amount.currency().code()
         );
         tracing::error!(intent_id = %intent.id, reason, "amount mismatch at the provider");
-        update_intent(&state.db, intent, "needs_review", Some(&found.id), Some(&reason), now).await?;
+        update_intent(
+            &state.db,
+            intent,
+            "needs_review",
+            Some(&found.id),
+            Some(&reason),
+            now,
+        )
+        .await?;
         return Ok(Step::NeedsReview { reason });
     }
     let status = provider_status(found);
@@ -582,13 +653,27 @@ async fn adopt(state: &AppState, intent: &Intent, found: &ProviderRefund, by_met
 }
 
 /// Past the key's safe age: adopt what the provider holds, or hand it to a human.
-async fn resolve_without_sending(state: &AppState, _case: &Case, intent: &Intent) -> AppResult<Step> {
+async fn resolve_without_sending(
+    state: &AppState,
+    _case: &Case,
+    intent: &Intent,
+) -> AppResult<Step> {
     match find_ours(state, intent).await {
         Ok(Some(found)) => adopt(state, intent, &found, true).await,
         Ok(None) => {
-            let reason = "not found at the provider after the key's safe window (~23 h); never resent".to_string();
+            let reason =
+                "not found at the provider after the key's safe window (~23 h); never resent"
+                    .to_string();
             tracing::error!(intent_id = %intent.id, reason, "refund intent needs review");
-            update_intent(&state.db, intent, "needs_review", None, Some(&reason), state.clock.now_ms()).await?;
+            update_intent(
+                &state.db,
+                intent,
+                "needs_review",
+                None,
+                Some(&reason),
+                state.clock.now_ms(),
+            )
+            .await?;
             Ok(Step::NeedsReview { reason })
         }
         Err(e) => Ok(Step::Unknown {
@@ -637,7 +722,15 @@ pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) ->
         // will under this key. Final: no money moved.
         if let Ok(None) = find_ours(state, intent).await {
             let reason = format!("provider holds no refund for this intent; its key replays a stored error ({reason})");
-            update_intent(&state.db, &fresh, "failed", None, Some(&reason), state.clock.now_ms()).await?;
+            update_intent(
+                &state.db,
+                &fresh,
+                "failed",
+                None,
+                Some(&reason),
+                state.clock.now_ms(),
+            )
+            .await?;
             tracing::warn!(intent_id = %intent.id, reason, "reconciled: no refund at the provider");
             return Ok(Step::NotAtProvider { reason });
         }
@@ -775,6 +868,8 @@ pub struct RefundView {
     pub status: String,
     pub idempotency_key: String,
     pub attempts: i64,
+    /// Why the intent is where it is (unknown outcome, refusal, needs review), for staff.
+    pub last_error: Option<String>,
 }
 
 pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> {
@@ -790,6 +885,7 @@ pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> 
             status: i.status,
             idempotency_key: i.idempotency_key,
             attempts: i.attempts,
+            last_error: i.last_error,
         })
         .collect())
 }
@@ -808,7 +904,7 @@ fn customer_status(intent_status: &str) -> &'static str {
         "created" => "in_review",
         "submitting" | "pending" => "submitted",
         "succeeded" => "completed",
-        "pending_verification" => "being_verified",
+        "pending_verification" | "needs_review" => "being_verified",
         _ => "not_completed",
     }
 }

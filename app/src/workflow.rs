@@ -122,15 +122,15 @@ pub async fn gather_facts(
             charges: charge_list,
         });
     }
-    // An order id that is not the customer's: is it someone else's (escalate, disclose
-    // nothing) or nobody's (treat as not identified)?
+    // An order id that is not the customer's: someone else's (escalate, disclose nothing)
+    // or nobody's (kept as named: the engine then asks which order they mean).
     let (order_id, ownership) = match order_id {
         Some(id) if orders.iter().any(|o| o.id == id) => (Some(id.to_string()), Ownership::Owned),
         Some(id) => {
             if billing.order_exists(id).await? {
                 (Some(id.to_string()), Ownership::OtherCustomer)
             } else {
-                (None, Ownership::Owned)
+                (Some(id.to_string()), Ownership::Owned)
             }
         }
         None => (None, Ownership::Owned),
@@ -207,6 +207,14 @@ pub async fn decide_case(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> AppResult<()> {
+    // The model's order, else the one the customer picked when opening the ticket. It is
+    // stored in the proposal, so every later re-decision (payment boundary, takeover)
+    // starts from the same inputs.
+    let mut proposal = proposal.clone();
+    if proposal.order_id.is_none() {
+        proposal.order_id = ticket.order_id.clone();
+    }
+    let proposal = &proposal;
     let (facts, decision) = decide_now(
         state,
         ticket,

@@ -9,9 +9,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use app::agent::llm::{LlmModel, TokenUsage};
+use app::agent::llm::LlmModel;
 use app::agent::tools::{self, ToolDeclaration};
-use app::agent::{Model, ModelContext, ModelTurn};
+use app::agent::{Model, ModelContext, ModelTurn, Usage};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -167,7 +167,8 @@ async fn tool_calls_with_string_arguments_become_tool_calls_and_usage_is_reporte
         tools: &declarations,
         history: &[],
     };
-    let reply = server.model().reply(&ctx).await.unwrap();
+    // `next_reply` is what the harness calls.
+    let reply = server.model().next_reply(&ctx).await.unwrap();
     let ModelTurn::ToolCalls { calls } = reply.turn else {
         panic!("{:?}", reply.turn)
     };
@@ -180,11 +181,10 @@ async fn tool_calls_with_string_arguments_become_tool_calls_and_usage_is_reporte
     assert_eq!(calls[1].arguments, json!({ "order_id": "O-1001" }));
     assert_eq!(
         reply.usage,
-        Some(TokenUsage {
+        Usage {
             prompt_tokens: 321,
-            completion_tokens: 17,
-            total_tokens: 338
-        })
+            completion_tokens: 17
+        }
     );
 }
 
@@ -624,4 +624,34 @@ async fn an_llm_investigation_reaches_awaiting_approval_with_the_engines_refund(
             .unwrap()
             .contains(CHARGED_TWICE));
     }
+}
+
+#[tokio::test]
+async fn garbage_arguments_get_a_structured_error_through_the_harness() {
+    let server = FakeServer::start(vec![
+        fixed(tool_calls(&[(
+            "call_a",
+            "list_charges",
+            r#"{"order_id": "O-1001",}"#,
+        )])),
+        step(|request| {
+            let messages = request["messages"].as_array().unwrap();
+            let answer = messages.iter().find(|m| m["role"] == "tool").unwrap();
+            let content = answer["content"].as_str().unwrap();
+            assert!(content.contains("invalid_arguments"), "{content}");
+            Reply::ok(tool_calls(&[(
+                "call_b",
+                "escalate_to_human",
+                r#"{"reason":"I cannot form valid arguments"}"#,
+            )]))
+        }),
+    ])
+    .await;
+    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    assert_eq!(server.requests().len(), 2);
+    assert!(app.provider_refunds("ch_1001b").await.is_empty());
 }

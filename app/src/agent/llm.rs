@@ -18,34 +18,15 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::context::{self, ContextBudget};
-use super::{BoxFuture, Model, ModelContext, ModelTurn, Proposal, ToolCall};
+use super::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn, Proposal, ToolCall, Usage};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
 /// Name of the answer tool that hands the case to a human.
 pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
-
-/// Token counts the provider reported for one completion.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    #[serde(default)]
-    pub prompt_tokens: u64,
-    #[serde(default)]
-    pub completion_tokens: u64,
-    #[serde(default)]
-    pub total_tokens: u64,
-}
-
-/// A model turn with the usage the provider reported for it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LlmReply {
-    pub turn: ModelTurn,
-    pub usage: Option<TokenUsage>,
-}
 
 /// An OpenAI-compatible chat-completions model.
 pub struct LlmModel {
@@ -154,7 +135,7 @@ impl LlmModel {
     }
 
     /// Asks the model for its next turn and reports the provider's token usage.
-    pub async fn reply(&self, ctx: &ModelContext<'_>) -> anyhow::Result<LlmReply> {
+    pub async fn reply(&self, ctx: &ModelContext<'_>) -> anyhow::Result<ModelReply> {
         let body = self.request_body(ctx);
         let response = self.post(&body).await?;
         parse_response(&response)
@@ -229,6 +210,15 @@ impl Model for LlmModel {
         ctx: &'a ModelContext<'a>,
     ) -> BoxFuture<'a, anyhow::Result<ModelTurn>> {
         Box::pin(async move { self.reply(ctx).await.map(|r| r.turn) })
+    }
+
+    /// The turn with the `usage` object of the response (zero when the server sends
+    /// none, as some local servers do).
+    fn next_reply<'a>(
+        &'a self,
+        ctx: &'a ModelContext<'a>,
+    ) -> BoxFuture<'a, anyhow::Result<ModelReply>> {
+        Box::pin(self.reply(ctx))
     }
 }
 
@@ -319,11 +309,12 @@ pub fn answer_tools() -> Vec<Value> {
 }
 
 /// Maps a chat-completions response to a turn.
-pub fn parse_response(response: &Value) -> anyhow::Result<LlmReply> {
+pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
     let usage = response
         .get("usage")
         .filter(|u| u.is_object())
-        .and_then(|u| serde_json::from_value::<TokenUsage>(u.clone()).ok());
+        .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+        .unwrap_or_default();
     let choice = response["choices"]
         .get(0)
         .ok_or_else(|| anyhow!("model provider returned no choices"))?;
@@ -369,7 +360,7 @@ pub fn parse_response(response: &Value) -> anyhow::Result<LlmReply> {
     } else {
         ModelTurn::ToolCalls { calls }
     };
-    Ok(LlmReply { turn, usage })
+    Ok(ModelReply { turn, usage })
 }
 
 /// One wire tool call. Arguments arrive as a JSON string; a string that is not JSON
@@ -455,12 +446,17 @@ mod tests {
         assert_eq!(calls[2].arguments, json!({}));
         assert_eq!(
             r.usage,
-            Some(TokenUsage {
+            Usage {
                 prompt_tokens: 10,
-                completion_tokens: 5,
-                total_tokens: 15
-            })
+                completion_tokens: 5
+            }
         );
+        let mut no_usage = response(
+            json!({ "tool_calls": [call("a", "get_customer", "{}")] }),
+            "tool_calls",
+        );
+        no_usage.as_object_mut().unwrap().remove("usage");
+        assert_eq!(parse_response(&no_usage).unwrap().usage, Usage::default());
     }
 
     #[test]

@@ -1,0 +1,320 @@
+//! Batch shadow mode: replay historical tickets (SPEC §7 format) with the agent, each
+//! against its own billing-world snapshot, and compare the agent's outcome with what the
+//! humans decided. No live system is touched: replays run through `replay`, which has
+//! no database and no provider to reach, so no side effect is possible.
+//!
+//! The report gives outcome and exact agreement, a confusion matrix, agreement per
+//! reason code and per policy version, the money each side would have refunded that the
+//! other did not, and every disagreement with the agent's trace and cited policy.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use policy_engine::{Currency, PolicySet};
+use rag_index::PolicyIndex;
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use crate::agent::Model;
+use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Agreement {
+    pub total: usize,
+    pub agree: usize,
+    pub rate: f64,
+}
+
+impl Agreement {
+    fn add(&mut self, agree: bool) {
+        self.total += 1;
+        self.agree += usize::from(agree);
+        self.rate = self.agree as f64 / self.total as f64;
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ShadowTicket {
+    pub id: String,
+    pub human: CaseVerdict,
+    pub agent: CaseVerdict,
+    /// Same outcome.
+    pub agree: bool,
+    /// Same outcome, charges and amounts.
+    pub exact: bool,
+    pub policy_versions: Vec<String>,
+    pub citations: Vec<String>,
+    /// The agent's trace (tool calls and results), kept for disagreements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ShadowReport {
+    pub total: usize,
+    pub outcome_agreement: f64,
+    pub exact_agreement: f64,
+    /// `confusion[human][agent]` = count.
+    pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
+    pub by_reason: BTreeMap<String, Agreement>,
+    pub by_policy_version: BTreeMap<String, Agreement>,
+    /// Money the agent would have refunded that the humans did not, per currency.
+    pub agent_only_money: BTreeMap<Currency, String>,
+    /// Money the humans refunded that the agent would not have.
+    pub human_only_money: BTreeMap<Currency, String>,
+    pub tickets: Vec<ShadowTicket>,
+    pub bad_lines: Vec<LineError>,
+    pub seconds: f64,
+    pub tickets_per_second: f64,
+}
+
+fn add_money(
+    into: &mut BTreeMap<Currency, Decimal>,
+    from: &BTreeMap<Currency, Decimal>,
+    minus: &BTreeMap<Currency, Decimal>,
+) {
+    for (currency, amount) in from {
+        let other = minus.get(currency).copied().unwrap_or(Decimal::ZERO);
+        if *amount > other {
+            *into.entry(*currency).or_insert(Decimal::ZERO) += *amount - other;
+        }
+    }
+}
+
+/// Replays every ticket. `progress(done, total)` is called after each one.
+pub async fn run(
+    model: &dyn Model,
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    tickets: &[HistoricalTicket],
+    bad_lines: Vec<LineError>,
+    mut progress: impl FnMut(usize, usize),
+) -> ShadowReport {
+    let started = Instant::now();
+    let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut by_reason: BTreeMap<String, Agreement> = BTreeMap::new();
+    let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
+    let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
+    let (mut agree_count, mut exact_count) = (0usize, 0usize);
+    let mut rows = Vec::with_capacity(tickets.len());
+    for (i, ticket) in tickets.iter().enumerate() {
+        let human = ticket.human.verdict();
+        let (agent, versions, citations, trace, error) =
+            match replay::replay_ticket(model, policies, index, ticket).await {
+                Ok(result) => {
+                    let versions = result
+                        .decision
+                        .as_ref()
+                        .map(|d| d.policy_versions.clone())
+                        .unwrap_or_default();
+                    let citations = result
+                        .decision
+                        .as_ref()
+                        .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
+                        .unwrap_or_default();
+                    let trace = serde_json::to_value(&result.investigation).ok();
+                    (result.agent, versions, citations, trace, None)
+                }
+                Err(e) => (
+                    CaseVerdict {
+                        outcome: CaseOutcome::Escalate,
+                        reason: policy_engine::ReasonCode::Other,
+                        refunds: vec![],
+                    },
+                    vec![],
+                    vec![],
+                    None,
+                    Some(e.to_string()),
+                ),
+            };
+        let agree = agent.outcome == human.outcome;
+        let exact = agent.agrees_exactly(&human);
+        agree_count += usize::from(agree);
+        exact_count += usize::from(exact);
+        *confusion
+            .entry(human.outcome.as_str().into())
+            .or_default()
+            .entry(agent.outcome.as_str().into())
+            .or_default() += 1;
+        by_reason
+            .entry(crate::world::serde_plain(&human.reason))
+            .or_default()
+            .add(agree);
+        for v in &versions {
+            by_version.entry(v.clone()).or_default().add(agree);
+        }
+        add_money(&mut agent_only, &agent.totals(), &human.totals());
+        add_money(&mut human_only, &human.totals(), &agent.totals());
+        rows.push(ShadowTicket {
+            id: ticket.id.clone(),
+            agree,
+            exact,
+            human,
+            agent,
+            policy_versions: versions,
+            citations,
+            trace: if exact { None } else { trace },
+            error,
+        });
+        progress(i + 1, tickets.len());
+    }
+    let total = tickets.len();
+    let rate = |n: usize| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 / total as f64
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let money =
+        |m: BTreeMap<Currency, Decimal>| m.into_iter().map(|(c, d)| (c, d.to_string())).collect();
+    ShadowReport {
+        total,
+        outcome_agreement: rate(agree_count),
+        exact_agreement: rate(exact_count),
+        confusion,
+        by_reason,
+        by_policy_version: by_version,
+        agent_only_money: money(agent_only),
+        human_only_money: money(human_only),
+        tickets: rows,
+        bad_lines,
+        seconds,
+        tickets_per_second: if seconds > 0.0 {
+            total as f64 / seconds
+        } else {
+            0.0
+        },
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn verdict_text(v: &CaseVerdict) -> String {
+    let refunds: Vec<String> = v
+        .refunds
+        .iter()
+        .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
+        .collect();
+    format!(
+        "{} ({}) {}",
+        v.outcome.as_str(),
+        crate::world::serde_plain(&v.reason),
+        refunds.join(", ")
+    )
+}
+
+/// A self-contained HTML page (no external scripts or styles).
+pub fn html(report: &ShadowReport) -> String {
+    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>Shadow report</title><style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}.bad{background:#fde0e0}</style></head><body>");
+    out += &format!(
+        "<h1>Shadow report</h1><p>{} tickets · outcome agreement <strong>{:.1}%</strong> · exact agreement <strong>{:.1}%</strong> · {:.0} tickets/s</p>",
+        report.total,
+        report.outcome_agreement * 100.0,
+        report.exact_agreement * 100.0,
+        report.tickets_per_second
+    );
+    out += "<h2>Confusion matrix (rows: human, columns: agent)</h2><table><tr><th></th>";
+    for o in CaseOutcome::ALL {
+        out += &format!("<th>{}</th>", o.as_str());
+    }
+    out += "</tr>";
+    for h in CaseOutcome::ALL {
+        out += &format!("<tr><th>{}</th>", h.as_str());
+        for a in CaseOutcome::ALL {
+            let n = report
+                .confusion
+                .get(h.as_str())
+                .and_then(|r| r.get(a.as_str()))
+                .copied()
+                .unwrap_or(0);
+            out += &format!(
+                "<td{}>{n}</td>",
+                if h != a && n > 0 {
+                    " class=\"bad\""
+                } else {
+                    ""
+                }
+            );
+        }
+        out += "</tr>";
+    }
+    out += "</table><h2>Agreement per reason code</h2><table><tr><th>reason</th><th>agree</th><th>total</th></tr>";
+    for (reason, a) in &report.by_reason {
+        out += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(reason),
+            a.agree,
+            a.total
+        );
+    }
+    out += "</table><h2>Agreement per policy version</h2><table><tr><th>version</th><th>agree</th><th>total</th></tr>";
+    for (version, a) in &report.by_policy_version {
+        out += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(version),
+            a.agree,
+            a.total
+        );
+    }
+    out += "</table><h2>Money</h2><p>Agent only: ";
+    out += &esc(&format!("{:?}", report.agent_only_money));
+    out += "<br>Humans only: ";
+    out += &esc(&format!("{:?}", report.human_only_money));
+    out += "</p><h2>Disagreements</h2>";
+    let disagreements: Vec<&ShadowTicket> = report.tickets.iter().filter(|t| !t.exact).collect();
+    if disagreements.is_empty() {
+        out += "<p>None.</p>";
+    } else {
+        out += "<table><tr><th>ticket</th><th>human</th><th>agent</th><th>policy cited</th></tr>";
+        for t in &disagreements {
+            out += &format!(
+                "<tr><td><a href=\"#trace-{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&verdict_text(&t.human)),
+                esc(&verdict_text(&t.agent)),
+                esc(&t.citations.join(", ")),
+                id = esc(&t.id)
+            );
+        }
+        out += "</table>";
+        for t in &disagreements {
+            let trace = t
+                .trace
+                .as_ref()
+                .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+                .unwrap_or_else(|| t.error.clone().unwrap_or_default());
+            out += &format!(
+                "<h3 id=\"trace-{id}\">Trace of {id}</h3><pre>{}</pre>",
+                esc(&trace),
+                id = esc(&t.id)
+            );
+        }
+    }
+    if !report.bad_lines.is_empty() {
+        out += "<h2>Skipped lines</h2><ul>";
+        for l in &report.bad_lines {
+            out += &format!("<li>line {}: {}</li>", l.line, esc(&l.message));
+        }
+        out += "</ul>";
+    }
+    out += "</body></html>";
+    out
+}
+
+/// Writes `DIR/report.json` and `DIR/report.html`.
+pub fn write(report: &ShadowReport, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
+    std::fs::write(dir.join("report.html"), html(report))?;
+    Ok(())
+}

@@ -1,0 +1,374 @@
+//! Provider webhooks: `POST /api/v1/webhooks/payments`.
+//!
+//! The raw body is checked against `Stripe-Signature` (HMAC-SHA256, any `v1` may match,
+//! constant-time, 300 s tolerance against the app's `Clock`) with the shared
+//! `payments_mock::verify_signature`, before anything is parsed (SPEC invariant 12). A
+//! refund event then moves its intent forward only: each event id is recorded in
+//! `webhook_events` in the same transaction as the change it causes, so a duplicate
+//! delivery changes nothing, and a late or out-of-order event can never move an intent
+//! backwards (`refunds::advance_intent`). The provider's current record
+//! (`GET /v1/refunds/{id}`) is what is applied, not the event's copy, so the order of
+//! deliveries does not matter; the event's copy is used only when the provider cannot be
+//! read. The case status and the customer's reply follow in the same transaction.
+//!
+//! What it deliberately does not do: trust an unsigned or stale body, create intents
+//! (a refund made elsewhere is left to reconciliation, which reports it), or act on
+//! event types it does not know (they are acknowledged and ignored).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::{post, MethodRouter};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::error::{AppError, AppResult};
+use crate::http::AppState;
+use crate::payments::ProviderRefund;
+use crate::refunds;
+
+/// The environment variable holding the webhook signing secret (the same one
+/// `Config::webhook_secret` reads).
+pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
+
+/// Stripe's default tolerance for the signed timestamp.
+pub const TOLERANCE_SECS: i64 = payments_mock::DEFAULT_TOLERANCE_SECS;
+
+/// The secret that signs provider webhooks. Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct WebhookSecret(Arc<str>);
+
+impl WebhookSecret {
+    pub fn new(secret: impl Into<String>) -> Self {
+        WebhookSecret(Arc::from(secret.into()))
+    }
+
+    /// `PAYMENTS_WEBHOOK_SECRET`, or the default the embedded mock signs with (as
+    /// `Config::from_env` does).
+    pub fn from_env() -> Self {
+        let secret = std::env::var(WEBHOOK_SECRET_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| crate::config::DEFAULT_WEBHOOK_SECRET.to_string());
+        WebhookSecret::new(secret)
+    }
+}
+
+impl std::fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WebhookSecret(…)")
+    }
+}
+
+/// The webhook route with its secret from the environment. Until `AppState` carries
+/// the secret, the route carries it as an `Extension`.
+pub fn route() -> MethodRouter<AppState> {
+    route_with_secret(WebhookSecret::from_env())
+}
+
+/// The webhook route verifying with `secret`.
+pub fn route_with_secret(secret: WebhookSecret) -> MethodRouter<AppState> {
+    post(post_payments_webhook).layer(Extension(secret))
+}
+
+/// Points the provider's webhook deliveries (the payments mock's `POST /__mock/webhooks`)
+/// at this app's receiver, `{app_url}/api/v1/webhooks/payments`. Only the mock has this
+/// admin endpoint; a real provider is configured in its dashboard.
+pub async fn point_provider_webhooks(base_url: &str, app_url: &str) -> anyhow::Result<()> {
+    let url = format!(
+        "{}/api/v1/webhooks/payments",
+        app_url.trim_end_matches('/')
+    );
+    let resp = reqwest::Client::new()
+        .post(format!("{}/__mock/webhooks", base_url.trim_end_matches('/')))
+        .json(&serde_json::json!({ "url": url }))
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        anyhow::bail!(
+            "the payment provider refused the webhook endpoint: {} {}",
+            resp.status(),
+            resp.text().await.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// A provider event, as much of it as the app reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub data: EventData,
+    #[serde(default)]
+    pub request: Option<EventRequest>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventData {
+    pub object: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventRequest {
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// What the receiver did with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The intent moved forward.
+    Applied,
+    /// A known refund, but nothing new (already there, or a late older event).
+    Unchanged,
+    /// This event id was processed before.
+    Duplicate,
+    /// A refund that no intent of ours asked for (made elsewhere): left to reconcile.
+    Unmatched,
+    /// The provider's refund differs from the intent (amount, currency): logged, not
+    /// applied; reconciliation reports it.
+    Mismatch,
+    /// An event type the app does not act on.
+    Ignored,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Unmatched => "unmatched",
+            Outcome::Mismatch => "mismatch",
+            Outcome::Ignored => "ignored",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct WebhookAck {
+    pub received: bool,
+    pub event_id: String,
+    pub outcome: Outcome,
+}
+
+/// `POST /api/v1/webhooks/payments` (signed by the provider; no bearer token).
+pub async fn post_payments_webhook(
+    State(state): State<AppState>,
+    Extension(secret): Extension<WebhookSecret>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<Json<WebhookAck>> {
+    let header = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let now_secs = state.clock.now_ms().div_euclid(1000);
+    if let Err(e) =
+        payments_mock::verify_signature(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
+    {
+        tracing::warn!(error = %e, "webhook refused: bad signature");
+        return Err(AppError::bad_request("invalid_signature", e.to_string()));
+    }
+    let event: Event = serde_json::from_slice(&body).map_err(|e| {
+        AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
+    })?;
+    let outcome = process_event(&state, &event).await?;
+    tracing::info!(event_id = %event.id, event_type = %event.kind, outcome = outcome.as_str(), "webhook processed");
+    Ok(Json(WebhookAck {
+        received: true,
+        event_id: event.id,
+        outcome,
+    }))
+}
+
+const REFUND_EVENTS: [&str; 4] = [
+    "refund.created",
+    "refund.updated",
+    "refund.failed",
+    "charge.refund.updated",
+];
+
+/// Applies one (verified) event, once.
+pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome> {
+    if event.id.is_empty() || event.id.len() > 255 {
+        return Err(AppError::bad_request(
+            "invalid_event",
+            "an event needs an id of at most 255 characters",
+        ));
+    }
+    if already_processed(state, &event.id).await? {
+        return Ok(Outcome::Duplicate);
+    }
+    if !REFUND_EVENTS.contains(&event.kind.as_str()) {
+        return record_only(state, event, None, None, Outcome::Ignored).await;
+    }
+    let refund: ProviderRefund = serde_json::from_value(event.data.object.clone())
+        .map_err(|e| AppError::bad_request("invalid_event", format!("not a refund: {e}")))?;
+    let key = event
+        .request
+        .as_ref()
+        .and_then(|r| r.idempotency_key.as_deref());
+    let Some(intent_id) = find_intent(state, &refund, key).await? else {
+        return record_only(state, event, Some(&refund.id), None, Outcome::Unmatched).await;
+    };
+    // The provider's record now is the truth; the event may be old or out of order.
+    let current = match state.payments.get_refund(&refund.id).await {
+        Ok(current) => current,
+        Err(e) => {
+            tracing::warn!(refund_id = %refund.id, error = %e, "could not re-read the refund; applying the signed event's copy");
+            refund
+        }
+    };
+    for _ in 0..3 {
+        let Some(intent) = refunds::load_intent(&state.db, &intent_id).await? else {
+            return record_only(state, event, Some(&current.id), None, Outcome::Unmatched).await;
+        };
+        if !refunds::refund_matches_intent(&current, &intent) {
+            tracing::error!(intent_id = %intent.id, refund_id = %current.id, "webhook refund differs from its intent; not applied");
+            return record_only(
+                state,
+                event,
+                Some(&current.id),
+                Some(&intent.id),
+                Outcome::Mismatch,
+            )
+            .await;
+        }
+        let now = state.clock.now_ms();
+        let mut tx = state.db.begin().await?;
+        if !insert_event(&mut tx, event, Some(&current.id), Some(&intent.id), "applied", now)
+            .await?
+        {
+            return Ok(Outcome::Duplicate);
+        }
+        let moved = refunds::advance_intent(
+            &mut *tx,
+            &intent.id,
+            refunds::provider_status(&current),
+            Some(&current.id),
+            None,
+            now,
+        )
+        .await?;
+        if !moved {
+            sqlx::query("UPDATE webhook_events SET outcome = 'unchanged' WHERE event_id = $1")
+                .bind(&event.id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Ok(Outcome::Unchanged);
+        }
+        match refunds::settle_case_status_tx(&mut tx, state, &intent.case_id).await {
+            Ok(_) => {
+                tx.commit().await?;
+                state.wake.notify_one();
+                return Ok(Outcome::Applied);
+            }
+            // The worker or another delivery moved the case meanwhile: start again.
+            Err(AppError::Conflict { .. }) => drop(tx),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(anyhow::anyhow!("case kept changing while applying event {}", event.id).into())
+}
+
+async fn already_processed(state: &AppState, event_id: &str) -> AppResult<bool> {
+    let row = sqlx::query("SELECT 1 AS seen FROM webhook_events WHERE event_id = $1")
+        .bind(event_id)
+        .fetch_optional(state.db.pool())
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Inserts the event id unless present; `false` when it was (a duplicate delivery).
+async fn insert_event(
+    tx: &mut crate::store::Tx<'_>,
+    event: &Event,
+    refund_id: Option<&str>,
+    intent_id: Option<&str>,
+    outcome: &str,
+    now: i64,
+) -> AppResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO webhook_events (event_id, event_type, refund_id, intent_id, outcome, received_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (event_id) DO NOTHING",
+    )
+    .bind(&event.id)
+    .bind(&event.kind)
+    .bind(refund_id)
+    .bind(intent_id)
+    .bind(outcome)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+async fn record_only(
+    state: &AppState,
+    event: &Event,
+    refund_id: Option<&str>,
+    intent_id: Option<&str>,
+    outcome: Outcome,
+) -> AppResult<Outcome> {
+    let mut tx = state.db.begin().await?;
+    let inserted = insert_event(
+        &mut tx,
+        event,
+        refund_id,
+        intent_id,
+        outcome.as_str(),
+        state.clock.now_ms(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(if inserted { outcome } else { Outcome::Duplicate })
+}
+
+/// The intent a provider refund belongs to: by its refund id, else by our
+/// `metadata.refund_intent_id` (on the same charge), else by the idempotency key of the
+/// request that created it (payments.md §4.2, matching keys in priority order).
+async fn find_intent(
+    state: &AppState,
+    refund: &ProviderRefund,
+    idempotency_key: Option<&str>,
+) -> AppResult<Option<String>> {
+    let pool = state.db.pool();
+    if let Some(row) = sqlx::query("SELECT id FROM refund_intents WHERE provider_refund_id = $1")
+        .bind(&refund.id)
+        .fetch_optional(pool)
+        .await?
+    {
+        return Ok(Some(row.try_get("id")?));
+    }
+    if let Some(intent_id) = refund.intent_id() {
+        if let Some(row) =
+            sqlx::query("SELECT id FROM refund_intents WHERE id = $1 AND charge_id = $2")
+                .bind(intent_id)
+                .bind(&refund.charge)
+                .fetch_optional(pool)
+                .await?
+        {
+            return Ok(Some(row.try_get("id")?));
+        }
+    }
+    if let Some(key) = idempotency_key {
+        if let Some(row) =
+            sqlx::query("SELECT id FROM refund_intents WHERE idempotency_key = $1 AND charge_id = $2")
+                .bind(key)
+                .bind(&refund.charge)
+                .fetch_optional(pool)
+                .await?
+        {
+            return Ok(Some(row.try_get("id")?));
+        }
+    }
+    Ok(None)
+}
