@@ -99,6 +99,8 @@ pub fn router(state: AppState) -> Router {
             post(crate::approvals::post_takeover),
         )
         .route("/runs/{id}/events", get(crate::runs::get_events))
+        .route("/webhooks/payments", crate::webhooks::route())
+        .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
         .fallback(not_found);
     Router::new()

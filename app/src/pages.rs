@@ -36,6 +36,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}/reject", post(reject_submit))
         .route("/console/cases/{id}/takeover", post(takeover_submit))
         .route("/console/audit", get(audit_page))
+        .route("/console/runs/{id}", get(run_page))
         .merge(crate::policy_pages::routes())
 }
 
@@ -803,4 +804,92 @@ async fn audit_page(State(state): State<AppState>, session: Result<Session, AppE
         })
         .collect();
     render(&AuditPage { rows })
+}
+
+struct EventRow {
+    seq: i64,
+    at: String,
+    kind: String,
+    call_id: Option<String>,
+    summary: String,
+    payload: String,
+}
+
+#[derive(Template)]
+#[template(path = "run_trace.html")]
+struct RunPage {
+    run_id: String,
+    case_id: String,
+    status: String,
+    steps: i64,
+    tool_calls: i64,
+    events: Vec<EventRow>,
+}
+
+/// `GET /console/runs/{id}`: the run's event log, each tool result anchored by call id
+/// so evidence on the case page links to the record it came from (staff only).
+async fn run_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+) -> Response {
+    if session.is_err() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let run = match crate::runs::load_run(&state.db, &id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
+        Err(e) => return e.into_response(),
+    };
+    let events = match crate::runs::events(&state.db, &id).await {
+        Ok(e) => e,
+        Err(e) => return e.into_response(),
+    };
+    let events = events
+        .into_iter()
+        .map(|e| {
+            let summary = match e.kind.as_str() {
+                "tool_intent" => format!(
+                    "{} {}",
+                    e.payload["name"].as_str().unwrap_or(""),
+                    e.payload["arguments"]
+                ),
+                "tool_result" => {
+                    if e.payload["ok"] == serde_json::Value::Bool(true) {
+                        "ok".to_string()
+                    } else {
+                        format!("error: {}", e.payload["content"]["error"])
+                    }
+                }
+                "state" => format!(
+                    "{} → {}",
+                    e.payload["from"].as_str().unwrap_or("?"),
+                    e.payload["to"].as_str().unwrap_or("?")
+                ),
+                "decision" => format!(
+                    "{} ({})",
+                    e.payload["outcome"].as_str().unwrap_or(""),
+                    e.payload["reason_code"].as_str().unwrap_or("")
+                ),
+                _ => String::new(),
+            };
+            let summary: String = summary.chars().take(160).collect();
+            EventRow {
+                seq: e.seq,
+                at: e.at,
+                kind: e.kind,
+                call_id: e.call_id,
+                summary,
+                payload: serde_json::to_string_pretty(&e.payload).unwrap_or_default(),
+            }
+        })
+        .collect();
+    render(&RunPage {
+        run_id: run.id,
+        case_id: run.case_id,
+        status: run.status,
+        steps: run.steps,
+        tool_calls: run.tool_calls,
+        events,
+    })
 }

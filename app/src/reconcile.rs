@@ -373,10 +373,9 @@ fn compare(
         }
     }
     for intent in intents {
-        let believed_at_provider = matches!(
-            intent.status.as_str(),
-            "succeeded" | "pending" | "canceled"
-        ) || (intent.status == "failed" && intent.provider_refund_id.is_some());
+        let believed_at_provider =
+            matches!(intent.status.as_str(), "succeeded" | "pending" | "canceled")
+                || (intent.status == "failed" && intent.provider_refund_id.is_some());
         let line = |note: Option<String>| IntentLine {
             intent_id: intent.id.clone(),
             case_id: intent.case_id.clone(),

@@ -461,7 +461,7 @@ pub fn refund_request(intent: &Intent) -> RefundRequest {
 
 /// What one step of execution or reconciliation did to an intent (for logs, tests and
 /// the reconciliation report).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "how", rename_all = "snake_case")]
 pub enum Step {
     /// The provider answered the create (first answer or a replay): its refund adopted.

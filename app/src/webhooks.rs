@@ -78,12 +78,12 @@ pub fn route_with_secret(secret: WebhookSecret) -> MethodRouter<AppState> {
 /// at this app's receiver, `{app_url}/api/v1/webhooks/payments`. Only the mock has this
 /// admin endpoint; a real provider is configured in its dashboard.
 pub async fn point_provider_webhooks(base_url: &str, app_url: &str) -> anyhow::Result<()> {
-    let url = format!(
-        "{}/api/v1/webhooks/payments",
-        app_url.trim_end_matches('/')
-    );
+    let url = format!("{}/api/v1/webhooks/payments", app_url.trim_end_matches('/'));
     let resp = reqwest::Client::new()
-        .post(format!("{}/__mock/webhooks", base_url.trim_end_matches('/')))
+        .post(format!(
+            "{}/__mock/webhooks",
+            base_url.trim_end_matches('/')
+        ))
         .json(&serde_json::json!({ "url": url }))
         .send()
         .await?;
@@ -243,8 +243,15 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
         }
         let now = state.clock.now_ms();
         let mut tx = state.db.begin().await?;
-        if !insert_event(&mut tx, event, Some(&current.id), Some(&intent.id), "applied", now)
-            .await?
+        if !insert_event(
+            &mut tx,
+            event,
+            Some(&current.id),
+            Some(&intent.id),
+            "applied",
+            now,
+        )
+        .await?
         {
             return Ok(Outcome::Duplicate);
         }
@@ -329,7 +336,11 @@ async fn record_only(
     )
     .await?;
     tx.commit().await?;
-    Ok(if inserted { outcome } else { Outcome::Duplicate })
+    Ok(if inserted {
+        outcome
+    } else {
+        Outcome::Duplicate
+    })
 }
 
 /// The intent a provider refund belongs to: by its refund id, else by our
@@ -360,12 +371,13 @@ async fn find_intent(
         }
     }
     if let Some(key) = idempotency_key {
-        if let Some(row) =
-            sqlx::query("SELECT id FROM refund_intents WHERE idempotency_key = $1 AND charge_id = $2")
-                .bind(key)
-                .bind(&refund.charge)
-                .fetch_optional(pool)
-                .await?
+        if let Some(row) = sqlx::query(
+            "SELECT id FROM refund_intents WHERE idempotency_key = $1 AND charge_id = $2",
+        )
+        .bind(key)
+        .bind(&refund.charge)
+        .fetch_optional(pool)
+        .await?
         {
             return Ok(Some(row.try_get("id")?));
         }

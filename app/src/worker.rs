@@ -30,6 +30,11 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
         crate::refunds::execute_case(state, &case_id).await?;
         handled += 1;
     }
+    // Payments reconciliation, at most every `reconcile::PERIOD_MS` of the app clock
+    // (claimed in the database, so one instance runs it per period).
+    if let Some(report) = crate::reconcile::run_if_due(state).await? {
+        handled += report.resolved.len();
+    }
     Ok(handled)
 }
 

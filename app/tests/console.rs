@@ -246,3 +246,41 @@ async fn the_policy_pages_list_versions_show_text_and_diff_them() {
         .await;
     assert_eq!(status, StatusCode::SEE_OTHER, "staff only");
 }
+
+#[tokio::test]
+async fn the_run_trace_page_anchors_every_tool_result_the_evidence_cites() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: String| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, case_html) = app
+        .raw(get(format!(
+            "/console/cases/{}",
+            case["id"].as_str().unwrap()
+        )))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let run_id = case["run_id"].as_str().unwrap();
+    let (status, trace) = app.raw(get(format!("/console/runs/{run_id}"))).await;
+    assert_eq!(status, StatusCode::OK);
+    for ev in case["proposal"]["evidence"].as_array().unwrap() {
+        let call = ev["call_id"].as_str().unwrap();
+        let anchor = format!("call-{call}-tool_result");
+        assert!(
+            case_html.contains(&format!("/console/runs/{run_id}#{anchor}")),
+            "case page links {anchor}"
+        );
+        assert!(
+            trace.contains(&format!("id=\"{anchor}\"")),
+            "trace page has {anchor}"
+        );
+    }
+    assert!(trace.contains("decision") && trace.contains("ch_1001b"));
+}

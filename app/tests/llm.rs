@@ -612,6 +612,29 @@ async fn an_llm_investigation_reaches_awaiting_approval_with_the_engines_refund(
     assert!(tool_messages
         .iter()
         .any(|m| m["tool_call_id"] == charges.as_str()));
+    // The run's log records each model output with the usage the server reported.
+    let (_, events) = app
+        .request(
+            "GET",
+            &format!("/api/v1/runs/{}/events", case["run_id"].as_str().unwrap()),
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    let outputs: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "model_output")
+        .collect();
+    assert_eq!(outputs.len(), 5, "{events:#}");
+    for output in outputs {
+        assert_eq!(
+            output["payload"]["usage"]["prompt_tokens"], 321,
+            "{output:#}"
+        );
+        assert_eq!(output["payload"]["model"], "llm:tiny");
+    }
     // Every request offered the tools and carried the customer's words as content.
     for (headers, body) in &requests {
         assert!(headers.get("authorization").is_none());
