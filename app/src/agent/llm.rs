@@ -530,6 +530,32 @@ mod tests {
     }
 
     #[test]
+    fn the_offered_tools_fit_their_default_budget() {
+        let m = LlmModel::new(
+            "http://127.0.0.1:1/v1",
+            None,
+            "m".into(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let declarations = crate::agent::tools::declarations();
+        let customer = vec!["hi".to_string()];
+        let ctx = ModelContext {
+            customer_messages: &customer,
+            tools: &declarations,
+            history: &[],
+        };
+        let body = m.request_body(&ctx);
+        let tools = body["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), declarations.len() + 2);
+        assert!(context::tools_fit(tools, &ContextBudget::default()));
+        assert!(context::tools_fit(
+            tools,
+            &ContextBudget::for_context_window(4096)
+        ));
+    }
+
+    #[test]
     fn debug_output_never_shows_the_key() {
         let m = LlmModel::new(
             "http://127.0.0.1:1/v1",
