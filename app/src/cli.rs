@@ -175,9 +175,23 @@ async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mo
     Ok((mock.base_url(), Some(mock)))
 }
 
+/// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
+/// built-in deterministic investigator.
+fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
+    Ok(match &config.llm {
+        Some(llm) => {
+            let model = crate::agent::llm::LlmModel::new(&llm.base_url, llm.api_key.clone(), llm.model.clone(), llm.timeout)?
+                .with_budget(crate::agent::context::ContextBudget::for_context_window(llm.context_tokens));
+            tracing::info!(base_url = %llm.base_url, model = %llm.model, "using an OpenAI-compatible model server");
+            Arc::new(model)
+        }
+        None => Arc::new(Investigator),
+    })
+}
+
 async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    crate::build_state(config, payments_url, clock, Arc::new(Investigator)).await
+    crate::build_state(config, payments_url, clock, model(config)?).await
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {

@@ -221,6 +221,12 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
     // The provider's record now is the truth; the event may be old or out of order.
     let current = match state.payments.get_refund(&refund.id).await {
         Ok(current) => current,
+        Err(crate::payments::ProviderError::NotFound(_)) => {
+            // The provider has no such refund: a signed event about nothing changes
+            // nothing.
+            tracing::warn!(refund_id = %refund.id, "webhook names a refund the provider does not have");
+            return record_only(state, event, Some(&refund.id), None, Outcome::Unmatched).await;
+        }
         Err(e) => {
             tracing::warn!(refund_id = %refund.id, error = %e, "could not re-read the refund; applying the signed event's copy");
             refund
