@@ -57,6 +57,8 @@ enum Command {
         #[arg(long, default_value = "./shadow-report")]
         out: PathBuf,
     },
+    /// Compare internal refund intents with the provider's refunds; resolve unknowns.
+    Reconcile,
     /// Staff accounts.
     Staff {
         #[command(subcommand)]
@@ -180,8 +182,15 @@ async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mo
 fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
     Ok(match &config.llm {
         Some(llm) => {
-            let model = crate::agent::llm::LlmModel::new(&llm.base_url, llm.api_key.clone(), llm.model.clone(), llm.timeout)?
-                .with_budget(crate::agent::context::ContextBudget::for_context_window(llm.context_tokens));
+            let model = crate::agent::llm::LlmModel::new(
+                &llm.base_url,
+                llm.api_key.clone(),
+                llm.model.clone(),
+                llm.timeout,
+            )?
+            .with_budget(crate::agent::context::ContextBudget::for_context_window(
+                llm.context_tokens,
+            ));
             tracing::info!(base_url = %llm.base_url, model = %llm.model, "using an OpenAI-compatible model server");
             Arc::new(model)
         }
@@ -241,6 +250,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Policy { command } => policy(&config, command).await,
+        Command::Reconcile => {
+            let (url, mock) = provider(&config).await?;
+            let state = state(&config, &url).await?;
+            let report = crate::reconcile::run(&state).await?;
+            eprintln!("{}", report.summary());
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            if let Some(m) = mock {
+                m.shutdown().await;
+            }
+            if !report.is_clean() {
+                anyhow::bail!("reconciliation found differences that need a human");
+            }
+            Ok(())
+        }
         Command::Shadow { history, out } => {
             let (policies, index) = offline_policies(&config).await?;
             let (tickets, bad_lines) = read_history(&history)?;
@@ -329,6 +352,15 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
+    if mock.is_some() {
+        // The embedded provider sends its signed webhooks back to us.
+        let bound = listener.local_addr().unwrap_or(addr);
+        let app_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}"));
+        crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
+    }
     eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
     axum::serve(listener, crate::http::router(state))
         .with_graceful_shutdown(async {

@@ -68,8 +68,14 @@ impl Config {
                 base_url,
                 api_key: var("LLM_API_KEY"),
                 model: var("LLM_MODEL").unwrap_or_else(|| "default".to_string()),
-                context_tokens: var("LLM_CONTEXT_TOKENS").and_then(|v| v.parse().ok()).unwrap_or(8192),
-                timeout: Duration::from_secs(var("LLM_TIMEOUT_SECS").and_then(|v| v.parse().ok()).unwrap_or(60)),
+                context_tokens: var("LLM_CONTEXT_TOKENS")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(8192),
+                timeout: Duration::from_secs(
+                    var("LLM_TIMEOUT_SECS")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(60),
+                ),
             }),
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),

@@ -35,6 +35,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Age after which an unanswered approval request expires.
     pub approval_ttl_ms: i64,
+    /// Verifies `Stripe-Signature` on provider webhooks.
+    pub webhook_secret: String,
 }
 
 /// JSON body extractor whose failures use the API's error shape.
@@ -99,7 +101,12 @@ pub fn router(state: AppState) -> Router {
             post(crate::approvals::post_takeover),
         )
         .route("/runs/{id}/events", get(crate::runs::get_events))
-        .route("/webhooks/payments", crate::webhooks::route())
+        .route(
+            "/webhooks/payments",
+            crate::webhooks::route_with_secret(crate::webhooks::WebhookSecret::new(
+                state.webhook_secret.clone(),
+            )),
+        )
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
         .fallback(not_found);

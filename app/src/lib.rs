@@ -16,6 +16,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod generate;
 pub mod http;
 pub mod pages;
 pub mod payments;
@@ -83,5 +84,6 @@ pub async fn build_state(
             .as_deref()
             .is_some_and(|u| u.starts_with("https://")),
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
+        webhook_secret: config.webhook_secret.clone(),
     })
 }

@@ -37,6 +37,10 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}/takeover", post(takeover_submit))
         .route("/console/audit", get(audit_page))
         .route("/console/runs/{id}", get(run_page))
+        .route(
+            "/console/reconcile",
+            get(reconcile_page).post(reconcile_submit),
+        )
         .merge(crate::policy_pages::routes())
 }
 
@@ -892,4 +896,89 @@ async fn run_page(
         tool_calls: run.tool_calls,
         events,
     })
+}
+
+#[derive(Template)]
+#[template(path = "reconcile.html")]
+struct ReconcilePage {
+    csrf: String,
+    summary: Option<String>,
+    sections: Vec<(&'static str, usize, String)>,
+}
+
+fn reconcile_view(
+    csrf: String,
+    report: Option<crate::reconcile::ReconcileReport>,
+) -> ReconcilePage {
+    let Some(r) = report else {
+        return ReconcilePage {
+            csrf,
+            summary: None,
+            sections: vec![],
+        };
+    };
+    fn section<T: serde::Serialize>(
+        title: &'static str,
+        items: &[T],
+    ) -> (&'static str, usize, String) {
+        (
+            title,
+            items.len(),
+            serde_json::to_string_pretty(items).unwrap_or_default(),
+        )
+    }
+    ReconcilePage {
+        csrf,
+        summary: Some(format!("{} — {}", r.generated_at, r.summary())),
+        sections: vec![
+            section(
+                "Intents without a provider refund",
+                &r.intent_without_provider,
+            ),
+            section(
+                "Provider refunds without an intent",
+                &r.provider_without_intent,
+            ),
+            section("Amount mismatches", &r.amount_mismatch),
+            section("Status mismatches", &r.status_mismatch),
+            section("Unresolved", &r.unresolved),
+            section("Resolved by this run", &r.resolved),
+            section("Provider errors", &r.errors),
+            section("Matched", &r.matched),
+        ],
+    }
+}
+
+/// `GET /console/reconcile`: the last reconciliation report (staff only).
+async fn reconcile_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    match crate::reconcile::last_report(&state).await {
+        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), report)),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn reconcile_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    match crate::reconcile::run(&state).await {
+        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
+        Err(e) => e.into_response(),
+    }
 }

@@ -318,10 +318,18 @@ fn compare(
     let by_id: BTreeMap<&str, &Intent> = intents.iter().map(|i| (i.id.as_str(), i)).collect();
     let mut seen_refunds = BTreeSet::new();
     for refund in provider {
+        // Ours when the intent records this refund, or when our metadata names an
+        // intent that records none yet. A refund naming an intent that records another
+        // one is a second refund for one intent: reported as provider-only.
         let intent = intents
             .iter()
             .find(|i| i.provider_refund_id.as_deref() == Some(refund.id.as_str()))
-            .or_else(|| refund.intent_id().and_then(|id| by_id.get(id).copied()));
+            .or_else(|| {
+                refund
+                    .intent_id()
+                    .and_then(|id| by_id.get(id).copied())
+                    .filter(|i| i.provider_refund_id.is_none())
+            });
         let Some(intent) = intent else {
             let (amount, currency) = money(refund.amount, &refund.currency);
             report.provider_without_intent.push(ProviderRefundLine {

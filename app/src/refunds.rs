@@ -7,6 +7,16 @@
 //! 2 and 3). A lost answer leaves the intent `pending_verification` until reconciliation
 //! finds the provider's refund (invariant 5). Cases are claimed with a lease, so two
 //! workers never execute one case.
+//!
+//! Intent states only move forward (`advance_intent`): `created → submitting →
+//! pending | pending_verification → succeeded | failed | canceled`, with `needs_review`
+//! for what a human must decide (a key past its ~23 h safe age that the provider never
+//! answered for, an idempotency-parameter bug, a mismatching amount). A business
+//! refusal re-reads the charge first: `charge_already_refunded` by our own refund
+//! adopts it. Worker, webhooks and reconciliation may learn things in any order; the
+//! monotonic update makes the order irrelevant, and the case status is always derived
+//! from the intents (`settle_case_status_tx`), with the customer's reply in the same
+//! transaction.
 
 use std::collections::BTreeMap;
 

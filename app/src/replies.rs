@@ -94,20 +94,49 @@ pub fn escalation_reply(lang: &str) -> String {
 
 /// The reply after the provider answered (or did not).
 pub fn refund_reply(lang: &str, refunds: &[CustomerRefundView]) -> String {
-    let line = |r: &CustomerRefundView| format!("{} {}", r.amount, r.currency);
+    let z = zh(lang);
+    let money = |r: &CustomerRefundView| format!("{} {}", r.amount, r.currency);
     let all = |status: &str| !refunds.is_empty() && refunds.iter().all(|r| r.status == status);
-    let list = refunds.iter().map(line).collect::<Vec<_>>().join(", ");
-    match (zh(lang), all("completed"), all("submitted"), refunds.iter().any(|r| r.status == "being_verified")) {
-        (_, _, _, true) if zh(lang) => format!("您的 {list} 退款正在核实中，我们确认结果后会立即通知您。"),
-        (_, _, _, true) => format!("Your refund of {list} is being verified with the payment provider. We will tell you as soon as we know the outcome."),
-        (false, true, _, _) => format!(
-            "Your refund of {list} has been completed by the payment provider, to your original payment method. Card refunds usually appear within 5 to 10 business days, depending on your bank."
-        ),
-        (true, true, _, _) => format!("您的 {list} 退款已由支付机构完成，将退回原支付方式。银行卡退款通常在 5 到 10 个工作日内到账，具体取决于您的银行。"),
-        (false, _, true, _) => format!("Your refund of {list} has been submitted to the payment provider and is pending. We will tell you when it is completed."),
-        (true, _, true, _) => format!("您的 {list} 退款已提交给支付机构，正在处理中。完成后我们会通知您。"),
-        (false, _, _, _) => format!("Update on your refund of {list}: {}.", refunds.iter().map(|r| format!("{} {}", line(r), r.status)).collect::<Vec<_>>().join("; ")),
-        (true, _, _, _) => format!("您的退款进展：{}。", refunds.iter().map(|r| format!("{} {}", line(r), r.status)).collect::<Vec<_>>().join("；")),
+    let list = refunds.iter().map(money).collect::<Vec<_>>().join(", ");
+    if refunds.iter().any(|r| r.status == "being_verified") {
+        return if z {
+            format!("您的 {list} 退款正在核实中，我们确认结果后会立即通知您。")
+        } else {
+            format!("Your refund of {list} is being verified with the payment provider. We will tell you as soon as we know the outcome.")
+        };
+    }
+    if all("completed") {
+        return if z {
+            format!("您的 {list} 退款已由支付机构完成，将退回原支付方式。银行卡退款通常在 5 到 10 个工作日内到账，具体取决于您的银行。")
+        } else {
+            format!("Your refund of {list} has been completed by the payment provider, to your original payment method. Card refunds usually appear within 5 to 10 business days, depending on your bank.")
+        };
+    }
+    if all("submitted") {
+        return if z {
+            format!("您的 {list} 退款已提交给支付机构，正在处理中。完成后我们会通知您。")
+        } else {
+            format!("Your refund of {list} has been submitted to the payment provider and is pending. We will tell you when it is completed.")
+        };
+    }
+    // A mix, or refunds the provider did not complete: one plain sentence per refund.
+    let phrase = |r: &CustomerRefundView| -> String {
+        match (z, r.status.as_str()) {
+            (false, "completed") => format!("{} has been completed", money(r)),
+            (false, "submitted") => format!("{} has been submitted and is pending", money(r)),
+            (false, "in_review") => format!("{} is being reviewed", money(r)),
+            (false, _) => format!("{} could not be completed by the payment provider; our team has been notified and will contact you", money(r)),
+            (true, "completed") => format!("{} 已完成", money(r)),
+            (true, "submitted") => format!("{} 已提交，正在处理中", money(r)),
+            (true, "in_review") => format!("{} 正在审核", money(r)),
+            (true, _) => format!("{} 未能由支付机构完成，我们的团队已收到通知，会与您联系", money(r)),
+        }
+    };
+    let parts: Vec<String> = refunds.iter().map(phrase).collect();
+    if z {
+        format!("您的退款进展：{}。", parts.join("；"))
+    } else {
+        format!("Your refund: {}.", parts.join("; "))
     }
 }
 
@@ -210,5 +239,47 @@ pub fn status_text(lang: &str, status: CaseStatus, refunds: &[CustomerRefundView
                 "Closed".into()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refund(status: &str) -> CustomerRefundView {
+        CustomerRefundView {
+            amount: "198.00".into(),
+            currency: "CNY".into(),
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn refund_replies_say_only_what_the_records_show() {
+        let cases = [
+            ("completed", "has been completed by the payment provider"),
+            (
+                "submitted",
+                "has been submitted to the payment provider and is pending",
+            ),
+            ("being_verified", "is being verified"),
+            (
+                "not_completed",
+                "could not be completed by the payment provider",
+            ),
+        ];
+        for (status, expected) in cases {
+            let text = refund_reply("en", &[refund(status)]);
+            assert!(
+                text.contains(expected) && text.contains("198.00 CNY"),
+                "{status}: {text}"
+            );
+            assert!(
+                !text.contains("not_completed") && !text.contains("_"),
+                "no internal words: {text}"
+            );
+        }
+        assert!(refund_reply("zh", &[refund("completed")]).contains("已由支付机构完成"));
+        assert!(refund_reply("zh", &[refund("being_verified")]).contains("核实中"));
     }
 }

@@ -211,6 +211,29 @@ pub async fn set_status(
     add_tool_calls: i64,
     now: i64,
 ) -> AppResult<()> {
+    record_step(tx, run, status, add_steps, add_tool_calls, now, &[]).await
+}
+
+/// An event to append with a step.
+pub struct NewEvent<'a> {
+    pub kind: &'a str,
+    pub call_id: Option<&'a str>,
+    pub payload: &'a serde_json::Value,
+}
+
+/// `set_status` with the events the step produced, logged before the `state` event
+/// they led to (so the log reads "model output, intents, then → tool_pending"). The
+/// versioned update still comes first: a worker that lost its lease writes nothing,
+/// and on PostgreSQL the run's row stays locked until the events are committed.
+pub async fn record_step(
+    tx: &mut Tx<'_>,
+    run: &mut Run,
+    status: &str,
+    add_steps: i64,
+    add_tool_calls: i64,
+    now: i64,
+    events: &[NewEvent<'_>],
+) -> AppResult<()> {
     let releases = status::holds_no_worker(status);
     let lease_expires_at = if releases {
         None
@@ -240,6 +263,9 @@ pub async fn set_status(
     if done.rows_affected() != 1 {
         return Err(run_changed());
     }
+    for e in events {
+        append_event(tx, &run.id, e.kind, e.call_id, e.payload, now).await?;
+    }
     if run.status != status {
         append_event(
             tx,
@@ -260,15 +286,17 @@ pub async fn set_status(
     Ok(())
 }
 
-/// Releases the lease (the run may continue elsewhere later, or is finished). A
-/// versioned update: it does nothing if the run changed since `run` was read.
+/// Releases the lease `run` holds (the run may continue elsewhere later). A versioned
+/// update naming the owner: it does nothing if the run changed since `run` was read or
+/// holds no lease (a run that waits or ended gave its lease up already).
 pub async fn release(db: &Db, run: &Run) -> AppResult<()> {
     sqlx::query(
         "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1
-         WHERE id = $1 AND version = $2 AND (lease_owner IS NOT NULL OR lease_expires_at IS NOT NULL)",
+         WHERE id = $1 AND version = $2 AND lease_owner = $3",
     )
     .bind(&run.id)
     .bind(run.version)
+    .bind(&run.lease_owner)
     .execute(db.pool())
     .await?;
     Ok(())

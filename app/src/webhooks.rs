@@ -262,7 +262,7 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
             return Ok(Outcome::Duplicate);
         }
         let moved = refunds::advance_intent(
-            &mut *tx,
+            &mut tx,
             &intent.id,
             refunds::provider_status(&current),
             Some(&current.id),

@@ -284,3 +284,59 @@ async fn the_run_trace_page_anchors_every_tool_result_the_evidence_cites() {
     }
     assert!(trace.contains("decision") && trace.contains("ch_1001b"));
 }
+
+#[tokio::test]
+async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhere() {
+    let app = spawn_app().await;
+    app.refund_elsewhere("ch_1001b", 1000).await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    app.approve(
+        &app.agent_token,
+        case["id"].as_str().unwrap(),
+        case["fingerprint"].as_str().unwrap(),
+    )
+    .await;
+    app.drain().await;
+    let staff = app::auth::staff_by_email(&app.state.db, "agent@test.example")
+        .await
+        .unwrap()
+        .unwrap();
+    use app::clock::Clock;
+    let (session, csrf) = app::auth::issue_token(
+        &app.state.db,
+        "session",
+        "staff",
+        &staff.id,
+        app.clock.now_ms(),
+    )
+    .await
+    .unwrap();
+    let cookie = format!("rd_session={session}");
+    let (status, html) = app
+        .raw(
+            Request::get("/console/reconcile")
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let form = |csrf: &str| {
+        Request::post("/console/reconcile")
+            .header("cookie", cookie.clone())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(format!("csrf={csrf}")))
+            .unwrap()
+    };
+    let (status, _) = app.raw(form("forged")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, html2) = app.raw(form(&csrf.unwrap())).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(
+        html2.contains("Provider refunds without an intent") && html2.contains("ch_1001b"),
+        "{html2}"
+    );
+    assert!(html2.contains("Matched"));
+}

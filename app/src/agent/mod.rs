@@ -41,7 +41,7 @@ pub mod tools;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -56,8 +56,13 @@ pub const MAX_TOOL_CALLS: i64 = 40;
 pub const MAX_MODEL_ERRORS: usize = 3;
 /// Tokens (prompt + completion, as the model reports them) summed over the run.
 pub const MAX_TOKENS: u64 = 200_000;
-/// Wall time on the injected clock, from the run's first step.
+/// Wall time the run spent working: the sum of its model calls' latencies and its tool
+/// calls' durations, on the injected clock. Time nobody worked on it (queued, resting
+/// on a dependency, a dead worker's lease running out) does not count: a crashed
+/// cluster must not send every run to a human when it comes back.
 pub const MAX_WALL_MS: i64 = 15 * 60_000;
+/// A model call that does not answer within this (real time) is a model error.
+pub const MODEL_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Calls to tools that do not exist or with arguments that do not fit the schema. A
 /// model may slip once or twice and correct itself from the hint; not forever.
 pub const MAX_INVALID_TOOL_CALLS: usize = 3;
@@ -224,18 +229,17 @@ struct Replay {
     invalid_tool_calls: usize,
     tokens: u64,
     dependency_waits: usize,
-    /// When the run took its first step (the first state change), on the injected clock.
-    started_at: Option<i64>,
+    /// Milliseconds spent in model and tool calls (see `MAX_WALL_MS`).
+    active_ms: i64,
     violations: Vec<Value>,
 }
 
 fn replay(events: &[runs::Event]) -> Replay {
     let mut r = Replay::default();
     for e in events {
+        r.active_ms += e.payload["latency_ms"].as_i64().unwrap_or(0)
+            + e.payload["duration_ms"].as_i64().unwrap_or(0);
         match e.kind.as_str() {
-            "state" => {
-                r.started_at.get_or_insert(e.at_ms);
-            }
             "model_output" => {
                 if let Some(usage) = e.payload.get("usage") {
                     let usage: Usage = serde_json::from_value(usage.clone()).unwrap_or_default();
@@ -387,15 +391,16 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
     if run.status == status::MODEL_RUNNING || run.status == status::TOOL_RUNNING {
         // The previous holder died inside a step. What it committed stands; the step
         // it was in is taken again from the log.
+        // A run dies in `tool_running` only with intents left (the last result moves it to
+        // `ready`), so it resumes in `tool_pending`; one that died asking the model, in
+        // `ready`.
         let resumed = json!({ "interrupted_in": run.status, "worker": run.lease_owner });
-        step(
-            state,
-            run,
-            status::READY,
-            (0, 0),
-            vec![ev("resumed", None, resumed)],
-        )
-        .await?;
+        let to = if run.status == status::TOOL_RUNNING {
+            status::TOOL_PENDING
+        } else {
+            status::READY
+        };
+        step(state, run, to, (0, 0), vec![ev("resumed", None, resumed)]).await?;
     }
     let declarations = tools::declarations();
     let env = tools::ToolEnv {
@@ -405,7 +410,6 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
     loop {
         let events = runs::events(&state.db, &run.id).await?;
         let log = replay(&events);
-        let now = state.clock.now_ms();
 
         if log.decided {
             if !status::holds_no_worker(&run.status) {
@@ -484,7 +488,7 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
             }
         }
         // 4. Budgets.
-        if let Some((budget, used, limit)) = exhausted_budget(run, &log, now) {
+        if let Some((budget, used, limit)) = exhausted_budget(run, &log) {
             exhaust(state, run, budget, used, limit).await?;
             continue;
         }
@@ -508,9 +512,8 @@ fn ev(kind: &'static str, call_id: Option<&str>, payload: Value) -> NewEvent {
     }
 }
 
-/// One durable step: the run's versioned state change first (so a worker that lost its
-/// lease fails before it writes anything, and on PostgreSQL the run's row is locked for
-/// the events that follow), then the step's events, in one transaction.
+/// One durable step: the run's versioned state change and the step's events, in one
+/// transaction (`runs::record_step`: a worker that lost its lease writes nothing).
 async fn step(
     state: &AppState,
     run: &mut Run,
@@ -519,19 +522,16 @@ async fn step(
     events: Vec<NewEvent>,
 ) -> AppResult<()> {
     let now = state.clock.now_ms();
+    let events: Vec<runs::NewEvent<'_>> = events
+        .iter()
+        .map(|e| runs::NewEvent {
+            kind: e.kind,
+            call_id: e.call_id.as_deref(),
+            payload: &e.payload,
+        })
+        .collect();
     let mut tx = state.db.begin().await?;
-    runs::set_status(&mut tx, run, to, add_steps, add_tool_calls, now).await?;
-    for e in &events {
-        runs::append_event(
-            &mut tx,
-            &run.id,
-            e.kind,
-            e.call_id.as_deref(),
-            &e.payload,
-            now,
-        )
-        .await?;
-    }
+    runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -555,8 +555,9 @@ async fn with_lease<T>(
     }
 }
 
-fn elapsed_ms(since: Instant) -> u64 {
-    since.elapsed().as_millis() as u64
+/// Milliseconds since `since` on the injected clock (so tests control durations).
+fn elapsed_ms(state: &AppState, since: i64) -> u64 {
+    (state.clock.now_ms() - since).max(0) as u64
 }
 
 /// Runs the recorded intents that have no result yet, one durable step each.
@@ -593,9 +594,9 @@ async fn run_tools(
         if run.status != status::TOOL_RUNNING {
             step(state, run, status::TOOL_RUNNING, (0, 0), vec![]).await?;
         }
-        let started = Instant::now();
+        let started = state.clock.now_ms();
         let outcome = with_lease(state, run, tools::execute(env, ticket, call)).await?;
-        let payload = result_payload(call, &outcome, elapsed_ms(started), false);
+        let payload = result_payload(call, &outcome, elapsed_ms(state, started), false);
         step(
             state,
             run,
@@ -656,9 +657,16 @@ async fn model_step(
         tools: declarations,
         history: &history,
     };
-    let started = Instant::now();
-    let reply = with_lease(state, run, state.model.next_reply(&ctx)).await?;
-    let latency_ms = elapsed_ms(started);
+    let started = state.clock.now_ms();
+    let call = tokio::time::timeout(MODEL_CALL_TIMEOUT, state.model.next_reply(&ctx));
+    let reply = match with_lease(state, run, call).await? {
+        Ok(reply) => reply,
+        Err(_) => Err(anyhow::anyhow!(
+            "the model did not answer within {}s",
+            MODEL_CALL_TIMEOUT.as_secs()
+        )),
+    };
+    let latency_ms = elapsed_ms(state, started);
     let model = state.model.name();
 
     let reply = match reply {
@@ -724,8 +732,9 @@ async fn model_step(
     }
 }
 
-/// A turn that is well-formed JSON but no usable step: counted as a model error.
-fn garbage(turn: &ModelTurn) -> Option<String> {
+/// A turn that is well-formed JSON but no usable step: counted as a model error. Public
+/// so the in-memory loop of `replay` can apply the same checks.
+pub fn garbage(turn: &ModelTurn) -> Option<String> {
     match turn {
         ModelTurn::ToolCalls { calls } if calls.is_empty() => {
             Some("the model asked for no tool calls and made no proposal".into())
@@ -819,8 +828,9 @@ fn normalized(text: &str) -> String {
         .replace(": ", ":")
 }
 
-/// Whether a turn tries to act or claims an approval (SPEC invariant 7).
-fn violation(turn: &ModelTurn) -> Option<Value> {
+/// Whether a turn tries to act or claims an approval (SPEC invariant 7): the violation
+/// as recorded in a `policy_violation` event. Public so `replay` can apply it too.
+pub fn violation(turn: &ModelTurn) -> Option<Value> {
     let offered: Vec<&str> = tools::declarations().iter().map(|d| d.name).collect();
     match turn {
         ModelTurn::ToolCalls { calls } => calls.iter().find_map(|call| {
@@ -860,8 +870,7 @@ fn violation(turn: &ModelTurn) -> Option<Value> {
 }
 
 /// The first budget the run has used up, if any: (name, used, limit).
-fn exhausted_budget(run: &Run, log: &Replay, now: i64) -> Option<(&'static str, i64, i64)> {
-    let wall = log.started_at.map(|t| now - t).unwrap_or(0);
+fn exhausted_budget(run: &Run, log: &Replay) -> Option<(&'static str, i64, i64)> {
     [
         (
             "model_errors",
@@ -876,7 +885,7 @@ fn exhausted_budget(run: &Run, log: &Replay, now: i64) -> Option<(&'static str, 
         ("steps", run.steps, MAX_STEPS),
         ("tool_calls", run.tool_calls, MAX_TOOL_CALLS),
         ("tokens", log.tokens as i64, MAX_TOKENS as i64),
-        ("wall_time_ms", wall, MAX_WALL_MS),
+        ("wall_time_ms", log.active_ms, MAX_WALL_MS),
     ]
     .into_iter()
     .find(|(_, used, limit)| used >= limit)

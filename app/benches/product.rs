@@ -1,0 +1,1427 @@
+//! How fast the product is (SPEC §9): one program, one table of figures, each beside a
+//! baseline measured in the same run on the same machine.
+//!
+//! `cargo bench -p app --bench product` (or `scripts/bench`). SQLite always (a temp
+//! file); PostgreSQL too when `BENCH_DATABASE_URL` is set (a fresh database per phase is
+//! created on that server and dropped afterwards). Everything runs on loopback.
+//!
+//! | figure | baseline |
+//! |---|---|
+//! | durable agent steps/s (`runs::append_event`, one transaction each) | raw single-row insert commits/s, same database |
+//! | agent steps/s and tickets/s inside `worker::run_once` | same raw commit rate |
+//! | tickets/s end to end (created → `awaiting_approval`, built-in investigator, payments mock over HTTP) | same raw commit rate (commits/s) |
+//! | policy decisions/s on one core | hashing the same facts' evidence (`workflow::evidence_hash`) |
+//! | policy search p50/p99 at 10,000 sections | the same queries on the real policy index |
+//! | HTTP req/s and p99: `GET /tickets/{id}` (page, cookie), `/api/v1/tickets/{id}` (bearer), `/api/v1/cases/{id}` (staff) | `GET /healthz` |
+//! | shadow replay tickets/s | parsing the same history file |
+//!
+//! The HTTP load comes from this process; the server is the release `refund-agent serve`
+//! binary running as a second process (its peak memory, VmHWM, is read from
+//! `/proc/<pid>/status` after the load). Sizes and durations are bounded and can be
+//! changed with environment variables (see `Settings`); a larger size is skipped when
+//! the smaller one projects it past `BENCH_PHASE_BUDGET_SECS`.
+//!
+//! Tests never time anything; this program does, and only reports: it fails on
+//! errors, never on a missed target.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use app::agent::investigator::Investigator;
+use app::clock::{Clock, ManualClock, SystemClock};
+use app::config::Config;
+use app::http::AppState;
+use app::store::Db;
+use app::tickets::NewTicket;
+use app::world::{World, WorldCharge, WorldCustomer, WorldOrder};
+use policy_engine::{Currency, Facts, Money, Product, Region};
+use serde_json::{json, Value};
+use sqlx::Row;
+use time::OffsetDateTime;
+
+// ---------------------------------------------------------------------------------------
+// Settings and the report.
+// ---------------------------------------------------------------------------------------
+
+struct Settings {
+    /// Commits per durable-step measurement (`BENCH_STEPS`).
+    steps: usize,
+    /// End-to-end ticket counts (`BENCH_TICKETS`, comma separated).
+    tickets: Vec<usize>,
+    /// Shadow replay sizes (`BENCH_SHADOW`).
+    shadow: Vec<usize>,
+    /// Seconds per HTTP endpoint (`BENCH_HTTP_SECS`).
+    http_secs: u64,
+    /// Concurrent connections (`BENCH_HTTP_CONNS`).
+    http_conns: usize,
+    /// Tickets the HTTP load reads from (`BENCH_HTTP_TICKETS`).
+    http_tickets: usize,
+    /// Policy-search sections (`BENCH_SECTIONS`).
+    sections: usize,
+    /// A larger size is skipped when projected past this many seconds
+    /// (`BENCH_PHASE_BUDGET_SECS`).
+    phase_budget: f64,
+    postgres: Option<String>,
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| default.to_vec())
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        Settings {
+            steps: env_usize("BENCH_STEPS", 3_000),
+            tickets: env_list("BENCH_TICKETS", &[1_000, 10_000]),
+            shadow: env_list("BENCH_SHADOW", &[1_000, 10_000]),
+            http_secs: env_usize("BENCH_HTTP_SECS", 5) as u64,
+            http_conns: env_usize("BENCH_HTTP_CONNS", 32),
+            http_tickets: env_usize("BENCH_HTTP_TICKETS", 200),
+            sections: env_usize("BENCH_SECTIONS", 10_000),
+            phase_budget: env_usize("BENCH_PHASE_BUDGET_SECS", 300) as f64,
+            postgres: std::env::var("BENCH_DATABASE_URL")
+                .ok()
+                .filter(|u| !u.trim().is_empty()),
+        }
+    }
+}
+
+struct Figure {
+    figure: String,
+    value: String,
+    baseline: String,
+    ratio: String,
+    target: String,
+    met: String,
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Figure>,
+    notes: Vec<String>,
+}
+
+impl Report {
+    fn add(
+        &mut self,
+        figure: impl Into<String>,
+        value: impl Into<String>,
+        baseline: impl Into<String>,
+        ratio: impl Into<String>,
+        target: impl Into<String>,
+        met: Option<bool>,
+    ) {
+        let row = Figure {
+            figure: figure.into(),
+            value: value.into(),
+            baseline: baseline.into(),
+            ratio: ratio.into(),
+            target: target.into(),
+            met: match met {
+                Some(true) => "met".into(),
+                Some(false) => "NOT met".into(),
+                None => "".into(),
+            },
+        };
+        eprintln!(
+            "  {} = {}  (baseline {}; ratio {}) {} {}",
+            row.figure, row.value, row.baseline, row.ratio, row.target, row.met
+        );
+        self.rows.push(row);
+    }
+
+    fn note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        eprintln!("  note: {note}");
+        self.notes.push(note);
+    }
+
+    fn print(&self) {
+        println!("| figure | value | baseline (same run) | ratio | target | |");
+        println!("|---|---|---|---|---|---|");
+        for r in &self.rows {
+            println!(
+                "| {} | {} | {} | {} | {} | {} |",
+                r.figure, r.value, r.baseline, r.ratio, r.target, r.met
+            );
+        }
+        if !self.notes.is_empty() {
+            println!();
+            for n in &self.notes {
+                println!("- {n}");
+            }
+        }
+    }
+}
+
+fn rate(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+fn fmt_rate(per_second: f64, unit: &str) -> String {
+    if per_second >= 100.0 {
+        format!("{} {unit}", group_digits(per_second.round() as u64))
+    } else {
+        format!("{per_second:.1} {unit}")
+    }
+}
+
+fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)].as_secs_f64() * 1e6
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1_000.0 {
+        format!("{:.2} ms", us / 1_000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// `VmHWM` / `VmRSS` of a process, in MiB.
+fn proc_memory(pid: &str, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let ram = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| format!("{:.1} GiB RAM", kb / 1024.0 / 1024.0))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    format!("{cpu}, {cores} cores, {ram}")
+}
+
+// ---------------------------------------------------------------------------------------
+// Databases and an in-process app.
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite,
+    Postgres(String),
+}
+
+impl Backend {
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres(_) => "PostgreSQL",
+        }
+    }
+}
+
+/// A fresh database: a new file under `dir`, or a new database on the server.
+struct FreshDb {
+    url: String,
+    drop_on: Option<(String, String)>,
+}
+
+impl FreshDb {
+    async fn new(backend: &Backend, dir: &Path) -> anyhow::Result<FreshDb> {
+        match backend {
+            Backend::Sqlite => Ok(FreshDb {
+                url: Db::sqlite_url(dir),
+                drop_on: None,
+            }),
+            Backend::Postgres(base) => {
+                sqlx::any::install_default_drivers();
+                let name = format!("rd_bench_{}", uuid::Uuid::new_v4().simple());
+                let admin = sqlx::AnyPool::connect(base)
+                    .await
+                    .context("BENCH_DATABASE_URL must be reachable")?;
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&admin)
+                    .await?;
+                admin.close().await;
+                let (prefix, _) = base
+                    .rsplit_once('/')
+                    .context("a postgres url ends with /database")?;
+                Ok(FreshDb {
+                    url: format!("{prefix}/{name}"),
+                    drop_on: Some((base.clone(), name)),
+                })
+            }
+        }
+    }
+
+    async fn drop_database(self) {
+        if let Some((base, name)) = self.drop_on {
+            if let Ok(admin) = sqlx::AnyPool::connect(&base).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&admin)
+                    .await;
+                admin.close().await;
+            }
+        }
+    }
+}
+
+/// The clock of in-process runs; worlds are built relative to it.
+fn bench_now() -> OffsetDateTime {
+    time::macros::datetime!(2026-11-29 10:00 UTC)
+}
+
+/// An app assembled in-process as `app/tests/support` does: the real payments mock on a
+/// loopback port (real HTTP), the store, the fixture policies and index, the built-in
+/// investigator, a manual clock.
+struct Rig {
+    state: AppState,
+    mock: payments_mock::RunningMock,
+    db: FreshDb,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    async fn start(backend: &Backend) -> anyhow::Result<Rig> {
+        let dir = tempfile::tempdir()?;
+        let mock = payments_mock::start(
+            payments_mock::MockConfig::new(dir.path().join("payments")),
+            "127.0.0.1:0".parse().expect("a literal address"),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the payments mock: {e}"))?;
+        let db = FreshDb::new(backend, dir.path()).await?;
+        let mut config = Config::from_env(dir.path());
+        config.database_url = db.url.clone();
+        config.payments_url = Some(mock.base_url());
+        config.fixtures_dir = app::config::default_fixtures_dir();
+        config.provider_backoff = Duration::from_millis(5);
+        config.provider_timeout = Duration::from_secs(10);
+        let clock = Arc::new(ManualClock::new(bench_now()));
+        let state =
+            app::build_state(&config, &mock.base_url(), clock, Arc::new(Investigator)).await?;
+        Ok(Rig {
+            state,
+            mock,
+            db,
+            _dir: dir,
+        })
+    }
+
+    /// Loads a world into the app's store and (in chunks: the mock takes bodies of up to
+    /// 2 MB) into the payments mock.
+    async fn load(&self, world: &World) -> anyhow::Result<()> {
+        world.load_into(&self.state.db).await?;
+        load_into_provider(&self.mock.base_url(), world).await
+    }
+
+    async fn stop(self) {
+        self.state.db.close().await;
+        self.mock.shutdown().await;
+        self.db.drop_database().await;
+    }
+}
+
+async fn load_into_provider(base_url: &str, world: &World) -> anyhow::Result<()> {
+    const CHUNK: usize = 2_000;
+    for chunk in 0..world.charges.len().div_ceil(CHUNK).max(1) {
+        let part = World {
+            customers: vec![],
+            orders: vec![],
+            charges: world
+                .charges
+                .iter()
+                .skip(chunk * CHUNK)
+                .take(CHUNK)
+                .cloned()
+                .collect(),
+            refunds: if chunk == 0 {
+                world.refunds.clone()
+            } else {
+                vec![]
+            },
+        };
+        app::cli::load_world_into_provider(base_url, &serde_json::to_string(&part)?).await?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// A large world for live tickets: every customer has a duplicate charge to report.
+// ---------------------------------------------------------------------------------------
+
+/// `n` customers over all regions, each with an older add-on order and an annual plan
+/// charged twice three days before `now`; and the message each one sends (naming the
+/// order, English or Chinese). Every ticket should end `awaiting_approval`.
+fn duplicate_world(n: usize, now: OffsetDateTime) -> (World, Vec<(String, String)>) {
+    let mut world = World {
+        customers: vec![],
+        orders: vec![],
+        charges: vec![],
+        refunds: vec![],
+    };
+    let mut messages = Vec::with_capacity(n);
+    for i in 0..n {
+        let region = Region::ALL[i % 4];
+        let (currency, annual, addon) = match region {
+            Region::CN => (Currency::CNY, 19_800, 3_000),
+            Region::US => (Currency::USD, 9_900, 499),
+            Region::EU => (Currency::EUR, 12_000, 500),
+            Region::JP => (Currency::JPY, 9_800, 1_200),
+        };
+        let money = |minor: i64| {
+            Money::from_minor(minor, currency)
+                .expect("literal amounts")
+                .amount_string()
+        };
+        let customer = format!("C-B{i}");
+        world.customers.push(WorldCustomer {
+            id: customer.clone(),
+            name: format!("Bench Customer {i}"),
+            email: format!("bench{i}@example.com"),
+            region,
+        });
+        let old = now - time::Duration::days(40);
+        let recent = now - time::Duration::days(3);
+        let addon_order = format!("O-{}", 800_000_000 + i * 2);
+        let annual_order = format!("O-{}", 800_000_001 + i * 2);
+        for (order, product, minor, at) in [
+            (&addon_order, Product::Addon, addon, old),
+            (&annual_order, Product::AnnualPlan, annual, recent),
+        ] {
+            world.orders.push(WorldOrder {
+                id: order.clone(),
+                customer_id: customer.clone(),
+                product,
+                amount: money(minor),
+                currency,
+                created_at: at,
+            });
+        }
+        let charge = |id: String, order: &str, minor: i64, at: OffsetDateTime| WorldCharge {
+            id,
+            order_id: order.to_string(),
+            customer_id: customer.clone(),
+            amount: money(minor),
+            currency,
+            captured: true,
+            status: "succeeded".into(),
+            disputed: false,
+            created_at: at,
+            payment_method: "pm_card_visa".into(),
+            amount_refunded: None,
+        };
+        world.charges.push(charge(
+            format!("ch_b{i}_1"),
+            &addon_order,
+            addon,
+            old + time::Duration::seconds(2),
+        ));
+        world.charges.push(charge(
+            format!("ch_b{i}_2"),
+            &annual_order,
+            annual,
+            recent + time::Duration::seconds(2),
+        ));
+        world.charges.push(charge(
+            format!("ch_b{i}_3"),
+            &annual_order,
+            annual,
+            recent + time::Duration::seconds(50),
+        ));
+        let text = if region == Region::CN && i % 8 == 0 {
+            format!("订单{annual_order}重复扣款了，请退还多扣的那一笔。")
+        } else {
+            format!("Order {annual_order} was charged twice, please refund the duplicate.")
+        };
+        messages.push((customer, text));
+    }
+    (world, messages)
+}
+
+async fn case_statuses(db: &Db) -> anyhow::Result<BTreeMap<String, i64>> {
+    let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM cases GROUP BY status")
+        .fetch_all(db.pool())
+        .await?;
+    let mut out = BTreeMap::new();
+    for r in rows {
+        out.insert(r.try_get::<String, _>("status")?, r.try_get::<i64, _>("n")?);
+    }
+    Ok(out)
+}
+
+async fn count(db: &Db, sql: &str) -> anyhow::Result<i64> {
+    Ok(sqlx::query(sql).fetch_one(db.pool()).await?.try_get(0)?)
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase: durable steps vs the raw commit rate.
+// ---------------------------------------------------------------------------------------
+
+/// A typical event payload: a tool result with two charges (~400 bytes).
+fn event_payload() -> Value {
+    json!({ "ok": true, "content": { "charges": [
+        { "id": "ch_b0_2", "order_id": "O-800000001", "amount": "99.00", "currency": "USD", "captured": true,
+          "status": "succeeded", "disputed": false, "amount_refunded": "0.00", "created_at": "2026-11-26T10:00:02Z" },
+        { "id": "ch_b0_3", "order_id": "O-800000001", "amount": "99.00", "currency": "USD", "captured": true,
+          "status": "succeeded", "disputed": false, "amount_refunded": "0.00", "created_at": "2026-11-26T10:00:50Z" }
+    ]}})
+}
+
+/// Raw commits/s: one `INSERT` of one row per transaction, nothing else.
+async fn raw_commits(db: &Db, n: usize) -> anyhow::Result<f64> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS bench_commits (id BIGINT PRIMARY KEY, payload TEXT NOT NULL, created_at BIGINT NOT NULL)",
+    )
+    .execute(db.pool())
+    .await?;
+    let start_id = count(
+        db,
+        "SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM bench_commits",
+    )
+    .await?;
+    let payload = event_payload().to_string();
+    let started = Instant::now();
+    for i in 0..n {
+        let mut tx = db.begin().await?;
+        sqlx::query("INSERT INTO bench_commits (id, payload, created_at) VALUES ($1, $2, $3)")
+            .bind(start_id + 1 + i as i64)
+            .bind(&payload)
+            .bind(i as i64)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(rate(n, started.elapsed()))
+}
+
+/// Durable agent steps/s: `runs::append_event` (read the last seq, insert) in its own
+/// transaction, as the harness records an intent or a result.
+async fn durable_steps(state: &AppState, run_id: &str, n: usize) -> anyhow::Result<f64> {
+    let payload = event_payload();
+    let now = state.clock.now_ms();
+    let started = Instant::now();
+    for i in 0..n {
+        let mut tx = state.db.begin().await?;
+        app::runs::append_event(
+            &mut tx,
+            run_id,
+            "tool_result",
+            Some(&format!("bench{i}")),
+            &payload,
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+    }
+    Ok(rate(n, started.elapsed()))
+}
+
+/// Returns the raw commit rate (the baseline of every database figure).
+async fn phase_steps(
+    backend: &Backend,
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<f64> {
+    eprintln!("[{}] durable steps vs raw commits", backend.name());
+    let rig = Rig::start(backend).await?;
+    let (world, messages) = duplicate_world(1, bench_now());
+    rig.load(&world).await?;
+    let (customer, text) = &messages[0];
+    let ticket = app::tickets::create_ticket(
+        &rig.state,
+        customer,
+        NewTicket {
+            message: text.clone(),
+            order_id: None,
+        },
+    )
+    .await?;
+    let run_id = app::cases::case_for_ticket(&rig.state.db, &ticket.id)
+        .await?
+        .and_then(|c| c.run_id)
+        .context("a new ticket has a run")?;
+    let n = settings.steps;
+    // Warm up both paths, then alternate (raw, steps, raw, steps) and keep the best of
+    // each, so neither side is measured on a colder cache or a luckier moment.
+    raw_commits(&rig.state.db, 100).await?;
+    durable_steps(&rig.state, &run_id, 100).await?;
+    let mut raw = 0f64;
+    let mut steps = 0f64;
+    for _ in 0..2 {
+        raw = raw.max(raw_commits(&rig.state.db, n / 2).await?);
+        steps = steps.max(durable_steps(&rig.state, &run_id, n / 2).await?);
+    }
+    let ratio = steps / raw;
+    report.add(
+        format!(
+            "{}: durable agent steps/s (`append_event`, 1 tx each)",
+            backend.name()
+        ),
+        fmt_rate(steps, "steps/s"),
+        fmt_rate(raw, "commits/s (1-row insert, 1 tx each)"),
+        format!("{ratio:.2}"),
+        "ratio ≥ 0.5",
+        Some(ratio >= 0.5),
+    );
+    rig.stop().await;
+    Ok(raw)
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase: whole tickets, created → awaiting_approval.
+// ---------------------------------------------------------------------------------------
+
+struct TicketRun {
+    n: usize,
+    load: Duration,
+    create: Duration,
+    drain: Duration,
+    events: i64,
+    statuses: BTreeMap<String, i64>,
+    tool_calls_per_ticket: f64,
+}
+
+async fn tickets_end_to_end(backend: &Backend, n: usize) -> anyhow::Result<TicketRun> {
+    let rig = Rig::start(backend).await?;
+    let (world, messages) = duplicate_world(n, bench_now());
+    let started = Instant::now();
+    rig.load(&world).await?;
+    let load = started.elapsed();
+
+    let started = Instant::now();
+    for (customer, text) in &messages {
+        app::tickets::create_ticket(
+            &rig.state,
+            customer,
+            NewTicket {
+                message: text.clone(),
+                order_id: None,
+            },
+        )
+        .await?;
+    }
+    let create = started.elapsed();
+
+    let events_before = count(&rig.state.db, "SELECT COUNT(*) FROM run_events").await?;
+    let started = Instant::now();
+    for _ in 0..20 {
+        if app::worker::run_once(&rig.state).await? == 0 {
+            break;
+        }
+    }
+    let drain = started.elapsed();
+    let events = count(&rig.state.db, "SELECT COUNT(*) FROM run_events").await? - events_before;
+    let statuses = case_statuses(&rig.state.db).await?;
+    // Tool calls the investigations made (each a read of the store or, for charges and
+    // refunds, of the payments mock over HTTP).
+    let tool_calls = count(
+        &rig.state.db,
+        "SELECT COUNT(*) FROM run_events WHERE kind = 'tool_result'",
+    )
+    .await?;
+    rig.stop().await;
+    Ok(TicketRun {
+        n,
+        load,
+        create,
+        drain,
+        events,
+        statuses,
+        tool_calls_per_ticket: tool_calls as f64 / n.max(1) as f64,
+    })
+}
+
+async fn phase_tickets(
+    backend: &Backend,
+    settings: &Settings,
+    raw: f64,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let mut previous: Option<(usize, f64)> = None;
+    let mut per_second_at = Vec::new();
+    for &n in &settings.tickets {
+        if let Some((m, secs)) = previous {
+            let projected = secs * n as f64 / m as f64;
+            if projected > settings.phase_budget {
+                report.note(format!(
+                    "{}: end-to-end run at {n} tickets skipped: projected {projected:.0} s from {m} tickets, over the {:.0} s phase budget (BENCH_PHASE_BUDGET_SECS)",
+                    backend.name(),
+                    settings.phase_budget
+                ));
+                continue;
+            }
+        }
+        eprintln!("[{}] {n} tickets end to end", backend.name());
+        let run = tickets_end_to_end(backend, n).await?;
+        let total = run.create + run.drain;
+        previous = Some((n, total.as_secs_f64() + run.load.as_secs_f64()));
+        let awaiting = run.statuses.get("awaiting_approval").copied().unwrap_or(0);
+        if awaiting != n as i64 {
+            report.note(format!(
+                "{}: {n} tickets: case statuses after the drain {:?} (expected all awaiting_approval)",
+                backend.name(),
+                run.statuses
+            ));
+        }
+        let e2e = rate(n, total);
+        let steps = rate(run.events as usize, run.drain);
+        report.add(
+            format!(
+                "{}: tickets/s end to end, {n} tickets (created → awaiting_approval)",
+                backend.name()
+            ),
+            fmt_rate(e2e, "tickets/s"),
+            fmt_rate(raw, "commits/s"),
+            format!("{:.1} commits per ticket-time", raw / e2e),
+            "",
+            None,
+        );
+        report.add(
+            format!(
+                "{}: run events/s appended inside `worker::run_once`, {n} tickets",
+                backend.name()
+            ),
+            fmt_rate(steps, "events/s"),
+            fmt_rate(raw, "commits/s"),
+            format!("{:.2}", steps / raw),
+            "ratio ≥ 0.5",
+            Some(steps / raw >= 0.5),
+        );
+        report.note(format!(
+            "{}: {n} tickets: world load {:.1} s (not timed in the figures); create {:.1} s ({}); worker {:.1} s ({}, {:.1} run events/ticket, {:.1} tool calls/ticket); {} awaiting_approval",
+            backend.name(),
+            run.load.as_secs_f64(),
+            run.create.as_secs_f64(),
+            fmt_rate(rate(n, run.create), "tickets/s"),
+            run.drain.as_secs_f64(),
+            fmt_rate(rate(n, run.drain), "tickets/s"),
+            run.events as f64 / n as f64,
+            run.tool_calls_per_ticket,
+            awaiting,
+        ));
+        per_second_at.push((run.n, e2e));
+    }
+    if let [(a, ra), .., (b, rb)] = per_second_at.as_slice() {
+        report.add(
+            format!("{}: end-to-end growth {a} → {b} tickets", backend.name()),
+            format!("{:.2}× the rate", rb / ra),
+            format!("{} at {a}", fmt_rate(*ra, "tickets/s")),
+            format!("{:.2}", rb / ra),
+            "flat (≈ 1.0)",
+            None,
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase: policy decisions and policy search (pure, no database).
+// ---------------------------------------------------------------------------------------
+
+/// The facts the built-in investigator gathers for generated tickets: a realistic mix
+/// over regions, currencies, products, request kinds and both RP-001 versions.
+async fn facts_mix(index: &Arc<rag_index::PolicyIndex>) -> anyhow::Result<Vec<Facts>> {
+    let mut mix = Vec::new();
+    for ticket in app::generate::history(91, 1_000) {
+        let investigation = app::replay::investigate(&Investigator, index, &ticket).await?;
+        if let Some(facts) = investigation.facts {
+            mix.push(facts);
+        }
+    }
+    Ok(mix)
+}
+
+fn phase_decisions(policies: &policy_engine::PolicySet, mix: &[Facts], report: &mut Report) {
+    eprintln!("[pure] policy decisions ({} facts in the mix)", mix.len());
+    let time_loop = |f: &dyn Fn(&Facts)| {
+        for facts in mix.iter().take(200) {
+            f(facts);
+        }
+        let started = Instant::now();
+        let mut done = 0usize;
+        while started.elapsed() < Duration::from_secs(2) {
+            for facts in mix {
+                f(facts);
+            }
+            done += mix.len();
+        }
+        rate(done, started.elapsed())
+    };
+    let decisions = time_loop(&|facts| {
+        std::hint::black_box(policy_engine::decide(std::hint::black_box(facts), policies));
+    });
+    let hashes = time_loop(&|facts| {
+        std::hint::black_box(app::workflow::evidence_hash(std::hint::black_box(facts)));
+    });
+    report.add(
+        "policy decisions/s, one core (`policy_engine::decide`, generated mix)",
+        format!(
+            "{} ({:.2} µs each)",
+            fmt_rate(decisions, "decisions/s"),
+            1e6 / decisions
+        ),
+        format!(
+            "{} (`evidence_hash`: JSON + SHA-256 of the same facts)",
+            fmt_rate(hashes, "hashes/s")
+        ),
+        format!("{:.2}", decisions / hashes),
+        "> 200,000/s per core",
+        Some(decisions > 200_000.0),
+    );
+}
+
+fn search_timings(
+    index: &rag_index::PolicyIndex,
+    queries: &[rag_index::SearchQuery],
+) -> anyhow::Result<Vec<Duration>> {
+    for q in queries.iter().take(300) {
+        index.search(q)?;
+    }
+    let mut timings = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = Instant::now();
+        std::hint::black_box(index.search(q)?);
+        timings.push(t.elapsed());
+    }
+    timings.sort_unstable();
+    Ok(timings)
+}
+
+fn phase_search(
+    settings: &Settings,
+    real_index: &rag_index::PolicyIndex,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    eprintln!("[pure] policy search at {} sections", settings.sections);
+    let seed = 20_260_701;
+    let documents = rag_index::generate::documents(seed, settings.sections);
+    let dir = tempfile::tempdir()?;
+    let started = Instant::now();
+    let index = rag_index::PolicyIndex::open_or_build(dir.path(), &documents)?;
+    let built = started.elapsed();
+    let queries = rag_index::generate::queries(seed, 3_000);
+    let big = search_timings(&index, &queries)?;
+    let small = search_timings(real_index, &queries)?;
+    let (p50, p99) = (percentile_us(&big, 50.0), percentile_us(&big, 99.0));
+    let (b50, b99) = (percentile_us(&small, 50.0), percentile_us(&small, 99.0));
+    report.add(
+        format!(
+            "policy search p50 / p99 at {} sections ({} queries)",
+            index.section_count(),
+            queries.len()
+        ),
+        format!("{} / {}", fmt_us(p50), fmt_us(p99)),
+        format!(
+            "{} / {} on the real index ({} sections)",
+            fmt_us(b50),
+            fmt_us(b99),
+            real_index.section_count()
+        ),
+        format!("{:.1}× (p99)", p99 / b99.max(1e-9)),
+        "p99 < 1 ms",
+        Some(p99 < 1_000.0),
+    );
+    report.note(format!(
+        "policy search: building the {}-section index took {:.1} s ({:.0} sections/s)",
+        index.section_count(),
+        built.as_secs_f64(),
+        index.section_count() as f64 / built.as_secs_f64()
+    ));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase: shadow replay.
+// ---------------------------------------------------------------------------------------
+
+async fn phase_shadow(
+    settings: &Settings,
+    policies: &policy_engine::PolicySet,
+    index: &Arc<rag_index::PolicyIndex>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let mut curve = Vec::new();
+    for &n in &settings.shadow {
+        eprintln!("[pure] shadow replay of {n} generated tickets");
+        let started = Instant::now();
+        let tickets = app::generate::history(2026, n);
+        let generated = started.elapsed();
+        let text = app::generate::to_jsonl(&tickets);
+        drop(tickets);
+        let started = Instant::now();
+        let (tickets, bad) = app::replay::parse_history(&text);
+        let parsed = started.elapsed();
+        if !bad.is_empty() {
+            bail!(
+                "generated history has bad lines: {:?}",
+                &bad[..bad.len().min(3)]
+            );
+        }
+        let started = Instant::now();
+        let shadow =
+            app::shadow::run(&Investigator, policies, index, &tickets, bad, |_, _| {}).await;
+        let replayed = started.elapsed();
+        let per_second = rate(n, replayed);
+        let parse_rate = rate(n, parsed);
+        report.add(
+            format!("shadow replay, {n} generated tickets (built-in investigator)"),
+            format!(
+                "{} ({:.1} s)",
+                fmt_rate(per_second, "tickets/s"),
+                replayed.as_secs_f64()
+            ),
+            format!(
+                "{} (parsing the same {:.1} MB file)",
+                fmt_rate(parse_rate, "tickets/s"),
+                text.len() as f64 / 1e6
+            ),
+            format!("{:.3}", per_second / parse_rate),
+            "> 1,000 tickets/s",
+            Some(per_second > 1_000.0),
+        );
+        report.note(format!(
+            "shadow {n}: generated in {:.1} s; agreement with the policy-correct labels: outcome {:.1}%, exact {:.1}%; bench process VmHWM {:.0} MiB",
+            generated.as_secs_f64(),
+            shadow.outcome_agreement * 100.0,
+            shadow.exact_agreement * 100.0,
+            proc_memory("self", "VmHWM:").unwrap_or(0.0)
+        ));
+        curve.push((n, per_second));
+    }
+    if let [(a, ra), .., (b, rb)] = curve.as_slice() {
+        report.add(
+            format!("shadow replay growth {a} → {b} tickets"),
+            format!("{:.2}× the rate", rb / ra),
+            format!("{} at {a}", fmt_rate(*ra, "tickets/s")),
+            format!("{:.2}", rb / ra),
+            "flat (≈ 1.0)",
+            None,
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase: HTTP against `refund-agent serve` in a second process.
+// ---------------------------------------------------------------------------------------
+
+const SERVE_BIN: &str = env!("CARGO_BIN_EXE_refund-agent");
+
+struct Server {
+    child: tokio::process::Child,
+    pid: String,
+    base: String,
+}
+
+impl Server {
+    async fn stop(mut self) {
+        // Our own child, by its id: SIGINT is `serve`'s graceful shutdown.
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &self.pid])
+            .status();
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+fn cli(data_dir: &Path, db_url: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(SERVE_BIN);
+    cmd.arg("--data-dir")
+        .arg(data_dir)
+        .env("DATABASE_URL", db_url)
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("RUST_LOG", "warn")
+        .env_remove("PAYMENTS_URL")
+        .env_remove("LLM_BASE_URL")
+        .kill_on_drop(true);
+    cmd
+}
+
+struct Load {
+    requests: usize,
+    errors: usize,
+    elapsed: Duration,
+    sorted: Vec<Duration>,
+}
+
+impl Load {
+    fn per_second(&self) -> f64 {
+        rate(self.requests, self.elapsed)
+    }
+    fn p(&self, p: f64) -> f64 {
+        percentile_us(&self.sorted, p)
+    }
+}
+
+/// `conns` tasks, each with its own connection, request after request for `secs`.
+async fn drive(
+    conns: usize,
+    secs: u64,
+    requests: Arc<Vec<(String, Vec<(String, String)>)>>,
+) -> anyhow::Result<Load> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..conns {
+        let requests = requests.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(Duration::from_secs(10))
+                .build()?;
+            let mut timings = Vec::new();
+            let mut errors = 0usize;
+            while Instant::now() < deadline {
+                let i = next.fetch_add(1, Ordering::Relaxed) % requests.len();
+                let (url, headers) = &requests[i];
+                let mut request = client.get(url);
+                for (k, v) in headers {
+                    request = request.header(k, v);
+                }
+                let t = Instant::now();
+                match request.send().await {
+                    Ok(resp) => {
+                        let ok = resp.status() == reqwest::StatusCode::OK;
+                        let body = resp.bytes().await;
+                        timings.push(t.elapsed());
+                        if !ok || body.is_err() {
+                            errors += 1;
+                        }
+                    }
+                    Err(_) => {
+                        timings.push(t.elapsed());
+                        errors += 1;
+                    }
+                }
+            }
+            anyhow::Ok((timings, errors))
+        });
+    }
+    let mut sorted = Vec::new();
+    let mut errors = 0;
+    while let Some(done) = tasks.join_next().await {
+        let (timings, e) = done??;
+        sorted.extend(timings);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    sorted.sort_unstable();
+    Ok(Load {
+        requests: sorted.len(),
+        errors,
+        elapsed,
+        sorted,
+    })
+}
+
+async fn phase_http(
+    backend: &Backend,
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    eprintln!(
+        "[{}] HTTP against `refund-agent serve` (second process)",
+        backend.name()
+    );
+    let dir = tempfile::tempdir()?;
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let db = FreshDb::new(backend, &data_dir).await?;
+    // `serve` runs on the system clock: the world is dated relative to now.
+    let (world, messages) = duplicate_world(settings.http_tickets, OffsetDateTime::now_utc());
+    let world_path = dir.path().join("world.json");
+    std::fs::write(&world_path, serde_json::to_vec(&world)?)?;
+
+    let seed = cli(&data_dir, &db.url)
+        .arg("seed")
+        .arg("--world")
+        .arg(&world_path)
+        .output()
+        .await?;
+    if !seed.status.success() {
+        bail!(
+            "refund-agent seed failed: {}",
+            String::from_utf8_lossy(&seed.stderr)
+        );
+    }
+
+    // Tokens are written straight into the store (as `refund-agent customer token` does),
+    // before the server starts.
+    let now = SystemClock.now_ms();
+    let store = Db::connect(&db.url).await?;
+    let staff = app::auth::staff_by_email(&store, "agent@refund-desk.test")
+        .await?
+        .context("seed creates the demo agent")?;
+    let (staff_token, _) = app::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
+    let mut customer_tokens = Vec::new();
+    for (customer, _) in &messages {
+        customer_tokens.push(
+            app::auth::issue_token(&store, "api", "customer", customer, now)
+                .await?
+                .0,
+        );
+    }
+    store.close().await;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let log = std::fs::File::create(dir.path().join("serve.log"))?;
+    let child = cli(&data_dir, &db.url)
+        .arg("serve")
+        .arg("--addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()?;
+    let pid = child.id().context("a running child has a pid")?.to_string();
+    let server = Server {
+        child,
+        pid,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    let result = http_load(
+        &server,
+        settings,
+        &messages,
+        &customer_tokens,
+        &staff_token,
+        backend,
+        report,
+    )
+    .await;
+    if result.is_err() {
+        let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+        eprintln!(
+            "serve log (tail): {}",
+            &log[log.len().saturating_sub(3_000)..]
+        );
+    }
+    server.stop().await;
+    db.drop_database().await;
+    result
+}
+
+async fn http_load(
+    server: &Server,
+    settings: &Settings,
+    messages: &[(String, String)],
+    customer_tokens: &[String],
+    staff_token: &str,
+    backend: &Backend,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = client.get(format!("{}/healthz", server.base)).send().await {
+            if r.status().is_success() {
+                break;
+            }
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("serve did not answer /healthz within 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rss_idle = proc_memory(&server.pid, "VmRSS:").unwrap_or(0.0);
+
+    // Open one ticket per customer over HTTP; the server's own worker investigates.
+    let mut tickets = Vec::new();
+    for ((_, text), token) in messages.iter().zip(customer_tokens) {
+        let resp = client
+            .post(format!("{}/api/v1/tickets", server.base))
+            .bearer_auth(token)
+            .json(&json!({ "message": text }))
+            .send()
+            .await?;
+        let status = resp.status();
+        let body: Value = resp.json().await?;
+        if status != reqwest::StatusCode::CREATED {
+            bail!("POST /api/v1/tickets: {status} {body}");
+        }
+        let ticket_id = body["id"].as_str().context("ticket id")?.to_string();
+        let case_id = body["case"]["id"].as_str().context("case id")?.to_string();
+        tickets.push((ticket_id, case_id));
+    }
+    let started = Instant::now();
+    loop {
+        let cases: Value = client
+            .get(format!(
+                "{}/api/v1/cases?status=awaiting_approval",
+                server.base
+            ))
+            .bearer_auth(staff_token)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let n = cases.as_array().map_or(0, Vec::len);
+        if n >= tickets.len() {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(180) {
+            report.note(format!(
+                "{}: HTTP: only {n}/{} cases reached awaiting_approval in 180 s; loading anyway",
+                backend.name(),
+                tickets.len()
+            ));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let serve_investigation = started.elapsed();
+
+    // Customer sessions: follow the ticket link once each, keep the cookie.
+    let mut cookies = Vec::new();
+    for ((ticket_id, _), token) in tickets.iter().zip(customer_tokens) {
+        let resp = client
+            .get(format!("{}/tickets/{ticket_id}?token={token}", server.base))
+            .send()
+            .await?;
+        let cookie = resp
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .context("the ticket link sets a session cookie")?
+            .to_string();
+        cookies.push(cookie);
+    }
+
+    let auth = |name: &str, value: String| vec![(name.to_string(), value)];
+    let endpoints: Vec<(&str, Vec<(String, Vec<(String, String)>)>)> = vec![
+        (
+            "GET /healthz",
+            vec![(format!("{}/healthz", server.base), vec![])],
+        ),
+        (
+            "GET /tickets/{id} (page, customer cookie)",
+            tickets
+                .iter()
+                .zip(&cookies)
+                .map(|((t, _), c)| {
+                    (
+                        format!("{}/tickets/{t}", server.base),
+                        auth("cookie", c.clone()),
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "GET /api/v1/tickets/{id} (customer bearer)",
+            tickets
+                .iter()
+                .zip(customer_tokens)
+                .map(|((t, _), tok)| {
+                    (
+                        format!("{}/api/v1/tickets/{t}", server.base),
+                        auth("authorization", format!("Bearer {tok}")),
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "GET /api/v1/cases/{id} (staff bearer)",
+            tickets
+                .iter()
+                .map(|(_, c)| {
+                    (
+                        format!("{}/api/v1/cases/{c}", server.base),
+                        auth("authorization", format!("Bearer {staff_token}")),
+                    )
+                })
+                .collect(),
+        ),
+    ];
+    // Warm-up: every endpoint once over every connection's worth of requests.
+    for (_, reqs) in &endpoints {
+        drive(settings.http_conns.min(8), 1, Arc::new(reqs.clone())).await?;
+    }
+    let mut baseline: Option<Load> = None;
+    for (name, reqs) in endpoints {
+        let load = drive(settings.http_conns, settings.http_secs, Arc::new(reqs)).await?;
+        let p99 = load.p(99.0);
+        let (value, base_text, ratio, target, met) = match &baseline {
+            None => (
+                format!(
+                    "{} (p50 {}, p99 {})",
+                    fmt_rate(load.per_second(), "req/s"),
+                    fmt_us(load.p(50.0)),
+                    fmt_us(p99)
+                ),
+                "—".to_string(),
+                "1.00".to_string(),
+                "",
+                None,
+            ),
+            Some(b) => (
+                format!(
+                    "{} (p50 {}, p99 {})",
+                    fmt_rate(load.per_second(), "req/s"),
+                    fmt_us(load.p(50.0)),
+                    fmt_us(p99)
+                ),
+                format!(
+                    "{} p99 {} (`/healthz`)",
+                    fmt_rate(b.per_second(), "req/s"),
+                    fmt_us(b.p(99.0))
+                ),
+                format!("{:.2}", load.per_second() / b.per_second()),
+                "≥ 1,000 req/s, p99 < 20 ms",
+                Some(load.per_second() >= 1_000.0 && p99 < 20_000.0),
+            ),
+        };
+        report.add(
+            format!(
+                "{}: HTTP {name}, {} connections, {} s",
+                backend.name(),
+                settings.http_conns,
+                settings.http_secs
+            ),
+            value,
+            base_text,
+            ratio,
+            target,
+            met,
+        );
+        if load.errors > 0 {
+            report.note(format!(
+                "{}: HTTP {name}: {} of {} requests failed",
+                backend.name(),
+                load.errors,
+                load.requests
+            ));
+        }
+        if baseline.is_none() {
+            baseline = Some(load);
+        }
+    }
+    let hwm = proc_memory(&server.pid, "VmHWM:").unwrap_or(0.0);
+    report.add(
+        format!(
+            "{}: `serve` peak memory (VmHWM) after the HTTP load",
+            backend.name()
+        ),
+        format!("{hwm:.0} MiB"),
+        format!("{rss_idle:.0} MiB RSS idle after start-up"),
+        format!("{:.2}", hwm / rss_idle.max(1.0)),
+        "",
+        None,
+    );
+    report.note(format!(
+        "{}: HTTP: {} tickets opened over HTTP and investigated by the server's own worker in {:.1} s ({}) before the load",
+        backend.name(),
+        tickets.len(),
+        serve_investigation.as_secs_f64(),
+        fmt_rate(rate(tickets.len(), serve_investigation), "tickets/s")
+    ));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+
+fn main() -> anyhow::Result<()> {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let settings = Settings::from_env();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(settings))
+}
+
+async fn run(settings: Settings) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut report = Report::default();
+    let machine = machine();
+    eprintln!("Refund desk benchmarks on {machine}");
+
+    let fixtures = app::config::default_fixtures_dir();
+    let policies = app::policies::load_policy_set(&fixtures.join("policies"))?;
+    let index_dir = tempfile::tempdir()?;
+    let index = {
+        let (dir, set) = (index_dir.path().to_path_buf(), policies.clone());
+        Arc::new(tokio::task::spawn_blocking(move || app::policies::open_index(&dir, &set)).await??)
+    };
+
+    let mix = facts_mix(&index).await?;
+    phase_decisions(&policies, &mix, &mut report);
+    phase_search(&settings, &index, &mut report)?;
+    phase_shadow(&settings, &policies, &index, &mut report).await?;
+
+    let mut backends = vec![Backend::Sqlite];
+    if let Some(url) = &settings.postgres {
+        backends.push(Backend::Postgres(url.clone()));
+    } else {
+        report.note("PostgreSQL not measured: set BENCH_DATABASE_URL (scripts/bench --postgres)");
+    }
+    for backend in &backends {
+        let raw = phase_steps(backend, &settings, &mut report).await?;
+        phase_tickets(backend, &settings, raw, &mut report).await?;
+        phase_http(backend, &settings, &mut report).await?;
+    }
+
+    report.note(format!(
+        "bench process peak memory (VmHWM) {:.0} MiB; whole run {:.0} s",
+        proc_memory("self", "VmHWM:").unwrap_or(0.0),
+        started.elapsed().as_secs_f64()
+    ));
+    println!("Refund desk benchmarks — {machine}");
+    println!();
+    report.print();
+    Ok(())
+}
