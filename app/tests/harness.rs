@@ -220,11 +220,7 @@ fn assert_handed_over(case: &Value, events: &[Value]) -> Value {
     assert!(handoff["verified_facts"].is_array(), "{handoff:#}");
     assert!(handoff["open_questions"].is_array(), "{handoff:#}");
     assert!(handoff["actions_taken"].is_array(), "{handoff:#}");
-    let last_state = events
-        .iter()
-        .filter(|e| e["kind"] == "state")
-        .last()
-        .unwrap();
+    let last_state = events.iter().rev().find(|e| e["kind"] == "state").unwrap();
     assert_eq!(last_state["payload"]["to"], "failed");
     handoff
 }
@@ -523,6 +519,19 @@ async fn the_run_walks_the_spec_states_and_gives_up_its_lease_when_it_waits() {
         );
     }
     assert_eq!(transitions.first().unwrap().0, "ready");
+    // A step's events come before the state change they led to.
+    let output = first(&events, "model_output")["seq"].as_i64().unwrap();
+    let intent = first(&events, "tool_intent")["seq"].as_i64().unwrap();
+    let pending = events
+        .iter()
+        .find(|e| e["kind"] == "state" && e["payload"]["to"] == "tool_pending")
+        .unwrap()["seq"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        output < intent && intent < pending,
+        "{output} {intent} {pending}"
+    );
     assert_eq!(transitions.last().unwrap().1, "awaiting_approval");
     // Every model call is a step (counted before the call), every result a tool call.
     let run = runs::load_run(&app.state.db, run_id)
@@ -902,7 +911,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
         // Past the dead worker's lease, and past the customer's hourly ticket limit for
         // the next round.
         app.clock.advance(time::Duration::hours(1));
-        assert!(3_600_000 > runs::LEASE_MS);
+        const { assert!(3_600_000 > runs::LEASE_MS) };
         let model_calls_before = wire.model_calls.load(Ordering::SeqCst);
         app::worker::drain(&healthy).await.unwrap();
 
@@ -931,6 +940,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
         assert_eq!(run.lease_owner, None);
     }
     assert_eq!(crashes, total_calls);
+    eprintln!("killed and resumed at each of {crashes} model/billing call boundaries");
     assert!(app.provider_refunds("ch_1001b").await.is_empty());
 }
 

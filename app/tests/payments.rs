@@ -292,7 +292,7 @@ async fn run_scenario(s: Scenario) {
             assert_eq!(intent.status, "failed", "{intent:?}");
             assert_eq!(status, "refund_failed");
             // The provider's "no" in RP-005's words: not completed, never "being verified".
-            assert!(reply.contains("not_completed"), "{reply}");
+            assert!(reply.contains("could not be completed"), "{reply}");
             assert!(!reply.contains("has been completed"), "{reply}");
             assert!(report.matched.is_empty(), "{report:#?}");
         }

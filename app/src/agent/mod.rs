@@ -422,7 +422,7 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
         if let Some(handoff) = &log.handoff {
             if !log.handoff_summarised {
                 let summary = handoff_summary(&handoff.reason, &log, run);
-                let unchanged = run.status.clone();
+                let unchanged = working_status(run);
                 step(
                     state,
                     run,
@@ -901,7 +901,7 @@ async fn exhaust(
 ) -> AppResult<()> {
     tracing::warn!(run_id = %run.id, budget, used, limit, "run budget exhausted");
     let payload = json!({ "budget": budget, "used": used, "limit": limit });
-    let to = run.status.clone();
+    let to = working_status(run);
     step(
         state,
         run,
@@ -910,6 +910,17 @@ async fn exhaust(
         vec![ev("budget_exhausted", None, payload)],
     )
     .await
+}
+
+/// The status a step that does not change the run's state keeps: its own, unless the
+/// run was resting (claimed again from `awaiting_dependency`), when it is `ready` —
+/// a run being worked on keeps its lease.
+fn working_status(run: &Run) -> String {
+    if status::holds_no_worker(&run.status) {
+        status::READY.to_string()
+    } else {
+        run.status.clone()
+    }
 }
 
 /// What a human taking the case over needs: the facts the tools verified (with the call
