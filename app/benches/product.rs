@@ -217,6 +217,14 @@ fn proc_memory(pid: &str, field: &str) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// The 1-minute load average, to show whether something else was running.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -715,7 +723,7 @@ async fn phase_tickets(
             ),
             fmt_rate(e2e, "tickets/s"),
             fmt_rate(raw, "commits/s"),
-            format!("{:.1} commits per ticket-time", raw / e2e),
+            format!("1 ticket per {:.0} commits", raw / e2e),
             "",
             None,
         );
@@ -1389,6 +1397,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     let mut report = Report::default();
     let machine = machine();
     eprintln!("Refund desk benchmarks on {machine}");
+    let load_at_start = load_average();
 
     let fixtures = app::config::default_fixtures_dir();
     let policies = app::policies::load_policy_set(&fixtures.join("policies"))?;
@@ -1416,9 +1425,10 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     }
 
     report.note(format!(
-        "bench process peak memory (VmHWM) {:.0} MiB; whole run {:.0} s",
+        "bench process peak memory (VmHWM) {:.0} MiB; whole run {:.0} s; load average at start {load_at_start}, at end {} (other work on the machine skews every figure)",
         proc_memory("self", "VmHWM:").unwrap_or(0.0),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        load_average()
     ));
     println!("Refund desk benchmarks — {machine}");
     println!();

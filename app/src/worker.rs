@@ -15,10 +15,10 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
         crate::runs::claim_next(&state.db, &state.instance_id, state.clock.now_ms()).await?
     {
         let result = crate::agent::advance(state, &mut run).await;
-        // Reload the version before releasing: `advance` moved it.
-        if let Some(latest) = crate::runs::load_run(&state.db, &run.id).await? {
-            crate::runs::release(&state.db, &latest).await?;
-        }
+        // Release the run as this worker last wrote it (`advance` keeps its version
+        // current). A reloaded copy could belong to a worker that took the lease over
+        // after ours expired; releasing that would take its lease away.
+        crate::runs::release(&state.db, &run).await?;
         if let Err(e) = result {
             tracing::error!(run_id = %run.id, error = %e, "run step failed; it will be retried");
             return Err(e);
