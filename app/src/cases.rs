@@ -81,12 +81,13 @@ pub struct Case {
     pub refund_total_minor: Option<i64>,
     pub currency: Option<String>,
     pub void_reason: Option<String>,
+    pub policy_index: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
-     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, created_at, updated_at";
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, created_at, updated_at";
 
 fn case_from_row(r: &sqlx::any::AnyRow) -> AppResult<Case> {
     Ok(Case {
@@ -107,6 +108,7 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> AppResult<Case> {
         refund_total_minor: r.try_get("refund_total_minor")?,
         currency: r.try_get("currency")?,
         void_reason: r.try_get("void_reason")?,
+        policy_index: r.try_get("policy_index")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -315,6 +317,8 @@ pub struct CaseView {
     pub refund_total: Option<String>,
     pub currency: Option<String>,
     pub void_reason: Option<String>,
+    /// The policy index (`schema_version:policy_hash`) the decision was made with.
+    pub policy_index: Option<String>,
     pub refunds: Vec<refunds::RefundView>,
     pub created_at: String,
     pub updated_at: String,
@@ -348,6 +352,7 @@ pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
         refund_total,
         currency: case.currency.clone(),
         void_reason: case.void_reason.clone(),
+        policy_index: case.policy_index.clone(),
         refunds: refunds::refund_views(db, &case.id).await?,
         created_at: rfc3339(case.created_at),
         updated_at: rfc3339(case.updated_at),

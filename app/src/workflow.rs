@@ -159,6 +159,27 @@ pub fn evidence_hash(facts: &Facts) -> String {
     ))
 }
 
+/// The index a decision's citations came from: `schema_version:policy_hash`.
+pub fn policy_index_version(state: &AppState) -> String {
+    format!(
+        "{}:{}",
+        rag_index::SCHEMA_VERSION,
+        state.index.policy_hash()
+    )
+}
+
+/// The `decision` event: the decision plus the policy index it was made with.
+fn decision_event(decision: &Decision, policy_index: &str) -> Value {
+    let mut value = serde_json::to_value(decision).unwrap_or_default();
+    if let Value::Object(map) = &mut value {
+        map.insert(
+            "policy_index".into(),
+            Value::String(policy_index.to_string()),
+        );
+    }
+    value
+}
+
 /// Evidence references that do not point at a successful tool call whose result
 /// contains the cited record (SPEC invariant 8).
 pub fn invalid_evidence(proposal: &Proposal, exchanges: &[Exchange]) -> Vec<String> {
@@ -224,6 +245,7 @@ pub async fn decide_case(
     .await?;
     let evidence_hash = evidence_hash(&facts);
     let invalid = invalid_evidence(proposal, exchanges);
+    let policy_index = policy_index_version(state);
     let now = state.clock.now_ms();
 
     // The engine's refunds, not the model's, are what a human is asked to approve.
@@ -253,7 +275,7 @@ pub async fn decide_case(
         &run.id,
         "decision",
         None,
-        &serde_json::to_value(&decision).unwrap_or_default(),
+        &decision_event(&decision, &policy_index),
         now,
     )
     .await?;
@@ -304,7 +326,7 @@ pub async fn decide_case(
     let done = sqlx::query(
         "UPDATE cases SET status = $1, version = version + 1, proposal = $2, facts = $3, decision = $4, evidence_hash = $5,
              fingerprint = $6, required_role = $7, reason_code = $8, refund_total_minor = $9, currency = $10,
-             void_reason = COALESCE($11, void_reason), updated_at = $12
+             void_reason = COALESCE($11, void_reason), updated_at = $12, policy_index = $15
          WHERE id = $13 AND version = $14",
     )
     .bind(status.as_str())
@@ -321,6 +343,7 @@ pub async fn decide_case(
     .bind(now)
     .bind(&case.id)
     .bind(case.version)
+    .bind(&policy_index)
     .execute(&mut *tx)
     .await?;
     if done.rows_affected() != 1 {

@@ -17,6 +17,11 @@ async fn duplicate_charge_is_refunded_exactly_once_after_an_agent_approves_it() 
     assert_eq!(case["status"], "awaiting_approval", "{case:#}");
     assert_eq!(case["required_role"], "agent");
     assert_eq!(case["reason_code"], "duplicate_charge");
+    let index = case["policy_index"].as_str().unwrap();
+    assert!(
+        index.starts_with(&format!("{}:", rag_index::SCHEMA_VERSION)) && index.len() > 60,
+        "{index}"
+    );
     assert_eq!(case["refund_total"], "198.00");
     assert_eq!(case["currency"], "CNY");
     let refunds = case["decision"]["refunds"].as_array().unwrap();
