@@ -35,6 +35,9 @@ pub struct Config {
     pub approval_ttl: Duration,
     /// `PUBLIC_URL`: where users reach the app; `https://…` makes cookies `Secure`.
     pub public_url: Option<String>,
+    /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
+    /// approval queue.
+    pub shadow_mode: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +88,9 @@ impl Config {
                     .unwrap_or(72),
             ),
             public_url: var("PUBLIC_URL"),
+            shadow_mode: var("SHADOW_MODE").is_some_and(|v| {
+                matches!(v.to_ascii_lowercase().as_str(), "1" | "on" | "true" | "yes")
+            }),
         }
     }
 

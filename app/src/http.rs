@@ -37,6 +37,8 @@ pub struct AppState {
     pub approval_ttl_ms: i64,
     /// Verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
+    /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
+    pub shadow_mode: bool,
 }
 
 /// JSON body extractor whose failures use the API's error shape.
@@ -100,6 +102,7 @@ pub fn router(state: AppState) -> Router {
             "/cases/{id}/takeover",
             post(crate::approvals::post_takeover),
         )
+        .route("/cases/{id}/decide", post(crate::shadow_live::post_decide))
         .route("/runs/{id}/events", get(crate::runs::get_events))
         .route(
             "/webhooks/payments",

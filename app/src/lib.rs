@@ -28,6 +28,7 @@ pub mod replay;
 pub mod replies;
 pub mod runs;
 pub mod shadow;
+pub mod shadow_live;
 pub mod store;
 pub mod tickets;
 pub mod webhooks;
@@ -85,5 +86,6 @@ pub async fn build_state(
             .is_some_and(|u| u.starts_with("https://")),
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
         webhook_secret: config.webhook_secret.clone(),
+        shadow_mode: config.shadow_mode,
     })
 }

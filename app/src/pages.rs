@@ -41,6 +41,8 @@ pub fn routes() -> Router<AppState> {
             "/console/reconcile",
             get(reconcile_page).post(reconcile_submit),
         )
+        .route("/console/shadow", get(shadow_page))
+        .route("/console/cases/{id}/decide", post(decide_by_hand_submit))
         .merge(crate::policy_pages::routes())
 }
 
@@ -567,6 +569,10 @@ struct CasePage {
     proposal: Option<crate::agent::Proposal>,
     refunds: Vec<RefundView>,
     awaiting: bool,
+    shadow_pending: bool,
+    /// (order, charge, amount, captured, status, disputed, refunded, created) from the facts.
+    billing: Vec<(String, String, String, bool, String, bool, String, String)>,
+    reasons: Vec<String>,
     may_take_over: bool,
     may_approve: bool,
     required_role: String,
@@ -625,6 +631,9 @@ async fn case_page_response(
         .proposal
         .as_deref()
         .and_then(|p| serde_json::from_str(p).ok());
+    let shadow_pending = crate::shadow_live::pending(&state.db, &case.id)
+        .await
+        .unwrap_or(true);
     let required_role = case
         .required_role
         .clone()
@@ -638,6 +647,9 @@ async fn case_page_response(
         csrf: session.csrf_token.clone(),
         refunds: view.refunds.clone(),
         awaiting: case.status == CaseStatus::AwaitingApproval,
+        shadow_pending,
+        billing: billing_rows(case.facts.as_deref()),
+        reasons: REASON_CODES.iter().map(|r| r.to_string()).collect(),
         may_take_over: case.status == CaseStatus::Escalated
             && session.staff.role >= auth::StaffRole::Supervisor,
         fingerprint: case.fingerprint.clone().unwrap_or_default(),
@@ -845,6 +857,15 @@ async fn run_page(
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
         Err(e) => return e.into_response(),
     };
+    if crate::shadow_live::pending(&state.db, &run.case_id)
+        .await
+        .unwrap_or(true)
+    {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "Shadow mode: the agent's trace is hidden until a reviewer decides this case.",
+        );
+    }
     let events = match crate::runs::events(&state.db, &id).await {
         Ok(e) => e,
         Err(e) => return e.into_response(),
@@ -981,4 +1002,227 @@ async fn reconcile_submit(
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
         Err(e) => e.into_response(),
     }
+}
+
+const REASON_CODES: &[&str] = &[
+    "duplicate_charge",
+    "overcharge",
+    "repeat_purchase",
+    "cooling_off",
+    "authorization_hold",
+    "already_refunded",
+    "not_duplicate",
+    "outside_window",
+    "ownership_mismatch",
+    "dispute_open",
+    "insufficient_info",
+    "not_eligible",
+    "other",
+];
+
+type BillingRow = (String, String, String, bool, String, bool, String, String);
+
+/// The charges in a case's facts, for reviewers (records, not conclusions).
+fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
+    let Some(facts) = facts.and_then(|f| serde_json::from_str::<policy_engine::Facts>(f).ok())
+    else {
+        return vec![];
+    };
+    let mut rows = Vec::new();
+    for order in &facts.orders {
+        for c in &order.charges {
+            rows.push((
+                format!(
+                    "{} ({}, {})",
+                    order.id,
+                    order.product.as_str(),
+                    order.amount
+                ),
+                c.id.clone(),
+                c.amount.to_string(),
+                c.captured,
+                serde_plain(&c.status),
+                c.disputed,
+                c.amount_refunded.to_string(),
+                c.created_at.to_string(),
+            ));
+        }
+    }
+    rows
+}
+
+#[derive(Deserialize)]
+struct HandDecisionForm {
+    csrf: String,
+    outcome: String,
+    reason: String,
+    #[serde(default)]
+    charge_1: String,
+    #[serde(default)]
+    amount_1: String,
+    #[serde(default)]
+    charge_2: String,
+    #[serde(default)]
+    amount_2: String,
+    #[serde(default)]
+    charge_3: String,
+    #[serde(default)]
+    amount_3: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn decide_by_hand_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<HandDecisionForm>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    if !constant_time_eq(&form.csrf, &session.csrf_token) {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        );
+    }
+    let manual = hand_decision(&form);
+    let result = match manual {
+        Ok(mut manual) => {
+            // Fill each line's currency from the charge in the case's facts.
+            if let Ok(Some(case)) = cases::load_case(&state.db, &id).await {
+                let facts: Option<policy_engine::Facts> = case
+                    .facts
+                    .as_deref()
+                    .and_then(|f| serde_json::from_str(f).ok());
+                for r in &mut manual.refunds {
+                    if let Some(c) = facts
+                        .iter()
+                        .flat_map(|f| f.orders.iter())
+                        .flat_map(|o| o.charges.iter())
+                        .find(|c| c.id == r.charge_id)
+                    {
+                        r.currency = c.amount.currency();
+                    }
+                }
+            }
+            crate::shadow_live::decide_by_hand(&state, &session.staff, &id, manual).await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => {
+            let status = e.status();
+            let mut resp =
+                case_page_response(&state, &session, &id, Some(e.public_message())).await;
+            *resp.status_mut() = status;
+            resp
+        }
+    }
+}
+
+/// The form's decision; each refund line's currency is filled from its charge later.
+fn hand_decision(form: &HandDecisionForm) -> Result<crate::shadow_live::ManualDecision, AppError> {
+    let outcome = parse_plain(&form.outcome)
+        .map_err(|e| AppError::bad_request("invalid_outcome", e.to_string()))?;
+    let reason = parse_plain(&form.reason)
+        .map_err(|e| AppError::bad_request("invalid_reason", e.to_string()))?;
+    let refunds = [
+        (&form.charge_1, &form.amount_1),
+        (&form.charge_2, &form.amount_2),
+        (&form.charge_3, &form.amount_3),
+    ]
+    .into_iter()
+    .filter(|(charge, _)| !charge.trim().is_empty())
+    .map(|(charge, amount)| crate::replay::RefundRecord {
+        charge_id: charge.trim().to_string(),
+        amount: amount.trim().to_string(),
+        currency: policy_engine::Currency::CNY,
+    })
+    .collect();
+    Ok(crate::shadow_live::ManualDecision {
+        outcome,
+        reason,
+        refunds,
+        note: form.note.clone(),
+    })
+}
+
+#[derive(Template)]
+#[template(path = "shadow.html")]
+struct ShadowPage {
+    report: crate::shadow_live::LiveShadowReport,
+    outcome_pct: String,
+    exact_pct: String,
+    chart: String,
+    outcomes: Vec<&'static str>,
+    matrix: Vec<(&'static str, Vec<usize>)>,
+    disagreements: Vec<(String, String, String)>,
+}
+
+/// `GET /console/shadow`: live shadow mode's agreement over time, confusion matrix and
+/// disagreements (staff only).
+async fn shadow_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+) -> Response {
+    if session.is_err() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let report = match crate::shadow_live::report(&state.db).await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let outcomes: Vec<&'static str> = crate::replay::CaseOutcome::ALL
+        .iter()
+        .map(|o| o.as_str())
+        .collect();
+    let matrix = outcomes
+        .iter()
+        .map(|h| {
+            (
+                *h,
+                outcomes
+                    .iter()
+                    .map(|a| {
+                        report
+                            .confusion
+                            .get(*h)
+                            .and_then(|r| r.get(*a))
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let text = |v: &crate::replay::CaseVerdict| {
+        let refunds: Vec<String> = v
+            .refunds
+            .iter()
+            .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
+            .collect();
+        format!(
+            "{} ({}) {}",
+            v.outcome.as_str(),
+            serde_plain(&v.reason),
+            refunds.join(", ")
+        )
+    };
+    let disagreements = report
+        .disagreements
+        .iter()
+        .map(|p| (p.case_id.clone(), text(&p.human), text(&p.agent)))
+        .collect();
+    render(&ShadowPage {
+        outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
+        exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
+        chart: crate::shadow_live::agreement_chart(&report.by_day),
+        outcomes,
+        matrix,
+        disagreements,
+        report,
+    })
 }

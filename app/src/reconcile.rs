@@ -259,7 +259,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
             if !OPEN_FOR_RESOLUTION.contains(&intent.status.as_str()) {
                 continue;
             }
-            let Some(case) =
+            let Some((case, lease)) =
                 refunds::claim_case(&state.db, &intent.case_id, &owner, state.clock.now_ms())
                     .await?
             else {
@@ -271,7 +271,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
                 Ok(_) => refunds::settle_case(state, &case.id).await.map(|_| ()),
                 Err(_) => Ok(()),
             };
-            refunds::release_case(&state.db, &case.id, &owner).await?;
+            refunds::release_case(&state.db, &lease).await?;
             let step = result?;
             settled?;
             let after = refunds::load_intent(&state.db, &intent.id)

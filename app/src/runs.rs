@@ -14,7 +14,7 @@ use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
-use crate::store::{new_id, Db, Tx};
+use crate::store::{new_id, Backend, Db, Tx};
 
 /// Version of the investigator prompt/instructions, recorded on every run.
 pub const PROMPT_VERSION: &str = "investigate-v1";
@@ -122,19 +122,65 @@ pub async fn load_run(db: &Db, run_id: &str) -> AppResult<Option<Run>> {
     row.as_ref().map(run_from_row).transpose()
 }
 
+/// The runs a worker may claim: active ones (being advanced, or abandoned by a worker
+/// that died) and ones that waited on a dependency long enough, whose lease is free or
+/// expired. `$1` is now, `$2` is now minus [`DEPENDENCY_RETRY_MS`].
+const CLAIMABLE_RUNS: &str = "(status IN ('ready', 'model_running', 'tool_pending', 'tool_running')
+                OR (status = 'awaiting_dependency' AND updated_at <= $2))
+           AND (lease_expires_at IS NULL OR lease_expires_at < $1)";
+
 /// Claims a runnable run whose lease is free or expired: one a worker is advancing (or
 /// was, before it died), or one that waited on a dependency long enough. Returns the
 /// claimed run; the claim is a versioned update, so of two workers racing for one run
 /// exactly one gets it, and the version it bumps makes every later update of the
 /// previous holder fail.
+///
+/// On PostgreSQL the candidate is picked with `FOR UPDATE SKIP LOCKED` in a short
+/// transaction, so workers of several instances never queue behind one another's
+/// claims: each takes the oldest run nobody is claiming right now. SQLite has one
+/// writer and no row locks; it reads a few candidates and relies on the versioned
+/// update alone (a lost race just moves on to the next candidate).
 pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>> {
-    let candidates = sqlx::query(
-        "SELECT id, version FROM runs
-         WHERE (status IN ('ready', 'model_running', 'tool_pending', 'tool_running')
-                OR (status = 'awaiting_dependency' AND updated_at <= $2))
-           AND (lease_expires_at IS NULL OR lease_expires_at < $1)
-         ORDER BY created_at LIMIT 10",
-    )
+    let claimed = match db.backend() {
+        Backend::Postgres => claim_next_skip_locked(db, owner, now).await?,
+        Backend::Sqlite => claim_next_versioned(db, owner, now).await?,
+    };
+    let Some(id) = claimed else {
+        return Ok(None);
+    };
+    tracing::debug!(run_id = %id, owner, "run claimed");
+    load_run(db, &id).await
+}
+
+/// PostgreSQL: lock one claimable run, skipping rows other claims hold, then take its
+/// lease with the versioned update, and commit (the row lock lasts only this long).
+async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> AppResult<Option<String>> {
+    let mut tx = db.begin().await?;
+    let candidate = sqlx::query(&format!(
+        "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS}
+         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+    ))
+    .bind(now)
+    .bind(now - DEPENDENCY_RETRY_MS)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = candidate else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let id: String = row.try_get("id")?;
+    let version: i64 = row.try_get("version")?;
+    let taken = take_run_lease(&mut tx, &id, version, owner, now).await?;
+    tx.commit().await?;
+    Ok(taken.then_some(id))
+}
+
+/// SQLite (and any backend without row locks): a few candidates, each tried with the
+/// versioned update until one is won.
+async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> AppResult<Option<String>> {
+    let candidates = sqlx::query(&format!(
+        "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS} ORDER BY created_at LIMIT 10"
+    ))
     .bind(now)
     .bind(now - DEPENDENCY_RETRY_MS)
     .fetch_all(db.pool())
@@ -142,23 +188,35 @@ pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>
     for row in candidates {
         let id: String = row.try_get("id")?;
         let version: i64 = row.try_get("version")?;
-        let done = sqlx::query(
-            "UPDATE runs SET lease_owner = $1, lease_expires_at = $2, version = version + 1
-             WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)",
-        )
-        .bind(owner)
-        .bind(now + LEASE_MS)
-        .bind(&id)
-        .bind(version)
-        .bind(now)
-        .execute(db.pool())
-        .await?;
-        if done.rows_affected() == 1 {
-            tracing::debug!(run_id = %id, owner, "run claimed");
-            return load_run(db, &id).await;
+        let mut conn = db.pool().acquire().await?;
+        if take_run_lease(&mut conn, &id, version, owner, now).await? {
+            return Ok(Some(id));
         }
     }
     Ok(None)
+}
+
+/// The versioned lease update both claim paths end with: it succeeds only if the run
+/// is still at `version` and its lease still free or expired.
+async fn take_run_lease(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+    version: i64,
+    owner: &str,
+    now: i64,
+) -> AppResult<bool> {
+    let done = sqlx::query(
+        "UPDATE runs SET lease_owner = $1, lease_expires_at = $2, version = version + 1
+         WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)",
+    )
+    .bind(owner)
+    .bind(now + LEASE_MS)
+    .bind(id)
+    .bind(version)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Extends the lease of a run we hold, during a step that takes long (a slow model).

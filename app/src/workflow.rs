@@ -290,6 +290,16 @@ pub async fn decide_case(
         )
         .await?;
     }
+    if state.shadow_mode && invalid.is_empty() {
+        crate::shadow_live::hand_to_reviewer(
+            &mut tx, &case, ticket, proposal, &facts, &decision, now,
+        )
+        .await?;
+        runs::set_status(&mut tx, run, "completed", 0, 0, now).await?;
+        tx.commit().await?;
+        tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
+        return Ok(());
+    }
     let (mut status, mut note) = match decision.outcome {
         Outcome::Allow => (CaseStatus::AwaitingApproval, None),
         Outcome::Deny => (CaseStatus::Denied, None),

@@ -1,0 +1,500 @@
+//! Live shadow mode (`SHADOW_MODE=on`): the agent investigates live tickets and its
+//! decision is recorded, but nothing reaches the approval queue. A reviewer decides each
+//! case by hand without seeing the agent's proposal or decision (no anchoring); the pair
+//! is recorded, and only then is the agent's side shown.
+//!
+//! A hand-made refund passes the same policy check (every line within what the policy
+//! engine allows on fresh facts) and the same approval rules (another person approves
+//! it, bound to a fingerprint) as the agent's would.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use policy_engine::{Decision, Outcome, ReasonCode};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::agent::Proposal;
+use crate::auth::{Principal, Staff};
+use crate::cases::{self, Case, CaseStatus, CaseView};
+use crate::error::{AppError, AppResult};
+use crate::http::{ApiJson, AppState};
+use crate::replay::{CaseOutcome, CaseVerdict, RefundRecord};
+use crate::store::Tx;
+use crate::tickets::{self, Ticket};
+use crate::world::{parse_plain, serde_plain};
+
+pub const SHADOW_NOTE: &str = "shadow mode: decide by hand";
+
+/// Records the agent's decision privately and hands the case to a human.
+pub async fn hand_to_reviewer(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    ticket: &Ticket,
+    proposal: &Proposal,
+    facts: &policy_engine::Facts,
+    decision: &Decision,
+    now: i64,
+) -> AppResult<()> {
+    let agent = CaseVerdict::from_decision(decision);
+    sqlx::query(
+        "INSERT INTO shadow_pairs (case_id, agent_outcome, agent_reason, agent_refunds, agent_decision, agent_proposal, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (case_id) DO UPDATE SET agent_outcome = excluded.agent_outcome, agent_reason = excluded.agent_reason,
+             agent_refunds = excluded.agent_refunds, agent_decision = excluded.agent_decision,
+             agent_proposal = excluded.agent_proposal, created_at = excluded.created_at,
+             human_outcome = NULL, human_reason = NULL, human_refunds = NULL, decided_by = NULL, decided_at = NULL",
+    )
+    .bind(&case.id)
+    .bind(agent.outcome.as_str())
+    .bind(serde_plain(&agent.reason))
+    .bind(serde_json::to_string(&agent.refunds).unwrap_or_default())
+    .bind(serde_json::to_string(decision).unwrap_or_default())
+    .bind(serde_json::to_string(proposal).unwrap_or_default())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    // The case keeps the facts (billing records, not conclusions) and nothing else of
+    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
+             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
+             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
+    )
+    .bind(serde_json::to_string(facts).unwrap_or_default())
+    .bind(SHADOW_NOTE)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "case_changed",
+            "the case changed meanwhile",
+        ));
+    }
+    let reply = if ticket.language == "zh" {
+        "我们的团队成员会审核您的请求，并尽快回复您。"
+    } else {
+        "A member of our team will review your request and get back to you shortly."
+    };
+    tickets::append_message(tx, &ticket.id, "agent", reply, now).await?;
+    crate::audit::record(
+        tx,
+        "agent",
+        "shadow_recorded",
+        &case.id,
+        "agent decision recorded; awaiting a human decision",
+        now,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Whether a case waits for a reviewer's hand decision (its agent side is hidden).
+pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
+    let row = sqlx::query("SELECT decided_at FROM shadow_pairs WHERE case_id = $1")
+        .bind(case_id)
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(match row {
+        Some(r) => r.try_get::<Option<i64>, _>("decided_at")?.is_none(),
+        None => false,
+    })
+}
+
+/// A reviewer's decision, made by hand.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManualDecision {
+    pub outcome: CaseOutcome,
+    pub reason: ReasonCode,
+    #[serde(default)]
+    pub refunds: Vec<RefundRecord>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Records the reviewer's verdict beside the agent's and carries it out: a refund
+/// becomes a proposal awaiting somebody else's approval, after the policy check.
+pub async fn decide_by_hand(
+    state: &AppState,
+    staff: &Staff,
+    case_id: &str,
+    manual: ManualDecision,
+) -> AppResult<CaseView> {
+    let case = cases::load_case(&state.db, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    if case.status != CaseStatus::Escalated || !pending(&state.db, case_id).await? {
+        return Err(AppError::conflict(
+            "invalid_state",
+            "this case is not waiting for a hand decision",
+        ));
+    }
+    let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
+        .await?
+        .ok_or(AppError::NotFound("ticket"))?;
+    let row = sqlx::query("SELECT agent_proposal FROM shadow_pairs WHERE case_id = $1")
+        .bind(case_id)
+        .fetch_one(state.db.pool())
+        .await?;
+    let proposal: Proposal = serde_json::from_str(&row.try_get::<String, _>("agent_proposal")?)
+        .map_err(|e| anyhow::anyhow!("stored shadow proposal: {e}"))?;
+    if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
+        return Err(AppError::bad_request(
+            "invalid_decision",
+            "a refund decision lists its refunds; other decisions list none",
+        ));
+    }
+    let now = state.clock.now_ms();
+
+    // For a refund: the same policy check an agent's proposal passes, on fresh facts.
+    let mut allowed: Option<(policy_engine::Facts, Decision)> = None;
+    if manual.outcome == CaseOutcome::Refund {
+        let (facts, decision) = crate::workflow::decide_now(
+            state,
+            &ticket,
+            proposal.request,
+            proposal.order_id.as_deref(),
+        )
+        .await?;
+        let mut lines = Vec::new();
+        for r in &manual.refunds {
+            let amount = r
+                .money()
+                .map_err(|e| AppError::bad_request("invalid_amount", e.to_string()))?;
+            let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
+                return Err(AppError::conflict(
+                    "policy_does_not_allow",
+                    format!("the policy allows no refund on {}", r.charge_id),
+                ));
+            };
+            if limit.amount.currency() != amount.currency()
+                || amount > limit.amount
+                || amount.is_zero()
+            {
+                return Err(AppError::conflict(
+                    "policy_does_not_allow",
+                    format!(
+                        "the policy allows at most {} on {}",
+                        limit.amount, r.charge_id
+                    ),
+                ));
+            }
+            let mut line = limit.clone();
+            line.amount = amount;
+            lines.push(line);
+        }
+        if !matches!(decision.outcome, Outcome::Allow | Outcome::Escalate) {
+            return Err(AppError::conflict(
+                "policy_does_not_allow",
+                "the policy allows no refund on these facts",
+            ));
+        }
+        let mut decision = decision;
+        decision.outcome = Outcome::Allow;
+        decision.refunds = lines;
+        decision.approver_role = Some(decision.approver_role.unwrap_or(policy_engine::Role::Agent));
+        decision.hash = decision.compute_hash();
+        allowed = Some((facts, decision));
+    }
+
+    let mut tx = state.db.begin().await?;
+    let case = cases::load_case_tx(&mut tx, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    let recorded = sqlx::query(
+        "UPDATE shadow_pairs SET human_outcome = $1, human_reason = $2, human_refunds = $3, decided_by = $4, decided_at = $5
+         WHERE case_id = $6 AND decided_at IS NULL",
+    )
+    .bind(manual.outcome.as_str())
+    .bind(serde_plain(&manual.reason))
+    .bind(serde_json::to_string(&manual.refunds).unwrap_or_default())
+    .bind(&staff.id)
+    .bind(now)
+    .bind(case_id)
+    .execute(&mut *tx)
+    .await?;
+    if recorded.rows_affected() != 1 {
+        return Err(AppError::conflict(
+            "already_decided",
+            "another reviewer already decided this case",
+        ));
+    }
+    let zh = ticket.language == "zh";
+    match (manual.outcome, allowed) {
+        (CaseOutcome::Refund, Some((facts, decision))) => {
+            let evidence_hash = crate::workflow::evidence_hash(&facts);
+            let seq = case.proposal_seq + 1;
+            let fingerprint = cases::decision_fingerprint(
+                &case.id,
+                seq,
+                &case.customer_id,
+                facts.order_id.as_deref(),
+                &decision,
+                &evidence_hash,
+            );
+            let total = decision.refund_total();
+            let human_proposal = Proposal {
+                request: proposal.request,
+                order_id: facts.order_id.clone(),
+                reason_code: serde_plain(&manual.reason),
+                refunds: manual
+                    .refunds
+                    .iter()
+                    .map(|r| crate::agent::ProposedRefund {
+                        charge_id: r.charge_id.clone(),
+                        amount: r.amount.clone(),
+                        currency: r.currency.code().into(),
+                    })
+                    .collect(),
+                evidence: vec![],
+                citations: decision.rules.iter().map(|r| r.citation.clone()).collect(),
+                summary: format!(
+                    "decided by hand by {}{}",
+                    staff.email,
+                    manual
+                        .note
+                        .as_deref()
+                        .map(|n| format!(": {n}"))
+                        .unwrap_or_default()
+                ),
+            };
+            sqlx::query(
+                "UPDATE cases SET status = 'awaiting_approval', version = version + 1, proposal_seq = $1, proposal = $2, facts = $3,
+                     decision = $4, evidence_hash = $5, fingerprint = $6, required_role = $7, reason_code = $8,
+                     refund_total_minor = $9, currency = $10, void_reason = NULL, updated_at = $11
+                 WHERE id = $12 AND version = $13",
+            )
+            .bind(seq)
+            .bind(serde_json::to_string(&human_proposal).unwrap_or_default())
+            .bind(serde_json::to_string(&facts).unwrap_or_default())
+            .bind(serde_json::to_string(&decision).unwrap_or_default())
+            .bind(&evidence_hash)
+            .bind(&fingerprint)
+            .bind(decision.approver_role.map(|r| serde_plain(&r)))
+            .bind(serde_plain(&manual.reason))
+            .bind(total.map(|m| m.minor_units()))
+            .bind(total.map(|m| m.currency().code().to_string()))
+            .bind(now)
+            .bind(&case.id)
+            .bind(case.version)
+            .execute(&mut *tx)
+            .await?;
+            // The reviewer proposed it: somebody else must approve it.
+            crate::audit::record(
+                &mut tx,
+                &staff.id,
+                "proposed_by_staff",
+                &case.id,
+                &format!("shadow hand decision, fingerprint {fingerprint}"),
+                now,
+            )
+            .await?;
+            let amounts = decision
+                .refunds
+                .iter()
+                .map(|r| r.amount.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let reply = if zh {
+                format!("我们已审核您的请求，{amounts} 的退款正在等待批准。退款一经提交，我们会立即通知您。")
+            } else {
+                format!("We reviewed your request; a refund of {amounts} is awaiting approval. We will tell you as soon as it is submitted.")
+            };
+            tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
+        }
+        (CaseOutcome::NoRefund, _) => {
+            cases::transition(&mut tx, &case, CaseStatus::Denied, now).await?;
+            let reply = if zh {
+                "我们已审核您的请求，很遗憾这笔购买不符合我们退款政策的退款条件。"
+            } else {
+                "We reviewed your request. Unfortunately it is not eligible for a refund under our refund policy."
+            };
+            tickets::append_message(&mut tx, &ticket.id, "staff", reply, now).await?;
+        }
+        (CaseOutcome::RequestInfo, _) => {
+            cases::transition(&mut tx, &case, CaseStatus::AwaitingCustomer, now).await?;
+            let reply = if zh {
+                "为了继续处理，请告诉我们您指的是哪一个订单（例如订单号）。"
+            } else {
+                "To go on, please tell us which order this is about (for example its order number)."
+            };
+            tickets::append_message(&mut tx, &ticket.id, "staff", reply, now).await?;
+        }
+        (CaseOutcome::Escalate, _) | (CaseOutcome::Refund, None) => {
+            sqlx::query("UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
+                .bind("escalated by the reviewer")
+                .bind(now)
+                .bind(&case.id)
+                .bind(case.version)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    crate::audit::record(
+        &mut tx,
+        &staff.id,
+        "decided_by_hand",
+        &case.id,
+        &format!(
+            "{} ({})",
+            manual.outcome.as_str(),
+            serde_plain(&manual.reason)
+        ),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    let case = cases::load_case(&state.db, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    cases::case_view(&state.db, &case).await
+}
+
+/// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
+pub async fn post_decide(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<ManualDecision>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(decide_by_hand(&state, staff, &id, input).await?))
+}
+
+/// One decided pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pair {
+    pub case_id: String,
+    pub agent: CaseVerdict,
+    pub human: CaseVerdict,
+    pub agree: bool,
+    pub exact: bool,
+    pub decided_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveShadowReport {
+    pub decided: usize,
+    pub pending: usize,
+    pub outcome_agreement: f64,
+    pub exact_agreement: f64,
+    pub confusion: std::collections::BTreeMap<String, std::collections::BTreeMap<String, usize>>,
+    /// Per UTC day: (day, agreed, total).
+    pub by_day: Vec<(String, usize, usize)>,
+    pub disagreements: Vec<Pair>,
+}
+
+pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
+    let rows = sqlx::query(
+        "SELECT case_id, agent_outcome, agent_reason, agent_refunds, human_outcome, human_reason, human_refunds, decided_at
+         FROM shadow_pairs ORDER BY created_at",
+    )
+    .fetch_all(db.pool())
+    .await?;
+    let mut pairs = Vec::new();
+    let mut pending = 0;
+    for r in &rows {
+        let Some(decided_at) = r.try_get::<Option<i64>, _>("decided_at")? else {
+            pending += 1;
+            continue;
+        };
+        let verdict = |o: &str, reason: &str, refunds: &str| -> AppResult<CaseVerdict> {
+            Ok(CaseVerdict {
+                outcome: parse_plain(o)?,
+                reason: parse_plain(reason)?,
+                refunds: serde_json::from_str(refunds).map_err(|e| anyhow::anyhow!("{e}"))?,
+            })
+        };
+        let agent = verdict(
+            &r.try_get::<String, _>("agent_outcome")?,
+            &r.try_get::<String, _>("agent_reason")?,
+            &r.try_get::<String, _>("agent_refunds")?,
+        )?;
+        let human = verdict(
+            &r.try_get::<Option<String>, _>("human_outcome")?
+                .unwrap_or_default(),
+            &r.try_get::<Option<String>, _>("human_reason")?
+                .unwrap_or_default(),
+            &r.try_get::<Option<String>, _>("human_refunds")?
+                .unwrap_or_else(|| "[]".into()),
+        )?;
+        pairs.push(Pair {
+            case_id: r.try_get("case_id")?,
+            agree: agent.outcome == human.outcome,
+            exact: agent.agrees_exactly(&human),
+            agent,
+            human,
+            decided_at,
+        });
+    }
+    let decided = pairs.len();
+    let rate = |n: usize| {
+        if decided == 0 {
+            0.0
+        } else {
+            n as f64 / decided as f64
+        }
+    };
+    let mut confusion: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, usize>,
+    > = Default::default();
+    let mut days: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    for p in &pairs {
+        *confusion
+            .entry(p.human.outcome.as_str().into())
+            .or_default()
+            .entry(p.agent.outcome.as_str().into())
+            .or_default() += 1;
+        let day = crate::clock::from_ms(p.decided_at).date().to_string();
+        let e = days.entry(day).or_default();
+        e.0 += usize::from(p.agree);
+        e.1 += 1;
+    }
+    Ok(LiveShadowReport {
+        decided,
+        pending,
+        outcome_agreement: rate(pairs.iter().filter(|p| p.agree).count()),
+        exact_agreement: rate(pairs.iter().filter(|p| p.exact).count()),
+        confusion,
+        by_day: days.into_iter().map(|(d, (a, t))| (d, a, t)).collect(),
+        disagreements: pairs.into_iter().filter(|p| !p.exact).collect(),
+    })
+}
+
+/// An SVG bar chart of agreement per day (no scripts, no external resources).
+pub fn agreement_chart(by_day: &[(String, usize, usize)]) -> String {
+    let width = 40 * by_day.len().max(1) + 60;
+    let mut svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="180" role="img" aria-label="agreement per day"><line x1="40" y1="150" x2="{width}" y2="150" stroke="#999"/><text x="0" y="20" font-size="10">100%</text><text x="0" y="150" font-size="10">0%</text>"##
+    );
+    for (i, (day, agree, total)) in by_day.iter().enumerate() {
+        let rate = if *total == 0 {
+            0.0
+        } else {
+            *agree as f64 / *total as f64
+        };
+        let h = (rate * 130.0).round();
+        let x = 50 + i * 40;
+        svg += &format!(
+            r##"<rect x="{x}" y="{}" width="28" height="{h}" fill="#3b6fd6"><title>{day}: {agree}/{total}</title></rect><text x="{x}" y="165" font-size="8">{}</text>"##,
+            150.0 - h,
+            day.get(5..).unwrap_or(day)
+        );
+    }
+    svg + "</svg>"
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_chart_has_one_bar_per_day_and_no_scripts() {
+        let svg =
+            super::agreement_chart(&[("2026-11-28".into(), 3, 4), ("2026-11-29".into(), 1, 1)]);
+        assert_eq!(svg.matches("<rect").count(), 2);
+        assert!(svg.contains("2026-11-28: 3/4") && !svg.contains("<script"));
+    }
+}
