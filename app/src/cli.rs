@@ -59,6 +59,16 @@ enum Command {
     },
     /// Compare internal refund intents with the provider's refunds; resolve unknowns.
     Reconcile,
+    /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
+    /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
+    Eval {
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        #[arg(long, default_value_t = 1)]
+        k: usize,
+        #[arg(long, default_value = "./eval-report")]
+        out: PathBuf,
+    },
     /// Staff accounts.
     Staff {
         #[command(subcommand)]
@@ -261,6 +271,42 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             if !report.is_clean() {
                 anyhow::bail!("reconciliation found differences that need a human");
+            }
+            Ok(())
+        }
+        Command::Eval { scenarios, k, out } => {
+            let dir = scenarios.unwrap_or_else(|| {
+                config
+                    .fixtures_dir
+                    .join("..")
+                    .join("evals")
+                    .join("scenarios")
+            });
+            let model = config
+                .llm
+                .clone()
+                .map(crate::evals::ModelChoice::Llm)
+                .unwrap_or(crate::evals::ModelChoice::BuiltIn);
+            let report = crate::evals::run_suite(
+                &dir,
+                &config.fixtures_dir,
+                model,
+                k.max(1),
+                |done, total| {
+                    eprint!("\reval: {done}/{total} scenarios");
+                },
+            )
+            .await?;
+            eprintln!();
+            crate::evals::write(&report, &out)?;
+            eprintln!("{}", report.summary());
+            println!("{}", out.join("report.json").display());
+            if report.passed < report.total || report.hard_violations > 0 {
+                anyhow::bail!(
+                    "{} of {} scenarios failed",
+                    report.total - report.passed,
+                    report.total
+                );
             }
             Ok(())
         }

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod evals;
 pub mod generate;
 pub mod http;
 pub mod pages;
