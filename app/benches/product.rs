@@ -56,8 +56,8 @@ struct Settings {
     shadow: Vec<usize>,
     /// Seconds per HTTP endpoint (`BENCH_HTTP_SECS`).
     http_secs: u64,
-    /// Concurrent connections (`BENCH_HTTP_CONNS`).
-    http_conns: usize,
+    /// Concurrent connections, one load per count (`BENCH_HTTP_CONNS`, comma separated).
+    http_conns: Vec<usize>,
     /// Tickets the HTTP load reads from (`BENCH_HTTP_TICKETS`).
     http_tickets: usize,
     /// Policy-search sections (`BENCH_SECTIONS`).
@@ -90,7 +90,7 @@ impl Settings {
             tickets: env_list("BENCH_TICKETS", &[1_000, 10_000]),
             shadow: env_list("BENCH_SHADOW", &[1_000, 10_000]),
             http_secs: env_usize("BENCH_HTTP_SECS", 5) as u64,
-            http_conns: env_usize("BENCH_HTTP_CONNS", 32),
+            http_conns: env_list("BENCH_HTTP_CONNS", &[8, 32]),
             http_tickets: env_usize("BENCH_HTTP_TICKETS", 200),
             sections: env_usize("BENCH_SECTIONS", 10_000),
             phase_budget: env_usize("BENCH_PHASE_BUDGET_SECS", 300) as f64,
@@ -1298,65 +1298,67 @@ async fn http_load(
     ];
     // Warm-up: every endpoint once over every connection's worth of requests.
     for (_, reqs) in &endpoints {
-        drive(settings.http_conns.min(8), 1, Arc::new(reqs.clone())).await?;
+        drive(8, 1, Arc::new(reqs.clone())).await?;
     }
-    let mut baseline: Option<Load> = None;
-    for (name, reqs) in endpoints {
-        let load = drive(settings.http_conns, settings.http_secs, Arc::new(reqs)).await?;
-        let p99 = load.p(99.0);
-        let (value, base_text, ratio, target, met) = match &baseline {
-            None => (
-                format!(
-                    "{} (p50 {}, p99 {})",
-                    fmt_rate(load.per_second(), "req/s"),
-                    fmt_us(load.p(50.0)),
-                    fmt_us(p99)
+    for &conns in &settings.http_conns {
+        let mut baseline: Option<Load> = None;
+        for (name, reqs) in &endpoints {
+            let load = drive(conns, settings.http_secs, Arc::new(reqs.clone())).await?;
+            let p99 = load.p(99.0);
+            let (value, base_text, ratio, target, met) = match &baseline {
+                None => (
+                    format!(
+                        "{} (p50 {}, p99 {})",
+                        fmt_rate(load.per_second(), "req/s"),
+                        fmt_us(load.p(50.0)),
+                        fmt_us(p99)
+                    ),
+                    "—".to_string(),
+                    "1.00".to_string(),
+                    "",
+                    None,
                 ),
-                "—".to_string(),
-                "1.00".to_string(),
-                "",
-                None,
-            ),
-            Some(b) => (
-                format!(
-                    "{} (p50 {}, p99 {})",
-                    fmt_rate(load.per_second(), "req/s"),
-                    fmt_us(load.p(50.0)),
-                    fmt_us(p99)
+                Some(b) => (
+                    format!(
+                        "{} (p50 {}, p99 {})",
+                        fmt_rate(load.per_second(), "req/s"),
+                        fmt_us(load.p(50.0)),
+                        fmt_us(p99)
+                    ),
+                    format!(
+                        "{} p99 {} (`/healthz`)",
+                        fmt_rate(b.per_second(), "req/s"),
+                        fmt_us(b.p(99.0))
+                    ),
+                    format!("{:.2}", load.per_second() / b.per_second()),
+                    "≥ 1,000 req/s, p99 < 20 ms",
+                    Some(load.per_second() >= 1_000.0 && p99 < 20_000.0),
                 ),
+            };
+            report.add(
                 format!(
-                    "{} p99 {} (`/healthz`)",
-                    fmt_rate(b.per_second(), "req/s"),
-                    fmt_us(b.p(99.0))
+                    "{}: HTTP {name}, {} connections, {} s",
+                    backend.name(),
+                    conns,
+                    settings.http_secs
                 ),
-                format!("{:.2}", load.per_second() / b.per_second()),
-                "≥ 1,000 req/s, p99 < 20 ms",
-                Some(load.per_second() >= 1_000.0 && p99 < 20_000.0),
-            ),
-        };
-        report.add(
-            format!(
-                "{}: HTTP {name}, {} connections, {} s",
-                backend.name(),
-                settings.http_conns,
-                settings.http_secs
-            ),
-            value,
-            base_text,
-            ratio,
-            target,
-            met,
-        );
-        if load.errors > 0 {
-            report.note(format!(
-                "{}: HTTP {name}: {} of {} requests failed",
-                backend.name(),
-                load.errors,
-                load.requests
-            ));
-        }
-        if baseline.is_none() {
-            baseline = Some(load);
+                value,
+                base_text,
+                ratio,
+                target,
+                met,
+            );
+            if load.errors > 0 {
+                report.note(format!(
+                    "{}: HTTP {name}: {} of {} requests failed",
+                    backend.name(),
+                    load.errors,
+                    load.requests
+                ));
+            }
+            if baseline.is_none() {
+                baseline = Some(load);
+            }
         }
     }
     let hwm = proc_memory(&server.pid, "VmHWM:").unwrap_or(0.0);
