@@ -1,0 +1,207 @@
+//! SPEC invariant 4 against a real process: `refund-agent serve` is killed with SIGKILL
+//! while its refund call is in flight — before the provider answered, and after the
+//! provider committed but before the answer arrived — then restarted on the same data.
+//! Exactly one provider refund results, and the case ends `refund_succeeded`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+struct Serve {
+    child: Child,
+    base: String,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn command(data: &std::path::Path, payments: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+    cmd.arg("--data-dir")
+        .arg(data)
+        .env("PAYMENTS_URL", payments)
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env_remove("DATABASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+async fn start(data: &std::path::Path, payments: &str) -> Serve {
+    let port = free_port();
+    let child = command(data, payments)
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    for _ in 0..200 {
+        if reqwest::get(format!("{base}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return Serve { child, base };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("serve did not start");
+}
+
+fn sigkill(serve: &mut Serve) {
+    // SIGKILL: no destructor, no graceful shutdown, nothing flushed by us.
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+}
+
+async fn wait_for<F: Fn(&Value) -> bool>(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    ok: F,
+) -> Value {
+    let mut last = Value::Null;
+    // Up to two minutes: after a SIGKILL, the dead process's 60 s case lease must expire
+    // before another process resumes its work.
+    for _ in 0..2400 {
+        if let Ok(r) = http.get(url).bearer_auth(token).send().await {
+            if let Ok(v) = r.json::<Value>().await {
+                if ok(&v) {
+                    return v;
+                }
+                last = v;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("condition never held; last: {last:#}");
+}
+
+async fn killed_mid_refund_then_restarted(fault: Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = payments_mock::start(
+        payments_mock::MockConfig::new(dir.path().join("payments")),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let data = dir.path().join("app");
+    let seed = command(&data, &mock.base_url())
+        .arg("seed")
+        .output()
+        .unwrap();
+    assert!(
+        seed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seed.stderr)
+    );
+    let out = String::from_utf8_lossy(&seed.stderr).to_string();
+    let token_after = |marker: &str| {
+        out.lines()
+            .find(|l| l.contains(marker))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap()
+            .to_string()
+    };
+    let agent = token_after("agent@refund-desk.test");
+    let customer = token_after("customer C-100 bearer token:");
+    let http = reqwest::Client::new();
+
+    let mut serve = start(&data, &mock.base_url()).await;
+    let ticket: Value = http
+        .post(format!("{}/api/v1/tickets", serve.base))
+        .bearer_auth(&customer)
+        .json(&json!({ "message": "I was charged twice for my annual plan" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let case_url = format!(
+        "{}/api/v1/cases/{}",
+        serve.base,
+        ticket["case"]["id"].as_str().unwrap()
+    );
+    let case = wait_for(&http, &case_url, &agent, |c| {
+        c["status"] == "awaiting_approval"
+    })
+    .await;
+
+    let installed = http
+        .post(format!("{}/__mock/faults", mock.base_url()))
+        .json(&fault)
+        .send()
+        .await
+        .unwrap();
+    assert!(installed.status().is_success());
+    let approved = http
+        .post(format!("{case_url}/approve"))
+        .bearer_auth(&agent)
+        .json(&json!({ "fingerprint": case["fingerprint"] }))
+        .send()
+        .await
+        .unwrap();
+    assert!(approved.status().is_success());
+    // The intent is stored and the call is in flight (the provider holds it).
+    wait_for(&http, &case_url, &agent, |c| {
+        c["refunds"][0]["status"] == "submitting" && c["refunds"][0]["attempts"] == 1
+    })
+    .await;
+    let key = wait_for(&http, &case_url, &agent, |_| true).await["refunds"][0]["idempotency_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sigkill(&mut serve);
+
+    let mut serve = start(&data, &mock.base_url()).await;
+    let case_url = format!(
+        "{}/api/v1/cases/{}",
+        serve.base,
+        ticket["case"]["id"].as_str().unwrap()
+    );
+    let done = wait_for(&http, &case_url, &agent, |c| {
+        c["status"] == "refund_succeeded"
+    })
+    .await;
+    assert_eq!(
+        done["refunds"][0]["idempotency_key"],
+        key.as_str(),
+        "the same stored key after the restart"
+    );
+    let ledger: Value = http
+        .get(format!("{}/__mock/ledger", mock.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ours: Vec<&Value> = ledger["refunds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["charge"] == "ch_1001b")
+        .collect();
+    assert_eq!(ours.len(), 1, "exactly one provider refund: {ledger:#}");
+    assert_eq!(ours[0]["amount"], 19800);
+    sigkill(&mut serve);
+    mock.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_killed_while_the_provider_holds_its_refund_call_refunds_once_after_restart() {
+    killed_mid_refund_then_restarted(json!({ "mode": "latency", "ms": 3000, "method": "POST", "path": "/v1/refunds", "one_shot": true })).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_killed_after_the_provider_committed_but_before_its_answer_refunds_once_after_restart(
+) {
+    killed_mid_refund_then_restarted(json!({ "mode": "drop_response_after_commit", "drop_mode": "hang", "ms": 4000, "method": "POST", "path": "/v1/refunds", "one_shot": true })).await;
+}
