@@ -51,6 +51,15 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
+    GenerateHistory {
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
         history: PathBuf,
@@ -308,6 +317,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     report.total
                 );
             }
+            Ok(())
+        }
+        Command::GenerateHistory { count, seed, out } => {
+            let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+            let tickets = crate::generate::history_with(&policies, seed, count);
+            std::fs::write(&out, crate::generate::to_jsonl(&tickets))
+                .with_context(|| format!("writing {}", out.display()))?;
+            eprintln!("wrote {} tickets to {}", tickets.len(), out.display());
             Ok(())
         }
         Command::Shadow { history, out } => {
