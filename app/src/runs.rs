@@ -176,21 +176,38 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> AppResult<Opt
 }
 
 /// SQLite (and any backend without row locks): a few candidates, each tried with the
-/// versioned update until one is won.
+/// versioned update until one is won. Candidates are read one status at a time in
+/// creation order, so each read walks the `(status, created_at)` index instead of
+/// sorting every queued run: runs abandoned mid-step first, then ready runs, then runs
+/// whose dependency wait is over.
 async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> AppResult<Option<String>> {
-    let candidates = sqlx::query(&format!(
-        "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS} ORDER BY created_at LIMIT 10"
-    ))
-    .bind(now)
-    .bind(now - DEPENDENCY_RETRY_MS)
-    .fetch_all(db.pool())
-    .await?;
-    for row in candidates {
-        let id: String = row.try_get("id")?;
-        let version: i64 = row.try_get("version")?;
-        let mut conn = db.pool().acquire().await?;
-        if take_run_lease(&mut conn, &id, version, owner, now).await? {
-            return Ok(Some(id));
+    const GROUPS: [(&str, bool); 5] = [
+        ("model_running", false),
+        ("tool_running", false),
+        ("tool_pending", false),
+        ("ready", false),
+        ("awaiting_dependency", true),
+    ];
+    for (status, rested) in GROUPS {
+        let candidates = sqlx::query(
+            "SELECT id, version FROM runs
+             WHERE status = $1 AND (lease_expires_at IS NULL OR lease_expires_at < $2)
+               AND ($3 = 0 OR updated_at <= $4)
+             ORDER BY created_at LIMIT 10",
+        )
+        .bind(status)
+        .bind(now)
+        .bind(i64::from(rested))
+        .bind(now - DEPENDENCY_RETRY_MS)
+        .fetch_all(db.pool())
+        .await?;
+        for row in candidates {
+            let id: String = row.try_get("id")?;
+            let version: i64 = row.try_get("version")?;
+            let mut conn = db.pool().acquire().await?;
+            if take_run_lease(&mut conn, &id, version, owner, now).await? {
+                return Ok(Some(id));
+            }
         }
     }
     Ok(None)
