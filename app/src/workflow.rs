@@ -424,13 +424,20 @@ pub async fn escalate_to_human(
         .ok_or(AppError::NotFound("case"))?;
     runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
     if case.status == CaseStatus::Investigating && case.run_id.as_deref() == Some(run.id.as_str()) {
-        sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
+        let done = sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
             .bind(why)
             .bind(now)
             .bind(&case.id)
             .bind(case.version)
             .execute(&mut *tx)
             .await?;
+        if done.rows_affected() != 1 {
+            // Someone moved the case meanwhile: roll back, the next pass sees the new state.
+            return Err(AppError::conflict(
+                "case_changed",
+                "the case changed meanwhile",
+            ));
+        }
         let reply = crate::replies::escalation_reply(&ticket.language);
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
