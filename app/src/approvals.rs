@@ -168,10 +168,7 @@ pub async fn decide(
     tx.commit().await?;
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
     state.wake.notify_one();
-    let case = cases::load_case(&state.db, case_id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    cases::case_view(&state.db, &case).await
+    cases::current_view(&state.db, case_id).await
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
@@ -313,10 +310,7 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
     )
     .await?;
     tx.commit().await?;
-    let case = cases::load_case(&state.db, case_id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    cases::case_view(&state.db, &case).await
+    cases::current_view(&state.db, case_id).await
 }
 
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).

@@ -385,6 +385,14 @@ pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Ca
     rows.iter().map(case_from_row).collect()
 }
 
+/// The staff view of a case as it stands now (after an action changed it).
+pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
+    let case = load_case(db, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    case_view(db, &case).await
+}
+
 /// `GET /api/v1/cases?status=…` (staff).
 pub async fn get_cases(
     State(state): State<AppState>,

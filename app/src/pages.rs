@@ -80,6 +80,53 @@ fn set_cookie(state: &AppState, name: &str, value: &str, max_age_secs: i64) -> H
     .expect("cookie values are hex tokens and always valid header text")
 }
 
+/// A browser session whose forms carry a CSRF token.
+trait FormSession: Sized {
+    fn csrf(&self) -> &str;
+    /// The page shown when there is no session.
+    fn missing() -> Response;
+}
+
+impl FormSession for Session {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        Redirect::to("/console/login").into_response()
+    }
+}
+
+impl FormSession for CustomerSession {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        )
+    }
+}
+
+/// The session of a state-changing form, if there is one and the form's CSRF token is
+/// its own (compared in constant time); else the page to answer with.
+fn verified<S: FormSession>(session: Result<S, AppError>, form_csrf: &str) -> Result<S, Response> {
+    let session = session.map_err(|_| S::missing())?;
+    if !constant_time_eq(form_csrf, session.csrf()) {
+        return Err(error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        ));
+    }
+    Ok(session)
+}
+
+/// Re-renders a page with a failed action's message, under the failure's status.
+fn with_status(status: StatusCode, mut page: Response) -> Response {
+    *page.status_mut() = status;
+    page
+}
+
 #[derive(Template)]
 #[template(path = "ticket.html")]
 struct TicketPage {
@@ -210,30 +257,20 @@ async fn new_ticket_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<NewTicketForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        );
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     let input = tickets::NewTicket {
         message: form.message,
         order_id: form.order_id,
     };
     match tickets::create_ticket(&state, &session.customer_id, input).await {
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
-        Err(e) => {
-            let status = e.status();
-            let mut resp = ticket_list_response(&state, &session, Some(e.public_message())).await;
-            *resp.status_mut() = status;
-            resp
-        }
+        Err(e) => with_status(
+            e.status(),
+            ticket_list_response(&state, &session, Some(e.public_message())).await,
+        ),
     }
 }
 
@@ -292,18 +329,10 @@ async fn message_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<MessageForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        );
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     let result = match tickets::visible_ticket(&state, &session.principal(), &id).await {
         Ok(ticket) => tickets::add_customer_message(&state, &ticket, &form.text).await,
         Err(e) => Err(e),
@@ -311,13 +340,10 @@ async fn message_submit(
     match result {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(AppError::NotFound(_)) => error_page(StatusCode::NOT_FOUND, "Ticket not found."),
-        Err(e) => {
-            let status = e.status();
-            let mut resp =
-                ticket_page_response(&state, &session, &id, Some(e.public_message())).await;
-            *resp.status_mut() = status;
-            resp
-        }
+        Err(e) => with_status(
+            e.status(),
+            ticket_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
     }
 }
 
@@ -327,18 +353,10 @@ async fn withdraw_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        );
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     let ticket = match tickets::visible_ticket(&state, &session.principal(), &id).await {
         Ok(t) => t,
         Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
@@ -691,15 +709,10 @@ async fn decide_submit(
     form: DecideForm,
     verdict: Verdict,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     let note = match verdict {
         Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
         Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
@@ -724,13 +737,10 @@ async fn decide_submit(
     .await
     {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => {
-            let status = e.status();
-            let mut resp =
-                case_page_response(&state, &session, &id, Some(e.public_message())).await;
-            *resp.status_mut() = status;
-            resp
-        }
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
     }
 }
 
@@ -758,24 +768,16 @@ async fn takeover_submit(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     match approvals::take_over(&state, &session.staff, &id).await {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => {
-            let status = e.status();
-            let mut resp =
-                case_page_response(&state, &session, &id, Some(e.public_message())).await;
-            *resp.status_mut() = status;
-            resp
-        }
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
     }
 }
 
@@ -989,15 +991,10 @@ async fn reconcile_submit(
     session: Result<Session, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     match crate::reconcile::run(&state).await {
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
         Err(e) => e.into_response(),
@@ -1078,15 +1075,10 @@ async fn decide_by_hand_submit(
     Path(id): Path<String>,
     Form(form): Form<HandDecisionForm>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    if !constant_time_eq(&form.csrf, &session.csrf_token) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "The form expired; reload the page and try again.",
-        );
-    }
     let manual = hand_decision(&form);
     let result = match manual {
         Ok(mut manual) => {
@@ -1113,13 +1105,10 @@ async fn decide_by_hand_submit(
     };
     match result {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => {
-            let status = e.status();
-            let mut resp =
-                case_page_response(&state, &session, &id, Some(e.public_message())).await;
-            *resp.status_mut() = status;
-            resp
-        }
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
     }
 }
 

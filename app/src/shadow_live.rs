@@ -347,10 +347,7 @@ pub async fn decide_by_hand(
     )
     .await?;
     tx.commit().await?;
-    let case = cases::load_case(&state.db, case_id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    cases::case_view(&state.db, &case).await
+    cases::current_view(&state.db, case_id).await
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
