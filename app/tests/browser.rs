@@ -33,7 +33,10 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
         .await;
     browser.click("button[type=submit]").await;
     assert!(
-        browser.wait_for_url("/console").await.ends_with("/console"),
+        browser
+            .wait_for_url_ending("/console")
+            .await
+            .ends_with("/console"),
         "logged in and sent to the queue"
     );
     let queue = browser.text("#queue").await;

@@ -173,6 +173,19 @@ impl Browser {
         url
     }
 
+    /// Waits (up to 10 s) until the address ends with `suffix`; returns the address.
+    pub async fn wait_for_url_ending(&self, suffix: &str) -> String {
+        let mut url = String::new();
+        for _ in 0..100 {
+            url = self.url().await;
+            if url.ends_with(suffix) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        url
+    }
+
     /// Waits (up to 15 s) until `css` has `name` = `value`; returns the last value seen.
     pub async fn wait_for_attribute(&self, css: &str, name: &str, value: &str) -> String {
         let mut seen = String::new();
