@@ -58,13 +58,14 @@ pub fn error_page(status: StatusCode, message: &str) -> Response {
         status,
         Html(format!(
             "<!doctype html><meta charset=utf-8><title>{status}</title><p>{}</p>",
-            askama_escape(message)
+            html_escape(message)
         )),
     )
         .into_response()
 }
 
-fn askama_escape(s: &str) -> String {
+/// HTML-escapes text for pages built outside askama templates.
+pub fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -193,12 +193,7 @@ pub async fn run(
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::pages::html_escape as esc;
 
 fn verdict_text(v: &CaseVerdict) -> String {
     let refunds: Vec<String> = v

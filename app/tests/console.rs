@@ -19,21 +19,7 @@ fn login_request(email: &str, password: &str) -> Request<Body> {
 }
 
 async fn session_cookie(app: &support::TestApp, email: &str) -> String {
-    let staff = app::auth::staff_by_email(&app.state.db, email)
-        .await
-        .unwrap()
-        .unwrap();
-    use app::clock::Clock;
-    let (token, _) = app::auth::issue_token(
-        &app.state.db,
-        "session",
-        "staff",
-        &staff.id,
-        app.clock.now_ms(),
-    )
-    .await
-    .unwrap();
-    format!("rd_session={token}")
+    app.staff_session(email).await.0
 }
 
 #[tokio::test]

@@ -17,21 +17,7 @@ async fn shadow_app() -> TestApp {
 }
 
 async fn session(app: &TestApp, email: &str) -> (String, String) {
-    use app::clock::Clock;
-    let staff = app::auth::staff_by_email(&app.state.db, email)
-        .await
-        .unwrap()
-        .unwrap();
-    let (token, csrf) = app::auth::issue_token(
-        &app.state.db,
-        "session",
-        "staff",
-        &staff.id,
-        app.clock.now_ms(),
-    )
-    .await
-    .unwrap();
-    (format!("rd_session={token}"), csrf.unwrap())
+    app.staff_session(email).await
 }
 
 async fn decide(

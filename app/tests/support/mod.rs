@@ -188,6 +188,24 @@ impl TestApp {
         }
     }
 
+    /// A console session for a staff member: the `rd_session=…` cookie and its CSRF token.
+    pub async fn staff_session(&self, email: &str) -> (String, String) {
+        let staff = auth::staff_by_email(&self.state.db, email)
+            .await
+            .unwrap()
+            .unwrap();
+        let (token, csrf) = auth::issue_token(
+            &self.state.db,
+            "session",
+            "staff",
+            &staff.id,
+            clock_ms(&self.clock),
+        )
+        .await
+        .unwrap();
+        (format!("rd_session={token}"), csrf.unwrap())
+    }
+
     /// Follows a ticket link (`/tickets?token=…`) as a browser would and returns the
     /// session cookie (`rd_customer=…`) it sets, and the CSRF token of that session.
     pub async fn customer_cookie(&self, customer_id: &str) -> (String, String) {
