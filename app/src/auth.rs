@@ -277,7 +277,7 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<Reso
     )
     .bind(token_hash(token))
     .bind(now_ms)
-    .fetch_optional(db.pool())
+    .fetch_optional(db.reader())
     .await?;
     let Some(row) = row else { return Ok(None) };
     let kind: String = row.try_get("subject_kind")?;
@@ -287,7 +287,7 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<Reso
         "staff" => {
             let r = sqlx::query("SELECT id, email, role FROM staff WHERE id = $1")
                 .bind(&subject)
-                .fetch_optional(db.pool())
+                .fetch_optional(db.reader())
                 .await?;
             match r {
                 Some(r) => Principal::Staff(staff_from_row(&r)?),

@@ -38,6 +38,10 @@ pub struct Config {
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
     /// approval queue.
     pub shadow_mode: bool,
+    /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default 4
+    /// on PostgreSQL, where concurrent commits share a WAL flush; 1 on SQLite, whose
+    /// one pooled connection serialises them anyway).
+    pub worker_concurrency: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +95,9 @@ impl Config {
             shadow_mode: var("SHADOW_MODE").is_some_and(|v| {
                 matches!(v.to_ascii_lowercase().as_str(), "1" | "on" | "true" | "yes")
             }),
+            worker_concurrency: var("WORKER_CONCURRENCY")
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|n| (1..=64).contains(n)),
         }
     }
 

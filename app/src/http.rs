@@ -39,6 +39,8 @@ pub struct AppState {
     pub webhook_secret: String,
     /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
     pub shadow_mode: bool,
+    /// Agent runs one worker pass advances at the same time.
+    pub worker_concurrency: usize,
 }
 
 /// JSON body extractor whose failures use the API's error shape.

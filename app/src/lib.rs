@@ -72,7 +72,6 @@ pub async fn build_state(
         payments: payments.clone(),
     });
     Ok(AppState {
-        db,
         clock,
         payments,
         policies,
@@ -88,5 +87,10 @@ pub async fn build_state(
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
+        worker_concurrency: config.worker_concurrency.unwrap_or(match db.backend() {
+            store::Backend::Postgres => 4,
+            store::Backend::Sqlite => 1,
+        }),
+        db,
     })
 }

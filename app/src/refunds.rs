@@ -1044,7 +1044,7 @@ fn customer_view_from_row(r: &sqlx::any::AnyRow) -> AppResult<CustomerRefundView
 pub async fn customer_refunds(db: &Db, case_id: &str) -> AppResult<Vec<CustomerRefundView>> {
     let rows = sqlx::query("SELECT amount_minor, currency, status FROM refund_intents WHERE case_id = $1 AND status <> 'void' ORDER BY charge_id")
         .bind(case_id)
-        .fetch_all(db.pool())
+        .fetch_all(db.reader())
         .await?;
     rows.iter().map(customer_view_from_row).collect()
 }

@@ -214,7 +214,7 @@ pub async fn load_ticket(db: &crate::store::Db, ticket_id: &str) -> AppResult<Op
         "SELECT id, customer_id, order_id, language, created_at FROM tickets WHERE id = $1",
     )
     .bind(ticket_id)
-    .fetch_optional(db.pool())
+    .fetch_optional(db.reader())
     .await?;
     row.map(|r| {
         Ok(Ticket {
@@ -233,7 +233,7 @@ pub async fn messages(db: &crate::store::Db, ticket_id: &str) -> AppResult<Vec<M
         "SELECT seq, author, body, created_at FROM messages WHERE ticket_id = $1 ORDER BY seq",
     )
     .bind(ticket_id)
-    .fetch_all(db.pool())
+    .fetch_all(db.reader())
     .await?;
     rows.iter()
         .map(|r| {
@@ -485,7 +485,7 @@ pub async fn customer_tickets(state: &AppState, customer_id: &str) -> AppResult<
         "SELECT id FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50",
     )
     .bind(customer_id)
-    .fetch_all(state.db.pool())
+    .fetch_all(state.db.reader())
     .await?;
     let mut views = Vec::new();
     for r in rows {

@@ -10,6 +10,44 @@ use crate::http::AppState;
 
 /// One pass over runnable runs and approved cases. Returns the number of items handled.
 pub async fn run_once(state: &AppState) -> AppResult<usize> {
+    // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
+    // in the database, exactly as between instances, so two loops never hold one run.
+    let mut handled = 0;
+    if state.worker_concurrency <= 1 {
+        handled += advance_runs(state.clone()).await?;
+    } else {
+        let mut loops = tokio::task::JoinSet::new();
+        for _ in 0..state.worker_concurrency {
+            loops.spawn(advance_runs(state.clone()));
+        }
+        let mut first_error = None;
+        while let Some(joined) = loops.join_next().await {
+            match joined {
+                Ok(Ok(n)) => handled += n,
+                Ok(Err(e)) => first_error = first_error.or(Some(e)),
+                Err(panic) => std::panic::resume_unwind(panic.into_panic()),
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+    }
+    handled += expire_stale_approvals(state).await?;
+    for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
+        crate::refunds::execute_case(state, &case_id).await?;
+        handled += 1;
+    }
+    // Payments reconciliation, at most every `reconcile::PERIOD_MS` of the app clock
+    // (claimed in the database, so one instance runs it per period).
+    if let Some(report) = crate::reconcile::run_if_due(state).await? {
+        handled += report.resolved.len();
+    }
+    Ok(handled)
+}
+
+/// Claims and advances runs until none is runnable; stops at the first failed step.
+async fn advance_runs(state: AppState) -> AppResult<usize> {
+    let state = &state;
     let mut handled = 0;
     while let Some(mut run) =
         crate::runs::claim_next(&state.db, &state.instance_id, state.clock.now_ms()).await?
@@ -24,16 +62,6 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
             return Err(e);
         }
         handled += 1;
-    }
-    handled += expire_stale_approvals(state).await?;
-    for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
-        crate::refunds::execute_case(state, &case_id).await?;
-        handled += 1;
-    }
-    // Payments reconciliation, at most every `reconcile::PERIOD_MS` of the app clock
-    // (claimed in the database, so one instance runs it per period).
-    if let Some(report) = crate::reconcile::run_if_due(state).await? {
-        handled += report.resolved.len();
     }
     Ok(handled)
 }

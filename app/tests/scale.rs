@@ -991,3 +991,40 @@ async fn instances_starting_together_on_a_fresh_database_migrate_it_once() {
         }
     }
 }
+
+/// One instance, several claim loops (`WORKER_CONCURRENCY`): every ticket is investigated
+/// exactly once, in a single worker pass, with dense run logs, then refunded exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_instance_with_four_claim_loops_investigates_and_refunds_each_case_once() {
+    let mut cluster = Cluster::start(1, 16).await;
+    cluster.instances[0].state.worker_concurrency = 4;
+    let case_ids = cluster.open_tickets().await;
+    let state = cluster.instances[0].state.clone();
+    // A single pass drains the queue: the loops share it instead of waiting for a tick.
+    app::worker::run_once(&state)
+        .await
+        .expect("a pass with four claim loops succeeds");
+    let investigated: i64 =
+        sqlx::query("SELECT COUNT(*) AS n FROM run_events WHERE kind = 'decision'")
+            .fetch_one(cluster.db().pool())
+            .await
+            .unwrap()
+            .get("n");
+    assert_eq!(investigated, case_ids.len() as i64, "one decision per case");
+    let approvable = cluster.investigate_all(&case_ids).await;
+    for (case_id, fingerprint, _, _) in &approvable {
+        assert_eq!(
+            cluster.approve(0, case_id, fingerprint).await,
+            StatusCode::OK
+        );
+    }
+    app::worker::run_once(&state)
+        .await
+        .expect("the refund pass succeeds");
+    let approved: BTreeMap<String, (i64, String)> = approvable
+        .iter()
+        .map(|(id, _, amount, currency)| (id.clone(), (*amount, currency.clone())))
+        .collect();
+    cluster.race_until_quiet(&[0]).await;
+    cluster.assert_invariants(&approved).await;
+}
