@@ -258,48 +258,34 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
     }
     let now = state.clock.now_ms();
     let evidence_hash = crate::workflow::evidence_hash(&facts);
-    let proposal_seq = case.proposal_seq + 1;
-    let fingerprint = cases::decision_fingerprint(
-        &case.id,
-        proposal_seq,
-        &case.customer_id,
-        facts.order_id.as_deref(),
-        &decision,
-        &evidence_hash,
-    );
     let required = decision
         .approver_role
         .unwrap_or(policy_engine::Role::Supervisor)
         .max(policy_engine::Role::Supervisor);
-    let total = decision.refund_total();
+    let void_reason = format!("taken over by {}", staff.email);
     let mut tx = state.db.begin().await?;
-    let done = sqlx::query(
-        "UPDATE cases SET status = 'awaiting_approval', version = version + 1, proposal_seq = $1, facts = $2, decision = $3,
-             evidence_hash = $4, fingerprint = $5, required_role = $6, reason_code = $7, refund_total_minor = $8,
-             currency = $9, void_reason = $10, updated_at = $11
-         WHERE id = $12 AND version = $13",
+    // Versioned against the escalated case checked above: a case that moved on meanwhile
+    // fails with `case_changed` and nothing is written.
+    let recorded = cases::record_decision(
+        &mut tx,
+        &case,
+        &cases::DecisionRecord {
+            status: CaseStatus::AwaitingApproval,
+            proposal: cases::ProposalChange::Renews,
+            facts: &facts,
+            decision: &decision,
+            evidence_hash: &evidence_hash,
+            required_role: Some(required),
+            reason_code: decision.reason_code,
+            void_reason: cases::VoidReason::Set(&void_reason),
+            policy_index: None,
+            now,
+        },
     )
-    .bind(proposal_seq)
-    .bind(serde_json::to_string(&facts).unwrap_or_default())
-    .bind(serde_json::to_string(&decision).unwrap_or_default())
-    .bind(&evidence_hash)
-    .bind(&fingerprint)
-    .bind(crate::world::serde_plain(&required))
-    .bind(crate::world::serde_plain(&decision.reason_code))
-    .bind(total.map(|m| m.minor_units()))
-    .bind(total.map(|m| m.currency().code().to_string()))
-    .bind(format!("taken over by {}", staff.email))
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .execute(&mut *tx)
     .await?;
-    if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "case_changed",
-            "the case changed meanwhile; reload it",
-        ));
-    }
+    let fingerprint = recorded
+        .fingerprint
+        .expect("a decision that awaits approval always has a fingerprint");
     crate::audit::record(
         &mut tx,
         &staff.id,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
+use crate::agent::Proposal;
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
@@ -18,6 +19,7 @@ use crate::refunds;
 use crate::runs;
 use crate::store::{new_id, Db, Tx};
 use crate::tickets::Ticket;
+use crate::world::serde_plain;
 
 macro_rules! statuses {
     ($($variant:ident => $name:literal),* $(,)?) => {
@@ -123,9 +125,13 @@ impl Case {
 }
 
 pub async fn load_case(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+    load_case_from(db.pool(), case_id).await
+}
+
+async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Option<Case>> {
     let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
         .bind(case_id)
-        .fetch_optional(db.pool())
+        .fetch_optional(pool)
         .await?;
     row.as_ref().map(case_from_row).transpose()
 }
@@ -143,7 +149,7 @@ pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Case>
         "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
     ))
     .bind(ticket_id)
-    .fetch_optional(db.pool())
+    .fetch_optional(db.reader())
     .await?;
     row.as_ref().map(case_from_row).transpose()
 }
@@ -181,6 +187,31 @@ pub async fn open_case(tx: &mut Tx<'_>, state: &AppState, ticket: &Ticket) -> Ap
     Ok(case_id)
 }
 
+/// The error code of a versioned case update that found the case changed since it was
+/// read (another worker, reviewer or customer moved it). The caller's transaction must
+/// roll back: nothing it wrote stands.
+pub const CASE_CHANGED: &str = "case_changed";
+
+/// The conflict a lost versioned case update reports (see [`CASE_CHANGED`]).
+pub fn case_changed() -> AppError {
+    AppError::conflict(CASE_CHANGED, "the case changed meanwhile; reload it")
+}
+
+/// Whether an error is a lost versioned case update (see [`CASE_CHANGED`]).
+pub fn is_case_changed(error: &AppError) -> bool {
+    matches!(error, AppError::Conflict { code, .. } if *code == CASE_CHANGED)
+}
+
+/// The outcome of a versioned case update (`… WHERE id = $x AND version = $y`): it moved
+/// exactly the one case, or the case changed since it was read and [`case_changed`].
+pub fn expect_versioned(done: &sqlx::any::AnyQueryResult) -> AppResult<()> {
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(case_changed())
+    }
+}
+
 /// Moves a case to `to` if nobody moved it since `case.version` was read.
 pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
     let done = sqlx::query("UPDATE cases SET status = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
@@ -190,12 +221,7 @@ pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) 
         .bind(case.version)
         .execute(&mut **tx)
         .await?;
-    if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "case_changed",
-            "the case changed meanwhile; reload it",
-        ));
-    }
+    expect_versioned(&done)?;
     tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
     Ok(case.version + 1)
 }
@@ -222,12 +248,7 @@ pub async fn reinvestigate(
     .bind(case.version)
     .execute(&mut **tx)
     .await?;
-    if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "case_changed",
-            "the case changed meanwhile; reload it",
-        ));
-    }
+    expect_versioned(&done)?;
     sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
         .bind(&case.id)
         .execute(&mut **tx)
@@ -276,7 +297,7 @@ pub fn decision_fingerprint(
     decision: &policy_engine::Decision,
     evidence_hash: &str,
 ) -> String {
-    let reason = crate::world::serde_plain(&decision.reason_code);
+    let reason = serde_plain(&decision.reason_code);
     fingerprint(&FingerprintInput {
         case_id,
         case_version: proposal_seq,
@@ -294,6 +315,126 @@ pub fn decision_fingerprint(
         reason_code: &reason,
         policy_versions: &decision.policy_versions,
         evidence_hash,
+    })
+}
+
+/// How a decision treats the case's proposal, and so `proposal_seq`, which the
+/// fingerprint binds (SPEC invariant 2).
+#[derive(Debug, Clone, Copy)]
+pub enum ProposalChange<'a> {
+    /// The decision on the agent's current proposal, which is stored with it;
+    /// `proposal_seq` stays.
+    Decides(&'a Proposal),
+    /// A person's own proposal, stored in place of the agent's; `proposal_seq` moves on.
+    Replaces(&'a Proposal),
+    /// A new decision on the stored proposal's inputs (a takeover): `proposal_seq` moves
+    /// on and the stored proposal is kept.
+    Renews,
+}
+
+/// What a decision does to the case's `void_reason` (why an earlier proposal was void,
+/// or why the case waits for a person).
+#[derive(Debug, Clone, Copy)]
+pub enum VoidReason<'a> {
+    /// Keep the recorded reason (a re-decision after a void still says why).
+    Keep,
+    Set(&'a str),
+    Clear,
+}
+
+/// A decision about a case, as [`record_decision`] writes it.
+pub struct DecisionRecord<'a> {
+    pub status: CaseStatus,
+    pub proposal: ProposalChange<'a>,
+    pub facts: &'a policy_engine::Facts,
+    pub decision: &'a policy_engine::Decision,
+    pub evidence_hash: &'a str,
+    pub required_role: Option<policy_engine::Role>,
+    pub reason_code: policy_engine::ReasonCode,
+    pub void_reason: VoidReason<'a>,
+    /// The policy index the decision was made with; `None` keeps the recorded one.
+    pub policy_index: Option<&'a str>,
+    pub now: i64,
+}
+
+/// What [`record_decision`] wrote.
+#[derive(Debug, Clone)]
+pub struct RecordedDecision {
+    /// The case's version after the update.
+    pub version: i64,
+    pub proposal_seq: i64,
+    /// Set exactly when the case now awaits approval.
+    pub fingerprint: Option<String>,
+}
+
+/// Records a decision on `case` — status, facts, decision, evidence hash, fingerprint,
+/// required role, reason, refund total — if nobody changed the case since `case` was
+/// read (a versioned update; else [`case_changed`], and the caller's transaction must
+/// roll back). The fingerprint is computed here, from the `proposal_seq` this update
+/// stores, so an approval can only ever bind the parameters recorded (SPEC invariant 2).
+///
+/// Callers make this their transaction's first write that another writer of the case
+/// could collide with: a lost race then surfaces as the case conflict it is, not as a
+/// clash on whatever row the transaction happened to write first.
+pub async fn record_decision(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    record: &DecisionRecord<'_>,
+) -> AppResult<RecordedDecision> {
+    let (proposal_seq, proposal) = match record.proposal {
+        ProposalChange::Decides(p) => (case.proposal_seq, Some(p)),
+        ProposalChange::Replaces(p) => (case.proposal_seq + 1, Some(p)),
+        ProposalChange::Renews => (case.proposal_seq + 1, None),
+    };
+    let fingerprint = (record.status == CaseStatus::AwaitingApproval).then(|| {
+        decision_fingerprint(
+            &case.id,
+            proposal_seq,
+            &case.customer_id,
+            record.facts.order_id.as_deref(),
+            record.decision,
+            record.evidence_hash,
+        )
+    });
+    let (keep_void_reason, void_reason) = match record.void_reason {
+        VoidReason::Keep => (1_i64, None),
+        VoidReason::Set(why) => (0, Some(why)),
+        VoidReason::Clear => (0, None),
+    };
+    let total = record.decision.refund_total();
+    // `proposal` and `policy_index` bound as NULL keep what is recorded.
+    let done = sqlx::query(
+        "UPDATE cases SET status = $1, version = version + 1, proposal_seq = $2, proposal = COALESCE($3, proposal),
+             facts = $4, decision = $5, evidence_hash = $6, fingerprint = $7, required_role = $8, reason_code = $9,
+             refund_total_minor = $10, currency = $11,
+             void_reason = CASE WHEN $12 = 1 THEN void_reason ELSE $13 END,
+             policy_index = COALESCE($14, policy_index), updated_at = $15
+         WHERE id = $16 AND version = $17",
+    )
+    .bind(record.status.as_str())
+    .bind(proposal_seq)
+    .bind(proposal.map(|p| serde_json::to_string(p).unwrap_or_default()))
+    .bind(serde_json::to_string(record.facts).unwrap_or_default())
+    .bind(serde_json::to_string(record.decision).unwrap_or_default())
+    .bind(record.evidence_hash)
+    .bind(&fingerprint)
+    .bind(record.required_role.map(|r| serde_plain(&r)))
+    .bind(serde_plain(&record.reason_code))
+    .bind(total.map(|m| m.minor_units()))
+    .bind(total.map(|m| m.currency().code().to_string()))
+    .bind(keep_void_reason)
+    .bind(void_reason)
+    .bind(record.policy_index)
+    .bind(record.now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)?;
+    Ok(RecordedDecision {
+        version: case.version + 1,
+        proposal_seq,
+        fingerprint,
     })
 }
 
@@ -371,14 +512,14 @@ pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Ca
             "SELECT {CASE_COLUMNS} FROM cases WHERE status = $1 ORDER BY created_at, id LIMIT 500"
         ))
             .bind(s.as_str())
-            .fetch_all(db.pool())
+            .fetch_all(db.reader())
             .await?
         }
         None => {
             sqlx::query(&format!(
                 "SELECT {CASE_COLUMNS} FROM cases ORDER BY created_at DESC, id LIMIT 500"
             ))
-            .fetch_all(db.pool())
+            .fetch_all(db.reader())
             .await?
         }
     };
@@ -387,7 +528,7 @@ pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Ca
 
 /// The staff view of a case as it stands now (after an action changed it).
 pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
-    let case = load_case(db, case_id)
+    let case = load_case_from(db.reader(), case_id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
     case_view(db, &case).await
@@ -419,7 +560,7 @@ pub async fn get_case(
     Path(id): Path<String>,
 ) -> AppResult<Json<CaseView>> {
     principal.staff()?;
-    let case = load_case(&state.db, &id)
+    let case = load_case_from(state.db.reader(), &id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
     Ok(Json(case_view(&state.db, &case).await?))

@@ -35,6 +35,22 @@ pub async fn hand_to_reviewer(
     decision: &Decision,
     now: i64,
 ) -> AppResult<()> {
+    // The case keeps the facts (billing records, not conclusions) and nothing else of
+    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
+    // The versioned update is the first write: a lost race fails here as `case_changed`.
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
+             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
+             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
+    )
+    .bind(serde_json::to_string(facts).unwrap_or_default())
+    .bind(SHADOW_NOTE)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    cases::expect_versioned(&done)?;
     let agent = CaseVerdict::from_decision(decision);
     sqlx::query(
         "INSERT INTO shadow_pairs (case_id, agent_outcome, agent_reason, agent_refunds, agent_decision, agent_proposal, created_at)
@@ -53,26 +69,6 @@ pub async fn hand_to_reviewer(
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    // The case keeps the facts (billing records, not conclusions) and nothing else of
-    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
-    let done = sqlx::query(
-        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
-             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
-             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
-    )
-    .bind(serde_json::to_string(facts).unwrap_or_default())
-    .bind(SHADOW_NOTE)
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .execute(&mut **tx)
-    .await?;
-    if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "case_changed",
-            "the case changed meanwhile",
-        ));
-    }
     let reply = if ticket.language == "zh" {
         "我们的团队成员会审核您的请求，并尽快回复您。"
     } else {
@@ -200,10 +196,11 @@ pub async fn decide_by_hand(
         allowed = Some((facts, decision));
     }
 
+    // Every case update below is versioned against `case`, the read the checks above (and
+    // the reviewer's policy check) were made on: a case that moved on since (the customer
+    // wrote again and it is being re-investigated) fails with `case_changed`, and the
+    // transaction, hand verdict included, rolls back.
     let mut tx = state.db.begin().await?;
-    let case = cases::load_case_tx(&mut tx, case_id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
     let recorded = sqlx::query(
         "UPDATE shadow_pairs SET human_outcome = $1, human_reason = $2, human_refunds = $3, decided_by = $4, decided_at = $5
          WHERE case_id = $6 AND decided_at IS NULL",
@@ -226,16 +223,6 @@ pub async fn decide_by_hand(
     match (manual.outcome, allowed) {
         (CaseOutcome::Refund, Some((facts, decision))) => {
             let evidence_hash = crate::workflow::evidence_hash(&facts);
-            let seq = case.proposal_seq + 1;
-            let fingerprint = cases::decision_fingerprint(
-                &case.id,
-                seq,
-                &case.customer_id,
-                facts.order_id.as_deref(),
-                &decision,
-                &evidence_hash,
-            );
-            let total = decision.refund_total();
             let human_proposal = Proposal {
                 request: proposal.request,
                 order_id: facts.order_id.clone(),
@@ -261,27 +248,26 @@ pub async fn decide_by_hand(
                         .unwrap_or_default()
                 ),
             };
-            sqlx::query(
-                "UPDATE cases SET status = 'awaiting_approval', version = version + 1, proposal_seq = $1, proposal = $2, facts = $3,
-                     decision = $4, evidence_hash = $5, fingerprint = $6, required_role = $7, reason_code = $8,
-                     refund_total_minor = $9, currency = $10, void_reason = NULL, updated_at = $11
-                 WHERE id = $12 AND version = $13",
+            let recorded = cases::record_decision(
+                &mut tx,
+                &case,
+                &cases::DecisionRecord {
+                    status: CaseStatus::AwaitingApproval,
+                    proposal: cases::ProposalChange::Replaces(&human_proposal),
+                    facts: &facts,
+                    decision: &decision,
+                    evidence_hash: &evidence_hash,
+                    required_role: decision.approver_role,
+                    reason_code: manual.reason,
+                    void_reason: cases::VoidReason::Clear,
+                    policy_index: None,
+                    now,
+                },
             )
-            .bind(seq)
-            .bind(serde_json::to_string(&human_proposal).unwrap_or_default())
-            .bind(serde_json::to_string(&facts).unwrap_or_default())
-            .bind(serde_json::to_string(&decision).unwrap_or_default())
-            .bind(&evidence_hash)
-            .bind(&fingerprint)
-            .bind(decision.approver_role.map(|r| serde_plain(&r)))
-            .bind(serde_plain(&manual.reason))
-            .bind(total.map(|m| m.minor_units()))
-            .bind(total.map(|m| m.currency().code().to_string()))
-            .bind(now)
-            .bind(&case.id)
-            .bind(case.version)
-            .execute(&mut *tx)
             .await?;
+            let fingerprint = recorded
+                .fingerprint
+                .expect("a decision that awaits approval always has a fingerprint");
             // The reviewer proposed it: somebody else must approve it.
             crate::audit::record(
                 &mut tx,
@@ -324,13 +310,14 @@ pub async fn decide_by_hand(
             tickets::append_message(&mut tx, &ticket.id, "staff", reply, now).await?;
         }
         (CaseOutcome::Escalate, _) | (CaseOutcome::Refund, None) => {
-            sqlx::query("UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
+            let done = sqlx::query("UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
                 .bind("escalated by the reviewer")
                 .bind(now)
                 .bind(&case.id)
                 .bind(case.version)
                 .execute(&mut *tx)
                 .await?;
+            cases::expect_versioned(&done)?;
         }
     }
     crate::audit::record(

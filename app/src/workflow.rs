@@ -265,34 +265,32 @@ pub async fn decide_case(
         .await?
         .ok_or(AppError::NotFound("case"))?;
     if case.status != CaseStatus::Investigating || case.run_id.as_deref() != Some(run.id.as_str()) {
-        // The case moved on (withdrawn, re-investigated by a newer run): stop quietly.
-        runs::finish_run(&mut tx, &run.id, "cancelled", now).await?;
+        // The case moved on (withdrawn, re-investigated by a newer run, decided by another
+        // holder of this run): stop quietly. The run is ended with a versioned update, so a
+        // worker whose run was advanced elsewhere (its lease lost to the one that decided)
+        // writes nothing and stops with `run_changed`, instead of cancelling the run it no
+        // longer holds.
+        runs::set_status(&mut tx, run, runs::status::CANCELLED, 0, 0, now).await?;
         tx.commit().await?;
         return Ok(());
     }
-    runs::append_event(
-        &mut tx,
-        &run.id,
-        "decision",
-        None,
-        &decision_event(&decision, &policy_index),
-        now,
-    )
-    .await?;
-    if proposed != decided {
-        runs::append_event(
-            &mut tx,
-            &run.id,
-            "proposal_overridden",
-            None,
-            &json!({ "proposed": proposed, "decided": decided }),
-            now,
-        )
-        .await?;
-    }
+    // From here on, the versioned case update is the transaction's first write: it is what
+    // detects a race (two holders of this run, a customer message re-opening the case), so
+    // a lost race fails there as `case_changed`, before any run event is appended (on
+    // PostgreSQL an event appended first would instead collide on its sequence number).
     if state.shadow_mode && invalid.is_empty() {
         crate::shadow_live::hand_to_reviewer(
             &mut tx, &case, ticket, proposal, &facts, &decision, now,
+        )
+        .await?;
+        append_decision_events(
+            &mut tx,
+            &run.id,
+            &decision,
+            &policy_index,
+            &proposed,
+            &decided,
+            now,
         )
         .await?;
         runs::set_status(&mut tx, run, "completed", 0, 0, now).await?;
@@ -310,6 +308,40 @@ pub async fn decide_case(
         ),
     };
     if !invalid.is_empty() {
+        status = CaseStatus::Escalated;
+        note = Some("the proposal cites evidence no tool returned".into());
+    }
+    cases::record_decision(
+        &mut tx,
+        &case,
+        &cases::DecisionRecord {
+            status,
+            proposal: cases::ProposalChange::Decides(proposal),
+            facts: &facts,
+            decision: &decision,
+            evidence_hash: &evidence_hash,
+            required_role: decision.approver_role,
+            reason_code: decision.reason_code,
+            void_reason: match note.as_deref() {
+                Some(why) => cases::VoidReason::Set(why),
+                None => cases::VoidReason::Keep,
+            },
+            policy_index: Some(&policy_index),
+            now,
+        },
+    )
+    .await?;
+    append_decision_events(
+        &mut tx,
+        &run.id,
+        &decision,
+        &policy_index,
+        &proposed,
+        &decided,
+        now,
+    )
+    .await?;
+    if !invalid.is_empty() {
         runs::append_event(
             &mut tx,
             &run.id,
@@ -319,48 +351,6 @@ pub async fn decide_case(
             now,
         )
         .await?;
-        status = CaseStatus::Escalated;
-        note = Some("the proposal cites evidence no tool returned".into());
-    }
-    let fingerprint = (status == CaseStatus::AwaitingApproval).then(|| {
-        cases::decision_fingerprint(
-            &case.id,
-            case.proposal_seq,
-            &case.customer_id,
-            facts.order_id.as_deref(),
-            &decision,
-            &evidence_hash,
-        )
-    });
-    let total = decision.refund_total();
-    let done = sqlx::query(
-        "UPDATE cases SET status = $1, version = version + 1, proposal = $2, facts = $3, decision = $4, evidence_hash = $5,
-             fingerprint = $6, required_role = $7, reason_code = $8, refund_total_minor = $9, currency = $10,
-             void_reason = COALESCE($11, void_reason), updated_at = $12, policy_index = $15
-         WHERE id = $13 AND version = $14",
-    )
-    .bind(status.as_str())
-    .bind(serde_json::to_string(proposal).unwrap_or_default())
-    .bind(serde_json::to_string(&facts).unwrap_or_default())
-    .bind(serde_json::to_string(&decision).unwrap_or_default())
-    .bind(&evidence_hash)
-    .bind(&fingerprint)
-    .bind(decision.approver_role.map(|r| serde_plain(&r)))
-    .bind(serde_plain(&decision.reason_code))
-    .bind(total.map(|m| m.minor_units()))
-    .bind(total.map(|m| m.currency().code().to_string()))
-    .bind(note)
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .bind(&policy_index)
-    .execute(&mut *tx)
-    .await?;
-    if done.rows_affected() != 1 {
-        return Err(AppError::conflict(
-            "case_changed",
-            "the case changed meanwhile",
-        ));
     }
     let run_status = if status == CaseStatus::AwaitingApproval {
         "awaiting_approval"
@@ -385,6 +375,40 @@ pub async fn decide_case(
     .await?;
     tx.commit().await?;
     tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
+    Ok(())
+}
+
+/// The `decision` event, and `proposal_overridden` when the engine's refunds differ from
+/// the model's. Appended after the case's versioned update (see `decide_case`).
+async fn append_decision_events(
+    tx: &mut crate::store::Tx<'_>,
+    run_id: &str,
+    decision: &Decision,
+    policy_index: &str,
+    proposed: &BTreeSet<(String, String)>,
+    decided: &BTreeSet<(String, String)>,
+    now: i64,
+) -> AppResult<()> {
+    runs::append_event(
+        tx,
+        run_id,
+        "decision",
+        None,
+        &decision_event(decision, policy_index),
+        now,
+    )
+    .await?;
+    if proposed != decided {
+        runs::append_event(
+            tx,
+            run_id,
+            "proposal_overridden",
+            None,
+            &json!({ "proposed": proposed, "decided": decided }),
+            now,
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -422,8 +446,10 @@ pub async fn escalate_to_human(
     let case = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
-    runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
     if case.status == CaseStatus::Investigating && case.run_id.as_deref() == Some(run.id.as_str()) {
+        // The versioned update comes first, as in `decide_case`: a lost race fails here as
+        // `case_changed` (roll back; the next pass sees the new state), not on the run
+        // event's sequence number.
         let done = sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
             .bind(why)
             .bind(now)
@@ -431,17 +457,12 @@ pub async fn escalate_to_human(
             .bind(case.version)
             .execute(&mut *tx)
             .await?;
-        if done.rows_affected() != 1 {
-            // Someone moved the case meanwhile: roll back, the next pass sees the new state.
-            return Err(AppError::conflict(
-                "case_changed",
-                "the case changed meanwhile",
-            ));
-        }
+        cases::expect_versioned(&done)?;
         let reply = crate::replies::escalation_reply(&ticket.language);
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }
+    runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
     runs::set_status(&mut tx, run, "failed", 0, 0, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");

@@ -3,9 +3,16 @@
 
 mod support;
 
+use app::agent::{BoxFuture, Proposal};
+use app::cases::{self, Case, CaseStatus, DecisionRecord, ProposalChange, VoidReason};
+use app::error::{AppError, AppResult};
+use app::runs::{self, Run};
+use app::store::Backend;
+use app::tickets::Ticket;
 use axum::http::StatusCode;
+use policy_engine::RequestKind;
 use serde_json::json;
-use support::spawn_app;
+use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -611,4 +618,462 @@ async fn every_step_of_the_run_is_in_its_event_log_with_evidence() {
     for rule in case["decision"]["rules"].as_array().unwrap() {
         assert!(rule["citation"].as_str().unwrap().contains('#'), "{rule}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decisions racing on one case: the versioned case update detects the race, and the
+// loser writes nothing.
+// ---------------------------------------------------------------------------------------
+
+/// A ticket C-100 just opened, not investigated yet: its case, ticket and ready run.
+async fn case_under_investigation(app: &TestApp) -> (Case, Ticket, Run) {
+    let token = app.customer_token("C-100").await;
+    let (status, ticket) = app
+        .request(
+            "POST",
+            "/api/v1/tickets",
+            Some(&token),
+            Some(json!({ "message": CHARGED_TWICE })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{ticket}");
+    let db = &app.state.db;
+    let case = cases::load_case(db, ticket["case"]["id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(case.status, CaseStatus::Investigating);
+    let ticket = app::tickets::load_ticket(db, &case.ticket_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let run = runs::load_run(db, case.run_id.as_deref().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    (case, ticket, run)
+}
+
+/// The proposal the investigator records for C-100's duplicate charge.
+fn duplicate_charge_proposal() -> Proposal {
+    Proposal {
+        request: RequestKind::DuplicateCharge,
+        order_id: Some("O-1001".into()),
+        reason_code: "duplicate_charge".into(),
+        refunds: vec![app::agent::ProposedRefund {
+            charge_id: "ch_1001b".into(),
+            amount: "198.00".into(),
+            currency: "CNY".into(),
+        }],
+        evidence: vec![],
+        citations: vec![],
+        summary: "charged twice for the annual plan".into(),
+    }
+}
+
+/// Runs `attempts` at once and returns their results in order.
+///
+/// On PostgreSQL they truly race: the case's row is locked until every attempt waits on
+/// a lock, so each has read the case before any of them can write it. SQLite has one
+/// writer (one pooled connection): the attempts' transactions run one after the other,
+/// and the later ones read what the first committed.
+async fn race<T: Send + 'static>(
+    app: &TestApp,
+    case_id: &str,
+    attempts: Vec<BoxFuture<'static, T>>,
+) -> Vec<T> {
+    let db = &app.state.db;
+    let lock = match db.backend() {
+        Backend::Postgres => {
+            let mut tx = db.begin().await.unwrap();
+            sqlx::query("SELECT id FROM cases WHERE id = $1 FOR UPDATE")
+                .bind(case_id)
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+            Some(tx)
+        }
+        Backend::Sqlite => None,
+    };
+    let waiters = attempts.len() as i64;
+    let handles: Vec<_> = attempts.into_iter().map(tokio::spawn).collect();
+    if let Some(tx) = lock {
+        // This test's database is its own: every session waiting on a lock in it is one
+        // of the attempts (on the case row, or on another attempt's uncommitted write).
+        let all_waiting = async {
+            loop {
+                let waiting: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(db.pool())
+                .await
+                .unwrap();
+                if waiting >= waiters {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), all_waiting)
+            .await
+            .expect("every attempt reaches a lock");
+        tx.rollback().await.unwrap();
+    }
+    let mut results = Vec::new();
+    for handle in handles {
+        results.push(handle.await.unwrap());
+    }
+    results
+}
+
+async fn count_rows(app: &TestApp, sql: &str, key: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(key)
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+}
+
+fn kinds(events: &[runs::Event]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+/// Asserts a race had exactly one winner, and that the loser lost it to the versioned
+/// case update on PostgreSQL (where both read the case before either wrote it) or, on
+/// SQLite, found the run it holds advanced by the winner.
+fn assert_one_winner(results: &[AppResult<()>], backend: Backend) {
+    let losers: Vec<&AppError> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(losers.len(), 1, "one winner, one loser: {results:?}");
+    let loser = losers[0];
+    match backend {
+        Backend::Postgres => assert!(
+            cases::is_case_changed(loser),
+            "the race is reported as the case conflict: {loser:?}"
+        ),
+        Backend::Sqlite => assert!(runs::is_run_changed(loser), "{loser:?}"),
+    }
+    assert_eq!(loser.status(), StatusCode::CONFLICT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_holders_of_a_run_deciding_at_once_record_one_decision_and_the_loser_writes_nothing() {
+    // Two workers hold the run (one lost its lease while it gathered facts) and decide
+    // the same proposal at once.
+    let app = spawn_app().await;
+    let (case, ticket, run) = case_under_investigation(&app).await;
+    let proposal = duplicate_charge_proposal();
+    let agent_messages = "SELECT COUNT(*) FROM messages WHERE ticket_id = $1 AND author = 'agent'";
+    let messages_before = count_rows(&app, agent_messages, &ticket.id).await;
+    let attempts = (0..2)
+        .map(|_| {
+            let (state, mut run, case, ticket, proposal) = (
+                app.state.clone(),
+                run.clone(),
+                case.clone(),
+                ticket.clone(),
+                proposal.clone(),
+            );
+            Box::pin(async move {
+                app::workflow::decide_case(&state, &mut run, &case, &ticket, &proposal, &[]).await
+            }) as BoxFuture<'static, AppResult<()>>
+        })
+        .collect();
+    let results = race(&app, &case.id, attempts).await;
+    assert_one_winner(&results, app.state.db.backend());
+
+    // Exactly the winner's writes: one versioned update of the case, one decision in
+    // the run's log, one reply, one audit entry; the run waits for the approval.
+    let db = &app.state.db;
+    let decided = cases::load_case(db, &case.id).await.unwrap().unwrap();
+    assert_eq!(decided.status, CaseStatus::AwaitingApproval);
+    assert_eq!(decided.version, case.version + 1);
+    let events = runs::events(db, &run.id).await.unwrap();
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as i64).collect::<Vec<_>>());
+    assert_eq!(
+        kinds(&events).iter().filter(|k| **k == "decision").count(),
+        1,
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.kind != "state" || e.payload["to"] == "awaiting_approval"),
+        "the loser did not cancel the run: {:?}",
+        events.iter().map(|e| &e.payload).collect::<Vec<_>>()
+    );
+    let run = runs::load_run(db, &run.id).await.unwrap().unwrap();
+    assert_eq!(run.status, "awaiting_approval");
+    assert_eq!(
+        count_rows(&app, agent_messages, &ticket.id).await,
+        messages_before + 1
+    );
+    assert_eq!(
+        count_rows(
+            &app,
+            "SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = 'decided'",
+            &case.id
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_holders_of_a_run_escalating_at_once_escalate_once_and_the_loser_writes_nothing() {
+    let app = spawn_app().await;
+    let (case, ticket, run) = case_under_investigation(&app).await;
+    let attempts = (0..2)
+        .map(|_| {
+            let (state, mut run, case, ticket) =
+                (app.state.clone(), run.clone(), case.clone(), ticket.clone());
+            Box::pin(async move {
+                app::workflow::escalate_to_human(
+                    &state,
+                    &mut run,
+                    &case,
+                    &ticket,
+                    "step budget exhausted",
+                    &[],
+                )
+                .await
+            }) as BoxFuture<'static, AppResult<()>>
+        })
+        .collect();
+    let results = race(&app, &case.id, attempts).await;
+    assert_one_winner(&results, app.state.db.backend());
+
+    let db = &app.state.db;
+    let escalated = cases::load_case(db, &case.id).await.unwrap().unwrap();
+    assert_eq!(escalated.status, CaseStatus::Escalated);
+    assert_eq!(escalated.version, case.version + 1);
+    assert_eq!(
+        escalated.void_reason.as_deref(),
+        Some("step budget exhausted")
+    );
+    let events = runs::events(db, &run.id).await.unwrap();
+    assert_eq!(
+        kinds(&events).iter().filter(|k| **k == "escalated").count(),
+        1,
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(
+        runs::load_run(db, &run.id).await.unwrap().unwrap().status,
+        "failed"
+    );
+    assert_eq!(
+        count_rows(
+            &app,
+            "SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = 'escalated'",
+            &case.id
+        )
+        .await,
+        1
+    );
+}
+
+/// A decision on `facts`, as the three deciders (agent, takeover, hand decision) record it.
+fn record<'a>(
+    status: CaseStatus,
+    proposal: ProposalChange<'a>,
+    void_reason: VoidReason<'a>,
+    policy_index: Option<&'a str>,
+    facts: &'a policy_engine::Facts,
+    decision: &'a policy_engine::Decision,
+    evidence_hash: &'a str,
+) -> DecisionRecord<'a> {
+    DecisionRecord {
+        status,
+        proposal,
+        facts,
+        decision,
+        evidence_hash,
+        required_role: decision.approver_role,
+        reason_code: decision.reason_code,
+        void_reason,
+        policy_index,
+        now: 1_800_000_000_000,
+    }
+}
+
+#[tokio::test]
+async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_writes_nothing() {
+    let app = spawn_app().await;
+    let (stale, ticket, _) = case_under_investigation(&app).await;
+    let (facts, decision) = app::workflow::decide_now(
+        &app.state,
+        &ticket,
+        RequestKind::DuplicateCharge,
+        Some("O-1001"),
+    )
+    .await
+    .unwrap();
+    let evidence_hash = app::workflow::evidence_hash(&facts);
+    let proposal = duplicate_charge_proposal();
+    let db = &app.state.db;
+
+    // Somebody moves the case after it was read.
+    let mut tx = db.begin().await.unwrap();
+    cases::transition(&mut tx, &stale, CaseStatus::Escalated, 1)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let moved = app.case(&stale.id).await;
+
+    for change in [
+        ProposalChange::Decides(&proposal),
+        ProposalChange::Renews,
+        ProposalChange::Replaces(&proposal),
+    ] {
+        let mut tx = db.begin().await.unwrap();
+        let error = cases::record_decision(
+            &mut tx,
+            &stale,
+            &record(
+                CaseStatus::AwaitingApproval,
+                change,
+                VoidReason::Set("stale"),
+                Some("index"),
+                &facts,
+                &decision,
+                &evidence_hash,
+            ),
+        )
+        .await
+        .unwrap_err();
+        assert!(cases::is_case_changed(&error), "{change:?}: {error:?}");
+        tx.rollback().await.unwrap();
+        assert_eq!(app.case(&stale.id).await, moved, "{change:?} wrote nothing");
+    }
+}
+
+/// Records `record` on `case` and returns the case as read before and after.
+async fn record_and_reload(
+    db: &app::store::Db,
+    case: Case,
+    record: DecisionRecord<'_>,
+) -> (Case, Case) {
+    let mut tx = db.begin().await.unwrap();
+    let recorded = cases::record_decision(&mut tx, &case, &record)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let now = cases::load_case(db, &case.id).await.unwrap().unwrap();
+    assert_eq!(now.version, case.version + 1);
+    assert_eq!(recorded.version, now.version);
+    assert_eq!(recorded.proposal_seq, now.proposal_seq);
+    assert_eq!(recorded.fingerprint, now.fingerprint);
+    (case, now)
+}
+
+#[tokio::test]
+async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_as_recorded() {
+    let app = spawn_app().await;
+    let (case, ticket, _) = case_under_investigation(&app).await;
+    let (facts, decision) = app::workflow::decide_now(
+        &app.state,
+        &ticket,
+        RequestKind::DuplicateCharge,
+        Some("O-1001"),
+    )
+    .await
+    .unwrap();
+    assert!(!decision.refunds.is_empty(), "{decision:?}");
+    let evidence_hash = app::workflow::evidence_hash(&facts);
+    let agents = duplicate_charge_proposal();
+    let mut persons = duplicate_charge_proposal();
+    persons.summary = "decided by hand".into();
+    let db = &app.state.db;
+    let stored_proposal =
+        |case: &Case| serde_json::from_str::<Proposal>(case.proposal.as_deref().unwrap()).unwrap();
+    // The agent's decision: escalated (no fingerprint), its proposal stored at the same
+    // proposal version, the escalation's reason and the policy index recorded.
+    let (before, now) = record_and_reload(
+        db,
+        case,
+        record(
+            CaseStatus::Escalated,
+            ProposalChange::Decides(&agents),
+            VoidReason::Set("outside the window"),
+            Some("7:abc"),
+            &facts,
+            &decision,
+            &evidence_hash,
+        ),
+    )
+    .await;
+    assert_eq!(now.status, CaseStatus::Escalated);
+    assert_eq!(now.proposal_seq, before.proposal_seq);
+    assert_eq!(stored_proposal(&now), agents);
+    assert_eq!(now.fingerprint, None);
+    assert_eq!(now.void_reason.as_deref(), Some("outside the window"));
+    assert_eq!(now.policy_index.as_deref(), Some("7:abc"));
+    assert_eq!(now.evidence_hash.as_deref(), Some(evidence_hash.as_str()));
+    assert_eq!(
+        now.reason_code.as_deref(),
+        Some(app::world::serde_plain(&decision.reason_code).as_str())
+    );
+    let total = decision.refund_total().unwrap();
+    assert_eq!(now.refund_total_minor, Some(total.minor_units()));
+    assert_eq!(now.currency.as_deref(), Some(total.currency().code()));
+
+    // A takeover: a new proposal version on the stored proposal's inputs, which are kept,
+    // as are the void reason (here) and the policy index; the fingerprint binds the new
+    // proposal version.
+    let (before, now) = record_and_reload(
+        db,
+        now,
+        record(
+            CaseStatus::AwaitingApproval,
+            ProposalChange::Renews,
+            VoidReason::Keep,
+            None,
+            &facts,
+            &decision,
+            &evidence_hash,
+        ),
+    )
+    .await;
+    assert_eq!(now.proposal_seq, before.proposal_seq + 1);
+    assert_eq!(stored_proposal(&now), agents);
+    assert_eq!(now.void_reason.as_deref(), Some("outside the window"));
+    assert_eq!(now.policy_index.as_deref(), Some("7:abc"));
+    assert_eq!(
+        now.fingerprint,
+        Some(cases::decision_fingerprint(
+            &now.id,
+            now.proposal_seq,
+            &now.customer_id,
+            Some("O-1001"),
+            &decision,
+            &evidence_hash,
+        ))
+    );
+    let takeover_fingerprint = now.fingerprint.clone();
+
+    // A hand decision: the person's proposal replaces the agent's at a new proposal
+    // version, the void reason is cleared, and the fingerprint moves on with the version.
+    let (before, now) = record_and_reload(
+        db,
+        now,
+        record(
+            CaseStatus::AwaitingApproval,
+            ProposalChange::Replaces(&persons),
+            VoidReason::Clear,
+            None,
+            &facts,
+            &decision,
+            &evidence_hash,
+        ),
+    )
+    .await;
+    assert_eq!(now.proposal_seq, before.proposal_seq + 1);
+    assert_eq!(stored_proposal(&now), persons);
+    assert_eq!(now.void_reason, None);
+    assert_eq!(now.policy_index.as_deref(), Some("7:abc"));
+    assert!(now.fingerprint.is_some());
+    assert_ne!(now.fingerprint, takeover_fingerprint);
 }

@@ -4,10 +4,17 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use app::agent::BoxFuture;
+use app::billing::{BillingSource, CustomerRecord, Order};
+use app::payments::{ProviderCharge, ProviderRefund};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
 use support::{spawn_app, TestApp};
+use tokio::sync::Notify;
 
 async fn shadow_app() -> TestApp {
     let mut app = spawn_app().await;
@@ -218,4 +225,122 @@ async fn disagreements_are_recorded_and_shown_on_the_shadow_page() {
             && !html.contains("<script"),
         "{html}"
     );
+}
+
+/// The billing source, with its first customer lookup held until the test releases it.
+struct GatedBilling {
+    inner: Arc<dyn BillingSource>,
+    gated: AtomicBool,
+    entered: Notify,
+    release: Notify,
+}
+
+impl BillingSource for GatedBilling {
+    fn customer<'a>(
+        &'a self,
+        customer_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+        Box::pin(async move {
+            if !self.gated.swap(true, Ordering::SeqCst) {
+                self.entered.notify_one();
+                self.release.notified().await;
+            }
+            self.inner.customer(customer_id).await
+        })
+    }
+    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+        self.inner.orders(customer_id)
+    }
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+        self.inner.order_exists(order_id)
+    }
+    fn charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+        self.inner.charges(customer)
+    }
+    fn refunds<'a>(
+        &'a self,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+        self.inner.refunds(charge_id)
+    }
+}
+
+#[tokio::test]
+async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_and_writes_nothing()
+{
+    let app = shadow_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    assert_eq!(case["status"], "escalated", "{case:#}");
+
+    // The reviewer's refund is checked against fresh facts; while they are being read…
+    let billing = Arc::new(GatedBilling {
+        inner: app.state.billing.clone(),
+        gated: AtomicBool::new(false),
+        entered: Notify::new(),
+        release: Notify::new(),
+    });
+    let mut reviewer_state = app.state.clone();
+    reviewer_state.billing = billing.clone();
+    let reviewer = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
+        .await
+        .unwrap()
+        .unwrap();
+    let manual: app::shadow_live::ManualDecision = serde_json::from_value(json!({
+        "outcome": "refund", "reason": "duplicate_charge",
+        "refunds": [{"charge_id": "ch_1001b", "amount": "198.00", "currency": "CNY"}],
+    }))
+    .unwrap();
+    let hand_decision = tokio::spawn({
+        let case_id = case_id.clone();
+        async move {
+            app::shadow_live::decide_by_hand(&reviewer_state, &reviewer, &case_id, manual).await
+        }
+    });
+    billing.entered.notified().await;
+
+    // …the customer writes again, and the case goes back to investigation.
+    let token = app.customer_token("C-100").await;
+    let (status, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket_id}/messages"),
+            Some(&token),
+            Some(json!({ "text": "Actually, the second charge was for my partner's plan." })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let reopened = app.case(&case_id).await;
+    assert_eq!(reopened["status"], "investigating", "{reopened:#}");
+
+    billing.release.notify_one();
+    let error = hand_decision.await.unwrap().unwrap_err();
+    assert!(app::cases::is_case_changed(&error), "{error:?}");
+    assert_eq!(
+        app.case(&case_id).await,
+        reopened,
+        "no proposal, fingerprint or status from the stale hand decision"
+    );
+    assert!(
+        app::shadow_live::pending(&app.state.db, &case_id)
+            .await
+            .unwrap(),
+        "the hand verdict was rolled back with it"
+    );
+    let staff_writes: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE subject = $1
+           AND action IN ('proposed_by_staff', 'decided_by_hand')",
+    )
+    .bind(&case_id)
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    assert_eq!(staff_writes, 0);
+    app.drain().await;
+    assert!(app.provider_refunds("ch_1001b").await.is_empty());
 }
