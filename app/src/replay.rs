@@ -2,14 +2,26 @@
 //!
 //! A historical ticket (SPEC §7 "Files") carries its own billing world as it stood when
 //! the ticket was opened. [`replay_ticket`] runs the agent loop of `agent::advance` on it
-//! — the same model trait, the same read-only tools, the same budgets, the same call-id
-//! scheme — over a [`WorldBilling`] snapshot, then gathers the facts with
+//! over a [`WorldBilling`] snapshot, then gathers the facts with
 //! `workflow::gather_facts` and asks the policy engine, exactly as a live case does.
 //!
-//! What this module deliberately does not have: a database, a payments client, a clock
-//! or an `AppState`. No function here takes one, so a replay cannot write a record, move
-//! money or send a reply by construction (SPEC invariant 7); it can be run on any
-//! machine, at any later date, with the same result (SPEC invariant 9).
+//! The loop is the live one, not a copy: [`investigate`] drives `agent::machine` — the
+//! same order of checks, the same budgets (steps, tool calls, tokens as the model
+//! reports them, model errors, invalid tool calls, wall time), the same refusal of a turn
+//! that tries to act or claims an approval, the same call ids, the same truncated
+//! history shown to the model, the same handoff reason and summary — and asks the model
+//! and runs tools through `agent::ask_model` and `agent::run_tool`. Where live commits
+//! each step's events to the run's log, replay folds them into an in-memory log
+//! ([`Investigation::events`]). Only the dependency-wait budget has no counterpart: the
+//! snapshot is never unavailable.
+//!
+//! What this module deliberately does not have: a database, a payments client or an
+//! `AppState`. No function here takes one, so a replay cannot write a record, move money
+//! or send a reply by construction (SPEC invariant 7). The one clock it reads is a
+//! stopwatch for the wall-time budget (the system clock unless a caller injects one,
+//! [`investigate_with_clock`]); the ticket's date comes from the ticket. The built-in
+//! investigator takes microseconds, so its replays come out the same on any machine, at
+//! any later date (SPEC invariant 9).
 //!
 //! One difference from the live loop, on purpose: when the model names no order, the
 //! order the customer picked in the ticket form (`order_id` on the historical ticket — a
@@ -29,11 +41,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use time::OffsetDateTime;
 
 use crate::agent::investigator::Investigator;
-use crate::agent::{
-    tools, Exchange, Model, ModelContext, ModelTurn, Proposal, ToolCall, MAX_MODEL_ERRORS,
-    MAX_STEPS, MAX_TOOL_CALLS,
-};
+use crate::agent::machine::{self, Counters, NewEvent, Next, RunLog};
+use crate::agent::{tools, Exchange, Model, ModelContext, Proposal, ToolCall};
 use crate::billing::WorldBilling;
+use crate::clock::{Clock, SystemClock};
 use crate::tickets::{detect_language, Ticket, MAX_MESSAGE_CHARS};
 use crate::world::World;
 
@@ -328,8 +339,16 @@ pub struct Investigation {
     #[serde(serialize_with = "serialize_exchanges")]
     pub exchanges: Vec<Exchange>,
     pub proposal: Option<Proposal>,
-    /// Why the run went to a human without a proposal (model escalation, budgets).
+    /// Why the run went to a human without a proposal, in the live loop's words (the
+    /// `reason` of its `handoff` event): the model escalated, a budget ran out, a turn
+    /// was refused.
     pub escalation: Option<String>,
+    /// What the human taking the case over would be told (the live `handoff` summary).
+    pub handoff: Option<serde_json::Value>,
+    /// The budget that ran out, if one did (`steps`, `tokens`, `wall_time_ms`…).
+    pub budget_exhausted: Option<String>,
+    /// Turns refused because they tried to act or claimed an approval.
+    pub violations: Vec<serde_json::Value>,
     /// Evidence the proposal cites that no tool returned (SPEC invariant 8).
     pub evidence_rejected: Vec<String>,
     /// The order the decision is about: the proposal's, else the ticket form's.
@@ -338,6 +357,15 @@ pub struct Investigation {
     pub steps: i64,
     pub tool_calls: i64,
     pub model_errors: usize,
+    pub invalid_tool_calls: usize,
+    /// Tokens the model reported, summed.
+    pub tokens: u64,
+    /// Milliseconds spent in model and tool calls (the wall-time budget's measure).
+    pub active_ms: i64,
+    /// The events the run would have logged, in order (kinds and payloads as live). Not
+    /// serialized: the trace above is what a reviewer reads.
+    #[serde(skip)]
+    pub events: Vec<NewEvent>,
 }
 
 /// The outcome of replaying one ticket.
@@ -415,13 +443,28 @@ pub async fn replay_ticket_pinned(
     })
 }
 
-/// Runs the agent loop on the ticket's world and gathers the facts for its proposal.
-/// The loop is `agent::advance` without the event log: same budgets, same order of
-/// checks, same call ids.
+/// Runs the agent loop on the ticket's world and gathers the facts for its proposal,
+/// timing model and tool calls on the system clock.
 pub async fn investigate(
     model: &dyn Model,
     index: &Arc<PolicyIndex>,
     historical: &HistoricalTicket,
+) -> Result<Investigation, ReplayError> {
+    investigate_with_clock(model, index, historical, &SystemClock).await
+}
+
+/// [`investigate`] with the wall-time budget measured on `clock` (tests inject a
+/// `ManualClock`, as they do for the live loop).
+///
+/// The loop is `agent::advance` with an in-memory log: `machine::next` says what to do,
+/// the events it would commit are folded into the same `RunLog`. It ends where live
+/// hands the case to a human (with the same reason and summary) or sends a proposal to
+/// the policy engine.
+pub async fn investigate_with_clock(
+    model: &dyn Model,
+    index: &Arc<PolicyIndex>,
+    historical: &HistoricalTicket,
+    clock: &dyn Clock,
 ) -> Result<Investigation, ReplayError> {
     let ticket = live_ticket(historical);
     let billing = WorldBilling::new(Arc::new(historical.world.clone()));
@@ -436,76 +479,83 @@ pub async fn investigate(
         .filter(|m| m.from == "customer")
         .map(|m| m.text.clone())
         .collect();
+    let model_name = model.name();
 
-    let mut exchanges: Vec<Exchange> = Vec::new();
-    let mut pending: Vec<ToolCall> = Vec::new();
-    let mut proposal: Option<Proposal> = None;
-    let mut escalation: Option<String> = None;
-    let (mut steps, mut tool_calls, mut model_errors) = (0i64, 0i64, 0usize);
+    let mut log = MemoryLog::default();
+    let mut counters = Counters::default();
+    let mut handoff = None;
+    let mut escalation = None;
+    let mut proposal = None;
     loop {
-        // 1. Tool calls of the last turn.
-        if !pending.is_empty() {
-            for call in pending.drain(..) {
-                let outcome = tools::execute(&env, &ticket, &call).await;
-                tool_calls += 1;
-                exchanges.push(Exchange { call, outcome });
-            }
-            continue;
-        }
-        // 2. A proposal goes to the policy engine, never back to the model.
-        if proposal.is_some() {
-            break;
-        }
-        // 3. Budgets.
-        if steps >= MAX_STEPS || tool_calls >= MAX_TOOL_CALLS || model_errors >= MAX_MODEL_ERRORS {
-            escalation = Some(if model_errors >= MAX_MODEL_ERRORS {
-                "the model failed repeatedly".into()
-            } else {
-                "the run exhausted its step budget".into()
-            });
-            break;
-        }
-        // 4. Ask the model.
-        let ctx = ModelContext {
-            customer_messages: &customer_messages,
-            tools: &declarations,
-            history: &exchanges,
-        };
-        let turn = model.next_turn(&ctx).await;
-        steps += 1;
-        match turn {
-            Err(_) => model_errors += 1,
-            Ok(ModelTurn::ToolCalls { calls }) => {
-                // As in the live loop: ids unique per run, whatever the model repeats.
-                pending = calls
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, call)| ToolCall {
-                        id: format!("s{steps}c{i}:{}", call.id),
-                        ..call
-                    })
-                    .collect();
-            }
-            Ok(ModelTurn::Propose { proposal: p }) => proposal = Some(p),
-            Ok(ModelTurn::Escalate { reason }) => {
-                escalation = Some(reason);
+        match machine::next(&log.state, counters) {
+            // Only a decision or an escalation recorded by the workflow finishes a run;
+            // replay records neither, so this arm ends nothing it has not ended itself.
+            Next::Finished => break,
+            Next::HandOff { reason, .. } => {
+                let summary = machine::handoff_summary(reason, &log.state, counters);
+                escalation = Some(reason.to_string());
+                handoff = Some(summary.clone());
+                log.record(NewEvent::new("handoff", None, summary));
                 break;
+            }
+            Next::RunTools(pending) => {
+                // Owned: each result is folded into the log these intents borrow from.
+                let pending = pending.to_vec();
+                for call in pending {
+                    let result = if machine::tool_may_run(counters) {
+                        let (outcome, duration_ms) =
+                            crate::agent::run_tool(&env, &ticket, &call, clock).await;
+                        counters.tool_calls += 1;
+                        machine::tool_result(&call, &outcome, duration_ms)
+                    } else {
+                        machine::skipped_tool_result(&call)
+                    };
+                    log.record(result);
+                }
+            }
+            Next::Decide(p) => {
+                proposal = Some(p.clone());
+                break;
+            }
+            Next::Exhaust(exhausted) => log.record(exhausted.event()),
+            Next::AskModel => {
+                // Counted before the model is asked, as live commits it.
+                counters.steps += 1;
+                let history = log.state.model_history();
+                let ctx = ModelContext {
+                    customer_messages: &customer_messages,
+                    tools: &declarations,
+                    history: &history,
+                };
+                let (reply, latency_ms) = crate::agent::ask_model(model, &ctx, clock).await;
+                let turn = machine::record_turn(counters.steps, reply, latency_ms, &model_name);
+                for event in turn.events {
+                    log.record(event);
+                }
             }
         }
     }
 
+    let MemoryLog { state, events, .. } = log;
     let mut investigation = Investigation {
         ticket_id: historical.id.clone(),
-        model: model.name(),
-        exchanges,
+        model: model_name,
+        exchanges: state.exchanges,
         proposal: None,
         escalation,
+        handoff,
+        budget_exhausted: state.budget_exhausted,
+        violations: state.violations,
         evidence_rejected: Vec::new(),
         order_id: None,
         facts: None,
-        steps,
-        tool_calls,
-        model_errors,
+        steps: counters.steps,
+        tool_calls: counters.tool_calls,
+        model_errors: state.model_errors,
+        invalid_tool_calls: state.invalid_tool_calls,
+        tokens: state.tokens,
+        active_ms: state.active_ms,
+        events,
     };
     if let Some(proposal) = proposal {
         let order_id = proposal
@@ -527,6 +577,25 @@ pub async fn investigate(
         investigation.proposal = Some(proposal);
     }
     Ok(investigation)
+}
+
+/// The run's event log, in memory: every event is kept and folded as it is recorded.
+/// Seqs count from 1 as in a live log, but only over the loop's own events (live also
+/// logs `run_created` and `state` changes), so a truncation marker's
+/// `result_event_seq` can differ from live's; nothing else does.
+#[derive(Default)]
+struct MemoryLog {
+    state: RunLog,
+    events: Vec<NewEvent>,
+}
+
+impl MemoryLog {
+    fn record(&mut self, event: NewEvent) {
+        let seq = self.events.len() as i64 + 1;
+        self.state
+            .apply(seq, event.kind, event.call_id.as_deref(), &event.payload);
+        self.events.push(event);
+    }
 }
 
 /// The policy decision on an investigation's facts: live versions, or `pins` (what-if).
@@ -798,5 +867,191 @@ mod tests {
     fn negative_deltas_keep_the_currency_scale() {
         assert_eq!(in_scale(Decimal::new(-30, 0), Currency::EUR), "-30.00");
         assert_eq!(in_scale(Decimal::new(9800, 0), Currency::JPY), "9800");
+    }
+
+    // -----------------------------------------------------------------------------------
+    // The replay loop is the live loop: budgets and refusals end a replay with the live
+    // loop's reason (`tests/harness.rs` compares the two runs event by event).
+    // -----------------------------------------------------------------------------------
+
+    use crate::agent::scripted::{self, call, calls, ScriptedModel};
+    use crate::agent::{ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
+    use crate::clock::ManualClock;
+    use serde_json::json;
+
+    const NOW: &str = "2026-11-29T10:00:00Z";
+
+    fn now() -> OffsetDateTime {
+        OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
+            .expect("NOW is RFC 3339")
+    }
+
+    /// The demo customer's ticket ("charged twice"), the demo world as its snapshot.
+    fn demo_ticket() -> HistoricalTicket {
+        let fixtures = crate::config::default_fixtures_dir();
+        let text = std::fs::read_to_string(fixtures.join("billing/demo.json"))
+            .expect("the demo world ships in fixtures/");
+        HistoricalTicket {
+            id: "H-DEMO".into(),
+            created_at: now(),
+            customer_id: "C-100".into(),
+            order_id: None,
+            messages: vec![HistoricalMessage {
+                from: "customer".into(),
+                text: "I was charged twice for my annual plan".into(),
+                at: now(),
+            }],
+            world: World::parse(&text).expect("the demo world parses"),
+            human: HumanDecision {
+                outcome: CaseOutcome::Refund,
+                reason: ReasonCode::DuplicateCharge,
+                refunds: vec![],
+                decided_by: "agent:test".into(),
+            },
+        }
+    }
+
+    fn index() -> (tempfile::TempDir, Arc<PolicyIndex>) {
+        let fixtures = crate::config::default_fixtures_dir();
+        let policies = crate::policies::load_policy_set(&fixtures.join("policies"))
+            .expect("fixtures/policies loads");
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let index = crate::policies::open_index(&dir.path().join("index"), &policies)
+            .expect("the index builds");
+        (dir, Arc::new(index))
+    }
+
+    /// Asserts the replay went to a human for `reason`, with the live handoff summary.
+    fn assert_handed_over(investigation: &Investigation, reason: &str) {
+        assert_eq!(investigation.escalation.as_deref(), Some(reason));
+        assert!(investigation.proposal.is_none() && investigation.facts.is_none());
+        let handoff = investigation.handoff.as_ref().expect("a handoff summary");
+        assert_eq!(handoff["reason"], reason);
+        assert!(handoff["actions_taken"].is_array() && handoff["open_questions"].is_array());
+        assert_eq!(investigation.events.last().map(|e| e.kind), Some("handoff"));
+        assert_eq!(verdict(investigation, None).outcome, CaseOutcome::Escalate);
+    }
+
+    #[tokio::test]
+    async fn replay_ends_each_misbehaving_model_with_the_live_loops_reason() {
+        let (_dir, index) = index();
+        let ticket = demo_ticket();
+        let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
+            Ok(ModelReply {
+                turn: calls(vec![call("get_customer", json!({}))]),
+                usage: Usage {
+                    prompt_tokens: 100_000,
+                    completion_tokens: 20_000,
+                },
+            })
+        });
+        let escalates = ScriptedModel::new("scripted-escalates")
+            .turn(calls(vec![call("get_customer", json!({}))]))
+            .turn(crate::agent::ModelTurn::Escalate {
+                reason: "the customer needs a phone call".into(),
+            });
+        let cases: Vec<(Box<dyn Model>, &str)> = vec![
+            (
+                Box::new(burns_tokens),
+                "the run exhausted its tokens budget (240000 of 200000)",
+            ),
+            (
+                Box::new(scripted::calls_unknown_tool()),
+                "the run exhausted its invalid_tool_calls budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::sends_string_arguments()),
+                "the run exhausted its invalid_tool_calls budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::loops_forever()),
+                "the run exhausted its steps budget (24 of 24)",
+            ),
+            (
+                Box::new(scripted::stops_mid_task()),
+                "the run exhausted its model_errors budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::answers_garbage()),
+                "the run exhausted its model_errors budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::tries_write_action()),
+                "the model attempted something it may not do (write_attempt)",
+            ),
+            (
+                Box::new(scripted::calls_approve_refund()),
+                "the model attempted something it may not do (approval_attempt)",
+            ),
+            (
+                Box::new(scripted::claims_approval()),
+                "the model attempted something it may not do (approval_claim)",
+            ),
+            (
+                Box::new(escalates),
+                "the model escalated: the customer needs a phone call",
+            ),
+        ];
+        for (model, reason) in cases {
+            let investigation = investigate(model.as_ref(), &index, &ticket)
+                .await
+                .expect("the demo ticket replays");
+            assert_handed_over(&investigation, reason);
+            // A refused turn runs nothing, not even its read-only calls.
+            if reason.contains("write_attempt") {
+                assert!(investigation.exchanges.is_empty());
+                assert_eq!(investigation.violations.len(), 1);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn replay_spends_wall_time_measured_on_the_injected_clock() {
+        let (_dir, index) = index();
+        let clock = Arc::new(ManualClock::new(now()));
+        let slow = clock.clone();
+        // Each model call takes eight minutes.
+        let model = ScriptedModel::new("scripted-slow").forever(move |ctx| {
+            slow.advance(time::Duration::minutes(8));
+            Ok(calls(vec![call(
+                "search_policy",
+                json!({ "query": format!("duplicate charge {}", ctx.history.len()) }),
+            )]))
+        });
+        let investigation = investigate_with_clock(&model, &index, &demo_ticket(), clock.as_ref())
+            .await
+            .expect("the demo ticket replays");
+        assert_handed_over(
+            &investigation,
+            "the run exhausted its wall_time_ms budget (960000 of 900000)",
+        );
+        assert_eq!(model.calls(), 2);
+        assert_eq!(investigation.active_ms, 16 * 60_000);
+    }
+
+    #[tokio::test]
+    async fn replay_answers_intents_past_the_tool_call_budget_without_running_them() {
+        let (_dir, index) = index();
+        let wide = ScriptedModel::new("scripted-wide").forever(|_| {
+            Ok(calls(
+                (0..6).map(|_| call("list_orders", json!({}))).collect(),
+            ))
+        });
+        let investigation = investigate(&wide, &index, &demo_ticket())
+            .await
+            .expect("the demo ticket replays");
+        assert_handed_over(
+            &investigation,
+            "the run exhausted its tool_calls budget (40 of 40)",
+        );
+        assert_eq!(investigation.tool_calls, MAX_TOOL_CALLS);
+        assert_eq!(investigation.exchanges.len(), 42, "7 turns of 6 calls");
+        let skipped = investigation
+            .exchanges
+            .iter()
+            .filter(|x| x.outcome.content["error"] == "budget_exhausted")
+            .count();
+        assert_eq!(skipped, 2);
+        assert!(investigation.steps < MAX_STEPS);
     }
 }

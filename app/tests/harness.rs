@@ -485,6 +485,376 @@ async fn a_run_taking_too_long_exhausts_the_wall_time_budget() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Shadow replay runs the live loop (issue 9: shadow mode measures the agent before it is
+// trusted, so it must measure the loop production runs). Each model below runs twice on
+// the demo ticket: live (`agent::advance`, database, payments mock) and replayed in
+// memory (`replay::investigate_with_clock`, on a snapshot of the same world). The two
+// runs must record the same loop events in the same order — same turns, same refusals,
+// same call ids, same budgets — and end the same way.
+// ---------------------------------------------------------------------------------------
+
+/// Event kinds the loop itself records (`agent::machine`). Live also logs the run's
+/// states and what the workflow did with the result, which replay stops short of.
+const LOOP_KINDS: &[&str] = &[
+    "model_output",
+    "model_error",
+    "tool_intent",
+    "tool_result",
+    "proposal",
+    "policy_violation",
+    "budget_exhausted",
+    "handoff",
+];
+
+/// The clock a run measures wall time on, set before its model is first asked: the
+/// app's for the live run, a fresh `ManualClock` at the same instant for the replay.
+type RunClock = Arc<OnceLock<Arc<ManualClock>>>;
+
+/// Both runs of one model.
+struct BothRuns {
+    case: Value,
+    /// The live run's loop events (`LOOP_KINDS`), in order.
+    live: Vec<Value>,
+    run: runs::Run,
+    replay: app::replay::Investigation,
+    verdict: app::replay::CaseVerdict,
+    decision: Option<policy_engine::Decision>,
+}
+
+/// The demo ticket as a historical one: the customer, message and date of the live
+/// ticket, and the demo world (the one loaded into the app and the mock) as its snapshot.
+fn demo_ticket() -> app::replay::HistoricalTicket {
+    let fixtures = app::config::default_fixtures_dir();
+    let world = std::fs::read_to_string(fixtures.join("billing/demo.json")).unwrap();
+    let now =
+        time::OffsetDateTime::parse(support::NOW, &time::format_description::well_known::Rfc3339)
+            .unwrap();
+    app::replay::HistoricalTicket {
+        id: "H-DEMO".into(),
+        created_at: now,
+        customer_id: "C-100".into(),
+        order_id: None,
+        messages: vec![app::replay::HistoricalMessage {
+            from: "customer".into(),
+            text: CHARGED_TWICE.into(),
+            at: now,
+        }],
+        world: app::world::World::parse(&world).unwrap(),
+        human: app::replay::HumanDecision {
+            outcome: app::replay::CaseOutcome::Refund,
+            reason: policy_engine::ReasonCode::DuplicateCharge,
+            refunds: vec![],
+            decided_by: "agent:test".into(),
+        },
+    }
+}
+
+/// Runs a fresh model from `make` live, then another replayed, and asserts both runs
+/// took the same steps and ended the same way.
+async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> BothRuns {
+    // Live. Under heavy parallel load a provider read can fail once ("unavailable");
+    // that is the provider's doing, not the loop's, and the snapshot never fails, so
+    // such a run is taken again rather than compared.
+    let mut attempts = 0;
+    let (app, case, events) = loop {
+        attempts += 1;
+        let clock: RunClock = Arc::new(OnceLock::new());
+        let model = make(clock.clone());
+        let app = spawn_app_with_model(model).await;
+        clock.set(app.clock.clone()).ok();
+        let ledger = provider_ledger(&app).await;
+        let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+        let events = run_events(&app, case["run_id"].as_str().unwrap()).await;
+        assert_log_consistent(&events);
+        assert_nothing_moved(&app, &case, &ledger).await;
+        let transient = events.iter().any(|e| {
+            e["kind"] == "tool_result" && e["payload"]["content"]["error"] == "unavailable"
+        });
+        if !transient || attempts == 3 {
+            break (app, case, events);
+        }
+    };
+    let run = runs::load_run(&app.state.db, case["run_id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let live: Vec<Value> = events
+        .into_iter()
+        .filter(|e| LOOP_KINDS.contains(&e["kind"].as_str().unwrap_or_default()))
+        .collect();
+
+    // Replayed, on a clock at the same instant.
+    let clock = Arc::new(ManualClock::new(
+        time::OffsetDateTime::parse(support::NOW, &time::format_description::well_known::Rfc3339)
+            .unwrap(),
+    ));
+    let cell: RunClock = Arc::new(OnceLock::new());
+    cell.set(clock.clone()).ok();
+    let model = make(cell);
+    let replay = app::replay::investigate_with_clock(
+        model.as_ref(),
+        &app.state.index,
+        &demo_ticket(),
+        clock.as_ref(),
+    )
+    .await
+    .unwrap();
+    let decision = app::replay::decide(&replay, &app.state.policies, &[]).unwrap();
+    let verdict = app::replay::verdict(&replay, decision.as_ref());
+
+    let both = BothRuns {
+        case,
+        live,
+        run,
+        replay,
+        verdict,
+        decision,
+    };
+    assert_same_run(&both);
+    both
+}
+
+/// The contract: same loop events, in order, with the same payloads where the loop's
+/// rules speak; same counters; same handoff (reason and summary); same outcome.
+fn assert_same_run(both: &BothRuns) {
+    let BothRuns {
+        case,
+        live,
+        run,
+        replay,
+        verdict,
+        decision,
+    } = both;
+    let replayed: Vec<(&str, Option<&str>)> = replay
+        .events
+        .iter()
+        .map(|e| (e.kind, e.call_id.as_deref()))
+        .collect();
+    let lived: Vec<(&str, Option<&str>)> = live
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["call_id"].as_str()))
+        .collect();
+    assert_eq!(replayed, lived, "replay and live recorded different steps");
+    for (r, l) in replay.events.iter().zip(live) {
+        let (r, l) = (&r.payload, &l["payload"]);
+        if l.get("content").is_some() {
+            // A tool result: the same call ran (or was skipped) with the same verdict and
+            // took as long; its records come from the provider live and from the
+            // snapshot in replay.
+            for key in ["ok", "tool", "skipped", "duration_ms"] {
+                assert_eq!(r[key], l[key], "tool_result {key}: {r} vs {l}");
+            }
+            assert_eq!(r["content"]["error"], l["content"]["error"], "{r} vs {l}");
+        } else {
+            assert_eq!(r, l, "replay and live recorded different payloads");
+        }
+    }
+    assert_eq!(replay.steps, run.steps, "model steps");
+    assert_eq!(replay.tool_calls, run.tool_calls, "tool calls run");
+
+    let handoff = live.iter().find(|e| e["kind"] == "handoff");
+    assert_eq!(
+        replay.escalation.as_deref(),
+        handoff.and_then(|h| h["payload"]["reason"].as_str()),
+        "handoff reason"
+    );
+    assert_eq!(
+        replay.handoff.as_ref(),
+        handoff.map(|h| &h["payload"]),
+        "handoff summary"
+    );
+
+    let live_outcome = match case["status"].as_str().unwrap() {
+        "escalated" => app::replay::CaseOutcome::Escalate,
+        "awaiting_approval" => app::replay::CaseOutcome::Refund,
+        "denied" => app::replay::CaseOutcome::NoRefund,
+        "awaiting_customer" => app::replay::CaseOutcome::RequestInfo,
+        other => panic!("unexpected live case status {other}: {case:#}"),
+    };
+    assert_eq!(verdict.outcome, live_outcome, "{case:#}");
+    match (decision, &case["decision"]) {
+        (None, Value::Null) => {}
+        (Some(d), live_decision) if !live_decision.is_null() => {
+            assert_eq!(
+                serde_json::to_value(d).unwrap()["hash"],
+                live_decision["hash"],
+                "the same facts decided under the same policy versions"
+            );
+        }
+        (d, live_decision) => panic!("decision {d:?} in replay, {live_decision} live"),
+    }
+}
+
+fn tokens_each(prompt_tokens: u64, completion_tokens: u64) -> Usage {
+    Usage {
+        prompt_tokens,
+        completion_tokens,
+    }
+}
+
+#[tokio::test]
+async fn replay_of_the_built_in_investigator_reaches_the_live_decision() {
+    let both = run_live_and_replayed(|_| Arc::new(Investigator)).await;
+    assert_eq!(both.case["status"], "awaiting_approval");
+    assert_eq!(both.verdict.refunds[0].charge_id, "ch_1001b");
+}
+
+#[tokio::test]
+async fn replay_ends_a_model_burning_tokens_on_the_live_token_budget() {
+    let both = run_live_and_replayed(|_| {
+        Arc::new(ScriptedModel::new("scripted-expensive").forever_reply(|_| {
+            Ok(app::agent::ModelReply {
+                turn: calls(vec![call("get_customer", json!({}))]),
+                usage: tokens_each(100_000, 20_000),
+            })
+        }))
+    })
+    .await;
+    assert_eq!(
+        both.replay.escalation.as_deref(),
+        Some("the run exhausted its tokens budget (240000 of 200000)")
+    );
+    assert_eq!(both.replay.tokens, 240_000);
+}
+
+#[tokio::test]
+async fn replay_ends_a_model_calling_unknown_tools_on_the_live_invalid_call_budget() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::calls_unknown_tool())).await;
+    assert_eq!(
+        both.replay.budget_exhausted.as_deref(),
+        Some("invalid_tool_calls")
+    );
+    assert_eq!(both.replay.invalid_tool_calls, 3);
+}
+
+#[tokio::test]
+async fn replay_ends_a_model_sending_bad_arguments_on_the_live_invalid_call_budget() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::sends_string_arguments())).await;
+    assert_eq!(
+        both.replay.budget_exhausted.as_deref(),
+        Some("invalid_tool_calls")
+    );
+}
+
+#[tokio::test]
+async fn replay_ends_a_model_that_never_finishes_on_the_live_step_budget() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::loops_forever())).await;
+    assert_eq!(both.replay.budget_exhausted.as_deref(), Some("steps"));
+    assert_eq!(both.replay.steps, MAX_STEPS);
+}
+
+#[tokio::test]
+async fn replay_skips_calls_past_the_live_tool_call_budget() {
+    let both = run_live_and_replayed(|_| {
+        Arc::new(ScriptedModel::new("scripted-wide").forever(|_| {
+            Ok(calls(
+                (0..6).map(|_| call("list_orders", json!({}))).collect(),
+            ))
+        }))
+    })
+    .await;
+    assert_eq!(both.replay.budget_exhausted.as_deref(), Some("tool_calls"));
+    assert_eq!(both.replay.tool_calls, MAX_TOOL_CALLS);
+}
+
+#[tokio::test]
+async fn replay_ends_a_slow_model_on_the_live_wall_time_budget() {
+    // Each model call takes eight minutes on the run's clock.
+    let both = run_live_and_replayed(|clock: RunClock| {
+        Arc::new(ScriptedModel::new("scripted-slow").forever(move |ctx| {
+            if let Some(clock) = clock.get() {
+                clock.advance(time::Duration::minutes(8));
+            }
+            Ok(calls(vec![call(
+                "search_policy",
+                json!({ "query": format!("duplicate charge {}", ctx.history.len()) }),
+            )]))
+        }))
+    })
+    .await;
+    assert_eq!(
+        both.replay.escalation.as_deref(),
+        Some("the run exhausted its wall_time_ms budget (960000 of 900000)")
+    );
+}
+
+#[tokio::test]
+async fn replay_ends_a_model_that_errors_on_the_live_model_error_budget() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::stops_mid_task())).await;
+    assert_eq!(
+        both.replay.budget_exhausted.as_deref(),
+        Some("model_errors")
+    );
+    assert_eq!(both.replay.model_errors, 3);
+}
+
+#[tokio::test]
+async fn replay_counts_empty_turns_as_model_errors_as_live_does() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::answers_garbage())).await;
+    assert_eq!(
+        both.replay.budget_exhausted.as_deref(),
+        Some("model_errors")
+    );
+}
+
+#[tokio::test]
+async fn replay_refuses_a_turn_with_a_write_action_whole_as_live_does() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::tries_write_action())).await;
+    assert_eq!(
+        both.replay.escalation.as_deref(),
+        Some("the model attempted something it may not do (write_attempt)")
+    );
+    assert!(
+        both.replay.exchanges.is_empty(),
+        "not even its read-only call ran"
+    );
+}
+
+#[tokio::test]
+async fn replay_refuses_a_call_to_approve_refund_as_live_does() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::calls_approve_refund())).await;
+    assert_eq!(both.replay.violations[0]["violation"], "approval_attempt");
+}
+
+#[tokio::test]
+async fn replay_refuses_a_proposal_claiming_an_approval_as_live_does() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::claims_approval())).await;
+    assert_eq!(both.replay.violations[0]["violation"], "approval_claim");
+    assert!(both.replay.proposal.is_none() && both.decision.is_none());
+}
+
+#[tokio::test]
+async fn replay_hands_over_when_the_model_escalates_as_live_does() {
+    let both = run_live_and_replayed(|_| {
+        Arc::new(
+            ScriptedModel::new("scripted-escalates")
+                .turn(calls(vec![call("get_customer", json!({}))]))
+                .turn(ModelTurn::Escalate {
+                    reason: "the customer needs a phone call".into(),
+                }),
+        )
+    })
+    .await;
+    assert_eq!(
+        both.replay.escalation.as_deref(),
+        Some("the model escalated: the customer needs a phone call")
+    );
+}
+
+#[tokio::test]
+async fn replay_escalates_a_proposal_citing_invented_evidence_as_live_does() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::invents_evidence())).await;
+    assert!(!both.replay.evidence_rejected.is_empty());
+    assert_eq!(both.case["status"], "escalated");
+}
+
+#[tokio::test]
+async fn replay_reaches_the_live_decision_when_the_engine_overrides_the_proposal() {
+    let both = run_live_and_replayed(|_| Arc::new(scripted::refunds_the_wrong_charge())).await;
+    assert_eq!(both.verdict.refunds[0].charge_id, "ch_1001b");
+}
+
+// ---------------------------------------------------------------------------------------
 // The state machine and the event log.
 // ---------------------------------------------------------------------------------------
 

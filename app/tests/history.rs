@@ -400,7 +400,8 @@ async fn replay_has_no_database_or_provider_and_a_misbehaving_model_moves_nothin
         .find(|t| t.id == "H-DUP-02")
         .expect("a duplicate ticket");
 
-    // Endless tool calls: the step budget ends the run; escalated, nothing refunded.
+    // A turn asking for a write tool: refused whole, as in the live loop (SPEC invariant
+    // 7) — not even its read-only calls run; escalated, nothing refunded.
     let looping = Misbehaving {
         turns: AtomicUsize::new(0),
         propose_after: None,
@@ -409,31 +410,19 @@ async fn replay_has_no_database_or_provider_and_a_misbehaving_model_moves_nothin
     assert_eq!(r.agent.outcome, CaseOutcome::Escalate);
     assert!(r.agent.refunds.is_empty());
     assert!(r.decision.is_none());
+    assert!(r.exchanges().is_empty(), "a refused turn runs nothing");
+    assert_eq!(r.investigation.violations[0]["violation"], "write_attempt");
+    assert_eq!(r.investigation.violations[0]["tool"], "create_refund");
     assert_eq!(
-        r.investigation.steps,
-        app::agent::MAX_STEPS.min(r.investigation.steps)
+        r.investigation.escalation.as_deref(),
+        Some("the model attempted something it may not do (write_attempt)")
     );
-    assert!(r.investigation.tool_calls <= app::agent::MAX_TOOL_CALLS + 2);
-    let write_attempts: Vec<_> = r
-        .exchanges()
-        .iter()
-        .filter(|x| x.call.name == "create_refund")
-        .collect();
-    assert!(!write_attempts.is_empty());
-    assert!(write_attempts
-        .iter()
-        .all(|x| !x.outcome.ok && x.outcome.content["error"] == "unknown_tool"));
-    assert!(r
-        .exchanges()
-        .iter()
-        .filter(|x| x.call.name == "list_charges")
-        .all(|x| x.outcome.content["error"] == "invalid_arguments"));
 
     // An invented approval and invented evidence: the engine decides from the records,
     // and a proposal citing evidence no tool returned goes to a human, refunding nothing.
     let inventing = Misbehaving {
         turns: AtomicUsize::new(0),
-        propose_after: Some(1),
+        propose_after: Some(0),
     };
     let r = replay(&env, &inventing, ticket).await;
     assert!(!r.investigation.evidence_rejected.is_empty());

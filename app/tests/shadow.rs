@@ -118,3 +118,80 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
     );
     assert!(app::shadow::html(&report).contains(&format!("trace-{id}")));
 }
+
+/// Shadow mode measures a model on the loop production runs (issue 9): a model that
+/// misbehaves is stopped by the live budgets and refusals, and the report's trace says
+/// which, in the live handoff's words. (`tests/harness.rs` compares replay and live run
+/// by run, event by event.)
+#[tokio::test]
+async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals() {
+    use app::agent::scripted::{self, call, calls, ScriptedModel};
+    use app::agent::{Model, ModelReply, Usage};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (policies, index) = policies_and_index(dir.path()).await;
+    let text =
+        std::fs::read_to_string(app::config::default_fixtures_dir().join("history/tickets.jsonl"))
+            .unwrap();
+    let (tickets, _) = app::replay::parse_history(&text);
+    // Tickets a human did not escalate, so the agent's escalation is a disagreement and
+    // the report keeps its trace.
+    let tickets: Vec<_> = tickets
+        .into_iter()
+        .filter(|t| t.human.outcome != app::replay::CaseOutcome::Escalate)
+        .take(3)
+        .collect();
+    let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
+        Ok(ModelReply {
+            turn: calls(vec![call("get_customer", serde_json::json!({}))]),
+            usage: Usage {
+                prompt_tokens: 100_000,
+                completion_tokens: 20_000,
+            },
+        })
+    });
+    let models: Vec<(Box<dyn Model>, &str)> = vec![
+        (
+            Box::new(burns_tokens),
+            "the run exhausted its tokens budget (240000 of 200000)",
+        ),
+        (
+            Box::new(scripted::calls_unknown_tool()),
+            "the run exhausted its invalid_tool_calls budget (3 of 3)",
+        ),
+        (
+            Box::new(scripted::loops_forever()),
+            "the run exhausted its steps budget (24 of 24)",
+        ),
+        (
+            Box::new(
+                ScriptedModel::new("scripted-down")
+                    .forever(|_| Err(anyhow::anyhow!("connection reset by peer"))),
+            ),
+            "the run exhausted its model_errors budget (3 of 3)",
+        ),
+        (
+            Box::new(scripted::tries_write_action()),
+            "the model attempted something it may not do (write_attempt)",
+        ),
+    ];
+    for (model, reason) in models {
+        let report = app::shadow::run(
+            model.as_ref(),
+            &policies,
+            &index,
+            &tickets,
+            vec![],
+            |_, _| {},
+        )
+        .await;
+        assert_eq!(report.total, tickets.len());
+        for row in &report.tickets {
+            assert_eq!(row.agent.outcome, app::replay::CaseOutcome::Escalate);
+            assert!(row.agent.refunds.is_empty());
+            let trace = row.trace.as_ref().expect("a disagreement keeps its trace");
+            assert_eq!(trace["escalation"], reason, "{}", row.id);
+            assert_eq!(trace["handoff"]["reason"], reason, "{}", row.id);
+        }
+    }
+}

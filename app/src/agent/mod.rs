@@ -27,6 +27,12 @@
 //! runs — recorded as a `policy_violation`, and the case goes to a human. Its proposal
 //! goes to the policy engine, which decides on facts gathered by code.
 //!
+//! The rules above (what to do next, budgets, what a reply or a tool result comes to,
+//! refusals, the handoff summary) live in [`machine`] as pure functions; this module
+//! wraps them in persistence and leases. `replay` (shadow mode) wraps the same rules in
+//! an in-memory log, with the same [`ask_model`] and [`run_tool`], so a model is
+//! measured in shadow on the loop it would run in production.
+//!
 //! Event kinds written here: `resumed`, `model_output`, `model_error`, `tool_intent`,
 //! `tool_result`, `proposal`, `policy_violation`, `budget_exhausted`,
 //! `dependency_unavailable`, `handoff`; `runs` writes `run_created` and `state`;
@@ -36,6 +42,7 @@
 pub mod context;
 pub mod investigator;
 pub mod llm;
+pub mod machine;
 pub mod scripted;
 pub mod tools;
 
@@ -44,11 +51,15 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
+use crate::clock::Clock;
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::runs::{self, status, Run};
+use machine::{Counters, Exhausted, NewEvent, Next, RunLog, TurnKind};
+
+pub use machine::{garbage, violation};
 
 /// Budgets per run; when one runs out the case goes to a human.
 pub const MAX_STEPS: i64 = 24;
@@ -201,165 +212,45 @@ pub trait Model: Send + Sync + 'static {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Replay: the run's state rebuilt from its event log.
-// ---------------------------------------------------------------------------------------
-
-/// Why the run must go to a human, as recorded in the log.
-#[derive(Debug, Clone)]
-struct Handoff {
-    reason: String,
+/// Asks the model for its next turn as both loops do: bounded by `MODEL_CALL_TIMEOUT`
+/// (real time; a model that does not answer is a model error), its latency measured on
+/// `clock` (the wall-time budget's clock). Returns the reply and the latency.
+pub async fn ask_model(
+    model: &dyn Model,
+    ctx: &ModelContext<'_>,
+    clock: &dyn Clock,
+) -> (anyhow::Result<ModelReply>, u64) {
+    let started = clock.now_ms();
+    let reply = match tokio::time::timeout(MODEL_CALL_TIMEOUT, model.next_reply(ctx)).await {
+        Ok(reply) => reply,
+        Err(_) => Err(anyhow::anyhow!(
+            "the model did not answer within {}s",
+            MODEL_CALL_TIMEOUT.as_secs()
+        )),
+    };
+    (reply, elapsed_ms(clock, started))
 }
 
-/// The run's state rebuilt from its event log.
-#[derive(Default)]
-struct Replay {
-    /// Every finished tool call, with its result whole.
-    exchanges: Vec<Exchange>,
-    /// The event seq of each exchange's result (for truncation markers).
-    result_seqs: Vec<i64>,
-    /// Intents without a result, in order.
-    pending: Vec<ToolCall>,
-    proposal: Option<Proposal>,
-    /// A decision or an escalation is recorded: the run's work is done.
-    decided: bool,
-    handoff: Option<Handoff>,
-    handoff_summarised: bool,
-    model_errors: usize,
-    invalid_tool_calls: usize,
-    tokens: u64,
-    dependency_waits: usize,
-    /// Milliseconds spent in model and tool calls (see `MAX_WALL_MS`).
-    active_ms: i64,
-    violations: Vec<Value>,
+/// Runs one tool call as both loops do, its duration measured on `clock`. Returns the
+/// outcome and the duration.
+pub async fn run_tool(
+    env: &tools::ToolEnv<'_>,
+    ticket: &crate::tickets::Ticket,
+    call: &ToolCall,
+    clock: &dyn Clock,
+) -> (ToolOutcome, u64) {
+    let started = clock.now_ms();
+    let outcome = tools::execute(env, ticket, call).await;
+    (outcome, elapsed_ms(clock, started))
 }
 
-fn replay(events: &[runs::Event]) -> Replay {
-    let mut r = Replay::default();
-    for e in events {
-        r.active_ms += e.payload["latency_ms"].as_i64().unwrap_or(0)
-            + e.payload["duration_ms"].as_i64().unwrap_or(0);
-        match e.kind.as_str() {
-            "model_output" => {
-                if let Some(usage) = e.payload.get("usage") {
-                    let usage: Usage = serde_json::from_value(usage.clone()).unwrap_or_default();
-                    r.tokens += usage.total();
-                }
-                if let Ok(ModelTurn::Escalate { reason }) =
-                    serde_json::from_value::<ModelTurn>(e.payload.clone())
-                {
-                    r.handoff.get_or_insert(Handoff {
-                        reason: format!("the model escalated: {reason}"),
-                    });
-                }
-            }
-            "model_error" => {
-                r.model_errors += 1;
-                if let Some(tokens) = e.payload["usage"].as_object() {
-                    r.tokens += tokens.values().filter_map(Value::as_u64).sum::<u64>();
-                }
-            }
-            "tool_intent" => {
-                if let Ok(call) = serde_json::from_value::<ToolCall>(e.payload.clone()) {
-                    r.pending.push(call);
-                }
-            }
-            "tool_result" => {
-                if let Some(pos) = r
-                    .pending
-                    .iter()
-                    .position(|c| Some(&c.id) == e.call_id.as_ref())
-                {
-                    let call = r.pending.remove(pos);
-                    let outcome =
-                        serde_json::from_value(e.payload.clone()).unwrap_or(ToolOutcome {
-                            ok: false,
-                            content: e.payload.clone(),
-                        });
-                    if is_invalid_call(&outcome) {
-                        r.invalid_tool_calls += 1;
-                    }
-                    r.exchanges.push(Exchange { call, outcome });
-                    r.result_seqs.push(e.seq);
-                }
-            }
-            "proposal" => r.proposal = serde_json::from_value(e.payload.clone()).ok(),
-            "policy_violation" => {
-                r.violations.push(e.payload.clone());
-                r.handoff.get_or_insert(Handoff {
-                    reason: format!(
-                        "the model attempted something it may not do ({})",
-                        e.payload["violation"].as_str().unwrap_or("violation")
-                    ),
-                });
-            }
-            "budget_exhausted" => {
-                r.handoff.get_or_insert(Handoff {
-                    reason: format!(
-                        "the run exhausted its {} budget ({} of {})",
-                        e.payload["budget"].as_str().unwrap_or("unknown"),
-                        e.payload["used"],
-                        e.payload["limit"]
-                    ),
-                });
-            }
-            "dependency_unavailable" => r.dependency_waits += 1,
-            "handoff" => r.handoff_summarised = true,
-            "decision" | "escalated" => r.decided = true,
-            _ => {}
-        }
-    }
-    r
-}
-
-fn is_invalid_call(outcome: &ToolOutcome) -> bool {
-    !outcome.ok
-        && matches!(
-            outcome.content["error"].as_str(),
-            Some("unknown_tool" | "invalid_arguments")
-        )
-}
-
-impl Replay {
-    /// The history as the model sees it: large results truncated, with a marker.
-    fn model_history(&self) -> Vec<Exchange> {
-        self.exchanges
-            .iter()
-            .zip(&self.result_seqs)
-            .map(|(x, seq)| Exchange {
-                call: x.call.clone(),
-                outcome: for_model(&x.outcome, *seq),
-            })
-            .collect()
-    }
-}
-
-/// A tool outcome as the model sees it: whole when small, else a truncated copy of its
-/// JSON text with a marker naming the event that holds it whole.
-fn for_model(outcome: &ToolOutcome, seq: i64) -> ToolOutcome {
-    let text = outcome.content.to_string();
-    if text.len() <= MAX_TOOL_RESULT_BYTES {
-        return outcome.clone();
-    }
-    let mut cut = MAX_TOOL_RESULT_BYTES;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    ToolOutcome {
-        ok: outcome.ok,
-        content: json!({
-            "truncated": true,
-            "bytes": text.len(),
-            "shown_bytes": cut,
-            "result_event_seq": seq,
-            "preview": &text[..cut],
-            "hint": "the result is too large to show whole; it is stored in the run's event log. Ask a narrower question.",
-        }),
-    }
+/// Milliseconds since `since` on `clock` (the injected one, so tests control durations).
+fn elapsed_ms(clock: &dyn Clock, since: i64) -> u64 {
+    (clock.now_ms() - since).max(0) as u64
 }
 
 // ---------------------------------------------------------------------------------------
-// The loop.
+// The durable loop: `machine`'s rules, each step committed to the run's event log.
 // ---------------------------------------------------------------------------------------
 
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
@@ -400,7 +291,14 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
         } else {
             status::READY
         };
-        step(state, run, to, (0, 0), vec![ev("resumed", None, resumed)]).await?;
+        step(
+            state,
+            run,
+            to,
+            (0, 0),
+            vec![NewEvent::new("resumed", None, resumed)],
+        )
+        .await?;
     }
     let declarations = tools::declarations();
     let env = tools::ToolEnv {
@@ -409,106 +307,100 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
     };
     loop {
         let events = runs::events(&state.db, &run.id).await?;
-        let log = replay(&events);
-
-        if log.decided {
-            if !status::holds_no_worker(&run.status) {
-                // Only reachable if a decision was recorded without its state change.
-                step(state, run, status::COMPLETED, (0, 0), vec![]).await?;
+        let log = fold(&events);
+        match machine::next(&log, counters(run)) {
+            Next::Finished => {
+                if !status::holds_no_worker(&run.status) {
+                    // Only reachable if a decision was recorded without its state change.
+                    step(state, run, status::COMPLETED, (0, 0), vec![]).await?;
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        // 1. A recorded reason to stop goes to a human, with a summary of the run.
-        if let Some(handoff) = &log.handoff {
-            if !log.handoff_summarised {
-                let summary = handoff_summary(&handoff.reason, &log, run);
-                let unchanged = working_status(run);
-                step(
-                    state,
-                    run,
-                    &unchanged,
-                    (0, 0),
-                    vec![ev("handoff", None, summary)],
-                )
-                .await?;
-            }
-            crate::workflow::escalate_to_human(
-                state,
-                run,
-                &case,
-                &ticket,
-                &handoff.reason,
-                &log.exchanges,
-            )
-            .await?;
-            return Ok(());
-        }
-        // 2. Finish tool intents recorded before a crash or in the last turn.
-        if !log.pending.is_empty() {
-            run_tools(state, run, &env, &ticket, &log.pending).await?;
-            continue;
-        }
-        // 3. A recorded proposal goes to the policy engine (never back to the model).
-        if let Some(proposal) = &log.proposal {
-            match crate::workflow::decide_case(state, run, &case, &ticket, proposal, &log.exchanges)
-                .await
-            {
-                Err(AppError::Provider(message)) => {
-                    if log.dependency_waits >= MAX_DEPENDENCY_WAITS {
-                        exhaust(
-                            state,
-                            run,
-                            "dependency_waits",
-                            log.dependency_waits as i64,
-                            MAX_DEPENDENCY_WAITS as i64,
-                        )
-                        .await?;
-                        continue;
-                    }
-                    // The provider is down: rest without a lease and try again later
-                    // rather than hold a worker or burn the budget.
-                    tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
-                    let payload = json!({
-                        "dependency": "payment_provider",
-                        "error": message,
-                        "attempt": log.dependency_waits + 1,
-                        "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
-                    });
+            // A recorded reason to stop goes to a human, with a summary of the run.
+            Next::HandOff { reason, summarised } => {
+                if !summarised {
+                    let summary = machine::handoff_summary(reason, &log, counters(run));
+                    let unchanged = working_status(run);
                     step(
                         state,
                         run,
-                        status::AWAITING_DEPENDENCY,
+                        &unchanged,
                         (0, 0),
-                        vec![ev("dependency_unavailable", None, payload)],
+                        vec![NewEvent::new("handoff", None, summary)],
                     )
                     .await?;
-                    return Ok(());
                 }
-                other => return other,
+                crate::workflow::escalate_to_human(
+                    state,
+                    run,
+                    &case,
+                    &ticket,
+                    reason,
+                    &log.exchanges,
+                )
+                .await?;
+                return Ok(());
             }
+            // Finish tool intents recorded before a crash or in the last turn.
+            Next::RunTools(pending) => run_tools(state, run, &env, &ticket, pending).await?,
+            // A recorded proposal goes to the policy engine (never back to the model).
+            Next::Decide(proposal) => {
+                match crate::workflow::decide_case(
+                    state,
+                    run,
+                    &case,
+                    &ticket,
+                    proposal,
+                    &log.exchanges,
+                )
+                .await
+                {
+                    Err(AppError::Provider(message)) => {
+                        if let Some(exhausted) = Exhausted::dependency_waits(&log) {
+                            exhaust(state, run, exhausted).await?;
+                            continue;
+                        }
+                        // The provider is down: rest without a lease and try again later
+                        // rather than hold a worker or burn the budget.
+                        tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
+                        let payload = json!({
+                            "dependency": "payment_provider",
+                            "error": message,
+                            "attempt": log.dependency_waits + 1,
+                            "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
+                        });
+                        step(
+                            state,
+                            run,
+                            status::AWAITING_DEPENDENCY,
+                            (0, 0),
+                            vec![NewEvent::new("dependency_unavailable", None, payload)],
+                        )
+                        .await?;
+                        return Ok(());
+                    }
+                    other => return other,
+                }
+            }
+            Next::Exhaust(exhausted) => exhaust(state, run, exhausted).await?,
+            Next::AskModel => model_step(state, run, &ticket, &declarations, &log).await?,
         }
-        // 4. Budgets.
-        if let Some((budget, used, limit)) = exhausted_budget(run, &log) {
-            exhaust(state, run, budget, used, limit).await?;
-            continue;
-        }
-        // 5. Ask the model for the next step.
-        model_step(state, run, &ticket, &declarations, &log).await?;
     }
 }
 
-/// An event to append in a step's transaction.
-struct NewEvent {
-    kind: &'static str,
-    call_id: Option<String>,
-    payload: Value,
+/// The run's state rebuilt from its event log.
+fn fold(events: &[runs::Event]) -> RunLog {
+    let mut log = RunLog::default();
+    for e in events {
+        log.apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+    }
+    log
 }
 
-fn ev(kind: &'static str, call_id: Option<&str>, payload: Value) -> NewEvent {
-    NewEvent {
-        kind,
-        call_id: call_id.map(str::to_string),
-        payload,
+fn counters(run: &Run) -> Counters {
+    Counters {
+        steps: run.steps,
+        tool_calls: run.tool_calls,
     }
 }
 
@@ -555,11 +447,6 @@ async fn with_lease<T>(
     }
 }
 
-/// Milliseconds since `since` on the injected clock (so tests control durations).
-fn elapsed_ms(state: &AppState, since: i64) -> u64 {
-    (state.clock.now_ms() - since).max(0) as u64
-}
-
 /// Runs the recorded intents that have no result yet, one durable step each.
 async fn run_tools(
     state: &AppState,
@@ -574,64 +461,21 @@ async fn run_tools(
         } else {
             status::TOOL_RUNNING
         };
-        if run.tool_calls >= MAX_TOOL_CALLS {
+        if !machine::tool_may_run(counters(run)) {
             // Every intent gets exactly one result, even one the budget does not run.
-            let outcome = ToolOutcome {
-                ok: false,
-                content: json!({ "error": "budget_exhausted", "hint": "the run's tool-call budget is spent; this call was not run" }),
-            };
-            let payload = result_payload(call, &outcome, 0, true);
-            step(
-                state,
-                run,
-                next,
-                (0, 0),
-                vec![ev("tool_result", Some(&call.id), payload)],
-            )
-            .await?;
+            let result = machine::skipped_tool_result(call);
+            step(state, run, next, (0, 0), vec![result]).await?;
             continue;
         }
         if run.status != status::TOOL_RUNNING {
             step(state, run, status::TOOL_RUNNING, (0, 0), vec![]).await?;
         }
-        let started = state.clock.now_ms();
-        let outcome = with_lease(state, run, tools::execute(env, ticket, call)).await?;
-        let payload = result_payload(call, &outcome, elapsed_ms(state, started), false);
-        step(
-            state,
-            run,
-            next,
-            (0, 1),
-            vec![ev("tool_result", Some(&call.id), payload)],
-        )
-        .await?;
+        let work = run_tool(env, ticket, call, state.clock.as_ref());
+        let (outcome, duration_ms) = with_lease(state, run, work).await?;
+        let result = machine::tool_result(call, &outcome, duration_ms);
+        step(state, run, next, (0, 1), vec![result]).await?;
     }
     Ok(())
-}
-
-/// A tool result as stored: the outcome whole (stored once, however large), the tool,
-/// how long it took and how big it is.
-fn result_payload(
-    call: &ToolCall,
-    outcome: &ToolOutcome,
-    duration_ms: u64,
-    skipped: bool,
-) -> Value {
-    let bytes = outcome.content.to_string().len();
-    let mut payload = json!({
-        "ok": outcome.ok,
-        "content": outcome.content,
-        "tool": call.name,
-        "duration_ms": duration_ms,
-        "bytes": bytes,
-    });
-    if bytes > MAX_TOOL_RESULT_BYTES {
-        payload["truncated_for_model"] = json!(true);
-    }
-    if skipped {
-        payload["skipped"] = json!(true);
-    }
-    payload
 }
 
 /// Asks the model for a turn and records it, or records why it cannot be used.
@@ -640,7 +484,7 @@ async fn model_step(
     run: &mut Run,
     ticket: &crate::tickets::Ticket,
     declarations: &[tools::ToolDeclaration],
-    log: &Replay,
+    log: &RunLog,
 ) -> AppResult<()> {
     let messages = crate::tickets::messages(&state.db, &ticket.id).await?;
     let customer_messages: Vec<String> = messages
@@ -657,259 +501,38 @@ async fn model_step(
         tools: declarations,
         history: &history,
     };
-    let started = state.clock.now_ms();
-    let call = tokio::time::timeout(MODEL_CALL_TIMEOUT, state.model.next_reply(&ctx));
-    let reply = match with_lease(state, run, call).await? {
-        Ok(reply) => reply,
-        Err(_) => Err(anyhow::anyhow!(
-            "the model did not answer within {}s",
-            MODEL_CALL_TIMEOUT.as_secs()
-        )),
+    let call = ask_model(state.model.as_ref(), &ctx, state.clock.as_ref());
+    let (reply, latency_ms) = with_lease(state, run, call).await?;
+    let turn = machine::record_turn(run.steps, reply, latency_ms, &state.model.name());
+    match turn.kind {
+        TurnKind::ModelError | TurnKind::Garbage => {
+            let error = turn.events.last().map(|e| e.payload["error"].clone());
+            tracing::warn!(run_id = %run.id, error = ?error, "model error");
+        }
+        TurnKind::Refused => {
+            let violation = turn.events.last().map(|e| e.payload["violation"].clone());
+            tracing::warn!(run_id = %run.id, violation = ?violation, "model policy violation");
+        }
+        TurnKind::ToolCalls | TurnKind::Proposal | TurnKind::Escalation => {}
+    }
+    let to = if turn.tools_pending() {
+        status::TOOL_PENDING
+    } else {
+        status::READY
     };
-    let latency_ms = elapsed_ms(state, started);
-    let model = state.model.name();
-
-    let reply = match reply {
-        Ok(reply) => reply,
-        Err(e) => {
-            tracing::warn!(run_id = %run.id, error = %e, "model error");
-            let payload =
-                json!({ "error": format!("{e:#}"), "latency_ms": latency_ms, "model": model });
-            return step(
-                state,
-                run,
-                status::READY,
-                (0, 0),
-                vec![ev("model_error", None, payload)],
-            )
-            .await;
-        }
-    };
-    let mut output = serde_json::to_value(&reply.turn).unwrap_or_default();
-    output["usage"] = serde_json::to_value(reply.usage).unwrap_or_default();
-    output["latency_ms"] = json!(latency_ms);
-    output["model"] = json!(model);
-    let mut events = vec![ev("model_output", None, output)];
-
-    if let Some(problem) = garbage(&reply.turn) {
-        events.push(ev(
-            "model_error",
-            None,
-            json!({ "error": problem, "latency_ms": latency_ms, "model": model }),
-        ));
-        return step(state, run, status::READY, (0, 0), events).await;
-    }
-    if let Some(violation) = violation(&reply.turn) {
-        // Refused whole: no intent of this turn is recorded, so nothing in it runs.
-        tracing::warn!(run_id = %run.id, violation = %violation, "model policy violation");
-        events.push(ev("policy_violation", None, violation));
-        return step(state, run, status::READY, (0, 0), events).await;
-    }
-    match reply.turn {
-        ModelTurn::ToolCalls { calls } => {
-            for (i, call) in calls.into_iter().enumerate() {
-                // Call ids are made unique per run; a model repeating an id must not
-                // collide with an earlier result. (`replay::investigate` does the same.)
-                let call = ToolCall {
-                    id: format!("s{}c{}:{}", run.steps, i, call.id),
-                    ..call
-                };
-                let mut payload = serde_json::to_value(&call).unwrap_or_default();
-                payload["step"] = json!(run.steps);
-                events.push(ev("tool_intent", Some(&call.id), payload));
-            }
-            step(state, run, status::TOOL_PENDING, (0, 0), events).await
-        }
-        ModelTurn::Propose { proposal } => {
-            events.push(ev(
-                "proposal",
-                None,
-                serde_json::to_value(&proposal).unwrap_or_default(),
-            ));
-            step(state, run, status::READY, (0, 0), events).await
-        }
-        ModelTurn::Escalate { .. } => step(state, run, status::READY, (0, 0), events).await,
-    }
-}
-
-/// A turn that is well-formed JSON but no usable step: counted as a model error. Public
-/// so the in-memory loop of `replay` can apply the same checks.
-pub fn garbage(turn: &ModelTurn) -> Option<String> {
-    match turn {
-        ModelTurn::ToolCalls { calls } if calls.is_empty() => {
-            Some("the model asked for no tool calls and made no proposal".into())
-        }
-        ModelTurn::ToolCalls { calls } if calls.len() > MAX_CALLS_PER_TURN => Some(format!(
-            "the model asked for {} tool calls in one turn (at most {MAX_CALLS_PER_TURN})",
-            calls.len()
-        )),
-        ModelTurn::ToolCalls { calls } if calls.iter().any(|c| c.name.trim().is_empty()) => {
-            Some("the model asked for a tool without a name".into())
-        }
-        ModelTurn::Propose { proposal } if proposal.summary.trim().is_empty() => {
-            Some("the model proposed without a summary".into())
-        }
-        _ => None,
-    }
-}
-
-/// Verbs of tools that would change something. No such tool is offered; a model asking
-/// for one has been misled (prompt injection) or is inventing capabilities.
-const WRITE_VERBS: &[&str] = &[
-    "approve",
-    "authorize",
-    "authorise",
-    "cancel",
-    "capture",
-    "charge",
-    "close",
-    "create",
-    "credit",
-    "delete",
-    "execute",
-    "grant",
-    "issue",
-    "mark",
-    "modify",
-    "patch",
-    "pay",
-    "post",
-    "put",
-    "refund",
-    "reopen",
-    "reverse",
-    "send",
-    "set",
-    "submit",
-    "transfer",
-    "update",
-    "void",
-    "write",
-];
-
-/// Phrases with which a proposal would claim an approval no human gave, matched on its
-/// JSON text lowercased, with quotes and backslashes removed and whitespace collapsed
-/// (so `{"approved": true}` in a summary matches `approved:true`). A false alarm sends
-/// the case to a human, which is the safe side.
-const APPROVAL_CLAIMS: &[&str] = &[
-    "approved:true",
-    "approval:true",
-    "approved_by:",
-    "approval_id:",
-    "has been approved",
-    "have been approved",
-    "was approved",
-    "were approved",
-    "is approved",
-    "already approved",
-    "pre-approved",
-    "preapproved",
-    "auto-approved",
-    "approval granted",
-    "approval:granted",
-    "refund approved",
-    "已批准",
-    "已经批准",
-    "已审批",
-    "批准了",
-];
-
-fn normalized(text: &str) -> String {
-    let stripped: String = text
-        .to_lowercase()
-        .chars()
-        .filter(|c| *c != '"' && *c != '\\')
-        .collect();
-    stripped
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace(" :", ":")
-        .replace(": ", ":")
-}
-
-/// Whether a turn tries to act or claims an approval (SPEC invariant 7): the violation
-/// as recorded in a `policy_violation` event. Public so `replay` can apply it too.
-pub fn violation(turn: &ModelTurn) -> Option<Value> {
-    let offered: Vec<&str> = tools::declarations().iter().map(|d| d.name).collect();
-    match turn {
-        ModelTurn::ToolCalls { calls } => calls.iter().find_map(|call| {
-            if offered.contains(&call.name.as_str()) {
-                return None;
-            }
-            let name = call.name.to_lowercase();
-            let words: Vec<&str> = name
-                .split(|c: char| !c.is_ascii_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .collect();
-            let writes = words
-                .iter()
-                .any(|w| WRITE_VERBS.contains(w) || w.starts_with("approv"));
-            writes.then(|| {
-                let kind = if name.contains("approv") {
-                    "approval_attempt"
-                } else {
-                    "write_attempt"
-                };
-                json!({ "violation": kind, "tool": call.name, "arguments": call.arguments,
-                        "detail": "the model asked for a tool that would act; only read-only tools exist" })
-            })
-        }),
-        ModelTurn::Propose { proposal } => {
-            let text = normalized(&serde_json::to_string(proposal).unwrap_or_default());
-            APPROVAL_CLAIMS
-                .iter()
-                .find(|claim| text.contains(*claim))
-                .map(|claim| {
-                    json!({ "violation": "approval_claim", "matched": claim,
-                            "detail": "the proposal claims an approval; only a human approves, in the console" })
-                })
-        }
-        ModelTurn::Escalate { .. } => None,
-    }
-}
-
-/// The first budget the run has used up, if any: (name, used, limit).
-fn exhausted_budget(run: &Run, log: &Replay) -> Option<(&'static str, i64, i64)> {
-    [
-        (
-            "model_errors",
-            log.model_errors as i64,
-            MAX_MODEL_ERRORS as i64,
-        ),
-        (
-            "invalid_tool_calls",
-            log.invalid_tool_calls as i64,
-            MAX_INVALID_TOOL_CALLS as i64,
-        ),
-        ("steps", run.steps, MAX_STEPS),
-        ("tool_calls", run.tool_calls, MAX_TOOL_CALLS),
-        ("tokens", log.tokens as i64, MAX_TOKENS as i64),
-        ("wall_time_ms", log.active_ms, MAX_WALL_MS),
-    ]
-    .into_iter()
-    .find(|(_, used, limit)| used >= limit)
+    step(state, run, to, (0, 0), turn.events).await
 }
 
 /// Records which budget ran out; the next pass of the loop hands the case over.
-async fn exhaust(
-    state: &AppState,
-    run: &mut Run,
-    budget: &'static str,
-    used: i64,
-    limit: i64,
-) -> AppResult<()> {
+async fn exhaust(state: &AppState, run: &mut Run, exhausted: Exhausted) -> AppResult<()> {
+    let Exhausted {
+        budget,
+        used,
+        limit,
+    } = exhausted;
     tracing::warn!(run_id = %run.id, budget, used, limit, "run budget exhausted");
-    let payload = json!({ "budget": budget, "used": used, "limit": limit });
     let to = working_status(run);
-    step(
-        state,
-        run,
-        &to,
-        (0, 0),
-        vec![ev("budget_exhausted", None, payload)],
-    )
-    .await
+    step(state, run, &to, (0, 0), vec![exhausted.event()]).await
 }
 
 /// The status a step that does not change the run's state keeps: its own, unless the
@@ -921,119 +544,4 @@ fn working_status(run: &Run) -> String {
     } else {
         run.status.clone()
     }
-}
-
-/// What a human taking the case over needs: the facts the tools verified (with the call
-/// that verified each), what is still open, and what the agent did.
-fn handoff_summary(reason: &str, log: &Replay, run: &Run) -> Value {
-    let mut verified = Vec::new();
-    let mut open = Vec::new();
-    for x in &log.exchanges {
-        let c = &x.outcome.content;
-        if !x.outcome.ok {
-            open.push(format!(
-                "{} failed ({}): {}",
-                x.call.name,
-                c["error"].as_str().unwrap_or("error"),
-                c["hint"].as_str().unwrap_or_default()
-            ));
-            continue;
-        }
-        let fact = |text: String| json!({ "call_id": x.call.id, "fact": text });
-        match x.call.name.as_str() {
-            "get_customer" => verified.push(fact(format!(
-                "customer {} (region {})",
-                c["customer"]["id"].as_str().unwrap_or("?"),
-                c["customer"]["region"].as_str().unwrap_or("?")
-            ))),
-            "list_orders" => {
-                for o in c["orders"].as_array().into_iter().flatten() {
-                    verified.push(fact(format!(
-                        "order {}: {} {} {} on {}",
-                        o["id"].as_str().unwrap_or("?"),
-                        o["product"].as_str().unwrap_or("?"),
-                        o["amount"].as_str().unwrap_or("?"),
-                        o["currency"].as_str().unwrap_or("?"),
-                        o["created_at"].as_str().unwrap_or("?")
-                    )));
-                }
-            }
-            "list_charges" => {
-                for ch in c["charges"].as_array().into_iter().flatten() {
-                    verified.push(fact(format!(
-                        "charge {} on order {}: {} {}, {}, captured {}, refunded {}",
-                        ch["id"].as_str().unwrap_or("?"),
-                        ch["order_id"].as_str().unwrap_or("?"),
-                        ch["amount"].as_str().unwrap_or("?"),
-                        ch["currency"].as_str().unwrap_or("?"),
-                        ch["status"].as_str().unwrap_or("?"),
-                        ch["captured"],
-                        ch["amount_refunded"].as_str().unwrap_or("?")
-                    )));
-                }
-            }
-            "list_refunds" => {
-                let refunds = c["refunds"].as_array().cloned().unwrap_or_default();
-                if refunds.is_empty() {
-                    verified.push(fact(format!(
-                        "no refunds on charge {}",
-                        c["charge_id"].as_str().unwrap_or("?")
-                    )));
-                }
-                for r in refunds {
-                    verified.push(fact(format!(
-                        "refund {} on charge {}: {} {}, {}",
-                        r["id"].as_str().unwrap_or("?"),
-                        r["charge"].as_str().unwrap_or("?"),
-                        r["amount"].as_str().unwrap_or("?"),
-                        r["currency"].as_str().unwrap_or("?"),
-                        r["status"].as_str().unwrap_or("?")
-                    )));
-                }
-            }
-            "search_policy" => {
-                for p in c["passages"].as_array().into_iter().flatten() {
-                    verified.push(fact(format!(
-                        "policy {}",
-                        p["citation"].as_str().unwrap_or("?")
-                    )));
-                }
-            }
-            _ => {}
-        }
-    }
-    let tools_used: Vec<&str> = log.exchanges.iter().map(|x| x.call.name.as_str()).collect();
-    for (tool, question) in [
-        ("get_customer", "the customer's billing record was not read"),
-        ("list_orders", "the customer's orders were not listed"),
-        ("list_charges", "the provider's charges were not checked"),
-    ] {
-        if !tools_used.contains(&tool) {
-            open.push(question.to_string());
-        }
-    }
-    if log.proposal.is_none() {
-        open.push("what the customer is owed has not been decided".into());
-    }
-    let mut actions = vec![format!(
-        "{} model steps and {} read-only tool calls; no write action was taken (the agent has none)",
-        run.steps, run.tool_calls
-    )];
-    for v in &log.violations {
-        actions.push(format!(
-            "refused a turn: {} ({})",
-            v["violation"].as_str().unwrap_or("violation"),
-            v["tool"].as_str().or(v["matched"].as_str()).unwrap_or("")
-        ));
-    }
-    if log.model_errors > 0 {
-        actions.push(format!("{} model errors", log.model_errors));
-    }
-    json!({
-        "reason": reason,
-        "verified_facts": verified,
-        "open_questions": open,
-        "actions_taken": actions,
-        "tokens": log.tokens,
-    })
 }
