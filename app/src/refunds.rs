@@ -89,11 +89,15 @@ const INTENT_COLUMNS: &str =
     "id, case_id, charge_id, amount_minor, currency, idempotency_key, status, provider_refund_id, attempts, version, created_at, first_submitted_at, last_error";
 
 pub async fn intents(db: &Db, case_id: &str) -> AppResult<Vec<Intent>> {
+    intents_from(db.pool(), case_id).await
+}
+
+async fn intents_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Vec<Intent>> {
     let rows = sqlx::query(&format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE case_id = $1 ORDER BY charge_id"
     ))
     .bind(case_id)
-    .fetch_all(db.pool())
+    .fetch_all(pool)
     .await?;
     rows.iter().map(intent_from_row).collect()
 }
@@ -982,8 +986,9 @@ pub struct RefundView {
     pub last_error: Option<String>,
 }
 
+/// The refunds of a case as staff see them (a read of committed state).
 pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> {
-    Ok(intents(db, case_id)
+    Ok(intents_from(db.reader(), case_id)
         .await?
         .into_iter()
         .map(|i| RefundView {
