@@ -294,18 +294,34 @@ pub(crate) async fn release_case(db: &Db, lease: &CaseLease) -> AppResult<()> {
     Ok(())
 }
 
+/// The shortest and longest wait before a worker asks the provider again about a
+/// refund it accepted as `pending` (bank refunds can take days; webhooks usually say
+/// first). In between, the wait is a quarter of the time since the refund was first
+/// submitted, so the provider sees a geometric number of reads per refund, not one
+/// per worker tick.
+pub const PENDING_RECHECK_MIN_MS: i64 = 5_000;
+pub const PENDING_RECHECK_MAX_MS: i64 = 600_000;
+
 /// Cases a worker should execute or reconcile. A case whose intents all wait for a
 /// human (`needs_review`) or are final is left out, so it cannot crowd out others; the
-/// periodic reconciliation still looks at it.
+/// periodic reconciliation still looks at it. A `pending` intent is due again only
+/// after its recheck wait (see [`PENDING_RECHECK_MIN_MS`]); every read of it moves its
+/// `updated_at`.
 pub async fn cases_to_execute(db: &Db, now: i64) -> AppResult<Vec<String>> {
     let rows = sqlx::query(
         "SELECT id FROM cases c WHERE c.status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
            AND (c.lease_expires_at IS NULL OR c.lease_expires_at < $1)
            AND (c.status IN ('approved', 'executing') OR EXISTS (SELECT 1 FROM refund_intents ri WHERE ri.case_id = c.id
-                AND ri.status IN ('created', 'submitting', 'pending', 'pending_verification')))
+                AND (ri.status IN ('created', 'submitting', 'pending_verification')
+                     OR (ri.status = 'pending' AND ri.updated_at <= $1 - CASE
+                         WHEN ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 < $2 THEN $2
+                         WHEN ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 > $3 THEN $3
+                         ELSE ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 END))))
          ORDER BY c.updated_at LIMIT 50",
     )
     .bind(now)
+    .bind(PENDING_RECHECK_MIN_MS)
+    .bind(PENDING_RECHECK_MAX_MS)
     .fetch_all(db.pool())
     .await?;
     rows.iter().map(|r| Ok(r.try_get("id")?)).collect()

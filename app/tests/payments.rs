@@ -766,6 +766,76 @@ async fn duplicate_and_out_of_order_webhooks_move_a_pending_refund_forward_once(
     assert_eq!(case.provider_refunds().await.len(), 1);
 }
 
+/// A refund the provider holds as `pending` is read again only after a wait that grows
+/// with its age, not on every worker pass; without any webhook, polling still learns
+/// its outcome.
+#[tokio::test]
+async fn a_pending_refund_is_polled_after_a_growing_wait_not_on_every_worker_pass() {
+    let app = spawn_app().await;
+    pending_refund_profile(&app).await;
+    let case = approve_in(app).await;
+    let state = case.app.state.clone();
+    app::worker::run_once(&state).await.unwrap();
+    let submitted = case.intent().await;
+    assert_eq!(submitted.status, "pending");
+    assert_eq!(case.case_status().await, "refund_pending");
+
+    // Within the first wait, passes leave it alone: no read (a read moves the version).
+    for _ in 0..3 {
+        app::worker::run_once(&state).await.unwrap();
+    }
+    assert_eq!(case.intent().await.version, submitted.version);
+
+    // Past the shortest wait: read once, still pending; the next pass waits again.
+    let min_wait = refunds::PENDING_RECHECK_MIN_MS / 1000 + 1;
+    case.app.clock.advance(time::Duration::seconds(min_wait));
+    app::worker::run_once(&state).await.unwrap();
+    let polled = case.intent().await;
+    assert_eq!(
+        (polled.status.as_str(), polled.version),
+        ("pending", submitted.version + 1)
+    );
+    app::worker::run_once(&state).await.unwrap();
+    assert_eq!(case.intent().await.version, polled.version);
+
+    // An hour in, the wait is a quarter of the age (15 minutes) capped at 10 minutes.
+    // (The periodic reconciliation also reads pending refunds, on its own schedule, so
+    // the executor's queue is checked directly here.)
+    case.app.clock.advance(time::Duration::hours(1));
+    app::worker::run_once(&state).await.unwrap();
+    let hour_old = case.intent().await;
+    assert!(
+        hour_old.version > polled.version,
+        "read again after an hour"
+    );
+    let read_at = state.clock.now_ms();
+    let due = |minutes: i64| {
+        let db = state.db.clone();
+        let at = read_at + minutes * 60_000;
+        async move { refunds::cases_to_execute(&db, at).await.unwrap() }
+    };
+    assert!(due(9).await.is_empty(), "not due 9 minutes after a read");
+    assert_eq!(due(11).await, vec![case.case_id.clone()], "due after 10");
+
+    // The bank settles; no webhook is configured, so the next due read learns it.
+    let refund_id = hour_old.provider_refund_id.clone().unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/__mock/refunds/{refund_id}/settle",
+            case.app.mock.base_url()
+        ))
+        .json(&json!({"outcome": "succeeded"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    case.app.clock.advance(time::Duration::minutes(11));
+    app::worker::run_once(&state).await.unwrap();
+    assert_eq!(case.intent().await.status, "succeeded");
+    assert_eq!(case.case_status().await, "refund_succeeded");
+    assert_eq!(case.provider_refunds().await.len(), 1);
+}
+
 #[tokio::test]
 async fn a_failure_webhook_is_final_and_a_late_created_event_does_not_revive_the_refund() {
     let app = spawn_app().await;
