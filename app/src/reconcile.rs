@@ -11,8 +11,9 @@
 //! takes the case's lease, so it never races the worker on one case.
 //!
 //! Entry points: [`run`] (everything; the CLI, the API and the console), [`run_if_due`]
-//! (the worker's periodic pass, at most every [`PERIOD_MS`] of the app's clock, claimed
-//! through a `job_runs` row so one instance runs it per period), [`last_report`].
+//! (the worker's periodic pass, at most every [`PERIOD_MS`] of the app's clock over the
+//! charges with open or just-changed intents, and once an hour over the last week's;
+//! claimed through `job_runs` rows so one instance runs it per period), [`last_report`].
 //!
 //! What it deliberately does not do: create refunds with a new key, or change anything
 //! for a refund made elsewhere or a mismatch — those are reported for a human.
@@ -35,8 +36,16 @@ use crate::refunds::{self, Intent, Step};
 pub const JOB_NAME: &str = "reconcile";
 /// The periodic pass runs at most this often (app clock).
 pub const PERIOD_MS: i64 = 30_000;
-/// The periodic pass looks at charges with an open intent, or one changed this recently.
+/// The `job_runs` name of the periodic pass's wider sweep.
+pub const SWEEP_JOB_NAME: &str = "reconcile_sweep";
+/// At most this often (app clock), the periodic pass covers [`Scope::Recent`] instead of
+/// [`Scope::Open`]: every charge refunded in the last week is listed once an hour, not
+/// every 30 s (a provider's rate limit would not allow that at volume).
+pub const SWEEP_PERIOD_MS: i64 = 3600 * 1000;
+/// [`Scope::Recent`]: charges with an open intent, or one changed this recently.
 pub const RECENT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
+/// [`Scope::Open`]: charges with an open intent, or one changed this recently.
+pub const OPEN_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 /// Which intents' charges a run covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +55,8 @@ pub enum Scope {
     All,
     /// Charges with an open intent or one updated within [`RECENT_WINDOW_MS`].
     Recent,
+    /// Charges with an open intent or one updated within [`OPEN_WINDOW_MS`].
+    Open,
 }
 
 /// Provider vs internal, as JSON (`POST /api/v1/reconcile`, `refund-agent reconcile`).
@@ -183,32 +194,44 @@ pub async fn run(state: &AppState) -> AppResult<ReconcileReport> {
     run_scoped(state, Scope::All).await
 }
 
-/// The worker's periodic pass: runs (scope [`Scope::Recent`]) only if no instance ran
-/// it in the last [`PERIOD_MS`] of the app clock. The claim is one conditional upsert
-/// of the `job_runs` row — in the database, not in memory, so it holds across
-/// instances and restarts, and each test's fresh database starts its own schedule.
+/// The worker's periodic pass: runs only if no instance ran it in the last
+/// [`PERIOD_MS`] of the app clock, over [`Scope::Open`] — or [`Scope::Recent`] when the
+/// hourly sweep is due too. Each claim is one conditional upsert of a `job_runs` row — in
+/// the database, not in memory, so it holds across instances and restarts, and each
+/// test's fresh database starts its own schedule.
 pub async fn run_if_due(state: &AppState) -> AppResult<Option<ReconcileReport>> {
     let now = state.clock.now_ms();
-    let claimed = sqlx::query(
-        "INSERT INTO job_runs (name, last_run_at) VALUES ($1, $2)
-         ON CONFLICT (name) DO UPDATE SET last_run_at = excluded.last_run_at
-         WHERE job_runs.last_run_at <= $3",
-    )
-    .bind(JOB_NAME)
-    .bind(now)
-    .bind(now - PERIOD_MS)
-    .execute(state.db.pool())
-    .await?;
-    if claimed.rows_affected() != 1 {
+    if !claim_job(state, JOB_NAME, PERIOD_MS, now).await? {
         return Ok(None);
     }
-    let report = run_scoped(state, Scope::Recent).await?;
+    let scope = if claim_job(state, SWEEP_JOB_NAME, SWEEP_PERIOD_MS, now).await? {
+        Scope::Recent
+    } else {
+        Scope::Open
+    };
+    let report = run_scoped(state, scope).await?;
     if report.is_clean() {
         tracing::debug!(summary = %report.summary(), "periodic reconciliation");
     } else {
         tracing::warn!(summary = %report.summary(), "periodic reconciliation found discrepancies");
     }
     Ok(Some(report))
+}
+
+/// Claims one run of the periodic job `name` if nobody ran it within `period_ms` of
+/// `now` (one conditional upsert: exactly one claimant per period, across instances).
+async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> AppResult<bool> {
+    let claimed = sqlx::query(
+        "INSERT INTO job_runs (name, last_run_at) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET last_run_at = excluded.last_run_at
+         WHERE job_runs.last_run_at <= $3",
+    )
+    .bind(name)
+    .bind(now)
+    .bind(now - period_ms)
+    .execute(state.db.pool())
+    .await?;
+    Ok(claimed.rows_affected() == 1)
 }
 
 /// The last report any run stored (for the console).
@@ -424,13 +447,17 @@ async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> AppResult
                 .fetch_all(state.db.pool())
                 .await?
         }
-        Scope::Recent => {
+        Scope::Recent | Scope::Open => {
+            let window = match scope {
+                Scope::Open => OPEN_WINDOW_MS,
+                _ => RECENT_WINDOW_MS,
+            };
             sqlx::query(
                 "SELECT DISTINCT charge_id FROM refund_intents
                  WHERE status IN ('submitting', 'pending', 'pending_verification', 'needs_review') OR updated_at >= $1
                  ORDER BY charge_id",
             )
-            .bind(now - RECENT_WINDOW_MS)
+            .bind(now - window)
             .fetch_all(state.db.pool())
             .await?
         }

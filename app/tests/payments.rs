@@ -1048,6 +1048,46 @@ async fn reconciliation_flags_an_intent_the_provider_lacks_and_a_refund_without_
     assert!(!report.is_clean());
 }
 
+/// The 30-second pass lists only charges with open or just-changed intents; the charges
+/// of last week's settled refunds are listed by the hourly sweep, not every 30 s.
+#[tokio::test]
+async fn the_periodic_pass_lists_settled_charges_only_in_its_hourly_sweep() {
+    let case = approved_case().await;
+    app::worker::drain(&case.app.state).await.unwrap();
+    assert_eq!(case.intent().await.status, "succeeded");
+    let pass = |minutes: i64| {
+        let state = case.app.state.clone();
+        let clock = case.app.clock.clone();
+        async move {
+            clock.advance(time::Duration::minutes(minutes));
+            reconcile::run_if_due(&state)
+                .await
+                .unwrap()
+                .expect("the pass is due")
+        }
+    };
+    // Just settled: still in the 30-second pass's window.
+    let report = pass(1).await;
+    assert_eq!(
+        (report.scope, report.charges_checked),
+        (reconcile::Scope::Open, 1)
+    );
+    // Settled 11 minutes ago: the 30-second pass no longer lists its charge...
+    let report = pass(10).await;
+    assert_eq!(
+        (report.scope, report.charges_checked),
+        (reconcile::Scope::Open, 0)
+    );
+    // ...the hourly sweep does (last week's refunds), and finds it matched.
+    let report = pass(60).await;
+    assert_eq!(
+        (report.scope, report.charges_checked),
+        (reconcile::Scope::Recent, 1)
+    );
+    assert_eq!(report.matched.len(), 1, "{report:#?}");
+    assert_eq!(pass(1).await.scope, reconcile::Scope::Open);
+}
+
 #[tokio::test]
 async fn the_periodic_pass_runs_at_most_every_thirty_seconds_of_the_app_clock() {
     let case = approved_case().await;
