@@ -21,6 +21,12 @@
 //! changed with environment variables (see `Settings`); a larger size is skipped when
 //! the smaller one projects it past `BENCH_PHASE_BUDGET_SECS`.
 //!
+//! `BENCH_PHASES` (comma separated, default all) runs only the named phases:
+//! `decisions`, `search`, `shadow`, `steps`, `tickets`, `http`. For example
+//! `BENCH_PHASES=decisions cargo bench -p app --bench product` measures the policy
+//! decisions alone in seconds instead of the whole run's minutes. `tickets` also runs
+//! `steps`, whose raw commit rate is its baseline.
+//!
 //! Tests never time anything; this program does, and only reports: it fails on
 //! errors, never on a missed target.
 
@@ -66,7 +72,12 @@ struct Settings {
     /// (`BENCH_PHASE_BUDGET_SECS`).
     phase_budget: f64,
     postgres: Option<String>,
+    /// The phases to run (`BENCH_PHASES`, comma separated; default all of [`PHASES`]).
+    phases: Vec<String>,
 }
+
+/// Every phase, in the order the run measures them.
+const PHASES: [&str; 6] = ["decisions", "search", "shadow", "steps", "tickets", "http"];
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -97,7 +108,21 @@ impl Settings {
             postgres: std::env::var("BENCH_DATABASE_URL")
                 .ok()
                 .filter(|u| !u.trim().is_empty()),
+            phases: std::env::var("BENCH_PHASES")
+                .ok()
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .filter(|v: &Vec<String>| !v.is_empty())
+                .unwrap_or_else(|| PHASES.iter().map(|p| p.to_string()).collect()),
         }
+    }
+
+    fn runs(&self, phase: &str) -> bool {
+        self.phases.iter().any(|p| p == phase)
     }
 }
 
@@ -1395,6 +1420,16 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(settings: Settings) -> anyhow::Result<()> {
+    if let Some(unknown) = settings
+        .phases
+        .iter()
+        .find(|p| !PHASES.contains(&p.as_str()))
+    {
+        bail!(
+            "BENCH_PHASES: unknown phase '{unknown}' (phases: {})",
+            PHASES.join(", ")
+        );
+    }
     let started = Instant::now();
     let mut report = Report::default();
     let machine = machine();
@@ -1409,21 +1444,38 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Arc::new(tokio::task::spawn_blocking(move || app::policies::open_index(&dir, &set)).await??)
     };
 
-    let mix = facts_mix(&index).await?;
-    phase_decisions(&policies, &mix, &mut report);
-    phase_search(&settings, &index, &mut report)?;
-    phase_shadow(&settings, &policies, &index, &mut report).await?;
-
-    let mut backends = vec![Backend::Sqlite];
-    if let Some(url) = &settings.postgres {
-        backends.push(Backend::Postgres(url.clone()));
-    } else {
-        report.note("PostgreSQL not measured: set BENCH_DATABASE_URL (scripts/bench --postgres)");
+    if settings.runs("decisions") {
+        let mix = facts_mix(&index).await?;
+        phase_decisions(&policies, &mix, &mut report);
     }
-    for backend in &backends {
-        let raw = phase_steps(backend, &settings, &mut report).await?;
-        phase_tickets(backend, &settings, raw, &mut report).await?;
-        phase_http(backend, &settings, &mut report).await?;
+    if settings.runs("search") {
+        phase_search(&settings, &index, &mut report)?;
+    }
+    if settings.runs("shadow") {
+        phase_shadow(&settings, &policies, &index, &mut report).await?;
+    }
+
+    let database_phases = ["steps", "tickets", "http"];
+    if database_phases.iter().any(|p| settings.runs(p)) {
+        let mut backends = vec![Backend::Sqlite];
+        if let Some(url) = &settings.postgres {
+            backends.push(Backend::Postgres(url.clone()));
+        } else {
+            report
+                .note("PostgreSQL not measured: set BENCH_DATABASE_URL (scripts/bench --postgres)");
+        }
+        for backend in &backends {
+            // The end-to-end figures are ratios against the raw commit rate `steps` measures.
+            if settings.runs("steps") || settings.runs("tickets") {
+                let raw = phase_steps(backend, &settings, &mut report).await?;
+                if settings.runs("tickets") {
+                    phase_tickets(backend, &settings, raw, &mut report).await?;
+                }
+            }
+            if settings.runs("http") {
+                phase_http(backend, &settings, &mut report).await?;
+            }
+        }
     }
 
     report.note(format!(

@@ -1,8 +1,12 @@
 //! Policy decisions per second on a realistic mix of facts (SPEC §9: "policy decisions
 //! in microseconds"). The policies are the real fixture files, embedded at compile time.
 //!
+//! Two mixes: the hand-built scenarios below, and `testdata/product_mix.json`, 200 of
+//! the facts the product benchmark (`app/benches/product.rs`) decides, so the product's
+//! "policy decisions/s" figure can be approximated here in seconds.
+//!
 //! `cargo bench -p policy-engine --bench decisions` prints criterion's figures and a
-//! plain `decisions/second` line for the mix.
+//! plain `decisions/second` line for each mix.
 
 use std::hint::black_box;
 use std::time::{Duration as StdDuration, Instant};
@@ -178,26 +182,38 @@ fn mix() -> Vec<Facts> {
     mix
 }
 
-fn bench_decisions(c: &mut Criterion) {
-    let set = policies();
-    let mix = mix();
+/// Facts the product benchmark decides (see the module comment).
+fn product_mix() -> Vec<Facts> {
+    serde_json::from_str(include_str!("../testdata/product_mix.json"))
+        .expect("testdata/product_mix.json holds facts")
+}
 
-    // A plain figure first, independent of criterion's statistics.
-    let rounds = 2_000;
+/// A plain figure, independent of criterion's statistics: about `decisions` decisions.
+fn plain_figure(name: &str, set: &PolicySet, mix: &[Facts], decisions: usize) {
+    let rounds = decisions.div_ceil(mix.len());
     let start = Instant::now();
     for _ in 0..rounds {
-        for facts in &mix {
-            black_box(decide(black_box(facts), &set));
+        for facts in mix {
+            black_box(decide(black_box(facts), set));
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
     let n = (rounds * mix.len()) as f64;
     println!(
-        "policy decisions: {:.0} decisions/second ({:.2} µs/decision, mix of {} scenarios)",
+        "policy decisions, {name}: {:.0} decisions/second ({:.2} µs/decision, {} facts)",
         n / elapsed,
         elapsed / n * 1e6,
         mix.len()
     );
+}
+
+fn bench_decisions(c: &mut Criterion) {
+    let set = policies();
+    let mix = mix();
+    let product_mix = product_mix();
+
+    plain_figure("scenario mix", &set, &mix, 22_000);
+    plain_figure("product mix", &set, &product_mix, 200_000);
 
     let mut group = c.benchmark_group("decisions");
     group.throughput(Throughput::Elements(mix.len() as u64));
@@ -214,6 +230,18 @@ fn bench_decisions(c: &mut Criterion) {
         b.iter(|| {
             for facts in &mix {
                 black_box(decide_with(black_box(facts), &set, &pins).expect("known pin"));
+            }
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("product_mix");
+    group.throughput(Throughput::Elements(product_mix.len() as u64));
+    group.measurement_time(StdDuration::from_secs(3));
+    group.bench_function("live", |b| {
+        b.iter(|| {
+            for facts in &product_mix {
+                black_box(decide(black_box(facts), &set));
             }
         })
     });

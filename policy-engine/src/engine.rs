@@ -11,18 +11,19 @@
 //! then which order (RP-002 §4), then disputes (RP-006), then the remedy (RP-001 for
 //! charges, RP-003 for holds, RP-002 for cancellations) and finally approval (RP-004).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::fmt;
 
 use rust_decimal::Decimal;
-use time::format_description::well_known::Rfc3339;
 use time::{Date, Duration, OffsetDateTime, UtcOffset};
 
 use crate::decision::{
     Decision, Escalation, FiredRule, Outcome, ReasonCode, RefundLine, Role, Team,
 };
 use crate::facts::{ChargeFacts, Facts, OrderFacts, Ownership, RequestKind};
+use crate::policy_set::Citations;
 use crate::rules::{clause, ApprovalRules, ChargeRules};
-use crate::{Money, PolicyDocument, PolicyError, PolicyRules, PolicySet};
+use crate::{Money, PolicyError, PolicyRules, PolicySet};
 
 /// The documents whose rules the engine applies, by policy id.
 const CHARGES_POLICY: &str = "RP-001";
@@ -88,8 +89,8 @@ struct Selection<'a> {
 /// A policy version together with its parameters.
 #[derive(Clone, Copy)]
 struct Bound<'a> {
-    document: &'a PolicyDocument,
     rules: &'a PolicyRules,
+    citations: &'a Citations,
 }
 
 impl<'a> Selection<'a> {
@@ -100,20 +101,18 @@ impl<'a> Selection<'a> {
                 Stop::Unavailable(format!("no version of {doc_id} is in force on {}", self.on))
             })?,
         };
-        let (document, rules) = self.set.at(index);
+        let (rules, citations) = self.set.at(index);
         let rules = rules.ok_or_else(|| {
-            Stop::Unavailable(format!(
-                "{} came without a rules file",
-                document.meta.version_ref()
-            ))
+            Stop::Unavailable(format!("{} came without a rules file", citations.version()))
         })?;
-        Ok(Bound { document, rules })
+        Ok(Bound { rules, citations })
     }
 }
 
 impl<'a> Bound<'a> {
-    fn version(&self) -> String {
-        self.document.meta.version_ref()
+    /// `RP-001@2`.
+    fn version(&self) -> &'a str {
+        self.citations.version()
     }
 
     /// A rules family the engine needs from this version, or why it cannot decide.
@@ -206,7 +205,8 @@ struct Engine<'a> {
     facts: &'a Facts,
     policies: Selection<'a>,
     rules: Vec<FiredRule>,
-    versions: BTreeSet<String>,
+    /// The versions rules fired from, once each (sorted when the decision is built).
+    versions: Vec<&'a str>,
     facts_used: Vec<String>,
 }
 
@@ -215,9 +215,11 @@ impl<'a> Engine<'a> {
         Engine {
             facts,
             policies,
-            rules: Vec::new(),
-            versions: BTreeSet::new(),
-            facts_used: Vec::new(),
+            // Sized for a typical decision, so neither grows: a handful of rules from
+            // two or three versions, and about eight facts.
+            rules: Vec::with_capacity(8),
+            versions: Vec::with_capacity(4),
+            facts_used: Vec::with_capacity(12),
         }
     }
 
@@ -236,6 +238,7 @@ impl<'a> Engine<'a> {
                 format!("inconsistent billing facts: {why}"),
             ),
         };
+        self.versions.sort_unstable();
         let mut decision = Decision {
             outcome: verdict.outcome,
             reason_code: verdict.reason_code,
@@ -244,7 +247,7 @@ impl<'a> Engine<'a> {
             escalation: verdict.escalation,
             missing: verdict.missing,
             rules: self.rules,
-            policy_versions: self.versions.into_iter().collect(),
+            policy_versions: self.versions.iter().map(|v| v.to_string()).collect(),
             facts_used: self.facts_used,
             hold_release: verdict.hold_release,
             hash: String::new(),
@@ -254,20 +257,15 @@ impl<'a> Engine<'a> {
     }
 
     /// Records a rule that fired, citing the clause its rules file maps `key` to.
-    fn fire(&mut self, policy: Bound<'_>, key: &str, summary: String) {
-        // Rules files are validated to map every key the engine uses; the fallback
-        // (the document's first section) still resolves, should one ever be missing.
-        let anchor = policy
-            .rules
-            .clause(key)
-            .or_else(|| policy.document.sections.first().map(|s| s.anchor.as_str()))
-            .unwrap_or("1");
-        let version = policy.version();
+    fn fire(&mut self, policy: Bound<'a>, key: &str, summary: String) {
         self.rules.push(FiredRule {
-            citation: format!("{version}#{anchor}"),
+            citation: policy.citations.clause(key).to_string(),
             summary,
         });
-        self.versions.insert(version);
+        let version = policy.version();
+        if !self.versions.contains(&version) {
+            self.versions.push(version);
+        }
     }
 
     fn note(&mut self, line: String) {
@@ -276,61 +274,86 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The facts lines of an order, its charges and their refunds. These lines (and the
+    /// three every decision starts with) are appended piece by piece rather than
+    /// formatted: they are most of a decision's text, and `format!` spent a noticeable
+    /// share of a decision on them. The comment above each line shows its shape.
     fn note_order(&mut self, order: &OrderFacts) {
-        self.note(format!(
-            "order {}: {} {} created {}",
-            order.id,
-            order.product,
-            order.amount,
-            timestamp(order.created_at)
-        ));
+        // order {id}: {product} {amount} created {created_at}
+        let mut line = String::with_capacity(LINE_CAPACITY);
+        line.push_str("order ");
+        line.push_str(&order.id);
+        line.push_str(": ");
+        line.push_str(order.product.as_str());
+        line.push(' ');
+        order.amount.push_to(&mut line);
+        line.push_str(" created ");
+        Timestamp(order.created_at).push_to(&mut line);
+        self.note(line);
         for charge in sorted_charges(order) {
-            let mut line = format!(
-                "charge {} on {}: {} {}, {}, created {}, payment method {}, amount_refunded {}",
-                charge.id,
-                order.id,
-                charge.amount,
-                if charge.captured {
-                    "captured"
-                } else {
-                    "uncaptured"
-                },
-                match charge.status {
-                    crate::ChargeStatus::Succeeded => "succeeded",
-                    crate::ChargeStatus::Pending => "pending",
-                    crate::ChargeStatus::Failed => "failed",
-                },
-                timestamp(charge.created_at),
-                charge.payment_method,
-                charge.amount_refunded,
-            );
+            // charge {id} on {order}: {amount} captured|uncaptured, {status},
+            // created {created_at}, payment method {method}, amount_refunded {amount}
+            // [, disputed]
+            let mut line = String::with_capacity(LINE_CAPACITY);
+            line.push_str("charge ");
+            line.push_str(&charge.id);
+            line.push_str(" on ");
+            line.push_str(&order.id);
+            line.push_str(": ");
+            charge.amount.push_to(&mut line);
+            line.push_str(if charge.captured {
+                " captured, "
+            } else {
+                " uncaptured, "
+            });
+            line.push_str(match charge.status {
+                crate::ChargeStatus::Succeeded => "succeeded",
+                crate::ChargeStatus::Pending => "pending",
+                crate::ChargeStatus::Failed => "failed",
+            });
+            line.push_str(", created ");
+            Timestamp(charge.created_at).push_to(&mut line);
+            line.push_str(", payment method ");
+            line.push_str(&charge.payment_method);
+            line.push_str(", amount_refunded ");
+            charge.amount_refunded.push_to(&mut line);
             if charge.disputed {
                 line.push_str(", disputed");
             }
             self.note(line);
             for refund in &charge.refunds {
-                self.note(format!(
-                    "refund {} on {}: {} {}",
-                    refund.id,
-                    charge.id,
-                    refund.amount,
-                    serde_json::to_value(refund.status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default()
-                ));
+                // refund {id} on {charge}: {amount} {status}
+                let mut line = String::with_capacity(LINE_CAPACITY);
+                line.push_str("refund ");
+                line.push_str(&refund.id);
+                line.push_str(" on ");
+                line.push_str(&charge.id);
+                line.push_str(": ");
+                refund.amount.push_to(&mut line);
+                line.push(' ');
+                line.push_str(refund.status.as_str());
+                self.note(line);
             }
         }
     }
 
     fn evaluate(&mut self) -> Result<Verdict, Stop> {
         let facts = self.facts;
-        self.note(format!("reported at {}", timestamp(facts.reported_at)));
-        self.note(format!(
-            "customer {} in region {}",
-            facts.customer.id, facts.customer.region
-        ));
-        self.note(format!("request: {}", facts.request.as_str()));
+        // reported at {reported_at}
+        let mut line = String::with_capacity(LINE_CAPACITY);
+        line.push_str("reported at ");
+        Timestamp(facts.reported_at).push_to(&mut line);
+        self.note(line);
+        self.note(
+            [
+                "customer ",
+                &facts.customer.id,
+                " in region ",
+                facts.customer.region.code(),
+            ]
+            .concat(),
+        );
+        self.note(["request: ", facts.request.as_str()].concat());
 
         // RP-007: nothing about another customer's order may reach the decision, so this
         // check comes before any order is looked at.
@@ -477,8 +500,12 @@ impl<'a> Engine<'a> {
     fn dispute_check(
         &mut self,
         orders: &[&OrderFacts],
-        charges_policy: Option<Bound<'_>>,
+        charges_policy: Option<Bound<'a>>,
     ) -> Result<Option<Verdict>, Stop> {
+        // The common case, without sorting anything.
+        if !orders.iter().any(|o| o.charges.iter().any(|c| c.disputed)) {
+            return Ok(None);
+        }
         let disputed: Vec<&str> = orders
             .iter()
             .flat_map(|o| sorted_charges(o))
@@ -532,10 +559,8 @@ impl<'a> Engine<'a> {
         let mut unexplained: Vec<&str> = Vec::new();
         for item in &involved {
             let order = item.order;
-            let paid: Vec<&'a ChargeFacts> = sorted_charges(order)
-                .into_iter()
-                .filter(|c| c.took_money())
-                .collect();
+            let mut paid: Vec<&'a ChargeFacts> = sorted_charges(order);
+            paid.retain(|c| c.took_money());
             if let Some(c) = paid
                 .iter()
                 .find(|c| c.amount.currency() != order.amount.currency())
@@ -626,7 +651,7 @@ impl<'a> Engine<'a> {
             return self.no_finding(policy, rules, target);
         }
 
-        let mut lines: Vec<(RefundLine, RemedyKind)> = Vec::new();
+        let mut lines: Vec<(RefundLine, RemedyKind)> = Vec::with_capacity(findings.len());
         for finding in &findings {
             let charge = finding.charge;
             let already = charge.already_refunded()?;
@@ -715,8 +740,8 @@ impl<'a> Engine<'a> {
                         "{} was created {} and reported {} later, not within {days} days: \
                          escalate for supervisor review",
                         charge.id,
-                        timestamp(charge.created_at),
-                        elapsed(reported_at - charge.created_at)
+                        Timestamp(charge.created_at),
+                        Elapsed(reported_at - charge.created_at)
                     ),
                 );
             }
@@ -740,10 +765,10 @@ impl<'a> Engine<'a> {
         }
 
         let approver = self.approver(approval_policy, approval, Some((policy, rules)), &lines);
-        let kinds: Vec<RemedyKind> = lines.iter().map(|(_, k)| *k).collect();
-        let reason_code = if kinds.contains(&RemedyKind::Duplicate) {
+        let any = |kind: RemedyKind| lines.iter().any(|(_, k)| *k == kind);
+        let reason_code = if any(RemedyKind::Duplicate) {
             ReasonCode::DuplicateCharge
-        } else if kinds.contains(&RemedyKind::RepeatPurchase) {
+        } else if any(RemedyKind::RepeatPurchase) {
             ReasonCode::RepeatPurchase
         } else {
             ReasonCode::Overcharge
@@ -758,15 +783,17 @@ impl<'a> Engine<'a> {
     /// The target plus, under a version with the repeat-purchase rule, every paid order
     /// for the same product and amount created less than the window apart from it.
     fn involved_orders(&self, target: &'a OrderFacts, rules: &ChargeRules) -> Vec<Involved<'a>> {
-        let alone = vec![Involved {
-            order: target,
-            repeat_of: None,
-        }];
+        let alone = || {
+            vec![Involved {
+                order: target,
+                repeat_of: None,
+            }]
+        };
         let Some(window) = rules.repeat_purchase_window() else {
-            return alone;
+            return alone();
         };
         if !target.is_paid() {
-            return alone;
+            return alone();
         }
         let mut group: Vec<&'a OrderFacts> = vec![target];
         group.extend(self.facts.orders.iter().filter(|o| {
@@ -793,9 +820,9 @@ impl<'a> Engine<'a> {
     /// duplicate refunds a what-if draft approves automatically.
     fn approver(
         &mut self,
-        approval_policy: Bound<'_>,
+        approval_policy: Bound<'a>,
         approval: &ApprovalRules,
-        charges: Option<(Bound<'_>, &ChargeRules)>,
+        charges: Option<(Bound<'a>, &ChargeRules)>,
         lines: &[(RefundLine, RemedyKind)],
     ) -> Option<Role> {
         let mut needed: Option<Role> = None;
@@ -828,7 +855,7 @@ impl<'a> Engine<'a> {
                     line.charge_id,
                     if within { "within" } else { "above" },
                     line.amount.currency(),
-                    role_name(role)
+                    role.as_str()
                 ),
             );
             needed = needed.max(Some(role));
@@ -840,7 +867,7 @@ impl<'a> Engine<'a> {
     fn hold_verdict(
         &mut self,
         holds: &[&ChargeFacts],
-        charges_policy: Option<Bound<'_>>,
+        charges_policy: Option<Bound<'a>>,
     ) -> Result<Verdict, Stop> {
         let policy = self.policies.get(HOLDS_POLICY)?;
         let rules = policy.family(policy.rules.holds.as_ref(), "holds")?;
@@ -892,7 +919,7 @@ impl<'a> Engine<'a> {
             format!(
                 "{overdue_ids} is still on record {} after it was placed, beyond {}: escalate \
                  to the payments team",
-                elapsed(reported_at - overdue[0].created_at),
+                Elapsed(reported_at - overdue[0].created_at),
                 release.text
             ),
         );
@@ -909,7 +936,7 @@ impl<'a> Engine<'a> {
     /// Nothing on the order is refundable under RP-001 and there is no hold.
     fn no_finding(
         &mut self,
-        policy: Bound<'_>,
+        policy: Bound<'a>,
         rules: &ChargeRules,
         target: &'a OrderFacts,
     ) -> Result<Verdict, Stop> {
@@ -1038,7 +1065,7 @@ impl<'a> Engine<'a> {
                     "asked {} after order {} was created, not within the {days}-day cooling-off \
                      period in {region}: no refund, the plan stays active until the end of its \
                      term",
-                    elapsed(since_order),
+                    Elapsed(since_order),
                     target.id
                 ),
             );
@@ -1051,7 +1078,7 @@ impl<'a> Engine<'a> {
                 "asked {} after order {} was created, within the {days}-day cooling-off period \
                  in {region}: full refund of the plan's captured charges, less anything already \
                  refunded or pending",
-                elapsed(since_order),
+                Elapsed(since_order),
                 target.id
             ),
         );
@@ -1114,6 +1141,9 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// Room for a facts line, so it is allocated once: nearly every line is shorter.
+const LINE_CAPACITY: usize = 192;
+
 /// Same product, amount and currency (RP-001 v2 §1).
 fn same_purchase(a: &OrderFacts, b: &OrderFacts) -> bool {
     a.product == b.product && a.amount == b.amount
@@ -1126,30 +1156,92 @@ fn sorted_charges(order: &OrderFacts) -> Vec<&ChargeFacts> {
     charges
 }
 
+/// An instant as RFC 3339 in UTC (`2026-11-20T09:00:05Z`, `…05.25Z` with a fraction).
+/// The same text as the time crate's `format(&Rfc3339)` (`tests::timestamps` checks it),
+/// written by hand because that call's many small writes were a tenth of a decision's
+/// cost.
+struct Timestamp(OffsetDateTime);
+
+impl Timestamp {
+    /// Appends the text to a trace line.
+    fn push_to(&self, line: &mut String) {
+        match self.rfc3339() {
+            Some((text, len)) => line.push_str(ascii(&text[..len])),
+            None => line.push_str(&self.0.to_string()),
+        }
+    }
+
+    /// The text and its length, or `None` for a year RFC 3339 cannot show (before 0000
+    /// or after 9999), which keeps the instant's own text, as it always has.
+    fn rfc3339(&self) -> Option<([u8; 30], usize)> {
+        let utc = self.0.to_offset(UtcOffset::UTC);
+        let (year, month, day) = utc.to_calendar_date();
+        let year = u32::try_from(year).ok().filter(|year| *year <= 9999)?;
+        let (hour, minute, second, nanosecond) = utc.to_hms_nano();
+        let mut text = *b"0000-00-00T00:00:00.000000000Z";
+        put_digits(&mut text[0..4], year);
+        put_digits(&mut text[5..7], u8::from(month).into());
+        put_digits(&mut text[8..10], day.into());
+        put_digits(&mut text[11..13], hour.into());
+        put_digits(&mut text[14..16], minute.into());
+        put_digits(&mut text[17..19], second.into());
+        // A fraction only when there is one, without trailing zeros (`.25`, not `.250`).
+        let mut len = 19;
+        if nanosecond > 0 {
+            put_digits(&mut text[20..29], nanosecond);
+            len = 29;
+            while text[len - 1] == b'0' {
+                len -= 1;
+            }
+        }
+        text[len] = b'Z';
+        Some((text, len + 1))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rfc3339() {
+            Some((text, len)) => f.write_str(ascii(&text[..len])),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// Text this module wrote from ASCII digits and punctuation.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("digits and punctuation are ASCII")
+}
+
+/// Writes `value` in decimal into all of `digits`, zero-padded on the left.
+fn put_digits(digits: &mut [u8], mut value: u32) {
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+}
+
+/// [`Timestamp`] as a string, for tests that build expected trace lines.
+#[cfg(test)]
 fn timestamp(at: OffsetDateTime) -> String {
-    at.to_offset(UtcOffset::UTC)
-        .format(&Rfc3339)
-        .unwrap_or_else(|_| at.to_string())
+    Timestamp(at).to_string()
 }
 
 /// `"9d 1h 0m 0s"`: exact, so boundary cases read clearly in the trace.
-fn elapsed(d: Duration) -> String {
-    let sign = if d.is_negative() { "-" } else { "" };
-    let s = d.whole_seconds().unsigned_abs();
-    format!(
-        "{sign}{}d {}h {}m {}s",
-        s / 86_400,
-        s % 86_400 / 3_600,
-        s % 3_600 / 60,
-        s % 60
-    )
-}
+struct Elapsed(Duration);
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Agent => "agent",
-        Role::Supervisor => "supervisor",
-        Role::Admin => "admin",
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0.is_negative() { "-" } else { "" };
+        let s = self.0.whole_seconds().unsigned_abs();
+        write!(
+            f,
+            "{sign}{}d {}h {}m {}s",
+            s / 86_400,
+            s % 86_400 / 3_600,
+            s % 3_600 / 60,
+            s % 60
+        )
     }
 }
 

@@ -167,6 +167,18 @@ pub enum RefundStatus {
     Canceled,
 }
 
+impl RefundStatus {
+    /// The snake-case name used in JSON (`pending`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundStatus::Pending => "pending",
+            RefundStatus::Succeeded => "succeeded",
+            RefundStatus::Failed => "failed",
+            RefundStatus::Canceled => "canceled",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefundFacts {

@@ -20,6 +20,8 @@ pub mod policy_set;
 pub mod rules;
 
 #[cfg(test)]
+mod golden;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod testkit;

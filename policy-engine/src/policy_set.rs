@@ -36,6 +36,52 @@ pub struct PolicySet {
     documents: Vec<PolicyDocument>,
     /// Parallel to `documents`.
     rules: Vec<Option<PolicyRules>>,
+    /// Parallel to `documents`.
+    citations: Vec<Citations>,
+}
+
+/// How decisions name one version and cite its clauses: `RP-001@2` and `RP-001@2#2.1`.
+/// Formatted once when the set is built, not in every decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Citations {
+    version: String,
+    /// Rule key → `doc@version#anchor`, for every key the rules file maps.
+    clauses: BTreeMap<String, String>,
+    /// For a key the rules do not map: the document's first section, else `#1`. Rules
+    /// files are validated to map every key the engine uses, so this is a safety net.
+    fallback: String,
+}
+
+impl Citations {
+    fn new(document: &PolicyDocument, rules: Option<&PolicyRules>) -> Citations {
+        let version = document.meta.version_ref();
+        let cite = |anchor: &str| format!("{version}#{anchor}");
+        let clauses = rules
+            .map(|rules| {
+                rules
+                    .clauses
+                    .iter()
+                    .map(|(key, anchor)| (key.clone(), cite(anchor)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let fallback = cite(document.sections.first().map_or("1", |s| s.anchor.as_str()));
+        Citations {
+            version,
+            clauses,
+            fallback,
+        }
+    }
+
+    /// `RP-001@2`.
+    pub(crate) fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// `RP-001@2#2.1`: the clause the rules file maps `key` to.
+    pub(crate) fn clause(&self, key: &str) -> &str {
+        self.clauses.get(key).unwrap_or(&self.fallback)
+    }
 }
 
 impl PolicySet {
@@ -95,8 +141,16 @@ impl PolicySet {
                 }
             }
         }
+        let citations = versions
+            .iter()
+            .map(|(document, rules)| Citations::new(document, rules.as_ref()))
+            .collect();
         let (documents, rules) = versions.into_iter().unzip();
-        Ok(PolicySet { documents, rules })
+        Ok(PolicySet {
+            documents,
+            rules,
+            citations,
+        })
     }
 
     /// Every version, drafts included, sorted by `(id, version)`.
@@ -128,11 +182,15 @@ impl PolicySet {
     }
 
     pub(crate) fn in_force_index(&self, doc_id: &str, on: Date) -> Option<usize> {
-        self.documents.iter().position(|d| {
-            d.meta.id == doc_id
-                && d.meta.status == PolicyStatus::Published
-                && d.meta.in_force_on(on)
-        })
+        // Sorted by (id, version): the versions of one document are one run.
+        let first = self
+            .documents
+            .partition_point(|d| d.meta.id.as_str() < doc_id);
+        self.documents[first..]
+            .iter()
+            .take_while(|d| d.meta.id == doc_id)
+            .position(|d| d.meta.status == PolicyStatus::Published && d.meta.in_force_on(on))
+            .map(|i| first + i)
     }
 
     pub(crate) fn index(&self, doc_id: &str, version: u32) -> Option<usize> {
@@ -141,8 +199,9 @@ impl PolicySet {
             .ok()
     }
 
-    pub(crate) fn at(&self, index: usize) -> (&PolicyDocument, Option<&PolicyRules>) {
-        (&self.documents[index], self.rules[index].as_ref())
+    /// The rules and citations of the version at `index` (see [`PolicySet::index`]).
+    pub(crate) fn at(&self, index: usize) -> (Option<&PolicyRules>, &Citations) {
+        (self.rules[index].as_ref(), &self.citations[index])
     }
 }
 

@@ -1244,3 +1244,39 @@ fn every_citation_of_a_broad_scenario_mix_resolves() {
     }
     assert_eq!(count, 30);
 }
+
+mod timestamps {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        /// `Timestamp` writes RFC 3339 by hand; it must be the time crate's text exactly,
+        /// and the instant's own text for years RFC 3339 cannot show (before year 0).
+        #[test]
+        fn timestamps_are_rfc_3339_as_the_time_crate_writes_them(
+            seconds in -200_000_000_000i64..200_000_000_000,
+            nanos in prop_oneof![
+                Just(0u32),
+                0u32..1_000_000_000,
+                (1u32..1_000).prop_map(|millis| millis * 1_000_000),
+            ],
+            offset_minutes in -(23 * 60 + 59)..=(23i32 * 60 + 59),
+        ) {
+            let offset = UtcOffset::from_whole_seconds(offset_minutes * 60).unwrap();
+            let at = (OffsetDateTime::from_unix_timestamp(seconds).unwrap()
+                + Duration::nanoseconds(nanos.into()))
+            .to_offset(offset);
+            let expected = at
+                .to_offset(UtcOffset::UTC)
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_else(|_| at.to_string());
+            let mut line = String::new();
+            Timestamp(at).push_to(&mut line);
+            prop_assert_eq!(&line, &expected);
+            prop_assert_eq!(Timestamp(at).to_string(), expected);
+        }
+    }
+}
