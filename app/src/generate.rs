@@ -722,21 +722,7 @@ mod tests {
             .iter()
             .map(|t| crate::world::serde_plain(&t.human.reason))
             .collect();
-        for reason in [
-            "duplicate_charge",
-            "overcharge",
-            "repeat_purchase",
-            "cooling_off",
-            "authorization_hold",
-            "already_refunded",
-            "not_duplicate",
-            "outside_window",
-            "ownership_mismatch",
-            "dispute_open",
-            "insufficient_info",
-            "not_eligible",
-            "other",
-        ] {
+        for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
             assert!(reasons.contains(reason), "no {reason} in {reasons:?}");
         }
         let v2_from = time::macros::datetime!(2026-07-01 00:00 UTC);

@@ -668,7 +668,10 @@ async fn case_page_response(
         awaiting: case.status == CaseStatus::AwaitingApproval,
         shadow_pending,
         billing: billing_rows(case.facts.as_deref()),
-        reasons: REASON_CODES.iter().map(|r| r.to_string()).collect(),
+        reasons: policy_engine::ReasonCode::ALL
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
         may_take_over: case.status == CaseStatus::Escalated
             && session.staff.role >= auth::StaffRole::Supervisor,
         fingerprint: case.fingerprint.clone().unwrap_or_default(),
@@ -1001,22 +1004,6 @@ async fn reconcile_submit(
         Err(e) => e.into_response(),
     }
 }
-
-const REASON_CODES: &[&str] = &[
-    "duplicate_charge",
-    "overcharge",
-    "repeat_purchase",
-    "cooling_off",
-    "authorization_hold",
-    "already_refunded",
-    "not_duplicate",
-    "outside_window",
-    "ownership_mismatch",
-    "dispute_open",
-    "insufficient_info",
-    "not_eligible",
-    "other",
-];
 
 type BillingRow = (String, String, String, bool, String, bool, String, String);
 

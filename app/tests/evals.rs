@@ -72,21 +72,7 @@ async fn every_scenario_passes_with_the_built_in_investigator() {
     if filter.is_empty() {
         assert!(all.len() >= 40, "{} scenarios", all.len());
         // Every reason code of SPEC §3 has a scenario, in English and in Chinese.
-        for reason in [
-            "duplicate_charge",
-            "overcharge",
-            "repeat_purchase",
-            "cooling_off",
-            "authorization_hold",
-            "already_refunded",
-            "not_duplicate",
-            "outside_window",
-            "ownership_mismatch",
-            "dispute_open",
-            "insufficient_info",
-            "not_eligible",
-            "other",
-        ] {
+        for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
             let tag = format!("reason:{reason}");
             for lang in ["en", "zh"] {
                 assert!(

@@ -125,21 +125,7 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
                 .to_string()
         })
         .collect();
-    for code in [
-        "duplicate_charge",
-        "overcharge",
-        "repeat_purchase",
-        "cooling_off",
-        "authorization_hold",
-        "already_refunded",
-        "not_duplicate",
-        "outside_window",
-        "ownership_mismatch",
-        "dispute_open",
-        "insufficient_info",
-        "not_eligible",
-        "other",
-    ] {
+    for code in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
         assert!(reasons.contains(code), "no ticket for {code}");
     }
     let outcomes: BTreeSet<CaseOutcome> = tickets.iter().map(|t| t.human.outcome).collect();

@@ -49,6 +49,23 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
+    /// Every reason code, in SPEC §3 order.
+    pub const ALL: [ReasonCode; 13] = [
+        ReasonCode::DuplicateCharge,
+        ReasonCode::Overcharge,
+        ReasonCode::RepeatPurchase,
+        ReasonCode::CoolingOff,
+        ReasonCode::AuthorizationHold,
+        ReasonCode::AlreadyRefunded,
+        ReasonCode::NotDuplicate,
+        ReasonCode::OutsideWindow,
+        ReasonCode::OwnershipMismatch,
+        ReasonCode::DisputeOpen,
+        ReasonCode::InsufficientInfo,
+        ReasonCode::NotEligible,
+        ReasonCode::Other,
+    ];
+
     /// The snake-case name used in JSON (`duplicate_charge`).
     pub fn as_str(self) -> &'static str {
         match self {
