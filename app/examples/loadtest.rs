@@ -24,6 +24,7 @@
 //! count and a deadline cap it), or leave processes behind (children are killed on
 //! every exit path).
 
+use futures_util::future::join_all;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -697,32 +698,5 @@ fn live_urls(instances: &Mutex<Vec<Instance>>) -> Vec<String> {
         .iter()
         .filter(|i| i.alive)
         .map(|i| i.url.clone())
-        .collect()
-}
-
-/// Polls futures together (no `futures` dependency).
-async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in pinned.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(value) => *output = Some(value),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future finished"))
         .collect()
 }

@@ -13,6 +13,8 @@
 //! so the racing phases here count such failures (and fail on them on PostgreSQL, which
 //! has none of these limits) and end with passes that must succeed.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use app::http::AppState;
 use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use futures_util::future::join_all;
 use serde_json::{json, Value};
 use sqlx::Row;
 use tower::ServiceExt;
@@ -48,27 +51,6 @@ struct Cluster {
     postgres: bool,
     http: reqwest::Client,
     _dir: tempfile::TempDir,
-}
-
-/// A fresh PostgreSQL database under `TEST_DATABASE_URL`, or `None` for SQLite.
-async fn postgres_url() -> Option<String> {
-    let base = std::env::var("TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())?;
-    sqlx::any::install_default_drivers();
-    let name = format!("rd_scale_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::AnyPool::connect(&base)
-        .await
-        .expect("TEST_DATABASE_URL must be reachable");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&admin)
-        .await
-        .expect("creating a test database");
-    admin.close().await;
-    let (prefix, _) = base
-        .rsplit_once('/')
-        .expect("a postgres url ends with /database");
-    Some(format!("{prefix}/{name}"))
 }
 
 /// `n` customers, each charged twice for one annual plan (the demo's C-100 scenario),
@@ -118,7 +100,7 @@ impl Cluster {
         app::cli::load_world_into_provider(&mock.base_url(), &world)
             .await
             .expect("world loads into the mock");
-        let postgres = postgres_url().await;
+        let postgres = support::fresh_postgres_url("rd_scale").await;
         let is_postgres = postgres.is_some();
         let database_url =
             postgres.unwrap_or_else(|| app::store::Db::sqlite_url(&dir.path().join("shared")));
@@ -244,7 +226,7 @@ impl Cluster {
         futures: impl IntoIterator<Item = F>,
     ) -> Vec<F::Output> {
         if self.postgres {
-            futures_join_all(futures).await
+            join_all(futures).await
         } else {
             let mut outputs = Vec::new();
             for future in futures {
@@ -284,7 +266,7 @@ impl Cluster {
             let state = self.instances[i].state.clone();
             async move { app::worker::run_once(&state).await }
         });
-        futures_join_all(passes)
+        join_all(passes)
             .await
             .into_iter()
             .filter_map(|r| r.err().map(|e| e.to_string()))
@@ -544,36 +526,6 @@ async fn request(
     (status, value)
 }
 
-/// `join_all` without a `futures` dependency: each future on its own task would need
-/// `'static`; these borrow the cluster, so they are polled together in place.
-async fn futures_join_all<F: std::future::Future>(
-    futures: impl IntoIterator<Item = F>,
-) -> Vec<F::Output> {
-    let mut pinned: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in pinned.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(value) => *output = Some(value),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
-}
-
 /// An approved single case on a two-instance cluster whose refund is `pending_verification`:
 /// the provider made it, but answered with a stored 500 under its key.
 async fn cluster_with_unknown_refund() -> (Cluster, String, (i64, String)) {
@@ -709,11 +661,7 @@ async fn of_many_instances_claiming_one_run_at_once_exactly_one_gets_it() {
         let owner = i.state.instance_id.clone();
         async move { app::runs::claim_next(&db, &owner, now).await.unwrap() }
     });
-    let won: Vec<_> = futures_join_all(claims)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let won: Vec<_> = join_all(claims).await.into_iter().flatten().collect();
     assert_eq!(won.len(), 1, "{won:?}");
     // Nobody takes it while the lease holds; after it expires, one instance does.
     assert!(app::runs::claim_next(cluster.db(), "late", now + 1)
@@ -727,11 +675,7 @@ async fn of_many_instances_claiming_one_run_at_once_exactly_one_gets_it() {
         let owner = i.state.instance_id.clone();
         async move { app::runs::claim_next(&db, &owner, later).await.unwrap() }
     });
-    let taken: Vec<_> = futures_join_all(claims)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let taken: Vec<_> = join_all(claims).await.into_iter().flatten().collect();
     assert_eq!(taken.len(), 1, "{taken:?}");
     assert!(
         taken[0].version > won[0].version,
@@ -758,7 +702,7 @@ async fn concurrent_executions_of_one_case_on_every_instance_make_one_provider_r
             async move { app::refunds::execute_case(&state, &case_id).await }
         })
     });
-    let failures: Vec<_> = futures_join_all(runs)
+    let failures: Vec<_> = join_all(runs)
         .await
         .into_iter()
         .filter_map(Result::err)
@@ -874,7 +818,7 @@ async fn one_webhook_delivered_to_two_instances_at_once_is_applied_once() {
     let body = refund_event(&cluster, &case_id, "evt_scale_same").await;
     // Four copies, two per instance, all at once (a duplicate delivery racing a retry).
     let deliveries = (0..4).map(|i| deliver(&cluster, i % 2, &body));
-    let acks = futures_join_all(deliveries).await;
+    let acks = join_all(deliveries).await;
     let mut outcomes: Vec<String> = acks
         .iter()
         .map(|(status, ack)| {
@@ -948,7 +892,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
         .instances
         .iter()
         .map(|i| app::reconcile::run_if_due(&i.state));
-    let ran = futures_join_all(passes)
+    let ran = join_all(passes)
         .await
         .into_iter()
         .filter(|r| r.as_ref().unwrap().is_some())
@@ -959,7 +903,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
         .instances
         .iter()
         .map(|i| app::reconcile::run_if_due(&i.state));
-    let ran = futures_join_all(passes)
+    let ran = join_all(passes)
         .await
         .into_iter()
         .filter(|r| r.as_ref().unwrap().is_some())
@@ -970,12 +914,12 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn instances_starting_together_on_a_fresh_database_migrate_it_once() {
     let dir = tempfile::tempdir().unwrap();
-    match postgres_url().await {
+    match support::fresh_postgres_url("rd_scale").await {
         // sqlx's migrator holds `pg_advisory_lock` while it migrates: the first
         // instance applies the migrations, the others wait and find nothing to do.
         Some(url) => {
             let connects = (0..6).map(|_| app::store::Db::connect(&url));
-            for db in futures_join_all(connects).await {
+            for db in join_all(connects).await {
                 db.expect("every instance starts");
             }
         }

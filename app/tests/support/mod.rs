@@ -38,13 +38,14 @@ fn demo_world_text() -> String {
         .expect("the demo world ships in fixtures/")
 }
 
-/// A fresh PostgreSQL database per test, or `None` to use SQLite.
-async fn postgres_url() -> Option<String> {
+/// A fresh PostgreSQL database (named `{prefix}_{random}`) under `TEST_DATABASE_URL`,
+/// or `None` to use SQLite.
+pub async fn fresh_postgres_url(prefix: &str) -> Option<String> {
     let base = std::env::var("TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty())?;
     sqlx::any::install_default_drivers();
-    let name = format!("rd_test_{}", uuid::Uuid::new_v4().simple());
+    let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
     let admin = sqlx::AnyPool::connect(&base)
         .await
         .expect("TEST_DATABASE_URL must be reachable");
@@ -76,7 +77,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
         .expect("world loads into the mock");
 
     let mut config = Config::from_env(dir.path());
-    config.database_url = match postgres_url().await {
+    config.database_url = match fresh_postgres_url("rd_test").await {
         Some(url) => url,
         None => app::store::Db::sqlite_url(dir.path()),
     };
