@@ -12,25 +12,21 @@ use crate::http::AppState;
 pub async fn run_once(state: &AppState) -> AppResult<usize> {
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
+    let mut loops = tokio::task::JoinSet::new();
+    for _ in 0..state.worker_concurrency.max(1) {
+        loops.spawn(advance_runs(state.clone()));
+    }
     let mut handled = 0;
-    if state.worker_concurrency <= 1 {
-        handled += advance_runs(state.clone()).await?;
-    } else {
-        let mut loops = tokio::task::JoinSet::new();
-        for _ in 0..state.worker_concurrency {
-            loops.spawn(advance_runs(state.clone()));
+    let mut first_error = None;
+    while let Some(joined) = loops.join_next().await {
+        match joined {
+            Ok(Ok(n)) => handled += n,
+            Ok(Err(e)) => first_error = first_error.or(Some(e)),
+            Err(panic) => std::panic::resume_unwind(panic.into_panic()),
         }
-        let mut first_error = None;
-        while let Some(joined) = loops.join_next().await {
-            match joined {
-                Ok(Ok(n)) => handled += n,
-                Ok(Err(e)) => first_error = first_error.or(Some(e)),
-                Err(panic) => std::panic::resume_unwind(panic.into_panic()),
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
     }
     handled += expire_stale_approvals(state).await?;
     for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
