@@ -68,6 +68,21 @@ impl Approved {
         all.remove(0)
     }
 
+    /// Settles a pending refund at the provider (the mock's admin endpoint), as the
+    /// bank eventually does; returns the mock's answer.
+    async fn settle(&self, refund_id: &str, outcome: Value) -> StatusCode {
+        let resp = reqwest::Client::new()
+            .post(format!(
+                "{}/__mock/refunds/{refund_id}/settle",
+                self.app.mock.base_url()
+            ))
+            .json(&outcome)
+            .send()
+            .await
+            .unwrap();
+        StatusCode::from_u16(resp.status().as_u16()).unwrap()
+    }
+
     async fn case_status(&self) -> String {
         self.app.case(&self.case_id).await["status"]
             .as_str()
@@ -713,16 +728,10 @@ async fn duplicate_and_out_of_order_webhooks_move_a_pending_refund_forward_once(
     assert!(case.last_reply().await.contains("submitted"));
 
     let refund_id = intent.provider_refund_id.clone().unwrap();
-    let resp = reqwest::Client::new()
-        .post(format!(
-            "{}/__mock/refunds/{refund_id}/settle",
-            case.app.mock.base_url()
-        ))
-        .json(&json!({"outcome": "succeeded"}))
-        .send()
+    assert!(case
+        .settle(&refund_id, json!({"outcome": "succeeded"}))
         .await
-        .unwrap();
-    assert!(resp.status().is_success());
+        .is_success());
 
     // No worker pass: only the webhooks move the refund.
     eventually("every event delivered", || all_events_delivered(&case)).await;
@@ -819,16 +828,10 @@ async fn a_pending_refund_is_polled_after_a_growing_wait_not_on_every_worker_pas
 
     // The bank settles; no webhook is configured, so the next due read learns it.
     let refund_id = hour_old.provider_refund_id.clone().unwrap();
-    let resp = reqwest::Client::new()
-        .post(format!(
-            "{}/__mock/refunds/{refund_id}/settle",
-            case.app.mock.base_url()
-        ))
-        .json(&json!({"outcome": "succeeded"}))
-        .send()
+    assert!(case
+        .settle(&refund_id, json!({"outcome": "succeeded"}))
         .await
-        .unwrap();
-    assert!(resp.status().is_success());
+        .is_success());
     case.app.clock.advance(time::Duration::minutes(11));
     app::worker::run_once(&state).await.unwrap();
     assert_eq!(case.intent().await.status, "succeeded");
@@ -851,15 +854,11 @@ async fn a_failure_webhook_is_final_and_a_late_created_event_does_not_revive_the
         .await
         .unwrap();
     let refund_id = case.intent().await.provider_refund_id.unwrap();
-    reqwest::Client::new()
-        .post(format!(
-            "{}/__mock/refunds/{refund_id}/settle",
-            case.app.mock.base_url()
-        ))
-        .json(&json!({"outcome": "failed", "failure_reason": "expired_or_canceled_card"}))
-        .send()
-        .await
-        .unwrap();
+    case.settle(
+        &refund_id,
+        json!({"outcome": "failed", "failure_reason": "expired_or_canceled_card"}),
+    )
+    .await;
     eventually("every event delivered", || all_events_delivered(&case)).await;
     assert_eq!(case.intent().await.status, "failed");
     assert_eq!(case.case_status().await, "refund_failed");
