@@ -403,9 +403,9 @@ pub struct Expect {
     pub provider_refunds: Vec<ExpectedProviderRefund>,
     #[serde(default)]
     pub required_role: Option<String>,
-    /// `en` or `zh`: the language of the ticket and its replies.
+    /// `en`, `zh` or `ja`: the language of the ticket and its replies.
     #[serde(default)]
-    pub language: Option<String>,
+    pub language: Option<crate::replies::Language>,
     /// Phrases the final reply must contain / must not contain.
     #[serde(default)]
     pub reply_contains: Vec<String>,
@@ -2091,17 +2091,15 @@ async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<AttemptResult> 
             failures.push(format!("the reply contains {phrase:?}: {reply:?}"));
         }
     }
-    if let Some(lang) = &expect.language {
+    if let Some(lang) = expect.language {
         if ticket["language"].as_str() != Some(lang.as_str()) {
             failures.push(format!(
                 "the ticket's language is {}, expected {lang}",
                 ticket["language"]
             ));
         }
-        let han = reply
-            .chars()
-            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
-        if (lang == "zh") != han {
+        // Told apart by script: kana only in Japanese, Han without kana in Chinese.
+        if crate::tickets::detect_language(&reply, None) != lang {
             failures.push(format!("the reply is not in {lang}: {reply:?}"));
         }
     }
