@@ -1551,20 +1551,31 @@ fn truth_of(provider_status: &str) -> &'static str {
     }
 }
 
-/// Which statuses a customer reply claims, by RP-005's phrases (English and Chinese).
+/// Which statuses a customer reply claims, by RP-005's phrases (English, Chinese and
+/// Japanese; `replies` words every other Japanese sentence so that none contains these).
 fn claims_of(reply: &str) -> BTreeSet<&'static str> {
     let mut claims = BTreeSet::new();
     let has = |needles: &[&str]| needles.iter().any(|n| reply.contains(n));
-    if has(&["has been completed", "已由支付机构完成", "已完成"]) {
+    if has(&[
+        "has been completed",
+        "已由支付机构完成",
+        "已完成",
+        "決済事業者で完了",
+        "は完了しました",
+    ]) {
         claims.insert("completed");
     }
-    if has(&["has been submitted", "已提交"]) {
+    if has(&["has been submitted", "已提交", "申請しました", "は申請済み"]) {
         claims.insert("submitted");
     }
-    if has(&["being verified", "核实中"]) {
+    if has(&["being verified", "核实中", "確認しています"]) {
         claims.insert("being_verified");
     }
-    if has(&["could not be completed", "未能由支付机构完成"]) {
+    if has(&[
+        "could not be completed",
+        "未能由支付机构完成",
+        "完了しませんでした",
+    ]) {
         claims.insert("not_completed");
     }
     claims

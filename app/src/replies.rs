@@ -134,7 +134,7 @@ fn review_reply(lang: Language, amounts: &str) -> String {
     match lang {
         Language::En => format!("We found what happened and a refund of {amounts} is being reviewed by our team. We will tell you as soon as it is submitted."),
         Language::Zh => format!("我们已查明情况，{amounts} 的退款正在由我们的团队审核。退款一经提交，我们会立即通知您。"),
-        Language::Ja => format!("状況を確認しました。{amounts} の返金について、担当チームが審査しています。返金を申請しましたら、すぐにお知らせします。"),
+        Language::Ja => format!("状況を確認しました。{amounts} の返金について、担当チームが審査しています。返金を申請した時点で、すぐにお知らせします。"),
     }
 }
 
@@ -229,7 +229,7 @@ pub fn refund_reply(lang: Language, refunds: &[CustomerRefundView]) -> String {
         return match lang {
             Language::En => format!("Your refund of {list} has been submitted to the payment provider and is pending. We will tell you when it is completed."),
             Language::Zh => format!("您的 {list} 退款已提交给支付机构，正在处理中。完成后我们会通知您。"),
-            Language::Ja => format!("{list} の返金を決済事業者に申請しました。現在処理中です。完了しましたらお知らせします。"),
+            Language::Ja => format!("{list} の返金を決済事業者に申請しました。現在処理中です。完了しだいお知らせします。"),
         };
     }
     // A mix, or refunds the provider did not complete: one plain sentence per refund.
@@ -260,7 +260,7 @@ fn refund_phrase(lang: Language, r: &CustomerRefundView) -> String {
         (Language::Ja, "completed") => format!("{m} は完了しました"),
         (Language::Ja, "submitted") => format!("{m} は申請済みで、処理中です"),
         (Language::Ja, "in_review") => format!("{m} は審査中です"),
-        (Language::Ja, _) => format!("{m} は決済事業者で完了できませんでした。担当チームに通知済みで、こちらからご連絡いたします"),
+        (Language::Ja, _) => format!("{m} は決済事業者での返金が完了しませんでした。担当チームに通知済みで、こちらからご連絡いたします"),
     }
 }
 
@@ -388,7 +388,7 @@ pub fn hand_decision_reply(lang: Language, decision: HandDecision<'_>) -> String
     match (decision, lang) {
         (HandDecision::AwaitingApproval { amounts }, Language::En) => format!("We reviewed your request; a refund of {amounts} is awaiting approval. We will tell you as soon as it is submitted."),
         (HandDecision::AwaitingApproval { amounts }, Language::Zh) => format!("我们已审核您的请求，{amounts} 的退款正在等待批准。退款一经提交，我们会立即通知您。"),
-        (HandDecision::AwaitingApproval { amounts }, Language::Ja) => format!("お問い合わせを確認しました。{amounts} の返金は承認待ちです。返金を申請しましたら、すぐにお知らせします。"),
+        (HandDecision::AwaitingApproval { amounts }, Language::Ja) => format!("お問い合わせを確認しました。{amounts} の返金は承認待ちです。返金を申請した時点で、すぐにお知らせします。"),
         (HandDecision::NotEligible, Language::En) => "We reviewed your request. Unfortunately it is not eligible for a refund under our refund policy.".to_string(),
         (HandDecision::NotEligible, Language::Zh) => "我们已审核您的请求，很遗憾这笔购买不符合我们退款政策的退款条件。".to_string(),
         (HandDecision::NotEligible, Language::Ja) => "お問い合わせを確認しました。申し訳ございませんが、当社の返金ポリシーにより返金の対象外です。".to_string(),
@@ -665,7 +665,11 @@ mod tests {
                 [
                     (Language::En, "has been submitted", &["has been completed"]),
                     (Language::Zh, "已提交", &["已由支付机构完成"]),
-                    (Language::Ja, "申請しました", &["完了し、", "返金されます"]),
+                    (
+                        Language::Ja,
+                        "申請しました",
+                        &["完了し、", "返金されます", "完了しました"],
+                    ),
                 ],
             ),
             (
@@ -715,7 +719,7 @@ mod tests {
         for (lang, done, not_done) in [
             (Language::En, "has been completed", "could not be completed"),
             (Language::Zh, "已完成", "未能由支付机构完成"),
-            (Language::Ja, "は完了しました", "完了できませんでした"),
+            (Language::Ja, "は完了しました", "返金が完了しませんでした"),
         ] {
             let text = refund_reply(lang, &mixed);
             assert_eq!(written_in(&text), lang, "{text}");
@@ -767,6 +771,23 @@ mod tests {
             for code in ReasonCode::ALL {
                 let text = decision_reply(lang, CaseStatus::Denied, &decision(Outcome::Deny, code));
                 assert_eq!(written_in(&text), lang, "{code:?}: {text}");
+            }
+        }
+        // A refund under review is not submitted yet (RP-005): no Japanese status phrase.
+        for text in [
+            decision_reply(Language::Ja, CaseStatus::AwaitingApproval, &allow),
+            hand_decision_reply(
+                Language::Ja,
+                HandDecision::AwaitingApproval { amounts: "1 JPY" },
+            ),
+        ] {
+            for claim in [
+                "申請しました",
+                "申請済み",
+                "完了しました",
+                "決済事業者で完了",
+            ] {
+                assert!(!text.contains(claim), "{claim}: {text}");
             }
         }
         assert!(decision_reply(Language::Ja, CaseStatus::Denied, &hold).contains("5営業日以内"));
