@@ -601,7 +601,8 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// A browser sends its cookies on requests other sites start, so a state-changing API
 /// request authenticated by cookie must prove it came from our own pages: the session's
-/// CSRF token in `X-CSRF-Token`, or an `Origin` naming this host (issue 16; SPEC
+/// CSRF token in `X-CSRF-Token`, or `Sec-Fetch-Site: same-origin`, or an `Origin` naming
+/// this host (issue 16; SPEC
 /// invariant 12). Bodyless POSTs are no exception. Bearer tokens need neither: a
 /// browser never attaches them on its own.
 pub fn check_cookie_request(parts: &Parts, csrf_token: Option<&str>) -> AppResult<()> {
@@ -623,9 +624,15 @@ pub fn check_cookie_request(parts: &Parts, csrf_token: Option<&str>) -> AppResul
     ))
 }
 
-/// Whether the request's `Origin` names the host it was sent to; `None` when the
-/// browser sent no `Origin` (it always does on a cross-site POST).
+/// Whether a request was started by one of our own pages: the browser's
+/// `Sec-Fetch-Site` (which no page can forge) when sent, else whether `Origin` names
+/// the host the request was sent to; `None` when the request carries neither (not a
+/// browser, or a very old one). Under `Referrer-Policy: no-referrer` browsers send
+/// `Origin: null` on POSTs, so `Sec-Fetch-Site` is asked first.
 pub fn origin_matches_host(parts: &Parts) -> Option<bool> {
+    if let Some(site) = parts.headers.get("sec-fetch-site") {
+        return Some(site.as_bytes() == b"same-origin");
+    }
     let origin = parts
         .headers
         .get(axum::http::header::ORIGIN)?

@@ -415,10 +415,10 @@ async fn login_submit(
     }
 }
 
-/// Whether a form post came from our own pages: no `Origin` (not a browser, or an old
-/// one), or an `Origin` naming this host, and no `Sec-Fetch-Site: cross-site`. A
-/// sign-in form posted from another site would sign the victim in as the attacker
-/// (login CSRF, issue 16).
+/// Whether a form post came from our own pages (`auth::origin_matches_host`; a request
+/// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
+/// form posted from another site would sign the victim in as the attacker (login CSRF,
+/// issue 16).
 struct SameOrigin(bool);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
@@ -428,13 +428,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
-        let cross_site = parts
-            .headers
-            .get("sec-fetch-site")
-            .is_some_and(|v| v.as_bytes() == b"cross-site");
-        Ok(SameOrigin(
-            !cross_site && auth::origin_matches_host(parts) != Some(false),
-        ))
+        Ok(SameOrigin(auth::origin_matches_host(parts) != Some(false)))
     }
 }
 
