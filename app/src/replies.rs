@@ -34,8 +34,23 @@ fn amounts(decision: &Decision) -> String {
         .join(", ")
 }
 
+/// The status a customer is shown for a case. RP-007 ("confirm or deny nothing"): a
+/// case escalated because the named order is someone else's looks exactly like one whose
+/// named order does not exist — we ask which order they mean — while a human looks at
+/// it inside.
+pub fn customer_status(status: CaseStatus, reason_code: Option<&str>) -> CaseStatus {
+    if status == CaseStatus::Escalated
+        && reason_code == Some(ReasonCode::OwnershipMismatch.as_str())
+    {
+        CaseStatus::AwaitingCustomer
+    } else {
+        status
+    }
+}
+
 /// The reply posted when the policy engine has decided.
 pub fn decision_reply(lang: &str, status: CaseStatus, decision: &Decision) -> String {
+    let status = customer_status(status, Some(decision.reason_code.as_str()));
     let policy = policy_of(decision);
     match (status, zh(lang)) {
         (CaseStatus::AwaitingApproval, false) => format!(
