@@ -1,5 +1,6 @@
-//! The `refund-agent` command line (SPEC §7). Tokens print alone on stdout so scripts
-//! can capture them; everything else goes to stderr.
+//! The `refund-agent` command line (SPEC §7). Tokens and links print alone on stdout so
+//! scripts can capture them (`seed` prints its credentials there, one per line);
+//! everything else goes to stderr.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -41,6 +42,10 @@ enum Command {
     Seed {
         #[arg(long)]
         world: Option<PathBuf>,
+        /// Give the demo staff new passwords even though they exist (which revokes
+        /// their sessions and tokens). Without it, seeding an existing data dir refuses.
+        #[arg(long)]
+        reset_passwords: bool,
     },
     /// Rebuild the policy index.
     Index,
@@ -143,12 +148,19 @@ enum StaffCommand {
         #[arg(long)]
         email: String,
     },
+    /// Forget a staff member's failed logins, so the login throttle lets them in.
+    Unlock {
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Subcommand)]
 enum CustomerCommand {
-    /// Print a new bearer token for a customer (also valid as `?token=` on ticket links).
+    /// Print a new API bearer token for a customer (never accepted in a link).
     Token { customer_id: String },
+    /// Print a single-use sign-in link for a customer, valid 15 minutes.
+    Link { customer_id: String },
 }
 
 pub fn main() -> ExitCode {
@@ -226,7 +238,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_env(&cli.data_dir);
     match cli.command {
         Command::Serve { addr } => serve(&config, addr).await,
-        Command::Seed { world } => seed(&config, world.as_deref()).await,
+        Command::Seed {
+            world,
+            reset_passwords,
+        } => seed(&config, world.as_deref(), reset_passwords).await,
         Command::Index => {
             let policies = crate::policies::load_policy_set(&config.policies_dir())?;
             let dir = config.index_dir();
@@ -387,31 +402,70 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     let (token, _) = auth::issue_token(&db, "api", "staff", &staff.id, now).await?;
                     println!("{token}");
                 }
+                StaffCommand::Unlock { email } => {
+                    auth::staff_by_email(&db, &email)
+                        .await?
+                        .context("no staff member with that email")?;
+                    let n = auth::unlock_staff(&db, &email).await?;
+                    eprintln!("{email}: {n} failed logins forgotten");
+                }
             }
             Ok(())
         }
-        Command::Customer {
-            command: CustomerCommand::Token { customer_id },
-        } => {
-            let db = crate::store::Db::connect(&config.database_url).await?;
+        Command::Customer { command } => customer(&config, command).await,
+    }
+}
+
+/// `customer token` (an API token) and `customer link` (a single-use sign-in link):
+/// either alone on stdout.
+async fn customer(config: &Config, command: CustomerCommand) -> anyhow::Result<()> {
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    let now = SystemClock.now_ms();
+    let missing = || anyhow::anyhow!("no such customer (run `refund-agent seed` first)");
+    match command {
+        CustomerCommand::Token { customer_id } => {
             let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
                 .bind(&customer_id)
                 .fetch_optional(db.pool())
                 .await?;
-            known.context("no such customer (run `refund-agent seed` first)")?;
-            let (token, _) =
-                auth::issue_token(&db, "api", "customer", &customer_id, SystemClock.now_ms())
-                    .await?;
+            known.ok_or_else(missing)?;
+            let (token, _) = auth::issue_token(&db, "api", "customer", &customer_id, now).await?;
             println!("{token}");
-            Ok(())
+        }
+        CustomerCommand::Link { customer_id } => {
+            let token = match auth::issue_sign_in_link(&db, &customer_id, now).await {
+                Err(crate::error::AppError::NotFound(_)) => return Err(missing()),
+                other => other?,
+            };
+            println!("{}", sign_in_url(config, &token));
         }
     }
+    Ok(())
+}
+
+/// The address a customer opens to sign in: `PUBLIC_URL` (else the default `serve`
+/// address) + `/sign-in?link=…`.
+pub fn sign_in_url(config: &Config, token: &str) -> String {
+    let base = config
+        .public_url
+        .as_deref()
+        .unwrap_or("http://127.0.0.1:8080")
+        .trim_end_matches('/');
+    format!("{base}/sign-in?link={token}")
 }
 
 async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
+    config.check_secrets()?;
+    if config.payments_url.is_none() && !config.defaulted_secrets.is_empty() {
+        tracing::warn!(
+            defaults = ?config.defaulted_secrets,
+            "embedded payments mock: using the public default test secrets (set PAYMENTS_URL, PAYMENTS_API_KEY and PAYMENTS_WEBHOOK_SECRET for a real provider)"
+        );
+    }
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
     let worker = tokio::spawn(crate::worker::run_forever(state.clone()));
+    let purge = tokio::spawn(purge_forever(state.clone()));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
@@ -425,16 +479,33 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
         crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
     eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
-    axum::serve(listener, crate::http::router(state))
+    // The peer address reaches handlers as `ConnectInfo`: logins are throttled per client.
+    let app = crate::http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;
     worker.abort();
+    purge.abort();
     if let Some(m) = mock {
         m.shutdown().await;
     }
     Ok(())
+}
+
+/// Every ten minutes, deletes expired tokens, sessions, sign-in links and old failed
+/// logins (`auth::purge_expired`); any instance may run it, deleting twice is harmless.
+async fn purge_forever(state: AppState) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        match auth::purge_expired(&state.db, state.clock.now_ms()).await {
+            Ok(n) if n > 0 => tracing::info!(rows = n, "expired credentials purged"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "purging expired credentials failed"),
+        }
+    }
 }
 
 const DEMO_STAFF: &[(&str, StaffRole)] = &[
@@ -442,7 +513,11 @@ const DEMO_STAFF: &[(&str, StaffRole)] = &[
     ("supervisor@refund-desk.test", StaffRole::Supervisor),
 ];
 
-async fn seed(config: &Config, world_path: Option<&Path>) -> anyhow::Result<()> {
+async fn seed(
+    config: &Config,
+    world_path: Option<&Path>,
+    reset_passwords: bool,
+) -> anyhow::Result<()> {
     let path = world_path
         .map(Path::to_path_buf)
         .unwrap_or_else(|| config.fixtures_dir.join("billing").join("demo.json"));
@@ -451,42 +526,60 @@ async fn seed(config: &Config, world_path: Option<&Path>) -> anyhow::Result<()> 
     let world = World::parse(&text)
         .with_context(|| format!("{} is not a valid billing world", path.display()))?;
     std::fs::create_dir_all(&config.data_dir)?;
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    // Issue 16: a second seed must not silently rotate the passwords (and with them
+    // every session) of staff who may be using them; checked before anything is loaded.
+    if !reset_passwords {
+        for (email, _) in DEMO_STAFF {
+            if auth::staff_by_email(&db, email).await?.is_some() {
+                anyhow::bail!(
+                    "{email} already exists in this data directory; pass --reset-passwords to give the demo staff new passwords"
+                );
+            }
+        }
+    }
     let (url, mock) = provider(config).await?;
     load_world_into_provider(&url, &text).await?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
     world.load_into(&db).await?;
     eprintln!(
         "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
         world.customers.len(),
         world.orders.len()
     );
-    let now = SystemClock.now_ms();
     eprintln!("demo staff (log in at /console/login):");
+    print_demo_credentials(config, &db, &world).await?;
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    Ok(())
+}
+
+/// New demo staff passwords and tokens, and a customer sign-in link, on stdout (one
+/// line each, for scripts).
+async fn print_demo_credentials(
+    config: &Config,
+    db: &crate::store::Db,
+    world: &World,
+) -> anyhow::Result<()> {
+    let now = SystemClock.now_ms();
     for (email, role) in DEMO_STAFF {
         let password = auth::random_token()[..16].to_string();
-        auth::upsert_staff(&db, email, *role, &password, now).await?;
-        let (token, _) = auth::issue_token(
-            &db,
-            "api",
-            "staff",
-            &auth::staff_by_email(&db, email)
-                .await?
-                .context("just saved")?
-                .id,
-            now,
-        )
-        .await?;
-        eprintln!(
-            "  {:<11} {email}  password {password}  bearer {token}",
+        let staff = auth::upsert_staff(db, email, *role, &password, now).await?;
+        let (token, _) = auth::issue_token(db, "api", "staff", &staff.id, now).await?;
+        println!(
+            "{:<11} {email}  password {password}  bearer {token}",
             role.as_str()
         );
     }
     if let Some(first) = world.customers.first() {
-        let (token, _) = auth::issue_token(&db, "api", "customer", &first.id, now).await?;
-        eprintln!("customer {} bearer token: {token}", first.id);
-    }
-    if let Some(m) = mock {
-        m.shutdown().await;
+        let (token, _) = auth::issue_token(db, "api", "customer", &first.id, now).await?;
+        println!("customer {} bearer {token}", first.id);
+        let link = auth::issue_sign_in_link(db, &first.id, now).await?;
+        println!(
+            "customer {} sign-in link (once, 15 min) {}",
+            first.id,
+            sign_in_url(config, &link)
+        );
     }
     Ok(())
 }

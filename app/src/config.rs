@@ -8,7 +8,22 @@ use std::time::Duration;
 
 /// The key the embedded mock accepts (any `sk_test_…` works there).
 pub const DEFAULT_PAYMENTS_KEY: &str = "sk_test_refund_desk";
+/// What the embedded mock signs webhooks with. Public (it is in this file), so only
+/// ever used with the embedded mock: `Config::check_secrets`.
 pub const DEFAULT_WEBHOOK_SECRET: &str = "whsec_test_refund_desk";
+
+/// The secrets that must come from the environment when `PAYMENTS_URL` names a provider.
+pub const SECRET_VARS: [&str; 2] = ["PAYMENTS_WEBHOOK_SECRET", "PAYMENTS_API_KEY"];
+
+/// A configuration `serve` refuses to run with.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "{} must be set when PAYMENTS_URL names a payment provider: the built-in defaults are public, and anyone holding the webhook secret can forge provider events",
+        .0.join(" and ")
+    )]
+    PublicDefaultSecret(Vec<&'static str>),
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -42,6 +57,8 @@ pub struct Config {
     /// on PostgreSQL, where concurrent commits share a WAL flush; 1 on SQLite, whose
     /// one pooled connection serialises them anyway).
     pub worker_concurrency: Option<usize>,
+    /// Which of `SECRET_VARS` were not set, so their public defaults are in use.
+    pub defaulted_secrets: Vec<&'static str>,
 }
 
 #[derive(Debug, Clone)]
@@ -98,7 +115,23 @@ impl Config {
             worker_concurrency: var("WORKER_CONCURRENCY")
                 .and_then(|v| v.parse::<usize>().ok())
                 .filter(|n| (1..=64).contains(n)),
+            defaulted_secrets: SECRET_VARS
+                .into_iter()
+                .filter(|name| var(name).is_none())
+                .collect(),
         }
+    }
+
+    /// Issue 16: with a real provider (`PAYMENTS_URL` set) the public default secrets
+    /// are refused, naming each variable to set. With the embedded mock they stay, and
+    /// `serve` says so in its start-up log.
+    pub fn check_secrets(&self) -> Result<(), ConfigError> {
+        if self.payments_url.is_some() && !self.defaulted_secrets.is_empty() {
+            return Err(ConfigError::PublicDefaultSecret(
+                self.defaulted_secrets.clone(),
+            ));
+        }
+        Ok(())
     }
 
     pub fn policies_dir(&self) -> PathBuf {

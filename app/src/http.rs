@@ -115,10 +115,47 @@ pub fn router(state: AppState) -> Router {
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
         .fallback(not_found);
-    Router::new()
+    let hsts = state.secure_cookies;
+    let router = Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(healthz))
         .merge(crate::pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
-        .with_state(state)
+        .with_state(state);
+    security_headers(router, hsts)
+}
+
+/// Content-Security-Policy of every response: scripts only from our own files (the
+/// ticket page's polling script is `/static/ticket.js`), inline styles allowed (they
+/// cannot run code), and no framing: an approval console must not be clickjacked.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+     form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
+
+/// The headers issue 16 asks of every response, as tower-http layers. Each is set only
+/// when the handler set none, so `/static/ticket.js` keeps its own `Cache-Control`.
+/// HSTS only when the app is served over TLS (`PUBLIC_URL` is https).
+fn security_headers(router: Router, hsts: bool) -> Router {
+    use axum::http::{header, HeaderValue};
+    use tower_http::set_header::SetResponseHeaderLayer;
+    let set = |name, value: &'static str| {
+        SetResponseHeaderLayer::if_not_present(name, HeaderValue::from_static(value))
+    };
+    let router = router
+        .layer(set(
+            header::CONTENT_SECURITY_POLICY,
+            CONTENT_SECURITY_POLICY,
+        ))
+        .layer(set(header::X_FRAME_OPTIONS, "DENY"))
+        .layer(set(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(set(header::REFERRER_POLICY, "no-referrer"))
+        .layer(set(header::CACHE_CONTROL, "no-store"));
+    if hsts {
+        router.layer(set(
+            header::STRICT_TRANSPORT_SECURITY,
+            "max-age=31536000; includeSubDomains",
+        ))
+    } else {
+        router
+    }
 }

@@ -1,8 +1,10 @@
 //! Server-rendered pages (askama): the customer's ticket page and the staff console.
 //!
 //! Every state-changing form carries the session's CSRF token, checked in constant time;
-//! askama escapes every value. Customers reach a ticket with `?token=…` once (the token
-//! moves into an HttpOnly cookie) and see only their own tickets.
+//! askama escapes every value. Customers sign in with a single-use, 15-minute link
+//! (`/sign-in?link=…`): the page we serve POSTs it back, from our own origin, and only
+//! that POST starts a browser session (an HttpOnly cookie); an API token in a link signs
+//! nobody in (issue 16). Customers see only their own tickets.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -26,6 +28,9 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))
         .route("/tickets", get(tickets_page).post(new_ticket_submit))
+        .route("/sign-in", get(sign_in_page).post(sign_in_submit))
+        .route("/sign-out", post(sign_out))
+        .route("/static/ticket.js", get(ticket_script))
         .route("/tickets/{id}", get(ticket_page))
         .route("/tickets/{id}/messages", post(message_submit))
         .route("/tickets/{id}/withdraw", post(withdraw_submit))
@@ -37,6 +42,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}/reject", post(reject_submit))
         .route("/console/cases/{id}/takeover", post(takeover_submit))
         .route("/console/audit", get(audit_page))
+        .route("/console/staff", get(staff_page))
+        .route("/console/staff/unlock", post(unlock_submit))
         .route("/console/runs/{id}", get(run_page))
         .route(
             "/console/reconcile",
@@ -80,6 +87,22 @@ fn set_cookie(state: &AppState, name: &str, value: &str, max_age_secs: i64) -> H
         "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
     ))
     .expect("cookie values are hex tokens and always valid header text")
+}
+
+/// A redirect to `to` that sets (or, with an empty value and age 0, clears) a cookie.
+fn redirect_with_cookie(
+    state: &AppState,
+    to: &str,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> Response {
+    let mut resp = Redirect::to(to).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(state, name, value, max_age_secs),
+    );
+    resp
 }
 
 /// A browser session whose forms carry a CSRF token.
@@ -149,15 +172,11 @@ struct TicketListPage {
     error: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
-}
-
-/// A customer's browser session (from a ticket link), with its CSRF token.
+/// A customer's browser session (from a sign-in link), with its CSRF token.
 struct CustomerSession {
     customer_id: String,
     csrf_token: String,
+    token: String,
 }
 
 impl axum::extract::FromRequestParts<AppState> for CustomerSession {
@@ -167,14 +186,17 @@ impl axum::extract::FromRequestParts<AppState> for CustomerSession {
         parts: &mut axum::http::request::Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = auth::cookie(parts, auth::CUSTOMER_COOKIE).ok_or(AppError::Unauthorized)?;
-        let resolved = auth::resolve(&state.db, token, state.clock.now_ms())
+        let token = auth::cookie(parts, auth::CUSTOMER_COOKIE)
+            .ok_or(AppError::Unauthorized)?
+            .to_string();
+        let resolved = auth::resolve(&state.db, &token, state.clock.now_ms())
             .await?
             .ok_or(AppError::Unauthorized)?;
         match (resolved.principal, resolved.csrf_token) {
             (Principal::Customer { customer_id }, Some(csrf_token)) => Ok(CustomerSession {
                 customer_id,
                 csrf_token,
+                token,
             }),
             _ => Err(AppError::Unauthorized),
         }
@@ -189,41 +211,10 @@ impl CustomerSession {
     }
 }
 
-/// A link with `?token=`: check the token, start a browser session (HttpOnly cookie,
-/// CSRF token), and drop the token from the address bar.
-async fn exchange_link_token(state: &AppState, token: &str, back_to: &str) -> Response {
-    let now = state.clock.now_ms();
-    match auth::resolve(&state.db, token, now).await {
-        Ok(Some(auth::Resolved {
-            principal: Principal::Customer { customer_id },
-            ..
-        })) => match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
-            Ok((session, _)) => {
-                let mut resp = Redirect::to(back_to).into_response();
-                resp.headers_mut().insert(
-                    header::SET_COOKIE,
-                    set_cookie(state, auth::CUSTOMER_COOKIE, &session, 12 * 3600),
-                );
-                resp
-            }
-            Err(e) => e.into_response(),
-        },
-        Ok(_) => error_page(
-            StatusCode::UNAUTHORIZED,
-            "This link is not valid or has expired.",
-        ),
-        Err(e) => e.into_response(),
-    }
-}
-
 async fn tickets_page(
     State(state): State<AppState>,
-    Query(q): Query<TokenQuery>,
     session: Result<CustomerSession, AppError>,
 ) -> Response {
-    if let Some(token) = q.token {
-        return exchange_link_token(&state, &token, "/tickets").await;
-    }
     let Ok(session) = session else {
         return error_page(
             StatusCode::UNAUTHORIZED,
@@ -295,12 +286,8 @@ async fn new_ticket_submit(
 async fn ticket_page(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(q): Query<TokenQuery>,
     session: Result<CustomerSession, AppError>,
 ) -> Response {
-    if let Some(token) = q.token {
-        return exchange_link_token(&state, &token, &format!("/tickets/{id}")).await;
-    }
     let Ok(session) = session else {
         return error_page(
             StatusCode::UNAUTHORIZED,
@@ -398,43 +385,72 @@ struct LoginForm {
     password: String,
 }
 
-async fn login_submit(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
-    match auth::login(&state.db, &form.email, &form.password, state.clock.now_ms()).await {
-        Ok(Some(staff)) => match auth::issue_token(
-            &state.db,
-            "session",
-            "staff",
-            &staff.id,
-            state.clock.now_ms(),
-        )
-        .await
-        {
-            Ok((token, _)) => {
-                let mut resp = Redirect::to("/console").into_response();
-                resp.headers_mut().insert(
-                    header::SET_COOKIE,
-                    set_cookie(&state, auth::SESSION_COOKIE, &token, 12 * 3600),
-                );
-                resp
+async fn login_submit(
+    State(state): State<AppState>,
+    client: auth::ClientAddr,
+    origin: SameOrigin,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !origin.0 {
+        return cross_site_refused();
+    }
+    let now = state.clock.now_ms();
+    let login = auth::login(&state.db, &form.email, &form.password, &client.0, now).await;
+    let login_page = |status: StatusCode, error: String| {
+        with_status(status, render(&LoginPage { error: Some(error) }))
+    };
+    match login {
+        Ok(auth::LoginResult::LoggedIn(staff)) => {
+            match auth::issue_token(&state.db, "session", "staff", &staff.id, now).await {
+                Ok((token, _)) => redirect_with_cookie(
+                    &state,
+                    "/console",
+                    auth::SESSION_COOKIE,
+                    &token,
+                    12 * 3600,
+                ),
+                Err(e) => e.into_response(),
             }
-            Err(e) => e.into_response(),
-        },
-        Err(AppError::TooManyRequests) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            render(&LoginPage {
-                error: Some("Too many failed attempts. Wait 15 minutes and try again.".into()),
-            }),
-        )
-            .into_response(),
-        Ok(None) => (
-            StatusCode::UNAUTHORIZED,
-            render(&LoginPage {
-                error: Some("Wrong email or password.".into()),
-            }),
-        )
-            .into_response(),
+        }
+        Ok(auth::LoginResult::Throttled { retry_after_ms }) => {
+            let secs = (retry_after_ms + 999) / 1000;
+            let mut resp = login_page(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many failed attempts. Wait {secs} s and try again."),
+            );
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp
+        }
+        Ok(auth::LoginResult::WrongCredentials) => {
+            login_page(StatusCode::UNAUTHORIZED, "Wrong email or password.".into())
+        }
         Err(e) => e.into_response(),
     }
+}
+
+/// Whether a form post came from our own pages (`auth::origin_matches_host`; a request
+/// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
+/// form posted from another site would sign the victim in as the attacker (login CSRF,
+/// issue 16).
+struct SameOrigin(bool);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(SameOrigin(auth::origin_matches_host(parts) != Some(false)))
+    }
+}
+
+fn cross_site_refused() -> Response {
+    error_page(
+        StatusCode::FORBIDDEN,
+        "This form was sent from another site; open the page here and try again.",
+    )
 }
 
 #[derive(Deserialize)]
@@ -452,12 +468,115 @@ async fn logout(
             let _ = auth::revoke_token(&state.db, &session.token).await;
         }
     }
-    let mut resp = Redirect::to("/console/login").into_response();
-    resp.headers_mut().insert(
-        header::SET_COOKIE,
-        set_cookie(&state, auth::SESSION_COOKIE, "", 0),
-    );
-    resp
+    redirect_with_cookie(&state, "/console/login", auth::SESSION_COOKIE, "", 0)
+}
+
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+struct SignInPage {
+    link: String,
+    next: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SignInQuery {
+    #[serde(default)]
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// Where a sign-in may lead: one of the customer's pages, never another site.
+fn sign_in_target(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with("/tickets") && !n.contains("//") && !n.contains('\\') => {
+            n.to_string()
+        }
+        _ => "/tickets".to_string(),
+    }
+}
+
+/// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
+/// (a GET, which mail scanners and link previews also do) uses nothing up.
+async fn sign_in_page(Query(q): Query<SignInQuery>) -> Response {
+    let error = q.link.is_empty().then(|| {
+        "You are signed out. Open the sign-in link we sent you to sign in again.".to_string()
+    });
+    render(&SignInPage {
+        next: sign_in_target(q.next.as_deref()),
+        link: q.link,
+        error,
+    })
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /sign-in`: uses the link once and starts the customer's browser session.
+async fn sign_in_submit(
+    State(state): State<AppState>,
+    origin: SameOrigin,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    if !origin.0 {
+        return cross_site_refused();
+    }
+    let now = state.clock.now_ms();
+    let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {
+        Ok(Some(id)) => id,
+        Ok(None) => {
+            let page = render(&SignInPage {
+                link: String::new(),
+                next: String::new(),
+                error: Some(
+                    "This link is not valid, was already used or has expired. Ask us for a new one."
+                        .into(),
+                ),
+            });
+            return with_status(StatusCode::UNAUTHORIZED, page);
+        }
+        Err(e) => return e.into_response(),
+    };
+    match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
+        Ok((session, _)) => {
+            let target = sign_in_target(form.next.as_deref());
+            redirect_with_cookie(&state, &target, auth::CUSTOMER_COOKIE, &session, 12 * 3600)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /sign-out`: ends the customer's browser session.
+async fn sign_out(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
+        return e.into_response();
+    }
+    redirect_with_cookie(&state, "/sign-in", auth::CUSTOMER_COOKIE, "", 0)
+}
+
+/// `GET /static/ticket.js`: the ticket page's polling script (no inline script: CSP).
+async fn ticket_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        include_str!("../static/ticket.js"),
+    )
+        .into_response()
 }
 
 struct QueueRow {
@@ -797,6 +916,118 @@ async fn takeover_submit(
             case_page_response(&state, &session, &id, Some(e.public_message())).await,
         ),
     }
+}
+
+struct StaffRow {
+    email: String,
+    role: String,
+    failures: i64,
+}
+
+#[derive(Template)]
+#[template(path = "staff.html")]
+struct StaffPage {
+    staff_email: String,
+    staff_role: String,
+    csrf: String,
+    rows: Vec<StaffRow>,
+    notice: Option<String>,
+}
+
+/// The admin's session, or the page to answer with (login, or 403 for other roles).
+fn admin(session: Result<Session, AppError>) -> Result<Session, Response> {
+    let session = session.map_err(|_| Redirect::to("/console/login").into_response())?;
+    if session.staff.role < auth::StaffRole::Admin {
+        return Err(error_page(StatusCode::FORBIDDEN, "Admins only."));
+    }
+    Ok(session)
+}
+
+async fn staff_page_response(
+    state: &AppState,
+    session: &Session,
+    notice: Option<String>,
+) -> Response {
+    let now = state.clock.now_ms();
+    let staff = match auth::list_staff(&state.db).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let mut rows = Vec::with_capacity(staff.len());
+    for member in staff {
+        let failures = match auth::recent_failures(&state.db, &member.email, now).await {
+            Ok(n) => n,
+            Err(e) => return e.into_response(),
+        };
+        rows.push(StaffRow {
+            role: member.role.as_str().into(),
+            email: member.email,
+            failures,
+        });
+    }
+    render(&StaffPage {
+        staff_email: session.staff.email.clone(),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        rows,
+        notice,
+    })
+}
+
+/// `GET /console/staff` (admin): staff and their recent failed logins.
+async fn staff_page(State(state): State<AppState>, session: Result<Session, AppError>) -> Response {
+    match admin(session) {
+        Ok(session) => staff_page_response(&state, &session, None).await,
+        Err(page) => page,
+    }
+}
+
+#[derive(Deserialize)]
+struct UnlockForm {
+    csrf: String,
+    email: String,
+}
+
+/// `POST /console/staff/unlock` (admin): forgets an account's failed logins, as
+/// `refund-agent staff unlock --email E` does.
+async fn unlock_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Form(form): Form<UnlockForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf).and_then(|s| admin(Ok(s))) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match unlock_and_audit(&state, &session.staff, &form.email).await {
+        Ok(n) => {
+            let notice = format!("Unlocked {}: {n} failed logins forgotten.", form.email);
+            staff_page_response(&state, &session, Some(notice)).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn unlock_and_audit(
+    state: &AppState,
+    admin: &auth::Staff,
+    email: &str,
+) -> Result<u64, AppError> {
+    let n = auth::unlock_staff(&state.db, email).await?;
+    let mut tx = state.db.begin().await?;
+    let detail = format!("{n} failed logins forgotten");
+    crate::audit::record(
+        &mut tx,
+        &admin.id,
+        "staff_unlocked",
+        email,
+        &detail,
+        state.clock.now_ms(),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(actor = %admin.email, email, failures = n, "staff login unlocked");
+    Ok(n)
 }
 
 struct AuditRow {

@@ -104,8 +104,23 @@ fn amounts(decision: &Decision) -> String {
         .join(", ")
 }
 
+/// The status a customer is shown for a case. RP-007 ("confirm or deny nothing"): a
+/// case escalated because the named order is someone else's looks exactly like one whose
+/// named order does not exist — we ask which order they mean — while a human looks at
+/// it inside.
+pub fn customer_status(status: CaseStatus, reason_code: Option<&str>) -> CaseStatus {
+    if status == CaseStatus::Escalated
+        && reason_code == Some(ReasonCode::OwnershipMismatch.as_str())
+    {
+        CaseStatus::AwaitingCustomer
+    } else {
+        status
+    }
+}
+
 /// The reply posted when the policy engine has decided.
 pub fn decision_reply(lang: Language, status: CaseStatus, decision: &Decision) -> String {
+    let status = customer_status(status, Some(decision.reason_code.as_str()));
     match status {
         CaseStatus::AwaitingApproval => review_reply(lang, &amounts(decision)),
         CaseStatus::AwaitingCustomer => which_order_reply(lang),
@@ -442,6 +457,7 @@ pub struct PageText {
     pub customer: &'static str,
     pub agent: &'static str,
     pub staff: &'static str,
+    pub sign_out: &'static str,
 }
 
 const EN_PAGE: PageText = PageText {
@@ -459,6 +475,7 @@ const EN_PAGE: PageText = PageText {
     customer: "You",
     agent: "Support",
     staff: "Support team",
+    sign_out: "Sign out",
 };
 
 const ZH_PAGE: PageText = PageText {
@@ -476,6 +493,7 @@ const ZH_PAGE: PageText = PageText {
     customer: "您",
     agent: "客服",
     staff: "客服团队",
+    sign_out: "退出",
 };
 
 const JA_PAGE: PageText = PageText {
@@ -493,6 +511,7 @@ const JA_PAGE: PageText = PageText {
     customer: "お客様",
     agent: "サポート",
     staff: "サポートチーム",
+    sign_out: "ログアウト",
 };
 
 pub fn page_text(lang: Language) -> &'static PageText {
@@ -852,6 +871,7 @@ mod tests {
                 t.customer,
                 t.agent,
                 t.staff,
+                t.sign_out,
             ]
         };
         let english = labels(page_text(Language::En));

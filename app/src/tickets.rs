@@ -336,10 +336,11 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketV
     let case = match cases::case_for_ticket(&state.db, &ticket.id).await? {
         Some(c) => {
             let refunds = refunds::customer_refunds(&state.db, &c.id).await?;
+            let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
             Some(CustomerCaseView {
-                status_text: replies::status_text(ticket.language, c.status, &refunds),
+                status_text: replies::status_text(ticket.language, status, &refunds),
                 id: c.id,
-                status: c.status.as_str().to_string(),
+                status: status.as_str().to_string(),
                 refunds: refunds
                     .into_iter()
                     .map(|refund| CustomerRefundLine {

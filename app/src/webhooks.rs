@@ -7,9 +7,11 @@
 //! `webhook_events` in the same transaction as the change it causes, so a duplicate
 //! delivery changes nothing, and a late or out-of-order event can never move an intent
 //! backwards (`refunds::advance_intent`). The provider's current record
-//! (`GET /v1/refunds/{id}`) is what is applied, not the event's copy, so the order of
-//! deliveries does not matter; the event's copy is used only when the provider cannot be
-//! read. The case status and the customer's reply follow in the same transaction.
+//! (`GET /v1/refunds/{id}`) is what is applied, never the event's copy, so the order of
+//! deliveries does not matter; when the provider cannot be read the event is answered
+//! 502 and not recorded, so the provider delivers it again (issue 16: a signed event
+//! never decides an outcome by its own word). The case status and the customer's reply
+//! follow in the same transaction.
 //!
 //! What it deliberately does not do: trust an unsigned or stale body, create intents
 //! (a refund made elsewhere is left to reconciliation, which reports it), or act on
@@ -228,8 +230,15 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
             return record_only(state, event, Some(&refund.id), None, Outcome::Unmatched).await;
         }
         Err(e) => {
-            tracing::warn!(refund_id = %refund.id, error = %e, "could not re-read the refund; applying the signed event's copy");
-            refund
+            // Issue 16, SPEC invariant 5 in spirit: the event's own copy never decides an
+            // outcome (whoever holds the secret could mark an unsent refund succeeded).
+            // Nothing is recorded, so the provider's retry is processed afresh; until then
+            // the worker's polling and reconciliation read the provider themselves.
+            tracing::warn!(refund_id = %refund.id, error = %e, "could not re-read the refund; event refused for a retry");
+            return Err(AppError::Provider(format!(
+                "refund {} could not be read back from the provider; retry the event later",
+                refund.id
+            )));
         }
     };
     for _ in 0..3 {

@@ -91,11 +91,10 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
     );
     assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
 
-    // The customer's page, reached through a token link, says what the provider says.
-    let token = app.customer_token("C-100").await;
-    browser
-        .goto(&format!("{base}/tickets/{ticket_id}?token={token}"))
-        .await;
+    // The customer's page, reached through a sign-in link, says what the provider says.
+    let next = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &next).await;
+    browser.sign_in(&base, &link, &next).await;
     assert_eq!(
         browser
             .wait_for_attribute("#case-status", "data-status", "refund_succeeded")
@@ -153,9 +152,9 @@ async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_
     let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    let token = app.customer_token("C-100").await;
+    let link = app.sign_in_link("C-100", "/tickets").await;
 
-    browser.goto(&format!("{base}/tickets?token={token}")).await;
+    browser.sign_in(&base, &link, "/tickets").await;
     browser
         .type_into(
             "#new-ticket textarea[name=message]",
@@ -246,8 +245,8 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
     // C-400 is a JP customer with no ticket yet: the list page is in Japanese already.
-    let token = app.customer_token("C-400").await;
-    browser.goto(&format!("{base}/tickets?token={token}")).await;
+    let link = app.sign_in_link("C-400", "/tickets").await;
+    browser.sign_in(&base, &link, "/tickets").await;
     assert_eq!(
         browser.attribute("html", "lang").await.as_deref(),
         Some("ja")

@@ -7,6 +7,7 @@ mod support;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use support::spawn_app;
+use tower::ServiceExt;
 
 fn login_request(email: &str, password: &str) -> Request<Body> {
     Request::post("/console/login")
@@ -325,4 +326,569 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
         "{html2}"
     );
     assert!(html2.contains("Matched"));
+}
+
+// ---------------------------------------------------------------------------------
+// Issue 16: access under attack
+// ---------------------------------------------------------------------------------
+
+/// A login form post from `client` (the peer address a served app sees).
+fn login_from(client: &str, email: &str, password: &str) -> Request<Body> {
+    let mut request = login_request(email, password);
+    let addr: std::net::SocketAddr = format!("{client}:40000").parse().unwrap();
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(addr));
+    request
+}
+
+/// The agent logs in from their own address with the right password, at once.
+async fn owner_logs_in(app: &support::TestApp) {
+    let (status, html) = app
+        .raw(login_from(
+            "192.0.2.10",
+            "agent@test.example",
+            "correct horse battery",
+        ))
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
+}
+
+async fn failure_rows(app: &support::TestApp) -> i64 {
+    use sqlx::Row;
+    sqlx::query("SELECT COUNT(*) AS n FROM login_failures")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+        .try_get("n")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn forty_parallel_password_guesses_get_at_most_five_password_checks() {
+    let app = spawn_app().await;
+    let guesses = (0..40).map(|i| {
+        app.raw(login_from(
+            "203.0.113.9",
+            "agent@test.example",
+            &format!("guess number {i}"),
+        ))
+    });
+    let statuses: Vec<StatusCode> = futures_util::future::join_all(guesses)
+        .await
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect();
+    let checked = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let throttled = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert!(
+        checked <= 5,
+        "{checked} guesses reached the hash: {statuses:?}"
+    );
+    assert_eq!(checked + throttled, 40, "{statuses:?}");
+    assert!(failure_rows(&app).await <= 5);
+}
+
+#[tokio::test]
+async fn a_stranger_guessing_a_staff_email_slows_their_own_address_but_never_locks_the_owner_out() {
+    let app = spawn_app().await;
+    // The stranger's address: five free failures, then growing waits.
+    for _ in 0..5 {
+        let (status, _) = app
+            .raw(login_from(
+                "198.51.100.66",
+                "agent@test.example",
+                "wrong guess",
+            ))
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        let response = app
+            .response(login_from(
+                "198.51.100.66",
+                "agent@test.example",
+                "wrong guess",
+            ))
+            .await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        let wait: i64 = response.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        waits.push(wait);
+        // Waited out, the next guess is checked (and fails), and the wait doubles.
+        app.clock.advance(time::Duration::seconds(wait));
+        let (status, _) = app
+            .raw(login_from(
+                "198.51.100.66",
+                "agent@test.example",
+                "wrong guess",
+            ))
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    assert!(
+        waits.windows(2).all(|w| w[1] > w[0]),
+        "the stranger's waits grow: {waits:?}"
+    );
+    // The owner, from their own address, logs in at once with the right password.
+    owner_logs_in(&app).await;
+}
+
+#[tokio::test]
+async fn guesses_from_many_addresses_slow_an_account_by_at_most_a_minute() {
+    let app = spawn_app().await;
+    for i in 0..30 {
+        app.raw(login_from(
+            &format!("198.51.100.{i}"),
+            "agent@test.example",
+            "wrong guess",
+        ))
+        .await;
+    }
+    app.clock.advance(time::Duration::seconds(61));
+    owner_logs_in(&app).await;
+}
+
+#[tokio::test]
+async fn changing_a_password_or_role_revokes_the_persons_sessions_and_tokens() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+    let (status, _) = app
+        .request("GET", "/api/v1/cases", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app::auth::upsert_staff(
+        &app.state.db,
+        "agent@test.example",
+        app::auth::StaffRole::Agent,
+        "a new long password",
+        0,
+    )
+    .await
+    .unwrap();
+    let (status, _) = app
+        .request("GET", "/api/v1/cases", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the old bearer token");
+    let (status, _) = app
+        .raw(
+            Request::get("/console")
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::SEE_OTHER,
+        "the old session goes to login"
+    );
+    let (status, _) = app
+        .request("GET", "/api/v1/cases", Some(&app.supervisor_token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "nobody else loses theirs");
+}
+
+/// A bodyless POST a hostile page can make a signed-in browser send.
+fn cross_site_post(path: &str, cookie: &str) -> Request<Body> {
+    Request::post(path)
+        .header("cookie", cookie)
+        .header("host", "desk.example")
+        .header("origin", "https://evil.example")
+        .body(Body::empty())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_cross_site_bodyless_post_riding_a_staff_cookie_is_refused() {
+    let mut app = spawn_app().await;
+    app.clock.advance(time::Duration::days(121));
+    app.renew_tokens().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    assert_eq!(case["status"], "escalated");
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+
+    for path in [
+        "/api/v1/reconcile".to_string(),
+        format!("/api/v1/cases/{case_id}/takeover"),
+    ] {
+        let (status, body) = app.raw(cross_site_post(&path, &cookie)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
+        let mut no_origin = cross_site_post(&path, &cookie);
+        no_origin.headers_mut().remove("origin");
+        let (status, body) = app.raw(no_origin).await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{path} without Origin: {body}"
+        );
+    }
+    assert_eq!(
+        app.case(case_id).await["status"],
+        "escalated",
+        "nothing changed"
+    );
+
+    // Our own pages: the same host in Origin, or the session's token in the header.
+    let mut same_site = cross_site_post("/api/v1/reconcile", &cookie);
+    same_site
+        .headers_mut()
+        .insert("origin", "http://desk.example".parse().unwrap());
+    let (status, body) = app.raw(same_site).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut with_token = cross_site_post(&format!("/api/v1/cases/{case_id}/takeover"), &cookie);
+    with_token
+        .headers_mut()
+        .insert("x-csrf-token", csrf.parse().unwrap());
+    let (status, body) = app.raw(with_token).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn the_run_events_api_hides_the_agents_decision_from_a_shadow_reviewer_who_has_not_decided() {
+    let mut app = spawn_app().await;
+    app.state.shadow_mode = true;
+    app.router = app::http::router(app.state.clone());
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let run = case["run_id"].as_str().unwrap();
+    let (status, body) = app
+        .request(
+            "GET",
+            &format!("/api/v1/runs/{run}/events"),
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(!body.to_string().contains("\"decision\""), "{body}");
+}
+
+#[tokio::test]
+async fn every_page_forbids_framing_sniffing_referrers_caching_and_inline_script() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.customer_cookie("C-100").await;
+    let (ticket_id, _) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (staff_cookie, _) = app.staff_session("agent@test.example").await;
+    for (path, cookie) in [
+        ("/console/login".to_string(), String::new()),
+        ("/console".to_string(), staff_cookie),
+        (format!("/tickets/{ticket_id}"), cookie),
+    ] {
+        let response = app
+            .response(
+                Request::get(&path)
+                    .header("cookie", cookie)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers().clone();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        let csp = header("content-security-policy");
+        let script_src = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .unwrap_or_default();
+        assert!(
+            csp.contains("frame-ancestors 'none'")
+                && script_src.contains("'self'")
+                && !script_src.contains("unsafe-inline"),
+            "{path}: {csp}"
+        );
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header("cache-control"), "no-store", "{path}");
+        assert!(header("strict-transport-security").is_empty(), "plain http");
+        let html = String::from_utf8(
+            axum::body::to_bytes(response.into_body(), 1 << 20)
+                .await
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(
+            !html.contains("<script>") && !html.contains("<script type"),
+            "{path} has inline script"
+        );
+    }
+    let (status, script) = app
+        .raw(
+            Request::get("/static/ticket.js")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        script.contains("setInterval"),
+        "the polling script is served"
+    );
+
+    let mut state = app.state.clone();
+    state.secure_cookies = true;
+    let response = app::http::router(state)
+        .oneshot(Request::get("/console/login").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let hsts = response.headers()["strict-transport-security"]
+        .to_str()
+        .unwrap();
+    assert!(hsts.contains("max-age="), "{hsts}");
+}
+
+/// Runs the `refund-agent` binary with `args` on `data_dir`; (success, stdout, stderr).
+fn refund_agent(data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("PAYMENTS_URL")
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .output()
+        .expect("the refund-agent binary runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn staff_hashes(data_dir: &std::path::Path) -> Vec<String> {
+    use sqlx::Row;
+    let db = app::store::Db::connect(&app::store::Db::sqlite_url(data_dir))
+        .await
+        .unwrap();
+    sqlx::query("SELECT password_hash FROM staff ORDER BY email")
+        .fetch_all(db.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.try_get("password_hash").unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passwords() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, stdout, stderr) = refund_agent(dir.path(), &["seed"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("agent@refund-desk.test") && stdout.contains("password"),
+        "what scripts capture is on stdout: {stdout}"
+    );
+    let before = staff_hashes(dir.path()).await;
+
+    let (ok, _, stderr) = refund_agent(dir.path(), &["seed"]);
+    assert!(!ok, "a second seed refuses");
+    assert!(stderr.contains("--reset-passwords"), "{stderr}");
+    assert_eq!(staff_hashes(dir.path()).await, before, "nothing rotated");
+
+    let (ok, _, stderr) = refund_agent(dir.path(), &["seed", "--reset-passwords"]);
+    assert!(ok, "{stderr}");
+    assert_ne!(staff_hashes(dir.path()).await, before, "asked for, rotated");
+
+    let (ok, link, stderr) = refund_agent(dir.path(), &["customer", "link", "C-100"]);
+    assert!(ok, "{stderr}");
+    let link = link.trim();
+    assert!(link.contains("/sign-in?link="), "alone on stdout: {link}");
+    let token = link.split("link=").nth(1).unwrap();
+    let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
+        .await
+        .unwrap();
+    let now = {
+        use app::clock::Clock;
+        app::clock::SystemClock.now_ms()
+    };
+    let customer = app::auth::redeem_sign_in_link(&db, token, now)
+        .await
+        .unwrap();
+    assert_eq!(customer.as_deref(), Some("C-100"));
+}
+
+#[tokio::test]
+async fn an_admin_unlocks_a_throttled_account_from_the_console_and_an_agent_may_not() {
+    let app = spawn_app().await;
+    app::auth::upsert_staff(
+        &app.state.db,
+        "admin@test.example",
+        app::auth::StaffRole::Admin,
+        "correct horse battery",
+        0,
+    )
+    .await
+    .unwrap();
+    for _ in 0..5 {
+        app.raw(login_from("192.0.2.10", "agent@test.example", "typo typo"))
+            .await;
+    }
+    let (status, _) = app
+        .raw(login_from(
+            "192.0.2.10",
+            "agent@test.example",
+            "correct horse battery",
+        ))
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+
+    let unlock = |cookie: &str, csrf: &str| {
+        Request::post("/console/staff/unlock")
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(format!("csrf={csrf}&email=agent@test.example")))
+            .unwrap()
+    };
+    let (agent_cookie, agent_csrf) = app.staff_session("agent@test.example").await;
+    let (status, _) = app.raw(unlock(&agent_cookie, &agent_csrf)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "admins only");
+
+    let (cookie, csrf) = app.staff_session("admin@test.example").await;
+    let (status, page) = app
+        .raw(
+            Request::get("/console/staff")
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("agent@test.example") && page.contains("Unlock"),
+        "{page}"
+    );
+    let (status, page) = app.raw(unlock(&cookie, &csrf)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("5 failed logins forgotten"), "{page}");
+    let (status, _) = app
+        .raw(login_from(
+            "192.0.2.10",
+            "agent@test.example",
+            "correct horse battery",
+        ))
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
+        .await
+        .unwrap();
+    app::auth::upsert_staff(
+        &db,
+        "ops@test.example",
+        app::auth::StaffRole::Agent,
+        "correct horse battery",
+        0,
+    )
+    .await
+    .unwrap();
+    let now = 1_800_000_000_000;
+    for _ in 0..5 {
+        app::auth::login(&db, "ops@test.example", "typo typo", "192.0.2.1", now)
+            .await
+            .unwrap();
+    }
+    let before = app::auth::login(
+        &db,
+        "ops@test.example",
+        "correct horse battery",
+        "192.0.2.1",
+        now,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(before, app::auth::LoginResult::Throttled { .. }),
+        "{before:?}"
+    );
+    let (ok, _, stderr) = refund_agent(
+        dir.path(),
+        &["staff", "unlock", "--email", "ops@test.example"],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("5 failed logins forgotten"), "{stderr}");
+    let after = app::auth::login(
+        &db,
+        "ops@test.example",
+        "correct horse battery",
+        "192.0.2.1",
+        now,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(after, app::auth::LoginResult::LoggedIn(_)),
+        "{after:?}"
+    );
+}
+
+#[tokio::test]
+async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_ones() {
+    use sqlx::Row;
+    let app = spawn_app().await;
+    let count = |table: &'static str| {
+        let db = app.state.db.clone();
+        async move {
+            sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table}"))
+                .fetch_one(db.pool())
+                .await
+                .unwrap()
+                .try_get::<i64, _>("n")
+                .unwrap()
+        }
+    };
+    let now = {
+        use app::clock::Clock;
+        app.clock.now_ms()
+    };
+    app.raw(login_from("192.0.2.10", "agent@test.example", "typo typo"))
+        .await;
+    app.sign_in_link("C-100", "/tickets").await;
+    let (old_session, _) = app.staff_session("agent@test.example").await;
+    assert_eq!(count("login_failures").await, 1);
+    assert_eq!(count("sign_in_links").await, 1);
+    // 13 hours on: the session (12 h), the link (15 min) and the failure (15 min) are
+    // dead; the 30-day API tokens live.
+    let later = now + 13 * 3600 * 1000;
+    let removed = app::auth::purge_expired(&app.state.db, later)
+        .await
+        .unwrap();
+    assert_eq!(removed, 3);
+    assert_eq!(count("login_failures").await, 0);
+    assert_eq!(count("sign_in_links").await, 0);
+    let token = old_session.trim_start_matches("rd_session=");
+    assert!(app::auth::resolve(&app.state.db, token, now)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(app::auth::resolve(&app.state.db, &app.agent_token, later)
+        .await
+        .unwrap()
+        .is_some());
 }

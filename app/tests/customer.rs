@@ -358,6 +358,228 @@ async fn the_page_forms_open_tickets_and_refuse_a_missing_csrf_token() {
     );
 }
 
+// ---------------------------------------------------------------------------------
+// Issue 16: links, cookies and oracles
+// ---------------------------------------------------------------------------------
+
+/// What the customer sees of a ticket: case status, status line and the last reply.
+async fn customer_view(app: &TestApp, customer: &str, ticket_id: &str) -> (String, String, String) {
+    let token = app.customer_token(customer).await;
+    let (status, ticket) = app
+        .request(
+            "GET",
+            &format!("/api/v1/tickets/{ticket_id}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{ticket}");
+    let last = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (
+        ticket["case"]["status"].as_str().unwrap().to_string(),
+        ticket["case"]["status_text"].as_str().unwrap().to_string(),
+        last,
+    )
+}
+
+#[tokio::test]
+async fn naming_another_customers_order_looks_exactly_like_naming_an_order_that_does_not_exist() {
+    let app = spawn_app().await;
+    let (theirs, theirs_case) = app
+        .open_ticket("C-100", "I was charged twice for order O-2001")
+        .await;
+    let (nobodys, _) = app
+        .open_ticket("C-100", "I was charged twice for order O-2999")
+        .await;
+    let seen_theirs = customer_view(&app, "C-100", &theirs).await;
+    let seen_nobodys = customer_view(&app, "C-100", &nobodys).await;
+    assert_eq!(seen_theirs, seen_nobodys, "RP-007: confirm or deny nothing");
+    let (cookie, _) = app.customer_cookie("C-100").await;
+    let page = |id: &str| {
+        Request::get(format!("/tickets/{id}"))
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let status_of = |html: &str| {
+        let start = html.find("id=\"case-status\"").expect("a status line");
+        html[start..start + html[start..].find("</span>").unwrap()].to_string()
+    };
+    let (_, theirs_page) = app.raw(page(&theirs)).await;
+    let (_, nobodys_page) = app.raw(page(&nobodys)).await;
+    assert_eq!(status_of(&theirs_page), status_of(&nobodys_page));
+    assert!(!theirs_page.contains("C-200") && !theirs_page.contains("specialist"));
+    // Inside, someone else's order still goes to a human.
+    assert_eq!(theirs_case["status"], "escalated", "{theirs_case:#}");
+}
+
+#[tokio::test]
+async fn a_link_carrying_an_api_token_signs_nobody_in() {
+    let app = spawn_app().await;
+    // An attacker's own token in a link a victim opens would sign the victim in as the
+    // attacker (login CSRF); links are never API tokens.
+    let token = app.customer_token("C-100").await;
+    for path in [
+        format!("/tickets?token={token}"),
+        format!("/tickets/tkt_x?token={token}"),
+    ] {
+        let response = app
+            .response(Request::get(&path).body(Body::empty()).unwrap())
+            .await;
+        assert!(
+            response.headers().get("set-cookie").is_none(),
+            "{path} set a cookie"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cross_site_withdrawal_riding_a_customer_cookie_is_refused() {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(case["status"], "awaiting_approval");
+    let (cookie, csrf) = app.customer_cookie("C-100").await;
+    let post = || {
+        Request::post(format!("/api/v1/tickets/{ticket_id}/withdraw"))
+            .header("cookie", cookie.clone())
+            .header("host", "desk.example")
+            .header("origin", "https://evil.example")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, body) = app.raw(post()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        app.case(case["id"].as_str().unwrap()).await["status"],
+        "awaiting_approval"
+    );
+    let mut ours = post();
+    ours.headers_mut()
+        .insert("x-csrf-token", csrf.parse().unwrap());
+    let (status, body) = app.raw(ours).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_customers_browser_session() {
+    let app = spawn_app().await;
+    let (cookie, csrf) = app.customer_cookie("C-100").await;
+    let response = app
+        .response(
+            Request::post("/sign-out")
+                .header("cookie", cookie.clone())
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(format!("csrf={csrf}")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+    let (status, _) = app
+        .raw(
+            Request::get("/tickets")
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the old cookie is dead");
+}
+
+fn link_token(link: &str) -> String {
+    link.split("link=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn sign_in_post(token: &str) -> Request<Body> {
+    Request::post("/sign-in")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(format!("link={token}&next=/tickets")))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_sign_in_link_signs_in_once_and_is_never_an_api_token() {
+    let app = spawn_app().await;
+    let token = link_token(&app.sign_in_link("C-100", "/tickets").await);
+    let (status, _) = app
+        .request("GET", "/api/v1/tickets", Some(&token), None)
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a link is not a bearer token"
+    );
+    // Opening the page (a GET, as link scanners do) uses nothing up.
+    for _ in 0..2 {
+        let (status, page) = app
+            .raw(
+                Request::get(format!("/sign-in?link={token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("method=\"post\""), "{page}");
+    }
+    let first = app.response(sign_in_post(&token)).await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    assert!(first.headers().get("set-cookie").is_some());
+    let again = app.response(sign_in_post(&token)).await;
+    assert_eq!(again.status(), StatusCode::UNAUTHORIZED, "single use");
+    assert!(again.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_sign_in_link_expires_after_fifteen_minutes() {
+    let app = spawn_app().await;
+    let token = link_token(&app.sign_in_link("C-100", "/tickets").await);
+    app.clock
+        .advance(time::Duration::minutes(15) + time::Duration::seconds(1));
+    let response = app.response(sign_in_post(&token)).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(response.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_sign_in_form_posted_from_another_site_signs_nobody_in() {
+    let app = spawn_app().await;
+    // The attacker's own link, auto-posted from their page to a victim's browser.
+    let token = link_token(&app.sign_in_link("C-200", "/tickets").await);
+    for (name, value) in [
+        ("origin", "https://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let mut request = sign_in_post(&token);
+        request
+            .headers_mut()
+            .insert("host", "desk.example".parse().unwrap());
+        request.headers_mut().insert(name, value.parse().unwrap());
+        let response = app.response(request).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{name}");
+        assert!(response.headers().get("set-cookie").is_none(), "{name}");
+    }
+    // From our own page the same link still works: the refusals used nothing up.
+    let mut ours = sign_in_post(&token);
+    ours.headers_mut()
+        .insert("host", "desk.example".parse().unwrap());
+    ours.headers_mut()
+        .insert("origin", "https://desk.example".parse().unwrap());
+    let response = app.response(ours).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+}
+
 /// A Japanese cancellation within the JP cooling-off period (RP-002 §1: 8 days).
 const JA_CANCELLATION: &str =
     "年間プランを申し込みましたが、使わないことにしました。注文の取消と返金をお願いします。";

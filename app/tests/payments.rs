@@ -1110,3 +1110,88 @@ async fn the_periodic_pass_runs_at_most_every_thirty_seconds_of_the_app_clock() 
         .unwrap()
         .is_none());
 }
+
+// ---------------------------------------------------------------------------------
+// Issue 16: a webhook never decides by its own word; no public secret in production
+// ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_signed_webhook_claiming_success_while_the_provider_cannot_be_read_moves_no_money_state()
+{
+    let app = spawn_app().await;
+    pending_refund_profile(&app).await;
+    let case = approve_in(app).await;
+    refunds::execute_case(&case.app.state, &case.case_id)
+        .await
+        .unwrap();
+    let intent = case.intent().await;
+    assert_eq!(intent.status, "pending");
+    let refund_id = intent.provider_refund_id.clone().unwrap();
+    // Whoever holds the secret claims the (unsettled) refund succeeded, while reading
+    // the refund back from the provider fails.
+    case.install_faults(json!([{"mode": "fail_before_commit", "status": 503,
+        "method": "GET", "path": "/v1/refunds/*"}]))
+        .await;
+    let body = json!({
+        "id": "evt_forged_success", "object": "event", "type": "refund.updated",
+        "data": {"object": {"id": refund_id, "object": "refund", "amount": 19800, "charge": CHARGE,
+            "currency": "cny", "status": "succeeded", "created": 0,
+            "metadata": {"refund_intent_id": intent.id}}},
+        "request": {"id": null, "idempotency_key": null}
+    })
+    .to_string();
+    let now = {
+        use app::clock::Clock;
+        case.app.clock.now_ms() / 1000
+    };
+    let (status, text) = case.app.raw(signed(&body, SECRET, now)).await;
+    assert!(
+        !status.is_success(),
+        "non-2xx, so the provider retries: {status} {text}"
+    );
+    assert_eq!(case.intent().await.status, "pending");
+    assert_eq!(case.case_status().await, "refund_pending");
+    assert!(!case.last_reply().await.contains("has been completed"));
+    assert_eq!(webhook_event_rows(&case).await, 0, "left for the retry");
+
+    // The provider's retry, once it can be read: its own record (still pending) wins.
+    case.clear_faults().await;
+    let (status, text) = case.app.raw(signed(&body, SECRET, now)).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert_eq!(case.intent().await.status, "pending");
+    assert_eq!(case.case_status().await, "refund_pending");
+}
+
+#[tokio::test]
+async fn serve_against_a_real_provider_refuses_to_start_with_the_public_default_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env("PAYMENTS_URL", "http://127.0.0.1:9")
+        .env("PAYMENTS_API_KEY", "sk_live_from_the_vault")
+        .env_remove("PAYMENTS_WEBHOOK_SECRET")
+        .env_remove("DATABASE_URL")
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let status = status.unwrap_or_else(|| panic!("serve started: {stderr}"));
+    assert!(!status.success());
+    assert!(stderr.contains("PAYMENTS_WEBHOOK_SECRET"), "{stderr}");
+}

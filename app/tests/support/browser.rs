@@ -94,6 +94,14 @@ impl Browser {
     }
 
     /// The element matching `css`, or `None`.
+    /// Opens a sign-in link (`{base}{link}`) and presses its button, as a customer
+    /// does; waits until it lands on `next` and returns the address.
+    pub async fn sign_in(&self, base: &str, link: &str, next: &str) -> String {
+        self.goto(&format!("{base}{link}")).await;
+        self.click("#sign-in").await;
+        self.wait_for_url_ending(next).await
+    }
+
     pub async fn find(&self, css: &str) -> Option<String> {
         let v = self
             .call(

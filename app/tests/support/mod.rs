@@ -162,6 +162,11 @@ impl TestApp {
         (status, value)
     }
 
+    /// Sends a request through the router and returns the whole response (headers too).
+    pub async fn response(&self, request: Request<Body>) -> axum::response::Response {
+        self.router.clone().oneshot(request).await.unwrap()
+    }
+
     pub async fn raw(&self, request: Request<Body>) -> (StatusCode, String) {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
@@ -207,16 +212,37 @@ impl TestApp {
         (format!("rd_session={token}"), csrf.unwrap())
     }
 
-    /// Follows a ticket link (`/tickets?token=…`) as a browser would and returns the
-    /// session cookie (`rd_customer=…`) it sets, and the CSRF token of that session.
+    /// A single-use sign-in link's path for a customer (`/sign-in?link=…`), as
+    /// `refund-agent customer link` prints it, leading to `next` once used.
+    pub async fn sign_in_link(&self, customer_id: &str, next: &str) -> String {
+        let token = auth::issue_sign_in_link(&self.state.db, customer_id, clock_ms(&self.clock))
+            .await
+            .unwrap();
+        format!("/sign-in?link={token}&next={next}")
+    }
+
+    /// Signs in through a link as a browser would (the page, then its form's POST) and
+    /// returns the session cookie (`rd_customer=…`) it sets, and the CSRF token of that
+    /// session.
     pub async fn customer_cookie(&self, customer_id: &str) -> (String, String) {
-        let token = self.customer_token(customer_id).await;
+        let link = self.sign_in_link(customer_id, "/tickets").await;
+        let (status, page) = self
+            .raw(Request::get(&link).body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let token = link
+            .split("link=")
+            .nth(1)
+            .and_then(|rest| rest.split('&').next())
+            .unwrap();
+        assert!(page.contains(token), "the page posts the link back: {page}");
         let response = self
             .router
             .clone()
             .oneshot(
-                Request::get(format!("/tickets?token={token}"))
-                    .body(Body::empty())
+                Request::post("/sign-in")
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(Body::from(format!("link={token}&next=/tickets")))
                     .unwrap(),
             )
             .await

@@ -1,0 +1,35 @@
+// The ticket page's live status, served as a file so the Content-Security-Policy can
+// forbid inline script (issue 16). The page names its JSON in data-ticket-url.
+// Live status: poll the ticket's JSON and redraw the status and the conversation.
+(function () {
+  const url = document.getElementById("messages").dataset.ticketUrl;
+  const statusEl = document.getElementById("case-status");
+  const messagesEl = document.getElementById("messages");
+  let last = messagesEl.querySelectorAll(".msg").length;
+  async function poll() {
+    try {
+      const resp = await fetch(url, { credentials: "same-origin", headers: { accept: "application/json" } });
+      if (!resp.ok) return;
+      const t = await resp.json();
+      if (t.case && statusEl) { statusEl.textContent = t.case.status_text; statusEl.dataset.status = t.case.status; }
+      const refunds = document.getElementById("refunds");
+      if (t.case && refunds) {
+        refunds.replaceChildren(...t.case.refunds.map(r => {
+          const tr = document.createElement("tr");
+          const a = document.createElement("td"); a.textContent = r.amount + " " + r.currency;
+          const b = document.createElement("td"); b.textContent = r.status_text; b.dataset.refundStatus = r.status;
+          tr.append(a, b); return tr;
+        }));
+      }
+      if (t.messages.length !== last) {
+        last = t.messages.length;
+        messagesEl.replaceChildren(...t.messages.map(m => {
+          const div = document.createElement("div"); div.className = "msg " + m.author;
+          const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author_label + " · " + m.at;
+          div.append(meta, document.createTextNode(m.body)); return div;
+        }));
+      }
+    } catch (e) { /* offline: try again at the next tick */ }
+  }
+  setInterval(poll, 2000);
+})();
