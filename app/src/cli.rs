@@ -158,7 +158,7 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn".into()),
+                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
