@@ -103,6 +103,17 @@ def expected_content(tool, content, case_id):
     return False
 
 
+async def measure(surface, client, ticket_id, calls=20):
+    """Prints the median and slowest latency of a bounded number of list_charges calls."""
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await client.call_tool("list_charges", {"ticket_id": ticket_id, "order_id": "O-1001"})
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    print(f"      {surface}: list_charges over {calls} calls: median {times[calls // 2]:.1f} ms, max {times[-1]:.1f} ms")
+
+
 async def exercise(surface, client, ticket_id, case_id):
     """Lists and calls every tool over one connected client."""
     check(f"{surface}: the current stable revision", client.protocol_version == CURRENT_REVISION, client.protocol_version)
@@ -133,6 +144,7 @@ async def exercise(surface, client, ticket_id, case_id):
             good = False
             content = {"unexpected": repr(e), "content": content}
         check(f"{surface}: {tool} reads the seeded world", good, json.dumps(content)[:400])
+    await measure(surface, client, ticket_id)
     unknown = await client.call_tool("get_customer", {"ticket_id": "tkt_no_such_ticket"})
     error = unknown.structured_content or {}
     check(
