@@ -553,7 +553,8 @@ pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer(parts: &Parts) -> Option<&str> {
     parts
         .headers
         .get(axum::http::header::AUTHORIZATION)?

@@ -93,6 +93,9 @@ enum Command {
         #[command(subcommand)]
         command: CustomerCommand,
     },
+    /// The read-only investigation tools over MCP on stdio, for the staff member whose
+    /// bearer token is in REFUND_DESK_TOKEN.
+    Mcp,
 }
 
 #[derive(Subcommand)]
@@ -167,7 +170,7 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn".into()),
+                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -284,6 +287,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Policy { command } => policy(&config, command).await,
+        Command::Mcp => {
+            let (url, mock) = provider(&config).await?;
+            let state = state(&config, &url).await?;
+            let token = std::env::var(crate::mcp::TOKEN_ENV).ok();
+            let served = crate::mcp::serve_stdio(state, token.as_deref()).await;
+            if let Some(m) = mock {
+                m.shutdown().await;
+            }
+            served
+        }
         Command::Reconcile => {
             let (url, mock) = provider(&config).await?;
             let state = state(&config, &url).await?;

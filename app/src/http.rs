@@ -114,11 +114,13 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
+        .merge(crate::mcp::routes(&state))
         .fallback(not_found);
     let hsts = state.secure_cookies;
     let router = Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(healthz))
+        .merge(crate::mcp::routes(&state))
         .merge(crate::pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .with_state(state);

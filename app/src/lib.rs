@@ -19,6 +19,7 @@ pub mod error;
 pub mod evals;
 pub mod generate;
 pub mod http;
+pub mod mcp;
 pub mod pages;
 pub mod payments;
 pub mod policies;

@@ -773,13 +773,13 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains(r#"<html lang="ja">"#)
-            && html.contains("ログイン")
+            && html.contains("サインイン")
             && html.contains("続ける"),
         "{html}"
     );
     let (_, html) = app.raw(get(&link, "zh-CN,zh;q=0.9")).await;
     assert!(
-        html.contains("登录") && !html.contains("ログイン"),
+        html.contains("登录") && !html.contains("サインイン"),
         "{html}"
     );
     let (_, html) = app.raw(get(&link, "fr-FR,fr;q=0.9")).await;
@@ -796,5 +796,5 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
     );
     let (status, html) = app.raw(get("/sign-in", "ja")).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(html.contains("ログアウトしました"), "{html}");
+    assert!(html.contains("サインアウトしました"), "{html}");
 }

@@ -63,12 +63,17 @@ pub fn declarations() -> Vec<ToolDeclaration> {
     ]
 }
 
-fn error(code: &str, hint: &str) -> ToolOutcome {
+/// A structured tool error: what went wrong, a hint the caller can act on, and whether
+/// the same call may succeed if tried again (only a transient failure may).
+pub fn error(code: &str, hint: &str) -> ToolOutcome {
     ToolOutcome {
         ok: false,
-        content: json!({ "error": code, "hint": hint }),
+        content: json!({ "error": code, "hint": hint, "retryable": code == UNAVAILABLE }),
     }
 }
+
+/// The error code of a transient failure (the provider or the index did not answer).
+const UNAVAILABLE: &str = "unavailable";
 
 /// Checks arguments against the declaration's schema (the subset the declarations use:
 /// an object of string properties, required names, no extra properties, maxLength, enum).
@@ -167,10 +172,11 @@ fn ok(content: Value) -> ToolResult {
     Ok(ToolOutcome { ok: true, content })
 }
 
-fn internal(e: impl std::fmt::Display) -> ToolOutcome {
+/// A transient failure (logged): the `unavailable` error, retryable.
+pub fn internal(e: impl std::fmt::Display) -> ToolOutcome {
     tracing::warn!(error = %e, "tool failed");
     error(
-        "unavailable",
+        UNAVAILABLE,
         "a transient failure; you may try the same call again",
     )
 }
