@@ -1181,12 +1181,14 @@ async fn phase_http(
         .context("seed creates the demo agent")?;
     let (staff_token, _) = app::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
     let mut customer_tokens = Vec::new();
+    let mut sign_in_links = Vec::new();
     for (customer, _) in &messages {
         customer_tokens.push(
             app::auth::issue_token(&store, "api", "customer", customer, now)
                 .await?
                 .0,
         );
+        sign_in_links.push(app::auth::issue_sign_in_link(&store, customer, now).await?);
     }
     store.close().await;
 
@@ -1196,6 +1198,7 @@ async fn phase_http(
         settings,
         &messages,
         &customer_tokens,
+        &sign_in_links,
         &staff_token,
         backend,
         report,
@@ -1218,6 +1221,7 @@ async fn http_load(
     settings: &Settings,
     messages: &[(String, String)],
     customer_tokens: &[String],
+    sign_in_links: &[String],
     staff_token: &str,
     backend: &Backend,
     report: &mut Report,
@@ -1275,11 +1279,13 @@ async fn http_load(
     }
     let serve_investigation = started.elapsed();
 
-    // Customer sessions: follow the ticket link once each, keep the cookie.
+    // Customer sessions: use each sign-in link once (the page's POST), keep the cookie.
     let mut cookies = Vec::new();
-    for ((ticket_id, _), token) in tickets.iter().zip(customer_tokens) {
+    for ((ticket_id, _), link) in tickets.iter().zip(sign_in_links) {
+        let next = format!("/tickets/{ticket_id}");
         let resp = client
-            .get(format!("{}/tickets/{ticket_id}?token={token}", server.base))
+            .post(format!("{}/sign-in", server.base))
+            .form(&[("link", link.as_str()), ("next", next.as_str())])
             .send()
             .await?;
         let cookie = resp
@@ -1287,7 +1293,7 @@ async fn http_load(
             .get("set-cookie")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(';').next())
-            .context("the ticket link sets a session cookie")?
+            .context("a sign-in link sets a session cookie")?
             .to_string();
         cookies.push(cookie);
     }
