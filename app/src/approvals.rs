@@ -13,6 +13,7 @@ use crate::auth::{constant_time_eq, Principal, Staff};
 use crate::cases::{self, CaseStatus, CaseView};
 use crate::error::{AppError, AppResult};
 use crate::http::{ApiJson, AppState};
+use crate::replies::{self, Language};
 use crate::store::new_id;
 use crate::world::parse_plain;
 
@@ -148,12 +149,8 @@ pub async fn decide(
                 .bind(&case.ticket_id)
                 .fetch_one(&mut *tx)
                 .await?;
-            let reply = if language == "zh" {
-                "经过我们团队的审核，这笔退款未获批准。如果您有更多信息，请直接在此回复。"
-            } else {
-                "After review by our team, this refund was not approved. If you have more information, reply here."
-            };
-            crate::tickets::append_message(&mut tx, &case.ticket_id, "agent", reply, now).await?;
+            let reply = replies::rejection_reply(Language::from_stored(&language));
+            crate::tickets::append_message(&mut tx, &case.ticket_id, "agent", &reply, now).await?;
             crate::audit::record(
                 &mut tx,
                 &staff.id,

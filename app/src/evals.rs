@@ -403,9 +403,9 @@ pub struct Expect {
     pub provider_refunds: Vec<ExpectedProviderRefund>,
     #[serde(default)]
     pub required_role: Option<String>,
-    /// `en` or `zh`: the language of the ticket and its replies.
+    /// `en`, `zh` or `ja`: the language of the ticket and its replies.
     #[serde(default)]
-    pub language: Option<String>,
+    pub language: Option<crate::replies::Language>,
     /// Phrases the final reply must contain / must not contain.
     #[serde(default)]
     pub reply_contains: Vec<String>,
@@ -1551,20 +1551,31 @@ fn truth_of(provider_status: &str) -> &'static str {
     }
 }
 
-/// Which statuses a customer reply claims, by RP-005's phrases (English and Chinese).
+/// Which statuses a customer reply claims, by RP-005's phrases (English, Chinese and
+/// Japanese; `replies` words every other Japanese sentence so that none contains these).
 fn claims_of(reply: &str) -> BTreeSet<&'static str> {
     let mut claims = BTreeSet::new();
     let has = |needles: &[&str]| needles.iter().any(|n| reply.contains(n));
-    if has(&["has been completed", "已由支付机构完成", "已完成"]) {
+    if has(&[
+        "has been completed",
+        "已由支付机构完成",
+        "已完成",
+        "決済事業者で完了",
+        "は完了しました",
+    ]) {
         claims.insert("completed");
     }
-    if has(&["has been submitted", "已提交"]) {
+    if has(&["has been submitted", "已提交", "申請しました", "は申請済み"]) {
         claims.insert("submitted");
     }
-    if has(&["being verified", "核实中"]) {
+    if has(&["being verified", "核实中", "確認しています"]) {
         claims.insert("being_verified");
     }
-    if has(&["could not be completed", "未能由支付机构完成"]) {
+    if has(&[
+        "could not be completed",
+        "未能由支付机构完成",
+        "完了しませんでした",
+    ]) {
         claims.insert("not_completed");
     }
     claims
@@ -2091,17 +2102,15 @@ async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<AttemptResult> 
             failures.push(format!("the reply contains {phrase:?}: {reply:?}"));
         }
     }
-    if let Some(lang) = &expect.language {
+    if let Some(lang) = expect.language {
         if ticket["language"].as_str() != Some(lang.as_str()) {
             failures.push(format!(
                 "the ticket's language is {}, expected {lang}",
                 ticket["language"]
             ));
         }
-        let han = reply
-            .chars()
-            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
-        if (lang == "zh") != han {
+        // Told apart by script: kana only in Japanese, Han without kana in Chinese.
+        if crate::tickets::detect_language(&reply, None) != lang {
             failures.push(format!("the reply is not in {lang}: {reply:?}"));
         }
     }

@@ -20,6 +20,7 @@ use crate::cases::{self, CaseStatus, CaseView};
 use crate::error::AppError;
 use crate::http::AppState;
 use crate::refunds::RefundView;
+use crate::replies::{self, Language, PageText};
 use crate::tickets::{self, MessageView, TicketView};
 use crate::world::{parse_plain, serde_plain};
 
@@ -155,8 +156,8 @@ fn with_status(status: StatusCode, mut page: Response) -> Response {
 #[template(path = "ticket.html")]
 struct TicketPage {
     ticket: TicketView,
-    lang: String,
-    zh: bool,
+    lang: Language,
+    t: &'static PageText,
     csrf: String,
     error: Option<String>,
 }
@@ -165,6 +166,8 @@ struct TicketPage {
 #[template(path = "tickets.html")]
 struct TicketListPage {
     tickets: Vec<TicketView>,
+    lang: Language,
+    t: &'static PageText,
     csrf: String,
     error: Option<String>,
 }
@@ -224,16 +227,30 @@ async fn tickets_page(
 async fn ticket_list_response(
     state: &AppState,
     session: &CustomerSession,
-    error: Option<String>,
+    error: Option<&AppError>,
 ) -> Response {
+    let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
+        Ok(lang) => lang,
+        Err(e) => return e.into_response(),
+    };
     match tickets::customer_tickets(state, &session.customer_id).await {
         Ok(list) => render(&TicketListPage {
             tickets: list,
+            lang,
+            t: replies::page_text(lang),
             csrf: session.csrf_token.clone(),
-            error,
+            error: error.map(|e| replies::page_error(lang, e)),
         }),
         Err(e) => e.into_response(),
     }
+}
+
+/// The 404 of a ticket the customer may not see, in the customer's language.
+async fn ticket_not_found_page(state: &AppState, session: &CustomerSession) -> Response {
+    let lang = tickets::customer_language(&state.db, &session.customer_id)
+        .await
+        .unwrap_or(Language::En);
+    error_page(StatusCode::NOT_FOUND, replies::ticket_not_found(lang))
 }
 
 #[derive(Deserialize)]
@@ -261,7 +278,7 @@ async fn new_ticket_submit(
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
         Err(e) => with_status(
             e.status(),
-            ticket_list_response(&state, &session, Some(e.public_message())).await,
+            ticket_list_response(&state, &session, Some(&e)).await,
         ),
     }
 }
@@ -284,23 +301,20 @@ async fn ticket_page_response(
     state: &AppState,
     session: &CustomerSession,
     id: &str,
-    error: Option<String>,
+    error: Option<&AppError>,
 ) -> Response {
     let ticket = match tickets::visible_ticket(state, &session.principal(), id).await {
         Ok(t) => t,
-        Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+        Err(_) => return ticket_not_found_page(state, session).await,
     };
     match tickets::ticket_view(state, &ticket).await {
-        Ok(view) => {
-            let zh = view.language == "zh";
-            render(&TicketPage {
-                lang: view.language.clone(),
-                zh,
-                ticket: view,
-                csrf: session.csrf_token.clone(),
-                error,
-            })
-        }
+        Ok(view) => render(&TicketPage {
+            lang: view.language,
+            t: replies::page_text(view.language),
+            error: error.map(|e| replies::page_error(view.language, e)),
+            ticket: view,
+            csrf: session.csrf_token.clone(),
+        }),
         Err(e) => e.into_response(),
     }
 }
@@ -327,10 +341,10 @@ async fn message_submit(
     };
     match result {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
-        Err(AppError::NotFound(_)) => error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+        Err(AppError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
         Err(e) => with_status(
             e.status(),
-            ticket_page_response(&state, &session, &id, Some(e.public_message())).await,
+            ticket_page_response(&state, &session, &id, Some(&e)).await,
         ),
     }
 }
@@ -347,11 +361,11 @@ async fn withdraw_submit(
     };
     let ticket = match tickets::visible_ticket(&state, &session.principal(), &id).await {
         Ok(t) => t,
-        Err(_) => return error_page(StatusCode::NOT_FOUND, "Ticket not found."),
+        Err(_) => return ticket_not_found_page(&state, &session).await,
     };
     match tickets::withdraw(&state, &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
-        Err(e) => ticket_page_response(&state, &session, &id, Some(e.public_message())).await,
+        Err(e) => ticket_page_response(&state, &session, &id, Some(&e)).await,
     }
 }
 

@@ -952,7 +952,8 @@ pub async fn settle_case_status_tx(
             .await?
             .try_get("language")?;
         let views = customer_refunds_tx(tx, case_id).await?;
-        let reply = crate::replies::refund_reply(&language, &views);
+        let language = crate::replies::Language::from_stored(&language);
+        let reply = crate::replies::refund_reply(language, &views);
         tickets::append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
     }
     if let Some(run_id) = &case.run_id {

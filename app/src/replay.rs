@@ -405,11 +405,17 @@ pub fn live_ticket(h: &HistoricalTicket) -> Ticket {
         .find(|m| m.from == "customer")
         .map(|m| m.text.as_str())
         .unwrap_or_default();
+    let region = h
+        .world
+        .customers
+        .iter()
+        .find(|c| c.id == h.customer_id)
+        .map(|c| c.region);
     Ticket {
         id: h.id.clone(),
         customer_id: h.customer_id.clone(),
         order_id: h.order_id.clone(),
-        language: detect_language(first).to_string(),
+        language: detect_language(first, region),
         created_at: crate::clock::to_ms(h.created_at),
     }
 }

@@ -19,6 +19,7 @@ use crate::cases::{self, Case, CaseStatus, CaseView};
 use crate::error::{AppError, AppResult};
 use crate::http::{ApiJson, AppState};
 use crate::replay::{CaseOutcome, CaseVerdict, RefundRecord};
+use crate::replies::{self, HandDecision};
 use crate::store::Tx;
 use crate::tickets::{self, Ticket};
 use crate::world::{parse_plain, serde_plain};
@@ -69,12 +70,8 @@ pub async fn hand_to_reviewer(
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    let reply = if ticket.language == "zh" {
-        "我们的团队成员会审核您的请求，并尽快回复您。"
-    } else {
-        "A member of our team will review your request and get back to you shortly."
-    };
-    tickets::append_message(tx, &ticket.id, "agent", reply, now).await?;
+    let reply = replies::shadow_review_reply(ticket.language);
+    tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
     crate::audit::record(
         tx,
         "agent",
@@ -219,7 +216,7 @@ pub async fn decide_by_hand(
             "another reviewer already decided this case",
         ));
     }
-    let zh = ticket.language == "zh";
+    let lang = ticket.language;
     match (manual.outcome, allowed) {
         (CaseOutcome::Refund, Some((facts, decision))) => {
             let evidence_hash = crate::workflow::evidence_hash(&facts);
@@ -284,30 +281,21 @@ pub async fn decide_by_hand(
                 .map(|r| r.amount.to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
-            let reply = if zh {
-                format!("我们已审核您的请求，{amounts} 的退款正在等待批准。退款一经提交，我们会立即通知您。")
-            } else {
-                format!("We reviewed your request; a refund of {amounts} is awaiting approval. We will tell you as soon as it is submitted.")
-            };
+            let reply = replies::hand_decision_reply(
+                lang,
+                HandDecision::AwaitingApproval { amounts: &amounts },
+            );
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
         }
         (CaseOutcome::NoRefund, _) => {
             cases::transition(&mut tx, &case, CaseStatus::Denied, now).await?;
-            let reply = if zh {
-                "我们已审核您的请求，很遗憾这笔购买不符合我们退款政策的退款条件。"
-            } else {
-                "We reviewed your request. Unfortunately it is not eligible for a refund under our refund policy."
-            };
-            tickets::append_message(&mut tx, &ticket.id, "staff", reply, now).await?;
+            let reply = replies::hand_decision_reply(lang, HandDecision::NotEligible);
+            tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
         }
         (CaseOutcome::RequestInfo, _) => {
             cases::transition(&mut tx, &case, CaseStatus::AwaitingCustomer, now).await?;
-            let reply = if zh {
-                "为了继续处理，请告诉我们您指的是哪一个订单（例如订单号）。"
-            } else {
-                "To go on, please tell us which order this is about (for example its order number)."
-            };
-            tickets::append_message(&mut tx, &ticket.id, "staff", reply, now).await?;
+            let reply = replies::hand_decision_reply(lang, HandDecision::RequestInfo);
+            tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
         }
         (CaseOutcome::Escalate, _) | (CaseOutcome::Refund, None) => {
             let done = sqlx::query("UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")

@@ -6,6 +6,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use policy_engine::Region;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -15,6 +16,7 @@ use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::http::{ApiJson, AppState};
 use crate::refunds;
+use crate::replies::{self, Language, WithdrawalReply};
 use crate::store::{new_id, Tx};
 
 /// Longest message a customer may send, in characters.
@@ -51,10 +53,18 @@ pub struct TicketView {
     pub id: String,
     pub customer_id: String,
     pub order_id: Option<String>,
-    pub language: String,
+    pub language: Language,
     pub created_at: String,
-    pub messages: Vec<MessageView>,
+    pub messages: Vec<CustomerMessageView>,
     pub case: Option<CustomerCaseView>,
+}
+
+/// A message on the customer's side, with its author named in the ticket's language.
+#[derive(Debug, Serialize)]
+pub struct CustomerMessageView {
+    #[serde(flatten)]
+    pub message: MessageView,
+    pub author_label: &'static str,
 }
 
 /// What a customer may know about their case: status and refunds, nothing internal.
@@ -63,7 +73,15 @@ pub struct CustomerCaseView {
     pub id: String,
     pub status: String,
     pub status_text: String,
-    pub refunds: Vec<refunds::CustomerRefundView>,
+    pub refunds: Vec<CustomerRefundLine>,
+}
+
+/// A refund on the customer's side, with its status in the ticket's language.
+#[derive(Debug, Serialize)]
+pub struct CustomerRefundLine {
+    #[serde(flatten)]
+    pub refund: refunds::CustomerRefundView,
+    pub status_text: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -71,7 +89,7 @@ pub struct Ticket {
     pub id: String,
     pub customer_id: String,
     pub order_id: Option<String>,
-    pub language: String,
+    pub language: Language,
     pub created_at: i64,
 }
 
@@ -91,16 +109,64 @@ pub fn validate_message(text: &str) -> AppResult<String> {
     Ok(text.replace('\u{0}', ""))
 }
 
-/// `zh` when the text has Han characters, else `en`: replies follow the customer.
-pub fn detect_language(text: &str) -> &'static str {
-    if text
-        .chars()
-        .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c))
-    {
-        "zh"
+/// The language replies to this text are written in (they follow the customer):
+///
+/// - any kana (Hiragana, Katakana, half-width Katakana) is Japanese: Chinese is never
+///   written with kana, Japanese almost always is;
+/// - Han without kana is Chinese, except from a customer of the JP region, for whom it
+///   is Japanese: short Japanese complaints are often all kanji (`二重請求`, `返金希望`),
+///   a JP customer is far more likely to write Japanese than Chinese, and a Chinese
+///   reader still follows a kanji-heavy Japanese reply better than a Japanese reader
+///   follows a Chinese one;
+/// - anything else is English, the fallback for every other language (issue 15).
+pub fn detect_language(text: &str, region: Option<Region>) -> Language {
+    let han =
+        |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
+    // The Katakana block without U+30FB `・`, a middle dot Chinese text also uses
+    // between the parts of foreign names.
+    let kana = |c: char| {
+        ('\u{3041}'..='\u{309f}').contains(&c)
+            || (('\u{30a1}'..='\u{30ff}').contains(&c) && c != '\u{30fb}')
+            || ('\u{31f0}'..='\u{31ff}').contains(&c)
+            || ('\u{ff66}'..='\u{ff9f}').contains(&c)
+    };
+    if text.chars().any(kana) {
+        Language::Ja
+    } else if text.chars().any(han) {
+        match region {
+            Some(Region::JP) => Language::Ja,
+            _ => Language::Zh,
+        }
     } else {
-        "en"
+        Language::En
     }
+}
+
+/// The language a customer's pages are in when no ticket decides it (their ticket
+/// list): that of their newest ticket, else their region's.
+pub async fn customer_language(db: &crate::store::Db, customer_id: &str) -> AppResult<Language> {
+    let newest: Option<String> = sqlx::query_scalar(
+        "SELECT language FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 1",
+    )
+    .bind(customer_id)
+    .fetch_optional(db.reader())
+    .await?;
+    if let Some(code) = newest {
+        return Ok(Language::from_stored(&code));
+    }
+    Ok(customer_region(db, customer_id)
+        .await?
+        .map_or(Language::En, Language::of_region))
+}
+
+/// A customer's region, `None` for an unknown customer or a region this build does not
+/// know.
+async fn customer_region(db: &crate::store::Db, customer_id: &str) -> AppResult<Option<Region>> {
+    let region: Option<String> = sqlx::query_scalar("SELECT region FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(region.and_then(|r| r.parse().ok()))
 }
 
 /// Refuses a customer who is flooding us (429), counting across all their tickets.
@@ -154,11 +220,13 @@ pub async fn create_ticket(
         other => other,
     };
     let now = state.clock.now_ms();
+    // Read before the transaction: on SQLite the pool has one writer connection.
+    let region = customer_region(&state.db, customer_id).await?;
     let ticket = Ticket {
         id: new_id("tkt"),
         customer_id: customer_id.to_string(),
         order_id,
-        language: detect_language(&message).to_string(),
+        language: detect_language(&message, region),
         created_at: now,
     };
     let mut tx = state.db.begin().await?;
@@ -173,7 +241,7 @@ pub async fn create_ticket(
         .bind(&ticket.id)
         .bind(&ticket.customer_id)
         .bind(&ticket.order_id)
-        .bind(&ticket.language)
+        .bind(ticket.language.as_str())
         .bind(now)
         .execute(&mut *tx)
         .await?;
@@ -221,7 +289,7 @@ pub async fn load_ticket(db: &crate::store::Db, ticket_id: &str) -> AppResult<Op
             id: r.try_get("id")?,
             customer_id: r.try_get("customer_id")?,
             order_id: r.try_get("order_id")?,
-            language: r.try_get("language")?,
+            language: Language::from_stored(&r.try_get::<String, _>("language")?),
             created_at: r.try_get("created_at")?,
         })
     })
@@ -270,10 +338,16 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketV
             let refunds = refunds::customer_refunds(&state.db, &c.id).await?;
             let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
             Some(CustomerCaseView {
-                status_text: crate::replies::status_text(&ticket.language, status, &refunds),
+                status_text: replies::status_text(ticket.language, status, &refunds),
                 id: c.id,
                 status: status.as_str().to_string(),
-                refunds,
+                refunds: refunds
+                    .into_iter()
+                    .map(|refund| CustomerRefundLine {
+                        status_text: replies::refund_status_text(ticket.language, &refund.status),
+                        refund,
+                    })
+                    .collect(),
             })
         }
         None => None,
@@ -282,9 +356,16 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketV
         id: ticket.id.clone(),
         customer_id: ticket.customer_id.clone(),
         order_id: ticket.order_id.clone(),
-        language: ticket.language.clone(),
+        language: ticket.language,
         created_at: rfc3339(ticket.created_at),
-        messages: messages(&state.db, &ticket.id).await?,
+        messages: messages(&state.db, &ticket.id)
+            .await?
+            .into_iter()
+            .map(|message| CustomerMessageView {
+                author_label: replies::page_text(ticket.language).author(&message.author),
+                message,
+            })
+            .collect(),
         case,
     })
 }
@@ -364,7 +445,7 @@ pub struct Withdrawal {
 /// submitted cannot be withdrawn, and the customer is told so truthfully (RP-005).
 pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal> {
     let now = state.clock.now_ms();
-    let zh = ticket.language == "zh";
+    let lang = ticket.language;
     // Read everything the reply may need before the transaction: on SQLite the pool
     // has one connection, and the transaction holds it.
     let current = cases::case_for_ticket(&state.db, &ticket.id)
@@ -378,12 +459,7 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
     let (withdrawn, message) = match case.status {
         CaseStatus::Cancelled => (
             true,
-            if zh {
-                "您的请求已撤回。"
-            } else {
-                "Your request was already withdrawn."
-            }
-            .to_string(),
+            replies::withdrawal_reply(lang, WithdrawalReply::AlreadyWithdrawn),
         ),
         CaseStatus::Open
         | CaseStatus::Investigating
@@ -421,13 +497,9 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
                 now,
             )
             .await?;
-            let text = if zh {
-                "您的请求已撤回，我们不会再处理。"
-            } else {
-                "Your request has been withdrawn. Nothing more will be done on it."
-            };
-            append_message(&mut tx, &ticket.id, "agent", text, now).await?;
-            (true, text.to_string())
+            let text = replies::withdrawal_reply(lang, WithdrawalReply::Withdrawn);
+            append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            (true, text)
         }
         CaseStatus::Executing
         | CaseStatus::PendingVerification
@@ -436,12 +508,9 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
         | CaseStatus::RefundFailed
         | CaseStatus::Replied
         | CaseStatus::Closed => {
-            let status = crate::replies::status_text(&ticket.language, case.status, &refunds);
-            let text = if zh {
-                format!("您的退款已提交给支付机构，无法再撤回。当前状态：{status}。")
-            } else {
-                format!("Your refund was already submitted to the payment provider, so it can no longer be withdrawn. Current status: {status}.")
-            };
+            let status = replies::status_text(lang, case.status, &refunds);
+            let text =
+                replies::withdrawal_reply(lang, WithdrawalReply::TooLate { status: &status });
             append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
             (false, text)
         }
@@ -496,4 +565,51 @@ pub async fn customer_tickets(state: &AppState, customer_id: &str) -> AppResult<
         }
     }
     Ok(views)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_detection_follows_the_script_and_for_kanji_only_the_region() {
+        use Language::{En, Ja, Zh};
+        let jp = Some(Region::JP);
+        let cn = Some(Region::CN);
+        let us = Some(Region::US);
+        let cases: &[(&str, Option<Region>, Language)] = &[
+            // Kana: Japanese, whoever writes it.
+            ("年間プランの料金が二重に請求されました", None, Ja),
+            ("年間プランの料金が二重に請求されました", cn, Ja),
+            ("にじゅうせいきゅう", us, Ja),
+            ("ｷｬﾝｾﾙしたい", None, Ja),
+            // Kanji only: Japanese from a JP customer, Chinese from anyone else.
+            ("二重請求", jp, Ja),
+            ("二重請求", None, Zh),
+            ("二重請求", cn, Zh),
+            ("二重請求", us, Zh),
+            // Mixed scripts: any kana decides.
+            ("月額プラン cancel please, I no longer want it.", jp, Ja),
+            ("O-4001 charged twice です", us, Ja),
+            ("我的订单 O-1001 was charged twice", cn, Zh),
+            // Chinese stays Chinese (the katakana middle dot is punctuation here).
+            ("我的年度会员被扣了两次款", cn, Zh),
+            ("我的年度会员被扣了两次款", None, Zh),
+            ("列夫・托尔斯泰的书被扣了两次款", cn, Zh),
+            // English, and the fallback for everything without Han or kana.
+            ("I was charged twice for my annual plan", jp, En),
+            ("Me cobraron dos veces", None, En),
+            ("😡😡 refund now!!", None, En),
+            ("🙏", jp, En),
+            ("１２３４５", jp, En),
+            ("", None, En),
+        ];
+        for (text, region, expected) in cases {
+            assert_eq!(
+                detect_language(text, *region),
+                *expected,
+                "{text:?} from {region:?}"
+            );
+        }
+    }
 }

@@ -358,7 +358,7 @@ pub async fn decide_case(
         "completed"
     };
     runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
-    let reply = crate::replies::decision_reply(&ticket.language, status, &decision);
+    let reply = crate::replies::decision_reply(ticket.language, status, &decision);
     tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
     crate::audit::record(
         &mut tx,
@@ -458,7 +458,7 @@ pub async fn escalate_to_human(
             .execute(&mut *tx)
             .await?;
         cases::expect_versioned(&done)?;
-        let reply = crate::replies::escalation_reply(&ticket.language);
+        let reply = crate::replies::escalation_reply(ticket.language);
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }

@@ -17,7 +17,7 @@
         refunds.replaceChildren(...t.case.refunds.map(r => {
           const tr = document.createElement("tr");
           const a = document.createElement("td"); a.textContent = r.amount + " " + r.currency;
-          const b = document.createElement("td"); b.textContent = r.status; b.dataset.refundStatus = r.status;
+          const b = document.createElement("td"); b.textContent = r.status_text; b.dataset.refundStatus = r.status;
           tr.append(a, b); return tr;
         }));
       }
@@ -25,7 +25,7 @@
         last = t.messages.length;
         messagesEl.replaceChildren(...t.messages.map(m => {
           const div = document.createElement("div"); div.className = "msg " + m.author;
-          const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author + " · " + m.at;
+          const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author_label + " · " + m.at;
           div.append(meta, document.createTextNode(m.body)); return div;
         }));
       }

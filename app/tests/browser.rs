@@ -5,7 +5,7 @@
 mod support;
 
 use support::browser::{serve, Browser};
-use support::spawn_app;
+use support::{spawn_app, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_approve_a_supervisor_refund(
@@ -170,51 +170,17 @@ async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_
     );
 
     // The worker investigates; the page polls and shows the case under review.
-    let mut status = String::new();
-    for _ in 0..60 {
-        status = browser
-            .attribute("#case-status", "data-status")
-            .await
-            .unwrap_or_default();
-        if status == "awaiting_approval" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
+    let status = wait_for_case_status(&browser, "awaiting_approval").await;
     assert_eq!(status, "awaiting_approval");
     assert!(browser
         .text("#case-status")
         .await
         .contains("Refund under review"));
 
-    let (_, cases) = app
-        .request(
-            "GET",
-            "/api/v1/cases?status=awaiting_approval",
-            Some(&app.agent_token),
-            None,
-        )
-        .await;
-    let case = &cases.as_array().unwrap()[0];
-    let (code, _) = app
-        .approve(
-            &app.agent_token,
-            case["id"].as_str().unwrap(),
-            case["fingerprint"].as_str().unwrap(),
-        )
-        .await;
+    let code = approve_the_waiting_case(&app, &app.agent_token).await;
     assert_eq!(code, axum::http::StatusCode::OK);
 
-    for _ in 0..60 {
-        status = browser
-            .attribute("#case-status", "data-status")
-            .await
-            .unwrap_or_default();
-        if status == "refund_succeeded" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
+    let status = wait_for_case_status(&browser, "refund_succeeded").await;
     assert_eq!(
         status, "refund_succeeded",
         "the page updated without a reload"
@@ -225,6 +191,117 @@ async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_
     browser
         .screenshot(
             &app::config::default_fixtures_dir().join("../target/screenshots/ticket-page.png"),
+        )
+        .await;
+    browser.close().await;
+    worker.abort();
+}
+
+/// A Japanese cancellation within the JP cooling-off period (RP-002 §1: 8 days).
+const JA_CANCELLATION: &str =
+    "年間プランを申し込みましたが、使わないことにしました。注文の取消と返金をお願いします。";
+
+/// Approves the (only) case awaiting approval, through the API, as `token`'s staff member.
+async fn approve_the_waiting_case(app: &TestApp, token: &str) -> axum::http::StatusCode {
+    let (_, cases) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=awaiting_approval",
+            Some(token),
+            None,
+        )
+        .await;
+    let case = &cases.as_array().unwrap()[0];
+    let (code, _) = app
+        .approve(
+            token,
+            case["id"].as_str().unwrap(),
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    code
+}
+
+/// Polls the page (up to 15 s) until `#case-status` has `data-status` = `status`.
+async fn wait_for_case_status(browser: &Browser, status: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..60 {
+        seen = browser
+            .attribute("#case-status", "data-status")
+            .await
+            .unwrap_or_default();
+        if seen == status {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_replies_in_japanese() {
+    let app = spawn_app().await;
+    let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    // C-400 is a JP customer with no ticket yet: the list page is in Japanese already.
+    let token = app.customer_token("C-400").await;
+    browser.goto(&format!("{base}/tickets?token={token}")).await;
+    assert_eq!(
+        browser.attribute("html", "lang").await.as_deref(),
+        Some("ja")
+    );
+    assert_eq!(browser.text("#new-ticket button").await, "送信");
+    assert!(browser.text("h1").await.contains("お問い合わせを送る"));
+
+    browser
+        .type_into("#new-ticket textarea[name=message]", JA_CANCELLATION)
+        .await;
+    browser.click("#open-ticket").await;
+    let url = browser.wait_for_url("/tickets/tkt_").await;
+    assert!(
+        url.contains("/tickets/tkt_"),
+        "{url}: {}",
+        browser.source().await
+    );
+    assert_eq!(
+        browser.attribute("html", "lang").await.as_deref(),
+        Some("ja")
+    );
+    assert_eq!(browser.text("#send").await, "送信");
+    assert_eq!(browser.text("#withdraw").await, "お問い合わせを取り下げる");
+
+    // The worker investigates; the page polls and shows the Japanese banner and reply.
+    assert_eq!(
+        wait_for_case_status(&browser, "awaiting_approval").await,
+        "awaiting_approval"
+    );
+    assert_eq!(browser.text("#case-status").await, "返金審査中");
+    let messages = browser.text("#messages").await;
+    assert!(
+        messages.contains("19800 JPY の返金について、担当チームが審査しています")
+            && messages.contains("サポート ·"),
+        "{messages}"
+    );
+
+    // A JPY refund this size needs a supervisor (RP-004).
+    let code = approve_the_waiting_case(&app, &app.supervisor_token).await;
+    assert_eq!(code, axum::http::StatusCode::OK);
+
+    assert_eq!(
+        wait_for_case_status(&browser, "refund_succeeded").await,
+        "refund_succeeded"
+    );
+    assert_eq!(browser.text("#case-status").await, "返金完了");
+    let messages = browser.text("#messages").await;
+    assert!(
+        messages.contains("19800 JPY の返金は決済事業者で完了し"),
+        "the completion is said in Japanese without a reload: {messages}"
+    );
+    assert!(browser.text("#refunds").await.contains("完了"));
+    browser
+        .screenshot(
+            &app::config::default_fixtures_dir().join("../target/screenshots/ticket-page-ja.png"),
         )
         .await;
     browser.close().await;

@@ -579,3 +579,182 @@ async fn a_sign_in_form_posted_from_another_site_signs_nobody_in() {
     let response = app.response(ours).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
 }
+
+/// A Japanese cancellation within the JP cooling-off period (RP-002 §1: 8 days).
+const JA_CANCELLATION: &str =
+    "年間プランを申し込みましたが、使わないことにしました。注文の取消と返金をお願いします。";
+
+async fn ticket_json(app: &TestApp, ticket_id: &str, token: &str) -> serde_json::Value {
+    let (status, ticket) = app
+        .request(
+            "GET",
+            &format!("/api/v1/tickets/{ticket_id}"),
+            Some(token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{ticket}");
+    ticket
+}
+
+fn last_agent_reply(ticket: &serde_json::Value) -> String {
+    ticket["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["author"] == "agent")
+        .and_then(|m| m["body"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_japanese_ticket_gets_japanese_replies_from_review_to_completion() {
+    let app = spawn_app().await;
+    let (ticket_id, case_id, token) = open(&app, "C-400", JA_CANCELLATION).await;
+    app.drain().await;
+    let ticket = ticket_json(&app, &ticket_id, &token).await;
+    assert_eq!(ticket["language"], "ja");
+    assert_eq!(ticket["case"]["status"], "awaiting_approval", "{ticket}");
+    assert_eq!(ticket["case"]["status_text"], "返金審査中");
+    let reply = last_agent_reply(&ticket);
+    assert!(
+        reply.contains("JPY の返金について、担当チームが審査しています"),
+        "{reply}"
+    );
+    assert_eq!(ticket["messages"][1]["author_label"], "サポート");
+
+    let case = app.case(&case_id).await;
+    let (status, body) = app
+        .approve(
+            &app.supervisor_token,
+            &case_id,
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.drain().await;
+    let ticket = ticket_json(&app, &ticket_id, &token).await;
+    assert_eq!(ticket["case"]["status"], "refund_succeeded", "{ticket}");
+    assert_eq!(ticket["case"]["status_text"], "返金完了");
+    assert_eq!(ticket["case"]["refunds"][0]["status"], "completed");
+    assert_eq!(ticket["case"]["refunds"][0]["status_text"], "完了");
+    let reply = last_agent_reply(&ticket);
+    assert!(
+        reply.contains("JPY の返金は決済事業者で完了し") && reply.contains("5〜10営業日"),
+        "completed, and when it usually appears (RP-005): {reply}"
+    );
+
+    // Too late to withdraw, said truthfully and in Japanese.
+    let (status, body) = withdraw(&app, &ticket_id, &token).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("取り下げできません") && message.contains("返金完了"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn kanji_only_is_japanese_from_a_jp_customer_and_chinese_from_a_cn_customer() {
+    let app = spawn_app().await;
+    for (customer, language) in [("C-700", "ja"), ("C-500", "zh")] {
+        let (ticket_id, _, token) = open(&app, customer, "二重請求、返金希望").await;
+        app.drain().await;
+        let ticket = ticket_json(&app, &ticket_id, &token).await;
+        assert_eq!(ticket["language"], language, "{customer}");
+        let reply = last_agent_reply(&ticket);
+        assert!(!reply.is_empty(), "{customer} got a reply");
+        let kana = reply
+            .chars()
+            .any(|c| ('\u{3041}'..='\u{30ff}').contains(&c));
+        assert_eq!(kana, language == "ja", "{customer}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn the_ticket_pages_and_their_errors_speak_the_customers_language() {
+    let app = spawn_app().await;
+    let page = |cookie: &str, method: &str, path: &str, form: Option<String>| {
+        let builder = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("cookie", cookie.to_string());
+        match form {
+            Some(body) => builder
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(body))
+                .unwrap(),
+            None => builder.body(Body::empty()).unwrap(),
+        }
+    };
+    let (cookie, csrf) = app.customer_cookie("C-400").await;
+
+    // No ticket yet: a JP customer's list is in Japanese.
+    let (status, html) = app.raw(page(&cookie, "GET", "/tickets", None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(r#"<html lang="ja">"#) && html.contains("お問い合わせを送る"),
+        "{html}"
+    );
+    assert!(!html.contains("Open a ticket"), "{html}");
+
+    let empty = format!("csrf={csrf}&message=+++");
+    let (status, html) = app
+        .raw(page(&cookie, "POST", "/tickets", Some(empty)))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(html.contains("メッセージが入力されていません。"), "{html}");
+
+    let (ticket_id, _, _) = open(&app, "C-400", JA_CANCELLATION).await;
+    let path = format!("/tickets/{ticket_id}");
+    let (status, html) = app.raw(page(&cookie, "GET", &path, None)).await;
+    assert_eq!(status, StatusCode::OK);
+    for label in [
+        "お問い合わせ",
+        "状況",
+        "送信",
+        "お問い合わせを取り下げる",
+        "お客様 ·",
+    ] {
+        assert!(html.contains(label), "{label}: {html}");
+    }
+    assert!(
+        !html.contains("Withdraw my request") && !html.contains("Status:"),
+        "{html}"
+    );
+
+    let long = format!("csrf={csrf}&text={}", "a".repeat(4001));
+    let (status, html) = app
+        .raw(page(
+            &cookie,
+            "POST",
+            &format!("{path}/messages"),
+            Some(long),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        html.contains("メッセージは4000文字以内で入力してください。"),
+        "{html}"
+    );
+
+    let (status, html) = app
+        .raw(page(&cookie, "GET", "/tickets/tkt_nope", None))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("お問い合わせが見つかりません。"), "{html}");
+
+    // English stays English.
+    let (cookie, csrf) = app.customer_cookie("C-200").await;
+    let empty = format!("csrf={csrf}&message=+++");
+    let (status, html) = app
+        .raw(page(&cookie, "POST", "/tickets", Some(empty)))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        html.contains("Open a ticket") && html.contains("The message is empty."),
+        "{html}"
+    );
+}

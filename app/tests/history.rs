@@ -138,7 +138,9 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
     );
     let chinese = tickets
         .iter()
-        .filter(|t| app::tickets::detect_language(&t.messages[0].text) == "zh")
+        .filter(|t| {
+            app::tickets::detect_language(&t.messages[0].text, None) == app::replies::Language::Zh
+        })
         .count();
     assert!(
         chinese >= 10 && tickets.len() - chinese >= 10,
