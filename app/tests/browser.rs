@@ -245,8 +245,8 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
     // C-400 is a JP customer with no ticket yet: the list page is in Japanese already.
-    let token = app.customer_token("C-400").await;
-    browser.goto(&format!("{base}/tickets?token={token}")).await;
+    let link = app.sign_in_link("C-400", "/tickets").await;
+    browser.sign_in(&base, &link, "/tickets").await;
     assert_eq!(
         browser.attribute("html", "lang").await.as_deref(),
         Some("ja")
