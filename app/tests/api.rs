@@ -668,6 +668,7 @@ fn duplicate_charge_proposal() -> Proposal {
         evidence: vec![],
         citations: vec![],
         summary: "charged twice for the annual plan".into(),
+        order_source: None,
     }
 }
 

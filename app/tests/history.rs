@@ -162,9 +162,16 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
     let mut bad_outcome: serde_json::Value = serde_json::from_str(good[2]).unwrap();
     bad_outcome["id"] = json!("H-BAD-OUTCOME");
     bad_outcome["human"]["outcome"] = json!("allow");
-    let mut unknown_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
-    unknown_field["id"] = json!("H-BAD-FIELD");
-    unknown_field["approved_by_manager"] = json!(true);
+    // Issue 15: real exports carry more fields; they are read, kept aside and counted.
+    let mut extra_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
+    extra_field["id"] = json!("H-EXTRA-FIELD");
+    extra_field["approved_by_manager"] = json!(true);
+    extra_field["messages"][0]["channel"] = json!("email");
+    let mut missing_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
+    missing_field["id"] = json!("H-NO-CUSTOMER");
+    if let Some(map) = missing_field.as_object_mut() {
+        map.remove("customer_id");
+    }
     let file = [
         good[0].to_string(),             // 1 ok
         "{\"id\": \"H-TRUNC\", ".into(), // 2 malformed JSON
@@ -172,16 +179,27 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
         bad_amount.to_string(),          // 4 three decimals in USD/CNY/…
         good[1].to_string(),             // 5 ok
         bad_outcome.to_string(),         // 6 engine term instead of SPEC term
-        unknown_field.to_string(),       // 7 unknown field
+        extra_field.to_string(),         // 7 extra fields: read
         good[0].to_string(),             // 8 repeated id
         "[1, 2, 3]".into(),              // 9 not an object
+        missing_field.to_string(),       // 10 a required field missing
     ]
     .join("\n");
     let (tickets, errors) = parse_history(&file);
     let ids: Vec<&str> = tickets.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&"H-EXTRA-FIELD"));
     let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
-    assert_eq!(lines, [2, 4, 6, 7, 8, 9], "{errors:#?}");
+    assert_eq!(lines, [2, 4, 6, 8, 9, 10], "{errors:#?}");
+    assert!(
+        errors[5].message.contains("customer_id"),
+        "{}",
+        errors[5].message
+    );
+    let counts = app::replay::extra_field_counts(&tickets);
+    assert_eq!(counts.get("approved_by_manager"), Some(&1));
+    assert_eq!(counts.get("messages[].channel"), Some(&1));
+    assert_eq!(counts.len(), 2, "{counts:?}");
     assert!(errors.iter().all(|e| !e.message.is_empty()));
 }
 
@@ -193,6 +211,7 @@ fn with_injection(ticket: &HistoricalTicket, text: &str) -> HistoricalTicket {
         from: "customer".into(),
         text: text.into(),
         at,
+        extra: Default::default(),
     });
     t
 }
