@@ -120,6 +120,12 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "金額が違",
             "定価より",
             "差額",
+            "差额",
+            "比标价",
+            "比价格高",
+            "paid more",
+            "doesn't match the price",
+            "does not match the price",
         ],
     ),
     (
@@ -166,7 +172,41 @@ pub fn classify(text: &str) -> RequestKind {
             return *kind;
         }
     }
+    // Customers mistype ("tiwce", "dulpicate"): one slip in a one-word phrase of five
+    // letters or more still reads as that phrase, in the same order of kinds.
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 5)
+        .collect();
+    for (kind, phrases) in KEYWORDS {
+        let typed = |p: &&str| {
+            p.len() >= 5
+                && p.chars().all(|c| c.is_ascii_alphabetic())
+                && words.iter().any(|w| one_slip(w, p))
+        };
+        if phrases.iter().any(typed) {
+            return *kind;
+        }
+    }
     RequestKind::Unclear
+}
+
+/// True when `word` is `phrase` with one letter swapped with its neighbour, replaced,
+/// dropped or added (ASCII; an optimal-string-alignment distance of 1).
+fn one_slip(word: &str, phrase: &str) -> bool {
+    let (a, b) = (word.as_bytes(), phrase.as_bytes());
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[prefix..], &b[prefix..]);
+    match a.len().cmp(&b.len()) {
+        std::cmp::Ordering::Equal => {
+            a[1..] == b[1..] || (a.len() >= 2 && a[0] == b[1] && a[1] == b[0] && a[2..] == b[2..])
+        }
+        std::cmp::Ordering::Less => a == &b[1..],
+        std::cmp::Ordering::Greater => &a[1..] == b,
+    }
 }
 
 /// Successful results of one tool.
@@ -650,6 +690,22 @@ mod tests {
             ["O-2001"]
         );
         assert!(resolve::mentioned_ids(&["no order here".into()], &ids).is_empty());
+    }
+
+    #[test]
+    fn one_typo_in_a_longer_word_still_reads_as_that_word() {
+        assert_eq!(
+            classify("I was charged tiwce"),
+            RequestKind::DuplicateCharge
+        );
+        assert_eq!(
+            classify("a dulpicate purchase"),
+            RequestKind::DuplicateCharge
+        );
+        assert_eq!(classify("please cancle it"), RequestKind::Cancellation);
+        assert_eq!(classify("a twin charge"), RequestKind::Unclear);
+        assert!(one_slip("twcie", "twice") && !one_slip("twice", "twice"));
+        assert!(!one_slip("tciwe", "twice"));
     }
 
     #[test]
