@@ -568,3 +568,143 @@ pub async fn escalate_to_human(
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::billing::WorldBilling;
+    use crate::world::World;
+
+    /// C-1 has `#10234` (an add-on) and `#10235` (an annual plan); C-2 has `MX5H38`.
+    fn billing() -> WorldBilling {
+        let order = |id: &str, customer: &str, product: &str, amount: &str| {
+            json!({ "id": id, "customer_id": customer, "product": product, "amount": amount,
+                    "currency": "USD", "created_at": "2026-11-20T10:00:00Z" })
+        };
+        let charge = |id: &str, order: &str, customer: &str, amount: &str| {
+            json!({ "id": id, "order_id": order, "customer_id": customer, "amount": amount,
+                    "currency": "USD", "captured": true, "status": "succeeded", "disputed": false,
+                    "created_at": "2026-11-20T10:00:01Z", "payment_method": "pm_card_visa" })
+        };
+        let world = json!({
+            "customers": [
+                { "id": "C-1", "name": "Emma", "email": "e@example.com", "region": "US" },
+                { "id": "C-2", "name": "Ava", "email": "a@example.com", "region": "US" }
+            ],
+            "orders": [
+                order("#10234", "C-1", "addon", "4.99"),
+                order("#10235", "C-1", "annual_plan", "99.00"),
+                order("MX5H38", "C-2", "addon", "4.99")
+            ],
+            "charges": [
+                charge("ch_1", "#10234", "C-1", "4.99"),
+                charge("ch_2", "#10235", "C-1", "99.00"),
+                charge("ch_3", "MX5H38", "C-2", "4.99")
+            ],
+            "refunds": []
+        });
+        let world = World::parse(&world.to_string()).expect("the test world parses");
+        WorldBilling::new(Arc::new(world))
+    }
+
+    fn ticket(form: Option<&str>) -> Ticket {
+        Ticket {
+            id: "T-1".into(),
+            customer_id: "C-1".into(),
+            order_id: form.map(String::from),
+            language: "en".into(),
+            created_at: crate::clock::to_ms(time::macros::datetime!(2026-11-25 10:00 UTC)),
+        }
+    }
+
+    async fn resolved(
+        form: Option<&str>,
+        text: &str,
+        model_order: Option<&str>,
+    ) -> (Option<String>, Ownership, Option<OrderSource>) {
+        let (facts, source) = gather_facts_resolved(
+            &billing(),
+            &ticket(form),
+            &[text.to_string()],
+            RequestKind::Cancellation,
+            model_order,
+        )
+        .await
+        .expect("facts gather from the in-memory world");
+        (facts.order_id, facts.order_ownership, source)
+    }
+
+    #[tokio::test]
+    async fn the_order_the_customer_wrote_wins_over_the_one_the_model_named() {
+        assert_eq!(
+            resolved(None, "please cancel order no. １０２３５", Some("MX5H38")).await,
+            (
+                Some("#10235".into()),
+                Ownership::Owned,
+                Some(OrderSource::Message)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn the_form_order_wins_over_text_and_model() {
+        assert_eq!(
+            resolved(Some("#10234"), "cancel #10235", Some("#10235")).await,
+            (
+                Some("#10234".into()),
+                Ownership::Owned,
+                Some(OrderSource::Form)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn another_customers_order_in_the_text_is_looked_up_and_goes_the_rp007_way() {
+        assert_eq!(
+            resolved(None, "cancel mx5h38 please", Some("#10234")).await,
+            (
+                Some("MX5H38".into()),
+                Ownership::OtherCustomer,
+                Some(OrderSource::Message)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn an_id_only_the_model_wrote_is_used_only_if_it_exists_and_never_as_owned_when_it_is_not(
+    ) {
+        // Nothing in the text, two orders: the model's own-order choice stands, marked.
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("#10234")).await,
+            (
+                Some("#10234".into()),
+                Ownership::Owned,
+                Some(OrderSource::Agent)
+            )
+        );
+        // An invented id is dropped: the engine asks which order (RP-002 §4).
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("O-INVENTED-9")).await,
+            (None, Ownership::Owned, None)
+        );
+        // Someone else's order named only by the model still escalates (RP-007).
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("MX5H38")).await.1,
+            Ownership::OtherCustomer
+        );
+    }
+
+    #[tokio::test]
+    async fn what_the_customer_writes_besides_ids_is_secondary_evidence() {
+        assert_eq!(
+            resolved(None, "cancel my yearly plan", None).await,
+            (
+                Some("#10235".into()),
+                Ownership::Owned,
+                Some(OrderSource::Message)
+            )
+        );
+    }
+}
