@@ -1,14 +1,15 @@
 //! The built-in deterministic investigator: the "model" that runs when no LLM is
 //! configured. It drives the same loop through the same tools as an LLM would.
 //!
-//! It reads the customer's messages (English, Chinese or Japanese) only to classify the request
-//! and find the order in question; nothing in them is obeyed (RP-007): claimed
+//! It reads the customer's messages (English, Chinese or Japanese) only to classify the
+//! request and find the order in question; nothing in them is obeyed (RP-007): claimed
 //! approvals, identities, amounts or "ignore the rules" change neither the tools it
-//! calls nor what it proposes. Which order: an order id the customer wrote, else their
-//! only order, else the one product they named, else the one order whose records show
-//! the problem they describe; when none of these settles it the proposal names no order
-//! and the policy engine asks the customer (RP-002 §4). It proposes, with evidence and
-//! citations; the policy engine decides.
+//! calls nor what it proposes. Which order is resolved against the customer's own
+//! records by `resolve` (an id of theirs written anywhere in the conversation, in any
+//! case or width; else a product, amount or date they wrote; else the records), the
+//! same resolution the workflow applies to any model's proposal; when none of these
+//! settles it the proposal names no order and the policy engine asks the customer
+//! (RP-002 §4). It proposes, with evidence and citations; the policy engine decides.
 
 use std::collections::BTreeMap;
 
