@@ -312,13 +312,11 @@ fn reference_tokens(nfkc_text: &str, text: &str) -> Vec<((usize, usize), Referen
         let mut end = i;
         while end < bytes.len() {
             let c = bytes[end] as char;
-            if is_word(c) {
-                end += 1;
-            } else if is_joiner(c) && bytes.get(end + 1).is_some_and(|n| is_word(*n as char)) {
-                end += 1;
-            } else {
+            let joined = is_joiner(c) && bytes.get(end + 1).is_some_and(|n| is_word(*n as char));
+            if !(is_word(c) || joined) {
                 break;
             }
+            end += 1;
         }
         let token = &text[i..end];
         let hashed = i > 0 && bytes[i - 1] == b'#';
@@ -682,10 +680,10 @@ fn mentioned_dates(text: &str) -> Vec<(Option<i32>, u8, u8)> {
 }
 
 /// Keeps the candidates that pass `keep`, when that leaves some but not all of them.
-fn narrow<'a>(
-    candidates: Vec<&'a OrderCandidate>,
+fn narrow(
+    candidates: Vec<&OrderCandidate>,
     keep: impl Fn(&OrderCandidate) -> bool,
-) -> Vec<&'a OrderCandidate> {
+) -> Vec<&OrderCandidate> {
     let kept: Vec<&OrderCandidate> = candidates.iter().copied().filter(|o| keep(o)).collect();
     if kept.is_empty() {
         candidates

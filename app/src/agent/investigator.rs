@@ -669,11 +669,11 @@ mod tests {
         assert_eq!(classify(&injected), classify(plain));
         let ids = ["O-1001", "O-1002"];
         assert_eq!(
-            resolve::mentioned_ids(&[injected.clone()], &ids),
+            resolve::mentioned_ids(std::slice::from_ref(&injected), &ids),
             resolve::mentioned_ids(&[plain.to_string()], &ids)
         );
         assert_eq!(
-            resolve::unmatched_references(&[injected.clone()], &ids),
+            resolve::unmatched_references(std::slice::from_ref(&injected), &ids),
             resolve::unmatched_references(&[plain.to_string()], &ids)
         );
         assert_eq!(mentioned_products(&injected), mentioned_products(plain));
