@@ -58,6 +58,16 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "オーソリ",
             "保留中",
             "未確定",
+            "blocked",
+            "temporary charge",
+            "as pending",
+            "still pending",
+            "never cleared",
+            "not cleared",
+            "锁定",
+            "冻住",
+            "押さえ",
+            "利用枠",
         ],
     ),
     (
@@ -97,6 +107,19 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "重複",
             "二度",
             "2度",
+            "two separate times",
+            "2 identical",
+            "billed double",
+            "double this",
+            "second payment",
+            "charged again",
+            "charged me again",
+            "billed again",
+            "两回",
+            "重复收费",
+            "扣了两遍",
+            "重な",
+            "二重請求",
         ],
     ),
     (
@@ -127,6 +150,16 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "paid more",
             "doesn't match the price",
             "does not match the price",
+            "above the advertised",
+            "above the price",
+            "more than advertised",
+            "extra fee",
+            "hidden fee",
+            "实际扣了",
+            "收多了",
+            "より高い",
+            "高い金額",
+            "余分",
         ],
     ),
     (
@@ -156,6 +189,18 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "クーリングオフ",
             "やめたい",
             "不要になりました",
+            "don't need",
+            "do not need",
+            "dont need",
+            "unsubscribe",
+            "stop my subscription",
+            "end my subscription",
+            "money back",
+            "不想用了",
+            "不用了",
+            "やめて",
+            "退会",
+            "解除",
         ],
     ),
 ];
@@ -691,6 +736,41 @@ mod tests {
             ["O-2001"]
         );
         assert!(resolve::mentioned_ids(&["no order here".into()], &ids).is_empty());
+    }
+
+    #[test]
+    fn reads_common_paraphrases_beyond_the_fixture_wording() {
+        let cases = [
+            (
+                "I see 2 identical transactions",
+                RequestKind::DuplicateCharge,
+            ),
+            ("you charged me again for it", RequestKind::DuplicateCharge),
+            ("被重复收费了", RequestKind::DuplicateCharge),
+            ("請求が重なっています", RequestKind::DuplicateCharge),
+            ("I paid above the advertised price", RequestKind::Overcharge),
+            (
+                "表示価格より高い金額が引き落とされました",
+                RequestKind::Overcharge,
+            ),
+            (
+                "I'd like to unsubscribe and get refunded",
+                RequestKind::Cancellation,
+            ),
+            ("我要退款，不想用了", RequestKind::Cancellation),
+            (
+                "退会したいので返金をお願いします",
+                RequestKind::Cancellation,
+            ),
+            (
+                "a temporary charge never cleared",
+                RequestKind::AuthorizationHold,
+            ),
+            ("卡里有一笔钱被锁定了", RequestKind::AuthorizationHold),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(classify(text), kind, "{text}");
+        }
     }
 
     #[test]
