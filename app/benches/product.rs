@@ -22,7 +22,7 @@
 //! the smaller one projects it past `BENCH_PHASE_BUDGET_SECS`.
 //!
 //! `BENCH_PHASES` (comma separated, default all) runs only the named phases:
-//! `decisions`, `search`, `shadow`, `steps`, `tickets`, `http`. For example
+//! `decisions`, `search`, `shadow`, `steps`, `tickets`, `http`, `login_flood`. For example
 //! `BENCH_PHASES=decisions cargo bench -p app --bench product` measures the policy
 //! decisions alone in seconds instead of the whole run's minutes. `tickets` also runs
 //! `steps`, whose raw commit rate is its baseline.
@@ -77,7 +77,15 @@ struct Settings {
 }
 
 /// Every phase, in the order the run measures them.
-const PHASES: [&str; 6] = ["decisions", "search", "shadow", "steps", "tickets", "http"];
+const PHASES: [&str; 7] = [
+    "decisions",
+    "search",
+    "shadow",
+    "steps",
+    "tickets",
+    "http",
+    "login_flood",
+];
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -1005,6 +1013,41 @@ impl Server {
     }
 }
 
+/// `refund-agent serve` on a free loopback port, its log in `log`.
+fn start_serve(data_dir: &Path, db_url: &str, log: &Path) -> anyhow::Result<Server> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let child = cli(data_dir, db_url)
+        .arg("serve")
+        .arg("--addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log)?)
+        .spawn()?;
+    let pid = child.id().context("a running child has a pid")?.to_string();
+    Ok(Server {
+        child,
+        pid,
+        base: format!("http://127.0.0.1:{port}"),
+    })
+}
+
+async fn wait_for_healthz(client: &reqwest::Client, server: &Server) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = client.get(format!("{}/healthz", server.base)).send().await {
+            if r.status().is_success() {
+                return Ok(());
+            }
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("serve did not answer /healthz within 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn cli(data_dir: &Path, db_url: &str) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(SERVE_BIN);
     cmd.arg("--data-dir")
@@ -1138,37 +1181,24 @@ async fn phase_http(
         .context("seed creates the demo agent")?;
     let (staff_token, _) = app::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
     let mut customer_tokens = Vec::new();
+    let mut sign_in_links = Vec::new();
     for (customer, _) in &messages {
         customer_tokens.push(
             app::auth::issue_token(&store, "api", "customer", customer, now)
                 .await?
                 .0,
         );
+        sign_in_links.push(app::auth::issue_sign_in_link(&store, customer, now).await?);
     }
     store.close().await;
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let log = std::fs::File::create(dir.path().join("serve.log"))?;
-    let child = cli(&data_dir, &db.url)
-        .arg("serve")
-        .arg("--addr")
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()?;
-    let pid = child.id().context("a running child has a pid")?.to_string();
-    let server = Server {
-        child,
-        pid,
-        base: format!("http://127.0.0.1:{port}"),
-    };
+    let server = start_serve(&data_dir, &db.url, &dir.path().join("serve.log"))?;
     let result = http_load(
         &server,
         settings,
         &messages,
         &customer_tokens,
+        &sign_in_links,
         &staff_token,
         backend,
         report,
@@ -1191,6 +1221,7 @@ async fn http_load(
     settings: &Settings,
     messages: &[(String, String)],
     customer_tokens: &[String],
+    sign_in_links: &[String],
     staff_token: &str,
     backend: &Backend,
     report: &mut Report,
@@ -1199,18 +1230,7 @@ async fn http_load(
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()?;
-    let started = Instant::now();
-    loop {
-        if let Ok(r) = client.get(format!("{}/healthz", server.base)).send().await {
-            if r.status().is_success() {
-                break;
-            }
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            bail!("serve did not answer /healthz within 120 s");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_healthz(&client, server).await?;
     let rss_idle = proc_memory(&server.pid, "VmRSS:").unwrap_or(0.0);
 
     // Open one ticket per customer over HTTP; the server's own worker investigates.
@@ -1259,11 +1279,13 @@ async fn http_load(
     }
     let serve_investigation = started.elapsed();
 
-    // Customer sessions: follow the ticket link once each, keep the cookie.
+    // Customer sessions: use each sign-in link once (the page's POST), keep the cookie.
     let mut cookies = Vec::new();
-    for ((ticket_id, _), token) in tickets.iter().zip(customer_tokens) {
+    for ((ticket_id, _), link) in tickets.iter().zip(sign_in_links) {
+        let next = format!("/tickets/{ticket_id}");
         let resp = client
-            .get(format!("{}/tickets/{ticket_id}?token={token}", server.base))
+            .post(format!("{}/sign-in", server.base))
+            .form(&[("link", link.as_str()), ("next", next.as_str())])
             .send()
             .await?;
         let cookie = resp
@@ -1271,7 +1293,7 @@ async fn http_load(
             .get("set-cookie")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(';').next())
-            .context("the ticket link sets a session cookie")?
+            .context("a sign-in link sets a session cookie")?
             .to_string();
         cookies.push(cookie);
     }
@@ -1408,6 +1430,103 @@ async fn http_load(
     Ok(())
 }
 
+/// `/healthz` latency while a login flood makes `serve` hash passwords, against the same
+/// `/healthz` unloaded (issue 16: argon2 runs on the blocking pool behind a 2-permit
+/// semaphore, so a flood must not stall the runtime). The flood comes from many
+/// loopback addresses (127.1.x.y) with unknown emails, as a distributed flood would, so
+/// the per-address throttle lets most guesses reach the (dummy) hash.
+async fn phase_login_flood(settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    eprintln!("[SQLite] /healthz during a login flood against `refund-agent serve`");
+    let dir = tempfile::tempdir()?;
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let db_url = Db::sqlite_url(&data_dir);
+    let seed = cli(&data_dir, &db_url).arg("seed").output().await?;
+    if !seed.status.success() {
+        bail!(
+            "refund-agent seed failed: {}",
+            String::from_utf8_lossy(&seed.stderr)
+        );
+    }
+    let server = start_serve(&data_dir, &db_url, &dir.path().join("serve.log"))?;
+    let result = login_flood(&server, settings, report).await;
+    server.stop().await;
+    result
+}
+
+async fn login_flood(
+    server: &Server,
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    wait_for_healthz(&reqwest::Client::new(), server).await?;
+    let healthz = Arc::new(vec![(format!("{}/healthz", server.base), vec![])]);
+    let quiet = drive(2, settings.http_secs, healthz.clone()).await?;
+    let deadline = Instant::now() + Duration::from_secs(settings.http_secs + 1);
+    let mut flood = tokio::task::JoinSet::new();
+    for task in 0..32u32 {
+        let url = format!("{}/console/login", server.base);
+        flood.spawn(async move {
+            let (mut checked, mut throttled, mut n) = (0usize, 0usize, 0u32);
+            while Instant::now() < deadline {
+                n += 1;
+                // A new peer address every five guesses: under the per-address limit.
+                let host = task * 1000 + n / 5;
+                let local = std::net::Ipv4Addr::new(
+                    127,
+                    1,
+                    (host / 250 % 250) as u8,
+                    (host % 250 + 1) as u8,
+                );
+                let client = reqwest::Client::builder()
+                    .local_address(std::net::IpAddr::V4(local))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()?;
+                let form = [
+                    ("email", format!("flood{task}.{n}@example.test")),
+                    ("password", "guess guess".into()),
+                ];
+                match client
+                    .post(&url)
+                    .form(&form)
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+                {
+                    Ok(401) => checked += 1,
+                    Ok(429) => throttled += 1,
+                    _ => {}
+                }
+            }
+            anyhow::Ok((checked, throttled))
+        });
+    }
+    let busy = drive(2, settings.http_secs, healthz).await?;
+    let (mut checked, mut throttled) = (0, 0);
+    while let Some(done) = flood.join_next().await {
+        let (c, t) = done??;
+        checked += c;
+        throttled += t;
+    }
+    report.add(
+        "SQLite: `/healthz` p99 during a login flood (32 connections, many addresses)",
+        fmt_us(busy.p(99.0)),
+        format!("{} without the flood", fmt_us(quiet.p(99.0))),
+        format!("{:.2}", busy.p(99.0) / quiet.p(99.0).max(1.0)),
+        "",
+        None,
+    );
+    report.note(format!(
+        "login flood: {} guesses reached the password hash ({}), {} were throttled; `/healthz` {} during it, {} without",
+        checked,
+        fmt_rate(rate(checked, Duration::from_secs(settings.http_secs + 1)), "hashes/s"),
+        throttled,
+        fmt_rate(busy.per_second(), "req/s"),
+        fmt_rate(quiet.per_second(), "req/s")
+    ));
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------
 
 fn main() -> anyhow::Result<()> {
@@ -1476,6 +1595,10 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
                 phase_http(backend, &settings, &mut report).await?;
             }
         }
+    }
+
+    if settings.runs("login_flood") {
+        phase_login_flood(&settings, &mut report).await?;
     }
 
     report.note(format!(

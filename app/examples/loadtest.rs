@@ -271,9 +271,15 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     std::fs::write(&world_path, world(args.tickets).to_string())?;
     let seed_dir = dir.path().join("seed");
     let seed_dir = seed_dir.to_str().context("a UTF-8 temp path")?;
+    // A provider named by PAYMENTS_URL needs its secrets set (issue 16): the mock's.
     let env = [
         ("DATABASE_URL", database_url.as_str()),
         ("PAYMENTS_URL", payments_url.as_str()),
+        ("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY),
+        (
+            "PAYMENTS_WEBHOOK_SECRET",
+            app::config::DEFAULT_WEBHOOK_SECRET,
+        ),
     ];
     let world_arg = world_path.to_str().context("a UTF-8 temp path")?;
     cli(

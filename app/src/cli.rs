@@ -64,6 +64,10 @@ enum Command {
         seed: u64,
         #[arg(long)]
         out: PathBuf,
+        /// `plain` (load: fixture-like text) or `varied` (id schemes, many orders,
+        /// EN/ZH/JA paraphrases from `evals/history/phrases/`, follow-ups, typos).
+        #[arg(long, value_enum, default_value_t = HistoryStyle::Plain)]
+        style: HistoryStyle,
     },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
@@ -96,6 +100,13 @@ enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
+}
+
+/// Styles of `generate-history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HistoryStyle {
+    Plain,
+    Varied,
 }
 
 #[derive(Subcommand)]
@@ -347,9 +358,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::GenerateHistory { count, seed, out } => {
+        Command::GenerateHistory {
+            count,
+            seed,
+            out,
+            style,
+        } => {
             let policies = crate::policies::load_policy_set(&config.policies_dir())?;
-            let tickets = crate::generate::history_with(&policies, seed, count);
+            let tickets = match style {
+                HistoryStyle::Plain => crate::generate::history_with(&policies, seed, count),
+                HistoryStyle::Varied => {
+                    crate::generate::varied_history_with(&policies, seed, count)
+                }
+            };
             std::fs::write(&out, crate::generate::to_jsonl(&tickets))
                 .with_context(|| format!("writing {}", out.display()))?;
             eprintln!("wrote {} tickets to {}", tickets.len(), out.display());

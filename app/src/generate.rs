@@ -18,6 +18,10 @@
 //! them measures only whether the investigator read the request and the order as the
 //! scenario meant; use these sets for load and growth curves, not for accuracy claims.
 //!
+//! `varied` (the `--style varied` of `generate-history`) rewrites these worlds and texts
+//! so that they vary independently of the investigator: id schemes, many orders,
+//! EN/ZH/JA phrase banks kept as data, follow-ups, typos (see `varied`).
+//!
 //! Deterministic: the same `(seed, n)` gives the same tickets, byte for byte, on every
 //! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module
 //! does not do: touch a database, a provider or the network.
@@ -32,6 +36,9 @@ use time::{Duration, OffsetDateTime};
 use crate::billing::WorldBilling;
 use crate::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
 use crate::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
+
+mod varied;
+pub use varied::{varied_history, varied_history_with};
 
 /// Who "decided" a generated ticket: the policy engine, not a person.
 pub const DECIDED_BY: &str = "generated:policy-engine";
@@ -233,6 +240,8 @@ struct Draft {
     order_id: Option<String>,
     /// Unique number prefix for this ticket's record ids.
     serial: u64,
+    /// The scenario the world was built for (the varied style rewrites its text).
+    scenario: Scenario,
     next_record: u64,
 }
 
@@ -270,8 +279,10 @@ impl Draft {
             order_id: None,
             serial,
             next_record: 0,
+            scenario: Scenario::Duplicate,
         };
         let scenario = pick_scenario(rng);
+        draft.scenario = scenario;
         draft.build(rng, scenario);
         draft
     }
@@ -629,6 +640,7 @@ impl Draft {
                     from: "customer".to_string(),
                     text,
                     at: self.created_at,
+                    extra: Default::default(),
                 })
                 .collect(),
             world: self.world,
@@ -637,7 +649,9 @@ impl Draft {
                 reason: policy_engine::ReasonCode::InsufficientInfo,
                 refunds: Vec::new(),
                 decided_by: DECIDED_BY.to_string(),
+                extra: Default::default(),
             },
+            extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
         let live = crate::replay::live_ticket(&ticket);
@@ -655,6 +669,7 @@ impl Draft {
             reason: verdict.reason,
             refunds: verdict.refunds,
             decided_by: DECIDED_BY.to_string(),
+            extra: Default::default(),
         };
         ticket
     }

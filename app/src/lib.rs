@@ -28,6 +28,7 @@ pub mod reconcile;
 pub mod refunds;
 pub mod replay;
 pub mod replies;
+pub mod resolve;
 pub mod runs;
 pub mod shadow;
 pub mod shadow_live;

@@ -23,11 +23,8 @@
 //! investigator takes microseconds, so its replays come out the same on any machine, at
 //! any later date (SPEC invariant 9).
 //!
-//! One difference from the live loop, on purpose: when the model names no order, the
-//! order the customer picked in the ticket form (`order_id` on the historical ticket — a
-//! structured field of the authenticated customer, not chat text) is used. The live
-//! workflow should do the same; until it does, shadow results for tickets that carry an
-//! `order_id` but never mention it in the text can be better than live ones.
+//! The order of the decision is resolved by `workflow::gather_facts_resolved`, exactly
+//! as live: the ticket form's order first, then the conversation, then the records.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -52,9 +49,10 @@ use crate::world::World;
 // The historical-ticket file format (SPEC §7).
 // ---------------------------------------------------------------------------------------
 
-/// One line of a `HISTORY.jsonl` file.
+/// One line of a `HISTORY.jsonl` file. Real exports carry more fields than SPEC §7
+/// names: they are kept in `extra` (ignored by replay, counted in the shadow report and
+/// written back as read).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct HistoricalTicket {
     pub id: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -67,10 +65,12 @@ pub struct HistoricalTicket {
     /// The billing world as it stood at `created_at`.
     pub world: World,
     pub human: HumanDecision,
+    /// Fields beyond SPEC §7, by name.
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct HistoricalMessage {
     /// `customer`, or whoever else wrote (`agent`, `supervisor`…); only the customer's
     /// messages reach the model, as in a live case.
@@ -78,17 +78,22 @@ pub struct HistoricalMessage {
     pub text: String,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// Fields beyond SPEC §7 (message ids, channels…).
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 /// What the human who handled the ticket decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct HumanDecision {
     pub outcome: CaseOutcome,
     pub reason: ReasonCode,
     #[serde(default)]
     pub refunds: Vec<RefundRecord>,
     pub decided_by: String,
+    /// Fields beyond SPEC §7 (agent names, notes…).
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl HumanDecision {
@@ -244,8 +249,9 @@ pub struct LineError {
     pub message: String,
 }
 
-/// Parses a history file: one ticket per non-blank line. Bad lines (malformed JSON,
-/// fields missing or unknown, bad amounts, a customer absent from the ticket's world,
+/// Parses a history file: one ticket per non-blank line. Fields beyond SPEC §7 are
+/// kept aside (see [`extra_field_counts`]). Bad lines (malformed JSON, required fields
+/// missing, bad amounts, a customer absent from the ticket's world,
 /// a repeated ticket id) are reported by line number and skipped; the rest is returned.
 pub fn parse_history(jsonl: &str) -> (Vec<HistoricalTicket>, Vec<LineError>) {
     let mut tickets = Vec::new();
@@ -269,6 +275,23 @@ pub fn parse_history(jsonl: &str) -> (Vec<HistoricalTicket>, Vec<LineError>) {
         }
     }
     (tickets, errors)
+}
+
+/// How many tickets carry each field beyond SPEC §7 (`messages[].x` and `human.x` for
+/// nested ones), for the shadow report.
+pub fn extra_field_counts(tickets: &[HistoricalTicket]) -> BTreeMap<String, usize> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for t in tickets {
+        let mut names: BTreeSet<String> = t.extra.keys().cloned().collect();
+        names.extend(t.human.extra.keys().map(|k| format!("human.{k}")));
+        for m in &t.messages {
+            names.extend(m.extra.keys().map(|k| format!("messages[].{k}")));
+        }
+        for name in names {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    counts
 }
 
 /// Checks what serde cannot: the ticket is self-consistent and its amounts are money.
@@ -351,8 +374,10 @@ pub struct Investigation {
     pub violations: Vec<serde_json::Value>,
     /// Evidence the proposal cites that no tool returned (SPEC invariant 8).
     pub evidence_rejected: Vec<String>,
-    /// The order the decision is about: the proposal's, else the ticket form's.
+    /// The order the decision is about, as the workflow resolved it.
     pub order_id: Option<String>,
+    /// Where that order came from (`form`, `message`, `records`, `agent`).
+    pub order_source: Option<crate::resolve::OrderSource>,
     pub facts: Option<Facts>,
     pub steps: i64,
     pub tool_calls: i64,
@@ -554,6 +579,7 @@ pub async fn investigate_with_clock(
         violations: state.violations,
         evidence_rejected: Vec::new(),
         order_id: None,
+        order_source: None,
         facts: None,
         steps: counters.steps,
         tool_calls: counters.tool_calls,
@@ -563,22 +589,26 @@ pub async fn investigate_with_clock(
         active_ms: state.active_ms,
         events,
     };
-    if let Some(proposal) = proposal {
-        let order_id = proposal
-            .order_id
-            .clone()
-            .or_else(|| historical.order_id.clone());
-        // Facts come from the records through code, never from the model's words.
-        let facts =
-            crate::workflow::gather_facts(&billing, &ticket, proposal.request, order_id.as_deref())
-                .await
-                .map_err(|e| ReplayError::Facts {
-                    ticket: historical.id.clone(),
-                    message: e.to_string(),
-                })?;
+    if let Some(mut proposal) = proposal {
+        // Facts come from the records through code, never from the model's words; the
+        // order is resolved by the workflow, as live (issue 15).
+        let (facts, order_source) = crate::workflow::gather_facts_resolved(
+            &billing,
+            &ticket,
+            &customer_messages,
+            proposal.request,
+            proposal.order_id.as_deref(),
+        )
+        .await
+        .map_err(|e| ReplayError::Facts {
+            ticket: historical.id.clone(),
+            message: e.to_string(),
+        })?;
         investigation.evidence_rejected =
             crate::workflow::invalid_evidence(&proposal, &investigation.exchanges);
-        investigation.order_id = order_id;
+        investigation.order_id = facts.order_id.clone();
+        investigation.order_source = order_source;
+        proposal.order_source = order_source;
         investigation.facts = Some(facts);
         investigation.proposal = Some(proposal);
     }
@@ -906,6 +936,7 @@ mod tests {
                 from: "customer".into(),
                 text: "I was charged twice for my annual plan".into(),
                 at: now(),
+                extra: Default::default(),
             }],
             world: World::parse(&text).expect("the demo world parses"),
             human: HumanDecision {
@@ -913,7 +944,9 @@ mod tests {
                 reason: ReasonCode::DuplicateCharge,
                 refunds: vec![],
                 decided_by: "agent:test".into(),
+                extra: Default::default(),
             },
+            extra: Default::default(),
         }
     }
 

@@ -5,14 +5,18 @@
 //!
 //! The report gives outcome and exact agreement, a confusion matrix, agreement per
 //! reason code and per policy version, the money each side would have refunded that the
-//! other did not, and every disagreement with the agent's trace and cited policy.
+//! other did not, and every disagreement with the agent's trace and cited policy and
+//! its cause (issue 15: order not found, order ambiguous, request kind misread, policy
+//! outcome differs, amounts differ), counted per cause. Fields a history line carries
+//! beyond SPEC §7 are counted; a `features` object among them (the varied generator
+//! writes one) gives agreement per feature value.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use policy_engine::{Currency, PolicySet};
+use policy_engine::{Currency, Facts, Ownership, PolicySet, RequestKind};
 use rag_index::PolicyIndex;
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -35,6 +39,117 @@ impl Agreement {
     }
 }
 
+/// Why the agent's verdict differs from the human's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The agent's case named no order, or one that exists nowhere, among at most one.
+    OrderNotFound,
+    /// Several orders and the agent named none, or another of the customer's orders
+    /// gives the human's verdict.
+    OrderAmbiguous,
+    /// The same order under another request kind gives the human's verdict.
+    RequestKindMisread,
+    /// The agent read the ticket as the human did as far as can be told; the policy
+    /// engine's outcome differs (or the agent reached no decision).
+    PolicyOutcomeDiffers,
+    /// Same outcome, other charges or amounts.
+    AmountsDiffer,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::OrderNotFound => "order_not_found",
+            Cause::OrderAmbiguous => "order_ambiguous",
+            Cause::RequestKindMisread => "request_kind_misread",
+            Cause::PolicyOutcomeDiffers => "policy_outcome_differs",
+            Cause::AmountsDiffer => "amounts_differ",
+        }
+    }
+}
+
+/// Agreement of one group of tickets, outcome and exact.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Breakdown {
+    pub total: usize,
+    pub outcome_agree: usize,
+    pub exact_agree: usize,
+    pub outcome_agreement: f64,
+    pub exact_agreement: f64,
+}
+
+impl Breakdown {
+    fn add(&mut self, agree: bool, exact: bool) {
+        self.total += 1;
+        self.outcome_agree += usize::from(agree);
+        self.exact_agree += usize::from(exact);
+        self.outcome_agreement = self.outcome_agree as f64 / self.total as f64;
+        self.exact_agreement = self.exact_agree as f64 / self.total as f64;
+    }
+}
+
+/// The cause of a disagreement, tried in this order on the agent's own facts: same
+/// outcome (amounts), no or unknown order, another request kind that gives the human's
+/// verdict, another of the customer's orders that does, else the policy outcome.
+pub fn cause(
+    policies: &PolicySet,
+    human: &CaseVerdict,
+    agent: &CaseVerdict,
+    facts: Option<&Facts>,
+    request_read: Option<RequestKind>,
+) -> Cause {
+    if agent.outcome == human.outcome {
+        return Cause::AmountsDiffer;
+    }
+    let Some(facts) = facts else {
+        return Cause::PolicyOutcomeDiffers;
+    };
+    let gives_human = |f: &Facts| {
+        CaseVerdict::from_decision(&policy_engine::decide(f, policies)).outcome == human.outcome
+    };
+    let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
+    match facts.order_id.as_deref() {
+        None if facts.orders.len() > 1 => return Cause::OrderAmbiguous,
+        None => return Cause::OrderNotFound,
+        Some(id) if !owned(id) && facts.order_ownership == Ownership::Owned => {
+            return Cause::OrderNotFound
+        }
+        Some(_) => {}
+    }
+    let kinds = [
+        RequestKind::DuplicateCharge,
+        RequestKind::Overcharge,
+        RequestKind::Cancellation,
+        RequestKind::AuthorizationHold,
+    ];
+    let other_kind = kinds.iter().filter(|k| **k != facts.request).any(|k| {
+        gives_human(&Facts {
+            request: *k,
+            ..facts.clone()
+        })
+    });
+    if request_read == Some(RequestKind::Unclear) || other_kind {
+        return Cause::RequestKindMisread;
+    }
+    let other_order = facts
+        .orders
+        .iter()
+        .filter(|o| Some(o.id.as_str()) != facts.order_id.as_deref())
+        .any(|o| {
+            gives_human(&Facts {
+                order_id: Some(o.id.clone()),
+                order_ownership: Ownership::Owned,
+                ..facts.clone()
+            })
+        });
+    if other_order {
+        Cause::OrderAmbiguous
+    } else {
+        Cause::PolicyOutcomeDiffers
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ShadowTicket {
     pub id: String,
@@ -44,6 +159,14 @@ pub struct ShadowTicket {
     pub agree: bool,
     /// Same outcome, charges and amounts.
     pub exact: bool,
+    /// Why they differ (disagreements only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// The order the agent's case is about and where it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_source: Option<crate::resolve::OrderSource>,
     pub policy_versions: Vec<String>,
     pub citations: Vec<String>,
     /// The agent's trace (tool calls and results), kept for disagreements.
@@ -62,6 +185,12 @@ pub struct ShadowReport {
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
     pub by_reason: BTreeMap<String, Agreement>,
     pub by_policy_version: BTreeMap<String, Agreement>,
+    /// Disagreements per cause (`order_not_found`…).
+    pub causes: BTreeMap<String, usize>,
+    /// Agreement per `feature=value` of the lines' `features` field, when they have one.
+    pub by_feature: BTreeMap<String, Breakdown>,
+    /// Tickets carrying each field beyond SPEC §7 (ignored by the replay).
+    pub extra_fields: BTreeMap<String, usize>,
     /// Money the agent would have refunded that the humans did not, per currency.
     pub agent_only_money: BTreeMap<Currency, String>,
     /// Money the humans refunded that the agent would not have.
@@ -100,12 +229,26 @@ pub async fn run(
     let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
     let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
     let (mut agree_count, mut exact_count) = (0usize, 0usize);
+    let mut causes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_feature: BTreeMap<String, Breakdown> = BTreeMap::new();
     let mut rows = Vec::with_capacity(tickets.len());
     for (i, ticket) in tickets.iter().enumerate() {
         let human = ticket.human.verdict();
+        let mut read: (
+            Option<Facts>,
+            Option<RequestKind>,
+            Option<String>,
+            Option<_>,
+        ) = (None, None, None, None);
         let (agent, versions, citations, trace, error) =
             match replay::replay_ticket(model, policies, index, ticket).await {
                 Ok(result) => {
+                    read = (
+                        result.investigation.facts.clone(),
+                        result.investigation.proposal.as_ref().map(|p| p.request),
+                        result.investigation.order_id.clone(),
+                        result.investigation.order_source,
+                    );
                     let versions = result
                         .decision
                         .as_ref()
@@ -133,6 +276,22 @@ pub async fn run(
             };
         let agree = agent.outcome == human.outcome;
         let exact = agent.agrees_exactly(&human);
+        let (facts, request_read, order_id, order_source) = read;
+        let why = (!exact).then(|| cause(policies, &human, &agent, facts.as_ref(), request_read));
+        if let Some(why) = why {
+            *causes.entry(why.as_str().to_string()).or_default() += 1;
+        }
+        if let Some(features) = ticket.extra.get("features").and_then(|f| f.as_object()) {
+            for (name, value) in features {
+                let value = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), String::from);
+                by_feature
+                    .entry(format!("{name}={value}"))
+                    .or_default()
+                    .add(agree, exact);
+            }
+        }
         agree_count += usize::from(agree);
         exact_count += usize::from(exact);
         *confusion
@@ -153,6 +312,9 @@ pub async fn run(
             id: ticket.id.clone(),
             agree,
             exact,
+            cause: why,
+            order_id,
+            order_source,
             human,
             agent,
             policy_versions: versions,
@@ -180,6 +342,9 @@ pub async fn run(
         confusion,
         by_reason,
         by_policy_version: by_version,
+        causes,
+        by_feature,
+        extra_fields: replay::extra_field_counts(tickets),
         agent_only_money: money(agent_only),
         human_only_money: money(human_only),
         tickets: rows,
@@ -262,7 +427,32 @@ pub fn html(report: &ShadowReport) -> String {
             a.total
         );
     }
-    out += "</table><h2>Money</h2><p>Agent only: ";
+    out += "</table><h2>Disagreements by cause</h2><table><tr><th>cause</th><th>tickets</th></tr>";
+    for (why, n) in &report.causes {
+        out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(why));
+    }
+    out += "</table>";
+    if !report.by_feature.is_empty() {
+        out += "<h2>Agreement per feature</h2><table><tr><th>feature</th><th>tickets</th><th>outcome</th><th>exact</th></tr>";
+        for (feature, b) in &report.by_feature {
+            out += &format!(
+                "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+                esc(feature),
+                b.total,
+                b.outcome_agreement * 100.0,
+                b.exact_agreement * 100.0
+            );
+        }
+        out += "</table>";
+    }
+    if !report.extra_fields.is_empty() {
+        out += "<h2>Fields beyond SPEC §7 (ignored)</h2><table><tr><th>field</th><th>tickets</th></tr>";
+        for (field, n) in &report.extra_fields {
+            out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(field));
+        }
+        out += "</table>";
+    }
+    out += "<h2>Money</h2><p>Agent only: ";
     out += &esc(&format!("{:?}", report.agent_only_money));
     out += "<br>Humans only: ";
     out += &esc(&format!("{:?}", report.human_only_money));
@@ -271,12 +461,19 @@ pub fn html(report: &ShadowReport) -> String {
     if disagreements.is_empty() {
         out += "<p>None.</p>";
     } else {
-        out += "<table><tr><th>ticket</th><th>human</th><th>agent</th><th>policy cited</th></tr>";
+        out += "<table><tr><th>ticket</th><th>cause</th><th>human</th><th>agent</th><th>order (source)</th><th>policy cited</th></tr>";
         for t in &disagreements {
+            let order = match (&t.order_id, t.order_source) {
+                (Some(id), Some(source)) => format!("{id} ({})", source.as_str()),
+                (Some(id), None) => id.clone(),
+                (None, _) => "none".to_string(),
+            };
             out += &format!(
-                "<tr><td><a href=\"#trace-{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><a href=\"#trace-{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                t.cause.map_or("", Cause::as_str),
                 esc(&verdict_text(&t.human)),
                 esc(&verdict_text(&t.agent)),
+                esc(&order),
                 esc(&t.citations.join(", ")),
                 id = esc(&t.id)
             );

@@ -244,6 +244,7 @@ pub async fn decide_by_hand(
                         .map(|n| format!(": {n}"))
                         .unwrap_or_default()
                 ),
+                order_source: proposal.order_source,
             };
             let recorded = cases::record_decision(
                 &mut tx,

@@ -32,8 +32,8 @@ use crate::http::AppState;
 use crate::payments::ProviderRefund;
 use crate::refunds;
 
-/// The environment variable holding the webhook signing secret (the same one
-/// `Config::webhook_secret` reads).
+/// The environment variable holding the webhook signing secret (`Config::webhook_secret`
+/// reads it; `Config::check_secrets` refuses its public default with a real provider).
 pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
 
 /// Stripe's default tolerance for the signed timestamp.
@@ -47,28 +47,12 @@ impl WebhookSecret {
     pub fn new(secret: impl Into<String>) -> Self {
         WebhookSecret(Arc::from(secret.into()))
     }
-
-    /// `PAYMENTS_WEBHOOK_SECRET`, or the default the embedded mock signs with (as
-    /// `Config::from_env` does).
-    pub fn from_env() -> Self {
-        let secret = std::env::var(WEBHOOK_SECRET_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .unwrap_or_else(|| crate::config::DEFAULT_WEBHOOK_SECRET.to_string());
-        WebhookSecret::new(secret)
-    }
 }
 
 impl std::fmt::Debug for WebhookSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("WebhookSecret(…)")
     }
-}
-
-/// The webhook route with its secret from the environment. Until `AppState` carries
-/// the secret, the route carries it as an `Extension`.
-pub fn route() -> MethodRouter<AppState> {
-    route_with_secret(WebhookSecret::from_env())
 }
 
 /// The webhook route verifying with `secret`.

@@ -22,6 +22,7 @@ use crate::clock::{from_ms, rfc3339};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::payments::{ProviderCharge, ProviderRefund};
+use crate::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
 use crate::runs::{self, Run};
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
@@ -88,12 +89,22 @@ fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Resul
 }
 
 /// Gathers the facts for a decision, fresh from the billing source: the ticket's
-/// customer, all their orders, every charge and refund.
+/// customer, all their orders, every charge and refund, and the order `order_id` names.
 pub async fn gather_facts(
     billing: &dyn BillingSource,
     ticket: &Ticket,
     request: RequestKind,
     order_id: Option<&str>,
+) -> AppResult<Facts> {
+    let facts = gather_records(billing, ticket, request).await?;
+    with_order(billing, facts, order_id).await
+}
+
+/// The facts without an order: customer, orders, charges and refunds.
+async fn gather_records(
+    billing: &dyn BillingSource,
+    ticket: &Ticket,
+    request: RequestKind,
 ) -> AppResult<Facts> {
     let customer = billing
         .customer(&ticket.customer_id)
@@ -122,19 +133,6 @@ pub async fn gather_facts(
             charges: charge_list,
         });
     }
-    // An order id that is not the customer's: someone else's (escalate, disclose nothing)
-    // or nobody's (kept as named: the engine then asks which order they mean).
-    let (order_id, ownership) = match order_id {
-        Some(id) if orders.iter().any(|o| o.id == id) => (Some(id.to_string()), Ownership::Owned),
-        Some(id) => {
-            if billing.order_exists(id).await? {
-                (Some(id.to_string()), Ownership::OtherCustomer)
-            } else {
-                (Some(id.to_string()), Ownership::Owned)
-            }
-        }
-        None => (None, Ownership::Owned),
-    };
     Ok(Facts {
         reported_at: from_ms(ticket.created_at),
         customer: CustomerFacts {
@@ -142,10 +140,105 @@ pub async fn gather_facts(
             region: customer.region,
         },
         request,
-        order_id,
-        order_ownership: ownership,
+        order_id: None,
+        order_ownership: Ownership::Owned,
         orders: order_facts,
     })
+}
+
+/// The facts about `order_id`. An order id that is not the customer's: someone else's
+/// (escalate, disclose nothing, RP-007) or nobody's (kept as named: the engine then
+/// asks which order they mean).
+async fn with_order(
+    billing: &dyn BillingSource,
+    mut facts: Facts,
+    order_id: Option<&str>,
+) -> AppResult<Facts> {
+    let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
+    facts.order_ownership = match order_id {
+        Some(id) if !owned(id) && billing.order_exists(id).await? => Ownership::OtherCustomer,
+        _ => Ownership::Owned,
+    };
+    facts.order_id = order_id.map(String::from);
+    Ok(facts)
+}
+
+/// Gathers the facts with the order resolved by the workflow itself, whatever model
+/// investigated (issue 15): the ticket form's order, else the customer's order ids in
+/// any of their messages, else a reference that is none of theirs looked up among all
+/// orders (another customer's goes the RP-007 way), else what they wrote (product,
+/// amount, date), else the records. The model's order is used only when none of these
+/// settles it and only if it is the customer's, or someone else's (then RP-007 too):
+/// an id is never trusted only because the model wrote it.
+pub async fn gather_facts_resolved(
+    billing: &dyn BillingSource,
+    ticket: &Ticket,
+    customer_messages: &[String],
+    request: RequestKind,
+    model_order: Option<&str>,
+) -> AppResult<(Facts, Option<OrderSource>)> {
+    let facts = gather_records(billing, ticket, request).await?;
+    let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
+    if let Some(form) = ticket.order_id.as_deref().filter(|f| !owned(f)) {
+        // A form order that is not theirs is a reference like any other (RP-007).
+        let facts = with_order(billing, facts, Some(form)).await?;
+        return Ok((facts, Some(OrderSource::Form)));
+    }
+    let candidates: Vec<OrderCandidate> = facts
+        .orders
+        .iter()
+        .map(OrderCandidate::from_facts)
+        .collect();
+    let resolution = resolve::resolve(&ResolveInput {
+        messages: customer_messages,
+        form_order: ticket.order_id.as_deref(),
+        request,
+        orders: &candidates,
+    });
+    let (order_id, source) = match resolution.order_id {
+        Some(id) if owned(&id) => (Some(id), resolution.source),
+        named => match lookup_references(billing, &resolution.unmatched).await? {
+            Some(other) => (Some(other), Some(OrderSource::Message)),
+            None if named.is_some() => (named, resolution.source),
+            None => {
+                let model_owns = model_order.is_some_and(owned);
+                model_choice(billing, model_order, model_owns).await?
+            }
+        },
+    };
+    let facts = with_order(billing, facts, order_id.as_deref()).await?;
+    Ok((facts, source))
+}
+
+/// The first unmatched reference that is an order of any customer, by its stored id.
+async fn lookup_references(
+    billing: &dyn BillingSource,
+    references: &[resolve::Reference],
+) -> AppResult<Option<String>> {
+    for reference in references {
+        for spelling in resolve::lookup_spellings(reference) {
+            if billing.order_exists(&spelling).await? {
+                return Ok(Some(spelling));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The model's order, when text and records settle nothing: kept if it is the
+/// customer's, or if it exists at all (someone else's: RP-007 escalates); an id that
+/// exists nowhere is dropped.
+async fn model_choice(
+    billing: &dyn BillingSource,
+    model_order: Option<&str>,
+    owned: bool,
+) -> AppResult<(Option<String>, Option<OrderSource>)> {
+    match model_order {
+        Some(id) if owned || billing.order_exists(id).await? => {
+            Ok((Some(id.to_string()), Some(OrderSource::Agent)))
+        }
+        _ => Ok((None, None)),
+    }
 }
 
 fn provider_unavailable(e: anyhow::Error) -> AppError {
@@ -228,21 +321,28 @@ pub async fn decide_case(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> AppResult<()> {
-    // The model's order, else the one the customer picked when opening the ticket. It is
-    // stored in the proposal, so every later re-decision (payment boundary, takeover)
-    // starts from the same inputs.
-    let mut proposal = proposal.clone();
-    if proposal.order_id.is_none() {
-        proposal.order_id = ticket.order_id.clone();
-    }
-    let proposal = &proposal;
-    let (facts, decision) = decide_now(
-        state,
+    // The order is resolved here, not taken from the model (issue 15), and stored in the
+    // proposal with where it came from, so every later re-decision (payment boundary,
+    // takeover) starts from the same inputs and a reviewer sees why this order.
+    let messages: Vec<String> = tickets::messages(&state.db, &ticket.id)
+        .await?
+        .into_iter()
+        .filter(|m| m.author == "customer")
+        .map(|m| m.body)
+        .collect();
+    let (facts, order_source) = gather_facts_resolved(
+        state.billing.as_ref(),
         ticket,
+        &messages,
         proposal.request,
         proposal.order_id.as_deref(),
     )
     .await?;
+    let mut proposal = proposal.clone();
+    proposal.order_id = facts.order_id.clone();
+    proposal.order_source = order_source;
+    let proposal = &proposal;
+    let decision = policy_engine::decide(&facts, &state.policies);
     let evidence_hash = evidence_hash(&facts);
     let invalid = invalid_evidence(proposal, exchanges);
     let policy_index = policy_index_version(state);
@@ -467,4 +567,144 @@ pub async fn escalate_to_human(
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::billing::WorldBilling;
+    use crate::world::World;
+
+    /// C-1 has `#10234` (an add-on) and `#10235` (an annual plan); C-2 has `MX5H38`.
+    fn billing() -> WorldBilling {
+        let order = |id: &str, customer: &str, product: &str, amount: &str| {
+            json!({ "id": id, "customer_id": customer, "product": product, "amount": amount,
+                    "currency": "USD", "created_at": "2026-11-20T10:00:00Z" })
+        };
+        let charge = |id: &str, order: &str, customer: &str, amount: &str| {
+            json!({ "id": id, "order_id": order, "customer_id": customer, "amount": amount,
+                    "currency": "USD", "captured": true, "status": "succeeded", "disputed": false,
+                    "created_at": "2026-11-20T10:00:01Z", "payment_method": "pm_card_visa" })
+        };
+        let world = json!({
+            "customers": [
+                { "id": "C-1", "name": "Emma", "email": "e@example.com", "region": "US" },
+                { "id": "C-2", "name": "Ava", "email": "a@example.com", "region": "US" }
+            ],
+            "orders": [
+                order("#10234", "C-1", "addon", "4.99"),
+                order("#10235", "C-1", "annual_plan", "99.00"),
+                order("MX5H38", "C-2", "addon", "4.99")
+            ],
+            "charges": [
+                charge("ch_1", "#10234", "C-1", "4.99"),
+                charge("ch_2", "#10235", "C-1", "99.00"),
+                charge("ch_3", "MX5H38", "C-2", "4.99")
+            ],
+            "refunds": []
+        });
+        let world = World::parse(&world.to_string()).expect("the test world parses");
+        WorldBilling::new(Arc::new(world))
+    }
+
+    fn ticket(form: Option<&str>) -> Ticket {
+        Ticket {
+            id: "T-1".into(),
+            customer_id: "C-1".into(),
+            order_id: form.map(String::from),
+            language: crate::replies::Language::En,
+            created_at: crate::clock::to_ms(time::macros::datetime!(2026-11-25 10:00 UTC)),
+        }
+    }
+
+    async fn resolved(
+        form: Option<&str>,
+        text: &str,
+        model_order: Option<&str>,
+    ) -> (Option<String>, Ownership, Option<OrderSource>) {
+        let (facts, source) = gather_facts_resolved(
+            &billing(),
+            &ticket(form),
+            &[text.to_string()],
+            RequestKind::Cancellation,
+            model_order,
+        )
+        .await
+        .expect("facts gather from the in-memory world");
+        (facts.order_id, facts.order_ownership, source)
+    }
+
+    #[tokio::test]
+    async fn the_order_the_customer_wrote_wins_over_the_one_the_model_named() {
+        assert_eq!(
+            resolved(None, "please cancel order no. １０２３５", Some("MX5H38")).await,
+            (
+                Some("#10235".into()),
+                Ownership::Owned,
+                Some(OrderSource::Message)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn the_form_order_wins_over_text_and_model() {
+        assert_eq!(
+            resolved(Some("#10234"), "cancel #10235", Some("#10235")).await,
+            (
+                Some("#10234".into()),
+                Ownership::Owned,
+                Some(OrderSource::Form)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn another_customers_order_in_the_text_is_looked_up_and_goes_the_rp007_way() {
+        assert_eq!(
+            resolved(None, "cancel mx5h38 please", Some("#10234")).await,
+            (
+                Some("MX5H38".into()),
+                Ownership::OtherCustomer,
+                Some(OrderSource::Message)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn an_id_only_the_model_wrote_is_used_only_if_it_exists_and_never_as_owned_when_it_is_not(
+    ) {
+        // Nothing in the text, two orders: the model's own-order choice stands, marked.
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("#10234")).await,
+            (
+                Some("#10234".into()),
+                Ownership::Owned,
+                Some(OrderSource::Agent)
+            )
+        );
+        // An invented id is dropped: the engine asks which order (RP-002 §4).
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("O-INVENTED-9")).await,
+            (None, Ownership::Owned, None)
+        );
+        // Someone else's order named only by the model still escalates (RP-007).
+        assert_eq!(
+            resolved(None, "I want to cancel", Some("MX5H38")).await.1,
+            Ownership::OtherCustomer
+        );
+    }
+
+    #[tokio::test]
+    async fn what_the_customer_writes_besides_ids_is_secondary_evidence() {
+        assert_eq!(
+            resolved(None, "cancel my yearly plan", None).await,
+            (
+                Some("#10235".into()),
+                Ownership::Owned,
+                Some(OrderSource::Message)
+            )
+        );
+    }
 }

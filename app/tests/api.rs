@@ -668,6 +668,7 @@ fn duplicate_charge_proposal() -> Proposal {
         evidence: vec![],
         citations: vec![],
         summary: "charged twice for the annual plan".into(),
+        order_source: None,
     }
 }
 
@@ -1076,4 +1077,19 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
     assert_eq!(now.policy_index.as_deref(), Some("7:abc"));
     assert!(now.fingerprint.is_some());
     assert_ne!(now.fingerprint, takeover_fingerprint);
+}
+
+/// Issue 15: the case view shows reviewers which order the decision is about and why
+/// (written by the customer, or singled out by the records).
+#[tokio::test]
+async fn the_case_view_shows_where_the_order_came_from() {
+    let app = support::spawn_app().await;
+    let (_, written) = app
+        .open_ticket("C-100", "订单号：ｏ－１００１ 扣了两次款")
+        .await;
+    assert_eq!(written["proposal"]["order_id"], "O-1001", "{written}");
+    assert_eq!(written["proposal"]["order_source"], "message", "{written}");
+    let (_, only) = app.open_ticket("C-100", "I was charged twice.").await;
+    assert_eq!(only["proposal"]["order_id"], "O-1001", "{only}");
+    assert_eq!(only["proposal"]["order_source"], "records", "{only}");
 }

@@ -549,6 +549,22 @@ async fn a_cross_site_bodyless_post_riding_a_staff_cookie_is_refused() {
         .insert("origin", "http://desk.example".parse().unwrap());
     let (status, body) = app.raw(same_site).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    // Under Referrer-Policy no-referrer a browser's own fetch says `Origin: null`; its
+    // Sec-Fetch-Site (which no page can set) decides, and a sibling subdomain is refused.
+    for (site, expected) in [
+        ("same-origin", StatusCode::OK),
+        ("same-site", StatusCode::FORBIDDEN),
+    ] {
+        let mut request = cross_site_post("/api/v1/reconcile", &cookie);
+        request
+            .headers_mut()
+            .insert("origin", "null".parse().unwrap());
+        request
+            .headers_mut()
+            .insert("sec-fetch-site", site.parse().unwrap());
+        let (status, body) = app.raw(request).await;
+        assert_eq!(status, expected, "{site}: {body}");
+    }
     let mut with_token = cross_site_post(&format!("/api/v1/cases/{case_id}/takeover"), &cookie);
     with_token
         .headers_mut()

@@ -538,6 +538,7 @@ fn demo_ticket() -> app::replay::HistoricalTicket {
             from: "customer".into(),
             text: CHARGED_TWICE.into(),
             at: now,
+            extra: Default::default(),
         }],
         world: app::world::World::parse(&world).unwrap(),
         human: app::replay::HumanDecision {
@@ -545,7 +546,9 @@ fn demo_ticket() -> app::replay::HistoricalTicket {
             reason: policy_engine::ReasonCode::DuplicateCharge,
             refunds: vec![],
             decided_by: "agent:test".into(),
+            extra: Default::default(),
         },
+        extra: Default::default(),
     }
 }
 
@@ -1084,6 +1087,7 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
                 evidence: vec![],
                 citations: vec![],
                 summary: "the customer reports a duplicate charge on O-1001".into(),
+                order_source: None,
             },
         }),
     );

@@ -164,9 +164,16 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
     let mut bad_outcome: serde_json::Value = serde_json::from_str(good[2]).unwrap();
     bad_outcome["id"] = json!("H-BAD-OUTCOME");
     bad_outcome["human"]["outcome"] = json!("allow");
-    let mut unknown_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
-    unknown_field["id"] = json!("H-BAD-FIELD");
-    unknown_field["approved_by_manager"] = json!(true);
+    // Issue 15: real exports carry more fields; they are read, kept aside and counted.
+    let mut extra_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
+    extra_field["id"] = json!("H-EXTRA-FIELD");
+    extra_field["approved_by_manager"] = json!(true);
+    extra_field["messages"][0]["channel"] = json!("email");
+    let mut missing_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
+    missing_field["id"] = json!("H-NO-CUSTOMER");
+    if let Some(map) = missing_field.as_object_mut() {
+        map.remove("customer_id");
+    }
     let file = [
         good[0].to_string(),             // 1 ok
         "{\"id\": \"H-TRUNC\", ".into(), // 2 malformed JSON
@@ -174,16 +181,27 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
         bad_amount.to_string(),          // 4 three decimals in USD/CNY/…
         good[1].to_string(),             // 5 ok
         bad_outcome.to_string(),         // 6 engine term instead of SPEC term
-        unknown_field.to_string(),       // 7 unknown field
+        extra_field.to_string(),         // 7 extra fields: read
         good[0].to_string(),             // 8 repeated id
         "[1, 2, 3]".into(),              // 9 not an object
+        missing_field.to_string(),       // 10 a required field missing
     ]
     .join("\n");
     let (tickets, errors) = parse_history(&file);
     let ids: Vec<&str> = tickets.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&"H-EXTRA-FIELD"));
     let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
-    assert_eq!(lines, [2, 4, 6, 7, 8, 9], "{errors:#?}");
+    assert_eq!(lines, [2, 4, 6, 8, 9, 10], "{errors:#?}");
+    assert!(
+        errors[5].message.contains("customer_id"),
+        "{}",
+        errors[5].message
+    );
+    let counts = app::replay::extra_field_counts(&tickets);
+    assert_eq!(counts.get("approved_by_manager"), Some(&1));
+    assert_eq!(counts.get("messages[].channel"), Some(&1));
+    assert_eq!(counts.len(), 2, "{counts:?}");
     assert!(errors.iter().all(|e| !e.message.is_empty()));
 }
 
@@ -195,6 +213,7 @@ fn with_injection(ticket: &HistoricalTicket, text: &str) -> HistoricalTicket {
         from: "customer".into(),
         text: text.into(),
         at,
+        extra: Default::default(),
     });
     t
 }
@@ -446,4 +465,159 @@ async fn replay_is_deterministic() {
             serde_json::to_value(&b).unwrap()["exchanges"]
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The varied dev set (issue 15): tickets written apart from the investigator.
+// ---------------------------------------------------------------------------------------
+
+/// The committed dev set: `generate-history --style varied --seed 2026 --count 600`.
+const VARIED_DEV: &str = "../evals/history/varied-dev.jsonl";
+const VARIED_SEED: u64 = 2026;
+
+fn varied_dev() -> Vec<HistoricalTicket> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(VARIED_DEV);
+    let text = std::fs::read_to_string(&path).expect("the varied dev set is committed");
+    let (tickets, errors) = parse_history(&text);
+    assert!(errors.is_empty(), "bad lines: {errors:?}");
+    tickets
+}
+
+#[test]
+fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
+    let tickets = varied_dev();
+    assert!(tickets.len() >= 500, "{} tickets", tickets.len());
+    let again = app::generate::varied_history(VARIED_SEED, tickets.len());
+    assert_eq!(
+        app::generate::to_jsonl(&again),
+        app::generate::to_jsonl(&tickets),
+        "regenerate {VARIED_DEV} with the generator"
+    );
+}
+
+#[tokio::test]
+async fn the_built_in_investigator_meets_the_targets_on_the_varied_dev_set() {
+    let env = env();
+    let tickets = varied_dev();
+    let report = app::shadow::run(
+        &Investigator,
+        &env.policies,
+        &env.index,
+        &tickets,
+        vec![],
+        |_, _| {},
+    )
+    .await;
+    let misses: Vec<String> = report
+        .tickets
+        .iter()
+        .filter(|t| !t.exact)
+        .map(|t| {
+            format!(
+                "{} {:?}: human {:?}, agent {:?}",
+                t.id, t.cause, t.human, t.agent
+            )
+        })
+        .collect();
+    println!(
+        "varied dev: outcome {:.1}%, exact {:.1}%, causes {:?}",
+        report.outcome_agreement * 100.0,
+        report.exact_agreement * 100.0,
+        report.causes
+    );
+    assert!(
+        report.outcome_agreement >= 0.98 && report.exact_agreement >= 0.97,
+        "outcome {}, exact {}:\n{}",
+        report.outcome_agreement,
+        report.exact_agreement,
+        misses.join("\n")
+    );
+    assert_eq!(report.extra_fields.get("features"), Some(&tickets.len()));
+    for feature in [
+        "id_scheme=hash",
+        "language=ja",
+        "follow_up=true",
+        "orders=6",
+    ] {
+        assert!(report.by_feature.contains_key(feature), "no {feature}");
+    }
+}
+
+/// Each kind of misreading is named as its cause in the report, JSON and HTML.
+#[tokio::test]
+async fn the_shadow_report_names_the_cause_of_each_disagreement() {
+    let env = env();
+    let tickets = varied_dev();
+    let feature = |t: &HistoricalTicket, name: &str| t.extra["features"][name].clone();
+    let pick = |want: &dyn Fn(&HistoricalTicket) -> bool| {
+        tickets
+            .iter()
+            .find(|t| want(t))
+            .cloned()
+            .expect("the dev set has such a ticket")
+    };
+    let say = |t: &mut HistoricalTicket, text: &str| {
+        t.messages.truncate(1);
+        t.messages[0].text = text.into();
+        t.order_id = None;
+    };
+    // Amounts: a refund whose human amount differs.
+    let mut amounts =
+        pick(&|t| t.human.outcome == CaseOutcome::Refund && !t.human.refunds.is_empty());
+    amounts.id = "CAUSE-AMOUNTS".into();
+    amounts.human.refunds[0].amount = "0.01".into();
+    // Ambiguous: several orders and a message that names none.
+    let mut ambiguous = pick(&|t| {
+        t.human.outcome == CaseOutcome::Refund && feature(t, "orders").as_u64() >= Some(3)
+    });
+    ambiguous.id = "CAUSE-AMBIGUOUS".into();
+    say(&mut ambiguous, "Hello, please help me with my account.");
+    // Not found: one order and an order number that exists nowhere.
+    let mut not_found = pick(&|t| {
+        t.human.outcome == CaseOutcome::Refund && feature(t, "orders").as_u64() == Some(1)
+    });
+    not_found.id = "CAUSE-NOT-FOUND".into();
+    say(&mut not_found, "Order no. ZZ-4040404 was charged twice.");
+    // Misread: a refunded cancellation read as a duplicate charge.
+    let mut misread = pick(&|t| {
+        t.human.outcome == CaseOutcome::Refund
+            && t.human.reason == ReasonCode::CoolingOff
+            && feature(t, "orders").as_u64() == Some(1)
+    });
+    misread.id = "CAUSE-MISREAD".into();
+    say(
+        &mut misread,
+        "I saw it on my statement, it is fine, just checking.",
+    );
+    let cases = [amounts, ambiguous, not_found, misread];
+    let report = app::shadow::run(
+        &Investigator,
+        &env.policies,
+        &env.index,
+        &cases,
+        vec![],
+        |_, _| {},
+    )
+    .await;
+    let causes: Vec<(String, Option<&str>)> = report
+        .tickets
+        .iter()
+        .map(|t| (t.id.clone(), t.cause.map(|c| c.as_str())))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("CAUSE-AMOUNTS".to_string(), Some("amounts_differ")),
+            ("CAUSE-AMBIGUOUS".to_string(), Some("order_ambiguous")),
+            ("CAUSE-NOT-FOUND".to_string(), Some("order_not_found")),
+            ("CAUSE-MISREAD".to_string(), Some("request_kind_misread")),
+        ]
+    );
+    assert_eq!(report.causes.values().sum::<usize>(), 4);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["tickets"][1]["cause"], "order_ambiguous");
+    let html = app::shadow::html(&report);
+    assert!(
+        html.contains("Disagreements by cause") && html.contains("<td>request_kind_misread</td>")
+    );
 }

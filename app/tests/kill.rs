@@ -26,6 +26,13 @@ fn command(data: &std::path::Path, payments: &str) -> Command {
     cmd.arg("--data-dir")
         .arg(data)
         .env("PAYMENTS_URL", payments)
+        // A provider named by PAYMENTS_URL needs its secrets set (issue 16): the test
+        // mock's, given explicitly.
+        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env(
+            "PAYMENTS_WEBHOOK_SECRET",
+            app::config::DEFAULT_WEBHOOK_SECRET,
+        )
         .env("FIXTURES_DIR", app::config::default_fixtures_dir())
         .env_remove("DATABASE_URL")
         .env_remove("LLM_BASE_URL")
@@ -101,7 +108,8 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         "{}",
         String::from_utf8_lossy(&seed.stderr)
     );
-    let out = String::from_utf8_lossy(&seed.stderr).to_string();
+    // `seed` prints its credentials on stdout, one per line, for scripts.
+    let out = String::from_utf8_lossy(&seed.stdout).to_string();
     let token_after = |marker: &str| {
         out.lines()
             .find(|l| l.contains(marker))
@@ -110,7 +118,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
             .to_string()
     };
     let agent = token_after("agent@refund-desk.test");
-    let customer = token_after("customer C-100 bearer token:");
+    let customer = token_after("customer C-100 bearer ");
     let http = reqwest::Client::new();
 
     let mut serve = start(&data, &mock.base_url()).await;

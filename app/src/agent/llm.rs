@@ -267,7 +267,7 @@ pub fn answer_tools() -> Vec<Value> {
                 "type": "object",
                 "properties": {
                     "request": { "type": "string", "enum": ["duplicate_charge", "overcharge", "cancellation", "authorization_hold", "unclear"] },
-                    "order_id": { "type": ["string", "null"], "maxLength": 64, "description": "The order the request is about; null when the customer did not say and the records do not settle it." },
+                    "order_id": { "type": ["string", "null"], "maxLength": 64, "description": "The order the request is about, exactly as list_orders returned it; null when the customer did not say and the records do not settle it. The workflow resolves the order from the conversation and the records itself and uses this only when they settle nothing." },
                     "reason_code": string(64),
                     "refunds": { "type": "array", "items": {
                         "type": "object",

@@ -160,6 +160,10 @@ pub struct Proposal {
     #[serde(default)]
     pub citations: Vec<String>,
     pub summary: String,
+    /// Where the decision's order came from (`form`, `message`, `records`, `agent`): set
+    /// by the workflow when it resolves the order, never taken from the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_source: Option<crate::resolve::OrderSource>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,640 @@
+//! `generate-history --style varied`: historical tickets that vary independently of the
+//! investigator (issue 15), for measuring it on tickets it has never seen.
+//!
+//! Each ticket starts from a world of the plain generator (its scenario, its intended
+//! request and order) and is then varied: unrelated older orders (1–6 orders per
+//! customer), an id scheme per world (`O-0001-2`, `#10234`, `ORD-2025-000123`,
+//! `7000024`, `MX5H38`, `O-1001`, with ids that are prefixes of one another), and the
+//! customer's text rewritten from phrase banks kept as data in `evals/history/phrases/`
+//! (EN, ZH, JA; the investigator never reads them): how the order is identified (its id
+//! in any case or width after any order word, the ticket form, a product, an amount, a
+//! date, only the records, or nothing), follow-ups (a vague first message, the order in
+//! the second), greetings, typos, mixed languages, lower case, full width.
+//!
+//! Labels come from the policy engine on the world's facts for the intended request and
+//! order, as in the plain style (see the parent module: policy-correct by construction);
+//! a ticket whose text identifies no order among several is labelled on no order. Each
+//! line carries a `features` field (an extra field, SPEC §7) for per-feature reports.
+
+use std::collections::BTreeMap;
+
+use policy_engine::{PolicySet, Product};
+use serde::Deserialize;
+use serde_json::json;
+use time::Duration;
+
+use super::{Draft, Scenario, SplitMix64};
+use crate::replay::HistoricalTicket;
+
+/// The phrase banks, shipped as data files.
+const BANKS: [&str; 3] = [
+    include_str!("../../../evals/history/phrases/en.json"),
+    include_str!("../../../evals/history/phrases/zh.json"),
+    include_str!("../../../evals/history/phrases/ja.json"),
+];
+
+#[derive(Debug, Deserialize)]
+struct Bank {
+    language: String,
+    complaint: BTreeMap<String, Vec<String>>,
+    vague: Vec<String>,
+    follow_up: Vec<String>,
+    #[serde(rename = "ref")]
+    refs: Refs,
+    extra: Vec<String>,
+    greeting: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Refs {
+    id: Vec<String>,
+    generic: Vec<String>,
+    product: BTreeMap<String, Vec<String>>,
+    amount: Vec<String>,
+    date: Vec<String>,
+}
+
+fn banks() -> Vec<Bank> {
+    BANKS
+        .iter()
+        .map(|text| serde_json::from_str(text).expect("the phrase banks ship as valid JSON"))
+        .collect()
+}
+
+/// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
+/// cannot be read: a generator for tests and benches run from a checkout).
+pub fn varied_history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
+    let dir = crate::config::default_fixtures_dir().join("policies");
+    let policies = crate::policies::load_policy_set(&dir)
+        .expect("the fixture policies ship with the repository");
+    varied_history_with(&policies, seed, n)
+}
+
+/// `n` varied tickets from `seed`, labelled under `policies`.
+pub fn varied_history_with(policies: &PolicySet, seed: u64, n: usize) -> Vec<HistoricalTicket> {
+    let banks = banks();
+    let mut rng = SplitMix64::new(seed ^ 0x7A21_ED00_0000_0015);
+    (0..n)
+        .map(|i| {
+            let mut draft = Draft::new(&mut rng, seed, i);
+            let features = vary(&mut draft, &mut rng, &banks);
+            let mut ticket = draft.finish(policies);
+            ticket.extra.insert("features".into(), features);
+            ticket
+        })
+        .collect()
+}
+
+/// How a world's order ids look.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scheme {
+    /// `O-0001-2`: a base and a sequence; siblings share the base.
+    Dashed,
+    /// `#10234`; some ids are prefixes of others (`#1023`).
+    Hash,
+    /// `ORD-2025-000123`.
+    Dated,
+    /// `7000024`.
+    Numeric,
+    /// `MX5H38`.
+    Code,
+    /// `O-1001`, the fixtures' style.
+    Shop,
+}
+
+const SCHEMES: [(Scheme, &str); 6] = [
+    (Scheme::Dashed, "dashed"),
+    (Scheme::Hash, "hash"),
+    (Scheme::Dated, "dated"),
+    (Scheme::Numeric, "numeric"),
+    (Scheme::Code, "code"),
+    (Scheme::Shop, "shop"),
+];
+
+/// How the customer identifies the order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ident {
+    Id,
+    Form,
+    Product,
+    Amount,
+    Date,
+    /// Nothing written: the records show which order has the problem.
+    Records,
+    /// Nothing written: it is their only order.
+    Only,
+    /// Nothing written and several orders: nobody can tell.
+    Nothing,
+}
+
+impl Ident {
+    fn as_str(self) -> &'static str {
+        match self {
+            Ident::Id => "id",
+            Ident::Form => "form",
+            Ident::Product => "product",
+            Ident::Amount => "amount",
+            Ident::Date => "date",
+            Ident::Records => "records",
+            Ident::Only => "only_order",
+            Ident::Nothing => "nothing",
+        }
+    }
+}
+
+/// The complaint bank for a scenario.
+fn complaint(scenario: Scenario) -> &'static str {
+    match scenario {
+        Scenario::Duplicate
+        | Scenario::Dispute
+        | Scenario::AlreadyRefunded
+        | Scenario::NotDuplicate
+        | Scenario::Ownership => "duplicate",
+        Scenario::RepeatPurchase => "repeat",
+        Scenario::Overcharge | Scenario::Other => "overcharge",
+        Scenario::Cancellation | Scenario::Ambiguous => "cancel",
+        Scenario::Hold => "hold",
+    }
+}
+
+/// Whether the records alone single out the order (its charges show the problem).
+fn records_show_it(scenario: Scenario) -> bool {
+    !matches!(
+        scenario,
+        Scenario::Cancellation | Scenario::Ambiguous | Scenario::NotDuplicate | Scenario::Ownership
+    )
+}
+
+fn pick_ident(rng: &mut SplitMix64, scenario: Scenario) -> Ident {
+    match scenario {
+        Scenario::Ownership => return Ident::Id,
+        Scenario::Ambiguous => return Ident::Nothing,
+        _ => {}
+    }
+    let twins = matches!(scenario, Scenario::RepeatPurchase);
+    match rng.below(100) {
+        0..=54 => Ident::Id,
+        55..=64 => Ident::Form,
+        65..=74 if !twins => Ident::Product,
+        75..=81 if !twins => Ident::Amount,
+        82..=86 if !twins => Ident::Date,
+        87..=99 if records_show_it(scenario) => Ident::Records,
+        _ => Ident::Id,
+    }
+}
+
+/// Whether a product, amount or date singles out the target among the customer's
+/// orders (the plain scenarios can hold two orders of one price).
+fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
+    let own: Vec<&crate::world::WorldOrder> = draft
+        .world
+        .orders
+        .iter()
+        .filter(|o| o.customer_id == draft.customer_id)
+        .collect();
+    let Some(order) = own.iter().find(|o| Some(o.id.as_str()) == target) else {
+        return !matches!(ident, Ident::Product | Ident::Amount | Ident::Date);
+    };
+    let count =
+        |same: &dyn Fn(&crate::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
+    match ident {
+        Ident::Product => count(&|o| o.product == order.product) == 1,
+        Ident::Amount => count(&|o| o.amount == order.amount) == 1,
+        Ident::Date => count(&|o| o.created_at.date() == order.created_at.date()) == 1,
+        _ => true,
+    }
+}
+
+/// Rewrites the draft's orders, ids and text; returns the ticket's features.
+fn vary(draft: &mut Draft, rng: &mut SplitMix64, banks: &[Bank]) -> serde_json::Value {
+    let scenario = draft.scenario;
+    let mut ident = pick_ident(rng, scenario);
+    let target = draft.order_id.clone();
+    add_unrelated_orders(draft, rng, ident);
+    let own = draft
+        .world
+        .orders
+        .iter()
+        .filter(|o| o.customer_id == draft.customer_id)
+        .count();
+    if own == 1
+        && matches!(
+            ident,
+            Ident::Records | Ident::Product | Ident::Amount | Ident::Date
+        )
+    {
+        ident = Ident::Only;
+    }
+    if !fits_alone(draft, ident, target.as_deref()) {
+        ident = Ident::Id;
+    }
+    let (scheme, scheme_name) = rng.pick(&SCHEMES);
+    let renamed = rename_orders(draft, rng, scheme);
+    let target = target.map(|id| renamed.get(&id).cloned().unwrap_or(id));
+    draft.order_id = target.clone();
+    draft.form_order_id = (ident == Ident::Form).then(|| target.clone()).flatten();
+
+    let language = pick_language(rng, draft);
+    let bank = &banks[language];
+    let target_order = target
+        .as_ref()
+        .and_then(|id| draft.world.orders.iter().find(|o| &o.id == id))
+        .cloned();
+    let reference = match (ident, &target_order) {
+        (Ident::Id, Some(o)) => write_id(rng, bank, &o.id),
+        (Ident::Product, Some(o)) => rng
+            .pick_str(&bank.refs.product[o.product.as_str()])
+            .to_string(),
+        (Ident::Amount, Some(o)) => rng.pick_str(&bank.refs.amount).replace(
+            "{amount}",
+            &write_amount(rng, bank, &o.amount, o.currency.code()),
+        ),
+        (Ident::Date, Some(o)) => rng
+            .pick_str(&bank.refs.date)
+            .replace("{date}", &write_date(rng, bank, o.created_at.date())),
+        _ => rng.pick_str(&bank.refs.generic).to_string(),
+    };
+    let generic = rng.pick_str(&bank.refs.generic).to_string();
+    let template = rng
+        .pick_str(&bank.complaint[complaint(scenario)])
+        .to_string();
+    let typo = bank.language == "en" && rng.chance(8);
+    let template = if typo {
+        with_typo(rng, &template)
+    } else {
+        template
+    };
+    let identifies = matches!(
+        ident,
+        Ident::Id | Ident::Product | Ident::Amount | Ident::Date
+    );
+    let follow_up = rng.chance(25);
+    let mut messages = Vec::new();
+    if follow_up && identifies && rng.chance(50) {
+        // The complaint first, the order in a second message.
+        messages.push(template.replace("{ref}", &generic));
+        messages.push(rng.pick_str(&bank.follow_up).replace("{ref}", &reference));
+    } else if follow_up {
+        // A vague first message, then the complaint with the order.
+        messages.push(rng.pick_str(&bank.vague).to_string());
+        messages.push(template.replace("{ref}", &reference));
+    } else {
+        messages.push(template.replace("{ref}", &reference));
+    }
+    let first = 0;
+    if rng.chance(30) {
+        let greeting = rng.pick_str(&bank.greeting);
+        messages[first] = format!("{greeting} {}", messages[first]);
+    }
+    let mixed = rng.chance(8);
+    let last = messages.len() - 1;
+    if mixed {
+        let other = &banks[(language + 1 + rng.below(2) as usize) % banks.len()];
+        messages[last] = format!("{} {}", messages[last], rng.pick_str(&other.extra));
+    } else if rng.chance(25) {
+        messages[last] = format!("{} {}", messages[last], rng.pick_str(&bank.extra));
+    }
+    let lower = bank.language == "en" && rng.chance(6);
+    let wide = bank.language != "en" && rng.chance(8);
+    for m in &mut messages {
+        if lower {
+            *m = m.to_lowercase();
+        }
+        if wide {
+            *m = full_width(m);
+        }
+    }
+    draft.messages = messages;
+    if ident == Ident::Nothing {
+        draft.order_id = None;
+    }
+    json!({
+        "id_scheme": scheme_name,
+        "language": bank.language,
+        "ident": ident.as_str(),
+        "follow_up": follow_up,
+        "orders": own,
+        "typo": typo,
+        "mixed_language": mixed,
+        "lower_case": lower,
+        "full_width": wide,
+        // What the label is about; replay never reads extra fields.
+        "intended_order": draft.order_id,
+    })
+}
+
+impl SplitMix64 {
+    fn pick_str<'a>(&mut self, items: &'a [String]) -> &'a str {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {
+    let native = match draft.region {
+        policy_engine::Region::CN => 1,
+        policy_engine::Region::JP => 2,
+        _ => 0,
+    };
+    if native != 0 && rng.chance(70) {
+        native
+    } else if rng.chance(6) {
+        rng.below(3) as usize
+    } else {
+        0
+    }
+}
+
+/// Older orders of the customer that have nothing to do with the request: each paid
+/// once at its own amount on its own day, so no record points at it, and none shares
+/// what the customer writes to identify the order (`ident`).
+fn add_unrelated_orders(draft: &mut Draft, rng: &mut SplitMix64, ident: Ident) {
+    let own = |d: &Draft| {
+        d.world
+            .orders
+            .iter()
+            .filter(|o| o.customer_id == d.customer_id)
+            .count()
+    };
+    let wanted = match rng.below(10) {
+        0..=2 => 0,
+        3..=5 => 1,
+        6..=7 => 2,
+        _ => rng.range(3, 5) as usize,
+    };
+    let target_product = draft
+        .order_id
+        .as_ref()
+        .and_then(|id| draft.world.orders.iter().find(|o| &o.id == id))
+        .map(|o| o.product);
+    let first_at = draft
+        .world
+        .orders
+        .iter()
+        .map(|o| o.created_at)
+        .min()
+        .unwrap_or(draft.created_at);
+    for k in 0..wanted {
+        if own(draft) >= 6 {
+            break;
+        }
+        let products: Vec<Product> = Product::ALL
+            .into_iter()
+            .filter(|p| ident != Ident::Product || Some(*p) != target_product)
+            .collect();
+        let product = rng.pick(&products);
+        let list = rng.pick(super::prices(draft.region, product));
+        let taken: Vec<String> = draft
+            .world
+            .orders
+            .iter()
+            .map(|o| o.amount.clone())
+            .collect();
+        // A price of its own: list price plus a few units, never an amount already used.
+        let Some(minor) = (1..40)
+            .map(|step| list + step * unit(draft) * (rng.range(1, 3)))
+            .find(|m| !taken.contains(&draft.money(*m)))
+        else {
+            continue;
+        };
+        let at = first_at - Duration::days(3 + 17 * (k as i64 + 1) + rng.range(0, 9));
+        let order = draft.order(product, minor, at);
+        let charge = draft.charge(&order, minor, at + Duration::seconds(1));
+        if rng.chance(10) {
+            draft.refund(&charge, minor, at + Duration::days(2), "succeeded");
+        }
+    }
+}
+
+/// One step of price variation: 1 in the currency's major unit (JPY: 10 yen).
+fn unit(draft: &Draft) -> i64 {
+    match draft.currency {
+        policy_engine::Currency::JPY => 10,
+        _ => 100,
+    }
+}
+
+/// Gives every order of the world an id of `scheme`; returns old id → new id.
+fn rename_orders(
+    draft: &mut Draft,
+    rng: &mut SplitMix64,
+    scheme: Scheme,
+) -> BTreeMap<String, String> {
+    let mut map: BTreeMap<String, String> = BTreeMap::new();
+    let mut used: Vec<String> = Vec::new();
+    let base = rng.range(1, 9_999);
+    for (k, order) in draft.world.orders.iter().enumerate() {
+        let year = order.created_at.year();
+        let id = loop {
+            let candidate = match scheme {
+                // Siblings of one base: `O-0412-1`, `O-0412-2`.
+                Scheme::Dashed if rng.chance(60) => format!("O-{base:04}-{}", k + 1),
+                Scheme::Dashed => format!("O-{:04}-{}", rng.range(1, 9_999), rng.range(1, 9)),
+                // A prefix of an id already given: `#1023` next to `#10234`.
+                Scheme::Hash if !used.is_empty() && rng.chance(30) => {
+                    let longer = &used[rng.below(used.len() as u64) as usize];
+                    if longer.len() > 3 {
+                        longer[..longer.len() - 1].to_string()
+                    } else {
+                        format!("#{}", rng.range(10_000, 99_999))
+                    }
+                }
+                Scheme::Hash => format!("#{}", rng.range(10_000, 99_999)),
+                Scheme::Dated => format!("ORD-{year}-{:06}", rng.range(1, 999_999)),
+                Scheme::Numeric => format!("{}", rng.range(7_000_000, 7_999_999)),
+                Scheme::Code => code(rng),
+                Scheme::Shop => format!("O-{}", rng.range(1_000, 99_999)),
+            };
+            if !used.contains(&candidate) {
+                break candidate;
+            }
+        };
+        used.push(id.clone());
+        map.insert(order.id.clone(), id);
+    }
+    for order in &mut draft.world.orders {
+        order.id = map[&order.id].clone();
+    }
+    for charge in &mut draft.world.charges {
+        if let Some(new) = map.get(&charge.order_id) {
+            charge.order_id = new.clone();
+        }
+    }
+    map
+}
+
+/// `MX5H38`: six letters and digits, starting with a letter, at least two digits.
+fn code(rng: &mut SplitMix64) -> String {
+    const LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ";
+    const DIGITS: &[u8] = b"23456789";
+    loop {
+        let mut s = String::new();
+        s.push(LETTERS[rng.below(LETTERS.len() as u64) as usize] as char);
+        for _ in 0..5 {
+            let pool = if rng.chance(50) { LETTERS } else { DIGITS };
+            s.push(pool[rng.below(pool.len() as u64) as usize] as char);
+        }
+        if s.chars().filter(char::is_ascii_digit).count() >= 2 {
+            return s;
+        }
+    }
+}
+
+/// The id as a customer types it: after an order word, `#` or not, any case, sometimes
+/// full width.
+fn write_id(rng: &mut SplitMix64, bank: &Bank, id: &str) -> String {
+    let template = rng.pick_str(&bank.refs.id).to_string();
+    let mut written = id.to_string();
+    if template.contains("#{id}") || (written.starts_with('#') && rng.chance(40)) {
+        written = written.trim_start_matches('#').to_string();
+    }
+    if rng.chance(20) {
+        written = written.to_lowercase();
+    }
+    if rng.chance(10) {
+        written = full_width(&written);
+    }
+    template.replace("{id}", &written)
+}
+
+fn write_amount(rng: &mut SplitMix64, bank: &Bank, amount: &str, currency: &str) -> String {
+    let word = match (bank.language.as_str(), currency) {
+        ("zh", "CNY") => "元",
+        ("zh", "USD") => "美元",
+        ("zh", "EUR") => "欧元",
+        ("zh", "JPY") | ("ja", "JPY") => "円",
+        ("ja", "CNY") => "元",
+        ("ja", "USD") => "ドル",
+        ("ja", "EUR") => "ユーロ",
+        _ => "",
+    };
+    match (word, currency) {
+        ("", "USD") if rng.chance(50) => format!("${amount}"),
+        ("", "EUR") if rng.chance(50) => format!("€{amount}"),
+        ("", code) => format!("{amount} {code}"),
+        (word, _) => format!("{amount}{word}"),
+    }
+}
+
+fn write_date(rng: &mut SplitMix64, bank: &Bank, date: time::Date) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let (y, m, d) = (date.year(), u8::from(date.month()), date.day());
+    match (bank.language.as_str(), rng.below(3)) {
+        ("en", 0) => format!("{} {d}", &MONTHS[m as usize - 1][..3]),
+        ("en", 1) => format!("{d} {}", MONTHS[m as usize - 1]),
+        (_, 0 | 1) => format!("{m}月{d}日"),
+        (_, _) => format!("{y}-{m:02}-{d:02}"),
+    }
+}
+
+/// Two neighbouring letters of one longer word swapped ("charegd").
+fn with_typo(rng: &mut SplitMix64, template: &str) -> String {
+    let words: Vec<&str> = template.split(' ').collect();
+    let long: Vec<usize> = (0..words.len())
+        .filter(|i| words[*i].len() >= 5 && words[*i].chars().all(|c| c.is_ascii_alphabetic()))
+        .collect();
+    if long.is_empty() {
+        return template.to_string();
+    }
+    let at = long[rng.below(long.len() as u64) as usize];
+    let mut chars: Vec<char> = words[at].chars().collect();
+    let i = 1 + rng.below(chars.len() as u64 - 2) as usize;
+    chars.swap(i, i + 1);
+    let swapped: String = chars.into_iter().collect();
+    let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    out[at] = swapped;
+    out.join(" ")
+}
+
+/// ASCII to full width (`Ｏ－１２３`), as CJK keyboards type it.
+fn full_width(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '!'..='~' => char::from_u32(c as u32 + 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn the_varied_style_is_deterministic_and_covers_every_scheme_language_and_order_count() {
+        let a = super::super::to_jsonl(&varied_history(11, 400));
+        assert_eq!(a, super::super::to_jsonl(&varied_history(11, 400)));
+        let tickets = varied_history(11, 400);
+        let feature = |name: &str| -> BTreeSet<String> {
+            tickets
+                .iter()
+                .map(|t| t.extra["features"][name].to_string())
+                .collect()
+        };
+        assert_eq!(feature("id_scheme").len(), 6);
+        assert_eq!(feature("language").len(), 3);
+        assert!(feature("orders").len() >= 6, "{:?}", feature("orders"));
+        assert_eq!(feature("follow_up").len(), 2);
+        assert!(tickets
+            .iter()
+            .all(|t| { (1..=6).contains(&t.extra["features"]["orders"].as_u64().unwrap_or(0)) }));
+    }
+
+    #[test]
+    fn a_typo_swaps_two_letters_of_one_word() {
+        let mut rng = SplitMix64::new(1);
+        let typo = with_typo(&mut rng, "I was charged twice");
+        assert_ne!(typo, "I was charged twice");
+        assert_eq!(typo.len(), "I was charged twice".len());
+    }
+
+    #[test]
+    fn what_the_customer_writes_to_identify_the_order_fits_that_order_alone() {
+        for t in varied_history(5, 400) {
+            let f = &t.extra["features"];
+            let Some(target) = f["intended_order"].as_str() else {
+                assert_eq!(f["ident"], "nothing", "{}", t.id);
+                continue;
+            };
+            let own: Vec<_> = t
+                .world
+                .orders
+                .iter()
+                .filter(|o| o.customer_id == t.customer_id)
+                .collect();
+            let Some(order) = t.world.orders.iter().find(|o| o.id == target) else {
+                panic!("{}: the intended order {target} is in the world", t.id);
+            };
+            let same = |same_as: &dyn Fn(&crate::world::WorldOrder) -> bool| {
+                own.iter().filter(|o| same_as(o)).count()
+            };
+            match f["ident"].as_str() {
+                Some("amount") => assert_eq!(same(&|o| o.amount == order.amount), 1, "{}", t.id),
+                Some("product") => assert_eq!(same(&|o| o.product == order.product), 1, "{}", t.id),
+                Some("date") => assert_eq!(
+                    same(&|o| o.created_at.date() == order.created_at.date()),
+                    1,
+                    "{}",
+                    t.id
+                ),
+                Some("only_order") => assert_eq!(own.len(), 1, "{}", t.id),
+                Some("form") => assert_eq!(t.order_id.as_deref(), Some(target)),
+                _ => {}
+            }
+        }
+    }
+}
