@@ -213,13 +213,11 @@ impl CustomerSession {
 
 async fn tickets_page(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     session: Result<CustomerSession, AppError>,
 ) -> Response {
     let Ok(session) = session else {
-        return error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        );
+        return open_from_link_page(&headers);
     };
     ticket_list_response(&state, &session, None).await
 }
@@ -286,13 +284,11 @@ async fn new_ticket_submit(
 async fn ticket_page(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     session: Result<CustomerSession, AppError>,
 ) -> Response {
     let Ok(session) = session else {
-        return error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        );
+        return open_from_link_page(&headers);
     };
     ticket_page_response(&state, &session, &id, None).await
 }
@@ -477,6 +473,23 @@ struct SignInPage {
     link: String,
     next: String,
     error: Option<String>,
+    lang: Language,
+    t: &'static PageText,
+}
+
+/// The language of a page shown before the customer is known: their browser's.
+fn browser_language(headers: &axum::http::HeaderMap) -> Language {
+    Language::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The page for a customer page opened without a session, in the browser's language.
+fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
+    let t = replies::page_text(browser_language(headers));
+    error_page(StatusCode::UNAUTHORIZED, t.open_from_link)
 }
 
 #[derive(Deserialize)]
@@ -499,14 +512,16 @@ fn sign_in_target(next: Option<&str>) -> String {
 
 /// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
 /// (a GET, which mail scanners and link previews also do) uses nothing up.
-async fn sign_in_page(Query(q): Query<SignInQuery>) -> Response {
-    let error = q.link.is_empty().then(|| {
-        "You are signed out. Open the sign-in link we sent you to sign in again.".to_string()
-    });
+async fn sign_in_page(headers: axum::http::HeaderMap, Query(q): Query<SignInQuery>) -> Response {
+    let lang = browser_language(&headers);
+    let t = replies::page_text(lang);
+    let error = q.link.is_empty().then(|| t.signed_out.to_string());
     render(&SignInPage {
         next: sign_in_target(q.next.as_deref()),
         link: q.link,
         error,
+        lang,
+        t,
     })
 }
 
@@ -520,6 +535,7 @@ struct SignInForm {
 /// `POST /sign-in`: uses the link once and starts the customer's browser session.
 async fn sign_in_submit(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     origin: SameOrigin,
     Form(form): Form<SignInForm>,
 ) -> Response {
@@ -530,13 +546,14 @@ async fn sign_in_submit(
     let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {
         Ok(Some(id)) => id,
         Ok(None) => {
+            let lang = browser_language(&headers);
+            let t = replies::page_text(lang);
             let page = render(&SignInPage {
                 link: String::new(),
                 next: String::new(),
-                error: Some(
-                    "This link is not valid, was already used or has expired. Ask us for a new one."
-                        .into(),
-                ),
+                error: Some(t.link_not_valid.into()),
+                lang,
+                t,
             });
             return with_status(StatusCode::UNAUTHORIZED, page);
         }

@@ -54,6 +54,29 @@ impl Language {
         })
     }
 
+    /// The language of a page shown before we know who the customer is (the sign-in
+    /// page): the first of the browser's `Accept-Language` choices, by weight, that is
+    /// one of ours; English when none is.
+    pub fn from_accept_language(header: Option<&str>) -> Language {
+        let mut choices: Vec<(f32, Language)> = header
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|item| {
+                let mut parts = item.split(';');
+                let tag = parts.next()?.trim().to_ascii_lowercase();
+                let primary = tag.split('-').next()?;
+                let weight = parts
+                    .find_map(|p| p.trim().strip_prefix("q="))
+                    .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())?;
+                let lang = primary.parse::<Language>().ok()?;
+                (weight > 0.0).then_some((weight, lang))
+            })
+            .collect();
+        // A stable sort: equal weights keep the browser's order.
+        choices.sort_by(|a, b| b.0.total_cmp(&a.0));
+        choices.first().map_or(Language::En, |(_, lang)| *lang)
+    }
+
     /// The language a customer is addressed in before they have written anything.
     pub fn of_region(region: Region) -> Language {
         match region {
@@ -458,6 +481,12 @@ pub struct PageText {
     pub agent: &'static str,
     pub staff: &'static str,
     pub sign_out: &'static str,
+    pub sign_in: &'static str,
+    pub sign_in_once: &'static str,
+    pub sign_in_continue: &'static str,
+    pub signed_out: &'static str,
+    pub link_not_valid: &'static str,
+    pub open_from_link: &'static str,
 }
 
 const EN_PAGE: PageText = PageText {
@@ -476,6 +505,13 @@ const EN_PAGE: PageText = PageText {
     agent: "Support",
     staff: "Support team",
     sign_out: "Sign out",
+    sign_in: "Sign in",
+    sign_in_once: "This link signs you in once and works for 15 minutes.",
+    sign_in_continue: "Continue",
+    signed_out: "You are signed out. Open the sign-in link we sent you to sign in again.",
+    link_not_valid:
+        "This link is not valid, was already used or has expired. Ask us for a new one.",
+    open_from_link: "Open this page from the link we sent you.",
 };
 
 const ZH_PAGE: PageText = PageText {
@@ -494,6 +530,12 @@ const ZH_PAGE: PageText = PageText {
     agent: "客服",
     staff: "客服团队",
     sign_out: "退出",
+    sign_in: "登录",
+    sign_in_once: "此链接仅可使用一次，15 分钟内有效。",
+    sign_in_continue: "继续",
+    signed_out: "您已退出。请打开我们发给您的登录链接重新登录。",
+    link_not_valid: "此链接无效、已被使用或已过期。请联系我们获取新链接。",
+    open_from_link: "请通过我们发给您的链接打开此页面。",
 };
 
 const JA_PAGE: PageText = PageText {
@@ -512,6 +554,12 @@ const JA_PAGE: PageText = PageText {
     agent: "サポート",
     staff: "サポートチーム",
     sign_out: "サインアウト",
+    sign_in: "サインイン",
+    sign_in_once: "このリンクでサインインできるのは1回のみで、有効期限は15分です。",
+    sign_in_continue: "続ける",
+    signed_out: "サインアウトしました。もう一度サインインするには、お送りしたサインイン用リンクを開いてください。",
+    link_not_valid: "このリンクは無効か、使用済みか、有効期限が切れています。新しいリンクをお問い合わせください。",
+    open_from_link: "このページは、お送りしたリンクから開いてください。",
 };
 
 pub fn page_text(lang: Language) -> &'static PageText {
@@ -871,6 +919,13 @@ mod tests {
                 t.customer,
                 t.agent,
                 t.staff,
+                t.sign_out,
+                t.sign_in,
+                t.sign_in_once,
+                t.sign_in_continue,
+                t.signed_out,
+                t.link_not_valid,
+                t.open_from_link,
             ]
         };
         let english = labels(page_text(Language::En));
@@ -906,6 +961,13 @@ mod tests {
         }
         assert_eq!("jp".parse::<Language>(), Err(UnknownLanguage("jp".into())));
         assert_eq!(Language::from_stored("ko"), Language::En);
+        let accept = |h: &str| Language::from_accept_language(Some(h));
+        assert_eq!(accept("ja,en-US;q=0.9,en;q=0.8"), Language::Ja);
+        assert_eq!(accept("en-US;q=0.5, zh-CN"), Language::Zh);
+        assert_eq!(accept("fr-FR, ja;q=0.3"), Language::Ja);
+        assert_eq!(accept("ja;q=0, de"), Language::En);
+        assert_eq!(accept("ja;q=oops"), Language::En);
+        assert_eq!(Language::from_accept_language(None), Language::En);
         assert_eq!(Language::of_region(Region::JP), Language::Ja);
         assert_eq!(Language::of_region(Region::CN), Language::Zh);
         assert_eq!(Language::of_region(Region::EU), Language::En);

@@ -758,3 +758,43 @@ async fn the_ticket_pages_and_their_errors_speak_the_customers_language() {
         "{html}"
     );
 }
+
+#[tokio::test]
+async fn the_pages_before_sign_in_follow_the_browsers_language() {
+    let app = spawn_app().await;
+    let link = app.sign_in_link("C-400", "/tickets").await;
+    let get = |path: &str, accept: &str| {
+        Request::get(path)
+            .header("accept-language", accept)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, html) = app.raw(get(&link, "ja-JP,ja;q=0.9,en;q=0.8")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(r#"<html lang="ja">"#)
+            && html.contains("サインイン")
+            && html.contains("続ける"),
+        "{html}"
+    );
+    let (_, html) = app.raw(get(&link, "zh-CN,zh;q=0.9")).await;
+    assert!(
+        html.contains("登录") && !html.contains("サインイン"),
+        "{html}"
+    );
+    let (_, html) = app.raw(get(&link, "fr-FR,fr;q=0.9")).await;
+    assert!(
+        html.contains("Sign in") && html.contains("Continue"),
+        "{html}"
+    );
+
+    let (status, html) = app.raw(get("/tickets", "ja")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        html.contains("お送りしたリンクから開いてください"),
+        "{html}"
+    );
+    let (status, html) = app.raw(get("/sign-in", "ja")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("サインアウトしました"), "{html}");
+}
