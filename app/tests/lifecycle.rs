@@ -243,6 +243,16 @@ struct Serve {
     base: String,
 }
 
+/// A test that fails leaves no `serve` running behind it.
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// `serve` on a free port against the test's provider and database; returns once it
 /// answers `/readyz`.
 async fn start_serve(data: &std::path::Path, env: &[(&str, String)]) -> Serve {
@@ -251,20 +261,22 @@ async fn start_serve(data: &std::path::Path, env: &[(&str, String)]) -> Serve {
         .local_addr()
         .unwrap()
         .port();
-    let child = refund_agent(data)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let serve = Serve {
+        child: refund_agent(data)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        base: format!("http://127.0.0.1:{port}"),
+    };
     for _ in 0..600 {
-        if reqwest::get(format!("{base}/readyz"))
+        if reqwest::get(format!("{}/readyz", serve.base))
             .await
             .is_ok_and(|r| r.status() == 200)
         {
-            return Serve { child, base };
+            return serve;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -441,7 +453,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     pool.close().await;
 
     // Restarted, everything finishes well inside the 60 s a dead process's lease lasts.
-    let mut serve = start_serve(&data, &env).await;
+    let serve = start_serve(&data, &env).await;
     for case_id in &approved_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
         poll(&http, &url, &agent, Duration::from_secs(45), |c| {
@@ -480,8 +492,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
             "customer L-{i}: {expected} provider refund(s): {ledger:#}"
         );
     }
-    serve.child.kill().unwrap();
-    serve.child.wait().unwrap();
+    drop(serve);
     mock.shutdown().await;
 }
 
