@@ -21,12 +21,13 @@ use crate::world::World;
 #[derive(Parser)]
 #[command(
     name = "refund-agent",
+    version,
     about = "Refund desk: an AI refund agent a support team can trust with money"
 )]
 struct Cli {
-    /// Where the SQLite database, the policy index and the embedded provider's state live.
-    #[arg(long, global = true, default_value = "./data")]
-    data_dir: PathBuf,
+    /// Every setting, each a flag with an environment fallback (`config::Settings`).
+    #[command(flatten)]
+    settings: crate::config::Settings,
     #[command(subcommand)]
     command: Command,
 }
@@ -35,11 +36,18 @@ struct Cli {
 enum Command {
     /// Run the web app (and the embedded payments mock unless PAYMENTS_URL is set).
     Serve {
-        #[arg(long, default_value = "127.0.0.1:8080")]
+        /// The address to listen on.
+        #[arg(
+            long,
+            env = "BIND_ADDR",
+            value_name = "BIND_ADDR",
+            default_value = "127.0.0.1:8080"
+        )]
         addr: SocketAddr,
     },
     /// Load a billing world into the app and the payment provider, and create demo staff.
     Seed {
+        /// The billing world to load [default: FIXTURES_DIR/billing/demo.json].
         #[arg(long)]
         world: Option<PathBuf>,
         /// Give the demo staff new passwords even though they exist (which revokes
@@ -50,7 +58,10 @@ enum Command {
     /// Rebuild the policy index.
     Index,
     /// Run the agent on a ticket and print its trace.
-    Investigate { ticket: String },
+    Investigate {
+        /// The ticket's id.
+        ticket: String,
+    },
     /// Policy tools.
     Policy {
         #[command(subcommand)]
@@ -58,10 +69,13 @@ enum Command {
     },
     /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
     GenerateHistory {
+        /// How many tickets to write.
         #[arg(long, default_value_t = 10_000)]
         count: usize,
+        /// The random seed: the same seed writes the same file.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// The JSON-lines file to write.
         #[arg(long)]
         out: PathBuf,
         /// `plain` (load: fixture-like text) or `varied` (id schemes, many orders,
@@ -71,7 +85,9 @@ enum Command {
     },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
+        /// The historical tickets, as JSON lines (SPEC §7).
         history: PathBuf,
+        /// Where `report.json` and `report.html` are written.
         #[arg(long, default_value = "./shadow-report")]
         out: PathBuf,
     },
@@ -80,10 +96,13 @@ enum Command {
     /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
     /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
     Eval {
+        /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
         #[arg(long)]
         scenarios: Option<PathBuf>,
-        #[arg(long, default_value_t = 1)]
-        k: usize,
+        /// Runs per scenario; a scenario passes only if all k pass.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        k: u16,
+        /// Where `report.json` and `report.html` are written.
         #[arg(long, default_value = "./eval-report")]
         out: PathBuf,
     },
@@ -112,21 +131,29 @@ enum HistoryStyle {
 #[derive(Subcommand)]
 enum PolicyCommand {
     /// Decide a FACTS.json file and print the decision as JSON.
-    Check { facts: PathBuf },
+    Check {
+        /// A JSON file of facts (policy_engine::Facts).
+        facts: PathBuf,
+    },
     /// Search the policy index: ranked passages cited as doc@version#section.
     Search {
+        /// The words to search for.
         query: String,
+        /// Only versions in force on this date (YYYY-MM-DD).
         #[arg(long)]
         as_of: Option<String>,
+        /// Only passages that apply to this region (e.g. CN, US, EU, JP).
         #[arg(long)]
         region: Option<String>,
+        /// Only passages that apply to this product (e.g. annual_plan).
         #[arg(long)]
         product: Option<String>,
         /// What-if: include draft versions.
         #[arg(long)]
         drafts: bool,
-        #[arg(long, default_value_t = 5)]
-        limit: usize,
+        /// How many passages to print, 1 to 50.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=50))]
+        limit: u8,
     },
     /// Which historical tickets a policy change would decide differently, and the money.
     Diff {
@@ -136,6 +163,7 @@ enum PolicyCommand {
         /// Versions to pin on the new side (e.g. RP-001@3, a draft).
         #[arg(long, value_delimiter = ',')]
         to: Vec<String>,
+        /// The historical tickets, as JSON lines (SPEC §7).
         history: PathBuf,
     },
     /// Score policy search on labelled queries: recall@1, recall@3, MRR.
@@ -150,20 +178,25 @@ enum PolicyCommand {
 enum StaffCommand {
     /// Add (or update) a staff member; the password is read from stdin.
     Add {
+        /// The staff member's email (their login).
         #[arg(long)]
         email: String,
-        #[arg(long)]
-        role: String,
+        /// What they may do.
+        #[arg(long, value_enum)]
+        role: RoleArg,
+        /// Read the password from standard input (never from a flag, where `ps` shows it).
         #[arg(long)]
         password_stdin: bool,
     },
     /// Print a new bearer token for a staff member.
     Token {
+        /// The staff member's email.
         #[arg(long)]
         email: String,
     },
     /// Forget a staff member's failed logins, so the login throttle lets them in.
     Unlock {
+        /// The staff member's email.
         #[arg(long)]
         email: String,
     },
@@ -172,9 +205,36 @@ enum StaffCommand {
 #[derive(Subcommand)]
 enum CustomerCommand {
     /// Print a new API bearer token for a customer (never accepted in a link).
-    Token { customer_id: String },
+    Token {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
     /// Print a single-use sign-in link for a customer, valid 15 minutes.
-    Link { customer_id: String },
+    Link {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
+}
+
+/// Staff roles as `staff add --role` accepts them (clap lists them in `--help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RoleArg {
+    /// Approves refunds within the agent limit of RP-004.
+    Agent,
+    /// Approves within the supervisor limit of RP-004; takes cases over.
+    Supervisor,
+    /// Everything a supervisor does, and manages staff.
+    Admin,
+}
+
+impl From<RoleArg> for StaffRole {
+    fn from(role: RoleArg) -> StaffRole {
+        match role {
+            RoleArg::Agent => StaffRole::Agent,
+            RoleArg::Supervisor => StaffRole::Supervisor,
+            RoleArg::Admin => StaffRole::Admin,
+        }
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -249,7 +309,7 @@ async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> 
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::from_env(&cli.data_dir);
+    let config = Config::from_settings(&cli.settings);
     match cli.command {
         Command::Serve { addr } => serve(&config, addr).await,
         Command::Seed {
@@ -339,7 +399,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 &dir,
                 &config.fixtures_dir,
                 model,
-                k.max(1),
+                usize::from(k),
                 |done, total| {
                     eprint!("\reval: {done}/{total} scenarios");
                 },
@@ -418,11 +478,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                     let mut password = String::new();
                     std::io::stdin().read_to_string(&mut password)?;
-                    let role = StaffRole::parse(&role)?;
                     let staff = auth::upsert_staff(
                         &db,
                         &email,
-                        role,
+                        role.into(),
                         password.trim_end_matches(['\n', '\r']),
                         now,
                     )
@@ -488,6 +547,11 @@ pub fn sign_in_url(config: &Config, token: &str) -> String {
     format!("{base}/sign-in?link={token}")
 }
 
+/// How long a stop may take to drain before what is left is aborted: inside the 10 s a
+/// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call
+/// is safe anyway: its intent and key were stored first (SPEC invariant 4).
+const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
+
 async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     config.check_secrets()?;
     if config.payments_url.is_none() && !config.defaulted_secrets.is_empty() {
@@ -498,8 +562,6 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     }
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let worker = tokio::spawn(crate::worker::run_forever(state.clone()));
-    let purge = tokio::spawn(purge_forever(state.clone()));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
@@ -513,19 +575,96 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
         crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
     eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
+    let stop = crate::worker::StopSignal::default();
+    let worker = tokio::spawn(crate::worker::run_until_stopped(
+        state.clone(),
+        stop.clone(),
+    ));
+    let purge = tokio::spawn(purge_forever(state.clone()));
     // The peer address reaches handlers as `ConnectInfo`: logins are throttled per client.
-    let app = crate::http::router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    worker.abort();
+    let app =
+        crate::http::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let server_stop = stop.clone();
+    let mut server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { server_stop.requested().await })
+            .await
+    });
+    tokio::select! {
+        signal = stop_signal() => {
+            tracing::info!(signal, "stopping: no new work is claimed; finishing the work in flight");
+        }
+        ended = &mut server => {
+            // The server cannot end before a stop unless it failed.
+            stop.request();
+            let _ = tokio::time::timeout(DRAIN_BUDGET, worker).await;
+            ended??;
+            anyhow::bail!("the HTTP server stopped by itself");
+        }
+    }
+    stop.request();
     purge.abort();
+    drain(server, worker).await;
+    // Closing the pools waits for their connections to finish and says goodbye to the
+    // database, instead of leaving it to notice dropped sockets.
+    state.db.close().await;
     if let Some(m) = mock {
         m.shutdown().await;
     }
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// Waits for the HTTP server (answering the requests it has) and the worker (finishing
+/// its step, releasing its lease) to stop, within `DRAIN_BUDGET`; aborts what remains.
+async fn drain(
+    mut server: tokio::task::JoinHandle<std::io::Result<()>>,
+    mut worker: tokio::task::JoinHandle<()>,
+) {
+    let both = async {
+        let (served, worked) = tokio::join!(&mut server, &mut worker);
+        match served {
+            Ok(Err(e)) => tracing::warn!(error = %e, "the HTTP server ended with an error"),
+            Err(e) => tracing::warn!(error = %e, "the HTTP server task failed"),
+            Ok(Ok(())) => {}
+        }
+        if let Err(e) = worked {
+            tracing::warn!(error = %e, "the worker task failed");
+        }
+    };
+    if tokio::time::timeout(DRAIN_BUDGET, both).await.is_err() {
+        tracing::warn!(
+            budget_secs = DRAIN_BUDGET.as_secs(),
+            "drain took longer than its budget; aborting the rest (a refund in flight resumes after its lease expires)"
+        );
+        server.abort();
+        worker.abort();
+    }
+}
+
+/// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM (what service managers and
+/// `docker stop` send), naming the signal.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = terminate.recv() => "SIGTERM",
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops serve gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    }
 }
 
 /// Every ten minutes, deletes expired tokens, sessions, sign-in links and old failed
@@ -749,7 +888,7 @@ async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
                 .map(crate::world::parse_plain)
                 .transpose()?;
             q.include_drafts = drafts;
-            q.limit = limit.clamp(1, 50);
+            q.limit = usize::from(limit);
             let dir = config.index_dir();
             let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let index = crate::policies::open_index(&dir, &policies)?;

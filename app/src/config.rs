@@ -25,6 +25,112 @@ pub enum ConfigError {
     PublicDefaultSecret(Vec<&'static str>),
 }
 
+/// Every setting, as a clap argument with an environment fallback (issue 20: strict
+/// configuration). A flag wins over its variable; an invalid value of either stops
+/// start-up with clap's message, which names the variable (each `value_name` is the
+/// variable's name), instead of running on a default nobody asked for.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// Where the SQLite database, the policy index and the embedded provider's state live.
+    #[arg(
+        long,
+        global = true,
+        env = "DATA_DIR",
+        value_name = "DATA_DIR",
+        default_value = "./data"
+    )]
+    pub data_dir: PathBuf,
+    /// `sqlite://…` or `postgres://user:pass@host/db` [default: sqlite://DATA_DIR/refund-desk.db].
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        value_name = "DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+    /// Base URL of the payment provider [default: the embedded payments mock].
+    #[arg(long, global = true, env = "PAYMENTS_URL", value_name = "PAYMENTS_URL", value_parser = http_url)]
+    pub payments_url: Option<String>,
+    /// The provider's secret key [default with the embedded mock: sk_test_refund_desk; required with PAYMENTS_URL].
+    #[arg(
+        long,
+        global = true,
+        env = "PAYMENTS_API_KEY",
+        value_name = "PAYMENTS_API_KEY",
+        hide_env_values = true
+    )]
+    pub payments_api_key: Option<String>,
+    /// Verifies `Stripe-Signature` on provider webhooks [default with the embedded mock: whsec_test_refund_desk; required with PAYMENTS_URL].
+    #[arg(
+        long,
+        global = true,
+        env = "PAYMENTS_WEBHOOK_SECRET",
+        value_name = "PAYMENTS_WEBHOOK_SECRET",
+        hide_env_values = true
+    )]
+    pub payments_webhook_secret: Option<String>,
+    /// Policies, billing worlds and history [default: ./fixtures, else the checkout this binary was built from].
+    #[arg(long, global = true, env = "FIXTURES_DIR", value_name = "FIXTURES_DIR")]
+    pub fixtures_dir: Option<PathBuf>,
+    /// An OpenAI-compatible model server [default: the built-in investigator].
+    #[arg(long, global = true, env = "LLM_BASE_URL", value_name = "LLM_BASE_URL", value_parser = http_url)]
+    pub llm_base_url: Option<String>,
+    /// Bearer key of the model server.
+    #[arg(
+        long,
+        global = true,
+        env = "LLM_API_KEY",
+        value_name = "LLM_API_KEY",
+        hide_env_values = true
+    )]
+    pub llm_api_key: Option<String>,
+    /// Model name sent to the model server.
+    #[arg(
+        long,
+        global = true,
+        env = "LLM_MODEL",
+        value_name = "LLM_MODEL",
+        default_value = "default"
+    )]
+    pub llm_model: String,
+    /// The model's context window, in tokens.
+    #[arg(long, global = true, env = "LLM_CONTEXT_TOKENS", value_name = "LLM_CONTEXT_TOKENS", default_value_t = 8192,
+          value_parser = clap::value_parser!(u32).range(512..))]
+    pub llm_context_tokens: u32,
+    /// Timeout of one chat-completions call, in seconds.
+    #[arg(long, global = true, env = "LLM_TIMEOUT_SECS", value_name = "LLM_TIMEOUT_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub llm_timeout_secs: u64,
+    /// Hours a case may await approval before it is re-investigated on fresh facts.
+    #[arg(long, global = true, env = "APPROVAL_TTL_HOURS", value_name = "APPROVAL_TTL_HOURS", default_value_t = 72,
+          value_parser = clap::value_parser!(u64).range(1..=24 * 365))]
+    pub approval_ttl_hours: u64,
+    /// Where users reach the app; `https://…` makes cookies `Secure` and adds HSTS [default: unset].
+    #[arg(long, global = true, env = "PUBLIC_URL", value_name = "PUBLIC_URL", value_parser = http_url)]
+    pub public_url: Option<String>,
+    /// Live shadow mode (on/off): the agent runs beside human decisions and proposes nothing.
+    #[arg(long, global = true, env = "SHADOW_MODE", value_name = "SHADOW_MODE", default_value = "off",
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub shadow_mode: bool,
+    /// Agent runs one worker advances at once, 1 to 64 [default: 4 on PostgreSQL, 1 on SQLite].
+    #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub worker_concurrency: Option<u8>,
+}
+
+/// An `http://` or `https://` URL (or empty, which means unset).
+fn http_url(value: &str) -> Result<String, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() || trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+        Ok(trimmed.to_string())
+    } else {
+        Err(format!(
+            "expected an http:// or https:// URL, got '{trimmed}'"
+        ))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
@@ -73,52 +179,66 @@ pub struct LlmConfig {
 }
 
 impl Config {
-    /// Reads the environment; `data_dir` comes from `--data-dir`.
-    pub fn from_env(data_dir: &Path) -> Config {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    /// The configuration the settings describe: defaults filled in, empty strings unset.
+    pub fn from_settings(settings: &Settings) -> Config {
+        let set = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+        let data_dir = settings.data_dir.clone();
         Config {
-            data_dir: data_dir.to_path_buf(),
-            database_url: var("DATABASE_URL")
-                .unwrap_or_else(|| crate::store::Db::sqlite_url(data_dir)),
-            payments_url: var("PAYMENTS_URL"),
-            payments_api_key: var("PAYMENTS_API_KEY")
+            database_url: set(&settings.database_url)
+                .unwrap_or_else(|| crate::store::Db::sqlite_url(&data_dir)),
+            payments_url: set(&settings.payments_url),
+            payments_api_key: set(&settings.payments_api_key)
                 .unwrap_or_else(|| DEFAULT_PAYMENTS_KEY.to_string()),
-            webhook_secret: var("PAYMENTS_WEBHOOK_SECRET")
+            webhook_secret: set(&settings.payments_webhook_secret)
                 .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_string()),
-            fixtures_dir: var("FIXTURES_DIR")
-                .map(PathBuf::from)
+            fixtures_dir: settings
+                .fixtures_dir
+                .clone()
+                .filter(|dir| !dir.as_os_str().is_empty())
                 .unwrap_or_else(default_fixtures_dir),
-            llm: var("LLM_BASE_URL").map(|base_url| LlmConfig {
+            llm: set(&settings.llm_base_url).map(|base_url| LlmConfig {
                 base_url,
-                api_key: var("LLM_API_KEY"),
-                model: var("LLM_MODEL").unwrap_or_else(|| "default".to_string()),
-                context_tokens: var("LLM_CONTEXT_TOKENS")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(8192),
-                timeout: Duration::from_secs(
-                    var("LLM_TIMEOUT_SECS")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(60),
-                ),
+                api_key: set(&settings.llm_api_key),
+                model: settings.llm_model.clone(),
+                context_tokens: settings.llm_context_tokens as usize,
+                timeout: Duration::from_secs(settings.llm_timeout_secs),
             }),
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),
-            approval_ttl: Duration::from_secs(
-                3600 * var("APPROVAL_TTL_HOURS")
-                    .and_then(|h| h.parse::<u64>().ok())
-                    .unwrap_or(72),
-            ),
-            public_url: var("PUBLIC_URL"),
-            shadow_mode: var("SHADOW_MODE").is_some_and(|v| {
-                matches!(v.to_ascii_lowercase().as_str(), "1" | "on" | "true" | "yes")
-            }),
-            worker_concurrency: var("WORKER_CONCURRENCY")
-                .and_then(|v| v.parse::<usize>().ok())
-                .filter(|n| (1..=64).contains(n)),
+            approval_ttl: Duration::from_secs(3600 * settings.approval_ttl_hours),
+            public_url: set(&settings.public_url),
+            shadow_mode: settings.shadow_mode,
+            worker_concurrency: settings.worker_concurrency.map(usize::from),
             defaulted_secrets: SECRET_VARS
                 .into_iter()
-                .filter(|name| var(name).is_none())
+                .zip([
+                    &settings.payments_webhook_secret,
+                    &settings.payments_api_key,
+                ])
+                .filter(|(_, value)| set(value).is_none())
+                .map(|(name, _)| name)
                 .collect(),
+            data_dir,
+        }
+    }
+
+    /// Reads the environment alone (tests, benches, the eval harness); `data_dir` as if
+    /// given by `--data-dir`. The CLI parses its flags instead (`cli::main`), where an
+    /// invalid variable is reported and stops start-up; here it is a broken test setup.
+    pub fn from_env(data_dir: &Path) -> Config {
+        #[derive(clap::Parser)]
+        struct EnvOnly {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let parsed = <EnvOnly as clap::Parser>::try_parse_from([
+            std::ffi::OsStr::new("refund-agent"),
+            "--data-dir".as_ref(),
+            data_dir.as_os_str(),
+        ]);
+        match parsed {
+            Ok(only) => Config::from_settings(&only.settings),
+            Err(e) => panic!("invalid configuration in the environment: {e}"),
         }
     }
 

@@ -71,13 +71,82 @@ where
     }
 }
 
+/// `GET /healthz`: the process is alive and serving. It queries nothing, so a database
+/// outage does not make a supervisor restart a process that would reconnect by itself
+/// (SPEC §7: `/healthz` is liveness, `/readyz` is readiness).
 async fn healthz(
     axum::extract::State(state): axum::extract::State<AppState>,
-) -> Result<Json<serde_json::Value>, AppError> {
-    sqlx::query("SELECT 1").execute(state.db.pool()).await?;
-    Ok(Json(
+) -> Json<serde_json::Value> {
+    Json(
         serde_json::json!({ "status": "ok", "database": format!("{:?}", state.db.backend()).to_lowercase() }),
-    ))
+    )
+}
+
+/// How long `/readyz` waits for the database before calling it unreachable: well under
+/// a load balancer's probe timeout (sqlx's own acquire timeout is 30 s).
+const READY_DATABASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `GET /readyz`: 200 when this instance can do its work — the database answers, every
+/// migration of this build is applied, and the policy index holds the loaded policies —
+/// else 503 with `not_ready` naming each failed check. Details go to the log, not the
+/// (unauthenticated) body.
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> (axum::http::StatusCode, Json<serde_json::Value>) {
+    let (database, migrations) =
+        match tokio::time::timeout(READY_DATABASE_TIMEOUT, state.db.missing_migrations()).await {
+            Ok(Ok(missing)) if missing.is_empty() => ("ok", "ok"),
+            Ok(Ok(missing)) => {
+                tracing::warn!(?missing, "readyz: migrations not applied");
+                ("ok", "not applied")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "readyz: database query failed");
+                ("unreachable", "unknown")
+            }
+            Err(_) => {
+                tracing::warn!("readyz: database did not answer in time");
+                ("unreachable", "unknown")
+            }
+        };
+    let index = if index_matches_policies(&state) {
+        "ok"
+    } else {
+        "not loaded"
+    };
+    let checks = [
+        ("database", database),
+        ("migrations", migrations),
+        ("policy_index", index),
+    ];
+    let not_ready: Vec<&str> = checks
+        .iter()
+        .filter(|(_, status)| *status != "ok")
+        .map(|(name, _)| *name)
+        .collect();
+    let status = if not_ready.is_empty() {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    let checks: serde_json::Map<String, serde_json::Value> = checks
+        .iter()
+        .map(|(name, status)| (name.to_string(), (*status).into()))
+        .collect();
+    let body = serde_json::json!({
+        "status": if not_ready.is_empty() { "ready" } else { "not_ready" },
+        "not_ready": not_ready,
+        "checks": checks,
+    });
+    (status, Json(body))
+}
+
+/// The index is loaded and was built from the policies this instance decides with (an
+/// index of other policies would cite passages the engine does not apply).
+fn index_matches_policies(state: &AppState) -> bool {
+    state.index.section_count() > 0
+        && rag_index::policy_hash(state.policies.documents())
+            .is_ok_and(|hash| hash == state.index.policy_hash())
 }
 
 async fn not_found() -> AppError {
@@ -114,12 +183,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .merge(crate::mcp::routes(&state))
         .fallback(not_found);
     let hsts = state.secure_cookies;
     let router = Router::new()
         .nest("/api/v1", api)
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .merge(crate::mcp::routes(&state))
         .merge(crate::pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))

@@ -103,6 +103,25 @@ impl Db {
         self.pool.begin().await
     }
 
+    /// Versions of this build's migrations not recorded as applied (`/readyz`): empty
+    /// when the schema is the one this code was written for.
+    pub async fn missing_migrations(&self) -> Result<Vec<i64>, sqlx::Error> {
+        use sqlx::Row;
+        let rows = sqlx::query("SELECT version FROM _sqlx_migrations WHERE success = TRUE")
+            .fetch_all(&self.pool)
+            .await?;
+        let applied = rows
+            .iter()
+            .map(|row| row.try_get::<i64, _>("version"))
+            .collect::<Result<std::collections::BTreeSet<i64>, _>>()?;
+        Ok(MIGRATOR
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration())
+            .map(|m| m.version)
+            .filter(|version| !applied.contains(version))
+            .collect())
+    }
+
     pub async fn close(&self) {
         self.reader.close().await;
         self.pool.close().await

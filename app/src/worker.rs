@@ -3,18 +3,65 @@
 //! `run_once` does one pass and reports how much it did, so tests drain the queue
 //! without sleeping; `serve` loops it, woken by new work or a short tick.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use crate::error::AppResult;
 use crate::http::AppState;
 
+/// Asks the worker to stop claiming work (issue 20: a graceful stop). What it holds is
+/// finished, not abandoned: the step in flight commits and its lease is released, so
+/// another instance (or this one restarted) resumes at once instead of waiting for the
+/// lease to expire.
+#[derive(Clone, Default)]
+pub struct StopSignal {
+    inner: Arc<StopInner>,
+}
+
+#[derive(Default)]
+struct StopInner {
+    requested: AtomicBool,
+    notify: Notify,
+}
+
+impl StopSignal {
+    pub fn request(&self) {
+        self.inner.requested.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    pub fn is_requested(&self) -> bool {
+        self.inner.requested.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once a stop is requested (at once if it already was).
+    pub async fn requested(&self) {
+        loop {
+            // Registered before the check, so a `request` in between still wakes us.
+            let notified = self.inner.notify.notified();
+            if self.is_requested() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// One pass over runnable runs and approved cases. Returns the number of items handled.
 pub async fn run_once(state: &AppState) -> AppResult<usize> {
+    run_pass(state, &StopSignal::default()).await
+}
+
+/// One pass that claims nothing more once `stop` is requested.
+async fn run_pass(state: &AppState, stop: &StopSignal) -> AppResult<usize> {
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
     let mut loops = tokio::task::JoinSet::new();
     for _ in 0..state.worker_concurrency.max(1) {
-        loops.spawn(advance_runs(state.clone()));
+        loops.spawn(advance_runs(state.clone(), stop.clone()));
     }
     let mut handled = 0;
     let mut first_error = None;
@@ -28,10 +75,21 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
     if let Some(e) = first_error {
         return Err(e);
     }
+    if stop.is_requested() {
+        return Ok(handled);
+    }
     handled += expire_stale_approvals(state).await?;
     for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
+        // An approved case not yet started stays approved for the next instance; one
+        // started has stored its intent and key first (SPEC invariant 4).
+        if stop.is_requested() {
+            return Ok(handled);
+        }
         crate::refunds::execute_case(state, &case_id).await?;
         handled += 1;
+    }
+    if stop.is_requested() {
+        return Ok(handled);
     }
     // Payments reconciliation, at most every `reconcile::PERIOD_MS` of the app clock
     // (claimed in the database, so one instance runs it per period).
@@ -41,13 +99,17 @@ pub async fn run_once(state: &AppState) -> AppResult<usize> {
     Ok(handled)
 }
 
-/// Claims and advances runs until none is runnable; stops at the first failed step.
-async fn advance_runs(state: AppState) -> AppResult<usize> {
+/// Claims and advances runs until none is runnable or a stop is requested; stops at the
+/// first failed step.
+async fn advance_runs(state: AppState, stop: StopSignal) -> AppResult<usize> {
     let state = &state;
     let mut handled = 0;
-    while let Some(mut run) =
-        crate::runs::claim_next(&state.db, &state.instance_id, state.clock.now_ms()).await?
-    {
+    while !stop.is_requested() {
+        let Some(mut run) =
+            crate::runs::claim_next(&state.db, &state.instance_id, state.clock.now_ms()).await?
+        else {
+            break;
+        };
         let result = crate::agent::advance(state, &mut run).await;
         // Release the run as this worker last wrote it (`advance` keeps its version
         // current). A reloaded copy could belong to a worker that took the lease over
@@ -116,15 +178,22 @@ async fn progress_marker(state: &AppState) -> AppResult<(i64, i64, i64)> {
     ))
 }
 
-/// The serve loop: a pass on every wake-up or tick, forever.
-pub async fn run_forever(state: AppState) {
-    loop {
-        if let Err(e) = run_once(&state).await {
+/// The serve loop: a pass on every wake-up or tick, until `stop` is requested; then it
+/// returns once the pass in flight has finished what it claimed.
+pub async fn run_until_stopped(state: AppState, stop: StopSignal) {
+    while !stop.is_requested() {
+        if let Err(e) = run_pass(&state, &stop).await {
             tracing::error!(error = %e, "worker pass failed");
         }
         tokio::select! {
             _ = state.wake.notified() => {}
+            _ = stop.requested() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
     }
+}
+
+/// The serve loop with nothing to stop it (tests that abort the task).
+pub async fn run_forever(state: AppState) {
+    run_until_stopped(state, StopSignal::default()).await
 }
