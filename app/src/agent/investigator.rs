@@ -17,8 +17,11 @@ use policy_engine::RequestKind;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::resolve::{self, ChargeSummary, OrderCandidate, ResolveInput};
+use crate::resolve::{
+    self, ChargeSummary, OrderCandidate, RequestSource, Resolution, ResolveInput,
+};
 
+use super::records_kind;
 use super::{
     BoxFuture, EvidenceRef, Exchange, Model, ModelContext, ModelTurn, Proposal, ProposedRefund,
     ToolCall,
@@ -205,10 +208,69 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
     ),
 ];
 
+/// Words that say a message is about money at all (stems end in `*`): only then may
+/// unclear words be read against the billing records (`read_request`).
+const MONEY_WORDS: &[&str] = &[
+    "refund*",
+    "charg*",
+    "bill*",
+    "pay*",
+    "paid",
+    "money",
+    "card",
+    "debit*",
+    "transaction*",
+    "fee*",
+    "price*",
+    "amount*",
+    "statement*",
+    "invoice*",
+    "cost*",
+    "bank",
+    "退款",
+    "退钱",
+    "扣",
+    "收费",
+    "费",
+    "钱",
+    "款",
+    "付",
+    "账单",
+    "金额",
+    "银行",
+    "卡",
+    "返金",
+    "請求",
+    "引き落と",
+    "料金",
+    "支払",
+    "決済",
+    "金額",
+    "お金",
+    "カード",
+    "代金",
+    "課金",
+];
+
 /// Phrases are matched on text folded by `resolve::fold` (NFKC, ASCII lower case), so
-/// full-width input (`Ｃａｎｃｅｌ`) reads like ASCII.
+/// full-width input (`Ｃａｎｃｅｌ`) reads like ASCII. An ASCII phrase ending in `*` is
+/// a stem: it matches at the start of a word and any ending may follow (`debit*`:
+/// debit, debits, debited), so one entry covers a word's inflections.
 fn contains_phrase(text: &str, phrase: &str) -> bool {
-    resolve::contains_phrase(text, phrase)
+    let Some(stem) = phrase.strip_suffix('*') else {
+        return resolve::contains_phrase(text, phrase);
+    };
+    text.match_indices(stem).any(|(start, _)| {
+        !text[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+fn speaks_of_money(text: &str) -> bool {
+    let text = resolve::fold(text);
+    MONEY_WORDS.iter().any(|w| contains_phrase(&text, w))
 }
 
 pub fn classify(text: &str) -> RequestKind {
@@ -359,7 +421,7 @@ impl Model for Investigator {
 fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let history = ctx.history;
     let text = ctx.customer_messages.join("\n");
-    let request = classify(&text);
+    let text_kind = classify(&text);
 
     if !attempted(history, "get_customer", None) || !attempted(history, "list_orders", None) {
         let mut calls = Vec::new();
@@ -399,21 +461,15 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     // wrote, else what else they wrote (product, amount, date), else the records. An id
     // that is none of theirs is proposed as written; the workflow looks it up (RP-007).
     let candidates: Vec<OrderCandidate> = orders.iter().map(|o| candidate(o, history)).collect();
-    let resolution = resolve::resolve(&ResolveInput {
-        messages: ctx.customer_messages,
-        form_order: None,
-        request,
-        orders: &candidates,
-    });
-    let missing: Vec<ToolCall> = resolution
-        .needs_charges
-        .iter()
-        .filter(|id| !attempted(history, "list_charges", Some(("order_id", id))))
-        .map(|id| call("list_charges", json!({ "order_id": id })))
-        .collect();
-    if !missing.is_empty() {
-        return ModelTurn::ToolCalls { calls: missing };
+    let resolution = resolve_order(ctx, text_kind, &candidates);
+    if let Some(turn) = read_charges(history, &resolution.needs_charges) {
+        return turn;
     }
+    let (request, request_source, resolution) =
+        match read_request(ctx, &text, text_kind, &candidates, resolution) {
+            Ok(read) => read,
+            Err(turn) => return turn,
+        };
     let order_id = resolution.order_id;
     if order_id.as_ref().is_none_or(|id| !order_ids.contains(id)) {
         if let Some(turn) = search_policy_first(history, request, None) {
@@ -426,7 +482,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             .unwrap_or("which order the request is about");
         return propose(
             ctx,
-            request,
+            (request, request_source),
             None,
             evidence,
             vec![],
@@ -436,7 +492,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     if !order_ids.contains(&order_id) {
         return propose(
             ctx,
-            request,
+            (request, request_source),
             Some(order_id),
             evidence,
             vec![],
@@ -526,7 +582,88 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             kind.as_str()
         ),
     };
-    propose(ctx, request, Some(order_id), evidence, proposed, &summary)
+    propose(
+        ctx,
+        (request, request_source),
+        Some(order_id),
+        evidence,
+        proposed,
+        &summary,
+    )
+}
+
+fn resolve_order(
+    ctx: &ModelContext<'_>,
+    request: RequestKind,
+    candidates: &[OrderCandidate],
+) -> Resolution {
+    resolve::resolve(&ResolveInput {
+        messages: ctx.customer_messages,
+        form_order: None,
+        request,
+        orders: candidates,
+    })
+}
+
+/// `list_charges` for the orders not read yet, if any.
+fn read_charges(history: &[Exchange], order_ids: &[String]) -> Option<ModelTurn> {
+    let calls: Vec<ToolCall> = order_ids
+        .iter()
+        .filter(|id| !attempted(history, "list_charges", Some(("order_id", id))))
+        .map(|id| call("list_charges", json!({ "order_id": id })))
+        .collect();
+    (!calls.is_empty()).then_some(ModelTurn::ToolCalls { calls })
+}
+
+/// The request kind and where it came from: the text's, unless the records settle it
+/// (`records_kind`: the words say nothing of the kind, or the order's charges
+/// contradict them, and exactly one reading fits). Unclear words are read against the
+/// records only when they speak of money at all ("hello?" stays unclear), and never
+/// when they name an order that is not the customer's (RP-007 is about that order).
+/// The order is resolved again for the new kind, by the same `resolve` the workflow
+/// applies, and the reading is dropped unless that lands on the order showing it.
+fn read_request(
+    ctx: &ModelContext<'_>,
+    text: &str,
+    text_kind: RequestKind,
+    candidates: &[OrderCandidate],
+    resolution: Resolution,
+) -> Result<(RequestKind, RequestSource, Resolution), ModelTurn> {
+    let kept = |resolution| Ok((text_kind, RequestSource::Text, resolution));
+    let named = resolution.order_id.as_deref();
+    let own = named.and_then(|id| candidates.iter().find(|o| o.id == id));
+    let open = match text_kind {
+        RequestKind::Cancellation => false,
+        RequestKind::Unclear => speaks_of_money(text) && (named.is_none() || own.is_some()),
+        _ => own.is_some(),
+    };
+    let scope: Vec<&OrderCandidate> = match own {
+        Some(order) => vec![order],
+        None => candidates.iter().collect(),
+    };
+    if !open || scope.len() > records_kind::MAX_ORDERS_SCANNED {
+        return kept(resolution);
+    }
+    let unread: Vec<String> = scope
+        .iter()
+        .filter(|o| o.charges.is_none())
+        .map(|o| o.id.clone())
+        .collect();
+    if let Some(turn) = read_charges(ctx.history, &unread) {
+        return Err(turn);
+    }
+    let Some((kind, order)) = records_kind::read_kind(text_kind, &scope, candidates) else {
+        return kept(resolution);
+    };
+    if own.is_some() {
+        return Ok((kind, RequestSource::Records, resolution));
+    }
+    let again = resolve_order(ctx, kind, candidates);
+    if again.order_id.as_deref() == Some(order.id.as_str()) {
+        Ok((kind, RequestSource::Records, again))
+    } else {
+        kept(resolution)
+    }
 }
 
 /// The policy passages for the request, once per run, so the proposal can cite them.
@@ -618,7 +755,7 @@ fn own_reading(
 
 fn propose(
     ctx: &ModelContext<'_>,
-    request: RequestKind,
+    (request, request_source): (RequestKind, RequestSource),
     order_id: Option<String>,
     evidence: Vec<EvidenceRef>,
     refunds: Vec<ProposedRefund>,
@@ -654,6 +791,7 @@ fn propose(
             citations,
             summary: summary.to_string(),
             order_source: None,
+            request_source: Some(request_source),
         },
     }
 }
