@@ -537,7 +537,7 @@ pub fn mentioned_products(text: &str) -> Vec<&'static str> {
 
 /// Money amounts the text writes with a currency sign, code or decimals (`19.80`,
 /// `¥9800`, `9800円`, `$12`): a bare small number ("2 times") is no amount.
-fn mentioned_amounts(text: &str) -> Vec<Decimal> {
+pub fn mentioned_amounts(text: &str) -> Vec<Decimal> {
     let mut amounts = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;

@@ -621,3 +621,89 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
         html.contains("Disagreements by cause") && html.contains("<td>request_kind_misread</td>")
     );
 }
+
+/// One sentence written by an outside writer who never saw the code
+/// (`evals/history/external/`).
+#[derive(serde::Deserialize)]
+struct ExternalSentence {
+    kind: String,
+    lang: String,
+    text: String,
+}
+
+/// The request kind a sentence's label means (a repeat purchase is a duplicate claim;
+/// RP-001 decides what it is worth).
+fn external_kind(label: &str) -> policy_engine::RequestKind {
+    use policy_engine::RequestKind;
+    match label {
+        "duplicate_charge" | "repeat_purchase" => RequestKind::DuplicateCharge,
+        "overcharge" => RequestKind::Overcharge,
+        "cooling_off" => RequestKind::Cancellation,
+        "authorization_hold" => RequestKind::AuthorizationHold,
+        _ => RequestKind::Unclear,
+    }
+}
+
+/// Kind accuracy of `classify` on an external file: overall, per language, the
+/// misreadings, and how many unclear sentences were read as a cancellation.
+fn external_accuracy(file: &str) -> (f64, BTreeMap<String, (usize, usize)>, Vec<String>, usize) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../evals/history/external")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("the external sentences are committed");
+    let mut per_lang: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let (mut misses, mut unclear_as_cancel) = (Vec::new(), 0);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let s: ExternalSentence = serde_json::from_str(line).expect("one sentence per line");
+        let (want, got) = (
+            external_kind(&s.kind),
+            app::agent::investigator::classify(&s.text),
+        );
+        let entry = per_lang.entry(s.lang.clone()).or_default();
+        entry.1 += 1;
+        if want == got {
+            entry.0 += 1;
+        } else {
+            misses.push(format!("{} read as {}: {}", s.kind, got.as_str(), s.text));
+        }
+        if want == policy_engine::RequestKind::Unclear
+            && got == policy_engine::RequestKind::Cancellation
+        {
+            unclear_as_cancel += 1;
+        }
+    }
+    let (right, all) = per_lang
+        .values()
+        .fold((0, 0), |(r, a), (right, all)| (r + right, a + all));
+    (
+        right as f64 * 100.0 / all.max(1) as f64,
+        per_lang,
+        misses,
+        unclear_as_cancel,
+    )
+}
+
+#[test]
+fn the_request_kind_of_externally_written_sentences_is_read_right_on_the_dev_set() {
+    let (accuracy, per_lang, misses, unclear_as_cancel) = external_accuracy("dev.jsonl");
+    println!("external dev kind accuracy: {accuracy:.1}% {per_lang:?}");
+    assert_eq!(unclear_as_cancel, 0, "unclear read as a cancellation");
+    assert!(accuracy >= 95.0, "{accuracy:.1}%:\n{}", misses.join("\n"));
+}
+
+#[test]
+fn the_held_out_external_sentences_are_measured_without_being_shown() {
+    // Only the figure is printed: the sentences are never tuned against (issue 15).
+    let (accuracy, per_lang, _, unclear_as_cancel) = external_accuracy("heldout.jsonl");
+    let per_lang: BTreeMap<&String, String> = per_lang
+        .iter()
+        .map(|(lang, (right, all))| (lang, format!("{right}/{all}")))
+        .collect();
+    println!("external held-out kind accuracy: {accuracy:.1}% {per_lang:?}");
+    assert_eq!(unclear_as_cancel, 0, "unclear read as a cancellation");
+    assert!(accuracy >= HELD_OUT_FLOOR, "{accuracy:.1}%");
+}
+
+/// The held-out accuracy first measured after tuning on dev (91.7%; 79.2% before),
+/// minus a margin of about five points: a floor, not a target to tune towards.
+const HELD_OUT_FLOOR: f64 = 86.0;

@@ -71,6 +71,18 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "冻住",
             "押さえ",
             "利用枠",
+            "pending",
+            "reserved",
+            "authoriz*",
+            "authoris*",
+            "temporary",
+            "never turned into",
+            "待入账",
+            "处理中",
+            "保留",
+            "未扣款",
+            "仮の請求",
+            "一時的",
         ],
     ),
     (
@@ -123,6 +135,44 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "扣了两遍",
             "重な",
             "二重請求",
+            "2x",
+            "x2",
+            "multiple times",
+            "several times",
+            "multiple charges",
+            "two debits",
+            "2 charges",
+            "second purchase",
+            "second order",
+            "re-purchas*",
+            "repurchas*",
+            "re-bought",
+            "rebought",
+            "purchased it again",
+            "ordered it again",
+            "bought the same",
+            "purchased the same",
+            "ordered the same",
+            "buy it again",
+            "placed a second",
+            "两个订单",
+            "两单",
+            "又买",
+            "又下",
+            "再买",
+            "多买",
+            "重复购买",
+            "买了一遍",
+            "2件",
+            "二件",
+            "注文が2つ",
+            "注文が二つ",
+            "もう一回",
+            "もう一度",
+            "再度購入",
+            "再購入",
+            "二重購入",
+            "同じプラン",
         ],
     ),
     (
@@ -163,6 +213,28 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "より高い",
             "高い金額",
             "余分",
+            "advertised",
+            "listed price",
+            "list price",
+            "promo*",
+            "discount*",
+            "coupon*",
+            "the difference",
+            "excess",
+            "more money than",
+            "标价",
+            "原价",
+            "优惠",
+            "差价",
+            "价格不对",
+            "定価",
+            "多く取",
+            "多すぎ",
+            "表示と違",
+            "金額が高",
+            "クーポン",
+            "割引",
+            "のはずが",
         ],
     ),
     (
@@ -198,12 +270,19 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "unsubscribe",
             "stop my subscription",
             "end my subscription",
-            "money back",
             "不想用了",
             "不用了",
             "やめて",
             "退会",
             "解除",
+            "cancel*",
+            "terminat*",
+            "withdraw*",
+            "unsubscrib*",
+            "无理由",
+            "冲动",
+            "七天",
+            "7天",
         ],
     ),
 ];
@@ -273,8 +352,23 @@ fn speaks_of_money(text: &str) -> bool {
     MONEY_WORDS.iter().any(|w| contains_phrase(&text, w))
 }
 
+/// Negated mentions of a hold ("they're not pending"): a customer saying what the
+/// charge is not. Blanked before matching so they do not read as a hold.
+const NEGATED: &[&str] = &[
+    "not pending",
+    "aren't pending",
+    "arent pending",
+    "isn't pending",
+    "no longer pending",
+    "not on hold",
+    "not a hold",
+];
+
 pub fn classify(text: &str) -> RequestKind {
-    let text = resolve::fold(text);
+    let mut text = resolve::fold(text);
+    for negated in NEGATED {
+        text = text.replace(negated, " ");
+    }
     for (kind, phrases) in KEYWORDS {
         if phrases.iter().any(|p| contains_phrase(&text, p)) {
             return *kind;
@@ -295,6 +389,14 @@ pub fn classify(text: &str) -> RequestKind {
         if phrases.iter().any(typed) {
             return *kind;
         }
+    }
+    // "Advertised at $9.99 but charged $19.99": two different prices quoted about one
+    // payment is the shape of an overcharge claim in any language.
+    let mut amounts = resolve::mentioned_amounts(&text);
+    amounts.sort();
+    amounts.dedup();
+    if amounts.len() >= 2 {
+        return RequestKind::Overcharge;
     }
     RequestKind::Unclear
 }
