@@ -483,6 +483,19 @@ fn varied_dev() -> Vec<HistoricalTicket> {
     tickets
 }
 
+/// The shadow report of the built-in investigator on `tickets`.
+async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> app::shadow::ShadowReport {
+    app::shadow::run(
+        &Investigator,
+        &env.policies,
+        &env.index,
+        tickets,
+        vec![],
+        |_, _| {},
+    )
+    .await
+}
+
 #[test]
 fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
     let tickets = varied_dev();
@@ -499,15 +512,7 @@ fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
 async fn the_built_in_investigator_meets_the_targets_on_the_varied_dev_set() {
     let env = env();
     let tickets = varied_dev();
-    let report = app::shadow::run(
-        &Investigator,
-        &env.policies,
-        &env.index,
-        &tickets,
-        vec![],
-        |_, _| {},
-    )
-    .await;
+    let report = shadow_report(&env, &tickets).await;
     let misses: Vec<String> = report
         .tickets
         .iter()
@@ -715,15 +720,7 @@ async fn external_shadow(bank: app::generate::ComplaintBank) -> (f64, f64, Strin
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
     let policies = app::policies::load_policy_set(&dir).expect("fixture policies");
     let tickets = app::generate::varied_history_from(&policies, VARIED_SEED, 300, bank);
-    let report = app::shadow::run(
-        &Investigator,
-        &env.policies,
-        &env.index,
-        &tickets,
-        vec![],
-        |_, _| {},
-    )
-    .await;
+    let report = shadow_report(&env, &tickets).await;
     (
         report.outcome_agreement * 100.0,
         report.exact_agreement * 100.0,
