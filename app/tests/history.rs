@@ -754,3 +754,54 @@ async fn whole_tickets_written_with_the_held_out_sentences_are_measured_without_
 /// 300 tickets of seed `VARIED_SEED`), minus a margin of about three and five points.
 const EXTERNAL_DEV_SHADOW_FLOOR: f64 = 94.0;
 const EXTERNAL_HELDOUT_SHADOW_FLOOR: f64 = 91.0;
+
+/// Every historical ticket with its words replaced by a message that names no kind of
+/// problem and no order: only the billing records can say what happened.
+fn vague(ticket: &HistoricalTicket) -> HistoricalTicket {
+    let mut t = ticket.clone();
+    let at = t.messages.first().map(|m| m.at).unwrap_or(t.created_at);
+    t.messages = vec![HistoricalMessage {
+        from: "customer".into(),
+        text: "Something is wrong with a payment on my account, please check it.".into(),
+        at,
+        extra: Default::default(),
+    }];
+    t
+}
+
+#[tokio::test]
+async fn records_read_for_unclear_words_never_refund_what_the_human_refused_nor_a_cancellation() {
+    let env = env();
+    let (mut settled, mut by_records) = (0, 0);
+    for ticket in &history() {
+        let t = vague(ticket);
+        let r = replay(&env, &Investigator, &t).await;
+        let from_records = r
+            .investigation
+            .proposal
+            .as_ref()
+            .and_then(|p| p.request_source)
+            == Some(app::resolve::RequestSource::Records);
+        // RP-003: a customer who did not ask to cancel is never refunded as one.
+        assert_ne!(
+            r.agent.reason,
+            ReasonCode::CoolingOff,
+            "{}",
+            explain(&t, &r)
+        );
+        if r.agent.outcome == CaseOutcome::Refund {
+            // Never a refund the human refused (RP-001 not_duplicate, already_refunded).
+            assert_eq!(
+                ticket.human.outcome,
+                CaseOutcome::Refund,
+                "{}",
+                explain(&t, &r)
+            );
+            assert_eq!(r.agent.refunds, ticket.human.refunds, "{}", explain(&t, &r));
+        }
+        by_records += usize::from(from_records);
+        settled += usize::from(from_records && r.agent.outcome == ticket.human.outcome);
+    }
+    println!("vague fixture tickets: kind read from the records on {by_records}, human outcome reached on {settled}");
+    assert!(settled > 0, "the records settled no vague ticket");
+}
