@@ -9,7 +9,11 @@
 //! case or width; else a product, amount or date they wrote; else the records), the
 //! same resolution the workflow applies to any model's proposal; when none of these
 //! settles it the proposal names no order and the policy engine asks the customer
-//! (RP-002 §4). It proposes, with evidence and citations; the policy engine decides.
+//! (RP-002 §4). The request kind is read from the words (stems and phrases per
+//! language); when they leave it unclear or the order's charges contradict them, the
+//! records say what happened (`records_kind`, exactly one reading or none; never a
+//! cancellation), and the proposal records which (`request_source`). It proposes, with
+//! evidence and citations; the policy engine decides.
 
 use std::collections::BTreeMap;
 
