@@ -574,7 +574,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let (request, request_source, resolution) =
         match read_request(ctx, &text, text_kind, &candidates, resolution) {
             Ok(read) => read,
-            Err(turn) => return turn,
+            Err(turn) => return *turn,
         };
     let order_id = resolution.order_id;
     if order_id.as_ref().is_none_or(|id| !order_ids.contains(id)) {
@@ -734,7 +734,7 @@ fn read_request(
     text_kind: RequestKind,
     candidates: &[OrderCandidate],
     resolution: Resolution,
-) -> Result<(RequestKind, RequestSource, Resolution), ModelTurn> {
+) -> Result<(RequestKind, RequestSource, Resolution), Box<ModelTurn>> {
     let kept = |resolution| Ok((text_kind, RequestSource::Text, resolution));
     let named = resolution.order_id.as_deref();
     let own = named.and_then(|id| candidates.iter().find(|o| o.id == id));
@@ -756,7 +756,7 @@ fn read_request(
         .map(|o| o.id.clone())
         .collect();
     if let Some(turn) = read_charges(ctx.history, &unread) {
-        return Err(turn);
+        return Err(Box::new(turn));
     }
     let Some((kind, order)) = records_kind::read_kind(text_kind, &scope, candidates) else {
         return kept(resolution);
