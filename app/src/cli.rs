@@ -82,6 +82,11 @@ enum Command {
         /// EN/ZH/JA paraphrases from `evals/history/phrases/`, follow-ups, typos).
         #[arg(long, value_enum, default_value_t = HistoryStyle::Plain)]
         style: HistoryStyle,
+        /// With `--style varied`: the complaint sentences (`own` phrase banks, or the
+        /// externally written `external-dev` / `external-heldout` of
+        /// `evals/history/external/`).
+        #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
+        bank: HistoryBank,
     },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
@@ -119,6 +124,14 @@ enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
+}
+
+/// Complaint sentences of `generate-history --style varied`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HistoryBank {
+    Own,
+    ExternalDev,
+    ExternalHeldout,
 }
 
 /// Styles of `generate-history`.
@@ -423,12 +436,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             seed,
             out,
             style,
+            bank,
         } => {
+            use crate::generate::ComplaintBank;
             let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+            let bank = match bank {
+                HistoryBank::Own => ComplaintBank::Own,
+                HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
+                HistoryBank::ExternalHeldout => ComplaintBank::ExternalHeldout,
+            };
             let tickets = match style {
                 HistoryStyle::Plain => crate::generate::history_with(&policies, seed, count),
                 HistoryStyle::Varied => {
-                    crate::generate::varied_history_with(&policies, seed, count)
+                    crate::generate::varied_history_from(&policies, seed, count, bank)
                 }
             };
             std::fs::write(&out, crate::generate::to_jsonl(&tickets))

@@ -38,7 +38,7 @@ use crate::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecis
 use crate::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 
 mod varied;
-pub use varied::{varied_history, varied_history_with};
+pub use varied::{varied_history, varied_history_from, varied_history_with, ComplaintBank};
 
 /// Who "decided" a generated ticket: the policy engine, not a person.
 pub const DECIDED_BY: &str = "generated:policy-engine";

@@ -52,6 +52,27 @@ impl OrderSource {
     }
 }
 
+/// Where the request kind of a proposal came from, recorded next to [`OrderSource`] so a
+/// reviewer sees why the case was read as this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestSource {
+    /// The customer's words name the kind.
+    Text,
+    /// The words left it unclear or the order's charges contradict them, and the
+    /// charges fit exactly one kind (`agent::records_kind`).
+    Records,
+}
+
+impl RequestSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestSource::Text => "text",
+            RequestSource::Records => "records",
+        }
+    }
+}
+
 /// A charge as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChargeSummary {
@@ -516,7 +537,7 @@ pub fn mentioned_products(text: &str) -> Vec<&'static str> {
 
 /// Money amounts the text writes with a currency sign, code or decimals (`19.80`,
 /// `¥9800`, `9800円`, `$12`): a bare small number ("2 times") is no amount.
-fn mentioned_amounts(text: &str) -> Vec<Decimal> {
+pub fn mentioned_amounts(text: &str) -> Vec<Decimal> {
     let mut amounts = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -743,7 +764,7 @@ pub fn shows_problem(request: RequestKind, order: &OrderCandidate) -> bool {
 /// "I bought it twice": the later of two identical paid orders, when exactly one is.
 /// Whether that is an accidental repeat purchase (RP-001 v2 §1) or two purchases
 /// (v1 §4.1) is the engine's call, on the version in force.
-fn repeat_purchase<'a>(candidates: &[&'a OrderCandidate]) -> Option<&'a OrderCandidate> {
+pub fn repeat_purchase<'a>(candidates: &[&'a OrderCandidate]) -> Option<&'a OrderCandidate> {
     let paid: Vec<&OrderCandidate> = candidates
         .iter()
         .copied()

@@ -245,6 +245,7 @@ pub async fn decide_by_hand(
                         .unwrap_or_default()
                 ),
                 order_source: proposal.order_source,
+                request_source: proposal.request_source,
             };
             let recorded = cases::record_decision(
                 &mut tx,

@@ -669,6 +669,7 @@ fn duplicate_charge_proposal() -> Proposal {
         citations: vec![],
         summary: "charged twice for the annual plan".into(),
         order_source: None,
+        request_source: None,
     }
 }
 

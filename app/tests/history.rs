@@ -483,6 +483,19 @@ fn varied_dev() -> Vec<HistoricalTicket> {
     tickets
 }
 
+/// The shadow report of the built-in investigator on `tickets`.
+async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> app::shadow::ShadowReport {
+    app::shadow::run(
+        &Investigator,
+        &env.policies,
+        &env.index,
+        tickets,
+        vec![],
+        |_, _| {},
+    )
+    .await
+}
+
 #[test]
 fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
     let tickets = varied_dev();
@@ -499,15 +512,7 @@ fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
 async fn the_built_in_investigator_meets_the_targets_on_the_varied_dev_set() {
     let env = env();
     let tickets = varied_dev();
-    let report = app::shadow::run(
-        &Investigator,
-        &env.policies,
-        &env.index,
-        &tickets,
-        vec![],
-        |_, _| {},
-    )
-    .await;
+    let report = shadow_report(&env, &tickets).await;
     let misses: Vec<String> = report
         .tickets
         .iter()
@@ -620,4 +625,183 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
     assert!(
         html.contains("Disagreements by cause") && html.contains("<td>request_kind_misread</td>")
     );
+}
+
+/// One sentence written by an outside writer who never saw the code
+/// (`evals/history/external/`).
+#[derive(serde::Deserialize)]
+struct ExternalSentence {
+    kind: String,
+    lang: String,
+    text: String,
+}
+
+/// The request kind a sentence's label means (a repeat purchase is a duplicate claim;
+/// RP-001 decides what it is worth).
+fn external_kind(label: &str) -> policy_engine::RequestKind {
+    use policy_engine::RequestKind;
+    match label {
+        "duplicate_charge" | "repeat_purchase" => RequestKind::DuplicateCharge,
+        "overcharge" => RequestKind::Overcharge,
+        "cooling_off" => RequestKind::Cancellation,
+        "authorization_hold" => RequestKind::AuthorizationHold,
+        _ => RequestKind::Unclear,
+    }
+}
+
+/// Kind accuracy of `classify` on an external file: overall, per language, the
+/// misreadings, and how many unclear sentences were read as a cancellation.
+fn external_accuracy(file: &str) -> (f64, BTreeMap<String, (usize, usize)>, Vec<String>, usize) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../evals/history/external")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("the external sentences are committed");
+    let mut per_lang: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let (mut misses, mut unclear_as_cancel) = (Vec::new(), 0);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let s: ExternalSentence = serde_json::from_str(line).expect("one sentence per line");
+        let (want, got) = (
+            external_kind(&s.kind),
+            app::agent::investigator::classify(&s.text),
+        );
+        let entry = per_lang.entry(s.lang.clone()).or_default();
+        entry.1 += 1;
+        if want == got {
+            entry.0 += 1;
+        } else {
+            misses.push(format!("{} read as {}: {}", s.kind, got.as_str(), s.text));
+        }
+        if want == policy_engine::RequestKind::Unclear
+            && got == policy_engine::RequestKind::Cancellation
+        {
+            unclear_as_cancel += 1;
+        }
+    }
+    let (right, all) = per_lang
+        .values()
+        .fold((0, 0), |(r, a), (right, all)| (r + right, a + all));
+    (
+        right as f64 * 100.0 / all.max(1) as f64,
+        per_lang,
+        misses,
+        unclear_as_cancel,
+    )
+}
+
+#[test]
+fn the_request_kind_of_externally_written_sentences_is_read_right_on_the_dev_set() {
+    let (accuracy, per_lang, misses, unclear_as_cancel) = external_accuracy("dev.jsonl");
+    println!("external dev kind accuracy: {accuracy:.1}% {per_lang:?}");
+    assert_eq!(unclear_as_cancel, 0, "unclear read as a cancellation");
+    assert!(accuracy >= 95.0, "{accuracy:.1}%:\n{}", misses.join("\n"));
+}
+
+#[test]
+fn the_held_out_external_sentences_are_measured_without_being_shown() {
+    // Only the figure is printed: the sentences are never tuned against (issue 15).
+    let (accuracy, per_lang, _, unclear_as_cancel) = external_accuracy("heldout.jsonl");
+    let per_lang: BTreeMap<&String, String> = per_lang
+        .iter()
+        .map(|(lang, (right, all))| (lang, format!("{right}/{all}")))
+        .collect();
+    println!("external held-out kind accuracy: {accuracy:.1}% {per_lang:?}");
+    assert_eq!(unclear_as_cancel, 0, "unclear read as a cancellation");
+    assert!(accuracy >= HELD_OUT_FLOOR, "{accuracy:.1}%");
+}
+
+/// The held-out accuracy first measured after tuning on dev (91.7%; 79.2% before),
+/// minus a margin of about five points: a floor, not a target to tune towards.
+const HELD_OUT_FLOOR: f64 = 86.0;
+
+/// Shadow agreement of the built-in investigator on 300 whole varied tickets (order
+/// references, follow-ups, several orders) whose complaints come from `bank`.
+async fn external_shadow(bank: app::generate::ComplaintBank) -> (f64, f64, String) {
+    let env = env();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
+    let policies = app::policies::load_policy_set(&dir).expect("fixture policies");
+    let tickets = app::generate::varied_history_from(&policies, VARIED_SEED, 300, bank);
+    let report = shadow_report(&env, &tickets).await;
+    (
+        report.outcome_agreement * 100.0,
+        report.exact_agreement * 100.0,
+        format!("{:?}", report.causes),
+    )
+}
+
+#[tokio::test]
+async fn whole_tickets_written_with_the_external_dev_sentences_agree_with_the_humans() {
+    let (outcome, exact, causes) = external_shadow(app::generate::ComplaintBank::ExternalDev).await;
+    println!("external dev shadow: outcome {outcome:.1}%, exact {exact:.1}%, causes {causes}");
+    assert!(
+        outcome >= EXTERNAL_DEV_SHADOW_FLOOR,
+        "{outcome:.1}% {causes}"
+    );
+}
+
+#[tokio::test]
+async fn whole_tickets_written_with_the_held_out_sentences_are_measured_without_being_shown() {
+    // Only figures and cause counts are printed, never a ticket's text.
+    let (outcome, exact, causes) =
+        external_shadow(app::generate::ComplaintBank::ExternalHeldout).await;
+    println!("external held-out shadow: outcome {outcome:.1}%, exact {exact:.1}%, causes {causes}");
+    assert!(
+        outcome >= EXTERNAL_HELDOUT_SHADOW_FLOOR,
+        "{outcome:.1}% {causes}"
+    );
+}
+
+/// Floors from the first measurement (dev 97.3%, held-out 96.0% outcome agreement on
+/// 300 tickets of seed `VARIED_SEED`), minus a margin of about three and five points.
+const EXTERNAL_DEV_SHADOW_FLOOR: f64 = 94.0;
+const EXTERNAL_HELDOUT_SHADOW_FLOOR: f64 = 91.0;
+
+/// Every historical ticket with its words replaced by a message that names no kind of
+/// problem and no order: only the billing records can say what happened.
+fn vague(ticket: &HistoricalTicket) -> HistoricalTicket {
+    let mut t = ticket.clone();
+    let at = t.messages.first().map(|m| m.at).unwrap_or(t.created_at);
+    t.messages = vec![HistoricalMessage {
+        from: "customer".into(),
+        text: "Something is wrong with a payment on my account, please check it.".into(),
+        at,
+        extra: Default::default(),
+    }];
+    t
+}
+
+#[tokio::test]
+async fn records_read_for_unclear_words_never_refund_what_the_human_refused_nor_a_cancellation() {
+    let env = env();
+    let (mut settled, mut by_records) = (0, 0);
+    for ticket in &history() {
+        let t = vague(ticket);
+        let r = replay(&env, &Investigator, &t).await;
+        let from_records = r
+            .investigation
+            .proposal
+            .as_ref()
+            .and_then(|p| p.request_source)
+            == Some(app::resolve::RequestSource::Records);
+        // RP-003: a customer who did not ask to cancel is never refunded as one.
+        assert_ne!(
+            r.agent.reason,
+            ReasonCode::CoolingOff,
+            "{}",
+            explain(&t, &r)
+        );
+        if r.agent.outcome == CaseOutcome::Refund {
+            // Never a refund the human refused (RP-001 not_duplicate, already_refunded).
+            assert_eq!(
+                ticket.human.outcome,
+                CaseOutcome::Refund,
+                "{}",
+                explain(&t, &r)
+            );
+            assert_eq!(r.agent.refunds, ticket.human.refunds, "{}", explain(&t, &r));
+        }
+        by_records += usize::from(from_records);
+        settled += usize::from(from_records && r.agent.outcome == ticket.human.outcome);
+    }
+    println!("vague fixture tickets: kind read from the records on {by_records}, human outcome reached on {settled}");
+    assert!(settled > 0, "the records settled no vague ticket");
 }

@@ -9,7 +9,11 @@
 //! case or width; else a product, amount or date they wrote; else the records), the
 //! same resolution the workflow applies to any model's proposal; when none of these
 //! settles it the proposal names no order and the policy engine asks the customer
-//! (RP-002 §4). It proposes, with evidence and citations; the policy engine decides.
+//! (RP-002 §4). The request kind is read from the words (stems and phrases per
+//! language); when they leave it unclear or the order's charges contradict them, the
+//! records say what happened (`records_kind`, exactly one reading or none; never a
+//! cancellation), and the proposal records which (`request_source`). It proposes, with
+//! evidence and citations; the policy engine decides.
 
 use std::collections::BTreeMap;
 
@@ -17,8 +21,11 @@ use policy_engine::RequestKind;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::resolve::{self, ChargeSummary, OrderCandidate, ResolveInput};
+use crate::resolve::{
+    self, ChargeSummary, OrderCandidate, RequestSource, Resolution, ResolveInput,
+};
 
+use super::records_kind;
 use super::{
     BoxFuture, EvidenceRef, Exchange, Model, ModelContext, ModelTurn, Proposal, ProposedRefund,
     ToolCall,
@@ -68,6 +75,18 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "冻住",
             "押さえ",
             "利用枠",
+            "pending",
+            "reserved",
+            "authoriz*",
+            "authoris*",
+            "temporary",
+            "never turned into",
+            "待入账",
+            "处理中",
+            "保留",
+            "未扣款",
+            "仮の請求",
+            "一時的",
         ],
     ),
     (
@@ -120,6 +139,44 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "扣了两遍",
             "重な",
             "二重請求",
+            "2x",
+            "x2",
+            "multiple times",
+            "several times",
+            "multiple charges",
+            "two debits",
+            "2 charges",
+            "second purchase",
+            "second order",
+            "re-purchas*",
+            "repurchas*",
+            "re-bought",
+            "rebought",
+            "purchased it again",
+            "ordered it again",
+            "bought the same",
+            "purchased the same",
+            "ordered the same",
+            "buy it again",
+            "placed a second",
+            "两个订单",
+            "两单",
+            "又买",
+            "又下",
+            "再买",
+            "多买",
+            "重复购买",
+            "买了一遍",
+            "2件",
+            "二件",
+            "注文が2つ",
+            "注文が二つ",
+            "もう一回",
+            "もう一度",
+            "再度購入",
+            "再購入",
+            "二重購入",
+            "同じプラン",
         ],
     ),
     (
@@ -160,6 +217,28 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "より高い",
             "高い金額",
             "余分",
+            "advertised",
+            "listed price",
+            "list price",
+            "promo*",
+            "discount*",
+            "coupon*",
+            "the difference",
+            "excess",
+            "more money than",
+            "标价",
+            "原价",
+            "优惠",
+            "差价",
+            "价格不对",
+            "定価",
+            "多く取",
+            "多すぎ",
+            "表示と違",
+            "金額が高",
+            "クーポン",
+            "割引",
+            "のはずが",
         ],
     ),
     (
@@ -195,24 +274,105 @@ const KEYWORDS: &[(RequestKind, &[&str])] = &[
             "unsubscribe",
             "stop my subscription",
             "end my subscription",
-            "money back",
             "不想用了",
             "不用了",
             "やめて",
             "退会",
             "解除",
+            "cancel*",
+            "terminat*",
+            "withdraw*",
+            "unsubscrib*",
+            "无理由",
+            "冲动",
+            "七天",
+            "7天",
         ],
     ),
 ];
 
+/// Words that say a message is about money at all (stems end in `*`): only then may
+/// unclear words be read against the billing records (`read_request`).
+const MONEY_WORDS: &[&str] = &[
+    "refund*",
+    "charg*",
+    "bill*",
+    "pay*",
+    "paid",
+    "money",
+    "card",
+    "debit*",
+    "transaction*",
+    "fee*",
+    "price*",
+    "amount*",
+    "statement*",
+    "invoice*",
+    "cost*",
+    "bank",
+    "退款",
+    "退钱",
+    "扣",
+    "收费",
+    "费",
+    "钱",
+    "款",
+    "付",
+    "账单",
+    "金额",
+    "银行",
+    "卡",
+    "返金",
+    "請求",
+    "引き落と",
+    "料金",
+    "支払",
+    "決済",
+    "金額",
+    "お金",
+    "カード",
+    "代金",
+    "課金",
+];
+
 /// Phrases are matched on text folded by `resolve::fold` (NFKC, ASCII lower case), so
-/// full-width input (`Ｃａｎｃｅｌ`) reads like ASCII.
+/// full-width input (`Ｃａｎｃｅｌ`) reads like ASCII. An ASCII phrase ending in `*` is
+/// a stem: it matches at the start of a word and any ending may follow (`debit*`:
+/// debit, debits, debited), so one entry covers a word's inflections.
 fn contains_phrase(text: &str, phrase: &str) -> bool {
-    resolve::contains_phrase(text, phrase)
+    let Some(stem) = phrase.strip_suffix('*') else {
+        return resolve::contains_phrase(text, phrase);
+    };
+    text.match_indices(stem).any(|(start, _)| {
+        !text[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+    })
 }
 
-pub fn classify(text: &str) -> RequestKind {
+fn speaks_of_money(text: &str) -> bool {
     let text = resolve::fold(text);
+    MONEY_WORDS.iter().any(|w| contains_phrase(&text, w))
+}
+
+/// Negated mentions of a hold ("they're not pending"): a customer saying what the
+/// charge is not. Blanked before matching so they do not read as a hold.
+const NEGATED: &[&str] = &[
+    "not pending",
+    "aren't pending",
+    "arent pending",
+    "isn't pending",
+    "no longer pending",
+    "not on hold",
+    "not a hold",
+];
+
+pub fn classify(text: &str) -> RequestKind {
+    let mut text = resolve::fold(text);
+    for negated in NEGATED {
+        text = text.replace(negated, " ");
+    }
     for (kind, phrases) in KEYWORDS {
         if phrases.iter().any(|p| contains_phrase(&text, p)) {
             return *kind;
@@ -233,6 +393,14 @@ pub fn classify(text: &str) -> RequestKind {
         if phrases.iter().any(typed) {
             return *kind;
         }
+    }
+    // "Advertised at $9.99 but charged $19.99": two different prices quoted about one
+    // payment is the shape of an overcharge claim in any language.
+    let mut amounts = resolve::mentioned_amounts(&text);
+    amounts.sort();
+    amounts.dedup();
+    if amounts.len() >= 2 {
+        return RequestKind::Overcharge;
     }
     RequestKind::Unclear
 }
@@ -359,7 +527,7 @@ impl Model for Investigator {
 fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let history = ctx.history;
     let text = ctx.customer_messages.join("\n");
-    let request = classify(&text);
+    let text_kind = classify(&text);
 
     if !attempted(history, "get_customer", None) || !attempted(history, "list_orders", None) {
         let mut calls = Vec::new();
@@ -399,21 +567,15 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     // wrote, else what else they wrote (product, amount, date), else the records. An id
     // that is none of theirs is proposed as written; the workflow looks it up (RP-007).
     let candidates: Vec<OrderCandidate> = orders.iter().map(|o| candidate(o, history)).collect();
-    let resolution = resolve::resolve(&ResolveInput {
-        messages: ctx.customer_messages,
-        form_order: None,
-        request,
-        orders: &candidates,
-    });
-    let missing: Vec<ToolCall> = resolution
-        .needs_charges
-        .iter()
-        .filter(|id| !attempted(history, "list_charges", Some(("order_id", id))))
-        .map(|id| call("list_charges", json!({ "order_id": id })))
-        .collect();
-    if !missing.is_empty() {
-        return ModelTurn::ToolCalls { calls: missing };
+    let resolution = resolve_order(ctx, text_kind, &candidates);
+    if let Some(turn) = read_charges(history, &resolution.needs_charges) {
+        return turn;
     }
+    let (request, request_source, resolution) =
+        match read_request(ctx, &text, text_kind, &candidates, resolution) {
+            Ok(read) => read,
+            Err(turn) => return *turn,
+        };
     let order_id = resolution.order_id;
     if order_id.as_ref().is_none_or(|id| !order_ids.contains(id)) {
         if let Some(turn) = search_policy_first(history, request, None) {
@@ -426,7 +588,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             .unwrap_or("which order the request is about");
         return propose(
             ctx,
-            request,
+            (request, request_source),
             None,
             evidence,
             vec![],
@@ -436,7 +598,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     if !order_ids.contains(&order_id) {
         return propose(
             ctx,
-            request,
+            (request, request_source),
             Some(order_id),
             evidence,
             vec![],
@@ -526,7 +688,88 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             kind.as_str()
         ),
     };
-    propose(ctx, request, Some(order_id), evidence, proposed, &summary)
+    propose(
+        ctx,
+        (request, request_source),
+        Some(order_id),
+        evidence,
+        proposed,
+        &summary,
+    )
+}
+
+fn resolve_order(
+    ctx: &ModelContext<'_>,
+    request: RequestKind,
+    candidates: &[OrderCandidate],
+) -> Resolution {
+    resolve::resolve(&ResolveInput {
+        messages: ctx.customer_messages,
+        form_order: None,
+        request,
+        orders: candidates,
+    })
+}
+
+/// `list_charges` for the orders not read yet, if any.
+fn read_charges(history: &[Exchange], order_ids: &[String]) -> Option<ModelTurn> {
+    let calls: Vec<ToolCall> = order_ids
+        .iter()
+        .filter(|id| !attempted(history, "list_charges", Some(("order_id", id))))
+        .map(|id| call("list_charges", json!({ "order_id": id })))
+        .collect();
+    (!calls.is_empty()).then_some(ModelTurn::ToolCalls { calls })
+}
+
+/// The request kind and where it came from: the text's, unless the records settle it
+/// (`records_kind`: the words say nothing of the kind, or the order's charges
+/// contradict them, and exactly one reading fits). Unclear words are read against the
+/// records only when they speak of money at all ("hello?" stays unclear), and never
+/// when they name an order that is not the customer's (RP-007 is about that order).
+/// The order is resolved again for the new kind, by the same `resolve` the workflow
+/// applies, and the reading is dropped unless that lands on the order showing it.
+fn read_request(
+    ctx: &ModelContext<'_>,
+    text: &str,
+    text_kind: RequestKind,
+    candidates: &[OrderCandidate],
+    resolution: Resolution,
+) -> Result<(RequestKind, RequestSource, Resolution), Box<ModelTurn>> {
+    let kept = |resolution| Ok((text_kind, RequestSource::Text, resolution));
+    let named = resolution.order_id.as_deref();
+    let own = named.and_then(|id| candidates.iter().find(|o| o.id == id));
+    let open = match text_kind {
+        RequestKind::Cancellation => false,
+        RequestKind::Unclear => speaks_of_money(text) && (named.is_none() || own.is_some()),
+        _ => own.is_some(),
+    };
+    let scope: Vec<&OrderCandidate> = match own {
+        Some(order) => vec![order],
+        None => candidates.iter().collect(),
+    };
+    if !open || scope.len() > records_kind::MAX_ORDERS_SCANNED {
+        return kept(resolution);
+    }
+    let unread: Vec<String> = scope
+        .iter()
+        .filter(|o| o.charges.is_none())
+        .map(|o| o.id.clone())
+        .collect();
+    if let Some(turn) = read_charges(ctx.history, &unread) {
+        return Err(Box::new(turn));
+    }
+    let Some((kind, order)) = records_kind::read_kind(text_kind, &scope, candidates) else {
+        return kept(resolution);
+    };
+    if own.is_some() {
+        return Ok((kind, RequestSource::Records, resolution));
+    }
+    let again = resolve_order(ctx, kind, candidates);
+    if again.order_id.as_deref() == Some(order.id.as_str()) {
+        Ok((kind, RequestSource::Records, again))
+    } else {
+        kept(resolution)
+    }
 }
 
 /// The policy passages for the request, once per run, so the proposal can cite them.
@@ -618,7 +861,7 @@ fn own_reading(
 
 fn propose(
     ctx: &ModelContext<'_>,
-    request: RequestKind,
+    (request, request_source): (RequestKind, RequestSource),
     order_id: Option<String>,
     evidence: Vec<EvidenceRef>,
     refunds: Vec<ProposedRefund>,
@@ -654,6 +897,7 @@ fn propose(
             citations,
             summary: summary.to_string(),
             order_source: None,
+            request_source: Some(request_source),
         },
     }
 }

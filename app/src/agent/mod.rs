@@ -43,6 +43,7 @@ pub mod context;
 pub mod investigator;
 pub mod llm;
 pub mod machine;
+pub mod records_kind;
 pub mod scripted;
 pub mod tools;
 
@@ -164,6 +165,10 @@ pub struct Proposal {
     /// by the workflow when it resolves the order, never taken from the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_source: Option<crate::resolve::OrderSource>,
+    /// Where `request` came from (`text`, `records`): set by the built-in investigator;
+    /// absent for a model that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_source: Option<crate::resolve::RequestSource>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

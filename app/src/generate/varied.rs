@@ -72,12 +72,72 @@ pub fn varied_history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
 
 /// `n` varied tickets from `seed`, labelled under `policies`.
 pub fn varied_history_with(policies: &PolicySet, seed: u64, n: usize) -> Vec<HistoricalTicket> {
+    varied_history_from(policies, seed, n, ComplaintBank::Own)
+}
+
+/// Where the complaint sentences of the varied style come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComplaintBank {
+    /// The phrase banks of `evals/history/phrases/`.
+    Own,
+    /// `evals/history/external/dev.jsonl`: sentences by a writer who never saw the
+    /// code (issue 15), which the investigator's vocabulary was tuned against.
+    ExternalDev,
+    /// `evals/history/external/heldout.jsonl`: the same writer's sentences that are only
+    /// ever measured, never read or tuned against.
+    ExternalHeldout,
+}
+
+/// One externally written sentence (`{kind, lang, text}`).
+#[derive(Debug, Deserialize)]
+struct ExternalSentence {
+    kind: String,
+    lang: String,
+    text: String,
+}
+
+fn external_sentences(bank: ComplaintBank) -> Vec<ExternalSentence> {
+    let text = match bank {
+        ComplaintBank::Own => return Vec::new(),
+        ComplaintBank::ExternalDev => include_str!("../../../evals/history/external/dev.jsonl"),
+        ComplaintBank::ExternalHeldout => {
+            include_str!("../../../evals/history/external/heldout.jsonl")
+        }
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("the external sentences ship as JSON lines"))
+        .collect()
+}
+
+/// The external label of a complaint bank (`unclear` sentences have no world: the
+/// labels come from the engine on a world built for a kind).
+fn external_kind(complaint: &str) -> &'static str {
+    match complaint {
+        "duplicate" => "duplicate_charge",
+        "repeat" => "repeat_purchase",
+        "overcharge" => "overcharge",
+        "cancel" => "cooling_off",
+        _ => "authorization_hold",
+    }
+}
+
+/// `n` varied tickets from `seed` whose complaints come from `bank`. With an external
+/// bank the sentence names no order, so an order the customer identifies is named in a
+/// follow-up message (`follow_up` of the language's phrase bank).
+pub fn varied_history_from(
+    policies: &PolicySet,
+    seed: u64,
+    n: usize,
+    bank: ComplaintBank,
+) -> Vec<HistoricalTicket> {
     let banks = banks();
+    let external = external_sentences(bank);
     let mut rng = SplitMix64::new(seed ^ 0x7A21_ED00_0000_0015);
     (0..n)
         .map(|i| {
             let mut draft = Draft::new(&mut rng, seed, i);
-            let features = vary(&mut draft, &mut rng, &banks);
+            let features = vary(&mut draft, &mut rng, &banks, &external);
             let mut ticket = draft.finish(policies);
             ticket.extra.insert("features".into(), features);
             ticket
@@ -206,7 +266,12 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
 }
 
 /// Rewrites the draft's orders, ids and text; returns the ticket's features.
-fn vary(draft: &mut Draft, rng: &mut SplitMix64, banks: &[Bank]) -> serde_json::Value {
+fn vary(
+    draft: &mut Draft,
+    rng: &mut SplitMix64,
+    banks: &[Bank],
+    external: &[ExternalSentence],
+) -> serde_json::Value {
     let scenario = draft.scenario;
     let mut ident = pick_ident(rng, scenario);
     let target = draft.order_id.clone();
@@ -258,6 +323,9 @@ fn vary(draft: &mut Draft, rng: &mut SplitMix64, banks: &[Bank]) -> serde_json::
     let template = rng
         .pick_str(&bank.complaint[complaint(scenario)])
         .to_string();
+    // Drawn after the own template, so the own bank's sets stay what they were.
+    let template =
+        pick_external(rng, external, complaint(scenario), &bank.language).unwrap_or(template);
     let typo = bank.language == "en" && rng.chance(8);
     let template = if typo {
         with_typo(rng, &template)
@@ -280,6 +348,10 @@ fn vary(draft: &mut Draft, rng: &mut SplitMix64, banks: &[Bank]) -> serde_json::
         messages.push(template.replace("{ref}", &reference));
     } else {
         messages.push(template.replace("{ref}", &reference));
+    }
+    if identifies && !messages.iter().any(|m| m.contains(&reference)) {
+        // An external sentence has no `{ref}`: the order follows in a second message.
+        messages.push(rng.pick_str(&bank.follow_up).replace("{ref}", &reference));
     }
     let first = 0;
     if rng.chance(30) {
@@ -321,6 +393,28 @@ fn vary(draft: &mut Draft, rng: &mut SplitMix64, banks: &[Bank]) -> serde_json::
         // What the label is about; replay never reads extra fields.
         "intended_order": draft.order_id,
     })
+}
+
+/// An external sentence of this kind and language, if the bank is external.
+fn pick_external(
+    rng: &mut SplitMix64,
+    external: &[ExternalSentence],
+    complaint: &str,
+    language: &str,
+) -> Option<String> {
+    let kind = external_kind(complaint);
+    let fitting: Vec<&ExternalSentence> = external
+        .iter()
+        .filter(|s| s.kind == kind && s.lang == language)
+        .collect();
+    if fitting.is_empty() {
+        return None;
+    }
+    Some(
+        fitting[rng.below(fitting.len() as u64) as usize]
+            .text
+            .clone(),
+    )
 }
 
 impl SplitMix64 {
