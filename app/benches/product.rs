@@ -12,7 +12,7 @@
 //! | tickets/s end to end (created → `awaiting_approval`, built-in investigator, payments mock over HTTP) | same raw commit rate (commits/s) |
 //! | policy decisions/s on one core | hashing the same facts' evidence (`workflow::evidence_hash`) |
 //! | policy search p50/p99 at 10,000 sections | the same queries on the real policy index |
-//! | HTTP req/s and p99: `GET /tickets/{id}` (page, cookie), `/api/v1/tickets/{id}` (bearer), `/api/v1/cases/{id}` (staff) | `GET /healthz` |
+//! | HTTP req/s and p99: `GET /tickets/{id}` (page, cookie), `/api/v1/tickets/{id}` (bearer), `/api/v1/cases/{id}` (staff) | `GET /readyz` (one query and the index check) |
 //! | shadow replay tickets/s | parsing the same history file |
 //!
 //! The HTTP load comes from this process; the server is the release `refund-agent serve`
@@ -1301,8 +1301,8 @@ async fn http_load(
     let auth = |name: &str, value: String| vec![(name.to_string(), value)];
     let endpoints: Vec<(&str, Vec<(String, Vec<(String, String)>)>)> = vec![
         (
-            "GET /healthz",
-            vec![(format!("{}/healthz", server.base), vec![])],
+            "GET /readyz (one query, index check)",
+            vec![(format!("{}/readyz", server.base), vec![])],
         ),
         (
             "GET /tickets/{id} (page, customer cookie)",
@@ -1373,7 +1373,7 @@ async fn http_load(
                         fmt_us(p99)
                     ),
                     format!(
-                        "{} p99 {} (`/healthz`)",
+                        "{} p99 {} (`/readyz`)",
                         fmt_rate(b.per_second(), "req/s"),
                         fmt_us(b.p(99.0))
                     ),
