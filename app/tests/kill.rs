@@ -3,6 +3,8 @@
 //! provider committed but before the answer arrived — then restarted on the same data.
 //! Exactly one provider refund results, and the case ends `refund_succeeded`.
 
+mod support;
+
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -67,28 +69,9 @@ fn sigkill(serve: &mut Serve) {
     serve.child.wait().unwrap();
 }
 
-async fn wait_for<F: Fn(&Value) -> bool>(
-    http: &reqwest::Client,
-    url: &str,
-    token: &str,
-    ok: F,
-) -> Value {
-    let mut last = Value::Null;
-    // Up to two minutes: after a SIGKILL, the dead process's 60 s case lease must expire
-    // before another process resumes its work.
-    for _ in 0..2400 {
-        if let Ok(r) = http.get(url).bearer_auth(token).send().await {
-            if let Ok(v) = r.json::<Value>().await {
-                if ok(&v) {
-                    return v;
-                }
-                last = v;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("condition never held; last: {last:#}");
-}
+/// Up to two minutes: after a SIGKILL, the dead process's 60 s case lease must expire
+/// before another process resumes its work.
+const RESUME_LIMIT: Duration = Duration::from_secs(120);
 
 async fn killed_mid_refund_then_restarted(fault: Value) {
     let dir = tempfile::tempdir().unwrap();
@@ -137,7 +120,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         serve.base,
         ticket["case"]["id"].as_str().unwrap()
     );
-    let case = wait_for(&http, &case_url, &agent, |c| {
+    let case = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["status"] == "awaiting_approval"
     })
     .await;
@@ -158,11 +141,12 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         .unwrap();
     assert!(approved.status().is_success());
     // The intent is stored and the call is in flight (the provider holds it).
-    wait_for(&http, &case_url, &agent, |c| {
+    support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["refunds"][0]["status"] == "submitting" && c["refunds"][0]["attempts"] == 1
     })
     .await;
-    let key = wait_for(&http, &case_url, &agent, |_| true).await["refunds"][0]["idempotency_key"]
+    let key = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |_| true).await["refunds"]
+        [0]["idempotency_key"]
         .as_str()
         .unwrap()
         .to_string();
@@ -174,7 +158,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         serve.base,
         ticket["case"]["id"].as_str().unwrap()
     );
-    let done = wait_for(&http, &case_url, &agent, |c| {
+    let done = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["status"] == "refund_succeeded"
     })
     .await;

@@ -283,30 +283,6 @@ async fn start_serve(data: &std::path::Path, env: &[(&str, String)]) -> Serve {
     panic!("serve did not become ready");
 }
 
-/// Polls `url` until `ok` holds of its JSON, for at most `limit`.
-async fn poll(
-    http: &reqwest::Client,
-    url: &str,
-    token: &str,
-    limit: Duration,
-    ok: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = Instant::now();
-    let mut last = Value::Null;
-    while started.elapsed() < limit {
-        if let Ok(r) = http.get(url).bearer_auth(token).send().await {
-            if let Ok(v) = r.json::<Value>().await {
-                if ok(&v) {
-                    return v;
-                }
-                last = v;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("condition never held within {limit:?} at {url}; last: {last:#}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_finishes_once() {
     const APPROVED: usize = 4;
@@ -395,7 +371,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     assert!(fault.status().is_success());
     for case_id in &approved_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        let case = poll(&http, &url, &agent, Duration::from_secs(60), |c| {
+        let case = support::poll_json(&http, &url, &agent, Duration::from_secs(60), |c| {
             c["status"] == "awaiting_approval"
         })
         .await;
@@ -414,7 +390,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
         late_cases.push(open(serve.base.clone(), token.clone()).await);
     }
     let first = format!("{}/api/v1/cases/{}", serve.base, approved_cases[0]);
-    poll(&http, &first, &agent, Duration::from_secs(30), |c| {
+    support::poll_json(&http, &first, &agent, Duration::from_secs(30), |c| {
         c["refunds"][0]["status"] == "submitting"
     })
     .await;
@@ -456,14 +432,14 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     let serve = start_serve(&data, &env).await;
     for case_id in &approved_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        poll(&http, &url, &agent, Duration::from_secs(45), |c| {
+        support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
             c["status"] == "refund_succeeded"
         })
         .await;
     }
     for case_id in &late_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        poll(&http, &url, &agent, Duration::from_secs(45), |c| {
+        support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
             c["status"] == "awaiting_approval"
         })
         .await;

@@ -374,3 +374,28 @@ impl TestApp {
         assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
     }
 }
+
+/// Polls `url` (a bearer-authenticated JSON endpoint of a real `serve` process) until `ok`
+/// holds of its JSON, for at most `limit`.
+pub async fn poll_json(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    limit: std::time::Duration,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    let started = std::time::Instant::now();
+    let mut last = Value::Null;
+    while started.elapsed() < limit {
+        if let Ok(r) = http.get(url).bearer_auth(token).send().await {
+            if let Ok(v) = r.json::<Value>().await {
+                if ok(&v) {
+                    return v;
+                }
+                last = v;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("condition never held within {limit:?} at {url}; last: {last:#}");
+}
