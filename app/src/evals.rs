@@ -772,7 +772,7 @@ struct CrashingModel {
     tripped: tokio::sync::Notify,
 }
 
-impl Model for CrashingModel {
+impl harness::Model<crate::agent::Proposal> for CrashingModel {
     fn name(&self) -> String {
         self.inner.name()
     }

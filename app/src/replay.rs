@@ -38,12 +38,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use time::OffsetDateTime;
 
 use crate::agent::investigator::Investigator;
-use crate::agent::machine::{self, Counters, NewEvent, Next, RunLog};
-use crate::agent::{tools, Exchange, Model, ModelContext, Proposal, ToolCall};
+use crate::agent::rules::RefundRules;
+use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
 use crate::billing::WorldBilling;
+use crate::clock::HarnessClock;
 use crate::clock::{Clock, SystemClock};
 use crate::tickets::{detect_language, Ticket, MAX_MESSAGE_CHARS};
 use crate::world::World;
+use harness::{MemoryLog, NewEvent};
 
 // ---------------------------------------------------------------------------------------
 // The historical-ticket file format (SPEC §7).
@@ -503,7 +505,7 @@ pub async fn investigate_with_clock(
         billing: &billing,
         index,
     };
-    let declarations = tools::declarations();
+    let toolset = tools::toolset(&env, &ticket);
     let customer_messages: Vec<String> = historical
         .messages
         .iter()
@@ -511,63 +513,20 @@ pub async fn investigate_with_clock(
         .map(|m| m.text.clone())
         .collect();
     let model_name = model.name();
+    let clock = HarnessClock(clock);
+    let mut spec = harness::Run::new(model, &toolset, &clock);
+    spec.inputs = &customer_messages;
+    spec.limits = crate::agent::limits();
+    spec.rules = &RefundRules;
 
-    let mut log = MemoryLog::default();
-    let mut counters = Counters::default();
-    let mut handoff = None;
-    let mut escalation = None;
-    let mut proposal = None;
-    loop {
-        match machine::next(&log.state, counters) {
-            // Only a decision or an escalation recorded by the workflow finishes a run;
-            // replay records neither, so this arm ends nothing it has not ended itself.
-            Next::Finished => break,
-            Next::HandOff { reason, .. } => {
-                let summary = machine::handoff_summary(reason, &log.state, counters);
-                escalation = Some(reason.to_string());
-                handoff = Some(summary.clone());
-                log.record(NewEvent::new("handoff", None, summary));
-                break;
-            }
-            Next::RunTools(pending) => {
-                // Owned: each result is folded into the log these intents borrow from.
-                let pending = pending.to_vec();
-                for call in pending {
-                    let result = if machine::tool_may_run(counters) {
-                        let (outcome, duration_ms) =
-                            crate::agent::run_tool(&env, &ticket, &call, clock).await;
-                        counters.tool_calls += 1;
-                        machine::tool_result(&call, &outcome, duration_ms)
-                    } else {
-                        machine::skipped_tool_result(&call)
-                    };
-                    log.record(result);
-                }
-            }
-            Next::Decide(p) => {
-                proposal = Some(p.clone());
-                break;
-            }
-            Next::Exhaust(exhausted) => log.record(exhausted.event()),
-            Next::AskModel => {
-                // Counted before the model is asked, as live commits it.
-                counters.steps += 1;
-                let history = log.state.model_history();
-                let ctx = ModelContext {
-                    customer_messages: &customer_messages,
-                    tools: &declarations,
-                    history: &history,
-                };
-                let (reply, latency_ms) = crate::agent::ask_model(model, &ctx, clock).await;
-                let turn = machine::record_turn(counters.steps, reply, latency_ms, &model_name);
-                for event in turn.events {
-                    log.record(event);
-                }
-            }
-        }
-    }
-
-    let MemoryLog { state, events, .. } = log;
+    let mut log = MemoryLog::new();
+    // An in-memory log cannot fail (its error type is uninhabited).
+    let Ok(ended) = harness::run_loop(&spec, &mut log).await;
+    let (escalation, handoff, proposal) = match ended.outcome {
+        harness::Outcome::HandedOff { reason, summary } => (Some(reason), Some(summary), None),
+        harness::Outcome::Answered(proposal) => (None, None, Some(proposal)),
+    };
+    let (state, counters, events) = (ended.log, ended.counters, log.events);
     let mut investigation = Investigation {
         ticket_id: historical.id.clone(),
         model: model_name,
@@ -613,25 +572,6 @@ pub async fn investigate_with_clock(
         investigation.proposal = Some(proposal);
     }
     Ok(investigation)
-}
-
-/// The run's event log, in memory: every event is kept and folded as it is recorded.
-/// Seqs count from 1 as in a live log, but only over the loop's own events (live also
-/// logs `run_created` and `state` changes), so a truncation marker's
-/// `result_event_seq` can differ from live's; nothing else does.
-#[derive(Default)]
-struct MemoryLog {
-    state: RunLog,
-    events: Vec<NewEvent>,
-}
-
-impl MemoryLog {
-    fn record(&mut self, event: NewEvent) {
-        let seq = self.events.len() as i64 + 1;
-        self.state
-            .apply(seq, event.kind, event.call_id.as_deref(), &event.payload);
-        self.events.push(event);
-    }
 }
 
 /// The policy decision on an investigation's facts: live versions, or `pins` (what-if).
@@ -986,7 +926,7 @@ mod tests {
         });
         let escalates = ScriptedModel::new("scripted-escalates")
             .turn(calls(vec![call("get_customer", json!({}))]))
-            .turn(crate::agent::ModelTurn::Escalate {
+            .turn(crate::agent::ModelTurn::HandOff {
                 reason: "the customer needs a phone call".into(),
             });
         let cases: Vec<(Box<dyn Model>, &str)> = vec![

@@ -260,7 +260,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> AppResult<()> {
     Ok(())
 }
 
-fn run_changed() -> AppError {
+pub fn run_changed() -> AppError {
     AppError::conflict(
         RUN_CHANGED,
         "the run was advanced elsewhere (lease lost or run cancelled)",

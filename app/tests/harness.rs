@@ -832,7 +832,7 @@ async fn replay_hands_over_when_the_model_escalates_as_live_does() {
         Arc::new(
             ScriptedModel::new("scripted-escalates")
                 .turn(calls(vec![call("get_customer", json!({}))]))
-                .turn(ModelTurn::Escalate {
+                .turn(ModelTurn::HandOff {
                     reason: "the customer needs a phone call".into(),
                 }),
         )
@@ -1042,7 +1042,7 @@ async fn a_large_tool_result_is_stored_once_and_shown_truncated_to_the_model() {
             .turn(calls(vec![call("list_orders", json!({}))]))
             .step(move |ctx| {
                 *saw.lock().unwrap() = Some(ctx.history[0].outcome.content.clone());
-                Ok(ModelTurn::Escalate {
+                Ok(ModelTurn::HandOff {
                     reason: "too many orders to tell".into(),
                 })
             }),
@@ -1078,8 +1078,8 @@ async fn a_large_tool_result_is_stored_once_and_shown_truncated_to_the_model() {
 #[tokio::test]
 async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
     let model = Arc::new(
-        ScriptedModel::new("scripted-proposer").turn(ModelTurn::Propose {
-            proposal: Proposal {
+        ScriptedModel::new("scripted-proposer").turn(ModelTurn::Answer {
+            answer: Proposal {
                 request: policy_engine::RequestKind::DuplicateCharge,
                 order_id: Some("O-1001".into()),
                 reason_code: "duplicate_charge".into(),
@@ -1157,7 +1157,7 @@ impl Tripwire {
 
 struct TripModel(Arc<Tripwire>);
 
-impl Model for TripModel {
+impl harness::Model<app::agent::Proposal> for TripModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }
@@ -1327,7 +1327,7 @@ struct GatedModel {
     release: Notify,
 }
 
-impl Model for GatedModel {
+impl harness::Model<app::agent::Proposal> for GatedModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }

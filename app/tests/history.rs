@@ -350,7 +350,7 @@ struct Misbehaving {
     propose_after: Option<usize>,
 }
 
-impl Model for Misbehaving {
+impl harness::Model<app::agent::Proposal> for Misbehaving {
     fn name(&self) -> String {
         "misbehaving".into()
     }
@@ -371,7 +371,7 @@ impl Model for Misbehaving {
                     "citations": ["RP-999@1#1"],
                     "summary": "The manager approved a 500 refund."
                 }))?;
-                return Ok(ModelTurn::Propose { proposal });
+                return Ok(ModelTurn::Answer { answer: proposal });
             }
             let calls = vec![
                 ToolCall {

@@ -135,7 +135,7 @@ pub fn build_messages(
 ) -> Vec<Value> {
     let mut messages = vec![
         json!({ "role": "system", "content": system_prompt }),
-        json!({ "role": "user", "content": customer_content(ctx.customer_messages, budget) }),
+        json!({ "role": "user", "content": customer_content(ctx.inputs, budget) }),
     ];
     messages.extend(history_messages(ctx.history, budget));
     messages
@@ -528,7 +528,7 @@ mod tests {
 
     fn ctx<'a>(customer: &'a [String], history: &'a [Exchange]) -> ModelContext<'a> {
         ModelContext {
-            customer_messages: customer,
+            inputs: customer,
             tools: &[],
             history,
         }

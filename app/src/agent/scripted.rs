@@ -151,7 +151,7 @@ impl ScriptedModel {
     }
 }
 
-impl Model for ScriptedModel {
+impl harness::Model<crate::agent::Proposal> for ScriptedModel {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -198,7 +198,7 @@ impl<M: Model> RewritingModel<M> {
     }
 }
 
-impl<M: Model> Model for RewritingModel<M> {
+impl<M: Model> harness::Model<crate::agent::Proposal> for RewritingModel<M> {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -244,9 +244,11 @@ fn edit_proposal(
     edit: impl Fn(&mut super::Proposal) + Send + Sync + 'static,
 ) -> RewritingModel<Investigator> {
     RewritingModel::new(name, Investigator, move |turn| match turn {
-        ModelTurn::Propose { mut proposal } => {
+        ModelTurn::Answer {
+            answer: mut proposal,
+        } => {
             edit(&mut proposal);
-            ModelTurn::Propose { proposal }
+            ModelTurn::Answer { answer: proposal }
         }
         other => other,
     })
