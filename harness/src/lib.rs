@@ -17,7 +17,7 @@
 //! The crate does no I/O of its own beyond what its callers hand it.
 
 mod budget;
-// pub mod context;
+pub mod context;
 mod log;
 mod model;
 mod rules;

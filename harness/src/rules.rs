@@ -228,3 +228,277 @@ fn result_payload(
     }
     payload
 }
+
+#[cfg(test)]
+mod tests {
+    //! The loop's rules on a toy answer: the order of `next`, budgets, turns.
+    use super::*;
+    use crate::model::Usage;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Verdict {
+        summary: String,
+    }
+
+    impl Answer for Verdict {
+        const EVENT: &'static str = "verdict";
+    }
+
+    /// Refuses any tool that is not offered and whose name starts with `approve`.
+    struct Strict;
+
+    impl Rules<Verdict> for Strict {
+        fn unusable(&self, answer: &Verdict) -> Option<String> {
+            answer.summary.is_empty().then(|| "no summary".into())
+        }
+        fn refuse(&self, turn: &Turn<Verdict>, offered: &[ToolDeclaration]) -> Option<Value> {
+            let Turn::ToolCalls { calls } = turn else {
+                return None;
+            };
+            calls
+                .iter()
+                .find(|c| {
+                    !offered.iter().any(|d| d.name == c.name) && c.name.starts_with("approve")
+                })
+                .map(|c| json!({ "violation": "approval_attempt", "tool": c.name }))
+        }
+    }
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall {
+            id: name.into(),
+            name: name.into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn calls(calls: Vec<ToolCall>) -> Turn<Verdict> {
+        Turn::ToolCalls { calls }
+    }
+
+    fn reply(turn: Turn<Verdict>) -> anyhow::Result<Reply<Verdict>> {
+        Ok(Reply {
+            turn,
+            usage: Usage::default(),
+        })
+    }
+
+    fn record(step: i64, reply: anyhow::Result<Reply<Verdict>>, ms: u64) -> Turned {
+        record_turn(step, reply, ms, "m", (&Limits::default(), &Strict, &[]))
+    }
+
+    fn fold(events: &[NewEvent]) -> RunLog<Verdict> {
+        let mut log = RunLog::default();
+        for (i, e) in events.iter().enumerate() {
+            log.apply(i as i64 + 1, e.kind, e.call_id.as_deref(), &e.payload);
+        }
+        log
+    }
+
+    fn hand_off() -> Turn<Verdict> {
+        Turn::HandOff {
+            reason: "cannot tell".into(),
+        }
+    }
+
+    #[test]
+    fn a_reply_is_classified_and_recorded_as_the_loop_records_it() {
+        let read = || calls(vec![call("list_orders")]);
+        let answer = |summary: &str| Turn::Answer {
+            answer: Verdict {
+                summary: summary.into(),
+            },
+        };
+        let cases: Vec<(anyhow::Result<Reply<Verdict>>, TurnKind, Vec<&str>)> = vec![
+            (
+                Err(anyhow::anyhow!("connection reset")),
+                TurnKind::ModelError,
+                vec!["model_error"],
+            ),
+            (
+                reply(calls(vec![])),
+                TurnKind::Garbage,
+                vec!["model_output", "model_error"],
+            ),
+            (
+                reply(calls(vec![call("list_orders"); 9])),
+                TurnKind::Garbage,
+                vec!["model_output", "model_error"],
+            ),
+            (
+                reply(answer("")),
+                TurnKind::Garbage,
+                vec!["model_output", "model_error"],
+            ),
+            (
+                reply(calls(vec![call("approve_refund")])),
+                TurnKind::Refused,
+                vec!["model_output", "policy_violation"],
+            ),
+            (
+                reply(read()),
+                TurnKind::ToolCalls,
+                vec!["model_output", "tool_intent"],
+            ),
+            (
+                reply(answer("done")),
+                TurnKind::Answer,
+                vec!["model_output", "verdict"],
+            ),
+            (reply(hand_off()), TurnKind::HandOff, vec!["model_output"]),
+        ];
+        for (reply, kind, expected) in cases {
+            let turn = record(3, reply, 0);
+            assert_eq!(turn.kind, kind, "{:?}", turn.events);
+            let kinds: Vec<_> = turn.events.iter().map(|e| e.kind).collect();
+            assert_eq!(kinds, expected);
+        }
+        // Call ids are unique per run: the step and position prefix the model's id.
+        let turn = record(3, reply(read()), 0);
+        assert_eq!(turn.events[1].call_id.as_deref(), Some("s3c0:list_orders"));
+    }
+
+    #[test]
+    fn the_loop_checks_handoff_then_pending_calls_then_answer_then_budgets() {
+        let limits = Limits::default();
+        let intents = record(1, reply(calls(vec![call("list_orders")])), 0).events;
+        let spent = Counters {
+            steps: limits.steps,
+            tool_calls: 0,
+        };
+        // Pending intents are finished even when a budget ran out meanwhile.
+        let log = fold(&intents);
+        assert!(matches!(next(&log, spent, &limits), Next::RunTools(c) if c.len() == 1));
+        // A refused turn hands the run over before anything else.
+        let mut events = intents.clone();
+        events.extend(record(2, reply(calls(vec![call("approve_refund")])), 0).events);
+        assert_eq!(
+            next(&fold(&events), spent, &limits),
+            Next::HandOff {
+                reason: "the model attempted something it may not do (approval_attempt)",
+                summarised: false,
+            }
+        );
+        // A budget is checked only when nothing is pending, and recorded once it runs out.
+        let steps = Exhausted::new("steps", limits.steps, limits.steps);
+        assert_eq!(
+            next(&RunLog::<Verdict>::default(), spent, &limits),
+            Next::Exhaust(steps.clone())
+        );
+        assert_eq!(
+            next(&fold(&[steps.event()]), spent, &limits),
+            Next::HandOff {
+                reason: "the run exhausted its steps budget (24 of 24)",
+                summarised: false,
+            }
+        );
+        assert_eq!(
+            next(&RunLog::<Verdict>::default(), Counters::default(), &limits),
+            Next::AskModel
+        );
+        // The model's own hand-off is a hand-off too.
+        let log = fold(&record(1, reply(hand_off()), 0).events);
+        assert_eq!(
+            next(&log, Counters::default(), &limits),
+            Next::HandOff {
+                reason: "the model escalated: cannot tell",
+                summarised: false,
+            }
+        );
+    }
+
+    #[test]
+    fn budgets_trip_at_their_limit_in_a_fixed_order() {
+        let limits = Limits::default();
+        let usage = |tokens: u64| {
+            let reply = Ok(Reply {
+                turn: hand_off(),
+                usage: Usage {
+                    prompt_tokens: tokens,
+                    completion_tokens: 0,
+                },
+            });
+            record(1, reply, 0).events
+        };
+        let error = || record(1, Err(anyhow::anyhow!("down")), 0).events;
+        let unknown_tool = || {
+            let outcome = ToolOutcome {
+                ok: false,
+                content: json!({ "error": "unknown_tool" }),
+            };
+            let mut events = record(1, reply(calls(vec![call("fetch_everything")])), 0).events;
+            let intent = ToolCall {
+                id: events[1].call_id.clone().unwrap_or_default(),
+                ..call("fetch_everything")
+            };
+            events.push(tool_result(&intent, &outcome, 0, &limits));
+            events
+        };
+        let slow = |ms: u64| record(1, Err(anyhow::anyhow!("slow")), ms).events;
+        let times = |n: usize, f: &dyn Fn() -> Vec<NewEvent>| -> Vec<NewEvent> {
+            (0..n).flat_map(|_| f()).collect()
+        };
+        let none = Counters::default();
+        let steps_spent = Counters {
+            steps: limits.steps,
+            tool_calls: 0,
+        };
+        let cases: Vec<(Vec<NewEvent>, Counters, Option<&str>)> = vec![
+            (usage(limits.tokens - 1), none, None),
+            (usage(limits.tokens), none, Some("tokens")),
+            (times(limits.model_errors - 1, &error), none, None),
+            (
+                times(limits.model_errors, &error),
+                none,
+                Some("model_errors"),
+            ),
+            (
+                times(limits.invalid_tool_calls, &unknown_tool),
+                none,
+                Some("invalid_tool_calls"),
+            ),
+            (slow(limits.wall_ms as u64), none, Some("wall_time_ms")),
+            (
+                vec![],
+                Counters {
+                    steps: 0,
+                    tool_calls: limits.tool_calls,
+                },
+                Some("tool_calls"),
+            ),
+            // Model errors are checked before steps, steps before tokens.
+            (
+                times(limits.model_errors, &error),
+                steps_spent,
+                Some("model_errors"),
+            ),
+            (usage(limits.tokens), steps_spent, Some("steps")),
+        ];
+        for (events, counters, expected) in cases {
+            let log = fold(&events);
+            let tripped = limits.exhausted(&log, counters).map(|x| x.budget);
+            assert_eq!(tripped.as_deref(), expected, "{events:?}");
+        }
+    }
+
+    #[test]
+    fn past_the_tool_call_budget_an_intent_gets_a_result_without_running() {
+        let limits = Limits::default();
+        let counters = |tool_calls| Counters {
+            steps: 1,
+            tool_calls,
+        };
+        assert!(limits.tool_may_run(counters(limits.tool_calls - 1)));
+        assert!(!limits.tool_may_run(counters(limits.tool_calls)));
+        let intent = call("list_orders");
+        let skipped = skipped_tool_result(&intent, &limits);
+        assert_eq!(skipped.payload["skipped"], true);
+        assert_eq!(skipped.payload["content"]["error"], "budget_exhausted");
+        // A skipped call is neither an invalid call nor a tool call that ran.
+        let mut log = fold(&record(1, reply(calls(vec![intent])), 0).events);
+        log.apply(3, skipped.kind, Some("s1c0:list_orders"), &skipped.payload);
+        assert!(log.pending.is_empty());
+        assert_eq!(log.invalid_tool_calls, 0);
+    }
+}

@@ -129,7 +129,7 @@ impl LlmModel {
         }
         json!({
             "model": self.model,
-            "messages": context::build_messages(context::SYSTEM_PROMPT, ctx, &self.budget),
+            "messages": super::prompt::build_messages(ctx, &self.budget),
             "tools": tools,
         })
     }

@@ -21,10 +21,10 @@
 //! `state`; `workflow` writes `decision`, `proposal_overridden`, `evidence_rejected` and
 //! `escalated`.
 
-pub mod context;
 pub mod investigator;
 pub mod live;
 pub mod llm;
+pub mod prompt;
 pub mod records_kind;
 pub mod rules;
 pub mod scripted;
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use harness::{BoxFuture, Exchange, ModelContext, ToolCall, ToolOutcome, Usage};
+pub use harness::{context, BoxFuture, Exchange, ModelContext, ToolCall, ToolOutcome, Usage};
 pub use live::advance;
 pub use rules::violation;
 
