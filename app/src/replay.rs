@@ -525,6 +525,8 @@ pub async fn investigate_with_clock(
     let (escalation, handoff, proposal) = match ended.outcome {
         harness::Outcome::HandedOff { reason, summary } => (Some(reason), Some(summary), None),
         harness::Outcome::Answered(proposal) => (None, None, Some(proposal)),
+        // Nothing cancels a replayed run (it has no parent).
+        harness::Outcome::Cancelled => (Some("cancelled".to_string()), None, None),
     };
     let (state, counters, events) = (ended.log, ended.counters, log.events);
     let mut investigation = Investigation {

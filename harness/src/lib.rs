@@ -11,6 +11,8 @@
 //!   replay); [`RunLog`] is their fold, the run's only state.
 //! - [`context`]: chat messages within per-section budgets, with compaction that keeps
 //!   facts, evidence ids, open questions and failures apart.
+//! - [`sub`]: child runs on budgets drawn from their parent's, joined with required and
+//!   optional children, cancelled together.
 //! - [`Rules`]: what the domain adds — turns it refuses, answers it cannot use, what a
 //!   human taking over is told.
 //!
@@ -22,6 +24,7 @@ mod log;
 mod model;
 mod rules;
 mod run;
+pub mod sub;
 mod tool;
 
 pub use budget::{Counters, Exhausted, Limits};

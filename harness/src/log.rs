@@ -279,6 +279,8 @@ impl<A: Answer> RunLog<A> {
                 ));
             }
             "handoff" => self.handoff_summarised = true,
+            // A child's tokens count against its parent (`sub::join`).
+            "children_joined" => self.tokens += payload["tokens"].as_u64().unwrap_or(0),
             k if k == A::EVENT => self.answer = serde_json::from_value(payload.clone()).ok(),
             other => *self.other.entry(other.to_string()).or_default() += 1,
         }

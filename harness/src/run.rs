@@ -15,6 +15,7 @@ use crate::budget::{Counters, Limits};
 use crate::log::{Event, EventLog, NewEvent, Phase, RunLog, Step};
 use crate::model::{Answer, Model, ModelContext, Reply};
 use crate::rules::{self, Next, Rules, TurnKind};
+use crate::sub::Shared;
 use crate::tool::{ToolCall, Toolset};
 
 /// Milliseconds on the caller's clock (tests inject one that only moves when told).
@@ -42,6 +43,8 @@ pub struct Run<'a, A: Send + 'static> {
     pub rules: &'a dyn Rules<A>,
     pub clock: &'a dyn Clock,
     pub observer: &'a dyn Observer,
+    /// A budget shared with a parent run (a sub-agent's), and its cancellation.
+    pub shared: Option<&'a Shared>,
 }
 
 impl<'a, A: Send + 'static> Run<'a, A> {
@@ -54,6 +57,7 @@ impl<'a, A: Send + 'static> Run<'a, A> {
             rules: &crate::rules::NoRules,
             clock,
             observer: &Unobserved,
+            shared: None,
         }
     }
 }
@@ -66,6 +70,8 @@ pub enum Outcome<A> {
     Answered(A),
     /// The run goes to a human: why, and what they are told (recorded as `handoff`).
     HandedOff { reason: String, summary: Value },
+    /// The parent cancelled the run (a sub-agent), before its next model or tool call.
+    Cancelled,
 }
 
 /// What [`run_loop`] returns: the outcome and the run's state it came from.
@@ -88,7 +94,17 @@ pub async fn run_loop<A: Answer, L: EventLog>(
         let events = log.load().await?;
         let state = RunLog::<A>::fold(&events);
         let counters = log.counters();
-        match rules::next(&state, counters, &run.limits) {
+        let next = rules::next(&state, counters, &run.limits);
+        if cancelled(run, &next) {
+            let event = NewEvent::new("cancelled", None, json!({ "by": "parent" }));
+            log.commit(Step::events(vec![event])).await?;
+            return Ok(ended(Outcome::Cancelled, state, log));
+        }
+        if let (Next::AskModel, Some(exhausted)) = (&next, run.shared.and_then(Shared::exhausted)) {
+            log.commit(Step::events(vec![exhausted.event()])).await?;
+            continue;
+        }
+        match next {
             Next::HandOff { reason, summarised } => {
                 let reason = reason.to_string();
                 let summary = if summarised {
@@ -114,6 +130,13 @@ pub async fn run_loop<A: Answer, L: EventLog>(
             Next::AskModel => model_step(run, log, &state).await?,
         }
     }
+}
+
+/// Whether a shared budget's owner cancelled the run, checked before each model or
+/// tool call (a call already under way finishes; its result is recorded first).
+fn cancelled<A, B: Send + 'static>(run: &Run<'_, B>, next: &Next<'_, A>) -> bool {
+    let working = matches!(next, Next::AskModel | Next::RunTools(_));
+    working && run.shared.is_some_and(Shared::is_cancelled)
 }
 
 fn ended<A, L: EventLog>(outcome: Outcome<A>, log: RunLog<A>, from: &L) -> Ended<A> {
@@ -180,7 +203,14 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         } else {
             Phase::ToolRunning
         };
-        if !run.limits.tool_may_run(log.counters()) {
+        if run.shared.is_some_and(Shared::is_cancelled) {
+            // Cancelled mid-turn: the next pass of the loop records it and stops.
+            return Ok(());
+        }
+        // The run's own budget first: a call it refuses takes nothing from the shared one.
+        let may_run = run.limits.tool_may_run(log.counters())
+            && run.shared.is_none_or(Shared::take_tool_call);
+        if !may_run {
             // Every intent gets exactly one result, even one the budget does not run.
             let mut step = Step::to(next);
             step.events = vec![rules::skipped_tool_result(call, &run.limits)];
@@ -222,6 +252,9 @@ async fn model_step<A: Answer, L: EventLog>(
     let call = ask(run.model, &ctx, run.clock, run.limits.model_call_timeout);
     let (reply, latency_ms) = keeping(log, call).await?;
     let tokens = reply.as_ref().map(|r| r.usage.total()).unwrap_or(0);
+    if let Some(shared) = run.shared {
+        shared.spend_tokens(tokens);
+    }
     let name = run.model.name();
     run.observer
         .model_call(&name, reply.is_ok(), latency_ms, tokens);

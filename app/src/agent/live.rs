@@ -96,6 +96,9 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
                 return w.await;
             }
             Outcome::Answered(proposal) => proposal,
+            // Only a sub-agent's run is cancelled by its parent; a case's run is
+            // cancelled by the case (its lease goes), which ends the loop above.
+            Outcome::Cancelled => return Ok(()),
         };
         // The proposal goes to the policy engine (never back to the model).
         let decided =
