@@ -25,6 +25,8 @@ pub struct AppState {
     pub policies: Arc<PolicySet>,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
+    /// What runs are made with (model, prompt and tool schema versions), recorded on each.
+    pub versions: Arc<harness::Versions>,
     /// Where tools and the workflow read billing records (live: store + provider).
     pub billing: Arc<dyn crate::billing::BillingSource>,
     /// Wakes the background worker when new work is queued.

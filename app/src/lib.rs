@@ -78,6 +78,7 @@ pub async fn build_state(
         payments,
         policies,
         index: Arc::new(index),
+        versions: Arc::new(agent::versions(model.as_ref())),
         model,
         billing,
         wake: Arc::new(tokio::sync::Notify::new()),

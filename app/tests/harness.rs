@@ -1500,3 +1500,26 @@ impl ClockMs for TestApp {
         self.clock.now_ms()
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// What a run was made with (issue 18): model, prompt version, tool schema version.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn every_run_records_its_model_prompt_version_and_tool_schema_version() {
+    let model: Arc<dyn Model> = Arc::new(app::agent::investigator::Investigator);
+    let (app, _case, events) = investigate_with(model.clone()).await;
+    let created = first(&events, "run_created")["payload"].clone();
+    let expected = app::agent::versions(model.as_ref());
+    assert_eq!(created["model"], expected.model.as_str());
+    assert_eq!(
+        created["prompt_version"],
+        app::agent::prompt::PROMPT_VERSION
+    );
+    assert_eq!(created["tool_schema_version"], expected.tools.as_str());
+    assert!(expected.tools.starts_with("tools-"), "{expected:?}");
+    // The tool schema version follows the schemas: another tool set is another version.
+    let fewer = &app::agent::tools::declarations()[1..];
+    assert_ne!(harness::schema_version(fewer), expected.tools);
+    drop(app);
+}

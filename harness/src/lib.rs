@@ -34,5 +34,6 @@ pub use rules::{record_turn, skipped_tool_result, tool_result, TurnKind, Turned}
 pub use rules::{NoRules, Rules};
 pub use run::{ask, run_loop, Clock, Ended, Observer, Outcome, Run};
 pub use tool::{
-    validate, Exchange, Tool, ToolCall, ToolDeclaration, ToolError, ToolOutcome, Toolset,
+    schema_version, validate, Exchange, Tool, ToolCall, ToolDeclaration, ToolError, ToolOutcome,
+    Toolset, Versions,
 };

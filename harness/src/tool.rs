@@ -118,6 +118,12 @@ impl<'a> Toolset<'a> {
             .collect()
     }
 
+    /// A version of the tools' schemas as the model is offered them: changes whenever a
+    /// name, description or parameter schema does (runs record it beside the prompt's).
+    pub fn schema_version(&self) -> String {
+        schema_version(&self.declarations)
+    }
+
     /// Only the named tools (a sub-agent's subset); unknown names are ignored.
     pub fn subset(self, names: &[&str]) -> Self {
         let (tools, declarations) = self
@@ -207,4 +213,32 @@ pub(crate) fn is_invalid_call(outcome: &ToolOutcome) -> bool {
             outcome.content["error"].as_str(),
             Some(UNKNOWN_TOOL | INVALID_ARGUMENTS)
         )
+}
+
+/// `tools-` and a 64-bit FNV-1a hash of the declarations' JSON, in hex: stable across
+/// builds and platforms (the JSON of a declaration is its name, description and
+/// parameters, keys in order).
+pub fn schema_version(declarations: &[ToolDeclaration]) -> String {
+    let text = serde_json::to_string(declarations).unwrap_or_default();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("tools-{hash:016x}")
+}
+
+/// What a run was made with, recorded with it so reports can break results down by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Versions {
+    pub model: String,
+    /// The prompt template's version.
+    pub prompt: String,
+    /// The tool schemas' version ([`schema_version`]).
+    pub tools: String,
+}
+
+impl Versions {
+    /// One label for a breakdown: `model · prompt · tools`.
+    pub fn label(&self) -> String {
+        format!("{} · {} · {}", self.model, self.prompt, self.tools)
+    }
 }

@@ -74,6 +74,16 @@ pub const MAX_CALLS_PER_TURN: usize = 8;
 /// the model sees a truncated copy with a marker pointing at the event.
 pub const MAX_TOOL_RESULT_BYTES: usize = 16 * 1024;
 
+/// What a run of `model` is made with: the model, the prompt's version and the tool
+/// schemas' version, recorded on every run.
+pub fn versions(model: &dyn Model) -> harness::Versions {
+    harness::Versions {
+        model: model.name(),
+        prompt: prompt::PROMPT_VERSION.to_string(),
+        tools: harness::schema_version(&tools::declarations()),
+    }
+}
+
 /// The investigation's budgets as the harness takes them.
 pub fn limits() -> harness::Limits {
     harness::Limits {

@@ -7,8 +7,7 @@ use harness::context::{ContextBudget, FollowUp, Prompt};
 use harness::ModelContext;
 use serde_json::Value;
 
-/// Version of [`SYSTEM_PROMPT`]; must equal `crate::runs::PROMPT_VERSION`, which every
-/// run records. Changing the prompt's text means a new version (a test pins the text).
+/// Version of [`SYSTEM_PROMPT`], which every run records (`agent::versions`). Changing the prompt's text means a new version (a test pins the text).
 pub const PROMPT_VERSION: &str = "investigate-v1";
 
 /// The investigator's instructions. Identity, approvals and money movement are stated
@@ -78,8 +77,10 @@ mod tests {
     use sha2::{Digest, Sha256};
 
     #[test]
-    fn the_prompt_version_matches_the_version_runs_record() {
-        assert_eq!(PROMPT_VERSION, crate::runs::PROMPT_VERSION);
+    fn the_prompt_version_is_the_version_runs_record() {
+        let versions = crate::agent::versions(&crate::agent::investigator::Investigator);
+        assert_eq!(versions.prompt, PROMPT_VERSION);
+        assert!(versions.tools.starts_with("tools-"), "{versions:?}");
     }
 
     #[test]
@@ -89,7 +90,7 @@ mod tests {
         assert_eq!(
             (PROMPT_VERSION, &hash[..16]),
             ("investigate-v1", PINNED_PROMPT_HASH),
-            "the system prompt changed: bump PROMPT_VERSION in runs.rs and context.rs"
+            "the system prompt changed: bump PROMPT_VERSION in agent/prompt.rs"
         );
     }
     const PINNED_PROMPT_HASH: &str = "4547034568e837d3";
