@@ -100,6 +100,7 @@ enum Command {
     Reconcile,
     /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
     /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
+    #[cfg(feature = "embedded-payments")]
     Eval {
         /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
         #[arg(long)]
@@ -278,11 +279,33 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
+/// feature; the app reaches `payments-mock` only to start it here).
+#[cfg(feature = "embedded-payments")]
+type EmbeddedMock = payments_mock::RunningMock;
+
+/// A build without the mock has no embedded provider: a type with no values keeps every
+/// caller of [`provider`] the same shape in both builds.
+#[cfg(not(feature = "embedded-payments"))]
+enum EmbeddedMock {}
+
+#[cfg(not(feature = "embedded-payments"))]
+impl EmbeddedMock {
+    async fn shutdown(self) {
+        match self {}
+    }
+}
+
 /// The provider to use: `PAYMENTS_URL`, or the embedded mock started on loopback.
-async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mock::RunningMock>)> {
+async fn provider(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     if let Some(url) = &config.payments_url {
         return Ok((url.clone(), None));
     }
+    start_embedded_mock(config).await
+}
+
+#[cfg(feature = "embedded-payments")]
+async fn start_embedded_mock(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     let mut mock_config = payments_mock::MockConfig::new(config.payments_data_dir());
     mock_config.webhook_secret = config.webhook_secret.clone();
     let mock = payments_mock::start(
@@ -293,6 +316,13 @@ async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mo
     .map_err(|e| anyhow::anyhow!("starting the embedded payments mock: {e}"))?;
     tracing::info!(url = %mock.base_url(), "embedded payments mock started");
     Ok((mock.base_url(), Some(mock)))
+}
+
+#[cfg(not(feature = "embedded-payments"))]
+async fn start_embedded_mock(_config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    anyhow::bail!(
+        "PAYMENTS_URL must be set: this build has no embedded payments mock (it was built without the `embedded-payments` feature)"
+    )
 }
 
 /// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
@@ -395,6 +425,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        #[cfg(feature = "embedded-payments")]
         Command::Eval { scenarios, k, out } => {
             let dir = scenarios.unwrap_or_else(|| {
                 config
