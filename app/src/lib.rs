@@ -22,6 +22,7 @@ pub mod evals;
 pub mod generate;
 pub mod http;
 pub mod mcp;
+pub mod metrics;
 pub mod pages;
 pub mod payments;
 pub mod policies;

@@ -160,12 +160,14 @@ pub async fn post_payments_webhook(
         crate::payments::signature::verify(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
     {
         tracing::warn!(error = %e, "webhook refused: bad signature");
+        crate::metrics::record_webhook("invalid_signature");
         return Err(AppError::bad_request("invalid_signature", e.to_string()));
     }
     let event: Event = serde_json::from_slice(&body).map_err(|e| {
         AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
     })?;
     let outcome = process_event(&state, &event).await?;
+    crate::metrics::record_webhook(outcome.as_str());
     tracing::info!(event_id = %event.id, event_type = %event.kind, outcome = outcome.as_str(), "webhook processed");
     Ok(Json(WebhookAck {
         received: true,
