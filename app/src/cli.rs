@@ -252,14 +252,10 @@ impl From<RoleArg> for StaffRole {
 }
 
 pub fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
+    // message naming it, before anything is logged in a format nobody asked for.
     let cli = Cli::parse();
+    init_logging(cli.settings.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -276,6 +272,21 @@ pub fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
+/// JSON form carries each event's span fields (the request id, the route), so a log
+/// collector can follow one request.
+fn init_logging(format: crate::config::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        crate::config::LogFormat::Text => builder.init(),
+        crate::config::LogFormat::Json => builder.json().with_current_span(true).init(),
     }
 }
 
@@ -625,7 +636,8 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("http://{bound}"));
         crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
-    eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
+    // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
+    tracing::info!(url = %format!("http://{addr}"), console = %format!("http://{addr}/console"), provider = %url, "Refund desk serving");
     let stop = crate::worker::StopSignal::default();
     let worker = tokio::spawn(crate::worker::run_until_stopped(
         state.clone(),
