@@ -616,13 +616,13 @@ const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     config.check_secrets()?;
-    if config.payments_url.is_none() && !config.defaulted_secrets.is_empty() {
+    let (url, mock) = provider(config).await?;
+    if mock.is_some() && !config.defaulted_secrets.is_empty() {
         tracing::warn!(
             defaults = ?config.defaulted_secrets,
             "embedded payments mock: using the public default test secrets (set PAYMENTS_URL, PAYMENTS_API_KEY and PAYMENTS_WEBHOOK_SECRET for a real provider)"
         );
     }
-    let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
