@@ -255,7 +255,8 @@ pub fn main() -> ExitCode {
     // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
     // message naming it, before anything is logged in a format nobody asked for.
     let cli = Cli::parse();
-    init_logging(cli.settings.log_format);
+    let log_format = cli.settings.log_format;
+    init_logging(log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -269,7 +270,13 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // With JSON logs the last word is a JSON line too, for the collector.
+            match log_format {
+                crate::config::LogFormat::Json => {
+                    tracing::error!(error = %format!("{e:#}"), "stopped by an error")
+                }
+                crate::config::LogFormat::Text => eprintln!("error: {e:#}"),
+            }
             ExitCode::FAILURE
         }
     }

@@ -164,6 +164,30 @@ async fn log_format_json_writes_json_lines_that_carry_the_request_id() {
 }
 
 #[test]
+fn with_json_logs_a_refused_start_up_is_a_json_line_naming_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = refund_agent(&dir.path().join("data"))
+        .env("LOG_FORMAT", "json")
+        .env("PAYMENTS_URL", "http://127.0.0.1:9")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["level"] == "ERROR"
+            && l["fields"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("PAYMENTS_WEBHOOK_SECRET"))),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn staff_add_refuses_a_role_that_is_not_one_of_the_three() {
     let dir = tempfile::tempdir().unwrap();
     let out = refund_agent(&dir.path().join("data"))
