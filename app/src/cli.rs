@@ -100,6 +100,7 @@ enum Command {
     Reconcile,
     /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
     /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
+    #[cfg(feature = "embedded-payments")]
     Eval {
         /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
         #[arg(long)]
@@ -251,14 +252,11 @@ impl From<RoleArg> for StaffRole {
 }
 
 pub fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
+    // message naming it, before anything is logged in a format nobody asked for.
     let cli = Cli::parse();
+    let log_format = cli.settings.log_format;
+    init_logging(log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -272,17 +270,60 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // With JSON logs the last word is a JSON line too, for the collector.
+            match log_format {
+                crate::config::LogFormat::Json => {
+                    tracing::error!(error = %format!("{e:#}"), "stopped by an error")
+                }
+                crate::config::LogFormat::Text => eprintln!("error: {e:#}"),
+            }
             ExitCode::FAILURE
         }
     }
 }
 
+/// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
+/// JSON form carries each event's span fields (the request id, the route), so a log
+/// collector can follow one request.
+fn init_logging(format: crate::config::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        crate::config::LogFormat::Text => builder.init(),
+        crate::config::LogFormat::Json => builder.json().with_current_span(true).init(),
+    }
+}
+
+/// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
+/// feature; the app reaches `payments-mock` only to start it here).
+#[cfg(feature = "embedded-payments")]
+type EmbeddedMock = payments_mock::RunningMock;
+
+/// A build without the mock has no embedded provider: a type with no values keeps every
+/// caller of [`provider`] the same shape in both builds.
+#[cfg(not(feature = "embedded-payments"))]
+enum EmbeddedMock {}
+
+#[cfg(not(feature = "embedded-payments"))]
+impl EmbeddedMock {
+    async fn shutdown(self) {
+        match self {}
+    }
+}
+
 /// The provider to use: `PAYMENTS_URL`, or the embedded mock started on loopback.
-async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mock::RunningMock>)> {
+async fn provider(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     if let Some(url) = &config.payments_url {
         return Ok((url.clone(), None));
     }
+    start_embedded_mock(config).await
+}
+
+#[cfg(feature = "embedded-payments")]
+async fn start_embedded_mock(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     let mut mock_config = payments_mock::MockConfig::new(config.payments_data_dir());
     mock_config.webhook_secret = config.webhook_secret.clone();
     let mock = payments_mock::start(
@@ -293,6 +334,13 @@ async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mo
     .map_err(|e| anyhow::anyhow!("starting the embedded payments mock: {e}"))?;
     tracing::info!(url = %mock.base_url(), "embedded payments mock started");
     Ok((mock.base_url(), Some(mock)))
+}
+
+#[cfg(not(feature = "embedded-payments"))]
+async fn start_embedded_mock(_config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    anyhow::bail!(
+        "PAYMENTS_URL must be set: this build has no embedded payments mock (it was built without the `embedded-payments` feature)"
+    )
 }
 
 /// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
@@ -395,6 +443,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        #[cfg(feature = "embedded-payments")]
         Command::Eval { scenarios, k, out } => {
             let dir = scenarios.unwrap_or_else(|| {
                 config
@@ -574,13 +623,13 @@ const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     config.check_secrets()?;
-    if config.payments_url.is_none() && !config.defaulted_secrets.is_empty() {
+    let (url, mock) = provider(config).await?;
+    if mock.is_some() && !config.defaulted_secrets.is_empty() {
         tracing::warn!(
             defaults = ?config.defaulted_secrets,
             "embedded payments mock: using the public default test secrets (set PAYMENTS_URL, PAYMENTS_API_KEY and PAYMENTS_WEBHOOK_SECRET for a real provider)"
         );
     }
-    let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -594,7 +643,8 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("http://{bound}"));
         crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
-    eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
+    // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
+    tracing::info!(url = %format!("http://{addr}"), console = %format!("http://{addr}/console"), provider = %url, "Refund desk serving");
     let stop = crate::worker::StopSignal::default();
     let worker = tokio::spawn(crate::worker::run_until_stopped(
         state.clone(),

@@ -117,6 +117,16 @@ pub struct Settings {
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub worker_concurrency: Option<u8>,
+    /// How log lines are written to stderr: `text` for people, `json` (one object a line) for a log collector.
+    #[arg(long, global = true, env = "LOG_FORMAT", value_name = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// `LOG_FORMAT`: the shape of the log lines (`RUST_LOG` still chooses which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// An `http://` or `https://` URL (or empty, which means unset).
