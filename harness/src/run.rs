@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::budget::{Counters, Limits};
 use crate::log::{Event, EventLog, NewEvent, Phase, RunLog, Step};
-use crate::model::{Answer, Model, ModelContext, Reply};
+use crate::model::{Answer, Model, ModelContext, Reply, Usage};
 use crate::rules::{self, Next, Rules, TurnKind};
 use crate::sub::Shared;
 use crate::tool::{ToolCall, Toolset};
@@ -26,8 +26,12 @@ pub trait Clock: Send + Sync {
 /// Hooks a product uses to measure the loop (metrics, spans). Every method defaults to
 /// doing nothing.
 pub trait Observer: Send + Sync {
-    fn model_call(&self, _model: &str, _ok: bool, _latency_ms: u64, _tokens: u64) {}
+    /// One model call: whether it answered, how long it took, what it cost.
+    fn model_call(&self, _model: &str, _ok: bool, _latency_ms: u64, _usage: Usage) {}
     fn tool_call(&self, _tool: &str, _ok: bool, _duration_ms: u64) {}
+    /// One turn's work: the model call and the tool calls it asked for (a turn resumed
+    /// after a crash is not timed).
+    fn step(&self, _ms: u64) {}
 }
 
 struct Unobserved;
@@ -90,6 +94,7 @@ pub async fn run_loop<A: Answer, L: EventLog>(
     log: &mut L,
 ) -> Result<Ended<A>, L::Error> {
     resume(log).await?;
+    let mut turn_started = None;
     loop {
         let events = log.load().await?;
         let state = RunLog::<A>::fold(&events);
@@ -118,7 +123,12 @@ pub async fn run_loop<A: Answer, L: EventLog>(
                 let outcome = Outcome::HandedOff { reason, summary };
                 return Ok(ended(outcome, state, log));
             }
-            Next::RunTools(pending) => run_tools(run, log, pending.to_vec()).await?,
+            Next::RunTools(pending) => {
+                run_tools(run, log, pending.to_vec()).await?;
+                if let Some(started) = turn_started.take() {
+                    run.observer.step(elapsed_ms(run.clock, started));
+                }
+            }
             Next::Answered(answer) => {
                 let outcome = Outcome::Answered(answer.clone());
                 return Ok(ended(outcome, state, log));
@@ -127,7 +137,14 @@ pub async fn run_loop<A: Answer, L: EventLog>(
                 tracing::warn!(budget = %exhausted.budget, used = exhausted.used, limit = exhausted.limit, "run budget exhausted");
                 log.commit(Step::events(vec![exhausted.event()])).await?;
             }
-            Next::AskModel => model_step(run, log, &state).await?,
+            Next::AskModel => {
+                let started = run.clock.now_ms();
+                if model_step(run, log, &state).await? {
+                    turn_started = Some(started);
+                } else {
+                    run.observer.step(elapsed_ms(run.clock, started));
+                }
+            }
         }
     }
 }
@@ -232,12 +249,13 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
     Ok(())
 }
 
-/// Asks the model for a turn and records it, or records why it cannot be used.
+/// Asks the model for a turn and records it, or records why it cannot be used. Returns
+/// whether the turn left tool calls to run.
 async fn model_step<A: Answer, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
     state: &RunLog<A>,
-) -> Result<(), L::Error> {
+) -> Result<bool, L::Error> {
     let history = state.model_history(run.limits.tool_result_bytes);
     // The step is counted, and committed, before the model is asked: a crash during the
     // call leaves `model_running` in the log, and the budget sees the attempt.
@@ -251,13 +269,13 @@ async fn model_step<A: Answer, L: EventLog>(
     };
     let call = ask(run.model, &ctx, run.clock, run.limits.model_call_timeout);
     let (reply, latency_ms) = keeping(log, call).await?;
-    let tokens = reply.as_ref().map(|r| r.usage.total()).unwrap_or(0);
+    let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
     if let Some(shared) = run.shared {
-        shared.spend_tokens(tokens);
+        shared.spend_tokens(usage.total());
     }
     let name = run.model.name();
     run.observer
-        .model_call(&name, reply.is_ok(), latency_ms, tokens);
+        .model_call(&name, reply.is_ok(), latency_ms, usage);
     let hooks = (&run.limits, run.rules, run.tools.declarations());
     let turned = rules::record_turn(log.counters().steps, reply, latency_ms, &name, hooks);
     match turned.kind {
@@ -271,14 +289,15 @@ async fn model_step<A: Answer, L: EventLog>(
         }
         TurnKind::ToolCalls | TurnKind::Answer | TurnKind::HandOff => {}
     }
-    let to = if turned.kind == TurnKind::ToolCalls {
+    let tools_next = turned.kind == TurnKind::ToolCalls;
+    let mut step = Step::to(if tools_next {
         Phase::ToolPending
     } else {
         Phase::Ready
-    };
-    let mut step = Step::to(to);
+    });
     step.events = turned.events;
-    log.commit(step).await
+    log.commit(step).await?;
+    Ok(tools_next)
 }
 
 /// Asks the model for its next turn, bounded by `timeout` (real time; a model that does

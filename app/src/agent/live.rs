@@ -76,6 +76,7 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
     spec.inputs = &inputs;
     spec.limits = super::limits();
     spec.rules = &RefundRules;
+    spec.observer = &Metered;
     loop {
         let mut log = SqlLog {
             db: &state.db,
@@ -283,5 +284,23 @@ impl EventLog for SqlLog<'_> {
                 .await
                 .map_err(from_app)
         })
+    }
+}
+
+/// The loop's measurements, as `/metrics` shows them.
+pub struct Metered;
+
+impl harness::Observer for Metered {
+    fn model_call(&self, model: &str, ok: bool, latency_ms: u64, usage: harness::Usage) {
+        let (prompt, completion) = (usage.prompt_tokens, usage.completion_tokens);
+        crate::metrics::record_model_call(model, ok, latency_ms, prompt, completion);
+    }
+
+    fn tool_call(&self, tool: &str, ok: bool, duration_ms: u64) {
+        crate::metrics::record_tool_call(tool, ok, duration_ms);
+    }
+
+    fn step(&self, ms: u64) {
+        crate::metrics::record_step(ms);
     }
 }
