@@ -16,8 +16,6 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
-pub mod evals;
-pub mod generate;
 pub mod http;
 pub mod mcp;
 pub mod pages;

@@ -742,7 +742,20 @@ pub fn handoff_summary(reason: &str, log: &RunLog, counters: Counters) -> Value 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::scripted::{call, calls};
+
+    /// A tool call with the model's own id (as the scripted models of `refund-evals`
+    /// write them; those live outside this library, issue 18).
+    fn call(name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: name.to_string(),
+            name: name.to_string(),
+            arguments,
+        }
+    }
+
+    fn calls(calls: Vec<ToolCall>) -> ModelTurn {
+        ModelTurn::ToolCalls { calls }
+    }
 
     fn fold(events: &[NewEvent]) -> RunLog {
         let mut log = RunLog::default();

@@ -44,7 +44,6 @@ pub mod investigator;
 pub mod llm;
 pub mod machine;
 pub mod records_kind;
-pub mod scripted;
 pub mod tools;
 
 use std::future::Future;

@@ -24,13 +24,13 @@ use serde_json::json;
 use time::Duration;
 
 use super::{Draft, Scenario, SplitMix64};
-use crate::replay::HistoricalTicket;
+use app::replay::HistoricalTicket;
 
 /// The phrase banks, shipped as data files.
 const BANKS: [&str; 3] = [
-    include_str!("../../../evals/history/phrases/en.json"),
-    include_str!("../../../evals/history/phrases/zh.json"),
-    include_str!("../../../evals/history/phrases/ja.json"),
+    include_str!("../../history/phrases/en.json"),
+    include_str!("../../history/phrases/zh.json"),
+    include_str!("../../history/phrases/ja.json"),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -64,8 +64,8 @@ fn banks() -> Vec<Bank> {
 /// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
 /// cannot be read: a generator for tests and benches run from a checkout).
 pub fn varied_history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = crate::config::default_fixtures_dir().join("policies");
-    let policies = crate::policies::load_policy_set(&dir)
+    let dir = app::config::default_fixtures_dir().join("policies");
+    let policies = app::policies::load_policy_set(&dir)
         .expect("the fixture policies ship with the repository");
     varied_history_with(&policies, seed, n)
 }
@@ -99,9 +99,9 @@ struct ExternalSentence {
 fn external_sentences(bank: ComplaintBank) -> Vec<ExternalSentence> {
     let text = match bank {
         ComplaintBank::Own => return Vec::new(),
-        ComplaintBank::ExternalDev => include_str!("../../../evals/history/external/dev.jsonl"),
+        ComplaintBank::ExternalDev => include_str!("../../history/external/dev.jsonl"),
         ComplaintBank::ExternalHeldout => {
-            include_str!("../../../evals/history/external/heldout.jsonl")
+            include_str!("../../history/external/heldout.jsonl")
         }
     };
     text.lines()
@@ -246,7 +246,7 @@ fn pick_ident(rng: &mut SplitMix64, scenario: Scenario) -> Ident {
 /// Whether a product, amount or date singles out the target among the customer's
 /// orders (the plain scenarios can hold two orders of one price).
 fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
-    let own: Vec<&crate::world::WorldOrder> = draft
+    let own: Vec<&app::world::WorldOrder> = draft
         .world
         .orders
         .iter()
@@ -256,7 +256,7 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
         return !matches!(ident, Ident::Product | Ident::Amount | Ident::Date);
     };
     let count =
-        |same: &dyn Fn(&crate::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
+        |same: &dyn Fn(&app::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
     match ident {
         Ident::Product => count(&|o| o.product == order.product) == 1,
         Ident::Amount => count(&|o| o.amount == order.amount) == 1,
@@ -713,7 +713,7 @@ mod tests {
             let Some(order) = t.world.orders.iter().find(|o| o.id == target) else {
                 panic!("{}: the intended order {target} is in the world", t.id);
             };
-            let same = |same_as: &dyn Fn(&crate::world::WorldOrder) -> bool| {
+            let same = |same_as: &dyn Fn(&app::world::WorldOrder) -> bool| {
                 own.iter().filter(|o| same_as(o)).count()
             };
             match f["ident"].as_str() {

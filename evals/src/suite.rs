@@ -44,6 +44,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tempfile::TempDir;
+
 use anyhow::{anyhow, bail, Context};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -52,13 +54,15 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 use tower::ServiceExt;
 
-use crate::agent::investigator::Investigator;
-use crate::agent::{scripted, BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
-use crate::auth::{self, StaffRole};
-use crate::clock::{Clock, ManualClock};
-use crate::config::{Config, LlmConfig};
-use crate::http::AppState;
-use crate::world::World;
+use app::agent::investigator::Investigator;
+use app::agent::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
+use app::auth::{self, StaffRole};
+use app::clock::{Clock, ManualClock};
+use app::config::{Config, LlmConfig};
+use app::http::AppState;
+use app::world::World;
+
+use crate::scripted;
 
 // ---------------------------------------------------------------------------------------
 // Public API.
@@ -90,14 +94,14 @@ impl ModelChoice {
         Ok(match self {
             ModelChoice::BuiltIn => Arc::new(Investigator),
             ModelChoice::Llm(llm) => Arc::new(
-                crate::agent::llm::LlmModel::new(
+                app::agent::llm::LlmModel::new(
                     &llm.base_url,
                     llm.api_key.clone(),
                     llm.model.clone(),
                     llm.timeout,
                 )?
                 .with_budget(
-                    crate::agent::context::ContextBudget::for_context_window(llm.context_tokens),
+                    app::agent::context::ContextBudget::for_context_window(llm.context_tokens),
                 ),
             ),
         })
@@ -405,7 +409,7 @@ pub struct Expect {
     pub required_role: Option<String>,
     /// `en`, `zh` or `ja`: the language of the ticket and its replies.
     #[serde(default)]
-    pub language: Option<crate::replies::Language>,
+    pub language: Option<app::replies::Language>,
     /// Phrases the final reply must contain / must not contain.
     #[serde(default)]
     pub reply_contains: Vec<String>,
@@ -727,11 +731,11 @@ struct Shared {
 
 impl Shared {
     async fn build(fixtures_dir: &Path) -> anyhow::Result<Shared> {
-        let root = TempDir::new("suite")?;
+        let root = temp_dir("suite")?;
         let index_dir = root.path().join("policy-index");
-        let policies = crate::policies::load_policy_set(&fixtures_dir.join("policies"))?;
+        let policies = app::policies::load_policy_set(&fixtures_dir.join("policies"))?;
         let dir = index_dir.clone();
-        tokio::task::spawn_blocking(move || crate::policies::open_index(&dir, &policies)).await??;
+        tokio::task::spawn_blocking(move || app::policies::open_index(&dir, &policies)).await??;
         Ok(Shared {
             fixtures_dir: fixtures_dir.to_path_buf(),
             index_dir,
@@ -740,28 +744,11 @@ impl Shared {
     }
 }
 
-/// A directory removed when dropped (the library has no `tempfile`).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> anyhow::Result<TempDir> {
-        let path = std::env::temp_dir().join(format!(
-            "refund-desk-eval-{what}-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&path)?;
-        Ok(TempDir(path))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A temporary directory of the suite, removed when dropped.
+fn temp_dir(what: &str) -> anyhow::Result<TempDir> {
+    Ok(tempfile::Builder::new()
+        .prefix(&format!("refund-desk-eval-{what}-"))
+        .tempdir()?)
 }
 
 /// A model that never returns from its `trip_at`-th call, as if the process died there.
@@ -813,7 +800,7 @@ struct Trace {
     /// Disturbances that could not be applied as written.
     disturbance_notes: Vec<String>,
     first_fingerprint: Option<String>,
-    reconcile: Option<crate::reconcile::ReconcileReport>,
+    reconcile: Option<app::reconcile::ReconcileReport>,
 }
 
 struct Env {
@@ -842,7 +829,7 @@ impl Drop for AbortOnDrop {
     }
 }
 
-const API_KEY: &str = crate::config::DEFAULT_PAYMENTS_KEY;
+const API_KEY: &str = app::config::DEFAULT_PAYMENTS_KEY;
 
 impl Env {
     async fn start(
@@ -850,7 +837,7 @@ impl Env {
         scenario: &Scenario,
         model: Arc<dyn Model>,
     ) -> anyhow::Result<Env> {
-        let dir = TempDir::new("scenario")?;
+        let dir = temp_dir("scenario")?;
         let mock = payments_mock::start(
             payments_mock::MockConfig::new(dir.path().join("payments")),
             "127.0.0.1:0".parse().expect("a literal socket address"),
@@ -858,14 +845,14 @@ impl Env {
         .await
         .map_err(|e| anyhow!("starting the payments mock: {e}"))?;
         let world_text = scenario.world.to_string();
-        crate::cli::load_world_into_provider(&mock.base_url(), &world_text).await?;
+        app::world::load_into_provider(&mock.base_url(), &world_text).await?;
         let world = World::parse(&world_text)?;
 
         // The shared index, linked in: opening an index reads it and writes nothing.
         #[cfg(unix)]
         std::os::unix::fs::symlink(&shared.index_dir, dir.path().join("policy-index"))?;
         let mut config = Config::from_env(dir.path());
-        config.database_url = crate::store::Db::sqlite_url(dir.path());
+        config.database_url = app::store::Db::sqlite_url(dir.path());
         config.payments_url = Some(mock.base_url());
         config.fixtures_dir = shared.fixtures_dir.clone();
         config.provider_backoff = Duration::from_millis(5);
@@ -886,7 +873,7 @@ impl Env {
             None => model,
         };
         let clock = Arc::new(ManualClock::new(scenario.now));
-        let state = crate::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
+        let state = app::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
         world.load_into(&state.db).await?;
 
         let now = clock.now_ms();
@@ -906,7 +893,7 @@ impl Env {
             now,
         )
         .await?;
-        let router = crate::http::router(state.clone());
+        let router = app::http::router(state.clone());
         let mut env = Env {
             _dir: dir,
             mock,
@@ -939,7 +926,7 @@ impl Env {
             env.webhook_server = Some(AbortOnDrop(tokio::spawn(async move {
                 let _ = axum::serve(listener, router).await;
             })));
-            crate::webhooks::point_provider_webhooks(&env.mock.base_url(), &url).await?;
+            app::webhooks::point_provider_webhooks(&env.mock.base_url(), &url).await?;
             env.install_faults(&[
                 json!({"mode": "webhook_retry_policy", "attempts": 20, "backoff_ms": 50}),
             ])
@@ -1041,28 +1028,28 @@ impl Env {
     }
 
     async fn drain(&self, state: &AppState) -> anyhow::Result<()> {
-        crate::worker::drain(state)
+        app::worker::drain(state)
             .await
             .map_err(|e| anyhow!("the worker failed: {e}"))
     }
 
     async fn case_view(&self) -> anyhow::Result<Value> {
         let id = self.case_id.as_deref().context("no case was opened")?;
-        let case = crate::cases::load_case(&self.state.db, id)
+        let case = app::cases::load_case(&self.state.db, id)
             .await?
             .context("the case vanished")?;
         Ok(serde_json::to_value(
-            crate::cases::case_view(&self.state.db, &case).await?,
+            app::cases::case_view(&self.state.db, &case).await?,
         )?)
     }
 
     async fn ticket_view(&self) -> anyhow::Result<Value> {
         let id = self.ticket_id.as_deref().context("no ticket was opened")?;
-        let ticket = crate::tickets::load_ticket(&self.state.db, id)
+        let ticket = app::tickets::load_ticket(&self.state.db, id)
             .await?
             .context("the ticket vanished")?;
         Ok(serde_json::to_value(
-            crate::tickets::ticket_view(&self.state, &ticket).await?,
+            app::tickets::ticket_view(&self.state, &ticket).await?,
         )?)
     }
 
@@ -1130,7 +1117,7 @@ impl Env {
             let mut doomed = self.state.clone();
             doomed.instance_id = "eval-doomed-worker".into();
             let crashed = tokio::select! {
-                result = crate::worker::run_once(&doomed) => {
+                result = app::worker::run_once(&doomed) => {
                     result.map_err(|e| anyhow!("the worker failed: {e}"))?;
                     false
                 }
@@ -1144,7 +1131,7 @@ impl Env {
                 ));
             }
             self.clock
-                .advance(time::Duration::milliseconds(crate::runs::LEASE_MS + 1_000));
+                .advance(time::Duration::milliseconds(app::runs::LEASE_MS + 1_000));
         }
         self.drain(&self.state.clone()).await?;
         self.trace.first_fingerprint = self.case_view().await?["fingerprint"]
@@ -1289,7 +1276,7 @@ impl Env {
                     .map(|i| {
                         let mut state = self.state.clone();
                         state.instance_id = format!("eval-worker-{i}");
-                        tokio::spawn(async move { crate::worker::run_once(&state).await })
+                        tokio::spawn(async move { app::worker::run_once(&state).await })
                     })
                     .collect();
                 for handle in handles {
@@ -1300,7 +1287,7 @@ impl Env {
             }
             Action::Reconcile => {
                 self.trace.reconcile = Some(
-                    crate::reconcile::run(&self.state)
+                    app::reconcile::run(&self.state)
                         .await
                         .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
                 );
@@ -1419,7 +1406,7 @@ impl Env {
             false
         };
         let crashed = tokio::select! {
-            result = crate::worker::run_once(&doomed) => {
+            result = app::worker::run_once(&doomed) => {
                 result.map_err(|e| anyhow!("the worker failed: {e}"))?;
                 false
             }
@@ -1501,7 +1488,7 @@ async fn drive(
     if scenario.settle {
         env.drain(&env.state.clone()).await?;
         env.trace.reconcile = Some(
-            crate::reconcile::run(&env.state)
+            app::reconcile::run(&env.state)
                 .await
                 .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
         );
@@ -1587,11 +1574,11 @@ async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<AttemptResult> 
     let ticket = env.ticket_view().await?;
     let ledger = env.ledger().await?;
     let app_refunds = env.app_refunds().await?;
-    let intents = crate::refunds::intents(&env.state.db, env.case_id.as_deref().unwrap_or(""))
+    let intents = app::refunds::intents(&env.state.db, env.case_id.as_deref().unwrap_or(""))
         .await
         .map_err(|e| anyhow!("{e}"))?;
     let events: Vec<Value> = match case["run_id"].as_str() {
-        Some(run_id) => crate::runs::events(&env.state.db, run_id)
+        Some(run_id) => app::runs::events(&env.state.db, run_id)
             .await
             .map_err(|e| anyhow!("{e}"))?
             .into_iter()
@@ -2110,7 +2097,7 @@ async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<AttemptResult> 
             ));
         }
         // Told apart by script: kana only in Japanese, Han without kana in Chinese.
-        if crate::tickets::detect_language(&reply, None) != lang {
+        if app::tickets::detect_language(&reply, None) != lang {
             failures.push(format!("the reply is not in {lang}: {reply:?}"));
         }
     }

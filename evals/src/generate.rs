@@ -33,9 +33,9 @@ use std::task::{Context, Poll, Waker};
 use policy_engine::{Currency, Money, PolicySet, Product, Region, RequestKind};
 use time::{Duration, OffsetDateTime};
 
-use crate::billing::WorldBilling;
-use crate::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
-use crate::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
+use app::billing::WorldBilling;
+use app::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
+use app::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 
 mod varied;
 pub use varied::{varied_history, varied_history_from, varied_history_with, ComplaintBank};
@@ -49,8 +49,8 @@ pub const DECIDED_BY: &str = "generated:policy-engine";
 /// and tests run from a checkout, not a request path. Use [`history_with`] to pass a
 /// policy set explicitly.
 pub fn history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = crate::config::default_fixtures_dir().join("policies");
-    let policies = crate::policies::load_policy_set(&dir)
+    let dir = app::config::default_fixtures_dir().join("policies");
+    let policies = app::policies::load_policy_set(&dir)
         .expect("the fixture policies ship with the repository");
     history_with(&policies, seed, n)
 }
@@ -645,7 +645,7 @@ impl Draft {
                 .collect(),
             world: self.world,
             human: HumanDecision {
-                outcome: crate::replay::CaseOutcome::RequestInfo,
+                outcome: app::replay::CaseOutcome::RequestInfo,
                 reason: policy_engine::ReasonCode::InsufficientInfo,
                 refunds: Vec::new(),
                 decided_by: DECIDED_BY.to_string(),
@@ -654,8 +654,8 @@ impl Draft {
             extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
-        let live = crate::replay::live_ticket(&ticket);
-        let facts = ready(crate::workflow::gather_facts(
+        let live = app::replay::live_ticket(&ticket);
+        let facts = ready(app::workflow::gather_facts(
             &billing,
             &live,
             self.request,
@@ -692,7 +692,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::replay::parse_history;
+    use app::replay::parse_history;
 
     #[test]
     fn the_same_seed_gives_the_same_tickets_and_another_seed_does_not() {
@@ -735,7 +735,7 @@ mod tests {
         assert_eq!(products.len(), 3);
         let reasons: BTreeSet<String> = tickets
             .iter()
-            .map(|t| crate::world::serde_plain(&t.human.reason))
+            .map(|t| app::world::serde_plain(&t.human.reason))
             .collect();
         for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
             assert!(reasons.contains(reason), "no {reason} in {reasons:?}");
@@ -758,14 +758,13 @@ mod tests {
     #[tokio::test]
     async fn the_built_in_investigator_reads_generated_tickets_as_meant() {
         let dir = tempfile::tempdir().unwrap();
-        let policies = crate::policies::load_policy_set(
-            &crate::config::default_fixtures_dir().join("policies"),
-        )
-        .unwrap();
-        let index = Arc::new(crate::policies::open_index(dir.path(), &policies).unwrap());
+        let policies =
+            app::policies::load_policy_set(&app::config::default_fixtures_dir().join("policies"))
+                .unwrap();
+        let index = Arc::new(app::policies::open_index(dir.path(), &policies).unwrap());
         let tickets = history_with(&policies, 3, 400);
-        let report = crate::shadow::run(
-            &crate::agent::investigator::Investigator,
+        let report = app::shadow::run(
+            &app::agent::investigator::Investigator,
             &policies,
             &index,
             &tickets,
