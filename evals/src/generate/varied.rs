@@ -18,13 +18,17 @@
 
 use std::collections::BTreeMap;
 
-use policy_engine::{PolicySet, Product};
+use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
-use time::Duration;
+
+mod orders;
+mod writing;
 
 use super::{Draft, Scenario, SplitMix64};
 use app::replay::HistoricalTicket;
+use orders::{add_unrelated_orders, rename_orders};
+use writing::{full_width, with_typo, write_amount, write_date, write_id};
 
 /// The phrase banks, shipped as data files.
 const BANKS: [&str; 3] = [
@@ -266,6 +270,9 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
 }
 
 /// Rewrites the draft's orders, ids and text; returns the ticket's features.
+// Over 100 lines on purpose: its random draws happen in one fixed order, which the
+// committed dev set (`evals/history/varied-dev.jsonl`) records byte for byte; kept whole
+// so that order reads top to bottom.
 fn vary(
     draft: &mut Draft,
     rng: &mut SplitMix64,
@@ -436,230 +443,6 @@ fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {
     } else {
         0
     }
-}
-
-/// Older orders of the customer that have nothing to do with the request: each paid
-/// once at its own amount on its own day, so no record points at it, and none shares
-/// what the customer writes to identify the order (`ident`).
-fn add_unrelated_orders(draft: &mut Draft, rng: &mut SplitMix64, ident: Ident) {
-    let own = |d: &Draft| {
-        d.world
-            .orders
-            .iter()
-            .filter(|o| o.customer_id == d.customer_id)
-            .count()
-    };
-    let wanted = match rng.below(10) {
-        0..=2 => 0,
-        3..=5 => 1,
-        6..=7 => 2,
-        _ => rng.range(3, 5) as usize,
-    };
-    let target_product = draft
-        .order_id
-        .as_ref()
-        .and_then(|id| draft.world.orders.iter().find(|o| &o.id == id))
-        .map(|o| o.product);
-    let first_at = draft
-        .world
-        .orders
-        .iter()
-        .map(|o| o.created_at)
-        .min()
-        .unwrap_or(draft.created_at);
-    for k in 0..wanted {
-        if own(draft) >= 6 {
-            break;
-        }
-        let products: Vec<Product> = Product::ALL
-            .into_iter()
-            .filter(|p| ident != Ident::Product || Some(*p) != target_product)
-            .collect();
-        let product = rng.pick(&products);
-        let list = rng.pick(super::prices(draft.region, product));
-        let taken: Vec<String> = draft
-            .world
-            .orders
-            .iter()
-            .map(|o| o.amount.clone())
-            .collect();
-        // A price of its own: list price plus a few units, never an amount already used.
-        let Some(minor) = (1..40)
-            .map(|step| list + step * unit(draft) * (rng.range(1, 3)))
-            .find(|m| !taken.contains(&draft.money(*m)))
-        else {
-            continue;
-        };
-        let at = first_at - Duration::days(3 + 17 * (k as i64 + 1) + rng.range(0, 9));
-        let order = draft.order(product, minor, at);
-        let charge = draft.charge(&order, minor, at + Duration::seconds(1));
-        if rng.chance(10) {
-            draft.refund(&charge, minor, at + Duration::days(2), "succeeded");
-        }
-    }
-}
-
-/// One step of price variation: 1 in the currency's major unit (JPY: 10 yen).
-fn unit(draft: &Draft) -> i64 {
-    match draft.currency {
-        policy_engine::Currency::JPY => 10,
-        _ => 100,
-    }
-}
-
-/// Gives every order of the world an id of `scheme`; returns old id → new id.
-fn rename_orders(
-    draft: &mut Draft,
-    rng: &mut SplitMix64,
-    scheme: Scheme,
-) -> BTreeMap<String, String> {
-    let mut map: BTreeMap<String, String> = BTreeMap::new();
-    let mut used: Vec<String> = Vec::new();
-    let base = rng.range(1, 9_999);
-    for (k, order) in draft.world.orders.iter().enumerate() {
-        let year = order.created_at.year();
-        let id = loop {
-            let candidate = match scheme {
-                // Siblings of one base: `O-0412-1`, `O-0412-2`.
-                Scheme::Dashed if rng.chance(60) => format!("O-{base:04}-{}", k + 1),
-                Scheme::Dashed => format!("O-{:04}-{}", rng.range(1, 9_999), rng.range(1, 9)),
-                // A prefix of an id already given: `#1023` next to `#10234`.
-                Scheme::Hash if !used.is_empty() && rng.chance(30) => {
-                    let longer = &used[rng.below(used.len() as u64) as usize];
-                    if longer.len() > 3 {
-                        longer[..longer.len() - 1].to_string()
-                    } else {
-                        format!("#{}", rng.range(10_000, 99_999))
-                    }
-                }
-                Scheme::Hash => format!("#{}", rng.range(10_000, 99_999)),
-                Scheme::Dated => format!("ORD-{year}-{:06}", rng.range(1, 999_999)),
-                Scheme::Numeric => format!("{}", rng.range(7_000_000, 7_999_999)),
-                Scheme::Code => code(rng),
-                Scheme::Shop => format!("O-{}", rng.range(1_000, 99_999)),
-            };
-            if !used.contains(&candidate) {
-                break candidate;
-            }
-        };
-        used.push(id.clone());
-        map.insert(order.id.clone(), id);
-    }
-    for order in &mut draft.world.orders {
-        order.id = map[&order.id].clone();
-    }
-    for charge in &mut draft.world.charges {
-        if let Some(new) = map.get(&charge.order_id) {
-            charge.order_id = new.clone();
-        }
-    }
-    map
-}
-
-/// `MX5H38`: six letters and digits, starting with a letter, at least two digits.
-fn code(rng: &mut SplitMix64) -> String {
-    const LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ";
-    const DIGITS: &[u8] = b"23456789";
-    loop {
-        let mut s = String::new();
-        s.push(LETTERS[rng.below(LETTERS.len() as u64) as usize] as char);
-        for _ in 0..5 {
-            let pool = if rng.chance(50) { LETTERS } else { DIGITS };
-            s.push(pool[rng.below(pool.len() as u64) as usize] as char);
-        }
-        if s.chars().filter(char::is_ascii_digit).count() >= 2 {
-            return s;
-        }
-    }
-}
-
-/// The id as a customer types it: after an order word, `#` or not, any case, sometimes
-/// full width.
-fn write_id(rng: &mut SplitMix64, bank: &Bank, id: &str) -> String {
-    let template = rng.pick_str(&bank.refs.id).to_string();
-    let mut written = id.to_string();
-    if template.contains("#{id}") || (written.starts_with('#') && rng.chance(40)) {
-        written = written.trim_start_matches('#').to_string();
-    }
-    if rng.chance(20) {
-        written = written.to_lowercase();
-    }
-    if rng.chance(10) {
-        written = full_width(&written);
-    }
-    template.replace("{id}", &written)
-}
-
-fn write_amount(rng: &mut SplitMix64, bank: &Bank, amount: &str, currency: &str) -> String {
-    let word = match (bank.language.as_str(), currency) {
-        ("zh", "CNY") => "元",
-        ("zh", "USD") => "美元",
-        ("zh", "EUR") => "欧元",
-        ("zh", "JPY") | ("ja", "JPY") => "円",
-        ("ja", "CNY") => "元",
-        ("ja", "USD") => "ドル",
-        ("ja", "EUR") => "ユーロ",
-        _ => "",
-    };
-    match (word, currency) {
-        ("", "USD") if rng.chance(50) => format!("${amount}"),
-        ("", "EUR") if rng.chance(50) => format!("€{amount}"),
-        ("", code) => format!("{amount} {code}"),
-        (word, _) => format!("{amount}{word}"),
-    }
-}
-
-fn write_date(rng: &mut SplitMix64, bank: &Bank, date: time::Date) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let (y, m, d) = (date.year(), u8::from(date.month()), date.day());
-    match (bank.language.as_str(), rng.below(3)) {
-        ("en", 0) => format!("{} {d}", &MONTHS[m as usize - 1][..3]),
-        ("en", 1) => format!("{d} {}", MONTHS[m as usize - 1]),
-        (_, 0 | 1) => format!("{m}月{d}日"),
-        (_, _) => format!("{y}-{m:02}-{d:02}"),
-    }
-}
-
-/// Two neighbouring letters of one longer word swapped ("charegd").
-fn with_typo(rng: &mut SplitMix64, template: &str) -> String {
-    let words: Vec<&str> = template.split(' ').collect();
-    let long: Vec<usize> = (0..words.len())
-        .filter(|i| words[*i].len() >= 5 && words[*i].chars().all(|c| c.is_ascii_alphabetic()))
-        .collect();
-    if long.is_empty() {
-        return template.to_string();
-    }
-    let at = long[rng.below(long.len() as u64) as usize];
-    let mut chars: Vec<char> = words[at].chars().collect();
-    let i = 1 + rng.below(chars.len() as u64 - 2) as usize;
-    chars.swap(i, i + 1);
-    let swapped: String = chars.into_iter().collect();
-    let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    out[at] = swapped;
-    out.join(" ")
-}
-
-/// ASCII to full width (`Ｏ－１２３`), as CJK keyboards type it.
-fn full_width(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '!'..='~' => char::from_u32(c as u32 + 0xFEE0).unwrap_or(c),
-            _ => c,
-        })
-        .collect()
 }
 
 #[cfg(test)]
