@@ -26,21 +26,18 @@
 //! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module
 //! does not do: touch a database, a provider or the network.
 
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
-
 use app::replay::HistoricalTicket;
-use policy_engine::{Currency, PolicySet, Product, Region};
-use time::OffsetDateTime;
+use policy_engine::PolicySet;
 
 mod draft;
+mod mix;
+mod rng;
 mod varied;
 
 use draft::Draft;
+pub use draft::DECIDED_BY;
+use rng::SplitMix64;
 pub use varied::{varied_history, varied_history_from, varied_history_with, ComplaintBank};
-
-/// Who "decided" a generated ticket: the policy engine, not a person.
-pub const DECIDED_BY: &str = "generated:policy-engine";
 
 /// `n` tickets from `seed`, labelled under the policies shipped in `fixtures/policies/`.
 ///
@@ -76,166 +73,6 @@ pub fn to_jsonl(tickets: &[HistoricalTicket]) -> String {
     out
 }
 
-// ---------------------------------------------------------------------------------------
-// Randomness: SplitMix64, so the stream never changes with a dependency's version.
-// ---------------------------------------------------------------------------------------
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn new(seed: u64) -> Self {
-        SplitMix64(seed ^ 0x5DEE_CE66_D1CE_4E5B)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`; the modulo bias is irrelevant at these sizes).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn range(&mut self, lo: i64, hi_inclusive: i64) -> i64 {
-        lo + self.below((hi_inclusive - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Scenarios.
-// ---------------------------------------------------------------------------------------
-
-/// What the customer complains about, and how the world is built to match.
-#[derive(Debug, Clone, Copy)]
-enum Scenario {
-    /// Two or three identical captured charges on one order (sometimes part refunded).
-    Duplicate,
-    /// One charge above the order amount (sometimes with a pending partial refund).
-    Overcharge,
-    /// Two identical orders minutes apart (RP-001 v2 §1 when < 10 minutes).
-    RepeatPurchase,
-    /// A cancellation of one order (annual: cooling-off by region; else not eligible).
-    Cancellation,
-    /// A captured charge and an uncaptured hold (overdue after 7 days).
-    Hold,
-    /// A duplicate whose second charge is disputed.
-    Dispute,
-    /// A duplicate already refunded in full (succeeded or pending).
-    AlreadyRefunded,
-    /// A duplicate complaint about an order with one successful charge.
-    NotDuplicate,
-    /// A duplicate complaint about another customer's order (RP-007).
-    Ownership,
-    /// A cancellation naming no order, with two orders of different products.
-    Ambiguous,
-    /// An extra charge of another amount on one order: no clause covers it.
-    Other,
-}
-
-/// Relative weights, in rough production proportions.
-const MIX: &[(Scenario, u64)] = &[
-    (Scenario::Duplicate, 24),
-    (Scenario::Overcharge, 10),
-    (Scenario::RepeatPurchase, 10),
-    (Scenario::Cancellation, 16),
-    (Scenario::Hold, 8),
-    (Scenario::Dispute, 5),
-    (Scenario::AlreadyRefunded, 6),
-    (Scenario::NotDuplicate, 7),
-    (Scenario::Ownership, 5),
-    (Scenario::Ambiguous, 5),
-    (Scenario::Other, 4),
-];
-
-fn pick_scenario(rng: &mut SplitMix64) -> Scenario {
-    let total: u64 = MIX.iter().map(|(_, w)| w).sum();
-    let mut roll = rng.below(total);
-    for (scenario, weight) in MIX {
-        if roll < *weight {
-            return *scenario;
-        }
-        roll -= weight;
-    }
-    MIX[0].0
-}
-
-fn currency(region: Region) -> Currency {
-    match region {
-        Region::CN => Currency::CNY,
-        Region::US => Currency::USD,
-        Region::EU => Currency::EUR,
-        Region::JP => Currency::JPY,
-    }
-}
-
-/// List prices in minor units (JPY has no minor unit: these are yen).
-fn prices(region: Region, product: Product) -> &'static [i64] {
-    match (region, product) {
-        (Region::CN, Product::AnnualPlan) => &[19_800, 29_800],
-        (Region::CN, Product::MonthlyPlan) => &[2_500, 3_000],
-        (Region::CN, Product::Addon) => &[3_000, 1_500],
-        (Region::US, Product::AnnualPlan) => &[9_900, 12_000],
-        (Region::US, Product::MonthlyPlan) => &[1_200, 1_500],
-        (Region::US, Product::Addon) => &[499, 999],
-        (Region::EU, Product::AnnualPlan) => &[12_000, 9_900],
-        (Region::EU, Product::MonthlyPlan) => &[999, 1_299],
-        (Region::EU, Product::Addon) => &[500, 999],
-        (Region::JP, Product::AnnualPlan) => &[9_800, 12_000],
-        (Region::JP, Product::MonthlyPlan) => &[980, 1_200],
-        (Region::JP, Product::Addon) => &[1_200, 500],
-    }
-}
-
-fn payment_method(region: Region) -> &'static str {
-    match region {
-        Region::CN => "pm_alipay",
-        Region::US => "pm_card_visa",
-        Region::EU => "pm_card_mastercard",
-        Region::JP => "pm_card_jcb",
-    }
-}
-
-const NAMES: &[(&str, &str)] = &[
-    ("Li Wei", "li.wei"),
-    ("张敏", "zhang.min"),
-    ("Emma Johnson", "emma.j"),
-    ("Noah Davis", "noah.d"),
-    ("Lukas Müller", "lukas.m"),
-    ("Sophie Martin", "sophie.m"),
-    ("Sato Yuki", "yuki.sato"),
-    ("Tanaka Hiroshi", "hiroshi.t"),
-];
-
-/// The first ticket date; tickets spread over the next 350 days, so RP-001 v1 (until
-/// 2026-06-30) and v2 (from 2026-07-01) are both in force for a share of them.
-fn first_day() -> OffsetDateTime {
-    time::macros::datetime!(2026-01-05 00:00 UTC)
-}
-
-/// Runs a future that never waits: `WorldBilling` answers from memory, so every await
-/// in `gather_facts` over it is ready at once. This keeps `history` a plain function
-/// callable from inside or outside a tokio runtime.
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    match future.as_mut().poll(&mut cx) {
-        Poll::Ready(output) => output,
-        Poll::Pending => unreachable!("gathering facts from an in-memory world never waits"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -243,6 +80,7 @@ mod tests {
 
     use super::*;
     use app::replay::parse_history;
+    use policy_engine::Currency;
 
     #[test]
     fn the_same_seed_gives_the_same_tickets_and_another_seed_does_not() {

@@ -209,7 +209,7 @@ pub async fn run_scenarios(
         progress(i + 1, scenarios.len());
     }
     Ok(EvalReport::from_results(
-        &model,
+        model.label(),
         k,
         results,
         started.elapsed(),

@@ -2,7 +2,9 @@
 //! of the mix, the customer's messages, and the request and order its label is for;
 //! `finish` labels it with the policy engine.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use app::billing::WorldBilling;
 use app::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
@@ -10,10 +12,11 @@ use app::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 use policy_engine::{Currency, Money, PolicySet, Product, Region, RequestKind};
 use time::{Duration, OffsetDateTime};
 
-use super::{
-    currency, first_day, payment_method, pick_scenario, prices, ready, Scenario, SplitMix64,
-    DECIDED_BY, NAMES,
-};
+use super::mix::{currency, first_day, payment_method, pick_scenario, prices, Scenario, NAMES};
+use super::rng::SplitMix64;
+
+/// Who "decided" a generated ticket: the policy engine, not a person.
+pub const DECIDED_BY: &str = "generated:policy-engine";
 
 /// A ticket being built: its world, its messages and the request the label is for.
 pub(super) struct Draft {
@@ -467,5 +470,17 @@ impl Draft {
             extra: Default::default(),
         };
         ticket
+    }
+}
+
+/// Runs a future that never waits: `WorldBilling` answers from memory, so every await
+/// in `gather_facts` over it is ready at once. This keeps `history` a plain function
+/// callable from inside or outside a tokio runtime.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("gathering facts from an in-memory world never waits"),
     }
 }

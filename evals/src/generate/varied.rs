@@ -16,54 +16,21 @@
 //! a ticket whose text identifies no order among several is labelled on no order. Each
 //! line carries a `features` field (an extra field, SPEC §7) for per-feature reports.
 
-use std::collections::BTreeMap;
-
+use app::replay::HistoricalTicket;
 use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
 
 mod orders;
+mod vocabulary;
 mod writing;
 
-use super::{Draft, Scenario, SplitMix64};
-use app::replay::HistoricalTicket;
+use super::draft::Draft;
+use super::mix::Scenario;
+use super::rng::SplitMix64;
 use orders::{add_unrelated_orders, rename_orders};
+use vocabulary::{banks, Bank, Ident, SCHEMES};
 use writing::{full_width, with_typo, write_amount, write_date, write_id};
-
-/// The phrase banks, shipped as data files.
-const BANKS: [&str; 3] = [
-    include_str!("../../history/phrases/en.json"),
-    include_str!("../../history/phrases/zh.json"),
-    include_str!("../../history/phrases/ja.json"),
-];
-
-#[derive(Debug, Deserialize)]
-struct Bank {
-    language: String,
-    complaint: BTreeMap<String, Vec<String>>,
-    vague: Vec<String>,
-    follow_up: Vec<String>,
-    #[serde(rename = "ref")]
-    refs: Refs,
-    extra: Vec<String>,
-    greeting: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Refs {
-    id: Vec<String>,
-    generic: Vec<String>,
-    product: BTreeMap<String, Vec<String>>,
-    amount: Vec<String>,
-    date: Vec<String>,
-}
-
-fn banks() -> Vec<Bank> {
-    BANKS
-        .iter()
-        .map(|text| serde_json::from_str(text).expect("the phrase banks ship as valid JSON"))
-        .collect()
-}
 
 /// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
 /// cannot be read: a generator for tests and benches run from a checkout).
@@ -147,63 +114,6 @@ pub fn varied_history_from(
             ticket
         })
         .collect()
-}
-
-/// How a world's order ids look.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Scheme {
-    /// `O-0001-2`: a base and a sequence; siblings share the base.
-    Dashed,
-    /// `#10234`; some ids are prefixes of others (`#1023`).
-    Hash,
-    /// `ORD-2025-000123`.
-    Dated,
-    /// `7000024`.
-    Numeric,
-    /// `MX5H38`.
-    Code,
-    /// `O-1001`, the fixtures' style.
-    Shop,
-}
-
-const SCHEMES: [(Scheme, &str); 6] = [
-    (Scheme::Dashed, "dashed"),
-    (Scheme::Hash, "hash"),
-    (Scheme::Dated, "dated"),
-    (Scheme::Numeric, "numeric"),
-    (Scheme::Code, "code"),
-    (Scheme::Shop, "shop"),
-];
-
-/// How the customer identifies the order.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Ident {
-    Id,
-    Form,
-    Product,
-    Amount,
-    Date,
-    /// Nothing written: the records show which order has the problem.
-    Records,
-    /// Nothing written: it is their only order.
-    Only,
-    /// Nothing written and several orders: nobody can tell.
-    Nothing,
-}
-
-impl Ident {
-    fn as_str(self) -> &'static str {
-        match self {
-            Ident::Id => "id",
-            Ident::Form => "form",
-            Ident::Product => "product",
-            Ident::Amount => "amount",
-            Ident::Date => "date",
-            Ident::Records => "records",
-            Ident::Only => "only_order",
-            Ident::Nothing => "nothing",
-        }
-    }
 }
 
 /// The complaint bank for a scenario.
@@ -422,12 +332,6 @@ fn pick_external(
             .text
             .clone(),
     )
-}
-
-impl SplitMix64 {
-    fn pick_str<'a>(&mut self, items: &'a [String]) -> &'a str {
-        &items[self.below(items.len() as u64) as usize]
-    }
 }
 
 fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {

@@ -7,16 +7,17 @@
 //! write to the app or the provider.
 
 mod evidence;
+mod grades;
 mod honesty;
 mod money;
+mod observed;
 mod outcome;
 
-use anyhow::anyhow;
-use app::refunds::Intent;
-use serde_json::Value;
+use grades::Grades;
+use observed::Observed;
 
 use super::env::Env;
-use super::report::{AttemptResult, GraderResult};
+use super::report::AttemptResult;
 use super::scenario::Scenario;
 
 /// Grades one run, in a fixed order (the report lists the graders in it).
@@ -47,108 +48,4 @@ pub(crate) async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<Atte
         final_reply: seen.final_reply,
         model: String::new(),
     })
-}
-
-/// What a run left behind, read once for every grader.
-struct Observed {
-    /// `cases::case_view` of the scenario's case.
-    case: Value,
-    /// `tickets::ticket_view` of its ticket (what the customer's page shows).
-    ticket: Value,
-    /// The mock's ledger: every charge, refund, event and fault counter.
-    ledger: Value,
-    /// Refunds the app made at the provider (the scenario's own dashboard refunds left out).
-    app_refunds: Vec<Value>,
-    intents: Vec<Intent>,
-    /// The latest run's events, as JSON.
-    events: Vec<Value>,
-    status: String,
-    reason: Option<String>,
-    messages: Vec<Value>,
-    /// The last message not written by the customer.
-    final_reply: Option<String>,
-}
-
-impl Observed {
-    async fn gather(env: &Env) -> anyhow::Result<Observed> {
-        let case = env.case_view().await?;
-        let ticket = env.ticket_view().await?;
-        let ledger = env.ledger().await?;
-        let app_refunds = env.app_refunds().await?;
-        let intents = app::refunds::intents(&env.state.db, env.case_id.as_deref().unwrap_or(""))
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-        let events: Vec<Value> = match case["run_id"].as_str() {
-            Some(run_id) => app::runs::events(&env.state.db, run_id)
-                .await
-                .map_err(|e| anyhow!("{e}"))?
-                .into_iter()
-                .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
-                .collect(),
-            None => Vec::new(),
-        };
-        let status = case["status"].as_str().unwrap_or_default().to_string();
-        let reason = case["reason_code"].as_str().map(str::to_string);
-        let messages = ticket["messages"].as_array().cloned().unwrap_or_default();
-        let final_reply = messages
-            .iter()
-            .rev()
-            .find(|m| m["author"] != "customer")
-            .and_then(|m| m["body"].as_str())
-            .map(str::to_string);
-        Ok(Observed {
-            case,
-            ticket,
-            ledger,
-            app_refunds,
-            intents,
-            events,
-            status,
-            reason,
-            messages,
-            final_reply,
-        })
-    }
-
-    /// Every message the customer was sent.
-    fn replies(&self) -> impl Iterator<Item = &Value> {
-        self.messages.iter().filter(|m| m["author"] != "customer")
-    }
-}
-
-/// The graders' verdicts so far, and the hard violations among them.
-#[derive(Default)]
-struct Grades {
-    graders: Vec<GraderResult>,
-    hard: Vec<String>,
-}
-
-impl Grades {
-    /// A grader passes when it found no failure; then it says `ok_message`.
-    fn check(&mut self, name: &str, failures: Vec<String>, ok_message: impl Into<String>) {
-        let passed = failures.is_empty();
-        self.graders.push(GraderResult {
-            name: name.into(),
-            passed,
-            message: if passed {
-                ok_message.into()
-            } else {
-                failures.join("; ")
-            },
-        });
-    }
-
-    /// A grader whose `hard` failures are hard violations too (they fail the run
-    /// whatever else passed); `soft` ones only fail the grader.
-    fn check_hard(
-        &mut self,
-        name: &str,
-        hard: Vec<String>,
-        soft: Vec<String>,
-        ok_message: impl Into<String>,
-    ) {
-        self.hard.extend(hard.iter().cloned());
-        let failures = hard.into_iter().chain(soft).collect();
-        self.check(name, failures, ok_message);
-    }
 }

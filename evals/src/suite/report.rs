@@ -10,8 +10,6 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use super::ModelChoice;
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EvalReport {
     /// RFC 3339, wall clock.
@@ -72,7 +70,7 @@ pub struct GraderResult {
 
 impl EvalReport {
     pub(crate) fn from_results(
-        model: &ModelChoice,
+        model: String,
         k: usize,
         scenarios: Vec<ScenarioResult>,
         elapsed: Duration,
@@ -99,7 +97,7 @@ impl EvalReport {
             generated_at: OffsetDateTime::now_utc()
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
-            model: model.label(),
+            model,
             k,
             total,
             passed,

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use policy_engine::Product;
 use time::Duration;
 
-use super::super::{Draft, SplitMix64};
-use super::{Ident, Scheme};
+use super::super::draft::Draft;
+use super::super::mix::prices;
+use super::super::rng::SplitMix64;
+use super::vocabulary::{Ident, Scheme};
 
 /// Older orders of the customer that have nothing to do with the request: each paid
 /// once at its own amount on its own day, so no record points at it, and none shares
@@ -47,7 +49,7 @@ pub(super) fn add_unrelated_orders(draft: &mut Draft, rng: &mut SplitMix64, iden
             .filter(|p| ident != Ident::Product || Some(*p) != target_product)
             .collect();
         let product = rng.pick(&products);
-        let list = rng.pick(super::super::prices(draft.region, product));
+        let list = rng.pick(prices(draft.region, product));
         let taken: Vec<String> = draft
             .world
             .orders

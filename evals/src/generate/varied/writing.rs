@@ -1,8 +1,8 @@
 //! How a customer writes an order id, an amount and a date, in the bank's language,
 //! and the typos and full-width characters they type.
 
-use super::super::SplitMix64;
-use super::Bank;
+use super::super::rng::SplitMix64;
+use super::vocabulary::Bank;
 
 /// The id as a customer types it: after an order word, `#` or not, any case, sometimes
 /// full width.

@@ -2,7 +2,8 @@
 //! (SPEC invariant 8), and the harness handling the scenario expects in that log.
 
 use super::super::scenario::Expect;
-use super::{Grades, Observed};
+use super::grades::Grades;
+use super::observed::Observed;
 
 /// Each tool intent has exactly one result; each piece of proposal evidence resolves to
 /// a tool result holding its record; every rule cites `doc@version#section`.

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use super::super::env::Env;
 use super::super::scenario::Expect;
-use super::{Grades, Observed};
+use super::grades::Grades;
+use super::observed::Observed;
 
 /// What the provider's records say a refund is, in RP-005's words.
 fn truth_of(provider_status: &str) -> &'static str {

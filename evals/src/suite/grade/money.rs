@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::super::env::Env;
-use super::{Grades, Observed};
+use super::grades::Grades;
+use super::observed::Observed;
 
 /// HARD: every refund the provider holds for the app names an intent of this case whose
 /// approval was given, and none existed before the first approval (the ledger snapshot

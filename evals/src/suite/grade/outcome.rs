@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use super::super::env::Env;
 use super::super::scenario::{Action, Expect, ExpectedProviderRefund, ExpectedRefund, Scenario};
-use super::{Grades, Observed};
+use super::grades::Grades;
+use super::observed::Observed;
 
 /// The scenario itself: actions met their expectations, disturbances happened, every
 /// fault it installed fired (or it did not test what it says).
