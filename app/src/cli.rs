@@ -67,27 +67,6 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
-    GenerateHistory {
-        /// How many tickets to write.
-        #[arg(long, default_value_t = 10_000)]
-        count: usize,
-        /// The random seed: the same seed writes the same file.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// The JSON-lines file to write.
-        #[arg(long)]
-        out: PathBuf,
-        /// `plain` (load: fixture-like text) or `varied` (id schemes, many orders,
-        /// EN/ZH/JA paraphrases from `evals/history/phrases/`, follow-ups, typos).
-        #[arg(long, value_enum, default_value_t = HistoryStyle::Plain)]
-        style: HistoryStyle,
-        /// With `--style varied`: the complaint sentences (`own` phrase banks, or the
-        /// externally written `external-dev` / `external-heldout` of
-        /// `evals/history/external/`).
-        #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
-        bank: HistoryBank,
-    },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
         /// The historical tickets, as JSON lines (SPEC §7).
@@ -98,19 +77,14 @@ enum Command {
     },
     /// Compare internal refund intents with the provider's refunds; resolve unknowns.
     Reconcile,
-    /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
-    /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
-    #[cfg(feature = "embedded-payments")]
+    /// Run the scenario eval suite (`evals/scenarios/`): forwarded, arguments and all, to
+    /// the `refund-evals` binary (`refund-evals eval --help` lists its flags), which lives
+    /// outside the production library (issue 18).
+    #[command(disable_help_flag = true)]
     Eval {
-        /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
-        #[arg(long)]
-        scenarios: Option<PathBuf>,
-        /// Runs per scenario; a scenario passes only if all k pass.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-        k: u16,
-        /// Where `report.json` and `report.html` are written.
-        #[arg(long, default_value = "./eval-report")]
-        out: PathBuf,
+        /// Passed to `refund-evals eval` unchanged (`--scenarios DIR`, `--k N`, `--out DIR`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
     /// Staff accounts.
     Staff {
@@ -125,21 +99,6 @@ enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
-}
-
-/// Complaint sentences of `generate-history --style varied`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum HistoryBank {
-    Own,
-    ExternalDev,
-    ExternalHeldout,
-}
-
-/// Styles of `generate-history`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum HistoryStyle {
-    Plain,
-    Varied,
 }
 
 #[derive(Subcommand)]
@@ -443,68 +402,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        #[cfg(feature = "embedded-payments")]
-        Command::Eval { scenarios, k, out } => {
-            let dir = scenarios.unwrap_or_else(|| {
-                config
-                    .fixtures_dir
-                    .join("..")
-                    .join("evals")
-                    .join("scenarios")
-            });
-            let model = config
-                .llm
-                .clone()
-                .map(crate::evals::ModelChoice::Llm)
-                .unwrap_or(crate::evals::ModelChoice::BuiltIn);
-            let report = crate::evals::run_suite(
-                &dir,
-                &config.fixtures_dir,
-                model,
-                usize::from(k),
-                |done, total| {
-                    eprint!("\reval: {done}/{total} scenarios");
-                },
-            )
-            .await?;
-            eprintln!();
-            crate::evals::write(&report, &out)?;
-            eprintln!("{}", report.summary());
-            println!("{}", out.join("report.json").display());
-            if report.passed < report.total || report.hard_violations > 0 {
-                anyhow::bail!(
-                    "{} of {} scenarios failed",
-                    report.total - report.passed,
-                    report.total
-                );
-            }
-            Ok(())
-        }
-        Command::GenerateHistory {
-            count,
-            seed,
-            out,
-            style,
-            bank,
-        } => {
-            use crate::generate::ComplaintBank;
-            let policies = crate::policies::load_policy_set(&config.policies_dir())?;
-            let bank = match bank {
-                HistoryBank::Own => ComplaintBank::Own,
-                HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
-                HistoryBank::ExternalHeldout => ComplaintBank::ExternalHeldout,
-            };
-            let tickets = match style {
-                HistoryStyle::Plain => crate::generate::history_with(&policies, seed, count),
-                HistoryStyle::Varied => {
-                    crate::generate::varied_history_from(&policies, seed, count, bank)
-                }
-            };
-            std::fs::write(&out, crate::generate::to_jsonl(&tickets))
-                .with_context(|| format!("writing {}", out.display()))?;
-            eprintln!("wrote {} tickets to {}", tickets.len(), out.display());
-            Ok(())
-        }
+        Command::Eval { .. } => forward_to_refund_evals().await,
         Command::Shadow { history, out } => {
             let (policies, index) = offline_policies(&config).await?;
             let (tickets, bad_lines) = read_history(&history)?;
@@ -782,7 +680,7 @@ async fn seed(
         }
     }
     let (url, mock) = provider(config).await?;
-    load_world_into_provider(&url, &text).await?;
+    crate::world::load_into_provider(&url, &text).await?;
     world.load_into(&db).await?;
     eprintln!(
         "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
@@ -865,23 +763,44 @@ fn read_history(
     Ok((tickets, bad))
 }
 
-/// Loads a world into a provider that speaks our mock's admin API.
-pub async fn load_world_into_provider(base_url: &str, world_json: &str) -> anyhow::Result<()> {
-    let resp = reqwest::Client::new()
-        .post(format!("{}/__mock/world", base_url.trim_end_matches('/')))
-        .header("content-type", "application/json")
-        .body(world_json.to_string())
-        .send()
+/// `refund-agent eval` (SPEC §7) runs the scenario suite, which lives in the
+/// `refund-evals` binary outside the production library (issue 18: cargo forbids the
+/// app depending on a crate built on it). The command line is handed over unchanged —
+/// both binaries parse the same `config::Settings` and `eval` flags — and the suite's
+/// exit status becomes ours.
+async fn forward_to_refund_evals() -> anyhow::Result<()> {
+    let program = refund_evals_binary()?;
+    let status = tokio::process::Command::new(&program)
+        .args(std::env::args_os().skip(1))
+        .status()
         .await
-        .context("loading the world into the payment provider")?;
-    if !resp.status().is_success() {
-        anyhow::bail!(
-            "the payment provider refused the world: {} {}",
-            resp.status(),
-            resp.text().await.unwrap_or_default()
-        );
+        .with_context(|| format!("running {}", program.display()))?;
+    if !status.success() {
+        anyhow::bail!("{} failed ({status})", program.display());
     }
     Ok(())
+}
+
+/// `refund-evals` beside this executable (where cargo builds both), else on `PATH`.
+fn refund_evals_binary() -> anyhow::Result<PathBuf> {
+    let name = format!("refund-evals{}", std::env::consts::EXE_SUFFIX);
+    let exe = std::env::current_exe().context("locating refund-agent")?;
+    let beside = exe.with_file_name(&name);
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|dir| dir.join(&name))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| {
+            format!(
+                "the scenario suite is the refund-evals binary, found neither beside {} nor on PATH (build it: cargo build -p refund-evals)",
+                exe.display()
+            )
+        })
 }
 
 async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {

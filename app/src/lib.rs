@@ -16,10 +16,6 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
-// The eval harness starts a payments mock per scenario (issue 18: only with the mock built in).
-#[cfg(feature = "embedded-payments")]
-pub mod evals;
-pub mod generate;
 pub mod http;
 pub mod mcp;
 pub mod metrics;

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use app::agent::investigator::Investigator;
-use app::agent::scripted::{self, call, calls, ScriptedModel};
 use app::agent::{
     BoxFuture, Model, ModelContext, ModelTurn, Proposal, Usage, MAX_STEPS, MAX_TOOL_CALLS,
     MAX_TOOL_RESULT_BYTES,
@@ -23,6 +22,7 @@ use app::http::AppState;
 use app::payments::{ProviderCharge, ProviderRefund};
 use app::runs;
 use axum::http::StatusCode;
+use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
 use sqlx::Row;
 use support::{spawn_app, spawn_app_with_model, TestApp};

@@ -27,7 +27,6 @@ pub mod llm;
 pub mod prompt;
 pub mod records_kind;
 pub mod rules;
-pub mod scripted;
 pub mod tools;
 
 use std::time::Duration;
