@@ -228,6 +228,10 @@ async fn run_attempt(shared: &Shared, scenario: &Scenario, choice: &ModelChoice)
         None => choice.build(),
     };
     let model_name = model.as_ref().map(|m| m.name()).unwrap_or_default();
+    let versions = model
+        .as_ref()
+        .map(|m| app::agent::versions(m.as_ref()).label())
+        .unwrap_or_default();
     let outcome = match model {
         Ok(model) => {
             match tokio::time::timeout(SCENARIO_TIMEOUT, drive(shared, scenario, model)).await {
@@ -254,10 +258,12 @@ async fn run_attempt(shared: &Shared, scenario: &Scenario, choice: &ModelChoice)
             reason_code: None,
             final_reply: None,
             model: String::new(),
+            versions: String::new(),
         },
     };
     attempt.duration_ms = started.elapsed().as_millis() as u64;
     attempt.model = model_name;
+    attempt.versions = versions;
     attempt
 }
 

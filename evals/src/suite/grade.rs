@@ -47,5 +47,6 @@ pub(crate) async fn grade(env: &Env, scenario: &Scenario) -> anyhow::Result<Atte
         reason_code: seen.reason,
         final_reply: seen.final_reply,
         model: String::new(),
+        versions: String::new(),
     })
 }

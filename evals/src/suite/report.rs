@@ -29,6 +29,9 @@ pub struct EvalReport {
     pub duration_ms: u64,
     /// Per tag: `[passed, total]`.
     pub by_tag: BTreeMap<String, [usize; 2]>,
+    /// Per `model · prompt version · tool schema version`: runs `[passed, total]`.
+    #[serde(default)]
+    pub by_run_versions: BTreeMap<String, [usize; 2]>,
     pub scenarios: Vec<ScenarioResult>,
 }
 
@@ -59,6 +62,9 @@ pub struct AttemptResult {
     pub final_reply: Option<String>,
     /// The run's scripted or real model.
     pub model: String,
+    /// `model · prompt version · tool schema version` the run was made with.
+    #[serde(default)]
+    pub versions: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +98,12 @@ impl EvalReport {
                 entry[1] += 1;
             }
         }
+        let mut by_run_versions: BTreeMap<String, [usize; 2]> = BTreeMap::new();
+        for a in scenarios.iter().flat_map(|s| &s.attempts) {
+            let entry = by_run_versions.entry(a.versions.clone()).or_default();
+            entry[0] += usize::from(a.passed);
+            entry[1] += 1;
+        }
         let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         EvalReport {
             generated_at: OffsetDateTime::now_utc()
@@ -107,6 +119,7 @@ impl EvalReport {
             hard_violations,
             duration_ms: elapsed.as_millis() as u64,
             by_tag,
+            by_run_versions,
             scenarios,
         }
     }
@@ -176,11 +189,12 @@ pub fn html(report: &EvalReport) -> String {
             ms = s.duration_ms,
         ));
     }
-    let tags: String = report
-        .by_tag
-        .iter()
-        .map(|(t, [p, n])| format!("<tr><td>{}</td><td>{p}/{n}</td></tr>", escape(t)))
-        .collect();
+    let counts = |rows: &BTreeMap<String, [usize; 2]>| -> String {
+        rows.iter()
+            .map(|(t, [p, n])| format!("<tr><td>{}</td><td>{p}/{n}</td></tr>", escape(t)))
+            .collect()
+    };
+    let (tags, versions) = (counts(&report.by_tag), counts(&report.by_run_versions));
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Refund desk — scenario evals</title>\
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse;width:100%}}\
@@ -191,6 +205,7 @@ li.bad{{color:#b00020}}li.ok{{color:#2e7d32}}.kpi{{display:inline-block;margin-r
 <span class=\"kpi\">runs passed <b>{run_rate:.1}%</b></span><span class=\"kpi\">hard violations <b>{hard}</b></span>\
 <span class=\"kpi\">{secs:.1} s</span></p>\
 <h2>By tag</h2><table><tr><th>tag</th><th>passed</th></tr>{tags}</table>\
+<h2>By model, prompt and tool schema version</h2><table><tr><th>versions</th><th>runs passed</th></tr>{versions}</table>\
 <h2>Scenarios</h2><table><tr><th>scenario</th><th>tags</th><th>verdict</th><th>runs</th><th>time</th></tr>{rows}</table>\
 </body></html>\n",
         generated = escape(&report.generated_at),
@@ -214,4 +229,50 @@ pub fn write(report: &EvalReport, dir: &Path) -> anyhow::Result<()> {
     )?;
     std::fs::write(dir.join("report.html"), html(report))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(passed: bool, versions: &str) -> AttemptResult {
+        AttemptResult {
+            passed,
+            graders: Vec::new(),
+            hard_violations: Vec::new(),
+            duration_ms: 0,
+            final_status: None,
+            reason_code: None,
+            final_reply: None,
+            model: "m".into(),
+            versions: versions.into(),
+        }
+    }
+
+    #[test]
+    fn runs_are_counted_per_model_prompt_and_tool_schema_version() {
+        let scenario = |attempts: Vec<AttemptResult>| ScenarioResult {
+            name: "s".into(),
+            description: String::new(),
+            tags: vec![],
+            passed: attempts.iter().all(|a| a.passed),
+            runs: attempts.len(),
+            passes: attempts.iter().filter(|a| a.passed).count(),
+            graders: vec![],
+            hard_violations: vec![],
+            duration_ms: 0,
+            attempts,
+        };
+        let scenarios = vec![
+            scenario(vec![
+                attempt(true, "a · p1 · t1"),
+                attempt(false, "a · p1 · t1"),
+            ]),
+            scenario(vec![attempt(true, "b · p1 · t2")]),
+        ];
+        let report = EvalReport::from_results("mixed".into(), 2, scenarios, Duration::ZERO);
+        assert_eq!(report.by_run_versions["a · p1 · t1"], [1, 2]);
+        assert_eq!(report.by_run_versions["b · p1 · t2"], [1, 1]);
+        assert!(html(&report).contains("b · p1 · t2"));
+    }
 }
