@@ -1,10 +1,11 @@
 //! Budgets as values: a run that does not converge ends, naming the budget it used up.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::log::{NewEvent, RunLog};
+use crate::log::{Counters, NewEvent, RunLog};
 
 /// The limits of one run. Every field is a value the caller chooses (a sub-agent gets
 /// a share of its parent's).
@@ -48,17 +49,6 @@ impl Default for Limits {
             model_call_timeout: Duration::from_secs(120),
         }
     }
-}
-
-/// What a run counts beside its log (a product keeps them on the run's row, updated
-/// with each step; replay keeps them in memory).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Model steps taken, counted before the model is asked (a crash during the call
-    /// still spends the step).
-    pub steps: i64,
-    /// Tool calls run (a call the budget refused is not one).
-    pub tool_calls: i64,
 }
 
 /// A budget the run has used up.
@@ -118,5 +108,74 @@ impl Limits {
     /// remaining intents of the turn still get a result each, without running.
     pub fn tool_may_run(&self, counters: Counters) -> bool {
         counters.tool_calls < self.tool_calls
+    }
+}
+
+/// A budget a parent shares with its children, and the switch that cancels them.
+#[derive(Debug)]
+pub struct Shared {
+    tokens: AtomicI64,
+    tool_calls: AtomicI64,
+    limits: (i64, i64),
+    cancelled: AtomicBool,
+}
+
+impl Shared {
+    /// What the parent has left to give: tokens and tool calls.
+    pub fn new(tokens: u64, tool_calls: i64) -> Self {
+        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
+        Shared {
+            tokens: AtomicI64::new(tokens),
+            tool_calls: AtomicI64::new(tool_calls),
+            limits: (tokens, tool_calls),
+            cancelled: AtomicBool::new(false),
+        }
+    }
+
+    /// Stops every run on this budget before its next model or tool call.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Takes one tool call, if any is left.
+    pub fn take_tool_call(&self) -> bool {
+        let taken = self
+            .tool_calls
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                (left > 0).then_some(left - 1)
+            });
+        taken.is_ok()
+    }
+
+    /// Counts tokens a model call consumed (a call may overrun what was left: the model
+    /// had answered before its usage was known; the next call is refused).
+    pub fn spend_tokens(&self, tokens: u64) {
+        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
+        self.tokens.fetch_sub(tokens, Ordering::SeqCst);
+    }
+
+    /// What has been spent from the budget so far: tokens and tool calls.
+    pub fn spent(&self) -> (u64, i64) {
+        let tokens = self.limits.0 - self.tokens.load(Ordering::SeqCst);
+        let calls = self.limits.1 - self.tool_calls.load(Ordering::SeqCst);
+        (tokens.max(0) as u64, calls.max(0))
+    }
+
+    /// The shared budget that ran out, if one did (checked before each model call).
+    pub fn exhausted(&self) -> Option<Exhausted> {
+        let (tokens, calls) = self.spent();
+        if self.tokens.load(Ordering::SeqCst) <= 0 {
+            return Some(Exhausted::new(
+                "shared_tokens",
+                tokens as i64,
+                self.limits.0,
+            ));
+        }
+        (self.tool_calls.load(Ordering::SeqCst) <= 0)
+            .then(|| Exhausted::new("shared_tool_calls", calls, self.limits.1))
     }
 }

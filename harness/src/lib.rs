@@ -27,8 +27,8 @@ mod run;
 pub mod sub;
 mod tool;
 
-pub use budget::{Counters, Exhausted, Limits};
-pub use log::{Event, EventLog, LogError, MemoryLog, NewEvent, Phase, RunLog, Step};
+pub use budget::{Exhausted, Limits};
+pub use log::{Counters, Event, EventLog, LogError, MemoryLog, NewEvent, Phase, RunLog, Step};
 pub use model::{Answer, BoxFuture, Model, ModelContext, Reply, Turn, Usage};
 pub use rules::{record_turn, skipped_tool_result, tool_result, TurnKind, Turned};
 pub use rules::{NoRules, Rules};

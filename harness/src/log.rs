@@ -8,7 +8,17 @@ use serde_json::{json, Value};
 
 use crate::model::{Answer, BoxFuture, Turn, Usage};
 use crate::tool::{is_invalid_call, Exchange, ToolCall, ToolOutcome};
-use crate::Counters;
+
+/// What a run counts beside its log (a product keeps them on the run's row, updated
+/// with each step; replay keeps them in memory).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Model steps taken, counted before the model is asked (a crash during the call
+    /// still spends the step).
+    pub steps: i64,
+    /// Tool calls run (a call the budget refused is not one).
+    pub tool_calls: i64,
+}
 
 /// An event a step records.
 #[derive(Debug, Clone, PartialEq)]

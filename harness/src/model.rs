@@ -1,15 +1,11 @@
 //! What a model is to the harness: something that, given the context, answers with one
 //! turn — tool calls, an answer, or a hand-off.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use crate::tool::BoxFuture;
 use crate::tool::{Exchange, ToolCall, ToolDeclaration};
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The domain's answer type: what a run produces when the model is done.
 pub trait Answer: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {

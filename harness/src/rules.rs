@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::budget::{Counters, Exhausted, Limits};
-use crate::log::{NewEvent, RunLog};
+use crate::budget::{Exhausted, Limits};
+use crate::log::{Counters, NewEvent, RunLog};
 use crate::model::{Answer, Reply, Turn};
 use crate::tool::{ToolCall, ToolDeclaration, ToolOutcome};
 

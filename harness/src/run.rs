@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::budget::{Counters, Limits};
-use crate::log::{Event, EventLog, NewEvent, Phase, RunLog, Step};
+use crate::budget::{Limits, Shared};
+use crate::log::{Counters, Event, EventLog, NewEvent, Phase, RunLog, Step};
 use crate::model::{Answer, Model, ModelContext, Reply, Usage};
 use crate::rules::{self, Next, Rules, TurnKind};
-use crate::sub::Shared;
 use crate::tool::{ToolCall, Toolset};
 
 /// Milliseconds on the caller's clock (tests inject one that only moves when told).

@@ -15,83 +15,13 @@
 //! Children's logs are ordinary [`EventLog`]s: a child that answered before a crash
 //! answers again from its log when joined again, without asking its model.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-
 use serde_json::{json, Value};
 
-use crate::budget::{Counters, Exhausted};
+pub use crate::budget::Shared;
+use crate::log::Counters;
 use crate::log::{EventLog, NewEvent, Step};
 use crate::model::Answer;
 use crate::run::{run_loop, Outcome, Run};
-
-/// A budget a parent shares with its children, and the switch that cancels them.
-#[derive(Debug)]
-pub struct Shared {
-    tokens: AtomicI64,
-    tool_calls: AtomicI64,
-    limits: (i64, i64),
-    cancelled: AtomicBool,
-}
-
-impl Shared {
-    /// What the parent has left to give: tokens and tool calls.
-    pub fn new(tokens: u64, tool_calls: i64) -> Self {
-        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
-        Shared {
-            tokens: AtomicI64::new(tokens),
-            tool_calls: AtomicI64::new(tool_calls),
-            limits: (tokens, tool_calls),
-            cancelled: AtomicBool::new(false),
-        }
-    }
-
-    /// Stops every run on this budget before its next model or tool call.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    /// Takes one tool call, if any is left.
-    pub fn take_tool_call(&self) -> bool {
-        let taken = self
-            .tool_calls
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
-                (left > 0).then_some(left - 1)
-            });
-        taken.is_ok()
-    }
-
-    /// Counts tokens a model call consumed (a call may overrun what was left: the model
-    /// had answered before its usage was known; the next call is refused).
-    pub fn spend_tokens(&self, tokens: u64) {
-        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
-        self.tokens.fetch_sub(tokens, Ordering::SeqCst);
-    }
-
-    /// What has been spent from the budget so far: tokens and tool calls.
-    pub fn spent(&self) -> (u64, i64) {
-        let tokens = self.limits.0 - self.tokens.load(Ordering::SeqCst);
-        let calls = self.limits.1 - self.tool_calls.load(Ordering::SeqCst);
-        (tokens.max(0) as u64, calls.max(0))
-    }
-
-    /// The shared budget that ran out, if one did (checked before each model call).
-    pub fn exhausted(&self) -> Option<Exhausted> {
-        let (tokens, calls) = self.spent();
-        if self.tokens.load(Ordering::SeqCst) <= 0 {
-            return Some(Exhausted::new(
-                "shared_tokens",
-                tokens as i64,
-                self.limits.0,
-            ));
-        }
-        (self.tool_calls.load(Ordering::SeqCst) <= 0)
-            .then(|| Exhausted::new("shared_tool_calls", calls, self.limits.1))
-    }
-}
 
 /// One child to join: its name (in the parent's record), whether the parent needs it,
 /// its run and its log.

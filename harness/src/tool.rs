@@ -4,7 +4,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::model::BoxFuture;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future, as trait objects return them (models, tools, logs).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
