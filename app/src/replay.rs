@@ -1,18 +1,17 @@
 //! Replaying historical tickets (shadow mode, policy what-ifs) entirely in memory.
 //!
 //! A historical ticket (SPEC §7 "Files") carries its own billing world as it stood when
-//! the ticket was opened. [`replay_ticket`] runs the agent loop of `agent::advance` on it
-//! over a [`WorldBilling`] snapshot, then gathers the facts with
+//! the ticket was opened. [`replay_ticket`] runs the agent loop on it over a
+//! [`WorldBilling`] snapshot, then gathers the facts with
 //! `workflow::gather_facts` and asks the policy engine, exactly as a live case does.
 //!
-//! The loop is the live one, not a copy: [`investigate`] drives `agent::machine` — the
-//! same order of checks, the same budgets (steps, tool calls, tokens as the model
-//! reports them, model errors, invalid tool calls, wall time), the same refusal of a turn
-//! that tries to act or claims an approval, the same call ids, the same truncated
-//! history shown to the model, the same handoff reason and summary — and asks the model
-//! and runs tools through `agent::ask_model` and `agent::run_tool`. Where live commits
-//! each step's events to the run's log, replay folds them into an in-memory log
-//! ([`Investigation::events`]). Only the dependency-wait budget has no counterpart: the
+//! The loop is the live one, not a copy: [`investigate`] calls `harness::run_loop` with
+//! the same tools, rules and limits as `agent::live` — the same order of checks, the same
+//! budgets (steps, tool calls, tokens as the model reports them, model errors, invalid
+//! tool calls, wall time), the same refusal of a turn that tries to act or claims an
+//! approval, the same call ids, the same truncated history shown to the model, the same
+//! handoff reason and summary. Where live commits each step to the run's SQL log, replay
+//! gives the loop a `harness::MemoryLog` ([`Investigation::events`]). Only the dependency-wait budget has no counterpart: the
 //! snapshot is never unavailable.
 //!
 //! What this module deliberately does not have: a database, a payments client or an
