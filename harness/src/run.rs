@@ -92,6 +92,17 @@ pub async fn run_loop<A: Answer, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
 ) -> Result<Ended<A>, L::Error> {
+    // Spans named after the OpenTelemetry GenAI conventions: `invoke_agent` around the
+    // run, `chat` around each model call, `execute_tool` around each tool call. The
+    // caller's span (e.g. one carrying the case and run ids) is their parent.
+    let span = tracing::info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent", gen_ai.request.model = %run.model.name());
+    tracing::Instrument::instrument(looped(run, log), span).await
+}
+
+async fn looped<A: Answer, L: EventLog>(
+    run: &Run<'_, A>,
+    log: &mut L,
+) -> Result<Ended<A>, L::Error> {
     resume(log).await?;
     let mut turn_started = None;
     loop {
@@ -237,7 +248,9 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
             log.commit(Step::to(Phase::ToolRunning)).await?;
         }
         let started = run.clock.now_ms();
-        let outcome = keeping(log, run.tools.execute(call)).await?;
+        let span = tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool", gen_ai.tool.name = %call.name, gen_ai.tool.call.id = %call.id);
+        let work = tracing::Instrument::instrument(run.tools.execute(call), span);
+        let outcome = keeping(log, work).await?;
         let duration_ms = elapsed_ms(run.clock, started);
         run.observer.tool_call(&call.name, outcome.ok, duration_ms);
         let mut step = Step::to(next);
@@ -267,8 +280,12 @@ async fn model_step<A: Answer, L: EventLog>(
         history: &history,
     };
     let call = ask(run.model, &ctx, run.clock, run.limits.model_call_timeout);
-    let (reply, latency_ms) = keeping(log, call).await?;
+    let span = tracing::info_span!("chat", gen_ai.operation.name = "chat", gen_ai.request.model = %run.model.name(), gen_ai.usage.input_tokens = tracing::field::Empty, gen_ai.usage.output_tokens = tracing::field::Empty);
+    let (reply, latency_ms) =
+        keeping(log, tracing::Instrument::instrument(call, span.clone())).await?;
     let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
+    span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
+    span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
     if let Some(shared) = run.shared {
         shared.spend_tokens(usage.total());
     }

@@ -65,12 +65,23 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
         }
         return Ok(());
     }
+    let span = tracing::info_span!("investigation", case_id = %case.id, run_id = %run.id);
+    tracing::Instrument::instrument(investigate(state, run, &case, &ticket), span).await
+}
+
+/// The harness's loop on the run, then the workflow on how it ended.
+async fn investigate(
+    state: &AppState,
+    run: &mut Run,
+    case: &crate::cases::Case,
+    ticket: &crate::tickets::Ticket,
+) -> AppResult<()> {
     let inputs = customer_messages(&state.db, &ticket.id).await?;
     let env = ToolEnv {
         billing: state.billing.as_ref(),
         index: &state.index,
     };
-    let tools = tools::toolset(&env, &ticket);
+    let tools = tools::toolset(&env, ticket);
     let clock = HarnessClock(state.clock.as_ref());
     let mut spec = harness::Run::new(state.model.as_ref(), &tools, &clock);
     spec.inputs = &inputs;
@@ -103,7 +114,7 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
         };
         // The proposal goes to the policy engine (never back to the model).
         let decided =
-            crate::workflow::decide_case(state, run, &case, &ticket, proposal, exchanges).await;
+            crate::workflow::decide_case(state, run, case, ticket, proposal, exchanges).await;
         let Err(AppError::Provider(message)) = decided else {
             return decided;
         };
