@@ -34,7 +34,10 @@ use crate::tickets;
 
 /// The only refund kind so far: refund of a charge the policy allows.
 pub const KIND_POLICY_REFUND: &str = "policy_refund";
-const LEASE_MS: i64 = 60_000;
+/// How long a worker holds a case while it executes the case's refunds (its own lease,
+/// on the `cases` row; a run's lease is `runs::LEASE_MS`). A worker that dies mid-case
+/// loses it, and another resumes from the stored intents.
+const CASE_LEASE_MS: i64 = 60_000;
 /// Past this age a key may have expired at the provider (Stripe keeps keys ≥ 24 h): an
 /// unresolved intent then needs a human, never a resend.
 const KEY_SAFE_AGE_MS: i64 = 23 * 3600 * 1000;
@@ -191,7 +194,7 @@ pub(crate) async fn claim_case(
     owner: &str,
     now: i64,
 ) -> AppResult<Option<(Case, CaseLease)>> {
-    let expires_at = now + LEASE_MS;
+    let expires_at = now + CASE_LEASE_MS;
     let claimed = match db.backend() {
         Backend::Postgres => {
             let mut tx = db.begin().await?;
