@@ -41,6 +41,8 @@ pub struct AppState {
     pub shadow_mode: bool,
     /// Agent runs one worker pass advances at the same time.
     pub worker_concurrency: usize,
+    /// When the stuck-run watchdog flags a run, and when it hands the case over.
+    pub watchdog: crate::watchdog::Periods,
 }
 
 /// JSON body extractor whose failures use the API's error shape.

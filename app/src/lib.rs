@@ -34,6 +34,7 @@ pub mod shadow;
 pub mod shadow_live;
 pub mod store;
 pub mod tickets;
+pub mod watchdog;
 pub mod webhooks;
 pub mod worker;
 pub mod workflow;
@@ -93,6 +94,7 @@ pub async fn build_state(
             store::Backend::Postgres => 4,
             store::Backend::Sqlite => 1,
         }),
+        watchdog: config.watchdog,
         db,
     })
 }
