@@ -186,6 +186,7 @@ pub fn router(state: AppState) -> Router {
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/openapi.json", get(crate::openapi::get_openapi))
         .merge(crate::mcp::routes(&state))
         .fallback(not_found);
     let hsts = state.secure_cookies;

@@ -20,6 +20,7 @@ pub mod evals;
 pub mod generate;
 pub mod http;
 pub mod mcp;
+pub mod openapi;
 pub mod pages;
 pub mod payments;
 pub mod policies;
