@@ -551,7 +551,7 @@ pub async fn lock_for_note(
         .bind(run_id)
         .execute(&mut **tx)
         .await?;
-    progress_of(&mut **tx, run_id, progress).await
+    progress_of(tx, run_id, progress).await
 }
 
 /// The run's status and the time of its last `progress` event, as they are now.
