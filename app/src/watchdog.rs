@@ -373,7 +373,10 @@ async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bo
         None => None,
     };
     let (Some(case), Some(ticket)) = (case, ticket) else {
-        return Err(AppError::NotFound("case"));
+        // Nobody to hand it to; the worker fails such a run when it next claims it. Not an
+        // error of the scan, which must go on to the other stalled runs.
+        tracing::error!(run_id = %stalled.run.id, "stuck run without a case or ticket");
+        return Ok(false);
     };
     let mut run = stalled.run.clone();
     let reason = format!("stuck-run watchdog: {}", diagnosis.summary);
