@@ -424,7 +424,7 @@ async fn load_into_provider(base_url: &str, world: &World) -> anyhow::Result<()>
                 vec![]
             },
         };
-        app::cli::load_world_into_provider(base_url, &serde_json::to_string(&part)?).await?;
+        app::world::load_into_provider(base_url, &serde_json::to_string(&part)?).await?;
     }
     Ok(())
 }
@@ -806,7 +806,7 @@ async fn phase_tickets(
 /// over regions, currencies, products, request kinds and both RP-001 versions.
 async fn facts_mix(index: &Arc<rag_index::PolicyIndex>) -> anyhow::Result<Vec<Facts>> {
     let mut mix = Vec::new();
-    for ticket in app::generate::history(91, 1_000) {
+    for ticket in refund_evals::generate::history(91, 1_000) {
         let investigation = app::replay::investigate(&Investigator, index, &ticket).await?;
         if let Some(facts) = investigation.facts {
             mix.push(facts);
@@ -928,9 +928,9 @@ async fn phase_shadow(
     for &n in &settings.shadow {
         eprintln!("[pure] shadow replay of {n} generated tickets");
         let started = Instant::now();
-        let tickets = app::generate::history(2026, n);
+        let tickets = refund_evals::generate::history(2026, n);
         let generated = started.elapsed();
-        let text = app::generate::to_jsonl(&tickets);
+        let text = refund_evals::generate::to_jsonl(&tickets);
         drop(tickets);
         let started = Instant::now();
         let (tickets, bad) = app::replay::parse_history(&text);

@@ -254,6 +254,7 @@ pub async fn login(
     let wait = login_wait_ms(db, &email, client, &attempt, now_ms).await?;
     if wait > 0 {
         forget_attempt(db, &attempt).await?;
+        crate::metrics::record_login_failure("throttled");
         return Ok(LoginResult::Throttled {
             retry_after_ms: wait,
         });
@@ -268,7 +269,10 @@ pub async fn login(
                 .await?;
             Ok(LoginResult::LoggedIn(staff))
         }
-        None => Ok(LoginResult::WrongCredentials),
+        None => {
+            crate::metrics::record_login_failure("wrong_credentials");
+            Ok(LoginResult::WrongCredentials)
+        }
     }
 }
 

@@ -67,27 +67,6 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
-    GenerateHistory {
-        /// How many tickets to write.
-        #[arg(long, default_value_t = 10_000)]
-        count: usize,
-        /// The random seed: the same seed writes the same file.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// The JSON-lines file to write.
-        #[arg(long)]
-        out: PathBuf,
-        /// `plain` (load: fixture-like text) or `varied` (id schemes, many orders,
-        /// EN/ZH/JA paraphrases from `evals/history/phrases/`, follow-ups, typos).
-        #[arg(long, value_enum, default_value_t = HistoryStyle::Plain)]
-        style: HistoryStyle,
-        /// With `--style varied`: the complaint sentences (`own` phrase banks, or the
-        /// externally written `external-dev` / `external-heldout` of
-        /// `evals/history/external/`).
-        #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
-        bank: HistoryBank,
-    },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
         /// The historical tickets, as JSON lines (SPEC §7).
@@ -98,18 +77,14 @@ enum Command {
     },
     /// Compare internal refund intents with the provider's refunds; resolve unknowns.
     Reconcile,
-    /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
-    /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
+    /// Run the scenario eval suite (`evals/scenarios/`): forwarded, arguments and all, to
+    /// the `refund-evals` binary (`refund-evals eval --help` lists its flags), which lives
+    /// outside the production library (issue 18).
+    #[command(disable_help_flag = true)]
     Eval {
-        /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
-        #[arg(long)]
-        scenarios: Option<PathBuf>,
-        /// Runs per scenario; a scenario passes only if all k pass.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-        k: u16,
-        /// Where `report.json` and `report.html` are written.
-        #[arg(long, default_value = "./eval-report")]
-        out: PathBuf,
+        /// Passed to `refund-evals eval` unchanged (`--scenarios DIR`, `--k N`, `--out DIR`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
     /// Staff accounts.
     Staff {
@@ -124,21 +99,6 @@ enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
-}
-
-/// Complaint sentences of `generate-history --style varied`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum HistoryBank {
-    Own,
-    ExternalDev,
-    ExternalHeldout,
-}
-
-/// Styles of `generate-history`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum HistoryStyle {
-    Plain,
-    Varied,
 }
 
 #[derive(Subcommand)]
@@ -251,14 +211,11 @@ impl From<RoleArg> for StaffRole {
 }
 
 pub fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
+    // message naming it, before anything is logged in a format nobody asked for.
     let cli = Cli::parse();
+    let log_format = cli.settings.log_format;
+    init_logging(log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -272,17 +229,60 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // With JSON logs the last word is a JSON line too, for the collector.
+            match log_format {
+                crate::config::LogFormat::Json => {
+                    tracing::error!(error = %format!("{e:#}"), "stopped by an error")
+                }
+                crate::config::LogFormat::Text => eprintln!("error: {e:#}"),
+            }
             ExitCode::FAILURE
         }
     }
 }
 
+/// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
+/// JSON form carries each event's span fields (the request id, the route), so a log
+/// collector can follow one request.
+fn init_logging(format: crate::config::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        crate::config::LogFormat::Text => builder.init(),
+        crate::config::LogFormat::Json => builder.json().with_current_span(true).init(),
+    }
+}
+
+/// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
+/// feature; the app reaches `payments-mock` only to start it here).
+#[cfg(feature = "embedded-payments")]
+type EmbeddedMock = payments_mock::RunningMock;
+
+/// A build without the mock has no embedded provider: a type with no values keeps every
+/// caller of [`provider`] the same shape in both builds.
+#[cfg(not(feature = "embedded-payments"))]
+enum EmbeddedMock {}
+
+#[cfg(not(feature = "embedded-payments"))]
+impl EmbeddedMock {
+    async fn shutdown(self) {
+        match self {}
+    }
+}
+
 /// The provider to use: `PAYMENTS_URL`, or the embedded mock started on loopback.
-async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mock::RunningMock>)> {
+async fn provider(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     if let Some(url) = &config.payments_url {
         return Ok((url.clone(), None));
     }
+    start_embedded_mock(config).await
+}
+
+#[cfg(feature = "embedded-payments")]
+async fn start_embedded_mock(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
     let mut mock_config = payments_mock::MockConfig::new(config.payments_data_dir());
     mock_config.webhook_secret = config.webhook_secret.clone();
     let mock = payments_mock::start(
@@ -293,6 +293,13 @@ async fn provider(config: &Config) -> anyhow::Result<(String, Option<payments_mo
     .map_err(|e| anyhow::anyhow!("starting the embedded payments mock: {e}"))?;
     tracing::info!(url = %mock.base_url(), "embedded payments mock started");
     Ok((mock.base_url(), Some(mock)))
+}
+
+#[cfg(not(feature = "embedded-payments"))]
+async fn start_embedded_mock(_config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    anyhow::bail!(
+        "PAYMENTS_URL must be set: this build has no embedded payments mock (it was built without the `embedded-payments` feature)"
+    )
 }
 
 /// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
@@ -395,67 +402,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Eval { scenarios, k, out } => {
-            let dir = scenarios.unwrap_or_else(|| {
-                config
-                    .fixtures_dir
-                    .join("..")
-                    .join("evals")
-                    .join("scenarios")
-            });
-            let model = config
-                .llm
-                .clone()
-                .map(crate::evals::ModelChoice::Llm)
-                .unwrap_or(crate::evals::ModelChoice::BuiltIn);
-            let report = crate::evals::run_suite(
-                &dir,
-                &config.fixtures_dir,
-                model,
-                usize::from(k),
-                |done, total| {
-                    eprint!("\reval: {done}/{total} scenarios");
-                },
-            )
-            .await?;
-            eprintln!();
-            crate::evals::write(&report, &out)?;
-            eprintln!("{}", report.summary());
-            println!("{}", out.join("report.json").display());
-            if report.passed < report.total || report.hard_violations > 0 {
-                anyhow::bail!(
-                    "{} of {} scenarios failed",
-                    report.total - report.passed,
-                    report.total
-                );
-            }
-            Ok(())
-        }
-        Command::GenerateHistory {
-            count,
-            seed,
-            out,
-            style,
-            bank,
-        } => {
-            use crate::generate::ComplaintBank;
-            let policies = crate::policies::load_policy_set(&config.policies_dir())?;
-            let bank = match bank {
-                HistoryBank::Own => ComplaintBank::Own,
-                HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
-                HistoryBank::ExternalHeldout => ComplaintBank::ExternalHeldout,
-            };
-            let tickets = match style {
-                HistoryStyle::Plain => crate::generate::history_with(&policies, seed, count),
-                HistoryStyle::Varied => {
-                    crate::generate::varied_history_from(&policies, seed, count, bank)
-                }
-            };
-            std::fs::write(&out, crate::generate::to_jsonl(&tickets))
-                .with_context(|| format!("writing {}", out.display()))?;
-            eprintln!("wrote {} tickets to {}", tickets.len(), out.display());
-            Ok(())
-        }
+        Command::Eval { .. } => forward_to_refund_evals().await,
         Command::Shadow { history, out } => {
             let (policies, index) = offline_policies(&config).await?;
             let (tickets, bad_lines) = read_history(&history)?;
@@ -574,13 +521,13 @@ const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     config.check_secrets()?;
-    if config.payments_url.is_none() && !config.defaulted_secrets.is_empty() {
+    let (url, mock) = provider(config).await?;
+    if mock.is_some() && !config.defaulted_secrets.is_empty() {
         tracing::warn!(
             defaults = ?config.defaulted_secrets,
             "embedded payments mock: using the public default test secrets (set PAYMENTS_URL, PAYMENTS_API_KEY and PAYMENTS_WEBHOOK_SECRET for a real provider)"
         );
     }
-    let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -594,7 +541,8 @@ async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
             .unwrap_or_else(|| format!("http://{bound}"));
         crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
-    eprintln!("Refund desk on http://{addr}  (console: http://{addr}/console, provider: {url})");
+    // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
+    tracing::info!(url = %format!("http://{addr}"), console = %format!("http://{addr}/console"), provider = %url, "Refund desk serving");
     let stop = crate::worker::StopSignal::default();
     let worker = tokio::spawn(crate::worker::run_until_stopped(
         state.clone(),
@@ -732,7 +680,7 @@ async fn seed(
         }
     }
     let (url, mock) = provider(config).await?;
-    load_world_into_provider(&url, &text).await?;
+    crate::world::load_into_provider(&url, &text).await?;
     world.load_into(&db).await?;
     eprintln!(
         "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
@@ -815,23 +763,44 @@ fn read_history(
     Ok((tickets, bad))
 }
 
-/// Loads a world into a provider that speaks our mock's admin API.
-pub async fn load_world_into_provider(base_url: &str, world_json: &str) -> anyhow::Result<()> {
-    let resp = reqwest::Client::new()
-        .post(format!("{}/__mock/world", base_url.trim_end_matches('/')))
-        .header("content-type", "application/json")
-        .body(world_json.to_string())
-        .send()
+/// `refund-agent eval` (SPEC §7) runs the scenario suite, which lives in the
+/// `refund-evals` binary outside the production library (issue 18: cargo forbids the
+/// app depending on a crate built on it). The command line is handed over unchanged —
+/// both binaries parse the same `config::Settings` and `eval` flags — and the suite's
+/// exit status becomes ours.
+async fn forward_to_refund_evals() -> anyhow::Result<()> {
+    let program = refund_evals_binary()?;
+    let status = tokio::process::Command::new(&program)
+        .args(std::env::args_os().skip(1))
+        .status()
         .await
-        .context("loading the world into the payment provider")?;
-    if !resp.status().is_success() {
-        anyhow::bail!(
-            "the payment provider refused the world: {} {}",
-            resp.status(),
-            resp.text().await.unwrap_or_default()
-        );
+        .with_context(|| format!("running {}", program.display()))?;
+    if !status.success() {
+        anyhow::bail!("{} failed ({status})", program.display());
     }
     Ok(())
+}
+
+/// `refund-evals` beside this executable (where cargo builds both), else on `PATH`.
+fn refund_evals_binary() -> anyhow::Result<PathBuf> {
+    let name = format!("refund-evals{}", std::env::consts::EXE_SUFFIX);
+    let exe = std::env::current_exe().context("locating refund-agent")?;
+    let beside = exe.with_file_name(&name);
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|dir| dir.join(&name))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| {
+            format!(
+                "the scenario suite is the refund-evals binary, found neither beside {} nor on PATH (build it: cargo build -p refund-evals)",
+                exe.display()
+            )
+        })
 }
 
 async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {

@@ -69,3 +69,12 @@ pub fn rfc3339(ms: i64) -> String {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| ms.to_string())
 }
+
+/// A [`Clock`] as the harness takes one (milliseconds only).
+pub struct HarnessClock<'a>(pub &'a dyn Clock);
+
+impl harness::Clock for HarnessClock<'_> {
+    fn now_ms(&self) -> i64 {
+        self.0.now_ms()
+    }
+}

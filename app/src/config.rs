@@ -117,6 +117,9 @@ pub struct Settings {
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub worker_concurrency: Option<u8>,
+    /// How log lines are written to stderr: `text` for people, `json` (one object a line) for a log collector.
+    #[arg(long, global = true, env = "LOG_FORMAT", value_name = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 
     // The stuck-run watchdog (issue 18). A healthy run's longest gap between two
     // progress events is a few model calls that time out (2 min each) or the provider's
@@ -130,6 +133,13 @@ pub struct Settings {
     #[arg(long, global = true, env = "WATCHDOG_HANDOFF_MINUTES", value_name = "WATCHDOG_HANDOFF_MINUTES", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 60))]
     pub watchdog_handoff_minutes: u64,
+}
+
+/// `LOG_FORMAT`: the shape of the log lines (`RUST_LOG` still chooses which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// An `http://` or `https://` URL (or empty, which means unset).

@@ -25,6 +25,8 @@ pub struct AppState {
     pub policies: Arc<PolicySet>,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
+    /// What runs are made with (model, prompt and tool schema versions), recorded on each.
+    pub versions: Arc<harness::Versions>,
     /// Where tools and the workflow read billing records (live: store + provider).
     pub billing: Arc<dyn crate::billing::BillingSource>,
     /// Wakes the background worker when new work is queued.
@@ -151,6 +153,47 @@ fn index_matches_policies(state: &AppState) -> bool {
             .is_ok_and(|hash| hash == state.index.policy_hash())
 }
 
+/// `GET /metrics`: Prometheus text (SPEC §7). Open like `/healthz`: its labels are route
+/// templates, statuses and kinds, never an id, an amount or a person (`metrics`), so it
+/// tells a reader volumes, not secrets; SECURITY.md says how to keep it internal.
+async fn get_metrics(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME).await {
+        Ok(text) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                crate::metrics::CONTENT_TYPE,
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// Counts every answered request by its matched route template and status. It runs
+/// inside the router (a `Router::layer`), where axum has already put `MatchedPath` in
+/// the request; the fallback has none and counts as `unmatched`.
+async fn count_request(request: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let method = request.method().clone();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    crate::metrics::record_http(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
 async fn not_found() -> AppError {
     AppError::NotFound("route")
 }
@@ -194,11 +237,47 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(get_metrics))
         .merge(crate::mcp::routes(&state))
         .merge(crate::pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
+        .layer(axum::middleware::from_fn(count_request))
         .with_state(state);
-    security_headers(router, hsts)
+    request_traces(security_headers(router, hsts))
+}
+
+/// The header that names one request in the logs and in the answer.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Issue 20: every request gets an `x-request-id` — the caller's (a proxy's) if it sent
+/// one, else a new UUID — returned on the response and carried by the request's span, so
+/// each log line of the request names it. The span names the route template, never the
+/// raw URI: sign-in links carry their token in the query.
+fn request_traces(router: Router) -> Router {
+    use axum::http::HeaderName;
+    use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+    use tower_http::trace::{DefaultOnResponse, TraceLayer};
+    let header = HeaderName::from_static(REQUEST_ID_HEADER);
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|request: &Request| {
+            let route = request
+                .extensions()
+                .get::<axum::extract::MatchedPath>()
+                .map_or("unmatched", |p| p.as_str());
+            let request_id = request
+                .headers()
+                .get(REQUEST_ID_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            tracing::info_span!("request", method = %request.method(), route, request_id)
+        })
+        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO));
+    // Listed innermost first: the id is set before the span is made, and copied to the
+    // response after the handler answered.
+    router
+        .layer(PropagateRequestIdLayer::new(header.clone()))
+        .layer(trace)
+        .layer(SetRequestIdLayer::new(header, MakeRequestUuid))
 }
 
 /// Content-Security-Policy of every response: scripts only from our own files (the

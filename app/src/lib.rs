@@ -16,10 +16,9 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
-pub mod evals;
-pub mod generate;
 pub mod http;
 pub mod mcp;
+pub mod metrics;
 pub mod openapi;
 pub mod pages;
 pub mod payments;
@@ -80,6 +79,7 @@ pub async fn build_state(
         payments,
         policies,
         index: Arc::new(index),
+        versions: Arc::new(agent::versions(model.as_ref())),
         model,
         billing,
         wake: Arc::new(tokio::sync::Notify::new()),

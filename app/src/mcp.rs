@@ -289,6 +289,7 @@ fn declarations() -> Vec<ToolDeclaration> {
         description: "The case as the console shows it: status, proposal, the policy decision with \
                       its rule trace, evidence, fingerprint, refunds made, and the ticket's messages.",
         parameters: json!({ "type": "object", "properties": {}, "required": [], "additionalProperties": false }),
+        read_only: true,
     });
     all.push(ToolDeclaration {
         name: GET_RUN,
@@ -296,6 +297,7 @@ fn declarations() -> Vec<ToolDeclaration> {
                       case): status, steps and the whole event log, each tool call with its result.",
         parameters: json!({ "type": "object", "properties": { "run_id": { "type": "string", "maxLength": MAX_ID_CHARS } },
                             "required": [], "additionalProperties": false }),
+        read_only: true,
     });
     all
 }

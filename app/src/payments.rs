@@ -8,6 +8,8 @@
 //! have reached the provider but no answer came back, the result is `Unknown`: the caller
 //! must reconcile, never guess (SPEC invariant 5).
 
+pub mod signature;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -524,6 +524,9 @@ pub async fn advance_intent(
     .bind(intent_id)
     .execute(&mut *conn)
     .await?;
+    if done.rows_affected() == 1 {
+        crate::metrics::record_refund(to);
+    }
     Ok(done.rows_affected() == 1)
 }
 
@@ -636,6 +639,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
     if marked.rows_affected() != 1 {
         return Ok(Step::Unchanged);
     }
+    crate::metrics::record_refund("submitted");
     let request = refund_request(intent);
     let result = state.payments.create_refund(&request).await;
     let now = state.clock.now_ms();

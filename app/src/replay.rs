@@ -38,12 +38,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use time::OffsetDateTime;
 
 use crate::agent::investigator::Investigator;
-use crate::agent::machine::{self, Counters, NewEvent, Next, RunLog};
-use crate::agent::{tools, Exchange, Model, ModelContext, Proposal, ToolCall};
+use crate::agent::rules::RefundRules;
+use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
 use crate::billing::WorldBilling;
+use crate::clock::HarnessClock;
 use crate::clock::{Clock, SystemClock};
 use crate::tickets::{detect_language, Ticket, MAX_MESSAGE_CHARS};
 use crate::world::World;
+use harness::{MemoryLog, NewEvent};
 
 // ---------------------------------------------------------------------------------------
 // The historical-ticket file format (SPEC §7).
@@ -503,7 +505,7 @@ pub async fn investigate_with_clock(
         billing: &billing,
         index,
     };
-    let declarations = tools::declarations();
+    let toolset = tools::toolset(&env, &ticket);
     let customer_messages: Vec<String> = historical
         .messages
         .iter()
@@ -511,63 +513,22 @@ pub async fn investigate_with_clock(
         .map(|m| m.text.clone())
         .collect();
     let model_name = model.name();
+    let clock = HarnessClock(clock);
+    let mut spec = harness::Run::new(model, &toolset, &clock);
+    spec.inputs = &customer_messages;
+    spec.limits = crate::agent::limits();
+    spec.rules = &RefundRules;
 
-    let mut log = MemoryLog::default();
-    let mut counters = Counters::default();
-    let mut handoff = None;
-    let mut escalation = None;
-    let mut proposal = None;
-    loop {
-        match machine::next(&log.state, counters) {
-            // Only a decision or an escalation recorded by the workflow finishes a run;
-            // replay records neither, so this arm ends nothing it has not ended itself.
-            Next::Finished => break,
-            Next::HandOff { reason, .. } => {
-                let summary = machine::handoff_summary(reason, &log.state, counters);
-                escalation = Some(reason.to_string());
-                handoff = Some(summary.clone());
-                log.record(NewEvent::new("handoff", None, summary));
-                break;
-            }
-            Next::RunTools(pending) => {
-                // Owned: each result is folded into the log these intents borrow from.
-                let pending = pending.to_vec();
-                for call in pending {
-                    let result = if machine::tool_may_run(counters) {
-                        let (outcome, duration_ms) =
-                            crate::agent::run_tool(&env, &ticket, &call, clock).await;
-                        counters.tool_calls += 1;
-                        machine::tool_result(&call, &outcome, duration_ms)
-                    } else {
-                        machine::skipped_tool_result(&call)
-                    };
-                    log.record(result);
-                }
-            }
-            Next::Decide(p) => {
-                proposal = Some(p.clone());
-                break;
-            }
-            Next::Exhaust(exhausted) => log.record(exhausted.event()),
-            Next::AskModel => {
-                // Counted before the model is asked, as live commits it.
-                counters.steps += 1;
-                let history = log.state.model_history();
-                let ctx = ModelContext {
-                    customer_messages: &customer_messages,
-                    tools: &declarations,
-                    history: &history,
-                };
-                let (reply, latency_ms) = crate::agent::ask_model(model, &ctx, clock).await;
-                let turn = machine::record_turn(counters.steps, reply, latency_ms, &model_name);
-                for event in turn.events {
-                    log.record(event);
-                }
-            }
-        }
-    }
-
-    let MemoryLog { state, events, .. } = log;
+    let mut log = MemoryLog::new();
+    // An in-memory log cannot fail (its error type is uninhabited).
+    let Ok(ended) = harness::run_loop(&spec, &mut log).await;
+    let (escalation, handoff, proposal) = match ended.outcome {
+        harness::Outcome::HandedOff { reason, summary } => (Some(reason), Some(summary), None),
+        harness::Outcome::Answered(proposal) => (None, None, Some(proposal)),
+        // Nothing cancels a replayed run (it has no parent).
+        harness::Outcome::Cancelled => (Some("cancelled".to_string()), None, None),
+    };
+    let (state, counters, events) = (ended.log, ended.counters, log.events);
     let mut investigation = Investigation {
         ticket_id: historical.id.clone(),
         model: model_name,
@@ -613,25 +574,6 @@ pub async fn investigate_with_clock(
         investigation.proposal = Some(proposal);
     }
     Ok(investigation)
-}
-
-/// The run's event log, in memory: every event is kept and folded as it is recorded.
-/// Seqs count from 1 as in a live log, but only over the loop's own events (live also
-/// logs `run_created` and `state` changes), so a truncation marker's
-/// `result_event_seq` can differ from live's; nothing else does.
-#[derive(Default)]
-struct MemoryLog {
-    state: RunLog,
-    events: Vec<NewEvent>,
-}
-
-impl MemoryLog {
-    fn record(&mut self, event: NewEvent) {
-        let seq = self.events.len() as i64 + 1;
-        self.state
-            .apply(seq, event.kind, event.call_id.as_deref(), &event.payload);
-        self.events.push(event);
-    }
 }
 
 /// The policy decision on an investigation's facts: live versions, or `pins` (what-if).
@@ -903,194 +845,5 @@ mod tests {
     fn negative_deltas_keep_the_currency_scale() {
         assert_eq!(in_scale(Decimal::new(-30, 0), Currency::EUR), "-30.00");
         assert_eq!(in_scale(Decimal::new(9800, 0), Currency::JPY), "9800");
-    }
-
-    // -----------------------------------------------------------------------------------
-    // The replay loop is the live loop: budgets and refusals end a replay with the live
-    // loop's reason (`tests/harness.rs` compares the two runs event by event).
-    // -----------------------------------------------------------------------------------
-
-    use crate::agent::scripted::{self, call, calls, ScriptedModel};
-    use crate::agent::{ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
-    use crate::clock::ManualClock;
-    use serde_json::json;
-
-    const NOW: &str = "2026-11-29T10:00:00Z";
-
-    fn now() -> OffsetDateTime {
-        OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
-            .expect("NOW is RFC 3339")
-    }
-
-    /// The demo customer's ticket ("charged twice"), the demo world as its snapshot.
-    fn demo_ticket() -> HistoricalTicket {
-        let fixtures = crate::config::default_fixtures_dir();
-        let text = std::fs::read_to_string(fixtures.join("billing/demo.json"))
-            .expect("the demo world ships in fixtures/");
-        HistoricalTicket {
-            id: "H-DEMO".into(),
-            created_at: now(),
-            customer_id: "C-100".into(),
-            order_id: None,
-            messages: vec![HistoricalMessage {
-                from: "customer".into(),
-                text: "I was charged twice for my annual plan".into(),
-                at: now(),
-                extra: Default::default(),
-            }],
-            world: World::parse(&text).expect("the demo world parses"),
-            human: HumanDecision {
-                outcome: CaseOutcome::Refund,
-                reason: ReasonCode::DuplicateCharge,
-                refunds: vec![],
-                decided_by: "agent:test".into(),
-                extra: Default::default(),
-            },
-            extra: Default::default(),
-        }
-    }
-
-    fn index() -> (tempfile::TempDir, Arc<PolicyIndex>) {
-        let fixtures = crate::config::default_fixtures_dir();
-        let policies = crate::policies::load_policy_set(&fixtures.join("policies"))
-            .expect("fixtures/policies loads");
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let index = crate::policies::open_index(&dir.path().join("index"), &policies)
-            .expect("the index builds");
-        (dir, Arc::new(index))
-    }
-
-    /// Asserts the replay went to a human for `reason`, with the live handoff summary.
-    fn assert_handed_over(investigation: &Investigation, reason: &str) {
-        assert_eq!(investigation.escalation.as_deref(), Some(reason));
-        assert!(investigation.proposal.is_none() && investigation.facts.is_none());
-        let handoff = investigation.handoff.as_ref().expect("a handoff summary");
-        assert_eq!(handoff["reason"], reason);
-        assert!(handoff["actions_taken"].is_array() && handoff["open_questions"].is_array());
-        assert_eq!(investigation.events.last().map(|e| e.kind), Some("handoff"));
-        assert_eq!(verdict(investigation, None).outcome, CaseOutcome::Escalate);
-    }
-
-    #[tokio::test]
-    async fn replay_ends_each_misbehaving_model_with_the_live_loops_reason() {
-        let (_dir, index) = index();
-        let ticket = demo_ticket();
-        let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
-            Ok(ModelReply {
-                turn: calls(vec![call("get_customer", json!({}))]),
-                usage: Usage {
-                    prompt_tokens: 100_000,
-                    completion_tokens: 20_000,
-                },
-            })
-        });
-        let escalates = ScriptedModel::new("scripted-escalates")
-            .turn(calls(vec![call("get_customer", json!({}))]))
-            .turn(crate::agent::ModelTurn::Escalate {
-                reason: "the customer needs a phone call".into(),
-            });
-        let cases: Vec<(Box<dyn Model>, &str)> = vec![
-            (
-                Box::new(burns_tokens),
-                "the run exhausted its tokens budget (240000 of 200000)",
-            ),
-            (
-                Box::new(scripted::calls_unknown_tool()),
-                "the run exhausted its invalid_tool_calls budget (3 of 3)",
-            ),
-            (
-                Box::new(scripted::sends_string_arguments()),
-                "the run exhausted its invalid_tool_calls budget (3 of 3)",
-            ),
-            (
-                Box::new(scripted::loops_forever()),
-                "the run exhausted its steps budget (24 of 24)",
-            ),
-            (
-                Box::new(scripted::stops_mid_task()),
-                "the run exhausted its model_errors budget (3 of 3)",
-            ),
-            (
-                Box::new(scripted::answers_garbage()),
-                "the run exhausted its model_errors budget (3 of 3)",
-            ),
-            (
-                Box::new(scripted::tries_write_action()),
-                "the model attempted something it may not do (write_attempt)",
-            ),
-            (
-                Box::new(scripted::calls_approve_refund()),
-                "the model attempted something it may not do (approval_attempt)",
-            ),
-            (
-                Box::new(scripted::claims_approval()),
-                "the model attempted something it may not do (approval_claim)",
-            ),
-            (
-                Box::new(escalates),
-                "the model escalated: the customer needs a phone call",
-            ),
-        ];
-        for (model, reason) in cases {
-            let investigation = investigate(model.as_ref(), &index, &ticket)
-                .await
-                .expect("the demo ticket replays");
-            assert_handed_over(&investigation, reason);
-            // A refused turn runs nothing, not even its read-only calls.
-            if reason.contains("write_attempt") {
-                assert!(investigation.exchanges.is_empty());
-                assert_eq!(investigation.violations.len(), 1);
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn replay_spends_wall_time_measured_on_the_injected_clock() {
-        let (_dir, index) = index();
-        let clock = Arc::new(ManualClock::new(now()));
-        let slow = clock.clone();
-        // Each model call takes eight minutes.
-        let model = ScriptedModel::new("scripted-slow").forever(move |ctx| {
-            slow.advance(time::Duration::minutes(8));
-            Ok(calls(vec![call(
-                "search_policy",
-                json!({ "query": format!("duplicate charge {}", ctx.history.len()) }),
-            )]))
-        });
-        let investigation = investigate_with_clock(&model, &index, &demo_ticket(), clock.as_ref())
-            .await
-            .expect("the demo ticket replays");
-        assert_handed_over(
-            &investigation,
-            "the run exhausted its wall_time_ms budget (960000 of 900000)",
-        );
-        assert_eq!(model.calls(), 2);
-        assert_eq!(investigation.active_ms, 16 * 60_000);
-    }
-
-    #[tokio::test]
-    async fn replay_answers_intents_past_the_tool_call_budget_without_running_them() {
-        let (_dir, index) = index();
-        let wide = ScriptedModel::new("scripted-wide").forever(|_| {
-            Ok(calls(
-                (0..6).map(|_| call("list_orders", json!({}))).collect(),
-            ))
-        });
-        let investigation = investigate(&wide, &index, &demo_ticket())
-            .await
-            .expect("the demo ticket replays");
-        assert_handed_over(
-            &investigation,
-            "the run exhausted its tool_calls budget (40 of 40)",
-        );
-        assert_eq!(investigation.tool_calls, MAX_TOOL_CALLS);
-        assert_eq!(investigation.exchanges.len(), 42, "7 turns of 6 calls");
-        let skipped = investigation
-            .exchanges
-            .iter()
-            .filter(|x| x.outcome.content["error"] == "budget_exhausted")
-            .count();
-        assert_eq!(skipped, 2);
-        assert!(investigation.steps < MAX_STEPS);
     }
 }

@@ -16,9 +16,6 @@ use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::store::{new_id, Backend, Db, Tx};
 
-/// Version of the investigator prompt/instructions, recorded on every run.
-pub const PROMPT_VERSION: &str = "investigate-v1";
-
 /// How long a claimed run stays claimed without being renewed. Every versioned status
 /// change renews it; `agent::advance` also renews it while a slow model or tool call is
 /// in flight, so only a worker that stopped making progress loses it.
@@ -83,17 +80,20 @@ pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> App
     let now = state.clock.now_ms();
     let id = new_id("run");
     sqlx::query(
-        "INSERT INTO runs (id, case_id, status, version, model, prompt_version, steps, tool_calls, created_at, updated_at)
-         VALUES ($1, $2, 'ready', 1, $3, $4, 0, 0, $5, $5)",
+        "INSERT INTO runs (id, case_id, status, version, model, prompt_version, tool_schema_version, steps, tool_calls, created_at, updated_at)
+         VALUES ($1, $2, 'ready', 1, $3, $4, $5, 0, 0, $6, $6)",
     )
     .bind(&id)
     .bind(case_id)
-    .bind(state.model.name())
-    .bind(PROMPT_VERSION)
+    .bind(&state.versions.model)
+    .bind(&state.versions.prompt)
+    .bind(&state.versions.tools)
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    append_event(tx, &id, "run_created", None, &serde_json::json!({ "case_id": case_id, "model": state.model.name(), "prompt_version": PROMPT_VERSION }), now).await?;
+    let v = &state.versions;
+    let created = serde_json::json!({ "case_id": case_id, "model": v.model, "prompt_version": v.prompt, "tool_schema_version": v.tools });
+    append_event(tx, &id, "run_created", None, &created, now).await?;
     Ok(id)
 }
 
@@ -260,7 +260,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> AppResult<()> {
     Ok(())
 }
 
-fn run_changed() -> AppError {
+pub fn run_changed() -> AppError {
     AppError::conflict(
         RUN_CHANGED,
         "the run was advanced elsewhere (lease lost or run cancelled)",

@@ -185,6 +185,9 @@ pub struct ShadowReport {
     pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
     pub by_reason: BTreeMap<String, Agreement>,
     pub by_policy_version: BTreeMap<String, Agreement>,
+    /// Agreement per `model · prompt version · tool schema version` the runs were made
+    /// with (one entry for an offline replay; the live report can hold several).
+    pub by_run_versions: BTreeMap<String, Agreement>,
     /// Disagreements per cause (`order_not_found`…).
     pub causes: BTreeMap<String, usize>,
     /// Agreement per `feature=value` of the lines' `features` field, when they have one.
@@ -199,6 +202,22 @@ pub struct ShadowReport {
     pub bad_lines: Vec<LineError>,
     pub seconds: f64,
     pub tickets_per_second: f64,
+}
+
+/// One "agreement per …" table of the HTML report.
+fn agreement_table(title: &str, column: &str, rows: &BTreeMap<String, Agreement>) -> String {
+    let mut out = format!(
+        "<h2>Agreement per {title}</h2><table><tr><th>{column}</th><th>agree</th><th>total</th></tr>"
+    );
+    for (key, a) in rows {
+        out += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(key),
+            a.agree,
+            a.total
+        );
+    }
+    out + "</table>"
 }
 
 fn add_money(
@@ -227,6 +246,8 @@ pub async fn run(
     let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let mut by_reason: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
+    let mut by_run_versions: BTreeMap<String, Agreement> = BTreeMap::new();
+    let run_versions = crate::agent::versions(model).label();
     let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
     let (mut agree_count, mut exact_count) = (0usize, 0usize);
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
@@ -306,6 +327,10 @@ pub async fn run(
         for v in &versions {
             by_version.entry(v.clone()).or_default().add(agree);
         }
+        by_run_versions
+            .entry(run_versions.clone())
+            .or_default()
+            .add(agree);
         add_money(&mut agent_only, &agent.totals(), &human.totals());
         add_money(&mut human_only, &human.totals(), &agent.totals());
         rows.push(ShadowTicket {
@@ -342,6 +367,7 @@ pub async fn run(
         confusion,
         by_reason,
         by_policy_version: by_version,
+        by_run_versions,
         causes,
         by_feature,
         extra_fields: replay::extra_field_counts(tickets),
@@ -409,25 +435,19 @@ pub fn html(report: &ShadowReport) -> String {
         }
         out += "</tr>";
     }
-    out += "</table><h2>Agreement per reason code</h2><table><tr><th>reason</th><th>agree</th><th>total</th></tr>";
-    for (reason, a) in &report.by_reason {
-        out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(reason),
-            a.agree,
-            a.total
-        );
+    out += "</table>";
+    for (title, column, rows) in [
+        ("reason code", "reason", &report.by_reason),
+        ("policy version", "version", &report.by_policy_version),
+        (
+            "model, prompt and tool schema version",
+            "versions",
+            &report.by_run_versions,
+        ),
+    ] {
+        out += &agreement_table(title, column, rows);
     }
-    out += "</table><h2>Agreement per policy version</h2><table><tr><th>version</th><th>agree</th><th>total</th></tr>";
-    for (version, a) in &report.by_policy_version {
-        out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(version),
-            a.agree,
-            a.total
-        );
-    }
-    out += "</table><h2>Disagreements by cause</h2><table><tr><th>cause</th><th>tickets</th></tr>";
+    out += "<h2>Disagreements by cause</h2><table><tr><th>cause</th><th>tickets</th></tr>";
     for (why, n) in &report.causes {
         out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(why));
     }

@@ -351,6 +351,8 @@ pub struct Pair {
     pub agree: bool,
     pub exact: bool,
     pub decided_at: i64,
+    /// `model · prompt version · tool schema version` of the agent run that decided.
+    pub run_versions: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -362,12 +364,16 @@ pub struct LiveShadowReport {
     pub confusion: std::collections::BTreeMap<String, std::collections::BTreeMap<String, usize>>,
     /// Per UTC day: (day, agreed, total).
     pub by_day: Vec<(String, usize, usize)>,
+    /// Per `model · prompt version · tool schema version`: (versions, agreed, total).
+    pub by_run_versions: Vec<(String, usize, usize)>,
     pub disagreements: Vec<Pair>,
 }
 
 pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
     let rows = sqlx::query(
-        "SELECT case_id, agent_outcome, agent_reason, agent_refunds, human_outcome, human_reason, human_refunds, decided_at
+        "SELECT case_id, agent_outcome, agent_reason, agent_refunds, human_outcome, human_reason, human_refunds, decided_at,
+                (SELECT r.model || ' · ' || r.prompt_version || ' · ' || r.tool_schema_version FROM runs r
+                  WHERE r.case_id = shadow_pairs.case_id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS run_versions
          FROM shadow_pairs ORDER BY created_at",
     )
     .fetch_all(db.pool())
@@ -406,6 +412,9 @@ pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
             agent,
             human,
             decided_at,
+            run_versions: r
+                .try_get::<Option<String>, _>("run_versions")?
+                .unwrap_or_else(|| "unrecorded".into()),
         });
     }
     let decided = pairs.len();
@@ -421,7 +430,11 @@ pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
         std::collections::BTreeMap<String, usize>,
     > = Default::default();
     let mut days: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    let mut versions: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
     for p in &pairs {
+        let v = versions.entry(p.run_versions.clone()).or_default();
+        v.0 += usize::from(p.agree);
+        v.1 += 1;
         *confusion
             .entry(p.human.outcome.as_str().into())
             .or_default()
@@ -439,6 +452,7 @@ pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
         exact_agreement: rate(pairs.iter().filter(|p| p.exact).count()),
         confusion,
         by_day: days.into_iter().map(|(d, (a, t))| (d, a, t)).collect(),
+        by_run_versions: versions.into_iter().map(|(v, (a, t))| (v, a, t)).collect(),
         disagreements: pairs.into_iter().filter(|p| !p.exact).collect(),
     })
 }

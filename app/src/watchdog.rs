@@ -27,12 +27,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::Row;
 
-use crate::agent::machine::RunLog;
+use crate::agent::Proposal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
 use crate::runs::{self, status, Event, Run, Stalled};
 use crate::store::Db;
+
+/// The run's log as the harness folds it (the answer is the agent's proposal).
+type RunLog = harness::RunLog<Proposal>;
 
 /// The two periods, from `WATCHDOG_STUCK_MINUTES` and `WATCHDOG_HANDOFF_MINUTES`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +128,11 @@ pub fn waiting_on(
         let field = |name: &str| last_dependency_event.and_then(|p| p[name].as_str());
         return WaitingOn::Dependency {
             dependency: field("dependency").unwrap_or("payment_provider").into(),
-            attempts: log.dependency_waits,
+            attempts: log
+                .other
+                .get("dependency_unavailable")
+                .copied()
+                .unwrap_or(0),
             error: field("error").map(str::to_string),
         };
     }
@@ -143,6 +150,9 @@ pub fn waiting_on(
         _ => WaitingOn::Worker,
     }
 }
+
+/// Every `WaitingOn::label`, for the `stuck_runs` gauge.
+pub const WAITING_ON: [&str; 5] = ["worker", "model", "tool", "payment_provider", "dead_worker"];
 
 impl WaitingOn {
     pub fn label(&self) -> &'static str {
@@ -501,6 +511,10 @@ mod tests {
             ),
         ];
         for (run, log, expected) in cases {
+            assert!(
+                WAITING_ON.contains(&expected.label()),
+                "the gauge lists {expected:?}"
+            );
             assert_eq!(
                 waiting_on(&run, &log, None, NOW),
                 expected,

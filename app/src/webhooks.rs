@@ -1,8 +1,8 @@
 //! Provider webhooks: `POST /api/v1/webhooks/payments`.
 //!
 //! The raw body is checked against `Stripe-Signature` (HMAC-SHA256, any `v1` may match,
-//! constant-time, 300 s tolerance against the app's `Clock`) with the shared
-//! `payments_mock::verify_signature`, before anything is parsed (SPEC invariant 12). A
+//! constant-time, 300 s tolerance against the app's `Clock`) by the payments adapter's
+//! own `payments::signature::verify`, before anything is parsed (SPEC invariant 12). A
 //! refund event then moves its intent forward only: each event id is recorded in
 //! `webhook_events` in the same transaction as the change it causes, so a duplicate
 //! delivery changes nothing, and a late or out-of-order event can never move an intent
@@ -37,7 +37,7 @@ use crate::refunds;
 pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
 
 /// Stripe's default tolerance for the signed timestamp.
-pub const TOLERANCE_SECS: i64 = payments_mock::DEFAULT_TOLERANCE_SECS;
+pub const TOLERANCE_SECS: i64 = crate::payments::signature::DEFAULT_TOLERANCE_SECS;
 
 /// The secret that signs provider webhooks. Its `Debug` never shows it.
 #[derive(Clone)]
@@ -157,15 +157,17 @@ pub async fn post_payments_webhook(
         .unwrap_or("");
     let now_secs = state.clock.now_ms().div_euclid(1000);
     if let Err(e) =
-        payments_mock::verify_signature(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
+        crate::payments::signature::verify(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
     {
         tracing::warn!(error = %e, "webhook refused: bad signature");
+        crate::metrics::record_webhook("invalid_signature");
         return Err(AppError::bad_request("invalid_signature", e.to_string()));
     }
     let event: Event = serde_json::from_slice(&body).map_err(|e| {
         AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
     })?;
     let outcome = process_event(&state, &event).await?;
+    crate::metrics::record_webhook(outcome.as_str());
     tracing::info!(event_id = %event.id, event_type = %event.kind, outcome = outcome.as_str(), "webhook processed");
     Ok(Json(WebhookAck {
         received: true,

@@ -5,6 +5,7 @@
 //! Loading validates everything first and writes in one transaction: a bad file changes
 //! nothing.
 
+use anyhow::Context;
 use policy_engine::{Currency, Money, Product, Region};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -205,4 +206,25 @@ pub fn serde_plain<T: Serialize>(value: &T) -> String {
 pub fn parse_plain<T: serde::de::DeserializeOwned>(s: &str) -> anyhow::Result<T> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
         .map_err(|e| anyhow::anyhow!("'{s}': {e}"))
+}
+
+/// Loads a world (its JSON text) into a provider that speaks our mock's admin API
+/// (`POST /__mock/world`): `seed`, the scenario suite and the tests load the provider's
+/// half of a world this way; the app's half goes through [`World::load_into`].
+pub async fn load_into_provider(base_url: &str, world_json: &str) -> anyhow::Result<()> {
+    let resp = reqwest::Client::new()
+        .post(format!("{}/__mock/world", base_url.trim_end_matches('/')))
+        .header("content-type", "application/json")
+        .body(world_json.to_string())
+        .send()
+        .await
+        .context("loading the world into the payment provider")?;
+    if !resp.status().is_success() {
+        anyhow::bail!(
+            "the payment provider refused the world: {} {}",
+            resp.status(),
+            resp.text().await.unwrap_or_default()
+        );
+    }
+    Ok(())
 }

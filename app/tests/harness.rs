@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use app::agent::investigator::Investigator;
-use app::agent::scripted::{self, call, calls, ScriptedModel};
 use app::agent::{
     BoxFuture, Model, ModelContext, ModelTurn, Proposal, Usage, MAX_STEPS, MAX_TOOL_CALLS,
     MAX_TOOL_RESULT_BYTES,
@@ -23,6 +22,7 @@ use app::http::AppState;
 use app::payments::{ProviderCharge, ProviderRefund};
 use app::runs;
 use axum::http::StatusCode;
+use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
 use sqlx::Row;
 use support::{spawn_app, spawn_app_with_model, TestApp};
@@ -832,7 +832,7 @@ async fn replay_hands_over_when_the_model_escalates_as_live_does() {
         Arc::new(
             ScriptedModel::new("scripted-escalates")
                 .turn(calls(vec![call("get_customer", json!({}))]))
-                .turn(ModelTurn::Escalate {
+                .turn(ModelTurn::HandOff {
                     reason: "the customer needs a phone call".into(),
                 }),
         )
@@ -1042,7 +1042,7 @@ async fn a_large_tool_result_is_stored_once_and_shown_truncated_to_the_model() {
             .turn(calls(vec![call("list_orders", json!({}))]))
             .step(move |ctx| {
                 *saw.lock().unwrap() = Some(ctx.history[0].outcome.content.clone());
-                Ok(ModelTurn::Escalate {
+                Ok(ModelTurn::HandOff {
                     reason: "too many orders to tell".into(),
                 })
             }),
@@ -1078,8 +1078,8 @@ async fn a_large_tool_result_is_stored_once_and_shown_truncated_to_the_model() {
 #[tokio::test]
 async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
     let model = Arc::new(
-        ScriptedModel::new("scripted-proposer").turn(ModelTurn::Propose {
-            proposal: Proposal {
+        ScriptedModel::new("scripted-proposer").turn(ModelTurn::Answer {
+            answer: Proposal {
                 request: policy_engine::RequestKind::DuplicateCharge,
                 order_id: Some("O-1001".into()),
                 reason_code: "duplicate_charge".into(),
@@ -1157,7 +1157,7 @@ impl Tripwire {
 
 struct TripModel(Arc<Tripwire>);
 
-impl Model for TripModel {
+impl harness::Model<app::agent::Proposal> for TripModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }
@@ -1327,7 +1327,7 @@ struct GatedModel {
     release: Notify,
 }
 
-impl Model for GatedModel {
+impl harness::Model<app::agent::Proposal> for GatedModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }
@@ -1499,4 +1499,27 @@ impl ClockMs for TestApp {
         use app::clock::Clock;
         self.clock.now_ms()
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// What a run was made with (issue 18): model, prompt version, tool schema version.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn every_run_records_its_model_prompt_version_and_tool_schema_version() {
+    let model: Arc<dyn Model> = Arc::new(app::agent::investigator::Investigator);
+    let (app, _case, events) = investigate_with(model.clone()).await;
+    let created = first(&events, "run_created")["payload"].clone();
+    let expected = app::agent::versions(model.as_ref());
+    assert_eq!(created["model"], expected.model.as_str());
+    assert_eq!(
+        created["prompt_version"],
+        app::agent::prompt::PROMPT_VERSION
+    );
+    assert_eq!(created["tool_schema_version"], expected.tools.as_str());
+    assert!(expected.tools.starts_with("tools-"), "{expected:?}");
+    // The tool schema version follows the schemas: another tool set is another version.
+    let fewer = &app::agent::tools::declarations()[1..];
+    assert_ne!(harness::schema_version(fewer), expected.tools);
+    drop(app);
 }

@@ -118,6 +118,76 @@ fn serve_help_lists_every_variable_with_its_default_and_the_version_is_printed()
 }
 
 #[test]
+fn an_unknown_log_format_stops_start_up_naming_the_variable() {
+    assert_refused("LOG_FORMAT", "bogus");
+}
+
+/// Issue 20: `LOG_FORMAT=json` makes every log line one JSON object, and a request's
+/// lines carry the `x-request-id` it was answered with (the request span's field).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_format_json_writes_json_lines_that_carry_the_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let env = [
+        ("LOG_FORMAT", "json".to_string()),
+        ("RUST_LOG", "info,sqlx=warn,tantivy=warn".to_string()),
+    ];
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut serve = start_serve_logging_to(&dir.path().join("data"), &env, log.into()).await;
+    let response = reqwest::Client::new()
+        .get(format!("{}/healthz", serve.base))
+        .header("x-request-id", "json-log-test-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "json-log-test-1");
+    // The response line is written (unbuffered) before the answer leaves the server.
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+
+    let lines: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.iter().any(|l| l["fields"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("embedded payments mock started"))));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["span"]["request_id"] == "json-log-test-1"
+                && l["span"]["route"] == "/healthz"),
+        "a line of the request names its id and route:\n{text}"
+    );
+}
+
+#[test]
+fn with_json_logs_a_refused_start_up_is_a_json_line_naming_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = refund_agent(&dir.path().join("data"))
+        .env("LOG_FORMAT", "json")
+        .env("PAYMENTS_URL", "http://127.0.0.1:9")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["level"] == "ERROR"
+            && l["fields"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("PAYMENTS_WEBHOOK_SECRET"))),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn staff_add_refuses_a_role_that_is_not_one_of_the_three() {
     let dir = tempfile::tempdir().unwrap();
     let out = refund_agent(&dir.path().join("data"))
@@ -256,6 +326,15 @@ impl Drop for Serve {
 /// `serve` on a free port against the test's provider and database; returns once it
 /// answers `/readyz`.
 async fn start_serve(data: &std::path::Path, env: &[(&str, String)]) -> Serve {
+    start_serve_logging_to(data, env, Stdio::null()).await
+}
+
+/// [`start_serve`], its log (stderr) going to `stderr`.
+async fn start_serve_logging_to(
+    data: &std::path::Path,
+    env: &[(&str, String)],
+    stderr: Stdio,
+) -> Serve {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -266,7 +345,7 @@ async fn start_serve(data: &std::path::Path, env: &[(&str, String)]) -> Serve {
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap(),
         base: format!("http://127.0.0.1:{port}"),

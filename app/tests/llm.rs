@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use app::agent::llm::LlmModel;
 use app::agent::tools::{self, ToolDeclaration};
-use app::agent::{Model, ModelContext, ModelTurn, Usage};
+use app::agent::{ModelContext, ModelTurn, Usage};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use harness::Model as _;
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -146,7 +147,7 @@ fn customer_messages() -> Vec<String> {
 async fn turn_of(model: &LlmModel, declarations: &[ToolDeclaration]) -> anyhow::Result<ModelTurn> {
     let customer = customer_messages();
     let ctx = ModelContext {
-        customer_messages: &customer,
+        inputs: &customer,
         tools: declarations,
         history: &[],
     };
@@ -163,7 +164,7 @@ async fn tool_calls_with_string_arguments_become_tool_calls_and_usage_is_reporte
     let declarations = tools::declarations();
     let customer = customer_messages();
     let ctx = ModelContext {
-        customer_messages: &customer,
+        inputs: &customer,
         tools: &declarations,
         history: &[],
     };
@@ -206,7 +207,7 @@ async fn a_submit_proposal_call_becomes_a_proposal() {
     let turn = turn_of(&server.model(), &tools::declarations())
         .await
         .unwrap();
-    let ModelTurn::Propose { proposal } = turn else {
+    let ModelTurn::Answer { answer: proposal } = turn else {
         panic!("{turn:?}")
     };
     assert_eq!(proposal.order_id.as_deref(), Some("O-1001"));
@@ -227,7 +228,7 @@ async fn an_escalate_to_human_call_becomes_an_escalation() {
         .unwrap();
     assert_eq!(
         turn,
-        ModelTurn::Escalate {
+        ModelTurn::HandOff {
             reason: "the customer mentions a chargeback".into()
         }
     );

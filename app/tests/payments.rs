@@ -665,7 +665,7 @@ async fn pending_refund_profile(app: &TestApp) {
             charge["refund_profile"] = json!("pending");
         }
     }
-    app::cli::load_world_into_provider(&app.mock.base_url(), &world.to_string())
+    app::world::load_into_provider(&app.mock.base_url(), &world.to_string())
         .await
         .unwrap();
 }

@@ -97,7 +97,7 @@ impl Cluster {
         .await
         .expect("the payments mock starts");
         let world = duplicate_charge_world(customers).to_string();
-        app::cli::load_world_into_provider(&mock.base_url(), &world)
+        app::world::load_into_provider(&mock.base_url(), &world)
             .await
             .expect("world loads into the mock");
         let postgres = support::fresh_postgres_url("rd_scale").await;

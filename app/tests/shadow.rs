@@ -125,8 +125,8 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
 /// by run, event by event.)
 #[tokio::test]
 async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals() {
-    use app::agent::scripted::{self, call, calls, ScriptedModel};
     use app::agent::{Model, ModelReply, Usage};
+    use refund_evals::scripted::{self, call, calls, ScriptedModel};
 
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
@@ -193,5 +193,204 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
             assert_eq!(trace["escalation"], reason, "{}", row.id);
             assert_eq!(trace["handoff"]["reason"], reason, "{}", row.id);
         }
+    }
+}
+
+/// The replay loop is the live loop: budgets and refusals end a replay with the live
+/// loop's reason (`tests/harness.rs` compares the two runs event by event). These were
+/// `replay`'s unit tests until the scripted models left the app's library (issue 18).
+mod replay_loop {
+    use std::sync::Arc;
+
+    use app::agent::{Model, ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
+    use app::clock::ManualClock;
+    use app::replay::{
+        investigate, investigate_with_clock, verdict, CaseOutcome, HistoricalMessage,
+        HistoricalTicket, HumanDecision, Investigation,
+    };
+    use app::world::World;
+    use policy_engine::ReasonCode;
+    use rag_index::PolicyIndex;
+    use refund_evals::scripted::{self, call, calls, ScriptedModel};
+    use serde_json::json;
+    use time::OffsetDateTime;
+
+    const NOW: &str = "2026-11-29T10:00:00Z";
+
+    fn now() -> OffsetDateTime {
+        OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
+            .expect("NOW is RFC 3339")
+    }
+
+    /// The demo customer's ticket ("charged twice"), the demo world as its snapshot.
+    fn demo_ticket() -> HistoricalTicket {
+        let fixtures = app::config::default_fixtures_dir();
+        let text = std::fs::read_to_string(fixtures.join("billing/demo.json"))
+            .expect("the demo world ships in fixtures/");
+        HistoricalTicket {
+            id: "H-DEMO".into(),
+            created_at: now(),
+            customer_id: "C-100".into(),
+            order_id: None,
+            messages: vec![HistoricalMessage {
+                from: "customer".into(),
+                text: "I was charged twice for my annual plan".into(),
+                at: now(),
+                extra: Default::default(),
+            }],
+            world: World::parse(&text).expect("the demo world parses"),
+            human: HumanDecision {
+                outcome: CaseOutcome::Refund,
+                reason: ReasonCode::DuplicateCharge,
+                refunds: vec![],
+                decided_by: "agent:test".into(),
+                extra: Default::default(),
+            },
+            extra: Default::default(),
+        }
+    }
+
+    fn index() -> (tempfile::TempDir, Arc<PolicyIndex>) {
+        let fixtures = app::config::default_fixtures_dir();
+        let policies = app::policies::load_policy_set(&fixtures.join("policies"))
+            .expect("fixtures/policies loads");
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let index = app::policies::open_index(&dir.path().join("index"), &policies)
+            .expect("the index builds");
+        (dir, Arc::new(index))
+    }
+
+    /// Asserts the replay went to a human for `reason`, with the live handoff summary.
+    fn assert_handed_over(investigation: &Investigation, reason: &str) {
+        assert_eq!(investigation.escalation.as_deref(), Some(reason));
+        assert!(investigation.proposal.is_none() && investigation.facts.is_none());
+        let handoff = investigation.handoff.as_ref().expect("a handoff summary");
+        assert_eq!(handoff["reason"], reason);
+        assert!(handoff["actions_taken"].is_array() && handoff["open_questions"].is_array());
+        assert_eq!(investigation.events.last().map(|e| e.kind), Some("handoff"));
+        assert_eq!(verdict(investigation, None).outcome, CaseOutcome::Escalate);
+    }
+
+    #[tokio::test]
+    async fn replay_ends_each_misbehaving_model_with_the_live_loops_reason() {
+        let (_dir, index) = index();
+        let ticket = demo_ticket();
+        let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
+            Ok(ModelReply {
+                turn: calls(vec![call("get_customer", json!({}))]),
+                usage: Usage {
+                    prompt_tokens: 100_000,
+                    completion_tokens: 20_000,
+                },
+            })
+        });
+        let escalates = ScriptedModel::new("scripted-escalates")
+            .turn(calls(vec![call("get_customer", json!({}))]))
+            .turn(app::agent::ModelTurn::HandOff {
+                reason: "the customer needs a phone call".into(),
+            });
+        let cases: Vec<(Box<dyn Model>, &str)> = vec![
+            (
+                Box::new(burns_tokens),
+                "the run exhausted its tokens budget (240000 of 200000)",
+            ),
+            (
+                Box::new(scripted::calls_unknown_tool()),
+                "the run exhausted its invalid_tool_calls budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::sends_string_arguments()),
+                "the run exhausted its invalid_tool_calls budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::loops_forever()),
+                "the run exhausted its steps budget (24 of 24)",
+            ),
+            (
+                Box::new(scripted::stops_mid_task()),
+                "the run exhausted its model_errors budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::answers_garbage()),
+                "the run exhausted its model_errors budget (3 of 3)",
+            ),
+            (
+                Box::new(scripted::tries_write_action()),
+                "the model attempted something it may not do (write_attempt)",
+            ),
+            (
+                Box::new(scripted::calls_approve_refund()),
+                "the model attempted something it may not do (approval_attempt)",
+            ),
+            (
+                Box::new(scripted::claims_approval()),
+                "the model attempted something it may not do (approval_claim)",
+            ),
+            (
+                Box::new(escalates),
+                "the model escalated: the customer needs a phone call",
+            ),
+        ];
+        for (model, reason) in cases {
+            let investigation = investigate(model.as_ref(), &index, &ticket)
+                .await
+                .expect("the demo ticket replays");
+            assert_handed_over(&investigation, reason);
+            // A refused turn runs nothing, not even its read-only calls.
+            if reason.contains("write_attempt") {
+                assert!(investigation.exchanges.is_empty());
+                assert_eq!(investigation.violations.len(), 1);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn replay_spends_wall_time_measured_on_the_injected_clock() {
+        let (_dir, index) = index();
+        let clock = Arc::new(ManualClock::new(now()));
+        let slow = clock.clone();
+        // Each model call takes eight minutes.
+        let model = ScriptedModel::new("scripted-slow").forever(move |ctx| {
+            slow.advance(time::Duration::minutes(8));
+            Ok(calls(vec![call(
+                "search_policy",
+                json!({ "query": format!("duplicate charge {}", ctx.history.len()) }),
+            )]))
+        });
+        let investigation = investigate_with_clock(&model, &index, &demo_ticket(), clock.as_ref())
+            .await
+            .expect("the demo ticket replays");
+        assert_handed_over(
+            &investigation,
+            "the run exhausted its wall_time_ms budget (960000 of 900000)",
+        );
+        assert_eq!(model.calls(), 2);
+        assert_eq!(investigation.active_ms, 16 * 60_000);
+    }
+
+    #[tokio::test]
+    async fn replay_answers_intents_past_the_tool_call_budget_without_running_them() {
+        let (_dir, index) = index();
+        let wide = ScriptedModel::new("scripted-wide").forever(|_| {
+            Ok(calls(
+                (0..6).map(|_| call("list_orders", json!({}))).collect(),
+            ))
+        });
+        let investigation = investigate(&wide, &index, &demo_ticket())
+            .await
+            .expect("the demo ticket replays");
+        assert_handed_over(
+            &investigation,
+            "the run exhausted its tool_calls budget (40 of 40)",
+        );
+        assert_eq!(investigation.tool_calls, MAX_TOOL_CALLS);
+        assert_eq!(investigation.exchanges.len(), 42, "7 turns of 6 calls");
+        let skipped = investigation
+            .exchanges
+            .iter()
+            .filter(|x| x.outcome.content["error"] == "budget_exhausted")
+            .count();
+        assert_eq!(skipped, 2);
+        assert!(investigation.steps < MAX_STEPS);
     }
 }

@@ -7,12 +7,12 @@ mod support;
 
 use std::sync::Arc;
 
-use app::agent::scripted::ScriptedModel;
 use app::agent::{ModelTurn, Proposal};
 use app::runs::{self, NewEvent, Run};
 use app::watchdog::{self, ScanReport};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use refund_evals::scripted::ScriptedModel;
 use serde_json::{json, Value};
 use sqlx::Row;
 use support::{spawn_app, spawn_app_with_model, TestApp};
@@ -187,6 +187,14 @@ async fn a_run_whose_worker_died_is_flagged_after_the_first_period_and_handed_to
     );
     let trace = console_page(&app, &format!("/console/runs/{run_id}")).await;
     assert!(trace.contains("watchdog_flagged"));
+    let (status, metrics) = app
+        .raw(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        metrics.contains("refund_desk_stuck_runs{kind=\"dead_worker\"} 1"),
+        "{metrics}"
+    );
 
     // Later scans in the same stall flag nothing more, until the second period is over.
     app.clock.advance(minutes(29));
@@ -315,8 +323,8 @@ async fn two_scanners_at_once_flag_a_stuck_run_once_and_hand_it_off_once() {
 
 #[tokio::test]
 async fn a_run_resting_on_the_payment_provider_is_diagnosed_as_waiting_on_it() {
-    let proposer = ScriptedModel::new("scripted-proposer").turn(ModelTurn::Propose {
-        proposal: Proposal {
+    let proposer = ScriptedModel::new("scripted-proposer").turn(ModelTurn::Answer {
+        answer: Proposal {
             request: policy_engine::RequestKind::DuplicateCharge,
             order_id: Some("O-1001".into()),
             reason_code: "duplicate_charge".into(),
@@ -376,7 +384,7 @@ async fn a_run_awaiting_approval_is_never_flagged_a_human_owns_it() {
 /// renewing its lease, as long as the model call's timeout allows.
 struct HungModel;
 
-impl app::agent::Model for HungModel {
+impl harness::Model<Proposal> for HungModel {
     fn name(&self) -> String {
         "hung".into()
     }

@@ -27,8 +27,7 @@ use crate::resolve::{
 
 use super::records_kind;
 use super::{
-    BoxFuture, EvidenceRef, Exchange, Model, ModelContext, ModelTurn, Proposal, ProposedRefund,
-    ToolCall,
+    BoxFuture, EvidenceRef, Exchange, ModelContext, ModelTurn, Proposal, ProposedRefund, ToolCall,
 };
 
 pub struct Investigator;
@@ -511,7 +510,7 @@ fn candidate(order: &Value, history: &[Exchange]) -> OrderCandidate {
     }
 }
 
-impl Model for Investigator {
+impl harness::Model<crate::agent::Proposal> for Investigator {
     fn name(&self) -> String {
         "builtin-investigator".to_string()
     }
@@ -526,7 +525,7 @@ impl Model for Investigator {
 
 fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let history = ctx.history;
-    let text = ctx.customer_messages.join("\n");
+    let text = ctx.inputs.join("\n");
     let text_kind = classify(&text);
 
     if !attempted(history, "get_customer", None) || !attempted(history, "list_orders", None) {
@@ -543,7 +542,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
         results(history, "get_customer").next(),
         results(history, "list_orders").next(),
     ) else {
-        return ModelTurn::Escalate {
+        return ModelTurn::HandOff {
             reason: "the customer's billing records could not be read".into(),
         };
     };
@@ -621,7 +620,7 @@ fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
         };
     }
     let Some(charges_call) = charges_result(history, &order_id) else {
-        return ModelTurn::Escalate {
+        return ModelTurn::HandOff {
             reason: format!("the charges of order {order_id} could not be read"),
         };
     };
@@ -704,7 +703,7 @@ fn resolve_order(
     candidates: &[OrderCandidate],
 ) -> Resolution {
     resolve::resolve(&ResolveInput {
-        messages: ctx.customer_messages,
+        messages: ctx.inputs,
         form_order: None,
         request,
         orders: candidates,
@@ -887,8 +886,8 @@ fn propose(
         (_, _) if order_id.is_none() => "insufficient_info",
         _ => "other",
     };
-    ModelTurn::Propose {
-        proposal: Proposal {
+    ModelTurn::Answer {
+        answer: Proposal {
             request,
             order_id,
             reason_code: reason_code.to_string(),

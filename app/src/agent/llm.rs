@@ -21,7 +21,7 @@ use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
 use super::context::{self, ContextBudget};
-use super::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn, Proposal, ToolCall, Usage};
+use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, Proposal, ToolCall, Usage};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
@@ -129,7 +129,7 @@ impl LlmModel {
         }
         json!({
             "model": self.model,
-            "messages": context::build_messages(context::SYSTEM_PROMPT, ctx, &self.budget),
+            "messages": super::prompt::build_messages(ctx, &self.budget),
             "tools": tools,
         })
     }
@@ -200,7 +200,7 @@ impl LlmModel {
     }
 }
 
-impl Model for LlmModel {
+impl harness::Model<crate::agent::Proposal> for LlmModel {
     fn name(&self) -> String {
         format!("llm:{}", self.model)
     }
@@ -350,12 +350,12 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
     // An answer ends the turn; read calls made alongside it would never be seen. An
     // escalation wins over a proposal: when a model says both, a human should look.
     let turn = if let Some(call) = calls.iter().find(|c| c.name == ESCALATE_TO_HUMAN) {
-        ModelTurn::Escalate {
+        ModelTurn::HandOff {
             reason: escalation_reason(&call.arguments),
         }
     } else if let Some(call) = calls.iter().find(|c| c.name == SUBMIT_PROPOSAL) {
-        ModelTurn::Propose {
-            proposal: proposal(&call.arguments)?,
+        ModelTurn::Answer {
+            answer: proposal(&call.arguments)?,
         }
     } else {
         ModelTurn::ToolCalls { calls }
@@ -469,7 +469,7 @@ mod tests {
             "tool_calls",
         ))
         .unwrap();
-        assert!(matches!(r.turn, ModelTurn::Propose { .. }));
+        assert!(matches!(r.turn, ModelTurn::Answer { .. }));
         let r = parse_response(&response(
             json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, &args), call("e", ESCALATE_TO_HUMAN, r#"{"reason":"unsure"}"#)] }),
             "tool_calls",
@@ -477,7 +477,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             r.turn,
-            ModelTurn::Escalate {
+            ModelTurn::HandOff {
                 reason: "unsure".into()
             }
         );
@@ -486,7 +486,7 @@ mod tests {
             "tool_calls",
         ))
         .unwrap();
-        assert_eq!(r.turn, ModelTurn::Escalate { reason: "{".into() });
+        assert_eq!(r.turn, ModelTurn::HandOff { reason: "{".into() });
     }
 
     #[test]
@@ -541,7 +541,7 @@ mod tests {
         let declarations = crate::agent::tools::declarations();
         let customer = vec!["hi".to_string()];
         let ctx = ModelContext {
-            customer_messages: &customer,
+            inputs: &customer,
             tools: &declarations,
             history: &[],
         };

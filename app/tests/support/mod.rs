@@ -72,7 +72,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
     )
     .await
     .expect("the payments mock starts");
-    app::cli::load_world_into_provider(&mock.base_url(), &demo_world_text())
+    app::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
 

@@ -1,252 +1,45 @@
-//! Large, deterministic sets of historical tickets (SPEC §7 "Files") for load: the
-//! shadow-replay benchmark (`app/benches/product.rs`) and anyone who needs thousands of
-//! realistic tickets rather than the 70 hand-labelled ones in `fixtures/history/`.
-//!
-//! Each ticket has its own small billing world (a customer, one to three orders, their
-//! charges and refunds, sometimes another customer's order) drawn from a scenario mix
-//! that covers every region (CN, US, EU, JP — so CNY, USD, EUR and JPY), every product,
-//! every reason code, and dates on both sides of 2026-07-01, so both RP-001 versions
-//! (and RP-004 versions) are in force for some tickets. Messages are English or Chinese.
-//!
-//! **How the labels are made, and what that means.** The `human` decision of each ticket
-//! is *computed*: the facts its world implies are gathered by `workflow::gather_facts`
-//! (over a `WorldBilling` snapshot, exactly as a replay gathers them) for the request
-//! kind and order the scenario intends, and `policy_engine::decide` labels them under
-//! the versions in force on the ticket's date. The labels are therefore policy-correct
-//! by construction — they are not an independent check of the policy engine (that is
-//! what the hand-written `evals/history/generate.py` fixture is for). Agreement with
-//! them measures only whether the investigator read the request and the order as the
-//! scenario meant; use these sets for load and growth curves, not for accuracy claims.
-//!
-//! `varied` (the `--style varied` of `generate-history`) rewrites these worlds and texts
-//! so that they vary independently of the investigator: id schemes, many orders,
-//! EN/ZH/JA phrase banks kept as data, follow-ups, typos (see `varied`).
-//!
-//! Deterministic: the same `(seed, n)` gives the same tickets, byte for byte, on every
-//! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module
-//! does not do: touch a database, a provider or the network.
+//! One generated ticket while it is built: its billing world, drawn for the scenario
+//! of the mix, the customer's messages, and the request and order its label is for;
+//! `finish` labels it with the policy engine.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use app::billing::WorldBilling;
+use app::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
+use app::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 use policy_engine::{Currency, Money, PolicySet, Product, Region, RequestKind};
 use time::{Duration, OffsetDateTime};
 
-use crate::billing::WorldBilling;
-use crate::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
-use crate::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
-
-mod varied;
-pub use varied::{varied_history, varied_history_from, varied_history_with, ComplaintBank};
+use super::mix::{currency, first_day, payment_method, pick_scenario, prices, Scenario, NAMES};
+use super::rng::SplitMix64;
 
 /// Who "decided" a generated ticket: the policy engine, not a person.
 pub const DECIDED_BY: &str = "generated:policy-engine";
 
-/// `n` tickets from `seed`, labelled under the policies shipped in `fixtures/policies/`.
-///
-/// Panics if the fixture policies cannot be read: this is a load generator for benches
-/// and tests run from a checkout, not a request path. Use [`history_with`] to pass a
-/// policy set explicitly.
-pub fn history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = crate::config::default_fixtures_dir().join("policies");
-    let policies = crate::policies::load_policy_set(&dir)
-        .expect("the fixture policies ship with the repository");
-    history_with(&policies, seed, n)
-}
-
-/// `n` tickets from `seed`, labelled under `policies`.
-pub fn history_with(policies: &PolicySet, seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let mut rng = SplitMix64::new(seed);
-    (0..n)
-        .map(|i| {
-            let draft = Draft::new(&mut rng, seed, i);
-            draft.finish(policies)
-        })
-        .collect()
-}
-
-/// One ticket per line, in the order given; `replay::parse_history` reads it back.
-pub fn to_jsonl(tickets: &[HistoricalTicket]) -> String {
-    let mut out = String::new();
-    for ticket in tickets {
-        out += &serde_json::to_string(ticket)
-            .expect("a historical ticket is plain data and always serialises");
-        out.push('\n');
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------------------
-// Randomness: SplitMix64, so the stream never changes with a dependency's version.
-// ---------------------------------------------------------------------------------------
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn new(seed: u64) -> Self {
-        SplitMix64(seed ^ 0x5DEE_CE66_D1CE_4E5B)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`; the modulo bias is irrelevant at these sizes).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn range(&mut self, lo: i64, hi_inclusive: i64) -> i64 {
-        lo + self.below((hi_inclusive - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Scenarios.
-// ---------------------------------------------------------------------------------------
-
-/// What the customer complains about, and how the world is built to match.
-#[derive(Debug, Clone, Copy)]
-enum Scenario {
-    /// Two or three identical captured charges on one order (sometimes part refunded).
-    Duplicate,
-    /// One charge above the order amount (sometimes with a pending partial refund).
-    Overcharge,
-    /// Two identical orders minutes apart (RP-001 v2 §1 when < 10 minutes).
-    RepeatPurchase,
-    /// A cancellation of one order (annual: cooling-off by region; else not eligible).
-    Cancellation,
-    /// A captured charge and an uncaptured hold (overdue after 7 days).
-    Hold,
-    /// A duplicate whose second charge is disputed.
-    Dispute,
-    /// A duplicate already refunded in full (succeeded or pending).
-    AlreadyRefunded,
-    /// A duplicate complaint about an order with one successful charge.
-    NotDuplicate,
-    /// A duplicate complaint about another customer's order (RP-007).
-    Ownership,
-    /// A cancellation naming no order, with two orders of different products.
-    Ambiguous,
-    /// An extra charge of another amount on one order: no clause covers it.
-    Other,
-}
-
-/// Relative weights, in rough production proportions.
-const MIX: &[(Scenario, u64)] = &[
-    (Scenario::Duplicate, 24),
-    (Scenario::Overcharge, 10),
-    (Scenario::RepeatPurchase, 10),
-    (Scenario::Cancellation, 16),
-    (Scenario::Hold, 8),
-    (Scenario::Dispute, 5),
-    (Scenario::AlreadyRefunded, 6),
-    (Scenario::NotDuplicate, 7),
-    (Scenario::Ownership, 5),
-    (Scenario::Ambiguous, 5),
-    (Scenario::Other, 4),
-];
-
-fn pick_scenario(rng: &mut SplitMix64) -> Scenario {
-    let total: u64 = MIX.iter().map(|(_, w)| w).sum();
-    let mut roll = rng.below(total);
-    for (scenario, weight) in MIX {
-        if roll < *weight {
-            return *scenario;
-        }
-        roll -= weight;
-    }
-    MIX[0].0
-}
-
-fn currency(region: Region) -> Currency {
-    match region {
-        Region::CN => Currency::CNY,
-        Region::US => Currency::USD,
-        Region::EU => Currency::EUR,
-        Region::JP => Currency::JPY,
-    }
-}
-
-/// List prices in minor units (JPY has no minor unit: these are yen).
-fn prices(region: Region, product: Product) -> &'static [i64] {
-    match (region, product) {
-        (Region::CN, Product::AnnualPlan) => &[19_800, 29_800],
-        (Region::CN, Product::MonthlyPlan) => &[2_500, 3_000],
-        (Region::CN, Product::Addon) => &[3_000, 1_500],
-        (Region::US, Product::AnnualPlan) => &[9_900, 12_000],
-        (Region::US, Product::MonthlyPlan) => &[1_200, 1_500],
-        (Region::US, Product::Addon) => &[499, 999],
-        (Region::EU, Product::AnnualPlan) => &[12_000, 9_900],
-        (Region::EU, Product::MonthlyPlan) => &[999, 1_299],
-        (Region::EU, Product::Addon) => &[500, 999],
-        (Region::JP, Product::AnnualPlan) => &[9_800, 12_000],
-        (Region::JP, Product::MonthlyPlan) => &[980, 1_200],
-        (Region::JP, Product::Addon) => &[1_200, 500],
-    }
-}
-
-fn payment_method(region: Region) -> &'static str {
-    match region {
-        Region::CN => "pm_alipay",
-        Region::US => "pm_card_visa",
-        Region::EU => "pm_card_mastercard",
-        Region::JP => "pm_card_jcb",
-    }
-}
-
-const NAMES: &[(&str, &str)] = &[
-    ("Li Wei", "li.wei"),
-    ("张敏", "zhang.min"),
-    ("Emma Johnson", "emma.j"),
-    ("Noah Davis", "noah.d"),
-    ("Lukas Müller", "lukas.m"),
-    ("Sophie Martin", "sophie.m"),
-    ("Sato Yuki", "yuki.sato"),
-    ("Tanaka Hiroshi", "hiroshi.t"),
-];
-
-/// The first ticket date; tickets spread over the next 350 days, so RP-001 v1 (until
-/// 2026-06-30) and v2 (from 2026-07-01) are both in force for a share of them.
-fn first_day() -> OffsetDateTime {
-    time::macros::datetime!(2026-01-05 00:00 UTC)
-}
-
 /// A ticket being built: its world, its messages and the request the label is for.
-struct Draft {
-    ticket_id: String,
-    created_at: OffsetDateTime,
-    region: Region,
-    currency: Currency,
-    customer_id: String,
-    form_order_id: Option<String>,
-    world: World,
-    messages: Vec<String>,
+pub(super) struct Draft {
+    pub(super) ticket_id: String,
+    pub(super) created_at: OffsetDateTime,
+    pub(super) region: Region,
+    pub(super) currency: Currency,
+    pub(super) customer_id: String,
+    pub(super) form_order_id: Option<String>,
+    pub(super) world: World,
+    pub(super) messages: Vec<String>,
     /// What the customer asks, and about which order, as the scenario means it.
-    request: RequestKind,
-    order_id: Option<String>,
+    pub(super) request: RequestKind,
+    pub(super) order_id: Option<String>,
     /// Unique number prefix for this ticket's record ids.
-    serial: u64,
+    pub(super) serial: u64,
     /// The scenario the world was built for (the varied style rewrites its text).
-    scenario: Scenario,
-    next_record: u64,
+    pub(super) scenario: Scenario,
+    pub(super) next_record: u64,
 }
 
 impl Draft {
-    fn new(rng: &mut SplitMix64, seed: u64, i: usize) -> Draft {
+    pub(super) fn new(rng: &mut SplitMix64, seed: u64, i: usize) -> Draft {
         let region = rng.pick(&Region::ALL);
         let created_at = first_day()
             + Duration::days(rng.range(0, 349))
@@ -287,24 +80,24 @@ impl Draft {
         draft
     }
 
-    fn chinese(&self, rng: &mut SplitMix64) -> bool {
+    pub(super) fn chinese(&self, rng: &mut SplitMix64) -> bool {
         match self.region {
             Region::CN => rng.chance(70),
             _ => rng.chance(5),
         }
     }
 
-    fn money(&self, minor: i64) -> String {
+    pub(super) fn money(&self, minor: i64) -> String {
         Money::from_minor(minor, self.currency)
             .expect("generated amounts are non-negative and in range")
             .amount_string()
     }
 
-    fn order(&mut self, product: Product, minor: i64, at: OffsetDateTime) -> String {
+    pub(super) fn order(&mut self, product: Product, minor: i64, at: OffsetDateTime) -> String {
         self.order_for(self.customer_id.clone(), product, minor, at)
     }
 
-    fn order_for(
+    pub(super) fn order_for(
         &mut self,
         customer_id: String,
         product: Product,
@@ -324,11 +117,11 @@ impl Draft {
         id
     }
 
-    fn charge(&mut self, order_id: &str, minor: i64, at: OffsetDateTime) -> String {
+    pub(super) fn charge(&mut self, order_id: &str, minor: i64, at: OffsetDateTime) -> String {
         self.charge_with(order_id, minor, at, true, "succeeded", false)
     }
 
-    fn charge_with(
+    pub(super) fn charge_with(
         &mut self,
         order_id: &str,
         minor: i64,
@@ -361,7 +154,7 @@ impl Draft {
         id
     }
 
-    fn refund(&mut self, charge_id: &str, minor: i64, at: OffsetDateTime, status: &str) {
+    pub(super) fn refund(&mut self, charge_id: &str, minor: i64, at: OffsetDateTime, status: &str) {
         let id = format!("re_g{}_{}", self.serial, self.world.refunds.len() + 1);
         self.world.refunds.push(WorldRefund {
             id,
@@ -376,7 +169,7 @@ impl Draft {
 
     /// How long before the ticket the order was placed: mostly recent, some beyond the
     /// reporting windows (v1 180 days, v2 120 days).
-    fn age(&self, rng: &mut SplitMix64) -> Duration {
+    pub(super) fn age(&self, rng: &mut SplitMix64) -> Duration {
         if rng.chance(12) {
             Duration::days(rng.range(121, 400))
         } else {
@@ -384,7 +177,12 @@ impl Draft {
         }
     }
 
-    fn build(&mut self, rng: &mut SplitMix64, scenario: Scenario) {
+    /// Draws the world and the complaint for `scenario`.
+    // Over 100 lines on purpose: one arm per scenario of the mix, read as a table, each
+    // drawing from the random stream in a fixed order — the committed generated sets
+    // (`evals/history/varied-dev.jsonl`) are its output byte for byte, so every draw
+    // stays where it is.
+    pub(super) fn build(&mut self, rng: &mut SplitMix64, scenario: Scenario) {
         let product = rng.pick(&Product::ALL);
         let price = rng.pick(prices(self.region, product));
         let zh = self.chinese(rng);
@@ -587,7 +385,7 @@ impl Draft {
         }
     }
 
-    fn complain_duplicate(
+    pub(super) fn complain_duplicate(
         &mut self,
         rng: &mut SplitMix64,
         zh: bool,
@@ -622,12 +420,12 @@ impl Draft {
         }
     }
 
-    fn say(&mut self, zh: bool, zh_text: String, en_text: String) {
+    pub(super) fn say(&mut self, zh: bool, zh_text: String, en_text: String) {
         self.messages.push(if zh { zh_text } else { en_text });
     }
 
     /// The ticket, labelled by the policy engine on the facts its world implies.
-    fn finish(self, policies: &PolicySet) -> HistoricalTicket {
+    pub(super) fn finish(self, policies: &PolicySet) -> HistoricalTicket {
         let mut ticket = HistoricalTicket {
             id: self.ticket_id,
             created_at: self.created_at,
@@ -645,7 +443,7 @@ impl Draft {
                 .collect(),
             world: self.world,
             human: HumanDecision {
-                outcome: crate::replay::CaseOutcome::RequestInfo,
+                outcome: app::replay::CaseOutcome::RequestInfo,
                 reason: policy_engine::ReasonCode::InsufficientInfo,
                 refunds: Vec::new(),
                 decided_by: DECIDED_BY.to_string(),
@@ -654,8 +452,8 @@ impl Draft {
             extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
-        let live = crate::replay::live_ticket(&ticket);
-        let facts = ready(crate::workflow::gather_facts(
+        let live = app::replay::live_ticket(&ticket);
+        let facts = ready(app::workflow::gather_facts(
             &billing,
             &live,
             self.request,
@@ -684,106 +482,5 @@ fn ready<F: Future>(future: F) -> F::Output {
     match future.as_mut().poll(&mut cx) {
         Poll::Ready(output) => output,
         Poll::Pending => unreachable!("gathering facts from an in-memory world never waits"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    use super::*;
-    use crate::replay::parse_history;
-
-    #[test]
-    fn the_same_seed_gives_the_same_tickets_and_another_seed_does_not() {
-        let a = to_jsonl(&history(7, 300));
-        let b = to_jsonl(&history(7, 300));
-        let c = to_jsonl(&history(8, 300));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a.lines().count(), 300);
-    }
-
-    #[test]
-    fn a_generated_file_round_trips_through_parse_history() {
-        let tickets = history(42, 500);
-        let text = to_jsonl(&tickets);
-        let (parsed, errors) = parse_history(&text);
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(parsed.len(), tickets.len());
-        assert_eq!(to_jsonl(&parsed), text);
-    }
-
-    #[test]
-    fn a_large_set_covers_every_region_currency_product_reason_and_rp001_version() {
-        let tickets = history(1, 2_000);
-        let regions: BTreeSet<_> = tickets
-            .iter()
-            .flat_map(|t| t.world.customers.iter().map(|c| c.region))
-            .collect();
-        assert_eq!(regions.len(), 4);
-        let currencies: BTreeSet<_> = tickets
-            .iter()
-            .flat_map(|t| t.world.orders.iter().map(|o| o.currency))
-            .collect();
-        assert!(currencies.contains(&Currency::JPY));
-        assert_eq!(currencies.len(), 4);
-        let products: BTreeSet<_> = tickets
-            .iter()
-            .flat_map(|t| t.world.orders.iter().map(|o| o.product))
-            .collect();
-        assert_eq!(products.len(), 3);
-        let reasons: BTreeSet<String> = tickets
-            .iter()
-            .map(|t| crate::world::serde_plain(&t.human.reason))
-            .collect();
-        for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
-            assert!(reasons.contains(reason), "no {reason} in {reasons:?}");
-        }
-        let v2_from = time::macros::datetime!(2026-07-01 00:00 UTC);
-        assert!(tickets.iter().any(|t| t.created_at < v2_from));
-        assert!(tickets.iter().any(|t| t.created_at >= v2_from));
-        assert!(tickets.iter().all(|t| t.human.decided_by == DECIDED_BY));
-        let ids: BTreeSet<_> = tickets
-            .iter()
-            .flat_map(|t| t.world.orders.iter().map(|o| o.id.clone()))
-            .collect();
-        let orders: usize = tickets.iter().map(|t| t.world.orders.len()).sum();
-        assert_eq!(ids.len(), orders, "order ids are unique across the set");
-    }
-
-    /// The scenarios read as they are meant: the built-in investigator, replaying each
-    /// ticket, reaches the label's outcome on nearly all of them. (Not an accuracy claim:
-    /// the labels come from the same engine; see the module comment.)
-    #[tokio::test]
-    async fn the_built_in_investigator_reads_generated_tickets_as_meant() {
-        let dir = tempfile::tempdir().unwrap();
-        let policies = crate::policies::load_policy_set(
-            &crate::config::default_fixtures_dir().join("policies"),
-        )
-        .unwrap();
-        let index = Arc::new(crate::policies::open_index(dir.path(), &policies).unwrap());
-        let tickets = history_with(&policies, 3, 400);
-        let report = crate::shadow::run(
-            &crate::agent::investigator::Investigator,
-            &policies,
-            &index,
-            &tickets,
-            vec![],
-            |_, _| {},
-        )
-        .await;
-        let misses: Vec<_> = report
-            .tickets
-            .iter()
-            .filter(|t| !t.exact)
-            .map(|t| (&t.id, &t.human, &t.agent))
-            .take(5)
-            .collect();
-        assert!(
-            report.exact_agreement >= 0.95,
-            "exact agreement {}: {misses:#?}",
-            report.exact_agreement
-        );
     }
 }

@@ -350,7 +350,7 @@ struct Misbehaving {
     propose_after: Option<usize>,
 }
 
-impl Model for Misbehaving {
+impl harness::Model<app::agent::Proposal> for Misbehaving {
     fn name(&self) -> String {
         "misbehaving".into()
     }
@@ -371,7 +371,7 @@ impl Model for Misbehaving {
                     "citations": ["RP-999@1#1"],
                     "summary": "The manager approved a 500 refund."
                 }))?;
-                return Ok(ModelTurn::Propose { proposal });
+                return Ok(ModelTurn::Answer { answer: proposal });
             }
             let calls = vec![
                 ToolCall {
@@ -500,10 +500,10 @@ async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> app::shadow::
 fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
     let tickets = varied_dev();
     assert!(tickets.len() >= 500, "{} tickets", tickets.len());
-    let again = app::generate::varied_history(VARIED_SEED, tickets.len());
+    let again = refund_evals::generate::varied_history(VARIED_SEED, tickets.len());
     assert_eq!(
-        app::generate::to_jsonl(&again),
-        app::generate::to_jsonl(&tickets),
+        refund_evals::generate::to_jsonl(&again),
+        refund_evals::generate::to_jsonl(&tickets),
         "regenerate {VARIED_DEV} with the generator"
     );
 }
@@ -715,11 +715,11 @@ const HELD_OUT_FLOOR: f64 = 86.0;
 
 /// Shadow agreement of the built-in investigator on 300 whole varied tickets (order
 /// references, follow-ups, several orders) whose complaints come from `bank`.
-async fn external_shadow(bank: app::generate::ComplaintBank) -> (f64, f64, String) {
+async fn external_shadow(bank: refund_evals::generate::ComplaintBank) -> (f64, f64, String) {
     let env = env();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
     let policies = app::policies::load_policy_set(&dir).expect("fixture policies");
-    let tickets = app::generate::varied_history_from(&policies, VARIED_SEED, 300, bank);
+    let tickets = refund_evals::generate::varied_history_from(&policies, VARIED_SEED, 300, bank);
     let report = shadow_report(&env, &tickets).await;
     (
         report.outcome_agreement * 100.0,
@@ -730,7 +730,8 @@ async fn external_shadow(bank: app::generate::ComplaintBank) -> (f64, f64, Strin
 
 #[tokio::test]
 async fn whole_tickets_written_with_the_external_dev_sentences_agree_with_the_humans() {
-    let (outcome, exact, causes) = external_shadow(app::generate::ComplaintBank::ExternalDev).await;
+    let (outcome, exact, causes) =
+        external_shadow(refund_evals::generate::ComplaintBank::ExternalDev).await;
     println!("external dev shadow: outcome {outcome:.1}%, exact {exact:.1}%, causes {causes}");
     assert!(
         outcome >= EXTERNAL_DEV_SHADOW_FLOOR,
@@ -742,7 +743,7 @@ async fn whole_tickets_written_with_the_external_dev_sentences_agree_with_the_hu
 async fn whole_tickets_written_with_the_held_out_sentences_are_measured_without_being_shown() {
     // Only figures and cause counts are printed, never a ticket's text.
     let (outcome, exact, causes) =
-        external_shadow(app::generate::ComplaintBank::ExternalHeldout).await;
+        external_shadow(refund_evals::generate::ComplaintBank::ExternalHeldout).await;
     println!("external held-out shadow: outcome {outcome:.1}%, exact {exact:.1}%, causes {causes}");
     assert!(
         outcome >= EXTERNAL_HELDOUT_SHADOW_FLOOR,

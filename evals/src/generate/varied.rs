@@ -16,56 +16,27 @@
 //! a ticket whose text identifies no order among several is labelled on no order. Each
 //! line carries a `features` field (an extra field, SPEC §7) for per-feature reports.
 
-use std::collections::BTreeMap;
-
-use policy_engine::{PolicySet, Product};
+use app::replay::HistoricalTicket;
+use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
-use time::Duration;
 
-use super::{Draft, Scenario, SplitMix64};
-use crate::replay::HistoricalTicket;
+mod orders;
+mod vocabulary;
+mod writing;
 
-/// The phrase banks, shipped as data files.
-const BANKS: [&str; 3] = [
-    include_str!("../../../evals/history/phrases/en.json"),
-    include_str!("../../../evals/history/phrases/zh.json"),
-    include_str!("../../../evals/history/phrases/ja.json"),
-];
-
-#[derive(Debug, Deserialize)]
-struct Bank {
-    language: String,
-    complaint: BTreeMap<String, Vec<String>>,
-    vague: Vec<String>,
-    follow_up: Vec<String>,
-    #[serde(rename = "ref")]
-    refs: Refs,
-    extra: Vec<String>,
-    greeting: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Refs {
-    id: Vec<String>,
-    generic: Vec<String>,
-    product: BTreeMap<String, Vec<String>>,
-    amount: Vec<String>,
-    date: Vec<String>,
-}
-
-fn banks() -> Vec<Bank> {
-    BANKS
-        .iter()
-        .map(|text| serde_json::from_str(text).expect("the phrase banks ship as valid JSON"))
-        .collect()
-}
+use super::draft::Draft;
+use super::mix::Scenario;
+use super::rng::SplitMix64;
+use orders::{add_unrelated_orders, rename_orders};
+use vocabulary::{banks, Bank, Ident, SCHEMES};
+use writing::{full_width, with_typo, write_amount, write_date, write_id};
 
 /// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
 /// cannot be read: a generator for tests and benches run from a checkout).
 pub fn varied_history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = crate::config::default_fixtures_dir().join("policies");
-    let policies = crate::policies::load_policy_set(&dir)
+    let dir = app::config::default_fixtures_dir().join("policies");
+    let policies = app::policies::load_policy_set(&dir)
         .expect("the fixture policies ship with the repository");
     varied_history_with(&policies, seed, n)
 }
@@ -99,9 +70,9 @@ struct ExternalSentence {
 fn external_sentences(bank: ComplaintBank) -> Vec<ExternalSentence> {
     let text = match bank {
         ComplaintBank::Own => return Vec::new(),
-        ComplaintBank::ExternalDev => include_str!("../../../evals/history/external/dev.jsonl"),
+        ComplaintBank::ExternalDev => include_str!("../../history/external/dev.jsonl"),
         ComplaintBank::ExternalHeldout => {
-            include_str!("../../../evals/history/external/heldout.jsonl")
+            include_str!("../../history/external/heldout.jsonl")
         }
     };
     text.lines()
@@ -143,63 +114,6 @@ pub fn varied_history_from(
             ticket
         })
         .collect()
-}
-
-/// How a world's order ids look.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Scheme {
-    /// `O-0001-2`: a base and a sequence; siblings share the base.
-    Dashed,
-    /// `#10234`; some ids are prefixes of others (`#1023`).
-    Hash,
-    /// `ORD-2025-000123`.
-    Dated,
-    /// `7000024`.
-    Numeric,
-    /// `MX5H38`.
-    Code,
-    /// `O-1001`, the fixtures' style.
-    Shop,
-}
-
-const SCHEMES: [(Scheme, &str); 6] = [
-    (Scheme::Dashed, "dashed"),
-    (Scheme::Hash, "hash"),
-    (Scheme::Dated, "dated"),
-    (Scheme::Numeric, "numeric"),
-    (Scheme::Code, "code"),
-    (Scheme::Shop, "shop"),
-];
-
-/// How the customer identifies the order.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Ident {
-    Id,
-    Form,
-    Product,
-    Amount,
-    Date,
-    /// Nothing written: the records show which order has the problem.
-    Records,
-    /// Nothing written: it is their only order.
-    Only,
-    /// Nothing written and several orders: nobody can tell.
-    Nothing,
-}
-
-impl Ident {
-    fn as_str(self) -> &'static str {
-        match self {
-            Ident::Id => "id",
-            Ident::Form => "form",
-            Ident::Product => "product",
-            Ident::Amount => "amount",
-            Ident::Date => "date",
-            Ident::Records => "records",
-            Ident::Only => "only_order",
-            Ident::Nothing => "nothing",
-        }
-    }
 }
 
 /// The complaint bank for a scenario.
@@ -246,7 +160,7 @@ fn pick_ident(rng: &mut SplitMix64, scenario: Scenario) -> Ident {
 /// Whether a product, amount or date singles out the target among the customer's
 /// orders (the plain scenarios can hold two orders of one price).
 fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
-    let own: Vec<&crate::world::WorldOrder> = draft
+    let own: Vec<&app::world::WorldOrder> = draft
         .world
         .orders
         .iter()
@@ -256,7 +170,7 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
         return !matches!(ident, Ident::Product | Ident::Amount | Ident::Date);
     };
     let count =
-        |same: &dyn Fn(&crate::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
+        |same: &dyn Fn(&app::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
     match ident {
         Ident::Product => count(&|o| o.product == order.product) == 1,
         Ident::Amount => count(&|o| o.amount == order.amount) == 1,
@@ -266,6 +180,9 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
 }
 
 /// Rewrites the draft's orders, ids and text; returns the ticket's features.
+// Over 100 lines on purpose: its random draws happen in one fixed order, which the
+// committed dev set (`evals/history/varied-dev.jsonl`) records byte for byte; kept whole
+// so that order reads top to bottom.
 fn vary(
     draft: &mut Draft,
     rng: &mut SplitMix64,
@@ -417,12 +334,6 @@ fn pick_external(
     )
 }
 
-impl SplitMix64 {
-    fn pick_str<'a>(&mut self, items: &'a [String]) -> &'a str {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
 fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {
     let native = match draft.region {
         policy_engine::Region::CN => 1,
@@ -436,230 +347,6 @@ fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {
     } else {
         0
     }
-}
-
-/// Older orders of the customer that have nothing to do with the request: each paid
-/// once at its own amount on its own day, so no record points at it, and none shares
-/// what the customer writes to identify the order (`ident`).
-fn add_unrelated_orders(draft: &mut Draft, rng: &mut SplitMix64, ident: Ident) {
-    let own = |d: &Draft| {
-        d.world
-            .orders
-            .iter()
-            .filter(|o| o.customer_id == d.customer_id)
-            .count()
-    };
-    let wanted = match rng.below(10) {
-        0..=2 => 0,
-        3..=5 => 1,
-        6..=7 => 2,
-        _ => rng.range(3, 5) as usize,
-    };
-    let target_product = draft
-        .order_id
-        .as_ref()
-        .and_then(|id| draft.world.orders.iter().find(|o| &o.id == id))
-        .map(|o| o.product);
-    let first_at = draft
-        .world
-        .orders
-        .iter()
-        .map(|o| o.created_at)
-        .min()
-        .unwrap_or(draft.created_at);
-    for k in 0..wanted {
-        if own(draft) >= 6 {
-            break;
-        }
-        let products: Vec<Product> = Product::ALL
-            .into_iter()
-            .filter(|p| ident != Ident::Product || Some(*p) != target_product)
-            .collect();
-        let product = rng.pick(&products);
-        let list = rng.pick(super::prices(draft.region, product));
-        let taken: Vec<String> = draft
-            .world
-            .orders
-            .iter()
-            .map(|o| o.amount.clone())
-            .collect();
-        // A price of its own: list price plus a few units, never an amount already used.
-        let Some(minor) = (1..40)
-            .map(|step| list + step * unit(draft) * (rng.range(1, 3)))
-            .find(|m| !taken.contains(&draft.money(*m)))
-        else {
-            continue;
-        };
-        let at = first_at - Duration::days(3 + 17 * (k as i64 + 1) + rng.range(0, 9));
-        let order = draft.order(product, minor, at);
-        let charge = draft.charge(&order, minor, at + Duration::seconds(1));
-        if rng.chance(10) {
-            draft.refund(&charge, minor, at + Duration::days(2), "succeeded");
-        }
-    }
-}
-
-/// One step of price variation: 1 in the currency's major unit (JPY: 10 yen).
-fn unit(draft: &Draft) -> i64 {
-    match draft.currency {
-        policy_engine::Currency::JPY => 10,
-        _ => 100,
-    }
-}
-
-/// Gives every order of the world an id of `scheme`; returns old id → new id.
-fn rename_orders(
-    draft: &mut Draft,
-    rng: &mut SplitMix64,
-    scheme: Scheme,
-) -> BTreeMap<String, String> {
-    let mut map: BTreeMap<String, String> = BTreeMap::new();
-    let mut used: Vec<String> = Vec::new();
-    let base = rng.range(1, 9_999);
-    for (k, order) in draft.world.orders.iter().enumerate() {
-        let year = order.created_at.year();
-        let id = loop {
-            let candidate = match scheme {
-                // Siblings of one base: `O-0412-1`, `O-0412-2`.
-                Scheme::Dashed if rng.chance(60) => format!("O-{base:04}-{}", k + 1),
-                Scheme::Dashed => format!("O-{:04}-{}", rng.range(1, 9_999), rng.range(1, 9)),
-                // A prefix of an id already given: `#1023` next to `#10234`.
-                Scheme::Hash if !used.is_empty() && rng.chance(30) => {
-                    let longer = &used[rng.below(used.len() as u64) as usize];
-                    if longer.len() > 3 {
-                        longer[..longer.len() - 1].to_string()
-                    } else {
-                        format!("#{}", rng.range(10_000, 99_999))
-                    }
-                }
-                Scheme::Hash => format!("#{}", rng.range(10_000, 99_999)),
-                Scheme::Dated => format!("ORD-{year}-{:06}", rng.range(1, 999_999)),
-                Scheme::Numeric => format!("{}", rng.range(7_000_000, 7_999_999)),
-                Scheme::Code => code(rng),
-                Scheme::Shop => format!("O-{}", rng.range(1_000, 99_999)),
-            };
-            if !used.contains(&candidate) {
-                break candidate;
-            }
-        };
-        used.push(id.clone());
-        map.insert(order.id.clone(), id);
-    }
-    for order in &mut draft.world.orders {
-        order.id = map[&order.id].clone();
-    }
-    for charge in &mut draft.world.charges {
-        if let Some(new) = map.get(&charge.order_id) {
-            charge.order_id = new.clone();
-        }
-    }
-    map
-}
-
-/// `MX5H38`: six letters and digits, starting with a letter, at least two digits.
-fn code(rng: &mut SplitMix64) -> String {
-    const LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ";
-    const DIGITS: &[u8] = b"23456789";
-    loop {
-        let mut s = String::new();
-        s.push(LETTERS[rng.below(LETTERS.len() as u64) as usize] as char);
-        for _ in 0..5 {
-            let pool = if rng.chance(50) { LETTERS } else { DIGITS };
-            s.push(pool[rng.below(pool.len() as u64) as usize] as char);
-        }
-        if s.chars().filter(char::is_ascii_digit).count() >= 2 {
-            return s;
-        }
-    }
-}
-
-/// The id as a customer types it: after an order word, `#` or not, any case, sometimes
-/// full width.
-fn write_id(rng: &mut SplitMix64, bank: &Bank, id: &str) -> String {
-    let template = rng.pick_str(&bank.refs.id).to_string();
-    let mut written = id.to_string();
-    if template.contains("#{id}") || (written.starts_with('#') && rng.chance(40)) {
-        written = written.trim_start_matches('#').to_string();
-    }
-    if rng.chance(20) {
-        written = written.to_lowercase();
-    }
-    if rng.chance(10) {
-        written = full_width(&written);
-    }
-    template.replace("{id}", &written)
-}
-
-fn write_amount(rng: &mut SplitMix64, bank: &Bank, amount: &str, currency: &str) -> String {
-    let word = match (bank.language.as_str(), currency) {
-        ("zh", "CNY") => "元",
-        ("zh", "USD") => "美元",
-        ("zh", "EUR") => "欧元",
-        ("zh", "JPY") | ("ja", "JPY") => "円",
-        ("ja", "CNY") => "元",
-        ("ja", "USD") => "ドル",
-        ("ja", "EUR") => "ユーロ",
-        _ => "",
-    };
-    match (word, currency) {
-        ("", "USD") if rng.chance(50) => format!("${amount}"),
-        ("", "EUR") if rng.chance(50) => format!("€{amount}"),
-        ("", code) => format!("{amount} {code}"),
-        (word, _) => format!("{amount}{word}"),
-    }
-}
-
-fn write_date(rng: &mut SplitMix64, bank: &Bank, date: time::Date) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let (y, m, d) = (date.year(), u8::from(date.month()), date.day());
-    match (bank.language.as_str(), rng.below(3)) {
-        ("en", 0) => format!("{} {d}", &MONTHS[m as usize - 1][..3]),
-        ("en", 1) => format!("{d} {}", MONTHS[m as usize - 1]),
-        (_, 0 | 1) => format!("{m}月{d}日"),
-        (_, _) => format!("{y}-{m:02}-{d:02}"),
-    }
-}
-
-/// Two neighbouring letters of one longer word swapped ("charegd").
-fn with_typo(rng: &mut SplitMix64, template: &str) -> String {
-    let words: Vec<&str> = template.split(' ').collect();
-    let long: Vec<usize> = (0..words.len())
-        .filter(|i| words[*i].len() >= 5 && words[*i].chars().all(|c| c.is_ascii_alphabetic()))
-        .collect();
-    if long.is_empty() {
-        return template.to_string();
-    }
-    let at = long[rng.below(long.len() as u64) as usize];
-    let mut chars: Vec<char> = words[at].chars().collect();
-    let i = 1 + rng.below(chars.len() as u64 - 2) as usize;
-    chars.swap(i, i + 1);
-    let swapped: String = chars.into_iter().collect();
-    let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    out[at] = swapped;
-    out.join(" ")
-}
-
-/// ASCII to full width (`Ｏ－１２３`), as CJK keyboards type it.
-fn full_width(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '!'..='~' => char::from_u32(c as u32 + 0xFEE0).unwrap_or(c),
-            _ => c,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -713,7 +400,7 @@ mod tests {
             let Some(order) = t.world.orders.iter().find(|o| o.id == target) else {
                 panic!("{}: the intended order {target} is in the world", t.id);
             };
-            let same = |same_as: &dyn Fn(&crate::world::WorldOrder) -> bool| {
+            let same = |same_as: &dyn Fn(&app::world::WorldOrder) -> bool| {
                 own.iter().filter(|o| same_as(o)).count()
             };
             match f["ident"].as_str() {

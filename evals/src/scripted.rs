@@ -7,8 +7,9 @@
 //! its turns, so a test can have an otherwise competent model lie in one specific way.
 //! The functions at the bottom build the misbehaving models the harness must survive.
 //!
-//! Nothing here is used in production; it lives in the library so integration tests,
-//! evals and the CLI can all drive the real loop with the same scripts.
+//! Nothing here is used in production, and it lives outside the app (issue 18): the
+//! scenario suite, its tests and the app's integration tests (a dev-dependency) drive
+//! the real loop with the same scripts.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,8 +17,8 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use super::investigator::Investigator;
-use super::{
+use app::agent::investigator::Investigator;
+use app::agent::{
     BoxFuture, EvidenceRef, Model, ModelContext, ModelReply, ModelTurn, ProposedRefund, ToolCall,
     Usage,
 };
@@ -151,7 +152,7 @@ impl ScriptedModel {
     }
 }
 
-impl Model for ScriptedModel {
+impl harness::Model<app::agent::Proposal> for ScriptedModel {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -198,7 +199,7 @@ impl<M: Model> RewritingModel<M> {
     }
 }
 
-impl<M: Model> Model for RewritingModel<M> {
+impl<M: Model> harness::Model<app::agent::Proposal> for RewritingModel<M> {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -241,12 +242,14 @@ pub fn calls(calls: Vec<ToolCall>) -> ModelTurn {
 
 fn edit_proposal(
     name: &str,
-    edit: impl Fn(&mut super::Proposal) + Send + Sync + 'static,
+    edit: impl Fn(&mut app::agent::Proposal) + Send + Sync + 'static,
 ) -> RewritingModel<Investigator> {
     RewritingModel::new(name, Investigator, move |turn| match turn {
-        ModelTurn::Propose { mut proposal } => {
+        ModelTurn::Answer {
+            answer: mut proposal,
+        } => {
             edit(&mut proposal);
-            ModelTurn::Propose { proposal }
+            ModelTurn::Answer { answer: proposal }
         }
         other => other,
     })

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use app::evals::{self, Action, EvalReport, ModelChoice, Scenario, StatusSet};
+use refund_evals::suite::{self as evals, Action, EvalReport, ModelChoice, Scenario, StatusSet};
 
 fn fixtures() -> PathBuf {
     app::config::default_fixtures_dir()

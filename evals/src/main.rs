@@ -1,0 +1,189 @@
+//! The `refund-evals` command line: the scenario eval suite (`eval`, also reached as
+//! `refund-agent eval`, which hands its command line over unchanged) and the
+//! historical-ticket generator (`generate-history`). Both take the same settings as
+//! `refund-agent` (`app::config::Settings`: flags with environment fallbacks); the
+//! report's path and nothing else goes to stdout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use app::config::Config;
+use clap::{Parser, Subcommand};
+use refund_evals::generate::{self, ComplaintBank};
+use refund_evals::suite::{self, ModelChoice};
+
+#[derive(Parser)]
+#[command(
+    name = "refund-evals",
+    version,
+    about = "Refund desk's scenario eval suite and historical-ticket generator"
+)]
+struct Cli {
+    /// Every setting of `refund-agent` (the suite reads FIXTURES_DIR and LLM_*).
+    #[command(flatten)]
+    settings: app::config::Settings,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the scenario eval suite (`evals/scenarios/`), each scenario in its own
+    /// isolated environment; k runs per scenario for a nondeterministic model (pass^k).
+    Eval {
+        /// The scenario directory [default: FIXTURES_DIR/../evals/scenarios].
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        /// Runs per scenario; a scenario passes only if all k pass.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        k: u16,
+        /// Where `report.json` and `report.html` are written.
+        #[arg(long, default_value = "./eval-report")]
+        out: PathBuf,
+    },
+    /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
+    GenerateHistory {
+        /// How many tickets to write.
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        /// The random seed: the same seed writes the same file.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The JSON-lines file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// `plain` (load: fixture-like text) or `varied` (id schemes, many orders,
+        /// EN/ZH/JA paraphrases from `evals/history/phrases/`, follow-ups, typos).
+        #[arg(long, value_enum, default_value_t = HistoryStyle::Plain)]
+        style: HistoryStyle,
+        /// With `--style varied`: the complaint sentences (`own` phrase banks, or the
+        /// externally written `external-dev` / `external-heldout` of
+        /// `evals/history/external/`).
+        #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
+        bank: HistoryBank,
+    },
+}
+
+/// Complaint sentences of `generate-history --style varied`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HistoryBank {
+    Own,
+    ExternalDev,
+    ExternalHeldout,
+}
+
+/// Styles of `generate-history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HistoryStyle {
+    Plain,
+    Varied,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_settings(&cli.settings);
+    match cli.command {
+        Command::Eval { scenarios, k, out } => eval(&config, scenarios, k, out).await,
+        Command::GenerateHistory {
+            count,
+            seed,
+            out,
+            style,
+            bank,
+        } => generate_history(&config, count, seed, out, style, bank),
+    }
+}
+
+async fn eval(
+    config: &Config,
+    scenarios: Option<PathBuf>,
+    k: u16,
+    out: PathBuf,
+) -> anyhow::Result<()> {
+    let dir = scenarios.unwrap_or_else(|| {
+        config
+            .fixtures_dir
+            .join("..")
+            .join("evals")
+            .join("scenarios")
+    });
+    let model = config
+        .llm
+        .clone()
+        .map(ModelChoice::Llm)
+        .unwrap_or(ModelChoice::BuiltIn);
+    let report = suite::run_suite(
+        &dir,
+        &config.fixtures_dir,
+        model,
+        usize::from(k),
+        |done, total| {
+            eprint!("\reval: {done}/{total} scenarios");
+        },
+    )
+    .await?;
+    eprintln!();
+    suite::write(&report, &out)?;
+    eprintln!("{}", report.summary());
+    println!("{}", out.join("report.json").display());
+    if report.passed < report.total || report.hard_violations > 0 {
+        anyhow::bail!(
+            "{} of {} scenarios failed",
+            report.total - report.passed,
+            report.total
+        );
+    }
+    Ok(())
+}
+
+fn generate_history(
+    config: &Config,
+    count: usize,
+    seed: u64,
+    out: PathBuf,
+    style: HistoryStyle,
+    bank: HistoryBank,
+) -> anyhow::Result<()> {
+    let policies = app::policies::load_policy_set(&config.policies_dir())?;
+    let bank = match bank {
+        HistoryBank::Own => ComplaintBank::Own,
+        HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
+        HistoryBank::ExternalHeldout => ComplaintBank::ExternalHeldout,
+    };
+    let tickets = match style {
+        HistoryStyle::Plain => generate::history_with(&policies, seed, count),
+        HistoryStyle::Varied => generate::varied_history_from(&policies, seed, count, bank),
+    };
+    std::fs::write(&out, generate::to_jsonl(&tickets))
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!("wrote {} tickets to {}", tickets.len(), out.display());
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! A run's event log and its fold. The log is the run's only checkpoint: a worker that
+//! dies at any point resumes from it, and replay folds the same events in memory.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model::{Answer, BoxFuture, Turn, Usage};
+use crate::tool::{is_invalid_call, Exchange, ToolCall, ToolOutcome};
+use crate::Counters;
+
+/// An event a step records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub kind: &'static str,
+    pub call_id: Option<String>,
+    pub payload: Value,
+}
+
+impl NewEvent {
+    pub fn new(kind: &'static str, call_id: Option<&str>, payload: Value) -> Self {
+        NewEvent {
+            kind,
+            call_id: call_id.map(str::to_string),
+            payload,
+        }
+    }
+}
+
+/// An event as stored, with its number in the log (named by truncation markers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub seq: i64,
+    pub kind: String,
+    pub call_id: Option<String>,
+    pub payload: Value,
+}
+
+/// Where a working run is inside the loop (SPEC-style run states a product stores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Ready,
+    ModelRunning,
+    ToolPending,
+    ToolRunning,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Ready => "ready",
+            Phase::ModelRunning => "model_running",
+            Phase::ToolPending => "tool_pending",
+            Phase::ToolRunning => "tool_running",
+        }
+    }
+}
+
+/// One durable step: the run's phase (unchanged if `None`), counters to add, and the
+/// events it produced — committed together or not at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub phase: Option<Phase>,
+    pub add_steps: i64,
+    pub add_tool_calls: i64,
+    pub events: Vec<NewEvent>,
+}
+
+impl Step {
+    pub fn to(phase: Phase) -> Self {
+        Step {
+            phase: Some(phase),
+            add_steps: 0,
+            add_tool_calls: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// Events that leave the phase as it is.
+    pub fn events(events: Vec<NewEvent>) -> Self {
+        Step {
+            phase: None,
+            add_steps: 0,
+            add_tool_calls: 0,
+            events,
+        }
+    }
+}
+
+/// The error a product's log returns: [`LogError::Lost`] when the run is in other hands.
+/// (An in-memory log cannot fail: its error is `Infallible`.)
+#[derive(Debug, thiserror::Error)]
+pub enum LogError<E> {
+    /// The run is in other hands (its lease was taken, or it was ended elsewhere):
+    /// nothing of the step was written, and the caller must stop.
+    #[error("the run changed elsewhere (lease lost or run ended)")]
+    Lost,
+    #[error(transparent)]
+    Store(E),
+}
+
+/// Where a run's events live. A product's log commits each step atomically against a
+/// version: a worker whose lease is gone gets an error (e.g. [`LogError::Lost`]) and
+/// writes nothing; the loop stops at the first error.
+pub trait EventLog: Send {
+    type Error: Send;
+
+    /// The run's events so far, in order.
+    fn load(&mut self) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>>;
+
+    /// Commits one step atomically.
+    fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>>;
+
+    fn counters(&self) -> Counters;
+
+    /// The phase the run is in; `None` when it is resting (waiting for the world) and
+    /// was picked up again.
+    fn phase(&self) -> Option<Phase>;
+
+    /// Who holds the run (recorded when a run is resumed after a crash).
+    fn holder(&self) -> Option<String> {
+        None
+    }
+
+    /// How often [`EventLog::keep_alive`] must be called while a model or tool works
+    /// (a lease's renewal period); `None` when nobody else could take the run.
+    fn keep_alive_every(&self) -> Option<Duration> {
+        None
+    }
+
+    fn keep_alive(&mut self) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A log in memory (replay, shadow, tests): every event kept in order.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    pub events: Vec<NewEvent>,
+    counters: Counters,
+    phase: Option<Phase>,
+}
+
+impl MemoryLog {
+    pub fn new() -> Self {
+        MemoryLog {
+            phase: Some(Phase::Ready),
+            ..MemoryLog::default()
+        }
+    }
+}
+
+impl EventLog for MemoryLog {
+    type Error = std::convert::Infallible;
+
+    fn load(&mut self) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>> {
+        let events = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Event {
+                seq: i as i64 + 1,
+                kind: e.kind.to_string(),
+                call_id: e.call_id.clone(),
+                payload: e.payload.clone(),
+            })
+            .collect();
+        Box::pin(async move { Ok(events) })
+    }
+
+    fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
+        self.counters.steps += step.add_steps;
+        self.counters.tool_calls += step.add_tool_calls;
+        if step.phase.is_some() {
+            self.phase = step.phase;
+        }
+        self.events.extend(step.events);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        self.phase
+    }
+}
+
+/// The run's state rebuilt from its event log.
+#[derive(Debug, Clone)]
+pub struct RunLog<A> {
+    /// Every finished tool call, with its result whole.
+    pub exchanges: Vec<Exchange>,
+    /// The event seq of each exchange's result (for truncation markers).
+    result_seqs: Vec<i64>,
+    /// Intents without a result, in order.
+    pub pending: Vec<ToolCall>,
+    pub answer: Option<A>,
+    /// Why the run must go to a human: the first reason recorded.
+    pub handoff: Option<String>,
+    /// The summary for that human is recorded.
+    pub handoff_summarised: bool,
+    /// The first budget recorded as exhausted.
+    pub budget_exhausted: Option<String>,
+    pub model_errors: usize,
+    pub invalid_tool_calls: usize,
+    pub tokens: u64,
+    /// Milliseconds spent in model and tool calls (see [`crate::Limits::wall_ms`]).
+    pub active_ms: i64,
+    /// Refused turns, as recorded in `policy_violation` events.
+    pub violations: Vec<Value>,
+    /// How many events of each kind the harness does not fold itself (the domain's own,
+    /// e.g. `dependency_unavailable`).
+    pub other: BTreeMap<String, usize>,
+}
+
+impl<A> Default for RunLog<A> {
+    fn default() -> Self {
+        RunLog {
+            exchanges: Vec::new(),
+            result_seqs: Vec::new(),
+            pending: Vec::new(),
+            answer: None,
+            handoff: None,
+            handoff_summarised: false,
+            budget_exhausted: None,
+            model_errors: 0,
+            invalid_tool_calls: 0,
+            tokens: 0,
+            active_ms: 0,
+            violations: Vec::new(),
+            other: BTreeMap::new(),
+        }
+    }
+}
+
+impl<A: Answer> RunLog<A> {
+    pub fn fold(events: &[Event]) -> Self {
+        let mut log = RunLog::default();
+        for e in events {
+            log.apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+        }
+        log
+    }
+
+    /// Folds one event into the state. Events must come in log order.
+    pub fn apply(&mut self, seq: i64, kind: &str, call_id: Option<&str>, payload: &Value) {
+        self.active_ms += payload["latency_ms"].as_i64().unwrap_or(0)
+            + payload["duration_ms"].as_i64().unwrap_or(0);
+        match kind {
+            "model_output" => self.model_output(payload),
+            "model_error" => {
+                self.model_errors += 1;
+                if let Some(tokens) = payload["usage"].as_object() {
+                    self.tokens += tokens.values().filter_map(Value::as_u64).sum::<u64>();
+                }
+            }
+            "tool_intent" => {
+                if let Ok(call) = serde_json::from_value::<ToolCall>(payload.clone()) {
+                    self.pending.push(call);
+                }
+            }
+            "tool_result" => self.tool_result(seq, call_id, payload),
+            "policy_violation" => {
+                self.violations.push(payload.clone());
+                self.handoff.get_or_insert(format!(
+                    "the model attempted something it may not do ({})",
+                    payload["violation"].as_str().unwrap_or("violation")
+                ));
+            }
+            "budget_exhausted" => {
+                let budget = payload["budget"].as_str().unwrap_or("unknown");
+                self.budget_exhausted.get_or_insert(budget.to_string());
+                self.handoff.get_or_insert(format!(
+                    "the run exhausted its {budget} budget ({} of {})",
+                    payload["used"], payload["limit"]
+                ));
+            }
+            "handoff" => self.handoff_summarised = true,
+            // A child's tokens count against its parent (`sub::join`).
+            "children_joined" => self.tokens += payload["tokens"].as_u64().unwrap_or(0),
+            k if k == A::EVENT => self.answer = serde_json::from_value(payload.clone()).ok(),
+            other => *self.other.entry(other.to_string()).or_default() += 1,
+        }
+    }
+
+    fn model_output(&mut self, payload: &Value) {
+        if let Some(usage) = payload.get("usage") {
+            let usage: Usage = serde_json::from_value(usage.clone()).unwrap_or_default();
+            self.tokens += usage.total();
+        }
+        if let Ok(Turn::<Value>::HandOff { reason }) = serde_json::from_value(payload.clone()) {
+            self.handoff
+                .get_or_insert(format!("the model escalated: {reason}"));
+        }
+    }
+
+    fn tool_result(&mut self, seq: i64, call_id: Option<&str>, payload: &Value) {
+        let Some(pos) = self
+            .pending
+            .iter()
+            .position(|c| Some(c.id.as_str()) == call_id)
+        else {
+            return;
+        };
+        let call = self.pending.remove(pos);
+        let outcome = serde_json::from_value(payload.clone()).unwrap_or(ToolOutcome {
+            ok: false,
+            content: payload.clone(),
+        });
+        if is_invalid_call(&outcome) {
+            self.invalid_tool_calls += 1;
+        }
+        self.exchanges.push(Exchange { call, outcome });
+        self.result_seqs.push(seq);
+    }
+
+    /// How many events of a kind the harness does not fold itself were recorded.
+    pub fn count(&self, kind: &str) -> usize {
+        self.other.get(kind).copied().unwrap_or(0)
+    }
+
+    /// The history as the model sees it: results over `max_bytes` truncated, with a
+    /// marker naming the event that holds them whole.
+    pub fn model_history(&self, max_bytes: usize) -> Vec<Exchange> {
+        self.exchanges
+            .iter()
+            .zip(&self.result_seqs)
+            .map(|(x, seq)| Exchange {
+                call: x.call.clone(),
+                outcome: for_model(&x.outcome, *seq, max_bytes),
+            })
+            .collect()
+    }
+}
+
+/// A tool outcome as the model sees it: whole when small, else a truncated copy of its
+/// JSON text with a marker naming the event that holds it whole.
+fn for_model(outcome: &ToolOutcome, seq: i64, max_bytes: usize) -> ToolOutcome {
+    let text = outcome.content.to_string();
+    if text.len() <= max_bytes {
+        return outcome.clone();
+    }
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    ToolOutcome {
+        ok: outcome.ok,
+        content: json!({
+            "truncated": true,
+            "bytes": text.len(),
+            "shown_bytes": cut,
+            "result_event_seq": seq,
+            "preview": &text[..cut],
+            "hint": "the result is too large to show whole; it is stored in the run's event log. Ask a narrower question.",
+        }),
+    }
+}

@@ -1,0 +1,325 @@
+//! [`run_loop`]: the durable agent loop. Every step is committed to the run's
+//! [`EventLog`] before the next begins: the move to `model_running` before the model is
+//! asked; the model's output (with usage and latency) and the tool intents it asked for
+//! before any tool runs; each tool result before the next tool runs. A loop killed at any
+//! point and called again resumes from the log: finished tool calls are not repeated, an
+//! intent without a result is run again (tools are read-only, so that is safe), and once
+//! an answer is recorded the model is never asked again.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::budget::{Counters, Limits};
+use crate::log::{Event, EventLog, NewEvent, Phase, RunLog, Step};
+use crate::model::{Answer, Model, ModelContext, Reply, Usage};
+use crate::rules::{self, Next, Rules, TurnKind};
+use crate::sub::Shared;
+use crate::tool::{ToolCall, Toolset};
+
+/// Milliseconds on the caller's clock (tests inject one that only moves when told).
+pub trait Clock: Send + Sync {
+    fn now_ms(&self) -> i64;
+}
+
+/// Hooks a product uses to measure the loop (metrics, spans). Every method defaults to
+/// doing nothing.
+pub trait Observer: Send + Sync {
+    /// One model call: whether it answered, how long it took, what it cost.
+    fn model_call(&self, _model: &str, _ok: bool, _latency_ms: u64, _usage: Usage) {}
+    fn tool_call(&self, _tool: &str, _ok: bool, _duration_ms: u64) {}
+    /// One turn's work: the model call and the tool calls it asked for (a turn resumed
+    /// after a crash is not timed).
+    fn step(&self, _ms: u64) {}
+}
+
+struct Unobserved;
+impl Observer for Unobserved {}
+
+/// Everything one run of the loop uses besides its log.
+pub struct Run<'a, A: Send + 'static> {
+    pub model: &'a dyn Model<A>,
+    pub tools: &'a Toolset<'a>,
+    /// The task's inputs as the model sees them (untrusted text).
+    pub inputs: &'a [String],
+    pub limits: Limits,
+    pub rules: &'a dyn Rules<A>,
+    pub clock: &'a dyn Clock,
+    pub observer: &'a dyn Observer,
+    /// A budget shared with a parent run (a sub-agent's), and its cancellation.
+    pub shared: Option<&'a Shared>,
+}
+
+impl<'a, A: Send + 'static> Run<'a, A> {
+    pub fn new(model: &'a dyn Model<A>, tools: &'a Toolset<'a>, clock: &'a dyn Clock) -> Self {
+        Run {
+            model,
+            tools,
+            inputs: &[],
+            limits: Limits::default(),
+            rules: &crate::rules::NoRules,
+            clock,
+            observer: &Unobserved,
+            shared: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<A> {
+    /// The model answered; the answer is in the log (calling the loop again returns it
+    /// again without asking the model).
+    Answered(A),
+    /// The run goes to a human: why, and what they are told (recorded as `handoff`).
+    HandedOff { reason: String, summary: Value },
+    /// The parent cancelled the run (a sub-agent), before its next model or tool call.
+    Cancelled,
+}
+
+/// What [`run_loop`] returns: the outcome and the run's state it came from.
+#[derive(Debug, Clone)]
+pub struct Ended<A> {
+    pub outcome: Outcome<A>,
+    pub log: RunLog<A>,
+    pub counters: Counters,
+}
+
+/// Advances a run until it has an answer or must go to a human. Safe to call again on
+/// the same log after a crash at any point. A log that fails a step (its lease is gone:
+/// [`crate::LogError::Lost`]) stops the loop with nothing more written.
+pub async fn run_loop<A: Answer, L: EventLog>(
+    run: &Run<'_, A>,
+    log: &mut L,
+) -> Result<Ended<A>, L::Error> {
+    resume(log).await?;
+    let mut turn_started = None;
+    loop {
+        let events = log.load().await?;
+        let state = RunLog::<A>::fold(&events);
+        let counters = log.counters();
+        let next = rules::next(&state, counters, &run.limits);
+        if cancelled(run, &next) {
+            let event = NewEvent::new("cancelled", None, json!({ "by": "parent" }));
+            log.commit(Step::events(vec![event])).await?;
+            return Ok(ended(Outcome::Cancelled, state, log));
+        }
+        if let (Next::AskModel, Some(exhausted)) = (&next, run.shared.and_then(Shared::exhausted)) {
+            log.commit(Step::events(vec![exhausted.event()])).await?;
+            continue;
+        }
+        match next {
+            Next::HandOff { reason, summarised } => {
+                let reason = reason.to_string();
+                let summary = if summarised {
+                    recorded_summary(&events)
+                } else {
+                    let summary = run.rules.handoff_summary(&reason, &state, counters);
+                    let event = NewEvent::new("handoff", None, summary.clone());
+                    log.commit(Step::events(vec![event])).await?;
+                    summary
+                };
+                let outcome = Outcome::HandedOff { reason, summary };
+                return Ok(ended(outcome, state, log));
+            }
+            Next::RunTools(pending) => {
+                run_tools(run, log, pending.to_vec()).await?;
+                if let Some(started) = turn_started.take() {
+                    run.observer.step(elapsed_ms(run.clock, started));
+                }
+            }
+            Next::Answered(answer) => {
+                let outcome = Outcome::Answered(answer.clone());
+                return Ok(ended(outcome, state, log));
+            }
+            Next::Exhaust(exhausted) => {
+                tracing::warn!(budget = %exhausted.budget, used = exhausted.used, limit = exhausted.limit, "run budget exhausted");
+                log.commit(Step::events(vec![exhausted.event()])).await?;
+            }
+            Next::AskModel => {
+                let started = run.clock.now_ms();
+                if model_step(run, log, &state).await? {
+                    turn_started = Some(started);
+                } else {
+                    run.observer.step(elapsed_ms(run.clock, started));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a shared budget's owner cancelled the run, checked before each model or
+/// tool call (a call already under way finishes; its result is recorded first).
+fn cancelled<A, B: Send + 'static>(run: &Run<'_, B>, next: &Next<'_, A>) -> bool {
+    let working = matches!(next, Next::AskModel | Next::RunTools(_));
+    working && run.shared.is_some_and(Shared::is_cancelled)
+}
+
+fn ended<A, L: EventLog>(outcome: Outcome<A>, log: RunLog<A>, from: &L) -> Ended<A> {
+    Ended {
+        outcome,
+        log,
+        counters: from.counters(),
+    }
+}
+
+fn recorded_summary(events: &[Event]) -> Value {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "handoff")
+        .map(|e| e.payload.clone())
+        .unwrap_or(Value::Null)
+}
+
+/// A run whose holder died inside a step: what it committed stands; the step it was in
+/// is taken again. It dies in `tool_running` only with intents left (the last result
+/// moves it to `ready`), so it resumes in `tool_pending`; asking the model, in `ready`.
+async fn resume<L: EventLog>(log: &mut L) -> Result<(), L::Error> {
+    let to = match log.phase() {
+        Some(Phase::ToolRunning) => Phase::ToolPending,
+        Some(Phase::ModelRunning) => Phase::Ready,
+        _ => return Ok(()),
+    };
+    let interrupted = log.phase().map(Phase::as_str);
+    let payload = json!({ "interrupted_in": interrupted, "worker": log.holder() });
+    let mut step = Step::to(to);
+    step.events.push(NewEvent::new("resumed", None, payload));
+    log.commit(step).await
+}
+
+/// Runs `work` while keeping the run's lease, so a slow model or tool does not let
+/// another worker take the run. If the lease is lost meanwhile the work is abandoned.
+async fn keeping<L: EventLog, T>(
+    log: &mut L,
+    work: impl Future<Output = T>,
+) -> Result<T, L::Error> {
+    let Some(period) = log.keep_alive_every() else {
+        return Ok(work.await);
+    };
+    let mut work = std::pin::pin!(work);
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tokio::select! {
+            out = &mut work => return Ok(out),
+            _ = renew.tick() => log.keep_alive().await?,
+        }
+    }
+}
+
+/// Runs the recorded intents that have no result yet, one durable step each.
+async fn run_tools<A: Send + 'static, L: EventLog>(
+    run: &Run<'_, A>,
+    log: &mut L,
+    pending: Vec<ToolCall>,
+) -> Result<(), L::Error> {
+    for (i, call) in pending.iter().enumerate() {
+        let next = if i + 1 == pending.len() {
+            Phase::Ready
+        } else {
+            Phase::ToolRunning
+        };
+        if run.shared.is_some_and(Shared::is_cancelled) {
+            // Cancelled mid-turn: the next pass of the loop records it and stops.
+            return Ok(());
+        }
+        // The run's own budget first: a call it refuses takes nothing from the shared one.
+        let may_run = run.limits.tool_may_run(log.counters())
+            && run.shared.is_none_or(Shared::take_tool_call);
+        if !may_run {
+            // Every intent gets exactly one result, even one the budget does not run.
+            let mut step = Step::to(next);
+            step.events = vec![rules::skipped_tool_result(call, &run.limits)];
+            log.commit(step).await?;
+            continue;
+        }
+        if log.phase() != Some(Phase::ToolRunning) {
+            log.commit(Step::to(Phase::ToolRunning)).await?;
+        }
+        let started = run.clock.now_ms();
+        let outcome = keeping(log, run.tools.execute(call)).await?;
+        let duration_ms = elapsed_ms(run.clock, started);
+        run.observer.tool_call(&call.name, outcome.ok, duration_ms);
+        let mut step = Step::to(next);
+        step.add_tool_calls = 1;
+        step.events = vec![rules::tool_result(call, &outcome, duration_ms, &run.limits)];
+        log.commit(step).await?;
+    }
+    Ok(())
+}
+
+/// Asks the model for a turn and records it, or records why it cannot be used. Returns
+/// whether the turn left tool calls to run.
+async fn model_step<A: Answer, L: EventLog>(
+    run: &Run<'_, A>,
+    log: &mut L,
+    state: &RunLog<A>,
+) -> Result<bool, L::Error> {
+    let history = state.model_history(run.limits.tool_result_bytes);
+    // The step is counted, and committed, before the model is asked: a crash during the
+    // call leaves `model_running` in the log, and the budget sees the attempt.
+    let mut step = Step::to(Phase::ModelRunning);
+    step.add_steps = 1;
+    log.commit(step).await?;
+    let ctx = ModelContext {
+        inputs: run.inputs,
+        tools: run.tools.declarations(),
+        history: &history,
+    };
+    let call = ask(run.model, &ctx, run.clock, run.limits.model_call_timeout);
+    let (reply, latency_ms) = keeping(log, call).await?;
+    let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
+    if let Some(shared) = run.shared {
+        shared.spend_tokens(usage.total());
+    }
+    let name = run.model.name();
+    run.observer
+        .model_call(&name, reply.is_ok(), latency_ms, usage);
+    let hooks = (&run.limits, run.rules, run.tools.declarations());
+    let turned = rules::record_turn(log.counters().steps, reply, latency_ms, &name, hooks);
+    match turned.kind {
+        TurnKind::ModelError | TurnKind::Garbage => {
+            let error = turned.events.last().map(|e| e.payload["error"].clone());
+            tracing::warn!(error = ?error, "model error");
+        }
+        TurnKind::Refused => {
+            let violation = turned.events.last().map(|e| e.payload["violation"].clone());
+            tracing::warn!(violation = ?violation, "model policy violation");
+        }
+        TurnKind::ToolCalls | TurnKind::Answer | TurnKind::HandOff => {}
+    }
+    let tools_next = turned.kind == TurnKind::ToolCalls;
+    let mut step = Step::to(if tools_next {
+        Phase::ToolPending
+    } else {
+        Phase::Ready
+    });
+    step.events = turned.events;
+    log.commit(step).await?;
+    Ok(tools_next)
+}
+
+/// Asks the model for its next turn, bounded by `timeout` (real time; a model that does
+/// not answer is a model error), its latency measured on `clock`.
+pub async fn ask<A: Send + 'static>(
+    model: &dyn Model<A>,
+    ctx: &ModelContext<'_>,
+    clock: &dyn Clock,
+    timeout: Duration,
+) -> (anyhow::Result<Reply<A>>, u64) {
+    let started = clock.now_ms();
+    let reply = match tokio::time::timeout(timeout, model.next_reply(ctx)).await {
+        Ok(reply) => reply,
+        Err(_) => Err(anyhow::anyhow!(
+            "the model did not answer within {}s",
+            timeout.as_secs()
+        )),
+    };
+    (reply, elapsed_ms(clock, started))
+}
+
+/// Milliseconds since `since` on `clock`.
+fn elapsed_ms(clock: &dyn Clock, since: i64) -> u64 {
+    (clock.now_ms() - since).max(0) as u64
+}
