@@ -439,7 +439,7 @@ pub async fn record_decision(
 }
 
 /// The staff view of a case (`GET /api/v1/cases/{id}`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CaseView {
     pub id: String,
     pub ticket_id: String,
@@ -500,8 +500,10 @@ pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CaseFilter {
+    /// A case status (SPEC §5), or `all`.
     pub status: Option<String>,
 }
 
@@ -535,6 +537,7 @@ pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
 }
 
 /// `GET /api/v1/cases?status=…` (staff).
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::openapi::ApiErrors))]
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
@@ -554,6 +557,7 @@ pub async fn get_cases(
 }
 
 /// `GET /api/v1/cases/{id}` (staff).
+#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::openapi::ApiErrors))]
 pub async fn get_case(
     State(state): State<AppState>,
     principal: Principal,

@@ -120,6 +120,19 @@ pub struct Settings {
     /// How log lines are written to stderr: `text` for people, `json` (one object a line) for a log collector.
     #[arg(long, global = true, env = "LOG_FORMAT", value_name = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    // The stuck-run watchdog (issue 18). A healthy run's longest gap between two
+    // progress events is a few model calls that time out (2 min each) or the provider's
+    // retries (5 × 30 s); 15 minutes is well past both. The hand-off period gives a
+    // person time to look at the flag before the case is taken from the agent.
+    /// Minutes without progress (new evidence, a proposal, a decision) before a run is flagged as stuck.
+    #[arg(long, global = true, env = "WATCHDOG_STUCK_MINUTES", value_name = "WATCHDOG_STUCK_MINUTES", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 60))]
+    pub watchdog_stuck_minutes: u64,
+    /// Minutes a flagged run may stay stuck before its case is handed to a human.
+    #[arg(long, global = true, env = "WATCHDOG_HANDOFF_MINUTES", value_name = "WATCHDOG_HANDOFF_MINUTES", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 60))]
+    pub watchdog_handoff_minutes: u64,
 }
 
 /// `LOG_FORMAT`: the shape of the log lines (`RUST_LOG` still chooses which).
@@ -175,6 +188,8 @@ pub struct Config {
     pub worker_concurrency: Option<usize>,
     /// Which of `SECRET_VARS` were not set, so their public defaults are in use.
     pub defaulted_secrets: Vec<&'static str>,
+    /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
+    pub watchdog: crate::watchdog::Periods,
 }
 
 #[derive(Debug, Clone)]
@@ -228,6 +243,10 @@ impl Config {
                 .filter(|(_, value)| set(value).is_none())
                 .map(|(name, _)| name)
                 .collect(),
+            watchdog: crate::watchdog::Periods::from_minutes(
+                settings.watchdog_stuck_minutes,
+                settings.watchdog_handoff_minutes,
+            ),
             data_dir,
         }
     }

@@ -43,6 +43,8 @@ pub struct AppState {
     pub shadow_mode: bool,
     /// Agent runs one worker pass advances at the same time.
     pub worker_concurrency: usize,
+    /// When the stuck-run watchdog flags a run, and when it hands the case over.
+    pub watchdog: crate::watchdog::Periods,
 }
 
 /// JSON body extractor whose failures use the API's error shape.
@@ -227,6 +229,7 @@ pub fn router(state: AppState) -> Router {
         .route("/reconcile", post(crate::reconcile::post_reconcile))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/openapi.json", get(crate::openapi::get_openapi))
         .merge(crate::mcp::routes(&state))
         .fallback(not_found);
     let hsts = state.secure_cookies;

@@ -19,6 +19,7 @@ pub mod error;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod openapi;
 pub mod pages;
 pub mod payments;
 pub mod policies;
@@ -33,6 +34,7 @@ pub mod shadow;
 pub mod shadow_live;
 pub mod store;
 pub mod tickets;
+pub mod watchdog;
 pub mod webhooks;
 pub mod worker;
 pub mod workflow;
@@ -93,6 +95,7 @@ pub async fn build_state(
             store::Backend::Postgres => 4,
             store::Backend::Sqlite => 1,
         }),
+        watchdog: config.watchdog,
         db,
     })
 }

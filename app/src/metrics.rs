@@ -391,6 +391,17 @@ async fn reconcile_mismatches(db: &Db, job: &str) -> anyhow::Result<Family<KindL
     Ok(family)
 }
 
+/// The watchdog's standing flags, one gauge per diagnosis (zero included).
+async fn stuck_runs(db: &Db) -> anyhow::Result<Family<KindLabel, Gauge>> {
+    let flags = crate::watchdog::open_flags(db).await?;
+    let family = Family::<KindLabel, Gauge>::default();
+    for kind in crate::watchdog::WAITING_ON {
+        let n = flags.iter().filter(|f| f.waiting_on == kind).count();
+        family.get_or_create(&KindLabel { kind }).set(n as i64);
+    }
+    Ok(family)
+}
+
 /// The whole exposition: this process's counters, then the states read from `db` now
 /// (`reconcile_job` names the reconciliation report's row in `job_runs`).
 pub async fn render(db: &Db, reconcile_job: &str) -> anyhow::Result<String> {
@@ -403,6 +414,11 @@ pub async fn render(db: &Db, reconcile_job: &str) -> anyhow::Result<String> {
         "reconcile_mismatches",
         "Differences needing a human in the latest reconciliation report, by kind",
         reconcile_mismatches(db, reconcile_job).await?,
+    );
+    states.register(
+        "stuck_runs",
+        "Runs the stuck-run watchdog flags now (issue 18), by what they wait on",
+        stuck_runs(db).await?,
     );
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)?;

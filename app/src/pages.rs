@@ -604,6 +604,8 @@ struct QueueRow {
     required_role: String,
     may_approve: bool,
     age: String,
+    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    stuck: Option<String>,
 }
 
 #[derive(Template)]
@@ -640,7 +642,12 @@ async fn queue_page(
         return Redirect::to("/console/login").into_response();
     };
     let filter = q.status.unwrap_or_else(|| "awaiting_approval".into());
-    let status = if filter == "all" {
+    let flags = match crate::watchdog::open_flags(&state.db).await {
+        Ok(flags) => flags,
+        Err(e) => return e.into_response(),
+    };
+    // "stuck" is a view over every status: the cases whose run the watchdog flagged.
+    let status = if filter == "all" || filter == "stuck" {
         None
     } else {
         match CaseStatus::parse(&filter) {
@@ -653,8 +660,13 @@ async fn queue_page(
         Err(e) => return e.into_response(),
     };
     let now = state.clock.now_ms();
+    let stuck: std::collections::HashMap<&str, &str> = flags
+        .iter()
+        .map(|f| (f.case_id.as_str(), f.summary.as_str()))
+        .collect();
     let rows = list
         .iter()
+        .filter(|c| filter != "stuck" || stuck.contains_key(c.id.as_str()))
         .map(|c| {
             let required = c.required_role.clone().unwrap_or_default();
             let may_approve = parse_plain::<policy_engine::Role>(&required)
@@ -677,6 +689,7 @@ async fn queue_page(
                 required_role: required,
                 may_approve,
                 age: age(now, c.created_at),
+                stuck: stuck.get(c.id.as_str()).map(|s| s.to_string()),
             }
         })
         .collect();
@@ -695,6 +708,7 @@ async fn queue_page(
             "denied",
             "awaiting_customer",
             "investigating",
+            "stuck",
             "all",
         ]
         .map(String::from)
@@ -747,6 +761,8 @@ struct CasePage {
     required_role: String,
     fingerprint: String,
     error: Option<String>,
+    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    stuck: Option<String>,
 }
 
 async fn case_page_response(
@@ -810,6 +826,10 @@ async fn case_page_response(
     let may_approve = parse_plain::<policy_engine::Role>(&required_role)
         .map(|r| session.staff.role.may_approve(r))
         .unwrap_or(false);
+    let stuck = match crate::watchdog::open_flag_of_case(&state.db, &case.id).await {
+        Ok(flag) => flag.map(|f| f.summary),
+        Err(e) => return e.into_response(),
+    };
     render(&CasePage {
         staff_email: session.staff.email.clone(),
         staff_role: session.staff.role.as_str().into(),
@@ -832,6 +852,7 @@ async fn case_page_response(
         may_approve,
         required_role,
         error,
+        stuck,
     })
 }
 

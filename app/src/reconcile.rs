@@ -48,7 +48,7 @@ pub const RECENT_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 pub const OPEN_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 /// Which intents' charges a run covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Every charge any intent ever named.
@@ -60,7 +60,7 @@ pub enum Scope {
 }
 
 /// Provider vs internal, as JSON (`POST /api/v1/reconcile`, `refund-agent reconcile`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReconcileReport {
     /// RFC 3339, app clock.
     pub generated_at: String,
@@ -114,7 +114,7 @@ impl ReconcileReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Matched {
     pub intent_id: String,
     pub case_id: String,
@@ -125,7 +125,7 @@ pub struct Matched {
     pub status: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Resolved {
     pub intent_id: String,
     pub case_id: String,
@@ -135,10 +135,11 @@ pub struct Resolved {
     pub refund_id: Option<String>,
     /// What was done: `{"how": "adopted_by_metadata" | "polled" | "accepted" |
     /// "not_at_provider" | "refused" | "needs_review" | …, …}`.
+    #[schema(value_type = Object)]
     pub step: Step,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProviderRefundLine {
     pub refund_id: String,
     pub charge_id: String,
@@ -150,7 +151,7 @@ pub struct ProviderRefundLine {
     pub refund_intent_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IntentLine {
     pub intent_id: String,
     pub case_id: String,
@@ -163,7 +164,7 @@ pub struct IntentLine {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AmountMismatch {
     pub intent_id: String,
     pub refund_id: String,
@@ -174,7 +175,7 @@ pub struct AmountMismatch {
     pub provider_currency: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StatusMismatch {
     pub intent_id: String,
     pub refund_id: String,
@@ -183,7 +184,7 @@ pub struct StatusMismatch {
     pub provider_status: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChargeError {
     pub charge_id: String,
     pub error: String,
@@ -246,6 +247,7 @@ pub async fn last_report(state: &AppState) -> AppResult<Option<ReconcileReport>>
 }
 
 /// `POST /api/v1/reconcile` (staff): runs a full reconciliation and returns its report.
+#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::openapi::ApiErrors))]
 pub async fn post_reconcile(
     State(state): State<AppState>,
     principal: Principal,

@@ -996,7 +996,7 @@ pub async fn settle_case(state: &AppState, case_id: &str) -> AppResult<Option<Ca
 }
 
 /// A provider refund made for a case, as staff see it (`GET /cases/{id}` → `refunds`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RefundView {
     pub id: Option<String>,
     pub intent_id: String,
@@ -1030,7 +1030,7 @@ pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> 
 }
 
 /// A refund as the customer may see it, in RP-005's words.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CustomerRefundView {
     pub amount: String,
     pub currency: String,

@@ -21,7 +21,7 @@ use crate::refunds::CustomerRefundView;
 /// The language of a ticket and of everything its customer is told. Stored as its code
 /// (`en`, `zh`, `ja`) in `tickets.language`, the column's values since the first
 /// migration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     En,

@@ -97,12 +97,15 @@ pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
 }
 
 /// A reviewer's decision, made by hand.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManualDecision {
+    #[schema(value_type = crate::openapi::Outcome)]
     pub outcome: CaseOutcome,
+    #[schema(value_type = crate::openapi::ReasonCode)]
     pub reason: ReasonCode,
     #[serde(default)]
+    #[schema(value_type = Vec<crate::openapi::RefundLine>)]
     pub refunds: Vec<RefundRecord>,
     #[serde(default)]
     pub note: Option<String>,
@@ -328,6 +331,7 @@ pub async fn decide_by_hand(
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::openapi::ApiErrors))]
 pub async fn post_decide(
     State(state): State<AppState>,
     principal: Principal,

@@ -26,7 +26,7 @@ pub const MAX_MESSAGES_PER_MINUTE: i64 = 10;
 /// Tickets one customer may open per hour.
 pub const MAX_TICKETS_PER_HOUR: i64 = 5;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTicket {
     pub message: String,
@@ -34,13 +34,13 @@ pub struct NewTicket {
     pub order_id: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMessage {
     pub text: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct MessageView {
     pub seq: i64,
     pub author: String,
@@ -48,7 +48,7 @@ pub struct MessageView {
     pub at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TicketView {
     pub id: String,
     pub customer_id: String,
@@ -60,7 +60,7 @@ pub struct TicketView {
 }
 
 /// A message on the customer's side, with its author named in the ticket's language.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CustomerMessageView {
     #[serde(flatten)]
     pub message: MessageView,
@@ -68,7 +68,7 @@ pub struct CustomerMessageView {
 }
 
 /// What a customer may know about their case: status and refunds, nothing internal.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CustomerCaseView {
     pub id: String,
     pub status: String,
@@ -77,7 +77,7 @@ pub struct CustomerCaseView {
 }
 
 /// A refund on the customer's side, with its status in the ticket's language.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CustomerRefundLine {
     #[serde(flatten)]
     pub refund: refunds::CustomerRefundView,
@@ -371,6 +371,7 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketV
 }
 
 /// `POST /api/v1/tickets` (customer).
+#[utoipa::path(post, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), request_body = NewTicket, responses((status = 201, description = "the ticket, its case opened", body = TicketView), crate::openapi::ApiErrors))]
 pub async fn post_ticket(
     State(state): State<AppState>,
     principal: Principal,
@@ -385,6 +386,7 @@ pub async fn post_ticket(
 }
 
 /// `GET /api/v1/tickets/{id}`.
+#[utoipa::path(get, path = "/api/v1/tickets/{id}", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket as its customer (or staff) may see it", body = TicketView), crate::openapi::ApiErrors))]
 pub async fn get_ticket(
     State(state): State<AppState>,
     principal: Principal,
@@ -395,6 +397,7 @@ pub async fn get_ticket(
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/messages", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), request_body = NewMessage, responses((status = 200, description = "the ticket with the message added", body = TicketView), crate::openapi::ApiErrors))]
 pub async fn post_message(
     State(state): State<AppState>,
     principal: Principal,
@@ -433,7 +436,7 @@ pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str)
 }
 
 /// What a withdrawal did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Withdrawal {
     pub withdrawn: bool,
     pub message: String,
@@ -525,6 +528,7 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
 
 /// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
 /// 409 `refund_already_submitted` when it is too late.
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::openapi::ApiErrors))]
 pub async fn post_withdraw(
     State(state): State<AppState>,
     principal: Principal,
@@ -542,6 +546,7 @@ pub async fn post_withdraw(
 }
 
 /// `GET /api/v1/tickets` (customer): their own tickets, newest first.
+#[utoipa::path(get, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), responses((status = 200, description = "the customer's tickets, newest first", body = Vec<TicketView>), crate::openapi::ApiErrors))]
 pub async fn list_tickets(
     State(state): State<AppState>,
     principal: Principal,

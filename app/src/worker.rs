@@ -181,14 +181,43 @@ async fn progress_marker(state: &AppState) -> AppResult<(i64, i64, i64)> {
 /// The serve loop: a pass on every wake-up or tick, until `stop` is requested; then it
 /// returns once the pass in flight has finished what it claimed.
 pub async fn run_until_stopped(state: AppState, stop: StopSignal) {
+    // The watchdog runs beside the passes, not after them: a pass stuck on a hung model
+    // or tool is exactly what it must see (issue 18). Joined, not spawned, so aborting
+    // this task (tests) stops both.
+    tokio::join!(
+        work_until_stopped(&state, &stop),
+        watch_until_stopped(&state, &stop)
+    );
+}
+
+async fn work_until_stopped(state: &AppState, stop: &StopSignal) {
     while !stop.is_requested() {
-        if let Err(e) = run_pass(&state, &stop).await {
+        if let Err(e) = run_pass(state, stop).await {
             tracing::error!(error = %e, "worker pass failed");
         }
         tokio::select! {
             _ = state.wake.notified() => {}
             _ = stop.requested() => {}
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}
+
+/// The stuck-run watchdog's scan every `watchdog::SCAN_PERIOD_MS` of the app clock,
+/// looked at once a second (so a test's moved clock is seen at once).
+async fn watch_until_stopped(state: &AppState, stop: &StopSignal) {
+    let mut next_scan = 0;
+    while !stop.is_requested() {
+        let now = state.clock.now_ms();
+        if now >= next_scan {
+            next_scan = now + crate::watchdog::SCAN_PERIOD_MS;
+            if let Err(e) = crate::watchdog::scan(state).await {
+                tracing::error!(error = %e, "watchdog scan failed");
+            }
+        }
+        tokio::select! {
+            _ = stop.requested() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
 }
