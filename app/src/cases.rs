@@ -254,7 +254,7 @@ pub async fn reinvestigate(
         .execute(&mut **tx)
         .await?;
     if let Some(old_run) = &case.run_id {
-        runs::finish_run(tx, old_run, "cancelled", now).await?;
+        runs::finish_run(tx, old_run, runs::RunStatus::Cancelled, now).await?;
     }
     crate::audit::record(tx, "system", "proposal_voided", &case.id, why, now).await?;
     tracing::info!(case_id = %case.id, why, "proposal voided; re-investigating");

@@ -1201,7 +1201,7 @@ async fn run_page(
     render(&RunPage {
         run_id: run.id,
         case_id: run.case_id,
-        status: run.status,
+        status: run.status.to_string(),
         steps: run.steps,
         tool_calls: run.tool_calls,
         events,

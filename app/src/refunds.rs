@@ -968,7 +968,7 @@ pub async fn settle_case_status_tx(
             target,
             CaseStatus::RefundSucceeded | CaseStatus::RefundFailed
         ) {
-            crate::runs::finish_run(tx, run_id, "completed", now).await?;
+            crate::runs::finish_run(tx, run_id, crate::runs::RunStatus::Completed, now).await?;
         }
     }
     crate::audit::record(tx, "system", "refund_status", case_id, target.as_str(), now).await?;

@@ -30,24 +30,92 @@ pub const DEPENDENCY_RETRY_MS: i64 = 30_000;
 pub const RUN_CHANGED: &str = "run_changed";
 
 /// SPEC §5 run states.
-pub mod status {
-    pub const READY: &str = "ready";
-    pub const MODEL_RUNNING: &str = "model_running";
-    pub const TOOL_PENDING: &str = "tool_pending";
-    pub const TOOL_RUNNING: &str = "tool_running";
-    pub const AWAITING_APPROVAL: &str = "awaiting_approval";
-    pub const AWAITING_DEPENDENCY: &str = "awaiting_dependency";
-    pub const COMPLETED: &str = "completed";
-    pub const FAILED: &str = "failed";
-    pub const CANCELLED: &str = "cancelled";
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Ready,
+    ModelRunning,
+    ToolPending,
+    ToolRunning,
+    AwaitingApproval,
+    AwaitingDependency,
+    Completed,
+    Failed,
+    Cancelled,
+}
 
-    /// States in which a worker is (or was, before a crash) advancing the run.
-    pub const ACTIVE: [&str; 4] = [READY, MODEL_RUNNING, TOOL_PENDING, TOOL_RUNNING];
+impl RunStatus {
+    pub const ALL: [RunStatus; 9] = [
+        RunStatus::Ready,
+        RunStatus::ModelRunning,
+        RunStatus::ToolPending,
+        RunStatus::ToolRunning,
+        RunStatus::AwaitingApproval,
+        RunStatus::AwaitingDependency,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    /// The name stored in `runs.status` and shown in events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ready => "ready",
+            RunStatus::ModelRunning => "model_running",
+            RunStatus::ToolPending => "tool_pending",
+            RunStatus::ToolRunning => "tool_running",
+            RunStatus::AwaitingApproval => "awaiting_approval",
+            RunStatus::AwaitingDependency => "awaiting_dependency",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == name)
+    }
 
     /// States in which the run waits for the world (a human, a dependency) or is over:
     /// it holds no worker and no lease (SPEC §5).
-    pub fn holds_no_worker(status: &str) -> bool {
-        !ACTIVE.contains(&status)
+    pub fn holds_no_worker(self) -> bool {
+        !status::ACTIVE.contains(&self)
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A status compares with its stored name (`run.status == "ready"`).
+impl PartialEq<&str> for RunStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// The states by their SPEC names, for the code that reads best that way.
+pub mod status {
+    use super::RunStatus;
+
+    pub const READY: RunStatus = RunStatus::Ready;
+    pub const MODEL_RUNNING: RunStatus = RunStatus::ModelRunning;
+    pub const TOOL_PENDING: RunStatus = RunStatus::ToolPending;
+    pub const TOOL_RUNNING: RunStatus = RunStatus::ToolRunning;
+    pub const AWAITING_APPROVAL: RunStatus = RunStatus::AwaitingApproval;
+    pub const AWAITING_DEPENDENCY: RunStatus = RunStatus::AwaitingDependency;
+    pub const COMPLETED: RunStatus = RunStatus::Completed;
+    pub const FAILED: RunStatus = RunStatus::Failed;
+    pub const CANCELLED: RunStatus = RunStatus::Cancelled;
+
+    /// States in which a worker is (or was, before a crash) advancing the run.
+    pub const ACTIVE: [RunStatus; 4] = [READY, MODEL_RUNNING, TOOL_PENDING, TOOL_RUNNING];
+
+    /// See [`RunStatus::holds_no_worker`].
+    pub fn holds_no_worker(status: RunStatus) -> bool {
+        status.holds_no_worker()
     }
 }
 
@@ -55,7 +123,7 @@ pub mod status {
 pub struct Run {
     pub id: String,
     pub case_id: String,
-    pub status: String,
+    pub status: RunStatus,
     pub version: i64,
     pub steps: i64,
     pub tool_calls: i64,
@@ -100,11 +168,18 @@ pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> App
 const RUN_COLUMNS: &str =
     "id, case_id, status, version, steps, tool_calls, lease_owner, lease_expires_at, created_at";
 
+/// A stored status this build does not know is a corrupt row, not a state to guess.
+fn stored_status(name: &str) -> AppResult<RunStatus> {
+    RunStatus::parse(name).ok_or_else(|| {
+        AppError::Internal(anyhow::anyhow!("unknown run status {name:?} in the store"))
+    })
+}
+
 fn run_from_row(r: &sqlx::any::AnyRow) -> AppResult<Run> {
     Ok(Run {
         id: r.try_get("id")?,
         case_id: r.try_get("case_id")?,
-        status: r.try_get("status")?,
+        status: stored_status(&r.try_get::<String, _>("status")?)?,
         version: r.try_get("version")?,
         steps: r.try_get("steps")?,
         tool_calls: r.try_get("tool_calls")?,
@@ -281,7 +356,7 @@ pub fn is_run_changed(error: &AppError) -> bool {
 pub async fn set_status(
     tx: &mut Tx<'_>,
     run: &mut Run,
-    status: &str,
+    status: RunStatus,
     add_steps: i64,
     add_tool_calls: i64,
     now: i64,
@@ -303,13 +378,13 @@ pub struct NewEvent<'a> {
 pub async fn record_step(
     tx: &mut Tx<'_>,
     run: &mut Run,
-    status: &str,
+    status: RunStatus,
     add_steps: i64,
     add_tool_calls: i64,
     now: i64,
     events: &[NewEvent<'_>],
 ) -> AppResult<()> {
-    let releases = status::holds_no_worker(status);
+    let releases = status.holds_no_worker();
     let lease_expires_at = if releases {
         None
     } else {
@@ -325,7 +400,7 @@ pub async fn record_step(
              updated_at = $4, lease_owner = $5, lease_expires_at = $6
          WHERE id = $7 AND version = $8",
     )
-    .bind(status)
+    .bind(status.as_str())
     .bind(add_steps)
     .bind(add_tool_calls)
     .bind(now)
@@ -353,7 +428,7 @@ pub async fn record_step(
         .await?;
     }
     run.version += 1;
-    run.status = status.to_string();
+    run.status = status;
     run.steps += add_steps;
     run.tool_calls += add_tool_calls;
     run.lease_owner = lease_owner;
@@ -380,7 +455,12 @@ pub async fn release(db: &Db, run: &Run) -> AppResult<()> {
 /// Ends a run that is not running (cancelled when its case was re-investigated, completed
 /// when its refund was executed). Takes the lease away too: a worker still advancing it
 /// fails its next versioned update and stops. Logs the change only if there was one.
-pub async fn finish_run(tx: &mut Tx<'_>, run_id: &str, status: &str, now: i64) -> AppResult<()> {
+pub async fn finish_run(
+    tx: &mut Tx<'_>,
+    run_id: &str,
+    status: RunStatus,
+    now: i64,
+) -> AppResult<()> {
     let previous = sqlx::query("SELECT status FROM runs WHERE id = $1")
         .bind(run_id)
         .fetch_optional(&mut **tx)
@@ -392,7 +472,7 @@ pub async fn finish_run(tx: &mut Tx<'_>, run_id: &str, status: &str, now: i64) -
              lease_owner = NULL, lease_expires_at = NULL
          WHERE id = $3 AND status NOT IN ('completed', 'failed', 'cancelled')",
     )
-    .bind(status)
+    .bind(status.as_str())
     .bind(now)
     .bind(run_id)
     .execute(&mut **tx)
@@ -510,7 +590,7 @@ fn last_progress_sql(run_id: &str, progress: &[&'static str]) -> String {
 /// after `cutoff` cannot qualify, so the `(status, created_at)` index bounds the scan.
 pub async fn stalled_runs(
     db: &Db,
-    watched: &[&'static str],
+    watched: &[RunStatus],
     progress: &[&'static str],
     cutoff: i64,
     limit: i64,
@@ -521,7 +601,7 @@ pub async fn stalled_runs(
              WHERE r.status IN ({}) AND r.created_at <= $1
          ) s WHERE s.last_progress_at <= $1 ORDER BY s.last_progress_at, s.id LIMIT $2",
         last_progress_sql("r.id", progress),
-        sql_list(watched)
+        sql_list(&watched.iter().map(|s| s.as_str()).collect::<Vec<_>>())
     );
     let rows = sqlx::query(&sql)
         .bind(cutoff)
@@ -569,4 +649,30 @@ pub async fn progress_of(
     .await?;
     row.map(|r| Ok((r.try_get("status")?, r.try_get("last_progress_at")?)))
         .transpose()
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn every_run_status_is_stored_by_its_spec_name_and_read_back() {
+        for s in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(s.as_str()), Some(s));
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.as_str()))
+            );
+        }
+        assert_eq!(RunStatus::parse("Ready"), None);
+        assert!(
+            stored_status("paused").is_err(),
+            "an unknown stored status is an error"
+        );
+        let working: Vec<_> = RunStatus::ALL
+            .into_iter()
+            .filter(|s| !s.holds_no_worker())
+            .collect();
+        assert_eq!(working, status::ACTIVE);
+    }
 }

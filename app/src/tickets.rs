@@ -489,7 +489,8 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
             .execute(&mut *tx)
             .await?;
             if let Some(run_id) = &case.run_id {
-                crate::runs::finish_run(&mut tx, run_id, "cancelled", now).await?;
+                crate::runs::finish_run(&mut tx, run_id, crate::runs::RunStatus::Cancelled, now)
+                    .await?;
             }
             crate::audit::record(
                 &mut tx,

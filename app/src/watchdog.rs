@@ -31,7 +31,7 @@ use crate::agent::Proposal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
-use crate::runs::{self, status, Event, Run, Stalled};
+use crate::runs::{self, status, Event, Run, RunStatus, Stalled};
 use crate::store::Db;
 
 /// The run's log as the harness folds it (the answer is the agent's proposal).
@@ -57,7 +57,7 @@ impl Periods {
 }
 
 /// The states in which the agent owes the next move (see the module comment).
-pub const WATCHED: [&str; 5] = [
+pub const WATCHED: [RunStatus; 5] = [
     status::READY,
     status::MODEL_RUNNING,
     status::TOOL_PENDING,
@@ -139,7 +139,7 @@ pub fn waiting_on(
     match (&run.lease_owner, run.lease_expires_at) {
         (Some(owner), Some(expires)) if expires < now => WaitingOn::DeadWorker {
             owner: owner.clone(),
-            state: run.status.clone(),
+            state: run.status.to_string(),
         },
         (Some(_), Some(_)) => match log.pending.first() {
             Some(call) => WaitingOn::Tool {
@@ -214,7 +214,7 @@ pub fn diagnose(stalled: &Stalled, events: &[Event], now: i64) -> Diagnosis {
             waiting_on.describe()
         ),
         waiting_on,
-        run_status: stalled.run.status.clone(),
+        run_status: stalled.run.status.to_string(),
         stalled_since: rfc3339(stalled.last_progress_at),
         stalled_minutes,
         last_event,
@@ -367,7 +367,7 @@ async fn flag(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bool> 
 async fn still_stalled(tx: &mut crate::store::Tx<'_>, stalled: &Stalled) -> AppResult<bool> {
     let now = runs::lock_for_note(tx, &stalled.run.id, &PROGRESS).await?;
     Ok(matches!(now, Some((status, since))
-        if WATCHED.contains(&status.as_str()) && since == stalled.last_progress_at))
+        if RunStatus::parse(&status).is_some_and(|s| WATCHED.contains(&s)) && since == stalled.last_progress_at))
 }
 
 /// Hands the case to a human through the run code's escalation, the diagnosis as the
@@ -427,7 +427,7 @@ async fn clear_moved_on(db: &Db, now: i64) -> AppResult<usize> {
             runs::progress_of(&mut conn, &flag.run_id, &PROGRESS).await?
         };
         let stands = matches!(&current, Some((status, since))
-            if WATCHED.contains(&status.as_str()) && *since == flag.stalled_since);
+            if RunStatus::parse(status).is_some_and(|s| WATCHED.contains(&s)) && *since == flag.stalled_since);
         if stands {
             continue;
         }
@@ -453,7 +453,7 @@ mod tests {
         Run {
             id: "run_1".into(),
             case_id: "case_1".into(),
-            status: status.into(),
+            status: RunStatus::parse(status).unwrap_or(RunStatus::Failed),
             version: 3,
             steps: 1,
             tool_calls: 0,

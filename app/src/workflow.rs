@@ -370,7 +370,7 @@ pub async fn decide_case(
         // worker whose run was advanced elsewhere (its lease lost to the one that decided)
         // writes nothing and stops with `run_changed`, instead of cancelling the run it no
         // longer holds.
-        runs::set_status(&mut tx, run, runs::status::CANCELLED, 0, 0, now).await?;
+        runs::set_status(&mut tx, run, runs::RunStatus::Cancelled, 0, 0, now).await?;
         tx.commit().await?;
         return Ok(());
     }
@@ -393,7 +393,7 @@ pub async fn decide_case(
             now,
         )
         .await?;
-        runs::set_status(&mut tx, run, "completed", 0, 0, now).await?;
+        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
         tx.commit().await?;
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
@@ -453,9 +453,9 @@ pub async fn decide_case(
         .await?;
     }
     let run_status = if status == CaseStatus::AwaitingApproval {
-        "awaiting_approval"
+        runs::RunStatus::AwaitingApproval
     } else {
-        "completed"
+        runs::RunStatus::Completed
     };
     runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
     let reply = crate::replies::decision_reply(ticket.language, status, &decision);
@@ -563,7 +563,7 @@ pub async fn escalate_to_human(
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }
     runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
-    runs::set_status(&mut tx, run, "failed", 0, 0, now).await?;
+    runs::set_status(&mut tx, run, runs::RunStatus::Failed, 0, 0, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");
     Ok(())

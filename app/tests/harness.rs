@@ -1484,9 +1484,16 @@ async fn a_lease_is_renewed_while_held_and_lost_once_taken_over() {
     assert!(runs::is_run_changed(&lost), "{lost}");
     // And A's next state change fails the same way, before it writes anything.
     let mut tx = db.begin().await.unwrap();
-    let err = runs::set_status(&mut tx, &mut run, "model_running", 1, 0, app.clock_ms())
-        .await
-        .unwrap_err();
+    let err = runs::set_status(
+        &mut tx,
+        &mut run,
+        runs::RunStatus::ModelRunning,
+        1,
+        0,
+        app.clock_ms(),
+    )
+    .await
+    .unwrap_err();
     assert!(runs::is_run_changed(&err));
 }
 

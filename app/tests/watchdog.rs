@@ -48,7 +48,7 @@ async fn worker_starts_model_call(app: &TestApp, owner: &str) -> Run {
         .unwrap()
         .expect("the queued run is claimable");
     let mut tx = app.state.db.begin().await.unwrap();
-    runs::set_status(&mut tx, &mut run, "model_running", 1, 0, now)
+    runs::set_status(&mut tx, &mut run, runs::RunStatus::ModelRunning, 1, 0, now)
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -67,15 +67,23 @@ async fn worker_records_evidence(app: &TestApp, run: &mut Run, n: usize) {
         call_id: Some(&call_id),
         payload: &intent,
     }];
-    runs::record_step(&mut tx, run, "tool_pending", 0, 0, now, &events)
-        .await
-        .unwrap();
+    runs::record_step(
+        &mut tx,
+        run,
+        runs::RunStatus::ToolPending,
+        0,
+        0,
+        now,
+        &events,
+    )
+    .await
+    .unwrap();
     let events = [NewEvent {
         kind: "tool_result",
         call_id: Some(&call_id),
         payload: &result,
     }];
-    runs::record_step(&mut tx, run, "ready", 0, 1, now, &events)
+    runs::record_step(&mut tx, run, runs::RunStatus::Ready, 0, 1, now, &events)
         .await
         .unwrap();
     tx.commit().await.unwrap();

@@ -20,7 +20,7 @@ use super::tools::{self, ToolEnv};
 use crate::clock::{Clock, HarnessClock};
 use crate::error::{AppError, AppResult};
 use crate::http::AppState;
-use crate::runs::{self, status, Run};
+use crate::runs::{self, status, Run, RunStatus};
 use crate::store::Db;
 
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
@@ -53,7 +53,7 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
         .any(|e| e.kind == "decision" || e.kind == "escalated")
     {
         // Only reachable if a decision was recorded without its state change.
-        if !status::holds_no_worker(&run.status) {
+        if !run.status.holds_no_worker() {
             rest(
                 &state.db,
                 run,
@@ -127,7 +127,7 @@ async fn investigate(
             rest(
                 &state.db,
                 run,
-                &to,
+                to,
                 state.clock.now_ms(),
                 vec![exhausted.event()],
             )
@@ -170,7 +170,7 @@ async fn customer_messages(db: &Db, ticket_id: &str) -> AppResult<Vec<String>> {
 async fn rest(
     db: &Db,
     run: &mut Run,
-    to: &str,
+    to: RunStatus,
     now: i64,
     events: Vec<harness::NewEvent>,
 ) -> AppResult<()> {
@@ -182,7 +182,7 @@ async fn rest(
 async fn commit(
     db: &Db,
     run: &mut Run,
-    to: &str,
+    to: RunStatus,
     (add_steps, add_tool_calls): (i64, i64),
     now: i64,
     events: &[harness::NewEvent],
@@ -204,11 +204,11 @@ async fn commit(
 /// The status a step that does not change the run's state keeps: its own, unless the
 /// run was resting (claimed again from `awaiting_dependency`), when it is `ready` — a
 /// run being worked on keeps its lease.
-fn working_status(run: &Run) -> String {
-    if status::holds_no_worker(&run.status) {
-        status::READY.to_string()
+fn working_status(run: &Run) -> RunStatus {
+    if run.status.holds_no_worker() {
+        RunStatus::Ready
     } else {
-        run.status.clone()
+        run.status
     }
 }
 
@@ -217,6 +217,16 @@ struct SqlLog<'a> {
     db: &'a Db,
     clock: &'a dyn Clock,
     run: &'a mut Run,
+}
+
+/// The run state a harness phase is stored as (the four working states of SPEC §5).
+fn status_of(phase: Phase) -> RunStatus {
+    match phase {
+        Phase::Ready => RunStatus::Ready,
+        Phase::ModelRunning => RunStatus::ModelRunning,
+        Phase::ToolPending => RunStatus::ToolPending,
+        Phase::ToolRunning => RunStatus::ToolRunning,
+    }
 }
 
 fn from_app(e: AppError) -> LogError<AppError> {
@@ -249,13 +259,12 @@ impl EventLog for SqlLog<'_> {
 
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
         Box::pin(async move {
-            let to = match step.phase {
-                Some(phase) => phase.as_str().to_string(),
-                None => working_status(self.run),
-            };
+            let to = step
+                .phase
+                .map_or_else(|| working_status(self.run), status_of);
             let now = self.clock.now_ms();
             let counts = (step.add_steps, step.add_tool_calls);
-            commit(self.db, self.run, &to, counts, now, &step.events)
+            commit(self.db, self.run, to, counts, now, &step.events)
                 .await
                 .map_err(from_app)
         })
@@ -269,11 +278,11 @@ impl EventLog for SqlLog<'_> {
     }
 
     fn phase(&self) -> Option<Phase> {
-        match self.run.status.as_str() {
-            status::READY => Some(Phase::Ready),
-            status::MODEL_RUNNING => Some(Phase::ModelRunning),
-            status::TOOL_PENDING => Some(Phase::ToolPending),
-            status::TOOL_RUNNING => Some(Phase::ToolRunning),
+        match self.run.status {
+            RunStatus::Ready => Some(Phase::Ready),
+            RunStatus::ModelRunning => Some(Phase::ModelRunning),
+            RunStatus::ToolPending => Some(Phase::ToolPending),
+            RunStatus::ToolRunning => Some(Phase::ToolRunning),
             _ => None,
         }
     }
