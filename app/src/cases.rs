@@ -226,6 +226,16 @@ pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) 
     Ok(case.version + 1)
 }
 
+/// Voids the case's valid approvals: what they approved is no longer what would be
+/// sent (a new proposal, a withdrawal). Used approvals stay as the record of a refund.
+pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> AppResult<()> {
+    sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
+        .bind(case_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Voids the current proposal (and any approval bound to its fingerprint) and starts a
 /// new investigation run.
 pub async fn reinvestigate(
@@ -249,10 +259,7 @@ pub async fn reinvestigate(
     .execute(&mut **tx)
     .await?;
     expect_versioned(&done)?;
-    sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
-        .bind(&case.id)
-        .execute(&mut **tx)
-        .await?;
+    void_approvals(tx, &case.id).await?;
     if let Some(old_run) = &case.run_id {
         runs::finish_run(tx, old_run, runs::RunStatus::Cancelled, now).await?;
     }

@@ -451,14 +451,22 @@ fn change_description(approved: Option<&Decision>, fresh: &Decision) -> String {
     format!("approval void: {}", changes.join("; "))
 }
 
+/// Voids the case's refund intents that were never sent (no attempt made): the case
+/// will not send them. An intent with an attempt stays, for verification — it may have
+/// reached the provider (SPEC invariant 4).
+pub(crate) async fn void_unsent(tx: &mut Tx<'_>, case_id: &str, now: i64) -> AppResult<()> {
+    sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
+        .bind(now)
+        .bind(case_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> AppResult<()> {
     let now = state.clock.now_ms();
     let mut tx = state.db.begin().await?;
-    sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
-        .bind(now)
-        .bind(&case.id)
-        .execute(&mut *tx)
-        .await?;
+    void_unsent(&mut tx, &case.id, now).await?;
     let fresh = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(AppError::NotFound("case"))?;

@@ -477,17 +477,8 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
             // A versioned update: if the executor moved an approved case on meanwhile,
             // this fails and nothing is cancelled behind its back.
             cases::transition(&mut tx, &case, CaseStatus::Cancelled, now).await?;
-            sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
-                .bind(now)
-                .bind(&case.id)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'",
-            )
-            .bind(&case.id)
-            .execute(&mut *tx)
-            .await?;
+            refunds::void_unsent(&mut tx, &case.id, now).await?;
+            cases::void_approvals(&mut tx, &case.id).await?;
             if let Some(run_id) = &case.run_id {
                 crate::runs::finish_run(&mut tx, run_id, crate::runs::RunStatus::Cancelled, now)
                     .await?;
