@@ -1,0 +1,201 @@
+//! The command line's arguments: every command, subcommand and flag as clap parses them
+//! (SPEC §7). Definitions only; what each command does is in its own module.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::auth::StaffRole;
+
+#[derive(Parser)]
+#[command(
+    name = "refund-agent",
+    version,
+    about = "Refund desk: an AI refund agent a support team can trust with money"
+)]
+pub(super) struct Cli {
+    /// Every setting, each a flag with an environment fallback (`config::Settings`).
+    #[command(flatten)]
+    pub(super) settings: crate::config::Settings,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// Run the web app (and the embedded payments mock unless PAYMENTS_URL is set).
+    Serve {
+        /// The address to listen on.
+        #[arg(
+            long,
+            env = "BIND_ADDR",
+            value_name = "BIND_ADDR",
+            default_value = "127.0.0.1:8080"
+        )]
+        addr: SocketAddr,
+    },
+    /// Load a billing world into the app and the payment provider, and create demo staff.
+    Seed {
+        /// The billing world to load [default: FIXTURES_DIR/billing/demo.json].
+        #[arg(long)]
+        world: Option<PathBuf>,
+        /// Give the demo staff new passwords even though they exist (which revokes
+        /// their sessions and tokens). Without it, seeding an existing data dir refuses.
+        #[arg(long)]
+        reset_passwords: bool,
+    },
+    /// Rebuild the policy index.
+    Index,
+    /// Run the agent on a ticket and print its trace.
+    Investigate {
+        /// The ticket's id.
+        ticket: String,
+    },
+    /// Policy tools.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Replay historical tickets with the agent and compare with the humans' decisions.
+    Shadow {
+        /// The historical tickets, as JSON lines (SPEC §7).
+        history: PathBuf,
+        /// Where `report.json` and `report.html` are written.
+        #[arg(long, default_value = "./shadow-report")]
+        out: PathBuf,
+    },
+    /// Compare internal refund intents with the provider's refunds; resolve unknowns.
+    Reconcile,
+    /// Run the scenario eval suite (`evals/scenarios/`): forwarded, arguments and all, to
+    /// the `refund-evals` binary (`refund-evals eval --help` lists its flags), which lives
+    /// outside the production library (issue 18).
+    #[command(disable_help_flag = true)]
+    Eval {
+        /// Passed to `refund-evals eval` unchanged (`--scenarios DIR`, `--k N`, `--out DIR`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Staff accounts.
+    Staff {
+        #[command(subcommand)]
+        command: StaffCommand,
+    },
+    /// Customer access.
+    Customer {
+        #[command(subcommand)]
+        command: CustomerCommand,
+    },
+    /// The read-only investigation tools over MCP on stdio, for the staff member whose
+    /// bearer token is in REFUND_DESK_TOKEN.
+    Mcp,
+}
+
+#[derive(Subcommand)]
+pub(super) enum PolicyCommand {
+    /// Decide a FACTS.json file and print the decision as JSON.
+    Check {
+        /// A JSON file of facts (policy_engine::Facts).
+        facts: PathBuf,
+    },
+    /// Search the policy index: ranked passages cited as doc@version#section.
+    Search {
+        /// The words to search for.
+        query: String,
+        /// Only versions in force on this date (YYYY-MM-DD).
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Only passages that apply to this region (e.g. CN, US, EU, JP).
+        #[arg(long)]
+        region: Option<String>,
+        /// Only passages that apply to this product (e.g. annual_plan).
+        #[arg(long)]
+        product: Option<String>,
+        /// What-if: include draft versions.
+        #[arg(long)]
+        drafts: bool,
+        /// How many passages to print, 1 to 50.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=50))]
+        limit: u8,
+    },
+    /// Which historical tickets a policy change would decide differently, and the money.
+    Diff {
+        /// Versions to pin on the old side, comma separated (e.g. RP-001@2).
+        #[arg(long, value_delimiter = ',')]
+        from: Vec<String>,
+        /// Versions to pin on the new side (e.g. RP-001@3, a draft).
+        #[arg(long, value_delimiter = ',')]
+        to: Vec<String>,
+        /// The historical tickets, as JSON lines (SPEC §7).
+        history: PathBuf,
+    },
+    /// Score policy search on labelled queries: recall@1, recall@3, MRR.
+    Eval {
+        /// JSON lines of {query, as_of, region?, product?, expected}.
+        #[arg(long)]
+        queries: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum StaffCommand {
+    /// Add (or update) a staff member; the password is read from stdin.
+    Add {
+        /// The staff member's email (their login).
+        #[arg(long)]
+        email: String,
+        /// What they may do.
+        #[arg(long, value_enum)]
+        role: RoleArg,
+        /// Read the password from standard input (never from a flag, where `ps` shows it).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Print a new bearer token for a staff member.
+    Token {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Forget a staff member's failed logins, so the login throttle lets them in.
+    Unlock {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum CustomerCommand {
+    /// Print a new API bearer token for a customer (never accepted in a link).
+    Token {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
+    /// Print a single-use sign-in link for a customer, valid 15 minutes.
+    Link {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
+}
+
+/// Staff roles as `staff add --role` accepts them (clap lists them in `--help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum RoleArg {
+    /// Approves refunds within the agent limit of RP-004.
+    Agent,
+    /// Approves within the supervisor limit of RP-004; takes cases over.
+    Supervisor,
+    /// Everything a supervisor does, and manages staff.
+    Admin,
+}
+
+impl From<RoleArg> for StaffRole {
+    fn from(role: RoleArg) -> StaffRole {
+        match role {
+            RoleArg::Agent => StaffRole::Agent,
+            RoleArg::Supervisor => StaffRole::Supervisor,
+            RoleArg::Admin => StaffRole::Admin,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The `refund-agent` command line (SPEC §7). Tokens and links print alone on stdout so
+//! scripts can capture them (`seed` prints its credentials there, one per line);
+//! everything else goes to stderr.
+
+mod accounts;
+mod args;
+mod evals;
+mod offline;
+mod operate;
+mod policy;
+mod seed;
+mod serve;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::config::Config;
+pub use accounts::sign_in_url;
+use args::{Cli, Command};
+
+pub fn main() -> ExitCode {
+    // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
+    // message naming it, before anything is logged in a format nobody asked for.
+    let cli = Cli::parse();
+    let log_format = cli.settings.log_format;
+    init_logging(log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // With JSON logs the last word is a JSON line too, for the collector.
+            match log_format {
+                crate::config::LogFormat::Json => {
+                    tracing::error!(error = %format!("{e:#}"), "stopped by an error")
+                }
+                crate::config::LogFormat::Text => eprintln!("error: {e:#}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
+/// JSON form carries each event's span fields (the request id, the route), so a log
+/// collector can follow one request.
+fn init_logging(format: crate::config::LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        crate::config::LogFormat::Text => builder.init(),
+        crate::config::LogFormat::Json => builder.json().with_current_span(true).init(),
+    }
+}
+
+/// Each command to its module.
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_settings(&cli.settings);
+    match cli.command {
+        Command::Serve { addr } => serve::serve(&config, addr).await,
+        Command::Seed {
+            world,
+            reset_passwords,
+        } => seed::seed(&config, world.as_deref(), reset_passwords).await,
+        Command::Index => offline::rebuild_index(&config).await,
+        Command::Investigate { ticket } => operate::investigate(&config, ticket).await,
+        Command::Policy { command } => policy::policy(&config, command).await,
+        Command::Mcp => operate::mcp(&config).await,
+        Command::Reconcile => operate::reconcile(&config).await,
+        Command::Eval { .. } => evals::forward_to_refund_evals().await,
+        Command::Shadow { history, out } => offline::shadow(&config, history, out).await,
+        Command::Staff { command } => accounts::staff(&config, command).await,
+        Command::Customer { command } => accounts::customer(&config, command).await,
+    }
+}

@@ -1,0 +1,96 @@
+//! The offline commands: the policy index rebuilt, and the history replayed in shadow
+//! mode. Policies and index only: no database, no provider.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::agent::investigator::Investigator;
+use crate::config::Config;
+
+/// `index`: rebuilds the policy index from the policy files.
+pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
+    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let dir = config.index_dir();
+    let index = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let index = crate::policies::open_index(&dir, &policies)?;
+        index
+            .rebuild(policies.documents())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(index)
+    })
+    .await??;
+    eprintln!(
+        "policy index rebuilt: {} sections, policy hash {}",
+        index.section_count(),
+        index.policy_hash()
+    );
+    Ok(())
+}
+
+/// `shadow`: replays the history with the built-in investigator and writes the report.
+pub(super) async fn shadow(config: &Config, history: PathBuf, out: PathBuf) -> anyhow::Result<()> {
+    let (policies, index) = offline_policies(config).await?;
+    let (tickets, bad_lines) = read_history(&history)?;
+    let report = crate::shadow::run(
+        &Investigator,
+        &policies,
+        &index,
+        &tickets,
+        bad_lines,
+        |done, total| {
+            if done % 50 == 0 || done == total {
+                eprint!("\rshadow: {done}/{total} tickets");
+            }
+        },
+    )
+    .await;
+    eprintln!();
+    crate::shadow::write(&report, &out)?;
+    println!(
+        "{}",
+        serde_json::json!({ "total": report.total, "outcome_agreement": report.outcome_agreement,
+                            "exact_agreement": report.exact_agreement, "tickets_per_second": report.tickets_per_second,
+                            "report": out.join("report.json"), "html": out.join("report.html") })
+    );
+    Ok(())
+}
+
+/// Policies and index for offline work (shadow, diff): no database, no provider.
+async fn offline_policies(
+    config: &Config,
+) -> anyhow::Result<(policy_engine::PolicySet, Arc<rag_index::PolicyIndex>)> {
+    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let index = open_index_blocking(config, policies.clone()).await?;
+    Ok((policies, Arc::new(index)))
+}
+
+pub(super) async fn open_index_blocking(
+    config: &Config,
+    policies: policy_engine::PolicySet,
+) -> anyhow::Result<rag_index::PolicyIndex> {
+    let dir = config.index_dir();
+    tokio::task::spawn_blocking(move || crate::policies::open_index(&dir, &policies)).await?
+}
+
+/// Reads a history file; bad lines are reported with their number and skipped.
+pub(super) fn read_history(
+    path: &Path,
+) -> anyhow::Result<(
+    Vec<crate::replay::HistoricalTicket>,
+    Vec<crate::replay::LineError>,
+)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (tickets, bad) = crate::replay::parse_history(&text);
+    for line in &bad {
+        eprintln!(
+            "{}:{}: skipped: {}",
+            path.display(),
+            line.line,
+            line.message
+        );
+    }
+    Ok((tickets, bad))
+}

@@ -1,0 +1,60 @@
+//! The commands that work on the live desk once it is set up: `investigate` (one ticket's
+//! trace), `mcp` (the MCP server on stdio) and `reconcile` (against the provider).
+
+use anyhow::Context;
+
+use super::setup::{provider, state};
+use crate::config::Config;
+
+/// `investigate`: drains the worker, then prints the ticket's run events and case status.
+pub(super) async fn investigate(config: &Config, ticket: String) -> anyhow::Result<()> {
+    let (url, mock) = provider(config).await?;
+    let state = state(config, &url).await?;
+    crate::worker::drain(&state).await?;
+    let case = crate::cases::case_for_ticket(&state.db, &ticket)
+        .await?
+        .context("no such ticket")?;
+    let run_id = case.run_id.clone().context("the case has no run")?;
+    for e in crate::runs::events(&state.db, &run_id).await? {
+        println!(
+            "{:>3} {:<18} {} {}",
+            e.seq,
+            e.kind,
+            e.call_id.unwrap_or_default(),
+            e.payload
+        );
+    }
+    println!("case {} is {}", case.id, case.status.as_str());
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    Ok(())
+}
+
+/// `mcp`: the MCP server on stdio, with the token from the environment.
+pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
+    let (url, mock) = provider(config).await?;
+    let state = state(config, &url).await?;
+    let token = std::env::var(crate::mcp::TOKEN_ENV).ok();
+    let served = crate::mcp::serve_stdio(state, token.as_deref()).await;
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    served
+}
+
+/// `reconcile`: the report on stdout; differences that need a human are an error.
+pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
+    let (url, mock) = provider(config).await?;
+    let state = state(config, &url).await?;
+    let report = crate::reconcile::run(&state).await?;
+    eprintln!("{}", report.summary());
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    if !report.is_clean() {
+        anyhow::bail!("reconciliation found differences that need a human");
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! `policy check|diff|eval|search`: the policy engine and the policy index from the
+//! command line.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::args::PolicyCommand;
+use super::offline::{open_index_blocking, read_history};
+use crate::config::Config;
+
+pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
+    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    match command {
+        PolicyCommand::Check { facts } => {
+            let text = std::fs::read_to_string(&facts)
+                .with_context(|| format!("reading {}", facts.display()))?;
+            let facts: policy_engine::Facts = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
+            let decision = policy_engine::decide(&facts, &policies);
+            println!("{}", serde_json::to_string_pretty(&decision)?);
+            Ok(())
+        }
+        PolicyCommand::Diff { from, to, history } => {
+            let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
+            let (tickets, _) = read_history(&history)?;
+            let report =
+                crate::replay::policy_diff(&policies, &index, &tickets, &from, &to).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        PolicyCommand::Eval { queries } => eval_search(config, policies, queries).await,
+        PolicyCommand::Search {
+            query,
+            as_of,
+            region,
+            product,
+            drafts,
+            limit,
+        } => {
+            let mut q = rag_index::SearchQuery::new(query);
+            q.as_of = as_of
+                .as_deref()
+                .map(policy_engine::document::parse_date)
+                .transpose()?;
+            q.region = region
+                .as_deref()
+                .map(|r| crate::world::parse_plain(&r.to_uppercase()))
+                .transpose()?;
+            q.product = product
+                .as_deref()
+                .map(crate::world::parse_plain)
+                .transpose()?;
+            q.include_drafts = drafts;
+            q.limit = usize::from(limit);
+            let dir = config.index_dir();
+            let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+                let index = crate::policies::open_index(&dir, &policies)?;
+                index.search(&q).map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .await??;
+            for (rank, p) in passages.iter().enumerate() {
+                let snippet: String = p
+                    .text
+                    .chars()
+                    .take(160)
+                    .collect::<String>()
+                    .replace('\n', " ");
+                println!(
+                    "{}. {}  {:.3}  {} — {}",
+                    rank + 1,
+                    p.citation(),
+                    p.score,
+                    p.title,
+                    snippet
+                );
+            }
+            if passages.is_empty() {
+                eprintln!("no passages");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `policy eval`: policy search scored on labelled queries (the repository's
+/// `evals/policy_search/queries.jsonl` unless `--queries` names a file).
+async fn eval_search(
+    config: &Config,
+    policies: policy_engine::PolicySet,
+    queries: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let path = queries.unwrap_or_else(|| {
+        config
+            .fixtures_dir
+            .join("..")
+            .join("evals")
+            .join("policy_search")
+            .join("queries.jsonl")
+    });
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let labelled = rag_index::eval::load_queries(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dir = config.index_dir();
+    let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let index = crate::policies::open_index(&dir, &policies)?;
+        Ok(rag_index::eval::run(&index, &labelled))
+    })
+    .await??;
+    for miss in &report.misses {
+        eprintln!(
+            "  not first: {:?} expected {} at rank {:?}",
+            miss.query, miss.expected, miss.rank
+        );
+    }
+    println!(
+        "{}",
+        serde_json::json!({ "total": report.total, "recall_at_1": report.recall_at_1,
+                            "recall_at_3": report.recall_at_3, "mrr": report.mrr })
+    );
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! `seed`: a billing world loaded into the app and the provider, and demo staff with new
+//! passwords and tokens printed for scripts.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::accounts::sign_in_url;
+use super::setup::provider;
+use crate::auth::{self, StaffRole};
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::world::World;
+
+const DEMO_STAFF: &[(&str, StaffRole)] = &[
+    ("agent@refund-desk.test", StaffRole::Agent),
+    ("supervisor@refund-desk.test", StaffRole::Supervisor),
+];
+
+pub(super) async fn seed(
+    config: &Config,
+    world_path: Option<&Path>,
+    reset_passwords: bool,
+) -> anyhow::Result<()> {
+    let path = world_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| config.fixtures_dir.join("billing").join("demo.json"));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let world = World::parse(&text)
+        .with_context(|| format!("{} is not a valid billing world", path.display()))?;
+    std::fs::create_dir_all(&config.data_dir)?;
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    // Issue 16: a second seed must not silently rotate the passwords (and with them
+    // every session) of staff who may be using them; checked before anything is loaded.
+    if !reset_passwords {
+        for (email, _) in DEMO_STAFF {
+            if auth::staff_by_email(&db, email).await?.is_some() {
+                anyhow::bail!(
+                    "{email} already exists in this data directory; pass --reset-passwords to give the demo staff new passwords"
+                );
+            }
+        }
+    }
+    let (url, mock) = provider(config).await?;
+    crate::world::load_into_provider(&url, &text).await?;
+    world.load_into(&db).await?;
+    eprintln!(
+        "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
+        world.customers.len(),
+        world.orders.len()
+    );
+    eprintln!("demo staff (log in at /console/login):");
+    print_demo_credentials(config, &db, &world).await?;
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    Ok(())
+}
+
+/// New demo staff passwords and tokens, and a customer sign-in link, on stdout (one
+/// line each, for scripts).
+async fn print_demo_credentials(
+    config: &Config,
+    db: &crate::store::Db,
+    world: &World,
+) -> anyhow::Result<()> {
+    let now = SystemClock.now_ms();
+    for (email, role) in DEMO_STAFF {
+        let password = auth::random_token()[..16].to_string();
+        let staff = auth::upsert_staff(db, email, *role, &password, now).await?;
+        let (token, _) = auth::issue_token(db, "api", "staff", &staff.id, now).await?;
+        println!(
+            "{:<11} {email}  password {password}  bearer {token}",
+            role.as_str()
+        );
+    }
+    if let Some(first) = world.customers.first() {
+        let (token, _) = auth::issue_token(db, "api", "customer", &first.id, now).await?;
+        println!("customer {} bearer {token}", first.id);
+        let link = auth::issue_sign_in_link(db, &first.id, now).await?;
+        println!(
+            "customer {} sign-in link (once, 15 min) {}",
+            first.id,
+            sign_in_url(config, &link)
+        );
+    }
+    Ok(())
+}

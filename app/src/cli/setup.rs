@@ -1,0 +1,81 @@
+//! What the online commands start from: the payments provider (`PAYMENTS_URL`, or the
+//! embedded mock), the model, and the application state built on them.
+
+use std::sync::Arc;
+
+use crate::agent::investigator::Investigator;
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::http::AppState;
+
+/// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
+/// feature; the app reaches `payments-mock` only to start it here).
+#[cfg(feature = "embedded-payments")]
+pub(super) type EmbeddedMock = payments_mock::RunningMock;
+
+/// A build without the mock has no embedded provider: a type with no values keeps every
+/// caller of [`provider`] the same shape in both builds.
+#[cfg(not(feature = "embedded-payments"))]
+pub(super) enum EmbeddedMock {}
+
+#[cfg(not(feature = "embedded-payments"))]
+impl EmbeddedMock {
+    pub(super) async fn shutdown(self) {
+        match self {}
+    }
+}
+
+/// The provider to use: `PAYMENTS_URL`, or the embedded mock started on loopback.
+pub(super) async fn provider(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    if let Some(url) = &config.payments_url {
+        return Ok((url.clone(), None));
+    }
+    start_embedded_mock(config).await
+}
+
+#[cfg(feature = "embedded-payments")]
+async fn start_embedded_mock(config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    let mut mock_config = payments_mock::MockConfig::new(config.payments_data_dir());
+    mock_config.webhook_secret = config.webhook_secret.clone();
+    let mock = payments_mock::start(
+        mock_config,
+        "127.0.0.1:0".parse().expect("a literal socket address"),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the embedded payments mock: {e}"))?;
+    tracing::info!(url = %mock.base_url(), "embedded payments mock started");
+    Ok((mock.base_url(), Some(mock)))
+}
+
+#[cfg(not(feature = "embedded-payments"))]
+async fn start_embedded_mock(_config: &Config) -> anyhow::Result<(String, Option<EmbeddedMock>)> {
+    anyhow::bail!(
+        "PAYMENTS_URL must be set: this build has no embedded payments mock (it was built without the `embedded-payments` feature)"
+    )
+}
+
+/// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
+/// built-in deterministic investigator.
+fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
+    Ok(match &config.llm {
+        Some(llm) => {
+            let model = crate::agent::llm::LlmModel::new(
+                &llm.base_url,
+                llm.api_key.clone(),
+                llm.model.clone(),
+                llm.timeout,
+            )?
+            .with_budget(crate::agent::context::ContextBudget::for_context_window(
+                llm.context_tokens,
+            ));
+            tracing::info!(base_url = %llm.base_url, model = %llm.model, "using an OpenAI-compatible model server");
+            Arc::new(model)
+        }
+        None => Arc::new(Investigator),
+    })
+}
+
+pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    crate::build_state(config, payments_url, clock, model(config)?).await
+}

@@ -1,0 +1,341 @@
+//! What the customer is told, in their language (English, Chinese or Japanese), per
+//! RP-005: only what the records show — submitted, completed, or being verified —
+//! amounts with their currency, denials with a plain reason and the policy they come
+//! from, and never internal thresholds, staff names or anyone else's data.
+//!
+//! Every customer-facing sentence and page label lives here, and every one is a `match`
+//! on [`Language`] (or a [`PageText`] with one field per label), so a language added
+//! without its text does not compile. What it does not do: pick the language (that is
+//! `tickets::detect_language`) or store anything.
+
+mod decisions;
+mod language;
+mod pages;
+mod refunds;
+mod reviews;
+mod status;
+mod withdrawal;
+
+pub use decisions::{customer_status, decision_reply, escalation_reply};
+pub use language::{Language, UnknownLanguage};
+pub use pages::{page_error, page_text, ticket_not_found, PageText};
+pub use refunds::{refund_reply, refund_status_text};
+pub use reviews::{hand_decision_reply, rejection_reply, shadow_review_reply, HandDecision};
+pub use status::status_text;
+pub use withdrawal::{withdrawal_reply, WithdrawalReply};
+
+#[cfg(test)]
+mod tests {
+    use policy_engine::{Currency, FiredRule, Money, Outcome, RefundLine};
+
+    use policy_engine::{Decision, ReasonCode};
+
+    use super::*;
+    use crate::cases::CaseStatus;
+    use crate::error::AppError;
+    use crate::refunds::CustomerRefundView;
+
+    fn refund(status: &str) -> CustomerRefundView {
+        CustomerRefundView {
+            amount: "198.00".into(),
+            currency: "CNY".into(),
+            status: status.into(),
+        }
+    }
+
+    fn decision(outcome: Outcome, reason_code: ReasonCode) -> Decision {
+        let refunds = match outcome {
+            Outcome::Allow => vec![RefundLine {
+                order_id: "O-4001".into(),
+                charge_id: "ch_4001b".into(),
+                amount: Money::parse("19800", Currency::JPY).expect("a JPY amount"),
+                payment_method: "card".into(),
+            }],
+            _ => vec![],
+        };
+        Decision {
+            outcome,
+            reason_code,
+            refunds,
+            approver_role: None,
+            escalation: None,
+            missing: None,
+            rules: vec![FiredRule {
+                citation: "RP-003@1#1".into(),
+                summary: "hold".into(),
+            }],
+            policy_versions: vec!["RP-003@1".into()],
+            facts_used: vec![],
+            hold_release: Some("5 business days".into()),
+            hash: String::new(),
+        }
+    }
+
+    /// The script a text is written in, the way a reader tells the three apart: kana
+    /// only in Japanese, Han without kana in Chinese, neither in English.
+    fn written_in(text: &str) -> Language {
+        crate::tickets::detect_language(text, None)
+    }
+
+    #[test]
+    fn refund_replies_say_only_what_the_records_show() {
+        let cases = [
+            ("completed", "has been completed by the payment provider"),
+            (
+                "submitted",
+                "has been submitted to the payment provider and is pending",
+            ),
+            ("being_verified", "is being verified"),
+            (
+                "not_completed",
+                "could not be completed by the payment provider",
+            ),
+        ];
+        for (status, expected) in cases {
+            let text = refund_reply(Language::En, &[refund(status)]);
+            assert!(
+                text.contains(expected) && text.contains("198.00 CNY"),
+                "{status}: {text}"
+            );
+            assert!(
+                !text.contains("not_completed") && !text.contains("_"),
+                "no internal words: {text}"
+            );
+        }
+        assert!(refund_reply(Language::Zh, &[refund("completed")]).contains("已由支付机构完成"));
+        assert!(refund_reply(Language::Zh, &[refund("being_verified")]).contains("核实中"));
+    }
+
+    #[test]
+    fn every_refund_reply_says_the_true_status_in_every_language() {
+        // (status, what each language must say, what it must never say). RP-005:
+        // submitted is not completed, being verified is neither failed nor succeeded,
+        // completed is not arrived.
+        type Words = [(Language, &'static str, &'static [&'static str]); 3];
+        let cases: [(&str, Words); 3] = [
+            (
+                "submitted",
+                [
+                    (Language::En, "has been submitted", &["has been completed"]),
+                    (Language::Zh, "已提交", &["已由支付机构完成"]),
+                    (
+                        Language::Ja,
+                        "申請しました",
+                        &["完了し、", "返金されます", "完了しました"],
+                    ),
+                ],
+            ),
+            (
+                "completed",
+                [
+                    (
+                        Language::En,
+                        "has been completed",
+                        &["arrived", "in your account"],
+                    ),
+                    (Language::Zh, "已由支付机构完成", &["已到账"]),
+                    (
+                        Language::Ja,
+                        "決済事業者で完了",
+                        &["着金しました", "入金されました"],
+                    ),
+                ],
+            ),
+            (
+                "being_verified",
+                [
+                    (
+                        Language::En,
+                        "being verified",
+                        &["failed", "has been completed"],
+                    ),
+                    (Language::Zh, "核实中", &["失败", "已完成"]),
+                    (Language::Ja, "確認しています", &["失敗", "完了しました"]),
+                ],
+            ),
+        ];
+        for (status, words) in cases {
+            for (lang, must, never) in words {
+                let text = refund_reply(lang, &[refund(status)]);
+                assert_eq!(written_in(&text), lang, "{status} in {lang}: {text}");
+                assert!(text.contains(must), "{status} in {lang}: {text}");
+                assert!(text.contains("198.00 CNY"), "amount and currency: {text}");
+                for word in never {
+                    assert!(
+                        !text.contains(word),
+                        "{status} in {lang} says {word}: {text}"
+                    );
+                }
+            }
+        }
+        let mixed = [refund("completed"), refund("not_completed")];
+        for (lang, done, not_done) in [
+            (Language::En, "has been completed", "could not be completed"),
+            (Language::Zh, "已完成", "未能由支付机构完成"),
+            (Language::Ja, "は完了しました", "返金が完了しませんでした"),
+        ] {
+            let text = refund_reply(lang, &mixed);
+            assert_eq!(written_in(&text), lang, "{text}");
+            assert!(
+                text.contains(done) && text.contains(not_done),
+                "{lang}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_decision_and_staff_reply_exists_in_every_language() {
+        let allow = decision(Outcome::Allow, ReasonCode::DuplicateCharge);
+        let hold = decision(Outcome::Deny, ReasonCode::AuthorizationHold);
+        let needs_order = decision(Outcome::RequestInfo, ReasonCode::InsufficientInfo);
+        for lang in Language::ALL {
+            let under_review = decision_reply(lang, CaseStatus::AwaitingApproval, &allow);
+            assert!(under_review.contains("19800 JPY"), "{lang}: {under_review}");
+            let denied = decision_reply(lang, CaseStatus::Denied, &hold);
+            assert!(denied.contains("RP-003"), "the policy is named: {denied}");
+            assert!(
+                lang == Language::En || !denied.contains("days"),
+                "the period is translated: {denied}"
+            );
+            let replies = [
+                under_review,
+                denied,
+                decision_reply(lang, CaseStatus::AwaitingCustomer, &needs_order),
+                decision_reply(lang, CaseStatus::Escalated, &needs_order),
+                decision_reply(lang, CaseStatus::Investigating, &needs_order),
+                escalation_reply(lang),
+                rejection_reply(lang),
+                shadow_review_reply(lang),
+                hand_decision_reply(
+                    lang,
+                    HandDecision::AwaitingApproval {
+                        amounts: "19800 JPY",
+                    },
+                ),
+                hand_decision_reply(lang, HandDecision::NotEligible),
+                hand_decision_reply(lang, HandDecision::RequestInfo),
+                withdrawal_reply(lang, WithdrawalReply::AlreadyWithdrawn),
+                withdrawal_reply(lang, WithdrawalReply::Withdrawn),
+                withdrawal_reply(lang, WithdrawalReply::TooLate { status: "x" }),
+            ];
+            for text in replies {
+                assert_eq!(written_in(&text), lang, "{text}");
+            }
+            for code in ReasonCode::ALL {
+                let text = decision_reply(lang, CaseStatus::Denied, &decision(Outcome::Deny, code));
+                assert_eq!(written_in(&text), lang, "{code:?}: {text}");
+            }
+        }
+        // A refund under review is not submitted yet (RP-005): no Japanese status phrase.
+        for text in [
+            decision_reply(Language::Ja, CaseStatus::AwaitingApproval, &allow),
+            hand_decision_reply(
+                Language::Ja,
+                HandDecision::AwaitingApproval { amounts: "1 JPY" },
+            ),
+        ] {
+            for claim in [
+                "申請しました",
+                "申請済み",
+                "完了しました",
+                "決済事業者で完了",
+            ] {
+                assert!(!text.contains(claim), "{claim}: {text}");
+            }
+        }
+        assert!(decision_reply(Language::Ja, CaseStatus::Denied, &hold).contains("5営業日以内"));
+        assert!(decision_reply(Language::Zh, CaseStatus::Denied, &hold).contains("5 个工作日内"));
+    }
+
+    #[test]
+    fn the_japanese_status_banner_tells_submitted_completed_and_being_verified_apart() {
+        let ja = |status| status_text(Language::Ja, status, &[]);
+        assert_eq!(ja(CaseStatus::RefundPending), "返金申請済み");
+        assert_eq!(ja(CaseStatus::RefundSucceeded), "返金完了");
+        assert_eq!(ja(CaseStatus::PendingVerification), "返金確認中");
+        assert_eq!(ja(CaseStatus::AwaitingApproval), "返金審査中");
+        assert_eq!(
+            status_text(
+                Language::Ja,
+                CaseStatus::RefundFailed,
+                &[refund("completed")]
+            ),
+            "一部の返金が完了"
+        );
+        for lang in Language::ALL {
+            let banners: Vec<String> = [
+                CaseStatus::RefundPending,
+                CaseStatus::RefundSucceeded,
+                CaseStatus::PendingVerification,
+            ]
+            .into_iter()
+            .map(|s| status_text(lang, s, &[]))
+            .collect();
+            assert!(
+                banners[0] != banners[1] && banners[1] != banners[2] && banners[0] != banners[2],
+                "{lang}: {banners:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn page_labels_and_errors_exist_in_every_language() {
+        let errors = [
+            AppError::bad_request("empty_message", "the message is empty"),
+            AppError::PayloadTooLarge("too long".into()),
+            AppError::bad_request("invalid_order_id", "too long"),
+            AppError::TooManyRequests,
+            AppError::NotFound("ticket"),
+            crate::cases::case_changed(),
+            AppError::Internal(anyhow::anyhow!("secret detail")),
+        ];
+        let labels = |t: &PageText| {
+            [
+                t.support,
+                t.my_tickets,
+                t.your_ticket,
+                t.status,
+                t.write_message,
+                t.send,
+                t.withdraw,
+                t.open_ticket,
+                t.what_happened,
+                t.order_number,
+                t.no_tickets,
+                t.customer,
+                t.agent,
+                t.staff,
+                t.sign_out,
+                t.sign_in,
+                t.sign_in_once,
+                t.sign_in_continue,
+                t.signed_out,
+                t.link_not_valid,
+                t.open_from_link,
+            ]
+        };
+        let english = labels(page_text(Language::En));
+        for lang in [Language::Zh, Language::Ja] {
+            let own = labels(page_text(lang));
+            // A short Japanese label may be all kanji (送信); the page as a whole is not.
+            assert_eq!(written_in(&own.join(" ")), lang, "{own:?}");
+            for (label, en) in own.iter().zip(english) {
+                assert!(!label.is_empty() && *label != en, "{lang}: {label}");
+                assert!(
+                    !label.chars().any(|c| c.is_ascii_alphabetic()),
+                    "{lang}: {label}"
+                );
+            }
+            for e in &errors {
+                let text = page_error(lang, e);
+                assert_eq!(written_in(&text), lang, "{}: {text}", e.code());
+                assert!(!text.contains("secret"), "internal errors stay opaque");
+            }
+        }
+        assert_eq!(
+            page_error(Language::Ja, &AppError::NotFound("ticket")),
+            ticket_not_found(Language::Ja)
+        );
+        assert!(page_error(Language::En, &errors[0]).contains("empty"));
+    }
+}

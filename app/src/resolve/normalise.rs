@@ -1,0 +1,103 @@
+//! The form text and order ids are compared in: Unicode NFKC, dashes and quotes folded,
+//! ASCII lower case, and the token boundaries an id must respect. Pure string functions;
+//! nothing here knows orders.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// NFKC, dashes folded to `-`, ASCII lower case: the form both text and ids are
+/// compared in. ASCII lower-casing keeps byte offsets, so spans map back to the NFKC
+/// text (case kept) for reporting.
+pub fn fold(text: &str) -> String {
+    nfkc(text).to_ascii_lowercase()
+}
+
+pub(super) fn nfkc(text: &str) -> String {
+    text.nfkc()
+        .map(|c| match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE63}' => '-',
+            '\u{2018}' | '\u{2019}' => '\'',
+            _ => c,
+        })
+        .collect()
+}
+
+/// Characters an id token is made of: ASCII letters and digits, joined by `-`, `_`,
+/// `/` or `.` when another letter or digit follows.
+pub(super) fn is_word(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+pub(super) fn is_joiner(c: char) -> bool {
+    matches!(c, '-' | '_' | '/' | '.')
+}
+
+/// True when `text[start..end]` is a whole token: not glued to a letter or digit, nor
+/// joined (`-`, `_`, `/`, `.`) to one, on either side.
+fn bounded(text: &str, start: usize, end: usize) -> bool {
+    let before: Vec<char> = text[..start].chars().rev().take(2).collect();
+    let after: Vec<char> = text[end..].chars().take(2).collect();
+    let glued = |near: &[char]| match near {
+        [a, ..] if is_word(*a) => true,
+        [a, b, ..] => is_joiner(*a) && is_word(*b),
+        _ => false,
+    };
+    !glued(&before) && !glued(&after)
+}
+
+/// The folded form of an order id for matching: `#` is optional, so a leading one is
+/// dropped (the customer may or may not type it).
+pub(super) fn id_key(id: &str) -> String {
+    let folded = fold(id.trim());
+    folded.trim_start_matches('#').to_string()
+}
+
+/// Byte spans of bounded occurrences of `key` in `text`.
+pub(super) fn occurrences(text: &str, key: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    if key.is_empty() {
+        return spans;
+    }
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(key) {
+        let start = from + pos;
+        let end = start + key.len();
+        if bounded(text, start, end) {
+            spans.push((start, end));
+        }
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    spans
+}
+
+/// True when `phrase` (folded) occurs in `text` (folded); ASCII phrases must not be
+/// glued to other ASCII letters or digits on either side.
+pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let starts_ascii = phrase
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    let ends_ascii = phrase
+        .chars()
+        .last()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(phrase) {
+        let start = from + pos;
+        let end = start + phrase.len();
+        let before_ok = !starts_ascii
+            || !text[..start]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+        let after_ok = !ends_ascii
+            || !text[end..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+        if before_ok && after_ok {
+            return true;
+        }
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
