@@ -169,7 +169,7 @@ pub async fn decide(
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::cases::CaseView), crate::openapi::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::cases::CaseView), crate::error::ApiErrors))]
 pub async fn post_approve(
     State(state): State<AppState>,
     principal: Principal,
@@ -191,7 +191,7 @@ pub async fn post_approve(
 }
 
 /// `POST /api/v1/cases/{id}/reject`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::cases::CaseView), crate::openapi::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::cases::CaseView), crate::error::ApiErrors))]
 pub async fn post_reject(
     State(state): State<AppState>,
     principal: Principal,
@@ -299,7 +299,7 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
 }
 
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).
-#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::cases::CaseView), crate::openapi::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::cases::CaseView), crate::error::ApiErrors))]
 pub async fn post_takeover(
     State(state): State<AppState>,
     principal: Principal,

@@ -544,7 +544,7 @@ pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
 }
 
 /// `GET /api/v1/cases?status=…` (staff).
-#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::openapi::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::error::ApiErrors))]
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
@@ -564,7 +564,7 @@ pub async fn get_cases(
 }
 
 /// `GET /api/v1/cases/{id}` (staff).
-#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::openapi::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::error::ApiErrors))]
 pub async fn get_case(
     State(state): State<AppState>,
     principal: Principal,

@@ -6,7 +6,9 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Serialize;
 use serde_json::json;
+use utoipa::{IntoResponses, ToSchema};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -107,3 +109,52 @@ impl IntoResponse for AppError {
 }
 
 pub type AppResult<T> = Result<T, AppError>;
+
+// ---------------------------------------------------------------------------------------
+// The error shape as the OpenAPI document describes it (`openapi`), beside the type that
+// produces it, so handlers at every floor can name it.
+// ---------------------------------------------------------------------------------------
+
+/// `{"error": {"code", "message"}}`, the body of every error (SPEC §7).
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable (`invalid_json`, `not_found`, `stale_fingerprint`, …).
+    pub code: String,
+    pub message: String,
+}
+
+/// The errors any API operation may answer with (a superset: each operation answers
+/// those its rules produce). 500 is not listed: it is a bug, never an answer.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // Only its derived documentation is used.
+pub enum ApiErrors {
+    /// Malformed or invalid input; `code` names the problem.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// No valid bearer token or session.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// Authenticated, but this principal may not do this.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// Unknown id, or one the principal may not see.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// Stale state: a changed fingerprint, a case in another status, a lost race.
+    #[response(status = 409)]
+    Conflict(ErrorBody),
+    /// A body or message over the size limit.
+    #[response(status = 413)]
+    PayloadTooLarge(ErrorBody),
+    /// Too many requests from one principal.
+    #[response(status = 429)]
+    TooManyRequests(ErrorBody),
+    /// The payment provider failed in a way the caller should know about.
+    #[response(status = 502)]
+    Provider(ErrorBody),
+}

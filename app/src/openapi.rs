@@ -13,51 +13,9 @@ use std::sync::LazyLock;
 use axum::Json;
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::{IntoResponses, Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi, ToSchema};
 
-/// `{"error": {"code", "message"}}`, the body of every error (SPEC §7).
-#[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Machine-readable (`invalid_json`, `not_found`, `stale_fingerprint`, …).
-    pub code: String,
-    pub message: String,
-}
-
-/// The errors any API operation may answer with (a superset: each operation answers
-/// those its rules produce). 500 is not listed: it is a bug, never an answer.
-#[derive(IntoResponses)]
-#[allow(dead_code)] // Only its derived documentation is used.
-pub enum ApiErrors {
-    /// Malformed or invalid input; `code` names the problem.
-    #[response(status = 400)]
-    BadRequest(ErrorBody),
-    /// No valid bearer token or session.
-    #[response(status = 401)]
-    Unauthorized(ErrorBody),
-    /// Authenticated, but this principal may not do this.
-    #[response(status = 403)]
-    Forbidden(ErrorBody),
-    /// Unknown id, or one the principal may not see.
-    #[response(status = 404)]
-    NotFound(ErrorBody),
-    /// Stale state: a changed fingerprint, a case in another status, a lost race.
-    #[response(status = 409)]
-    Conflict(ErrorBody),
-    /// A body or message over the size limit.
-    #[response(status = 413)]
-    PayloadTooLarge(ErrorBody),
-    /// Too many requests from one principal.
-    #[response(status = 429)]
-    TooManyRequests(ErrorBody),
-    /// The payment provider failed in a way the caller should know about.
-    #[response(status = 502)]
-    Provider(ErrorBody),
-}
+use crate::error::{ApiErrors, ErrorBody};
 
 /// SPEC §7 case outcomes, as a reviewer decides them by hand.
 #[derive(ToSchema)]

@@ -247,7 +247,7 @@ pub async fn last_report(state: &AppState) -> AppResult<Option<ReconcileReport>>
 }
 
 /// `POST /api/v1/reconcile` (staff): runs a full reconciliation and returns its report.
-#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::openapi::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::error::ApiErrors))]
 pub async fn post_reconcile(
     State(state): State<AppState>,
     principal: Principal,

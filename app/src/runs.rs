@@ -538,7 +538,7 @@ pub async fn events(db: &Db, run_id: &str) -> AppResult<Vec<Event>> {
 }
 
 /// `GET /api/v1/runs/{id}/events` (staff).
-#[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::openapi::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::error::ApiErrors))]
 pub async fn get_events(
     State(state): State<AppState>,
     principal: Principal,

@@ -331,7 +331,7 @@ pub async fn decide_by_hand(
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::openapi::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::error::ApiErrors))]
 pub async fn post_decide(
     State(state): State<AppState>,
     principal: Principal,
