@@ -7,6 +7,7 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use harness::Phase;
 use serde::Serialize;
 use sqlx::Row;
 
@@ -76,10 +77,34 @@ impl RunStatus {
         RunStatus::ALL.into_iter().find(|s| s.as_str() == name)
     }
 
+    /// Where a working run is inside the harness's loop; `None` for the states in which
+    /// the run waits for the world (a human, a dependency) or is over.
+    pub fn phase(self) -> Option<Phase> {
+        match self {
+            RunStatus::Ready => Some(Phase::Ready),
+            RunStatus::ModelRunning => Some(Phase::ModelRunning),
+            RunStatus::ToolPending => Some(Phase::ToolPending),
+            RunStatus::ToolRunning => Some(Phase::ToolRunning),
+            _ => None,
+        }
+    }
+
     /// States in which the run waits for the world (a human, a dependency) or is over:
     /// it holds no worker and no lease (SPEC §5).
     pub fn holds_no_worker(self) -> bool {
-        !status::ACTIVE.contains(&self)
+        self.phase().is_none()
+    }
+}
+
+/// The four working states are the harness's phases, stored by their SPEC names.
+impl From<Phase> for RunStatus {
+    fn from(phase: Phase) -> Self {
+        match phase {
+            Phase::Ready => RunStatus::Ready,
+            Phase::ModelRunning => RunStatus::ModelRunning,
+            Phase::ToolPending => RunStatus::ToolPending,
+            Phase::ToolRunning => RunStatus::ToolRunning,
+        }
     }
 }
 

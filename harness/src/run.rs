@@ -161,7 +161,7 @@ async fn looped<A: Answer, L: EventLog>(
 
 /// Whether a shared budget's owner cancelled the run, checked before each model or
 /// tool call (a call already under way finishes; its result is recorded first).
-fn cancelled<A, B: Send + 'static>(run: &Run<'_, B>, next: &Next<'_, A>) -> bool {
+fn cancelled<A: Send + 'static>(run: &Run<'_, A>, next: &Next<'_, A>) -> bool {
     let working = matches!(next, Next::AskModel | Next::RunTools(_));
     working && run.shared.is_some_and(Shared::is_cancelled)
 }

@@ -219,16 +219,6 @@ struct SqlLog<'a> {
     run: &'a mut Run,
 }
 
-/// The run state a harness phase is stored as (the four working states of SPEC §5).
-fn status_of(phase: Phase) -> RunStatus {
-    match phase {
-        Phase::Ready => RunStatus::Ready,
-        Phase::ModelRunning => RunStatus::ModelRunning,
-        Phase::ToolPending => RunStatus::ToolPending,
-        Phase::ToolRunning => RunStatus::ToolRunning,
-    }
-}
-
 fn from_app(e: AppError) -> LogError<AppError> {
     if runs::is_run_changed(&e) {
         LogError::Lost
@@ -261,7 +251,7 @@ impl EventLog for SqlLog<'_> {
         Box::pin(async move {
             let to = step
                 .phase
-                .map_or_else(|| working_status(self.run), status_of);
+                .map_or_else(|| working_status(self.run), RunStatus::from);
             let now = self.clock.now_ms();
             let counts = (step.add_steps, step.add_tool_calls);
             commit(self.db, self.run, to, counts, now, &step.events)
@@ -278,13 +268,7 @@ impl EventLog for SqlLog<'_> {
     }
 
     fn phase(&self) -> Option<Phase> {
-        match self.run.status {
-            RunStatus::Ready => Some(Phase::Ready),
-            RunStatus::ModelRunning => Some(Phase::ModelRunning),
-            RunStatus::ToolPending => Some(Phase::ToolPending),
-            RunStatus::ToolRunning => Some(Phase::ToolRunning),
-            _ => None,
-        }
+        self.run.status.phase()
     }
 
     fn holder(&self) -> Option<String> {
