@@ -517,35 +517,3 @@ async fn a_child_that_answered_before_a_crash_answers_again_from_its_log_when_re
         })
     );
 }
-
-/// Records the names of the spans opened while it is the default subscriber.
-struct SpanNames(Arc<Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        _: &tracing::span::Id,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        if let Ok(mut names) = self.0.lock() {
-            names.push(attrs.metadata().name().to_string());
-        }
-    }
-}
-
-#[tokio::test]
-async fn a_run_is_traced_with_the_genai_span_names() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let names = Arc::new(Mutex::new(Vec::new()));
-    let subscriber = tracing_subscriber::registry().with(SpanNames(names.clone()));
-    let _default = tracing::subscriber::set_default(subscriber);
-    let tools = Toolset::new().with(Counting::default());
-    let mut log = MemoryLog::new();
-    let Ok(_) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
-    let names = names.lock().map(|n| n.clone()).unwrap_or_default();
-    let count = |name: &str| names.iter().filter(|n| *n == name).count();
-    assert_eq!(count("invoke_agent"), 1, "{names:?}");
-    assert_eq!(count("chat"), 2, "two model calls: {names:?}");
-    assert_eq!(count("execute_tool"), 2, "two tool calls: {names:?}");
-}

@@ -1,0 +1,109 @@
+//! The loop's spans, in a test binary of their own: tracing caches per call site whether
+//! anyone listens, so a test in a binary where other threads run without a subscriber
+//! could see the cache decide "nobody" first (tokio-rs/tracing#2874).
+
+use std::sync::{Arc, Mutex};
+
+use harness::{
+    Answer, BoxFuture, Clock, MemoryLog, Model, ModelContext, Run, Tool, ToolCall, ToolDeclaration,
+    ToolError, Toolset, Turn,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Note {
+    text: String,
+}
+
+impl Answer for Note {
+    const EVENT: &'static str = "note";
+}
+
+struct Fixed;
+impl Clock for Fixed {
+    fn now_ms(&self) -> i64 {
+        0
+    }
+}
+
+/// Reads two records, then answers.
+struct Reader;
+
+impl Model<Note> for Reader {
+    fn name(&self) -> String {
+        "reader".into()
+    }
+
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a ModelContext<'a>,
+    ) -> BoxFuture<'a, anyhow::Result<Turn<Note>>> {
+        let turn = if ctx.history.is_empty() {
+            let call = |id: &str| ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: json!({ "id": id }),
+            };
+            Turn::ToolCalls {
+                calls: vec![call("a"), call("b")],
+            }
+        } else {
+            Turn::Answer {
+                answer: Note {
+                    text: "done".into(),
+                },
+            }
+        };
+        Box::pin(async move { Ok(turn) })
+    }
+}
+
+struct Read;
+
+impl Tool for Read {
+    fn declaration(&self) -> ToolDeclaration {
+        ToolDeclaration {
+            name: "read",
+            description: "Reads one record.",
+            parameters: json!({ "type": "object", "properties": { "id": { "type": "string" } }, "required": ["id"] }),
+            read_only: true,
+        }
+    }
+
+    fn run<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move { Ok(json!({ "id": arguments["id"] })) })
+    }
+}
+
+/// Records the names of the spans opened while it is the default subscriber.
+struct SpanNames(Arc<Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Ok(mut names) = self.0.lock() {
+            names.push(attrs.metadata().name().to_string());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_traced_with_the_genai_span_names() {
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(SpanNames(names.clone()));
+    let _default = tracing::subscriber::set_default(subscriber);
+    let tools = Toolset::new().with(Read);
+    let mut log = MemoryLog::new();
+    let Ok(_) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
+    let names = names.lock().map(|n| n.clone()).unwrap_or_default();
+    let count = |name: &str| names.iter().filter(|n| *n == name).count();
+    assert_eq!(count("invoke_agent"), 1, "{names:?}");
+    assert_eq!(count("chat"), 2, "two model calls: {names:?}");
+    assert_eq!(count("execute_tool"), 2, "two tool calls: {names:?}");
+}
