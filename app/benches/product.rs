@@ -40,7 +40,7 @@ use anyhow::{bail, Context};
 use app::agent::investigator::Investigator;
 use app::clock::{Clock, ManualClock, SystemClock};
 use app::config::Config;
-use app::http::AppState;
+use app::state::AppState;
 use app::store::Db;
 use app::tickets::NewTicket;
 use app::world::{World, WorldCharge, WorldCustomer, WorldOrder};

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use crate::auth::{constant_time_eq, Principal, Staff};
 use crate::cases::{self, CaseStatus, CaseView};
 use crate::error::{AppError, AppResult};
-use crate::http::{ApiJson, AppState};
+use crate::http::ApiJson;
 use crate::replies::{self, Language};
+use crate::state::AppState;
 use crate::store::new_id;
 use crate::world::parse_plain;
 

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{new_id, Db};
 
 pub const SESSION_COOKIE: &str = "rd_session";

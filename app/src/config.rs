@@ -189,7 +189,7 @@ pub struct Config {
     /// Which of `SECRET_VARS` were not set, so their public defaults are in use.
     pub defaulted_secrets: Vec<&'static str>,
     /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
-    pub watchdog: crate::watchdog::Periods,
+    pub watchdog: WatchdogPeriods,
 }
 
 #[derive(Debug, Clone)]
@@ -243,7 +243,7 @@ impl Config {
                 .filter(|(_, value)| set(value).is_none())
                 .map(|(name, _)| name)
                 .collect(),
-            watchdog: crate::watchdog::Periods::from_minutes(
+            watchdog: WatchdogPeriods::from_minutes(
                 settings.watchdog_stuck_minutes,
                 settings.watchdog_handoff_minutes,
             ),
@@ -306,4 +306,23 @@ pub fn default_fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("fixtures")
+}
+
+/// The stuck-run watchdog's two periods (`watchdog`), from `WATCHDOG_STUCK_MINUTES` and `WATCHDOG_HANDOFF_MINUTES`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchdogPeriods {
+    /// No progress for this long flags the run.
+    pub stuck_ms: i64,
+    /// A flagged run still without progress this long after its flag goes to a human.
+    pub handoff_ms: i64,
+}
+
+impl WatchdogPeriods {
+    pub fn from_minutes(stuck: u64, handoff: u64) -> WatchdogPeriods {
+        let ms = |minutes: u64| i64::try_from(minutes.saturating_mul(60_000)).unwrap_or(i64::MAX);
+        WatchdogPeriods {
+            stuck_ms: ms(stuck),
+            handoff_ms: ms(handoff),
+        }
+    }
 }

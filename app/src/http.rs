@@ -1,51 +1,12 @@
-//! Application state and the router, built apart from the server so tests drive it
-//! without a socket.
-
-use std::sync::Arc;
+//! The router, built apart from the server so tests drive it without a socket.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use policy_engine::PolicySet;
-use rag_index::PolicyIndex;
-use tokio::sync::Notify;
 
-use crate::agent::Model;
-use crate::clock::Clock;
 use crate::error::AppError;
-use crate::payments::PaymentsClient;
-use crate::store::Db;
-
-#[derive(Clone)]
-pub struct AppState {
-    pub db: Db,
-    pub clock: Arc<dyn Clock>,
-    pub payments: PaymentsClient,
-    pub policies: Arc<PolicySet>,
-    pub index: Arc<PolicyIndex>,
-    pub model: Arc<dyn Model>,
-    /// What runs are made with (model, prompt and tool schema versions), recorded on each.
-    pub versions: Arc<harness::Versions>,
-    /// Where tools and the workflow read billing records (live: store + provider).
-    pub billing: Arc<dyn crate::billing::BillingSource>,
-    /// Wakes the background worker when new work is queued.
-    pub wake: Arc<Notify>,
-    /// Names this process in leases.
-    pub instance_id: String,
-    /// Whether cookies get `Secure` (served over TLS).
-    pub secure_cookies: bool,
-    /// Age after which an unanswered approval request expires.
-    pub approval_ttl_ms: i64,
-    /// Verifies `Stripe-Signature` on provider webhooks.
-    pub webhook_secret: String,
-    /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
-    pub shadow_mode: bool,
-    /// Agent runs one worker pass advances at the same time.
-    pub worker_concurrency: usize,
-    /// When the stuck-run watchdog flags a run, and when it hands the case over.
-    pub watchdog: crate::watchdog::Periods,
-}
+use crate::state::AppState;
 
 /// JSON body extractor whose failures use the API's error shape.
 pub struct ApiJson<T>(pub T);

@@ -32,6 +32,7 @@ pub mod resolve;
 pub mod runs;
 pub mod shadow;
 pub mod shadow_live;
+pub mod state;
 pub mod store;
 pub mod tickets;
 pub mod watchdog;
@@ -45,8 +46,8 @@ use std::sync::Arc;
 use crate::agent::Model;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::http::AppState;
 use crate::payments::PaymentsClient;
+use crate::state::AppState;
 use crate::store::Db;
 
 /// Opens the store, loads the policies and the index, and wires the state.

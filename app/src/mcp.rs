@@ -36,7 +36,7 @@ use crate::agent::{ToolCall, ToolOutcome};
 use crate::auth::{self, Principal, Staff};
 use crate::cases::{self, Case};
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::tickets::{self, Ticket};
 
 /// The environment variable `refund-agent mcp` reads its staff token from.

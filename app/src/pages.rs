@@ -18,9 +18,9 @@ use crate::approvals::{self, Verdict};
 use crate::auth::{self, constant_time_eq, Principal, Session};
 use crate::cases::{self, CaseStatus, CaseView};
 use crate::error::AppError;
-use crate::http::AppState;
 use crate::refunds::RefundView;
 use crate::replies::{self, Language, PageText};
+use crate::state::AppState;
 use crate::tickets::{self, MessageView, TicketView};
 use crate::world::{parse_plain, serde_plain};
 

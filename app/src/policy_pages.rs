@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use crate::auth::Session;
 use crate::error::AppError;
-use crate::http::AppState;
 use crate::pages::{error_page, render};
+use crate::state::AppState;
 use crate::world::serde_plain;
 
 pub fn routes() -> Router<AppState> {

@@ -28,9 +28,9 @@ use sqlx::Row;
 
 use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::payments::ProviderRefund;
 use crate::refunds::{self, Intent, Step};
+use crate::state::AppState;
 
 /// The `job_runs` name of the periodic pass.
 pub const JOB_NAME: &str = "reconcile";

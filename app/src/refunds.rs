@@ -27,8 +27,8 @@ use sqlx::Row;
 
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::payments::{ProviderError, ProviderRefund, RefundRequest};
+use crate::state::AppState;
 use crate::store::{new_id, Backend, Db, Tx};
 use crate::tickets;
 

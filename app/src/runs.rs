@@ -14,7 +14,7 @@ use sqlx::Row;
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::store::{new_id, Backend, Db, Tx};
 
 /// How long a claimed run stays claimed without being renewed. Every versioned status

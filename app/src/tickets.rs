@@ -14,9 +14,10 @@ use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
-use crate::http::{ApiJson, AppState};
+use crate::http::ApiJson;
 use crate::refunds;
 use crate::replies::{self, Language, WithdrawalReply};
+use crate::state::AppState;
 use crate::store::{new_id, Tx};
 
 /// Longest message a customer may send, in characters.

@@ -30,31 +30,12 @@ use sqlx::Row;
 use crate::agent::Proposal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::runs::{self, status, Event, Run, RunStatus, Stalled};
+use crate::state::AppState;
 use crate::store::Db;
 
 /// The run's log as the harness folds it (the answer is the agent's proposal).
 type RunLog = harness::RunLog<Proposal>;
-
-/// The two periods, from `WATCHDOG_STUCK_MINUTES` and `WATCHDOG_HANDOFF_MINUTES`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Periods {
-    /// No progress for this long flags the run.
-    pub stuck_ms: i64,
-    /// A flagged run still without progress this long after its flag goes to a human.
-    pub handoff_ms: i64,
-}
-
-impl Periods {
-    pub fn from_minutes(stuck: u64, handoff: u64) -> Periods {
-        let ms = |minutes: u64| i64::try_from(minutes.saturating_mul(60_000)).unwrap_or(i64::MAX);
-        Periods {
-            stuck_ms: ms(stuck),
-            handoff_ms: ms(handoff),
-        }
-    }
-}
 
 /// The states in which the agent owes the next move (see the module comment).
 pub const WATCHED: [RunStatus; 5] = [

@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::payments::ProviderRefund;
 use crate::refunds;
+use crate::state::AppState;
 
 /// The environment variable holding the webhook signing secret (`Config::webhook_secret`
 /// reads it; `Config::check_secrets` refuses its public default with a real provider).

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::error::AppResult;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// Asks the worker to stop claiming work (issue 20: a graceful stop). What it holds is
 /// finished, not abandoned: the step in flight commits and its lease is released, so

@@ -20,10 +20,10 @@ use crate::billing::BillingSource;
 use crate::cases::{self, Case, CaseStatus};
 use crate::clock::{from_ms, rfc3339};
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
 use crate::runs::{self, Run};
+use crate::state::AppState;
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
 

@@ -18,9 +18,9 @@ use app::agent::{
 };
 use app::billing::{BillingSource, CustomerRecord, Order};
 use app::clock::ManualClock;
-use app::http::AppState;
 use app::payments::{ProviderCharge, ProviderRefund};
 use app::runs;
+use app::state::AppState;
 use axum::http::StatusCode;
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};

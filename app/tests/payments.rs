@@ -12,10 +12,10 @@ mod support;
 
 use std::time::Duration;
 
-use app::http::AppState;
 use app::payments::PaymentsClient;
 use app::reconcile;
 use app::refunds::{self, Intent};
+use app::state::AppState;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use support::{spawn_app, TestApp};

@@ -23,7 +23,7 @@ use app::agent::investigator::Investigator;
 use app::auth::{self, StaffRole};
 use app::clock::{Clock, ManualClock};
 use app::config::Config;
-use app::http::AppState;
+use app::state::AppState;
 use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -152,7 +152,10 @@ impl ClockNow for TestApp {
 async fn a_run_whose_worker_died_is_flagged_after_the_first_period_and_handed_to_a_human_after_the_second(
 ) {
     let app = spawn_app().await;
-    assert_eq!(app.state.watchdog, watchdog::Periods::from_minutes(15, 30));
+    assert_eq!(
+        app.state.watchdog,
+        app::config::WatchdogPeriods::from_minutes(15, 30)
+    );
     let (case_id, run_id) = queued_case(&app).await;
     worker_starts_model_call(&app, "inst_dead").await;
 

@@ -19,8 +19,8 @@ use super::rules::RefundRules;
 use super::tools::{self, ToolEnv};
 use crate::clock::{Clock, HarnessClock};
 use crate::error::{AppError, AppResult};
-use crate::http::AppState;
 use crate::runs::{self, status, Run, RunStatus};
+use crate::state::AppState;
 use crate::store::Db;
 
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the

@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::setup::{provider, state};
 use crate::auth;
 use crate::config::Config;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// How long a stop may take to drain before what is left is aborted: inside the 10 s a
 /// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call

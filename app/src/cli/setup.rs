@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::agent::investigator::Investigator;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
 /// feature; the app reaches `payments-mock` only to start it here).

@@ -13,7 +13,7 @@ use app::agent::Model;
 use app::auth::{self, StaffRole};
 use app::clock::ManualClock;
 use app::config::Config;
-use app::http::AppState;
+use app::state::AppState;
 use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -14,7 +14,7 @@ use app::agent::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
 use app::auth::{self, StaffRole};
 use app::clock::{Clock, ManualClock};
 use app::config::Config;
-use app::http::AppState;
+use app::state::AppState;
 use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
