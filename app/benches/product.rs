@@ -42,7 +42,7 @@ use app::clock::{Clock, ManualClock, SystemClock};
 use app::config::Config;
 use app::state::AppState;
 use app::store::Db;
-use app::tickets::NewTicket;
+use app::customer::NewTicket;
 use app::world::{World, WorldCharge, WorldCustomer, WorldOrder};
 use policy_engine::{Currency, Facts, Money, Product, Region};
 use serde_json::{json, Value};
@@ -611,7 +611,7 @@ async fn phase_steps(
     let (world, messages) = duplicate_world(1, bench_now());
     rig.load(&world).await?;
     let (customer, text) = &messages[0];
-    let ticket = app::tickets::create_ticket(
+    let ticket = app::customer::create_ticket(
         &rig.state,
         customer,
         NewTicket {
@@ -674,7 +674,7 @@ async fn tickets_end_to_end(backend: &Backend, n: usize) -> anyhow::Result<Ticke
 
     let started = Instant::now();
     for (customer, text) in &messages {
-        app::tickets::create_ticket(
+        app::customer::create_ticket(
             &rig.state,
             customer,
             NewTicket {

@@ -5,33 +5,13 @@
 //! proposal takes one verdict: concurrent reviewers race on a unique row and a versioned
 //! update, and exactly one wins (SPEC invariants 1, 2 and 12).
 
-use axum::extract::{Path, State};
-use axum::Json;
-use serde::Deserialize;
-
-use crate::auth::{constant_time_eq, Principal, Staff};
+use crate::auth::{constant_time_eq, Staff};
 use crate::cases::{self, CaseStatus, CaseView};
 use crate::error::{AppError, AppResult};
-use crate::http::ApiJson;
 use crate::replies::{self, Language};
 use crate::state::AppState;
 use crate::store::new_id;
 use crate::world::parse_plain;
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApproveInput {
-    pub fingerprint: String,
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RejectInput {
-    pub fingerprint: String,
-    pub reason: String,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -169,56 +149,6 @@ pub async fn decide(
     cases::current_view(&state.db, case_id).await
 }
 
-/// `POST /api/v1/cases/{id}/approve`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::cases::CaseView), crate::error::ApiErrors))]
-pub async fn post_approve(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<ApproveInput>,
-) -> AppResult<Json<CaseView>> {
-    let staff = principal.staff()?;
-    Ok(Json(
-        decide(
-            &state,
-            staff,
-            &id,
-            &input.fingerprint,
-            Verdict::Approved,
-            input.note.as_deref(),
-        )
-        .await?,
-    ))
-}
-
-/// `POST /api/v1/cases/{id}/reject`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::cases::CaseView), crate::error::ApiErrors))]
-pub async fn post_reject(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<RejectInput>,
-) -> AppResult<Json<CaseView>> {
-    let staff = principal.staff()?;
-    if input.reason.trim().is_empty() {
-        return Err(AppError::bad_request(
-            "missing_reason",
-            "a rejection needs a reason",
-        ));
-    }
-    Ok(Json(
-        decide(
-            &state,
-            staff,
-            &id,
-            &input.fingerprint,
-            Verdict::Rejected,
-            Some(&input.reason),
-        )
-        .await?,
-    ))
-}
-
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy
 /// allows on fresh facts. The same policy check and approval rules apply: the result
 /// waits for approval by somebody else (nobody approves a case they took over).
@@ -297,15 +227,4 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
     .await?;
     tx.commit().await?;
     cases::current_view(&state.db, case_id).await
-}
-
-/// `POST /api/v1/cases/{id}/takeover` (supervisor).
-#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::cases::CaseView), crate::error::ApiErrors))]
-pub async fn post_takeover(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-) -> AppResult<Json<CaseView>> {
-    let staff = principal.staff()?;
-    Ok(Json(take_over(&state, staff, &id).await?))
 }

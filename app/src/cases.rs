@@ -4,14 +4,11 @@
 //! workers or two reviewers can never both move the same case. The fingerprint binds an
 //! approval to the exact refund parameters (SPEC invariant 2).
 
-use axum::extract::{Path, Query, State};
-use axum::Json;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::agent::Proposal;
-use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::refunds;
@@ -507,13 +504,6 @@ pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
     })
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CaseFilter {
-    /// A case status (SPEC §5), or `all`.
-    pub status: Option<String>,
-}
-
 pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
     let rows = match status {
         Some(s) => {
@@ -541,38 +531,4 @@ pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
         .await?
         .ok_or(AppError::NotFound("case"))?;
     case_view(db, &case).await
-}
-
-/// `GET /api/v1/cases?status=…` (staff).
-#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::error::ApiErrors))]
-pub async fn get_cases(
-    State(state): State<AppState>,
-    principal: Principal,
-    Query(filter): Query<CaseFilter>,
-) -> AppResult<Json<Vec<CaseView>>> {
-    principal.staff()?;
-    let status = filter
-        .status
-        .as_deref()
-        .map(CaseStatus::parse)
-        .transpose()?;
-    let mut views = Vec::new();
-    for case in list_cases(&state.db, status).await? {
-        views.push(case_view(&state.db, &case).await?);
-    }
-    Ok(Json(views))
-}
-
-/// `GET /api/v1/cases/{id}` (staff).
-#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::error::ApiErrors))]
-pub async fn get_case(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-) -> AppResult<Json<CaseView>> {
-    principal.staff()?;
-    let case = load_case_from(state.db.reader(), &id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    Ok(Json(case_view(&state.db, &case).await?))
 }

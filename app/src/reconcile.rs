@@ -20,13 +20,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use axum::extract::State;
-use axum::Json;
 use policy_engine::{Currency, Money};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use crate::auth::Principal;
 use crate::error::{AppError, AppResult};
 use crate::payments::ProviderRefund;
 use crate::refunds::{self, Intent, Step};
@@ -244,16 +241,6 @@ pub async fn last_report(state: &AppState) -> AppResult<Option<ReconcileReport>>
     let Some(row) = row else { return Ok(None) };
     let text: Option<String> = row.try_get("last_report")?;
     Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-}
-
-/// `POST /api/v1/reconcile` (staff): runs a full reconciliation and returns its report.
-#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::error::ApiErrors))]
-pub async fn post_reconcile(
-    State(state): State<AppState>,
-    principal: Principal,
-) -> AppResult<Json<ReconcileReport>> {
-    principal.staff()?;
-    Ok(Json(run(&state).await?))
 }
 
 const OPEN_FOR_RESOLUTION: [&str; 3] = ["submitting", "pending", "pending_verification"];

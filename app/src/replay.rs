@@ -42,7 +42,8 @@ use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
 use crate::billing::WorldBilling;
 use crate::clock::HarnessClock;
 use crate::clock::{Clock, SystemClock};
-use crate::tickets::{detect_language, Ticket, MAX_MESSAGE_CHARS};
+use crate::replies::{detect_language, MAX_MESSAGE_CHARS};
+use crate::tickets::Ticket;
 use crate::world::World;
 use harness::{MemoryLog, NewEvent};
 

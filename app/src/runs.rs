@@ -5,13 +5,10 @@
 //! a restarted worker rebuilds everything from them. Runs are claimed with a lease and
 //! every change is a versioned update, so two workers never advance one run.
 
-use axum::extract::{Path, State};
-use axum::Json;
 use harness::Phase;
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
@@ -560,27 +557,6 @@ pub async fn events(db: &Db, run_id: &str) -> AppResult<Vec<Event>> {
             })
         })
         .collect()
-}
-
-/// `GET /api/v1/runs/{id}/events` (staff).
-#[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::error::ApiErrors))]
-pub async fn get_events(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-) -> AppResult<Json<Vec<Event>>> {
-    principal.staff()?;
-    let run = load_run(&state.db, &id)
-        .await?
-        .ok_or(AppError::NotFound("run"))?;
-    // Live shadow mode: the log holds the agent's decision, which must not anchor a
-    // reviewer who has not decided yet; the API refuses exactly as the trace page does.
-    if crate::shadow_live::pending(&state.db, &run.case_id).await? {
-        return Err(AppError::Forbidden(
-            "shadow mode: the agent's trace is hidden until a reviewer decides this case".into(),
-        ));
-    }
-    Ok(Json(events(&state.db, &id).await?))
 }
 
 // ---------------------------------------------------------------------------------------

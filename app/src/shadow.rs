@@ -384,7 +384,7 @@ pub async fn run(
     }
 }
 
-use crate::pages::html_escape as esc;
+use crate::web::pages::html_escape as esc;
 
 fn verdict_text(v: &CaseVerdict) -> String {
     let refunds: Vec<String> = v

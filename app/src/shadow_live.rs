@@ -7,17 +7,14 @@
 //! engine allows on fresh facts) and the same approval rules (another person approves
 //! it, bound to a fingerprint) as the agent's would.
 
-use axum::extract::{Path, State};
-use axum::Json;
 use policy_engine::{Decision, Outcome, ReasonCode};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::agent::Proposal;
-use crate::auth::{Principal, Staff};
+use crate::auth::Staff;
 use crate::cases::{self, Case, CaseStatus, CaseView};
 use crate::error::{AppError, AppResult};
-use crate::http::ApiJson;
 use crate::replay::{CaseOutcome, CaseVerdict, RefundRecord};
 use crate::replies::{self, HandDecision};
 use crate::state::AppState;
@@ -101,12 +98,12 @@ pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManualDecision {
-    #[schema(value_type = crate::openapi::Outcome)]
+    #[schema(value_type = crate::schema::Outcome)]
     pub outcome: CaseOutcome,
-    #[schema(value_type = crate::openapi::ReasonCode)]
+    #[schema(value_type = crate::schema::ReasonCode)]
     pub reason: ReasonCode,
     #[serde(default)]
-    #[schema(value_type = Vec<crate::openapi::RefundLine>)]
+    #[schema(value_type = Vec<crate::schema::RefundLine>)]
     pub refunds: Vec<RefundRecord>,
     #[serde(default)]
     pub note: Option<String>,
@@ -329,18 +326,6 @@ pub async fn decide_by_hand(
     .await?;
     tx.commit().await?;
     cases::current_view(&state.db, case_id).await
-}
-
-/// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::error::ApiErrors))]
-pub async fn post_decide(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path(id): Path<String>,
-    ApiJson(input): ApiJson<ManualDecision>,
-) -> AppResult<Json<CaseView>> {
-    let staff = principal.staff()?;
-    Ok(Json(decide_by_hand(&state, staff, &id, input).await?))
 }
 
 /// One decided pair.

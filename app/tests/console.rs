@@ -577,7 +577,7 @@ async fn a_cross_site_bodyless_post_riding_a_staff_cookie_is_refused() {
 async fn the_run_events_api_hides_the_agents_decision_from_a_shadow_reviewer_who_has_not_decided() {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::http::router(app.state.clone());
+    app.router = app::web::router(app.state.clone());
     let (_, case) = app
         .open_ticket("C-100", "I was charged twice for my annual plan")
         .await;
@@ -666,7 +666,7 @@ async fn every_page_forbids_framing_sniffing_referrers_caching_and_inline_script
 
     let mut state = app.state.clone();
     state.secure_cookies = true;
-    let response = app::http::router(state)
+    let response = app::web::router(state)
         .oneshot(Request::get("/console/login").body(Body::empty()).unwrap())
         .await
         .unwrap();

@@ -266,7 +266,7 @@ async fn readyz_names_the_policy_index_when_it_holds_other_policies() {
             .unwrap();
     let mut state = app.state.clone();
     state.index = Arc::new(foreign);
-    let router = app::http::router(state);
+    let router = app::web::router(state);
     let response = tower::ServiceExt::oneshot(
         router,
         axum::http::Request::get("/readyz")

@@ -183,7 +183,7 @@ async fn stdio_refuses_to_start_without_a_staff_token_or_with_a_customers() {
         (Some("nonsense"), "unknown, revoked or expired"),
         (Some(customer.as_str()), "customer tokens are refused"),
     ] {
-        let refused = app::mcp::serve_stdio(app.state.clone(), token)
+        let refused = app::web::mcp::serve_stdio(app.state.clone(), token)
             .await
             .expect_err("no staff token, no MCP");
         assert!(refused.to_string().contains(expected), "{refused}");
@@ -472,7 +472,7 @@ async fn no_tool_changes_any_record_and_write_actions_are_not_tools() {
 async fn in_shadow_mode_the_run_stays_hidden_until_a_reviewer_decides() {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::http::router(app.state.clone());
+    app.router = app::web::router(app.state.clone());
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let case_id = case["id"].as_str().unwrap();
     let run = call(&app, "get_run", json!({ "case_id": case_id })).await;
@@ -535,7 +535,7 @@ async fn the_server_offers_the_current_stable_revision_and_hosts_that_initialize
     assert!(
         discovered
             .to_string()
-            .contains(app::mcp::PROTOCOL_VERSION.as_str()),
+            .contains(app::web::mcp::PROTOCOL_VERSION.as_str()),
         "{discovered}"
     );
 }
@@ -548,16 +548,16 @@ async fn a_stdio_call_runs_the_same_tool_and_is_audited_as_stdio_with_its_caller
         .await
         .unwrap()
         .unwrap();
-    let called = app::mcp::call(
+    let called = app::web::mcp::call(
         &app.state,
         &staff,
-        app::mcp::Surface::Stdio,
+        app::web::mcp::Surface::Stdio,
         "list_orders",
         json!({ "ticket_id": ticket_id }),
     )
     .await
     .unwrap();
-    let app::mcp::Called::Outcome(outcome) = called else {
+    let app::web::mcp::Called::Outcome(outcome) = called else {
         panic!("list_orders is a tool: {called:?}");
     };
     assert!(outcome.ok, "{outcome:?}");

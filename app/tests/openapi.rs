@@ -25,12 +25,12 @@ fn router_paths() -> BTreeSet<String> {
     let src = |file: &str| {
         std::fs::read_to_string(format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap()
     };
-    let http = src("http.rs");
+    let http = src("web/router.rs");
     let start = http
         .find("let api = Router::new()")
         .expect("the api router");
     let end = start + http[start..].find(".fallback(").expect("its fallback");
-    let mcp = src("mcp.rs");
+    let mcp = src("web/mcp.rs");
     let mcp_start = mcp.find("pub fn routes").expect("mcp::routes");
     let mut paths = BTreeSet::new();
     for block in [&http[start..end], &mcp[mcp_start..]] {
@@ -43,7 +43,7 @@ fn router_paths() -> BTreeSet<String> {
             }
         }
     }
-    assert!(http[start..end].contains(".merge(crate::mcp::routes(&state))"));
+    assert!(http[start..end].contains(".merge(crate::web::mcp::routes(&state))"));
     paths
 }
 

@@ -130,7 +130,7 @@ impl Cluster {
             .await
             .expect("state builds");
             state.instance_id = format!("instance-{i}");
-            let router = app::http::router(state.clone());
+            let router = app::web::router(state.clone());
             built.push(Instance { state, router });
         }
         let db = &built[0].state.db;

@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 async fn shadow_app() -> TestApp {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::http::router(app.state.clone());
+    app.router = app::web::router(app.state.clone());
     app
 }
 

@@ -139,7 +139,7 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
     let chinese = tickets
         .iter()
         .filter(|t| {
-            app::tickets::detect_language(&t.messages[0].text, None) == app::replies::Language::Zh
+            app::replies::detect_language(&t.messages[0].text, None) == app::replies::Language::Zh
         })
         .count();
     assert!(

@@ -35,8 +35,8 @@ pub(super) async fn investigate(config: &Config, ticket: String) -> anyhow::Resu
 pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let token = std::env::var(crate::mcp::TOKEN_ENV).ok();
-    let served = crate::mcp::serve_stdio(state, token.as_deref()).await;
+    let token = std::env::var(crate::web::mcp::TOKEN_ENV).ok();
+    let served = crate::web::mcp::serve_stdio(state, token.as_deref()).await;
     if let Some(m) = mock {
         m.shutdown().await;
     }

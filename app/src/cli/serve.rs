@@ -46,8 +46,7 @@ pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<(
     ));
     let purge = tokio::spawn(purge_forever(state.clone()));
     // The peer address reaches handlers as `ConnectInfo`: logins are throttled per client.
-    let app =
-        crate::http::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let app = crate::web::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let server_stop = stop.clone();
     let mut server = tokio::spawn(async move {
         axum::serve(listener, app)

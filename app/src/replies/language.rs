@@ -92,9 +92,84 @@ impl fmt::Display for Language {
     }
 }
 
+/// The language replies to this text are written in (they follow the customer):
+///
+/// - any kana (Hiragana, Katakana, half-width Katakana) is Japanese: Chinese is never
+///   written with kana, Japanese almost always is;
+/// - Han without kana is Chinese, except from a customer of the JP region, for whom it
+///   is Japanese: short Japanese complaints are often all kanji (`二重請求`, `返金希望`),
+///   a JP customer is far more likely to write Japanese than Chinese, and a Chinese
+///   reader still follows a kanji-heavy Japanese reply better than a Japanese reader
+///   follows a Chinese one;
+/// - anything else is English, the fallback for every other language (issue 15).
+pub fn detect_language(text: &str, region: Option<Region>) -> Language {
+    let han =
+        |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
+    // The Katakana block without U+30FB `・`, a middle dot Chinese text also uses
+    // between the parts of foreign names.
+    let kana = |c: char| {
+        ('\u{3041}'..='\u{309f}').contains(&c)
+            || (('\u{30a1}'..='\u{30ff}').contains(&c) && c != '\u{30fb}')
+            || ('\u{31f0}'..='\u{31ff}').contains(&c)
+            || ('\u{ff66}'..='\u{ff9f}').contains(&c)
+    };
+    if text.chars().any(kana) {
+        Language::Ja
+    } else if text.chars().any(han) {
+        match region {
+            Some(Region::JP) => Language::Ja,
+            _ => Language::Zh,
+        }
+    } else {
+        Language::En
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn language_detection_follows_the_script_and_for_kanji_only_the_region() {
+        use Language::{En, Ja, Zh};
+        let jp = Some(Region::JP);
+        let cn = Some(Region::CN);
+        let us = Some(Region::US);
+        let cases: &[(&str, Option<Region>, Language)] = &[
+            // Kana: Japanese, whoever writes it.
+            ("年間プランの料金が二重に請求されました", None, Ja),
+            ("年間プランの料金が二重に請求されました", cn, Ja),
+            ("にじゅうせいきゅう", us, Ja),
+            ("ｷｬﾝｾﾙしたい", None, Ja),
+            // Kanji only: Japanese from a JP customer, Chinese from anyone else.
+            ("二重請求", jp, Ja),
+            ("二重請求", None, Zh),
+            ("二重請求", cn, Zh),
+            ("二重請求", us, Zh),
+            // Mixed scripts: any kana decides.
+            ("月額プラン cancel please, I no longer want it.", jp, Ja),
+            ("O-4001 charged twice です", us, Ja),
+            ("我的订单 O-1001 was charged twice", cn, Zh),
+            // Chinese stays Chinese (the katakana middle dot is punctuation here).
+            ("我的年度会员被扣了两次款", cn, Zh),
+            ("我的年度会员被扣了两次款", None, Zh),
+            ("列夫・托尔斯泰的书被扣了两次款", cn, Zh),
+            // English, and the fallback for everything without Han or kana.
+            ("I was charged twice for my annual plan", jp, En),
+            ("Me cobraron dos veces", None, En),
+            ("😡😡 refund now!!", None, En),
+            ("🙏", jp, En),
+            ("１２３４５", jp, En),
+            ("", None, En),
+        ];
+        for (text, region, expected) in cases {
+            assert_eq!(
+                detect_language(text, *region),
+                *expected,
+                "{text:?} from {region:?}"
+            );
+        }
+    }
 
     #[test]
     fn language_codes_round_trip_and_unknown_codes_fall_back_to_english() {

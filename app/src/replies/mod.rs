@@ -6,7 +6,7 @@
 //! Every customer-facing sentence and page label lives here, and every one is a `match`
 //! on [`Language`] (or a [`PageText`] with one field per label), so a language added
 //! without its text does not compile. What it does not do: pick the language (that is
-//! `tickets::detect_language`) or store anything.
+//! `detect_language`) or store anything.
 
 mod decisions;
 mod language;
@@ -17,12 +17,16 @@ mod status;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
-pub use language::{Language, UnknownLanguage};
+pub use language::{detect_language, Language, UnknownLanguage};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text};
 pub use reviews::{hand_decision_reply, rejection_reply, shadow_review_reply, HandDecision};
 pub use status::status_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
+
+/// Longest message a customer may send, in characters: the limit `tickets` enforces and
+/// the pages state.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
 
 #[cfg(test)]
 mod tests {
@@ -74,7 +78,7 @@ mod tests {
     /// The script a text is written in, the way a reader tells the three apart: kana
     /// only in Japanese, Han without kana in Chinese, neither in English.
     fn written_in(text: &str) -> Language {
-        crate::tickets::detect_language(text, None)
+        detect_language(text, None)
     }
 
     #[test]

@@ -132,14 +132,14 @@ pub fn page_error(lang: Language, error: &AppError) -> String {
         (Language::Ja, "empty_message") => "メッセージが入力されていません。".to_string(),
         (Language::En, "payload_too_large") => format!(
             "Messages are at most {} characters.",
-            crate::tickets::MAX_MESSAGE_CHARS
+            super::MAX_MESSAGE_CHARS
         ),
         (Language::Zh, "payload_too_large") => {
-            format!("消息最多 {} 个字符。", crate::tickets::MAX_MESSAGE_CHARS)
+            format!("消息最多 {} 个字符。", super::MAX_MESSAGE_CHARS)
         }
         (Language::Ja, "payload_too_large") => format!(
             "メッセージは{}文字以内で入力してください。",
-            crate::tickets::MAX_MESSAGE_CHARS
+            super::MAX_MESSAGE_CHARS
         ),
         (Language::En, "invalid_order_id") => {
             "Order numbers are at most 64 characters.".to_string()

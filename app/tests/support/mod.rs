@@ -114,7 +114,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
                 .0,
         );
     }
-    let router = app::http::router(state.clone());
+    let router = app::web::router(state.clone());
     TestApp {
         state,
         router,

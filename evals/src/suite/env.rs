@@ -167,7 +167,7 @@ impl Env {
         let state = app::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
         world.load_into(&state.db).await?;
         let (agent_id, supervisor_id) = add_staff(&state.db, clock.now_ms()).await?;
-        let router = app::http::router(state.clone());
+        let router = app::web::router(state.clone());
         let mut env = Env {
             _dir: dir,
             mock,
@@ -339,7 +339,7 @@ impl Env {
             .await?
             .context("the ticket vanished")?;
         Ok(serde_json::to_value(
-            app::tickets::ticket_view(&self.state, &ticket).await?,
+            app::customer::ticket_view(&self.state, &ticket).await?,
         )?)
     }
 

@@ -11,7 +11,7 @@ use super::super::env::Env;
 pub(super) struct Observed {
     /// `cases::case_view` of the scenario's case.
     pub(super) case: Value,
-    /// `tickets::ticket_view` of its ticket (what the customer's page shows).
+    /// `customer::ticket_view` of its ticket (what the customer's page shows).
     pub(super) ticket: Value,
     /// The mock's ledger: every charge, refund, event and fault counter.
     pub(super) ledger: Value,

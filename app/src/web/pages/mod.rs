@@ -6,6 +6,8 @@
 //! that POST starts a browser session (an HttpOnly cookie); an API token in a link signs
 //! nobody in (issue 16). Customers see only their own tickets.
 
+pub mod policy;
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -17,11 +19,12 @@ use serde::Deserialize;
 use crate::approvals::{self, Verdict};
 use crate::auth::{self, constant_time_eq, Principal, Session};
 use crate::cases::{self, CaseStatus, CaseView};
+use crate::customer::{self, TicketView};
 use crate::error::AppError;
 use crate::refunds::RefundView;
 use crate::replies::{self, Language, PageText};
 use crate::state::AppState;
-use crate::tickets::{self, MessageView, TicketView};
+use crate::tickets::{self, MessageView};
 use crate::world::{parse_plain, serde_plain};
 
 pub fn routes() -> Router<AppState> {
@@ -51,7 +54,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/console/shadow", get(shadow_page))
         .route("/console/cases/{id}/decide", post(decide_by_hand_submit))
-        .merge(crate::policy_pages::routes())
+        .merge(policy::routes())
 }
 
 pub fn render(t: &impl Template) -> Response {
@@ -231,7 +234,7 @@ async fn ticket_list_response(
         Ok(lang) => lang,
         Err(e) => return e.into_response(),
     };
-    match tickets::customer_tickets(state, &session.customer_id).await {
+    match customer::customer_tickets(state, &session.customer_id).await {
         Ok(list) => render(&TicketListPage {
             tickets: list,
             lang,
@@ -268,11 +271,11 @@ async fn new_ticket_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let input = tickets::NewTicket {
+    let input = customer::NewTicket {
         message: form.message,
         order_id: form.order_id,
     };
-    match tickets::create_ticket(&state, &session.customer_id, input).await {
+    match customer::create_ticket(&state, &session.customer_id, input).await {
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
         Err(e) => with_status(
             e.status(),
@@ -299,11 +302,11 @@ async fn ticket_page_response(
     id: &str,
     error: Option<&AppError>,
 ) -> Response {
-    let ticket = match tickets::visible_ticket(state, &session.principal(), id).await {
+    let ticket = match customer::visible_ticket(state, &session.principal(), id).await {
         Ok(t) => t,
         Err(_) => return ticket_not_found_page(state, session).await,
     };
-    match tickets::ticket_view(state, &ticket).await {
+    match customer::ticket_view(state, &ticket).await {
         Ok(view) => render(&TicketPage {
             lang: view.language,
             t: replies::page_text(view.language),
@@ -331,8 +334,8 @@ async fn message_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let result = match tickets::visible_ticket(&state, &session.principal(), &id).await {
-        Ok(ticket) => tickets::add_customer_message(&state, &ticket, &form.text).await,
+    let result = match customer::visible_ticket(&state, &session.principal(), &id).await {
+        Ok(ticket) => customer::add_customer_message(&state, &ticket, &form.text).await,
         Err(e) => Err(e),
     };
     match result {
@@ -355,11 +358,11 @@ async fn withdraw_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let ticket = match tickets::visible_ticket(&state, &session.principal(), &id).await {
+    let ticket = match customer::visible_ticket(&state, &session.principal(), &id).await {
         Ok(t) => t,
         Err(_) => return ticket_not_found_page(&state, &session).await,
     };
-    match tickets::withdraw(&state, &ticket).await {
+    match customer::withdraw(&state, &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => ticket_page_response(&state, &session, &id, Some(&e)).await,
     }
@@ -591,7 +594,7 @@ async fn ticket_script() -> Response {
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
             (header::CACHE_CONTROL, "public, max-age=300"),
         ],
-        include_str!("../static/ticket.js"),
+        include_str!("../../../static/ticket.js"),
     )
         .into_response()
 }
@@ -804,7 +807,7 @@ async fn case_page_response(
             .iter()
             .map(|r| RuleView {
                 citation: r.citation.clone(),
-                link: crate::policy_pages::citation_link(&r.citation),
+                link: policy::citation_link(&r.citation),
                 summary: r.summary.clone(),
             })
             .collect(),

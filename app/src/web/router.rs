@@ -1,40 +1,11 @@
 //! The router, built apart from the server so tests drive it without a socket.
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::Request;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use crate::error::AppError;
 use crate::state::AppState;
-
-/// JSON body extractor whose failures use the API's error shape.
-pub struct ApiJson<T>(pub T);
-
-impl<S, T> FromRequest<S> for ApiJson<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = AppError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(AppError::bad_request(
-                "unsupported_media_type",
-                "send the body as application/json",
-            )),
-            Err(JsonRejection::JsonSyntaxError(e)) => {
-                Err(AppError::bad_request("invalid_json", e.body_text()))
-            }
-            Err(JsonRejection::JsonDataError(e)) => {
-                Err(AppError::bad_request("invalid_body", e.body_text()))
-            }
-            Err(e) => Err(AppError::bad_request("invalid_body", e.body_text())),
-        }
-    }
-}
 
 /// `GET /healthz`: the process is alive and serving. It queries nothing, so a database
 /// outage does not make a supervisor restart a process that would reconnect by itself
@@ -163,35 +134,50 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route(
             "/tickets",
-            post(crate::tickets::post_ticket).get(crate::tickets::list_tickets),
+            post(crate::web::api::tickets::post_ticket).get(crate::web::api::tickets::list_tickets),
         )
         .route(
             "/tickets/{id}/withdraw",
-            post(crate::tickets::post_withdraw),
+            post(crate::web::api::tickets::post_withdraw),
         )
-        .route("/tickets/{id}", get(crate::tickets::get_ticket))
-        .route("/tickets/{id}/messages", post(crate::tickets::post_message))
-        .route("/cases", get(crate::cases::get_cases))
-        .route("/cases/{id}", get(crate::cases::get_case))
-        .route("/cases/{id}/approve", post(crate::approvals::post_approve))
-        .route("/cases/{id}/reject", post(crate::approvals::post_reject))
+        .route("/tickets/{id}", get(crate::web::api::tickets::get_ticket))
+        .route(
+            "/tickets/{id}/messages",
+            post(crate::web::api::tickets::post_message),
+        )
+        .route("/cases", get(crate::web::api::cases::get_cases))
+        .route("/cases/{id}", get(crate::web::api::cases::get_case))
+        .route(
+            "/cases/{id}/approve",
+            post(crate::web::api::cases::post_approve),
+        )
+        .route(
+            "/cases/{id}/reject",
+            post(crate::web::api::cases::post_reject),
+        )
         .route(
             "/cases/{id}/takeover",
-            post(crate::approvals::post_takeover),
+            post(crate::web::api::cases::post_takeover),
         )
-        .route("/cases/{id}/decide", post(crate::shadow_live::post_decide))
-        .route("/runs/{id}/events", get(crate::runs::get_events))
+        .route(
+            "/cases/{id}/decide",
+            post(crate::web::api::cases::post_decide),
+        )
+        .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
         .route(
             "/webhooks/payments",
             crate::webhooks::route_with_secret(crate::webhooks::WebhookSecret::new(
                 state.webhook_secret.clone(),
             )),
         )
-        .route("/reconcile", post(crate::reconcile::post_reconcile))
+        .route(
+            "/reconcile",
+            post(crate::web::api::reconcile::post_reconcile),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/openapi.json", get(crate::openapi::get_openapi))
-        .merge(crate::mcp::routes(&state))
+        .route("/openapi.json", get(crate::web::openapi::get_openapi))
+        .merge(crate::web::mcp::routes(&state))
         .fallback(not_found);
     let hsts = state.secure_cookies;
     let router = Router::new()
@@ -199,8 +185,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(get_metrics))
-        .merge(crate::mcp::routes(&state))
-        .merge(crate::pages::routes())
+        .merge(crate::web::mcp::routes(&state))
+        .merge(crate::web::pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .layer(axum::middleware::from_fn(count_request))
         .with_state(state);

@@ -11,9 +11,9 @@ use axum::Router;
 use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
+use super::{error_page, render};
 use crate::auth::Session;
 use crate::error::AppError;
-use crate::pages::{error_page, render};
 use crate::state::AppState;
 use crate::world::serde_plain;
 

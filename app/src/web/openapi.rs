@@ -16,57 +16,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::error::{ApiErrors, ErrorBody};
-
-/// SPEC §7 case outcomes, as a reviewer decides them by hand.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum Outcome {
-    Refund,
-    NoRefund,
-    RequestInfo,
-    Escalate,
-}
-
-/// SPEC §3 reason codes.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum ReasonCode {
-    DuplicateCharge,
-    Overcharge,
-    RepeatPurchase,
-    CoolingOff,
-    AuthorizationHold,
-    AlreadyRefunded,
-    NotDuplicate,
-    OutsideWindow,
-    OwnershipMismatch,
-    DisputeOpen,
-    InsufficientInfo,
-    NotEligible,
-    Other,
-}
-
-/// ISO 4217 currencies the product supports.
-#[derive(ToSchema)]
-#[allow(dead_code, clippy::upper_case_acronyms)]
-pub enum Currency {
-    CNY,
-    USD,
-    EUR,
-    JPY,
-}
-
-/// One refund a reviewer decides: the charge, a decimal amount in the currency's scale.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct RefundLine {
-    pub charge_id: String,
-    /// `"198.00"`, `"1980"` for JPY.
-    pub amount: String,
-    pub currency: Currency,
-}
+use crate::schema::{Currency, Outcome, ReasonCode, RefundLine};
 
 /// `GET /healthz`.
 #[derive(Serialize, ToSchema)]
@@ -214,19 +164,19 @@ impl Modify for BearerAuth {
         description = "The JSON API of Refund desk (SPEC §7). Customers and staff authenticate with a bearer token (`refund-agent customer token`, `refund-agent staff token`) or a session."),
     modifiers(&BearerAuth),
     paths(
-        crate::tickets::post_ticket,
-        crate::tickets::list_tickets,
-        crate::tickets::get_ticket,
-        crate::tickets::post_message,
-        crate::tickets::post_withdraw,
-        crate::cases::get_cases,
-        crate::cases::get_case,
-        crate::approvals::post_approve,
-        crate::approvals::post_reject,
-        crate::approvals::post_takeover,
-        crate::shadow_live::post_decide,
-        crate::runs::get_events,
-        crate::reconcile::post_reconcile,
+        crate::web::api::tickets::post_ticket,
+        crate::web::api::tickets::list_tickets,
+        crate::web::api::tickets::get_ticket,
+        crate::web::api::tickets::post_message,
+        crate::web::api::tickets::post_withdraw,
+        crate::web::api::cases::get_cases,
+        crate::web::api::cases::get_case,
+        crate::web::api::cases::post_approve,
+        crate::web::api::cases::post_reject,
+        crate::web::api::cases::post_takeover,
+        crate::web::api::cases::post_decide,
+        crate::web::api::runs::get_events,
+        crate::web::api::reconcile::post_reconcile,
         payments_webhook,
         mcp,
         healthz,

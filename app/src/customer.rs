@@ -1,0 +1,341 @@
+//! What a customer does with a ticket — opens it, writes to it, withdraws it — and what
+//! they are shown of it.
+//!
+//! A customer sees only their own tickets; an unknown id and someone else's id get the
+//! same 404, so ids cannot be probed. A new customer message on a case waiting for a
+//! decision voids its proposal and sends it back to investigation (SPEC invariant 2).
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::auth::Principal;
+use crate::cases::{self, CaseStatus};
+use crate::clock::rfc3339;
+use crate::error::{AppError, AppResult};
+use crate::refunds;
+use crate::replies::{self, detect_language, Language, WithdrawalReply};
+use crate::state::AppState;
+use crate::store::new_id;
+use crate::tickets::{
+    append_message, customer_region, load_ticket, messages, validate_message, MessageView, Ticket,
+};
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTicket {
+    pub message: String,
+    #[serde(default)]
+    pub order_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMessage {
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TicketView {
+    pub id: String,
+    pub customer_id: String,
+    pub order_id: Option<String>,
+    pub language: Language,
+    pub created_at: String,
+    pub messages: Vec<CustomerMessageView>,
+    pub case: Option<CustomerCaseView>,
+}
+
+/// A message on the customer's side, with its author named in the ticket's language.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CustomerMessageView {
+    #[serde(flatten)]
+    pub message: MessageView,
+    pub author_label: &'static str,
+}
+
+/// What a customer may know about their case: status and refunds, nothing internal.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CustomerCaseView {
+    pub id: String,
+    pub status: String,
+    pub status_text: String,
+    pub refunds: Vec<CustomerRefundLine>,
+}
+
+/// A refund on the customer's side, with its status in the ticket's language.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CustomerRefundLine {
+    #[serde(flatten)]
+    pub refund: refunds::CustomerRefundView,
+    pub status_text: &'static str,
+}
+
+/// Refuses a customer who is flooding us (429), counting across all their tickets.
+async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let messages = sqlx::query(
+        "SELECT COUNT(*) AS n FROM messages m JOIN tickets t ON t.id = m.ticket_id
+         WHERE t.customer_id = $1 AND m.author = 'customer' AND m.created_at > $2",
+    )
+    .bind(customer_id)
+    .bind(now - 60_000)
+    .fetch_one(state.db.pool())
+    .await?;
+    if messages.try_get::<i64, _>("n")? >= MAX_MESSAGES_PER_MINUTE {
+        return Err(AppError::TooManyRequests);
+    }
+    if new_ticket {
+        let tickets = sqlx::query(
+            "SELECT COUNT(*) AS n FROM tickets WHERE customer_id = $1 AND created_at > $2",
+        )
+        .bind(customer_id)
+        .bind(now - 3_600_000)
+        .fetch_one(state.db.pool())
+        .await?;
+        if tickets.try_get::<i64, _>("n")? >= MAX_TICKETS_PER_HOUR {
+            return Err(AppError::TooManyRequests);
+        }
+    }
+    Ok(())
+}
+
+/// Opens a ticket with its first message, its case and the case's first agent run.
+pub async fn create_ticket(
+    state: &AppState,
+    customer_id: &str,
+    input: NewTicket,
+) -> AppResult<Ticket> {
+    let message = validate_message(&input.message)?;
+    check_rate(state, customer_id, true).await?;
+    let order_id = match input
+        .order_id
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty())
+    {
+        Some(o) if o.len() > 64 => {
+            return Err(AppError::bad_request(
+                "invalid_order_id",
+                "order ids are at most 64 characters",
+            ))
+        }
+        other => other,
+    };
+    let now = state.clock.now_ms();
+    // Read before the transaction: on SQLite the pool has one writer connection.
+    let region = customer_region(&state.db, customer_id).await?;
+    let ticket = Ticket {
+        id: new_id("tkt"),
+        customer_id: customer_id.to_string(),
+        order_id,
+        language: detect_language(&message, region),
+        created_at: now,
+    };
+    let mut tx = state.db.begin().await?;
+    let exists = sqlx::query("SELECT id FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if exists.is_none() {
+        return Err(AppError::Forbidden("unknown customer".into()));
+    }
+    sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(&ticket.id)
+        .bind(&ticket.customer_id)
+        .bind(&ticket.order_id)
+        .bind(ticket.language.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
+    cases::open_case(&mut tx, state, &ticket).await?;
+    tx.commit().await?;
+    tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
+    state.wake.notify_one();
+    Ok(ticket)
+}
+
+/// Loads a ticket the principal may see: its customer, or any staff member.
+pub async fn visible_ticket(
+    state: &AppState,
+    principal: &Principal,
+    ticket_id: &str,
+) -> AppResult<Ticket> {
+    let ticket = load_ticket(&state.db, ticket_id)
+        .await?
+        .ok_or(AppError::NotFound("ticket"))?;
+    match principal {
+        Principal::Staff(_) => Ok(ticket),
+        Principal::Customer { customer_id } if *customer_id == ticket.customer_id => Ok(ticket),
+        // Same answer as an unknown id (RP-007: never confirm another customer's records).
+        Principal::Customer { .. } => Err(AppError::NotFound("ticket")),
+    }
+}
+
+pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketView> {
+    let case = match cases::case_for_ticket(&state.db, &ticket.id).await? {
+        Some(c) => {
+            let refunds = refunds::customer_refunds(&state.db, &c.id).await?;
+            let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
+            Some(CustomerCaseView {
+                status_text: replies::status_text(ticket.language, status, &refunds),
+                id: c.id,
+                status: status.as_str().to_string(),
+                refunds: refunds
+                    .into_iter()
+                    .map(|refund| CustomerRefundLine {
+                        status_text: replies::refund_status_text(ticket.language, &refund.status),
+                        refund,
+                    })
+                    .collect(),
+            })
+        }
+        None => None,
+    };
+    Ok(TicketView {
+        id: ticket.id.clone(),
+        customer_id: ticket.customer_id.clone(),
+        order_id: ticket.order_id.clone(),
+        language: ticket.language,
+        created_at: rfc3339(ticket.created_at),
+        messages: messages(&state.db, &ticket.id)
+            .await?
+            .into_iter()
+            .map(|message| CustomerMessageView {
+                author_label: replies::page_text(ticket.language).author(&message.author),
+                message,
+            })
+            .collect(),
+        case,
+    })
+}
+
+/// Records a customer message. A case waiting on a decision built from the old
+/// conversation goes back to investigation: its proposal (and any approval bound to its
+/// fingerprint) is void.
+pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str) -> AppResult<()> {
+    let text = validate_message(text)?;
+    check_rate(state, &ticket.customer_id, false).await?;
+    let now = state.clock.now_ms();
+    let mut tx = state.db.begin().await?;
+    append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
+    if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
+        if matches!(
+            case.status,
+            CaseStatus::AwaitingApproval
+                | CaseStatus::AwaitingCustomer
+                | CaseStatus::Denied
+                | CaseStatus::Escalated
+        ) {
+            cases::reinvestigate(&mut tx, state, &case, "new customer message").await?;
+        }
+    }
+    tx.commit().await?;
+    state.wake.notify_one();
+    Ok(())
+}
+
+/// What a withdrawal did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Withdrawal {
+    pub withdrawn: bool,
+    pub message: String,
+    pub ticket: TicketView,
+}
+
+/// The customer withdraws their request. Work that has not reached the provider is
+/// cancelled (runs stopped, approvals and unsent intents voided); a refund already
+/// submitted cannot be withdrawn, and the customer is told so truthfully (RP-005).
+pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal> {
+    let now = state.clock.now_ms();
+    let lang = ticket.language;
+    // Read everything the reply may need before the transaction: on SQLite the pool
+    // has one connection, and the transaction holds it.
+    let current = cases::case_for_ticket(&state.db, &ticket.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    let refunds = crate::refunds::customer_refunds(&state.db, &current.id).await?;
+    let mut tx = state.db.begin().await?;
+    let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    let (withdrawn, message) = match case.status {
+        CaseStatus::Cancelled => (
+            true,
+            replies::withdrawal_reply(lang, WithdrawalReply::AlreadyWithdrawn),
+        ),
+        CaseStatus::Open
+        | CaseStatus::Investigating
+        | CaseStatus::Proposed
+        | CaseStatus::Decided
+        | CaseStatus::AwaitingCustomer
+        | CaseStatus::AwaitingApproval
+        | CaseStatus::Approved
+        | CaseStatus::Escalated
+        | CaseStatus::Denied
+        | CaseStatus::Rejected => {
+            // A versioned update: if the executor moved an approved case on meanwhile,
+            // this fails and nothing is cancelled behind its back.
+            cases::transition(&mut tx, &case, CaseStatus::Cancelled, now).await?;
+            refunds::void_unsent(&mut tx, &case.id, now).await?;
+            cases::void_approvals(&mut tx, &case.id).await?;
+            if let Some(run_id) = &case.run_id {
+                crate::runs::finish_run(&mut tx, run_id, crate::runs::RunStatus::Cancelled, now)
+                    .await?;
+            }
+            crate::audit::record(
+                &mut tx,
+                &ticket.customer_id,
+                "withdrawn",
+                &case.id,
+                case.status.as_str(),
+                now,
+            )
+            .await?;
+            let text = replies::withdrawal_reply(lang, WithdrawalReply::Withdrawn);
+            append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            (true, text)
+        }
+        CaseStatus::Executing
+        | CaseStatus::PendingVerification
+        | CaseStatus::RefundPending
+        | CaseStatus::RefundSucceeded
+        | CaseStatus::RefundFailed
+        | CaseStatus::Replied
+        | CaseStatus::Closed => {
+            let status = replies::status_text(lang, case.status, &refunds);
+            let text =
+                replies::withdrawal_reply(lang, WithdrawalReply::TooLate { status: &status });
+            append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            (false, text)
+        }
+    };
+    tx.commit().await?;
+    Ok(Withdrawal {
+        withdrawn,
+        message,
+        ticket: ticket_view(state, ticket).await?,
+    })
+}
+
+pub async fn customer_tickets(state: &AppState, customer_id: &str) -> AppResult<Vec<TicketView>> {
+    let rows = sqlx::query(
+        "SELECT id FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50",
+    )
+    .bind(customer_id)
+    .fetch_all(state.db.reader())
+    .await?;
+    let mut views = Vec::new();
+    for r in rows {
+        let id: String = r.try_get("id")?;
+        if let Some(t) = load_ticket(&state.db, &id).await? {
+            views.push(ticket_view(state, &t).await?);
+        }
+    }
+    Ok(views)
+}
+
+/// Messages (tickets included) one customer may send per minute.
+pub const MAX_MESSAGES_PER_MINUTE: i64 = 10;
+
+/// Tickets one customer may open per hour.
+pub const MAX_TICKETS_PER_HOUR: i64 = 5;

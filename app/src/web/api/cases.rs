@@ -1,0 +1,143 @@
+//! The staff's case endpoints (`/api/v1/cases…`): list and read cases, approve or
+//! reject a refund bound to its fingerprint, take an escalated case over, and decide a
+//! shadow-mode case by hand. The rules are in `approvals` and `shadow_live`.
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+
+use crate::approvals::{self, Verdict};
+use crate::auth::Principal;
+use crate::cases::{self, CaseStatus, CaseView};
+use crate::error::{AppError, AppResult};
+use crate::shadow_live::{self, ManualDecision};
+use crate::state::AppState;
+use crate::web::extract::ApiJson;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CaseFilter {
+    /// A case status (SPEC §5), or `all`.
+    pub status: Option<String>,
+}
+
+/// `GET /api/v1/cases?status=…` (staff).
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::error::ApiErrors))]
+pub async fn get_cases(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(filter): Query<CaseFilter>,
+) -> AppResult<Json<Vec<CaseView>>> {
+    principal.staff()?;
+    let status = filter
+        .status
+        .as_deref()
+        .map(CaseStatus::parse)
+        .transpose()?;
+    let mut views = Vec::new();
+    for case in cases::list_cases(&state.db, status).await? {
+        views.push(cases::case_view(&state.db, &case).await?);
+    }
+    Ok(Json(views))
+}
+
+/// `GET /api/v1/cases/{id}` (staff).
+#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::error::ApiErrors))]
+pub async fn get_case(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<CaseView>> {
+    principal.staff()?;
+    Ok(Json(cases::current_view(&state.db, &id).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveInput {
+    pub fingerprint: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectInput {
+    pub fingerprint: String,
+    pub reason: String,
+}
+
+/// `POST /api/v1/cases/{id}/approve`.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::cases::CaseView), crate::error::ApiErrors))]
+pub async fn post_approve(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<ApproveInput>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        approvals::decide(
+            &state,
+            staff,
+            &id,
+            &input.fingerprint,
+            Verdict::Approved,
+            input.note.as_deref(),
+        )
+        .await?,
+    ))
+}
+
+/// `POST /api/v1/cases/{id}/reject`.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::cases::CaseView), crate::error::ApiErrors))]
+pub async fn post_reject(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<RejectInput>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    if input.reason.trim().is_empty() {
+        return Err(AppError::bad_request(
+            "missing_reason",
+            "a rejection needs a reason",
+        ));
+    }
+    Ok(Json(
+        approvals::decide(
+            &state,
+            staff,
+            &id,
+            &input.fingerprint,
+            Verdict::Rejected,
+            Some(&input.reason),
+        )
+        .await?,
+    ))
+}
+
+/// `POST /api/v1/cases/{id}/takeover` (supervisor).
+#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::cases::CaseView), crate::error::ApiErrors))]
+pub async fn post_takeover(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(approvals::take_over(&state, staff, &id).await?))
+}
+
+/// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::error::ApiErrors))]
+pub async fn post_decide(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<ManualDecision>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        shadow_live::decide_by_hand(&state, staff, &id, input).await?,
+    ))
+}

@@ -1,0 +1,7 @@
+//! The JSON API's handlers (`/api/v1/…`), one file per resource. Each reads the
+//! principal and the input, calls the domain, and picks the status code.
+
+pub mod cases;
+pub mod reconcile;
+pub mod runs;
+pub mod tickets;

@@ -1,0 +1,82 @@
+//! The customer's ticket endpoints (`/api/v1/tickets…`): the principal, the body, the
+//! status code; what they do is `customer`.
+
+use axum::extract::{Path, State};
+use axum::Json;
+
+use crate::auth::Principal;
+use crate::customer::{self, NewMessage, NewTicket, TicketView, Withdrawal};
+use crate::error::AppResult;
+use crate::state::AppState;
+use crate::web::extract::ApiJson;
+
+/// `POST /api/v1/tickets` (customer).
+#[utoipa::path(post, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), request_body = NewTicket, responses((status = 201, description = "the ticket, its case opened", body = TicketView), crate::error::ApiErrors))]
+pub async fn post_ticket(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiJson(input): ApiJson<NewTicket>,
+) -> AppResult<(axum::http::StatusCode, Json<TicketView>)> {
+    let customer_id = principal.customer_id()?.to_string();
+    let ticket = customer::create_ticket(&state, &customer_id, input).await?;
+    Ok((
+        axum::http::StatusCode::CREATED,
+        Json(customer::ticket_view(&state, &ticket).await?),
+    ))
+}
+
+/// `GET /api/v1/tickets/{id}`.
+#[utoipa::path(get, path = "/api/v1/tickets/{id}", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket as its customer (or staff) may see it", body = TicketView), crate::error::ApiErrors))]
+pub async fn get_ticket(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<TicketView>> {
+    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
+    Ok(Json(customer::ticket_view(&state, &ticket).await?))
+}
+
+/// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/messages", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), request_body = NewMessage, responses((status = 200, description = "the ticket with the message added", body = TicketView), crate::error::ApiErrors))]
+pub async fn post_message(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<NewMessage>,
+) -> AppResult<Json<TicketView>> {
+    principal.customer_id()?;
+    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
+    customer::add_customer_message(&state, &ticket, &input.text).await?;
+    Ok(Json(customer::ticket_view(&state, &ticket).await?))
+}
+
+/// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
+/// 409 `refund_already_submitted` when it is too late.
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::error::ApiErrors))]
+pub async fn post_withdraw(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<(axum::http::StatusCode, Json<Withdrawal>)> {
+    principal.customer_id()?;
+    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
+    let result = customer::withdraw(&state, &ticket).await?;
+    let status = if result.withdrawn {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::CONFLICT
+    };
+    Ok((status, Json(result)))
+}
+
+/// `GET /api/v1/tickets` (customer): their own tickets, newest first.
+#[utoipa::path(get, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), responses((status = 200, description = "the customer's tickets, newest first", body = Vec<TicketView>), crate::error::ApiErrors))]
+pub async fn list_tickets(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> AppResult<Json<Vec<TicketView>>> {
+    let customer_id = principal.customer_id()?.to_string();
+    Ok(Json(
+        customer::customer_tickets(&state, &customer_id).await?,
+    ))
+}
