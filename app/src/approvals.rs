@@ -6,11 +6,12 @@
 //! update, and exactly one wins (SPEC invariants 1, 2 and 12).
 
 use crate::auth::{constant_time_eq, Staff};
-use crate::cases::{self, CaseStatus, CaseView};
+use crate::cases::{self, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::replies::{self, Language};
 use crate::state::AppState;
 use crate::store::new_id;
+use crate::views::CaseView;
 use crate::world::parse_plain;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +147,7 @@ pub async fn decide(
     tx.commit().await?;
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
     state.wake.notify_one();
-    cases::current_view(&state.db, case_id).await
+    crate::views::current_view(&state.db, case_id).await
 }
 
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy
@@ -226,5 +227,5 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
     )
     .await?;
     tx.commit().await?;
-    cases::current_view(&state.db, case_id).await
+    crate::views::current_view(&state.db, case_id).await
 }

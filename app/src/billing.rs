@@ -8,12 +8,14 @@
 use std::sync::Arc;
 
 use policy_engine::{Money, Region};
+use serde_json::{json, Value};
 use sqlx::Row;
 
-use crate::agent::BoxFuture;
+use crate::clock::rfc3339;
 use crate::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
 use crate::store::Db;
 use crate::world::{parse_plain, World};
+use harness::BoxFuture;
 
 #[derive(Debug, Clone)]
 pub struct CustomerRecord {
@@ -223,4 +225,30 @@ impl BillingSource for WorldBilling {
             Ok(refunds)
         })
     }
+}
+
+pub fn charge_json(c: &ProviderCharge) -> Value {
+    let money = |minor| {
+        c.currency()
+            .ok()
+            .and_then(|cur| Money::from_minor(minor, cur).ok())
+            .map(|m| m.amount_string())
+    };
+    json!({
+        "id": c.id, "order_id": c.order_id(), "amount": money(c.amount), "currency": c.currency.to_uppercase(),
+        "captured": c.captured, "status": c.status, "disputed": c.disputed,
+        "amount_refunded": money(c.amount_refunded), "payment_method": c.payment_method,
+        "created_at": rfc3339(c.created * 1000),
+    })
+}
+
+pub fn refund_json(r: &ProviderRefund) -> Value {
+    let amount = r
+        .currency
+        .parse()
+        .ok()
+        .and_then(|cur| Money::from_minor(r.amount, cur).ok())
+        .map(|m| m.amount_string());
+    json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
+            "status": r.status, "created_at": rfc3339(r.created * 1000) })
 }

@@ -4,62 +4,19 @@
 //! workers or two reviewers can never both move the same case. The fingerprint binds an
 //! approval to the exact refund parameters (SPEC invariant 2).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::agent::Proposal;
-use crate::clock::rfc3339;
 use crate::error::{AppError, AppResult};
-use crate::refunds;
 use crate::runs;
 use crate::state::AppState;
 use crate::store::{new_id, Db, Tx};
 use crate::tickets::Ticket;
 use crate::world::serde_plain;
 
-macro_rules! statuses {
-    ($($variant:ident => $name:literal),* $(,)?) => {
-        /// Case lifecycle states, named as in SPEC §5.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum CaseStatus { $($variant),* }
-
-        impl CaseStatus {
-            pub fn as_str(self) -> &'static str {
-                match self { $(CaseStatus::$variant => $name),* }
-            }
-
-            pub fn parse(s: &str) -> AppResult<CaseStatus> {
-                match s {
-                    $($name => Ok(CaseStatus::$variant),)*
-                    _ => Err(AppError::bad_request("invalid_status", format!("unknown case status '{s}'"))),
-                }
-            }
-        }
-    };
-}
-
-statuses! {
-    Open => "open",
-    Investigating => "investigating",
-    AwaitingCustomer => "awaiting_customer",
-    Proposed => "proposed",
-    Decided => "decided",
-    Denied => "denied",
-    Escalated => "escalated",
-    AwaitingApproval => "awaiting_approval",
-    Approved => "approved",
-    Executing => "executing",
-    PendingVerification => "pending_verification",
-    RefundPending => "refund_pending",
-    RefundSucceeded => "refund_succeeded",
-    RefundFailed => "refund_failed",
-    Replied => "replied",
-    Closed => "closed",
-    Cancelled => "cancelled",
-    Rejected => "rejected",
-}
+pub use crate::states::CaseStatus;
 
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -123,6 +80,11 @@ impl Case {
 
 pub async fn load_case(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
     load_case_from(db.pool(), case_id).await
+}
+
+/// Loads a case for showing it, on the read pool.
+pub async fn load_case_to_show(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+    load_case_from(db.reader(), case_id).await
 }
 
 async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Option<Case>> {
@@ -231,6 +193,51 @@ pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> AppResult<
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Live shadow mode: the case goes to a reviewer holding the facts (billing records, not
+/// conclusions) and nothing else of the agent's — no proposal, decision, reason or
+/// fingerprint a reviewer could anchor on. Versioned: a lost race is `case_changed`.
+pub async fn hold_for_review(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    facts: &policy_engine::Facts,
+    note: &str,
+    now: i64,
+) -> AppResult<()> {
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
+             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
+             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
+    )
+    .bind(serde_json::to_string(facts).unwrap_or_default())
+    .bind(note)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)?;
+    Ok(())
+}
+
+/// Notes why a case stays where it is (a reviewer escalated it on): versioned.
+pub async fn note_void_reason(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    reason: &str,
+    now: i64,
+) -> AppResult<()> {
+    let done = sqlx::query(
+        "UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4",
+    )
+    .bind(reason)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)
 }
 
 /// Voids the current proposal (and any approval bound to its fingerprint) and starts a
@@ -442,68 +449,6 @@ pub async fn record_decision(
     })
 }
 
-/// The staff view of a case (`GET /api/v1/cases/{id}`).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct CaseView {
-    pub id: String,
-    pub ticket_id: String,
-    pub customer_id: String,
-    pub status: String,
-    pub version: i64,
-    pub proposal_version: i64,
-    pub run_id: Option<String>,
-    pub proposal: Option<serde_json::Value>,
-    pub decision: Option<serde_json::Value>,
-    pub evidence: Option<serde_json::Value>,
-    pub evidence_hash: Option<String>,
-    pub fingerprint: Option<String>,
-    pub required_role: Option<String>,
-    pub reason_code: Option<String>,
-    pub refund_total: Option<String>,
-    pub currency: Option<String>,
-    pub void_reason: Option<String>,
-    /// The policy index (`schema_version:policy_hash`) the decision was made with.
-    pub policy_index: Option<String>,
-    pub refunds: Vec<refunds::RefundView>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
-    let parse = |s: &Option<String>| s.as_deref().and_then(|s| serde_json::from_str(s).ok());
-    let refund_total = match (case.refund_total_minor, case.currency.as_deref()) {
-        (Some(minor), Some(cur)) => cur
-            .parse::<policy_engine::Currency>()
-            .ok()
-            .and_then(|c| policy_engine::Money::from_minor(minor, c).ok())
-            .map(|m| m.amount_string()),
-        _ => None,
-    };
-    Ok(CaseView {
-        id: case.id.clone(),
-        ticket_id: case.ticket_id.clone(),
-        customer_id: case.customer_id.clone(),
-        status: case.status.as_str().to_string(),
-        version: case.version,
-        proposal_version: case.proposal_seq,
-        run_id: case.run_id.clone(),
-        proposal: parse(&case.proposal),
-        decision: parse(&case.decision),
-        evidence: parse(&case.facts),
-        evidence_hash: case.evidence_hash.clone(),
-        fingerprint: case.fingerprint.clone(),
-        required_role: case.required_role.clone(),
-        reason_code: case.reason_code.clone(),
-        refund_total,
-        currency: case.currency.clone(),
-        void_reason: case.void_reason.clone(),
-        policy_index: case.policy_index.clone(),
-        refunds: refunds::refund_views(db, &case.id).await?,
-        created_at: rfc3339(case.created_at),
-        updated_at: rfc3339(case.updated_at),
-    })
-}
-
 pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
     let rows = match status {
         Some(s) => {
@@ -523,12 +468,4 @@ pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Ca
         }
     };
     rows.iter().map(case_from_row).collect()
-}
-
-/// The staff view of a case as it stands now (after an action changed it).
-pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
-    let case = load_case_from(db.reader(), case_id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    case_view(db, &case).await
 }

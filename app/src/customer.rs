@@ -66,7 +66,7 @@ pub struct CustomerCaseView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CustomerRefundLine {
     #[serde(flatten)]
-    pub refund: refunds::CustomerRefundView,
+    pub refund: replies::CustomerRefundView,
     pub status_text: &'static str,
 }
 

@@ -391,20 +391,24 @@ async fn reconcile_mismatches(db: &Db, job: &str) -> anyhow::Result<Family<KindL
     Ok(family)
 }
 
-/// The watchdog's standing flags, one gauge per diagnosis (zero included).
-async fn stuck_runs(db: &Db) -> anyhow::Result<Family<KindLabel, Gauge>> {
-    let flags = crate::watchdog::open_flags(db).await?;
+/// The watchdog's standing flags, one gauge per diagnosis (`stuck`: each diagnosis
+/// with its count, zeros included).
+fn stuck_runs(stuck: &[(&'static str, usize)]) -> Family<KindLabel, Gauge> {
     let family = Family::<KindLabel, Gauge>::default();
-    for kind in crate::watchdog::WAITING_ON {
-        let n = flags.iter().filter(|f| f.waiting_on == kind).count();
+    for &(kind, n) in stuck {
         family.get_or_create(&KindLabel { kind }).set(n as i64);
     }
-    Ok(family)
+    family
 }
 
 /// The whole exposition: this process's counters, then the states read from `db` now
-/// (`reconcile_job` names the reconciliation report's row in `job_runs`).
-pub async fn render(db: &Db, reconcile_job: &str) -> anyhow::Result<String> {
+/// (`reconcile_job` names the reconciliation report's row in `job_runs`) and the
+/// watchdog's standing flags by diagnosis (`stuck`, from `watchdog::stuck_counts`).
+pub async fn render(
+    db: &Db,
+    reconcile_job: &str,
+    stuck: &[(&'static str, usize)],
+) -> anyhow::Result<String> {
     let mut states = Registry::with_prefix(PREFIX);
     for (name, help, table, with_verdict) in STATE_GAUGES {
         let help = format!("{help}, read from the database at scrape time");
@@ -418,7 +422,7 @@ pub async fn render(db: &Db, reconcile_job: &str) -> anyhow::Result<String> {
     states.register(
         "stuck_runs",
         "Runs the stuck-run watchdog flags now (issue 18), by what they wait on",
-        stuck_runs(db).await?,
+        stuck_runs(stuck),
     );
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)?;

@@ -28,6 +28,7 @@ use sqlx::Row;
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::payments::{ProviderError, ProviderRefund, RefundRequest};
+use crate::replies::CustomerRefundView;
 use crate::state::AppState;
 use crate::store::{new_id, Backend, Db, Tx};
 use crate::tickets;
@@ -1035,15 +1036,6 @@ pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> 
             last_error: i.last_error,
         })
         .collect())
-}
-
-/// A refund as the customer may see it, in RP-005's words.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct CustomerRefundView {
-    pub amount: String,
-    pub currency: String,
-    /// `in_review`, `submitted`, `completed`, `being_verified`, `not_completed`.
-    pub status: String,
 }
 
 fn customer_status(intent_status: &str) -> &'static str {

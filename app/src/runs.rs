@@ -15,7 +15,7 @@ use crate::state::AppState;
 use crate::store::{new_id, Backend, Db, Tx};
 
 /// How long a claimed run stays claimed without being renewed. Every versioned status
-/// change renews it; `agent::live` (the harness's keep-alive) also renews it while a slow model or tool call is
+/// change renews it; `investigation` (the harness's keep-alive) also renews it while a slow model or tool call is
 /// in flight, so only a worker that stopped making progress loses it.
 pub const LEASE_MS: i64 = 60_000;
 

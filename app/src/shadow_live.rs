@@ -13,86 +13,14 @@ use sqlx::Row;
 
 use crate::agent::Proposal;
 use crate::auth::Staff;
-use crate::cases::{self, Case, CaseStatus, CaseView};
+use crate::cases::{self, CaseStatus};
 use crate::error::{AppError, AppResult};
-use crate::replay::{CaseOutcome, CaseVerdict, RefundRecord};
 use crate::replies::{self, HandDecision};
 use crate::state::AppState;
-use crate::store::Tx;
-use crate::tickets::{self, Ticket};
+use crate::tickets::{self};
+use crate::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
+use crate::views::CaseView;
 use crate::world::{parse_plain, serde_plain};
-
-pub const SHADOW_NOTE: &str = "shadow mode: decide by hand";
-
-/// Records the agent's decision privately and hands the case to a human.
-pub async fn hand_to_reviewer(
-    tx: &mut Tx<'_>,
-    case: &Case,
-    ticket: &Ticket,
-    proposal: &Proposal,
-    facts: &policy_engine::Facts,
-    decision: &Decision,
-    now: i64,
-) -> AppResult<()> {
-    // The case keeps the facts (billing records, not conclusions) and nothing else of
-    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
-    // The versioned update is the first write: a lost race fails here as `case_changed`.
-    let done = sqlx::query(
-        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
-             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
-             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
-    )
-    .bind(serde_json::to_string(facts).unwrap_or_default())
-    .bind(SHADOW_NOTE)
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .execute(&mut **tx)
-    .await?;
-    cases::expect_versioned(&done)?;
-    let agent = CaseVerdict::from_decision(decision);
-    sqlx::query(
-        "INSERT INTO shadow_pairs (case_id, agent_outcome, agent_reason, agent_refunds, agent_decision, agent_proposal, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (case_id) DO UPDATE SET agent_outcome = excluded.agent_outcome, agent_reason = excluded.agent_reason,
-             agent_refunds = excluded.agent_refunds, agent_decision = excluded.agent_decision,
-             agent_proposal = excluded.agent_proposal, created_at = excluded.created_at,
-             human_outcome = NULL, human_reason = NULL, human_refunds = NULL, decided_by = NULL, decided_at = NULL",
-    )
-    .bind(&case.id)
-    .bind(agent.outcome.as_str())
-    .bind(serde_plain(&agent.reason))
-    .bind(serde_json::to_string(&agent.refunds).unwrap_or_default())
-    .bind(serde_json::to_string(decision).unwrap_or_default())
-    .bind(serde_json::to_string(proposal).unwrap_or_default())
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
-    let reply = replies::shadow_review_reply(ticket.language);
-    tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
-    crate::audit::record(
-        tx,
-        "agent",
-        "shadow_recorded",
-        &case.id,
-        "agent decision recorded; awaiting a human decision",
-        now,
-    )
-    .await?;
-    Ok(())
-}
-
-/// Whether a case waits for a reviewer's hand decision (its agent side is hidden).
-pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
-    let row = sqlx::query("SELECT decided_at FROM shadow_pairs WHERE case_id = $1")
-        .bind(case_id)
-        .fetch_optional(db.pool())
-        .await?;
-    Ok(match row {
-        Some(r) => r.try_get::<Option<i64>, _>("decided_at")?.is_none(),
-        None => false,
-    })
-}
 
 /// A reviewer's decision, made by hand.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -109,6 +37,17 @@ pub struct ManualDecision {
     pub note: Option<String>,
 }
 
+impl ManualDecision {
+    /// The reviewer's verdict, as the pair records it.
+    pub fn verdict(&self) -> CaseVerdict {
+        CaseVerdict {
+            outcome: self.outcome,
+            reason: self.reason,
+            refunds: self.refunds.clone(),
+        }
+    }
+}
+
 /// Records the reviewer's verdict beside the agent's and carries it out: a refund
 /// becomes a proposal awaiting somebody else's approval, after the policy check.
 pub async fn decide_by_hand(
@@ -120,7 +59,9 @@ pub async fn decide_by_hand(
     let case = cases::load_case(&state.db, case_id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
-    if case.status != CaseStatus::Escalated || !pending(&state.db, case_id).await? {
+    if case.status != CaseStatus::Escalated
+        || !crate::shadow_pairs::pending(&state.db, case_id).await?
+    {
         return Err(AppError::conflict(
             "invalid_state",
             "this case is not waiting for a hand decision",
@@ -129,12 +70,7 @@ pub async fn decide_by_hand(
     let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
         .await?
         .ok_or(AppError::NotFound("ticket"))?;
-    let row = sqlx::query("SELECT agent_proposal FROM shadow_pairs WHERE case_id = $1")
-        .bind(case_id)
-        .fetch_one(state.db.pool())
-        .await?;
-    let proposal: Proposal = serde_json::from_str(&row.try_get::<String, _>("agent_proposal")?)
-        .map_err(|e| anyhow::anyhow!("stored shadow proposal: {e}"))?;
+    let proposal = crate::shadow_pairs::agent_proposal(&state.db, case_id).await?;
     if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
         return Err(AppError::bad_request(
             "invalid_decision",
@@ -199,19 +135,10 @@ pub async fn decide_by_hand(
     // wrote again and it is being re-investigated) fails with `case_changed`, and the
     // transaction, hand verdict included, rolls back.
     let mut tx = state.db.begin().await?;
-    let recorded = sqlx::query(
-        "UPDATE shadow_pairs SET human_outcome = $1, human_reason = $2, human_refunds = $3, decided_by = $4, decided_at = $5
-         WHERE case_id = $6 AND decided_at IS NULL",
-    )
-    .bind(manual.outcome.as_str())
-    .bind(serde_plain(&manual.reason))
-    .bind(serde_json::to_string(&manual.refunds).unwrap_or_default())
-    .bind(&staff.id)
-    .bind(now)
-    .bind(case_id)
-    .execute(&mut *tx)
-    .await?;
-    if recorded.rows_affected() != 1 {
+    let recorded =
+        crate::shadow_pairs::record_human_side(&mut tx, case_id, &manual.verdict(), &staff.id, now)
+            .await?;
+    if !recorded {
         return Err(AppError::conflict(
             "already_decided",
             "another reviewer already decided this case",
@@ -301,14 +228,7 @@ pub async fn decide_by_hand(
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
         }
         (CaseOutcome::Escalate, _) | (CaseOutcome::Refund, None) => {
-            let done = sqlx::query("UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
-                .bind("escalated by the reviewer")
-                .bind(now)
-                .bind(&case.id)
-                .bind(case.version)
-                .execute(&mut *tx)
-                .await?;
-            cases::expect_versioned(&done)?;
+            cases::note_void_reason(&mut tx, &case, "escalated by the reviewer", now).await?;
         }
     }
     crate::audit::record(
@@ -325,7 +245,7 @@ pub async fn decide_by_hand(
     )
     .await?;
     tx.commit().await?;
-    cases::current_view(&state.db, case_id).await
+    crate::views::current_view(&state.db, case_id).await
 }
 
 /// One decided pair.

@@ -286,6 +286,16 @@ async fn flag_of(db: &Db, stalled: &Stalled) -> AppResult<Option<Flag>> {
     row.as_ref().map(flag_from_row).transpose()
 }
 
+/// How many standing flags wait on each diagnosis, every diagnosis named (zeros too):
+/// the `/metrics` gauge.
+pub async fn stuck_counts(db: &Db) -> AppResult<Vec<(&'static str, usize)>> {
+    let flags = open_flags(db).await?;
+    Ok(WAITING_ON
+        .iter()
+        .map(|&kind| (kind, flags.iter().filter(|f| f.waiting_on == kind).count()))
+        .collect())
+}
+
 /// Flags still standing: not cleared by progress and not handed off (the console's
 /// "stuck" cases), newest stall last.
 pub async fn open_flags(db: &Db) -> AppResult<Vec<Flag>> {

@@ -110,7 +110,7 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> AppResult<usize> {
         else {
             break;
         };
-        let result = crate::agent::advance(state, &mut run).await;
+        let result = crate::investigation::advance(state, &mut run).await;
         // Release the run as this worker last wrote it (`advance` keeps its version
         // current). A reloaded copy could belong to a worker that took the lease over
         // after ours expired; releasing that would take its lease away.

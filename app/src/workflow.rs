@@ -18,40 +18,16 @@ use sha2::{Digest, Sha256};
 use crate::agent::{Exchange, Proposal};
 use crate::billing::BillingSource;
 use crate::cases::{self, Case, CaseStatus};
-use crate::clock::{from_ms, rfc3339};
+use crate::clock::from_ms;
 use crate::error::{AppError, AppResult};
 use crate::payments::{ProviderCharge, ProviderRefund};
+use crate::replies;
 use crate::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
 use crate::runs::{self, Run};
 use crate::state::AppState;
+use crate::store::Tx;
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
-
-pub fn charge_json(c: &ProviderCharge) -> Value {
-    let money = |minor| {
-        c.currency()
-            .ok()
-            .and_then(|cur| Money::from_minor(minor, cur).ok())
-            .map(|m| m.amount_string())
-    };
-    json!({
-        "id": c.id, "order_id": c.order_id(), "amount": money(c.amount), "currency": c.currency.to_uppercase(),
-        "captured": c.captured, "status": c.status, "disputed": c.disputed,
-        "amount_refunded": money(c.amount_refunded), "payment_method": c.payment_method,
-        "created_at": rfc3339(c.created * 1000),
-    })
-}
-
-pub fn refund_json(r: &ProviderRefund) -> Value {
-    let amount = r
-        .currency
-        .parse()
-        .ok()
-        .and_then(|cur| Money::from_minor(r.amount, cur).ok())
-        .map(|m| m.amount_string());
-    json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
-            "status": r.status, "created_at": rfc3339(r.created * 1000) })
-}
 
 fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Result<ChargeFacts> {
     let currency = c.currency()?;
@@ -379,10 +355,7 @@ pub async fn decide_case(
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
     if state.shadow_mode && invalid.is_empty() {
-        crate::shadow_live::hand_to_reviewer(
-            &mut tx, &case, ticket, proposal, &facts, &decision, now,
-        )
-        .await?;
+        hand_to_reviewer(&mut tx, &case, ticket, proposal, &facts, &decision, now).await?;
         append_decision_events(
             &mut tx,
             &run.id,
@@ -566,6 +539,37 @@ pub async fn escalate_to_human(
     runs::set_status(&mut tx, run, runs::RunStatus::Failed, 0, 0, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");
+    Ok(())
+}
+
+pub const SHADOW_NOTE: &str = "shadow mode: decide by hand";
+
+/// Records the agent's decision privately and hands the case to a human.
+pub async fn hand_to_reviewer(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    ticket: &Ticket,
+    proposal: &Proposal,
+    facts: &policy_engine::Facts,
+    decision: &Decision,
+    now: i64,
+) -> AppResult<()> {
+    // The case keeps the facts (billing records, not conclusions) and nothing else of
+    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
+    // The versioned update is the first write: a lost race fails here as `case_changed`.
+    cases::hold_for_review(tx, case, facts, SHADOW_NOTE, now).await?;
+    crate::shadow_pairs::record_agent_side(tx, &case.id, decision, proposal, now).await?;
+    let reply = replies::shadow_review_reply(ticket.language);
+    tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
+    crate::audit::record(
+        tx,
+        "agent",
+        "shadow_recorded",
+        &case.id,
+        "agent decision recorded; awaiting a human decision",
+        now,
+    )
+    .await?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! every step boundary, workers racing for one run, budgets running out, and the event
 //! log that shows all of it (SPEC §5–§7, invariants 1, 4 and 7).
 //!
-//! Each test drives the real loop (`worker::run_once` / `agent::advance`) against a fresh
+//! Each test drives the real loop (`worker::run_once` / `investigation::advance`) against a fresh
 //! database, the real payments mock and the policy engine; faults are injected by
 //! wrapping the model or the billing source in the test's own `AppState` clone.
 
@@ -487,7 +487,7 @@ async fn a_run_taking_too_long_exhausts_the_wall_time_budget() {
 // ---------------------------------------------------------------------------------------
 // Shadow replay runs the live loop (issue 9: shadow mode measures the agent before it is
 // trusted, so it must measure the loop production runs). Each model below runs twice on
-// the demo ticket: live (`agent::advance`, database, payments mock) and replayed in
+// the demo ticket: live (`investigation::advance`, database, payments mock) and replayed in
 // memory (`replay::investigate_with_clock`, on a snapshot of the same world). The two
 // runs must record the same loop events in the same order — same turns, same refusals,
 // same call ids, same budgets — and end the same way.
@@ -1436,8 +1436,8 @@ async fn two_workers_both_holding_a_run_cannot_both_advance_it() {
         .unwrap();
     assert_eq!(run_a.id, run_b.id);
     let (x, y) = tokio::join!(
-        app::agent::advance(&app.state, &mut run_a),
-        app::agent::advance(&app.state, &mut run_b)
+        app::investigation::advance(&app.state, &mut run_a),
+        app::investigation::advance(&app.state, &mut run_b)
     );
     x.unwrap();
     y.unwrap();

@@ -151,7 +151,7 @@ async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approva
         assert_eq!(status, StatusCode::CONFLICT, "{body}");
         assert_eq!(body["error"]["code"], "policy_does_not_allow");
     }
-    assert!(app::shadow_live::pending(&app.state.db, case_id)
+    assert!(app::shadow_pairs::pending(&app.state.db, case_id)
         .await
         .unwrap());
 
@@ -327,7 +327,7 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
         "no proposal, fingerprint or status from the stale hand decision"
     );
     assert!(
-        app::shadow_live::pending(&app.state.db, &case_id)
+        app::shadow_pairs::pending(&app.state.db, &case_id)
             .await
             .unwrap(),
         "the hand verdict was rolled back with it"

@@ -40,7 +40,7 @@ async fn queued_case(app: &TestApp) -> (String, String) {
 }
 
 /// A worker named `owner` claims the run and commits its first step (`model_running`,
-/// committed before the model is asked), as `agent::advance` does.
+/// committed before the model is asked), as `investigation::advance` does.
 async fn worker_starts_model_call(app: &TestApp, owner: &str) -> Run {
     let now = app.clock_now();
     let mut run = runs::claim_next(&app.state.db, owner, now)

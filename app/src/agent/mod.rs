@@ -22,7 +22,6 @@
 //! `escalated`.
 
 pub mod investigator;
-pub mod live;
 pub mod llm;
 pub mod prompt;
 pub mod records_kind;
@@ -34,7 +33,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use harness::{context, BoxFuture, Exchange, ModelContext, ToolCall, ToolOutcome, Usage};
-pub use live::advance;
 pub use rules::violation;
 
 /// A model of the refund investigation: any harness model whose answer is a

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 pub use harness::{validate, ToolDeclaration};
 
-use super::{ToolCall, ToolOutcome};
 use crate::billing::BillingSource;
 use crate::tickets::Ticket;
+use harness::{ToolCall, ToolOutcome};
 
 /// What tools read from: billing records (live or a snapshot) and the policy index.
 pub struct ToolEnv<'a> {
@@ -265,7 +265,7 @@ async fn list_charges(at: Scope<'_>, order_id: &str) -> ToolResult {
     let charges: Vec<Value> = charges
         .iter()
         .filter(|c| c.order_id() == Some(order_id))
-        .map(crate::workflow::charge_json)
+        .map(crate::billing::charge_json)
         .collect();
     Ok(json!({ "order_id": order_id, "charges": charges }))
 }
@@ -284,7 +284,7 @@ async fn list_refunds(at: Scope<'_>, charge_id: &str) -> ToolResult {
         .refunds(charge_id)
         .await
         .map_err(unavailable)?;
-    let refunds: Vec<Value> = refunds.iter().map(crate::workflow::refund_json).collect();
+    let refunds: Vec<Value> = refunds.iter().map(crate::billing::refund_json).collect();
     Ok(json!({ "charge_id": charge_id, "refunds": refunds }))
 }
 

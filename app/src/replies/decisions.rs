@@ -4,7 +4,7 @@
 use policy_engine::{Decision, ReasonCode};
 
 use super::language::Language;
-use crate::cases::CaseStatus;
+use crate::states::CaseStatus;
 
 fn policy_of(decision: &Decision) -> String {
     // The document of the most specific rule: the last one that fired, leaving out

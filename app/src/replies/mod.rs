@@ -19,7 +19,7 @@ mod withdrawal;
 pub use decisions::{customer_status, decision_reply, escalation_reply};
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
-pub use refunds::{refund_reply, refund_status_text};
+pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
 pub use reviews::{hand_decision_reply, rejection_reply, shadow_review_reply, HandDecision};
 pub use status::status_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
@@ -35,9 +35,9 @@ mod tests {
     use policy_engine::{Decision, ReasonCode};
 
     use super::*;
-    use crate::cases::CaseStatus;
     use crate::error::AppError;
-    use crate::refunds::CustomerRefundView;
+    use crate::replies::CustomerRefundView;
+    use crate::states::CaseStatus;
 
     fn refund(status: &str) -> CustomerRefundView {
         CustomerRefundView {

@@ -2,7 +2,7 @@
 //! submitted, completed or being verified, never failed while unknown).
 
 use super::language::Language;
-use crate::refunds::CustomerRefundView;
+use serde::Serialize;
 
 /// The reply after the provider answered (or did not).
 pub fn refund_reply(lang: Language, refunds: &[CustomerRefundView]) -> String {
@@ -83,4 +83,13 @@ pub fn refund_status_text(lang: Language, status: &str) -> &'static str {
         (Language::Ja, "being_verified") => "確認中",
         (Language::Ja, _) => "未完了",
     }
+}
+
+/// A refund as the customer may see it, in RP-005's words.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CustomerRefundView {
+    pub amount: String,
+    pub currency: String,
+    /// `in_review`, `submitted`, `completed`, `being_verified`, `not_completed`.
+    pub status: String,
 }

@@ -1,8 +1,8 @@
 //! The ticket page's status banner, per case status, in each language.
 
 use super::language::Language;
-use crate::cases::CaseStatus;
-use crate::refunds::CustomerRefundView;
+use crate::replies::CustomerRefundView;
+use crate::states::CaseStatus;
 
 /// One line for the ticket page's status banner.
 pub fn status_text(lang: Language, status: CaseStatus, refunds: &[CustomerRefundView]) -> String {

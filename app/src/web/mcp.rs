@@ -533,7 +533,7 @@ async fn case_view(state: &AppState, scope: &Scope) -> ToolOutcome {
     let Some(case) = &scope.case else {
         return no_case(scope);
     };
-    let view = cases::case_view(&state.db, case).await;
+    let view = crate::views::case_view(&state.db, case).await;
     let messages = tickets::messages(&state.db, &scope.ticket.id).await;
     match (view, messages) {
         (Ok(view), Ok(messages)) => ok(json!({ "case": view, "messages": messages })),
@@ -550,7 +550,7 @@ async fn run_view(state: &AppState, scope: &Scope, run_id: Option<&str>) -> Tool
     let Some(run_id) = run_id.or(case.run_id.as_deref()) else {
         return tools::error("not_found", "the case has no agent run");
     };
-    match crate::shadow_live::pending(&state.db, &case.id).await {
+    match crate::shadow_pairs::pending(&state.db, &case.id).await {
         Ok(false) => {}
         Ok(true) => {
             return tools::error(

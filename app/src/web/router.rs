@@ -92,7 +92,11 @@ async fn get_metrics(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME).await {
+    let stuck = match crate::watchdog::stuck_counts(&state.db).await {
+        Ok(stuck) => stuck,
+        Err(e) => return e.into_response(),
+    };
+    match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME, &stuck).await {
         Ok(text) => (
             [(
                 axum::http::header::CONTENT_TYPE,

@@ -329,7 +329,7 @@ impl Env {
             .await?
             .context("the case vanished")?;
         Ok(serde_json::to_value(
-            app::cases::case_view(&self.state.db, &case).await?,
+            app::views::case_view(&self.state.db, &case).await?,
         )?)
     }
 

@@ -8,10 +8,11 @@ use serde::Deserialize;
 
 use crate::approvals::{self, Verdict};
 use crate::auth::Principal;
-use crate::cases::{self, CaseStatus, CaseView};
+use crate::cases::{self, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::shadow_live::{self, ManualDecision};
 use crate::state::AppState;
+use crate::views::CaseView;
 use crate::web::extract::ApiJson;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -36,7 +37,7 @@ pub async fn get_cases(
         .transpose()?;
     let mut views = Vec::new();
     for case in cases::list_cases(&state.db, status).await? {
-        views.push(cases::case_view(&state.db, &case).await?);
+        views.push(crate::views::case_view(&state.db, &case).await?);
     }
     Ok(Json(views))
 }
@@ -49,7 +50,7 @@ pub async fn get_case(
     Path(id): Path<String>,
 ) -> AppResult<Json<CaseView>> {
     principal.staff()?;
-    Ok(Json(cases::current_view(&state.db, &id).await?))
+    Ok(Json(crate::views::current_view(&state.db, &id).await?))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -68,7 +69,7 @@ pub struct RejectInput {
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::cases::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::views::CaseView), crate::error::ApiErrors))]
 pub async fn post_approve(
     State(state): State<AppState>,
     principal: Principal,
@@ -90,7 +91,7 @@ pub async fn post_approve(
 }
 
 /// `POST /api/v1/cases/{id}/reject`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::cases::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::views::CaseView), crate::error::ApiErrors))]
 pub async fn post_reject(
     State(state): State<AppState>,
     principal: Principal,
@@ -118,7 +119,7 @@ pub async fn post_reject(
 }
 
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).
-#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::cases::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::views::CaseView), crate::error::ApiErrors))]
 pub async fn post_takeover(
     State(state): State<AppState>,
     principal: Principal,
@@ -129,7 +130,7 @@ pub async fn post_takeover(
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::cases::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::views::CaseView), crate::error::ApiErrors))]
 pub async fn post_decide(
     State(state): State<AppState>,
     principal: Principal,

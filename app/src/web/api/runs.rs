@@ -21,7 +21,7 @@ pub async fn get_events(
         .ok_or(AppError::NotFound("run"))?;
     // Live shadow mode: the log holds the agent's decision, which must not anchor a
     // reviewer who has not decided yet; the API refuses exactly as the trace page does.
-    if crate::shadow_live::pending(&state.db, &run.case_id).await? {
+    if crate::shadow_pairs::pending(&state.db, &run.case_id).await? {
         return Err(AppError::Forbidden(
             "shadow mode: the agent's trace is hidden until a reviewer decides this case".into(),
         ));

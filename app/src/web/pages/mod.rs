@@ -18,13 +18,14 @@ use serde::Deserialize;
 
 use crate::approvals::{self, Verdict};
 use crate::auth::{self, constant_time_eq, Principal, Session};
-use crate::cases::{self, CaseStatus, CaseView};
+use crate::cases::{self, CaseStatus};
 use crate::customer::{self, TicketView};
 use crate::error::AppError;
 use crate::refunds::RefundView;
 use crate::replies::{self, Language, PageText};
 use crate::state::AppState;
 use crate::tickets::{self, MessageView};
+use crate::views::CaseView;
 use crate::world::{parse_plain, serde_plain};
 
 pub fn routes() -> Router<AppState> {
@@ -779,7 +780,7 @@ async fn case_page_response(
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
         Err(e) => return e.into_response(),
     };
-    let view = match cases::case_view(&state.db, &case).await {
+    let view = match crate::views::case_view(&state.db, &case).await {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
@@ -819,7 +820,7 @@ async fn case_page_response(
         .proposal
         .as_deref()
         .and_then(|p| serde_json::from_str(p).ok());
-    let shadow_pending = crate::shadow_live::pending(&state.db, &case.id)
+    let shadow_pending = crate::shadow_pairs::pending(&state.db, &case.id)
         .await
         .unwrap_or(true);
     let required_role = case
@@ -1149,7 +1150,7 @@ async fn run_page(
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
         Err(e) => return e.into_response(),
     };
-    if crate::shadow_live::pending(&state.db, &run.case_id)
+    if crate::shadow_pairs::pending(&state.db, &run.case_id)
         .await
         .unwrap_or(true)
     {

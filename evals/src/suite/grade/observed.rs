@@ -9,7 +9,7 @@ use super::super::env::Env;
 
 /// What a run left behind, read once for every grader.
 pub(super) struct Observed {
-    /// `cases::case_view` of the scenario's case.
+    /// `views::case_view` of the scenario's case.
     pub(super) case: Value,
     /// `customer::ticket_view` of its ticket (what the customer's page shows).
     pub(super) ticket: Value,

@@ -8,15 +8,15 @@
 //! tool_running → ready` inside the loop, then `awaiting_approval`, `completed`,
 //! `failed` or `cancelled` (the workflow), or `awaiting_dependency`: the payment
 //! provider was down when the facts were gathered, so the run rests without a lease and
-//! is retried, at most [`super::MAX_DEPENDENCY_WAITS`] times.
+//! is retried, at most [`crate::agent::MAX_DEPENDENCY_WAITS`] times.
 
 use std::time::Duration;
 
 use harness::{BoxFuture, Counters, EventLog, LogError, Outcome, Phase, Step};
 use serde_json::json;
 
-use super::rules::RefundRules;
-use super::tools::{self, ToolEnv};
+use crate::agent::rules::RefundRules;
+use crate::agent::tools::{self, ToolEnv};
 use crate::clock::{Clock, HarnessClock};
 use crate::error::{AppError, AppResult};
 use crate::runs::{self, status, Run, RunStatus};
@@ -85,7 +85,7 @@ async fn investigate(
     let clock = HarnessClock(state.clock.as_ref());
     let mut spec = harness::Run::new(state.model.as_ref(), &tools, &clock);
     spec.inputs = &inputs;
-    spec.limits = super::limits();
+    spec.limits = crate::agent::limits();
     spec.rules = &RefundRules;
     spec.observer = &Metered;
     loop {
@@ -119,9 +119,9 @@ async fn investigate(
             return decided;
         };
         let waits = ended.log.count("dependency_unavailable");
-        if waits >= super::MAX_DEPENDENCY_WAITS {
+        if waits >= crate::agent::MAX_DEPENDENCY_WAITS {
             // Recorded; the next pass of the loop hands the case over.
-            let limit = super::MAX_DEPENDENCY_WAITS as i64;
+            let limit = crate::agent::MAX_DEPENDENCY_WAITS as i64;
             let exhausted = harness::Exhausted::new("dependency_waits", waits as i64, limit);
             let to = working_status(run);
             rest(

@@ -1,0 +1,220 @@
+//! Policy what-ifs: the same historical tickets decided under two policy versions, and
+//! what changed between them.
+
+use std::sync::Arc;
+
+use policy_engine::{Currency, Decision, PolicySet};
+use rag_index::PolicyIndex;
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use super::*;
+use crate::verdict::CaseVerdict;
+
+/// One side of a diff: the verdict and what else a reviewer needs to see.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiffSide {
+    #[serde(flatten)]
+    pub verdict: CaseVerdict,
+    pub approver_role: Option<Role>,
+    pub policy_versions: Vec<String>,
+}
+
+/// Money per currency, as decimal strings in the currency's scale. `delta` is `to - from`
+/// and may be negative.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MoneyChange {
+    pub currency: Currency,
+    pub from: String,
+    pub to: String,
+    pub delta: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiffEntry {
+    pub id: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub human: CaseVerdict,
+    pub from: DiffSide,
+    pub to: DiffSide,
+    /// What differs: `outcome`, `reason`, `refunds`, `approver_role`.
+    pub changes: Vec<String>,
+    /// Money refunded under each side, per currency (only currencies involved).
+    pub money: Vec<MoneyChange>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketError {
+    pub id: String,
+    pub message: String,
+}
+
+/// `refund-agent policy diff --from … --to … HISTORY.jsonl`, as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    pub from: Vec<String>,
+    pub to: Vec<String>,
+    /// Tickets replayed (errors included).
+    pub total: usize,
+    /// Tickets whose decision differs.
+    pub changed: usize,
+    /// How many changed tickets differ in each field (`outcome`, `refunds`…).
+    pub changes: BTreeMap<String, usize>,
+    /// Outcome transitions among changed tickets: `"escalate -> refund": 3`.
+    pub transitions: BTreeMap<String, usize>,
+    /// Money refunded over all changed tickets under each side, per currency.
+    pub money: Vec<MoneyChange>,
+    pub tickets: Vec<DiffEntry>,
+    pub errors: Vec<TicketError>,
+}
+
+/// What the decisions on `tickets` would have been under `from` and under `to` (each a
+/// list of pins such as `["RP-001@2"]`; documents not pinned use the version in force
+/// on each ticket's date), listing every ticket whose decision differs. The built-in
+/// investigator reads each ticket once; both sides decide on the same facts, so every
+/// difference comes from the policy change alone.
+pub async fn policy_diff(
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    tickets: &[HistoricalTicket],
+    from: &[String],
+    to: &[String],
+) -> Result<DiffReport, ReplayError> {
+    policy_diff_with_model(&Investigator, policies, index, tickets, from, to).await
+}
+
+/// [`policy_diff`] with another model doing the investigation.
+pub async fn policy_diff_with_model(
+    model: &dyn Model,
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    tickets: &[HistoricalTicket],
+    from: &[String],
+    to: &[String],
+) -> Result<DiffReport, ReplayError> {
+    // Bad pins fail the whole run up front, not once per ticket.
+    for pin in from.iter().chain(to) {
+        policies.resolve_ref(pin)?;
+    }
+    let mut report = DiffReport {
+        from: from.to_vec(),
+        to: to.to_vec(),
+        total: tickets.len(),
+        changed: 0,
+        changes: BTreeMap::new(),
+        transitions: BTreeMap::new(),
+        money: Vec::new(),
+        tickets: Vec::new(),
+        errors: Vec::new(),
+    };
+    let mut money_from: BTreeMap<Currency, Decimal> = BTreeMap::new();
+    let mut money_to: BTreeMap<Currency, Decimal> = BTreeMap::new();
+    for ticket in tickets {
+        let investigation = match investigate(model, index, ticket).await {
+            Ok(i) => i,
+            Err(e) => {
+                report.errors.push(TicketError {
+                    id: ticket.id.clone(),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let (Some(a), Some(b)) = (
+            decide(&investigation, policies, from)?,
+            decide(&investigation, policies, to)?,
+        ) else {
+            continue; // the agent gave up: no decision on either side
+        };
+        let side = |d: &Decision| DiffSide {
+            verdict: verdict(&investigation, Some(d)),
+            approver_role: d.approver_role,
+            policy_versions: d.policy_versions.clone(),
+        };
+        let (from_side, to_side) = (side(&a), side(&b));
+        let mut changes = Vec::new();
+        if from_side.verdict.outcome != to_side.verdict.outcome {
+            changes.push("outcome".to_string());
+        }
+        if from_side.verdict.reason != to_side.verdict.reason {
+            changes.push("reason".to_string());
+        }
+        if !from_side.verdict.same_refunds(&to_side.verdict.refunds) {
+            changes.push("refunds".to_string());
+        }
+        if from_side.approver_role != to_side.approver_role {
+            changes.push("approver_role".to_string());
+        }
+        if changes.is_empty() {
+            continue;
+        }
+        let (ta, tb) = (from_side.verdict.totals(), to_side.verdict.totals());
+        for (c, v) in &ta {
+            *money_from.entry(*c).or_insert(Decimal::ZERO) += v;
+        }
+        for (c, v) in &tb {
+            *money_to.entry(*c).or_insert(Decimal::ZERO) += v;
+        }
+        report.changed += 1;
+        for c in &changes {
+            *report.changes.entry(c.clone()).or_insert(0) += 1;
+        }
+        *report
+            .transitions
+            .entry(format!(
+                "{} -> {}",
+                from_side.verdict.outcome.as_str(),
+                to_side.verdict.outcome.as_str()
+            ))
+            .or_insert(0) += 1;
+        report.tickets.push(DiffEntry {
+            id: ticket.id.clone(),
+            created_at: ticket.created_at,
+            human: ticket.human.verdict(),
+            money: money_changes(&ta, &tb),
+            from: from_side,
+            to: to_side,
+            changes,
+        });
+    }
+    report.money = money_changes(&money_from, &money_to);
+    Ok(report)
+}
+
+fn money_changes(
+    from: &BTreeMap<Currency, Decimal>,
+    to: &BTreeMap<Currency, Decimal>,
+) -> Vec<MoneyChange> {
+    let currencies: BTreeSet<Currency> = from.keys().chain(to.keys()).copied().collect();
+    currencies
+        .into_iter()
+        .map(|c| {
+            let a = from.get(&c).copied().unwrap_or(Decimal::ZERO);
+            let b = to.get(&c).copied().unwrap_or(Decimal::ZERO);
+            MoneyChange {
+                currency: c,
+                from: in_scale(a, c),
+                to: in_scale(b, c),
+                delta: in_scale(b - a, c),
+            }
+        })
+        .collect()
+}
+
+/// A decimal in the currency's scale (`"-30.00"`, `"9800"`); may be negative.
+fn in_scale(mut amount: Decimal, currency: Currency) -> String {
+    amount.rescale(currency.decimals());
+    amount.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_deltas_keep_the_currency_scale() {
+        assert_eq!(in_scale(Decimal::new(-30, 0), Currency::EUR), "-30.00");
+        assert_eq!(in_scale(Decimal::new(9800, 0), Currency::JPY), "9800");
+    }
+}
