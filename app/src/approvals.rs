@@ -10,7 +10,6 @@ use crate::cases::{self, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::replies::{self, Language};
 use crate::state::AppState;
-use crate::store::new_id;
 use crate::views::CaseView;
 use crate::world::parse_plain;
 
@@ -85,32 +84,16 @@ pub async fn decide(
             "nobody approves a refund they proposed or took over".into(),
         ));
     }
-    let approval_id = new_id("apr");
-    let inserted = sqlx::query(
-        "INSERT INTO approvals (id, case_id, proposal_seq, fingerprint, staff_id, verdict, note, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8)",
+    let approval_id = cases::record_approval(
+        &mut tx,
+        &case,
+        &current,
+        &staff.id,
+        verdict == Verdict::Approved,
+        note,
+        now,
     )
-    .bind(&approval_id)
-    .bind(&case.id)
-    .bind(case.proposal_seq)
-    .bind(&current)
-    .bind(&staff.id)
-    .bind(if verdict == Verdict::Approved { "approved" } else { "rejected" })
-    .bind(note)
-    .bind(now)
-    .execute(&mut *tx)
-    .await;
-    if let Err(e) = inserted {
-        if let sqlx::Error::Database(db) = &e {
-            if db.is_unique_violation() {
-                return Err(AppError::conflict(
-                    "already_decided",
-                    "another reviewer already decided this proposal",
-                ));
-            }
-        }
-        return Err(e.into());
-    }
+    .await?;
     match verdict {
         Verdict::Approved => {
             crate::refunds::create_intents(&mut tx, &case, &approval_id, &decision, now).await?;

@@ -138,14 +138,7 @@ pub async fn create_ticket(
     if exists.is_none() {
         return Err(AppError::Forbidden("unknown customer".into()));
     }
-    sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(&ticket.id)
-        .bind(&ticket.customer_id)
-        .bind(&ticket.order_id)
-        .bind(ticket.language.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+    crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
     cases::open_case(&mut tx, state, &ticket).await?;
     tx.commit().await?;

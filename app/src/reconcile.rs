@@ -272,7 +272,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
                 continue;
             }
             let Some((case, lease)) =
-                refunds::claim_case(&state.db, &intent.case_id, &owner, state.clock.now_ms())
+                crate::cases::claim_case(&state.db, &intent.case_id, &owner, state.clock.now_ms())
                     .await?
             else {
                 // The worker holds it right now; it resolves it itself.
@@ -283,7 +283,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
                 Ok(_) => refunds::settle_case(state, &case.id).await.map(|_| ()),
                 Err(_) => Ok(()),
             };
-            refunds::release_case(&state.db, &lease).await?;
+            crate::cases::release_case(&state.db, &lease).await?;
             let step = result?;
             settled?;
             let after = refunds::load_intent(&state.db, &intent.id)

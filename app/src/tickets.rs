@@ -71,6 +71,19 @@ pub async fn customer_region(db: &Db, customer_id: &str) -> AppResult<Option<Reg
     Ok(region.and_then(|r| r.parse().ok()))
 }
 
+/// Stores a new ticket (its first message is `append_message`'s).
+pub async fn insert_ticket(tx: &mut Tx<'_>, ticket: &Ticket) -> AppResult<()> {
+    sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(&ticket.id)
+        .bind(&ticket.customer_id)
+        .bind(&ticket.order_id)
+        .bind(ticket.language.as_str())
+        .bind(ticket.created_at)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 pub async fn append_message(
     tx: &mut Tx<'_>,
     ticket_id: &str,

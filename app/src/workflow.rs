@@ -523,14 +523,7 @@ pub async fn escalate_to_human(
         // The versioned update comes first, as in `decide_case`: a lost race fails here as
         // `case_changed` (roll back; the next pass sees the new state), not on the run
         // event's sequence number.
-        let done = sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
-            .bind(why)
-            .bind(now)
-            .bind(&case.id)
-            .bind(case.version)
-            .execute(&mut *tx)
-            .await?;
-        cases::expect_versioned(&done)?;
+        cases::escalate(&mut tx, &case, why, now).await?;
         let reply = crate::replies::escalation_reply(ticket.language);
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
