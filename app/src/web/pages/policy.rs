@@ -11,7 +11,7 @@ use axum::Router;
 use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
-use super::{error_page, render};
+use super::common::{error_page, render};
 use crate::auth::Session;
 use crate::error::AppError;
 use crate::state::AppState;

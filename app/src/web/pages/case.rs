@@ -1,0 +1,385 @@
+//! The console's case page: the proposal, the policy decision with its rules and
+//! citations, the billing facts, the fingerprint a reviewer approves or rejects, taking
+//! an escalated case over, and shadow mode's hand decision.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use crate::approvals::{self, Verdict};
+use crate::auth::{self, Session};
+use crate::cases::{self, CaseStatus};
+use crate::error::AppError;
+use crate::refunds::RefundView;
+use crate::state::AppState;
+use crate::tickets::{self, MessageView};
+use crate::views::CaseView;
+use crate::world::{parse_plain, serde_plain};
+
+use super::common::{error_page, render, verified, with_status, CsrfForm};
+
+pub(super) struct RuleView {
+    citation: String,
+    link: String,
+    summary: String,
+}
+
+pub(super) struct RefundLineView {
+    charge_id: String,
+    amount: String,
+    payment_method: String,
+}
+
+pub(super) struct DecisionView {
+    outcome: String,
+    reason_code: String,
+    approver: String,
+    refunds: Vec<RefundLineView>,
+    rules: Vec<RuleView>,
+    facts: Vec<String>,
+    versions: String,
+    hash: String,
+}
+
+#[derive(Template)]
+#[template(path = "console_case.html")]
+pub(super) struct CasePage {
+    staff_email: String,
+    staff_role: String,
+    csrf: String,
+    case: CaseView,
+    messages: Vec<MessageView>,
+    decision: Option<DecisionView>,
+    proposal: Option<crate::agent::Proposal>,
+    refunds: Vec<RefundView>,
+    awaiting: bool,
+    shadow_pending: bool,
+    /// (order, charge, amount, captured, status, disputed, refunded, created) from the facts.
+    billing: Vec<(String, String, String, bool, String, bool, String, String)>,
+    reasons: Vec<String>,
+    may_take_over: bool,
+    may_approve: bool,
+    required_role: String,
+    fingerprint: String,
+    error: Option<String>,
+    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    stuck: Option<String>,
+}
+
+pub(super) async fn case_page_response(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    error: Option<String>,
+) -> Response {
+    let case = match cases::load_case(&state.db, id).await {
+        Ok(Some(c)) => c,
+        Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
+        Err(e) => return e.into_response(),
+    };
+    let view = match crate::views::case_view(&state.db, &case).await {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let messages = tickets::messages(&state.db, &case.ticket_id)
+        .await
+        .unwrap_or_default();
+    let decision = case.decision().map(|d| DecisionView {
+        outcome: serde_plain(&d.outcome),
+        reason_code: serde_plain(&d.reason_code),
+        approver: d
+            .approver_role
+            .map(|r| serde_plain(&r))
+            .unwrap_or_else(|| "—".into()),
+        refunds: d
+            .refunds
+            .iter()
+            .map(|r| RefundLineView {
+                charge_id: r.charge_id.clone(),
+                amount: r.amount.to_string(),
+                payment_method: r.payment_method.clone(),
+            })
+            .collect(),
+        rules: d
+            .rules
+            .iter()
+            .map(|r| RuleView {
+                citation: r.citation.clone(),
+                link: super::policy::citation_link(&r.citation),
+                summary: r.summary.clone(),
+            })
+            .collect(),
+        facts: d.facts_used.clone(),
+        versions: d.policy_versions.join(", "),
+        hash: d.hash.clone(),
+    });
+    let proposal = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let shadow_pending = crate::shadow_pairs::pending(&state.db, &case.id)
+        .await
+        .unwrap_or(true);
+    let required_role = case
+        .required_role
+        .clone()
+        .unwrap_or_else(|| "supervisor".into());
+    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
+        .map(|r| session.staff.role.may_approve(r))
+        .unwrap_or(false);
+    let stuck = match crate::watchdog::open_flag_of_case(&state.db, &case.id).await {
+        Ok(flag) => flag.map(|f| f.summary),
+        Err(e) => return e.into_response(),
+    };
+    render(&CasePage {
+        staff_email: session.staff.email.clone(),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        refunds: view.refunds.clone(),
+        awaiting: case.status == CaseStatus::AwaitingApproval,
+        shadow_pending,
+        billing: billing_rows(case.facts.as_deref()),
+        reasons: policy_engine::ReasonCode::ALL
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
+        may_take_over: case.status == CaseStatus::Escalated
+            && session.staff.role >= auth::StaffRole::Supervisor,
+        fingerprint: case.fingerprint.clone().unwrap_or_default(),
+        case: view,
+        messages,
+        decision,
+        proposal,
+        may_approve,
+        required_role,
+        error,
+        stuck,
+    })
+}
+
+pub(super) async fn case_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    case_page_response(&state, &session, &id, None).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct DecideForm {
+    csrf: String,
+    fingerprint: String,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+pub(super) async fn decide_submit(
+    state: AppState,
+    session: Result<Session, AppError>,
+    id: String,
+    form: DecideForm,
+    verdict: Verdict,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let note = match verdict {
+        Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
+        Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
+    };
+    if verdict == Verdict::Rejected && note.is_none() {
+        return case_page_response(
+            &state,
+            &session,
+            &id,
+            Some("A rejection needs a reason.".into()),
+        )
+        .await;
+    }
+    match approvals::decide(
+        &state,
+        &session.staff,
+        &id,
+        &form.fingerprint,
+        verdict,
+        note.as_deref(),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+pub(super) async fn approve_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Approved).await
+}
+
+pub(super) async fn reject_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Rejected).await
+}
+
+pub(super) async fn takeover_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match approvals::take_over(&state, &session.staff, &id).await {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+pub(super) type BillingRow = (String, String, String, bool, String, bool, String, String);
+
+/// The charges in a case's facts, for reviewers (records, not conclusions).
+pub(super) fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
+    let Some(facts) = facts.and_then(|f| serde_json::from_str::<policy_engine::Facts>(f).ok())
+    else {
+        return vec![];
+    };
+    let mut rows = Vec::new();
+    for order in &facts.orders {
+        for c in &order.charges {
+            rows.push((
+                format!(
+                    "{} ({}, {})",
+                    order.id,
+                    order.product.as_str(),
+                    order.amount
+                ),
+                c.id.clone(),
+                c.amount.to_string(),
+                c.captured,
+                serde_plain(&c.status),
+                c.disputed,
+                c.amount_refunded.to_string(),
+                c.created_at.to_string(),
+            ));
+        }
+    }
+    rows
+}
+
+#[derive(Deserialize)]
+pub(super) struct HandDecisionForm {
+    csrf: String,
+    outcome: String,
+    reason: String,
+    #[serde(default)]
+    charge_1: String,
+    #[serde(default)]
+    amount_1: String,
+    #[serde(default)]
+    charge_2: String,
+    #[serde(default)]
+    amount_2: String,
+    #[serde(default)]
+    charge_3: String,
+    #[serde(default)]
+    amount_3: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+pub(super) async fn decide_by_hand_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<HandDecisionForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let manual = hand_decision(&form);
+    let result = match manual {
+        Ok(mut manual) => {
+            // Fill each line's currency from the charge in the case's facts.
+            if let Ok(Some(case)) = cases::load_case(&state.db, &id).await {
+                let facts: Option<policy_engine::Facts> = case
+                    .facts
+                    .as_deref()
+                    .and_then(|f| serde_json::from_str(f).ok());
+                for r in &mut manual.refunds {
+                    if let Some(c) = facts
+                        .iter()
+                        .flat_map(|f| f.orders.iter())
+                        .flat_map(|o| o.charges.iter())
+                        .find(|c| c.id == r.charge_id)
+                    {
+                        r.currency = c.amount.currency();
+                    }
+                }
+            }
+            crate::shadow_live::decide_by_hand(&state, &session.staff, &id, manual).await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            e.status(),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+/// The form's decision; each refund line's currency is filled from its charge later.
+pub(super) fn hand_decision(
+    form: &HandDecisionForm,
+) -> Result<crate::shadow_live::ManualDecision, AppError> {
+    let outcome = parse_plain(&form.outcome)
+        .map_err(|e| AppError::bad_request("invalid_outcome", e.to_string()))?;
+    let reason = parse_plain(&form.reason)
+        .map_err(|e| AppError::bad_request("invalid_reason", e.to_string()))?;
+    let refunds = [
+        (&form.charge_1, &form.amount_1),
+        (&form.charge_2, &form.amount_2),
+        (&form.charge_3, &form.amount_3),
+    ]
+    .into_iter()
+    .filter(|(charge, _)| !charge.trim().is_empty())
+    .map(|(charge, amount)| crate::replay::RefundRecord {
+        charge_id: charge.trim().to_string(),
+        amount: amount.trim().to_string(),
+        currency: policy_engine::Currency::CNY,
+    })
+    .collect();
+    Ok(crate::shadow_live::ManualDecision {
+        outcome,
+        reason,
+        refunds,
+        note: form.note.clone(),
+    })
+}

@@ -1,0 +1,134 @@
+//! What every page shares: rendering, error pages, cookies, the CSRF check of a form,
+//! and the same-origin check of a state-changing request.
+
+use askama::Template;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use crate::auth::{self, constant_time_eq, Session};
+use crate::error::AppError;
+use crate::state::AppState;
+
+pub fn render(t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => AppError::Internal(anyhow::anyhow!("template: {e}")).into_response(),
+    }
+}
+
+pub fn error_page(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Html(format!(
+            "<!doctype html><meta charset=utf-8><title>{status}</title><p>{}</p>",
+            html_escape(message)
+        )),
+    )
+        .into_response()
+}
+
+/// HTML-escapes text for pages built outside askama templates.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+pub(super) fn set_cookie(
+    state: &AppState,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+    ))
+    .expect("cookie values are hex tokens and always valid header text")
+}
+
+/// A redirect to `to` that sets (or, with an empty value and age 0, clears) a cookie.
+pub(super) fn redirect_with_cookie(
+    state: &AppState,
+    to: &str,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> Response {
+    let mut resp = Redirect::to(to).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(state, name, value, max_age_secs),
+    );
+    resp
+}
+
+/// A browser session whose forms carry a CSRF token.
+pub(super) trait FormSession: Sized {
+    fn csrf(&self) -> &str;
+    /// The page shown when there is no session.
+    fn missing() -> Response;
+}
+
+impl FormSession for Session {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        Redirect::to("/console/login").into_response()
+    }
+}
+
+/// The session of a state-changing form, if there is one and the form's CSRF token is
+/// its own (compared in constant time); else the page to answer with.
+pub(super) fn verified<S: FormSession>(
+    session: Result<S, AppError>,
+    form_csrf: &str,
+) -> Result<S, Response> {
+    let session = session.map_err(|_| S::missing())?;
+    if !constant_time_eq(form_csrf, session.csrf()) {
+        return Err(error_page(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        ));
+    }
+    Ok(session)
+}
+
+/// Re-renders a page with a failed action's message, under the failure's status.
+pub(super) fn with_status(status: StatusCode, mut page: Response) -> Response {
+    *page.status_mut() = status;
+    page
+}
+
+/// Whether a form post came from our own pages (`auth::origin_matches_host`; a request
+/// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
+/// form posted from another site would sign the victim in as the attacker (login CSRF,
+/// issue 16).
+pub(super) struct SameOrigin(pub(super) bool);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(SameOrigin(auth::origin_matches_host(parts) != Some(false)))
+    }
+}
+
+pub(super) fn cross_site_refused() -> Response {
+    error_page(
+        StatusCode::FORBIDDEN,
+        "This form was sent from another site; open the page here and try again.",
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct CsrfForm {
+    pub(super) csrf: String,
+}

@@ -1,0 +1,378 @@
+//! The customer's pages: signing in from a single-use link, the ticket list, a ticket
+//! (its messages, its case's status and refunds), writing to it, withdrawing it.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use crate::auth::{self, Principal};
+use crate::customer::{self, TicketView};
+use crate::error::AppError;
+use crate::replies::{self, Language, PageText};
+use crate::state::AppState;
+use crate::tickets::{self};
+
+use super::common::{
+    cross_site_refused, error_page, redirect_with_cookie, render, verified, with_status, CsrfForm,
+    FormSession, SameOrigin,
+};
+
+impl FormSession for CustomerSession {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        error_page(
+            StatusCode::UNAUTHORIZED,
+            "Open this page from the link we sent you.",
+        )
+    }
+}
+
+#[derive(Template)]
+#[template(path = "ticket.html")]
+pub(super) struct TicketPage {
+    ticket: TicketView,
+    lang: Language,
+    t: &'static PageText,
+    csrf: String,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "tickets.html")]
+pub(super) struct TicketListPage {
+    tickets: Vec<TicketView>,
+    lang: Language,
+    t: &'static PageText,
+    csrf: String,
+    error: Option<String>,
+}
+
+/// A customer's browser session (from a sign-in link), with its CSRF token.
+pub(super) struct CustomerSession {
+    customer_id: String,
+    csrf_token: String,
+    token: String,
+}
+
+impl axum::extract::FromRequestParts<AppState> for CustomerSession {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = auth::cookie(parts, auth::CUSTOMER_COOKIE)
+            .ok_or(AppError::Unauthorized)?
+            .to_string();
+        let resolved = auth::resolve(&state.db, &token, state.clock.now_ms())
+            .await?
+            .ok_or(AppError::Unauthorized)?;
+        match (resolved.principal, resolved.csrf_token) {
+            (Principal::Customer { customer_id }, Some(csrf_token)) => Ok(CustomerSession {
+                customer_id,
+                csrf_token,
+                token,
+            }),
+            _ => Err(AppError::Unauthorized),
+        }
+    }
+}
+
+impl CustomerSession {
+    fn principal(&self) -> Principal {
+        Principal::Customer {
+            customer_id: self.customer_id.clone(),
+        }
+    }
+}
+
+pub(super) async fn tickets_page(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return open_from_link_page(&headers);
+    };
+    ticket_list_response(&state, &session, None).await
+}
+
+pub(super) async fn ticket_list_response(
+    state: &AppState,
+    session: &CustomerSession,
+    error: Option<&AppError>,
+) -> Response {
+    let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
+        Ok(lang) => lang,
+        Err(e) => return e.into_response(),
+    };
+    match customer::customer_tickets(state, &session.customer_id).await {
+        Ok(list) => render(&TicketListPage {
+            tickets: list,
+            lang,
+            t: replies::page_text(lang),
+            csrf: session.csrf_token.clone(),
+            error: error.map(|e| replies::page_error(lang, e)),
+        }),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The 404 of a ticket the customer may not see, in the customer's language.
+pub(super) async fn ticket_not_found_page(state: &AppState, session: &CustomerSession) -> Response {
+    let lang = tickets::customer_language(&state.db, &session.customer_id)
+        .await
+        .unwrap_or(Language::En);
+    error_page(StatusCode::NOT_FOUND, replies::ticket_not_found(lang))
+}
+
+#[derive(Deserialize)]
+pub(super) struct NewTicketForm {
+    csrf: String,
+    message: String,
+    #[serde(default)]
+    order_id: Option<String>,
+}
+
+pub(super) async fn new_ticket_submit(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<NewTicketForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = customer::NewTicket {
+        message: form.message,
+        order_id: form.order_id,
+    };
+    match customer::create_ticket(&state, &session.customer_id, input).await {
+        Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
+        Err(e) => with_status(
+            e.status(),
+            ticket_list_response(&state, &session, Some(&e)).await,
+        ),
+    }
+}
+
+pub(super) async fn ticket_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return open_from_link_page(&headers);
+    };
+    ticket_page_response(&state, &session, &id, None).await
+}
+
+pub(super) async fn ticket_page_response(
+    state: &AppState,
+    session: &CustomerSession,
+    id: &str,
+    error: Option<&AppError>,
+) -> Response {
+    let ticket = match customer::visible_ticket(state, &session.principal(), id).await {
+        Ok(t) => t,
+        Err(_) => return ticket_not_found_page(state, session).await,
+    };
+    match customer::ticket_view(state, &ticket).await {
+        Ok(view) => render(&TicketPage {
+            lang: view.language,
+            t: replies::page_text(view.language),
+            error: error.map(|e| replies::page_error(view.language, e)),
+            ticket: view,
+            csrf: session.csrf_token.clone(),
+        }),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct MessageForm {
+    csrf: String,
+    text: String,
+}
+
+pub(super) async fn message_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<MessageForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let result = match customer::visible_ticket(&state, &session.principal(), &id).await {
+        Ok(ticket) => customer::add_customer_message(&state, &ticket, &form.text).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(AppError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
+        Err(e) => with_status(
+            e.status(),
+            ticket_page_response(&state, &session, &id, Some(&e)).await,
+        ),
+    }
+}
+
+pub(super) async fn withdraw_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let ticket = match customer::visible_ticket(&state, &session.principal(), &id).await {
+        Ok(t) => t,
+        Err(_) => return ticket_not_found_page(&state, &session).await,
+    };
+    match customer::withdraw(&state, &ticket).await {
+        Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(e) => ticket_page_response(&state, &session, &id, Some(&e)).await,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+pub(super) struct SignInPage {
+    link: String,
+    next: String,
+    error: Option<String>,
+    lang: Language,
+    t: &'static PageText,
+}
+
+/// The language of a page shown before the customer is known: their browser's.
+pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
+    Language::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The page for a customer page opened without a session, in the browser's language.
+pub(super) fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
+    let t = replies::page_text(browser_language(headers));
+    error_page(StatusCode::UNAUTHORIZED, t.open_from_link)
+}
+
+#[derive(Deserialize)]
+pub(super) struct SignInQuery {
+    #[serde(default)]
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// Where a sign-in may lead: one of the customer's pages, never another site.
+pub(super) fn sign_in_target(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with("/tickets") && !n.contains("//") && !n.contains('\\') => {
+            n.to_string()
+        }
+        _ => "/tickets".to_string(),
+    }
+}
+
+/// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
+/// (a GET, which mail scanners and link previews also do) uses nothing up.
+pub(super) async fn sign_in_page(
+    headers: axum::http::HeaderMap,
+    Query(q): Query<SignInQuery>,
+) -> Response {
+    let lang = browser_language(&headers);
+    let t = replies::page_text(lang);
+    let error = q.link.is_empty().then(|| t.signed_out.to_string());
+    render(&SignInPage {
+        next: sign_in_target(q.next.as_deref()),
+        link: q.link,
+        error,
+        lang,
+        t,
+    })
+}
+
+#[derive(Deserialize)]
+pub(super) struct SignInForm {
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /sign-in`: uses the link once and starts the customer's browser session.
+pub(super) async fn sign_in_submit(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    origin: SameOrigin,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    if !origin.0 {
+        return cross_site_refused();
+    }
+    let now = state.clock.now_ms();
+    let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {
+        Ok(Some(id)) => id,
+        Ok(None) => {
+            let lang = browser_language(&headers);
+            let t = replies::page_text(lang);
+            let page = render(&SignInPage {
+                link: String::new(),
+                next: String::new(),
+                error: Some(t.link_not_valid.into()),
+                lang,
+                t,
+            });
+            return with_status(StatusCode::UNAUTHORIZED, page);
+        }
+        Err(e) => return e.into_response(),
+    };
+    match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
+        Ok((session, _)) => {
+            let target = sign_in_target(form.next.as_deref());
+            redirect_with_cookie(&state, &target, auth::CUSTOMER_COOKIE, &session, 12 * 3600)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /sign-out`: ends the customer's browser session.
+pub(super) async fn sign_out(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
+        return e.into_response();
+    }
+    redirect_with_cookie(&state, "/sign-in", auth::CUSTOMER_COOKIE, "", 0)
+}
+
+/// `GET /static/ticket.js`: the ticket page's polling script (no inline script: CSP).
+pub(super) async fn ticket_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        include_str!("../../../static/ticket.js"),
+    )
+        .into_response()
+}

@@ -1,0 +1,89 @@
+//! Staff sign in and out of the console (password, argon2id; see `auth`).
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use crate::auth::{self, constant_time_eq, Session};
+use crate::error::AppError;
+use crate::state::AppState;
+
+use super::common::{
+    cross_site_refused, redirect_with_cookie, render, with_status, CsrfForm, SameOrigin,
+};
+
+#[derive(Template)]
+#[template(path = "login.html")]
+pub(super) struct LoginPage {
+    error: Option<String>,
+}
+
+pub(super) async fn login_page() -> Response {
+    render(&LoginPage { error: None })
+}
+
+#[derive(Deserialize)]
+pub(super) struct LoginForm {
+    email: String,
+    password: String,
+}
+
+pub(super) async fn login_submit(
+    State(state): State<AppState>,
+    client: auth::ClientAddr,
+    origin: SameOrigin,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !origin.0 {
+        return cross_site_refused();
+    }
+    let now = state.clock.now_ms();
+    let login = auth::login(&state.db, &form.email, &form.password, &client.0, now).await;
+    let login_page = |status: StatusCode, error: String| {
+        with_status(status, render(&LoginPage { error: Some(error) }))
+    };
+    match login {
+        Ok(auth::LoginResult::LoggedIn(staff)) => {
+            match auth::issue_token(&state.db, "session", "staff", &staff.id, now).await {
+                Ok((token, _)) => redirect_with_cookie(
+                    &state,
+                    "/console",
+                    auth::SESSION_COOKIE,
+                    &token,
+                    12 * 3600,
+                ),
+                Err(e) => e.into_response(),
+            }
+        }
+        Ok(auth::LoginResult::Throttled { retry_after_ms }) => {
+            let secs = (retry_after_ms + 999) / 1000;
+            let mut resp = login_page(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many failed attempts. Wait {secs} s and try again."),
+            );
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp
+        }
+        Ok(auth::LoginResult::WrongCredentials) => {
+            login_page(StatusCode::UNAUTHORIZED, "Wrong email or password.".into())
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+pub(super) async fn logout(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Ok(session) = session {
+        if constant_time_eq(&form.csrf, &session.csrf_token) {
+            let _ = auth::revoke_token(&state.db, &session.token).await;
+        }
+    }
+    redirect_with_cookie(&state, "/console/login", auth::SESSION_COOKIE, "", 0)
+}

@@ -1,0 +1,170 @@
+//! Reports: reconciliation (provider against internal) and live shadow agreement.
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+
+use crate::auth::Session;
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::world::serde_plain;
+
+use super::common::{render, verified, CsrfForm};
+
+#[derive(Template)]
+#[template(path = "reconcile.html")]
+pub(super) struct ReconcilePage {
+    csrf: String,
+    summary: Option<String>,
+    sections: Vec<(&'static str, usize, String)>,
+}
+
+pub(super) fn reconcile_view(
+    csrf: String,
+    report: Option<crate::reconcile::ReconcileReport>,
+) -> ReconcilePage {
+    let Some(r) = report else {
+        return ReconcilePage {
+            csrf,
+            summary: None,
+            sections: vec![],
+        };
+    };
+    fn section<T: serde::Serialize>(
+        title: &'static str,
+        items: &[T],
+    ) -> (&'static str, usize, String) {
+        (
+            title,
+            items.len(),
+            serde_json::to_string_pretty(items).unwrap_or_default(),
+        )
+    }
+    ReconcilePage {
+        csrf,
+        summary: Some(format!("{} — {}", r.generated_at, r.summary())),
+        sections: vec![
+            section(
+                "Intents without a provider refund",
+                &r.intent_without_provider,
+            ),
+            section(
+                "Provider refunds without an intent",
+                &r.provider_without_intent,
+            ),
+            section("Amount mismatches", &r.amount_mismatch),
+            section("Status mismatches", &r.status_mismatch),
+            section("Unresolved", &r.unresolved),
+            section("Resolved by this run", &r.resolved),
+            section("Provider errors", &r.errors),
+            section("Matched", &r.matched),
+        ],
+    }
+}
+
+/// `GET /console/reconcile`: the last reconciliation report (staff only).
+pub(super) async fn reconcile_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    match crate::reconcile::last_report(&state).await {
+        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), report)),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub(super) async fn reconcile_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match crate::reconcile::run(&state).await {
+        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "shadow.html")]
+pub(super) struct ShadowPage {
+    report: crate::shadow_live::LiveShadowReport,
+    outcome_pct: String,
+    exact_pct: String,
+    chart: String,
+    outcomes: Vec<&'static str>,
+    matrix: Vec<(&'static str, Vec<usize>)>,
+    disagreements: Vec<(String, String, String)>,
+}
+
+/// `GET /console/shadow`: live shadow mode's agreement over time, confusion matrix and
+/// disagreements (staff only).
+pub(super) async fn shadow_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+) -> Response {
+    if session.is_err() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let report = match crate::shadow_live::report(&state.db).await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let outcomes: Vec<&'static str> = crate::replay::CaseOutcome::ALL
+        .iter()
+        .map(|o| o.as_str())
+        .collect();
+    let matrix = outcomes
+        .iter()
+        .map(|h| {
+            (
+                *h,
+                outcomes
+                    .iter()
+                    .map(|a| {
+                        report
+                            .confusion
+                            .get(*h)
+                            .and_then(|r| r.get(*a))
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let text = |v: &crate::replay::CaseVerdict| {
+        let refunds: Vec<String> = v
+            .refunds
+            .iter()
+            .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
+            .collect();
+        format!(
+            "{} ({}) {}",
+            v.outcome.as_str(),
+            serde_plain(&v.reason),
+            refunds.join(", ")
+        )
+    };
+    let disagreements = report
+        .disagreements
+        .iter()
+        .map(|p| (p.case_id.clone(), text(&p.human), text(&p.agent)))
+        .collect();
+    render(&ShadowPage {
+        outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
+        exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
+        chart: crate::shadow_live::agreement_chart(&report.by_day),
+        outcomes,
+        matrix,
+        disagreements,
+        report,
+    })
+}

@@ -1,0 +1,110 @@
+//! A run's trace: its event log, step by step (hidden in shadow mode until a reviewer
+//! decided the case).
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::auth::Session;
+use crate::error::AppError;
+use crate::state::AppState;
+
+use super::common::{error_page, render};
+
+pub(super) struct EventRow {
+    seq: i64,
+    at: String,
+    kind: String,
+    call_id: Option<String>,
+    summary: String,
+    payload: String,
+}
+
+#[derive(Template)]
+#[template(path = "run_trace.html")]
+pub(super) struct RunPage {
+    run_id: String,
+    case_id: String,
+    status: String,
+    steps: i64,
+    tool_calls: i64,
+    events: Vec<EventRow>,
+}
+
+/// `GET /console/runs/{id}`: the run's event log, each tool result anchored by call id
+/// so evidence on the case page links to the record it came from (staff only).
+pub(super) async fn run_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+) -> Response {
+    if session.is_err() {
+        return Redirect::to("/console/login").into_response();
+    }
+    let run = match crate::runs::load_run(&state.db, &id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
+        Err(e) => return e.into_response(),
+    };
+    if crate::shadow_pairs::pending(&state.db, &run.case_id)
+        .await
+        .unwrap_or(true)
+    {
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "Shadow mode: the agent's trace is hidden until a reviewer decides this case.",
+        );
+    }
+    let events = match crate::runs::events(&state.db, &id).await {
+        Ok(e) => e,
+        Err(e) => return e.into_response(),
+    };
+    let events = events
+        .into_iter()
+        .map(|e| {
+            let summary = match e.kind.as_str() {
+                "tool_intent" => format!(
+                    "{} {}",
+                    e.payload["name"].as_str().unwrap_or(""),
+                    e.payload["arguments"]
+                ),
+                "tool_result" => {
+                    if e.payload["ok"] == serde_json::Value::Bool(true) {
+                        "ok".to_string()
+                    } else {
+                        format!("error: {}", e.payload["content"]["error"])
+                    }
+                }
+                "state" => format!(
+                    "{} → {}",
+                    e.payload["from"].as_str().unwrap_or("?"),
+                    e.payload["to"].as_str().unwrap_or("?")
+                ),
+                "decision" => format!(
+                    "{} ({})",
+                    e.payload["outcome"].as_str().unwrap_or(""),
+                    e.payload["reason_code"].as_str().unwrap_or("")
+                ),
+                _ => String::new(),
+            };
+            let summary: String = summary.chars().take(160).collect();
+            EventRow {
+                seq: e.seq,
+                at: e.at,
+                kind: e.kind,
+                call_id: e.call_id,
+                summary,
+                payload: serde_json::to_string_pretty(&e.payload).unwrap_or_default(),
+            }
+        })
+        .collect();
+    render(&RunPage {
+        run_id: run.id,
+        case_id: run.case_id,
+        status: run.status.to_string(),
+        steps: run.steps,
+        tool_calls: run.tool_calls,
+        events,
+    })
+}
