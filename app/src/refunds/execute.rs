@@ -1,0 +1,441 @@
+//! Carrying out an approved case's refunds: claim the case, re-check the policy on fresh
+//! facts, submit each intent exactly once with its idempotency key, and resolve an answer
+//! that was lost (SPEC invariant 4).
+
+use policy_engine::Decision;
+use sqlx::Row;
+
+use super::settle::settle_case;
+use super::{
+    intents, key_age_ms, load_intent, provider_status, refund_matches_intent, refund_request,
+    update_intent, void_unsent, Intent, Step, KEY_SAFE_AGE_MS,
+};
+use crate::cases::{self, Case, CaseStatus};
+use crate::error::{AppError, AppResult};
+use crate::payments::{ProviderError, ProviderRefund};
+use crate::state::AppState;
+use crate::store::Db;
+use crate::tickets;
+
+/// The shortest and longest wait before a worker asks the provider again about a
+/// refund it accepted as `pending` (bank refunds can take days; webhooks usually say
+/// first). In between, the wait is a quarter of the time since the refund was first
+/// submitted, so the provider sees a geometric number of reads per refund, not one
+/// per worker tick.
+pub const PENDING_RECHECK_MIN_MS: i64 = 5_000;
+
+pub const PENDING_RECHECK_MAX_MS: i64 = 600_000;
+
+/// Cases a worker should execute or reconcile. A case whose intents all wait for a
+/// human (`needs_review`) or are final is left out, so it cannot crowd out others; the
+/// periodic reconciliation still looks at it. A `pending` intent is due again only
+/// after its recheck wait (see [`PENDING_RECHECK_MIN_MS`]); every read of it moves its
+/// `updated_at`.
+pub async fn cases_to_execute(db: &Db, now: i64) -> AppResult<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT id FROM cases c WHERE c.status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
+           AND (c.lease_expires_at IS NULL OR c.lease_expires_at < $1)
+           AND (c.status IN ('approved', 'executing') OR EXISTS (SELECT 1 FROM refund_intents ri WHERE ri.case_id = c.id
+                AND (ri.status IN ('created', 'submitting', 'pending_verification')
+                     OR (ri.status = 'pending' AND ri.updated_at <= $1 - CASE
+                         WHEN ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 < $2 THEN $2
+                         WHEN ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 > $3 THEN $3
+                         ELSE ($1 - COALESCE(ri.first_submitted_at, ri.created_at)) / 4 END))))
+         ORDER BY c.updated_at LIMIT 50",
+    )
+    .bind(now)
+    .bind(PENDING_RECHECK_MIN_MS)
+    .bind(PENDING_RECHECK_MAX_MS)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+}
+
+/// Executes (or continues, or reconciles) an approved case. Safe to run again at any
+/// point: every provider call reuses the intent's stored key.
+pub async fn execute_case(state: &AppState, case_id: &str) -> AppResult<()> {
+    let owner = state.instance_id.clone();
+    let now = state.clock.now_ms();
+    let Some((case, lease)) = cases::claim_case(&state.db, case_id, &owner, now).await? else {
+        return Ok(());
+    };
+    let result = execute_claimed(state, case).await;
+    cases::release_case(&state.db, &lease).await?;
+    result
+}
+
+async fn execute_claimed(state: &AppState, case: Case) -> AppResult<()> {
+    let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
+        .await?
+        .ok_or(AppError::NotFound("ticket"))?;
+    let mut case = case;
+    if case.status == CaseStatus::Approved {
+        // SPEC invariant 3: re-read the provider and re-run the policy right before the
+        // first submission; any change in the fingerprint voids the approval.
+        let approval = sqlx::query("SELECT fingerprint FROM approvals WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid' AND verdict = 'approved'")
+            .bind(&case.id)
+            .bind(case.proposal_seq)
+            .fetch_optional(state.db.pool())
+            .await?;
+        let proposal: Option<crate::agent::Proposal> = case
+            .proposal
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p).ok());
+        let (Some(approval), Some(proposal)) = (approval, proposal) else {
+            return void_and_reinvestigate(
+                state,
+                &case,
+                "no valid approval for the current proposal",
+            )
+            .await;
+        };
+        let approved_fingerprint: String = approval.try_get("fingerprint")?;
+        let (facts, decision) = crate::workflow::decide_now(
+            state,
+            &ticket,
+            proposal.request,
+            proposal.order_id.as_deref(),
+        )
+        .await?;
+        let fresh = cases::decision_fingerprint(
+            &case.id,
+            case.proposal_seq,
+            &case.customer_id,
+            facts.order_id.as_deref(),
+            &decision,
+            &crate::workflow::evidence_hash(&facts),
+        );
+        if !crate::auth::constant_time_eq(&fresh, &approved_fingerprint) {
+            let why = change_description(case.decision().as_ref(), &decision);
+            return void_and_reinvestigate(state, &case, &why).await;
+        }
+        let mut tx = state.db.begin().await?;
+        cases::use_approval(&mut tx, &case).await?;
+        case.version =
+            cases::transition(&mut tx, &case, CaseStatus::Executing, state.clock.now_ms()).await?;
+        case.status = CaseStatus::Executing;
+        tx.commit().await?;
+    }
+
+    for intent in intents(&state.db, &case.id).await? {
+        let step = match intent.status.as_str() {
+            "created" | "submitting" => submit(state, &case, &intent).await?,
+            "pending" | "pending_verification" => reconcile_intent(state, &case, &intent).await?,
+            _ => Step::Unchanged,
+        };
+        if step != Step::Unchanged {
+            tracing::info!(case_id = %case.id, intent_id = %intent.id, ?step, "refund step");
+        }
+    }
+    settle_case(state, &case.id).await?;
+    Ok(())
+}
+
+/// What changed between the approved decision and the fresh one, for the reviewer.
+fn change_description(approved: Option<&Decision>, fresh: &Decision) -> String {
+    let Some(approved) = approved else {
+        return "facts changed since approval".into();
+    };
+    let mut changes = Vec::new();
+    if approved.policy_versions != fresh.policy_versions {
+        changes.push(format!(
+            "policy versions {:?} → {:?}",
+            approved.policy_versions, fresh.policy_versions
+        ));
+    }
+    if approved.outcome != fresh.outcome || approved.reason_code != fresh.reason_code {
+        changes.push(format!(
+            "decision {:?}/{:?} → {:?}/{:?}",
+            approved.outcome, approved.reason_code, fresh.outcome, fresh.reason_code
+        ));
+    }
+    let lines = |d: &Decision| {
+        d.refunds
+            .iter()
+            .map(|r| format!("{} {}", r.charge_id, r.amount))
+            .collect::<Vec<_>>()
+    };
+    if lines(approved) != lines(fresh) {
+        changes.push(format!(
+            "refunds {:?} → {:?}",
+            lines(approved),
+            lines(fresh)
+        ));
+    }
+    if changes.is_empty() {
+        changes.push("provider records changed since approval".into());
+    }
+    format!("approval void: {}", changes.join("; "))
+}
+
+async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let mut tx = state.db.begin().await?;
+    void_unsent(&mut tx, &case.id, now).await?;
+    let fresh = cases::load_case_tx(&mut tx, &case.id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    cases::reinvestigate(&mut tx, state, &fresh, why).await?;
+    tx.commit().await?;
+    tracing::warn!(case_id = %case.id, why, "approval voided at the payment boundary");
+    state.wake.notify_one();
+    Ok(())
+}
+
+/// Sends one intent with its stored key. The intent is marked `submitting` (and the
+/// attempt counted) before the call, so a crash mid-call is visible afterwards.
+async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
+    let now = state.clock.now_ms();
+    if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
+        // The provider may have forgotten the key: a resend could execute twice. Look,
+        // never send (payments.md §4.1).
+        return resolve_without_sending(state, case, intent).await;
+    }
+    let marked = sqlx::query(
+        "UPDATE refund_intents SET status = 'submitting', attempts = attempts + 1, version = version + 1, updated_at = $1,
+             first_submitted_at = COALESCE(first_submitted_at, $1)
+         WHERE id = $2 AND version = $3 AND status IN ('created', 'submitting', 'pending_verification')",
+    )
+    .bind(now)
+    .bind(&intent.id)
+    .bind(intent.version)
+    .execute(state.db.pool())
+    .await?;
+    if marked.rows_affected() != 1 {
+        return Ok(Step::Unchanged);
+    }
+    crate::metrics::record_refund("submitted");
+    let request = refund_request(intent);
+    let result = state.payments.create_refund(&request).await;
+    let now = state.clock.now_ms();
+    match result {
+        Ok(refund) => {
+            if !refund_matches_intent(&refund, intent) {
+                let reason = format!(
+                    "provider refund {} is {} {} on {}, not what the intent asked for",
+                    refund.id, refund.amount, refund.currency, refund.charge
+                );
+                tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
+                update_intent(
+                    &state.db,
+                    intent,
+                    "needs_review",
+                    Some(&refund.id),
+                    Some(&reason),
+                    now,
+                )
+                .await?;
+                return Ok(Step::NeedsReview { reason });
+            }
+            tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status, "provider accepted refund");
+            let status = provider_status(&refund);
+            update_intent(&state.db, intent, status, Some(&refund.id), None, now).await?;
+            Ok(Step::Accepted {
+                refund_id: refund.id,
+                status: status.to_string(),
+            })
+        }
+        Err(
+            e @ (ProviderError::Unknown(_)
+            | ProviderError::StoredServerError { .. }
+            | ProviderError::Malformed(_)),
+        ) => {
+            // SPEC invariant 5: unknown stays unknown until the provider's records say.
+            let reason = e.to_string();
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
+            update_intent(
+                &state.db,
+                intent,
+                "pending_verification",
+                None,
+                Some(&reason),
+                now,
+            )
+            .await?;
+            if matches!(e, ProviderError::StoredServerError { .. }) {
+                return Ok(Step::NotAtProvider { reason });
+            }
+            Ok(Step::Unknown { reason })
+        }
+        Err(ProviderError::Unavailable(reason)) => {
+            // Nothing reached the provider: stay `submitting`; the same key goes again.
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider unavailable; will resend the same key");
+            update_intent(&state.db, intent, "submitting", None, Some(&reason), now).await?;
+            Ok(Step::NotSent { reason })
+        }
+        Err(ProviderError::IdempotencyMismatch(why)) => {
+            // Our bug (the parameters under this key changed): never a "refund failed".
+            tracing::error!(case_id = %case.id, intent_id = %intent.id, key = %intent.idempotency_key, why, "BUG: idempotency key reused with other parameters");
+            let reason = format!("bug: idempotency key reused with other parameters: {why}");
+            update_intent(&state.db, intent, "needs_review", None, Some(&reason), now).await?;
+            Ok(Step::NeedsReview { reason })
+        }
+        Err(e @ (ProviderError::Rejected { .. } | ProviderError::NotFound(_))) => {
+            // A business refusal is stored under the key: final for this key. Re-read the
+            // charge: `charge_already_refunded` may be our own earlier refund.
+            let reason = e.to_string();
+            tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider refused refund; re-reading the charge");
+            match find_ours(state, intent).await {
+                Ok(Some(found)) => adopt(state, intent, &found, true).await,
+                Ok(None) => {
+                    update_intent(&state.db, intent, "failed", None, Some(&reason), now).await?;
+                    Ok(Step::Refused { reason })
+                }
+                Err(read) => {
+                    // Refused, but we could not look: unknown until we can.
+                    let reason = format!("{reason}; charge not re-read: {read}");
+                    update_intent(
+                        &state.db,
+                        intent,
+                        "pending_verification",
+                        None,
+                        Some(&reason),
+                        now,
+                    )
+                    .await?;
+                    Ok(Step::Unknown { reason })
+                }
+            }
+        }
+    }
+}
+
+/// Our refund among the charge's refunds, found by `metadata.refund_intent_id`.
+async fn find_ours(
+    state: &AppState,
+    intent: &Intent,
+) -> Result<Option<ProviderRefund>, ProviderError> {
+    let refunds = state.payments.list_refunds(&intent.charge_id).await?;
+    Ok(refunds
+        .into_iter()
+        .find(|r| r.intent_id() == Some(intent.id.as_str())))
+}
+
+/// Records a provider refund found for an intent (checking it is the one we asked for).
+async fn adopt(
+    state: &AppState,
+    intent: &Intent,
+    found: &ProviderRefund,
+    by_metadata: bool,
+) -> AppResult<Step> {
+    let now = state.clock.now_ms();
+    if !refund_matches_intent(found, intent) {
+        let reason = format!(
+            "provider refund {} carries this intent's id but is {} {}, not {} {}",
+            found.id,
+            found.amount,
+            found.currency,
+            intent.amount.minor_units(),
+            intent.amount.currency().code()
+        );
+        tracing::error!(intent_id = %intent.id, reason, "amount mismatch at the provider");
+        update_intent(
+            &state.db,
+            intent,
+            "needs_review",
+            Some(&found.id),
+            Some(&reason),
+            now,
+        )
+        .await?;
+        return Ok(Step::NeedsReview { reason });
+    }
+    let status = provider_status(found);
+    tracing::info!(intent_id = %intent.id, refund_id = %found.id, status, "adopted the provider's refund");
+    update_intent(&state.db, intent, status, Some(&found.id), None, now).await?;
+    let (refund_id, status) = (found.id.clone(), status.to_string());
+    Ok(if by_metadata {
+        Step::AdoptedByMetadata { refund_id, status }
+    } else {
+        Step::Polled { refund_id, status }
+    })
+}
+
+/// Past the key's safe age: adopt what the provider holds, or hand it to a human.
+async fn resolve_without_sending(
+    state: &AppState,
+    _case: &Case,
+    intent: &Intent,
+) -> AppResult<Step> {
+    match find_ours(state, intent).await {
+        Ok(Some(found)) => adopt(state, intent, &found, true).await,
+        Ok(None) => {
+            let reason =
+                "not found at the provider after the key's safe window (~23 h); never resent"
+                    .to_string();
+            tracing::error!(intent_id = %intent.id, reason, "refund intent needs review");
+            update_intent(
+                &state.db,
+                intent,
+                "needs_review",
+                None,
+                Some(&reason),
+                state.clock.now_ms(),
+            )
+            .await?;
+            Ok(Step::NeedsReview { reason })
+        }
+        Err(e) => Ok(Step::Unknown {
+            reason: format!("could not list refunds: {e}"),
+        }),
+    }
+}
+
+/// Resolves a pending or unknown intent against the provider's records: poll a known
+/// refund; else adopt ours from the charge's refunds; else, while the key is young,
+/// resend the same key (it replays or executes once); else a human decides.
+pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
+    if let Some(refund_id) = &intent.provider_refund_id {
+        return match state.payments.get_refund(refund_id).await {
+            Ok(refund) => adopt(state, intent, &refund, false).await,
+            Err(e) => {
+                tracing::warn!(intent_id = %intent.id, error = %e, "could not read refund; will retry");
+                Ok(Step::Unknown {
+                    reason: format!("could not read refund: {e}"),
+                })
+            }
+        };
+    }
+    match find_ours(state, intent).await {
+        Ok(Some(found)) => return adopt(state, intent, &found, true).await,
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(intent_id = %intent.id, error = %e, "could not list refunds; will retry");
+            return Ok(Step::Unknown {
+                reason: format!("could not list refunds: {e}"),
+            });
+        }
+    }
+    if key_age_ms(intent, state.clock.now_ms()) >= KEY_SAFE_AGE_MS {
+        return resolve_without_sending(state, case, intent).await;
+    }
+    // Not there, and the key is within the provider's retention: resending it either
+    // replays the stored answer or executes once.
+    let Some(fresh) = load_intent(&state.db, &intent.id).await? else {
+        return Ok(Step::Unchanged);
+    };
+    let step = submit(state, case, &fresh).await?;
+    if let Step::NotAtProvider { reason } = &step {
+        // The key replays a stored 5xx and the charge holds no refund of ours (looked
+        // before the resend; look once more after it): nothing happened and nothing
+        // will under this key. Final: no money moved.
+        if let Ok(None) = find_ours(state, intent).await {
+            let reason = format!("provider holds no refund for this intent; its key replays a stored error ({reason})");
+            update_intent(
+                &state.db,
+                &fresh,
+                "failed",
+                None,
+                Some(&reason),
+                state.clock.now_ms(),
+            )
+            .await?;
+            tracing::warn!(intent_id = %intent.id, reason, "reconciled: no refund at the provider");
+            return Ok(Step::NotAtProvider { reason });
+        }
+        return Ok(Step::Unknown {
+            reason: reason.clone(),
+        });
+    }
+    Ok(step)
+}

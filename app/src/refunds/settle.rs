@@ -1,0 +1,117 @@
+//! A case's status from its intents' once the provider answered, and the reply that says so.
+
+use sqlx::Row;
+
+use super::views::customer_refunds_tx;
+use crate::cases::{self, CaseStatus};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
+use crate::store::Tx;
+use crate::tickets;
+
+/// The case status its intents imply (`None`: no live intent).
+fn status_for(intent_statuses: &[String]) -> Option<CaseStatus> {
+    let live: Vec<&str> = intent_statuses
+        .iter()
+        .map(String::as_str)
+        .filter(|s| *s != "void")
+        .collect();
+    let any = |s: &str| live.contains(&s);
+    Some(if live.is_empty() {
+        return None;
+    } else if live.iter().all(|s| *s == "succeeded") {
+        CaseStatus::RefundSucceeded
+    } else if any("created") || any("submitting") {
+        CaseStatus::Executing
+    } else if any("pending_verification") || any("needs_review") {
+        // Needs review means "a human must look; money may have moved": the customer is
+        // told it is being verified, never that it failed (RP-005).
+        CaseStatus::PendingVerification
+    } else if any("pending") {
+        CaseStatus::RefundPending
+    } else {
+        CaseStatus::RefundFailed
+    })
+}
+
+/// Derives the case status from its intents inside `tx`, and tells the customer when it
+/// changed (the reply is written in the same transaction). Returns the new status.
+pub async fn settle_case_status_tx(
+    tx: &mut Tx<'_>,
+    state: &AppState,
+    case_id: &str,
+) -> AppResult<Option<CaseStatus>> {
+    let rows = sqlx::query("SELECT status FROM refund_intents WHERE case_id = $1")
+        .bind(case_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    let statuses = rows
+        .iter()
+        .map(|r| r.try_get::<String, _>("status"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(target) = status_for(&statuses) else {
+        return Ok(None);
+    };
+    let case = cases::load_case_tx(tx, case_id)
+        .await?
+        .ok_or(AppError::NotFound("case"))?;
+    // Only a case in the refund part of its life follows its intents.
+    let settled_states = [
+        CaseStatus::Approved,
+        CaseStatus::Executing,
+        CaseStatus::PendingVerification,
+        CaseStatus::RefundPending,
+        CaseStatus::RefundSucceeded,
+        CaseStatus::RefundFailed,
+    ];
+    if case.status == target || !settled_states.contains(&case.status) {
+        return Ok(None);
+    }
+    if case.status == CaseStatus::Approved && target == CaseStatus::Executing {
+        // The boundary re-check moves approved cases; nothing to say yet.
+        return Ok(None);
+    }
+    let now = state.clock.now_ms();
+    cases::transition(tx, &case, target, now).await?;
+    if target != CaseStatus::Executing {
+        let language: String = sqlx::query("SELECT language FROM tickets WHERE id = $1")
+            .bind(&case.ticket_id)
+            .fetch_one(&mut **tx)
+            .await?
+            .try_get("language")?;
+        let views = customer_refunds_tx(tx, case_id).await?;
+        let language = crate::replies::Language::from_stored(&language);
+        let reply = crate::replies::refund_reply(language, &views);
+        tickets::append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
+    }
+    if let Some(run_id) = &case.run_id {
+        if matches!(
+            target,
+            CaseStatus::RefundSucceeded | CaseStatus::RefundFailed
+        ) {
+            crate::runs::finish_run(tx, run_id, crate::runs::RunStatus::Completed, now).await?;
+        }
+    }
+    crate::audit::record(tx, "system", "refund_status", case_id, target.as_str(), now).await?;
+    Ok(Some(target))
+}
+
+/// [`settle_case_status_tx`] in its own transaction, retried when a concurrent settle
+/// (worker, webhook, reconciler) moved the case first.
+pub async fn settle_case(state: &AppState, case_id: &str) -> AppResult<Option<CaseStatus>> {
+    let mut tries = 0;
+    loop {
+        let mut tx = state.db.begin().await?;
+        match settle_case_status_tx(&mut tx, state, case_id).await {
+            Ok(status) => {
+                tx.commit().await?;
+                return Ok(status);
+            }
+            Err(AppError::Conflict { .. }) if tries < 3 => {
+                tries += 1;
+                drop(tx);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! What staff and the customer are shown of a case's refunds.
+
+use policy_engine::{Currency, Money};
+use serde::Serialize;
+use sqlx::Row;
+
+use super::intents_from;
+use crate::error::AppResult;
+use crate::replies::CustomerRefundView;
+use crate::store::{Db, Tx};
+
+/// A provider refund made for a case, as staff see it (`GET /cases/{id}` → `refunds`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RefundView {
+    pub id: Option<String>,
+    pub intent_id: String,
+    pub charge_id: String,
+    pub amount: String,
+    pub currency: String,
+    pub status: String,
+    pub idempotency_key: String,
+    pub attempts: i64,
+    /// Why the intent is where it is (unknown outcome, refusal, needs review), for staff.
+    pub last_error: Option<String>,
+}
+
+/// The refunds of a case as staff see them (a read of committed state).
+pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> {
+    Ok(intents_from(db.reader(), case_id)
+        .await?
+        .into_iter()
+        .map(|i| RefundView {
+            id: i.provider_refund_id,
+            intent_id: i.id,
+            charge_id: i.charge_id,
+            amount: i.amount.amount_string(),
+            currency: i.amount.currency().code().to_string(),
+            status: i.status,
+            idempotency_key: i.idempotency_key,
+            attempts: i.attempts,
+            last_error: i.last_error,
+        })
+        .collect())
+}
+
+fn customer_status(intent_status: &str) -> &'static str {
+    match intent_status {
+        "created" => "in_review",
+        "submitting" | "pending" => "submitted",
+        "succeeded" => "completed",
+        "pending_verification" | "needs_review" => "being_verified",
+        _ => "not_completed",
+    }
+}
+
+pub(crate) async fn customer_refunds_tx(
+    tx: &mut Tx<'_>,
+    case_id: &str,
+) -> AppResult<Vec<CustomerRefundView>> {
+    let rows = sqlx::query("SELECT amount_minor, currency, status FROM refund_intents WHERE case_id = $1 AND status <> 'void' ORDER BY charge_id")
+        .bind(case_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    rows.iter().map(customer_view_from_row).collect()
+}
+
+fn customer_view_from_row(r: &sqlx::any::AnyRow) -> AppResult<CustomerRefundView> {
+    let currency: Currency = r
+        .try_get::<String, _>("currency")?
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let amount = Money::from_minor(r.try_get("amount_minor")?, currency)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(CustomerRefundView {
+        amount: amount.amount_string(),
+        currency: currency.code().to_string(),
+        status: customer_status(&r.try_get::<String, _>("status")?).to_string(),
+    })
+}
+
+pub async fn customer_refunds(db: &Db, case_id: &str) -> AppResult<Vec<CustomerRefundView>> {
+    let rows = sqlx::query("SELECT amount_minor, currency, status FROM refund_intents WHERE case_id = $1 AND status <> 'void' ORDER BY charge_id")
+        .bind(case_id)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(customer_view_from_row).collect()
+}
