@@ -1,33 +1,22 @@
-//! The workflow: from the agent's proposal to a policy decision, an approval-queue entry
-//! bound to a fingerprint, and an honest reply.
-//!
-//! Facts are gathered here by code — the customer and orders from our store, charges and
-//! refunds fresh from the provider — never taken from the model's words. The policy
-//! engine decides; the proposal only says what the customer asks about and which order.
-//! The same `gather_facts` runs again at the payment boundary (SPEC invariant 3).
-
-use std::collections::BTreeSet;
+//! The facts a decision is made on, gathered by code: the customer and orders from our
+//! store, charges and refunds fresh from the provider (or a billing-world snapshot), the
+//! order resolved from the ticket, the conversation and the records — never from the
+//! model's words. The same gathering runs again at the payment boundary (SPEC invariant 3).
 
 use policy_engine::{
-    ChargeFacts, ChargeStatus, CustomerFacts, Decision, Facts, Money, OrderFacts, Outcome,
-    Ownership, RefundFacts, RefundStatus, RequestKind,
+    ChargeFacts, ChargeStatus, CustomerFacts, Facts, Money, OrderFacts, Ownership, RefundFacts,
+    RefundStatus, RequestKind,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::agent::{Exchange, Proposal};
 use crate::billing::BillingSource;
-use crate::cases::{self, Case, CaseStatus};
 use crate::clock::from_ms;
 use crate::error::{AppError, AppResult};
 use crate::payments::{ProviderCharge, ProviderRefund};
-use crate::replies;
 use crate::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
-use crate::runs::{self, Run};
-use crate::state::AppState;
-use crate::store::Tx;
-use crate::tickets::{self, Ticket};
-use crate::world::serde_plain;
+use crate::tickets::Ticket;
 
 fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Result<ChargeFacts> {
     let currency = c.currency()?;
@@ -228,27 +217,6 @@ pub fn evidence_hash(facts: &Facts) -> String {
     ))
 }
 
-/// The index a decision's citations came from: `schema_version:policy_hash`.
-pub fn policy_index_version(state: &AppState) -> String {
-    format!(
-        "{}:{}",
-        rag_index::SCHEMA_VERSION,
-        state.index.policy_hash()
-    )
-}
-
-/// The `decision` event: the decision plus the policy index it was made with.
-fn decision_event(decision: &Decision, policy_index: &str) -> Value {
-    let mut value = serde_json::to_value(decision).unwrap_or_default();
-    if let Value::Object(map) = &mut value {
-        map.insert(
-            "policy_index".into(),
-            Value::String(policy_index.to_string()),
-        );
-    }
-    value
-}
-
 /// Evidence references that do not point at a successful tool call whose result
 /// contains the cited record (SPEC invariant 8).
 pub fn invalid_evidence(proposal: &Proposal, exchanges: &[Exchange]) -> Vec<String> {
@@ -276,296 +244,6 @@ fn contains_value(v: &Value, needle: &str) -> bool {
     }
 }
 
-/// The decision for a case as the facts stand now.
-pub async fn decide_now(
-    state: &AppState,
-    ticket: &Ticket,
-    request: RequestKind,
-    order_id: Option<&str>,
-) -> AppResult<(Facts, Decision)> {
-    let facts = gather_facts(state.billing.as_ref(), ticket, request, order_id).await?;
-    let decision = policy_engine::decide(&facts, &state.policies);
-    Ok((facts, decision))
-}
-
-/// Turns a recorded proposal into a decision and the case's next state.
-pub async fn decide_case(
-    state: &AppState,
-    run: &mut Run,
-    case: &Case,
-    ticket: &Ticket,
-    proposal: &Proposal,
-    exchanges: &[Exchange],
-) -> AppResult<()> {
-    // The order is resolved here, not taken from the model (issue 15), and stored in the
-    // proposal with where it came from, so every later re-decision (payment boundary,
-    // takeover) starts from the same inputs and a reviewer sees why this order.
-    let messages: Vec<String> = tickets::messages(&state.db, &ticket.id)
-        .await?
-        .into_iter()
-        .filter(|m| m.author == "customer")
-        .map(|m| m.body)
-        .collect();
-    let (facts, order_source) = gather_facts_resolved(
-        state.billing.as_ref(),
-        ticket,
-        &messages,
-        proposal.request,
-        proposal.order_id.as_deref(),
-    )
-    .await?;
-    let mut proposal = proposal.clone();
-    proposal.order_id = facts.order_id.clone();
-    proposal.order_source = order_source;
-    let proposal = &proposal;
-    let decision = policy_engine::decide(&facts, &state.policies);
-    let evidence_hash = evidence_hash(&facts);
-    let invalid = invalid_evidence(proposal, exchanges);
-    let policy_index = policy_index_version(state);
-    let now = state.clock.now_ms();
-
-    // The engine's refunds, not the model's, are what a human is asked to approve.
-    let proposed: BTreeSet<(String, String)> = proposal
-        .refunds
-        .iter()
-        .map(|r| (r.charge_id.clone(), r.amount.clone()))
-        .collect();
-    let decided: BTreeSet<(String, String)> = decision
-        .refunds
-        .iter()
-        .map(|r| (r.charge_id.clone(), r.amount.amount_string()))
-        .collect();
-
-    let mut tx = state.db.begin().await?;
-    let case = cases::load_case_tx(&mut tx, &case.id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    if case.status != CaseStatus::Investigating || case.run_id.as_deref() != Some(run.id.as_str()) {
-        // The case moved on (withdrawn, re-investigated by a newer run, decided by another
-        // holder of this run): stop quietly. The run is ended with a versioned update, so a
-        // worker whose run was advanced elsewhere (its lease lost to the one that decided)
-        // writes nothing and stops with `run_changed`, instead of cancelling the run it no
-        // longer holds.
-        runs::set_status(&mut tx, run, runs::RunStatus::Cancelled, 0, 0, now).await?;
-        tx.commit().await?;
-        return Ok(());
-    }
-    // From here on, the versioned case update is the transaction's first write: it is what
-    // detects a race (two holders of this run, a customer message re-opening the case), so
-    // a lost race fails there as `case_changed`, before any run event is appended (on
-    // PostgreSQL an event appended first would instead collide on its sequence number).
-    if state.shadow_mode && invalid.is_empty() {
-        hand_to_reviewer(&mut tx, &case, ticket, proposal, &facts, &decision, now).await?;
-        append_decision_events(
-            &mut tx,
-            &run.id,
-            &decision,
-            &policy_index,
-            &proposed,
-            &decided,
-            now,
-        )
-        .await?;
-        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
-        tx.commit().await?;
-        tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
-        return Ok(());
-    }
-    let (mut status, mut note) = match decision.outcome {
-        Outcome::Allow => (CaseStatus::AwaitingApproval, None),
-        Outcome::Deny => (CaseStatus::Denied, None),
-        Outcome::RequestInfo => (CaseStatus::AwaitingCustomer, None),
-        Outcome::Escalate => (
-            CaseStatus::Escalated,
-            decision.escalation.as_ref().map(|e| e.reason.clone()),
-        ),
-    };
-    if !invalid.is_empty() {
-        status = CaseStatus::Escalated;
-        note = Some("the proposal cites evidence no tool returned".into());
-    }
-    cases::record_decision(
-        &mut tx,
-        &case,
-        &cases::DecisionRecord {
-            status,
-            proposal: cases::ProposalChange::Decides(proposal),
-            facts: &facts,
-            decision: &decision,
-            evidence_hash: &evidence_hash,
-            required_role: decision.approver_role,
-            reason_code: decision.reason_code,
-            void_reason: match note.as_deref() {
-                Some(why) => cases::VoidReason::Set(why),
-                None => cases::VoidReason::Keep,
-            },
-            policy_index: Some(&policy_index),
-            now,
-        },
-    )
-    .await?;
-    append_decision_events(
-        &mut tx,
-        &run.id,
-        &decision,
-        &policy_index,
-        &proposed,
-        &decided,
-        now,
-    )
-    .await?;
-    if !invalid.is_empty() {
-        runs::append_event(
-            &mut tx,
-            &run.id,
-            "evidence_rejected",
-            None,
-            &json!({ "invalid": invalid }),
-            now,
-        )
-        .await?;
-    }
-    let run_status = if status == CaseStatus::AwaitingApproval {
-        runs::RunStatus::AwaitingApproval
-    } else {
-        runs::RunStatus::Completed
-    };
-    runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
-    let reply = crate::replies::decision_reply(ticket.language, status, &decision);
-    tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-    crate::audit::record(
-        &mut tx,
-        "agent",
-        "decided",
-        &case.id,
-        &format!(
-            "{} ({})",
-            status.as_str(),
-            serde_plain(&decision.reason_code)
-        ),
-        now,
-    )
-    .await?;
-    tx.commit().await?;
-    tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
-    Ok(())
-}
-
-/// The `decision` event, and `proposal_overridden` when the engine's refunds differ from
-/// the model's. Appended after the case's versioned update (see `decide_case`).
-async fn append_decision_events(
-    tx: &mut crate::store::Tx<'_>,
-    run_id: &str,
-    decision: &Decision,
-    policy_index: &str,
-    proposed: &BTreeSet<(String, String)>,
-    decided: &BTreeSet<(String, String)>,
-    now: i64,
-) -> AppResult<()> {
-    runs::append_event(
-        tx,
-        run_id,
-        "decision",
-        None,
-        &decision_event(decision, policy_index),
-        now,
-    )
-    .await?;
-    if proposed != decided {
-        runs::append_event(
-            tx,
-            run_id,
-            "proposal_overridden",
-            None,
-            &json!({ "proposed": proposed, "decided": decided }),
-            now,
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Hands a case to a human when the agent cannot finish: with what it verified, what is
-/// open and what it did (SPEC §6, budgets).
-pub async fn escalate_to_human(
-    state: &AppState,
-    run: &mut Run,
-    case: &Case,
-    ticket: &Ticket,
-    why: &str,
-    exchanges: &[Exchange],
-) -> AppResult<()> {
-    let now = state.clock.now_ms();
-    let verified: Vec<Value> = exchanges
-        .iter()
-        .filter(|x| x.outcome.ok)
-        .map(
-            |x| json!({ "call_id": x.call.id, "tool": x.call.name, "arguments": x.call.arguments }),
-        )
-        .collect();
-    let failed: Vec<Value> = exchanges
-        .iter()
-        .filter(|x| !x.outcome.ok)
-        .map(|x| json!({ "call_id": x.call.id, "tool": x.call.name, "error": x.outcome.content }))
-        .collect();
-    let summary = json!({
-        "reason": why,
-        "verified_tool_calls": verified,
-        "failed_tool_calls": failed,
-        "open_questions": ["what the customer is owed has not been decided"],
-        "actions_taken": "none: the agent has no write access",
-    });
-    let mut tx = state.db.begin().await?;
-    let case = cases::load_case_tx(&mut tx, &case.id)
-        .await?
-        .ok_or(AppError::NotFound("case"))?;
-    if case.status == CaseStatus::Investigating && case.run_id.as_deref() == Some(run.id.as_str()) {
-        // The versioned update comes first, as in `decide_case`: a lost race fails here as
-        // `case_changed` (roll back; the next pass sees the new state), not on the run
-        // event's sequence number.
-        cases::escalate(&mut tx, &case, why, now).await?;
-        let reply = crate::replies::escalation_reply(ticket.language);
-        tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-        crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
-    }
-    runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
-    runs::set_status(&mut tx, run, runs::RunStatus::Failed, 0, 0, now).await?;
-    tx.commit().await?;
-    tracing::warn!(case_id = %case.id, why, "case escalated to a human");
-    Ok(())
-}
-
-pub const SHADOW_NOTE: &str = "shadow mode: decide by hand";
-
-/// Records the agent's decision privately and hands the case to a human.
-pub async fn hand_to_reviewer(
-    tx: &mut Tx<'_>,
-    case: &Case,
-    ticket: &Ticket,
-    proposal: &Proposal,
-    facts: &policy_engine::Facts,
-    decision: &Decision,
-    now: i64,
-) -> AppResult<()> {
-    // The case keeps the facts (billing records, not conclusions) and nothing else of
-    // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
-    // The versioned update is the first write: a lost race fails here as `case_changed`.
-    cases::hold_for_review(tx, case, facts, SHADOW_NOTE, now).await?;
-    crate::shadow_pairs::record_agent_side(tx, &case.id, decision, proposal, now).await?;
-    let reply = replies::shadow_review_reply(ticket.language);
-    tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
-    crate::audit::record(
-        tx,
-        "agent",
-        "shadow_recorded",
-        &case.id,
-        "agent decision recorded; awaiting a human decision",
-        now,
-    )
-    .await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -573,6 +251,7 @@ mod tests {
     use super::*;
     use crate::billing::WorldBilling;
     use crate::world::World;
+    use serde_json::json;
 
     /// C-1 has `#10234` (an add-on) and `#10235` (an annual plan); C-2 has `MX5H38`.
     fn billing() -> WorldBilling {
