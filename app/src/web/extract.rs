@@ -2,10 +2,13 @@
 //! asking (`Principal`, `Session`: see `auth`).
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::Json;
 
-use crate::error::AppError;
+use crate::auth::{constant_time_eq, resolve, Principal, Session, CUSTOMER_COOKIE, SESSION_COOKIE};
+use crate::error::{AppError, AppResult};
+use crate::state::AppState;
 
 /// JSON body extractor whose failures use the API's error shape.
 pub struct ApiJson<T>(pub T);
@@ -32,5 +35,148 @@ where
             }
             Err(e) => Err(AppError::bad_request("invalid_body", e.body_text())),
         }
+    }
+}
+
+pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+    parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let now = state.clock.now_ms();
+        if let Some(token) = bearer(parts) {
+            return resolve(&state.db, token, now)
+                .await?
+                .map(|r| r.principal)
+                .ok_or(AppError::Unauthorized);
+        }
+        for name in [SESSION_COOKIE, CUSTOMER_COOKIE] {
+            if let Some(token) = cookie(parts, name) {
+                if let Some(r) = resolve(&state.db, token, now).await? {
+                    check_cookie_request(parts, r.csrf_token.as_deref())?;
+                    return Ok(r.principal);
+                }
+            }
+        }
+        Err(AppError::Unauthorized)
+    }
+}
+
+/// The header a script sends a session's CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// A browser sends its cookies on requests other sites start, so a state-changing API
+/// request authenticated by cookie must prove it came from our own pages: the session's
+/// CSRF token in `X-CSRF-Token`, or `Sec-Fetch-Site: same-origin`, or an `Origin` naming
+/// this host (issue 16; SPEC
+/// invariant 12). Bodyless POSTs are no exception. Bearer tokens need neither: a
+/// browser never attaches them on its own.
+pub fn check_cookie_request(parts: &Parts, csrf_token: Option<&str>) -> AppResult<()> {
+    if parts.method.is_safe() {
+        return Ok(());
+    }
+    let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+    if let (Some(sent), Some(expected)) = (sent, csrf_token) {
+        if constant_time_eq(sent, expected) {
+            return Ok(());
+        }
+    }
+    if origin_matches_host(parts) == Some(true) {
+        return Ok(());
+    }
+    Err(AppError::Forbidden(
+        "a request signed in by cookie needs the X-CSRF-Token header or a same-origin Origin"
+            .into(),
+    ))
+}
+
+/// Whether a request was started by one of our own pages: the browser's
+/// `Sec-Fetch-Site` (which no page can forge) when sent, else whether `Origin` names
+/// the host the request was sent to; `None` when the request carries neither (not a
+/// browser, or a very old one). Under `Referrer-Policy: no-referrer` browsers send
+/// `Origin: null` on POSTs, so `Sec-Fetch-Site` is asked first.
+pub fn origin_matches_host(parts: &Parts) -> Option<bool> {
+    if let Some(site) = parts.headers.get("sec-fetch-site") {
+        return Some(site.as_bytes() == b"same-origin");
+    }
+    let origin = parts
+        .headers
+        .get(axum::http::header::ORIGIN)?
+        .to_str()
+        .ok()?;
+    let host = parts
+        .headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok());
+    let origin_host = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    Some(origin_host.is_some() && origin_host == host)
+}
+
+impl FromRequestParts<AppState> for Session {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = cookie(parts, SESSION_COOKIE)
+            .ok_or(AppError::Unauthorized)?
+            .to_string();
+        let resolved = resolve(&state.db, &token, state.clock.now_ms())
+            .await?
+            .ok_or(AppError::Unauthorized)?;
+        match (resolved.principal, resolved.csrf_token) {
+            (Principal::Staff(staff), Some(csrf_token)) => Ok(Session {
+                staff,
+                csrf_token,
+                token,
+            }),
+            _ => Err(AppError::Unauthorized),
+        }
+    }
+}
+
+/// The peer address of a request, from `ConnectInfo` (which `serve` installs), for
+/// throttling logins per client. Behind a reverse proxy every client shares the proxy's
+/// address; forwarded headers are not trusted, since any client can write them.
+pub struct ClientAddr(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let addr = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip().to_string())
+            .unwrap_or_else(|| "unknown".to_string());
+        Ok(ClientAddr(addr))
     }
 }

@@ -160,7 +160,7 @@ pub fn routes(state: &AppState) -> axum::Router<AppState> {
 /// before the protocol layer sees it, and hands the staff member to the tools.
 async fn require_staff(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    match staff_for_token(&state, auth::bearer(&parts)).await {
+    match staff_for_token(&state, crate::web::extract::bearer(&parts)).await {
         Ok(staff) => {
             parts.extensions.insert(staff);
             next.run(Request::from_parts(parts, body)).await

@@ -6,7 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use crate::auth::{self, constant_time_eq, Session};
+use crate::auth::{constant_time_eq, Session};
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -104,7 +104,7 @@ pub(super) fn with_status(status: StatusCode, mut page: Response) -> Response {
     page
 }
 
-/// Whether a form post came from our own pages (`auth::origin_matches_host`; a request
+/// Whether a form post came from our own pages (`crate::web::extract::origin_matches_host`; a request
 /// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
 /// form posted from another site would sign the victim in as the attacker (login CSRF,
 /// issue 16).
@@ -117,7 +117,9 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
-        Ok(SameOrigin(auth::origin_matches_host(parts) != Some(false)))
+        Ok(SameOrigin(
+            crate::web::extract::origin_matches_host(parts) != Some(false),
+        ))
     }
 }
 

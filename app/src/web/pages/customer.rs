@@ -66,7 +66,7 @@ impl axum::extract::FromRequestParts<AppState> for CustomerSession {
         parts: &mut axum::http::request::Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = auth::cookie(parts, auth::CUSTOMER_COOKIE)
+        let token = crate::web::extract::cookie(parts, auth::CUSTOMER_COOKIE)
             .ok_or(AppError::Unauthorized)?
             .to_string();
         let resolved = auth::resolve(&state.db, &token, state.clock.now_ms())

@@ -33,7 +33,7 @@ pub(super) struct LoginForm {
 
 pub(super) async fn login_submit(
     State(state): State<AppState>,
-    client: auth::ClientAddr,
+    client: crate::web::extract::ClientAddr,
     origin: SameOrigin,
     Form(form): Form<LoginForm>,
 ) -> Response {

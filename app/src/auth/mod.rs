@@ -1,0 +1,151 @@
+//! Who is asking: staff (argon2id passwords, bearer tokens, console sessions) and
+//! customers (bearer tokens, or a browser session started from a single-use sign-in
+//! link).
+//!
+//! Identity comes only from these credentials, never from anything typed in a chat or
+//! returned by a tool (SPEC invariant 7). Only SHA-256 hashes of tokens are stored.
+//! Password hashing runs on the blocking pool behind a small semaphore, so a login
+//! flood cannot stall the runtime; failed logins are counted before the hash is checked
+//! and slow the next attempt per address and per account (issue 16), never locking the
+//! right password out for long.
+
+mod staff;
+pub use staff::{list_staff, staff_by_email, unlock_staff, upsert_staff};
+mod login;
+pub use login::{
+    login, recent_failures, throttle_delay_ms, LoginResult, ACCOUNT_FREE_FAILURES,
+    ACCOUNT_MAX_DELAY_MS, ADDRESS_MAX_DELAY_MS, LOGIN_WINDOW_MS, MAX_LOGIN_FAILURES,
+    PASSWORD_WORKERS,
+};
+mod tokens;
+pub use tokens::{
+    issue_sign_in_link, issue_token, purge_expired, redeem_sign_in_link, resolve, revoke_token,
+    Resolved, SIGN_IN_LINK_TTL_MS,
+};
+
+use argon2::password_hash::{
+    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
+};
+use argon2::Argon2;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{AppError, AppResult};
+
+pub const SESSION_COOKIE: &str = "rd_session";
+pub const CUSTOMER_COOKIE: &str = "rd_customer";
+const API_TOKEN_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
+const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
+
+/// Staff roles, lowest first. Approval limits by role come from RP-004.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StaffRole {
+    Agent,
+    Supervisor,
+    Admin,
+}
+
+impl StaffRole {
+    pub fn parse(s: &str) -> AppResult<StaffRole> {
+        match s {
+            "agent" => Ok(StaffRole::Agent),
+            "supervisor" => Ok(StaffRole::Supervisor),
+            "admin" => Ok(StaffRole::Admin),
+            _ => Err(AppError::bad_request(
+                "invalid_role",
+                format!("unknown role '{s}' (agent, supervisor, admin)"),
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaffRole::Agent => "agent",
+            StaffRole::Supervisor => "supervisor",
+            StaffRole::Admin => "admin",
+        }
+    }
+
+    /// Whether this role may approve a refund that needs `required` (RP-004).
+    pub fn may_approve(self, required: policy_engine::Role) -> bool {
+        let needed = match required {
+            policy_engine::Role::Agent => StaffRole::Agent,
+            policy_engine::Role::Supervisor => StaffRole::Supervisor,
+            policy_engine::Role::Admin => StaffRole::Admin,
+        };
+        self >= needed
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Staff {
+    pub id: String,
+    pub email: String,
+    pub role: StaffRole,
+}
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    Staff(Staff),
+    Customer { customer_id: String },
+}
+
+impl Principal {
+    pub fn staff(&self) -> AppResult<&Staff> {
+        match self {
+            Principal::Staff(s) => Ok(s),
+            Principal::Customer { .. } => Err(AppError::Forbidden("staff only".into())),
+        }
+    }
+
+    pub fn customer_id(&self) -> AppResult<&str> {
+        match self {
+            Principal::Customer { customer_id } => Ok(customer_id),
+            Principal::Staff(_) => Err(AppError::Forbidden("customers only".into())),
+        }
+    }
+}
+
+pub fn hash_password(password: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| anyhow::anyhow!("hashing password: {e}"))
+}
+
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+static PASSWORD_WORK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(PASSWORD_WORKERS);
+
+/// The console session of a request (cookie), with its CSRF token.
+pub struct Session {
+    pub staff: Staff,
+    pub csrf_token: String,
+    pub token: String,
+}
+
+/// Constant-time comparison for CSRF tokens, fingerprints and signatures.
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}

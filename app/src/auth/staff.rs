@@ -1,0 +1,92 @@
+//! Staff accounts: created or updated with an argon2id hash, looked up, listed, unlocked.
+
+use sqlx::Row;
+
+use super::login::hash_password_off_runtime;
+use super::{Staff, StaffRole};
+use crate::error::{AppError, AppResult};
+use crate::store::{new_id, Db};
+
+/// Adds a staff member or updates their role and password. Every session and token the
+/// person held is revoked in the same transaction: whoever knew the old password, or
+/// held a token issued under the old role, keeps nothing (issue 16).
+pub async fn upsert_staff(
+    db: &Db,
+    email: &str,
+    role: StaffRole,
+    password: &str,
+    now_ms: i64,
+) -> AppResult<Staff> {
+    let email = email.trim().to_ascii_lowercase();
+    if !email.contains('@') || email.len() > 254 {
+        return Err(AppError::bad_request(
+            "invalid_email",
+            format!("'{email}' is not an email address"),
+        ));
+    }
+    if password.chars().count() < 8 {
+        return Err(AppError::bad_request(
+            "weak_password",
+            "passwords have at least 8 characters",
+        ));
+    }
+    let hash = hash_password_off_runtime(password.to_string()).await?;
+    let id = new_id("staff");
+    let mut tx = db.begin().await?;
+    sqlx::query(
+        "INSERT INTO staff (id, email, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash",
+    )
+    .bind(&id)
+    .bind(&email)
+    .bind(role.as_str())
+    .bind(&hash)
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "DELETE FROM auth_tokens WHERE subject_kind = 'staff'
+         AND subject_id = (SELECT id FROM staff WHERE email = $1)",
+    )
+    .bind(&email)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    staff_by_email(db, &email)
+        .await?
+        .ok_or(AppError::NotFound("staff"))
+}
+
+pub async fn staff_by_email(db: &Db, email: &str) -> AppResult<Option<Staff>> {
+    let row = sqlx::query("SELECT id, email, role FROM staff WHERE email = $1")
+        .bind(email.trim().to_ascii_lowercase())
+        .fetch_optional(db.pool())
+        .await?;
+    row.map(|r| staff_from_row(&r)).transpose()
+}
+
+pub(crate) fn staff_from_row(r: &sqlx::any::AnyRow) -> AppResult<Staff> {
+    Ok(Staff {
+        id: r.try_get("id")?,
+        email: r.try_get("email")?,
+        role: StaffRole::parse(&r.try_get::<String, _>("role")?)?,
+    })
+}
+
+/// Forgets an account's failed logins (`refund-agent staff unlock`, the admin's unlock
+/// button); returns how many there were.
+pub async fn unlock_staff(db: &Db, email: &str) -> AppResult<u64> {
+    let done = sqlx::query("DELETE FROM login_failures WHERE email = $1")
+        .bind(email.trim().to_ascii_lowercase())
+        .execute(db.pool())
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Every staff member, by email.
+pub async fn list_staff(db: &Db) -> AppResult<Vec<Staff>> {
+    let rows = sqlx::query("SELECT id, email, role FROM staff ORDER BY email")
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(staff_from_row).collect()
+}

@@ -1,0 +1,162 @@
+//! Bearer tokens and sessions (stored as hashes), and customers' single-use sign-in links.
+
+use sqlx::Row;
+
+use super::login::LOGIN_WINDOW_MS;
+use super::staff::staff_from_row;
+use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
+use crate::error::{AppError, AppResult};
+use crate::store::Db;
+
+/// Issues a bearer token (`kind = api`) or a console session (`kind = session`, with a
+/// CSRF token). Returns the token; only its hash is stored.
+pub async fn issue_token(
+    db: &Db,
+    kind: &str,
+    subject_kind: &str,
+    subject_id: &str,
+    now_ms: i64,
+) -> AppResult<(String, Option<String>)> {
+    let token = random_token();
+    let csrf = (kind == "session").then(random_token);
+    let ttl = if kind == "session" {
+        SESSION_TTL_MS
+    } else {
+        API_TOKEN_TTL_MS
+    };
+    sqlx::query(
+        "INSERT INTO auth_tokens (token_hash, kind, subject_kind, subject_id, csrf_token, expires_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(token_hash(&token))
+    .bind(kind)
+    .bind(subject_kind)
+    .bind(subject_id)
+    .bind(csrf.clone())
+    .bind(now_ms + ttl)
+    .bind(now_ms)
+    .execute(db.pool())
+    .await?;
+    Ok((token, csrf))
+}
+
+pub async fn revoke_token(db: &Db, token: &str) -> AppResult<()> {
+    sqlx::query("DELETE FROM auth_tokens WHERE token_hash = $1")
+        .bind(token_hash(token))
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+/// How long a customer sign-in link works (issue 16: short-lived, single use).
+pub const SIGN_IN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// A single-use sign-in link token for a customer, valid `SIGN_IN_LINK_TTL_MS`. It is
+/// not an API token: `resolve` never accepts it, and only `redeem_sign_in_link` (the
+/// POST from the sign-in page) turns it into a browser session, once.
+pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> AppResult<String> {
+    let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_optional(db.pool())
+        .await?;
+    if known.is_none() {
+        return Err(AppError::NotFound("customer"));
+    }
+    let token = random_token();
+    sqlx::query(
+        "INSERT INTO sign_in_links (token_hash, customer_id, expires_at, created_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(token_hash(&token))
+    .bind(customer_id)
+    .bind(now_ms + SIGN_IN_LINK_TTL_MS)
+    .bind(now_ms)
+    .execute(db.pool())
+    .await?;
+    Ok(token)
+}
+
+/// Uses a sign-in link: marks it used (one versioned update, so two tabs racing get one
+/// session between them) and returns its customer, or `None` when it is unknown, used or
+/// expired.
+pub async fn redeem_sign_in_link(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<String>> {
+    let hash = token_hash(token);
+    let used = sqlx::query(
+        "UPDATE sign_in_links SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1",
+    )
+    .bind(now_ms)
+    .bind(&hash)
+    .execute(db.pool())
+    .await?;
+    if used.rows_affected() != 1 {
+        return Ok(None);
+    }
+    let row = sqlx::query("SELECT customer_id FROM sign_in_links WHERE token_hash = $1")
+        .bind(&hash)
+        .fetch_one(db.pool())
+        .await?;
+    Ok(Some(row.try_get("customer_id")?))
+}
+
+/// Deletes what can no longer be used: expired tokens and sessions, used or expired
+/// sign-in links, and failed logins older than the throttle window. `serve` runs it
+/// periodically; returns the rows removed.
+pub async fn purge_expired(db: &Db, now_ms: i64) -> AppResult<u64> {
+    let mut removed = 0;
+    for (sql, cutoff) in [
+        ("DELETE FROM auth_tokens WHERE expires_at <= $1", now_ms),
+        (
+            "DELETE FROM sign_in_links WHERE expires_at <= $1 OR used_at IS NOT NULL",
+            now_ms,
+        ),
+        (
+            "DELETE FROM login_failures WHERE at <= $1",
+            now_ms - LOGIN_WINDOW_MS,
+        ),
+    ] {
+        removed += sqlx::query(sql)
+            .bind(cutoff)
+            .execute(db.pool())
+            .await?
+            .rows_affected();
+    }
+    Ok(removed)
+}
+
+/// A resolved credential: who, and the CSRF token when it is a console session.
+pub struct Resolved {
+    pub principal: Principal,
+    pub csrf_token: Option<String>,
+}
+
+pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<Resolved>> {
+    let row = sqlx::query(
+        "SELECT subject_kind, subject_id, csrf_token FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
+    )
+    .bind(token_hash(token))
+    .bind(now_ms)
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let kind: String = row.try_get("subject_kind")?;
+    let subject: String = row.try_get("subject_id")?;
+    let csrf_token: Option<String> = row.try_get("csrf_token")?;
+    let principal = match kind.as_str() {
+        "staff" => {
+            let r = sqlx::query("SELECT id, email, role FROM staff WHERE id = $1")
+                .bind(&subject)
+                .fetch_optional(db.reader())
+                .await?;
+            match r {
+                Some(r) => Principal::Staff(staff_from_row(&r)?),
+                None => return Ok(None),
+            }
+        }
+        _ => Principal::Customer {
+            customer_id: subject,
+        },
+    };
+    Ok(Some(Resolved {
+        principal,
+        csrf_token,
+    }))
+}
