@@ -17,13 +17,6 @@
 //! (a refund made elsewhere is left to reconciliation, which reports it), or act on
 //! event types it does not know (they are acknowledged and ignored).
 
-use std::sync::Arc;
-
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::routing::{post, MethodRouter};
-use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
@@ -38,27 +31,6 @@ pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
 
 /// Stripe's default tolerance for the signed timestamp.
 pub const TOLERANCE_SECS: i64 = crate::payments::signature::DEFAULT_TOLERANCE_SECS;
-
-/// The secret that signs provider webhooks. Its `Debug` never shows it.
-#[derive(Clone)]
-pub struct WebhookSecret(Arc<str>);
-
-impl WebhookSecret {
-    pub fn new(secret: impl Into<String>) -> Self {
-        WebhookSecret(Arc::from(secret.into()))
-    }
-}
-
-impl std::fmt::Debug for WebhookSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WebhookSecret(…)")
-    }
-}
-
-/// The webhook route verifying with `secret`.
-pub fn route_with_secret(secret: WebhookSecret) -> MethodRouter<AppState> {
-    post(post_payments_webhook).layer(Extension(secret))
-}
 
 /// Points the provider's webhook deliveries (the payments mock's `POST /__mock/webhooks`)
 /// at this app's receiver, `{app_url}/api/v1/webhooks/payments`. Only the mock has this
@@ -125,7 +97,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Applied => "applied",
             Outcome::Unchanged => "unchanged",
@@ -135,45 +107,6 @@ impl Outcome {
             Outcome::Ignored => "ignored",
         }
     }
-}
-
-#[derive(Debug, Serialize)]
-pub struct WebhookAck {
-    pub received: bool,
-    pub event_id: String,
-    pub outcome: Outcome,
-}
-
-/// `POST /api/v1/webhooks/payments` (signed by the provider; no bearer token).
-pub async fn post_payments_webhook(
-    State(state): State<AppState>,
-    Extension(secret): Extension<WebhookSecret>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<Json<WebhookAck>> {
-    let header = headers
-        .get("stripe-signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let now_secs = state.clock.now_ms().div_euclid(1000);
-    if let Err(e) =
-        crate::payments::signature::verify(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
-    {
-        tracing::warn!(error = %e, "webhook refused: bad signature");
-        crate::metrics::record_webhook("invalid_signature");
-        return Err(AppError::bad_request("invalid_signature", e.to_string()));
-    }
-    let event: Event = serde_json::from_slice(&body).map_err(|e| {
-        AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
-    })?;
-    let outcome = process_event(&state, &event).await?;
-    crate::metrics::record_webhook(outcome.as_str());
-    tracing::info!(event_id = %event.id, event_type = %event.kind, outcome = outcome.as_str(), "webhook processed");
-    Ok(Json(WebhookAck {
-        received: true,
-        event_id: event.id,
-        outcome,
-    }))
 }
 
 const REFUND_EVENTS: [&str; 4] = [

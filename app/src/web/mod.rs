@@ -4,6 +4,7 @@
 //! response; no domain module imports from here.
 
 pub mod api;
+pub mod error;
 pub mod extract;
 pub mod mcp;
 pub mod openapi;

@@ -15,8 +15,8 @@ use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::error::{ApiErrors, ErrorBody};
 use crate::schema::{Currency, Outcome, ReasonCode, RefundLine};
+use crate::web::error::{ApiErrors, ErrorBody};
 
 /// `GET /healthz`.
 #[derive(Serialize, ToSchema)]
@@ -47,7 +47,7 @@ pub struct WebhookAck {
     pub outcome: String,
 }
 
-/// `POST /api/v1/webhooks/payments` (`webhooks::post_payments_webhook`).
+/// `POST /api/v1/webhooks/payments` (`web::api::webhooks::post_payments_webhook`).
 #[utoipa::path(post, path = "/api/v1/webhooks/payments", tag = "provider",
     params(("Stripe-Signature" = String, Header, description = "t=…,v1=… (HMAC-SHA256 of the body)")),
     request_body(content = Object, description = "a provider event, signed", content_type = "application/json"),

@@ -170,9 +170,9 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
         .route(
             "/webhooks/payments",
-            crate::webhooks::route_with_secret(crate::webhooks::WebhookSecret::new(
-                state.webhook_secret.clone(),
-            )),
+            crate::web::api::webhooks::route_with_secret(
+                crate::web::api::webhooks::WebhookSecret::new(state.webhook_secret.clone()),
+            ),
         )
         .route(
             "/reconcile",

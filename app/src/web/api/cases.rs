@@ -23,7 +23,7 @@ pub struct CaseFilter {
 }
 
 /// `GET /api/v1/cases?status=…` (staff).
-#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::web::error::ApiErrors))]
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
@@ -43,7 +43,7 @@ pub async fn get_cases(
 }
 
 /// `GET /api/v1/cases/{id}` (staff).
-#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/cases/{id}", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the case: status, proposal, decision with its rules, evidence, fingerprint, refunds", body = CaseView), crate::web::error::ApiErrors))]
 pub async fn get_case(
     State(state): State<AppState>,
     principal: Principal,
@@ -69,7 +69,7 @@ pub struct RejectInput {
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::views::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/approve", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ApproveInput, responses((status = 200, description = "approved; the refund is queued", body = crate::views::CaseView), crate::web::error::ApiErrors))]
 pub async fn post_approve(
     State(state): State<AppState>,
     principal: Principal,
@@ -91,7 +91,7 @@ pub async fn post_approve(
 }
 
 /// `POST /api/v1/cases/{id}/reject`.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::views::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/reject", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = RejectInput, responses((status = 200, description = "rejected", body = crate::views::CaseView), crate::web::error::ApiErrors))]
 pub async fn post_reject(
     State(state): State<AppState>,
     principal: Principal,
@@ -119,7 +119,7 @@ pub async fn post_reject(
 }
 
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).
-#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::views::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::views::CaseView), crate::web::error::ApiErrors))]
 pub async fn post_takeover(
     State(state): State<AppState>,
     principal: Principal,
@@ -130,7 +130,7 @@ pub async fn post_takeover(
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
-#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::views::CaseView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/cases/{id}/decide", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = ManualDecision, responses((status = 200, description = "the hand decision recorded", body = crate::views::CaseView), crate::web::error::ApiErrors))]
 pub async fn post_decide(
     State(state): State<AppState>,
     principal: Principal,

@@ -5,3 +5,4 @@ pub mod cases;
 pub mod reconcile;
 pub mod runs;
 pub mod tickets;
+pub mod webhooks;

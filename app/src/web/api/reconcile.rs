@@ -9,7 +9,7 @@ use crate::reconcile::{self, ReconcileReport};
 use crate::state::AppState;
 
 /// `POST /api/v1/reconcile` (staff): runs a full reconciliation and returns its report.
-#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::web::error::ApiErrors))]
 pub async fn post_reconcile(
     State(state): State<AppState>,
     principal: Principal,

@@ -9,7 +9,7 @@ use crate::runs::{self, Event};
 use crate::state::AppState;
 
 /// `GET /api/v1/runs/{id}/events` (staff).
-#[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::web::error::ApiErrors))]
 pub async fn get_events(
     State(state): State<AppState>,
     principal: Principal,

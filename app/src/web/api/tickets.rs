@@ -11,7 +11,7 @@ use crate::state::AppState;
 use crate::web::extract::ApiJson;
 
 /// `POST /api/v1/tickets` (customer).
-#[utoipa::path(post, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), request_body = NewTicket, responses((status = 201, description = "the ticket, its case opened", body = TicketView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), request_body = NewTicket, responses((status = 201, description = "the ticket, its case opened", body = TicketView), crate::web::error::ApiErrors))]
 pub async fn post_ticket(
     State(state): State<AppState>,
     principal: Principal,
@@ -26,7 +26,7 @@ pub async fn post_ticket(
 }
 
 /// `GET /api/v1/tickets/{id}`.
-#[utoipa::path(get, path = "/api/v1/tickets/{id}", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket as its customer (or staff) may see it", body = TicketView), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/tickets/{id}", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket as its customer (or staff) may see it", body = TicketView), crate::web::error::ApiErrors))]
 pub async fn get_ticket(
     State(state): State<AppState>,
     principal: Principal,
@@ -37,7 +37,7 @@ pub async fn get_ticket(
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).
-#[utoipa::path(post, path = "/api/v1/tickets/{id}/messages", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), request_body = NewMessage, responses((status = 200, description = "the ticket with the message added", body = TicketView), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/messages", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), request_body = NewMessage, responses((status = 200, description = "the ticket with the message added", body = TicketView), crate::web::error::ApiErrors))]
 pub async fn post_message(
     State(state): State<AppState>,
     principal: Principal,
@@ -52,7 +52,7 @@ pub async fn post_message(
 
 /// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
 /// 409 `refund_already_submitted` when it is too late.
-#[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::error::ApiErrors))]
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::web::error::ApiErrors))]
 pub async fn post_withdraw(
     State(state): State<AppState>,
     principal: Principal,
@@ -70,7 +70,7 @@ pub async fn post_withdraw(
 }
 
 /// `GET /api/v1/tickets` (customer): their own tickets, newest first.
-#[utoipa::path(get, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), responses((status = 200, description = "the customer's tickets, newest first", body = Vec<TicketView>), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), responses((status = 200, description = "the customer's tickets, newest first", body = Vec<TicketView>), crate::web::error::ApiErrors))]
 pub async fn list_tickets(
     State(state): State<AppState>,
     principal: Principal,
