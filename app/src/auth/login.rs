@@ -4,8 +4,8 @@
 use sqlx::Row;
 
 use super::staff::staff_from_row;
-use super::{hash_password, verify_password, Staff, PASSWORD_WORK};
-use crate::error::{AppError, AppResult};
+use super::{verify_password_off_runtime, Staff};
+use crate::error::AppResult;
 use crate::store::{new_id, Db};
 
 /// Failures are remembered this long, per address and per account.
@@ -23,9 +23,6 @@ pub const ADDRESS_MAX_DELAY_MS: i64 = LOGIN_WINDOW_MS;
 pub const ACCOUNT_FREE_FAILURES: i64 = 10;
 
 pub const ACCOUNT_MAX_DELAY_MS: i64 = 60 * 1000;
-
-/// Password hashes computed at the same time (argon2 takes a core for tens of ms).
-pub const PASSWORD_WORKERS: usize = 2;
 
 /// What a login attempt came to.
 #[derive(Debug)]
@@ -156,28 +153,6 @@ pub async fn recent_failures(db: &Db, email: &str, now_ms: i64) -> AppResult<i64
         .fetch_one(db.reader())
         .await?;
     Ok(row.try_get("n")?)
-}
-
-/// A hash check on the blocking pool, at most `PASSWORD_WORKERS` at once.
-async fn verify_password_off_runtime(password: String, hash: String) -> AppResult<bool> {
-    let _permit = PASSWORD_WORK
-        .acquire()
-        .await
-        .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
-    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("password check: {e}")))
-}
-
-pub(crate) async fn hash_password_off_runtime(password: String) -> AppResult<String> {
-    let _permit = PASSWORD_WORK
-        .acquire()
-        .await
-        .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
-    tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("password hashing: {e}")))?
-        .map_err(AppError::Internal)
 }
 
 /// A hash of nothing, checked for unknown emails so they cost what a wrong password does.

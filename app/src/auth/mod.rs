@@ -15,7 +15,6 @@ mod login;
 pub use login::{
     login, recent_failures, throttle_delay_ms, LoginResult, ACCOUNT_FREE_FAILURES,
     ACCOUNT_MAX_DELAY_MS, ADDRESS_MAX_DELAY_MS, LOGIN_WINDOW_MS, MAX_LOGIN_FAILURES,
-    PASSWORD_WORKERS,
 };
 mod tokens;
 pub use tokens::{
@@ -148,4 +147,29 @@ pub struct Session {
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// Password hashes computed at the same time (argon2 takes a core for tens of ms).
+pub const PASSWORD_WORKERS: usize = 2;
+
+/// A hash check on the blocking pool, at most `PASSWORD_WORKERS` at once.
+async fn verify_password_off_runtime(password: String, hash: String) -> AppResult<bool> {
+    let _permit = PASSWORD_WORK
+        .acquire()
+        .await
+        .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
+    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("password check: {e}")))
+}
+
+pub(crate) async fn hash_password_off_runtime(password: String) -> AppResult<String> {
+    let _permit = PASSWORD_WORK
+        .acquire()
+        .await
+        .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
+    tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("password hashing: {e}")))?
+        .map_err(AppError::Internal)
 }

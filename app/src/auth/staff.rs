@@ -2,8 +2,7 @@
 
 use sqlx::Row;
 
-use super::login::hash_password_off_runtime;
-use super::{Staff, StaffRole};
+use super::{hash_password_off_runtime, Staff, StaffRole};
 use crate::error::{AppError, AppResult};
 use crate::store::{new_id, Db};
 
