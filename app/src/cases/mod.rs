@@ -1,0 +1,302 @@
+//! Cases: the refund work on a ticket, its lifecycle (SPEC §5), and its fingerprint.
+//!
+//! Every status change is a versioned update (`WHERE id = $x AND version = $y`), so two
+//! workers or two reviewers can never both move the same case. The fingerprint binds an
+//! approval to the exact refund parameters (SPEC invariant 2).
+
+mod approvals;
+pub use approvals::{record_approval, use_approval};
+mod fingerprint;
+pub use fingerprint::{decision_fingerprint, fingerprint, FingerprintInput, FingerprintRefund};
+mod decision;
+pub use decision::{record_decision, DecisionRecord, ProposalChange, RecordedDecision, VoidReason};
+mod lease;
+pub(crate) use approvals::void_approvals;
+pub(crate) use lease::{claim_case, release_case};
+
+use sqlx::Row;
+
+use crate::error::{AppError, AppResult};
+use crate::runs;
+use crate::state::AppState;
+use crate::store::{new_id, Db, Tx};
+use crate::tickets::Ticket;
+
+pub use crate::states::CaseStatus;
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub ticket_id: String,
+    pub customer_id: String,
+    pub status: CaseStatus,
+    pub version: i64,
+    pub proposal_seq: i64,
+    pub run_id: Option<String>,
+    pub proposal: Option<String>,
+    pub facts: Option<String>,
+    pub decision: Option<String>,
+    pub evidence_hash: Option<String>,
+    pub fingerprint: Option<String>,
+    pub required_role: Option<String>,
+    pub reason_code: Option<String>,
+    pub refund_total_minor: Option<i64>,
+    pub currency: Option<String>,
+    pub void_reason: Option<String>,
+    pub policy_index: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, created_at, updated_at";
+
+fn case_from_row(r: &sqlx::any::AnyRow) -> AppResult<Case> {
+    Ok(Case {
+        id: r.try_get("id")?,
+        ticket_id: r.try_get("ticket_id")?,
+        customer_id: r.try_get("customer_id")?,
+        status: CaseStatus::parse(&r.try_get::<String, _>("status")?)?,
+        version: r.try_get("version")?,
+        proposal_seq: r.try_get("proposal_seq")?,
+        run_id: r.try_get("run_id")?,
+        proposal: r.try_get("proposal")?,
+        facts: r.try_get("facts")?,
+        decision: r.try_get("decision")?,
+        evidence_hash: r.try_get("evidence_hash")?,
+        fingerprint: r.try_get("fingerprint")?,
+        required_role: r.try_get("required_role")?,
+        reason_code: r.try_get("reason_code")?,
+        refund_total_minor: r.try_get("refund_total_minor")?,
+        currency: r.try_get("currency")?,
+        void_reason: r.try_get("void_reason")?,
+        policy_index: r.try_get("policy_index")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+impl Case {
+    pub fn decision(&self) -> Option<policy_engine::Decision> {
+        self.decision
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+    }
+}
+
+pub async fn load_case(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+    load_case_from(db.pool(), case_id).await
+}
+
+/// Loads a case for showing it, on the read pool.
+pub async fn load_case_to_show(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+    load_case_from(db.reader(), case_id).await
+}
+
+async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
+        .bind(case_id)
+        .fetch_optional(pool)
+        .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
+        .bind(case_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
+    ))
+    .bind(ticket_id)
+    .fetch_optional(db.reader())
+    .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> AppResult<Option<Case>> {
+    let row = sqlx::query(&format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
+    ))
+    .bind(ticket_id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.as_ref().map(case_from_row).transpose()
+}
+
+/// Opens the case of a new ticket with its first run, ready for a worker.
+pub async fn open_case(tx: &mut Tx<'_>, state: &AppState, ticket: &Ticket) -> AppResult<String> {
+    let now = state.clock.now_ms();
+    let case_id = new_id("case");
+    sqlx::query(
+        "INSERT INTO cases (id, ticket_id, customer_id, status, version, proposal_seq, created_at, updated_at)
+         VALUES ($1, $2, $3, 'investigating', 1, 1, $4, $4)",
+    )
+    .bind(&case_id)
+    .bind(&ticket.id)
+    .bind(&ticket.customer_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    let run_id = runs::create_run(tx, state, &case_id).await?;
+    sqlx::query("UPDATE cases SET run_id = $1 WHERE id = $2")
+        .bind(&run_id)
+        .bind(&case_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(case_id)
+}
+
+/// The error code of a versioned case update that found the case changed since it was
+/// read (another worker, reviewer or customer moved it). The caller's transaction must
+/// roll back: nothing it wrote stands.
+pub const CASE_CHANGED: &str = "case_changed";
+
+/// The conflict a lost versioned case update reports (see [`CASE_CHANGED`]).
+pub fn case_changed() -> AppError {
+    AppError::conflict(CASE_CHANGED, "the case changed meanwhile; reload it")
+}
+
+/// Whether an error is a lost versioned case update (see [`CASE_CHANGED`]).
+pub fn is_case_changed(error: &AppError) -> bool {
+    matches!(error, AppError::Conflict { code, .. } if *code == CASE_CHANGED)
+}
+
+/// The outcome of a versioned case update (`… WHERE id = $x AND version = $y`): it moved
+/// exactly the one case, or the case changed since it was read and [`case_changed`].
+pub fn expect_versioned(done: &sqlx::any::AnyQueryResult) -> AppResult<()> {
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(case_changed())
+    }
+}
+
+/// Moves a case to `to` if nobody moved it since `case.version` was read.
+pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
+    let done = sqlx::query("UPDATE cases SET status = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
+        .bind(to.as_str())
+        .bind(now)
+        .bind(&case.id)
+        .bind(case.version)
+        .execute(&mut **tx)
+        .await?;
+    expect_versioned(&done)?;
+    tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
+    Ok(case.version + 1)
+}
+
+/// The case goes to a human (`why` is kept as its void reason). Versioned.
+pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> AppResult<()> {
+    let done = sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
+        .bind(why)
+        .bind(now)
+        .bind(&case.id)
+        .bind(case.version)
+        .execute(&mut **tx)
+        .await?;
+    expect_versioned(&done)
+}
+
+/// Live shadow mode: the case goes to a reviewer holding the facts (billing records, not
+/// conclusions) and nothing else of the agent's — no proposal, decision, reason or
+/// fingerprint a reviewer could anchor on. Versioned: a lost race is `case_changed`.
+pub async fn hold_for_review(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    facts: &policy_engine::Facts,
+    note: &str,
+    now: i64,
+) -> AppResult<()> {
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
+             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
+             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
+    )
+    .bind(serde_json::to_string(facts).unwrap_or_default())
+    .bind(note)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)?;
+    Ok(())
+}
+
+/// Notes why a case stays where it is (a reviewer escalated it on): versioned.
+pub async fn note_void_reason(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    reason: &str,
+    now: i64,
+) -> AppResult<()> {
+    let done = sqlx::query(
+        "UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4",
+    )
+    .bind(reason)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)
+}
+
+/// Voids the current proposal (and any approval bound to its fingerprint) and starts a
+/// new investigation run.
+pub async fn reinvestigate(
+    tx: &mut Tx<'_>,
+    state: &AppState,
+    case: &Case,
+    why: &str,
+) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    let run_id = runs::create_run(tx, state, &case.id).await?;
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'investigating', version = version + 1, proposal_seq = proposal_seq + 1,
+             fingerprint = NULL, void_reason = $1, run_id = $2, updated_at = $3
+         WHERE id = $4 AND version = $5",
+    )
+    .bind(why)
+    .bind(&run_id)
+    .bind(now)
+    .bind(&case.id)
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)?;
+    void_approvals(tx, &case.id).await?;
+    if let Some(old_run) = &case.run_id {
+        runs::finish_run(tx, old_run, runs::RunStatus::Cancelled, now).await?;
+    }
+    crate::audit::record(tx, "system", "proposal_voided", &case.id, why, now).await?;
+    tracing::info!(case_id = %case.id, why, "proposal voided; re-investigating");
+    Ok(())
+}
+
+pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
+    let rows = match status {
+        Some(s) => {
+            sqlx::query(&format!(
+            "SELECT {CASE_COLUMNS} FROM cases WHERE status = $1 ORDER BY created_at, id LIMIT 500"
+        ))
+            .bind(s.as_str())
+            .fetch_all(db.reader())
+            .await?
+        }
+        None => {
+            sqlx::query(&format!(
+                "SELECT {CASE_COLUMNS} FROM cases ORDER BY created_at DESC, id LIMIT 500"
+            ))
+            .fetch_all(db.reader())
+            .await?
+        }
+    };
+    rows.iter().map(case_from_row).collect()
+}
