@@ -13,7 +13,7 @@ use sqlx::Row;
 
 use crate::agent::Proposal;
 use crate::auth::Staff;
-use crate::cases::{self, CaseStatus};
+use crate::cases::{self, Case, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::replies::{self, HandDecision};
 use crate::state::AppState;
@@ -80,55 +80,11 @@ pub async fn decide_by_hand(
     let now = state.clock.now_ms();
 
     // For a refund: the same policy check an agent's proposal passes, on fresh facts.
-    let mut allowed: Option<(policy_engine::Facts, Decision)> = None;
-    if manual.outcome == CaseOutcome::Refund {
-        let (facts, decision) = crate::workflow::decide_now(
-            state,
-            &ticket,
-            proposal.request,
-            proposal.order_id.as_deref(),
-        )
-        .await?;
-        let mut lines = Vec::new();
-        for r in &manual.refunds {
-            let amount = r
-                .money()
-                .map_err(|e| AppError::bad_request("invalid_amount", e.to_string()))?;
-            let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
-                return Err(AppError::conflict(
-                    "policy_does_not_allow",
-                    format!("the policy allows no refund on {}", r.charge_id),
-                ));
-            };
-            if limit.amount.currency() != amount.currency()
-                || amount > limit.amount
-                || amount.is_zero()
-            {
-                return Err(AppError::conflict(
-                    "policy_does_not_allow",
-                    format!(
-                        "the policy allows at most {} on {}",
-                        limit.amount, r.charge_id
-                    ),
-                ));
-            }
-            let mut line = limit.clone();
-            line.amount = amount;
-            lines.push(line);
-        }
-        if !matches!(decision.outcome, Outcome::Allow | Outcome::Escalate) {
-            return Err(AppError::conflict(
-                "policy_does_not_allow",
-                "the policy allows no refund on these facts",
-            ));
-        }
-        let mut decision = decision;
-        decision.outcome = Outcome::Allow;
-        decision.refunds = lines;
-        decision.approver_role = Some(decision.approver_role.unwrap_or(policy_engine::Role::Agent));
-        decision.hash = decision.compute_hash();
-        allowed = Some((facts, decision));
-    }
+    let allowed = if manual.outcome == CaseOutcome::Refund {
+        Some(check_hand_refund(state, &ticket, &proposal, &manual).await?)
+    } else {
+        None
+    };
 
     // Every case update below is versioned against `case`, the read the checks above (and
     // the reviewer's policy check) were made on: a case that moved on since (the customer
@@ -147,75 +103,14 @@ pub async fn decide_by_hand(
     let lang = ticket.language;
     match (manual.outcome, allowed) {
         (CaseOutcome::Refund, Some((facts, decision))) => {
-            let evidence_hash = crate::workflow::evidence_hash(&facts);
-            let human_proposal = Proposal {
-                request: proposal.request,
-                order_id: facts.order_id.clone(),
-                reason_code: serde_plain(&manual.reason),
-                refunds: manual
-                    .refunds
-                    .iter()
-                    .map(|r| crate::agent::ProposedRefund {
-                        charge_id: r.charge_id.clone(),
-                        amount: r.amount.clone(),
-                        currency: r.currency.code().into(),
-                    })
-                    .collect(),
-                evidence: vec![],
-                citations: decision.rules.iter().map(|r| r.citation.clone()).collect(),
-                summary: format!(
-                    "decided by hand by {}{}",
-                    staff.email,
-                    manual
-                        .note
-                        .as_deref()
-                        .map(|n| format!(": {n}"))
-                        .unwrap_or_default()
-                ),
-                order_source: proposal.order_source,
-                request_source: proposal.request_source,
+            let hand = HandRefund {
+                staff,
+                manual: &manual,
+                proposal: &proposal,
+                facts: &facts,
+                decision: &decision,
             };
-            let recorded = cases::record_decision(
-                &mut tx,
-                &case,
-                &cases::DecisionRecord {
-                    status: CaseStatus::AwaitingApproval,
-                    proposal: cases::ProposalChange::Replaces(&human_proposal),
-                    facts: &facts,
-                    decision: &decision,
-                    evidence_hash: &evidence_hash,
-                    required_role: decision.approver_role,
-                    reason_code: manual.reason,
-                    void_reason: cases::VoidReason::Clear,
-                    policy_index: None,
-                    now,
-                },
-            )
-            .await?;
-            let fingerprint = recorded
-                .fingerprint
-                .expect("a decision that awaits approval always has a fingerprint");
-            // The reviewer proposed it: somebody else must approve it.
-            crate::audit::record(
-                &mut tx,
-                &staff.id,
-                "proposed_by_staff",
-                &case.id,
-                &format!("shadow hand decision, fingerprint {fingerprint}"),
-                now,
-            )
-            .await?;
-            let amounts = decision
-                .refunds
-                .iter()
-                .map(|r| r.amount.to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
-            let reply = replies::hand_decision_reply(
-                lang,
-                HandDecision::AwaitingApproval { amounts: &amounts },
-            );
-            tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
+            propose_hand_refund(&mut tx, &case, &ticket, &hand, now).await?;
         }
         (CaseOutcome::NoRefund, _) => {
             cases::transition(&mut tx, &case, CaseStatus::Denied, now).await?;
@@ -246,6 +141,157 @@ pub async fn decide_by_hand(
     .await?;
     tx.commit().await?;
     crate::views::current_view(&state.db, case_id).await
+}
+
+/// The policy check of a reviewer's refund, on fresh facts: each line on a charge the
+/// policy allows a refund on, at most what it allows, in its currency. The decision that
+/// comes back carries the reviewer's amounts, rehashed.
+async fn check_hand_refund(
+    state: &AppState,
+    ticket: &crate::tickets::Ticket,
+    proposal: &Proposal,
+    manual: &ManualDecision,
+) -> AppResult<(policy_engine::Facts, Decision)> {
+    let (facts, decision) = crate::workflow::decide_now(
+        state,
+        &ticket,
+        proposal.request,
+        proposal.order_id.as_deref(),
+    )
+    .await?;
+    let mut lines = Vec::new();
+    for r in &manual.refunds {
+        let amount = r
+            .money()
+            .map_err(|e| AppError::bad_request("invalid_amount", e.to_string()))?;
+        let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
+            return Err(AppError::conflict(
+                "policy_does_not_allow",
+                format!("the policy allows no refund on {}", r.charge_id),
+            ));
+        };
+        if limit.amount.currency() != amount.currency() || amount > limit.amount || amount.is_zero()
+        {
+            return Err(AppError::conflict(
+                "policy_does_not_allow",
+                format!(
+                    "the policy allows at most {} on {}",
+                    limit.amount, r.charge_id
+                ),
+            ));
+        }
+        let mut line = limit.clone();
+        line.amount = amount;
+        lines.push(line);
+    }
+    if !matches!(decision.outcome, Outcome::Allow | Outcome::Escalate) {
+        return Err(AppError::conflict(
+            "policy_does_not_allow",
+            "the policy allows no refund on these facts",
+        ));
+    }
+    let mut decision = decision;
+    decision.outcome = Outcome::Allow;
+    decision.refunds = lines;
+    decision.approver_role = Some(decision.approver_role.unwrap_or(policy_engine::Role::Agent));
+    decision.hash = decision.compute_hash();
+    Ok((facts, decision))
+}
+
+/// A reviewer's allowed refund, for `propose_hand_refund`.
+struct HandRefund<'a> {
+    staff: &'a Staff,
+    manual: &'a ManualDecision,
+    proposal: &'a Proposal,
+    facts: &'a policy_engine::Facts,
+    decision: &'a Decision,
+}
+
+/// A reviewer's refund becomes a proposal awaiting somebody else's approval: recorded
+/// like any decision, audited as proposed by the reviewer, and the customer told.
+async fn propose_hand_refund(
+    tx: &mut crate::store::Tx<'_>,
+    case: &Case,
+    ticket: &crate::tickets::Ticket,
+    hand: &HandRefund<'_>,
+    now: i64,
+) -> AppResult<()> {
+    let HandRefund {
+        staff,
+        manual,
+        proposal,
+        facts,
+        decision,
+    } = *hand;
+    let lang = ticket.language;
+    let evidence_hash = crate::workflow::evidence_hash(&facts);
+    let human_proposal = Proposal {
+        request: proposal.request,
+        order_id: facts.order_id.clone(),
+        reason_code: serde_plain(&manual.reason),
+        refunds: manual
+            .refunds
+            .iter()
+            .map(|r| crate::agent::ProposedRefund {
+                charge_id: r.charge_id.clone(),
+                amount: r.amount.clone(),
+                currency: r.currency.code().into(),
+            })
+            .collect(),
+        evidence: vec![],
+        citations: decision.rules.iter().map(|r| r.citation.clone()).collect(),
+        summary: format!(
+            "decided by hand by {}{}",
+            staff.email,
+            manual
+                .note
+                .as_deref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
+        ),
+        order_source: proposal.order_source,
+        request_source: proposal.request_source,
+    };
+    let recorded = cases::record_decision(
+        tx,
+        &case,
+        &cases::DecisionRecord {
+            status: CaseStatus::AwaitingApproval,
+            proposal: cases::ProposalChange::Replaces(&human_proposal),
+            facts: &facts,
+            decision: &decision,
+            evidence_hash: &evidence_hash,
+            required_role: decision.approver_role,
+            reason_code: manual.reason,
+            void_reason: cases::VoidReason::Clear,
+            policy_index: None,
+            now,
+        },
+    )
+    .await?;
+    let fingerprint = recorded
+        .fingerprint
+        .expect("a decision that awaits approval always has a fingerprint");
+    // The reviewer proposed it: somebody else must approve it.
+    crate::audit::record(
+        tx,
+        &staff.id,
+        "proposed_by_staff",
+        &case.id,
+        &format!("shadow hand decision, fingerprint {fingerprint}"),
+        now,
+    )
+    .await?;
+    let amounts = decision
+        .refunds
+        .iter()
+        .map(|r| r.amount.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let reply =
+        replies::hand_decision_reply(lang, HandDecision::AwaitingApproval { amounts: &amounts });
+    tickets::append_message(tx, &ticket.id, "staff", &reply, now).await?;
+    Ok(())
 }
 
 /// One decided pair.

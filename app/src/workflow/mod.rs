@@ -66,44 +66,10 @@ pub async fn decide_case(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> AppResult<()> {
-    // The order is resolved here, not taken from the model (issue 15), and stored in the
-    // proposal with where it came from, so every later re-decision (payment boundary,
-    // takeover) starts from the same inputs and a reviewer sees why this order.
-    let messages: Vec<String> = tickets::messages(&state.db, &ticket.id)
-        .await?
-        .into_iter()
-        .filter(|m| m.author == "customer")
-        .map(|m| m.body)
-        .collect();
-    let (facts, order_source) = gather_facts_resolved(
-        state.billing.as_ref(),
-        ticket,
-        &messages,
-        proposal.request,
-        proposal.order_id.as_deref(),
-    )
-    .await?;
-    let mut proposal = proposal.clone();
-    proposal.order_id = facts.order_id.clone();
-    proposal.order_source = order_source;
-    let proposal = &proposal;
-    let decision = policy_engine::decide(&facts, &state.policies);
-    let evidence_hash = evidence_hash(&facts);
-    let invalid = invalid_evidence(proposal, exchanges);
-    let policy_index = policy_index_version(state);
+    let d = decide_on_fresh_facts(state, ticket, proposal, exchanges).await?;
+    let (proposal, facts, decision) = (&d.proposal, &d.facts, &d.decision);
+    let (evidence_hash, invalid, policy_index) = (&d.evidence_hash, &d.invalid, &d.policy_index);
     let now = state.clock.now_ms();
-
-    // The engine's refunds, not the model's, are what a human is asked to approve.
-    let proposed: BTreeSet<(String, String)> = proposal
-        .refunds
-        .iter()
-        .map(|r| (r.charge_id.clone(), r.amount.clone()))
-        .collect();
-    let decided: BTreeSet<(String, String)> = decision
-        .refunds
-        .iter()
-        .map(|r| (r.charge_id.clone(), r.amount.amount_string()))
-        .collect();
 
     let mut tx = state.db.begin().await?;
     let case = cases::load_case_tx(&mut tx, &case.id)
@@ -125,34 +91,13 @@ pub async fn decide_case(
     // PostgreSQL an event appended first would instead collide on its sequence number).
     if state.shadow_mode && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, &facts, &decision, now).await?;
-        append_decision_events(
-            &mut tx,
-            &run.id,
-            &decision,
-            &policy_index,
-            &proposed,
-            &decided,
-            now,
-        )
-        .await?;
+        append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
         tx.commit().await?;
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
     }
-    let (mut status, mut note) = match decision.outcome {
-        Outcome::Allow => (CaseStatus::AwaitingApproval, None),
-        Outcome::Deny => (CaseStatus::Denied, None),
-        Outcome::RequestInfo => (CaseStatus::AwaitingCustomer, None),
-        Outcome::Escalate => (
-            CaseStatus::Escalated,
-            decision.escalation.as_ref().map(|e| e.reason.clone()),
-        ),
-    };
-    if !invalid.is_empty() {
-        status = CaseStatus::Escalated;
-        note = Some("the proposal cites evidence no tool returned".into());
-    }
+    let (status, note) = case_status_for(&decision, &invalid);
     cases::record_decision(
         &mut tx,
         &case,
@@ -173,27 +118,7 @@ pub async fn decide_case(
         },
     )
     .await?;
-    append_decision_events(
-        &mut tx,
-        &run.id,
-        &decision,
-        &policy_index,
-        &proposed,
-        &decided,
-        now,
-    )
-    .await?;
-    if !invalid.is_empty() {
-        runs::append_event(
-            &mut tx,
-            &run.id,
-            "evidence_rejected",
-            None,
-            &json!({ "invalid": invalid }),
-            now,
-        )
-        .await?;
-    }
+    append_decision_events(&mut tx, &run.id, &d, now).await?;
     let run_status = if status == CaseStatus::AwaitingApproval {
         runs::RunStatus::AwaitingApproval
     } else {
@@ -202,35 +127,125 @@ pub async fn decide_case(
     runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
     let reply = crate::replies::decision_reply(ticket.language, status, &decision);
     tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-    crate::audit::record(
-        &mut tx,
-        "agent",
-        "decided",
-        &case.id,
-        &format!(
-            "{} ({})",
-            status.as_str(),
-            serde_plain(&decision.reason_code)
-        ),
-        now,
-    )
-    .await?;
+    let what = format!(
+        "{} ({})",
+        status.as_str(),
+        serde_plain(&decision.reason_code)
+    );
+    crate::audit::record(&mut tx, "agent", "decided", &case.id, &what, now).await?;
     tx.commit().await?;
     tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
     Ok(())
 }
 
+/// What `decide_case` records: the proposal with its order resolved, the facts gathered
+/// by code, the engine's decision, and what the proposal cited that no tool returned.
+struct Decided {
+    proposal: Proposal,
+    facts: Facts,
+    decision: Decision,
+    evidence_hash: String,
+    invalid: Vec<String>,
+    policy_index: String,
+    /// The proposal's refunds and the engine's, as `(charge, amount)`.
+    proposed: BTreeSet<(String, String)>,
+    decided: BTreeSet<(String, String)>,
+}
+
+/// Gathers the facts afresh and asks the engine; reads only, writes nothing.
+async fn decide_on_fresh_facts(
+    state: &AppState,
+    ticket: &Ticket,
+    proposal: &Proposal,
+    exchanges: &[Exchange],
+) -> AppResult<Decided> {
+    // The order is resolved here, not taken from the model (issue 15), and stored in the
+    // proposal with where it came from, so every later re-decision (payment boundary,
+    // takeover) starts from the same inputs and a reviewer sees why this order.
+    let messages: Vec<String> = tickets::messages(&state.db, &ticket.id)
+        .await?
+        .into_iter()
+        .filter(|m| m.author == "customer")
+        .map(|m| m.body)
+        .collect();
+    let (facts, order_source) = gather_facts_resolved(
+        state.billing.as_ref(),
+        ticket,
+        &messages,
+        proposal.request,
+        proposal.order_id.as_deref(),
+    )
+    .await?;
+    let mut proposal = proposal.clone();
+    proposal.order_id = facts.order_id.clone();
+    proposal.order_source = order_source;
+    let decision = policy_engine::decide(&facts, &state.policies);
+    let evidence_hash = evidence_hash(&facts);
+    let invalid = invalid_evidence(&proposal, exchanges);
+    let policy_index = policy_index_version(state);
+
+    // The engine's refunds, not the model's, are what a human is asked to approve.
+    let proposed: BTreeSet<(String, String)> = proposal
+        .refunds
+        .iter()
+        .map(|r| (r.charge_id.clone(), r.amount.clone()))
+        .collect();
+    let decided: BTreeSet<(String, String)> = decision
+        .refunds
+        .iter()
+        .map(|r| (r.charge_id.clone(), r.amount.amount_string()))
+        .collect();
+    Ok(Decided {
+        proposal,
+        facts,
+        decision,
+        evidence_hash,
+        invalid,
+        policy_index,
+        proposed,
+        decided,
+    })
+}
+
+/// The case status a decision puts the case in, and the note it keeps: a proposal citing
+/// evidence no tool returned goes to a human whatever the engine said.
+fn case_status_for(decision: &Decision, invalid: &[String]) -> (CaseStatus, Option<String>) {
+    if !invalid.is_empty() {
+        return (
+            CaseStatus::Escalated,
+            Some("the proposal cites evidence no tool returned".into()),
+        );
+    }
+    match decision.outcome {
+        Outcome::Allow => (CaseStatus::AwaitingApproval, None),
+        Outcome::Deny => (CaseStatus::Denied, None),
+        Outcome::RequestInfo => (CaseStatus::AwaitingCustomer, None),
+        Outcome::Escalate => (
+            CaseStatus::Escalated,
+            decision.escalation.as_ref().map(|e| e.reason.clone()),
+        ),
+    }
+}
+
 /// The `decision` event, and `proposal_overridden` when the engine's refunds differ from
 /// the model's. Appended after the case's versioned update (see `decide_case`).
+/// The run's record of a decision, in this order: `decision`, `proposal_overridden` when
+/// the engine's refunds differ from the proposal's, `evidence_rejected` when it cited
+/// what no tool returned.
 async fn append_decision_events(
     tx: &mut crate::store::Tx<'_>,
     run_id: &str,
-    decision: &Decision,
-    policy_index: &str,
-    proposed: &BTreeSet<(String, String)>,
-    decided: &BTreeSet<(String, String)>,
+    d: &Decided,
     now: i64,
 ) -> AppResult<()> {
+    let Decided {
+        decision,
+        policy_index,
+        proposed,
+        decided,
+        invalid,
+        ..
+    } = d;
     runs::append_event(
         tx,
         run_id,
@@ -250,6 +265,10 @@ async fn append_decision_events(
             now,
         )
         .await?;
+    }
+    if !invalid.is_empty() {
+        let invalid = json!({ "invalid": invalid });
+        runs::append_event(tx, run_id, "evidence_rejected", None, &invalid, now).await?;
     }
     Ok(())
 }
