@@ -58,32 +58,7 @@ pub async fn decide(
     let decision = case
         .decision()
         .ok_or_else(|| anyhow::anyhow!("case {} awaits approval without a decision", case.id))?;
-    if verdict == Verdict::Approved {
-        let required: policy_engine::Role = match &case.required_role {
-            Some(r) => parse_plain(r)?,
-            None => policy_engine::Role::Supervisor,
-        };
-        if !staff.role.may_approve(required) {
-            return Err(AppError::Forbidden(format!(
-                "this refund needs a {} to approve it",
-                crate::world::serde_plain(&required)
-            )));
-        }
-    }
-    // SPEC §6.12 / RP-004: nobody approves a refund they proposed. Proposals come from the
-    // agent; a staff member who authored one (manual takeover) is recorded as `proposer`.
-    let proposed = sqlx::query(
-        "SELECT COUNT(*) AS n FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff' AND actor = $2",
-    )
-    .bind(&case.id)
-    .bind(&staff.id)
-    .fetch_one(&mut *tx)
-    .await?;
-    if sqlx::Row::try_get::<i64, _>(&proposed, "n")? > 0 {
-        return Err(AppError::Forbidden(
-            "nobody approves a refund they proposed or took over".into(),
-        ));
-    }
+    may_decide(&mut tx, staff, &case, verdict).await?;
     let approval_id = cases::record_approval(
         &mut tx,
         &case,
@@ -131,6 +106,44 @@ pub async fn decide(
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
     state.wake.notify_one();
     crate::views::current_view(&state.db, case_id).await
+}
+
+/// Whether `staff` may give this verdict (RP-004): an approval needs the role the decision
+/// requires (a supervisor when none is recorded), and nobody decides on a refund they
+/// proposed.
+async fn may_decide(
+    tx: &mut crate::store::Tx<'_>,
+    staff: &Staff,
+    case: &crate::cases::Case,
+    verdict: Verdict,
+) -> AppResult<()> {
+    if verdict == Verdict::Approved {
+        let required: policy_engine::Role = match &case.required_role {
+            Some(r) => parse_plain(r)?,
+            None => policy_engine::Role::Supervisor,
+        };
+        if !staff.role.may_approve(required) {
+            return Err(AppError::Forbidden(format!(
+                "this refund needs a {} to approve it",
+                crate::world::serde_plain(&required)
+            )));
+        }
+    }
+    // SPEC §6.12 / RP-004: nobody approves a refund they proposed. Proposals come from the
+    // agent; a staff member who authored one (manual takeover) is recorded as `proposer`.
+    let proposed = sqlx::query(
+        "SELECT COUNT(*) AS n FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff' AND actor = $2",
+    )
+    .bind(&case.id)
+    .bind(&staff.id)
+    .fetch_one(&mut **tx)
+    .await?;
+    if sqlx::Row::try_get::<i64, _>(&proposed, "n")? > 0 {
+        return Err(AppError::Forbidden(
+            "nobody approves a refund they proposed or took over".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy

@@ -233,7 +233,70 @@ fn add_money(
     }
 }
 
+/// One ticket's replay, as the report reads it: the agent's verdict, the policy versions
+/// and citations it was decided under, its trace, or the error that stopped it.
+struct Replayed {
+    agent: CaseVerdict,
+    versions: Vec<String>,
+    citations: Vec<String>,
+    trace: Option<serde_json::Value>,
+    error: Option<String>,
+    /// What the agent read: the facts, the request kind, the order and where it came from.
+    read: (
+        Option<Facts>,
+        Option<RequestKind>,
+        Option<String>,
+        Option<crate::resolve::OrderSource>,
+    ),
+}
+
+async fn replay_one(
+    model: &dyn Model,
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    ticket: &HistoricalTicket,
+) -> Replayed {
+    match replay::replay_ticket(model, policies, index, ticket).await {
+        Ok(result) => {
+            let decision = result.decision.as_ref();
+            Replayed {
+                read: (
+                    result.investigation.facts.clone(),
+                    result.investigation.proposal.as_ref().map(|p| p.request),
+                    result.investigation.order_id.clone(),
+                    result.investigation.order_source,
+                ),
+                versions: decision
+                    .map(|d| d.policy_versions.clone())
+                    .unwrap_or_default(),
+                citations: decision
+                    .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
+                    .unwrap_or_default(),
+                trace: serde_json::to_value(&result.investigation).ok(),
+                agent: result.agent,
+                error: None,
+            }
+        }
+        Err(e) => Replayed {
+            agent: CaseVerdict {
+                outcome: CaseOutcome::Escalate,
+                reason: policy_engine::ReasonCode::Other,
+                refunds: vec![],
+            },
+            versions: vec![],
+            citations: vec![],
+            trace: None,
+            error: Some(e.to_string()),
+            read: (None, None, None, None),
+        },
+    }
+}
+
 /// Replays every ticket. `progress(done, total)` is called after each one.
+///
+/// Long because it is one pass that feeds a dozen tallies (confusion, reasons, versions,
+/// causes, features, money either way) from each ticket's replay; the replay itself is
+/// `replay_one`.
 pub async fn run(
     model: &dyn Model,
     policies: &PolicySet,
@@ -255,46 +318,14 @@ pub async fn run(
     let mut rows = Vec::with_capacity(tickets.len());
     for (i, ticket) in tickets.iter().enumerate() {
         let human = ticket.human.verdict();
-        let mut read: (
-            Option<Facts>,
-            Option<RequestKind>,
-            Option<String>,
-            Option<_>,
-        ) = (None, None, None, None);
-        let (agent, versions, citations, trace, error) =
-            match replay::replay_ticket(model, policies, index, ticket).await {
-                Ok(result) => {
-                    read = (
-                        result.investigation.facts.clone(),
-                        result.investigation.proposal.as_ref().map(|p| p.request),
-                        result.investigation.order_id.clone(),
-                        result.investigation.order_source,
-                    );
-                    let versions = result
-                        .decision
-                        .as_ref()
-                        .map(|d| d.policy_versions.clone())
-                        .unwrap_or_default();
-                    let citations = result
-                        .decision
-                        .as_ref()
-                        .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
-                        .unwrap_or_default();
-                    let trace = serde_json::to_value(&result.investigation).ok();
-                    (result.agent, versions, citations, trace, None)
-                }
-                Err(e) => (
-                    CaseVerdict {
-                        outcome: CaseOutcome::Escalate,
-                        reason: policy_engine::ReasonCode::Other,
-                        refunds: vec![],
-                    },
-                    vec![],
-                    vec![],
-                    None,
-                    Some(e.to_string()),
-                ),
-            };
+        let Replayed {
+            agent,
+            versions,
+            citations,
+            trace,
+            error,
+            read,
+        } = replay_one(model, policies, index, ticket).await;
         let agree = agent.outcome == human.outcome;
         let exact = agent.agrees_exactly(&human);
         let (facts, request_read, order_id, order_source) = read;
@@ -401,6 +432,9 @@ fn verdict_text(v: &CaseVerdict) -> String {
 }
 
 /// A self-contained HTML page (no external scripts or styles).
+///
+/// Long because it writes one document, section by section, in the order the page
+/// shows them; each section is a few lines of `format!`.
 pub fn html(report: &ShadowReport) -> String {
     let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>Shadow report</title><style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}.bad{background:#fde0e0}</style></head><body>");
     out += &format!(

@@ -151,6 +151,9 @@ pub fn violation(turn: &ModelTurn, offered: &[ToolDeclaration]) -> Option<Value>
 
 /// What a human taking the case over needs: the facts the tools verified (with the call
 /// that verified each), what is still open, and what the agent did.
+///
+/// Long because it is one walk over the run's exchanges that sorts each into verified,
+/// open or done; split, the three lists would be built by three walks that must agree.
 pub fn handoff_summary(reason: &str, log: &RunLog<Proposal>, counters: Counters) -> Value {
     let mut verified = Vec::new();
     let mut open = Vec::new();

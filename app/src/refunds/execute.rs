@@ -184,6 +184,10 @@ async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> App
 
 /// Sends one intent with its stored key. The intent is marked `submitting` (and the
 /// attempt counted) before the call, so a crash mid-call is visible afterwards.
+///
+/// Long on purpose: this is the payment boundary (SPEC invariant 4), and its steps — key
+/// age, `submitting` committed, the call, each kind of answer — read in their one order,
+/// top to bottom, where a reviewer checks that nothing is sent twice.
 async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
     let now = state.clock.now_ms();
     if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
