@@ -119,7 +119,8 @@ const REFUND_EVENTS: [&str; 4] = [
 /// Applies one (verified) event, once.
 ///
 /// Long because the event id is recorded in the same transaction as the change it
-/// causes (processed once, SPEC invariant 6): the checks and the write stay together.
+/// causes (each event processed once; a duplicate delivery changes nothing, SPEC invariant
+/// 4): the checks and the write stay together.
 pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
         return Err(AppError::bad_request(
