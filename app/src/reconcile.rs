@@ -26,7 +26,7 @@ use sqlx::Row;
 
 use crate::error::{AppError, AppResult};
 use crate::payments::ProviderRefund;
-use crate::refunds::{self, Intent, Step};
+use crate::refunds::{self, Intent, IntentStatus, Step};
 use crate::state::AppState;
 
 /// The `job_runs` name of the periodic pass.
@@ -294,8 +294,8 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
                     intent_id: intent.id.clone(),
                     case_id: intent.case_id.clone(),
                     charge_id: intent.charge_id.clone(),
-                    from: intent.status.clone(),
-                    to: after.status.clone(),
+                    from: intent.status.to_string(),
+                    to: after.status.to_string(),
                     refund_id: after.provider_refund_id.clone(),
                     step,
                 });
@@ -313,7 +313,10 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
             }
         };
         let intents = intents_on_charge(state, &charge_id).await?;
-        report.intents_checked += intents.iter().filter(|i| i.status != "void").count();
+        report.intents_checked += intents
+            .iter()
+            .filter(|i| i.status != IntentStatus::Void)
+            .count();
         compare(&mut report, &charge_id, &intents, &provider);
     }
     store_report(state, &report).await?;
@@ -380,14 +383,14 @@ fn compare(
                 refund_id: refund.id.clone(),
                 amount: intent.amount.amount_string(),
                 currency: intent.amount.currency().code().to_string(),
-                status: intent.status.clone(),
+                status: intent.status.to_string(),
             });
         } else {
             report.status_mismatch.push(StatusMismatch {
                 intent_id: intent.id.clone(),
                 refund_id: refund.id.clone(),
                 charge_id: charge_id.to_string(),
-                intent_status: intent.status.clone(),
+                intent_status: intent.status.to_string(),
                 provider_status: provider_status.to_string(),
             });
         }
@@ -395,14 +398,14 @@ fn compare(
     for intent in intents {
         let believed_at_provider =
             matches!(intent.status.as_str(), "succeeded" | "pending" | "canceled")
-                || (intent.status == "failed" && intent.provider_refund_id.is_some());
+                || (intent.status == IntentStatus::Failed && intent.provider_refund_id.is_some());
         let line = |note: Option<String>| IntentLine {
             intent_id: intent.id.clone(),
             case_id: intent.case_id.clone(),
             charge_id: intent.charge_id.clone(),
             amount: intent.amount.amount_string(),
             currency: intent.amount.currency().code().to_string(),
-            status: intent.status.clone(),
+            status: intent.status.to_string(),
             provider_refund_id: intent.provider_refund_id.clone(),
             idempotency_key: intent.idempotency_key.clone(),
             note,

@@ -1,5 +1,7 @@
-//! The lifecycle states of a case (SPEC §5) as a type, on the ground floor: the replies
-//! speak of them, `cases` stores them, the workflow moves them.
+//! Lifecycle states as types (SPEC §5), on the ground floor: a case's (`CaseStatus`: the
+//! replies speak of them, `cases` stores them, the workflow moves them) and a refund
+//! intent's (`IntentStatus`: `refunds` stores and moves them). Runs' are
+//! `runs::RunStatus`, beside the harness phase they map to.
 
 use serde::{Deserialize, Serialize};
 
@@ -46,4 +48,85 @@ statuses! {
     Closed => "closed",
     Cancelled => "cancelled",
     Rejected => "rejected",
+}
+
+/// A refund intent's states (SPEC §5), as stored in `refund_intents.status`. They only
+/// move forward (`refunds::advance_intent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntentStatus {
+    Created,
+    Submitting,
+    Pending,
+    PendingVerification,
+    NeedsReview,
+    Succeeded,
+    Failed,
+    Canceled,
+    Void,
+}
+
+impl IntentStatus {
+    pub const ALL: [IntentStatus; 9] = [
+        IntentStatus::Created,
+        IntentStatus::Submitting,
+        IntentStatus::Pending,
+        IntentStatus::PendingVerification,
+        IntentStatus::NeedsReview,
+        IntentStatus::Succeeded,
+        IntentStatus::Failed,
+        IntentStatus::Canceled,
+        IntentStatus::Void,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentStatus::Created => "created",
+            IntentStatus::Submitting => "submitting",
+            IntentStatus::Pending => "pending",
+            IntentStatus::PendingVerification => "pending_verification",
+            IntentStatus::NeedsReview => "needs_review",
+            IntentStatus::Succeeded => "succeeded",
+            IntentStatus::Failed => "failed",
+            IntentStatus::Canceled => "canceled",
+            IntentStatus::Void => "void",
+        }
+    }
+
+    /// A stored status; anything else is a corrupt row, an internal error.
+    pub fn from_stored(s: &str) -> AppResult<IntentStatus> {
+        IntentStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| anyhow::anyhow!("unknown intent status '{s}' in refund_intents").into())
+    }
+}
+
+impl std::fmt::Display for IntentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for IntentStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_intent_status_reads_back_from_its_stored_name() {
+        for status in IntentStatus::ALL {
+            assert_eq!(IntentStatus::from_stored(status.as_str()).unwrap(), status);
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::Value::from(status.as_str())
+            );
+        }
+        assert!(IntentStatus::from_stored("refunded").is_err());
+    }
 }

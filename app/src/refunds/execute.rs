@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::settle::settle_case;
 use super::{
     intents, key_age_ms, load_intent, provider_status, refund_matches_intent, refund_request,
-    update_intent, void_unsent, Intent, Step, KEY_SAFE_AGE_MS,
+    update_intent, void_unsent, Intent, IntentStatus, Step, KEY_SAFE_AGE_MS,
 };
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{AppError, AppResult};
@@ -118,9 +118,13 @@ async fn execute_claimed(state: &AppState, case: Case) -> AppResult<()> {
     }
 
     for intent in intents(&state.db, &case.id).await? {
-        let step = match intent.status.as_str() {
-            "created" | "submitting" => submit(state, &case, &intent).await?,
-            "pending" | "pending_verification" => reconcile_intent(state, &case, &intent).await?,
+        let step = match intent.status {
+            IntentStatus::Created | IntentStatus::Submitting => {
+                submit(state, &case, &intent).await?
+            }
+            IntentStatus::Pending | IntentStatus::PendingVerification => {
+                reconcile_intent(state, &case, &intent).await?
+            }
             _ => Step::Unchanged,
         };
         if step != Step::Unchanged {
@@ -223,7 +227,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
                 update_intent(
                     &state.db,
                     intent,
-                    "needs_review",
+                    IntentStatus::NeedsReview,
                     Some(&refund.id),
                     Some(&reason),
                     now,
@@ -250,7 +254,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
             update_intent(
                 &state.db,
                 intent,
-                "pending_verification",
+                IntentStatus::PendingVerification,
                 None,
                 Some(&reason),
                 now,
@@ -264,14 +268,30 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
         Err(ProviderError::Unavailable(reason)) => {
             // Nothing reached the provider: stay `submitting`; the same key goes again.
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider unavailable; will resend the same key");
-            update_intent(&state.db, intent, "submitting", None, Some(&reason), now).await?;
+            update_intent(
+                &state.db,
+                intent,
+                IntentStatus::Submitting,
+                None,
+                Some(&reason),
+                now,
+            )
+            .await?;
             Ok(Step::NotSent { reason })
         }
         Err(ProviderError::IdempotencyMismatch(why)) => {
             // Our bug (the parameters under this key changed): never a "refund failed".
             tracing::error!(case_id = %case.id, intent_id = %intent.id, key = %intent.idempotency_key, why, "BUG: idempotency key reused with other parameters");
             let reason = format!("bug: idempotency key reused with other parameters: {why}");
-            update_intent(&state.db, intent, "needs_review", None, Some(&reason), now).await?;
+            update_intent(
+                &state.db,
+                intent,
+                IntentStatus::NeedsReview,
+                None,
+                Some(&reason),
+                now,
+            )
+            .await?;
             Ok(Step::NeedsReview { reason })
         }
         Err(e @ (ProviderError::Rejected { .. } | ProviderError::NotFound(_))) => {
@@ -282,7 +302,15 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
             match find_ours(state, intent).await {
                 Ok(Some(found)) => adopt(state, intent, &found, true).await,
                 Ok(None) => {
-                    update_intent(&state.db, intent, "failed", None, Some(&reason), now).await?;
+                    update_intent(
+                        &state.db,
+                        intent,
+                        IntentStatus::Failed,
+                        None,
+                        Some(&reason),
+                        now,
+                    )
+                    .await?;
                     Ok(Step::Refused { reason })
                 }
                 Err(read) => {
@@ -291,7 +319,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Ste
                     update_intent(
                         &state.db,
                         intent,
-                        "pending_verification",
+                        IntentStatus::PendingVerification,
                         None,
                         Some(&reason),
                         now,
@@ -336,7 +364,7 @@ async fn adopt(
         update_intent(
             &state.db,
             intent,
-            "needs_review",
+            IntentStatus::NeedsReview,
             Some(&found.id),
             Some(&reason),
             now,
@@ -345,7 +373,7 @@ async fn adopt(
         return Ok(Step::NeedsReview { reason });
     }
     let status = provider_status(found);
-    tracing::info!(intent_id = %intent.id, refund_id = %found.id, status, "adopted the provider's refund");
+    tracing::info!(intent_id = %intent.id, refund_id = %found.id, %status, "adopted the provider's refund");
     update_intent(&state.db, intent, status, Some(&found.id), None, now).await?;
     let (refund_id, status) = (found.id.clone(), status.to_string());
     Ok(if by_metadata {
@@ -371,7 +399,7 @@ async fn resolve_without_sending(
             update_intent(
                 &state.db,
                 intent,
-                "needs_review",
+                IntentStatus::NeedsReview,
                 None,
                 Some(&reason),
                 state.clock.now_ms(),
@@ -428,7 +456,7 @@ pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) ->
             update_intent(
                 &state.db,
                 &fresh,
-                "failed",
+                IntentStatus::Failed,
                 None,
                 Some(&reason),
                 state.clock.now_ms(),

@@ -40,6 +40,8 @@ use crate::error::AppResult;
 use crate::payments::{ProviderRefund, RefundRequest};
 use crate::store::{new_id, Db, Tx};
 
+pub use crate::states::IntentStatus;
+
 /// The only refund kind so far: refund of a charge the policy allows.
 pub const KIND_POLICY_REFUND: &str = "policy_refund";
 /// Past this age a key may have expired at the provider (Stripe keeps keys ≥ 24 h): an
@@ -53,7 +55,7 @@ pub struct Intent {
     pub charge_id: String,
     pub amount: Money,
     pub idempotency_key: String,
-    pub status: String,
+    pub status: IntentStatus,
     pub provider_refund_id: Option<String>,
     pub attempts: i64,
     pub version: i64,
@@ -82,7 +84,7 @@ fn intent_from_row(r: &sqlx::any::AnyRow) -> AppResult<Intent> {
         amount: Money::from_minor(r.try_get("amount_minor")?, currency)
             .map_err(|e| anyhow::anyhow!("{e}"))?,
         idempotency_key: r.try_get("idempotency_key")?,
-        status: r.try_get("status")?,
+        status: IntentStatus::from_stored(&r.try_get::<String, _>("status")?)?,
         provider_refund_id: r.try_get("provider_refund_id")?,
         attempts: r.try_get("attempts")?,
         version: r.try_get("version")?,
@@ -181,29 +183,27 @@ pub(crate) async fn void_unsent(tx: &mut Tx<'_>, case_id: &str, now: i64) -> App
 }
 
 /// Intent statuses a refund can still leave: the provider's answer is not final yet.
-pub const OPEN_STATUSES: [&str; 5] = [
-    "created",
-    "submitting",
-    "pending",
-    "pending_verification",
-    "needs_review",
+pub const OPEN_STATUSES: [IntentStatus; 5] = [
+    IntentStatus::Created,
+    IntentStatus::Submitting,
+    IntentStatus::Pending,
+    IntentStatus::PendingVerification,
+    IntentStatus::NeedsReview,
 ];
 
 /// From which statuses an intent may move to `to`. An intent never moves backwards: a
 /// provider outcome (`pending`, then `succeeded` / `failed` / `canceled`) is only ever
 /// replaced by a later one, and "unknown" never overwrites a known outcome — whatever
 /// order the worker, the reconciler and the webhooks learn things in.
-fn allowed_from(to: &str) -> &'static [&'static str] {
+fn allowed_from(to: IntentStatus) -> &'static [IntentStatus] {
+    use crate::states::IntentStatus::*;
     match to {
-        "succeeded" | "failed" | "canceled" | "pending" => &OPEN_STATUSES,
-        "needs_review" => &[
-            "created",
-            "submitting",
-            "pending_verification",
-            "needs_review",
-        ],
-        "pending_verification" | "submitting" => &["created", "submitting", "pending_verification"],
-        _ => &[],
+        Succeeded | Failed | Canceled | Pending => &OPEN_STATUSES,
+        NeedsReview => &[Created, Submitting, PendingVerification, NeedsReview],
+        PendingVerification | Submitting => &[Created, Submitting, PendingVerification],
+        // An intent is created by `create_intents` and voided by `void_unsent`, never
+        // moved there.
+        Created | Void => &[],
     }
 }
 
@@ -212,26 +212,26 @@ fn allowed_from(to: &str) -> &'static [&'static str] {
 pub async fn advance_intent(
     conn: &mut sqlx::AnyConnection,
     intent_id: &str,
-    to: &str,
+    to: IntentStatus,
     provider_refund_id: Option<&str>,
     error: Option<&str>,
     now: i64,
 ) -> AppResult<bool> {
     let from = allowed_from(to);
     if from.is_empty() {
-        return Err(anyhow::anyhow!("unknown intent status '{to}'").into());
+        return Err(anyhow::anyhow!("an intent is never moved to '{to}'").into());
     }
     // The list is made of constants above, never of input.
     let from_sql = from
         .iter()
-        .map(|s| format!("'{s}'"))
+        .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
     let done = sqlx::query(&format!(
         "UPDATE refund_intents SET status = $1, provider_refund_id = COALESCE($2, provider_refund_id), last_error = $3,
              version = version + 1, updated_at = $4 WHERE id = $5 AND status IN ({from_sql})"
     ))
-    .bind(to)
+    .bind(to.as_str())
     .bind(provider_refund_id)
     .bind(error)
     .bind(now)
@@ -239,7 +239,7 @@ pub async fn advance_intent(
     .execute(&mut *conn)
     .await?;
     if done.rows_affected() == 1 {
-        crate::metrics::record_refund(to);
+        crate::metrics::record_refund(to.as_str());
     }
     Ok(done.rows_affected() == 1)
 }
@@ -247,7 +247,7 @@ pub async fn advance_intent(
 async fn update_intent(
     db: &Db,
     intent: &Intent,
-    status: &str,
+    status: IntentStatus,
     provider_refund_id: Option<&str>,
     error: Option<&str>,
     now: i64,
@@ -263,18 +263,18 @@ async fn update_intent(
     )
     .await?;
     if !moved {
-        tracing::info!(intent_id = %intent.id, to = status, "intent already past this state; left as it is");
+        tracing::info!(intent_id = %intent.id, to = %status, "intent already past this state; left as it is");
     }
     Ok(moved)
 }
 
 /// Our intent status for a provider refund status.
-pub fn provider_status(refund: &ProviderRefund) -> &'static str {
+pub fn provider_status(refund: &ProviderRefund) -> IntentStatus {
     match refund.status.as_str() {
-        "succeeded" => "succeeded",
-        "pending" | "requires_action" => "pending",
-        "canceled" => "canceled",
-        _ => "failed",
+        "succeeded" => IntentStatus::Succeeded,
+        "pending" | "requires_action" => IntentStatus::Pending,
+        "canceled" => IntentStatus::Canceled,
+        _ => IntentStatus::Failed,
     }
 }
 

@@ -6,28 +6,30 @@ use super::views::customer_refunds_tx;
 use crate::cases::{self, CaseStatus};
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
+use crate::states::IntentStatus;
 use crate::store::Tx;
 use crate::tickets;
 
 /// The case status its intents imply (`None`: no live intent).
-fn status_for(intent_statuses: &[String]) -> Option<CaseStatus> {
-    let live: Vec<&str> = intent_statuses
+fn status_for(intent_statuses: &[IntentStatus]) -> Option<CaseStatus> {
+    use IntentStatus::*;
+    let live: Vec<IntentStatus> = intent_statuses
         .iter()
-        .map(String::as_str)
-        .filter(|s| *s != "void")
+        .copied()
+        .filter(|s| *s != Void)
         .collect();
-    let any = |s: &str| live.contains(&s);
+    let any = |s: IntentStatus| live.contains(&s);
     Some(if live.is_empty() {
         return None;
-    } else if live.iter().all(|s| *s == "succeeded") {
+    } else if live.iter().all(|s| *s == Succeeded) {
         CaseStatus::RefundSucceeded
-    } else if any("created") || any("submitting") {
+    } else if any(Created) || any(Submitting) {
         CaseStatus::Executing
-    } else if any("pending_verification") || any("needs_review") {
+    } else if any(PendingVerification) || any(NeedsReview) {
         // Needs review means "a human must look; money may have moved": the customer is
         // told it is being verified, never that it failed (RP-005).
         CaseStatus::PendingVerification
-    } else if any("pending") {
+    } else if any(Pending) {
         CaseStatus::RefundPending
     } else {
         CaseStatus::RefundFailed
@@ -47,8 +49,8 @@ pub async fn settle_case_status_tx(
         .await?;
     let statuses = rows
         .iter()
-        .map(|r| r.try_get::<String, _>("status"))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|r| IntentStatus::from_stored(&r.try_get::<String, _>("status")?))
+        .collect::<AppResult<Vec<_>>>()?;
     let Some(target) = status_for(&statuses) else {
         return Ok(None);
     };

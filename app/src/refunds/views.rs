@@ -4,7 +4,7 @@ use policy_engine::{Currency, Money};
 use serde::Serialize;
 use sqlx::Row;
 
-use super::intents_from;
+use super::{intents_from, IntentStatus};
 use crate::error::AppResult;
 use crate::replies::CustomerRefundView;
 use crate::store::{Db, Tx};
@@ -35,7 +35,7 @@ pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> 
             charge_id: i.charge_id,
             amount: i.amount.amount_string(),
             currency: i.amount.currency().code().to_string(),
-            status: i.status,
+            status: i.status.to_string(),
             idempotency_key: i.idempotency_key,
             attempts: i.attempts,
             last_error: i.last_error,
@@ -43,13 +43,15 @@ pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> 
         .collect())
 }
 
-fn customer_status(intent_status: &str) -> &'static str {
+/// RP-005's words for an intent's state: an unknown outcome is being verified, never
+/// failed.
+fn customer_status(intent_status: IntentStatus) -> &'static str {
     match intent_status {
-        "created" => "in_review",
-        "submitting" | "pending" => "submitted",
-        "succeeded" => "completed",
-        "pending_verification" | "needs_review" => "being_verified",
-        _ => "not_completed",
+        IntentStatus::Created => "in_review",
+        IntentStatus::Submitting | IntentStatus::Pending => "submitted",
+        IntentStatus::Succeeded => "completed",
+        IntentStatus::PendingVerification | IntentStatus::NeedsReview => "being_verified",
+        IntentStatus::Failed | IntentStatus::Canceled | IntentStatus::Void => "not_completed",
     }
 }
 
@@ -74,7 +76,10 @@ fn customer_view_from_row(r: &sqlx::any::AnyRow) -> AppResult<CustomerRefundView
     Ok(CustomerRefundView {
         amount: amount.amount_string(),
         currency: currency.code().to_string(),
-        status: customer_status(&r.try_get::<String, _>("status")?).to_string(),
+        status: customer_status(IntentStatus::from_stored(
+            &r.try_get::<String, _>("status")?,
+        )?)
+        .to_string(),
     })
 }
 
