@@ -10,16 +10,18 @@
 //! provider was down when the facts were gathered, so the run rests without a lease and
 //! is retried, at most [`super::MAX_DEPENDENCY_WAITS`] times.
 
-use std::time::Duration;
-
-use harness::{BoxFuture, Counters, EventLog, LogError, Outcome, Phase, Step};
+use harness::{LogError, Outcome};
 use serde_json::json;
 
+use super::children::{self, Briefed, Briefing};
+use super::findings::{Findings, Reader};
+use super::llm::LlmModel;
 use super::rules::RefundRules;
+use super::sql_log::{rest, working_status, SqlLog};
 use super::tools::{self, ToolEnv};
-use crate::clock::{Clock, HarnessClock};
+use crate::clock::HarnessClock;
 use crate::error::{AppError, AppResult};
-use crate::runs::{self, status, Run, RunStatus};
+use crate::runs::{self, status, Run};
 use crate::state::AppState;
 use crate::store::Db;
 
@@ -83,7 +85,29 @@ async fn investigate(
     };
     let tools = tools::toolset(&env, ticket);
     let clock = HarnessClock(state.clock.as_ref());
-    let mut spec = harness::Run::new(state.model.as_ref(), &tools, &clock);
+    let briefing = match state
+        .model
+        .as_any()
+        .and_then(|m| m.downcast_ref::<LlmModel>())
+    {
+        Some(llm) => Some(children(state, run, (ticket, &env, &inputs), llm).await?),
+        None => None,
+    };
+    if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
+        // The required billing reader did not answer: a human decides (issue 18).
+        let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
+        let w = crate::workflow::escalate_to_human(state, run, case, ticket, why, evidence);
+        return w.await;
+    }
+    let briefed = briefing.as_ref().map(|b| Briefed {
+        model: state.model.as_ref(),
+        prelude: &b.prelude,
+    });
+    let model: &dyn super::Model = match &briefed {
+        Some(briefed) => briefed,
+        None => state.model.as_ref(),
+    };
+    let mut spec = harness::Run::new(model, &tools, &clock);
     spec.inputs = &inputs;
     spec.limits = super::limits();
     spec.rules = &RefundRules;
@@ -99,7 +123,9 @@ async fn investigate(
             Err(LogError::Lost) => return Err(runs::run_changed()),
             Err(LogError::Store(e)) => return Err(e),
         };
-        let exchanges = &ended.log.exchanges;
+        // The children's exchanges are evidence the proposal may cite, as the parent's are.
+        let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
+        let exchanges = &[evidence, &ended.log.exchanges[..]].concat();
         let proposal = match &ended.outcome {
             Outcome::HandedOff { reason, .. } => {
                 let w = crate::workflow::escalate_to_human(
@@ -156,6 +182,22 @@ async fn investigate(
     }
 }
 
+/// The LLM path's sub-agents (`children`): the billing and policy readers on the same
+/// model server, joined before the parent's own loop.
+async fn children(
+    state: &AppState,
+    run: &mut Run,
+    task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
+    llm: &LlmModel,
+) -> AppResult<Briefing> {
+    let readers = Reader::ALL.map(|reader| (reader, llm.reader(reader)));
+    let models: Vec<children::ReaderModel<'_>> = readers
+        .iter()
+        .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
+        .collect();
+    children::gather(state, run, task, &models, &Metered).await
+}
+
 /// What the customer wrote, oldest first: the task's inputs.
 async fn customer_messages(db: &Db, ticket_id: &str) -> AppResult<Vec<String>> {
     let messages = crate::tickets::messages(db, ticket_id).await?;
@@ -164,131 +206,6 @@ async fn customer_messages(db: &Db, ticket_id: &str) -> AppResult<Vec<String>> {
         .filter(|m| m.author == "customer")
         .map(|m| m.body)
         .collect())
-}
-
-/// One step outside the harness's loop (a rest, an end), committed like the loop's.
-async fn rest(
-    db: &Db,
-    run: &mut Run,
-    to: RunStatus,
-    now: i64,
-    events: Vec<harness::NewEvent>,
-) -> AppResult<()> {
-    commit(db, run, to, (0, 0), now, &events).await
-}
-
-/// The run's versioned state change and the step's events, in one transaction
-/// (`runs::record_step`: a worker that lost its lease writes nothing).
-async fn commit(
-    db: &Db,
-    run: &mut Run,
-    to: RunStatus,
-    (add_steps, add_tool_calls): (i64, i64),
-    now: i64,
-    events: &[harness::NewEvent],
-) -> AppResult<()> {
-    let events: Vec<runs::NewEvent<'_>> = events
-        .iter()
-        .map(|e| runs::NewEvent {
-            kind: e.kind,
-            call_id: e.call_id.as_deref(),
-            payload: &e.payload,
-        })
-        .collect();
-    let mut tx = db.begin().await?;
-    runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// The status a step that does not change the run's state keeps: its own, unless the
-/// run was resting (claimed again from `awaiting_dependency`), when it is `ready` — a
-/// run being worked on keeps its lease.
-fn working_status(run: &Run) -> RunStatus {
-    if run.status.holds_no_worker() {
-        RunStatus::Ready
-    } else {
-        run.status
-    }
-}
-
-/// The harness's [`EventLog`] on the `runs` row and `run_events`.
-struct SqlLog<'a> {
-    db: &'a Db,
-    clock: &'a dyn Clock,
-    run: &'a mut Run,
-}
-
-fn from_app(e: AppError) -> LogError<AppError> {
-    if runs::is_run_changed(&e) {
-        LogError::Lost
-    } else {
-        LogError::Store(e)
-    }
-}
-
-impl EventLog for SqlLog<'_> {
-    type Error = LogError<AppError>;
-
-    fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
-        Box::pin(async move {
-            let events = runs::events(self.db, &self.run.id)
-                .await
-                .map_err(from_app)?;
-            Ok(events
-                .into_iter()
-                .map(|e| harness::Event {
-                    seq: e.seq,
-                    kind: e.kind,
-                    call_id: e.call_id,
-                    payload: e.payload,
-                })
-                .collect())
-        })
-    }
-
-    fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
-        Box::pin(async move {
-            let to = step
-                .phase
-                .map_or_else(|| working_status(self.run), RunStatus::from);
-            let now = self.clock.now_ms();
-            let counts = (step.add_steps, step.add_tool_calls);
-            commit(self.db, self.run, to, counts, now, &step.events)
-                .await
-                .map_err(from_app)
-        })
-    }
-
-    fn counters(&self) -> Counters {
-        Counters {
-            steps: self.run.steps,
-            tool_calls: self.run.tool_calls,
-        }
-    }
-
-    fn phase(&self) -> Option<Phase> {
-        self.run.status.phase()
-    }
-
-    fn holder(&self) -> Option<String> {
-        self.run.lease_owner.clone()
-    }
-
-    /// Every third of the lease, so a slow model or tool does not let another worker
-    /// take the run.
-    fn keep_alive_every(&self) -> Option<Duration> {
-        Some(Duration::from_millis((runs::LEASE_MS / 3) as u64))
-    }
-
-    fn keep_alive(&mut self) -> BoxFuture<'_, Result<(), Self::Error>> {
-        Box::pin(async move {
-            let now = self.clock.now_ms();
-            runs::renew_lease(self.db, self.run, now)
-                .await
-                .map_err(from_app)
-        })
-    }
 }
 
 /// The loop's measurements, as `/metrics` shows them.

@@ -20,13 +20,19 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
+use harness::context::Prompt;
+use harness::{Reply, Turn};
+
 use super::context::{self, ContextBudget};
-use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, Proposal, ToolCall, Usage};
+use super::findings::{Findings, Reader};
+use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
 /// Name of the answer tool that hands the case to a human.
 pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
+/// Name of the answer tool that ends a sub-agent's reading with its findings.
+pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
 /// An OpenAI-compatible chat-completions model.
 pub struct LlmModel {
@@ -115,6 +121,11 @@ impl LlmModel {
 
     /// The request body for one turn (public so tests and traces can show it).
     pub fn request_body(&self, ctx: &ModelContext<'_>) -> Value {
+        self.body(ctx, &super::prompt::PROMPT, answer_tools())
+    }
+
+    /// A request body: `prompt`'s messages, the read tools and the answer tools.
+    fn body(&self, ctx: &ModelContext<'_>, prompt: &Prompt<'_>, answers: Vec<Value>) -> Value {
         let mut tools: Vec<Value> = ctx
             .tools
             .iter()
@@ -123,15 +134,21 @@ impl LlmModel {
                         "function": { "name": d.name, "description": d.description, "parameters": d.parameters } })
             })
             .collect();
-        tools.extend(answer_tools());
+        tools.extend(answers);
         if !context::tools_fit(&tools, &self.budget) {
             tracing::warn!(model = %self.model, "tool declarations exceed their token budget");
         }
         json!({
             "model": self.model,
-            "messages": super::prompt::build_messages(ctx, &self.budget),
+            "messages": context::build_messages(prompt, ctx, &self.budget),
             "tools": tools,
         })
+    }
+
+    /// The same model as one of the sub-agents' readers: its own prompt, and
+    /// `submit_findings` as its only answer tool.
+    pub fn reader(&self, reader: Reader) -> LlmReader<'_> {
+        LlmReader { llm: self, reader }
     }
 
     /// Asks the model for its next turn and reports the provider's token usage.
@@ -205,6 +222,11 @@ impl harness::Model<crate::agent::Proposal> for LlmModel {
         format!("llm:{}", self.model)
     }
 
+    /// The live loop runs this model with sub-agents (`agent::children`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn next_turn<'a>(
         &'a self,
         ctx: &'a ModelContext<'a>,
@@ -218,6 +240,42 @@ impl harness::Model<crate::agent::Proposal> for LlmModel {
         &'a self,
         ctx: &'a ModelContext<'a>,
     ) -> BoxFuture<'a, anyhow::Result<ModelReply>> {
+        Box::pin(self.reply(ctx))
+    }
+}
+
+/// [`LlmModel`] as a sub-agent's reader (see [`LlmModel::reader`]).
+pub struct LlmReader<'a> {
+    llm: &'a LlmModel,
+    reader: Reader,
+}
+
+impl LlmReader<'_> {
+    async fn reply(&self, ctx: &ModelContext<'_>) -> anyhow::Result<Reply<Findings>> {
+        let body = self
+            .llm
+            .body(ctx, self.reader.prompt(), vec![findings_tool()]);
+        let response = self.llm.post(&body).await?;
+        parse_findings(&response)
+    }
+}
+
+impl harness::Model<Findings> for LlmReader<'_> {
+    fn name(&self) -> String {
+        format!("llm:{}", self.llm.model)
+    }
+
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a ModelContext<'a>,
+    ) -> BoxFuture<'a, anyhow::Result<Turn<Findings>>> {
+        Box::pin(async move { self.reply(ctx).await.map(|r| r.turn) })
+    }
+
+    fn next_reply<'a>(
+        &'a self,
+        ctx: &'a ModelContext<'a>,
+    ) -> BoxFuture<'a, anyhow::Result<Reply<Findings>>> {
         Box::pin(self.reply(ctx))
     }
 }
@@ -308,8 +366,64 @@ pub fn answer_tools() -> Vec<Value> {
     ]
 }
 
+/// The readers' answer tool. Not an action: it ends a reader's run with its findings.
+pub fn findings_tool() -> Value {
+    let evidence = json!({ "type": "object",
+        "properties": {
+            "call_id": { "type": "string", "description": "The id of the tool call that returned the record." },
+            "record_id": { "type": "string", "description": "The record's id as the tool returned it." }
+        },
+        "required": ["call_id", "record_id"], "additionalProperties": false });
+    json!({ "type": "function", "function": {
+        "name": SUBMIT_FINDINGS,
+        "description": "End your reading with what you found. It decides nothing and moves no money.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "summary": { "type": "string", "maxLength": 2000 },
+                "evidence": { "type": "array", "items": evidence },
+                "citations": { "type": "array", "items": { "type": "string", "description": "doc@version#section from search_policy." } }
+            },
+            "required": ["summary", "evidence", "citations"],
+            "additionalProperties": false
+        }
+    } })
+}
+
 /// Maps a chat-completions response to a turn.
 pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
+    let (calls, usage) = completion_calls(response, "a proposal")?;
+    // An answer ends the turn; read calls made alongside it would never be seen. An
+    // escalation wins over a proposal: when a model says both, a human should look.
+    let turn = if let Some(call) = calls.iter().find(|c| c.name == ESCALATE_TO_HUMAN) {
+        ModelTurn::HandOff {
+            reason: escalation_reason(&call.arguments),
+        }
+    } else if let Some(call) = calls.iter().find(|c| c.name == SUBMIT_PROPOSAL) {
+        ModelTurn::Answer {
+            answer: answer(SUBMIT_PROPOSAL, &call.arguments)?,
+        }
+    } else {
+        ModelTurn::ToolCalls { calls }
+    };
+    Ok(ModelReply { turn, usage })
+}
+
+/// Maps a chat-completions response to a reader's turn: `submit_findings` ends it.
+pub fn parse_findings(response: &Value) -> anyhow::Result<Reply<Findings>> {
+    let (calls, usage) = completion_calls(response, "findings")?;
+    let turn = match calls.iter().find(|c| c.name == SUBMIT_FINDINGS) {
+        Some(call) => Turn::Answer {
+            answer: answer(SUBMIT_FINDINGS, &call.arguments)?,
+        },
+        None => Turn::ToolCalls { calls },
+    };
+    Ok(Reply { turn, usage })
+}
+
+/// The tool calls of a completion and its usage; a reply without calls (the model
+/// stopped without `answer`), cut off or filtered is an error.
+fn completion_calls(response: &Value, answer: &str) -> anyhow::Result<(Vec<ToolCall>, Usage)> {
     let usage = response
         .get("usage")
         .filter(|u| u.is_object())
@@ -334,7 +448,7 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
         let text = message["content"].as_str().unwrap_or_default().trim();
         let shown: String = text.chars().take(120).collect();
         bail!(
-            "model stopped without a proposal (finish_reason: {}; text: {shown:?})",
+            "model stopped without {answer} (finish_reason: {}; text: {shown:?})",
             if finish_reason.is_empty() {
                 "none"
             } else {
@@ -342,25 +456,12 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
             }
         );
     }
-    let calls: Vec<ToolCall> = raw_calls
+    let calls = raw_calls
         .iter()
         .enumerate()
         .map(|(i, c)| tool_call(i, c))
         .collect();
-    // An answer ends the turn; read calls made alongside it would never be seen. An
-    // escalation wins over a proposal: when a model says both, a human should look.
-    let turn = if let Some(call) = calls.iter().find(|c| c.name == ESCALATE_TO_HUMAN) {
-        ModelTurn::HandOff {
-            reason: escalation_reason(&call.arguments),
-        }
-    } else if let Some(call) = calls.iter().find(|c| c.name == SUBMIT_PROPOSAL) {
-        ModelTurn::Answer {
-            answer: proposal(&call.arguments)?,
-        }
-    } else {
-        ModelTurn::ToolCalls { calls }
-    };
-    Ok(ModelReply { turn, usage })
+    Ok((calls, usage))
 }
 
 /// One wire tool call. Arguments arrive as a JSON string; a string that is not JSON
@@ -388,12 +489,13 @@ fn tool_call(index: usize, raw: &Value) -> ToolCall {
     }
 }
 
-fn proposal(arguments: &Value) -> anyhow::Result<Proposal> {
+/// The arguments of an answer tool as its answer type.
+fn answer<A: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> anyhow::Result<A> {
     if let Value::String(_) = arguments {
-        bail!("submit_proposal arguments are not valid JSON");
+        bail!("{tool} arguments are not valid JSON");
     }
     serde_json::from_value(arguments.clone())
-        .map_err(|e| anyhow!("submit_proposal arguments do not match the proposal schema: {e}"))
+        .map_err(|e| anyhow!("{tool} arguments do not match its schema: {e}"))
 }
 
 fn escalation_reason(arguments: &Value) -> String {

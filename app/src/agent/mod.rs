@@ -21,12 +21,15 @@
 //! `state`; `workflow` writes `decision`, `proposal_overridden`, `evidence_rejected` and
 //! `escalated`.
 
+pub mod children;
+pub mod findings;
 pub mod investigator;
 pub mod live;
 pub mod llm;
 pub mod prompt;
 pub mod records_kind;
 pub mod rules;
+mod sql_log;
 pub mod tools;
 
 use std::time::Duration;
