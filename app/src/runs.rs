@@ -605,10 +605,13 @@ fn sql_list(kinds: &[&'static str]) -> String {
     quoted.join(", ")
 }
 
-/// The time of the run's last event of one of `progress` (`run_created` is always one).
+/// The time of the run's last event of one of `progress` (`run_created` is always one),
+/// its child runs' included: a parent joining its sub-agents progresses through them.
 fn last_progress_sql(run_id: &str, progress: &[&'static str]) -> String {
     format!(
-        "(SELECT MAX(e.created_at) FROM run_events e WHERE e.run_id = {run_id} AND e.kind IN ({}))",
+        "(SELECT MAX(e.created_at) FROM run_events e
+          WHERE (e.run_id = {run_id} OR e.run_id IN (SELECT c.id FROM runs c WHERE c.parent_run_id = {run_id}))
+            AND e.kind IN ({}))",
         sql_list(progress)
     )
 }

@@ -7,7 +7,7 @@
 mod support;
 
 use std::collections::{HashMap, VecDeque};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
+use support::serve::{sigkill, start, Serve};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -463,8 +464,13 @@ async fn a_shared_budget_smaller_than_the_readers_want_stops_them_and_the_parent
     for name in ["billing", "policy"] {
         let child = events(&app.state.db, &children[name].id).await;
         let exhausted = kinds(&child, "budget_exhausted");
-        assert_eq!(exhausted.len(), 1, "{name}: {exhausted:?}");
-        assert_eq!(exhausted[0]["budget"], "shared_tokens", "{name}");
+        // Billing stops on the shared budget; policy on it too, or — when billing's
+        // hand-off came first — because the failed required child cancelled it.
+        let cancelled = name == "policy" && kinds(&child, "cancelled").len() == 1;
+        if !cancelled {
+            assert_eq!(exhausted.len(), 1, "{name}: {exhausted:?}");
+            assert_eq!(exhausted[0]["budget"], "shared_tokens", "{name}");
+        }
         assert_eq!(
             kinds(&child, "tool_result").len(),
             1,
@@ -598,19 +604,8 @@ async fn the_trace_page_links_a_parent_run_to_its_child_runs_and_each_child_back
 // SIGKILL of a real `refund-agent serve` between one child's answer and the join.
 // ---------------------------------------------------------------------------------------
 
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
+/// `refund-agent` on `data` and `database`, with the provider and the model server
+/// named (the tokens `seed` prints are read from its stdout).
 fn command(data: &std::path::Path, database: &str, payments: &str, llm: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
     cmd.arg("--data-dir")
@@ -627,32 +622,6 @@ fn command(data: &std::path::Path, database: &str, payments: &str, llm: &str) ->
         .env("LLM_MODEL", "tiny")
         .env("RUST_LOG", "warn");
     cmd
-}
-
-async fn start(cmd: &mut Command) -> Serve {
-    let port = free_port();
-    let child = cmd
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..400 {
-        if reqwest::get(format!("{base}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return Serve { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("serve did not start");
-}
-
-fn sigkill(serve: &mut Serve) {
-    serve.child.kill().unwrap();
-    serve.child.wait().unwrap();
 }
 
 /// After a SIGKILL the dead process's 60 s run lease must expire before another
@@ -746,6 +715,22 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
         kinds(&events(&db, &parent_id).await, "children_joined").is_empty(),
         "killed before the join"
     );
+    // The children hold no lease, yet no worker may claim them and the watchdog does
+    // not watch them: they run inside their parent, whose dead holder's lease stands.
+    let now = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
+    let claimed = runs::claim_next(&db, "probe", now).await.unwrap();
+    assert!(claimed.is_none(), "{claimed:?}");
+    let watched = runs::stalled_runs(
+        &db,
+        &runs::status::ACTIVE,
+        &app::watchdog::PROGRESS,
+        now + 3_600_000,
+        10,
+    )
+    .await
+    .unwrap();
+    let watched: Vec<&str> = watched.iter().map(|s| s.run.id.as_str()).collect();
+    assert_eq!(watched, [parent_id.as_str()]);
 
     let mut serve = start(&mut cmd()).await;
     let done = support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
