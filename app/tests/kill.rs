@@ -47,26 +47,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
     .await
     .unwrap();
     let data = dir.path().join("app");
-    let seed = command(&data, &mock.base_url())
-        .arg("seed")
-        .output()
-        .unwrap();
-    assert!(
-        seed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&seed.stderr)
-    );
-    // `seed` prints its credentials on stdout, one per line, for scripts.
-    let out = String::from_utf8_lossy(&seed.stdout).to_string();
-    let token_after = |marker: &str| {
-        out.lines()
-            .find(|l| l.contains(marker))
-            .and_then(|l| l.split_whitespace().last())
-            .unwrap()
-            .to_string()
-    };
-    let agent = token_after("agent@refund-desk.test");
-    let customer = token_after("customer C-100 bearer ");
+    let (agent, customer) = serve::seed(&mut command(&data, &mock.base_url()));
     let http = reqwest::Client::new();
 
     let mut serve = start(&data, &mock.base_url()).await;

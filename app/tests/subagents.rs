@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use support::serve::{sigkill, start, Serve};
+use support::serve::{self, sigkill, start, Serve};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -666,19 +666,7 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
         None => app::store::Db::sqlite_url(&data),
     };
     let cmd = || command(&data, &database, &mock.base_url(), &server.base_url);
-    let seed = cmd().arg("seed").output().unwrap();
-    assert!(
-        seed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&seed.stderr)
-    );
-    let out = String::from_utf8_lossy(&seed.stdout).to_string();
-    let token_after = |marker: &str| {
-        let line = out.lines().find(|l| l.contains(marker)).unwrap();
-        line.split_whitespace().last().unwrap().to_string()
-    };
-    let agent = token_after("agent@refund-desk.test");
-    let customer = token_after("customer C-100 bearer ");
+    let (agent, customer) = serve::seed(&mut cmd());
     let db = app::store::Db::connect(&database).await.unwrap();
     let http = reqwest::Client::new();
 

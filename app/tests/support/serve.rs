@@ -45,3 +45,20 @@ pub fn sigkill(serve: &mut Serve) {
     serve.child.kill().unwrap();
     serve.child.wait().unwrap();
 }
+
+/// Runs `refund-agent seed` with `cmd`'s settings and returns the bearer tokens it
+/// prints (one credential a line, for scripts): the agent's and customer C-100's.
+pub fn seed(cmd: &mut Command) -> (String, String) {
+    let seed = cmd.arg("seed").output().unwrap();
+    let err = String::from_utf8_lossy(&seed.stderr);
+    assert!(seed.status.success(), "{err}");
+    let out = String::from_utf8_lossy(&seed.stdout).to_string();
+    let token_after = |marker: &str| {
+        let line = out.lines().find(|l| l.contains(marker)).unwrap();
+        line.split_whitespace().last().unwrap().to_string()
+    };
+    (
+        token_after("agent@refund-desk.test"),
+        token_after("customer C-100 bearer "),
+    )
+}
