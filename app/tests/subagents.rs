@@ -43,11 +43,13 @@ fn caller(body: &Value) -> Caller {
     }
 }
 
-/// One scripted answer: status, body, and how long the server takes to send it.
+/// One scripted answer: status, body, how long the server takes to send it, and a
+/// barrier it first waits at (replies held until every caller of it has asked).
 struct Reply {
     status: u16,
     body: Value,
     delay: Duration,
+    gate: Option<Arc<tokio::sync::Barrier>>,
 }
 
 type Step = Box<dyn Fn(&Value) -> Reply + Send>;
@@ -114,6 +116,9 @@ async fn chat_completions(State(fake): State<Arc<Fake>>, Json(body): Json<Value>
         Some(step) => step(&body),
         None => error_reply("fake: the script has no more replies"),
     };
+    if let Some(gate) = &reply.gate {
+        gate.wait().await;
+    }
     tokio::time::sleep(reply.delay).await;
     (
         StatusCode::from_u16(reply.status).unwrap(),
@@ -144,6 +149,7 @@ fn error_reply(message: &str) -> Reply {
         status: 400,
         body: json!({ "error": { "message": message, "type": "test_error", "code": null } }),
         delay: Duration::ZERO,
+        gate: None,
     }
 }
 
@@ -153,6 +159,7 @@ fn ok(calls: &[(&str, &str, Value)]) -> Step {
         status: 200,
         body: body.clone(),
         delay: Duration::ZERO,
+        gate: None,
     })
 }
 
@@ -162,6 +169,7 @@ fn slow(delay: Duration, tokens: u64, calls: &[(&str, &str, Value)]) -> Step {
         status: 200,
         body: body.clone(),
         delay,
+        gate: None,
     })
 }
 
@@ -439,10 +447,19 @@ async fn a_policy_reader_whose_model_keeps_failing_leaves_a_named_gap_and_the_pa
 #[tokio::test]
 async fn a_shared_budget_smaller_than_the_readers_want_stops_them_and_the_parent_counts_what_they_spent(
 ) {
-    // Each reader's first reply costs 120,000 tokens; both are in flight together, so
-    // after them the 200,000 the parent had left are spent and neither may ask again.
-    let costly = |id: &'static str, tool: &'static str, args: Value| {
-        slow(Duration::from_millis(400), 120_000, &[(id, tool, args)])
+    // Each reader's first reply costs 150,000 tokens — within its own budget — and the
+    // replies are held until both readers have asked, then sent together: after them
+    // the 200,000 the parent had left to share are spent and neither may ask again.
+    let both_asked = Arc::new(tokio::sync::Barrier::new(2));
+    let costly = |id: &'static str, tool: &'static str, args: Value| -> Step {
+        let body = completion(&[(id, tool, args)], 150_000);
+        let gate = both_asked.clone();
+        Box::new(move |_| Reply {
+            status: 200,
+            body: body.clone(),
+            delay: Duration::ZERO,
+            gate: Some(gate.clone()),
+        })
     };
     let server = FakeServer::start(scripts(
         vec![costly("b1", "list_orders", json!({})), failing()],
@@ -479,7 +496,7 @@ async fn a_shared_budget_smaller_than_the_readers_want_stops_them_and_the_parent
     }
     let parent_events = events(&app.state.db, parent_id).await;
     let joined = &kinds(&parent_events, "children_joined")[0];
-    assert_eq!(joined["tokens"], 240_000, "{joined:#}");
+    assert_eq!(joined["tokens"], 300_000, "{joined:#}");
     assert_eq!(joined["outcome"]["evidence_incomplete"], "billing");
     let parent = runs::load_run(&app.state.db, parent_id)
         .await
