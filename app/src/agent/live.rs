@@ -85,14 +85,7 @@ async fn investigate(
     };
     let tools = tools::toolset(&env, ticket);
     let clock = HarnessClock(state.clock.as_ref());
-    let briefing = match state
-        .model
-        .as_any()
-        .and_then(|m| m.downcast_ref::<LlmModel>())
-    {
-        Some(llm) => Some(children(state, run, (ticket, &env, &inputs), llm).await?),
-        None => None,
-    };
+    let briefing = children(state, run, (ticket, &env, &inputs)).await?;
     if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
         // The required billing reader did not answer: a human decides (issue 18).
         let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
@@ -145,57 +138,72 @@ async fn investigate(
             return decided;
         };
         let waits = ended.log.count("dependency_unavailable");
-        if waits >= super::MAX_DEPENDENCY_WAITS {
-            // Recorded; the next pass of the loop hands the case over.
-            let limit = super::MAX_DEPENDENCY_WAITS as i64;
-            let exhausted = harness::Exhausted::new("dependency_waits", waits as i64, limit);
-            let to = working_status(run);
-            rest(
-                &state.db,
-                run,
-                to,
-                state.clock.now_ms(),
-                vec![exhausted.event()],
-            )
-            .await?;
-            continue;
+        if !provider_down(state, run, waits, &message).await? {
+            return Ok(());
         }
-        // The provider is down: rest without a lease and try again later rather than
-        // hold a worker or burn the budget.
-        tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
-        let payload = json!({
-            "dependency": "payment_provider",
-            "error": message,
-            "attempt": waits + 1,
-            "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
-        });
-        let event = harness::NewEvent::new("dependency_unavailable", None, payload);
-        let now = state.clock.now_ms();
-        return rest(
-            &state.db,
-            run,
-            status::AWAITING_DEPENDENCY,
-            now,
-            vec![event],
-        )
-        .await;
     }
 }
 
-/// The LLM path's sub-agents (`children`): the billing and policy readers on the same
-/// model server, joined before the parent's own loop.
+/// The provider was down when the facts were gathered: the run rests without a lease
+/// and is tried again later rather than hold a worker or burn the budget (returns
+/// `false`) — unless it waited [`super::MAX_DEPENDENCY_WAITS`] times already: that is
+/// recorded, and the loop goes on to hand the case over (returns `true`).
+async fn provider_down(
+    state: &AppState,
+    run: &mut Run,
+    waits: usize,
+    message: &str,
+) -> AppResult<bool> {
+    let now = state.clock.now_ms();
+    if waits >= super::MAX_DEPENDENCY_WAITS {
+        let limit = super::MAX_DEPENDENCY_WAITS as i64;
+        let exhausted = harness::Exhausted::new("dependency_waits", waits as i64, limit);
+        let to = working_status(run);
+        rest(&state.db, run, to, now, vec![exhausted.event()]).await?;
+        return Ok(true);
+    }
+    tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
+    let payload = json!({
+        "dependency": "payment_provider",
+        "error": message,
+        "attempt": waits + 1,
+        "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
+    });
+    let event = harness::NewEvent::new("dependency_unavailable", None, payload);
+    rest(
+        &state.db,
+        run,
+        status::AWAITING_DEPENDENCY,
+        now,
+        vec![event],
+    )
+    .await?;
+    Ok(false)
+}
+
+/// The LLM path's sub-agents (`children`, issue 18): the billing and policy readers on
+/// the same model server, joined before the parent's own loop. `None` for any other
+/// model: the built-in investigator runs a single loop.
 async fn children(
     state: &AppState,
     run: &mut Run,
     task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
-    llm: &LlmModel,
-) -> AppResult<Briefing> {
+) -> AppResult<Option<Briefing>> {
+    let llm = state
+        .model
+        .as_any()
+        .and_then(|m| m.downcast_ref::<LlmModel>());
+    let Some(llm) = llm else {
+        return Ok(None);
+    };
     let readers = Reader::ALL.map(|reader| (reader, llm.reader(reader)));
     let models: Vec<children::ReaderModel<'_>> = readers
         .iter()
         .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
         .collect();
-    children::gather(state, run, task, &models, &Metered).await
+    children::gather(state, run, task, &models, &Metered)
+        .await
+        .map(Some)
 }
 
 /// What the customer wrote, oldest first: the task's inputs.

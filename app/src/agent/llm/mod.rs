@@ -17,17 +17,18 @@
 //! already used its whole time; the harness asks again on its next step). The API key
 //! is sent as `Authorization: Bearer` only when set, and is never logged or printed.
 
+mod reader;
+
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
 use harness::context::Prompt;
-use harness::{Reply, Turn};
 
 use super::context::{self, ContextBudget};
-use super::findings::{Findings, Reader};
 use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
+pub use reader::{findings_tool, parse_findings, LlmReader};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
@@ -147,12 +148,6 @@ impl LlmModel {
         })
     }
 
-    /// The same model as one of the sub-agents' readers: its own prompt, and
-    /// `submit_findings` as its only answer tool.
-    pub fn reader(&self, reader: Reader) -> LlmReader<'_> {
-        LlmReader { llm: self, reader }
-    }
-
     /// Asks the model for its next turn and reports the provider's token usage.
     pub async fn reply(&self, ctx: &ModelContext<'_>) -> anyhow::Result<ModelReply> {
         let body = self.request_body(ctx);
@@ -246,42 +241,6 @@ impl harness::Model<crate::agent::Proposal> for LlmModel {
     }
 }
 
-/// [`LlmModel`] as a sub-agent's reader (see [`LlmModel::reader`]).
-pub struct LlmReader<'a> {
-    llm: &'a LlmModel,
-    reader: Reader,
-}
-
-impl LlmReader<'_> {
-    async fn reply(&self, ctx: &ModelContext<'_>) -> anyhow::Result<Reply<Findings>> {
-        let body = self
-            .llm
-            .body(ctx, self.reader.prompt(), vec![findings_tool()]);
-        let response = self.llm.post(&body).await?;
-        parse_findings(&response)
-    }
-}
-
-impl harness::Model<Findings> for LlmReader<'_> {
-    fn name(&self) -> String {
-        format!("llm:{}", self.llm.model)
-    }
-
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Turn<Findings>>> {
-        Box::pin(async move { self.reply(ctx).await.map(|r| r.turn) })
-    }
-
-    fn next_reply<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Reply<Findings>>> {
-        Box::pin(self.reply(ctx))
-    }
-}
-
 /// `Retry-After` in seconds (the HTTP-date form is ignored: exponential backoff).
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
@@ -368,30 +327,6 @@ pub fn answer_tools() -> Vec<Value> {
     ]
 }
 
-/// The readers' answer tool. Not an action: it ends a reader's run with its findings.
-pub fn findings_tool() -> Value {
-    let evidence = json!({ "type": "object",
-        "properties": {
-            "call_id": { "type": "string", "description": "The id of the tool call that returned the record." },
-            "record_id": { "type": "string", "description": "The record's id as the tool returned it." }
-        },
-        "required": ["call_id", "record_id"], "additionalProperties": false });
-    json!({ "type": "function", "function": {
-        "name": SUBMIT_FINDINGS,
-        "description": "End your reading with what you found. It decides nothing and moves no money.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "summary": { "type": "string", "maxLength": 2000 },
-                "evidence": { "type": "array", "items": evidence },
-                "citations": { "type": "array", "items": { "type": "string", "description": "doc@version#section from search_policy." } }
-            },
-            "required": ["summary", "evidence", "citations"],
-            "additionalProperties": false
-        }
-    } })
-}
-
 /// Maps a chat-completions response to a turn.
 pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
     let (calls, usage) = completion_calls(response, "a proposal")?;
@@ -409,18 +344,6 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
         ModelTurn::ToolCalls { calls }
     };
     Ok(ModelReply { turn, usage })
-}
-
-/// Maps a chat-completions response to a reader's turn: `submit_findings` ends it.
-pub fn parse_findings(response: &Value) -> anyhow::Result<Reply<Findings>> {
-    let (calls, usage) = completion_calls(response, "findings")?;
-    let turn = match calls.iter().find(|c| c.name == SUBMIT_FINDINGS) {
-        Some(call) => Turn::Answer {
-            answer: answer(SUBMIT_FINDINGS, &call.arguments)?,
-        },
-        None => Turn::ToolCalls { calls },
-    };
-    Ok(Reply { turn, usage })
 }
 
 /// The tool calls of a completion and its usage; a reply without calls (the model
@@ -514,184 +437,4 @@ fn escalation_reason(arguments: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn response(message: Value, finish_reason: &str) -> Value {
-        json!({ "id": "x", "object": "chat.completion",
-                "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
-                "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 } })
-    }
-
-    fn call(id: &str, name: &str, arguments: &str) -> Value {
-        json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } })
-    }
-
-    #[test]
-    fn string_arguments_are_parsed_and_garbage_stays_a_string() {
-        let r = parse_response(&response(
-            json!({ "role": "assistant", "content": null, "tool_calls": [
-                call("a", "list_charges", r#"{"order_id":"O-1001"}"#),
-                call("b", "list_charges", r#"{"order_id": "O-1001",}"#),
-                call("", "get_customer", ""),
-            ] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        let ModelTurn::ToolCalls { calls } = r.turn else {
-            panic!("{:?}", r.turn)
-        };
-        assert_eq!(calls[0].arguments, json!({ "order_id": "O-1001" }));
-        assert_eq!(
-            calls[1].arguments,
-            Value::String(r#"{"order_id": "O-1001",}"#.into())
-        );
-        assert_eq!(calls[2].id, "call_2");
-        assert_eq!(calls[2].arguments, json!({}));
-        assert_eq!(
-            r.usage,
-            Usage {
-                prompt_tokens: 10,
-                completion_tokens: 5
-            }
-        );
-        let mut no_usage = response(
-            json!({ "tool_calls": [call("a", "get_customer", "{}")] }),
-            "tool_calls",
-        );
-        no_usage.as_object_mut().unwrap().remove("usage");
-        assert_eq!(parse_response(&no_usage).unwrap().usage, Usage::default());
-    }
-
-    #[test]
-    fn answers_become_proposals_or_escalations() {
-        let args = json!({ "request": "duplicate_charge", "order_id": "O-1001", "reason_code": "duplicate_charge",
-                           "refunds": [], "evidence": [], "citations": [], "summary": "s" })
-        .to_string();
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, &args)] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert!(matches!(r.turn, ModelTurn::Answer { .. }));
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, &args), call("e", ESCALATE_TO_HUMAN, r#"{"reason":"unsure"}"#)] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert_eq!(
-            r.turn,
-            ModelTurn::HandOff {
-                reason: "unsure".into()
-            }
-        );
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("e", ESCALATE_TO_HUMAN, "{")] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert_eq!(r.turn, ModelTurn::HandOff { reason: "{".into() });
-    }
-
-    #[test]
-    fn a_bad_proposal_a_silent_stop_and_a_cut_off_reply_are_errors() {
-        for (message, finish) in [
-            (
-                json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, r#"{"request":"refund_now"}"#)] }),
-                "tool_calls",
-            ),
-            (
-                json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, "{,}")] }),
-                "tool_calls",
-            ),
-            (
-                json!({ "content": "I think you should get a refund." }),
-                "stop",
-            ),
-            (
-                json!({ "tool_calls": [call("a", "get_customer", "{")] }),
-                "length",
-            ),
-        ] {
-            assert!(parse_response(&response(message, finish)).is_err());
-        }
-        let e = parse_response(&response(json!({ "content": "hello" }), "stop")).unwrap_err();
-        assert!(
-            e.to_string().contains("model stopped without a proposal"),
-            "{e}"
-        );
-        assert!(parse_response(&json!({ "choices": [] })).is_err());
-    }
-
-    #[test]
-    fn provider_errors_are_surfaced_with_message_type_and_code() {
-        let m = error_message(
-            reqwest::StatusCode::BAD_REQUEST,
-            r#"{"error":{"message":"bad tools","type":"invalid_request_error","code":"x1"}}"#,
-        );
-        assert_eq!(m, "model provider returned 400 Bad Request: bad tools (type: invalid_request_error) (code: x1)");
-        assert!(error_message(reqwest::StatusCode::BAD_GATEWAY, "<html>").contains("<html>"));
-    }
-
-    #[test]
-    fn the_offered_tools_fit_their_default_budget() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            None,
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        let declarations = crate::agent::tools::declarations();
-        let customer = vec!["hi".to_string()];
-        let ctx = ModelContext {
-            inputs: &customer,
-            tools: &declarations,
-            history: &[],
-        };
-        let body = m.request_body(&ctx);
-        let tools = body["tools"].as_array().unwrap();
-        assert_eq!(tools.len(), declarations.len() + 2);
-        assert!(context::tools_fit(tools, &ContextBudget::default()));
-        assert!(context::tools_fit(
-            tools,
-            &ContextBudget::for_context_window(4096)
-        ));
-    }
-
-    #[test]
-    fn debug_output_never_shows_the_key() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            Some("sk-secret".into()),
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert!(!format!("{m:?}").contains("sk-secret"));
-        assert!(LlmModel::new("not a url", None, "m".into(), Duration::from_secs(1)).is_err());
-    }
-
-    #[test]
-    fn retry_waits_double_and_honour_retry_after_within_the_cap() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            None,
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap()
-        .with_backoff(Duration::from_millis(100), Duration::from_secs(2));
-        assert_eq!(m.wait_before_retry(0, None), Duration::from_millis(100));
-        assert_eq!(m.wait_before_retry(2, None), Duration::from_millis(400));
-        assert_eq!(m.wait_before_retry(10, None), Duration::from_secs(2));
-        assert_eq!(
-            m.wait_before_retry(0, Some(Duration::from_secs(1))),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            m.wait_before_retry(0, Some(Duration::from_secs(60))),
-            Duration::from_secs(2)
-        );
-    }
-}
+mod tests;
