@@ -657,6 +657,25 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(mut found: impl Fn
     panic!("gave up waiting");
 }
 
+/// The children hold no lease, yet no worker may claim them and the watchdog does not
+/// watch them: they run inside their parent, whose dead holder's lease still stands.
+async fn assert_only_the_parent_is_claimable_or_watched(db: &app::store::Db, parent_id: &str) {
+    let now = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
+    let claimed = runs::claim_next(db, "probe", now).await.unwrap();
+    assert!(claimed.is_none(), "{claimed:?}");
+    let watched = runs::stalled_runs(
+        db,
+        &runs::status::ACTIVE,
+        &app::watchdog::PROGRESS,
+        now + 3_600_000,
+        10,
+    )
+    .await
+    .unwrap();
+    let watched: Vec<&str> = watched.iter().map(|s| s.run.id.as_str()).collect();
+    assert_eq!(watched, [parent_id]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again_and_decides_once()
 {
@@ -720,22 +739,7 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
         kinds(&events(&db, &parent_id).await, "children_joined").is_empty(),
         "killed before the join"
     );
-    // The children hold no lease, yet no worker may claim them and the watchdog does
-    // not watch them: they run inside their parent, whose dead holder's lease stands.
-    let now = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
-    let claimed = runs::claim_next(&db, "probe", now).await.unwrap();
-    assert!(claimed.is_none(), "{claimed:?}");
-    let watched = runs::stalled_runs(
-        &db,
-        &runs::status::ACTIVE,
-        &app::watchdog::PROGRESS,
-        now + 3_600_000,
-        10,
-    )
-    .await
-    .unwrap();
-    let watched: Vec<&str> = watched.iter().map(|s| s.run.id.as_str()).collect();
-    assert_eq!(watched, [parent_id.as_str()]);
+    assert_only_the_parent_is_claimable_or_watched(&db, &parent_id).await;
 
     let mut serve = start(&mut cmd()).await;
     let done = support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
