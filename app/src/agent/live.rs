@@ -121,9 +121,8 @@ async fn investigate(
         let exchanges = &[evidence, &ended.log.exchanges[..]].concat();
         let proposal = match &ended.outcome {
             Outcome::HandedOff { reason, .. } => {
-                let w = crate::workflow::escalate_to_human(
-                    state, run, &case, &ticket, reason, exchanges,
-                );
+                let w =
+                    crate::workflow::escalate_to_human(state, run, case, ticket, reason, exchanges);
                 return w.await;
             }
             Outcome::Answered(proposal) => proposal,

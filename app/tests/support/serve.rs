@@ -21,7 +21,7 @@ pub fn free_port() -> u16 {
 /// `/healthz` answers.
 pub async fn start(cmd: &mut Command) -> Serve {
     let port = free_port();
-    let child = cmd
+    let mut child = cmd
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -37,6 +37,8 @@ pub async fn start(cmd: &mut Command) -> Serve {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("serve did not start");
 }
 
