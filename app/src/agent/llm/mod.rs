@@ -5,7 +5,7 @@
 //! tools (`submit_proposal`, `escalate_to_human`) that are not actions: they are how the
 //! model ends its investigation. As a sub-agent's reader ([`LlmModel::reader`], issue 18)
 //! it sends that reader's prompt, its tool subset and one answer tool, `submit_findings`
-//! ([`Findings`]). It maps the reply to a [`ModelTurn`] and never panics
+//! ([`Findings`](super::findings::Findings), in [`reader`]). It maps the reply to a [`ModelTurn`] and never panics
 //! on what a model writes: arguments that are not JSON become a string the harness's
 //! validator answers with a structured `invalid_arguments` error; a proposal that does
 //! not parse, a model that stops talking without answering, or a cut-off reply is an
@@ -17,7 +17,7 @@
 //! already used its whole time; the harness asks again on its next step). The API key
 //! is sent as `Authorization: Bearer` only when set, and is never logged or printed.
 
-mod reader;
+pub mod reader;
 
 use std::time::Duration;
 
@@ -28,7 +28,6 @@ use harness::context::Prompt;
 
 use super::context::{self, ContextBudget};
 use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
-pub use reader::{findings_tool, parse_findings, LlmReader};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";

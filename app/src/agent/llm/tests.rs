@@ -3,6 +3,7 @@
 
 use harness::Turn;
 
+use super::reader::parse_findings;
 use super::*;
 
 fn response(message: Value, finish_reason: &str) -> Value {
