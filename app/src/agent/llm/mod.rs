@@ -3,10 +3,10 @@
 //!
 //! It sends the prompt built by [`super::context`], the read-only tools and two answer
 //! tools (`submit_proposal`, `escalate_to_human`) that are not actions: they are how the
-//! model ends its investigation. As a sub-agent's reader ([`LlmModel::reader`], issue 18)
-//! it sends that reader's prompt, its tool subset and one answer tool, `submit_findings`
-//! ([`Findings`](super::findings::Findings), in [`reader`]). It maps the reply to a [`ModelTurn`] and never panics
-//! on what a model writes: arguments that are not JSON become a string the harness's
+//! model ends its investigation. As a sub-agent's reader ([`reader`], issue 18) it sends
+//! that reader's prompt, its tool subset and one answer tool, `submit_findings`
+//! ([`super::findings::Findings`]). It maps the reply to a [`ModelTurn`] and never
+//! panics on what a model writes: arguments that are not JSON become a string the harness's
 //! validator answers with a structured `invalid_arguments` error; a proposal that does
 //! not parse, a model that stops talking without answering, or a cut-off reply is an
 //! `Err`, which the harness records as a `model_error` and counts against its budget.
