@@ -29,10 +29,10 @@ use super::llm::SUBMIT_FINDINGS;
 use super::sql_log::{self, SqlLog, KEEP_ALIVE_EVERY};
 use super::tools::{self, ToolEnv};
 use super::{BoxFuture, ModelTurn, Proposal};
-use crate::clock::HarnessClock;
+use crate::clock::{Clock, HarnessClock};
 use crate::error::AppResult;
 use crate::runs::{self, Run, RunStatus};
-use crate::state::AppState;
+use crate::store::Db;
 use crate::tickets::Ticket;
 
 /// The event a parent records when its children are joined (`harness::sub`).
@@ -55,13 +55,20 @@ pub struct Briefing {
     pub incomplete: Option<String>,
 }
 
+/// Where the runs are stored and the clock their steps are stamped with.
+#[derive(Clone, Copy)]
+pub struct Storage<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+}
+
 /// One reader with the model it runs on.
 pub type ReaderModel<'a> = (Reader, &'a dyn Model<Findings>);
 
 /// Spawns (or finds) the parent's child runs, joins them unless the join is recorded,
 /// and returns the briefing built from their logs.
 pub async fn gather(
-    state: &AppState,
+    storage: Storage<'_>,
     parent: &mut Run,
     (ticket, env, inputs): (&Ticket, &ToolEnv<'_>, &[String]),
     readers: &[ReaderModel<'_>],
@@ -71,7 +78,7 @@ pub async fn gather(
         .iter()
         .map(|(reader, _)| toolset(*reader, env, ticket))
         .collect();
-    let now = state.clock.now_ms();
+    let now = storage.clock.now_ms();
     let mut rows = Vec::with_capacity(readers.len());
     for ((reader, model), tools) in readers.iter().zip(&toolsets) {
         let versions = harness::Versions {
@@ -79,10 +86,10 @@ pub async fn gather(
             prompt: reader.prompt_version().to_string(),
             tools: tools.schema_version(),
         };
-        let row = runs::child_run(&state.db, parent, reader.name(), &versions, now).await?;
+        let row = runs::child_run(storage.db, parent, reader.name(), &versions, now).await?;
         rows.push(row);
     }
-    let parent_events = runs::events(&state.db, &parent.id).await?;
+    let parent_events = runs::events(storage.db, &parent.id).await?;
     let recorded = parent_events
         .iter()
         .rev()
@@ -98,10 +105,10 @@ pub async fn gather(
                 inputs,
                 observer,
             };
-            join(state, parent, &mut rows, children, spent).await?
+            join(storage, parent, &mut rows, children, spent).await?
         }
     };
-    briefing(state, readers, &rows, &joined).await
+    briefing(storage, readers, &rows, &joined).await
 }
 
 /// The readers' tool subsets (`tools`): records for billing, policy search for policy.
@@ -123,7 +130,7 @@ struct Children<'a, 'b> {
 /// Runs the children on a budget shared out of what the parent has left, joins them
 /// while keeping the parent's lease, and records the join. Returns its event's payload.
 async fn join(
-    state: &AppState,
+    storage: Storage<'_>,
     parent: &mut Run,
     rows: &mut [Run],
     with: Children<'_, '_>,
@@ -136,7 +143,7 @@ async fn join(
         limits.tokens.saturating_sub(parent_tokens),
         (limits.tool_calls - parent.tool_calls).max(0),
     );
-    let clock = HarnessClock(state.clock.as_ref());
+    let clock = HarnessClock(storage.clock);
     let children = with
         .readers
         .iter()
@@ -153,8 +160,8 @@ async fn join(
             run.observer = with.observer;
             run.shared = Some(&shared);
             let log = SqlLog {
-                db: &state.db,
-                clock: state.clock.as_ref(),
+                db: storage.db,
+                clock: storage.clock,
                 run: row,
             };
             Child {
@@ -165,19 +172,19 @@ async fn join(
             }
         })
         .collect();
-    let joined = keeping_lease(state, parent, sub::join(children, &shared)).await?;
+    let joined = keeping_lease(storage, parent, sub::join(children, &shared)).await?;
     let joined = joined.map_err(|e| match e {
         LogError::Lost => runs::run_changed(),
         LogError::Store(e) => e,
     })?;
-    record(state, parent, rows, &joined).await?;
+    record(storage, parent, rows, &joined).await?;
     Ok(joined.event().payload)
 }
 
 /// Runs `work` (the join) while renewing the parent's lease, so slow children do not
 /// let another worker take the parent. A lost lease abandons the join.
 async fn keeping_lease<T>(
-    state: &AppState,
+    storage: Storage<'_>,
     parent: &mut Run,
     work: impl Future<Output = T>,
 ) -> AppResult<T> {
@@ -187,7 +194,7 @@ async fn keeping_lease<T>(
     loop {
         tokio::select! {
             out = &mut work => return Ok(out),
-            _ = renew.tick() => runs::renew_lease(&state.db, parent, state.clock.now_ms()).await?,
+            _ = renew.tick() => runs::renew_lease(storage.db, parent, storage.clock.now_ms()).await?,
         }
     }
 }
@@ -195,16 +202,16 @@ async fn keeping_lease<T>(
 /// The join as one transaction: the parent's `children_joined` step (the children's
 /// tool calls added to its count, their tokens in the event) and each child's end.
 async fn record(
-    state: &AppState,
+    storage: Storage<'_>,
     parent: &mut Run,
     rows: &mut [Run],
     joined: &Joined<Findings>,
 ) -> AppResult<()> {
-    let now = state.clock.now_ms();
+    let now = storage.clock.now_ms();
     let step = joined.step();
     let events = sql_log::run_events(&step.events);
     let to = sql_log::working_status(parent);
-    let mut tx = state.db.begin().await?;
+    let mut tx = storage.db.begin().await?;
     runs::record_step(&mut tx, parent, to, 0, step.add_tool_calls, now, &events).await?;
     // `sub::join` returns the children in the order they were given: the rows' order.
     for (row, end) in rows.iter_mut().zip(&joined.children) {
@@ -221,14 +228,14 @@ async fn record(
 
 /// The parent's briefing, from the recorded join and the children's stored logs.
 async fn briefing(
-    state: &AppState,
+    storage: Storage<'_>,
     readers: &[ReaderModel<'_>],
     rows: &[Run],
     joined: &Value,
 ) -> AppResult<Briefing> {
     let (mut prelude, mut evidence, mut findings) = (Vec::new(), Vec::new(), Vec::new());
     for ((reader, _), row) in readers.iter().zip(rows) {
-        let events = sql_log::harness_events(runs::events(&state.db, &row.id).await?);
+        let events = sql_log::harness_events(runs::events(storage.db, &row.id).await?);
         let log = RunLog::<Findings>::fold(&events);
         let name = reader.name();
         evidence.extend(prefixed(name, log.exchanges.clone()));

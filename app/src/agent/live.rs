@@ -200,7 +200,11 @@ async fn children(
         .iter()
         .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
         .collect();
-    children::gather(state, run, task, &models, &Metered)
+    let storage = children::Storage {
+        db: &state.db,
+        clock: state.clock.as_ref(),
+    };
+    children::gather(storage, run, task, &models, &Metered)
         .await
         .map(Some)
 }
