@@ -5,4 +5,6 @@
 -- under its parent's lease). `child_name` is the child's name in its parent's join.
 ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs(id);
 ALTER TABLE runs ADD COLUMN child_name TEXT;
-CREATE INDEX runs_by_parent ON runs(parent_run_id);
+-- One child of each name per parent (a resumed parent finds the children it spawned,
+-- never spawns them twice); top-level runs have no parent, and NULLs never collide.
+CREATE UNIQUE INDEX runs_by_parent ON runs(parent_run_id, child_name);
