@@ -325,7 +325,7 @@ pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
     let rows = sqlx::query(
         "SELECT case_id, agent_outcome, agent_reason, agent_refunds, human_outcome, human_reason, human_refunds, decided_at,
                 (SELECT r.model || ' · ' || r.prompt_version || ' · ' || r.tool_schema_version FROM runs r
-                  WHERE r.case_id = shadow_pairs.case_id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS run_versions
+                  WHERE r.case_id = shadow_pairs.case_id AND r.parent_run_id IS NULL ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS run_versions
          FROM shadow_pairs ORDER BY created_at",
     )
     .fetch_all(db.pool())

@@ -5,23 +5,11 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use support::serve::{self, sigkill, Serve};
 
 fn command(data: &std::path::Path, payments: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
@@ -43,30 +31,7 @@ fn command(data: &std::path::Path, payments: &str) -> Command {
 }
 
 async fn start(data: &std::path::Path, payments: &str) -> Serve {
-    let port = free_port();
-    let child = command(data, payments)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return Serve { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("serve did not start");
-}
-
-fn sigkill(serve: &mut Serve) {
-    // SIGKILL: no destructor, no graceful shutdown, nothing flushed by us.
-    serve.child.kill().unwrap();
-    serve.child.wait().unwrap();
+    serve::start(&mut command(data, payments)).await
 }
 
 /// Up to two minutes: after a SIGKILL, the dead process's 60 s case lease must expire
@@ -82,26 +47,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
     .await
     .unwrap();
     let data = dir.path().join("app");
-    let seed = command(&data, &mock.base_url())
-        .arg("seed")
-        .output()
-        .unwrap();
-    assert!(
-        seed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&seed.stderr)
-    );
-    // `seed` prints its credentials on stdout, one per line, for scripts.
-    let out = String::from_utf8_lossy(&seed.stdout).to_string();
-    let token_after = |marker: &str| {
-        out.lines()
-            .find(|l| l.contains(marker))
-            .and_then(|l| l.split_whitespace().last())
-            .unwrap()
-            .to_string()
-    };
-    let agent = token_after("agent@refund-desk.test");
-    let customer = token_after("customer C-100 bearer ");
+    let (agent, customer) = serve::seed(&mut command(&data, &mock.base_url()));
     let http = reqwest::Client::new();
 
     let mut serve = start(&data, &mock.base_url()).await;

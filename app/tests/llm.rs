@@ -98,6 +98,9 @@ async fn chat_completions(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
+    if let Some(findings) = reader_findings(&body) {
+        return Json(findings).into_response();
+    }
     fake.requests.lock().unwrap().push((headers, body.clone()));
     let step = fake.script.lock().unwrap().pop_front();
     let reply = match step {
@@ -114,6 +117,24 @@ async fn chat_completions(
         response.headers_mut().insert(name, value.parse().unwrap());
     }
     response
+}
+
+/// On the LLM path a live run first asks its two sub-agent readers (issue 18, their
+/// own tests in `subagents.rs`); here they answer at once with findings that add
+/// nothing, so these tests script and count the investigator's requests alone.
+fn reader_findings(body: &Value) -> Option<Value> {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let reader = system.starts_with("You are the billing evidence reader")
+        || system.starts_with("You are the policy reader");
+    let args = r#"{"summary":"nothing to add","evidence":[],"citations":[]}"#;
+    reader.then(|| tool_calls(&[("f", "submit_findings", args)]))
+}
+
+/// Whether a tool message is the readers' briefing (`billing:findings`,
+/// `policy:findings`) rather than the result of one of the investigator's own calls.
+fn briefing(message: &Value) -> bool {
+    let id = message["tool_call_id"].as_str().unwrap_or_default();
+    id.starts_with("billing:") || id.starts_with("policy:")
 }
 
 /// A completion with tool calls whose arguments are JSON strings, as servers send them.
@@ -596,7 +617,7 @@ async fn an_llm_investigation_reaches_awaiting_approval_with_the_engines_refund(
         .as_array()
         .unwrap()
         .iter()
-        .filter(|m| m["role"] == "tool")
+        .filter(|m| m["role"] == "tool" && !briefing(m))
         .collect();
     assert_eq!(tool_messages.len(), 5);
     let results: String = tool_messages
@@ -660,7 +681,10 @@ async fn garbage_arguments_get_a_structured_error_through_the_harness() {
         )])),
         step(|request| {
             let messages = request["messages"].as_array().unwrap();
-            let answer = messages.iter().find(|m| m["role"] == "tool").unwrap();
+            let answer = messages
+                .iter()
+                .find(|m| m["role"] == "tool" && !briefing(m))
+                .unwrap();
             let content = answer["content"].as_str().unwrap();
             assert!(content.contains("invalid_arguments"), "{content}");
             Reply::ok(tool_calls(&[(

@@ -17,10 +17,16 @@
 //!
 //! Event kinds the harness writes: `resumed`, `model_output`, `model_error`,
 //! `tool_intent`, `tool_result`, `proposal`, `policy_violation`, `budget_exhausted`,
-//! `handoff`; [`live`] writes `dependency_unavailable`; `runs` writes `run_created` and
-//! `state`; `workflow` writes `decision`, `proposal_overridden`, `evidence_rejected` and
-//! `escalated`.
+//! `handoff`, `cancelled` and (a sub-agent's answer) `findings`; [`live`] writes
+//! `dependency_unavailable`; [`children`] writes `children_joined` on the parent; `runs`
+//! writes `run_created` and `state`; `workflow` writes `decision`,
+//! `proposal_overridden`, `evidence_rejected` and `escalated`.
+//!
+//! On the LLM path ([`llm`]) a live run first joins two read-only sub-agents as child
+//! runs — [`findings`] names them, [`children`] runs them — and proposes with their
+//! findings in its context; the built-in investigator runs a single loop.
 
+pub mod findings;
 pub mod investigator;
 pub mod llm;
 pub mod prompt;

@@ -41,13 +41,22 @@ fn declaration(
 
 /// The investigation's tools for one ticket, in the order the model is offered them.
 pub fn toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
+    billing_toolset(env, ticket).with(SearchPolicy(Scope { env, ticket }))
+}
+
+/// The `billing` sub-agent's tools (issue 18): the customer's records, no policy search.
+pub fn billing_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
     let at = Scope { env, ticket };
     Toolset::new()
         .with(GetCustomer(at))
         .with(ListOrders(at))
         .with(ListCharges(at))
         .with(ListRefunds(at))
-        .with(SearchPolicy(at))
+}
+
+/// The `policy` sub-agent's tools (issue 18): policy search only.
+pub fn policy_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
+    Toolset::new().with(SearchPolicy(Scope { env, ticket }))
 }
 
 /// The declarations alone (for clients that list tools, e.g. MCP and the LLM tests).

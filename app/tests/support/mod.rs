@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod serve;
 
 use std::sync::Arc;
 

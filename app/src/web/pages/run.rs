@@ -30,6 +30,10 @@ pub(super) struct RunPage {
     steps: i64,
     tool_calls: i64,
     events: Vec<EventRow>,
+    /// The run that spawned this one, if it is a child run (issue 18).
+    parent_run_id: Option<String>,
+    /// The child runs this run spawned (issue 18).
+    children: Vec<crate::runs::ChildRun>,
 }
 
 /// `GET /console/runs/{id}`: the run's event log, each tool result anchored by call id
@@ -58,6 +62,14 @@ pub(super) async fn run_page(
     }
     let events = match crate::runs::events(&state.db, &id).await {
         Ok(e) => e,
+        Err(e) => return e.into_response(),
+    };
+    let family = tokio::try_join!(
+        crate::runs::parent_of(&state.db, &id),
+        crate::runs::children(&state.db, &id)
+    );
+    let (parent_run_id, children) = match family {
+        Ok(family) => family,
         Err(e) => return e.into_response(),
     };
     let events = events
@@ -106,5 +118,7 @@ pub(super) async fn run_page(
         steps: run.steps,
         tool_calls: run.tool_calls,
         events,
+        parent_run_id,
+        children,
     })
 }

@@ -3,8 +3,10 @@
 //!
 //! It sends the prompt built by [`super::context`], the read-only tools and two answer
 //! tools (`submit_proposal`, `escalate_to_human`) that are not actions: they are how the
-//! model ends its investigation. It maps the reply to a [`ModelTurn`] and never panics
-//! on what a model writes: arguments that are not JSON become a string the harness's
+//! model ends its investigation. As a sub-agent's reader ([`reader`], issue 18) it sends
+//! that reader's prompt, its tool subset and one answer tool, `submit_findings`
+//! ([`super::findings::Findings`]). It maps the reply to a [`ModelTurn`] and never
+//! panics on what a model writes: arguments that are not JSON become a string the harness's
 //! validator answers with a structured `invalid_arguments` error; a proposal that does
 //! not parse, a model that stops talking without answering, or a cut-off reply is an
 //! `Err`, which the harness records as a `model_error` and counts against its budget.
@@ -15,18 +17,24 @@
 //! already used its whole time; the harness asks again on its next step). The API key
 //! is sent as `Authorization: Bearer` only when set, and is never logged or printed.
 
+pub mod reader;
+
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use serde_json::{json, Value};
 
+use harness::context::Prompt;
+
 use super::context::{self, ContextBudget};
-use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, Proposal, ToolCall, Usage};
+use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
 /// Name of the answer tool that hands the case to a human.
 pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
+/// Name of the answer tool that ends a sub-agent's reading with its findings.
+pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
 /// An OpenAI-compatible chat-completions model.
 pub struct LlmModel {
@@ -115,6 +123,11 @@ impl LlmModel {
 
     /// The request body for one turn (public so tests and traces can show it).
     pub fn request_body(&self, ctx: &ModelContext<'_>) -> Value {
+        self.body(ctx, &super::prompt::PROMPT, answer_tools())
+    }
+
+    /// A request body: `prompt`'s messages, the read tools and the answer tools.
+    fn body(&self, ctx: &ModelContext<'_>, prompt: &Prompt<'_>, answers: Vec<Value>) -> Value {
         let mut tools: Vec<Value> = ctx
             .tools
             .iter()
@@ -123,13 +136,13 @@ impl LlmModel {
                         "function": { "name": d.name, "description": d.description, "parameters": d.parameters } })
             })
             .collect();
-        tools.extend(answer_tools());
+        tools.extend(answers);
         if !context::tools_fit(&tools, &self.budget) {
             tracing::warn!(model = %self.model, "tool declarations exceed their token budget");
         }
         json!({
             "model": self.model,
-            "messages": super::prompt::build_messages(ctx, &self.budget),
+            "messages": context::build_messages(prompt, ctx, &self.budget),
             "tools": tools,
         })
     }
@@ -203,6 +216,11 @@ impl LlmModel {
 impl harness::Model<crate::agent::Proposal> for LlmModel {
     fn name(&self) -> String {
         format!("llm:{}", self.model)
+    }
+
+    /// The live loop runs this model with sub-agents (`investigation::children`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn next_turn<'a>(
@@ -310,6 +328,26 @@ pub fn answer_tools() -> Vec<Value> {
 
 /// Maps a chat-completions response to a turn.
 pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
+    let (calls, usage) = completion_calls(response, "a proposal")?;
+    // An answer ends the turn; read calls made alongside it would never be seen. An
+    // escalation wins over a proposal: when a model says both, a human should look.
+    let turn = if let Some(call) = calls.iter().find(|c| c.name == ESCALATE_TO_HUMAN) {
+        ModelTurn::HandOff {
+            reason: escalation_reason(&call.arguments),
+        }
+    } else if let Some(call) = calls.iter().find(|c| c.name == SUBMIT_PROPOSAL) {
+        ModelTurn::Answer {
+            answer: answer(SUBMIT_PROPOSAL, &call.arguments)?,
+        }
+    } else {
+        ModelTurn::ToolCalls { calls }
+    };
+    Ok(ModelReply { turn, usage })
+}
+
+/// The tool calls of a completion and its usage; a reply without calls (the model
+/// stopped without `answer`), cut off or filtered is an error.
+fn completion_calls(response: &Value, answer: &str) -> anyhow::Result<(Vec<ToolCall>, Usage)> {
     let usage = response
         .get("usage")
         .filter(|u| u.is_object())
@@ -334,7 +372,7 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
         let text = message["content"].as_str().unwrap_or_default().trim();
         let shown: String = text.chars().take(120).collect();
         bail!(
-            "model stopped without a proposal (finish_reason: {}; text: {shown:?})",
+            "model stopped without {answer} (finish_reason: {}; text: {shown:?})",
             if finish_reason.is_empty() {
                 "none"
             } else {
@@ -342,25 +380,12 @@ pub fn parse_response(response: &Value) -> anyhow::Result<ModelReply> {
             }
         );
     }
-    let calls: Vec<ToolCall> = raw_calls
+    let calls = raw_calls
         .iter()
         .enumerate()
         .map(|(i, c)| tool_call(i, c))
         .collect();
-    // An answer ends the turn; read calls made alongside it would never be seen. An
-    // escalation wins over a proposal: when a model says both, a human should look.
-    let turn = if let Some(call) = calls.iter().find(|c| c.name == ESCALATE_TO_HUMAN) {
-        ModelTurn::HandOff {
-            reason: escalation_reason(&call.arguments),
-        }
-    } else if let Some(call) = calls.iter().find(|c| c.name == SUBMIT_PROPOSAL) {
-        ModelTurn::Answer {
-            answer: proposal(&call.arguments)?,
-        }
-    } else {
-        ModelTurn::ToolCalls { calls }
-    };
-    Ok(ModelReply { turn, usage })
+    Ok((calls, usage))
 }
 
 /// One wire tool call. Arguments arrive as a JSON string; a string that is not JSON
@@ -388,12 +413,13 @@ fn tool_call(index: usize, raw: &Value) -> ToolCall {
     }
 }
 
-fn proposal(arguments: &Value) -> anyhow::Result<Proposal> {
+/// The arguments of an answer tool as its answer type.
+fn answer<A: serde::de::DeserializeOwned>(tool: &str, arguments: &Value) -> anyhow::Result<A> {
     if let Value::String(_) = arguments {
-        bail!("submit_proposal arguments are not valid JSON");
+        bail!("{tool} arguments are not valid JSON");
     }
     serde_json::from_value(arguments.clone())
-        .map_err(|e| anyhow!("submit_proposal arguments do not match the proposal schema: {e}"))
+        .map_err(|e| anyhow!("{tool} arguments do not match its schema: {e}"))
 }
 
 fn escalation_reason(arguments: &Value) -> String {
@@ -410,184 +436,4 @@ fn escalation_reason(arguments: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn response(message: Value, finish_reason: &str) -> Value {
-        json!({ "id": "x", "object": "chat.completion",
-                "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
-                "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 } })
-    }
-
-    fn call(id: &str, name: &str, arguments: &str) -> Value {
-        json!({ "id": id, "type": "function", "function": { "name": name, "arguments": arguments } })
-    }
-
-    #[test]
-    fn string_arguments_are_parsed_and_garbage_stays_a_string() {
-        let r = parse_response(&response(
-            json!({ "role": "assistant", "content": null, "tool_calls": [
-                call("a", "list_charges", r#"{"order_id":"O-1001"}"#),
-                call("b", "list_charges", r#"{"order_id": "O-1001",}"#),
-                call("", "get_customer", ""),
-            ] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        let ModelTurn::ToolCalls { calls } = r.turn else {
-            panic!("{:?}", r.turn)
-        };
-        assert_eq!(calls[0].arguments, json!({ "order_id": "O-1001" }));
-        assert_eq!(
-            calls[1].arguments,
-            Value::String(r#"{"order_id": "O-1001",}"#.into())
-        );
-        assert_eq!(calls[2].id, "call_2");
-        assert_eq!(calls[2].arguments, json!({}));
-        assert_eq!(
-            r.usage,
-            Usage {
-                prompt_tokens: 10,
-                completion_tokens: 5
-            }
-        );
-        let mut no_usage = response(
-            json!({ "tool_calls": [call("a", "get_customer", "{}")] }),
-            "tool_calls",
-        );
-        no_usage.as_object_mut().unwrap().remove("usage");
-        assert_eq!(parse_response(&no_usage).unwrap().usage, Usage::default());
-    }
-
-    #[test]
-    fn answers_become_proposals_or_escalations() {
-        let args = json!({ "request": "duplicate_charge", "order_id": "O-1001", "reason_code": "duplicate_charge",
-                           "refunds": [], "evidence": [], "citations": [], "summary": "s" })
-        .to_string();
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, &args)] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert!(matches!(r.turn, ModelTurn::Answer { .. }));
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, &args), call("e", ESCALATE_TO_HUMAN, r#"{"reason":"unsure"}"#)] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert_eq!(
-            r.turn,
-            ModelTurn::HandOff {
-                reason: "unsure".into()
-            }
-        );
-        let r = parse_response(&response(
-            json!({ "tool_calls": [call("e", ESCALATE_TO_HUMAN, "{")] }),
-            "tool_calls",
-        ))
-        .unwrap();
-        assert_eq!(r.turn, ModelTurn::HandOff { reason: "{".into() });
-    }
-
-    #[test]
-    fn a_bad_proposal_a_silent_stop_and_a_cut_off_reply_are_errors() {
-        for (message, finish) in [
-            (
-                json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, r#"{"request":"refund_now"}"#)] }),
-                "tool_calls",
-            ),
-            (
-                json!({ "tool_calls": [call("p", SUBMIT_PROPOSAL, "{,}")] }),
-                "tool_calls",
-            ),
-            (
-                json!({ "content": "I think you should get a refund." }),
-                "stop",
-            ),
-            (
-                json!({ "tool_calls": [call("a", "get_customer", "{")] }),
-                "length",
-            ),
-        ] {
-            assert!(parse_response(&response(message, finish)).is_err());
-        }
-        let e = parse_response(&response(json!({ "content": "hello" }), "stop")).unwrap_err();
-        assert!(
-            e.to_string().contains("model stopped without a proposal"),
-            "{e}"
-        );
-        assert!(parse_response(&json!({ "choices": [] })).is_err());
-    }
-
-    #[test]
-    fn provider_errors_are_surfaced_with_message_type_and_code() {
-        let m = error_message(
-            reqwest::StatusCode::BAD_REQUEST,
-            r#"{"error":{"message":"bad tools","type":"invalid_request_error","code":"x1"}}"#,
-        );
-        assert_eq!(m, "model provider returned 400 Bad Request: bad tools (type: invalid_request_error) (code: x1)");
-        assert!(error_message(reqwest::StatusCode::BAD_GATEWAY, "<html>").contains("<html>"));
-    }
-
-    #[test]
-    fn the_offered_tools_fit_their_default_budget() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            None,
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        let declarations = crate::agent::tools::declarations();
-        let customer = vec!["hi".to_string()];
-        let ctx = ModelContext {
-            inputs: &customer,
-            tools: &declarations,
-            history: &[],
-        };
-        let body = m.request_body(&ctx);
-        let tools = body["tools"].as_array().unwrap();
-        assert_eq!(tools.len(), declarations.len() + 2);
-        assert!(context::tools_fit(tools, &ContextBudget::default()));
-        assert!(context::tools_fit(
-            tools,
-            &ContextBudget::for_context_window(4096)
-        ));
-    }
-
-    #[test]
-    fn debug_output_never_shows_the_key() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            Some("sk-secret".into()),
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert!(!format!("{m:?}").contains("sk-secret"));
-        assert!(LlmModel::new("not a url", None, "m".into(), Duration::from_secs(1)).is_err());
-    }
-
-    #[test]
-    fn retry_waits_double_and_honour_retry_after_within_the_cap() {
-        let m = LlmModel::new(
-            "http://127.0.0.1:1/v1",
-            None,
-            "m".into(),
-            Duration::from_secs(1),
-        )
-        .unwrap()
-        .with_backoff(Duration::from_millis(100), Duration::from_secs(2));
-        assert_eq!(m.wait_before_retry(0, None), Duration::from_millis(100));
-        assert_eq!(m.wait_before_retry(2, None), Duration::from_millis(400));
-        assert_eq!(m.wait_before_retry(10, None), Duration::from_secs(2));
-        assert_eq!(
-            m.wait_before_retry(0, Some(Duration::from_secs(1))),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            m.wait_before_retry(0, Some(Duration::from_secs(60))),
-            Duration::from_secs(2)
-        );
-    }
-}
+mod tests;

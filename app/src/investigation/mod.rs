@@ -1,0 +1,241 @@
+//! The live investigation: [`harness::run_loop`] on the run's SQL event log, then the
+//! workflow — the proposal to the policy engine, or the case to a human.
+//!
+//! Every step the harness takes is a versioned update of the `runs` row plus the events
+//! it produced, in one transaction (`runs::record_step`): a worker that lost its lease
+//! (another worker claimed the run, or the case cancelled it) writes nothing at its next
+//! step and stops. Run states follow SPEC §5: `ready → model_running → tool_pending →
+//! tool_running → ready` inside the loop, then `awaiting_approval`, `completed`,
+//! `failed` or `cancelled` (the workflow), or `awaiting_dependency`: the payment
+//! provider was down when the facts were gathered, so the run rests without a lease and
+//! is retried, at most [`crate::agent::MAX_DEPENDENCY_WAITS`] times.
+
+pub mod children;
+mod sql_log;
+
+use harness::{LogError, Outcome};
+use serde_json::json;
+
+use crate::agent::findings::{Findings, Reader};
+use crate::agent::llm::LlmModel;
+use crate::agent::rules::RefundRules;
+use crate::agent::tools::{self, ToolEnv};
+use crate::clock::HarnessClock;
+use crate::error::{AppError, AppResult};
+use crate::runs::{self, status, Run};
+use crate::state::AppState;
+use crate::store::Db;
+use children::{Briefed, Briefing};
+use sql_log::{rest, working_status, SqlLog};
+
+/// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
+/// same run after a crash at any point. A worker whose lease was lost stops at its next
+/// versioned update, writes nothing, and returns `Ok`: the run is in other hands.
+pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
+    match advance_claimed(state, run).await {
+        Err(e) if runs::is_run_changed(&e) => {
+            tracing::warn!(run_id = %run.id, "the run changed under this worker (lease lost or run ended); stopping");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
+    let case = crate::cases::load_case(&state.db, &run.case_id).await?;
+    let ticket = match &case {
+        Some(case) => crate::tickets::load_ticket(&state.db, &case.ticket_id).await?,
+        None => None,
+    };
+    let (Some(case), Some(ticket)) = (case, ticket) else {
+        // Nothing to investigate; end the run so no worker claims it again.
+        tracing::error!(run_id = %run.id, "run without a case or ticket; failing it");
+        return rest(&state.db, run, status::FAILED, state.clock.now_ms(), vec![]).await;
+    };
+    let events = runs::events(&state.db, &run.id).await?;
+    if events
+        .iter()
+        .any(|e| e.kind == "decision" || e.kind == "escalated")
+    {
+        // Only reachable if a decision was recorded without its state change.
+        if !run.status.holds_no_worker() {
+            rest(
+                &state.db,
+                run,
+                status::COMPLETED,
+                state.clock.now_ms(),
+                vec![],
+            )
+            .await?;
+        }
+        return Ok(());
+    }
+    let span = tracing::info_span!("investigation", case_id = %case.id, run_id = %run.id);
+    tracing::Instrument::instrument(investigate(state, run, &case, &ticket), span).await
+}
+
+/// The harness's loop on the run, then the workflow on how it ended.
+async fn investigate(
+    state: &AppState,
+    run: &mut Run,
+    case: &crate::cases::Case,
+    ticket: &crate::tickets::Ticket,
+) -> AppResult<()> {
+    let inputs = customer_messages(&state.db, &ticket.id).await?;
+    let env = ToolEnv {
+        billing: state.billing.as_ref(),
+        index: &state.index,
+    };
+    let tools = tools::toolset(&env, ticket);
+    let clock = HarnessClock(state.clock.as_ref());
+    let briefing = children(state, run, (ticket, &env, &inputs)).await?;
+    if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
+        // The required billing reader did not answer: a human decides (issue 18).
+        let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
+        let w = crate::workflow::escalate_to_human(state, run, case, ticket, why, evidence);
+        return w.await;
+    }
+    let briefed = briefing.as_ref().map(|b| Briefed {
+        model: state.model.as_ref(),
+        prelude: &b.prelude,
+    });
+    let model: &dyn crate::agent::Model = match &briefed {
+        Some(briefed) => briefed,
+        None => state.model.as_ref(),
+    };
+    let mut spec = harness::Run::new(model, &tools, &clock);
+    spec.inputs = &inputs;
+    spec.limits = crate::agent::limits();
+    spec.rules = &RefundRules;
+    spec.observer = &Metered;
+    loop {
+        let mut log = SqlLog {
+            db: &state.db,
+            clock: state.clock.as_ref(),
+            run,
+        };
+        let ended = match harness::run_loop(&spec, &mut log).await {
+            Ok(ended) => ended,
+            Err(LogError::Lost) => return Err(runs::run_changed()),
+            Err(LogError::Store(e)) => return Err(e),
+        };
+        // The children's exchanges are evidence the proposal may cite, as the parent's are.
+        let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
+        let exchanges = &[evidence, &ended.log.exchanges[..]].concat();
+        let proposal = match &ended.outcome {
+            Outcome::HandedOff { reason, .. } => {
+                let w =
+                    crate::workflow::escalate_to_human(state, run, case, ticket, reason, exchanges);
+                return w.await;
+            }
+            Outcome::Answered(proposal) => proposal,
+            // Only a sub-agent's run is cancelled by its parent; a case's run is
+            // cancelled by the case (its lease goes), which ends the loop above.
+            Outcome::Cancelled => return Ok(()),
+        };
+        // The proposal goes to the policy engine (never back to the model).
+        let decided =
+            crate::workflow::decide_case(state, run, case, ticket, proposal, exchanges).await;
+        let Err(AppError::Provider(message)) = decided else {
+            return decided;
+        };
+        let waits = ended.log.count("dependency_unavailable");
+        if !provider_down(state, run, waits, &message).await? {
+            return Ok(());
+        }
+    }
+}
+
+/// The provider was down when the facts were gathered: the run rests without a lease
+/// and is tried again later rather than hold a worker or burn the budget (returns
+/// `false`) — unless it waited [`crate::agent::MAX_DEPENDENCY_WAITS`] times already: that is
+/// recorded, and the loop goes on to hand the case over (returns `true`).
+async fn provider_down(
+    state: &AppState,
+    run: &mut Run,
+    waits: usize,
+    message: &str,
+) -> AppResult<bool> {
+    let now = state.clock.now_ms();
+    if waits >= crate::agent::MAX_DEPENDENCY_WAITS {
+        let limit = crate::agent::MAX_DEPENDENCY_WAITS as i64;
+        let exhausted = harness::Exhausted::new("dependency_waits", waits as i64, limit);
+        let to = working_status(run);
+        rest(&state.db, run, to, now, vec![exhausted.event()]).await?;
+        return Ok(true);
+    }
+    tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
+    let payload = json!({
+        "dependency": "payment_provider",
+        "error": message,
+        "attempt": waits + 1,
+        "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
+    });
+    let event = harness::NewEvent::new("dependency_unavailable", None, payload);
+    rest(
+        &state.db,
+        run,
+        status::AWAITING_DEPENDENCY,
+        now,
+        vec![event],
+    )
+    .await?;
+    Ok(false)
+}
+
+/// The LLM path's sub-agents (`children`, issue 18): the billing and policy readers on
+/// the same model server, joined before the parent's own loop. `None` for any other
+/// model: the built-in investigator runs a single loop.
+async fn children(
+    state: &AppState,
+    run: &mut Run,
+    task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
+) -> AppResult<Option<Briefing>> {
+    let llm = state
+        .model
+        .as_any()
+        .and_then(|m| m.downcast_ref::<LlmModel>());
+    let Some(llm) = llm else {
+        return Ok(None);
+    };
+    let readers = Reader::ALL.map(|reader| (reader, llm.reader(reader)));
+    let models: Vec<children::ReaderModel<'_>> = readers
+        .iter()
+        .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
+        .collect();
+    let storage = children::Storage {
+        db: &state.db,
+        clock: state.clock.as_ref(),
+    };
+    children::gather(storage, run, task, &models, &Metered)
+        .await
+        .map(Some)
+}
+
+/// What the customer wrote, oldest first: the task's inputs.
+async fn customer_messages(db: &Db, ticket_id: &str) -> AppResult<Vec<String>> {
+    let messages = crate::tickets::messages(db, ticket_id).await?;
+    Ok(messages
+        .into_iter()
+        .filter(|m| m.author == "customer")
+        .map(|m| m.body)
+        .collect())
+}
+
+/// The loop's measurements, as `/metrics` shows them.
+pub struct Metered;
+
+impl harness::Observer for Metered {
+    fn model_call(&self, model: &str, ok: bool, latency_ms: u64, usage: harness::Usage) {
+        let (prompt, completion) = (usage.prompt_tokens, usage.completion_tokens);
+        crate::metrics::record_model_call(model, ok, latency_ms, prompt, completion);
+    }
+
+    fn tool_call(&self, tool: &str, ok: bool, duration_ms: u64) {
+        crate::metrics::record_tool_call(tool, ok, duration_ms);
+    }
+
+    fn step(&self, ms: u64) {
+        crate::metrics::record_step(ms);
+    }
+}

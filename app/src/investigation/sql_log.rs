@@ -1,0 +1,152 @@
+//! The harness's [`EventLog`] on a `runs` row and its `run_events`: each step one
+//! versioned update of the row plus the step's events, in one transaction
+//! (`runs::record_step`), so a worker that lost its lease (another worker claimed the
+//! run, or the case cancelled it) writes nothing and stops with [`LogError::Lost`].
+//! Used for a case's run (`live`) and for each of its child runs (`children`).
+
+use std::time::Duration;
+
+use harness::{BoxFuture, Counters, EventLog, LogError, Phase, Step};
+
+use crate::clock::Clock;
+use crate::error::{AppError, AppResult};
+use crate::runs::{self, Run, RunStatus};
+use crate::store::Db;
+
+/// A third of the lease: how often a run's holder renews it while a model or tool works.
+pub(super) const KEEP_ALIVE_EVERY: Duration = Duration::from_millis((runs::LEASE_MS / 3) as u64);
+
+/// One step outside the harness's loop (a rest, an end), committed like the loop's.
+pub(super) async fn rest(
+    db: &Db,
+    run: &mut Run,
+    to: RunStatus,
+    now: i64,
+    events: Vec<harness::NewEvent>,
+) -> AppResult<()> {
+    commit(db, run, to, (0, 0), now, &events).await
+}
+
+/// The run's versioned state change and the step's events, in one transaction
+/// (`runs::record_step`: a worker that lost its lease writes nothing).
+async fn commit(
+    db: &Db,
+    run: &mut Run,
+    to: RunStatus,
+    (add_steps, add_tool_calls): (i64, i64),
+    now: i64,
+    events: &[harness::NewEvent],
+) -> AppResult<()> {
+    let events = run_events(events);
+    let mut tx = db.begin().await?;
+    runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The harness's events as `runs` appends them.
+pub(super) fn run_events(events: &[harness::NewEvent]) -> Vec<runs::NewEvent<'_>> {
+    events
+        .iter()
+        .map(|e| runs::NewEvent {
+            kind: e.kind,
+            call_id: e.call_id.as_deref(),
+            payload: &e.payload,
+        })
+        .collect()
+}
+
+/// A run's stored events as the harness folds them.
+pub(super) fn harness_events(events: Vec<runs::Event>) -> Vec<harness::Event> {
+    events
+        .into_iter()
+        .map(|e| harness::Event {
+            seq: e.seq,
+            kind: e.kind,
+            call_id: e.call_id,
+            payload: e.payload,
+        })
+        .collect()
+}
+
+/// The status a step that does not change the run's state keeps: its own, unless the
+/// run was resting (claimed again from `awaiting_dependency`), when it is `ready` — a
+/// run being worked on keeps its lease.
+pub(super) fn working_status(run: &Run) -> RunStatus {
+    if run.status.holds_no_worker() {
+        RunStatus::Ready
+    } else {
+        run.status
+    }
+}
+
+/// The harness's [`EventLog`] on the `runs` row and `run_events`.
+pub(super) struct SqlLog<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub run: &'a mut Run,
+}
+
+pub(super) fn from_app(e: AppError) -> LogError<AppError> {
+    if runs::is_run_changed(&e) {
+        LogError::Lost
+    } else {
+        LogError::Store(e)
+    }
+}
+
+impl EventLog for SqlLog<'_> {
+    type Error = LogError<AppError>;
+
+    fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
+        Box::pin(async move {
+            let events = runs::events(self.db, &self.run.id)
+                .await
+                .map_err(from_app)?;
+            Ok(harness_events(events))
+        })
+    }
+
+    fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            let to = step
+                .phase
+                .map_or_else(|| working_status(self.run), RunStatus::from);
+            let now = self.clock.now_ms();
+            let counts = (step.add_steps, step.add_tool_calls);
+            commit(self.db, self.run, to, counts, now, &step.events)
+                .await
+                .map_err(from_app)
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            steps: self.run.steps,
+            tool_calls: self.run.tool_calls,
+        }
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        self.run.status.phase()
+    }
+
+    fn holder(&self) -> Option<String> {
+        self.run.lease_owner.clone()
+    }
+
+    /// Every third of the lease, so a slow model or tool does not let another worker
+    /// take the run. A child run holds no lease (its parent's is kept while it works).
+    fn keep_alive_every(&self) -> Option<Duration> {
+        self.run.lease_owner.as_ref().map(|_| KEEP_ALIVE_EVERY)
+    }
+
+    fn keep_alive(&mut self) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            let now = self.clock.now_ms();
+            runs::renew_lease(self.db, self.run, now)
+                .await
+                .map_err(from_app)
+        })
+    }
+}
