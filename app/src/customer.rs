@@ -140,7 +140,7 @@ pub async fn create_ticket(
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
-    cases::open_case(&mut tx, state, &ticket).await?;
+    cases::open_case(&mut tx, &state.versions, &ticket, now).await?;
     tx.commit().await?;
     tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
     state.wake.notify_one();
@@ -219,7 +219,8 @@ pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str)
                 | CaseStatus::Denied
                 | CaseStatus::Escalated
         ) {
-            cases::reinvestigate(&mut tx, state, &case, "new customer message").await?;
+            cases::reinvestigate(&mut tx, &state.versions, &case, "new customer message", now)
+                .await?;
         }
     }
     tx.commit().await?;

@@ -141,8 +141,9 @@ pub async fn expire_stale_approvals(state: &AppState) -> AppResult<usize> {
         if let Some(case) = crate::cases::load_case_tx(&mut tx, &id).await? {
             if case.status == crate::cases::CaseStatus::AwaitingApproval && case.updated_at < cutoff
             {
-                crate::cases::reinvestigate(&mut tx, state, &case, "approval request expired")
-                    .await?;
+                let why = "approval request expired";
+                let now = state.clock.now_ms();
+                crate::cases::reinvestigate(&mut tx, &state.versions, &case, why, now).await?;
                 expired += 1;
             }
         }

@@ -18,7 +18,6 @@ use sqlx::Row;
 
 use crate::error::{AppError, AppResult};
 use crate::runs;
-use crate::state::AppState;
 use crate::store::{new_id, Db, Tx};
 use crate::tickets::Ticket;
 
@@ -130,8 +129,12 @@ pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> AppResult<O
 }
 
 /// Opens the case of a new ticket with its first run, ready for a worker.
-pub async fn open_case(tx: &mut Tx<'_>, state: &AppState, ticket: &Ticket) -> AppResult<String> {
-    let now = state.clock.now_ms();
+pub async fn open_case(
+    tx: &mut Tx<'_>,
+    versions: &harness::Versions,
+    ticket: &Ticket,
+    now: i64,
+) -> AppResult<String> {
     let case_id = new_id("case");
     sqlx::query(
         "INSERT INTO cases (id, ticket_id, customer_id, status, version, proposal_seq, created_at, updated_at)
@@ -143,7 +146,7 @@ pub async fn open_case(tx: &mut Tx<'_>, state: &AppState, ticket: &Ticket) -> Ap
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    let run_id = runs::create_run(tx, state, &case_id).await?;
+    let run_id = runs::create_run(tx, versions, &case_id, now).await?;
     sqlx::query("UPDATE cases SET run_id = $1 WHERE id = $2")
         .bind(&run_id)
         .bind(&case_id)
@@ -252,12 +255,12 @@ pub async fn note_void_reason(
 /// new investigation run.
 pub async fn reinvestigate(
     tx: &mut Tx<'_>,
-    state: &AppState,
+    versions: &harness::Versions,
     case: &Case,
     why: &str,
+    now: i64,
 ) -> AppResult<()> {
-    let now = state.clock.now_ms();
-    let run_id = runs::create_run(tx, state, &case.id).await?;
+    let run_id = runs::create_run(tx, versions, &case.id, now).await?;
     let done = sqlx::query(
         "UPDATE cases SET status = 'investigating', version = version + 1, proposal_seq = proposal_seq + 1,
              fingerprint = NULL, void_reason = $1, run_id = $2, updated_at = $3

@@ -179,7 +179,8 @@ async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> App
     let fresh = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(AppError::NotFound("case"))?;
-    cases::reinvestigate(&mut tx, state, &fresh, why).await?;
+    let now = state.clock.now_ms();
+    cases::reinvestigate(&mut tx, &state.versions, &fresh, why, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "approval voided at the payment boundary");
     state.wake.notify_one();

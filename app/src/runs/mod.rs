@@ -19,7 +19,6 @@ use serde::Serialize;
 use sqlx::Row;
 
 use crate::error::{AppError, AppResult};
-use crate::state::AppState;
 use crate::store::{new_id, Db, Tx};
 
 /// How long a claimed run stays claimed without being renewed. Every versioned status
@@ -174,8 +173,12 @@ pub struct Event {
     pub at_ms: i64,
 }
 
-pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> AppResult<String> {
-    let now = state.clock.now_ms();
+pub async fn create_run(
+    tx: &mut Tx<'_>,
+    versions: &harness::Versions,
+    case_id: &str,
+    now: i64,
+) -> AppResult<String> {
     let id = new_id("run");
     sqlx::query(
         "INSERT INTO runs (id, case_id, status, version, model, prompt_version, tool_schema_version, steps, tool_calls, created_at, updated_at)
@@ -183,13 +186,13 @@ pub async fn create_run(tx: &mut Tx<'_>, state: &AppState, case_id: &str) -> App
     )
     .bind(&id)
     .bind(case_id)
-    .bind(&state.versions.model)
-    .bind(&state.versions.prompt)
-    .bind(&state.versions.tools)
+    .bind(&versions.model)
+    .bind(&versions.prompt)
+    .bind(&versions.tools)
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    let v = &state.versions;
+    let v = versions;
     let created = serde_json::json!({ "case_id": case_id, "model": v.model, "prompt_version": v.prompt, "tool_schema_version": v.tools });
     append_event(tx, &id, "run_created", None, &created, now).await?;
     Ok(id)
