@@ -154,7 +154,7 @@ async fn check_hand_refund(
 ) -> AppResult<(policy_engine::Facts, Decision)> {
     let (facts, decision) = crate::workflow::decide_now(
         state,
-        &ticket,
+        ticket,
         proposal.request,
         proposal.order_id.as_deref(),
     )
@@ -224,7 +224,7 @@ async fn propose_hand_refund(
         decision,
     } = *hand;
     let lang = ticket.language;
-    let evidence_hash = crate::workflow::evidence_hash(&facts);
+    let evidence_hash = crate::workflow::evidence_hash(facts);
     let human_proposal = Proposal {
         request: proposal.request,
         order_id: facts.order_id.clone(),
@@ -254,12 +254,12 @@ async fn propose_hand_refund(
     };
     let recorded = cases::record_decision(
         tx,
-        &case,
+        case,
         &cases::DecisionRecord {
             status: CaseStatus::AwaitingApproval,
             proposal: cases::ProposalChange::Replaces(&human_proposal),
-            facts: &facts,
-            decision: &decision,
+            facts,
+            decision,
             evidence_hash: &evidence_hash,
             required_role: decision.approver_role,
             reason_code: manual.reason,

@@ -130,7 +130,10 @@ impl CaseVerdict {
     }
 }
 
-fn refund_set(refunds: &[RefundRecord]) -> BTreeSet<(String, Result<(Decimal, Currency), String>)> {
+/// A refund as compared: its charge and its amount in its currency (or why it has none).
+type RefundKey = (String, Result<(Decimal, Currency), String>);
+
+fn refund_set(refunds: &[RefundRecord]) -> BTreeSet<RefundKey> {
     refunds
         .iter()
         .map(|r| {

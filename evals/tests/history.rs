@@ -7,6 +7,12 @@
 //! Nothing here starts a database, a payments mock or a model server: replay takes no
 //! `AppState`, only a model, the policy set, the index and the ticket with its own world.
 
+#![allow(
+    clippy::type_complexity,
+    clippy::too_many_arguments,
+    reason = "measurement and fixture code: tuples of figures read better than one-use types"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -310,7 +310,8 @@ mod tests {
                 summary: summary.into(),
             },
         };
-        let cases: Vec<(anyhow::Result<Reply<Verdict>>, TurnKind, Vec<&str>)> = vec![
+        type Case<'a> = (anyhow::Result<Reply<Verdict>>, TurnKind, Vec<&'a str>);
+        let cases: Vec<Case> = vec![
             (
                 Err(anyhow::anyhow!("connection reset")),
                 TurnKind::ModelError,

@@ -90,30 +90,30 @@ pub async fn decide_case(
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
     if state.shadow_mode && invalid.is_empty() {
-        hand_to_reviewer(&mut tx, &case, ticket, proposal, &facts, &decision, now).await?;
+        hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
         tx.commit().await?;
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
     }
-    let (status, note) = case_status_for(&decision, &invalid);
+    let (status, note) = case_status_for(decision, invalid);
     cases::record_decision(
         &mut tx,
         &case,
         &cases::DecisionRecord {
             status,
             proposal: cases::ProposalChange::Decides(proposal),
-            facts: &facts,
-            decision: &decision,
-            evidence_hash: &evidence_hash,
+            facts,
+            decision,
+            evidence_hash,
             required_role: decision.approver_role,
             reason_code: decision.reason_code,
             void_reason: match note.as_deref() {
                 Some(why) => cases::VoidReason::Set(why),
                 None => cases::VoidReason::Keep,
             },
-            policy_index: Some(&policy_index),
+            policy_index: Some(policy_index),
             now,
         },
     )
@@ -125,7 +125,7 @@ pub async fn decide_case(
         runs::RunStatus::Completed
     };
     runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
-    let reply = crate::replies::decision_reply(ticket.language, status, &decision);
+    let reply = crate::replies::decision_reply(ticket.language, status, decision);
     tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
     let what = format!(
         "{} ({})",

@@ -30,6 +30,10 @@ pub(super) struct StaffPage {
 }
 
 /// The admin's session, or the page to answer with (login, or 403 for other roles).
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
 pub(super) fn admin(session: Result<Session, AppError>) -> Result<Session, Response> {
     let session = session.map_err(|_| Redirect::to("/console/login").into_response())?;
     if session.staff.role < auth::StaffRole::Admin {
@@ -88,6 +92,10 @@ pub(super) struct UnlockForm {
 
 /// `POST /console/staff/unlock` (admin): forgets an account's failed logins, as
 /// `refund-agent staff unlock --email E` does.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
 pub(super) async fn unlock_submit(
     State(state): State<AppState>,
     session: Result<Session, AppError>,

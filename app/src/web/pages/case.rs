@@ -58,7 +58,7 @@ pub(super) struct CasePage {
     awaiting: bool,
     shadow_pending: bool,
     /// (order, charge, amount, captured, status, disputed, refunded, created) from the facts.
-    billing: Vec<(String, String, String, bool, String, bool, String, String)>,
+    billing: Vec<BillingRow>,
     reasons: Vec<String>,
     may_take_over: bool,
     may_approve: bool,

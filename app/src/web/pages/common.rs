@@ -84,6 +84,10 @@ impl FormSession for Session {
 
 /// The session of a state-changing form, if there is one and the form's CSRF token is
 /// its own (compared in constant time); else the page to answer with.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
 pub(super) fn verified<S: FormSession>(
     session: Result<S, AppError>,
     form_csrf: &str,
