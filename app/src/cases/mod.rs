@@ -180,30 +180,53 @@ pub fn expect_versioned(done: &sqlx::any::AnyQueryResult) -> AppResult<()> {
     }
 }
 
-/// Moves a case to `to` if nobody moved it since `case.version` was read.
-pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
-    let done = sqlx::query("UPDATE cases SET status = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4")
-        .bind(to.as_str())
-        .bind(now)
-        .bind(&case.id)
-        .bind(case.version)
-        .execute(&mut **tx)
-        .await?;
-    expect_versioned(&done)?;
-    tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
-    Ok(case.version + 1)
-}
-
-/// The case goes to a human (`why` is kept as its void reason). Versioned.
-pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> AppResult<()> {
-    let done = sqlx::query("UPDATE cases SET status = 'escalated', version = version + 1, void_reason = $1, updated_at = $2 WHERE id = $3 AND version = $4")
-        .bind(why)
+/// The versioned update every case change goes through: `sets` (assignments of this
+/// module's, never of input, naming `values` as `$1…`), then the version bumped and the
+/// time stamped, only if nobody moved the case since `case.version` was read.
+async fn update_case(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    sets: &str,
+    values: &[&str],
+    now: i64,
+) -> AppResult<()> {
+    let n = values.len();
+    let sql = format!(
+        "UPDATE cases SET {sets}, version = version + 1, updated_at = ${} WHERE id = ${} AND version = ${}",
+        n + 1,
+        n + 2,
+        n + 3
+    );
+    let mut query = sqlx::query(&sql);
+    for value in values {
+        query = query.bind(*value);
+    }
+    let done = query
         .bind(now)
         .bind(&case.id)
         .bind(case.version)
         .execute(&mut **tx)
         .await?;
     expect_versioned(&done)
+}
+
+/// Moves a case to `to` if nobody moved it since `case.version` was read.
+pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
+    update_case(tx, case, "status = $1", &[to.as_str()], now).await?;
+    tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
+    Ok(case.version + 1)
+}
+
+/// The case goes to a human (`why` is kept as its void reason). Versioned.
+pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> AppResult<()> {
+    update_case(
+        tx,
+        case,
+        "status = 'escalated', void_reason = $1",
+        &[why],
+        now,
+    )
+    .await
 }
 
 /// Live shadow mode: the case goes to a reviewer holding the facts (billing records, not
@@ -216,20 +239,11 @@ pub async fn hold_for_review(
     note: &str,
     now: i64,
 ) -> AppResult<()> {
-    let done = sqlx::query(
-        "UPDATE cases SET status = 'escalated', version = version + 1, proposal = NULL, decision = NULL, fingerprint = NULL,
-             required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL,
-             facts = $1, void_reason = $2, updated_at = $3 WHERE id = $4 AND version = $5",
-    )
-    .bind(serde_json::to_string(facts).unwrap_or_default())
-    .bind(note)
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .execute(&mut **tx)
-    .await?;
-    expect_versioned(&done)?;
-    Ok(())
+    let facts = serde_json::to_string(facts).unwrap_or_default();
+    let sets = "status = 'escalated', proposal = NULL, decision = NULL, fingerprint = NULL, \
+                required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL, \
+                facts = $1, void_reason = $2";
+    update_case(tx, case, sets, &[&facts, note], now).await
 }
 
 /// Notes why a case stays where it is (a reviewer escalated it on): versioned.
@@ -239,16 +253,7 @@ pub async fn note_void_reason(
     reason: &str,
     now: i64,
 ) -> AppResult<()> {
-    let done = sqlx::query(
-        "UPDATE cases SET void_reason = $1, version = version + 1, updated_at = $2 WHERE id = $3 AND version = $4",
-    )
-    .bind(reason)
-    .bind(now)
-    .bind(&case.id)
-    .bind(case.version)
-    .execute(&mut **tx)
-    .await?;
-    expect_versioned(&done)
+    update_case(tx, case, "void_reason = $1", &[reason], now).await
 }
 
 /// Voids the current proposal (and any approval bound to its fingerprint) and starts a
