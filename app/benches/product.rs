@@ -29,6 +29,9 @@
 //!
 //! Tests never time anything; this program does, and only reports: it fails on
 //! errors, never on a missed target.
+//!
+//! Long on purpose: one program so that every figure and its baseline are measured in
+//! the same run on the same machine (BENCHMARKS.md); each phase is its own function.
 
 #![allow(
     clippy::type_complexity,

@@ -1,6 +1,9 @@
 //! The support console's rules: login rate limiting, approval expiry, takeover of
 //! escalated cases (and nobody approving what they took over), the audit log, and the
 //! policy pages.
+//!
+//! Long because it is one area (the staff console), one test binary: each test sets up
+//! its own case through the real router; splitting would only add link time.
 
 mod support;
 

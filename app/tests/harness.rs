@@ -5,6 +5,9 @@
 //! Each test drives the real loop (`worker::run_once` / `investigation::advance`) against a fresh
 //! database, the real payments mock and the policy engine; faults are injected by
 //! wrapping the model or the billing source in the test's own `AppState` clone.
+//!
+//! Long because it is one area (the agent loop against misbehaving models and a kill at
+//! every step): one binary, each test its own scenario.
 
 mod support;
 

@@ -2,6 +2,9 @@
 //! port that speaks the chat-completions wire format: tool calls with string
 //! arguments, answers, garbage arguments, retries, provider errors, timeouts, and one
 //! investigation end to end through the harness, the policy engine and the store.
+//!
+//! Long because the fake chat-completions server and its scripted replies live beside
+//! the tests that use them; one area, one binary.
 
 mod support;
 

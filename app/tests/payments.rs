@@ -7,6 +7,9 @@
 //! 198.00 CNY on `ch_1001b`), drains the worker and reconciles, then checks the
 //! provider's ledger (exactly one refund, or none where the provider refused), the case
 //! status and what the customer was told (RP-005).
+//!
+//! Long because it is the fault matrix of the payment boundary (reference/payments.md),
+//! one case a test, one binary.
 
 mod support;
 

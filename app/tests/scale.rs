@@ -12,6 +12,9 @@
 //! in between. A failed worker pass is what `serve` logs and retries on its next tick,
 //! so the racing phases here count such failures (and fail on them on PostgreSQL, which
 //! has none of these limits) and end with passes that must succeed.
+//!
+//! Long because each multi-instance scenario builds its own world and instances; one
+//! area, one binary.
 
 mod support;
 

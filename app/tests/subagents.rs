@@ -3,6 +3,9 @@
 //! parent's, joins them, and then proposes with their findings in its context. Driven
 //! against a fake OpenAI-compatible server on a loopback port that tells the three
 //! callers apart by the system prompt they send, and answers each from its own script.
+//!
+//! Long because the fake server telling the three callers apart and the real `serve`
+//! SIGKILL scenario live beside the tests that use them; one area, one binary.
 
 mod support;
 
