@@ -7,7 +7,7 @@
 
 use crate::auth::{constant_time_eq, Staff};
 use crate::cases::{self, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::replies::{self, Language};
 use crate::state::AppState;
 use crate::views::CaseView;
@@ -27,9 +27,9 @@ pub async fn decide(
     fingerprint: &str,
     verdict: Verdict,
     note: Option<&str>,
-) -> AppResult<CaseView> {
+) -> DomainResult<CaseView> {
     if note.is_some_and(|n| n.chars().count() > 2000) {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "note_too_long",
             "notes are at most 2000 characters",
         ));
@@ -38,9 +38,9 @@ pub async fn decide(
     let mut tx = state.db.begin().await?;
     let case = cases::load_case_tx(&mut tx, case_id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::AwaitingApproval {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "invalid_state",
             format!(
                 "the case is {}, not awaiting approval",
@@ -50,7 +50,7 @@ pub async fn decide(
     }
     let current = case.fingerprint.clone().unwrap_or_default();
     if current.is_empty() || !constant_time_eq(fingerprint.trim(), &current) {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "stale_fingerprint",
             "the refund changed since it was shown; review the current proposal",
         ));
@@ -116,14 +116,14 @@ async fn may_decide(
     staff: &Staff,
     case: &crate::cases::Case,
     verdict: Verdict,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     if verdict == Verdict::Approved {
         let required: policy_engine::Role = match &case.required_role {
             Some(r) => parse_plain(r)?,
             None => policy_engine::Role::Supervisor,
         };
         if !staff.role.may_approve(required) {
-            return Err(AppError::Forbidden(format!(
+            return Err(DomainError::Forbidden(format!(
                 "this refund needs a {} to approve it",
                 crate::world::serde_plain(&required)
             )));
@@ -139,7 +139,7 @@ async fn may_decide(
     .fetch_one(&mut **tx)
     .await?;
     if sqlx::Row::try_get::<i64, _>(&proposed, "n")? > 0 {
-        return Err(AppError::Forbidden(
+        return Err(DomainError::Forbidden(
             "nobody approves a refund they proposed or took over".into(),
         ));
     }
@@ -149,24 +149,24 @@ async fn may_decide(
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy
 /// allows on fresh facts. The same policy check and approval rules apply: the result
 /// waits for approval by somebody else (nobody approves a case they took over).
-pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppResult<CaseView> {
+pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> DomainResult<CaseView> {
     if staff.role < crate::auth::StaffRole::Supervisor {
-        return Err(AppError::Forbidden(
+        return Err(DomainError::Forbidden(
             "only supervisors take over escalated cases".into(),
         ));
     }
     let case = cases::load_case(&state.db, case_id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "invalid_state",
             format!("the case is {}, not escalated", case.status.as_str()),
         ));
     }
     let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id)
         .await?
-        .ok_or(AppError::NotFound("ticket"))?;
+        .ok_or(DomainError::NotFound("ticket"))?;
     let proposal: Option<crate::agent::Proposal> = case
         .proposal
         .as_deref()
@@ -178,7 +178,7 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> AppRes
     let (facts, decision) =
         crate::workflow::decide_now(state, &ticket, request, order_id.as_deref()).await?;
     if decision.refunds.is_empty() {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "policy_allows_no_refund",
             "the policy allows no refund on these facts; reject the case or answer the customer",
         ));

@@ -1,6 +1,6 @@
 //! The audit log: who did what to which case, and when. Append-only.
 
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{new_id, Tx};
 
 pub async fn record(
@@ -10,7 +10,7 @@ pub async fn record(
     subject: &str,
     detail: &str,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     sqlx::query("INSERT INTO audit_log (id, actor, action, subject, detail, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
         .bind(new_id("aud"))
         .bind(actor)

@@ -11,7 +11,7 @@ use sqlx::Row;
 use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
 use crate::clock::rfc3339;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
 use crate::state::AppState;
@@ -71,7 +71,7 @@ pub struct CustomerRefundLine {
 }
 
 /// Refuses a customer who is flooding us (429), counting across all their tickets.
-async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> AppResult<()> {
+async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> DomainResult<()> {
     let now = state.clock.now_ms();
     let messages = sqlx::query(
         "SELECT COUNT(*) AS n FROM messages m JOIN tickets t ON t.id = m.ticket_id
@@ -82,7 +82,7 @@ async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> Ap
     .fetch_one(state.db.pool())
     .await?;
     if messages.try_get::<i64, _>("n")? >= MAX_MESSAGES_PER_MINUTE {
-        return Err(AppError::TooManyRequests);
+        return Err(DomainError::TooManyRequests);
     }
     if new_ticket {
         let tickets = sqlx::query(
@@ -93,7 +93,7 @@ async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> Ap
         .fetch_one(state.db.pool())
         .await?;
         if tickets.try_get::<i64, _>("n")? >= MAX_TICKETS_PER_HOUR {
-            return Err(AppError::TooManyRequests);
+            return Err(DomainError::TooManyRequests);
         }
     }
     Ok(())
@@ -104,7 +104,7 @@ pub async fn create_ticket(
     state: &AppState,
     customer_id: &str,
     input: NewTicket,
-) -> AppResult<Ticket> {
+) -> DomainResult<Ticket> {
     let message = validate_message(&input.message)?;
     check_rate(state, customer_id, true).await?;
     let order_id = match input
@@ -113,7 +113,7 @@ pub async fn create_ticket(
         .filter(|o| !o.is_empty())
     {
         Some(o) if o.len() > 64 => {
-            return Err(AppError::bad_request(
+            return Err(DomainError::bad_request(
                 "invalid_order_id",
                 "order ids are at most 64 characters",
             ))
@@ -136,7 +136,7 @@ pub async fn create_ticket(
         .fetch_optional(&mut *tx)
         .await?;
     if exists.is_none() {
-        return Err(AppError::Forbidden("unknown customer".into()));
+        return Err(DomainError::Forbidden("unknown customer".into()));
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
@@ -152,19 +152,19 @@ pub async fn visible_ticket(
     state: &AppState,
     principal: &Principal,
     ticket_id: &str,
-) -> AppResult<Ticket> {
+) -> DomainResult<Ticket> {
     let ticket = load_ticket(&state.db, ticket_id)
         .await?
-        .ok_or(AppError::NotFound("ticket"))?;
+        .ok_or(DomainError::NotFound("ticket"))?;
     match principal {
         Principal::Staff(_) => Ok(ticket),
         Principal::Customer { customer_id } if *customer_id == ticket.customer_id => Ok(ticket),
         // Same answer as an unknown id (RP-007: never confirm another customer's records).
-        Principal::Customer { .. } => Err(AppError::NotFound("ticket")),
+        Principal::Customer { .. } => Err(DomainError::NotFound("ticket")),
     }
 }
 
-pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketView> {
+pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> DomainResult<TicketView> {
     let case = match cases::case_for_ticket(&state.db, &ticket.id).await? {
         Some(c) => {
             let refunds = refunds::customer_refunds(&state.db, &c.id).await?;
@@ -205,7 +205,11 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> AppResult<TicketV
 /// Records a customer message. A case waiting on a decision built from the old
 /// conversation goes back to investigation: its proposal (and any approval bound to its
 /// fingerprint) is void.
-pub async fn add_customer_message(state: &AppState, ticket: &Ticket, text: &str) -> AppResult<()> {
+pub async fn add_customer_message(
+    state: &AppState,
+    ticket: &Ticket,
+    text: &str,
+) -> DomainResult<()> {
     let text = validate_message(text)?;
     check_rate(state, &ticket.customer_id, false).await?;
     let now = state.clock.now_ms();
@@ -239,19 +243,19 @@ pub struct Withdrawal {
 /// The customer withdraws their request. Work that has not reached the provider is
 /// cancelled (runs stopped, approvals and unsent intents voided); a refund already
 /// submitted cannot be withdrawn, and the customer is told so truthfully (RP-005).
-pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal> {
+pub async fn withdraw(state: &AppState, ticket: &Ticket) -> DomainResult<Withdrawal> {
     let now = state.clock.now_ms();
     let lang = ticket.language;
     // Read everything the reply may need before the transaction: on SQLite the pool
     // has one connection, and the transaction holds it.
     let current = cases::case_for_ticket(&state.db, &ticket.id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     let refunds = crate::refunds::customer_refunds(&state.db, &current.id).await?;
     let mut tx = state.db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     let (withdrawn, message) = match case.status {
         CaseStatus::Cancelled => (
             true,
@@ -311,7 +315,10 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> AppResult<Withdrawal
     })
 }
 
-pub async fn customer_tickets(state: &AppState, customer_id: &str) -> AppResult<Vec<TicketView>> {
+pub async fn customer_tickets(
+    state: &AppState,
+    customer_id: &str,
+) -> DomainResult<Vec<TicketView>> {
     let rows = sqlx::query(
         "SELECT id FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50",
     )

@@ -1,48 +1,49 @@
-//! `AppError`: every failure a request or a worker can meet, as the domain names it —
-//! a code and a message a client may see, or an internal error that stays opaque. The
-//! web edge (`web::error`) gives each its HTTP status and body; nothing here knows HTTP.
+//! `DomainError`: every failure a domain function can meet, as the domain names it — a
+//! code and a message a caller may see, or an internal error that stays opaque. Domain
+//! modules return it; the web edge wraps it in `web::error::AppError`, which alone knows
+//! the HTTP status and body of each. Nothing here knows HTTP.
 
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    /// 400: malformed or invalid input (`code` names the problem, e.g. `invalid_json`).
+pub enum DomainError {
+    /// Malformed or invalid input (`code` names the problem, e.g. `invalid_json`).
     #[error("{message}")]
     BadRequest { code: &'static str, message: String },
-    /// 401: no valid credentials.
+    /// No valid credentials: an unknown, expired or revoked token or session.
     #[error("authentication required")]
     Unauthorized,
-    /// 403: authenticated, but this principal may not do this.
+    /// Known principal, but its role or ownership does not allow this.
     #[error("{0}")]
     Forbidden(String),
-    /// 404: unknown id, or an id the principal may not see (never says which).
+    /// Unknown id, or an id the principal may not see (never says which).
     #[error("{0} not found")]
     NotFound(&'static str),
-    /// 409: the request raced or referred to stale state (stale fingerprint, wrong status).
+    /// Stale state or a lost race: a changed fingerprint, a case in another status.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
-    /// 413: a message or body over the size limit.
+    /// A message or body over its size limit.
     #[error("{0}")]
     PayloadTooLarge(String),
-    /// 429: too many requests from one principal.
+    /// One principal asked too often (login throttle, ticket rate).
     #[error("too many requests")]
     TooManyRequests,
-    /// 502: the payment provider failed in a way the caller should know about.
+    /// The payment provider failed in a way the caller should know about.
     #[error("payment provider: {0}")]
     Provider(String),
-    /// 500: anything else; logged, never shown.
+    /// Anything else (database, template, bug): logged with its context, never shown.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
 
-impl AppError {
+impl DomainError {
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        AppError::BadRequest {
+        DomainError::BadRequest {
             code,
             message: message.into(),
         }
     }
 
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        AppError::Conflict {
+        DomainError::Conflict {
             code,
             message: message.into(),
         }
@@ -50,30 +51,30 @@ impl AppError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            AppError::BadRequest { code, .. } | AppError::Conflict { code, .. } => code,
-            AppError::Unauthorized => "unauthorized",
-            AppError::Forbidden(_) => "forbidden",
-            AppError::NotFound(_) => "not_found",
-            AppError::PayloadTooLarge(_) => "payload_too_large",
-            AppError::TooManyRequests => "rate_limited",
-            AppError::Provider(_) => "provider_error",
-            AppError::Internal(_) => "internal",
+            DomainError::BadRequest { code, .. } | DomainError::Conflict { code, .. } => code,
+            DomainError::Unauthorized => "unauthorized",
+            DomainError::Forbidden(_) => "forbidden",
+            DomainError::NotFound(_) => "not_found",
+            DomainError::PayloadTooLarge(_) => "payload_too_large",
+            DomainError::TooManyRequests => "rate_limited",
+            DomainError::Provider(_) => "provider_error",
+            DomainError::Internal(_) => "internal",
         }
     }
 
     /// The message a client may see.
     pub fn public_message(&self) -> String {
         match self {
-            AppError::Internal(_) => "internal error".to_string(),
+            DomainError::Internal(_) => "internal error".to_string(),
             other => other.to_string(),
         }
     }
 }
 
-impl From<sqlx::Error> for AppError {
+impl From<sqlx::Error> for DomainError {
     fn from(e: sqlx::Error) -> Self {
-        AppError::Internal(anyhow::Error::new(e).context("database"))
+        DomainError::Internal(anyhow::Error::new(e).context("database"))
     }
 }
 
-pub type AppResult<T> = Result<T, AppError>;
+pub type DomainResult<T> = Result<T, DomainError>;

@@ -24,7 +24,7 @@ use policy_engine::{Currency, Money};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::payments::ProviderRefund;
 use crate::refunds::{self, Intent, IntentStatus, Step};
 use crate::state::AppState;
@@ -188,7 +188,7 @@ pub struct ChargeError {
 }
 
 /// A full run over every charge an intent names.
-pub async fn run(state: &AppState) -> AppResult<ReconcileReport> {
+pub async fn run(state: &AppState) -> DomainResult<ReconcileReport> {
     run_scoped(state, Scope::All).await
 }
 
@@ -197,7 +197,7 @@ pub async fn run(state: &AppState) -> AppResult<ReconcileReport> {
 /// hourly sweep is due too. Each claim is one conditional upsert of a `job_runs` row — in
 /// the database, not in memory, so it holds across instances and restarts, and each
 /// test's fresh database starts its own schedule.
-pub async fn run_if_due(state: &AppState) -> AppResult<Option<ReconcileReport>> {
+pub async fn run_if_due(state: &AppState) -> DomainResult<Option<ReconcileReport>> {
     let now = state.clock.now_ms();
     if !claim_job(state, JOB_NAME, PERIOD_MS, now).await? {
         return Ok(None);
@@ -218,7 +218,7 @@ pub async fn run_if_due(state: &AppState) -> AppResult<Option<ReconcileReport>> 
 
 /// Claims one run of the periodic job `name` if nobody ran it within `period_ms` of
 /// `now` (one conditional upsert: exactly one claimant per period, across instances).
-async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> AppResult<bool> {
+async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
     let claimed = sqlx::query(
         "INSERT INTO job_runs (name, last_run_at) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET last_run_at = excluded.last_run_at
@@ -233,7 +233,7 @@ async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> Ap
 }
 
 /// The last report any run stored (for the console).
-pub async fn last_report(state: &AppState) -> AppResult<Option<ReconcileReport>> {
+pub async fn last_report(state: &AppState) -> DomainResult<Option<ReconcileReport>> {
     let row = sqlx::query("SELECT last_report FROM job_runs WHERE name = $1")
         .bind(JOB_NAME)
         .fetch_optional(state.db.pool())
@@ -246,7 +246,7 @@ pub async fn last_report(state: &AppState) -> AppResult<Option<ReconcileReport>>
 const OPEN_FOR_RESOLUTION: [&str; 3] = ["submitting", "pending", "pending_verification"];
 
 /// A run over the charges `scope` selects.
-pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileReport> {
+pub async fn run_scoped(state: &AppState, scope: Scope) -> DomainResult<ReconcileReport> {
     let now = state.clock.now_ms();
     let charge_ids = charges_in_scope(state, scope, now).await?;
     let mut report = ReconcileReport {
@@ -288,7 +288,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> AppResult<ReconcileRe
             settled?;
             let after = refunds::load_intent(&state.db, &intent.id)
                 .await?
-                .ok_or(AppError::NotFound("refund intent"))?;
+                .ok_or(DomainError::NotFound("refund intent"))?;
             if after.status != intent.status {
                 report.resolved.push(Resolved {
                     intent_id: intent.id.clone(),
@@ -432,7 +432,7 @@ fn money(minor: i64, currency: &str) -> (String, String) {
     }
 }
 
-async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> AppResult<Vec<String>> {
+async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> DomainResult<Vec<String>> {
     let rows = match scope {
         Scope::All => {
             sqlx::query("SELECT DISTINCT charge_id FROM refund_intents ORDER BY charge_id")
@@ -459,7 +459,7 @@ async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> AppResult
         .collect()
 }
 
-async fn intents_on_charge(state: &AppState, charge_id: &str) -> AppResult<Vec<Intent>> {
+async fn intents_on_charge(state: &AppState, charge_id: &str) -> DomainResult<Vec<Intent>> {
     let rows = sqlx::query("SELECT id FROM refund_intents WHERE charge_id = $1 ORDER BY id")
         .bind(charge_id)
         .fetch_all(state.db.pool())
@@ -474,7 +474,7 @@ async fn intents_on_charge(state: &AppState, charge_id: &str) -> AppResult<Vec<I
     Ok(intents)
 }
 
-async fn store_report(state: &AppState, report: &ReconcileReport) -> AppResult<()> {
+async fn store_report(state: &AppState, report: &ReconcileReport) -> DomainResult<()> {
     let text = serde_json::to_string(report).map_err(anyhow::Error::from)?;
     sqlx::query(
         "INSERT INTO job_runs (name, last_run_at, last_report) VALUES ($1, $2, $3)

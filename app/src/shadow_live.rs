@@ -14,7 +14,7 @@ use sqlx::Row;
 use crate::agent::Proposal;
 use crate::auth::Staff;
 use crate::cases::{self, Case, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::replies::{self, HandDecision};
 use crate::state::AppState;
 use crate::tickets::{self};
@@ -55,24 +55,24 @@ pub async fn decide_by_hand(
     staff: &Staff,
     case_id: &str,
     manual: ManualDecision,
-) -> AppResult<CaseView> {
+) -> DomainResult<CaseView> {
     let case = cases::load_case(&state.db, case_id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated
         || !crate::shadow_pairs::pending(&state.db, case_id).await?
     {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "invalid_state",
             "this case is not waiting for a hand decision",
         ));
     }
     let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
         .await?
-        .ok_or(AppError::NotFound("ticket"))?;
+        .ok_or(DomainError::NotFound("ticket"))?;
     let proposal = crate::shadow_pairs::agent_proposal(&state.db, case_id).await?;
     if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "invalid_decision",
             "a refund decision lists its refunds; other decisions list none",
         ));
@@ -95,7 +95,7 @@ pub async fn decide_by_hand(
         crate::shadow_pairs::record_human_side(&mut tx, case_id, &manual.verdict(), &staff.id, now)
             .await?;
     if !recorded {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "already_decided",
             "another reviewer already decided this case",
         ));
@@ -151,7 +151,7 @@ async fn check_hand_refund(
     ticket: &crate::tickets::Ticket,
     proposal: &Proposal,
     manual: &ManualDecision,
-) -> AppResult<(policy_engine::Facts, Decision)> {
+) -> DomainResult<(policy_engine::Facts, Decision)> {
     let (facts, decision) = crate::workflow::decide_now(
         state,
         ticket,
@@ -163,16 +163,16 @@ async fn check_hand_refund(
     for r in &manual.refunds {
         let amount = r
             .money()
-            .map_err(|e| AppError::bad_request("invalid_amount", e.to_string()))?;
+            .map_err(|e| DomainError::bad_request("invalid_amount", e.to_string()))?;
         let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
-            return Err(AppError::conflict(
+            return Err(DomainError::conflict(
                 "policy_does_not_allow",
                 format!("the policy allows no refund on {}", r.charge_id),
             ));
         };
         if limit.amount.currency() != amount.currency() || amount > limit.amount || amount.is_zero()
         {
-            return Err(AppError::conflict(
+            return Err(DomainError::conflict(
                 "policy_does_not_allow",
                 format!(
                     "the policy allows at most {} on {}",
@@ -185,7 +185,7 @@ async fn check_hand_refund(
         lines.push(line);
     }
     if !matches!(decision.outcome, Outcome::Allow | Outcome::Escalate) {
-        return Err(AppError::conflict(
+        return Err(DomainError::conflict(
             "policy_does_not_allow",
             "the policy allows no refund on these facts",
         ));
@@ -215,7 +215,7 @@ async fn propose_hand_refund(
     ticket: &crate::tickets::Ticket,
     hand: &HandRefund<'_>,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let HandRefund {
         staff,
         manual,
@@ -321,7 +321,7 @@ pub struct LiveShadowReport {
     pub disagreements: Vec<Pair>,
 }
 
-pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
+pub async fn report(db: &crate::store::Db) -> DomainResult<LiveShadowReport> {
     let rows = sqlx::query(
         "SELECT case_id, agent_outcome, agent_reason, agent_refunds, human_outcome, human_reason, human_refunds, decided_at,
                 (SELECT r.model || ' · ' || r.prompt_version || ' · ' || r.tool_schema_version FROM runs r
@@ -337,7 +337,7 @@ pub async fn report(db: &crate::store::Db) -> AppResult<LiveShadowReport> {
             pending += 1;
             continue;
         };
-        let verdict = |o: &str, reason: &str, refunds: &str| -> AppResult<CaseVerdict> {
+        let verdict = |o: &str, reason: &str, refunds: &str| -> DomainResult<CaseVerdict> {
             Ok(CaseVerdict {
                 outcome: parse_plain(o)?,
                 reason: parse_plain(reason)?,

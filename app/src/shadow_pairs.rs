@@ -7,7 +7,7 @@ use policy_engine::Decision;
 use sqlx::Row;
 
 use crate::agent::Proposal;
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{Db, Tx};
 use crate::verdict::CaseVerdict;
 use crate::world::serde_plain;
@@ -20,7 +20,7 @@ pub async fn record_agent_side(
     decision: &Decision,
     proposal: &Proposal,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let agent = CaseVerdict::from_decision(decision);
     sqlx::query(
         "INSERT INTO shadow_pairs (case_id, agent_outcome, agent_reason, agent_refunds, agent_decision, agent_proposal, created_at)
@@ -43,7 +43,7 @@ pub async fn record_agent_side(
 }
 
 /// Whether a case waits for a reviewer's hand decision (its agent side is hidden).
-pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
+pub async fn pending(db: &crate::store::Db, case_id: &str) -> DomainResult<bool> {
     let row = sqlx::query("SELECT decided_at FROM shadow_pairs WHERE case_id = $1")
         .bind(case_id)
         .fetch_optional(db.pool())
@@ -56,7 +56,7 @@ pub async fn pending(db: &crate::store::Db, case_id: &str) -> AppResult<bool> {
 
 /// The agent's proposal a pending pair holds (the reviewer's policy check starts from
 /// its request and order).
-pub async fn agent_proposal(db: &Db, case_id: &str) -> AppResult<Proposal> {
+pub async fn agent_proposal(db: &Db, case_id: &str) -> DomainResult<Proposal> {
     let row = sqlx::query("SELECT agent_proposal FROM shadow_pairs WHERE case_id = $1")
         .bind(case_id)
         .fetch_one(db.pool())
@@ -74,7 +74,7 @@ pub async fn record_human_side(
     human: &CaseVerdict,
     staff_id: &str,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let recorded = sqlx::query(
         "UPDATE shadow_pairs SET human_outcome = $1, human_reason = $2, human_refunds = $3, decided_by = $4, decided_at = $5
          WHERE case_id = $6 AND decided_at IS NULL",

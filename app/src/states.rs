@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 
 macro_rules! statuses {
     ($($variant:ident => $name:literal),* $(,)?) => {
@@ -19,10 +19,10 @@ macro_rules! statuses {
                 match self { $(CaseStatus::$variant => $name),* }
             }
 
-            pub fn parse(s: &str) -> AppResult<CaseStatus> {
+            pub fn parse(s: &str) -> DomainResult<CaseStatus> {
                 match s {
                     $($name => Ok(CaseStatus::$variant),)*
-                    _ => Err(AppError::bad_request("invalid_status", format!("unknown case status '{s}'"))),
+                    _ => Err(DomainError::bad_request("invalid_status", format!("unknown case status '{s}'"))),
                 }
             }
         }
@@ -94,7 +94,7 @@ impl IntentStatus {
     }
 
     /// A stored status; anything else is a corrupt row, an internal error.
-    pub fn from_stored(s: &str) -> AppResult<IntentStatus> {
+    pub fn from_stored(s: &str) -> DomainResult<IntentStatus> {
         IntentStatus::ALL
             .into_iter()
             .find(|status| status.as_str() == s)

@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use crate::clock::rfc3339;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::replies::{Language, MAX_MESSAGE_CHARS};
 use crate::store::{Db, Tx};
 
@@ -28,16 +28,16 @@ pub struct Ticket {
     pub created_at: i64,
 }
 
-pub fn validate_message(text: &str) -> AppResult<String> {
+pub fn validate_message(text: &str) -> DomainResult<String> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "empty_message",
             "the message is empty",
         ));
     }
     if text.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(AppError::PayloadTooLarge(format!(
+        return Err(DomainError::PayloadTooLarge(format!(
             "messages are at most {MAX_MESSAGE_CHARS} characters"
         )));
     }
@@ -46,7 +46,7 @@ pub fn validate_message(text: &str) -> AppResult<String> {
 
 /// The language a customer's pages are in when no ticket decides it (their ticket
 /// list): that of their newest ticket, else their region's.
-pub async fn customer_language(db: &Db, customer_id: &str) -> AppResult<Language> {
+pub async fn customer_language(db: &Db, customer_id: &str) -> DomainResult<Language> {
     let newest: Option<String> = sqlx::query_scalar(
         "SELECT language FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 1",
     )
@@ -63,7 +63,7 @@ pub async fn customer_language(db: &Db, customer_id: &str) -> AppResult<Language
 
 /// A customer's region, `None` for an unknown customer or a region this build does not
 /// know.
-pub async fn customer_region(db: &Db, customer_id: &str) -> AppResult<Option<Region>> {
+pub async fn customer_region(db: &Db, customer_id: &str) -> DomainResult<Option<Region>> {
     let region: Option<String> = sqlx::query_scalar("SELECT region FROM customers WHERE id = $1")
         .bind(customer_id)
         .fetch_optional(db.reader())
@@ -72,7 +72,7 @@ pub async fn customer_region(db: &Db, customer_id: &str) -> AppResult<Option<Reg
 }
 
 /// Stores a new ticket (its first message is `append_message`'s).
-pub async fn insert_ticket(tx: &mut Tx<'_>, ticket: &Ticket) -> AppResult<()> {
+pub async fn insert_ticket(tx: &mut Tx<'_>, ticket: &Ticket) -> DomainResult<()> {
     sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, $3, $4, $5)")
         .bind(&ticket.id)
         .bind(&ticket.customer_id)
@@ -90,7 +90,7 @@ pub async fn append_message(
     author: &str,
     body: &str,
     now: i64,
-) -> AppResult<i64> {
+) -> DomainResult<i64> {
     let row =
         sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE ticket_id = $1")
             .bind(ticket_id)
@@ -108,7 +108,7 @@ pub async fn append_message(
     Ok(seq)
 }
 
-pub async fn load_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Ticket>> {
+pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket>> {
     let row = sqlx::query(
         "SELECT id, customer_id, order_id, language, created_at FROM tickets WHERE id = $1",
     )
@@ -127,7 +127,7 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Ticket>> 
     .transpose()
 }
 
-pub async fn messages(db: &Db, ticket_id: &str) -> AppResult<Vec<MessageView>> {
+pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>> {
     let rows = sqlx::query(
         "SELECT seq, author, body, created_at FROM messages WHERE ticket_id = $1 ORDER BY seq",
     )

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::cases::{self, Case};
 use crate::clock::rfc3339;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::store::Db;
 
@@ -36,7 +36,7 @@ pub struct CaseView {
     pub updated_at: String,
 }
 
-pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
+pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     let parse = |s: &Option<String>| s.as_deref().and_then(|s| serde_json::from_str(s).ok());
     let refund_total = match (case.refund_total_minor, case.currency.as_deref()) {
         (Some(minor), Some(cur)) => cur
@@ -72,9 +72,9 @@ pub async fn case_view(db: &Db, case: &Case) -> AppResult<CaseView> {
 }
 
 /// The staff view of a case as it stands now (after an action changed it).
-pub async fn current_view(db: &Db, case_id: &str) -> AppResult<CaseView> {
+pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
     let case = cases::load_case_to_show(db, case_id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     case_view(db, &case).await
 }

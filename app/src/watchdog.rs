@@ -29,7 +29,7 @@ use sqlx::Row;
 
 use crate::agent::Proposal;
 use crate::clock::rfc3339;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, status, Event, Run, RunStatus, Stalled};
 use crate::state::AppState;
 use crate::store::Db;
@@ -219,7 +219,7 @@ pub struct ScanReport {
 }
 
 /// One scan: clear flags of runs that moved on, flag new stalls, hand off old ones.
-pub async fn scan(state: &AppState) -> AppResult<ScanReport> {
+pub async fn scan(state: &AppState) -> DomainResult<ScanReport> {
     let periods = state.watchdog;
     let now = state.clock.now_ms();
     let mut report = ScanReport {
@@ -263,7 +263,7 @@ pub struct Flag {
 const FLAG_COLUMNS: &str =
     "run_id, case_id, stalled_since, waiting_on, summary, flagged_at, handed_off_at";
 
-fn flag_from_row(r: &sqlx::any::AnyRow) -> AppResult<Flag> {
+fn flag_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Flag> {
     Ok(Flag {
         run_id: r.try_get("run_id")?,
         case_id: r.try_get("case_id")?,
@@ -275,7 +275,7 @@ fn flag_from_row(r: &sqlx::any::AnyRow) -> AppResult<Flag> {
     })
 }
 
-async fn flag_of(db: &Db, stalled: &Stalled) -> AppResult<Option<Flag>> {
+async fn flag_of(db: &Db, stalled: &Stalled) -> DomainResult<Option<Flag>> {
     let row = sqlx::query(&format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags WHERE run_id = $1 AND stalled_since = $2"
     ))
@@ -288,7 +288,7 @@ async fn flag_of(db: &Db, stalled: &Stalled) -> AppResult<Option<Flag>> {
 
 /// How many standing flags wait on each diagnosis, every diagnosis named (zeros too):
 /// the `/metrics` gauge.
-pub async fn stuck_counts(db: &Db) -> AppResult<Vec<(&'static str, usize)>> {
+pub async fn stuck_counts(db: &Db) -> DomainResult<Vec<(&'static str, usize)>> {
     let flags = open_flags(db).await?;
     Ok(WAITING_ON
         .iter()
@@ -298,7 +298,7 @@ pub async fn stuck_counts(db: &Db) -> AppResult<Vec<(&'static str, usize)>> {
 
 /// Flags still standing: not cleared by progress and not handed off (the console's
 /// "stuck" cases), newest stall last.
-pub async fn open_flags(db: &Db) -> AppResult<Vec<Flag>> {
+pub async fn open_flags(db: &Db) -> DomainResult<Vec<Flag>> {
     let rows = sqlx::query(&format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags
          WHERE cleared_at IS NULL AND handed_off_at IS NULL ORDER BY stalled_since LIMIT 500"
@@ -309,7 +309,7 @@ pub async fn open_flags(db: &Db) -> AppResult<Vec<Flag>> {
 }
 
 /// The standing flag of a case, if its run is stuck now.
-pub async fn open_flag_of_case(db: &Db, case_id: &str) -> AppResult<Option<Flag>> {
+pub async fn open_flag_of_case(db: &Db, case_id: &str) -> DomainResult<Option<Flag>> {
     let row = sqlx::query(&format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags
          WHERE case_id = $1 AND cleared_at IS NULL AND handed_off_at IS NULL
@@ -324,7 +324,7 @@ pub async fn open_flag_of_case(db: &Db, case_id: &str) -> AppResult<Option<Flag>
 /// Records the stall once (the row's key is the run and the stall's start) and its
 /// `watchdog_flagged` event, in one transaction. Returns whether this scanner flagged
 /// it: another scanner's row, or progress made since the scan read the run, flags nothing.
-async fn flag(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bool> {
+async fn flag(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult<bool> {
     let events = runs::events(&state.db, &stalled.run.id).await?;
     let diagnosis = diagnose(stalled, &events, now);
     let mut tx = state.db.begin().await?;
@@ -355,7 +355,7 @@ async fn flag(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bool> 
 
 /// Whether the run, locked now, is still in a watched state with no progress since
 /// the scan read it.
-async fn still_stalled(tx: &mut crate::store::Tx<'_>, stalled: &Stalled) -> AppResult<bool> {
+async fn still_stalled(tx: &mut crate::store::Tx<'_>, stalled: &Stalled) -> DomainResult<bool> {
     let now = runs::lock_for_note(tx, &stalled.run.id, &PROGRESS).await?;
     Ok(matches!(now, Some((status, since))
         if RunStatus::parse(&status).is_some_and(|s| WATCHED.contains(&s)) && since == stalled.last_progress_at))
@@ -365,7 +365,7 @@ async fn still_stalled(tx: &mut crate::store::Tx<'_>, stalled: &Stalled) -> AppR
 /// reason. Its versioned updates (case, then run) are the guard: a scanner or worker
 /// that changed either first makes this one a `Conflict`, which means "handled
 /// elsewhere". Returns whether this scanner handed it off.
-async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bool> {
+async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult<bool> {
     let events = runs::events(&state.db, &stalled.run.id).await?;
     let diagnosis = diagnose(stalled, &events, now);
     let case = crate::cases::load_case(&state.db, &stalled.run.case_id).await?;
@@ -392,7 +392,7 @@ async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bo
     )
     .await;
     match escalated {
-        Err(AppError::Conflict { .. }) => return Ok(false),
+        Err(DomainError::Conflict { .. }) => return Ok(false),
         other => other?,
     }
     sqlx::query(
@@ -409,7 +409,7 @@ async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> AppResult<bo
 }
 
 /// Clears the standing flags of runs that progressed or left the watched states since.
-async fn clear_moved_on(db: &Db, now: i64) -> AppResult<usize> {
+async fn clear_moved_on(db: &Db, now: i64) -> DomainResult<usize> {
     let mut cleared = 0;
     for flag in open_flags(db).await? {
         // The connection goes back before the update: SQLite's pool has one.

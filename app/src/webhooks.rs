@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::payments::ProviderRefund;
 use crate::refunds;
 use crate::state::AppState;
@@ -121,9 +121,9 @@ const REFUND_EVENTS: [&str; 4] = [
 /// Long because the event id is recorded in the same transaction as the change it
 /// causes (each event processed once; a duplicate delivery changes nothing, SPEC invariant
 /// 4): the checks and the write stay together.
-pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome> {
+pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "invalid_event",
             "an event needs an id of at most 255 characters",
         ));
@@ -135,7 +135,7 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
         return record_only(state, event, None, None, Outcome::Ignored).await;
     }
     let refund: ProviderRefund = serde_json::from_value(event.data.object.clone())
-        .map_err(|e| AppError::bad_request("invalid_event", format!("not a refund: {e}")))?;
+        .map_err(|e| DomainError::bad_request("invalid_event", format!("not a refund: {e}")))?;
     let key = event
         .request
         .as_ref()
@@ -158,7 +158,7 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
             // Nothing is recorded, so the provider's retry is processed afresh; until then
             // the worker's polling and reconciliation read the provider themselves.
             tracing::warn!(refund_id = %refund.id, error = %e, "could not re-read the refund; event refused for a retry");
-            return Err(AppError::Provider(format!(
+            return Err(DomainError::Provider(format!(
                 "refund {} could not be read back from the provider; retry the event later",
                 refund.id
             )));
@@ -217,14 +217,14 @@ pub async fn process_event(state: &AppState, event: &Event) -> AppResult<Outcome
                 return Ok(Outcome::Applied);
             }
             // The worker or another delivery moved the case meanwhile: start again.
-            Err(AppError::Conflict { .. }) => drop(tx),
+            Err(DomainError::Conflict { .. }) => drop(tx),
             Err(e) => return Err(e),
         }
     }
     Err(anyhow::anyhow!("case kept changing while applying event {}", event.id).into())
 }
 
-async fn already_processed(state: &AppState, event_id: &str) -> AppResult<bool> {
+async fn already_processed(state: &AppState, event_id: &str) -> DomainResult<bool> {
     let row = sqlx::query("SELECT 1 AS seen FROM webhook_events WHERE event_id = $1")
         .bind(event_id)
         .fetch_optional(state.db.pool())
@@ -240,7 +240,7 @@ async fn insert_event(
     intent_id: Option<&str>,
     outcome: &str,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let done = sqlx::query(
         "INSERT INTO webhook_events (event_id, event_type, refund_id, intent_id, outcome, received_at)
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (event_id) DO NOTHING",
@@ -262,7 +262,7 @@ async fn record_only(
     refund_id: Option<&str>,
     intent_id: Option<&str>,
     outcome: Outcome,
-) -> AppResult<Outcome> {
+) -> DomainResult<Outcome> {
     let mut tx = state.db.begin().await?;
     let inserted = insert_event(
         &mut tx,
@@ -288,7 +288,7 @@ async fn find_intent(
     state: &AppState,
     refund: &ProviderRefund,
     idempotency_key: Option<&str>,
-) -> AppResult<Option<String>> {
+) -> DomainResult<Option<String>> {
     let pool = state.db.pool();
     if let Some(row) = sqlx::query("SELECT id FROM refund_intents WHERE provider_refund_id = $1")
         .bind(&refund.id)

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::state::AppState;
 
 /// Asks the worker to stop claiming work (issue 20: a graceful stop). What it holds is
@@ -51,12 +51,12 @@ impl StopSignal {
 }
 
 /// One pass over runnable runs and approved cases. Returns the number of items handled.
-pub async fn run_once(state: &AppState) -> AppResult<usize> {
+pub async fn run_once(state: &AppState) -> DomainResult<usize> {
     run_pass(state, &StopSignal::default()).await
 }
 
 /// One pass that claims nothing more once `stop` is requested.
-async fn run_pass(state: &AppState, stop: &StopSignal) -> AppResult<usize> {
+async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
     let mut loops = tokio::task::JoinSet::new();
@@ -101,7 +101,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> AppResult<usize> {
 
 /// Claims and advances runs until none is runnable or a stop is requested; stops at the
 /// first failed step.
-async fn advance_runs(state: AppState, stop: StopSignal) -> AppResult<usize> {
+async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> {
     let state = &state;
     let mut handled = 0;
     while !stop.is_requested() {
@@ -125,7 +125,7 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> AppResult<usize> {
 }
 
 /// Sends cases whose approval request is older than the TTL back to investigation.
-pub async fn expire_stale_approvals(state: &AppState) -> AppResult<usize> {
+pub async fn expire_stale_approvals(state: &AppState) -> DomainResult<usize> {
     use sqlx::Row;
     let cutoff = state.clock.now_ms() - state.approval_ttl_ms;
     let rows = sqlx::query(
@@ -153,7 +153,7 @@ pub async fn expire_stale_approvals(state: &AppState) -> AppResult<usize> {
 }
 
 /// Runs passes until one finds nothing that changes (bounded, for tests and the CLI).
-pub async fn drain(state: &AppState) -> AppResult<()> {
+pub async fn drain(state: &AppState) -> DomainResult<()> {
     for _ in 0..50 {
         let before = progress_marker(state).await?;
         run_once(state).await?;
@@ -164,7 +164,7 @@ pub async fn drain(state: &AppState) -> AppResult<()> {
     Ok(())
 }
 
-async fn progress_marker(state: &AppState) -> AppResult<(i64, i64, i64)> {
+async fn progress_marker(state: &AppState) -> DomainResult<(i64, i64, i64)> {
     use sqlx::Row;
     let row = sqlx::query(
         "SELECT (SELECT COUNT(*) FROM run_events) AS events, (SELECT CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM cases) AS cases,

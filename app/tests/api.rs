@@ -5,7 +5,7 @@ mod support;
 
 use app::agent::{BoxFuture, Proposal};
 use app::cases::{self, Case, CaseStatus, DecisionRecord, ProposalChange, VoidReason};
-use app::error::{AppError, AppResult};
+use app::error::{DomainError, DomainResult};
 use app::runs::{self, Run};
 use app::store::Backend;
 use app::tickets::Ticket;
@@ -744,8 +744,8 @@ fn kinds(events: &[runs::Event]) -> Vec<&str> {
 /// Asserts a race had exactly one winner, and that the loser lost it to the versioned
 /// case update on PostgreSQL (where both read the case before either wrote it) or, on
 /// SQLite, found the run it holds advanced by the winner.
-fn assert_one_winner(results: &[AppResult<()>], backend: Backend) {
-    let losers: Vec<&AppError> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+fn assert_one_winner(results: &[DomainResult<()>], backend: Backend) {
+    let losers: Vec<&DomainError> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     assert_eq!(losers.len(), 1, "one winner, one loser: {results:?}");
     let loser = losers[0];
     match backend {
@@ -755,7 +755,7 @@ fn assert_one_winner(results: &[AppResult<()>], backend: Backend) {
         ),
         Backend::Sqlite => assert!(runs::is_run_changed(loser), "{loser:?}"),
     }
-    assert_eq!(loser.status(), StatusCode::CONFLICT);
+    assert_eq!(app::web::error::status_of(loser), StatusCode::CONFLICT);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -778,7 +778,7 @@ async fn two_holders_of_a_run_deciding_at_once_record_one_decision_and_the_loser
             );
             Box::pin(async move {
                 app::workflow::decide_case(&state, &mut run, &case, &ticket, &proposal, &[]).await
-            }) as BoxFuture<'static, AppResult<()>>
+            }) as BoxFuture<'static, DomainResult<()>>
         })
         .collect();
     let results = race(&app, &case.id, attempts).await;
@@ -841,7 +841,7 @@ async fn two_holders_of_a_run_escalating_at_once_escalate_once_and_the_loser_wri
                     &[],
                 )
                 .await
-            }) as BoxFuture<'static, AppResult<()>>
+            }) as BoxFuture<'static, DomainResult<()>>
         })
         .collect();
     let results = race(&app, &case.id, attempts).await;

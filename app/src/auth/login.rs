@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::staff::staff_from_row;
 use super::{verify_password_off_runtime, Staff};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{new_id, Db};
 
 /// Failures are remembered this long, per address and per account.
@@ -57,7 +57,7 @@ pub async fn login(
     password: &str,
     client: &str,
     now_ms: i64,
-) -> AppResult<LoginResult> {
+) -> DomainResult<LoginResult> {
     let email = email.trim().to_ascii_lowercase();
     let attempt = new_id("login");
     sqlx::query("INSERT INTO login_failures (id, email, client, at) VALUES ($1, $2, $3, $4)")
@@ -92,7 +92,7 @@ pub async fn login(
     }
 }
 
-async fn forget_attempt(db: &Db, attempt: &str) -> AppResult<()> {
+async fn forget_attempt(db: &Db, attempt: &str) -> DomainResult<()> {
     sqlx::query("DELETE FROM login_failures WHERE id = $1")
         .bind(attempt)
         .execute(db.pool())
@@ -108,7 +108,7 @@ async fn login_wait_ms(
     client: &str,
     attempt: &str,
     now_ms: i64,
-) -> AppResult<i64> {
+) -> DomainResult<i64> {
     let since = now_ms - LOGIN_WINDOW_MS;
     let by_address = failures_since(db, "client", client, attempt, since).await?;
     let by_account = failures_since(db, "email", email, attempt, since).await?;
@@ -131,7 +131,7 @@ async fn failures_since(
     value: &str,
     attempt: &str,
     since_ms: i64,
-) -> AppResult<(i64, i64)> {
+) -> DomainResult<(i64, i64)> {
     // `column` is one of two literals chosen above, never input.
     let row = sqlx::query(&format!(
         "SELECT COUNT(*) AS n, COALESCE(MAX(at), 0) AS last FROM login_failures
@@ -146,7 +146,7 @@ async fn failures_since(
 }
 
 /// Recent failed logins per account, for the admin's staff page.
-pub async fn recent_failures(db: &Db, email: &str, now_ms: i64) -> AppResult<i64> {
+pub async fn recent_failures(db: &Db, email: &str, now_ms: i64) -> DomainResult<i64> {
     let row = sqlx::query("SELECT COUNT(*) AS n FROM login_failures WHERE email = $1 AND at > $2")
         .bind(email)
         .bind(now_ms - LOGIN_WINDOW_MS)
@@ -159,7 +159,7 @@ pub async fn recent_failures(db: &Db, email: &str, now_ms: i64) -> AppResult<i64
 const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$ZmFrZWhhc2hmYWtlaGFzaGZha2VoYXNo";
 
-async fn check_password(db: &Db, email: &str, password: &str) -> AppResult<Option<Staff>> {
+async fn check_password(db: &Db, email: &str, password: &str) -> DomainResult<Option<Staff>> {
     let row = sqlx::query("SELECT id, email, role, password_hash FROM staff WHERE email = $1")
         .bind(email)
         .fetch_optional(db.pool())

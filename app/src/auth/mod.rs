@@ -30,7 +30,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 
 pub const SESSION_COOKIE: &str = "rd_session";
 pub const CUSTOMER_COOKIE: &str = "rd_customer";
@@ -47,12 +47,12 @@ pub enum StaffRole {
 }
 
 impl StaffRole {
-    pub fn parse(s: &str) -> AppResult<StaffRole> {
+    pub fn parse(s: &str) -> DomainResult<StaffRole> {
         match s {
             "agent" => Ok(StaffRole::Agent),
             "supervisor" => Ok(StaffRole::Supervisor),
             "admin" => Ok(StaffRole::Admin),
-            _ => Err(AppError::bad_request(
+            _ => Err(DomainError::bad_request(
                 "invalid_role",
                 format!("unknown role '{s}' (agent, supervisor, admin)"),
             )),
@@ -93,17 +93,17 @@ pub enum Principal {
 }
 
 impl Principal {
-    pub fn staff(&self) -> AppResult<&Staff> {
+    pub fn staff(&self) -> DomainResult<&Staff> {
         match self {
             Principal::Staff(s) => Ok(s),
-            Principal::Customer { .. } => Err(AppError::Forbidden("staff only".into())),
+            Principal::Customer { .. } => Err(DomainError::Forbidden("staff only".into())),
         }
     }
 
-    pub fn customer_id(&self) -> AppResult<&str> {
+    pub fn customer_id(&self) -> DomainResult<&str> {
         match self {
             Principal::Customer { customer_id } => Ok(customer_id),
-            Principal::Staff(_) => Err(AppError::Forbidden("customers only".into())),
+            Principal::Staff(_) => Err(DomainError::Forbidden("customers only".into())),
         }
     }
 }
@@ -153,23 +153,23 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
 pub const PASSWORD_WORKERS: usize = 2;
 
 /// A hash check on the blocking pool, at most `PASSWORD_WORKERS` at once.
-async fn verify_password_off_runtime(password: String, hash: String) -> AppResult<bool> {
+async fn verify_password_off_runtime(password: String, hash: String) -> DomainResult<bool> {
     let _permit = PASSWORD_WORK
         .acquire()
         .await
         .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
     tokio::task::spawn_blocking(move || verify_password(&password, &hash))
         .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("password check: {e}")))
+        .map_err(|e| DomainError::Internal(anyhow::anyhow!("password check: {e}")))
 }
 
-pub(crate) async fn hash_password_off_runtime(password: String) -> AppResult<String> {
+pub(crate) async fn hash_password_off_runtime(password: String) -> DomainResult<String> {
     let _permit = PASSWORD_WORK
         .acquire()
         .await
         .map_err(|e| anyhow::anyhow!("password semaphore: {e}"))?;
     tokio::task::spawn_blocking(move || hash_password(&password))
         .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("password hashing: {e}")))?
-        .map_err(AppError::Internal)
+        .map_err(|e| DomainError::Internal(anyhow::anyhow!("password hashing: {e}")))?
+        .map_err(DomainError::Internal)
 }

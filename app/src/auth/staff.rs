@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{hash_password_off_runtime, Staff, StaffRole};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db};
 
 /// Adds a staff member or updates their role and password. Every session and token the
@@ -15,16 +15,16 @@ pub async fn upsert_staff(
     role: StaffRole,
     password: &str,
     now_ms: i64,
-) -> AppResult<Staff> {
+) -> DomainResult<Staff> {
     let email = email.trim().to_ascii_lowercase();
     if !email.contains('@') || email.len() > 254 {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "invalid_email",
             format!("'{email}' is not an email address"),
         ));
     }
     if password.chars().count() < 8 {
-        return Err(AppError::bad_request(
+        return Err(DomainError::bad_request(
             "weak_password",
             "passwords have at least 8 characters",
         ));
@@ -53,10 +53,10 @@ pub async fn upsert_staff(
     tx.commit().await?;
     staff_by_email(db, &email)
         .await?
-        .ok_or(AppError::NotFound("staff"))
+        .ok_or(DomainError::NotFound("staff"))
 }
 
-pub async fn staff_by_email(db: &Db, email: &str) -> AppResult<Option<Staff>> {
+pub async fn staff_by_email(db: &Db, email: &str) -> DomainResult<Option<Staff>> {
     let row = sqlx::query("SELECT id, email, role FROM staff WHERE email = $1")
         .bind(email.trim().to_ascii_lowercase())
         .fetch_optional(db.pool())
@@ -64,7 +64,7 @@ pub async fn staff_by_email(db: &Db, email: &str) -> AppResult<Option<Staff>> {
     row.map(|r| staff_from_row(&r)).transpose()
 }
 
-pub(crate) fn staff_from_row(r: &sqlx::any::AnyRow) -> AppResult<Staff> {
+pub(crate) fn staff_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Staff> {
     Ok(Staff {
         id: r.try_get("id")?,
         email: r.try_get("email")?,
@@ -74,7 +74,7 @@ pub(crate) fn staff_from_row(r: &sqlx::any::AnyRow) -> AppResult<Staff> {
 
 /// Forgets an account's failed logins (`refund-agent staff unlock`, the admin's unlock
 /// button); returns how many there were.
-pub async fn unlock_staff(db: &Db, email: &str) -> AppResult<u64> {
+pub async fn unlock_staff(db: &Db, email: &str) -> DomainResult<u64> {
     let done = sqlx::query("DELETE FROM login_failures WHERE email = $1")
         .bind(email.trim().to_ascii_lowercase())
         .execute(db.pool())
@@ -83,7 +83,7 @@ pub async fn unlock_staff(db: &Db, email: &str) -> AppResult<u64> {
 }
 
 /// Every staff member, by email.
-pub async fn list_staff(db: &Db) -> AppResult<Vec<Staff>> {
+pub async fn list_staff(db: &Db) -> DomainResult<Vec<Staff>> {
     let rows = sqlx::query("SELECT id, email, role FROM staff ORDER BY email")
         .fetch_all(db.reader())
         .await?;

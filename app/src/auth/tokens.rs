@@ -5,7 +5,7 @@ use sqlx::Row;
 use super::login::LOGIN_WINDOW_MS;
 use super::staff::staff_from_row;
 use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::store::Db;
 
 /// Issues a bearer token (`kind = api`) or a console session (`kind = session`, with a
@@ -16,7 +16,7 @@ pub async fn issue_token(
     subject_kind: &str,
     subject_id: &str,
     now_ms: i64,
-) -> AppResult<(String, Option<String>)> {
+) -> DomainResult<(String, Option<String>)> {
     let token = random_token();
     let csrf = (kind == "session").then(random_token);
     let ttl = if kind == "session" {
@@ -40,7 +40,7 @@ pub async fn issue_token(
     Ok((token, csrf))
 }
 
-pub async fn revoke_token(db: &Db, token: &str) -> AppResult<()> {
+pub async fn revoke_token(db: &Db, token: &str) -> DomainResult<()> {
     sqlx::query("DELETE FROM auth_tokens WHERE token_hash = $1")
         .bind(token_hash(token))
         .execute(db.pool())
@@ -54,13 +54,13 @@ pub const SIGN_IN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 /// A single-use sign-in link token for a customer, valid `SIGN_IN_LINK_TTL_MS`. It is
 /// not an API token: `resolve` never accepts it, and only `redeem_sign_in_link` (the
 /// POST from the sign-in page) turns it into a browser session, once.
-pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> AppResult<String> {
+pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> DomainResult<String> {
     let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
         .bind(customer_id)
         .fetch_optional(db.pool())
         .await?;
     if known.is_none() {
-        return Err(AppError::NotFound("customer"));
+        return Err(DomainError::NotFound("customer"));
     }
     let token = random_token();
     sqlx::query(
@@ -78,7 +78,11 @@ pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> AppR
 /// Uses a sign-in link: marks it used (one versioned update, so two tabs racing get one
 /// session between them) and returns its customer, or `None` when it is unknown, used or
 /// expired.
-pub async fn redeem_sign_in_link(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<String>> {
+pub async fn redeem_sign_in_link(
+    db: &Db,
+    token: &str,
+    now_ms: i64,
+) -> DomainResult<Option<String>> {
     let hash = token_hash(token);
     let used = sqlx::query(
         "UPDATE sign_in_links SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1",
@@ -100,7 +104,7 @@ pub async fn redeem_sign_in_link(db: &Db, token: &str, now_ms: i64) -> AppResult
 /// Deletes what can no longer be used: expired tokens and sessions, used or expired
 /// sign-in links, and failed logins older than the throttle window. `serve` runs it
 /// periodically; returns the rows removed.
-pub async fn purge_expired(db: &Db, now_ms: i64) -> AppResult<u64> {
+pub async fn purge_expired(db: &Db, now_ms: i64) -> DomainResult<u64> {
     let mut removed = 0;
     for (sql, cutoff) in [
         ("DELETE FROM auth_tokens WHERE expires_at <= $1", now_ms),
@@ -128,7 +132,7 @@ pub struct Resolved {
     pub csrf_token: Option<String>,
 }
 
-pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> AppResult<Option<Resolved>> {
+pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Resolved>> {
     let row = sqlx::query(
         "SELECT subject_kind, subject_id, csrf_token FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
     )

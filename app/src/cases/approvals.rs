@@ -2,12 +2,12 @@
 //! (SPEC invariant 2), used once by the executor, void when the proposal changes.
 
 use super::Case;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Tx};
 
 /// Voids the case's valid approvals: what they approved is no longer what would be
 /// sent (a new proposal, a withdrawal). Used approvals stay as the record of a refund.
-pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> AppResult<()> {
+pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> DomainResult<()> {
     sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
         .bind(case_id)
         .execute(&mut **tx)
@@ -26,7 +26,7 @@ pub async fn record_approval(
     approved: bool,
     note: Option<&str>,
     now: i64,
-) -> AppResult<String> {
+) -> DomainResult<String> {
     let approval_id = new_id("apr");
     let inserted = sqlx::query(
         "INSERT INTO approvals (id, case_id, proposal_seq, fingerprint, staff_id, verdict, note, status, created_at)
@@ -45,7 +45,7 @@ pub async fn record_approval(
     if let Err(e) = inserted {
         if let sqlx::Error::Database(db) = &e {
             if db.is_unique_violation() {
-                return Err(AppError::conflict(
+                return Err(DomainError::conflict(
                     "already_decided",
                     "another reviewer already decided this proposal",
                 ));
@@ -58,7 +58,7 @@ pub async fn record_approval(
 
 /// Marks the approval the executor is about to carry out as used: it cannot be carried
 /// out twice, and stays as the record of the refund.
-pub async fn use_approval(tx: &mut Tx<'_>, case: &Case) -> AppResult<()> {
+pub async fn use_approval(tx: &mut Tx<'_>, case: &Case) -> DomainResult<()> {
     sqlx::query("UPDATE approvals SET status = 'used' WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid'")
         .bind(&case.id)
         .bind(case.proposal_seq)

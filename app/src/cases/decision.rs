@@ -4,7 +4,7 @@
 use super::fingerprint::decision_fingerprint;
 use super::{expect_versioned, Case};
 use crate::agent::Proposal;
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::states::CaseStatus;
 use crate::store::Tx;
 use crate::world::serde_plain;
@@ -71,7 +71,7 @@ pub async fn record_decision(
     tx: &mut Tx<'_>,
     case: &Case,
     record: &DecisionRecord<'_>,
-) -> AppResult<RecordedDecision> {
+) -> DomainResult<RecordedDecision> {
     let (proposal_seq, proposal) = match record.proposal {
         ProposalChange::Decides(p) => (case.proposal_seq, Some(p)),
         ProposalChange::Replaces(p) => (case.proposal_seq + 1, Some(p)),

@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::{load_case, Case};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{Backend, Db};
 
 /// How long a worker holds a case while it executes the case's refunds (its own lease,
@@ -41,7 +41,7 @@ pub(crate) async fn claim_case(
     case_id: &str,
     owner: &str,
     now: i64,
-) -> AppResult<Option<(Case, CaseLease)>> {
+) -> DomainResult<Option<(Case, CaseLease)>> {
     let expires_at = now + CASE_LEASE_MS;
     let claimed = match db.backend() {
         Backend::Postgres => {
@@ -113,7 +113,7 @@ async fn take_case_lease(
     owner: &str,
     expires_at: i64,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let done = sqlx::query(&format!(
         "UPDATE cases SET lease_owner = $1, lease_expires_at = $2, version = version + 1
          WHERE id = $3 AND version = $4 AND {EXECUTABLE_CASES}
@@ -132,7 +132,7 @@ async fn take_case_lease(
 /// Gives a case lease up, if it is still the one `lease` took (same owner, same
 /// expiry). It changes no case state, so it does not bump the version: settles by
 /// webhooks or the reconciler in flight need not retry because of it.
-pub(crate) async fn release_case(db: &Db, lease: &CaseLease) -> AppResult<()> {
+pub(crate) async fn release_case(db: &Db, lease: &CaseLease) -> DomainResult<()> {
     sqlx::query(
         "UPDATE cases SET lease_owner = NULL, lease_expires_at = NULL
          WHERE id = $1 AND lease_owner = $2 AND lease_expires_at = $3",

@@ -16,7 +16,7 @@ pub(crate) use lease::{claim_case, release_case};
 
 use sqlx::Row;
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::runs;
 use crate::store::{new_id, Db, Tx};
 use crate::tickets::Ticket;
@@ -50,7 +50,7 @@ pub struct Case {
 const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
      evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, created_at, updated_at";
 
-fn case_from_row(r: &sqlx::any::AnyRow) -> AppResult<Case> {
+fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
     Ok(Case {
         id: r.try_get("id")?,
         ticket_id: r.try_get("ticket_id")?,
@@ -83,16 +83,16 @@ impl Case {
     }
 }
 
-pub async fn load_case(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+pub async fn load_case(db: &Db, case_id: &str) -> DomainResult<Option<Case>> {
     load_case_from(db.pool(), case_id).await
 }
 
 /// Loads a case for showing it, on the read pool.
-pub async fn load_case_to_show(db: &Db, case_id: &str) -> AppResult<Option<Case>> {
+pub async fn load_case_to_show(db: &Db, case_id: &str) -> DomainResult<Option<Case>> {
     load_case_from(db.reader(), case_id).await
 }
 
-async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Option<Case>> {
+async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
         .bind(case_id)
         .fetch_optional(pool)
@@ -100,7 +100,7 @@ async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Option
     row.as_ref().map(case_from_row).transpose()
 }
 
-pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> AppResult<Option<Case>> {
+pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
         .bind(case_id)
         .fetch_optional(&mut **tx)
@@ -108,7 +108,7 @@ pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> AppResult<Option<Ca
     row.as_ref().map(case_from_row).transpose()
 }
 
-pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Case>> {
+pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
     ))
@@ -118,7 +118,7 @@ pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> AppResult<Option<Case>
     row.as_ref().map(case_from_row).transpose()
 }
 
-pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> AppResult<Option<Case>> {
+pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
     ))
@@ -134,7 +134,7 @@ pub async fn open_case(
     versions: &harness::Versions,
     ticket: &Ticket,
     now: i64,
-) -> AppResult<String> {
+) -> DomainResult<String> {
     let case_id = new_id("case");
     sqlx::query(
         "INSERT INTO cases (id, ticket_id, customer_id, status, version, proposal_seq, created_at, updated_at)
@@ -161,18 +161,18 @@ pub async fn open_case(
 pub const CASE_CHANGED: &str = "case_changed";
 
 /// The conflict a lost versioned case update reports (see [`CASE_CHANGED`]).
-pub fn case_changed() -> AppError {
-    AppError::conflict(CASE_CHANGED, "the case changed meanwhile; reload it")
+pub fn case_changed() -> DomainError {
+    DomainError::conflict(CASE_CHANGED, "the case changed meanwhile; reload it")
 }
 
 /// Whether an error is a lost versioned case update (see [`CASE_CHANGED`]).
-pub fn is_case_changed(error: &AppError) -> bool {
-    matches!(error, AppError::Conflict { code, .. } if *code == CASE_CHANGED)
+pub fn is_case_changed(error: &DomainError) -> bool {
+    matches!(error, DomainError::Conflict { code, .. } if *code == CASE_CHANGED)
 }
 
 /// The outcome of a versioned case update (`… WHERE id = $x AND version = $y`): it moved
 /// exactly the one case, or the case changed since it was read and [`case_changed`].
-pub fn expect_versioned(done: &sqlx::any::AnyQueryResult) -> AppResult<()> {
+pub fn expect_versioned(done: &sqlx::any::AnyQueryResult) -> DomainResult<()> {
     if done.rows_affected() == 1 {
         Ok(())
     } else {
@@ -189,7 +189,7 @@ async fn update_case(
     sets: &str,
     values: &[&str],
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let n = values.len();
     let sql = format!(
         "UPDATE cases SET {sets}, version = version + 1, updated_at = ${} WHERE id = ${} AND version = ${}",
@@ -211,14 +211,19 @@ async fn update_case(
 }
 
 /// Moves a case to `to` if nobody moved it since `case.version` was read.
-pub async fn transition(tx: &mut Tx<'_>, case: &Case, to: CaseStatus, now: i64) -> AppResult<i64> {
+pub async fn transition(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    to: CaseStatus,
+    now: i64,
+) -> DomainResult<i64> {
     update_case(tx, case, "status = $1", &[to.as_str()], now).await?;
     tracing::info!(case_id = %case.id, from = case.status.as_str(), to = to.as_str(), "case transition");
     Ok(case.version + 1)
 }
 
 /// The case goes to a human (`why` is kept as its void reason). Versioned.
-pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> AppResult<()> {
+pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> DomainResult<()> {
     update_case(
         tx,
         case,
@@ -238,7 +243,7 @@ pub async fn hold_for_review(
     facts: &policy_engine::Facts,
     note: &str,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let facts = serde_json::to_string(facts).unwrap_or_default();
     let sets = "status = 'escalated', proposal = NULL, decision = NULL, fingerprint = NULL, \
                 required_role = NULL, reason_code = NULL, refund_total_minor = NULL, currency = NULL, \
@@ -252,7 +257,7 @@ pub async fn note_void_reason(
     case: &Case,
     reason: &str,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     update_case(tx, case, "void_reason = $1", &[reason], now).await
 }
 
@@ -264,7 +269,7 @@ pub async fn reinvestigate(
     case: &Case,
     why: &str,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let run_id = runs::create_run(tx, versions, &case.id, now).await?;
     let done = sqlx::query(
         "UPDATE cases SET status = 'investigating', version = version + 1, proposal_seq = proposal_seq + 1,
@@ -288,7 +293,7 @@ pub async fn reinvestigate(
     Ok(())
 }
 
-pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> AppResult<Vec<Case>> {
+pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> DomainResult<Vec<Case>> {
     let rows = match status {
         Some(s) => {
             sqlx::query(&format!(

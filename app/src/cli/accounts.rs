@@ -71,7 +71,7 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
         }
         CustomerCommand::Link { customer_id } => {
             let token = match auth::issue_sign_in_link(&db, &customer_id, now).await {
-                Err(crate::error::AppError::NotFound(_)) => return Err(missing()),
+                Err(crate::error::DomainError::NotFound(_)) => return Err(missing()),
                 other => other?,
             };
             println!("{}", sign_in_url(config, &token));

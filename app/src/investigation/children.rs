@@ -30,7 +30,7 @@ use crate::agent::llm::SUBMIT_FINDINGS;
 use crate::agent::tools::{self, ToolEnv};
 use crate::agent::{BoxFuture, ModelTurn, Proposal};
 use crate::clock::{Clock, HarnessClock};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::runs::{self, Run, RunStatus};
 use crate::store::Db;
 use crate::tickets::Ticket;
@@ -73,7 +73,7 @@ pub async fn gather(
     (ticket, env, inputs): (&Ticket, &ToolEnv<'_>, &[String]),
     readers: &[ReaderModel<'_>],
     observer: &dyn Observer,
-) -> AppResult<Briefing> {
+) -> DomainResult<Briefing> {
     let toolsets: Vec<Toolset<'_>> = readers
         .iter()
         .map(|(reader, _)| toolset(*reader, env, ticket))
@@ -135,7 +135,7 @@ async fn join(
     rows: &mut [Run],
     with: Children<'_, '_>,
     parent_tokens: u64,
-) -> AppResult<Value> {
+) -> DomainResult<Value> {
     let limits = crate::agent::limits();
     // The parent's budgets count what the children spend (`Joined::step`), so the
     // children may spend only what the parent has left.
@@ -187,7 +187,7 @@ async fn keeping_lease<T>(
     storage: Storage<'_>,
     parent: &mut Run,
     work: impl Future<Output = T>,
-) -> AppResult<T> {
+) -> DomainResult<T> {
     let mut work = std::pin::pin!(work);
     let first = tokio::time::Instant::now() + KEEP_ALIVE_EVERY;
     let mut renew = tokio::time::interval_at(first, KEEP_ALIVE_EVERY);
@@ -206,7 +206,7 @@ async fn record(
     parent: &mut Run,
     rows: &mut [Run],
     joined: &Joined<Findings>,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let now = storage.clock.now_ms();
     let step = joined.step();
     let events = sql_log::run_events(&step.events);
@@ -232,7 +232,7 @@ async fn briefing(
     readers: &[ReaderModel<'_>],
     rows: &[Run],
     joined: &Value,
-) -> AppResult<Briefing> {
+) -> DomainResult<Briefing> {
     let (mut prelude, mut evidence, mut findings) = (Vec::new(), Vec::new(), Vec::new());
     for ((reader, _), row) in readers.iter().zip(rows) {
         let events = sql_log::harness_events(runs::events(storage.db, &row.id).await?);

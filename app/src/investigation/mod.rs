@@ -21,7 +21,7 @@ use crate::agent::llm::LlmModel;
 use crate::agent::rules::RefundRules;
 use crate::agent::tools::{self, ToolEnv};
 use crate::clock::HarnessClock;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, status, Run};
 use crate::state::AppState;
 use crate::store::Db;
@@ -31,7 +31,7 @@ use sql_log::{rest, working_status, SqlLog};
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
 /// same run after a crash at any point. A worker whose lease was lost stops at its next
 /// versioned update, writes nothing, and returns `Ok`: the run is in other hands.
-pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
+pub async fn advance(state: &AppState, run: &mut Run) -> DomainResult<()> {
     match advance_claimed(state, run).await {
         Err(e) if runs::is_run_changed(&e) => {
             tracing::warn!(run_id = %run.id, "the run changed under this worker (lease lost or run ended); stopping");
@@ -41,7 +41,7 @@ pub async fn advance(state: &AppState, run: &mut Run) -> AppResult<()> {
     }
 }
 
-async fn advance_claimed(state: &AppState, run: &mut Run) -> AppResult<()> {
+async fn advance_claimed(state: &AppState, run: &mut Run) -> DomainResult<()> {
     let case = crate::cases::load_case(&state.db, &run.case_id).await?;
     let ticket = match &case {
         Some(case) => crate::tickets::load_ticket(&state.db, &case.ticket_id).await?,
@@ -80,7 +80,7 @@ async fn investigate(
     run: &mut Run,
     case: &crate::cases::Case,
     ticket: &crate::tickets::Ticket,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let inputs = customer_messages(&state.db, &ticket.id).await?;
     let env = ToolEnv {
         billing: state.billing.as_ref(),
@@ -136,7 +136,7 @@ async fn investigate(
         // The proposal goes to the policy engine (never back to the model).
         let decided =
             crate::workflow::decide_case(state, run, case, ticket, proposal, exchanges).await;
-        let Err(AppError::Provider(message)) = decided else {
+        let Err(DomainError::Provider(message)) = decided else {
             return decided;
         };
         let waits = ended.log.count("dependency_unavailable");
@@ -155,7 +155,7 @@ async fn provider_down(
     run: &mut Run,
     waits: usize,
     message: &str,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let now = state.clock.now_ms();
     if waits >= crate::agent::MAX_DEPENDENCY_WAITS {
         let limit = crate::agent::MAX_DEPENDENCY_WAITS as i64;
@@ -190,7 +190,7 @@ async fn children(
     state: &AppState,
     run: &mut Run,
     task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
-) -> AppResult<Option<Briefing>> {
+) -> DomainResult<Option<Briefing>> {
     let llm = state
         .model
         .as_any()
@@ -213,7 +213,7 @@ async fn children(
 }
 
 /// What the customer wrote, oldest first: the task's inputs.
-async fn customer_messages(db: &Db, ticket_id: &str) -> AppResult<Vec<String>> {
+async fn customer_messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<String>> {
     let messages = crate::tickets::messages(db, ticket_id).await?;
     Ok(messages
         .into_iter()

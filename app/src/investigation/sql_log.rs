@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness::{BoxFuture, Counters, EventLog, LogError, Phase, Step};
 
 use crate::clock::Clock;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, Run, RunStatus};
 use crate::store::Db;
 
@@ -23,7 +23,7 @@ pub(super) async fn rest(
     to: RunStatus,
     now: i64,
     events: Vec<harness::NewEvent>,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     commit(db, run, to, (0, 0), now, &events).await
 }
 
@@ -36,7 +36,7 @@ async fn commit(
     (add_steps, add_tool_calls): (i64, i64),
     now: i64,
     events: &[harness::NewEvent],
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let events = run_events(events);
     let mut tx = db.begin().await?;
     runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
@@ -87,7 +87,7 @@ pub(super) struct SqlLog<'a> {
     pub run: &'a mut Run,
 }
 
-pub(super) fn from_app(e: AppError) -> LogError<AppError> {
+pub(super) fn from_app(e: DomainError) -> LogError<DomainError> {
     if runs::is_run_changed(&e) {
         LogError::Lost
     } else {
@@ -96,7 +96,7 @@ pub(super) fn from_app(e: AppError) -> LogError<AppError> {
 }
 
 impl EventLog for SqlLog<'_> {
-    type Error = LogError<AppError>;
+    type Error = LogError<DomainError>;
 
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
         Box::pin(async move {

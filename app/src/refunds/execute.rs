@@ -11,7 +11,7 @@ use super::{
     update_intent, void_unsent, Intent, IntentStatus, Step, KEY_SAFE_AGE_MS,
 };
 use crate::cases::{self, Case, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::payments::{ProviderError, ProviderRefund};
 use crate::state::AppState;
 use crate::store::Db;
@@ -31,7 +31,7 @@ pub const PENDING_RECHECK_MAX_MS: i64 = 600_000;
 /// periodic reconciliation still looks at it. A `pending` intent is due again only
 /// after its recheck wait (see [`PENDING_RECHECK_MIN_MS`]); every read of it moves its
 /// `updated_at`.
-pub async fn cases_to_execute(db: &Db, now: i64) -> AppResult<Vec<String>> {
+pub async fn cases_to_execute(db: &Db, now: i64) -> DomainResult<Vec<String>> {
     let rows = sqlx::query(
         "SELECT id FROM cases c WHERE c.status IN ('approved', 'executing', 'refund_pending', 'pending_verification')
            AND (c.lease_expires_at IS NULL OR c.lease_expires_at < $1)
@@ -53,7 +53,7 @@ pub async fn cases_to_execute(db: &Db, now: i64) -> AppResult<Vec<String>> {
 
 /// Executes (or continues, or reconciles) an approved case. Safe to run again at any
 /// point: every provider call reuses the intent's stored key.
-pub async fn execute_case(state: &AppState, case_id: &str) -> AppResult<()> {
+pub async fn execute_case(state: &AppState, case_id: &str) -> DomainResult<()> {
     let owner = state.instance_id.clone();
     let now = state.clock.now_ms();
     let Some((case, lease)) = cases::claim_case(&state.db, case_id, &owner, now).await? else {
@@ -64,10 +64,10 @@ pub async fn execute_case(state: &AppState, case_id: &str) -> AppResult<()> {
     result
 }
 
-async fn execute_claimed(state: &AppState, case: Case) -> AppResult<()> {
+async fn execute_claimed(state: &AppState, case: Case) -> DomainResult<()> {
     let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
         .await?
-        .ok_or(AppError::NotFound("ticket"))?;
+        .ok_or(DomainError::NotFound("ticket"))?;
     let mut case = case;
     if case.status == CaseStatus::Approved {
         // SPEC invariant 3: re-read the provider and re-run the policy right before the
@@ -172,13 +172,13 @@ fn change_description(approved: Option<&Decision>, fresh: &Decision) -> String {
     format!("approval void: {}", changes.join("; "))
 }
 
-async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> AppResult<()> {
+async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> DomainResult<()> {
     let now = state.clock.now_ms();
     let mut tx = state.db.begin().await?;
     void_unsent(&mut tx, &case.id, now).await?;
     let fresh = cases::load_case_tx(&mut tx, &case.id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     let now = state.clock.now_ms();
     cases::reinvestigate(&mut tx, &state.versions, &fresh, why, now).await?;
     tx.commit().await?;
@@ -193,7 +193,7 @@ async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> App
 /// Long on purpose: this is the payment boundary (SPEC invariant 4), and its steps — key
 /// age, `submitting` committed, the call, each kind of answer — read in their one order,
 /// top to bottom, where a reviewer checks that nothing is sent twice.
-async fn submit(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
+async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<Step> {
     let now = state.clock.now_ms();
     if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
         // The provider may have forgotten the key: a resend could execute twice. Look,
@@ -350,7 +350,7 @@ async fn adopt(
     intent: &Intent,
     found: &ProviderRefund,
     by_metadata: bool,
-) -> AppResult<Step> {
+) -> DomainResult<Step> {
     let now = state.clock.now_ms();
     if !refund_matches_intent(found, intent) {
         let reason = format!(
@@ -389,7 +389,7 @@ async fn resolve_without_sending(
     state: &AppState,
     _case: &Case,
     intent: &Intent,
-) -> AppResult<Step> {
+) -> DomainResult<Step> {
     match find_ours(state, intent).await {
         Ok(Some(found)) => adopt(state, intent, &found, true).await,
         Ok(None) => {
@@ -417,7 +417,11 @@ async fn resolve_without_sending(
 /// Resolves a pending or unknown intent against the provider's records: poll a known
 /// refund; else adopt ours from the charge's refunds; else, while the key is young,
 /// resend the same key (it replays or executes once); else a human decides.
-pub async fn reconcile_intent(state: &AppState, case: &Case, intent: &Intent) -> AppResult<Step> {
+pub async fn reconcile_intent(
+    state: &AppState,
+    case: &Case,
+    intent: &Intent,
+) -> DomainResult<Step> {
     if let Some(refund_id) = &intent.provider_refund_id {
         return match state.payments.get_refund(refund_id).await {
             Ok(refund) => adopt(state, intent, &refund, false).await,

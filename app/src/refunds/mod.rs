@@ -36,7 +36,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::cases::Case;
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::payments::{ProviderRefund, RefundRequest};
 use crate::store::{new_id, Db, Tx};
 
@@ -72,7 +72,7 @@ pub fn idempotency_key(case_id: &str, charge_id: &str, kind: &str) -> String {
     format!("rd_{}", &hex::encode(digest)[..48])
 }
 
-fn intent_from_row(r: &sqlx::any::AnyRow) -> AppResult<Intent> {
+fn intent_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Intent> {
     let currency: Currency = r
         .try_get::<String, _>("currency")?
         .parse()
@@ -97,11 +97,11 @@ fn intent_from_row(r: &sqlx::any::AnyRow) -> AppResult<Intent> {
 const INTENT_COLUMNS: &str =
     "id, case_id, charge_id, amount_minor, currency, idempotency_key, status, provider_refund_id, attempts, version, created_at, first_submitted_at, last_error";
 
-pub async fn intents(db: &Db, case_id: &str) -> AppResult<Vec<Intent>> {
+pub async fn intents(db: &Db, case_id: &str) -> DomainResult<Vec<Intent>> {
     intents_from(db.pool(), case_id).await
 }
 
-async fn intents_from(pool: &sqlx::AnyPool, case_id: &str) -> AppResult<Vec<Intent>> {
+async fn intents_from(pool: &sqlx::AnyPool, case_id: &str) -> DomainResult<Vec<Intent>> {
     let rows = sqlx::query(&format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE case_id = $1 ORDER BY charge_id"
     ))
@@ -119,7 +119,7 @@ pub async fn create_intents(
     approval_id: &str,
     decision: &Decision,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     for line in &decision.refunds {
         let key = idempotency_key(&case.id, &line.charge_id, KIND_POLICY_REFUND);
         let existing =
@@ -173,7 +173,7 @@ pub async fn create_intents(
 /// Voids the case's refund intents that were never sent (no attempt made): the case
 /// will not send them. An intent with an attempt stays, for verification — it may have
 /// reached the provider (SPEC invariant 4).
-pub(crate) async fn void_unsent(tx: &mut Tx<'_>, case_id: &str, now: i64) -> AppResult<()> {
+pub(crate) async fn void_unsent(tx: &mut Tx<'_>, case_id: &str, now: i64) -> DomainResult<()> {
     sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
         .bind(now)
         .bind(case_id)
@@ -216,7 +216,7 @@ pub async fn advance_intent(
     provider_refund_id: Option<&str>,
     error: Option<&str>,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let from = allowed_from(to);
     if from.is_empty() {
         return Err(anyhow::anyhow!("an intent is never moved to '{to}'").into());
@@ -251,7 +251,7 @@ async fn update_intent(
     provider_refund_id: Option<&str>,
     error: Option<&str>,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let mut conn = db.pool().acquire().await?;
     let moved = advance_intent(
         &mut conn,
@@ -331,7 +331,7 @@ pub enum Step {
     Unchanged,
 }
 
-pub async fn load_intent(db: &Db, intent_id: &str) -> AppResult<Option<Intent>> {
+pub async fn load_intent(db: &Db, intent_id: &str) -> DomainResult<Option<Intent>> {
     let row = sqlx::query(&format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE id = $1"
     ))

@@ -4,7 +4,7 @@ use sqlx::Row;
 
 use super::views::customer_refunds_tx;
 use crate::cases::{self, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::state::AppState;
 use crate::states::IntentStatus;
 use crate::store::Tx;
@@ -42,7 +42,7 @@ pub async fn settle_case_status_tx(
     tx: &mut Tx<'_>,
     state: &AppState,
     case_id: &str,
-) -> AppResult<Option<CaseStatus>> {
+) -> DomainResult<Option<CaseStatus>> {
     let rows = sqlx::query("SELECT status FROM refund_intents WHERE case_id = $1")
         .bind(case_id)
         .fetch_all(&mut **tx)
@@ -50,13 +50,13 @@ pub async fn settle_case_status_tx(
     let statuses = rows
         .iter()
         .map(|r| IntentStatus::from_stored(&r.try_get::<String, _>("status")?))
-        .collect::<AppResult<Vec<_>>>()?;
+        .collect::<DomainResult<Vec<_>>>()?;
     let Some(target) = status_for(&statuses) else {
         return Ok(None);
     };
     let case = cases::load_case_tx(tx, case_id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     // Only a case in the refund part of its life follows its intents.
     let settled_states = [
         CaseStatus::Approved,
@@ -100,7 +100,7 @@ pub async fn settle_case_status_tx(
 
 /// [`settle_case_status_tx`] in its own transaction, retried when a concurrent settle
 /// (worker, webhook, reconciler) moved the case first.
-pub async fn settle_case(state: &AppState, case_id: &str) -> AppResult<Option<CaseStatus>> {
+pub async fn settle_case(state: &AppState, case_id: &str) -> DomainResult<Option<CaseStatus>> {
     let mut tries = 0;
     loop {
         let mut tx = state.db.begin().await?;
@@ -109,7 +109,7 @@ pub async fn settle_case(state: &AppState, case_id: &str) -> AppResult<Option<Ca
                 tx.commit().await?;
                 return Ok(status);
             }
-            Err(AppError::Conflict { .. }) if tries < 3 => {
+            Err(DomainError::Conflict { .. }) if tries < 3 => {
                 tries += 1;
                 drop(tx);
             }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::{intents_from, IntentStatus};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::replies::CustomerRefundView;
 use crate::store::{Db, Tx};
 
@@ -25,7 +25,7 @@ pub struct RefundView {
 }
 
 /// The refunds of a case as staff see them (a read of committed state).
-pub async fn refund_views(db: &Db, case_id: &str) -> AppResult<Vec<RefundView>> {
+pub async fn refund_views(db: &Db, case_id: &str) -> DomainResult<Vec<RefundView>> {
     Ok(intents_from(db.reader(), case_id)
         .await?
         .into_iter()
@@ -58,7 +58,7 @@ fn customer_status(intent_status: IntentStatus) -> &'static str {
 pub(crate) async fn customer_refunds_tx(
     tx: &mut Tx<'_>,
     case_id: &str,
-) -> AppResult<Vec<CustomerRefundView>> {
+) -> DomainResult<Vec<CustomerRefundView>> {
     let rows = sqlx::query("SELECT amount_minor, currency, status FROM refund_intents WHERE case_id = $1 AND status <> 'void' ORDER BY charge_id")
         .bind(case_id)
         .fetch_all(&mut **tx)
@@ -66,7 +66,7 @@ pub(crate) async fn customer_refunds_tx(
     rows.iter().map(customer_view_from_row).collect()
 }
 
-fn customer_view_from_row(r: &sqlx::any::AnyRow) -> AppResult<CustomerRefundView> {
+fn customer_view_from_row(r: &sqlx::any::AnyRow) -> DomainResult<CustomerRefundView> {
     let currency: Currency = r
         .try_get::<String, _>("currency")?
         .parse()
@@ -83,7 +83,7 @@ fn customer_view_from_row(r: &sqlx::any::AnyRow) -> AppResult<CustomerRefundView
     })
 }
 
-pub async fn customer_refunds(db: &Db, case_id: &str) -> AppResult<Vec<CustomerRefundView>> {
+pub async fn customer_refunds(db: &Db, case_id: &str) -> DomainResult<Vec<CustomerRefundView>> {
     let rows = sqlx::query("SELECT amount_minor, currency, status FROM refund_intents WHERE case_id = $1 AND status <> 'void' ORDER BY charge_id")
         .bind(case_id)
         .fetch_all(db.reader())

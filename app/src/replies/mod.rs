@@ -35,7 +35,7 @@ mod tests {
     use policy_engine::{Decision, ReasonCode};
 
     use super::*;
-    use crate::error::AppError;
+    use crate::error::DomainError;
     use crate::replies::CustomerRefundView;
     use crate::states::CaseStatus;
 
@@ -285,13 +285,13 @@ mod tests {
     #[test]
     fn page_labels_and_errors_exist_in_every_language() {
         let errors = [
-            AppError::bad_request("empty_message", "the message is empty"),
-            AppError::PayloadTooLarge("too long".into()),
-            AppError::bad_request("invalid_order_id", "too long"),
-            AppError::TooManyRequests,
-            AppError::NotFound("ticket"),
+            DomainError::bad_request("empty_message", "the message is empty"),
+            DomainError::PayloadTooLarge("too long".into()),
+            DomainError::bad_request("invalid_order_id", "too long"),
+            DomainError::TooManyRequests,
+            DomainError::NotFound("ticket"),
             crate::cases::case_changed(),
-            AppError::Internal(anyhow::anyhow!("secret detail")),
+            DomainError::Internal(anyhow::anyhow!("secret detail")),
         ];
         let labels = |t: &PageText| {
             [
@@ -337,7 +337,7 @@ mod tests {
             }
         }
         assert_eq!(
-            page_error(Language::Ja, &AppError::NotFound("ticket")),
+            page_error(Language::Ja, &DomainError::NotFound("ticket")),
             ticket_not_found(Language::Ja)
         );
         assert!(page_error(Language::En, &errors[0]).contains("empty"));

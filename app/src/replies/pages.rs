@@ -1,7 +1,7 @@
 //! The labels and error messages of the customer's ticket pages, per language.
 
 use super::language::Language;
-use crate::error::AppError;
+use crate::error::DomainError;
 
 /// Every label of the customer's ticket list and ticket page, in one language. A struct
 /// rather than strings compared in templates: a language without a label does not compile.
@@ -125,7 +125,7 @@ impl PageText {
 /// Why a customer's action on the ticket pages failed, in their language. Built from the
 /// error's code, so the API keeps its English messages while the pages speak the
 /// customer's language; internal errors stay opaque.
-pub fn page_error(lang: Language, error: &AppError) -> String {
+pub fn page_error(lang: Language, error: &DomainError) -> String {
     match (lang, error.code()) {
         (Language::En, "empty_message") => "The message is empty.".to_string(),
         (Language::Zh, "empty_message") => "消息为空。".to_string(),

@@ -6,7 +6,7 @@ use sqlx::Row;
 
 use super::log::append_event;
 use super::{load_run, run_from_row, stored_status, Run, RunStatus, RUN_COLUMNS};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
 /// A child run as its parent's trace lists it.
@@ -26,7 +26,7 @@ pub async fn child_run(
     name: &str,
     versions: &harness::Versions,
     now: i64,
-) -> AppResult<Run> {
+) -> DomainResult<Run> {
     if let Some(run) = find_child(db, &parent.id, name).await? {
         return Ok(run);
     }
@@ -52,10 +52,10 @@ pub async fn child_run(
     tx.commit().await?;
     load_run(db, &id)
         .await?
-        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("child run {id} vanished")))
+        .ok_or_else(|| DomainError::Internal(anyhow::anyhow!("child run {id} vanished")))
 }
 
-async fn find_child(db: &Db, parent_id: &str, name: &str) -> AppResult<Option<Run>> {
+async fn find_child(db: &Db, parent_id: &str, name: &str) -> DomainResult<Option<Run>> {
     let row = sqlx::query(&format!(
         "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = $1 AND child_name = $2"
     ))
@@ -67,7 +67,7 @@ async fn find_child(db: &Db, parent_id: &str, name: &str) -> AppResult<Option<Ru
 }
 
 /// The runs `parent_id` spawned, oldest first.
-pub async fn children(db: &Db, parent_id: &str) -> AppResult<Vec<ChildRun>> {
+pub async fn children(db: &Db, parent_id: &str) -> DomainResult<Vec<ChildRun>> {
     let rows = sqlx::query(
         "SELECT id, child_name, status FROM runs WHERE parent_run_id = $1 ORDER BY created_at, id",
     )
@@ -88,7 +88,7 @@ pub async fn children(db: &Db, parent_id: &str) -> AppResult<Vec<ChildRun>> {
 }
 
 /// The run that spawned `run_id`, if it is a child run.
-pub async fn parent_of(db: &Db, run_id: &str) -> AppResult<Option<String>> {
+pub async fn parent_of(db: &Db, run_id: &str) -> DomainResult<Option<String>> {
     let row = sqlx::query("SELECT parent_run_id FROM runs WHERE id = $1")
         .bind(run_id)
         .fetch_optional(db.reader())
@@ -102,7 +102,7 @@ pub async fn parent_of(db: &Db, run_id: &str) -> AppResult<Option<String>> {
 /// Cancels the unfinished child runs of `parent_id` (its case was withdrawn or
 /// re-investigated). A versioned change of each child's row: a worker still advancing a
 /// child fails the commit it makes before its next model or tool call, and stops.
-pub async fn cancel_children(tx: &mut Tx<'_>, parent_id: &str, now: i64) -> AppResult<()> {
+pub async fn cancel_children(tx: &mut Tx<'_>, parent_id: &str, now: i64) -> DomainResult<()> {
     let open = sqlx::query(
         "SELECT id, status FROM runs WHERE parent_run_id = $1
          AND status NOT IN ('completed', 'failed', 'cancelled')",

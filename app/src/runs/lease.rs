@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::{load_run, run_changed, Run, DEPENDENCY_RETRY_MS, LEASE_MS};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{Backend, Db};
 
 /// The runs a worker may claim: active ones (being advanced, or abandoned by a worker
@@ -28,7 +28,7 @@ const CLAIMABLE_RUNS: &str = "(status IN ('ready', 'model_running', 'tool_pendin
 /// claims: each takes the oldest run nobody is claiming right now. SQLite has one
 /// writer and no row locks; it reads a few candidates and relies on the versioned
 /// update alone (a lost race just moves on to the next candidate).
-pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>> {
+pub async fn claim_next(db: &Db, owner: &str, now: i64) -> DomainResult<Option<Run>> {
     let claimed = match db.backend() {
         Backend::Postgres => claim_next_skip_locked(db, owner, now).await?,
         Backend::Sqlite => claim_next_versioned(db, owner, now).await?,
@@ -42,7 +42,7 @@ pub async fn claim_next(db: &Db, owner: &str, now: i64) -> AppResult<Option<Run>
 
 /// PostgreSQL: lock one claimable run, skipping rows other claims hold, then take its
 /// lease with the versioned update, and commit (the row lock lasts only this long).
-async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> AppResult<Option<String>> {
+async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
     let mut tx = db.begin().await?;
     let candidate = sqlx::query(&format!(
         "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS}
@@ -68,7 +68,7 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> AppResult<Opt
 /// creation order, so each read walks the `(status, created_at)` index instead of
 /// sorting every queued run: runs abandoned mid-step first, then ready runs, then runs
 /// whose dependency wait is over.
-async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> AppResult<Option<String>> {
+async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
     const GROUPS: [(&str, bool); 5] = [
         ("model_running", false),
         ("tool_running", false),
@@ -109,7 +109,7 @@ async fn take_run_lease(
     version: i64,
     owner: &str,
     now: i64,
-) -> AppResult<bool> {
+) -> DomainResult<bool> {
     let done = sqlx::query(
         "UPDATE runs SET lease_owner = $1, lease_expires_at = $2, version = version + 1
          WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)",
@@ -126,7 +126,7 @@ async fn take_run_lease(
 
 /// Extends the lease of a run we hold, during a step that takes long (a slow model).
 /// Fails with `RUN_CHANGED` when the lease was lost: the caller must stop.
-pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> AppResult<()> {
+pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
     let Some(owner) = run.lease_owner.clone() else {
         return Ok(());
     };
@@ -151,7 +151,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> AppResult<()> {
 /// Releases the lease `run` holds (the run may continue elsewhere later). A versioned
 /// update naming the owner: it does nothing if the run changed since `run` was read or
 /// holds no lease (a run that waits or ended gave its lease up already).
-pub async fn release(db: &Db, run: &Run) -> AppResult<()> {
+pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
     sqlx::query(
         "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1
          WHERE id = $1 AND version = $2 AND lease_owner = $3",

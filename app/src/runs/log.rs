@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::{run_changed, Event, Run, RunStatus, LEASE_MS};
 use crate::clock::rfc3339;
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{Db, Tx};
 
 /// An event to append with a step.
@@ -27,7 +27,7 @@ pub async fn record_step(
     add_tool_calls: i64,
     now: i64,
     events: &[NewEvent<'_>],
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let releases = status.holds_no_worker();
     let lease_expires_at = if releases {
         None
@@ -87,7 +87,7 @@ pub async fn append_event(
     call_id: Option<&str>,
     payload: &serde_json::Value,
     now: i64,
-) -> AppResult<i64> {
+) -> DomainResult<i64> {
     let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = $1")
         .bind(run_id)
         .fetch_one(&mut **tx)
@@ -105,7 +105,7 @@ pub async fn append_event(
     Ok(seq)
 }
 
-pub async fn events(db: &Db, run_id: &str) -> AppResult<Vec<Event>> {
+pub async fn events(db: &Db, run_id: &str) -> DomainResult<Vec<Event>> {
     let rows = sqlx::query("SELECT seq, kind, call_id, payload, created_at FROM run_events WHERE run_id = $1 ORDER BY seq")
         .bind(run_id)
         .fetch_all(db.pool())

@@ -18,7 +18,7 @@ use harness::Phase;
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
 /// How long a claimed run stays claimed without being renewed. Every versioned status
@@ -178,7 +178,7 @@ pub async fn create_run(
     versions: &harness::Versions,
     case_id: &str,
     now: i64,
-) -> AppResult<String> {
+) -> DomainResult<String> {
     let id = new_id("run");
     sqlx::query(
         "INSERT INTO runs (id, case_id, status, version, model, prompt_version, tool_schema_version, steps, tool_calls, created_at, updated_at)
@@ -202,13 +202,13 @@ const RUN_COLUMNS: &str =
     "id, case_id, status, version, steps, tool_calls, lease_owner, lease_expires_at, created_at";
 
 /// A stored status this build does not know is a corrupt row, not a state to guess.
-fn stored_status(name: &str) -> AppResult<RunStatus> {
+fn stored_status(name: &str) -> DomainResult<RunStatus> {
     RunStatus::parse(name).ok_or_else(|| {
-        AppError::Internal(anyhow::anyhow!("unknown run status {name:?} in the store"))
+        DomainError::Internal(anyhow::anyhow!("unknown run status {name:?} in the store"))
     })
 }
 
-fn run_from_row(r: &sqlx::any::AnyRow) -> AppResult<Run> {
+fn run_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Run> {
     Ok(Run {
         id: r.try_get("id")?,
         case_id: r.try_get("case_id")?,
@@ -222,7 +222,7 @@ fn run_from_row(r: &sqlx::any::AnyRow) -> AppResult<Run> {
     })
 }
 
-pub async fn load_run(db: &Db, run_id: &str) -> AppResult<Option<Run>> {
+pub async fn load_run(db: &Db, run_id: &str) -> DomainResult<Option<Run>> {
     let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"))
         .bind(run_id)
         .fetch_optional(db.pool())
@@ -230,16 +230,16 @@ pub async fn load_run(db: &Db, run_id: &str) -> AppResult<Option<Run>> {
     row.as_ref().map(run_from_row).transpose()
 }
 
-pub fn run_changed() -> AppError {
-    AppError::conflict(
+pub fn run_changed() -> DomainError {
+    DomainError::conflict(
         RUN_CHANGED,
         "the run was advanced elsewhere (lease lost or run cancelled)",
     )
 }
 
 /// Whether an error means the run was taken over or ended elsewhere (see `RUN_CHANGED`).
-pub fn is_run_changed(error: &AppError) -> bool {
-    matches!(error, AppError::Conflict { code, .. } if *code == RUN_CHANGED)
+pub fn is_run_changed(error: &DomainError) -> bool {
+    matches!(error, DomainError::Conflict { code, .. } if *code == RUN_CHANGED)
 }
 
 /// Sets the run's state, counting a step or tool call, only while nobody else changed
@@ -255,7 +255,7 @@ pub async fn set_status(
     add_steps: i64,
     add_tool_calls: i64,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     record_step(tx, run, status, add_steps, add_tool_calls, now, &[]).await
 }
 
@@ -268,7 +268,7 @@ pub async fn finish_run(
     run_id: &str,
     status: RunStatus,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let previous = sqlx::query("SELECT status FROM runs WHERE id = $1")
         .bind(run_id)
         .fetch_optional(&mut **tx)

@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::{run_from_row, Run, RunStatus, RUN_COLUMNS};
-use crate::error::AppResult;
+use crate::error::DomainResult;
 use crate::store::{Db, Tx};
 
 /// A run in a watched state whose last progress event is old enough to look at.
@@ -42,7 +42,7 @@ pub async fn stalled_runs(
     progress: &[&'static str],
     cutoff: i64,
     limit: i64,
-) -> AppResult<Vec<Stalled>> {
+) -> DomainResult<Vec<Stalled>> {
     let sql = format!(
         "SELECT * FROM (
              SELECT {RUN_COLUMNS}, {} AS last_progress_at FROM runs r
@@ -74,7 +74,7 @@ pub async fn lock_for_note(
     tx: &mut Tx<'_>,
     run_id: &str,
     progress: &[&'static str],
-) -> AppResult<Option<(String, i64)>> {
+) -> DomainResult<Option<(String, i64)>> {
     sqlx::query("UPDATE runs SET updated_at = updated_at WHERE id = $1")
         .bind(run_id)
         .execute(&mut **tx)
@@ -87,7 +87,7 @@ pub async fn progress_of(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
     progress: &[&'static str],
-) -> AppResult<Option<(String, i64)>> {
+) -> DomainResult<Option<(String, i64)>> {
     let row = sqlx::query(&format!(
         "SELECT status, {} AS last_progress_at FROM runs WHERE id = $1",
         last_progress_sql("runs.id", progress)

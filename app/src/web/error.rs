@@ -1,6 +1,8 @@
-//! How an `AppError` answers a request: its status, and `{"error": {"code", "message"}}`.
-//! Database and internal errors become an opaque 500 and are logged with their context;
-//! nothing internal leaks to a client.
+//! `AppError`: a [`DomainError`] as it answers a request — its status, and
+//! `{"error": {"code", "message"}}`. The domain returns `DomainError` and knows no HTTP;
+//! handlers and extractors return `AppError`, and `?` maps one into the other here, at the
+//! web edge. Database and internal errors become an opaque 500 and are logged with their
+//! context; nothing internal leaks to a client.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -9,30 +11,87 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::{IntoResponses, ToSchema};
 
-use crate::error::AppError;
+use crate::error::DomainError;
+
+/// What a handler, extractor or page answers when it fails.
+#[derive(Debug)]
+pub struct AppError(pub DomainError);
+
+pub type AppResult<T> = Result<T, AppError>;
 
 impl AppError {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        AppError(DomainError::bad_request(code, message))
+    }
+
+    /// No valid bearer token or session.
+    pub fn unauthorized() -> Self {
+        AppError(DomainError::Unauthorized)
+    }
+
+    pub fn forbidden(message: String) -> Self {
+        AppError(DomainError::Forbidden(message))
+    }
+
+    pub fn not_found(what: &'static str) -> Self {
+        AppError(DomainError::NotFound(what))
+    }
+
     pub fn status(&self) -> StatusCode {
-        match self {
-            AppError::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            AppError::Unauthorized => StatusCode::UNAUTHORIZED,
-            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
-            AppError::NotFound(_) => StatusCode::NOT_FOUND,
-            AppError::Conflict { .. } => StatusCode::CONFLICT,
-            AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
-            AppError::Provider(_) => StatusCode::BAD_GATEWAY,
-            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        status_of(&self.0)
+    }
+
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self.0, DomainError::Unauthorized)
+    }
+}
+
+/// The status each domain failure answers with (SPEC §7).
+pub fn status_of(e: &DomainError) -> StatusCode {
+    match e {
+        DomainError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+        DomainError::Unauthorized => StatusCode::UNAUTHORIZED,
+        DomainError::Forbidden(_) => StatusCode::FORBIDDEN,
+        DomainError::NotFound(_) => StatusCode::NOT_FOUND,
+        DomainError::Conflict { .. } => StatusCode::CONFLICT,
+        DomainError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        DomainError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+        DomainError::Provider(_) => StatusCode::BAD_GATEWAY,
+        DomainError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<DomainError> for AppError {
+    fn from(e: DomainError) -> Self {
+        AppError(e)
+    }
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        AppError(e.into())
+    }
+}
+
+impl From<anyhow::Error> for AppError {
+    fn from(e: anyhow::Error) -> Self {
+        AppError(e.into())
     }
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        if let AppError::Internal(e) = &self {
+        if let DomainError::Internal(e) = &self.0 {
             tracing::error!(error = ?e, "internal error");
         }
-        let body = json!({ "error": { "code": self.code(), "message": self.public_message() } });
+        let body =
+            json!({ "error": { "code": self.0.code(), "message": self.0.public_message() } });
         (self.status(), Json(body)).into_response()
     }
 }

@@ -7,8 +7,8 @@ use axum::http::request::Parts;
 use axum::Json;
 
 use crate::auth::{constant_time_eq, resolve, Principal, Session, CUSTOMER_COOKIE, SESSION_COOKIE};
-use crate::error::{AppError, AppResult};
 use crate::state::AppState;
+use crate::web::error::{AppError, AppResult};
 
 /// JSON body extractor whose failures use the API's error shape.
 pub struct ApiJson<T>(pub T);
@@ -73,7 +73,7 @@ impl FromRequestParts<AppState> for Principal {
             return resolve(&state.db, token, now)
                 .await?
                 .map(|r| r.principal)
-                .ok_or(AppError::Unauthorized);
+                .ok_or(AppError::unauthorized());
         }
         for name in [SESSION_COOKIE, CUSTOMER_COOKIE] {
             if let Some(token) = cookie(parts, name) {
@@ -83,7 +83,7 @@ impl FromRequestParts<AppState> for Principal {
                 }
             }
         }
-        Err(AppError::Unauthorized)
+        Err(AppError::unauthorized())
     }
 }
 
@@ -109,7 +109,7 @@ pub fn check_cookie_request(parts: &Parts, csrf_token: Option<&str>) -> AppResul
     if origin_matches_host(parts) == Some(true) {
         return Ok(());
     }
-    Err(AppError::Forbidden(
+    Err(AppError::forbidden(
         "a request signed in by cookie needs the X-CSRF-Token header or a same-origin Origin"
             .into(),
     ))
@@ -147,18 +147,18 @@ impl FromRequestParts<AppState> for Session {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = cookie(parts, SESSION_COOKIE)
-            .ok_or(AppError::Unauthorized)?
+            .ok_or(AppError::unauthorized())?
             .to_string();
         let resolved = resolve(&state.db, &token, state.clock.now_ms())
             .await?
-            .ok_or(AppError::Unauthorized)?;
+            .ok_or(AppError::unauthorized())?;
         match (resolved.principal, resolved.csrf_token) {
             (Principal::Staff(staff), Some(csrf_token)) => Ok(Session {
                 staff,
                 csrf_token,
                 token,
             }),
-            _ => Err(AppError::Unauthorized),
+            _ => Err(AppError::unauthorized()),
         }
     }
 }

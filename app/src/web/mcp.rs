@@ -35,9 +35,10 @@ use crate::agent::tools::{self, ToolDeclaration, ToolEnv};
 use crate::agent::{ToolCall, ToolOutcome};
 use crate::auth::{self, Principal, Staff};
 use crate::cases::{self, Case};
-use crate::error::{AppError, AppResult};
+use crate::error::DomainError;
 use crate::state::AppState;
 use crate::tickets::{self, Ticket};
+use crate::web::error::{status_of, AppResult};
 
 /// The environment variable `refund-agent mcp` reads its staff token from.
 pub const TOKEN_ENV: &str = "REFUND_DESK_TOKEN";
@@ -75,7 +76,7 @@ pub enum Refusal {
     #[error("customer tokens are refused: the investigation tools are for staff")]
     Customer,
     #[error(transparent)]
-    Store(#[from] AppError),
+    Store(#[from] DomainError),
 }
 
 impl Refusal {
@@ -88,7 +89,7 @@ impl Refusal {
                 (StatusCode::UNAUTHORIZED, -32001, "unauthorized")
             }
             Refusal::Customer => (StatusCode::FORBIDDEN, -32003, "forbidden"),
-            Refusal::Store(e) => (e.status(), -32603, e.code()),
+            Refusal::Store(e) => (status_of(e), -32603, e.code()),
         };
         let message = match &self {
             Refusal::Store(e) => e.public_message(),

@@ -4,8 +4,8 @@ use axum::extract::Request;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 
 /// `GET /healthz`: the process is alive and serving. It queries nothing, so a database
 /// outage does not make a supervisor restart a process that would reconnect by itself
@@ -94,7 +94,7 @@ async fn get_metrics(
     use axum::response::IntoResponse;
     let stuck = match crate::watchdog::stuck_counts(&state.db).await {
         Ok(stuck) => stuck,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME, &stuck).await {
         Ok(text) => (
@@ -131,7 +131,7 @@ async fn count_request(request: Request, next: axum::middleware::Next) -> axum::
 }
 
 async fn not_found() -> AppError {
-    AppError::NotFound("route")
+    AppError::not_found("route")
 }
 
 pub fn router(state: AppState) -> Router {

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::agent::{Exchange, Proposal};
 use crate::billing::BillingSource;
 use crate::clock::from_ms;
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
 use crate::tickets::Ticket;
@@ -60,7 +60,7 @@ pub async fn gather_facts(
     ticket: &Ticket,
     request: RequestKind,
     order_id: Option<&str>,
-) -> AppResult<Facts> {
+) -> DomainResult<Facts> {
     let facts = gather_records(billing, ticket, request).await?;
     with_order(billing, facts, order_id).await
 }
@@ -70,7 +70,7 @@ async fn gather_records(
     billing: &dyn BillingSource,
     ticket: &Ticket,
     request: RequestKind,
-) -> AppResult<Facts> {
+) -> DomainResult<Facts> {
     let customer = billing
         .customer(&ticket.customer_id)
         .await?
@@ -118,7 +118,7 @@ async fn with_order(
     billing: &dyn BillingSource,
     mut facts: Facts,
     order_id: Option<&str>,
-) -> AppResult<Facts> {
+) -> DomainResult<Facts> {
     let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
     facts.order_ownership = match order_id {
         Some(id) if !owned(id) && billing.order_exists(id).await? => Ownership::OtherCustomer,
@@ -141,7 +141,7 @@ pub async fn gather_facts_resolved(
     customer_messages: &[String],
     request: RequestKind,
     model_order: Option<&str>,
-) -> AppResult<(Facts, Option<OrderSource>)> {
+) -> DomainResult<(Facts, Option<OrderSource>)> {
     let facts = gather_records(billing, ticket, request).await?;
     let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
     if let Some(form) = ticket.order_id.as_deref().filter(|f| !owned(f)) {
@@ -179,7 +179,7 @@ pub async fn gather_facts_resolved(
 async fn lookup_references(
     billing: &dyn BillingSource,
     references: &[resolve::Reference],
-) -> AppResult<Option<String>> {
+) -> DomainResult<Option<String>> {
     for reference in references {
         for spelling in resolve::lookup_spellings(reference) {
             if billing.order_exists(&spelling).await? {
@@ -197,7 +197,7 @@ async fn model_choice(
     billing: &dyn BillingSource,
     model_order: Option<&str>,
     owned: bool,
-) -> AppResult<(Option<String>, Option<OrderSource>)> {
+) -> DomainResult<(Option<String>, Option<OrderSource>)> {
     match model_order {
         Some(id) if owned || billing.order_exists(id).await? => {
             Ok((Some(id.to_string()), Some(OrderSource::Agent)))
@@ -206,8 +206,8 @@ async fn model_choice(
     }
 }
 
-fn provider_unavailable(e: anyhow::Error) -> AppError {
-    AppError::Provider(e.to_string())
+fn provider_unavailable(e: anyhow::Error) -> DomainError {
+    DomainError::Provider(e.to_string())
 }
 
 /// Hash of the evidence a decision rests on: the canonical JSON of its facts.

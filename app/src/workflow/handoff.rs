@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::agent::{Exchange, Proposal};
 use crate::cases::{self, Case, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::replies;
 use crate::runs::{self, Run};
 use crate::state::AppState;
@@ -22,7 +22,7 @@ pub async fn escalate_to_human(
     ticket: &Ticket,
     why: &str,
     exchanges: &[Exchange],
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let now = state.clock.now_ms();
     let verified: Vec<Value> = exchanges
         .iter()
@@ -46,7 +46,7 @@ pub async fn escalate_to_human(
     let mut tx = state.db.begin().await?;
     let case = cases::load_case_tx(&mut tx, &case.id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     if case.status == CaseStatus::Investigating && case.run_id.as_deref() == Some(run.id.as_str()) {
         // The versioned update comes first, as in `decide_case`: a lost race fails here as
         // `case_changed` (roll back; the next pass sees the new state), not on the run
@@ -74,7 +74,7 @@ pub async fn hand_to_reviewer(
     facts: &policy_engine::Facts,
     decision: &Decision,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     // The case keeps the facts (billing records, not conclusions) and nothing else of
     // the agent's: no proposal, decision, reason or fingerprint a reviewer could anchor on.
     // The versioned update is the first write: a lost race fails here as `case_changed`.

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::agent::{Exchange, Proposal};
 use crate::cases::{self, Case, CaseStatus};
-use crate::error::{AppError, AppResult};
+use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, Run};
 use crate::state::AppState;
 use crate::tickets::{self, Ticket};
@@ -51,7 +51,7 @@ pub async fn decide_now(
     ticket: &Ticket,
     request: RequestKind,
     order_id: Option<&str>,
-) -> AppResult<(Facts, Decision)> {
+) -> DomainResult<(Facts, Decision)> {
     let facts = gather_facts(state.billing.as_ref(), ticket, request, order_id).await?;
     let decision = policy_engine::decide(&facts, &state.policies);
     Ok((facts, decision))
@@ -65,7 +65,7 @@ pub async fn decide_case(
     ticket: &Ticket,
     proposal: &Proposal,
     exchanges: &[Exchange],
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let d = decide_on_fresh_facts(state, ticket, proposal, exchanges).await?;
     let (proposal, facts, decision) = (&d.proposal, &d.facts, &d.decision);
     let (evidence_hash, invalid, policy_index) = (&d.evidence_hash, &d.invalid, &d.policy_index);
@@ -74,7 +74,7 @@ pub async fn decide_case(
     let mut tx = state.db.begin().await?;
     let case = cases::load_case_tx(&mut tx, &case.id)
         .await?
-        .ok_or(AppError::NotFound("case"))?;
+        .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Investigating || case.run_id.as_deref() != Some(run.id.as_str()) {
         // The case moved on (withdrawn, re-investigated by a newer run, decided by another
         // holder of this run): stop quietly. The run is ended with a versioned update, so a
@@ -158,7 +158,7 @@ async fn decide_on_fresh_facts(
     ticket: &Ticket,
     proposal: &Proposal,
     exchanges: &[Exchange],
-) -> AppResult<Decided> {
+) -> DomainResult<Decided> {
     // The order is resolved here, not taken from the model (issue 15), and stored in the
     // proposal with where it came from, so every later re-decision (payment boundary,
     // takeover) starts from the same inputs and a reviewer sees why this order.
@@ -237,7 +237,7 @@ async fn append_decision_events(
     run_id: &str,
     d: &Decided,
     now: i64,
-) -> AppResult<()> {
+) -> DomainResult<()> {
     let Decided {
         decision,
         policy_index,

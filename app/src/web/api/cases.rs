@@ -9,10 +9,10 @@ use serde::Deserialize;
 use crate::approvals::{self, Verdict};
 use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
-use crate::error::{AppError, AppResult};
 use crate::shadow_live::{self, ManualDecision};
 use crate::state::AppState;
 use crate::views::CaseView;
+use crate::web::error::{AppError, AppResult};
 use crate::web::extract::ApiJson;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -4,9 +4,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 
 use crate::auth::Principal;
-use crate::error::{AppError, AppResult};
 use crate::runs::{self, Event};
 use crate::state::AppState;
+use crate::web::error::{AppError, AppResult};
 
 /// `GET /api/v1/runs/{id}/events` (staff).
 #[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::web::error::ApiErrors))]
@@ -18,11 +18,11 @@ pub async fn get_events(
     principal.staff()?;
     let run = runs::load_run(&state.db, &id)
         .await?
-        .ok_or(AppError::NotFound("run"))?;
+        .ok_or(AppError::not_found("run"))?;
     // Live shadow mode: the log holds the agent's decision, which must not anchor a
     // reviewer who has not decided yet; the API refuses exactly as the trace page does.
     if crate::shadow_pairs::pending(&state.db, &run.case_id).await? {
-        return Err(AppError::Forbidden(
+        return Err(AppError::forbidden(
             "shadow mode: the agent's trace is hidden until a reviewer decides this case".into(),
         ));
     }

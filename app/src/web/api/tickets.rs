@@ -6,8 +6,8 @@ use axum::Json;
 
 use crate::auth::Principal;
 use crate::customer::{self, NewMessage, NewTicket, TicketView, Withdrawal};
-use crate::error::AppResult;
 use crate::state::AppState;
+use crate::web::error::AppResult;
 use crate::web::extract::ApiJson;
 
 /// `POST /api/v1/tickets` (customer).

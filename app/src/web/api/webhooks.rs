@@ -11,8 +11,8 @@ use axum::routing::{post, MethodRouter};
 use axum::{Extension, Json};
 use serde::Serialize;
 
-use crate::error::{AppError, AppResult};
 use crate::state::AppState;
+use crate::web::error::{AppError, AppResult};
 use crate::webhooks::{process_event, Event, Outcome, TOLERANCE_SECS};
 
 /// The secret that signs provider webhooks. Its `Debug` never shows it.

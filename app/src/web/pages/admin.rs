@@ -8,8 +8,8 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::auth::{self, Session};
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 
 use super::common::{error_page, render, verified};
 
@@ -50,13 +50,13 @@ pub(super) async fn staff_page_response(
     let now = state.clock.now_ms();
     let staff = match auth::list_staff(&state.db).await {
         Ok(s) => s,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let mut rows = Vec::with_capacity(staff.len());
     for member in staff {
         let failures = match auth::recent_failures(&state.db, &member.email, now).await {
             Ok(n) => n,
-            Err(e) => return e.into_response(),
+            Err(e) => return AppError::from(e).into_response(),
         };
         rows.push(StaffRow {
             role: member.role.as_str().into(),
@@ -110,7 +110,7 @@ pub(super) async fn unlock_submit(
             let notice = format!("Unlocked {}: {n} failed logins forgotten.", form.email);
             staff_page_response(&state, &session, Some(notice)).await
         }
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 

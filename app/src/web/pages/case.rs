@@ -12,11 +12,12 @@ use serde::Deserialize;
 use crate::approvals::{self, Verdict};
 use crate::auth::{self, Session};
 use crate::cases::{self, CaseStatus};
-use crate::error::AppError;
+use crate::error::DomainError;
 use crate::refunds::RefundView;
 use crate::state::AppState;
 use crate::tickets::{self, MessageView};
 use crate::views::CaseView;
+use crate::web::error::{status_of, AppError};
 use crate::world::{parse_plain, serde_plain};
 
 use super::common::{error_page, render, verified, with_status, CsrfForm};
@@ -78,11 +79,11 @@ pub(super) async fn case_page_response(
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let view = match crate::views::case_view(&state.db, &case).await {
         Ok(v) => v,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let messages = tickets::messages(&state.db, &case.ticket_id)
         .await
@@ -132,7 +133,7 @@ pub(super) async fn case_page_response(
         .unwrap_or(false);
     let stuck = match crate::watchdog::open_flag_of_case(&state.db, &case.id).await {
         Ok(flag) => flag.map(|f| f.summary),
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     render(&CasePage {
         staff_email: session.staff.email.clone(),
@@ -217,7 +218,7 @@ pub(super) async fn decide_submit(
     {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
-            e.status(),
+            status_of(&e),
             case_page_response(&state, &session, &id, Some(e.public_message())).await,
         ),
     }
@@ -254,7 +255,7 @@ pub(super) async fn takeover_submit(
     match approvals::take_over(&state, &session.staff, &id).await {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
-            e.status(),
+            status_of(&e),
             case_page_response(&state, &session, &id, Some(e.public_message())).await,
         ),
     }
@@ -349,7 +350,7 @@ pub(super) async fn decide_by_hand_submit(
     match result {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
-            e.status(),
+            status_of(&e),
             case_page_response(&state, &session, &id, Some(e.public_message())).await,
         ),
     }
@@ -358,11 +359,11 @@ pub(super) async fn decide_by_hand_submit(
 /// The form's decision; each refund line's currency is filled from its charge later.
 pub(super) fn hand_decision(
     form: &HandDecisionForm,
-) -> Result<crate::shadow_live::ManualDecision, AppError> {
+) -> Result<crate::shadow_live::ManualDecision, DomainError> {
     let outcome = parse_plain(&form.outcome)
-        .map_err(|e| AppError::bad_request("invalid_outcome", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request("invalid_outcome", e.to_string()))?;
     let reason = parse_plain(&form.reason)
-        .map_err(|e| AppError::bad_request("invalid_reason", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request("invalid_reason", e.to_string()))?;
     let refunds = [
         (&form.charge_1, &form.amount_1),
         (&form.charge_2, &form.amount_2),

@@ -7,13 +7,13 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::auth::{constant_time_eq, Session};
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 
 pub fn render(t: &impl Template) -> Response {
     match t.render() {
         Ok(html) => Html(html).into_response(),
-        Err(e) => AppError::Internal(anyhow::anyhow!("template: {e}")).into_response(),
+        Err(e) => AppError::from(anyhow::anyhow!("template: {e}")).into_response(),
     }
 }
 

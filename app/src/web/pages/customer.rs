@@ -10,10 +10,11 @@ use serde::Deserialize;
 
 use crate::auth::{self, Principal};
 use crate::customer::{self, TicketView};
-use crate::error::AppError;
+use crate::error::DomainError;
 use crate::replies::{self, Language, PageText};
 use crate::state::AppState;
 use crate::tickets::{self};
+use crate::web::error::{status_of, AppError};
 
 use super::common::{
     cross_site_refused, error_page, redirect_with_cookie, render, verified, with_status, CsrfForm,
@@ -67,18 +68,18 @@ impl axum::extract::FromRequestParts<AppState> for CustomerSession {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = crate::web::extract::cookie(parts, auth::CUSTOMER_COOKIE)
-            .ok_or(AppError::Unauthorized)?
+            .ok_or(AppError::unauthorized())?
             .to_string();
         let resolved = auth::resolve(&state.db, &token, state.clock.now_ms())
             .await?
-            .ok_or(AppError::Unauthorized)?;
+            .ok_or(AppError::unauthorized())?;
         match (resolved.principal, resolved.csrf_token) {
             (Principal::Customer { customer_id }, Some(csrf_token)) => Ok(CustomerSession {
                 customer_id,
                 csrf_token,
                 token,
             }),
-            _ => Err(AppError::Unauthorized),
+            _ => Err(AppError::unauthorized()),
         }
     }
 }
@@ -105,11 +106,11 @@ pub(super) async fn tickets_page(
 pub(super) async fn ticket_list_response(
     state: &AppState,
     session: &CustomerSession,
-    error: Option<&AppError>,
+    error: Option<&DomainError>,
 ) -> Response {
     let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
         Ok(lang) => lang,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     match customer::customer_tickets(state, &session.customer_id).await {
         Ok(list) => render(&TicketListPage {
@@ -119,7 +120,7 @@ pub(super) async fn ticket_list_response(
             csrf: session.csrf_token.clone(),
             error: error.map(|e| replies::page_error(lang, e)),
         }),
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 
@@ -155,7 +156,7 @@ pub(super) async fn new_ticket_submit(
     match customer::create_ticket(&state, &session.customer_id, input).await {
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
         Err(e) => with_status(
-            e.status(),
+            status_of(&e),
             ticket_list_response(&state, &session, Some(&e)).await,
         ),
     }
@@ -177,7 +178,7 @@ pub(super) async fn ticket_page_response(
     state: &AppState,
     session: &CustomerSession,
     id: &str,
-    error: Option<&AppError>,
+    error: Option<&DomainError>,
 ) -> Response {
     let ticket = match customer::visible_ticket(state, &session.principal(), id).await {
         Ok(t) => t,
@@ -191,7 +192,7 @@ pub(super) async fn ticket_page_response(
             ticket: view,
             csrf: session.csrf_token.clone(),
         }),
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 
@@ -217,9 +218,9 @@ pub(super) async fn message_submit(
     };
     match result {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
-        Err(AppError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
+        Err(DomainError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
         Err(e) => with_status(
-            e.status(),
+            status_of(&e),
             ticket_page_response(&state, &session, &id, Some(&e)).await,
         ),
     }
@@ -338,14 +339,14 @@ pub(super) async fn sign_in_submit(
             });
             return with_status(StatusCode::UNAUTHORIZED, page);
         }
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
         Ok((session, _)) => {
             let target = sign_in_target(form.next.as_deref());
             redirect_with_cookie(&state, &target, auth::CUSTOMER_COOKIE, &session, 12 * 3600)
         }
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 
@@ -360,7 +361,7 @@ pub(super) async fn sign_out(
         Err(page) => return page,
     };
     if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
-        return e.into_response();
+        return AppError::from(e).into_response();
     }
     redirect_with_cookie(&state, "/sign-in", auth::CUSTOMER_COOKIE, "", 0)
 }

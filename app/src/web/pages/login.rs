@@ -8,8 +8,8 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::auth::{self, constant_time_eq, Session};
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 
 use super::common::{
     cross_site_refused, redirect_with_cookie, render, with_status, CsrfForm, SameOrigin,
@@ -55,7 +55,7 @@ pub(super) async fn login_submit(
                     &token,
                     12 * 3600,
                 ),
-                Err(e) => e.into_response(),
+                Err(e) => AppError::from(e).into_response(),
             }
         }
         Ok(auth::LoginResult::Throttled { retry_after_ms }) => {
@@ -71,7 +71,7 @@ pub(super) async fn login_submit(
         Ok(auth::LoginResult::WrongCredentials) => {
             login_page(StatusCode::UNAUTHORIZED, "Wrong email or password.".into())
         }
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 

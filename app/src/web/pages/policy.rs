@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::common::{error_page, render};
 use crate::auth::Session;
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 use crate::world::serde_plain;
 
 pub fn routes() -> Router<AppState> {

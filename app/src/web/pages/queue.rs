@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use crate::auth::Session;
 use crate::cases::{self, CaseStatus};
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 use crate::world::parse_plain;
 
 use super::common::render;
@@ -61,7 +61,7 @@ pub(super) async fn queue_page(
     let filter = q.status.unwrap_or_else(|| "awaiting_approval".into());
     let flags = match crate::watchdog::open_flags(&state.db).await {
         Ok(flags) => flags,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     // "stuck" is a view over every status: the cases whose run the watchdog flagged.
     let status = if filter == "all" || filter == "stuck" {
@@ -69,12 +69,12 @@ pub(super) async fn queue_page(
     } else {
         match CaseStatus::parse(&filter) {
             Ok(s) => Some(s),
-            Err(e) => return e.into_response(),
+            Err(e) => return AppError::from(e).into_response(),
         }
     };
     let list = match cases::list_cases(&state.db, status).await {
         Ok(l) => l,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let now = state.clock.now_ms();
     let stuck: std::collections::HashMap<&str, &str> = flags

@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 
 use crate::auth::Session;
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 use crate::world::serde_plain;
 
 use super::common::{render, verified, CsrfForm};
@@ -73,7 +73,7 @@ pub(super) async fn reconcile_page(
     };
     match crate::reconcile::last_report(&state).await {
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), report)),
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 
@@ -88,7 +88,7 @@ pub(super) async fn reconcile_submit(
     };
     match crate::reconcile::run(&state).await {
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
-        Err(e) => e.into_response(),
+        Err(e) => AppError::from(e).into_response(),
     }
 }
 
@@ -115,7 +115,7 @@ pub(super) async fn shadow_page(
     }
     let report = match crate::shadow_live::report(&state.db).await {
         Ok(r) => r,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let outcomes: Vec<&'static str> = crate::replay::CaseOutcome::ALL
         .iter()

@@ -7,8 +7,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::auth::Session;
-use crate::error::AppError;
 use crate::state::AppState;
+use crate::web::error::AppError;
 
 use super::common::{error_page, render};
 
@@ -49,7 +49,7 @@ pub(super) async fn run_page(
     let run = match crate::runs::load_run(&state.db, &id).await {
         Ok(Some(r)) => r,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     if crate::shadow_pairs::pending(&state.db, &run.case_id)
         .await
@@ -62,7 +62,7 @@ pub(super) async fn run_page(
     }
     let events = match crate::runs::events(&state.db, &id).await {
         Ok(e) => e,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let family = tokio::try_join!(
         crate::runs::parent_of(&state.db, &id),
@@ -70,7 +70,7 @@ pub(super) async fn run_page(
     );
     let (parent_run_id, children) = match family {
         Ok(family) => family,
-        Err(e) => return e.into_response(),
+        Err(e) => return AppError::from(e).into_response(),
     };
     let events = events
         .into_iter()
