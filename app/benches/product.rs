@@ -621,7 +621,9 @@ async fn phase_steps(
     rig.load(&world).await?;
     let (customer, text) = &messages[0];
     let ticket = app::customer::create_ticket(
-        &rig.state,
+        &rig.state.db,
+        rig.state.clock.as_ref(),
+        rig.state.queue(),
         customer,
         NewTicket {
             message: text.clone(),
@@ -684,7 +686,9 @@ async fn tickets_end_to_end(backend: &Backend, n: usize) -> anyhow::Result<Ticke
     let started = Instant::now();
     for (customer, text) in &messages {
         app::customer::create_ticket(
-            &rig.state,
+            &rig.state.db,
+            rig.state.clock.as_ref(),
+            rig.state.queue(),
             customer,
             NewTicket {
                 message: text.clone(),

@@ -7,10 +7,12 @@
 
 use crate::auth::{constant_time_eq, Staff};
 use crate::cases::{self, CaseStatus};
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::replies::{self, Language};
-use crate::state::AppState;
+use crate::store::Db;
 use crate::views::CaseView;
+use crate::workflow::Rules;
 use crate::world::parse_plain;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,9 +21,20 @@ pub enum Verdict {
     Rejected,
 }
 
+/// What a staff member's action on a case works with: the store, the time, the rules a
+/// takeover or a hand decision is checked against on fresh facts, and the worker's
+/// wake-up, rung once an approval is committed.
+#[derive(Clone, Copy)]
+pub struct Desk<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub rules: Rules<'a>,
+    pub wake: &'a tokio::sync::Notify,
+}
+
 /// Records a verdict. Returns the case as it stands afterwards.
 pub async fn decide(
-    state: &AppState,
+    desk: Desk<'_>,
     staff: &Staff,
     case_id: &str,
     fingerprint: &str,
@@ -34,8 +47,8 @@ pub async fn decide(
             "notes are at most 2000 characters",
         ));
     }
-    let now = state.clock.now_ms();
-    let mut tx = state.db.begin().await?;
+    let now = desk.clock.now_ms();
+    let mut tx = desk.db.begin().await?;
     let case = cases::load_case_tx(&mut tx, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
@@ -104,8 +117,8 @@ pub async fn decide(
     }
     tx.commit().await?;
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
-    state.wake.notify_one();
-    crate::views::current_view(&state.db, case_id).await
+    desk.wake.notify_one();
+    crate::views::current_view(desk.db, case_id).await
 }
 
 /// Whether `staff` may give this verdict (RP-004): an approval needs the role the decision
@@ -149,13 +162,13 @@ async fn may_decide(
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy
 /// allows on fresh facts. The same policy check and approval rules apply: the result
 /// waits for approval by somebody else (nobody approves a case they took over).
-pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> DomainResult<CaseView> {
+pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainResult<CaseView> {
     if staff.role < crate::auth::StaffRole::Supervisor {
         return Err(DomainError::Forbidden(
             "only supervisors take over escalated cases".into(),
         ));
     }
-    let case = cases::load_case(&state.db, case_id)
+    let case = cases::load_case(desk.db, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated {
@@ -164,7 +177,7 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> Domain
             format!("the case is {}, not escalated", case.status.as_str()),
         ));
     }
-    let ticket = crate::tickets::load_ticket(&state.db, &case.ticket_id)
+    let ticket = crate::tickets::load_ticket(desk.db, &case.ticket_id)
         .await?
         .ok_or(DomainError::NotFound("ticket"))?;
     let proposal: Option<crate::agent::Proposal> = case
@@ -176,21 +189,21 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> Domain
         None => (policy_engine::RequestKind::Unclear, ticket.order_id.clone()),
     };
     let (facts, decision) =
-        crate::workflow::decide_now(state, &ticket, request, order_id.as_deref()).await?;
+        crate::workflow::decide_now(desk.rules, &ticket, request, order_id.as_deref()).await?;
     if decision.refunds.is_empty() {
         return Err(DomainError::conflict(
             "policy_allows_no_refund",
             "the policy allows no refund on these facts; reject the case or answer the customer",
         ));
     }
-    let now = state.clock.now_ms();
+    let now = desk.clock.now_ms();
     let evidence_hash = crate::workflow::evidence_hash(&facts);
     let required = decision
         .approver_role
         .unwrap_or(policy_engine::Role::Supervisor)
         .max(policy_engine::Role::Supervisor);
     let void_reason = format!("taken over by {}", staff.email);
-    let mut tx = state.db.begin().await?;
+    let mut tx = desk.db.begin().await?;
     // Versioned against the escalated case checked above: a case that moved on meanwhile
     // fails with `case_changed` and nothing is written.
     let recorded = cases::record_decision(
@@ -223,5 +236,5 @@ pub async fn take_over(state: &AppState, staff: &Staff, case_id: &str) -> Domain
     )
     .await?;
     tx.commit().await?;
-    crate::views::current_view(&state.db, case_id).await
+    crate::views::current_view(desk.db, case_id).await
 }

@@ -11,11 +11,12 @@ use sqlx::Row;
 use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
 use crate::clock::rfc3339;
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
-use crate::state::AppState;
-use crate::store::new_id;
+use crate::runs::Queue;
+use crate::store::{new_id, Db};
 use crate::tickets::{
     append_message, customer_region, load_ticket, messages, validate_message, MessageView, Ticket,
 };
@@ -71,15 +72,20 @@ pub struct CustomerRefundLine {
 }
 
 /// Refuses a customer who is flooding us (429), counting across all their tickets.
-async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> DomainResult<()> {
-    let now = state.clock.now_ms();
+async fn check_rate(
+    db: &Db,
+    clock: &dyn Clock,
+    customer_id: &str,
+    new_ticket: bool,
+) -> DomainResult<()> {
+    let now = clock.now_ms();
     let messages = sqlx::query(
         "SELECT COUNT(*) AS n FROM messages m JOIN tickets t ON t.id = m.ticket_id
          WHERE t.customer_id = $1 AND m.author = 'customer' AND m.created_at > $2",
     )
     .bind(customer_id)
     .bind(now - 60_000)
-    .fetch_one(state.db.pool())
+    .fetch_one(db.pool())
     .await?;
     if messages.try_get::<i64, _>("n")? >= MAX_MESSAGES_PER_MINUTE {
         return Err(DomainError::TooManyRequests);
@@ -90,7 +96,7 @@ async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> Do
         )
         .bind(customer_id)
         .bind(now - 3_600_000)
-        .fetch_one(state.db.pool())
+        .fetch_one(db.pool())
         .await?;
         if tickets.try_get::<i64, _>("n")? >= MAX_TICKETS_PER_HOUR {
             return Err(DomainError::TooManyRequests);
@@ -101,12 +107,14 @@ async fn check_rate(state: &AppState, customer_id: &str, new_ticket: bool) -> Do
 
 /// Opens a ticket with its first message, its case and the case's first agent run.
 pub async fn create_ticket(
-    state: &AppState,
+    db: &Db,
+    clock: &dyn Clock,
+    queue: Queue<'_>,
     customer_id: &str,
     input: NewTicket,
 ) -> DomainResult<Ticket> {
     let message = validate_message(&input.message)?;
-    check_rate(state, customer_id, true).await?;
+    check_rate(db, clock, customer_id, true).await?;
     let order_id = match input
         .order_id
         .map(|o| o.trim().to_string())
@@ -120,9 +128,9 @@ pub async fn create_ticket(
         }
         other => other,
     };
-    let now = state.clock.now_ms();
+    let now = clock.now_ms();
     // Read before the transaction: on SQLite the pool has one writer connection.
-    let region = customer_region(&state.db, customer_id).await?;
+    let region = customer_region(db, customer_id).await?;
     let ticket = Ticket {
         id: new_id("tkt"),
         customer_id: customer_id.to_string(),
@@ -130,7 +138,7 @@ pub async fn create_ticket(
         language: detect_language(&message, region),
         created_at: now,
     };
-    let mut tx = state.db.begin().await?;
+    let mut tx = db.begin().await?;
     let exists = sqlx::query("SELECT id FROM customers WHERE id = $1")
         .bind(customer_id)
         .fetch_optional(&mut *tx)
@@ -140,20 +148,20 @@ pub async fn create_ticket(
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
-    cases::open_case(&mut tx, &state.versions, &ticket, now).await?;
+    cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
     tx.commit().await?;
     tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
-    state.wake.notify_one();
+    queue.wake.notify_one();
     Ok(ticket)
 }
 
 /// Loads a ticket the principal may see: its customer, or any staff member.
 pub async fn visible_ticket(
-    state: &AppState,
+    db: &Db,
     principal: &Principal,
     ticket_id: &str,
 ) -> DomainResult<Ticket> {
-    let ticket = load_ticket(&state.db, ticket_id)
+    let ticket = load_ticket(db, ticket_id)
         .await?
         .ok_or(DomainError::NotFound("ticket"))?;
     match principal {
@@ -164,10 +172,10 @@ pub async fn visible_ticket(
     }
 }
 
-pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> DomainResult<TicketView> {
-    let case = match cases::case_for_ticket(&state.db, &ticket.id).await? {
+pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
+    let case = match cases::case_for_ticket(db, &ticket.id).await? {
         Some(c) => {
-            let refunds = refunds::customer_refunds(&state.db, &c.id).await?;
+            let refunds = refunds::customer_refunds(db, &c.id).await?;
             let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
             Some(CustomerCaseView {
                 status_text: replies::status_text(ticket.language, status, &refunds),
@@ -190,7 +198,7 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> DomainResult<Tick
         order_id: ticket.order_id.clone(),
         language: ticket.language,
         created_at: rfc3339(ticket.created_at),
-        messages: messages(&state.db, &ticket.id)
+        messages: messages(db, &ticket.id)
             .await?
             .into_iter()
             .map(|message| CustomerMessageView {
@@ -206,14 +214,16 @@ pub async fn ticket_view(state: &AppState, ticket: &Ticket) -> DomainResult<Tick
 /// conversation goes back to investigation: its proposal (and any approval bound to its
 /// fingerprint) is void.
 pub async fn add_customer_message(
-    state: &AppState,
+    db: &Db,
+    clock: &dyn Clock,
+    queue: Queue<'_>,
     ticket: &Ticket,
     text: &str,
 ) -> DomainResult<()> {
     let text = validate_message(text)?;
-    check_rate(state, &ticket.customer_id, false).await?;
-    let now = state.clock.now_ms();
-    let mut tx = state.db.begin().await?;
+    check_rate(db, clock, &ticket.customer_id, false).await?;
+    let now = clock.now_ms();
+    let mut tx = db.begin().await?;
     append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
     if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
         if matches!(
@@ -223,12 +233,12 @@ pub async fn add_customer_message(
                 | CaseStatus::Denied
                 | CaseStatus::Escalated
         ) {
-            cases::reinvestigate(&mut tx, &state.versions, &case, "new customer message", now)
+            cases::reinvestigate(&mut tx, queue.versions, &case, "new customer message", now)
                 .await?;
         }
     }
     tx.commit().await?;
-    state.wake.notify_one();
+    queue.wake.notify_one();
     Ok(())
 }
 
@@ -243,16 +253,16 @@ pub struct Withdrawal {
 /// The customer withdraws their request. Work that has not reached the provider is
 /// cancelled (runs stopped, approvals and unsent intents voided); a refund already
 /// submitted cannot be withdrawn, and the customer is told so truthfully (RP-005).
-pub async fn withdraw(state: &AppState, ticket: &Ticket) -> DomainResult<Withdrawal> {
-    let now = state.clock.now_ms();
+pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<Withdrawal> {
+    let now = clock.now_ms();
     let lang = ticket.language;
     // Read everything the reply may need before the transaction: on SQLite the pool
     // has one connection, and the transaction holds it.
-    let current = cases::case_for_ticket(&state.db, &ticket.id)
+    let current = cases::case_for_ticket(db, &ticket.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    let refunds = crate::refunds::customer_refunds(&state.db, &current.id).await?;
-    let mut tx = state.db.begin().await?;
+    let refunds = crate::refunds::customer_refunds(db, &current.id).await?;
+    let mut tx = db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
@@ -311,25 +321,22 @@ pub async fn withdraw(state: &AppState, ticket: &Ticket) -> DomainResult<Withdra
     Ok(Withdrawal {
         withdrawn,
         message,
-        ticket: ticket_view(state, ticket).await?,
+        ticket: ticket_view(db, ticket).await?,
     })
 }
 
-pub async fn customer_tickets(
-    state: &AppState,
-    customer_id: &str,
-) -> DomainResult<Vec<TicketView>> {
+pub async fn customer_tickets(db: &Db, customer_id: &str) -> DomainResult<Vec<TicketView>> {
     let rows = sqlx::query(
         "SELECT id FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 50",
     )
     .bind(customer_id)
-    .fetch_all(state.db.reader())
+    .fetch_all(db.reader())
     .await?;
     let mut views = Vec::new();
     for r in rows {
         let id: String = r.try_get("id")?;
-        if let Some(t) = load_ticket(&state.db, &id).await? {
-            views.push(ticket_view(state, &t).await?);
+        if let Some(t) = load_ticket(db, &id).await? {
+            views.push(ticket_view(db, &t).await?);
         }
     }
     Ok(views)

@@ -24,10 +24,12 @@ use policy_engine::{Currency, Money};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::payments::ProviderRefund;
+use crate::refunds::Sender;
 use crate::refunds::{self, Intent, IntentStatus, Step};
-use crate::state::AppState;
+use crate::store::Db;
 
 /// The `job_runs` name of the periodic pass.
 pub const JOB_NAME: &str = "reconcile";
@@ -187,9 +189,17 @@ pub struct ChargeError {
     pub error: String,
 }
 
+/// What a reconciliation runs with: the refund sender (store, time, provider), and the
+/// name this process leases cases under (suffixed `-reconcile`).
+#[derive(Clone, Copy)]
+pub struct Reconciler<'a> {
+    pub sender: Sender<'a>,
+    pub instance_id: &'a str,
+}
+
 /// A full run over every charge an intent names.
-pub async fn run(state: &AppState) -> DomainResult<ReconcileReport> {
-    run_scoped(state, Scope::All).await
+pub async fn run(r: Reconciler<'_>) -> DomainResult<ReconcileReport> {
+    run_scoped(r, Scope::All).await
 }
 
 /// The worker's periodic pass: runs only if no instance ran it in the last
@@ -197,17 +207,17 @@ pub async fn run(state: &AppState) -> DomainResult<ReconcileReport> {
 /// hourly sweep is due too. Each claim is one conditional upsert of a `job_runs` row — in
 /// the database, not in memory, so it holds across instances and restarts, and each
 /// test's fresh database starts its own schedule.
-pub async fn run_if_due(state: &AppState) -> DomainResult<Option<ReconcileReport>> {
-    let now = state.clock.now_ms();
-    if !claim_job(state, JOB_NAME, PERIOD_MS, now).await? {
+pub async fn run_if_due(r: Reconciler<'_>) -> DomainResult<Option<ReconcileReport>> {
+    let now = r.sender.clock.now_ms();
+    if !claim_job(r.sender.db, JOB_NAME, PERIOD_MS, now).await? {
         return Ok(None);
     }
-    let scope = if claim_job(state, SWEEP_JOB_NAME, SWEEP_PERIOD_MS, now).await? {
+    let scope = if claim_job(r.sender.db, SWEEP_JOB_NAME, SWEEP_PERIOD_MS, now).await? {
         Scope::Recent
     } else {
         Scope::Open
     };
-    let report = run_scoped(state, scope).await?;
+    let report = run_scoped(r, scope).await?;
     if report.is_clean() {
         tracing::debug!(summary = %report.summary(), "periodic reconciliation");
     } else {
@@ -218,7 +228,7 @@ pub async fn run_if_due(state: &AppState) -> DomainResult<Option<ReconcileReport
 
 /// Claims one run of the periodic job `name` if nobody ran it within `period_ms` of
 /// `now` (one conditional upsert: exactly one claimant per period, across instances).
-async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
+async fn claim_job(db: &Db, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
     let claimed = sqlx::query(
         "INSERT INTO job_runs (name, last_run_at) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET last_run_at = excluded.last_run_at
@@ -227,16 +237,16 @@ async fn claim_job(state: &AppState, name: &str, period_ms: i64, now: i64) -> Do
     .bind(name)
     .bind(now)
     .bind(now - period_ms)
-    .execute(state.db.pool())
+    .execute(db.pool())
     .await?;
     Ok(claimed.rows_affected() == 1)
 }
 
 /// The last report any run stored (for the console).
-pub async fn last_report(state: &AppState) -> DomainResult<Option<ReconcileReport>> {
+pub async fn last_report(db: &Db) -> DomainResult<Option<ReconcileReport>> {
     let row = sqlx::query("SELECT last_report FROM job_runs WHERE name = $1")
         .bind(JOB_NAME)
-        .fetch_optional(state.db.pool())
+        .fetch_optional(db.pool())
         .await?;
     let Some(row) = row else { return Ok(None) };
     let text: Option<String> = row.try_get("last_report")?;
@@ -246,9 +256,9 @@ pub async fn last_report(state: &AppState) -> DomainResult<Option<ReconcileRepor
 const OPEN_FOR_RESOLUTION: [&str; 3] = ["submitting", "pending", "pending_verification"];
 
 /// A run over the charges `scope` selects.
-pub async fn run_scoped(state: &AppState, scope: Scope) -> DomainResult<ReconcileReport> {
-    let now = state.clock.now_ms();
-    let charge_ids = charges_in_scope(state, scope, now).await?;
+pub async fn run_scoped(r: Reconciler<'_>, scope: Scope) -> DomainResult<ReconcileReport> {
+    let now = r.sender.clock.now_ms();
+    let charge_ids = charges_in_scope(r.sender.db, scope, now).await?;
     let mut report = ReconcileReport {
         generated_at: crate::clock::rfc3339(now),
         scope,
@@ -263,30 +273,36 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> DomainResult<Reconcil
         unresolved: Vec::new(),
         errors: Vec::new(),
     };
-    let owner = format!("{}-reconcile", state.instance_id);
+    let owner = format!("{}-reconcile", r.instance_id);
     for charge_id in charge_ids {
         report.charges_checked += 1;
         // 1. Resolve what is open, under the case's lease.
-        for intent in intents_on_charge(state, &charge_id).await? {
+        for intent in intents_on_charge(r.sender.db, &charge_id).await? {
             if !OPEN_FOR_RESOLUTION.contains(&intent.status.as_str()) {
                 continue;
             }
-            let Some((case, lease)) =
-                crate::cases::claim_case(&state.db, &intent.case_id, &owner, state.clock.now_ms())
-                    .await?
+            let Some((case, lease)) = crate::cases::claim_case(
+                r.sender.db,
+                &intent.case_id,
+                &owner,
+                r.sender.clock.now_ms(),
+            )
+            .await?
             else {
                 // The worker holds it right now; it resolves it itself.
                 continue;
             };
-            let result = refunds::reconcile_intent(state, &case, &intent).await;
+            let result = refunds::reconcile_intent(r.sender, &case, &intent).await;
             let settled = match &result {
-                Ok(_) => refunds::settle_case(state, &case.id).await.map(|_| ()),
+                Ok(_) => refunds::settle_case(r.sender.db, r.sender.clock, &case.id)
+                    .await
+                    .map(|_| ()),
                 Err(_) => Ok(()),
             };
-            crate::cases::release_case(&state.db, &lease).await?;
+            crate::cases::release_case(r.sender.db, &lease).await?;
             let step = result?;
             settled?;
-            let after = refunds::load_intent(&state.db, &intent.id)
+            let after = refunds::load_intent(r.sender.db, &intent.id)
                 .await?
                 .ok_or(DomainError::NotFound("refund intent"))?;
             if after.status != intent.status {
@@ -302,7 +318,7 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> DomainResult<Reconcil
             }
         }
         // 2. Compare with the provider's list.
-        let provider = match state.payments.list_refunds(&charge_id).await {
+        let provider = match r.sender.payments.list_refunds(&charge_id).await {
             Ok(list) => list,
             Err(e) => {
                 report.errors.push(ChargeError {
@@ -312,14 +328,14 @@ pub async fn run_scoped(state: &AppState, scope: Scope) -> DomainResult<Reconcil
                 continue;
             }
         };
-        let intents = intents_on_charge(state, &charge_id).await?;
+        let intents = intents_on_charge(r.sender.db, &charge_id).await?;
         report.intents_checked += intents
             .iter()
             .filter(|i| i.status != IntentStatus::Void)
             .count();
         compare(&mut report, &charge_id, &intents, &provider);
     }
-    store_report(state, &report).await?;
+    store_report(r.sender.db, r.sender.clock, &report).await?;
     Ok(report)
 }
 
@@ -432,11 +448,11 @@ fn money(minor: i64, currency: &str) -> (String, String) {
     }
 }
 
-async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> DomainResult<Vec<String>> {
+async fn charges_in_scope(db: &Db, scope: Scope, now: i64) -> DomainResult<Vec<String>> {
     let rows = match scope {
         Scope::All => {
             sqlx::query("SELECT DISTINCT charge_id FROM refund_intents ORDER BY charge_id")
-                .fetch_all(state.db.pool())
+                .fetch_all(db.pool())
                 .await?
         }
         Scope::Recent | Scope::Open => {
@@ -450,7 +466,7 @@ async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> DomainRes
                  ORDER BY charge_id",
             )
             .bind(now - window)
-            .fetch_all(state.db.pool())
+            .fetch_all(db.pool())
             .await?
         }
     };
@@ -459,31 +475,31 @@ async fn charges_in_scope(state: &AppState, scope: Scope, now: i64) -> DomainRes
         .collect()
 }
 
-async fn intents_on_charge(state: &AppState, charge_id: &str) -> DomainResult<Vec<Intent>> {
+async fn intents_on_charge(db: &Db, charge_id: &str) -> DomainResult<Vec<Intent>> {
     let rows = sqlx::query("SELECT id FROM refund_intents WHERE charge_id = $1 ORDER BY id")
         .bind(charge_id)
-        .fetch_all(state.db.pool())
+        .fetch_all(db.pool())
         .await?;
     let mut intents = Vec::with_capacity(rows.len());
     for row in rows {
         let id: String = row.try_get("id")?;
-        if let Some(intent) = refunds::load_intent(&state.db, &id).await? {
+        if let Some(intent) = refunds::load_intent(db, &id).await? {
             intents.push(intent);
         }
     }
     Ok(intents)
 }
 
-async fn store_report(state: &AppState, report: &ReconcileReport) -> DomainResult<()> {
+async fn store_report(db: &Db, clock: &dyn Clock, report: &ReconcileReport) -> DomainResult<()> {
     let text = serde_json::to_string(report).map_err(anyhow::Error::from)?;
     sqlx::query(
         "INSERT INTO job_runs (name, last_run_at, last_report) VALUES ($1, $2, $3)
          ON CONFLICT (name) DO UPDATE SET last_report = excluded.last_report",
     )
     .bind(JOB_NAME)
-    .bind(state.clock.now_ms())
+    .bind(clock.now_ms())
     .bind(text)
-    .execute(state.db.pool())
+    .execute(db.pool())
     .await?;
     Ok(())
 }

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::agent::Proposal;
+use crate::approvals::Desk;
 use crate::auth::Staff;
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{DomainError, DomainResult};
 use crate::replies::{self, HandDecision};
-use crate::state::AppState;
 use crate::tickets::{self};
 use crate::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 use crate::views::CaseView;
@@ -51,37 +51,37 @@ impl ManualDecision {
 /// Records the reviewer's verdict beside the agent's and carries it out: a refund
 /// becomes a proposal awaiting somebody else's approval, after the policy check.
 pub async fn decide_by_hand(
-    state: &AppState,
+    desk: Desk<'_>,
     staff: &Staff,
     case_id: &str,
     manual: ManualDecision,
 ) -> DomainResult<CaseView> {
-    let case = cases::load_case(&state.db, case_id)
+    let case = cases::load_case(desk.db, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated
-        || !crate::shadow_pairs::pending(&state.db, case_id).await?
+        || !crate::shadow_pairs::pending(desk.db, case_id).await?
     {
         return Err(DomainError::conflict(
             "invalid_state",
             "this case is not waiting for a hand decision",
         ));
     }
-    let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
+    let ticket = tickets::load_ticket(desk.db, &case.ticket_id)
         .await?
         .ok_or(DomainError::NotFound("ticket"))?;
-    let proposal = crate::shadow_pairs::agent_proposal(&state.db, case_id).await?;
+    let proposal = crate::shadow_pairs::agent_proposal(desk.db, case_id).await?;
     if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
         return Err(DomainError::bad_request(
             "invalid_decision",
             "a refund decision lists its refunds; other decisions list none",
         ));
     }
-    let now = state.clock.now_ms();
+    let now = desk.clock.now_ms();
 
     // For a refund: the same policy check an agent's proposal passes, on fresh facts.
     let allowed = if manual.outcome == CaseOutcome::Refund {
-        Some(check_hand_refund(state, &ticket, &proposal, &manual).await?)
+        Some(check_hand_refund(desk.rules, &ticket, &proposal, &manual).await?)
     } else {
         None
     };
@@ -90,7 +90,7 @@ pub async fn decide_by_hand(
     // the reviewer's policy check) were made on: a case that moved on since (the customer
     // wrote again and it is being re-investigated) fails with `case_changed`, and the
     // transaction, hand verdict included, rolls back.
-    let mut tx = state.db.begin().await?;
+    let mut tx = desk.db.begin().await?;
     let recorded =
         crate::shadow_pairs::record_human_side(&mut tx, case_id, &manual.verdict(), &staff.id, now)
             .await?;
@@ -140,20 +140,20 @@ pub async fn decide_by_hand(
     )
     .await?;
     tx.commit().await?;
-    crate::views::current_view(&state.db, case_id).await
+    crate::views::current_view(desk.db, case_id).await
 }
 
 /// The policy check of a reviewer's refund, on fresh facts: each line on a charge the
 /// policy allows a refund on, at most what it allows, in its currency. The decision that
 /// comes back carries the reviewer's amounts, rehashed.
 async fn check_hand_refund(
-    state: &AppState,
+    rules: crate::workflow::Rules<'_>,
     ticket: &crate::tickets::Ticket,
     proposal: &Proposal,
     manual: &ManualDecision,
 ) -> DomainResult<(policy_engine::Facts, Decision)> {
     let (facts, decision) = crate::workflow::decide_now(
-        state,
+        rules,
         ticket,
         proposal.request,
         proposal.order_id.as_deref(),

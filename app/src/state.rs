@@ -1,7 +1,9 @@
-//! What every part of the app works with: the store, the clock, the provider, the
-//! policies and their index, the model, and the settings read once at start. Built by
-//! [`crate::build_state`]; the web layer holds it as axum state, the worker and the CLI
-//! pass it down. It sits on a low floor and knows nothing of HTTP.
+//! What the process runs with: the store, the clock, the provider, the policies and their
+//! index, the model, and the settings read once at start. Built by [`crate::build_state`];
+//! the web layer holds it as axum state, the worker and the CLI hold it too. The domain
+//! never sees it: each domain function takes what it uses (`&Db`, `&dyn Clock`, …), or
+//! one of the small structs below that name a need (`Rules`, `Decider`, `Sender`, …),
+//! which `AppState` lends out. It knows nothing of HTTP.
 
 use std::sync::Arc;
 
@@ -10,10 +12,16 @@ use rag_index::PolicyIndex;
 use tokio::sync::Notify;
 
 use crate::agent::Model;
+use crate::approvals::Desk;
 use crate::billing::BillingSource;
 use crate::clock::Clock;
+use crate::investigation::Investigator;
 use crate::payments::PaymentsClient;
+use crate::reconcile::Reconciler;
+use crate::refunds::{Executor, Sender};
+use crate::runs::Queue;
 use crate::store::Db;
+use crate::workflow::{Decider, Rules};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -43,4 +51,71 @@ pub struct AppState {
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
+}
+
+/// What the domain's functions are lent: each names one need, borrowed from the state.
+impl AppState {
+    pub fn rules(&self) -> Rules<'_> {
+        Rules {
+            policies: &self.policies,
+            billing: self.billing.as_ref(),
+        }
+    }
+
+    pub fn decider(&self) -> Decider<'_> {
+        Decider {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            rules: self.rules(),
+            index: &self.index,
+            shadow_mode: self.shadow_mode,
+        }
+    }
+
+    pub fn investigator(&self) -> Investigator<'_> {
+        Investigator {
+            decider: self.decider(),
+            model: self.model.as_ref(),
+        }
+    }
+
+    pub fn queue(&self) -> Queue<'_> {
+        Queue {
+            versions: &self.versions,
+            wake: &self.wake,
+        }
+    }
+
+    pub fn sender(&self) -> Sender<'_> {
+        Sender {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            payments: &self.payments,
+        }
+    }
+
+    pub fn executor(&self) -> Executor<'_> {
+        Executor {
+            sender: self.sender(),
+            rules: self.rules(),
+            queue: self.queue(),
+            instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn reconciler(&self) -> Reconciler<'_> {
+        Reconciler {
+            sender: self.sender(),
+            instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn desk(&self) -> Desk<'_> {
+        Desk {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            rules: self.rules(),
+            wake: &self.wake,
+        }
+    }
 }

@@ -28,10 +28,10 @@ use serde_json::json;
 use sqlx::Row;
 
 use crate::agent::Proposal;
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, Clock};
+use crate::config::WatchdogPeriods;
 use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, status, Event, Run, RunStatus, Stalled};
-use crate::state::AppState;
 use crate::store::Db;
 
 /// The run's log as the harness folds it (the answer is the agent's proposal).
@@ -219,28 +219,25 @@ pub struct ScanReport {
 }
 
 /// One scan: clear flags of runs that moved on, flag new stalls, hand off old ones.
-pub async fn scan(state: &AppState) -> DomainResult<ScanReport> {
-    let periods = state.watchdog;
-    let now = state.clock.now_ms();
+pub async fn scan(
+    db: &Db,
+    clock: &dyn Clock,
+    periods: WatchdogPeriods,
+) -> DomainResult<ScanReport> {
+    let now = clock.now_ms();
     let mut report = ScanReport {
-        cleared: clear_moved_on(&state.db, now).await?,
+        cleared: clear_moved_on(db, now).await?,
         ..ScanReport::default()
     };
-    let stalled = runs::stalled_runs(
-        &state.db,
-        &WATCHED,
-        &PROGRESS,
-        now - periods.stuck_ms,
-        SCAN_LIMIT,
-    )
-    .await?;
+    let stalled =
+        runs::stalled_runs(db, &WATCHED, &PROGRESS, now - periods.stuck_ms, SCAN_LIMIT).await?;
     for stalled in stalled {
-        match flag_of(&state.db, &stalled).await? {
-            None => report.flagged += usize::from(flag(state, &stalled, now).await?),
+        match flag_of(db, &stalled).await? {
+            None => report.flagged += usize::from(flag(db, &stalled, now).await?),
             Some(flag)
                 if flag.handed_off_at.is_none() && flag.flagged_at + periods.handoff_ms <= now =>
             {
-                report.handed_off += usize::from(hand_off(state, &stalled, now).await?);
+                report.handed_off += usize::from(hand_off(db, clock, &stalled, now).await?);
             }
             Some(_) => {}
         }
@@ -324,10 +321,10 @@ pub async fn open_flag_of_case(db: &Db, case_id: &str) -> DomainResult<Option<Fl
 /// Records the stall once (the row's key is the run and the stall's start) and its
 /// `watchdog_flagged` event, in one transaction. Returns whether this scanner flagged
 /// it: another scanner's row, or progress made since the scan read the run, flags nothing.
-async fn flag(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult<bool> {
-    let events = runs::events(&state.db, &stalled.run.id).await?;
+async fn flag(db: &Db, stalled: &Stalled, now: i64) -> DomainResult<bool> {
+    let events = runs::events(db, &stalled.run.id).await?;
     let diagnosis = diagnose(stalled, &events, now);
-    let mut tx = state.db.begin().await?;
+    let mut tx = db.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO watchdog_flags (run_id, stalled_since, case_id, waiting_on, summary, diagnosis, flagged_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, stalled_since) DO NOTHING",
@@ -365,12 +362,12 @@ async fn still_stalled(tx: &mut crate::store::Tx<'_>, stalled: &Stalled) -> Doma
 /// reason. Its versioned updates (case, then run) are the guard: a scanner or worker
 /// that changed either first makes this one a `Conflict`, which means "handled
 /// elsewhere". Returns whether this scanner handed it off.
-async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult<bool> {
-    let events = runs::events(&state.db, &stalled.run.id).await?;
+async fn hand_off(db: &Db, clock: &dyn Clock, stalled: &Stalled, now: i64) -> DomainResult<bool> {
+    let events = runs::events(db, &stalled.run.id).await?;
     let diagnosis = diagnose(stalled, &events, now);
-    let case = crate::cases::load_case(&state.db, &stalled.run.case_id).await?;
+    let case = crate::cases::load_case(db, &stalled.run.case_id).await?;
     let ticket = match &case {
-        Some(case) => crate::tickets::load_ticket(&state.db, &case.ticket_id).await?,
+        Some(case) => crate::tickets::load_ticket(db, &case.ticket_id).await?,
         None => None,
     };
     let (Some(case), Some(ticket)) = (case, ticket) else {
@@ -383,7 +380,8 @@ async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult
     let reason = format!("stuck-run watchdog: {}", diagnosis.summary);
     let log = fold(&events);
     let escalated = crate::workflow::escalate_to_human(
-        state,
+        db,
+        clock,
         &mut run,
         &case,
         &ticket,
@@ -402,7 +400,7 @@ async fn hand_off(state: &AppState, stalled: &Stalled, now: i64) -> DomainResult
     .bind(now)
     .bind(&stalled.run.id)
     .bind(stalled.last_progress_at)
-    .execute(state.db.pool())
+    .execute(db.pool())
     .await?;
     tracing::warn!(run_id = %stalled.run.id, case_id = %case.id, "stuck run handed to a human");
     Ok(true)

@@ -19,11 +19,12 @@
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
+use tokio::sync::Notify;
 
 use crate::error::{DomainError, DomainResult};
 use crate::payments::ProviderRefund;
-use crate::refunds;
-use crate::state::AppState;
+use crate::refunds::{self, Sender};
+use crate::store::Db;
 
 /// The environment variable holding the webhook signing secret (`Config::webhook_secret`
 /// reads it; `Config::check_secrets` refuses its public default with a real provider).
@@ -121,18 +122,18 @@ const REFUND_EVENTS: [&str; 4] = [
 /// Long because the event id is recorded in the same transaction as the change it
 /// causes (each event processed once; a duplicate delivery changes nothing, SPEC invariant
 /// 4): the checks and the write stay together.
-pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outcome> {
+pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> DomainResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
         return Err(DomainError::bad_request(
             "invalid_event",
             "an event needs an id of at most 255 characters",
         ));
     }
-    if already_processed(state, &event.id).await? {
+    if already_processed(s.db, &event.id).await? {
         return Ok(Outcome::Duplicate);
     }
     if !REFUND_EVENTS.contains(&event.kind.as_str()) {
-        return record_only(state, event, None, None, Outcome::Ignored).await;
+        return record_only(s, event, None, None, Outcome::Ignored).await;
     }
     let refund: ProviderRefund = serde_json::from_value(event.data.object.clone())
         .map_err(|e| DomainError::bad_request("invalid_event", format!("not a refund: {e}")))?;
@@ -140,17 +141,17 @@ pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outc
         .request
         .as_ref()
         .and_then(|r| r.idempotency_key.as_deref());
-    let Some(intent_id) = find_intent(state, &refund, key).await? else {
-        return record_only(state, event, Some(&refund.id), None, Outcome::Unmatched).await;
+    let Some(intent_id) = find_intent(s.db, &refund, key).await? else {
+        return record_only(s, event, Some(&refund.id), None, Outcome::Unmatched).await;
     };
     // The provider's record now is the truth; the event may be old or out of order.
-    let current = match state.payments.get_refund(&refund.id).await {
+    let current = match s.payments.get_refund(&refund.id).await {
         Ok(current) => current,
         Err(crate::payments::ProviderError::NotFound(_)) => {
             // The provider has no such refund: a signed event about nothing changes
             // nothing.
             tracing::warn!(refund_id = %refund.id, "webhook names a refund the provider does not have");
-            return record_only(state, event, Some(&refund.id), None, Outcome::Unmatched).await;
+            return record_only(s, event, Some(&refund.id), None, Outcome::Unmatched).await;
         }
         Err(e) => {
             // Issue 16, SPEC invariant 5 in spirit: the event's own copy never decides an
@@ -165,13 +166,13 @@ pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outc
         }
     };
     for _ in 0..3 {
-        let Some(intent) = refunds::load_intent(&state.db, &intent_id).await? else {
-            return record_only(state, event, Some(&current.id), None, Outcome::Unmatched).await;
+        let Some(intent) = refunds::load_intent(s.db, &intent_id).await? else {
+            return record_only(s, event, Some(&current.id), None, Outcome::Unmatched).await;
         };
         if !refunds::refund_matches_intent(&current, &intent) {
             tracing::error!(intent_id = %intent.id, refund_id = %current.id, "webhook refund differs from its intent; not applied");
             return record_only(
-                state,
+                s,
                 event,
                 Some(&current.id),
                 Some(&intent.id),
@@ -179,8 +180,8 @@ pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outc
             )
             .await;
         }
-        let now = state.clock.now_ms();
-        let mut tx = state.db.begin().await?;
+        let now = s.clock.now_ms();
+        let mut tx = s.db.begin().await?;
         if !insert_event(
             &mut tx,
             event,
@@ -210,10 +211,10 @@ pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outc
             tx.commit().await?;
             return Ok(Outcome::Unchanged);
         }
-        match refunds::settle_case_status_tx(&mut tx, state, &intent.case_id).await {
+        match refunds::settle_case_status_tx(&mut tx, s.clock, &intent.case_id).await {
             Ok(_) => {
                 tx.commit().await?;
-                state.wake.notify_one();
+                wake.notify_one();
                 return Ok(Outcome::Applied);
             }
             // The worker or another delivery moved the case meanwhile: start again.
@@ -224,10 +225,10 @@ pub async fn process_event(state: &AppState, event: &Event) -> DomainResult<Outc
     Err(anyhow::anyhow!("case kept changing while applying event {}", event.id).into())
 }
 
-async fn already_processed(state: &AppState, event_id: &str) -> DomainResult<bool> {
+async fn already_processed(db: &Db, event_id: &str) -> DomainResult<bool> {
     let row = sqlx::query("SELECT 1 AS seen FROM webhook_events WHERE event_id = $1")
         .bind(event_id)
-        .fetch_optional(state.db.pool())
+        .fetch_optional(db.pool())
         .await?;
     Ok(row.is_some())
 }
@@ -257,20 +258,20 @@ async fn insert_event(
 }
 
 async fn record_only(
-    state: &AppState,
+    s: Sender<'_>,
     event: &Event,
     refund_id: Option<&str>,
     intent_id: Option<&str>,
     outcome: Outcome,
 ) -> DomainResult<Outcome> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = s.db.begin().await?;
     let inserted = insert_event(
         &mut tx,
         event,
         refund_id,
         intent_id,
         outcome.as_str(),
-        state.clock.now_ms(),
+        s.clock.now_ms(),
     )
     .await?;
     tx.commit().await?;
@@ -285,11 +286,11 @@ async fn record_only(
 /// `metadata.refund_intent_id` (on the same charge), else by the idempotency key of the
 /// request that created it (payments.md §4.2, matching keys in priority order).
 async fn find_intent(
-    state: &AppState,
+    db: &Db,
     refund: &ProviderRefund,
     idempotency_key: Option<&str>,
 ) -> DomainResult<Option<String>> {
-    let pool = state.db.pool();
+    let pool = db.pool();
     if let Some(row) = sqlx::query("SELECT id FROM refund_intents WHERE provider_refund_id = $1")
         .bind(&refund.id)
         .fetch_optional(pool)

@@ -85,7 +85,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
         if stop.is_requested() {
             return Ok(handled);
         }
-        crate::refunds::execute_case(state, &case_id).await?;
+        crate::refunds::execute_case(state.executor(), &case_id).await?;
         handled += 1;
     }
     if stop.is_requested() {
@@ -93,7 +93,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     }
     // Payments reconciliation, at most every `reconcile::PERIOD_MS` of the app clock
     // (claimed in the database, so one instance runs it per period).
-    if let Some(report) = crate::reconcile::run_if_due(state).await? {
+    if let Some(report) = crate::reconcile::run_if_due(state.reconciler()).await? {
         handled += report.resolved.len();
     }
     Ok(handled)
@@ -110,7 +110,7 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> 
         else {
             break;
         };
-        let result = crate::investigation::advance(state, &mut run).await;
+        let result = crate::investigation::advance(state.investigator(), &mut run).await;
         // Release the run as this worker last wrote it (`advance` keeps its version
         // current). A reloaded copy could belong to a worker that took the lease over
         // after ours expired; releasing that would take its lease away.
@@ -212,7 +212,9 @@ async fn watch_until_stopped(state: &AppState, stop: &StopSignal) {
         let now = state.clock.now_ms();
         if now >= next_scan {
             next_scan = now + crate::watchdog::SCAN_PERIOD_MS;
-            if let Err(e) = crate::watchdog::scan(state).await {
+            if let Err(e) =
+                crate::watchdog::scan(&state.db, state.clock.as_ref(), state.watchdog).await
+            {
                 tracing::error!(error = %e, "watchdog scan failed");
             }
         }

@@ -777,7 +777,15 @@ async fn two_holders_of_a_run_deciding_at_once_record_one_decision_and_the_loser
                 proposal.clone(),
             );
             Box::pin(async move {
-                app::workflow::decide_case(&state, &mut run, &case, &ticket, &proposal, &[]).await
+                app::workflow::decide_case(
+                    state.decider(),
+                    &mut run,
+                    &case,
+                    &ticket,
+                    &proposal,
+                    &[],
+                )
+                .await
             }) as BoxFuture<'static, DomainResult<()>>
         })
         .collect();
@@ -833,7 +841,8 @@ async fn two_holders_of_a_run_escalating_at_once_escalate_once_and_the_loser_wri
                 (app.state.clone(), run.clone(), case.clone(), ticket.clone());
             Box::pin(async move {
                 app::workflow::escalate_to_human(
-                    &state,
+                    &state.db,
+                    state.clock.as_ref(),
                     &mut run,
                     &case,
                     &ticket,
@@ -906,7 +915,7 @@ async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_
     let app = spawn_app().await;
     let (stale, ticket, _) = case_under_investigation(&app).await;
     let (facts, decision) = app::workflow::decide_now(
-        &app.state,
+        app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
         Some("O-1001"),
@@ -976,7 +985,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
     let app = spawn_app().await;
     let (case, ticket, _) = case_under_investigation(&app).await;
     let (facts, decision) = app::workflow::decide_now(
-        &app.state,
+        app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
         Some("O-1001"),

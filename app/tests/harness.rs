@@ -1439,8 +1439,8 @@ async fn two_workers_both_holding_a_run_cannot_both_advance_it() {
         .unwrap();
     assert_eq!(run_a.id, run_b.id);
     let (x, y) = tokio::join!(
-        app::investigation::advance(&app.state, &mut run_a),
-        app::investigation::advance(&app.state, &mut run_b)
+        app::investigation::advance(app.state.investigator(), &mut run_a),
+        app::investigation::advance(app.state.investigator(), &mut run_b)
     );
     x.unwrap();
     y.unwrap();

@@ -163,7 +163,9 @@ impl Approved {
         app::worker::drain(state)
             .await
             .expect("the worker drains without error");
-        let report = reconcile::run(state).await.expect("reconciliation runs");
+        let report = reconcile::run(state.reconciler())
+            .await
+            .expect("reconciliation runs");
         app::worker::drain(state)
             .await
             .expect("the worker drains without error");
@@ -248,7 +250,9 @@ async fn run_scenario(s: Scenario) {
         "the key is derived from the business action and stored before any call"
     );
 
-    refunds::execute_case(&state, &case.case_id).await.unwrap();
+    refunds::execute_case(state.executor(), &case.case_id)
+        .await
+        .unwrap();
     if s.unknown_first {
         assert_eq!(
             case.case_status().await,
@@ -262,7 +266,7 @@ async fn run_scenario(s: Scenario) {
             !reply.contains("has been completed") && !reply.contains("fail"),
             "{reply}"
         );
-        let report = reconcile::run(&state).await.unwrap();
+        let report = reconcile::run(state.reconciler()).await.unwrap();
         let resolved = report
             .resolved
             .iter()
@@ -426,10 +430,10 @@ async fn a_provider_that_stays_down_gets_nothing_until_it_is_back_then_one_refun
         json!({"mode": "fail_before_commit", "status": 503, "times": 1000})
     )]))
     .await;
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     let intent = case.intent().await;
@@ -603,7 +607,7 @@ async fn fifty_concurrent_executions_of_one_approved_refund_make_one_provider_re
         .map(|_| {
             let state = case.app.state.clone();
             let case_id = case.case_id.clone();
-            tokio::spawn(async move { refunds::execute_case(&state, &case_id).await })
+            tokio::spawn(async move { refunds::execute_case(state.executor(), &case_id).await })
         })
         .collect();
     for handle in handles {
@@ -722,7 +726,7 @@ async fn duplicate_and_out_of_order_webhooks_move_a_pending_refund_forward_once(
     ]))
     .await;
 
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     let intent = case.intent().await;
@@ -853,7 +857,7 @@ async fn a_failure_webhook_is_final_and_a_late_created_event_does_not_revive_the
         {"mode": "webhook_out_of_order", "event_type": "refund.created", "max_hold_ms": 60000},
     ]))
     .await;
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     let refund_id = case.intent().await.provider_refund_id.unwrap();
@@ -877,7 +881,7 @@ async fn a_badly_signed_delivery_is_refused_and_the_providers_retry_is_applied()
         {"mode": "webhook_retry_policy", "attempts": 5, "backoff_ms": 50},
     ]))
     .await;
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     eventually("every event delivered", || all_events_delivered(&case)).await;
@@ -909,7 +913,7 @@ fn signed(body: &str, secret: &str, t: i64) -> axum::http::Request<axum::body::B
 #[tokio::test]
 async fn bad_signatures_are_rejected_with_400_and_change_nothing() {
     let case = approved_case().await;
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     let intent = case.intent().await;
@@ -1018,7 +1022,7 @@ async fn reconciliation_reports_refunds_made_elsewhere_and_is_served_to_staff_on
         .as_array()
         .unwrap()
         .is_empty());
-    let stored = reconcile::last_report(&case.app.state)
+    let stored = reconcile::last_report(&case.app.state.db)
         .await
         .unwrap()
         .unwrap();
@@ -1035,7 +1039,7 @@ async fn reconciliation_flags_an_intent_the_provider_lacks_and_a_refund_without_
         .execute(case.app.state.db.pool())
         .await
         .unwrap();
-    let report = reconcile::run(&case.app.state).await.unwrap();
+    let report = reconcile::run(case.app.state.reconciler()).await.unwrap();
     assert_eq!(report.intent_without_provider.len(), 1, "{report:#?}");
     assert_eq!(
         report.intent_without_provider[0]
@@ -1062,7 +1066,7 @@ async fn the_periodic_pass_lists_settled_charges_only_in_its_hourly_sweep() {
         let clock = case.app.clock.clone();
         async move {
             clock.advance(time::Duration::minutes(minutes));
-            reconcile::run_if_due(&state)
+            reconcile::run_if_due(state.reconciler())
                 .await
                 .unwrap()
                 .expect("the pass is due")
@@ -1094,21 +1098,21 @@ async fn the_periodic_pass_lists_settled_charges_only_in_its_hourly_sweep() {
 async fn the_periodic_pass_runs_at_most_every_thirty_seconds_of_the_app_clock() {
     let case = approved_case().await;
     // The first drain (opening the ticket) already ran it at this instant.
-    assert!(reconcile::run_if_due(&case.app.state)
+    assert!(reconcile::run_if_due(case.app.state.reconciler())
         .await
         .unwrap()
         .is_none());
     case.app.clock.advance(time::Duration::seconds(29));
-    assert!(reconcile::run_if_due(&case.app.state)
+    assert!(reconcile::run_if_due(case.app.state.reconciler())
         .await
         .unwrap()
         .is_none());
     case.app.clock.advance(time::Duration::seconds(1));
-    assert!(reconcile::run_if_due(&case.app.state)
+    assert!(reconcile::run_if_due(case.app.state.reconciler())
         .await
         .unwrap()
         .is_some());
-    assert!(reconcile::run_if_due(&case.app.state)
+    assert!(reconcile::run_if_due(case.app.state.reconciler())
         .await
         .unwrap()
         .is_none());
@@ -1124,7 +1128,7 @@ async fn a_signed_webhook_claiming_success_while_the_provider_cannot_be_read_mov
     let app = spawn_app().await;
     pending_refund_profile(&app).await;
     let case = approve_in(app).await;
-    refunds::execute_case(&case.app.state, &case.case_id)
+    refunds::execute_case(case.app.state.executor(), &case.case_id)
         .await
         .unwrap();
     let intent = case.intent().await;

@@ -544,7 +544,7 @@ async fn cluster_with_unknown_refund() -> (Cluster, String, (i64, String)) {
         .install_faults(json!([{"mode": "server_error_after_begin", "commit": true,
             "method": "POST", "path": "/v1/refunds"}]))
         .await;
-    app::refunds::execute_case(&cluster.instances[0].state, &case_id)
+    app::refunds::execute_case(cluster.instances[0].state.executor(), &case_id)
         .await
         .unwrap();
     cluster.clear_faults().await;
@@ -702,7 +702,7 @@ async fn concurrent_executions_of_one_case_on_every_instance_make_one_provider_r
         (0..5).map(move |_| {
             let state = state.clone();
             let case_id = case_id.clone();
-            async move { app::refunds::execute_case(&state, &case_id).await }
+            async move { app::refunds::execute_case(state.executor(), &case_id).await }
         })
     });
     let failures: Vec<_> = join_all(runs)
@@ -729,7 +729,7 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
             "path": "/v1/refunds", "times": 1}]))
         .await;
     let doomed = cluster.instances[0].state.clone();
-    let task = tokio::spawn(async move { app::reconcile::run_if_due(&doomed).await });
+    let task = tokio::spawn(async move { app::reconcile::run_if_due(doomed.reconciler()).await });
     cluster.until_fault_fired().await;
     task.abort();
     let _ = task.await;
@@ -737,7 +737,7 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
     // This period's pass is taken, and the case is leased to the dead reconciler:
     // instance 1 neither reruns the pass nor touches the case.
     let survivor = &cluster.instances[1].state;
-    assert!(app::reconcile::run_if_due(survivor)
+    assert!(app::reconcile::run_if_due(survivor.reconciler())
         .await
         .unwrap()
         .is_none());
@@ -748,7 +748,7 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
     // Past the lease (and the period), instance 1 resolves it against the provider.
     cluster.expire_leases();
     cluster.race_until_quiet(&[1]).await;
-    let report = app::reconcile::run(survivor).await.unwrap();
+    let report = app::reconcile::run(survivor.reconciler()).await.unwrap();
     assert!(report.is_clean(), "{report:#?}");
     cluster
         .assert_invariants(&BTreeMap::from([(case_id, approved)]))
@@ -894,7 +894,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
     let passes = cluster
         .instances
         .iter()
-        .map(|i| app::reconcile::run_if_due(&i.state));
+        .map(|i| app::reconcile::run_if_due(i.state.reconciler()));
     let ran = join_all(passes)
         .await
         .into_iter()
@@ -905,7 +905,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
     let passes = cluster
         .instances
         .iter()
-        .map(|i| app::reconcile::run_if_due(&i.state));
+        .map(|i| app::reconcile::run_if_due(i.state.reconciler()));
     let ran = join_all(passes)
         .await
         .into_iter()

@@ -299,7 +299,8 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     let hand_decision = tokio::spawn({
         let case_id = case_id.clone();
         async move {
-            app::shadow_live::decide_by_hand(&reviewer_state, &reviewer, &case_id, manual).await
+            app::shadow_live::decide_by_hand(reviewer_state.desk(), &reviewer, &case_id, manual)
+                .await
         }
     });
     billing.entered.notified().await;

@@ -109,7 +109,9 @@ async fn events_of_kind(app: &TestApp, run_id: &str, kind: &str) -> Vec<Value> {
 }
 
 async fn scan(app: &TestApp) -> ScanReport {
-    watchdog::scan(&app.state).await.expect("the scan succeeds")
+    watchdog::scan(&app.state.db, app.state.clock.as_ref(), app.state.watchdog)
+        .await
+        .expect("the scan succeeds")
 }
 
 fn minutes(m: i64) -> time::Duration {
@@ -309,7 +311,10 @@ async fn two_scanners_at_once_flag_a_stuck_run_once_and_hand_it_off_once() {
     other.instance_id = "inst_other".into();
 
     app.clock.advance(minutes(16));
-    let (a, b) = tokio::join!(watchdog::scan(&app.state), watchdog::scan(&other));
+    let (a, b) = tokio::join!(
+        watchdog::scan(&app.state.db, app.state.clock.as_ref(), app.state.watchdog),
+        watchdog::scan(&other.db, other.clock.as_ref(), other.watchdog)
+    );
     assert_eq!(a.unwrap().flagged + b.unwrap().flagged, 1);
     assert_eq!(
         events_of_kind(&app, &run_id, "watchdog_flagged")
@@ -319,7 +324,10 @@ async fn two_scanners_at_once_flag_a_stuck_run_once_and_hand_it_off_once() {
     );
 
     app.clock.advance(minutes(30));
-    let (a, b) = tokio::join!(watchdog::scan(&app.state), watchdog::scan(&other));
+    let (a, b) = tokio::join!(
+        watchdog::scan(&app.state.db, app.state.clock.as_ref(), app.state.watchdog),
+        watchdog::scan(&other.db, other.clock.as_ref(), other.watchdog)
+    );
     assert_eq!(a.unwrap().handed_off + b.unwrap().handed_off, 1);
     assert_eq!(events_of_kind(&app, &run_id, "escalated").await.len(), 1);
     assert_eq!(app.case(&case_id).await["status"], "escalated");

@@ -283,7 +283,7 @@ async fn drive(
     if scenario.settle {
         env.drain(&env.state.clone()).await?;
         env.trace.reconcile = Some(
-            app::reconcile::run(&env.state)
+            app::reconcile::run(env.state.reconciler())
                 .await
                 .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
         );

@@ -47,7 +47,7 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let report = crate::reconcile::run(&state).await?;
+    let report = crate::reconcile::run(state.reconciler()).await?;
     eprintln!("{}", report.summary());
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(m) = mock {

@@ -20,19 +20,28 @@ use crate::agent::findings::{Findings, Reader};
 use crate::agent::llm::LlmModel;
 use crate::agent::rules::RefundRules;
 use crate::agent::tools::{self, ToolEnv};
+use crate::agent::Model;
 use crate::clock::HarnessClock;
 use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, status, Run};
-use crate::state::AppState;
 use crate::store::Db;
+use crate::workflow::Decider;
 use children::{Briefed, Briefing};
 use sql_log::{rest, working_status, SqlLog};
+
+/// What an investigation runs with: the workflow's decider (store, time, rules, policy
+/// index) and the model the agent's turns come from.
+#[derive(Clone, Copy)]
+pub struct Investigator<'a> {
+    pub decider: Decider<'a>,
+    pub model: &'a dyn Model,
+}
 
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
 /// same run after a crash at any point. A worker whose lease was lost stops at its next
 /// versioned update, writes nothing, and returns `Ok`: the run is in other hands.
-pub async fn advance(state: &AppState, run: &mut Run) -> DomainResult<()> {
-    match advance_claimed(state, run).await {
+pub async fn advance(inv: Investigator<'_>, run: &mut Run) -> DomainResult<()> {
+    match advance_claimed(inv, run).await {
         Err(e) if runs::is_run_changed(&e) => {
             tracing::warn!(run_id = %run.id, "the run changed under this worker (lease lost or run ended); stopping");
             Ok(())
@@ -41,18 +50,25 @@ pub async fn advance(state: &AppState, run: &mut Run) -> DomainResult<()> {
     }
 }
 
-async fn advance_claimed(state: &AppState, run: &mut Run) -> DomainResult<()> {
-    let case = crate::cases::load_case(&state.db, &run.case_id).await?;
+async fn advance_claimed(inv: Investigator<'_>, run: &mut Run) -> DomainResult<()> {
+    let case = crate::cases::load_case(inv.decider.db, &run.case_id).await?;
     let ticket = match &case {
-        Some(case) => crate::tickets::load_ticket(&state.db, &case.ticket_id).await?,
+        Some(case) => crate::tickets::load_ticket(inv.decider.db, &case.ticket_id).await?,
         None => None,
     };
     let (Some(case), Some(ticket)) = (case, ticket) else {
         // Nothing to investigate; end the run so no worker claims it again.
         tracing::error!(run_id = %run.id, "run without a case or ticket; failing it");
-        return rest(&state.db, run, status::FAILED, state.clock.now_ms(), vec![]).await;
+        return rest(
+            inv.decider.db,
+            run,
+            status::FAILED,
+            inv.decider.clock.now_ms(),
+            vec![],
+        )
+        .await;
     };
-    let events = runs::events(&state.db, &run.id).await?;
+    let events = runs::events(inv.decider.db, &run.id).await?;
     if events
         .iter()
         .any(|e| e.kind == "decision" || e.kind == "escalated")
@@ -60,10 +76,10 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> DomainResult<()> {
         // Only reachable if a decision was recorded without its state change.
         if !run.status.holds_no_worker() {
             rest(
-                &state.db,
+                inv.decider.db,
                 run,
                 status::COMPLETED,
-                state.clock.now_ms(),
+                inv.decider.clock.now_ms(),
                 vec![],
             )
             .await?;
@@ -71,37 +87,45 @@ async fn advance_claimed(state: &AppState, run: &mut Run) -> DomainResult<()> {
         return Ok(());
     }
     let span = tracing::info_span!("investigation", case_id = %case.id, run_id = %run.id);
-    tracing::Instrument::instrument(investigate(state, run, &case, &ticket), span).await
+    tracing::Instrument::instrument(investigate(inv, run, &case, &ticket), span).await
 }
 
 /// The harness's loop on the run, then the workflow on how it ended.
 async fn investigate(
-    state: &AppState,
+    inv: Investigator<'_>,
     run: &mut Run,
     case: &crate::cases::Case,
     ticket: &crate::tickets::Ticket,
 ) -> DomainResult<()> {
-    let inputs = customer_messages(&state.db, &ticket.id).await?;
+    let inputs = customer_messages(inv.decider.db, &ticket.id).await?;
     let env = ToolEnv {
-        billing: state.billing.as_ref(),
-        index: &state.index,
+        billing: inv.decider.rules.billing,
+        index: inv.decider.index,
     };
     let tools = tools::toolset(&env, ticket);
-    let clock = HarnessClock(state.clock.as_ref());
-    let briefing = children(state, run, (ticket, &env, &inputs)).await?;
+    let clock = HarnessClock(inv.decider.clock);
+    let briefing = children(inv, run, (ticket, &env, &inputs)).await?;
     if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
         // The required billing reader did not answer: a human decides (issue 18).
         let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
-        let w = crate::workflow::escalate_to_human(state, run, case, ticket, why, evidence);
+        let w = crate::workflow::escalate_to_human(
+            inv.decider.db,
+            inv.decider.clock,
+            run,
+            case,
+            ticket,
+            why,
+            evidence,
+        );
         return w.await;
     }
     let briefed = briefing.as_ref().map(|b| Briefed {
-        model: state.model.as_ref(),
+        model: inv.model,
         prelude: &b.prelude,
     });
     let model: &dyn crate::agent::Model = match &briefed {
         Some(briefed) => briefed,
-        None => state.model.as_ref(),
+        None => inv.model,
     };
     let mut spec = harness::Run::new(model, &tools, &clock);
     spec.inputs = &inputs;
@@ -110,8 +134,8 @@ async fn investigate(
     spec.observer = &Metered;
     loop {
         let mut log = SqlLog {
-            db: &state.db,
-            clock: state.clock.as_ref(),
+            db: inv.decider.db,
+            clock: inv.decider.clock,
             run,
         };
         let ended = match harness::run_loop(&spec, &mut log).await {
@@ -124,8 +148,15 @@ async fn investigate(
         let exchanges = &[evidence, &ended.log.exchanges[..]].concat();
         let proposal = match &ended.outcome {
             Outcome::HandedOff { reason, .. } => {
-                let w =
-                    crate::workflow::escalate_to_human(state, run, case, ticket, reason, exchanges);
+                let w = crate::workflow::escalate_to_human(
+                    inv.decider.db,
+                    inv.decider.clock,
+                    run,
+                    case,
+                    ticket,
+                    reason,
+                    exchanges,
+                );
                 return w.await;
             }
             Outcome::Answered(proposal) => proposal,
@@ -135,12 +166,12 @@ async fn investigate(
         };
         // The proposal goes to the policy engine (never back to the model).
         let decided =
-            crate::workflow::decide_case(state, run, case, ticket, proposal, exchanges).await;
+            crate::workflow::decide_case(inv.decider, run, case, ticket, proposal, exchanges).await;
         let Err(DomainError::Provider(message)) = decided else {
             return decided;
         };
         let waits = ended.log.count("dependency_unavailable");
-        if !provider_down(state, run, waits, &message).await? {
+        if !provider_down(inv, run, waits, &message).await? {
             return Ok(());
         }
     }
@@ -151,17 +182,17 @@ async fn investigate(
 /// `false`) — unless it waited [`crate::agent::MAX_DEPENDENCY_WAITS`] times already: that is
 /// recorded, and the loop goes on to hand the case over (returns `true`).
 async fn provider_down(
-    state: &AppState,
+    inv: Investigator<'_>,
     run: &mut Run,
     waits: usize,
     message: &str,
 ) -> DomainResult<bool> {
-    let now = state.clock.now_ms();
+    let now = inv.decider.clock.now_ms();
     if waits >= crate::agent::MAX_DEPENDENCY_WAITS {
         let limit = crate::agent::MAX_DEPENDENCY_WAITS as i64;
         let exhausted = harness::Exhausted::new("dependency_waits", waits as i64, limit);
         let to = working_status(run);
-        rest(&state.db, run, to, now, vec![exhausted.event()]).await?;
+        rest(inv.decider.db, run, to, now, vec![exhausted.event()]).await?;
         return Ok(true);
     }
     tracing::warn!(run_id = %run.id, error = %message, "provider unavailable; run waits");
@@ -173,7 +204,7 @@ async fn provider_down(
     });
     let event = harness::NewEvent::new("dependency_unavailable", None, payload);
     rest(
-        &state.db,
+        inv.decider.db,
         run,
         status::AWAITING_DEPENDENCY,
         now,
@@ -187,11 +218,11 @@ async fn provider_down(
 /// the same model server, joined before the parent's own loop. `None` for any other
 /// model: the built-in investigator runs a single loop.
 async fn children(
-    state: &AppState,
+    inv: Investigator<'_>,
     run: &mut Run,
     task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
 ) -> DomainResult<Option<Briefing>> {
-    let llm = state
+    let llm = inv
         .model
         .as_any()
         .and_then(|m| m.downcast_ref::<LlmModel>());
@@ -204,8 +235,8 @@ async fn children(
         .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
         .collect();
     let storage = children::Storage {
-        db: &state.db,
-        clock: state.clock.as_ref(),
+        db: inv.decider.db,
+        clock: inv.decider.clock,
     };
     children::gather(storage, run, task, &models, &Metered)
         .await

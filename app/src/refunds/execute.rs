@@ -10,10 +10,10 @@ use super::{
     intents, key_age_ms, load_intent, provider_status, refund_matches_intent, refund_request,
     update_intent, void_unsent, Intent, IntentStatus, Step, KEY_SAFE_AGE_MS,
 };
+use super::{Executor, Sender};
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{DomainError, DomainResult};
 use crate::payments::{ProviderError, ProviderRefund};
-use crate::state::AppState;
 use crate::store::Db;
 use crate::tickets;
 
@@ -53,19 +53,19 @@ pub async fn cases_to_execute(db: &Db, now: i64) -> DomainResult<Vec<String>> {
 
 /// Executes (or continues, or reconciles) an approved case. Safe to run again at any
 /// point: every provider call reuses the intent's stored key.
-pub async fn execute_case(state: &AppState, case_id: &str) -> DomainResult<()> {
-    let owner = state.instance_id.clone();
-    let now = state.clock.now_ms();
-    let Some((case, lease)) = cases::claim_case(&state.db, case_id, &owner, now).await? else {
+pub async fn execute_case(x: Executor<'_>, case_id: &str) -> DomainResult<()> {
+    let owner = x.instance_id;
+    let now = x.sender.clock.now_ms();
+    let Some((case, lease)) = cases::claim_case(x.sender.db, case_id, owner, now).await? else {
         return Ok(());
     };
-    let result = execute_claimed(state, case).await;
-    cases::release_case(&state.db, &lease).await?;
+    let result = execute_claimed(x, case).await;
+    cases::release_case(x.sender.db, &lease).await?;
     result
 }
 
-async fn execute_claimed(state: &AppState, case: Case) -> DomainResult<()> {
-    let ticket = tickets::load_ticket(&state.db, &case.ticket_id)
+async fn execute_claimed(x: Executor<'_>, case: Case) -> DomainResult<()> {
+    let ticket = tickets::load_ticket(x.sender.db, &case.ticket_id)
         .await?
         .ok_or(DomainError::NotFound("ticket"))?;
     let mut case = case;
@@ -75,23 +75,19 @@ async fn execute_claimed(state: &AppState, case: Case) -> DomainResult<()> {
         let approval = sqlx::query("SELECT fingerprint FROM approvals WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid' AND verdict = 'approved'")
             .bind(&case.id)
             .bind(case.proposal_seq)
-            .fetch_optional(state.db.pool())
+            .fetch_optional(x.sender.db.pool())
             .await?;
         let proposal: Option<crate::agent::Proposal> = case
             .proposal
             .as_deref()
             .and_then(|p| serde_json::from_str(p).ok());
         let (Some(approval), Some(proposal)) = (approval, proposal) else {
-            return void_and_reinvestigate(
-                state,
-                &case,
-                "no valid approval for the current proposal",
-            )
-            .await;
+            return void_and_reinvestigate(x, &case, "no valid approval for the current proposal")
+                .await;
         };
         let approved_fingerprint: String = approval.try_get("fingerprint")?;
         let (facts, decision) = crate::workflow::decide_now(
-            state,
+            x.rules,
             &ticket,
             proposal.request,
             proposal.order_id.as_deref(),
@@ -107,23 +103,28 @@ async fn execute_claimed(state: &AppState, case: Case) -> DomainResult<()> {
         );
         if !crate::auth::constant_time_eq(&fresh, &approved_fingerprint) {
             let why = change_description(case.decision().as_ref(), &decision);
-            return void_and_reinvestigate(state, &case, &why).await;
+            return void_and_reinvestigate(x, &case, &why).await;
         }
-        let mut tx = state.db.begin().await?;
+        let mut tx = x.sender.db.begin().await?;
         cases::use_approval(&mut tx, &case).await?;
-        case.version =
-            cases::transition(&mut tx, &case, CaseStatus::Executing, state.clock.now_ms()).await?;
+        case.version = cases::transition(
+            &mut tx,
+            &case,
+            CaseStatus::Executing,
+            x.sender.clock.now_ms(),
+        )
+        .await?;
         case.status = CaseStatus::Executing;
         tx.commit().await?;
     }
 
-    for intent in intents(&state.db, &case.id).await? {
+    for intent in intents(x.sender.db, &case.id).await? {
         let step = match intent.status {
             IntentStatus::Created | IntentStatus::Submitting => {
-                submit(state, &case, &intent).await?
+                submit(x.sender, &case, &intent).await?
             }
             IntentStatus::Pending | IntentStatus::PendingVerification => {
-                reconcile_intent(state, &case, &intent).await?
+                reconcile_intent(x.sender, &case, &intent).await?
             }
             _ => Step::Unchanged,
         };
@@ -131,7 +132,7 @@ async fn execute_claimed(state: &AppState, case: Case) -> DomainResult<()> {
             tracing::info!(case_id = %case.id, intent_id = %intent.id, ?step, "refund step");
         }
     }
-    settle_case(state, &case.id).await?;
+    settle_case(x.sender.db, x.sender.clock, &case.id).await?;
     Ok(())
 }
 
@@ -172,18 +173,18 @@ fn change_description(approved: Option<&Decision>, fresh: &Decision) -> String {
     format!("approval void: {}", changes.join("; "))
 }
 
-async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> DomainResult<()> {
-    let now = state.clock.now_ms();
-    let mut tx = state.db.begin().await?;
+async fn void_and_reinvestigate(x: Executor<'_>, case: &Case, why: &str) -> DomainResult<()> {
+    let now = x.sender.clock.now_ms();
+    let mut tx = x.sender.db.begin().await?;
     void_unsent(&mut tx, &case.id, now).await?;
     let fresh = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    let now = state.clock.now_ms();
-    cases::reinvestigate(&mut tx, &state.versions, &fresh, why, now).await?;
+    let now = x.sender.clock.now_ms();
+    cases::reinvestigate(&mut tx, x.queue.versions, &fresh, why, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "approval voided at the payment boundary");
-    state.wake.notify_one();
+    x.queue.wake.notify_one();
     Ok(())
 }
 
@@ -193,12 +194,12 @@ async fn void_and_reinvestigate(state: &AppState, case: &Case, why: &str) -> Dom
 /// Long on purpose: this is the payment boundary (SPEC invariant 4), and its steps — key
 /// age, `submitting` committed, the call, each kind of answer — read in their one order,
 /// top to bottom, where a reviewer checks that nothing is sent twice.
-async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<Step> {
-    let now = state.clock.now_ms();
+async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Step> {
+    let now = s.clock.now_ms();
     if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
         // The provider may have forgotten the key: a resend could execute twice. Look,
         // never send (payments.md §4.1).
-        return resolve_without_sending(state, case, intent).await;
+        return resolve_without_sending(s, case, intent).await;
     }
     let marked = sqlx::query(
         "UPDATE refund_intents SET status = 'submitting', attempts = attempts + 1, version = version + 1, updated_at = $1,
@@ -208,15 +209,15 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
     .bind(now)
     .bind(&intent.id)
     .bind(intent.version)
-    .execute(state.db.pool())
+    .execute(s.db.pool())
     .await?;
     if marked.rows_affected() != 1 {
         return Ok(Step::Unchanged);
     }
     crate::metrics::record_refund("submitted");
     let request = refund_request(intent);
-    let result = state.payments.create_refund(&request).await;
-    let now = state.clock.now_ms();
+    let result = s.payments.create_refund(&request).await;
+    let now = s.clock.now_ms();
     match result {
         Ok(refund) => {
             if !refund_matches_intent(&refund, intent) {
@@ -226,7 +227,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
                 );
                 tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
                 update_intent(
-                    &state.db,
+                    s.db,
                     intent,
                     IntentStatus::NeedsReview,
                     Some(&refund.id),
@@ -238,7 +239,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
             }
             tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status, "provider accepted refund");
             let status = provider_status(&refund);
-            update_intent(&state.db, intent, status, Some(&refund.id), None, now).await?;
+            update_intent(s.db, intent, status, Some(&refund.id), None, now).await?;
             Ok(Step::Accepted {
                 refund_id: refund.id,
                 status: status.to_string(),
@@ -253,7 +254,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
             let reason = e.to_string();
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
             update_intent(
-                &state.db,
+                s.db,
                 intent,
                 IntentStatus::PendingVerification,
                 None,
@@ -270,7 +271,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
             // Nothing reached the provider: stay `submitting`; the same key goes again.
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider unavailable; will resend the same key");
             update_intent(
-                &state.db,
+                s.db,
                 intent,
                 IntentStatus::Submitting,
                 None,
@@ -285,7 +286,7 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
             tracing::error!(case_id = %case.id, intent_id = %intent.id, key = %intent.idempotency_key, why, "BUG: idempotency key reused with other parameters");
             let reason = format!("bug: idempotency key reused with other parameters: {why}");
             update_intent(
-                &state.db,
+                s.db,
                 intent,
                 IntentStatus::NeedsReview,
                 None,
@@ -300,25 +301,18 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
             // charge: `charge_already_refunded` may be our own earlier refund.
             let reason = e.to_string();
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider refused refund; re-reading the charge");
-            match find_ours(state, intent).await {
-                Ok(Some(found)) => adopt(state, intent, &found, true).await,
+            match find_ours(s, intent).await {
+                Ok(Some(found)) => adopt(s, intent, &found, true).await,
                 Ok(None) => {
-                    update_intent(
-                        &state.db,
-                        intent,
-                        IntentStatus::Failed,
-                        None,
-                        Some(&reason),
-                        now,
-                    )
-                    .await?;
+                    update_intent(s.db, intent, IntentStatus::Failed, None, Some(&reason), now)
+                        .await?;
                     Ok(Step::Refused { reason })
                 }
                 Err(read) => {
                     // Refused, but we could not look: unknown until we can.
                     let reason = format!("{reason}; charge not re-read: {read}");
                     update_intent(
-                        &state.db,
+                        s.db,
                         intent,
                         IntentStatus::PendingVerification,
                         None,
@@ -335,10 +329,10 @@ async fn submit(state: &AppState, case: &Case, intent: &Intent) -> DomainResult<
 
 /// Our refund among the charge's refunds, found by `metadata.refund_intent_id`.
 async fn find_ours(
-    state: &AppState,
+    s: Sender<'_>,
     intent: &Intent,
 ) -> Result<Option<ProviderRefund>, ProviderError> {
-    let refunds = state.payments.list_refunds(&intent.charge_id).await?;
+    let refunds = s.payments.list_refunds(&intent.charge_id).await?;
     Ok(refunds
         .into_iter()
         .find(|r| r.intent_id() == Some(intent.id.as_str())))
@@ -346,12 +340,12 @@ async fn find_ours(
 
 /// Records a provider refund found for an intent (checking it is the one we asked for).
 async fn adopt(
-    state: &AppState,
+    s: Sender<'_>,
     intent: &Intent,
     found: &ProviderRefund,
     by_metadata: bool,
 ) -> DomainResult<Step> {
-    let now = state.clock.now_ms();
+    let now = s.clock.now_ms();
     if !refund_matches_intent(found, intent) {
         let reason = format!(
             "provider refund {} carries this intent's id but is {} {}, not {} {}",
@@ -363,7 +357,7 @@ async fn adopt(
         );
         tracing::error!(intent_id = %intent.id, reason, "amount mismatch at the provider");
         update_intent(
-            &state.db,
+            s.db,
             intent,
             IntentStatus::NeedsReview,
             Some(&found.id),
@@ -375,7 +369,7 @@ async fn adopt(
     }
     let status = provider_status(found);
     tracing::info!(intent_id = %intent.id, refund_id = %found.id, %status, "adopted the provider's refund");
-    update_intent(&state.db, intent, status, Some(&found.id), None, now).await?;
+    update_intent(s.db, intent, status, Some(&found.id), None, now).await?;
     let (refund_id, status) = (found.id.clone(), status.to_string());
     Ok(if by_metadata {
         Step::AdoptedByMetadata { refund_id, status }
@@ -386,24 +380,24 @@ async fn adopt(
 
 /// Past the key's safe age: adopt what the provider holds, or hand it to a human.
 async fn resolve_without_sending(
-    state: &AppState,
+    s: Sender<'_>,
     _case: &Case,
     intent: &Intent,
 ) -> DomainResult<Step> {
-    match find_ours(state, intent).await {
-        Ok(Some(found)) => adopt(state, intent, &found, true).await,
+    match find_ours(s, intent).await {
+        Ok(Some(found)) => adopt(s, intent, &found, true).await,
         Ok(None) => {
             let reason =
                 "not found at the provider after the key's safe window (~23 h); never resent"
                     .to_string();
             tracing::error!(intent_id = %intent.id, reason, "refund intent needs review");
             update_intent(
-                &state.db,
+                s.db,
                 intent,
                 IntentStatus::NeedsReview,
                 None,
                 Some(&reason),
-                state.clock.now_ms(),
+                s.clock.now_ms(),
             )
             .await?;
             Ok(Step::NeedsReview { reason })
@@ -417,14 +411,10 @@ async fn resolve_without_sending(
 /// Resolves a pending or unknown intent against the provider's records: poll a known
 /// refund; else adopt ours from the charge's refunds; else, while the key is young,
 /// resend the same key (it replays or executes once); else a human decides.
-pub async fn reconcile_intent(
-    state: &AppState,
-    case: &Case,
-    intent: &Intent,
-) -> DomainResult<Step> {
+pub async fn reconcile_intent(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Step> {
     if let Some(refund_id) = &intent.provider_refund_id {
-        return match state.payments.get_refund(refund_id).await {
-            Ok(refund) => adopt(state, intent, &refund, false).await,
+        return match s.payments.get_refund(refund_id).await {
+            Ok(refund) => adopt(s, intent, &refund, false).await,
             Err(e) => {
                 tracing::warn!(intent_id = %intent.id, error = %e, "could not read refund; will retry");
                 Ok(Step::Unknown {
@@ -433,8 +423,8 @@ pub async fn reconcile_intent(
             }
         };
     }
-    match find_ours(state, intent).await {
-        Ok(Some(found)) => return adopt(state, intent, &found, true).await,
+    match find_ours(s, intent).await {
+        Ok(Some(found)) => return adopt(s, intent, &found, true).await,
         Ok(None) => {}
         Err(e) => {
             tracing::warn!(intent_id = %intent.id, error = %e, "could not list refunds; will retry");
@@ -443,28 +433,28 @@ pub async fn reconcile_intent(
             });
         }
     }
-    if key_age_ms(intent, state.clock.now_ms()) >= KEY_SAFE_AGE_MS {
-        return resolve_without_sending(state, case, intent).await;
+    if key_age_ms(intent, s.clock.now_ms()) >= KEY_SAFE_AGE_MS {
+        return resolve_without_sending(s, case, intent).await;
     }
     // Not there, and the key is within the provider's retention: resending it either
     // replays the stored answer or executes once.
-    let Some(fresh) = load_intent(&state.db, &intent.id).await? else {
+    let Some(fresh) = load_intent(s.db, &intent.id).await? else {
         return Ok(Step::Unchanged);
     };
-    let step = submit(state, case, &fresh).await?;
+    let step = submit(s, case, &fresh).await?;
     if let Step::NotAtProvider { reason } = &step {
         // The key replays a stored 5xx and the charge holds no refund of ours (looked
         // before the resend; look once more after it): nothing happened and nothing
         // will under this key. Final: no money moved.
-        if let Ok(None) = find_ours(state, intent).await {
+        if let Ok(None) = find_ours(s, intent).await {
             let reason = format!("provider holds no refund for this intent; its key replays a stored error ({reason})");
             update_intent(
-                &state.db,
+                s.db,
                 &fresh,
                 IntentStatus::Failed,
                 None,
                 Some(&reason),
-                state.clock.now_ms(),
+                s.clock.now_ms(),
             )
             .await?;
             tracing::warn!(intent_id = %intent.id, reason, "reconciled: no refund at the provider");

@@ -36,11 +36,34 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::cases::Case;
+use crate::clock::Clock;
 use crate::error::DomainResult;
-use crate::payments::{ProviderRefund, RefundRequest};
+use crate::payments::{PaymentsClient, ProviderRefund, RefundRequest};
+use crate::runs::Queue;
 use crate::store::{new_id, Db, Tx};
+use crate::workflow::Rules;
 
 pub use crate::states::IntentStatus;
+
+/// What sends refunds and reads them back: the store the intents live in, the time, and
+/// the provider (over HTTP, SPEC invariants 4 and 5).
+#[derive(Clone, Copy)]
+pub struct Sender<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub payments: &'a PaymentsClient,
+}
+
+/// What executes an approved case: the sender; the rules, re-run at the payment boundary
+/// (invariant 3); the run queue, for the re-investigation of an approval the fresh facts
+/// void; the name this process leases cases under.
+#[derive(Clone, Copy)]
+pub struct Executor<'a> {
+    pub sender: Sender<'a>,
+    pub rules: Rules<'a>,
+    pub queue: Queue<'a>,
+    pub instance_id: &'a str,
+}
 
 /// The only refund kind so far: refund of a charge the policy allows.
 pub const KIND_POLICY_REFUND: &str = "policy_refund";

@@ -4,10 +4,10 @@ use sqlx::Row;
 
 use super::views::customer_refunds_tx;
 use crate::cases::{self, CaseStatus};
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
-use crate::state::AppState;
 use crate::states::IntentStatus;
-use crate::store::Tx;
+use crate::store::{Db, Tx};
 use crate::tickets;
 
 /// The case status its intents imply (`None`: no live intent).
@@ -40,7 +40,7 @@ fn status_for(intent_statuses: &[IntentStatus]) -> Option<CaseStatus> {
 /// changed (the reply is written in the same transaction). Returns the new status.
 pub async fn settle_case_status_tx(
     tx: &mut Tx<'_>,
-    state: &AppState,
+    clock: &dyn Clock,
     case_id: &str,
 ) -> DomainResult<Option<CaseStatus>> {
     let rows = sqlx::query("SELECT status FROM refund_intents WHERE case_id = $1")
@@ -73,7 +73,7 @@ pub async fn settle_case_status_tx(
         // The boundary re-check moves approved cases; nothing to say yet.
         return Ok(None);
     }
-    let now = state.clock.now_ms();
+    let now = clock.now_ms();
     cases::transition(tx, &case, target, now).await?;
     if target != CaseStatus::Executing {
         let language: String = sqlx::query("SELECT language FROM tickets WHERE id = $1")
@@ -100,11 +100,15 @@ pub async fn settle_case_status_tx(
 
 /// [`settle_case_status_tx`] in its own transaction, retried when a concurrent settle
 /// (worker, webhook, reconciler) moved the case first.
-pub async fn settle_case(state: &AppState, case_id: &str) -> DomainResult<Option<CaseStatus>> {
+pub async fn settle_case(
+    db: &Db,
+    clock: &dyn Clock,
+    case_id: &str,
+) -> DomainResult<Option<CaseStatus>> {
     let mut tries = 0;
     loop {
-        let mut tx = state.db.begin().await?;
-        match settle_case_status_tx(&mut tx, state, case_id).await {
+        let mut tx = db.begin().await?;
+        match settle_case_status_tx(&mut tx, clock, case_id).await {
             Ok(status) => {
                 tx.commit().await?;
                 return Ok(status);

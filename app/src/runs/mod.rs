@@ -21,6 +21,14 @@ use sqlx::Row;
 use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
+/// Where new runs go: the versions (model, prompt, tool schema) each is made with, and
+/// the background worker's wake-up, rung once the run is committed.
+#[derive(Clone, Copy)]
+pub struct Queue<'a> {
+    pub versions: &'a harness::Versions,
+    pub wake: &'a tokio::sync::Notify,
+}
+
 /// How long a claimed run stays claimed without being renewed. Every versioned status
 /// change renews it; `investigation` (the harness's keep-alive) also renews it while a slow model or tool call is
 /// in flight, so only a worker that stopped making progress loses it.

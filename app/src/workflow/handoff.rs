@@ -6,24 +6,25 @@ use serde_json::{json, Value};
 
 use crate::agent::{Exchange, Proposal};
 use crate::cases::{self, Case, CaseStatus};
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::replies;
 use crate::runs::{self, Run};
-use crate::state::AppState;
-use crate::store::Tx;
+use crate::store::{Db, Tx};
 use crate::tickets::{self, Ticket};
 
 /// Hands a case to a human when the agent cannot finish: with what it verified, what is
 /// open and what it did (SPEC §6, budgets).
 pub async fn escalate_to_human(
-    state: &AppState,
+    db: &Db,
+    clock: &dyn Clock,
     run: &mut Run,
     case: &Case,
     ticket: &Ticket,
     why: &str,
     exchanges: &[Exchange],
 ) -> DomainResult<()> {
-    let now = state.clock.now_ms();
+    let now = clock.now_ms();
     let verified: Vec<Value> = exchanges
         .iter()
         .filter(|x| x.outcome.ok)
@@ -43,7 +44,7 @@ pub async fn escalate_to_human(
         "open_questions": ["what the customer is owed has not been decided"],
         "actions_taken": "none: the agent has no write access",
     });
-    let mut tx = state.db.begin().await?;
+    let mut tx = db.begin().await?;
     let case = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;

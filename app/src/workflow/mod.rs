@@ -12,25 +12,45 @@ mod handoff;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use policy_engine::{Decision, Facts, Outcome, RequestKind};
+use policy_engine::{Decision, Facts, Outcome, PolicySet, RequestKind};
+use rag_index::PolicyIndex;
 use serde_json::{json, Value};
 
 use crate::agent::{Exchange, Proposal};
+use crate::billing::BillingSource;
 use crate::cases::{self, Case, CaseStatus};
+use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, Run};
-use crate::state::AppState;
+use crate::store::Db;
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
 
+/// What the policy engine decides with: the policies in force, and where the billing
+/// records behind the facts are read (live: store + provider; replay: a world snapshot).
+#[derive(Clone, Copy)]
+pub struct Rules<'a> {
+    pub policies: &'a PolicySet,
+    pub billing: &'a dyn BillingSource,
+}
+
+/// What the workflow decides a case with: the store it records in, the time, the rules,
+/// the policy index (its version is recorded with each decision), and whether live shadow
+/// mode holds the agent's decisions back for a reviewer.
+#[derive(Clone, Copy)]
+pub struct Decider<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub rules: Rules<'a>,
+    pub index: &'a Arc<PolicyIndex>,
+    pub shadow_mode: bool,
+}
+
 /// The index a decision's citations came from: `schema_version:policy_hash`.
-pub fn policy_index_version(state: &AppState) -> String {
-    format!(
-        "{}:{}",
-        rag_index::SCHEMA_VERSION,
-        state.index.policy_hash()
-    )
+pub fn policy_index_version(index: &PolicyIndex) -> String {
+    format!("{}:{}", rag_index::SCHEMA_VERSION, index.policy_hash())
 }
 
 /// The `decision` event: the decision plus the policy index it was made with.
@@ -47,31 +67,32 @@ fn decision_event(decision: &Decision, policy_index: &str) -> Value {
 
 /// The decision for a case as the facts stand now.
 pub async fn decide_now(
-    state: &AppState,
+    rules: Rules<'_>,
     ticket: &Ticket,
     request: RequestKind,
     order_id: Option<&str>,
 ) -> DomainResult<(Facts, Decision)> {
-    let facts = gather_facts(state.billing.as_ref(), ticket, request, order_id).await?;
-    let decision = policy_engine::decide(&facts, &state.policies);
+    let facts = gather_facts(rules.billing, ticket, request, order_id).await?;
+    let decision = policy_engine::decide(&facts, rules.policies);
     Ok((facts, decision))
 }
 
 /// Turns a recorded proposal into a decision and the case's next state.
 pub async fn decide_case(
-    state: &AppState,
+    d: Decider<'_>,
     run: &mut Run,
     case: &Case,
     ticket: &Ticket,
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> DomainResult<()> {
-    let d = decide_on_fresh_facts(state, ticket, proposal, exchanges).await?;
+    let (db, clock, shadow_mode) = (d.db, d.clock, d.shadow_mode);
+    let d = decide_on_fresh_facts(d, ticket, proposal, exchanges).await?;
     let (proposal, facts, decision) = (&d.proposal, &d.facts, &d.decision);
     let (evidence_hash, invalid, policy_index) = (&d.evidence_hash, &d.invalid, &d.policy_index);
-    let now = state.clock.now_ms();
+    let now = clock.now_ms();
 
-    let mut tx = state.db.begin().await?;
+    let mut tx = db.begin().await?;
     let case = cases::load_case_tx(&mut tx, &case.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
@@ -89,7 +110,7 @@ pub async fn decide_case(
     // detects a race (two holders of this run, a customer message re-opening the case), so
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
-    if state.shadow_mode && invalid.is_empty() {
+    if shadow_mode && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
@@ -154,7 +175,7 @@ struct Decided {
 
 /// Gathers the facts afresh and asks the engine; reads only, writes nothing.
 async fn decide_on_fresh_facts(
-    state: &AppState,
+    decider: Decider<'_>,
     ticket: &Ticket,
     proposal: &Proposal,
     exchanges: &[Exchange],
@@ -162,14 +183,14 @@ async fn decide_on_fresh_facts(
     // The order is resolved here, not taken from the model (issue 15), and stored in the
     // proposal with where it came from, so every later re-decision (payment boundary,
     // takeover) starts from the same inputs and a reviewer sees why this order.
-    let messages: Vec<String> = tickets::messages(&state.db, &ticket.id)
+    let messages: Vec<String> = tickets::messages(decider.db, &ticket.id)
         .await?
         .into_iter()
         .filter(|m| m.author == "customer")
         .map(|m| m.body)
         .collect();
     let (facts, order_source) = gather_facts_resolved(
-        state.billing.as_ref(),
+        decider.rules.billing,
         ticket,
         &messages,
         proposal.request,
@@ -179,10 +200,10 @@ async fn decide_on_fresh_facts(
     let mut proposal = proposal.clone();
     proposal.order_id = facts.order_id.clone();
     proposal.order_source = order_source;
-    let decision = policy_engine::decide(&facts, &state.policies);
+    let decision = policy_engine::decide(&facts, decider.rules.policies);
     let evidence_hash = evidence_hash(&facts);
     let invalid = invalid_evidence(&proposal, exchanges);
-    let policy_index = policy_index_version(state);
+    let policy_index = policy_index_version(decider.index);
 
     // The engine's refunds, not the model's, are what a human is asked to approve.
     let proposed: BTreeSet<(String, String)> = proposal

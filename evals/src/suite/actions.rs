@@ -158,7 +158,7 @@ impl Env {
             Action::Workers { n } => self.concurrent_workers(*n).await?,
             Action::Reconcile => {
                 self.trace.reconcile = Some(
-                    app::reconcile::run(&self.state)
+                    app::reconcile::run(self.state.reconciler())
                         .await
                         .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
                 );

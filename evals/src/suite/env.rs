@@ -339,7 +339,7 @@ impl Env {
             .await?
             .context("the ticket vanished")?;
         Ok(serde_json::to_value(
-            app::customer::ticket_view(&self.state, &ticket).await?,
+            app::customer::ticket_view(&self.state.db, &ticket).await?,
         )?)
     }
 

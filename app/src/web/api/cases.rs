@@ -79,7 +79,7 @@ pub async fn post_approve(
     let staff = principal.staff()?;
     Ok(Json(
         approvals::decide(
-            &state,
+            state.desk(),
             staff,
             &id,
             &input.fingerprint,
@@ -107,7 +107,7 @@ pub async fn post_reject(
     }
     Ok(Json(
         approvals::decide(
-            &state,
+            state.desk(),
             staff,
             &id,
             &input.fingerprint,
@@ -126,7 +126,7 @@ pub async fn post_takeover(
     Path(id): Path<String>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(approvals::take_over(&state, staff, &id).await?))
+    Ok(Json(approvals::take_over(state.desk(), staff, &id).await?))
 }
 
 /// `POST /api/v1/cases/{id}/decide` (staff): a hand decision on a shadow-mode case.
@@ -139,6 +139,6 @@ pub async fn post_decide(
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
     Ok(Json(
-        shadow_live::decide_by_hand(&state, staff, &id, input).await?,
+        shadow_live::decide_by_hand(state.desk(), staff, &id, input).await?,
     ))
 }

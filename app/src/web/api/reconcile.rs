@@ -15,5 +15,5 @@ pub async fn post_reconcile(
     principal: Principal,
 ) -> AppResult<Json<ReconcileReport>> {
     principal.staff()?;
-    Ok(Json(reconcile::run(&state).await?))
+    Ok(Json(reconcile::run(state.reconciler()).await?))
 }

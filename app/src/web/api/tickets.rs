@@ -18,10 +18,17 @@ pub async fn post_ticket(
     ApiJson(input): ApiJson<NewTicket>,
 ) -> AppResult<(axum::http::StatusCode, Json<TicketView>)> {
     let customer_id = principal.customer_id()?.to_string();
-    let ticket = customer::create_ticket(&state, &customer_id, input).await?;
+    let ticket = customer::create_ticket(
+        &state.db,
+        state.clock.as_ref(),
+        state.queue(),
+        &customer_id,
+        input,
+    )
+    .await?;
     Ok((
         axum::http::StatusCode::CREATED,
-        Json(customer::ticket_view(&state, &ticket).await?),
+        Json(customer::ticket_view(&state.db, &ticket).await?),
     ))
 }
 
@@ -32,8 +39,8 @@ pub async fn get_ticket(
     principal: Principal,
     Path(id): Path<String>,
 ) -> AppResult<Json<TicketView>> {
-    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
-    Ok(Json(customer::ticket_view(&state, &ticket).await?))
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    Ok(Json(customer::ticket_view(&state.db, &ticket).await?))
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).
@@ -45,9 +52,16 @@ pub async fn post_message(
     ApiJson(input): ApiJson<NewMessage>,
 ) -> AppResult<Json<TicketView>> {
     principal.customer_id()?;
-    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
-    customer::add_customer_message(&state, &ticket, &input.text).await?;
-    Ok(Json(customer::ticket_view(&state, &ticket).await?))
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    customer::add_customer_message(
+        &state.db,
+        state.clock.as_ref(),
+        state.queue(),
+        &ticket,
+        &input.text,
+    )
+    .await?;
+    Ok(Json(customer::ticket_view(&state.db, &ticket).await?))
 }
 
 /// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
@@ -59,8 +73,8 @@ pub async fn post_withdraw(
     Path(id): Path<String>,
 ) -> AppResult<(axum::http::StatusCode, Json<Withdrawal>)> {
     principal.customer_id()?;
-    let ticket = customer::visible_ticket(&state, &principal, &id).await?;
-    let result = customer::withdraw(&state, &ticket).await?;
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    let result = customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await?;
     let status = if result.withdrawn {
         axum::http::StatusCode::OK
     } else {
@@ -77,6 +91,6 @@ pub async fn list_tickets(
 ) -> AppResult<Json<Vec<TicketView>>> {
     let customer_id = principal.customer_id()?.to_string();
     Ok(Json(
-        customer::customer_tickets(&state, &customer_id).await?,
+        customer::customer_tickets(&state.db, &customer_id).await?,
     ))
 }

@@ -110,7 +110,7 @@ pub(super) async fn unlock_submit(
             let notice = format!("Unlocked {}: {n} failed logins forgotten.", form.email);
             staff_page_response(&state, &session, Some(notice)).await
         }
-        Err(e) => AppError::from(e).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 

@@ -207,7 +207,7 @@ pub(super) async fn decide_submit(
         .await;
     }
     match approvals::decide(
-        &state,
+        state.desk(),
         &session.staff,
         &id,
         &form.fingerprint,
@@ -252,7 +252,7 @@ pub(super) async fn takeover_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    match approvals::take_over(&state, &session.staff, &id).await {
+    match approvals::take_over(state.desk(), &session.staff, &id).await {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
             status_of(&e),
@@ -343,7 +343,7 @@ pub(super) async fn decide_by_hand_submit(
                     }
                 }
             }
-            crate::shadow_live::decide_by_hand(&state, &session.staff, &id, manual).await
+            crate::shadow_live::decide_by_hand(state.desk(), &session.staff, &id, manual).await
         }
         Err(e) => Err(e),
     };

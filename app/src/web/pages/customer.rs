@@ -112,7 +112,7 @@ pub(super) async fn ticket_list_response(
         Ok(lang) => lang,
         Err(e) => return AppError::from(e).into_response(),
     };
-    match customer::customer_tickets(state, &session.customer_id).await {
+    match customer::customer_tickets(&state.db, &session.customer_id).await {
         Ok(list) => render(&TicketListPage {
             tickets: list,
             lang,
@@ -153,7 +153,15 @@ pub(super) async fn new_ticket_submit(
         message: form.message,
         order_id: form.order_id,
     };
-    match customer::create_ticket(&state, &session.customer_id, input).await {
+    match customer::create_ticket(
+        &state.db,
+        state.clock.as_ref(),
+        state.queue(),
+        &session.customer_id,
+        input,
+    )
+    .await
+    {
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
         Err(e) => with_status(
             status_of(&e),
@@ -180,11 +188,11 @@ pub(super) async fn ticket_page_response(
     id: &str,
     error: Option<&DomainError>,
 ) -> Response {
-    let ticket = match customer::visible_ticket(state, &session.principal(), id).await {
+    let ticket = match customer::visible_ticket(&state.db, &session.principal(), id).await {
         Ok(t) => t,
         Err(_) => return ticket_not_found_page(state, session).await,
     };
-    match customer::ticket_view(state, &ticket).await {
+    match customer::ticket_view(&state.db, &ticket).await {
         Ok(view) => render(&TicketPage {
             lang: view.language,
             t: replies::page_text(view.language),
@@ -212,8 +220,17 @@ pub(super) async fn message_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let result = match customer::visible_ticket(&state, &session.principal(), &id).await {
-        Ok(ticket) => customer::add_customer_message(&state, &ticket, &form.text).await,
+    let result = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
+        Ok(ticket) => {
+            customer::add_customer_message(
+                &state.db,
+                state.clock.as_ref(),
+                state.queue(),
+                &ticket,
+                &form.text,
+            )
+            .await
+        }
         Err(e) => Err(e),
     };
     match result {
@@ -236,11 +253,11 @@ pub(super) async fn withdraw_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let ticket = match customer::visible_ticket(&state, &session.principal(), &id).await {
+    let ticket = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
         Ok(t) => t,
         Err(_) => return ticket_not_found_page(&state, &session).await,
     };
-    match customer::withdraw(&state, &ticket).await {
+    match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => ticket_page_response(&state, &session, &id, Some(&e)).await,
     }

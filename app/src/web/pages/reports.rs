@@ -71,7 +71,7 @@ pub(super) async fn reconcile_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    match crate::reconcile::last_report(&state).await {
+    match crate::reconcile::last_report(&state.db).await {
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), report)),
         Err(e) => AppError::from(e).into_response(),
     }
@@ -86,7 +86,7 @@ pub(super) async fn reconcile_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    match crate::reconcile::run(&state).await {
+    match crate::reconcile::run(state.reconciler()).await {
         Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
         Err(e) => AppError::from(e).into_response(),
     }
