@@ -598,7 +598,7 @@ async fn durable_steps(state: &AppState, run_id: &str, n: usize) -> anyhow::Resu
         app::runs::append_event(
             &mut tx,
             run_id,
-            "tool_result",
+            app::runs::EventKind::Harness(harness::Kind::ToolResult),
             Some(&format!("bench{i}")),
             &payload,
             now,

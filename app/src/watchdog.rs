@@ -31,7 +31,7 @@ use crate::agent::Proposal;
 use crate::clock::{rfc3339, Clock};
 use crate::config::WatchdogPeriods;
 use crate::error::{DomainError, DomainResult};
-use crate::runs::{self, status, Event, Run, RunStatus, Stalled};
+use crate::runs::{self, status, Event, EventKind, Run, RunStatus, Stalled};
 use crate::store::Db;
 
 /// The run's log as the harness folds it (the answer is the agent's proposal).
@@ -47,10 +47,15 @@ pub const WATCHED: [RunStatus; 5] = [
 ];
 
 /// Event kinds that count as progress; `run_created` starts the first stall.
-pub const PROGRESS: [&str; 4] = ["run_created", "tool_result", "proposal", "decision"];
+pub const PROGRESS: [EventKind; 4] = [
+    EventKind::RunCreated,
+    EventKind::Harness(harness::Kind::ToolResult),
+    EventKind::Proposal,
+    EventKind::Decision,
+];
 
 /// The run event a flag writes (and the trace page shows).
-pub const FLAGGED: &str = "watchdog_flagged";
+pub const FLAGGED: EventKind = EventKind::WatchdogFlagged;
 
 /// How often `serve`'s worker scans, on the app clock: a flag is at most this late.
 pub const SCAN_PERIOD_MS: i64 = 60_000;
@@ -172,7 +177,7 @@ pub fn diagnose(stalled: &Stalled, events: &[Event], now: i64) -> Diagnosis {
     let last_dependency = events
         .iter()
         .rev()
-        .find(|e| e.kind == "dependency_unavailable")
+        .find(|e| e.kind == EventKind::DependencyUnavailable)
         .map(|e| &e.payload);
     let waiting_on = waiting_on(&stalled.run, &log, last_dependency, now);
     let last_event = events
@@ -181,7 +186,7 @@ pub fn diagnose(stalled: &Stalled, events: &[Event], now: i64) -> Diagnosis {
         .find(|e| e.kind != FLAGGED)
         .map(|e| LastEvent {
             seq: e.seq,
-            kind: e.kind.clone(),
+            kind: e.kind.to_string(),
             at: e.at.clone(),
         });
     let stalled_minutes = (now - stalled.last_progress_at).max(0) / 60_000;
@@ -205,7 +210,7 @@ pub fn diagnose(stalled: &Stalled, events: &[Event], now: i64) -> Diagnosis {
 fn fold(events: &[Event]) -> RunLog {
     let mut log = RunLog::default();
     for e in events {
-        log.apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+        log.apply(e.seq, e.kind.as_str(), e.call_id.as_deref(), &e.payload);
     }
     log
 }

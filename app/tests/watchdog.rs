@@ -63,7 +63,7 @@ async fn worker_records_evidence(app: &TestApp, run: &mut Run, n: usize) {
     let result = json!({ "ok": true, "content": { "orders": [] }, "duration_ms": 5 });
     let mut tx = app.state.db.begin().await.unwrap();
     let events = [NewEvent {
-        kind: "tool_intent",
+        kind: runs::EventKind::Harness(harness::Kind::ToolIntent),
         call_id: Some(&call_id),
         payload: &intent,
     }];
@@ -79,7 +79,7 @@ async fn worker_records_evidence(app: &TestApp, run: &mut Run, n: usize) {
     .await
     .unwrap();
     let events = [NewEvent {
-        kind: "tool_result",
+        kind: runs::EventKind::Harness(harness::Kind::ToolResult),
         call_id: Some(&call_id),
         payload: &result,
     }];

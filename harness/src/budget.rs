@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::log::{Counters, NewEvent, RunLog};
+use crate::log::{Counters, Kind, NewEvent, RunLog};
 
 /// The limits of one run. Every field is a value the caller chooses (a sub-agent gets
 /// a share of its parent's).
@@ -72,8 +72,8 @@ impl Exhausted {
 
     /// The `budget_exhausted` event that records it; folding it hands the run over.
     pub fn event(&self) -> NewEvent {
-        NewEvent::new(
-            "budget_exhausted",
+        NewEvent::of(
+            Kind::BudgetExhausted,
             None,
             json!({ "budget": self.budget, "used": self.used, "limit": self.limit }),
         )

@@ -28,7 +28,9 @@ pub mod sub;
 mod tool;
 
 pub use budget::{Exhausted, Limits};
-pub use log::{Counters, Event, EventLog, LogError, MemoryLog, NewEvent, Phase, RunLog, Step};
+pub use log::{
+    Counters, Event, EventLog, Kind, LogError, MemoryLog, NewEvent, Phase, RunLog, Step,
+};
 pub use model::{Answer, BoxFuture, Model, ModelContext, Reply, Turn, Usage};
 pub use rules::{record_turn, skipped_tool_result, tool_result, TurnKind, Turned};
 pub use rules::{NoRules, Rules};

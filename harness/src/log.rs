@@ -20,6 +20,68 @@ pub struct Counters {
     pub tool_calls: i64,
 }
 
+/// The kinds of event the harness writes and folds. A product stores them by name beside
+/// its own (its answer's `Answer::EVENT`, what its workflow records), so a log reads as
+/// one sequence; names are stable — they are the stored form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A model turn: tool calls, an answer or a hand-off, with its usage.
+    ModelOutput,
+    /// The model failed (transport, malformed turn); counted against `max_model_errors`.
+    ModelError,
+    /// A tool call about to run, logged before it runs (a crash re-runs only read-only calls).
+    ToolIntent,
+    /// What a tool call answered.
+    ToolResult,
+    /// A turn the rules refused whole.
+    PolicyViolation,
+    /// A budget ran out; folding it hands the run over.
+    BudgetExhausted,
+    /// The hand-off summary, written once.
+    Handoff,
+    /// A parent joined its children (their tokens count against it).
+    ChildrenJoined,
+    /// The run was cancelled by its parent.
+    Cancelled,
+    /// A run resumed after a crash (what it found in its log).
+    Resumed,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::ModelOutput,
+        Kind::ModelError,
+        Kind::ToolIntent,
+        Kind::ToolResult,
+        Kind::PolicyViolation,
+        Kind::BudgetExhausted,
+        Kind::Handoff,
+        Kind::ChildrenJoined,
+        Kind::Cancelled,
+        Kind::Resumed,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::ModelOutput => "model_output",
+            Kind::ModelError => "model_error",
+            Kind::ToolIntent => "tool_intent",
+            Kind::ToolResult => "tool_result",
+            Kind::PolicyViolation => "policy_violation",
+            Kind::BudgetExhausted => "budget_exhausted",
+            Kind::Handoff => "handoff",
+            Kind::ChildrenJoined => "children_joined",
+            Kind::Cancelled => "cancelled",
+            Kind::Resumed => "resumed",
+        }
+    }
+
+    /// The kind a stored name is, if the harness writes it.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
 /// An event a step records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -29,6 +91,12 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
+    /// An event of one of the harness's own kinds.
+    pub fn of(kind: Kind, call_id: Option<&str>, payload: Value) -> Self {
+        NewEvent::new(kind.as_str(), call_id, payload)
+    }
+
+    /// An event of a kind the product names (its answer, its workflow's records).
     pub fn new(kind: &'static str, call_id: Option<&str>, payload: Value) -> Self {
         NewEvent {
             kind,
@@ -259,28 +327,28 @@ impl<A: Answer> RunLog<A> {
     pub fn apply(&mut self, seq: i64, kind: &str, call_id: Option<&str>, payload: &Value) {
         self.active_ms += payload["latency_ms"].as_i64().unwrap_or(0)
             + payload["duration_ms"].as_i64().unwrap_or(0);
-        match kind {
-            "model_output" => self.model_output(payload),
-            "model_error" => {
+        match Kind::parse(kind) {
+            Some(Kind::ModelOutput) => self.model_output(payload),
+            Some(Kind::ModelError) => {
                 self.model_errors += 1;
                 if let Some(tokens) = payload["usage"].as_object() {
                     self.tokens += tokens.values().filter_map(Value::as_u64).sum::<u64>();
                 }
             }
-            "tool_intent" => {
+            Some(Kind::ToolIntent) => {
                 if let Ok(call) = serde_json::from_value::<ToolCall>(payload.clone()) {
                     self.pending.push(call);
                 }
             }
-            "tool_result" => self.tool_result(seq, call_id, payload),
-            "policy_violation" => {
+            Some(Kind::ToolResult) => self.tool_result(seq, call_id, payload),
+            Some(Kind::PolicyViolation) => {
                 self.violations.push(payload.clone());
                 self.handoff.get_or_insert(format!(
                     "the model attempted something it may not do ({})",
                     payload["violation"].as_str().unwrap_or("violation")
                 ));
             }
-            "budget_exhausted" => {
+            Some(Kind::BudgetExhausted) => {
                 let budget = payload["budget"].as_str().unwrap_or("unknown");
                 self.budget_exhausted.get_or_insert(budget.to_string());
                 self.handoff.get_or_insert(format!(
@@ -288,11 +356,11 @@ impl<A: Answer> RunLog<A> {
                     payload["used"], payload["limit"]
                 ));
             }
-            "handoff" => self.handoff_summarised = true,
+            Some(Kind::Handoff) => self.handoff_summarised = true,
             // A child's tokens count against its parent (`sub::join`).
-            "children_joined" => self.tokens += payload["tokens"].as_u64().unwrap_or(0),
-            k if k == A::EVENT => self.answer = serde_json::from_value(payload.clone()).ok(),
-            other => *self.other.entry(other.to_string()).or_default() += 1,
+            Some(Kind::ChildrenJoined) => self.tokens += payload["tokens"].as_u64().unwrap_or(0),
+            None if kind == A::EVENT => self.answer = serde_json::from_value(payload.clone()).ok(),
+            _ => *self.other.entry(kind.to_string()).or_default() += 1,
         }
     }
 
@@ -367,5 +435,25 @@ fn for_model(outcome: &ToolOutcome, seq: i64, max_bytes: usize) -> ToolOutcome {
             "preview": &text[..cut],
             "hint": "the result is too large to show whole; it is stored in the run's event log. Ask a narrower question.",
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_from_its_stored_name_and_no_two_share_one() {
+        let names: std::collections::BTreeSet<&str> =
+            Kind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), Kind::ALL.len());
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(
+            Kind::parse("proposal"),
+            None,
+            "an answer's kind is the product's"
+        );
     }
 }

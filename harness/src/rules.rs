@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::budget::{Exhausted, Limits};
-use crate::log::{Counters, NewEvent, RunLog};
+use crate::log::{Counters, Kind, NewEvent, RunLog};
 use crate::model::{Answer, Reply, Turn};
 use crate::tool::{ToolCall, ToolDeclaration, ToolOutcome};
 
@@ -135,7 +135,7 @@ pub fn record_turn<A: Answer>(
                 json!({ "error": format!("{e:#}"), "latency_ms": latency_ms, "model": model });
             return Turned {
                 kind: TurnKind::ModelError,
-                events: vec![NewEvent::new("model_error", None, payload)],
+                events: vec![NewEvent::of(Kind::ModelError, None, payload)],
             };
         }
     };
@@ -143,11 +143,11 @@ pub fn record_turn<A: Answer>(
     output["usage"] = serde_json::to_value(reply.usage).unwrap_or_default();
     output["latency_ms"] = json!(latency_ms);
     output["model"] = json!(model);
-    let mut events = vec![NewEvent::new("model_output", None, output)];
+    let mut events = vec![NewEvent::of(Kind::ModelOutput, None, output)];
 
     if let Some(problem) = garbage(&reply.turn, limits, rules) {
         let payload = json!({ "error": problem, "latency_ms": latency_ms, "model": model });
-        events.push(NewEvent::new("model_error", None, payload));
+        events.push(NewEvent::of(Kind::ModelError, None, payload));
         return Turned {
             kind: TurnKind::Garbage,
             events,
@@ -155,7 +155,7 @@ pub fn record_turn<A: Answer>(
     }
     if let Some(violation) = rules.refuse(&reply.turn, offered) {
         // Refused whole: no intent of this turn is recorded, so nothing in it runs.
-        events.push(NewEvent::new("policy_violation", None, violation));
+        events.push(NewEvent::of(Kind::PolicyViolation, None, violation));
         return Turned {
             kind: TurnKind::Refused,
             events,
@@ -170,7 +170,7 @@ pub fn record_turn<A: Answer>(
                 };
                 let mut payload = serde_json::to_value(&call).unwrap_or_default();
                 payload["step"] = json!(step);
-                events.push(NewEvent::new("tool_intent", Some(&call.id), payload));
+                events.push(NewEvent::of(Kind::ToolIntent, Some(&call.id), payload));
             }
             TurnKind::ToolCalls
         }
@@ -193,7 +193,7 @@ pub fn tool_result(
     limits: &Limits,
 ) -> NewEvent {
     let payload = result_payload(call, outcome, duration_ms, limits.tool_result_bytes);
-    NewEvent::new("tool_result", Some(&call.id), payload)
+    NewEvent::of(Kind::ToolResult, Some(&call.id), payload)
 }
 
 /// The `tool_result` of an intent the tool-call budget did not run.
@@ -204,7 +204,7 @@ pub fn skipped_tool_result(call: &ToolCall, limits: &Limits) -> NewEvent {
     };
     let mut payload = result_payload(call, &outcome, 0, limits.tool_result_bytes);
     payload["skipped"] = json!(true);
-    NewEvent::new("tool_result", Some(&call.id), payload)
+    NewEvent::of(Kind::ToolResult, Some(&call.id), payload)
 }
 
 /// A tool result as stored: the outcome whole (stored once, however large), the tool,

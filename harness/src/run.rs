@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::budget::{Limits, Shared};
-use crate::log::{Counters, Event, EventLog, NewEvent, Phase, RunLog, Step};
+use crate::log::{Counters, Event, EventLog, Kind, NewEvent, Phase, RunLog, Step};
 use crate::model::{Answer, Model, ModelContext, Reply, Usage};
 use crate::rules::{self, Next, Rules, TurnKind};
 use crate::tool::{ToolCall, Toolset};
@@ -111,7 +111,7 @@ async fn looped<A: Answer, L: EventLog>(
         let counters = log.counters();
         let next = rules::next(&state, counters, &run.limits);
         if cancelled(run, &next) {
-            let event = NewEvent::new("cancelled", None, json!({ "by": "parent" }));
+            let event = NewEvent::of(Kind::Cancelled, None, json!({ "by": "parent" }));
             log.commit(Step::events(vec![event])).await?;
             return Ok(ended(Outcome::Cancelled, state, log));
         }
@@ -126,7 +126,7 @@ async fn looped<A: Answer, L: EventLog>(
                     recorded_summary(&events)
                 } else {
                     let summary = run.rules.handoff_summary(&reason, &state, counters);
-                    let event = NewEvent::new("handoff", None, summary.clone());
+                    let event = NewEvent::of(Kind::Handoff, None, summary.clone());
                     log.commit(Step::events(vec![event])).await?;
                     summary
                 };
@@ -178,7 +178,7 @@ fn recorded_summary(events: &[Event]) -> Value {
     events
         .iter()
         .rev()
-        .find(|e| e.kind == "handoff")
+        .find(|e| e.kind == Kind::Handoff.as_str())
         .map(|e| e.payload.clone())
         .unwrap_or(Value::Null)
 }
@@ -195,7 +195,7 @@ async fn resume<L: EventLog>(log: &mut L) -> Result<(), L::Error> {
     let interrupted = log.phase().map(Phase::as_str);
     let payload = json!({ "interrupted_in": interrupted, "worker": log.holder() });
     let mut step = Step::to(to);
-    step.events.push(NewEvent::new("resumed", None, payload));
+    step.events.push(NewEvent::of(Kind::Resumed, None, payload));
     log.commit(step).await
 }
 

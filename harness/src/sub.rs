@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 pub use crate::budget::Shared;
 use crate::log::Counters;
-use crate::log::{EventLog, NewEvent, Step};
+use crate::log::{EventLog, Kind, NewEvent, Step};
 use crate::model::Answer;
 use crate::run::{run_loop, Outcome, Run};
 
@@ -106,7 +106,7 @@ impl<A> Joined<A> {
             }
         };
         let payload = json!({ "children": children, "tokens": tokens, "tool_calls": tool_calls, "outcome": outcome });
-        NewEvent::new("children_joined", None, payload)
+        NewEvent::of(Kind::ChildrenJoined, None, payload)
     }
 }
 

@@ -25,7 +25,7 @@ pub struct Findings {
 }
 
 impl harness::Answer for Findings {
-    const EVENT: &'static str = "findings";
+    const EVENT: &'static str = crate::runs::EventKind::Findings.as_str();
 }
 
 /// The two readers, in the order their child runs are created.

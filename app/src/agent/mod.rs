@@ -141,5 +141,5 @@ pub struct EvidenceRef {
 }
 
 impl harness::Answer for Proposal {
-    const EVENT: &'static str = "proposal";
+    const EVENT: &'static str = crate::runs::EventKind::Proposal.as_str();
 }

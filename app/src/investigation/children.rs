@@ -35,9 +35,6 @@ use crate::runs::{self, Run, RunStatus};
 use crate::store::Db;
 use crate::tickets::Ticket;
 
-/// The event a parent records when its children are joined (`harness::sub`).
-pub const CHILDREN_JOINED: &str = "children_joined";
-
 /// Model steps one reader may take: reading a customer's records is a handful of calls.
 const READER_STEPS: i64 = 8;
 
@@ -93,7 +90,7 @@ pub async fn gather(
     let recorded = parent_events
         .iter()
         .rev()
-        .find(|e| e.kind == CHILDREN_JOINED)
+        .find(|e| e.kind == runs::EventKind::Harness(harness::Kind::ChildrenJoined))
         .map(|e| e.payload.clone());
     let joined = match recorded {
         Some(payload) => payload,
@@ -209,7 +206,7 @@ async fn record(
 ) -> DomainResult<()> {
     let now = storage.clock.now_ms();
     let step = joined.step();
-    let events = sql_log::run_events(&step.events);
+    let events = sql_log::run_events(&step.events)?;
     let to = sql_log::working_status(parent);
     let mut tx = storage.db.begin().await?;
     runs::record_step(&mut tx, parent, to, 0, step.add_tool_calls, now, &events).await?;

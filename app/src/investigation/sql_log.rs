@@ -37,21 +37,24 @@ async fn commit(
     now: i64,
     events: &[harness::NewEvent],
 ) -> DomainResult<()> {
-    let events = run_events(events);
+    let events = run_events(events)?;
     let mut tx = db.begin().await?;
     runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
     tx.commit().await?;
     Ok(())
 }
 
-/// The harness's events as `runs` appends them.
-pub(super) fn run_events(events: &[harness::NewEvent]) -> Vec<runs::NewEvent<'_>> {
+/// The harness's events as `runs` appends them; a kind the app does not know (a
+/// harness newer than `runs::EventKind`) is refused before anything is written.
+pub(super) fn run_events(events: &[harness::NewEvent]) -> DomainResult<Vec<runs::NewEvent<'_>>> {
     events
         .iter()
-        .map(|e| runs::NewEvent {
-            kind: e.kind,
-            call_id: e.call_id.as_deref(),
-            payload: &e.payload,
+        .map(|e| {
+            Ok(runs::NewEvent {
+                kind: runs::EventKind::parse(e.kind)?,
+                call_id: e.call_id.as_deref(),
+                payload: &e.payload,
+            })
         })
         .collect()
 }
@@ -62,7 +65,7 @@ pub(super) fn harness_events(events: Vec<runs::Event>) -> Vec<harness::Event> {
         .into_iter()
         .map(|e| harness::Event {
             seq: e.seq,
-            kind: e.kind,
+            kind: e.kind.as_str().to_string(),
             call_id: e.call_id,
             payload: e.payload,
         })

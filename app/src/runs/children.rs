@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::log::append_event;
-use super::{load_run, run_from_row, stored_status, Run, RunStatus, RUN_COLUMNS};
+use super::{load_run, run_from_row, stored_status, EventKind, Run, RunStatus, RUN_COLUMNS};
 use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
@@ -48,7 +48,7 @@ pub async fn child_run(
     .await?;
     let created = serde_json::json!({ "case_id": parent.case_id, "parent_run_id": parent.id, "child": name,
         "model": versions.model, "prompt_version": versions.prompt, "tool_schema_version": versions.tools });
-    append_event(&mut tx, &id, "run_created", None, &created, now).await?;
+    append_event(&mut tx, &id, EventKind::RunCreated, None, &created, now).await?;
     tx.commit().await?;
     load_run(db, &id)
         .await?
@@ -123,7 +123,7 @@ pub async fn cancel_children(tx: &mut Tx<'_>, parent_id: &str, now: i64) -> Doma
         .await?;
         let payload =
             serde_json::json!({ "from": from, "to": RunStatus::Cancelled, "by": "parent" });
-        append_event(tx, &id, "state", None, &payload, now).await?;
+        append_event(tx, &id, EventKind::State, None, &payload, now).await?;
     }
     Ok(())
 }

@@ -3,14 +3,14 @@
 
 use sqlx::Row;
 
-use super::{run_changed, Event, Run, RunStatus, LEASE_MS};
+use super::{run_changed, Event, EventKind, Run, RunStatus, LEASE_MS};
 use crate::clock::rfc3339;
 use crate::error::DomainResult;
 use crate::store::{Db, Tx};
 
 /// An event to append with a step.
 pub struct NewEvent<'a> {
-    pub kind: &'a str,
+    pub kind: EventKind,
     pub call_id: Option<&'a str>,
     pub payload: &'a serde_json::Value,
 }
@@ -64,7 +64,7 @@ pub async fn record_step(
         append_event(
             tx,
             &run.id,
-            "state",
+            EventKind::State,
             None,
             &serde_json::json!({ "from": run.status, "to": status, "steps": run.steps + add_steps, "tool_calls": run.tool_calls + add_tool_calls }),
             now,
@@ -83,7 +83,7 @@ pub async fn record_step(
 pub async fn append_event(
     tx: &mut Tx<'_>,
     run_id: &str,
-    kind: &str,
+    kind: EventKind,
     call_id: Option<&str>,
     payload: &serde_json::Value,
     now: i64,
@@ -96,7 +96,7 @@ pub async fn append_event(
     sqlx::query("INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
         .bind(run_id)
         .bind(seq)
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(call_id)
         .bind(payload.to_string())
         .bind(now)
@@ -115,7 +115,7 @@ pub async fn events(db: &Db, run_id: &str) -> DomainResult<Vec<Event>> {
             let payload: String = r.try_get("payload")?;
             Ok(Event {
                 seq: r.try_get("seq")?,
-                kind: r.try_get("kind")?,
+                kind: EventKind::parse(r.try_get("kind")?)?,
                 call_id: r.try_get("call_id")?,
                 payload: serde_json::from_str(&payload)
                     .unwrap_or(serde_json::Value::String(payload)),

@@ -12,7 +12,9 @@ pub use log::{append_event, events, record_step, NewEvent};
 mod stalled;
 pub use stalled::{lock_for_note, progress_of, stalled_runs, Stalled};
 mod children;
+mod kind;
 pub use children::{cancel_children, child_run, children, parent_of, ChildRun};
+pub use kind::EventKind;
 
 use harness::Phase;
 use serde::Serialize;
@@ -173,7 +175,8 @@ pub struct Run {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Event {
     pub seq: i64,
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: EventKind,
     pub call_id: Option<String>,
     pub payload: serde_json::Value,
     pub at: String,
@@ -202,7 +205,7 @@ pub async fn create_run(
     .await?;
     let v = versions;
     let created = serde_json::json!({ "case_id": case_id, "model": v.model, "prompt_version": v.prompt, "tool_schema_version": v.tools });
-    append_event(tx, &id, "run_created", None, &created, now).await?;
+    append_event(tx, &id, EventKind::RunCreated, None, &created, now).await?;
     Ok(id)
 }
 
@@ -297,7 +300,7 @@ pub async fn finish_run(
         append_event(
             tx,
             run_id,
-            "state",
+            EventKind::State,
             None,
             &serde_json::json!({ "from": previous, "to": status }),
             now,

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{run_from_row, Run, RunStatus, RUN_COLUMNS};
+use super::{run_from_row, EventKind, Run, RunStatus, RUN_COLUMNS};
 use crate::error::DomainResult;
 use crate::store::{Db, Tx};
 
@@ -17,19 +17,19 @@ pub struct Stalled {
 
 /// `kinds` as an SQL list of literals. Only ever given the watchdog's constants (never
 /// input): sqlx's `Any` driver binds no arrays, and these lists are fixed at build time.
-fn sql_list(kinds: &[&'static str]) -> String {
-    let quoted: Vec<String> = kinds.iter().map(|k| format!("'{k}'")).collect();
+fn sql_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = names.into_iter().map(|k| format!("'{k}'")).collect();
     quoted.join(", ")
 }
 
 /// The time of the run's last event of one of `progress` (`run_created` is always one),
 /// its child runs' included: a parent joining its sub-agents progresses through them.
-fn last_progress_sql(run_id: &str, progress: &[&'static str]) -> String {
+fn last_progress_sql(run_id: &str, progress: &[EventKind]) -> String {
     format!(
         "(SELECT MAX(e.created_at) FROM run_events e
           WHERE (e.run_id = {run_id} OR e.run_id IN (SELECT c.id FROM runs c WHERE c.parent_run_id = {run_id}))
             AND e.kind IN ({}))",
-        sql_list(progress)
+        sql_list(progress.iter().map(|k| k.as_str()))
     )
 }
 
@@ -39,7 +39,7 @@ fn last_progress_sql(run_id: &str, progress: &[&'static str]) -> String {
 pub async fn stalled_runs(
     db: &Db,
     watched: &[RunStatus],
-    progress: &[&'static str],
+    progress: &[EventKind],
     cutoff: i64,
     limit: i64,
 ) -> DomainResult<Vec<Stalled>> {
@@ -49,7 +49,7 @@ pub async fn stalled_runs(
              WHERE r.status IN ({}) AND r.created_at <= $1 AND r.parent_run_id IS NULL
          ) s WHERE s.last_progress_at <= $1 ORDER BY s.last_progress_at, s.id LIMIT $2",
         last_progress_sql("r.id", progress),
-        sql_list(&watched.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+        sql_list(watched.iter().map(|s| s.as_str()))
     );
     let rows = sqlx::query(&sql)
         .bind(cutoff)
@@ -73,7 +73,7 @@ pub async fn stalled_runs(
 pub async fn lock_for_note(
     tx: &mut Tx<'_>,
     run_id: &str,
-    progress: &[&'static str],
+    progress: &[EventKind],
 ) -> DomainResult<Option<(String, i64)>> {
     sqlx::query("UPDATE runs SET updated_at = updated_at WHERE id = $1")
         .bind(run_id)
@@ -86,7 +86,7 @@ pub async fn lock_for_note(
 pub async fn progress_of(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
-    progress: &[&'static str],
+    progress: &[EventKind],
 ) -> DomainResult<Option<(String, i64)>> {
     let row = sqlx::query(&format!(
         "SELECT status, {} AS last_progress_at FROM runs WHERE id = $1",

@@ -57,7 +57,15 @@ pub async fn escalate_to_human(
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }
-    runs::append_event(&mut tx, &run.id, "escalated", None, &summary, now).await?;
+    runs::append_event(
+        &mut tx,
+        &run.id,
+        runs::EventKind::Escalated,
+        None,
+        &summary,
+        now,
+    )
+    .await?;
     runs::set_status(&mut tx, run, runs::RunStatus::Failed, 0, 0, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");

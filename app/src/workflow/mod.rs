@@ -23,7 +23,7 @@ use crate::billing::BillingSource;
 use crate::cases::{self, Case, CaseStatus};
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
-use crate::runs::{self, Run};
+use crate::runs::{self, EventKind, Run};
 use crate::store::Db;
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
@@ -270,7 +270,7 @@ async fn append_decision_events(
     runs::append_event(
         tx,
         run_id,
-        "decision",
+        EventKind::Decision,
         None,
         &decision_event(decision, policy_index),
         now,
@@ -280,7 +280,7 @@ async fn append_decision_events(
         runs::append_event(
             tx,
             run_id,
-            "proposal_overridden",
+            EventKind::ProposalOverridden,
             None,
             &json!({ "proposed": proposed, "decided": decided }),
             now,
@@ -289,7 +289,7 @@ async fn append_decision_events(
     }
     if !invalid.is_empty() {
         let invalid = json!({ "invalid": invalid });
-        runs::append_event(tx, run_id, "evidence_rejected", None, &invalid, now).await?;
+        runs::append_event(tx, run_id, EventKind::EvidenceRejected, None, &invalid, now).await?;
     }
     Ok(())
 }

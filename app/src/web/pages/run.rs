@@ -6,7 +6,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
+use harness::Kind;
+
 use crate::auth::Session;
+use crate::runs::EventKind;
 use crate::state::AppState;
 use crate::web::error::AppError;
 
@@ -75,25 +78,25 @@ pub(super) async fn run_page(
     let events = events
         .into_iter()
         .map(|e| {
-            let summary = match e.kind.as_str() {
-                "tool_intent" => format!(
+            let summary = match e.kind {
+                EventKind::Harness(Kind::ToolIntent) => format!(
                     "{} {}",
                     e.payload["name"].as_str().unwrap_or(""),
                     e.payload["arguments"]
                 ),
-                "tool_result" => {
+                EventKind::Harness(Kind::ToolResult) => {
                     if e.payload["ok"] == serde_json::Value::Bool(true) {
                         "ok".to_string()
                     } else {
                         format!("error: {}", e.payload["content"]["error"])
                     }
                 }
-                "state" => format!(
+                EventKind::State => format!(
                     "{} → {}",
                     e.payload["from"].as_str().unwrap_or("?"),
                     e.payload["to"].as_str().unwrap_or("?")
                 ),
-                "decision" => format!(
+                EventKind::Decision => format!(
                     "{} ({})",
                     e.payload["outcome"].as_str().unwrap_or(""),
                     e.payload["reason_code"].as_str().unwrap_or("")
@@ -104,7 +107,7 @@ pub(super) async fn run_page(
             EventRow {
                 seq: e.seq,
                 at: e.at,
-                kind: e.kind,
+                kind: e.kind.to_string(),
                 call_id: e.call_id,
                 summary,
                 payload: serde_json::to_string_pretty(&e.payload).unwrap_or_default(),
