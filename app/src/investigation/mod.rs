@@ -23,7 +23,7 @@ use crate::agent::tools::{self, ToolEnv};
 use crate::agent::Model;
 use crate::clock::HarnessClock;
 use crate::error::{DomainError, DomainResult};
-use crate::runs::{self, status, Run};
+use crate::runs::{self, status, EventKind, Run};
 use crate::store::Db;
 use crate::workflow::Decider;
 use children::{Briefed, Briefing};
@@ -35,6 +35,21 @@ use sql_log::{rest, working_status, SqlLog};
 pub struct Investigator<'a> {
     pub decider: Decider<'a>,
     pub model: &'a dyn Model,
+}
+
+impl Investigator<'_> {
+    /// The case to a human, with what the run verified (`workflow::escalate_to_human`).
+    async fn escalate(
+        &self,
+        run: &mut Run,
+        case: &crate::cases::Case,
+        ticket: &crate::tickets::Ticket,
+        why: &str,
+        evidence: &[harness::Exchange],
+    ) -> DomainResult<()> {
+        let (db, clock) = (self.decider.db, self.decider.clock);
+        crate::workflow::escalate_to_human(db, clock, run, case, ticket, why, evidence).await
+    }
 }
 
 /// Advances a claimed run until it waits, finishes or fails. Safe to call again on the
@@ -71,7 +86,7 @@ async fn advance_claimed(inv: Investigator<'_>, run: &mut Run) -> DomainResult<(
     let events = runs::events(inv.decider.db, &run.id).await?;
     if events
         .iter()
-        .any(|e| e.kind == "decision" || e.kind == "escalated")
+        .any(|e| matches!(e.kind, EventKind::Decision | EventKind::Escalated))
     {
         // Only reachable if a decision was recorded without its state change.
         if !run.status.holds_no_worker() {
@@ -108,15 +123,7 @@ async fn investigate(
     if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
         // The required billing reader did not answer: a human decides (issue 18).
         let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
-        let w = crate::workflow::escalate_to_human(
-            inv.decider.db,
-            inv.decider.clock,
-            run,
-            case,
-            ticket,
-            why,
-            evidence,
-        );
+        let w = inv.escalate(run, case, ticket, why, evidence);
         return w.await;
     }
     let briefed = briefing.as_ref().map(|b| Briefed {
@@ -148,15 +155,7 @@ async fn investigate(
         let exchanges = &[evidence, &ended.log.exchanges[..]].concat();
         let proposal = match &ended.outcome {
             Outcome::HandedOff { reason, .. } => {
-                let w = crate::workflow::escalate_to_human(
-                    inv.decider.db,
-                    inv.decider.clock,
-                    run,
-                    case,
-                    ticket,
-                    reason,
-                    exchanges,
-                );
+                let w = inv.escalate(run, case, ticket, reason, exchanges);
                 return w.await;
             }
             Outcome::Answered(proposal) => proposal,
@@ -202,7 +201,7 @@ async fn provider_down(
         "attempt": waits + 1,
         "retry_after_ms": runs::DEPENDENCY_RETRY_MS,
     });
-    let event = harness::NewEvent::new("dependency_unavailable", None, payload);
+    let event = harness::NewEvent::new(EventKind::DependencyUnavailable.as_str(), None, payload);
     rest(
         inv.decider.db,
         run,
