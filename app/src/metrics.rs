@@ -309,22 +309,38 @@ pub fn record_login_failure(reason: &'static str) {
 }
 
 /// What the database holds now, counted at scrape time: `(metric, help, table, grouped
-/// by verdict too)`. Approvals carry `verdict` (approved, rejected) and `status` (valid,
-/// void), so rejections and voided approvals are read here, whichever path voided them.
-const STATE_GAUGES: [(&str, &str, &str, bool); 4] = [
-    ("cases", "Cases by status", "cases", false),
-    ("runs", "Agent runs by status", "runs", false),
+/// by verdict too, which rows)`. Approvals carry `verdict` (approved, rejected) and
+/// `status` (valid, void), so rejections and voided approvals are read here, whichever
+/// path voided them. Sub-agent runs are counted apart from the runs a worker claims.
+const STATE_GAUGES: [(&str, &str, &str, bool, &str); 5] = [
+    ("cases", "Cases by status", "cases", false, "1 = 1"),
+    (
+        "runs",
+        "Agent runs by status (a case's own runs; sub-agents are child_runs)",
+        "runs",
+        false,
+        "parent_run_id IS NULL",
+    ),
+    (
+        "child_runs",
+        "Sub-agent runs by status (children of an agent run)",
+        "runs",
+        false,
+        "parent_run_id IS NOT NULL",
+    ),
     (
         "approvals",
         "Approvals by verdict and status (valid or void)",
         "approvals",
         true,
+        "1 = 1",
     ),
     (
         "refund_intents",
         "Refund intents by status",
         "refund_intents",
         false,
+        "1 = 1",
     ),
 ];
 
@@ -333,15 +349,16 @@ async fn count_by_status(
     db: &Db,
     table: &str,
     with_verdict: bool,
+    rows: &str,
 ) -> sqlx::Result<Family<StatusLabel, Gauge>> {
     let columns = if with_verdict {
         "status, verdict"
     } else {
         "status"
     };
-    // `table` and `columns` are the constants above, never input.
+    // `table`, `columns` and `rows` are the constants above, never input.
     let rows = sqlx::query(&format!(
-        "SELECT {columns}, COUNT(*) AS n FROM {table} GROUP BY {columns}"
+        "SELECT {columns}, COUNT(*) AS n FROM {table} WHERE {rows} GROUP BY {columns}"
     ))
     .fetch_all(db.pool())
     .await?;
@@ -410,9 +427,13 @@ pub async fn render(
     stuck: &[(&'static str, usize)],
 ) -> anyhow::Result<String> {
     let mut states = Registry::with_prefix(PREFIX);
-    for (name, help, table, with_verdict) in STATE_GAUGES {
+    for (name, help, table, with_verdict, rows) in STATE_GAUGES {
         let help = format!("{help}, read from the database at scrape time");
-        states.register(name, help, count_by_status(db, table, with_verdict).await?);
+        states.register(
+            name,
+            help,
+            count_by_status(db, table, with_verdict, rows).await?,
+        );
     }
     states.register(
         "reconcile_mismatches",

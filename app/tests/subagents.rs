@@ -620,6 +620,67 @@ async fn the_trace_page_links_a_parent_run_to_its_child_runs_and_each_child_back
     }
 }
 
+/// What `get_run` over MCP answers for `run_id` (the supervisor's view).
+async fn mcp_run(app: &support::TestApp, ticket_id: &str, run_id: &str) -> Value {
+    let staff = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
+        .await
+        .unwrap()
+        .unwrap();
+    let called = app::web::mcp::call(
+        &app.state,
+        &staff,
+        app::web::mcp::Surface::Stdio,
+        "get_run",
+        json!({ "ticket_id": ticket_id, "run_id": run_id }),
+    )
+    .await
+    .unwrap();
+    let app::web::mcp::Called::Outcome(outcome) = called else {
+        panic!("get_run is a tool: {called:?}");
+    };
+    assert!(outcome.ok, "{outcome:?}");
+    outcome.content
+}
+
+#[tokio::test]
+async fn mcp_and_metrics_tell_a_runs_sub_agents_apart_from_the_runs_workers_claim() {
+    let server = FakeServer::start(scripts(billing_script(), policy_script())).await;
+    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let parent_id = case["run_id"].as_str().unwrap();
+    let children = children(&app.state.db, parent_id).await;
+
+    let parent = mcp_run(&app, &ticket_id, parent_id).await;
+    let listed: HashMap<&str, &str> = parent["run"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(listed.len(), 2, "{parent}");
+    for name in ["billing", "policy"] {
+        assert_eq!(listed[name], children[name].id);
+        let child = mcp_run(&app, &ticket_id, &children[name].id).await;
+        assert_eq!(child["run"]["parent_run_id"], parent_id, "{child}");
+        assert_eq!(child["run"]["children"], json!([]));
+    }
+    assert_eq!(parent["run"]["parent_run_id"], Value::Null);
+
+    let (status, metrics) = app
+        .raw(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let gauge = |name: &str| -> i64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("refund_desk_{name}{{")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+            .sum()
+    };
+    assert_eq!(gauge("runs"), 1, "only the case's own run:\n{metrics}");
+    assert_eq!(gauge("child_runs"), 2, "its two readers:\n{metrics}");
+}
+
 // ---------------------------------------------------------------------------------------
 // SIGKILL of a real `refund-agent serve` between one child's answer and the join.
 // ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
 /// A child run as its parent's trace lists it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ChildRun {
     pub id: String,
     pub name: String,

@@ -295,7 +295,8 @@ fn declarations() -> Vec<ToolDeclaration> {
     all.push(ToolDeclaration {
         name: GET_RUN,
         description: "The agent run on the case (its current one, or run_id if it belongs to the \
-                      case): status, steps and the whole event log, each tool call with its result.",
+                      case): status, steps, its parent and sub-agent runs (each readable by run_id), and the \
+                      whole event log, each tool call with its result.",
         parameters: json!({ "type": "object", "properties": { "run_id": { "type": "string", "maxLength": MAX_ID_CHARS } },
                             "required": [], "additionalProperties": false }),
         read_only: true,
@@ -574,10 +575,18 @@ async fn run_view(state: &AppState, scope: &Scope, run_id: Option<&str>) -> Tool
         }
         Err(e) => return tools::internal(e),
     };
-    match crate::runs::events(&state.db, &run.id).await {
-        Ok(events) => ok(json!({
+    let family = tokio::try_join!(
+        crate::runs::events(&state.db, &run.id),
+        crate::runs::parent_of(&state.db, &run.id),
+        crate::runs::children(&state.db, &run.id),
+    );
+    match family {
+        // A run on the LLM path names its sub-agents' runs (each readable by `run_id`),
+        // and a sub-agent's run its parent, as the trace page links them.
+        Ok((events, parent_run_id, children)) => ok(json!({
             "run": { "id": run.id, "case_id": run.case_id, "status": run.status,
-                     "steps": run.steps, "tool_calls": run.tool_calls },
+                     "steps": run.steps, "tool_calls": run.tool_calls,
+                     "parent_run_id": parent_run_id, "children": children },
             "events": events,
         })),
         Err(e) => tools::internal(e),
