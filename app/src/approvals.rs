@@ -10,7 +10,7 @@ use crate::cases::{self, CaseStatus};
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::replies::{self, Language};
-use crate::store::Db;
+use crate::store::{Db, Tx};
 use crate::views::CaseView;
 use crate::workflow::Rules;
 use crate::world::parse_plain;
@@ -206,35 +206,45 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
     let mut tx = desk.db.begin().await?;
     // Versioned against the escalated case checked above: a case that moved on meanwhile
     // fails with `case_changed` and nothing is written.
-    let recorded = cases::record_decision(
-        &mut tx,
-        &case,
-        &cases::DecisionRecord {
-            status: CaseStatus::AwaitingApproval,
-            proposal: cases::ProposalChange::Renews,
-            facts: &facts,
-            decision: &decision,
-            evidence_hash: &evidence_hash,
-            required_role: Some(required),
-            reason_code: decision.reason_code,
-            void_reason: cases::VoidReason::Set(&void_reason),
-            policy_index: None,
-            now,
-        },
-    )
-    .await?;
+    let record = cases::DecisionRecord {
+        status: CaseStatus::AwaitingApproval,
+        proposal: cases::ProposalChange::Renews,
+        facts: &facts,
+        decision: &decision,
+        evidence_hash: &evidence_hash,
+        required_role: Some(required),
+        reason_code: decision.reason_code,
+        void_reason: cases::VoidReason::Set(&void_reason),
+        policy_index: None,
+        now,
+    };
+    record_staff_proposal(&mut tx, &case, &record, staff, "takeover").await?;
+    tx.commit().await?;
+    crate::views::current_view(desk.db, case_id).await
+}
+
+/// Records a decision a staff member proposed (a takeover, a reviewer's hand decision):
+/// it awaits somebody else's approval, bound to its fingerprint, and the audit log names
+/// who proposed it and how.
+pub(crate) async fn record_staff_proposal(
+    tx: &mut Tx<'_>,
+    case: &cases::Case,
+    record: &cases::DecisionRecord<'_>,
+    staff: &Staff,
+    how: &str,
+) -> DomainResult<()> {
+    let recorded = cases::record_decision(tx, case, record).await?;
     let fingerprint = recorded
         .fingerprint
         .expect("a decision that awaits approval always has a fingerprint");
+    let what = format!("{how}, fingerprint {fingerprint}");
     crate::audit::record(
-        &mut tx,
+        tx,
         &staff.id,
         "proposed_by_staff",
         &case.id,
-        &format!("takeover, fingerprint {fingerprint}"),
-        now,
+        &what,
+        record.now,
     )
-    .await?;
-    tx.commit().await?;
-    crate::views::current_view(desk.db, case_id).await
+    .await
 }

@@ -252,36 +252,21 @@ async fn propose_hand_refund(
         order_source: proposal.order_source,
         request_source: proposal.request_source,
     };
-    let recorded = cases::record_decision(
-        tx,
-        case,
-        &cases::DecisionRecord {
-            status: CaseStatus::AwaitingApproval,
-            proposal: cases::ProposalChange::Replaces(&human_proposal),
-            facts,
-            decision,
-            evidence_hash: &evidence_hash,
-            required_role: decision.approver_role,
-            reason_code: manual.reason,
-            void_reason: cases::VoidReason::Clear,
-            policy_index: None,
-            now,
-        },
-    )
-    .await?;
-    let fingerprint = recorded
-        .fingerprint
-        .expect("a decision that awaits approval always has a fingerprint");
-    // The reviewer proposed it: somebody else must approve it.
-    crate::audit::record(
-        tx,
-        &staff.id,
-        "proposed_by_staff",
-        &case.id,
-        &format!("shadow hand decision, fingerprint {fingerprint}"),
+    let record = cases::DecisionRecord {
+        status: CaseStatus::AwaitingApproval,
+        proposal: cases::ProposalChange::Replaces(&human_proposal),
+        facts,
+        decision,
+        evidence_hash: &evidence_hash,
+        required_role: decision.approver_role,
+        reason_code: manual.reason,
+        void_reason: cases::VoidReason::Clear,
+        policy_index: None,
         now,
-    )
-    .await?;
+    };
+    // The reviewer proposed it: somebody else must approve it.
+    crate::approvals::record_staff_proposal(tx, case, &record, staff, "shadow hand decision")
+        .await?;
     let amounts = decision
         .refunds
         .iter()
