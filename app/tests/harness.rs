@@ -524,35 +524,8 @@ struct BothRuns {
     decision: Option<policy_engine::Decision>,
 }
 
-/// The demo ticket as a historical one: the customer, message and date of the live
-/// ticket, and the demo world (the one loaded into the app and the mock) as its snapshot.
 fn demo_ticket() -> app::replay::HistoricalTicket {
-    let fixtures = app::config::default_fixtures_dir();
-    let world = std::fs::read_to_string(fixtures.join("billing/demo.json")).unwrap();
-    let now =
-        time::OffsetDateTime::parse(support::NOW, &time::format_description::well_known::Rfc3339)
-            .unwrap();
-    app::replay::HistoricalTicket {
-        id: "H-DEMO".into(),
-        created_at: now,
-        customer_id: "C-100".into(),
-        order_id: None,
-        messages: vec![app::replay::HistoricalMessage {
-            from: "customer".into(),
-            text: CHARGED_TWICE.into(),
-            at: now,
-            extra: Default::default(),
-        }],
-        world: app::world::World::parse(&world).unwrap(),
-        human: app::replay::HumanDecision {
-            outcome: app::replay::CaseOutcome::Refund,
-            reason: policy_engine::ReasonCode::DuplicateCharge,
-            refunds: vec![],
-            decided_by: "agent:test".into(),
-            extra: Default::default(),
-        },
-        extra: Default::default(),
-    }
+    support::demo_historical(CHARGED_TWICE)
 }
 
 /// Runs a fresh model from `make` live, then another replayed, and asserts both runs

@@ -620,6 +620,58 @@ async fn the_trace_page_links_a_parent_run_to_its_child_runs_and_each_child_back
     }
 }
 
+#[tokio::test]
+async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_as_live() {
+    let live_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
+    let app = support::spawn_app_with_model(Arc::new(live_server.model())).await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let replay_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
+    let model = replay_server.model();
+
+    let replayed = app::replay::investigate(
+        &model,
+        &app.state.index,
+        &support::demo_historical(CHARGED_TWICE),
+    )
+    .await
+    .unwrap();
+
+    // The readers ran (their calls are in the trace under their names) and were joined
+    // on the parent's log before its own loop, as live.
+    let kinds: Vec<&str> = replayed.events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.first(), Some(&"children_joined"), "{kinds:?}");
+    let reader_calls: Vec<&str> = replayed
+        .exchanges
+        .iter()
+        .map(|x| x.call.id.as_str())
+        .filter(|id| id.starts_with("billing:") || id.starts_with("policy:"))
+        .collect();
+    assert!(
+        reader_calls.contains(&"billing:s2c0:b2"),
+        "{reader_calls:?}"
+    );
+    assert!(reader_calls.contains(&"policy:s1c0:p1"), "{reader_calls:?}");
+    // The proposal cites the billing reader's evidence, and none of it is rejected.
+    assert!(
+        replayed.evidence_rejected.is_empty(),
+        "{:?}",
+        replayed.evidence_rejected
+    );
+    let proposal = replayed
+        .proposal
+        .as_ref()
+        .expect("the replayed parent proposes");
+    assert_eq!(proposal.refunds[0].charge_id, "ch_1001b");
+    assert_eq!(
+        case["proposal"]["refunds"][0]["charge_id"], "ch_1001b",
+        "{case}"
+    );
+    assert_eq!(
+        replayed.tool_calls, 3,
+        "the readers' calls count against the parent"
+    );
+}
+
 /// What `get_run` over MCP answers for `run_id` (the supervisor's view).
 async fn mcp_run(app: &support::TestApp, ticket_id: &str, run_id: &str) -> Value {
     let staff = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")

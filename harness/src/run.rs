@@ -33,7 +33,8 @@ pub trait Observer: Send + Sync {
     fn step(&self, _ms: u64) {}
 }
 
-struct Unobserved;
+/// An observer that measures nothing (the default: replays, tests).
+pub struct Unobserved;
 impl Observer for Unobserved {}
 
 /// Everything one run of the loop uses besides its log.

@@ -18,8 +18,7 @@
 use serde_json::{json, Value};
 
 pub use crate::budget::Shared;
-use crate::log::Counters;
-use crate::log::{EventLog, Kind, NewEvent, Step};
+use crate::log::{Counters, EventLog, Kind, NewEvent, RunLog, Step};
 use crate::model::Answer;
 use crate::run::{run_loop, Outcome, Run};
 
@@ -33,13 +32,16 @@ pub struct Child<'a, A: Send + 'static, L> {
 }
 
 /// How one child ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ChildEnd<A> {
     pub name: String,
     pub required: bool,
     pub outcome: Outcome<A>,
     pub counters: Counters,
     pub tokens: u64,
+    /// The child's log as it ended, folded: what its parent is briefed from when the
+    /// log itself is not kept (an in-memory replay).
+    pub log: RunLog<A>,
 }
 
 /// What the join comes to.
@@ -148,6 +150,7 @@ pub async fn join<A: Answer, L: EventLog>(
             tokens: e.log.tokens,
             counters: e.counters,
             outcome: e.outcome,
+            log: e.log,
         })
     });
     let ends = futures_util::future::join_all(runs).await;

@@ -26,7 +26,8 @@ use serde_json::{json, Value};
 
 use super::sql_log::{self, SqlLog, KEEP_ALIVE_EVERY};
 use crate::agent::findings::{Findings, Reader};
-use crate::agent::llm::SUBMIT_FINDINGS;
+use crate::agent::llm::reader::LlmReader;
+use crate::agent::llm::{LlmModel, SUBMIT_FINDINGS};
 use crate::agent::tools::{self, ToolEnv};
 use crate::agent::{BoxFuture, ModelTurn, Proposal};
 use crate::clock::{Clock, HarnessClock};
@@ -61,6 +62,22 @@ pub struct Storage<'a> {
 
 /// One reader with the model it runs on.
 pub type ReaderModel<'a> = (Reader, &'a dyn Model<Findings>);
+
+/// The LLM path's readers, when `model` is an LLM: the billing and policy readers on the
+/// same model server. `None` for any other model: the built-in investigator runs a
+/// single loop, live and in replay alike.
+pub fn llm_readers(model: &dyn crate::agent::Model) -> Option<[(Reader, LlmReader<'_>); 2]> {
+    let llm = model.as_any()?.downcast_ref::<LlmModel>()?;
+    Some(Reader::ALL.map(|reader| (reader, llm.reader(reader))))
+}
+
+/// The readers as the join takes them.
+pub fn reader_models<'a>(readers: &'a [(Reader, LlmReader<'_>)]) -> Vec<ReaderModel<'a>> {
+    readers
+        .iter()
+        .map(|(reader, model)| (*reader, model as &dyn Model<Findings>))
+        .collect()
+}
 
 /// Spawns (or finds) the parent's child runs, joins them unless the join is recorded,
 /// and returns the briefing built from their logs.
@@ -116,12 +133,45 @@ fn toolset<'a>(reader: Reader, env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Tool
     }
 }
 
-/// What the children run with, besides their rows.
+/// What the children run with, besides their logs.
 struct Children<'a, 'b> {
     readers: &'a [ReaderModel<'b>],
     toolsets: &'a [Toolset<'a>],
     inputs: &'a [String],
     observer: &'a dyn Observer,
+}
+
+impl<'a> Children<'a, '_> {
+    /// One reader's loop: its model and tools, the task's inputs, a reader's step budget
+    /// and rules, on the budget shared with its sibling.
+    fn run(
+        &self,
+        model: &'a dyn Model<Findings>,
+        tools: &'a Toolset<'a>,
+        clock: &'a dyn harness::Clock,
+        shared: &'a Shared,
+    ) -> harness::Run<'a, Findings> {
+        let mut run = harness::Run::new(model, tools, clock);
+        run.inputs = self.inputs;
+        run.limits = harness::Limits {
+            steps: READER_STEPS,
+            ..crate::agent::limits()
+        };
+        run.rules = &ReaderRules;
+        run.observer = self.observer;
+        run.shared = Some(shared);
+        run
+    }
+}
+
+/// The parent's budgets count what the children spend (`Joined::step`), so the
+/// children may spend only what the parent has left.
+fn shared_budget(parent_tokens: u64, parent_tool_calls: i64) -> Shared {
+    let limits = crate::agent::limits();
+    Shared::new(
+        limits.tokens.saturating_sub(parent_tokens),
+        (limits.tool_calls - parent_tool_calls).max(0),
+    )
 }
 
 /// Runs the children on a budget shared out of what the parent has left, joins them
@@ -133,40 +183,22 @@ async fn join(
     with: Children<'_, '_>,
     parent_tokens: u64,
 ) -> DomainResult<Value> {
-    let limits = crate::agent::limits();
-    // The parent's budgets count what the children spend (`Joined::step`), so the
-    // children may spend only what the parent has left.
-    let shared = Shared::new(
-        limits.tokens.saturating_sub(parent_tokens),
-        (limits.tool_calls - parent.tool_calls).max(0),
-    );
+    let shared = shared_budget(parent_tokens, parent.tool_calls);
     let clock = HarnessClock(storage.clock);
     let children = with
         .readers
         .iter()
         .zip(with.toolsets)
         .zip(rows.iter_mut())
-        .map(|(((reader, model), tools), row)| {
-            let mut run = harness::Run::new(*model, tools, &clock);
-            run.inputs = with.inputs;
-            run.limits = harness::Limits {
-                steps: READER_STEPS,
-                ..limits
-            };
-            run.rules = &ReaderRules;
-            run.observer = with.observer;
-            run.shared = Some(&shared);
-            let log = SqlLog {
+        .map(|(((reader, model), tools), row)| Child {
+            name: reader.name(),
+            required: reader.required(),
+            run: with.run(*model, tools, &clock, &shared),
+            log: SqlLog {
                 db: storage.db,
                 clock: storage.clock,
                 run: row,
-            };
-            Child {
-                name: reader.name(),
-                required: reader.required(),
-                run,
-                log,
-            }
+            },
         })
         .collect();
     let joined = keeping_lease(storage, parent, sub::join(children, &shared)).await?;
@@ -230,17 +262,26 @@ async fn briefing(
     rows: &[Run],
     joined: &Value,
 ) -> DomainResult<Briefing> {
-    let (mut prelude, mut evidence, mut findings) = (Vec::new(), Vec::new(), Vec::new());
-    for ((reader, _), row) in readers.iter().zip(rows) {
+    let mut logs = Vec::with_capacity(rows.len());
+    for row in rows {
         let events = sql_log::harness_events(runs::events(storage.db, &row.id).await?);
-        let log = RunLog::<Findings>::fold(&events);
+        logs.push(RunLog::<Findings>::fold(&events));
+    }
+    let readers: Vec<Reader> = readers.iter().map(|(reader, _)| *reader).collect();
+    Ok(brief(&readers, &logs, joined))
+}
+
+/// The briefing from each reader's log (in `readers`' order) and the join's event.
+fn brief(readers: &[Reader], logs: &[RunLog<Findings>], joined: &Value) -> Briefing {
+    let (mut prelude, mut evidence, mut findings) = (Vec::new(), Vec::new(), Vec::new());
+    for (reader, log) in readers.iter().zip(logs) {
         let name = reader.name();
         evidence.extend(prefixed(name, log.exchanges.clone()));
         prelude.extend(prefixed(
             name,
             log.model_history(crate::agent::MAX_TOOL_RESULT_BYTES),
         ));
-        findings.push(findings_exchange(*reader, &log));
+        findings.push(findings_exchange(*reader, log));
     }
     prelude.extend(findings);
     let outcome = &joined["outcome"];
@@ -248,11 +289,49 @@ async fn briefing(
         let why = outcome["reason"].as_str().unwrap_or("no reason recorded");
         format!("evidence incomplete: the {missing} reader did not answer ({why})")
     });
-    Ok(Briefing {
+    Briefing {
         prelude,
         evidence,
         incomplete,
-    })
+    }
+}
+
+/// The same readers in memory, for a replay (shadow report, eval): each on a
+/// `MemoryLog`, joined on the budget a fresh run has, and the briefing built as live
+/// builds it. Returns the briefing and the join's step, for the parent's own log.
+pub async fn gather_in_memory(
+    clock: &dyn harness::Clock,
+    (ticket, env, inputs): (&Ticket, &ToolEnv<'_>, &[String]),
+    readers: &[ReaderModel<'_>],
+    observer: &dyn Observer,
+) -> (Briefing, harness::Step) {
+    let toolsets: Vec<Toolset<'_>> = readers
+        .iter()
+        .map(|(reader, _)| toolset(*reader, env, ticket))
+        .collect();
+    let with = Children {
+        readers,
+        toolsets: &toolsets,
+        inputs,
+        observer,
+    };
+    let shared = shared_budget(0, 0);
+    let children = readers
+        .iter()
+        .zip(&toolsets)
+        .map(|((reader, model), tools)| Child {
+            name: reader.name(),
+            required: reader.required(),
+            run: with.run(*model, tools, clock, &shared),
+            log: harness::MemoryLog::new(),
+        })
+        .collect();
+    // An in-memory log cannot fail (its error type is uninhabited).
+    let Ok(joined) = sub::join(children, &shared).await;
+    let logs: Vec<RunLog<Findings>> = joined.children.iter().map(|c| c.log.clone()).collect();
+    let readers: Vec<Reader> = readers.iter().map(|(reader, _)| *reader).collect();
+    let briefing = brief(&readers, &logs, &joined.event().payload);
+    (briefing, joined.step())
 }
 
 /// A child's exchanges under call ids that cannot collide with the parent's or a

@@ -16,8 +16,6 @@ mod sql_log;
 use harness::{LogError, Outcome};
 use serde_json::json;
 
-use crate::agent::findings::{Findings, Reader};
-use crate::agent::llm::LlmModel;
 use crate::agent::rules::RefundRules;
 use crate::agent::tools::{self, ToolEnv};
 use crate::agent::Model;
@@ -221,18 +219,10 @@ async fn children(
     run: &mut Run,
     task: (&crate::tickets::Ticket, &ToolEnv<'_>, &[String]),
 ) -> DomainResult<Option<Briefing>> {
-    let llm = inv
-        .model
-        .as_any()
-        .and_then(|m| m.downcast_ref::<LlmModel>());
-    let Some(llm) = llm else {
+    let Some(readers) = children::llm_readers(inv.model) else {
         return Ok(None);
     };
-    let readers = Reader::ALL.map(|reader| (reader, llm.reader(reader)));
-    let models: Vec<children::ReaderModel<'_>> = readers
-        .iter()
-        .map(|(reader, model)| (*reader, model as &dyn harness::Model<Findings>))
-        .collect();
+    let models = children::reader_models(&readers);
     let storage = children::Storage {
         db: inv.decider.db,
         clock: inv.decider.clock,

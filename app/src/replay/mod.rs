@@ -11,8 +11,11 @@
 //! tool calls, wall time), the same refusal of a turn that tries to act or claims an
 //! approval, the same call ids, the same truncated history shown to the model, the same
 //! handoff reason and summary. Where live commits each step to the run's SQL log, replay
-//! gives the loop a `harness::MemoryLog` ([`Investigation::events`]). Only the dependency-wait budget has no counterpart: the
-//! snapshot is never unavailable.
+//! gives the loop a `harness::MemoryLog` ([`Investigation::events`]). On the LLM path
+//! the same two read-only readers run first, each on a `MemoryLog` of its own, joined on
+//! the same shared budget (`investigation::children::gather_in_memory`), and the parent
+//! is briefed with what they found, as live. Only the dependency-wait budget has no
+//! counterpart: the snapshot is never unavailable.
 //!
 //! What this module deliberately does not have: a database, a payments client or an
 //! `AppState`. No function here takes one, so a replay cannot write a record, move money
@@ -39,7 +42,9 @@ use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
 use crate::billing::WorldBilling;
 use crate::clock::HarnessClock;
 use crate::clock::{Clock, SystemClock};
-use harness::{MemoryLog, NewEvent};
+use harness::{EventLog, MemoryLog, NewEvent};
+
+use crate::investigation::children::{self, Briefed};
 
 mod diff;
 mod history;
@@ -204,25 +209,66 @@ pub async fn investigate_with_clock(
         .collect();
     let model_name = model.name();
     let clock = HarnessClock(clock);
-    let mut spec = harness::Run::new(model, &toolset, &clock);
+    let mut log = MemoryLog::new();
+    // The LLM path's readers first, in memory, as the live loop runs them (issue 18).
+    let readers = children::llm_readers(model);
+    let briefing = match &readers {
+        Some(readers) => {
+            let models = children::reader_models(readers);
+            let task = (&ticket, &env, &customer_messages[..]);
+            let (briefing, joined) =
+                children::gather_in_memory(&clock, task, &models, &harness::Unobserved).await;
+            let Ok(()) = log.commit(joined).await;
+            Some(briefing)
+        }
+        None => None,
+    };
+    let briefed = briefing.as_ref().map(|b| Briefed {
+        model,
+        prelude: &b.prelude,
+    });
+    let parent: &dyn Model = match &briefed {
+        Some(briefed) => briefed,
+        None => model,
+    };
+    let mut spec = harness::Run::new(parent, &toolset, &clock);
     spec.inputs = &customer_messages;
     spec.limits = crate::agent::limits();
     spec.rules = &RefundRules;
 
-    let mut log = MemoryLog::new();
-    // An in-memory log cannot fail (its error type is uninhabited).
-    let Ok(ended) = harness::run_loop(&spec, &mut log).await;
-    let (escalation, handoff, proposal) = match ended.outcome {
-        harness::Outcome::HandedOff { reason, summary } => (Some(reason), Some(summary), None),
+    let incomplete = briefing.as_ref().and_then(|b| b.incomplete.clone());
+    let (outcome, state, counters) = match incomplete {
+        // The required billing reader did not answer: live sends the case to a human.
+        Some(why) => {
+            let Ok(events) = log.load().await;
+            let outcome = harness::Outcome::HandedOff {
+                reason: why,
+                summary: serde_json::Value::Null,
+            };
+            (outcome, harness::RunLog::fold(&events), log.counters())
+        }
+        None => {
+            // An in-memory log cannot fail (its error type is uninhabited).
+            let Ok(ended) = harness::run_loop(&spec, &mut log).await;
+            (ended.outcome, ended.log, ended.counters)
+        }
+    };
+    let (escalation, handoff, proposal) = match outcome {
+        harness::Outcome::HandedOff { reason, summary } => {
+            (Some(reason), Some(summary).filter(|s| !s.is_null()), None)
+        }
         harness::Outcome::Answered(proposal) => (None, None, Some(proposal)),
         // Nothing cancels a replayed run (it has no parent).
         harness::Outcome::Cancelled => (Some("cancelled".to_string()), None, None),
     };
-    let (state, counters, events) = (ended.log, ended.counters, log.events);
+    let events = log.events;
+    // The readers' exchanges are evidence the proposal may cite, as live.
+    let evidence = briefing.map(|b| b.evidence).unwrap_or_default();
+    let exchanges = [evidence, state.exchanges].concat();
     let mut investigation = Investigation {
         ticket_id: historical.id.clone(),
         model: model_name,
-        exchanges: state.exchanges,
+        exchanges,
         proposal: None,
         escalation,
         handoff,

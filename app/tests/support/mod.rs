@@ -400,3 +400,33 @@ pub async fn poll_json(
     }
     panic!("condition never held within {limit:?} at {url}; last: {last:#}");
 }
+
+/// `message` from the demo customer C-100 as a historical ticket: the date of the live
+/// tests' tickets, and the demo world (the one loaded into the app and the mock) as its
+/// snapshot, so a replay and a live run read the same records.
+#[allow(dead_code)] // Used by the test binaries that replay (harness, subagents).
+pub fn demo_historical(message: &str) -> app::replay::HistoricalTicket {
+    let now = time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
+        .expect("NOW is RFC 3339");
+    app::replay::HistoricalTicket {
+        id: "H-DEMO".into(),
+        created_at: now,
+        customer_id: "C-100".into(),
+        order_id: None,
+        messages: vec![app::replay::HistoricalMessage {
+            from: "customer".into(),
+            text: message.into(),
+            at: now,
+            extra: Default::default(),
+        }],
+        world: app::world::World::parse(&demo_world_text()).expect("the demo world parses"),
+        human: app::replay::HumanDecision {
+            outcome: app::replay::CaseOutcome::Refund,
+            reason: policy_engine::ReasonCode::DuplicateCharge,
+            refunds: vec![],
+            decided_by: "agent:test".into(),
+            extra: Default::default(),
+        },
+        extra: Default::default(),
+    }
+}
