@@ -544,22 +544,9 @@ async fn the_server_offers_the_current_stable_revision_and_hosts_that_initialize
 async fn a_stdio_call_runs_the_same_tool_and_is_audited_as_stdio_with_its_caller() {
     let app = spawn_app().await;
     let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
-    let staff = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
-        .await
-        .unwrap()
-        .unwrap();
-    let called = app::web::mcp::call(
-        &app.state,
-        &staff,
-        app::web::mcp::Surface::Stdio,
-        "list_orders",
-        json!({ "ticket_id": ticket_id }),
-    )
-    .await
-    .unwrap();
-    let app::web::mcp::Called::Outcome(outcome) = called else {
-        panic!("list_orders is a tool: {called:?}");
-    };
+    let (outcome, staff) = app
+        .mcp_as_supervisor("list_orders", json!({ "ticket_id": ticket_id }))
+        .await;
     assert!(outcome.ok, "{outcome:?}");
     assert_eq!(outcome.content["orders"][0]["id"], "O-1001");
     let rows = mcp_audit_rows(&app).await;

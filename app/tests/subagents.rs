@@ -674,22 +674,8 @@ async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_a
 
 /// What `get_run` over MCP answers for `run_id` (the supervisor's view).
 async fn mcp_run(app: &support::TestApp, ticket_id: &str, run_id: &str) -> Value {
-    let staff = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
-        .await
-        .unwrap()
-        .unwrap();
-    let called = app::web::mcp::call(
-        &app.state,
-        &staff,
-        app::web::mcp::Surface::Stdio,
-        "get_run",
-        json!({ "ticket_id": ticket_id, "run_id": run_id }),
-    )
-    .await
-    .unwrap();
-    let app::web::mcp::Called::Outcome(outcome) = called else {
-        panic!("get_run is a tool: {called:?}");
-    };
+    let arguments = json!({ "ticket_id": ticket_id, "run_id": run_id });
+    let (outcome, _) = app.mcp_as_supervisor("get_run", arguments).await;
     assert!(outcome.ok, "{outcome:?}");
     outcome.content
 }

@@ -430,3 +430,27 @@ pub fn demo_historical(message: &str) -> app::replay::HistoricalTicket {
         extra: Default::default(),
     }
 }
+
+impl TestApp {
+    /// One MCP tool call as the supervisor over stdio (`web::mcp::call`, as `refund-agent
+    /// mcp` makes it), its outcome and the staff member who made it.
+    #[allow(dead_code)] // Used by the MCP and sub-agent test binaries.
+    pub async fn mcp_as_supervisor(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> (app::agent::ToolOutcome, app::auth::Staff) {
+        let staff = app::auth::staff_by_email(&self.state.db, "supervisor@test.example")
+            .await
+            .expect("staff lookup")
+            .expect("the supervisor is seeded");
+        let surface = app::web::mcp::Surface::Stdio;
+        let called = app::web::mcp::call(&self.state, &staff, surface, tool, arguments)
+            .await
+            .expect("the call is answered");
+        let app::web::mcp::Called::Outcome(outcome) = called else {
+            panic!("{tool} is a tool: {called:?}");
+        };
+        (outcome, staff)
+    }
+}
