@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 use sqlx::Row;
+use support::pg_cluster::Cluster;
 
 /// How long the database server stays down (issue 20: "stopped for 10 s").
 const OUTAGE: Duration = Duration::from_secs(10);
@@ -30,58 +31,6 @@ const CASES: usize = 40;
 const REST_LIMIT: Duration = Duration::from_secs(180);
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 const SUPERVISOR: &str = "restart-supervisor@refund-desk.test";
-
-/// The PostgreSQL cluster serving `TEST_DATABASE_URL`, as `pg_ctlcluster` names it.
-struct Cluster {
-    version: String,
-    name: String,
-}
-
-impl Cluster {
-    /// Finds the cluster listening on the URL's port in `pg_lsclusters`.
-    fn serving(url: &str) -> Cluster {
-        let port = reqwest::Url::parse(url)
-            .expect("TEST_DATABASE_URL is a URL")
-            .port()
-            .unwrap_or(5432)
-            .to_string();
-        let out = Command::new("pg_lsclusters")
-            .arg("-h")
-            .output()
-            .expect("TEST_POSTGRES_RESTART is set, so pg_lsclusters must run");
-        let listing = String::from_utf8_lossy(&out.stdout);
-        let line = listing
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|cols| cols.get(2) == Some(&port.as_str()))
-            .unwrap_or_else(|| panic!("no cluster on port {port} in pg_lsclusters: {listing}"));
-        Cluster {
-            version: line[0].to_string(),
-            name: line[1].to_string(),
-        }
-    }
-
-    /// `pg_ctlcluster VERSION NAME stop|start`; a failure fails the test (it was asked
-    /// to run, so it may not skip).
-    fn control(&self, action: &str) {
-        let out = self.run(action);
-        assert!(
-            out.status.success(),
-            "pg_ctlcluster {} {} {action} failed (it needs root): {}",
-            self.version,
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn run(&self, action: &str) -> std::process::Output {
-        Command::new("pg_ctlcluster")
-            .args([&self.version, &self.name, action])
-            .stdin(Stdio::null())
-            .output()
-            .expect("running pg_ctlcluster")
-    }
-}
 
 /// What a failed assertion must not leave behind: a stopped database server (other
 /// suites run on it next) or a running `serve`.
@@ -97,7 +46,7 @@ impl Drop for Cleanup<'_> {
             let _ = serve.child.wait();
         }
         // Starting a running cluster fails harmlessly ("already running").
-        let _ = self.cluster.run("start");
+        let _ = self.cluster.start();
     }
 }
 
@@ -110,7 +59,7 @@ fn cluster_to_restart() -> Option<(String, Cluster)> {
     let asked = std::env::var("TEST_POSTGRES_RESTART").is_ok_and(|v| v == "1");
     match (url, asked) {
         (Some(url), true) => {
-            let cluster = Cluster::serving(&url);
+            let cluster = Cluster::serving(&url).unwrap_or_else(|e| panic!("{e}"));
             Some((url, cluster))
         }
         (None, true) => panic!(
@@ -287,9 +236,11 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
         .map(|i| cli(agent(), &["customer", "token", &format!("R-{i:03}")], None))
         .collect();
 
+    let log_path = dir.path().join("serve.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
     let mut cleanup = Cleanup {
         cluster: &cluster,
-        serve: Some(support::serve::start(&mut agent()).await),
+        serve: Some(support::serve::start_with_log(&mut agent(), Stdio::from(log_file)).await),
     };
     let serve = cleanup.serve.as_mut().expect("just started");
     let http = reqwest::Client::builder()
@@ -311,16 +262,18 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
         assert_eq!(resp.unwrap().status().as_u16(), 201, "a ticket is opened");
     }
     let db = sqlx::AnyPool::connect(&database_url).await.unwrap();
-    // The outage starts once money is moving, with most cases still in flight.
+    // The outage starts as the first case reaches the reviewer: the worker is still
+    // investigating the others (its queries are cut off mid-step) and approvals and
+    // refunds begin around it.
     let started = Instant::now();
     let in_flight_at_outage = loop {
         let statuses = case_statuses(&db).await;
-        if statuses.iter().any(|s| s == "refund_succeeded") {
+        if statuses.iter().any(|s| s == "awaiting_approval") {
             break statuses.iter().filter(|s| *s != "refund_succeeded").count();
         }
         assert!(
             started.elapsed() < REST_LIMIT,
-            "no refund ever succeeded: {statuses:?}"
+            "no case ever reached the reviewer: {statuses:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
@@ -330,7 +283,7 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
         "the outage must hit work in flight"
     );
 
-    cluster.control("stop");
+    cluster.stop().unwrap_or_else(|e| panic!("{e}"));
     let outage_started = Instant::now();
     let (mut unready, mut ready) = (0, 0);
     while outage_started.elapsed() < OUTAGE {
@@ -346,7 +299,7 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    cluster.control("start");
+    cluster.start().unwrap_or_else(|e| panic!("{e}"));
     let restarted = Instant::now();
     assert!(
         unready > 0 && ready == 0,
@@ -425,11 +378,15 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
         assert_eq!(created, 1, "charge {charge} refunded once");
     }
     db.close().await;
+    let log = std::fs::read_to_string(&log_path).unwrap();
     eprintln!(
         "restart: {in_flight_at_outage}/{CASES} cases in flight at the outage; /readyz 503 × {unready} \
-         during {}s down; ready {:.1}s after the start; all at rest {:.1}s after it",
+         during {}s down; ready {:.1}s after the start; all at rest {:.1}s after it; \
+         {} failed worker passes and {} failed run steps logged",
         OUTAGE.as_secs(),
         recovery.as_secs_f64(),
-        at_rest.as_secs_f64()
+        at_rest.as_secs_f64(),
+        log.matches("worker pass failed").count(),
+        log.matches("run step failed").count(),
     );
 }
