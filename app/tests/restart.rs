@@ -37,10 +37,20 @@ const SUPERVISOR: &str = "restart-supervisor@refund-desk.test";
 struct Cleanup<'a> {
     cluster: &'a Cluster,
     serve: Option<support::serve::Serve>,
+    /// `serve`'s log, shown when the test fails.
+    log: std::path::PathBuf,
 }
 
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!(
+                "--- serve's log (last 60 lines, newest first)\n{}",
+                tail.join("\n")
+            );
+        }
         if let Some(serve) = &mut self.serve {
             let _ = serve.child.kill();
             let _ = serve.child.wait();
@@ -52,16 +62,13 @@ impl Drop for Cleanup<'_> {
 
 /// The server to restart, or `None` (after saying so loudly) when this run was not
 /// asked to stop a PostgreSQL server.
-fn cluster_to_restart() -> Option<(String, Cluster)> {
+fn cluster_to_restart() -> Option<Cluster> {
     let url = std::env::var("TEST_DATABASE_URL")
         .ok()
         .filter(|u| !u.is_empty());
     let asked = std::env::var("TEST_POSTGRES_RESTART").is_ok_and(|v| v == "1");
     match (url, asked) {
-        (Some(url), true) => {
-            let cluster = Cluster::serving(&url).unwrap_or_else(|e| panic!("{e}"));
-            Some((url, cluster))
-        }
+        (Some(url), true) => Some(Cluster::serving(&url).unwrap_or_else(|e| panic!("{e}"))),
         (None, true) => panic!(
             "TEST_POSTGRES_RESTART=1 needs TEST_DATABASE_URL (a PostgreSQL server to restart)"
         ),
@@ -126,6 +133,9 @@ fn refund_agent(data: &std::path::Path, database_url: &str, payments: &str) -> C
             "PAYMENTS_WEBHOOK_SECRET",
             app::config::DEFAULT_WEBHOOK_SECRET,
         )
+        // Eight claim loops (default 4 on PostgreSQL) hold more connections mid-step, so
+        // the stop is more likely to cut a worker's transaction, not only wait its acquire.
+        .env("WORKER_CONCURRENCY", "8")
         .arg("--data-dir")
         .arg(data);
     cmd
@@ -197,50 +207,208 @@ async fn readyz_status(http: &reqwest::Client, base: &str) -> Option<u16> {
     Some(resp.status().as_u16())
 }
 
+/// The demo of this test: a fresh database seeded with `CASES` duplicate charges, the
+/// payments mock, a supervisor's token and one token per customer.
+struct Desk {
+    dir: tempfile::TempDir,
+    mock: payments_mock::RunningMock,
+    database_url: String,
+    supervisor: String,
+    customers: Vec<String>,
+}
+
+impl Desk {
+    async fn seeded() -> Desk {
+        let database_url = support::fresh_postgres_url("rd_test")
+            .await
+            .expect("TEST_DATABASE_URL is set");
+        let dir = tempfile::tempdir().unwrap();
+        let mock = payments_mock::start(
+            payments_mock::MockConfig::new(dir.path().join("payments")),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let mut desk = Desk {
+            dir,
+            mock,
+            database_url,
+            supervisor: String::new(),
+            customers: Vec::new(),
+        };
+        let world = desk.dir.path().join("world.json");
+        std::fs::write(&world, duplicate_charge_world(CASES).to_string()).unwrap();
+        cli(
+            desk.agent(),
+            &["seed", "--world", world.to_str().unwrap()],
+            None,
+        );
+        let add = [
+            "staff",
+            "add",
+            "--email",
+            SUPERVISOR,
+            "--role",
+            "supervisor",
+            "--password-stdin",
+        ];
+        cli(
+            desk.agent(),
+            &add,
+            Some("restart test password, not secret\n"),
+        );
+        desk.supervisor = cli(
+            desk.agent(),
+            &["staff", "token", "--email", SUPERVISOR],
+            None,
+        );
+        desk.customers = (0..CASES)
+            .map(|i| {
+                cli(
+                    desk.agent(),
+                    &["customer", "token", &format!("R-{i:03}")],
+                    None,
+                )
+            })
+            .collect();
+        desk
+    }
+
+    fn agent(&self) -> Command {
+        let data = self.dir.path().join("app");
+        refund_agent(&data, &self.database_url, &self.mock.base_url())
+    }
+}
+
+async fn open_tickets(http: &reqwest::Client, base: &str, customers: &[String]) {
+    let posts = customers.iter().map(|token| {
+        http.post(format!("{base}/api/v1/tickets"))
+            .bearer_auth(token)
+            .json(&json!({ "message": CHARGED_TWICE }))
+            .send()
+    });
+    for resp in join_all(posts).await {
+        assert_eq!(resp.unwrap().status().as_u16(), 201, "a ticket is opened");
+    }
+}
+
+/// Waits until the first case reaches the reviewer; returns how many are not done yet.
+async fn first_case_in_the_queue(database_url: &str) -> usize {
+    let db = sqlx::AnyPool::connect(database_url).await.unwrap();
+    let started = Instant::now();
+    let in_flight = loop {
+        let statuses = case_statuses(&db).await;
+        if statuses.iter().any(|s| s == "awaiting_approval") {
+            break statuses.iter().filter(|s| *s != "refund_succeeded").count();
+        }
+        assert!(
+            started.elapsed() < REST_LIMIT,
+            "no case reached the reviewer: {statuses:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    db.close().await;
+    in_flight
+}
+
+/// Stops the database for `OUTAGE`, probing `serve` meanwhile, and starts it again.
+/// Returns how many `/readyz` probes answered 503 (every one must).
+async fn outage(cluster: &Cluster, http: &reqwest::Client, base: &str) -> usize {
+    cluster.stop().unwrap_or_else(|e| panic!("{e}"));
+    let stopped = Instant::now();
+    let (mut unready, mut ready) = (0, 0);
+    while stopped.elapsed() < OUTAGE {
+        match readyz_status(http, base).await {
+            Some(503) => unready += 1,
+            Some(200) => ready += 1,
+            other => panic!("/readyz answered {other:?} while the database was down"),
+        }
+        let health = http.get(format!("{base}/healthz")).send().await;
+        assert!(
+            health.is_ok_and(|r| r.status().is_success()),
+            "/healthz stays 200"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    cluster.start().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        unready > 0 && ready == 0,
+        "/readyz: {unready} × 503 and {ready} × 200 while the database was down"
+    );
+    unready
+}
+
+async fn wait_until_ready(http: &reqwest::Client, base: &str, since: Instant) {
+    while readyz_status(http, base).await != Some(200) {
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "/readyz never became ready again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn wait_until_every_case_refunded(db: &sqlx::AnyPool, since: Instant) {
+    loop {
+        let statuses = case_statuses(db).await;
+        if statuses.len() == CASES && statuses.iter().all(|s| s == "refund_succeeded") {
+            return;
+        }
+        assert!(
+            since.elapsed() < REST_LIMIT,
+            "cases not at rest after the outage: {statuses:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// SPEC invariant 4 across the outage: one live refund intent per case, and at the
+/// provider one refund per case and per charge.
+async fn assert_refunded_once(db: &sqlx::AnyPool, http: &reqwest::Client, mock_url: &str) {
+    let count = |sql: &'static str| async move {
+        let n: i64 = sqlx::query(sql).fetch_one(db).await.unwrap().get("n");
+        n as usize
+    };
+    let intents = count("SELECT COUNT(*) AS n FROM refund_intents WHERE status <> 'void'").await;
+    let cases =
+        count("SELECT COUNT(DISTINCT case_id) AS n FROM refund_intents WHERE status <> 'void'")
+            .await;
+    assert_eq!(
+        (intents, cases),
+        (CASES, CASES),
+        "one refund intent per case"
+    );
+    let ledger: Value = http
+        .get(format!("{mock_url}/__mock/ledger"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let refunds = ledger["refunds"].as_array().unwrap();
+    let api_refunds = refunds.iter().filter(|r| r["origin"] == "api").count();
+    assert_eq!(
+        api_refunds, CASES,
+        "one provider refund per case: {ledger:#}"
+    );
+    for (charge, created) in ledger["counters"]["refunds_created"].as_object().unwrap() {
+        assert_eq!(created, 1, "charge {charge} refunded once");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_once() {
-    let Some((_, cluster)) = cluster_to_restart() else {
+    let Some(cluster) = cluster_to_restart() else {
         return;
     };
-    let database_url = support::fresh_postgres_url("rd_test")
-        .await
-        .expect("TEST_DATABASE_URL is set");
-    let dir = tempfile::tempdir().unwrap();
-    let mock = payments_mock::start(
-        payments_mock::MockConfig::new(dir.path().join("payments")),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let data = dir.path().join("app");
-    let agent = || refund_agent(&data, &database_url, &mock.base_url());
-    let world = dir.path().join("world.json");
-    std::fs::write(&world, duplicate_charge_world(CASES).to_string()).unwrap();
-    cli(agent(), &["seed", "--world", world.to_str().unwrap()], None);
-    let staff_add = [
-        "staff",
-        "add",
-        "--email",
-        SUPERVISOR,
-        "--role",
-        "supervisor",
-        "--password-stdin",
-    ];
-    cli(
-        agent(),
-        &staff_add,
-        Some("restart test password, not secret\n"),
-    );
-    let supervisor = cli(agent(), &["staff", "token", "--email", SUPERVISOR], None);
-    let customers: Vec<String> = (0..CASES)
-        .map(|i| cli(agent(), &["customer", "token", &format!("R-{i:03}")], None))
-        .collect();
-
-    let log_path = dir.path().join("serve.log");
-    let log_file = std::fs::File::create(&log_path).unwrap();
+    let desk = Desk::seeded().await;
+    let log_path = desk.dir.path().join("serve.log");
+    let log = Stdio::from(std::fs::File::create(&log_path).unwrap());
     let mut cleanup = Cleanup {
         cluster: &cluster,
-        serve: Some(support::serve::start_with_log(&mut agent(), Stdio::from(log_file)).await),
+        serve: Some(support::serve::start_with_log(&mut desk.agent(), log).await),
+        log: log_path.clone(),
     };
     let serve = cleanup.serve.as_mut().expect("just started");
     let http = reqwest::Client::builder()
@@ -250,137 +418,37 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
     let reviewer = tokio::spawn(review_forever(
         http.clone(),
         serve.base.clone(),
-        supervisor.clone(),
+        desk.supervisor.clone(),
     ));
-    let posts = customers.iter().map(|token| {
-        http.post(format!("{}/api/v1/tickets", serve.base))
-            .bearer_auth(token)
-            .json(&json!({ "message": CHARGED_TWICE }))
-            .send()
-    });
-    for resp in join_all(posts).await {
-        assert_eq!(resp.unwrap().status().as_u16(), 201, "a ticket is opened");
-    }
-    let db = sqlx::AnyPool::connect(&database_url).await.unwrap();
-    // The outage starts as the first case reaches the reviewer: the worker is still
-    // investigating the others (its queries are cut off mid-step) and approvals and
-    // refunds begin around it.
-    let started = Instant::now();
-    let in_flight_at_outage = loop {
-        let statuses = case_statuses(&db).await;
-        if statuses.iter().any(|s| s == "awaiting_approval") {
-            break statuses.iter().filter(|s| *s != "refund_succeeded").count();
-        }
-        assert!(
-            started.elapsed() < REST_LIMIT,
-            "no case ever reached the reviewer: {statuses:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    db.close().await;
-    assert!(
-        in_flight_at_outage > 0,
-        "the outage must hit work in flight"
-    );
+    open_tickets(&http, &serve.base, &desk.customers).await;
 
-    cluster.stop().unwrap_or_else(|e| panic!("{e}"));
-    let outage_started = Instant::now();
-    let (mut unready, mut ready) = (0, 0);
-    while outage_started.elapsed() < OUTAGE {
-        match readyz_status(&http, &serve.base).await {
-            Some(503) => unready += 1,
-            Some(200) => ready += 1,
-            other => panic!("/readyz answered {other:?} while the database was down"),
-        }
-        let health = http.get(format!("{}/healthz", serve.base)).send().await;
-        assert!(
-            health.is_ok_and(|r| r.status().is_success()),
-            "/healthz stays 200"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    cluster.start().unwrap_or_else(|e| panic!("{e}"));
+    // The outage starts as the first case reaches the reviewer: the worker is still
+    // investigating the others (its queries are cut off mid-step), and approvals and
+    // refunds begin around it.
+    let in_flight = first_case_in_the_queue(&desk.database_url).await;
+    assert!(in_flight > 0, "the outage must hit work in flight");
+    let unready = outage(&cluster, &http, &serve.base).await;
     let restarted = Instant::now();
-    assert!(
-        unready > 0 && ready == 0,
-        "/readyz: {unready} × 503 and {ready} × 200 while the database was down"
-    );
     assert!(
         serve.child.try_wait().unwrap().is_none(),
         "serve survived the outage"
     );
-
-    while readyz_status(&http, &serve.base).await != Some(200) {
-        assert!(
-            restarted.elapsed() < Duration::from_secs(60),
-            "/readyz never became ready again"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until_ready(&http, &serve.base, restarted).await;
     let recovery = restarted.elapsed();
-    let db = sqlx::AnyPool::connect(&database_url).await.unwrap();
-    loop {
-        let statuses = case_statuses(&db).await;
-        if statuses.len() == CASES && statuses.iter().all(|s| s == "refund_succeeded") {
-            break;
-        }
-        assert!(
-            restarted.elapsed() < REST_LIMIT,
-            "cases not at rest after the outage: {statuses:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let db = sqlx::AnyPool::connect(&desk.database_url).await.unwrap();
+    wait_until_every_case_refunded(&db, restarted).await;
     let at_rest = restarted.elapsed();
     reviewer.abort();
     assert!(
         serve.child.try_wait().unwrap().is_none(),
         "serve never died"
     );
-
-    // Exactly once: one live refund intent per case and one provider refund per key.
-    let intents: i64 =
-        sqlx::query("SELECT COUNT(*) AS n FROM refund_intents WHERE status <> 'void'")
-            .fetch_one(&db)
-            .await
-            .unwrap()
-            .get("n");
-    let per_case: i64 = sqlx::query(
-        "SELECT COUNT(DISTINCT case_id) AS n FROM refund_intents WHERE status <> 'void'",
-    )
-    .fetch_one(&db)
-    .await
-    .unwrap()
-    .get("n");
-    assert_eq!(
-        (intents, per_case),
-        (CASES as i64, CASES as i64),
-        "one refund intent per case"
-    );
-    let ledger: Value = http
-        .get(format!("{}/__mock/ledger", mock.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let api_refunds = ledger["refunds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["origin"] == "api")
-        .count();
-    assert_eq!(
-        api_refunds, CASES,
-        "one provider refund per case: {ledger:#}"
-    );
-    for (charge, created) in ledger["counters"]["refunds_created"].as_object().unwrap() {
-        assert_eq!(created, 1, "charge {charge} refunded once");
-    }
+    assert_refunded_once(&db, &http, &desk.mock.base_url()).await;
     db.close().await;
+
     let log = std::fs::read_to_string(&log_path).unwrap();
     eprintln!(
-        "restart: {in_flight_at_outage}/{CASES} cases in flight at the outage; /readyz 503 × {unready} \
+        "restart: {in_flight}/{CASES} cases in flight at the outage; /readyz 503 × {unready} \
          during {}s down; ready {:.1}s after the start; all at rest {:.1}s after it; \
          {} failed worker passes and {} failed run steps logged",
         OUTAGE.as_secs(),
