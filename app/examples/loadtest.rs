@@ -38,6 +38,9 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use tokio::process::{Child, Command};
 
+#[path = "../tests/support/pg_cluster.rs"]
+mod pg_cluster;
+
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "loadtest",
@@ -65,6 +68,10 @@ struct Args {
     /// Do not SIGKILL an instance half-way.
     #[arg(long)]
     no_kill: bool,
+    /// Seconds PostgreSQL is stopped when three quarters of the tickets are out (issue
+    /// 20; `pg_ctlcluster`, so root); 0 skips the outage.
+    #[arg(long, default_value_t = 10)]
+    db_outage_secs: u64,
 }
 
 /// Children are SIGKILLed when dropped, so every exit path cleans up.
@@ -232,6 +239,12 @@ async fn run(args: Args) -> anyhow::Result<bool> {
             );
         }
     }
+    // Found before any work, so a machine that cannot stop PostgreSQL fails at once.
+    let mut cluster = if args.db_outage_secs > 0 {
+        Some(pg_cluster::Cluster::serving(&args.postgres).map_err(anyhow::Error::msg)?)
+    } else {
+        None
+    };
     let dir = tempfile::tempdir()?;
     let database_url = fresh_database(&args.postgres).await?;
     eprintln!("database: {database_url}");
@@ -428,6 +441,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let drive_started = Instant::now();
     let mut posts = Vec::new();
     let mut killed = None;
+    let mut outage = None;
     for (i, token) in customer_tokens.into_iter().enumerate() {
         if !args.no_kill && killed.is_none() && i == args.tickets / 2 && args.instances > 1 {
             let (name, child) = &mut processes.0[1];
@@ -439,6 +453,17 @@ async fn run(args: Args) -> anyhow::Result<bool> {
                 drive_started.elapsed().as_secs_f64()
             );
             killed = Some(i);
+        }
+        if i == args.tickets * 3 / 4 {
+            if let Some(cluster) = cluster.take() {
+                outage = Some(tokio::spawn(database_outage(
+                    http.clone(),
+                    cluster,
+                    instances.clone(),
+                    Duration::from_secs(args.db_outage_secs),
+                    i,
+                )));
+            }
         }
         if Instant::now() > deadline {
             bail!("deadline reached while opening tickets");
@@ -481,6 +506,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     for post in posts {
         post.await?;
     }
+    let outage = match outage {
+        Some(task) => Some(task.await??),
+        None => None,
+    };
     let creating_secs = drive_started.elapsed().as_secs_f64();
     eprintln!(
         "{} tickets created in {creating_secs:.1}s ({} failed); waiting for every case to be final…",
@@ -527,6 +556,33 @@ async fn run(args: Args) -> anyhow::Result<bool> {
 
     // Checks.
     let mut ok = true;
+    if let Some(o) = &outage {
+        if o.readyz_503 == 0 || o.readyz_200_while_down + o.readyz_other_while_down > 0 {
+            eprintln!("FAIL: /readyz while PostgreSQL was down: {} × 503, {} × 200, {} other (only 503 is right)",
+                o.readyz_503, o.readyz_200_while_down, o.readyz_other_while_down);
+            ok = false;
+        }
+        if o.healthz_failed > 0 {
+            eprintln!(
+                "FAIL: /healthz failed {} times while PostgreSQL was down",
+                o.healthz_failed
+            );
+            ok = false;
+        }
+    }
+    // Every instance not killed on purpose is still running (issue 20: `serve` rides
+    // out the database restart).
+    let killed_name = killed.map(|_| "instance-0");
+    let mut died = Vec::new();
+    for (name, child) in &mut processes.0 {
+        if Some(name.as_str()) != killed_name && child.try_wait()?.is_some() {
+            died.push(name.clone());
+        }
+    }
+    if !died.is_empty() {
+        eprintln!("FAIL: these processes died: {died:?}");
+        ok = false;
+    }
     let statuses: BTreeMap<String, i64> =
         sqlx::query("SELECT status, COUNT(*) AS n FROM cases GROUP BY status")
             .fetch_all(&db)
@@ -593,6 +649,19 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     }
     if duplicates > 0 {
         eprintln!("FAIL: {duplicates} duplicated provider refunds");
+        ok = false;
+    }
+
+    // Every case finished once: no case holds two live refund intents.
+    let refunded_twice: i64 = sqlx::query(
+        "SELECT COUNT(*) AS n FROM (SELECT case_id FROM refund_intents WHERE status <> 'void'
+           GROUP BY case_id HAVING COUNT(*) > 1) AS twice",
+    )
+    .fetch_one(&db)
+    .await?
+    .try_get("n")?;
+    if refunded_twice > 0 {
+        eprintln!("FAIL: {refunded_twice} cases with more than one refund");
         ok = false;
     }
 
@@ -679,6 +748,9 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         "approvals_answered_200": approved_ok.load(Ordering::Relaxed),
         "refunds_issued": issued,
         "duplicates": duplicates,
+        "cases_refunded_twice": refunded_twice,
+        "db_outage": outage,
+        "processes_died": died,
         "runs_checked": runs,
         "runs_with_lost_events": lost,
         "refunded_minor_units": refunded,
@@ -686,8 +758,14 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         "passed": ok,
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
+    let outage_summary = outage.as_ref().map_or(String::new(), |o| {
+        format!(
+            "PostgreSQL down {} s: /readyz 503 × {}, ready {:.1} s after the start; ",
+            o.down_secs, o.readyz_503, o.recovery_secs
+        )
+    });
     eprintln!(
-        "{:.1} tickets/s; case latency p50 {} ms, p99 {} ms; refunds issued {issued} vs approved {approved_cases}; duplicates: {duplicates}; {}",
+        "{:.1} tickets/s; case latency p50 {} ms, p99 {} ms; refunds issued {issued} vs approved {approved_cases}; duplicates: {duplicates}; {outage_summary}{}",
         created as f64 / creating_secs,
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0),
@@ -695,6 +773,90 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     );
     drop(processes);
     Ok(ok)
+}
+
+/// What the database outage phase saw (issue 20: PostgreSQL stopped under load).
+#[derive(serde::Serialize)]
+struct Outage {
+    after_tickets: usize,
+    down_secs: u64,
+    /// `/readyz` answers while the database was down, by kind: every one must be 503.
+    readyz_503: usize,
+    readyz_200_while_down: usize,
+    readyz_other_while_down: usize,
+    /// `/healthz` (liveness) must keep answering 200 through the outage.
+    healthz_failed: usize,
+    /// From `pg_ctlcluster start` returning until every live instance's `/readyz` is 200.
+    recovery_secs: f64,
+}
+
+/// Stops PostgreSQL for `down`, probing every live instance's `/readyz` and `/healthz`
+/// meanwhile, starts it again, and waits (at most a minute) until every live instance
+/// is ready. The start is attempted whatever the probes saw.
+async fn database_outage(
+    http: reqwest::Client,
+    cluster: pg_cluster::Cluster,
+    instances: Arc<Mutex<Vec<Instance>>>,
+    down: Duration,
+    after_tickets: usize,
+) -> anyhow::Result<Outage> {
+    let control = |cluster: pg_cluster::Cluster, stop: bool| {
+        tokio::task::spawn_blocking(move || {
+            let done = if stop {
+                cluster.stop()
+            } else {
+                cluster.start()
+            };
+            done.map(|()| cluster).map_err(anyhow::Error::msg)
+        })
+    };
+    let cluster = control(cluster, true).await??;
+    let stopped = Instant::now();
+    eprintln!("PostgreSQL stopped for {} s", down.as_secs());
+    let mut outage = Outage {
+        after_tickets,
+        down_secs: down.as_secs(),
+        readyz_503: 0,
+        readyz_200_while_down: 0,
+        readyz_other_while_down: 0,
+        healthz_failed: 0,
+        recovery_secs: 0.0,
+    };
+    let probe = |url: String, path: &'static str| {
+        let request = http
+            .get(format!("{url}{path}"))
+            .timeout(Duration::from_secs(5));
+        async move { request.send().await.map(|r| r.status().as_u16()).ok() }
+    };
+    while stopped.elapsed() < down {
+        for url in live_urls(&instances) {
+            match probe(url.clone(), "/readyz").await {
+                Some(503) => outage.readyz_503 += 1,
+                Some(200) => outage.readyz_200_while_down += 1,
+                _ => outage.readyz_other_while_down += 1,
+            }
+            if probe(url, "/api/v1/healthz").await != Some(200) {
+                outage.healthz_failed += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    control(cluster, false).await??;
+    let started = Instant::now();
+    for url in live_urls(&instances) {
+        while probe(url.clone(), "/readyz").await != Some(200) {
+            if started.elapsed() > Duration::from_secs(60) {
+                bail!("{url}/readyz not ready a minute after PostgreSQL started");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    outage.recovery_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    eprintln!(
+        "PostgreSQL started; every live instance ready after {:.1} s",
+        outage.recovery_secs
+    );
+    Ok(outage)
 }
 
 fn live_urls(instances: &Mutex<Vec<Instance>>) -> Vec<String> {

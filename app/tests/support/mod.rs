@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod pg_cluster;
 pub mod serve;
 
 use std::sync::Arc;

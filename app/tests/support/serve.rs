@@ -20,11 +20,16 @@ pub fn free_port() -> u16 {
 /// Starts `serve` with `cmd`'s settings on a free loopback port; returns once
 /// `/healthz` answers.
 pub async fn start(cmd: &mut Command) -> Serve {
+    start_with_log(cmd, Stdio::null()).await
+}
+
+/// `start`, with the process's log (stderr) going to `log`.
+pub async fn start_with_log(cmd: &mut Command, log: Stdio) -> Serve {
     let port = free_port();
     let mut child = cmd
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
