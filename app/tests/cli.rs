@@ -30,7 +30,9 @@ fn assert_no_terminal_control(output: &Output) {
 #[test]
 fn shadow_and_index_with_stderr_piped_print_no_carriage_returns_or_escape_codes() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let fixtures = app::config::default_fixtures_dir();
+    // Absolute: the commands run in the temporary directory, where `./fixtures` is not.
+    let fixtures = std::fs::canonicalize(app::config::default_fixtures_dir())
+        .expect("the checkout's fixtures");
     let history = std::fs::read_to_string(fixtures.join("history").join("tickets.jsonl"))
         .expect("the fixture history");
     let few: String = history.lines().take(5).map(|l| format!("{l}\n")).collect();
