@@ -10,6 +10,15 @@ use policy_engine::{PolicySet, PolicySource};
 use rag_index::PolicyIndex;
 
 pub fn load_policy_set(dir: &Path) -> anyhow::Result<PolicySet> {
+    // Issue 20: an installed binary (`cargo install --path app`) run away from the
+    // checkout finds no fixtures; say which setting points at them instead of a bare
+    // "No such file or directory".
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "no policies at {}: set FIXTURES_DIR (or --fixtures-dir) to a fixtures directory holding policies/ (the repository's fixtures/)",
+            dir.display()
+        );
+    }
     let mut sources = Vec::new();
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("reading policies from {}", dir.display()))?;

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use app::cli::progress::Progress;
 use app::config::Config;
 use clap::{Parser, Subcommand};
 use refund_evals::generate::{self, ComplaintBank};
@@ -140,17 +141,17 @@ async fn eval(
         .clone()
         .map(ModelChoice::Llm)
         .unwrap_or(ModelChoice::BuiltIn);
+    let bar = Progress::bar("eval", "scenarios");
     let report = suite::run_suite(
         &dir,
         &config.fixtures_dir,
         model,
         usize::from(k),
-        |done, total| {
-            eprint!("\reval: {done}/{total} scenarios");
-        },
+        |done, total| bar.set(done, total),
     )
-    .await?;
-    eprintln!();
+    .await;
+    bar.finish();
+    let report = report?;
     suite::write(&report, &out)?;
     eprintln!("{}", report.summary());
     println!("{}", out.join("report.json").display());

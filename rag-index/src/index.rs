@@ -196,7 +196,7 @@ impl PolicyIndex {
             return Ok(Vec::new());
         };
         let searcher = generation.reader.searcher();
-        let top_docs = TopDocs::with_limit(limit);
+        let top_docs = TopDocs::with_limit(limit).order_by_score();
         let top = match query::allowed_versions(&generation.meta.versions, query) {
             // No filter: plain top-k, which lets tantivy skip blocks (block-max WAND).
             None => searcher.search(&*tantivy_query, &top_docs)?,

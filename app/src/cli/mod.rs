@@ -8,6 +8,7 @@ mod evals;
 mod offline;
 mod operate;
 mod policy;
+pub mod progress;
 mod seed;
 mod serve;
 mod setup;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::progress::Progress;
 use crate::agent::investigator::Investigator;
 use crate::config::Config;
 
@@ -13,6 +14,7 @@ use crate::config::Config;
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
     let policies = crate::policies::load_policy_set(&config.policies_dir())?;
     let dir = config.index_dir();
+    let spinner = Progress::spinner("index: building the policy index");
     let index = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let index = crate::policies::open_index(&dir, &policies)?;
         index
@@ -20,7 +22,9 @@ pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(index)
     })
-    .await??;
+    .await;
+    spinner.finish();
+    let index = index??;
     eprintln!(
         "policy index rebuilt: {} sections, policy hash {}",
         index.section_count(),
@@ -33,20 +37,17 @@ pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn shadow(config: &Config, history: PathBuf, out: PathBuf) -> anyhow::Result<()> {
     let (policies, index) = offline_policies(config).await?;
     let (tickets, bad_lines) = read_history(&history)?;
+    let bar = Progress::bar("shadow", "tickets");
     let report = crate::shadow::run(
         &Investigator,
         &policies,
         &index,
         &tickets,
         bad_lines,
-        |done, total| {
-            if done % 50 == 0 || done == total {
-                eprint!("\rshadow: {done}/{total} tickets");
-            }
-        },
+        |done, total| bar.set(done, total),
     )
     .await;
-    eprintln!();
+    bar.finish();
     crate::shadow::write(&report, &out)?;
     println!(
         "{}",

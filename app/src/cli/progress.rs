@@ -1,0 +1,47 @@
+//! Progress of the long offline commands (`index`, `shadow`, `eval`; issue 20), drawn
+//! with indicatif on stderr.
+//!
+//! indicatif's stderr target draws only when stderr is a terminal; piped or captured
+//! (tests, CI, `2> log`) it draws nothing, so logs never fill with `\r` redraws.
+//! Libraries (`rag-index`, the eval suite) do not depend on this: they report through a
+//! `FnMut(done, total)` callback and the command turns that into a bar here.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A bar (known total) or a spinner (unknown) on stderr, hidden when stderr is no tty.
+pub struct Progress(ProgressBar);
+
+impl Progress {
+    /// A bar for `what` ("tickets", "scenarios"); its length is set by [`Progress::set`].
+    pub fn bar(label: &'static str, what: &'static str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        let template = format!("{label}: {{bar:40}} {{pos}}/{{len}} {what} ({{eta}} left)");
+        // The template is built from literals above; a bad one is a programming error
+        // caught by the first run, so fall back to the default style rather than fail.
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        Progress(bar)
+    }
+
+    /// A spinner for work with no count (`index`: one tantivy commit).
+    pub fn spinner(message: &'static str) -> Progress {
+        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        spinner.set_message(message);
+        spinner.enable_steady_tick(Duration::from_millis(120));
+        Progress(spinner)
+    }
+
+    /// `done` of `total` finished: the shape of the libraries' progress callbacks.
+    pub fn set(&self, done: usize, total: usize) {
+        self.0.set_length(total as u64);
+        self.0.set_position(done as u64);
+    }
+
+    /// Removes the bar, so the summary line that follows starts on a clean line.
+    pub fn finish(self) {
+        self.0.finish_and_clear();
+    }
+}

@@ -1,0 +1,84 @@
+//! The command line as a deployer and a CI job meet it (issue 20): long commands print no
+//! progress redraws into captured stderr, and a binary run away from the checkout says
+//! which setting points at the fixtures.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `refund-agent` with only the settings given here (none inherited from the test run).
+fn refund_agent(current_dir: &Path, data_dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+    cmd.current_dir(current_dir)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("FIXTURES_DIR")
+        .env_remove("DATABASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env_remove("PAYMENTS_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+fn assert_no_terminal_control(output: &Output) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "piped stderr holds carriage returns or escape codes: {stderr:?}"
+    );
+}
+
+#[test]
+fn shadow_and_index_with_stderr_piped_print_no_carriage_returns_or_escape_codes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Absolute: the commands run in the temporary directory, where `./fixtures` is not.
+    let fixtures = std::fs::canonicalize(app::config::default_fixtures_dir())
+        .expect("the checkout's fixtures");
+    let history = std::fs::read_to_string(fixtures.join("history").join("tickets.jsonl"))
+        .expect("the fixture history");
+    let few: String = history.lines().take(5).map(|l| format!("{l}\n")).collect();
+    let history_file = dir.path().join("history.jsonl");
+    std::fs::write(&history_file, few).expect("writing the history subset");
+
+    let index = refund_agent(dir.path(), &dir.path().join("data"))
+        .env("FIXTURES_DIR", &fixtures)
+        .arg("index")
+        .output()
+        .expect("running refund-agent index");
+    assert!(index.status.success(), "index failed: {index:?}");
+    assert_no_terminal_control(&index);
+
+    let shadow = refund_agent(dir.path(), &dir.path().join("data"))
+        .env("FIXTURES_DIR", &fixtures)
+        .arg("shadow")
+        .arg(&history_file)
+        .arg("--out")
+        .arg(dir.path().join("report"))
+        .output()
+        .expect("running refund-agent shadow");
+    assert!(shadow.status.success(), "shadow failed: {shadow:?}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&shadow.stdout).expect("shadow prints its summary as JSON");
+    assert_eq!(summary["total"], 5, "{summary}");
+    assert_no_terminal_control(&shadow);
+}
+
+#[test]
+fn a_binary_run_away_from_the_fixtures_stops_naming_fixtures_dir() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let missing = dir.path().join("no-fixtures-here");
+    let output = refund_agent(dir.path(), &dir.path().join("data"))
+        .env("FIXTURES_DIR", &missing)
+        .arg("index")
+        .output()
+        .expect("running refund-agent index");
+    assert!(!output.status.success(), "index ran without policies");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("FIXTURES_DIR") && stderr.contains("no-fixtures-here"),
+        "the error does not name FIXTURES_DIR and the path it tried: {stderr}"
+    );
+    assert!(
+        !dir.path().join("data").join("policy-index").exists(),
+        "a failed start-up built an index"
+    );
+}
