@@ -195,11 +195,16 @@ impl Browser {
     }
 
     /// Waits (up to 15 s) until `css` has `name` = `value`; returns the last value seen.
+    /// Reads the attribute of the element it found, not a second lookup: a page that
+    /// navigates between the two (a form just submitted) would lose it; a stale element
+    /// answers an error, read as "not yet", and the next round looks again.
     pub async fn wait_for_attribute(&self, css: &str, name: &str, value: &str) -> String {
         let mut seen = String::new();
         for _ in 0..150 {
-            if self.find(css).await.is_some() {
-                seen = self.attribute(css, name).await.unwrap_or_default();
+            if let Some(id) = self.find(css).await {
+                let path = format!("/element/{id}/attribute/{name}");
+                let answer = self.call(reqwest::Method::GET, &path, None).await;
+                seen = answer.as_str().unwrap_or_default().to_string();
                 if seen == value {
                     break;
                 }
