@@ -1,5 +1,6 @@
 //! How fast the product is (SPEC §9): one program, one table of figures, each beside a
-//! baseline measured in the same run on the same machine.
+//! baseline measured in the same run on the same machine. Long because every figure
+//! and its baseline share one setup and one report table; one program, one file.
 //!
 //! `cargo bench -p app --bench product` (or `scripts/bench`). SQLite always (a temp
 //! file); PostgreSQL too when `BENCH_DATABASE_URL` is set (a fresh database per phase is

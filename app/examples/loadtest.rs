@@ -1,7 +1,8 @@
 //! The multi-instance load test (SPEC §8): several `refund-agent serve` processes on
 //! one PostgreSQL database and one payments mock, driven over loopback HTTP, with one
 //! instance SIGKILLed half-way. Run it with `scripts/loadtest` (which builds the release
-//! binaries and starts PostgreSQL); see `--help` for the knobs.
+//! binaries and starts PostgreSQL); see `--help` for the knobs. Long because it is one
+//! program: its phases (seed, load, kill, outage, checks) share one cluster and report.
 //!
 //! What it does, in order: a fresh database; the payments mock as its own process
 //! (`target/release/payments-mock`); a generated billing world (one customer charged

@@ -40,12 +40,7 @@ const RESUME_LIMIT: Duration = Duration::from_secs(120);
 
 async fn killed_mid_refund_then_restarted(fault: Value) {
     let dir = tempfile::tempdir().unwrap();
-    let mock = payments_mock::start(
-        payments_mock::MockConfig::new(dir.path().join("payments")),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
+    let mock = support::start_mock(dir.path()).await;
     let data = dir.path().join("app");
     let (agent, customer) = serve::seed(&mut command(&data, &mock.base_url()));
     let http = reqwest::Client::new();

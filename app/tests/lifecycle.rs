@@ -367,12 +367,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     const APPROVED: usize = 4;
     const LATE: usize = 3;
     let dir = tempfile::tempdir().unwrap();
-    let mock = payments_mock::start(
-        payments_mock::MockConfig::new(dir.path().join("payments")),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
+    let mock = support::start_mock(dir.path()).await;
     let world = dir.path().join("world.json");
     std::fs::write(&world, duplicate_charge_world(APPROVED + LATE).to_string()).unwrap();
     let mut env = vec![

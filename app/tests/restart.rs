@@ -224,12 +224,7 @@ impl Desk {
             .await
             .expect("TEST_DATABASE_URL is set");
         let dir = tempfile::tempdir().unwrap();
-        let mock = payments_mock::start(
-            payments_mock::MockConfig::new(dir.path().join("payments")),
-            "127.0.0.1:0".parse().unwrap(),
-        )
-        .await
-        .unwrap();
+        let mock = support::start_mock(dir.path()).await;
         let mut desk = Desk {
             dir,
             mock,

@@ -93,12 +93,7 @@ fn duplicate_charge_world(n: usize) -> Value {
 impl Cluster {
     async fn start(instances: usize, customers: usize) -> Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mock = payments_mock::start(
-            payments_mock::MockConfig::new(dir.path().join("payments")),
-            "127.0.0.1:0".parse().unwrap(),
-        )
-        .await
-        .expect("the payments mock starts");
+        let mock = support::start_mock(dir.path()).await;
         let world = duplicate_charge_world(customers).to_string();
         app::world::load_into_provider(&mock.base_url(), &world)
             .await

@@ -791,12 +791,7 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
     let policy = vec![policy_script().remove(0), held, policy_findings()];
     let server = FakeServer::start(scripts(billing_script(), policy)).await;
     let dir = tempfile::tempdir().unwrap();
-    let mock = payments_mock::start(
-        payments_mock::MockConfig::new(dir.path().join("payments")),
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
+    let mock = support::start_mock(dir.path()).await;
     let data = dir.path().join("app");
     std::fs::create_dir_all(&data).unwrap();
     let database = match support::fresh_postgres_url("rd_subagents").await {

@@ -66,14 +66,19 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with_model(Arc::new(Investigator)).await
 }
 
-pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let mock = payments_mock::start(
-        payments_mock::MockConfig::new(dir.path().join("payments")),
-        "127.0.0.1:0".parse().unwrap(),
+/// The payments mock on a loopback port, its ledger under `dir/payments`.
+pub async fn start_mock(dir: &std::path::Path) -> payments_mock::RunningMock {
+    payments_mock::start(
+        payments_mock::MockConfig::new(dir.join("payments")),
+        "127.0.0.1:0".parse().expect("a socket address"),
     )
     .await
-    .expect("the payments mock starts");
+    .expect("the payments mock starts")
+}
+
+pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mock = start_mock(dir.path()).await;
     app::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
