@@ -102,6 +102,12 @@ pub struct Settings {
     #[arg(long, global = true, env = "LLM_TIMEOUT_SECS", value_name = "LLM_TIMEOUT_SECS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub llm_timeout_secs: u64,
+    /// The most tokens one model answer may take; a longer answer is cut off and counts
+    /// as a model error.
+    #[arg(long, global = true, env = "LLM_MAX_TOKENS", value_name = "LLM_MAX_TOKENS",
+          default_value_t = crate::agent::llm::DEFAULT_MAX_TOKENS,
+          value_parser = clap::value_parser!(u32).range(16..=131_072))]
+    pub llm_max_tokens: u32,
     /// Hours a case may await approval before it is re-investigated on fresh facts.
     #[arg(long, global = true, env = "APPROVAL_TTL_HOURS", value_name = "APPROVAL_TTL_HOURS", default_value_t = 72,
           value_parser = clap::value_parser!(u64).range(1..=24 * 365))]
@@ -201,6 +207,8 @@ pub struct LlmConfig {
     pub context_tokens: usize,
     /// `LLM_TIMEOUT_SECS`: one chat-completions call (default 60).
     pub timeout: Duration,
+    /// `LLM_MAX_TOKENS`: one answer (default 1024).
+    pub max_tokens: u32,
 }
 
 impl Config {
@@ -227,6 +235,7 @@ impl Config {
                 model: settings.llm_model.clone(),
                 context_tokens: settings.llm_context_tokens as usize,
                 timeout: Duration::from_secs(settings.llm_timeout_secs),
+                max_tokens: settings.llm_max_tokens,
             }),
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),

@@ -67,7 +67,8 @@ fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
             )?
             .with_budget(crate::agent::context::ContextBudget::for_context_window(
                 llm.context_tokens,
-            ));
+            ))
+            .with_max_tokens(llm.max_tokens);
             tracing::info!(base_url = %llm.base_url, model = %llm.model, "using an OpenAI-compatible model server");
             Arc::new(model)
         }

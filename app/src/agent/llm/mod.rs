@@ -36,6 +36,10 @@ pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
 /// Name of the answer tool that ends a sub-agent's reading with its findings.
 pub const SUBMIT_FINDINGS: &str = "submit_findings";
 
+/// Tokens one answer may take unless configured: what the default [`ContextBudget`]
+/// leaves of an 8k window once the prompt's sections are full.
+pub const DEFAULT_MAX_TOKENS: u32 = 1_024;
+
 /// An OpenAI-compatible chat-completions model.
 pub struct LlmModel {
     client: reqwest::Client,
@@ -46,6 +50,7 @@ pub struct LlmModel {
     backoff: Duration,
     max_backoff: Duration,
     budget: ContextBudget,
+    max_tokens: u32,
 }
 
 impl std::fmt::Debug for LlmModel {
@@ -57,6 +62,7 @@ impl std::fmt::Debug for LlmModel {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_retries", &self.max_retries)
             .field("backoff", &self.backoff)
+            .field("max_tokens", &self.max_tokens)
             .finish()
     }
 }
@@ -64,7 +70,7 @@ impl std::fmt::Debug for LlmModel {
 impl LlmModel {
     /// A client of `{base_url}/chat/completions` (e.g. `http://127.0.0.1:18081/v1`).
     /// `timeout` bounds each HTTP request. Defaults: 3 retries, 500 ms backoff doubling
-    /// up to 20 s, [`ContextBudget::default`].
+    /// up to 20 s, [`ContextBudget::default`], [`DEFAULT_MAX_TOKENS`] per answer.
     pub fn new(
         base_url: &str,
         api_key: Option<String>,
@@ -93,6 +99,7 @@ impl LlmModel {
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
             budget: ContextBudget::default(),
+            max_tokens: DEFAULT_MAX_TOKENS,
         })
     }
 
@@ -113,6 +120,14 @@ impl LlmModel {
     /// Token budgets for the prompt.
     pub fn with_budget(mut self, budget: ContextBudget) -> Self {
         self.budget = budget;
+        self
+    }
+
+    /// The most tokens one answer may take (`max_tokens` in each request). A model that
+    /// runs on past it is cut off, which is an error the harness counts against its
+    /// budget — instead of a small model rambling until the request times out.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
         self
     }
 
@@ -144,6 +159,7 @@ impl LlmModel {
             "model": self.model,
             "messages": context::build_messages(prompt, ctx, &self.budget),
             "tools": tools,
+            "max_tokens": self.max_tokens,
         })
     }
 

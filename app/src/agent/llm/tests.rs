@@ -213,3 +213,23 @@ fn a_readers_submit_findings_ends_its_turn_and_bad_findings_are_errors() {
     let e = parse_findings(&response(json!({ "content": "done" }), "stop")).unwrap_err();
     assert!(e.to_string().contains("without findings"), "{e}");
 }
+
+#[test]
+fn every_request_caps_the_answer_at_the_configured_max_tokens() {
+    let m = LlmModel::new(
+        "http://127.0.0.1:1/v1",
+        None,
+        "m".into(),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let customer = vec!["hi".to_string()];
+    let ctx = ModelContext {
+        inputs: &customer,
+        tools: &[],
+        history: &[],
+    };
+    assert_eq!(m.request_body(&ctx)["max_tokens"], DEFAULT_MAX_TOKENS);
+    let capped = m.with_max_tokens(200);
+    assert_eq!(capped.request_body(&ctx)["max_tokens"], 200);
+}
