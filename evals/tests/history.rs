@@ -276,11 +276,22 @@ async fn policy_diff_from_v2_to_the_draft_reports_old_reports_now_within_365_day
     let tickets = history();
     let from = vec!["RP-001@2".to_string()];
     let to = vec!["RP-001@3".to_string()];
-    let report = policy_diff(&env.policies, &env.index, &tickets, &from, &to)
-        .await
-        .expect("the diff runs");
+    let mut progress = Vec::new();
+    let report = policy_diff(
+        &env.policies,
+        &env.index,
+        &tickets,
+        &from,
+        &to,
+        |done, total| progress.push((done, total)),
+    )
+    .await
+    .expect("the diff runs");
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
     assert_eq!(report.total, tickets.len());
+    // One report per ticket, in order, ending at the total: what the command's bar draws.
+    let expected: Vec<_> = (1..=tickets.len()).map(|d| (d, tickets.len())).collect();
+    assert_eq!(progress, expected);
     assert!(report.errors.is_empty(), "{:?}", report.errors);
 
     // Duplicate reports 125–200 days old: escalated under v2 (120 days), refunded under
@@ -347,6 +358,7 @@ async fn policy_diff_from_v2_to_the_draft_reports_old_reports_now_within_365_day
         &tickets,
         &from,
         &["RP-001@9".into()],
+        |_, _| {},
     )
     .await;
     assert!(bad.is_err());

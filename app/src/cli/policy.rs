@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use super::args::PolicyCommand;
 use super::offline::{open_index_blocking, read_history};
+use super::progress::Progress;
 use crate::config::Config;
 
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
@@ -25,8 +26,18 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
         PolicyCommand::Diff { from, to, history } => {
             let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
             let (tickets, _) = read_history(&history)?;
-            let report =
-                crate::replay::policy_diff(&policies, &index, &tickets, &from, &to).await?;
+            let bar = Progress::bar("policy diff", "tickets");
+            let report = crate::replay::policy_diff(
+                &policies,
+                &index,
+                &tickets,
+                &from,
+                &to,
+                |done, total| bar.set(done, total),
+            )
+            .await;
+            bar.finish();
+            let report = report?;
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }

@@ -73,113 +73,158 @@ pub struct DiffReport {
 /// list of pins such as `["RP-001@2"]`; documents not pinned use the version in force
 /// on each ticket's date), listing every ticket whose decision differs. The built-in
 /// investigator reads each ticket once; both sides decide on the same facts, so every
-/// difference comes from the policy change alone.
+/// difference comes from the policy change alone. `progress(done, total)` is called
+/// after each ticket (the command line draws it as a bar).
 pub async fn policy_diff(
     policies: &PolicySet,
     index: &Arc<PolicyIndex>,
     tickets: &[HistoricalTicket],
     from: &[String],
     to: &[String],
+    progress: impl FnMut(usize, usize),
 ) -> Result<DiffReport, ReplayError> {
-    policy_diff_with_model(&Investigator, policies, index, tickets, from, to).await
+    policy_diff_with_model(
+        &Investigator,
+        policies,
+        index,
+        tickets,
+        (from, to),
+        progress,
+    )
+    .await
 }
 
-/// [`policy_diff`] with another model doing the investigation.
+/// [`policy_diff`] with another model doing the investigation; `pins` is `(from, to)`.
 pub async fn policy_diff_with_model(
     model: &dyn Model,
     policies: &PolicySet,
     index: &Arc<PolicyIndex>,
     tickets: &[HistoricalTicket],
-    from: &[String],
-    to: &[String],
+    (from, to): (&[String], &[String]),
+    mut progress: impl FnMut(usize, usize),
 ) -> Result<DiffReport, ReplayError> {
     // Bad pins fail the whole run up front, not once per ticket.
     for pin in from.iter().chain(to) {
         policies.resolve_ref(pin)?;
     }
-    let mut report = DiffReport {
-        from: from.to_vec(),
-        to: to.to_vec(),
-        total: tickets.len(),
-        changed: 0,
-        changes: BTreeMap::new(),
-        transitions: BTreeMap::new(),
-        money: Vec::new(),
-        tickets: Vec::new(),
-        errors: Vec::new(),
-    };
-    let mut money_from: BTreeMap<Currency, Decimal> = BTreeMap::new();
-    let mut money_to: BTreeMap<Currency, Decimal> = BTreeMap::new();
-    for ticket in tickets {
-        let investigation = match investigate(model, index, ticket).await {
-            Ok(i) => i,
-            Err(e) => {
-                report.errors.push(TicketError {
-                    id: ticket.id.clone(),
-                    message: e.to_string(),
-                });
-                continue;
+    let mut tally = Tally::new(from, to, tickets.len());
+    for (done, ticket) in tickets.iter().enumerate() {
+        match investigate(model, index, ticket).await {
+            Ok(investigation) => {
+                if let Some(entry) = compare(&investigation, ticket, policies, from, to)? {
+                    tally.add(entry);
+                }
             }
-        };
-        let (Some(a), Some(b)) = (
-            decide(&investigation, policies, from)?,
-            decide(&investigation, policies, to)?,
-        ) else {
-            continue; // the agent gave up: no decision on either side
-        };
-        let side = |d: &Decision| DiffSide {
-            verdict: verdict(&investigation, Some(d)),
-            approver_role: d.approver_role,
-            policy_versions: d.policy_versions.clone(),
-        };
-        let (from_side, to_side) = (side(&a), side(&b));
-        let mut changes = Vec::new();
-        if from_side.verdict.outcome != to_side.verdict.outcome {
-            changes.push("outcome".to_string());
+            Err(e) => tally.report.errors.push(TicketError {
+                id: ticket.id.clone(),
+                message: e.to_string(),
+            }),
         }
-        if from_side.verdict.reason != to_side.verdict.reason {
-            changes.push("reason".to_string());
+        progress(done + 1, tickets.len());
+    }
+    Ok(tally.finish())
+}
+
+/// One ticket decided on the same facts under both sides; `None` when nothing differs
+/// or the agent gave up (no decision on either side). The entry's money is per side.
+fn compare(
+    investigation: &Investigation,
+    ticket: &HistoricalTicket,
+    policies: &PolicySet,
+    from: &[String],
+    to: &[String],
+) -> Result<Option<DiffEntry>, ReplayError> {
+    let (Some(a), Some(b)) = (
+        decide(investigation, policies, from)?,
+        decide(investigation, policies, to)?,
+    ) else {
+        return Ok(None);
+    };
+    let side = |d: &Decision| DiffSide {
+        verdict: verdict(investigation, Some(d)),
+        approver_role: d.approver_role,
+        policy_versions: d.policy_versions.clone(),
+    };
+    let (from_side, to_side) = (side(&a), side(&b));
+    let mut changes = Vec::new();
+    if from_side.verdict.outcome != to_side.verdict.outcome {
+        changes.push("outcome".to_string());
+    }
+    if from_side.verdict.reason != to_side.verdict.reason {
+        changes.push("reason".to_string());
+    }
+    if !from_side.verdict.same_refunds(&to_side.verdict.refunds) {
+        changes.push("refunds".to_string());
+    }
+    if from_side.approver_role != to_side.approver_role {
+        changes.push("approver_role".to_string());
+    }
+    if changes.is_empty() {
+        return Ok(None);
+    }
+    let money = money_changes(&from_side.verdict.totals(), &to_side.verdict.totals());
+    Ok(Some(DiffEntry {
+        id: ticket.id.clone(),
+        created_at: ticket.created_at,
+        human: ticket.human.verdict(),
+        money,
+        from: from_side,
+        to: to_side,
+        changes,
+    }))
+}
+
+/// The report being built, and the money moved under each side over all changes.
+struct Tally {
+    report: DiffReport,
+    money_from: BTreeMap<Currency, Decimal>,
+    money_to: BTreeMap<Currency, Decimal>,
+}
+
+impl Tally {
+    fn new(from: &[String], to: &[String], total: usize) -> Tally {
+        Tally {
+            report: DiffReport {
+                from: from.to_vec(),
+                to: to.to_vec(),
+                total,
+                changed: 0,
+                changes: BTreeMap::new(),
+                transitions: BTreeMap::new(),
+                money: Vec::new(),
+                tickets: Vec::new(),
+                errors: Vec::new(),
+            },
+            money_from: BTreeMap::new(),
+            money_to: BTreeMap::new(),
         }
-        if !from_side.verdict.same_refunds(&to_side.verdict.refunds) {
-            changes.push("refunds".to_string());
+    }
+
+    fn add(&mut self, entry: DiffEntry) {
+        for (c, v) in entry.from.verdict.totals() {
+            *self.money_from.entry(c).or_insert(Decimal::ZERO) += v;
         }
-        if from_side.approver_role != to_side.approver_role {
-            changes.push("approver_role".to_string());
+        for (c, v) in entry.to.verdict.totals() {
+            *self.money_to.entry(c).or_insert(Decimal::ZERO) += v;
         }
-        if changes.is_empty() {
-            continue;
-        }
-        let (ta, tb) = (from_side.verdict.totals(), to_side.verdict.totals());
-        for (c, v) in &ta {
-            *money_from.entry(*c).or_insert(Decimal::ZERO) += v;
-        }
-        for (c, v) in &tb {
-            *money_to.entry(*c).or_insert(Decimal::ZERO) += v;
-        }
+        let report = &mut self.report;
         report.changed += 1;
-        for c in &changes {
+        for c in &entry.changes {
             *report.changes.entry(c.clone()).or_insert(0) += 1;
         }
-        *report
-            .transitions
-            .entry(format!(
-                "{} -> {}",
-                from_side.verdict.outcome.as_str(),
-                to_side.verdict.outcome.as_str()
-            ))
-            .or_insert(0) += 1;
-        report.tickets.push(DiffEntry {
-            id: ticket.id.clone(),
-            created_at: ticket.created_at,
-            human: ticket.human.verdict(),
-            money: money_changes(&ta, &tb),
-            from: from_side,
-            to: to_side,
-            changes,
-        });
+        let transition = format!(
+            "{} -> {}",
+            entry.from.verdict.outcome.as_str(),
+            entry.to.verdict.outcome.as_str()
+        );
+        *report.transitions.entry(transition).or_insert(0) += 1;
+        report.tickets.push(entry);
     }
-    report.money = money_changes(&money_from, &money_to);
-    Ok(report)
+
+    fn finish(mut self) -> DiffReport {
+        self.report.money = money_changes(&self.money_from, &self.money_to);
+        self.report
+    }
 }
 
 fn money_changes(
