@@ -37,7 +37,9 @@ mod varied;
 use draft::Draft;
 pub use draft::DECIDED_BY;
 use rng::SplitMix64;
-pub use varied::{varied_history, varied_history_from, varied_history_with, ComplaintBank};
+pub use varied::{
+    varied_history, varied_history_from, varied_history_iter, varied_history_with, ComplaintBank,
+};
 
 /// `n` tickets from `seed`, labelled under the policies shipped in `fixtures/policies/`.
 ///
@@ -53,24 +55,31 @@ pub fn history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
 
 /// `n` tickets from `seed`, labelled under `policies`.
 pub fn history_with(policies: &PolicySet, seed: u64, n: usize) -> Vec<HistoricalTicket> {
+    history_iter(policies, seed, n).collect()
+}
+
+/// [`history_with`], one ticket at a time (`generate-history` writes and counts them
+/// as they come, so 100,000 tickets never sit in memory at once).
+pub fn history_iter(
+    policies: &PolicySet,
+    seed: u64,
+    n: usize,
+) -> impl Iterator<Item = HistoricalTicket> + '_ {
     let mut rng = SplitMix64::new(seed);
-    (0..n)
-        .map(|i| {
-            let draft = Draft::new(&mut rng, seed, i);
-            draft.finish(policies)
-        })
-        .collect()
+    (0..n).map(move |i| Draft::new(&mut rng, seed, i).finish(policies))
 }
 
 /// One ticket per line, in the order given; `replay::parse_history` reads it back.
 pub fn to_jsonl(tickets: &[HistoricalTicket]) -> String {
-    let mut out = String::new();
-    for ticket in tickets {
-        out += &serde_json::to_string(ticket)
-            .expect("a historical ticket is plain data and always serialises");
-        out.push('\n');
-    }
-    out
+    tickets.iter().map(jsonl_line).collect()
+}
+
+/// One ticket as one line of a history file, its newline included.
+pub fn jsonl_line(ticket: &HistoricalTicket) -> String {
+    let mut line = serde_json::to_string(ticket)
+        .expect("a historical ticket is plain data and always serialises");
+    line.push('\n');
+    line
 }
 
 #[cfg(test)]

@@ -179,12 +179,31 @@ fn generate_history(
         HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
         HistoryBank::ExternalHeldout => ComplaintBank::ExternalHeldout,
     };
-    let tickets = match style {
-        HistoryStyle::Plain => generate::history_with(&policies, seed, count),
-        HistoryStyle::Varied => generate::varied_history_from(&policies, seed, count, bank),
+    let tickets: Box<dyn Iterator<Item = _>> = match style {
+        HistoryStyle::Plain => Box::new(generate::history_iter(&policies, seed, count)),
+        HistoryStyle::Varied => {
+            Box::new(generate::varied_history_iter(&policies, seed, count, bank))
+        }
     };
-    std::fs::write(&out, generate::to_jsonl(&tickets))
-        .with_context(|| format!("writing {}", out.display()))?;
-    eprintln!("wrote {} tickets to {}", tickets.len(), out.display());
+    let bar = Progress::bar("generate-history", "tickets");
+    let written = write_history(tickets, &out, |done| bar.set(done, count));
+    bar.finish();
+    written.with_context(|| format!("writing {}", out.display()))?;
+    eprintln!("wrote {count} tickets to {}", out.display());
     Ok(())
+}
+
+/// Streams `tickets` to `out` as JSON lines, calling `progress(written)` after each.
+fn write_history(
+    tickets: impl Iterator<Item = app::replay::HistoricalTicket>,
+    out: &std::path::Path,
+    mut progress: impl FnMut(usize),
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(out)?);
+    for (done, ticket) in tickets.enumerate() {
+        file.write_all(generate::jsonl_line(&ticket).as_bytes())?;
+        progress(done + 1);
+    }
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()
 }

@@ -102,18 +102,26 @@ pub fn varied_history_from(
     n: usize,
     bank: ComplaintBank,
 ) -> Vec<HistoricalTicket> {
+    varied_history_iter(policies, seed, n, bank).collect()
+}
+
+/// [`varied_history_from`], one ticket at a time.
+pub fn varied_history_iter(
+    policies: &PolicySet,
+    seed: u64,
+    n: usize,
+    bank: ComplaintBank,
+) -> impl Iterator<Item = HistoricalTicket> + '_ {
     let banks = banks();
     let external = external_sentences(bank);
     let mut rng = SplitMix64::new(seed ^ 0x7A21_ED00_0000_0015);
-    (0..n)
-        .map(|i| {
-            let mut draft = Draft::new(&mut rng, seed, i);
-            let features = vary(&mut draft, &mut rng, &banks, &external);
-            let mut ticket = draft.finish(policies);
-            ticket.extra.insert("features".into(), features);
-            ticket
-        })
-        .collect()
+    (0..n).map(move |i| {
+        let mut draft = Draft::new(&mut rng, seed, i);
+        let features = vary(&mut draft, &mut rng, &banks, &external);
+        let mut ticket = draft.finish(policies);
+        ticket.extra.insert("features".into(), features);
+        ticket
+    })
 }
 
 /// The complaint bank for a scenario.
