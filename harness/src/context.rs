@@ -248,7 +248,10 @@ fn turn_messages(prompt: &Prompt<'_>, turn: &[Exchange], budget: &ContextBudget)
                     "function": { "name": x.call.name, "arguments": arguments_text(&x.call.arguments) } })
         })
         .collect();
-    let mut out = vec![json!({ "role": "assistant", "content": null, "tool_calls": calls })];
+    // Content as an empty string, not null: OpenAI takes either beside tool calls, but
+    // llama.cpp's Python server refuses null (500, "Input should be a valid string"),
+    // which failed every turn after a model's first tool call.
+    let mut out = vec![json!({ "role": "assistant", "content": "", "tool_calls": calls })];
     for x in turn {
         out.push(
             json!({ "role": "tool", "tool_call_id": x.call.id, "content": result_text(prompt, x, budget) }),
@@ -670,6 +673,22 @@ mod tests {
             assert!(result["content"].as_str().unwrap().starts_with(r#"{"ok":"#));
         }
         assert!(!all_text(&messages).contains("HARNESS SUMMARY"));
+    }
+
+    #[test]
+    fn assistant_messages_with_tool_calls_carry_string_content_never_null() {
+        // llama.cpp's Python server answers 500 to a null `content` (OpenAI takes both).
+        let history = investigation();
+        let messages = build_messages(&PROMPT, &ctx(&[], &history), &ContextBudget::default());
+        let turns: Vec<_> = messages
+            .iter()
+            .filter(|m| m["tool_calls"].is_array())
+            .collect();
+        assert!(!turns.is_empty());
+        for turn in turns {
+            assert_eq!(turn["role"], "assistant");
+            assert_eq!(turn["content"], "", "{turn}");
+        }
     }
 
     #[test]

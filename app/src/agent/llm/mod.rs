@@ -159,6 +159,10 @@ impl LlmModel {
             "model": self.model,
             "messages": context::build_messages(prompt, ctx, &self.budget),
             "tools": tools,
+            // OpenAI's default when tools are sent, but said outright: llama.cpp's
+            // Python server (chatml-function-calling) drops the tools from the prompt
+            // when `tool_choice` is absent, so the model never sees them.
+            "tool_choice": "auto",
             "max_tokens": self.max_tokens,
         })
     }

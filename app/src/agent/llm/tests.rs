@@ -215,7 +215,7 @@ fn a_readers_submit_findings_ends_its_turn_and_bad_findings_are_errors() {
 }
 
 #[test]
-fn every_request_caps_the_answer_at_the_configured_max_tokens() {
+fn every_request_caps_the_answer_at_max_tokens_and_offers_the_tools_with_tool_choice_auto() {
     let m = LlmModel::new(
         "http://127.0.0.1:1/v1",
         None,
@@ -230,6 +230,8 @@ fn every_request_caps_the_answer_at_the_configured_max_tokens() {
         history: &[],
     };
     assert_eq!(m.request_body(&ctx)["max_tokens"], DEFAULT_MAX_TOKENS);
+    // Said outright: llama-cpp-python's server hides the tools without it.
+    assert_eq!(m.request_body(&ctx)["tool_choice"], "auto");
     let capped = m.with_max_tokens(200);
     assert_eq!(capped.request_body(&ctx)["max_tokens"], 200);
 }
