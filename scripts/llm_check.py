@@ -126,6 +126,21 @@ def refunds(args):
     return intents, intents - len(approved), len(at_provider), len(unapproved)
 
 
+def model_errors(args):
+    """The model errors the runs recorded, most common first: [(message, count)]. A 135M
+    model fails often; what it fails with says whether the wire or the model is at fault."""
+    db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
+    errors = collections.Counter()
+    for (payload,) in db.execute("SELECT payload FROM run_events WHERE kind = 'model_error'"):
+        try:
+            error = json.loads(payload).get("error", payload)
+        except ValueError:
+            error = payload
+        errors[str(error)[:90]] += 1
+    db.close()
+    return errors.most_common(3)
+
+
 def main():
     parser = argparse.ArgumentParser()
     for flag in ("--base", "--bin", "--data-dir", "--db", "--world", "--provider"):
@@ -139,6 +154,8 @@ def main():
     calls, tokens = model_calls(args)
     intents, intents_unapproved, provider_refunds, provider_unapproved = refunds(args)
     by_status = collections.Counter(statuses.values())
+    for message, count in model_errors(args):
+        print(f"llm-check: model error x{count}: {message}")
     failures = []
     if any(s not in AT_REST for s in statuses.values()):
         failures.append(f"not at rest after {args.limit_secs} s")
