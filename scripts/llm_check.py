@@ -58,13 +58,14 @@ def cli(args, *command):
 
 
 def open_tickets(args):
-    """One ticket per demo customer, about that customer's first order."""
+    """One ticket per demo customer (the first `--customers` of them, when given), about
+    that customer's first order."""
     world = json.load(open(args.world))
     first_order = {}
     for order in world["orders"]:
         first_order.setdefault(order["customer_id"], order["id"])
     cases = {}
-    for customer in world["customers"]:
+    for customer in world["customers"][: args.customers or None]:
         token = cli(args, "customer", "token", customer["id"])
         order = first_order.get(customer["id"], "my last order")
         message = f"Hello, I would like a refund for {order}; I think I was charged wrongly."
@@ -146,6 +147,7 @@ def main():
     for flag in ("--base", "--bin", "--data-dir", "--db", "--world", "--provider"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--limit-secs", type=int, default=600)
+    parser.add_argument("--customers", type=int, default=0, help="the first N only (0: all)")
     args = parser.parse_args()
     started = time.monotonic()
     staff = cli(args, "staff", "token", "--email", "agent@refund-desk.test")
