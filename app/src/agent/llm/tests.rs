@@ -124,13 +124,7 @@ fn provider_errors_are_surfaced_with_message_type_and_code() {
 
 #[test]
 fn the_offered_tools_fit_their_default_budget() {
-    let m = LlmModel::new(
-        "http://127.0.0.1:1/v1",
-        None,
-        "m".into(),
-        Duration::from_secs(1),
-    )
-    .unwrap();
+    let m = unreachable_model();
     let declarations = crate::agent::tools::declarations();
     let customer = vec!["hi".to_string()];
     let ctx = ModelContext {
@@ -163,14 +157,7 @@ fn debug_output_never_shows_the_key() {
 
 #[test]
 fn retry_waits_double_and_honour_retry_after_within_the_cap() {
-    let m = LlmModel::new(
-        "http://127.0.0.1:1/v1",
-        None,
-        "m".into(),
-        Duration::from_secs(1),
-    )
-    .unwrap()
-    .with_backoff(Duration::from_millis(100), Duration::from_secs(2));
+    let m = unreachable_model().with_backoff(Duration::from_millis(100), Duration::from_secs(2));
     assert_eq!(m.wait_before_retry(0, None), Duration::from_millis(100));
     assert_eq!(m.wait_before_retry(2, None), Duration::from_millis(400));
     assert_eq!(m.wait_before_retry(10, None), Duration::from_secs(2));
@@ -216,13 +203,7 @@ fn a_readers_submit_findings_ends_its_turn_and_bad_findings_are_errors() {
 
 #[test]
 fn every_request_caps_the_answer_at_max_tokens_and_offers_the_tools_with_tool_choice_auto() {
-    let m = LlmModel::new(
-        "http://127.0.0.1:1/v1",
-        None,
-        "m".into(),
-        Duration::from_secs(1),
-    )
-    .unwrap();
+    let m = unreachable_model();
     let customer = vec!["hi".to_string()];
     let ctx = ModelContext {
         inputs: &customer,
@@ -234,4 +215,15 @@ fn every_request_caps_the_answer_at_max_tokens_and_offers_the_tools_with_tool_ch
     assert_eq!(m.request_body(&ctx)["tool_choice"], "auto");
     let capped = m.with_max_tokens(200);
     assert_eq!(capped.request_body(&ctx)["max_tokens"], 200);
+}
+
+/// A client of a port nothing listens on: for what is built before any request.
+fn unreachable_model() -> LlmModel {
+    LlmModel::new(
+        "http://127.0.0.1:1/v1",
+        None,
+        "m".into(),
+        Duration::from_secs(1),
+    )
+    .unwrap()
 }
