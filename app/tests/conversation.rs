@@ -424,6 +424,19 @@ async fn the_case_list_takes_all_statuses_and_searches_by_customer_and_ids_as_pl
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
     assert_eq!(error["error"]["code"], "invalid_status");
+    let (status, error) = app
+        .request(
+            "GET",
+            "/api/v1/cases?mine=maybe",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(
+        error["error"]["code"], "invalid_query",
+        "the API's error shape"
+    );
     let (_, views) = app
         .request(
             "GET",

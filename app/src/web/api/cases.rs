@@ -2,6 +2,7 @@
 //! reject a refund bound to its fingerprint, take an escalated case over, and decide a
 //! shadow-mode case by hand. The rules are in `approvals` and `shadow_live`.
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
@@ -41,9 +42,12 @@ pub fn status_filter(status: Option<&str>) -> Result<Option<CaseStatus>, AppErro
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
-    Query(filter): Query<CaseFilter>,
+    filter: Result<Query<CaseFilter>, QueryRejection>,
 ) -> AppResult<Json<Vec<CaseView>>> {
     let staff = principal.staff()?;
+    // A malformed query string answers in the API's error shape, not axum's plain text.
+    let Query(filter) =
+        filter.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
     let status = status_filter(filter.status.as_deref())?;
     let query = cases::CaseQuery {
         statuses: status.as_slice(),
