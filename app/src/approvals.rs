@@ -193,7 +193,7 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
     if decision.refunds.is_empty() {
         return Err(DomainError::conflict(
             "policy_allows_no_refund",
-            "the policy allows no refund on these facts; reject the case or answer the customer",
+            "the policy allows no refund on these facts; answer the customer, or close the case with a reply",
         ));
     }
     let now = desk.clock.now_ms();

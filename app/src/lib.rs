@@ -15,6 +15,7 @@ pub mod cases;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod conversation;
 pub mod customer;
 pub mod error;
 pub mod investigation;

@@ -50,6 +50,51 @@ statuses! {
     Rejected => "rejected",
 }
 
+impl CaseStatus {
+    /// A case that came to its end (closed by hand, withdrawn): nothing more happens to
+    /// it, so it cannot be closed again (issue 17).
+    pub fn is_at_rest(self) -> bool {
+        matches!(self, CaseStatus::Closed | CaseStatus::Cancelled)
+    }
+
+    /// A refund was approved and is on its way to the provider or waiting for its answer
+    /// (the executor's states): closing the case now would hide an outcome that is not
+    /// known yet (SPEC invariant 5), so nobody closes it until the provider answers.
+    pub fn has_refund_in_flight(self) -> bool {
+        matches!(
+            self,
+            CaseStatus::Approved
+                | CaseStatus::Executing
+                | CaseStatus::PendingVerification
+                | CaseStatus::RefundPending
+        )
+    }
+
+    /// The status in words, as staff read it in the console.
+    pub fn label(self) -> &'static str {
+        match self {
+            CaseStatus::Open => "Open",
+            CaseStatus::Investigating => "Being investigated",
+            CaseStatus::AwaitingCustomer => "Waiting for the customer",
+            CaseStatus::Proposed => "Proposed",
+            CaseStatus::Decided => "Decided",
+            CaseStatus::Denied => "Denied by policy",
+            CaseStatus::Escalated => "Escalated to a person",
+            CaseStatus::AwaitingApproval => "Waiting for approval",
+            CaseStatus::Approved => "Approved, refund queued",
+            CaseStatus::Executing => "Refund being sent",
+            CaseStatus::PendingVerification => "Refund being verified",
+            CaseStatus::RefundPending => "Refund submitted, pending",
+            CaseStatus::RefundSucceeded => "Refunded",
+            CaseStatus::RefundFailed => "Refund failed",
+            CaseStatus::Replied => "Replied",
+            CaseStatus::Closed => "Closed",
+            CaseStatus::Cancelled => "Withdrawn by the customer",
+            CaseStatus::Rejected => "Rejected by a reviewer",
+        }
+    }
+}
+
 /// A refund intent's states (SPEC §5), as stored in `refund_intents.status`. They only
 /// move forward (`refunds::advance_intent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

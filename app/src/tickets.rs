@@ -91,16 +91,40 @@ pub async fn append_message(
     body: &str,
     now: i64,
 ) -> DomainResult<i64> {
+    insert_message(tx, ticket_id, author, None, body, now).await
+}
+
+/// Appends a staff member's reply to the customer's conversation (issue 17): author
+/// `staff`, the staff member recorded beside it (never shown to the customer).
+pub async fn append_staff_reply(
+    tx: &mut Tx<'_>,
+    ticket_id: &str,
+    staff_id: &str,
+    body: &str,
+    now: i64,
+) -> DomainResult<i64> {
+    insert_message(tx, ticket_id, "staff", Some(staff_id), body, now).await
+}
+
+async fn insert_message(
+    tx: &mut Tx<'_>,
+    ticket_id: &str,
+    author: &str,
+    staff_id: Option<&str>,
+    body: &str,
+    now: i64,
+) -> DomainResult<i64> {
     let row =
         sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE ticket_id = $1")
             .bind(ticket_id)
             .fetch_one(&mut **tx)
             .await?;
     let seq: i64 = row.try_get::<i64, _>("last")? + 1;
-    sqlx::query("INSERT INTO messages (ticket_id, seq, author, body, created_at) VALUES ($1, $2, $3, $4, $5)")
+    sqlx::query("INSERT INTO messages (ticket_id, seq, author, staff_id, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
         .bind(ticket_id)
         .bind(seq)
         .bind(author)
+        .bind(staff_id)
         .bind(body)
         .bind(now)
         .execute(&mut **tx)

@@ -2,12 +2,14 @@
 //! tables that own them (`cases`, `refunds`). Writes nothing.
 
 use serde::Serialize;
+use sqlx::Row;
 
 use crate::cases::{self, Case};
 use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::store::Db;
+use crate::tickets::{self, MessageView};
 
 /// The staff view of a case (`GET /api/v1/cases/{id}`).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -32,6 +34,15 @@ pub struct CaseView {
     /// The policy index (`schema_version:policy_hash`) the decision was made with.
     pub policy_index: Option<String>,
     pub refunds: Vec<refunds::RefundView>,
+    /// The customer's name and email, from the records the app holds (issue 17).
+    pub customer_name: Option<String>,
+    pub customer_email: Option<String>,
+    /// The ticket's subject: the first line of its first message, shortened.
+    pub subject: String,
+    /// The email of the staff member the case is assigned to.
+    pub assignee: Option<String>,
+    /// Why a supervisor closed the case, once closed by hand.
+    pub close_reason: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -46,6 +57,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
             .map(|m| m.amount_string()),
         _ => None,
     };
+    let header = header(db, case).await?;
     Ok(CaseView {
         id: case.id.clone(),
         ticket_id: case.ticket_id.clone(),
@@ -66,6 +78,11 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         void_reason: case.void_reason.clone(),
         policy_index: case.policy_index.clone(),
         refunds: refunds::refund_views(db, &case.id).await?,
+        customer_name: header.customer_name,
+        customer_email: header.customer_email,
+        subject: subject_of(header.first_message.as_deref().unwrap_or("")),
+        assignee: header.assignee,
+        close_reason: case.close_reason.clone(),
         created_at: rfc3339(case.created_at),
         updated_at: rfc3339(case.updated_at),
     })
@@ -77,4 +94,86 @@ pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
         .await?
         .ok_or(DomainError::NotFound("case"))?;
     case_view(db, &case).await
+}
+
+/// What a case's header shows beside the case row: who the customer is, who works on
+/// it, and the ticket's first message. One read across the tables that own them.
+struct Header {
+    customer_name: Option<String>,
+    customer_email: Option<String>,
+    assignee: Option<String>,
+    first_message: Option<String>,
+}
+
+async fn header(db: &Db, case: &Case) -> DomainResult<Header> {
+    let row = sqlx::query(
+        "SELECT (SELECT name FROM customers WHERE id = $1) AS customer_name,
+                (SELECT email FROM customers WHERE id = $1) AS customer_email,
+                (SELECT email FROM staff WHERE id = $2) AS assignee,
+                (SELECT body FROM messages WHERE ticket_id = $3 ORDER BY seq LIMIT 1) AS first_message",
+    )
+    .bind(&case.customer_id)
+    .bind(case.assignee_id.as_deref().unwrap_or(""))
+    .bind(&case.ticket_id)
+    .fetch_one(db.reader())
+    .await?;
+    Ok(Header {
+        customer_name: row.try_get("customer_name")?,
+        customer_email: row.try_get("customer_email")?,
+        assignee: row.try_get("assignee")?,
+        first_message: row.try_get("first_message")?,
+    })
+}
+
+/// How many characters of the first line a subject keeps.
+const SUBJECT_CHARS: usize = 80;
+
+/// A ticket's subject: the first non-empty line of its first message, cut at
+/// [`SUBJECT_CHARS`] characters with an ellipsis.
+pub fn subject_of(first_message: &str) -> String {
+    let line = first_message
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= SUBJECT_CHARS {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(SUBJECT_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// A case's conversation as staff see it: the customer's thread (what the customer sees
+/// too) and the internal notes (what no customer ever sees), apart (issue 17).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CaseThread {
+    pub case_id: String,
+    pub messages: Vec<MessageView>,
+    pub notes: Vec<cases::NoteView>,
+}
+
+pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
+    Ok(CaseThread {
+        case_id: case.id.clone(),
+        messages: tickets::messages(db, &case.ticket_id).await?,
+        notes: cases::notes(db, &case.id).await?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::subject_of;
+
+    #[test]
+    fn a_subject_is_the_first_line_of_the_first_message_shortened() {
+        assert_eq!(
+            subject_of("\n  Charged twice \nfor my plan"),
+            "Charged twice"
+        );
+        assert_eq!(subject_of(""), "");
+        let long = "é".repeat(200);
+        let subject = subject_of(&long);
+        assert_eq!(subject.chars().count(), 80);
+        assert!(subject.ends_with('…'));
+    }
 }

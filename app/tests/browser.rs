@@ -307,3 +307,89 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     browser.close().await;
     worker.abort();
 }
+
+/// Logs `email` in on the console (the demo password) and waits for the queue.
+async fn console_login(browser: &Browser, base: &str, email: &str) {
+    browser.goto(&format!("{base}/console/login")).await;
+    browser.type_into("input[name=email]", email).await;
+    browser
+        .type_into("input[name=password]", "correct horse battery")
+        .await;
+    browser.click("button[type=submit]").await;
+    assert!(browser
+        .wait_for_url_ending("/console")
+        .await
+        .ends_with("/console"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalated_case_with_a_reply(
+) {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let (disputed_ticket, disputed) = app
+        .open_ticket("C-600", "I was charged twice for my annual plan")
+        .await;
+    let disputed_id = disputed["id"].as_str().unwrap().to_string();
+    assert_eq!(disputed["status"], "escalated");
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+
+    console_login(&browser, &base, "agent@test.example").await;
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    let reply = "We found the second charge and are on it.";
+    browser.type_into("textarea[name=text]", reply).await;
+    browser.click("#send-reply").await;
+    let landed = browser.wait_for_url("?done=reply").await;
+    assert!(
+        landed.ends_with(&format!("/console/cases/{case_id}?done=reply")),
+        "post/redirect/get: the address is the case page, not the POST URL: {landed}"
+    );
+    assert!(browser.text("#thread").await.contains(reply));
+    assert!(browser.text("#notice").await.contains("Reply sent"));
+
+    let next = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &next).await;
+    browser.sign_in(&base, &link, &next).await;
+    assert!(
+        browser.source().await.contains(reply),
+        "the customer sees the reply"
+    );
+
+    console_login(&browser, &base, "supervisor@test.example").await;
+    browser
+        .goto(&format!("{base}/console/cases/{disputed_id}"))
+        .await;
+    let answer = "Your bank is handling the dispute, so we have closed this request.";
+    browser
+        .type_into("#close input[name=reason]", "dispute open at the bank")
+        .await;
+    browser
+        .type_into("#close textarea[name=reply]", answer)
+        .await;
+    browser.click("#close-case").await;
+    assert_eq!(
+        browser
+            .wait_for_attribute("#case-status", "data-status", "closed")
+            .await,
+        "closed"
+    );
+    assert!(browser.url().await.ends_with("?done=closed"));
+    let token = app.customer_token("C-600").await;
+    let (_, ticket) = app
+        .request(
+            "GET",
+            &format!("/api/v1/tickets/{disputed_ticket}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(ticket.to_string().contains(answer), "{ticket}");
+    assert!(app.provider_refunds("ch_6001b").await.is_empty());
+    browser.close().await;
+}

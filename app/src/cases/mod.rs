@@ -11,7 +11,11 @@ pub use fingerprint::{decision_fingerprint, fingerprint, FingerprintInput, Finge
 mod decision;
 pub use decision::{record_decision, DecisionRecord, ProposalChange, RecordedDecision, VoidReason};
 mod lease;
+mod notes;
+pub use notes::{add_note, notes, NoteView};
+mod closing;
 pub(crate) use approvals::void_approvals;
+pub use closing::{assign, close};
 pub(crate) use lease::{claim_case, release_case};
 
 use sqlx::Row;
@@ -43,12 +47,16 @@ pub struct Case {
     pub currency: Option<String>,
     pub void_reason: Option<String>,
     pub policy_index: Option<String>,
+    /// The staff member working on the case (issue 17: take, assign to).
+    pub assignee_id: Option<String>,
+    /// Why a supervisor closed the case by hand.
+    pub close_reason: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
-     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, created_at, updated_at";
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, assignee_id, close_reason, created_at, updated_at";
 
 fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
     Ok(Case {
@@ -70,6 +78,8 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         currency: r.try_get("currency")?,
         void_reason: r.try_get("void_reason")?,
         policy_index: r.try_get("policy_index")?,
+        assignee_id: r.try_get("assignee_id")?,
+        close_reason: r.try_get("close_reason")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -293,23 +303,94 @@ pub async fn reinvestigate(
     Ok(())
 }
 
-pub async fn list_cases(db: &Db, status: Option<CaseStatus>) -> DomainResult<Vec<Case>> {
-    let rows = match status {
-        Some(s) => {
-            sqlx::query(&format!(
-            "SELECT {CASE_COLUMNS} FROM cases WHERE status = $1 ORDER BY created_at, id LIMIT 500"
-        ))
-            .bind(s.as_str())
-            .fetch_all(db.reader())
-            .await?
+/// Which cases a list shows (`GET /api/v1/cases`, the console's queue).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CaseQuery<'a> {
+    /// Only cases in one of these statuses; empty is every status.
+    pub statuses: &'a [CaseStatus],
+    /// Only cases assigned to this staff member.
+    pub assignee_id: Option<&'a str>,
+    /// Search text (issue 17): a case, ticket, customer, order or charge id (whole, any
+    /// case), or part of the customer's name or email.
+    pub search: Option<&'a str>,
+}
+
+/// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
+fn like_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            out.push('\\');
         }
-        None => {
-            sqlx::query(&format!(
-                "SELECT {CASE_COLUMNS} FROM cases ORDER BY created_at DESC, id LIMIT 500"
-            ))
-            .fetch_all(db.reader())
-            .await?
+        out.push(ch);
+    }
+    out
+}
+
+/// The search condition of [`CaseQuery::search`], its values appended to `binds`. The
+/// text is only ever a bound value, never part of the SQL. Ids are matched whole (an
+/// order or charge id inside the decision's facts as a JSON `"id"` value); names and
+/// emails by substring. Lower-cased on both sides: customers type ids in any case.
+fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
+    let text = search.trim().to_lowercase();
+    let json = serde_json::to_string(&text).unwrap_or_default();
+    let json = json.trim_matches('"');
+    binds.push(text.clone());
+    let exact = binds.len();
+    binds.push(format!("%{}%", like_literal(&text)));
+    let part = exact + 1;
+    binds.push(format!("%\"id\":\"{}\"%", like_literal(json)));
+    let in_facts = exact + 2;
+    format!(
+        "(LOWER(c.id) = ${exact} OR LOWER(c.ticket_id) = ${exact} OR LOWER(c.customer_id) = ${exact}
+          OR LOWER(COALESCE(t.order_id, '')) = ${exact}
+          OR LOWER(COALESCE(cu.name, '')) LIKE ${part} ESCAPE '\\'
+          OR LOWER(COALESCE(cu.email, '')) LIKE ${part} ESCAPE '\\'
+          OR LOWER(COALESCE(c.facts, '')) LIKE ${in_facts} ESCAPE '\\'
+          OR EXISTS (SELECT 1 FROM refund_intents i WHERE i.case_id = c.id AND LOWER(i.charge_id) = ${exact}))"
+    )
+}
+
+/// Cases as `query` selects them, at most 500: oldest first within chosen statuses (a
+/// queue), newest first across all.
+pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case>> {
+    let mut binds: Vec<String> = Vec::new();
+    let mut conditions = vec!["1 = 1".to_string()];
+    if !query.statuses.is_empty() {
+        let mut placeholders = Vec::new();
+        for status in query.statuses {
+            binds.push(status.as_str().to_string());
+            placeholders.push(format!("${}", binds.len()));
         }
+        conditions.push(format!("c.status IN ({})", placeholders.join(", ")));
+    }
+    if let Some(assignee) = query.assignee_id {
+        binds.push(assignee.to_string());
+        conditions.push(format!("c.assignee_id = ${}", binds.len()));
+    }
+    if let Some(search) = query.search.filter(|s| !s.trim().is_empty()) {
+        conditions.push(search_condition(search, &mut binds));
+    }
+    let columns: Vec<String> = CASE_COLUMNS
+        .split(',')
+        .map(|c| format!("c.{}", c.trim()))
+        .collect();
+    let order = if !query.statuses.is_empty() {
+        "c.created_at, c.id"
+    } else {
+        "c.created_at DESC, c.id"
     };
+    let sql = format!(
+        "SELECT {} FROM cases c JOIN tickets t ON t.id = c.ticket_id
+         LEFT JOIN customers cu ON cu.id = c.customer_id
+         WHERE {} ORDER BY {order} LIMIT 500",
+        columns.join(", "),
+        conditions.join(" AND ")
+    );
+    let mut select = sqlx::query(&sql);
+    for value in &binds {
+        select = select.bind(value);
+    }
+    let rows = select.fetch_all(db.reader()).await?;
     rows.iter().map(case_from_row).collect()
 }

@@ -167,6 +167,18 @@ pub fn router(state: AppState) -> Router {
             "/cases/{id}/decide",
             post(crate::web::api::cases::post_decide),
         )
+        .route(
+            "/cases/{id}/messages",
+            post(crate::web::api::cases::post_message),
+        )
+        .route(
+            "/cases/{id}/close",
+            post(crate::web::api::cases::post_close),
+        )
+        .route(
+            "/cases/{id}/assign",
+            post(crate::web::api::cases::post_assign),
+        )
         .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
         .route(
             "/webhooks/payments",

@@ -2,6 +2,7 @@
 //! reject a refund bound to its fingerprint, take an escalated case over, and decide a
 //! shadow-mode case by hand. The rules are in `approvals` and `shadow_live`.
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
@@ -9,34 +10,52 @@ use serde::Deserialize;
 use crate::approvals::{self, Verdict};
 use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
+use crate::conversation::{self, AssignCase, CloseCase, StaffMessage};
 use crate::shadow_live::{self, ManualDecision};
 use crate::state::AppState;
-use crate::views::CaseView;
+use crate::views::{CaseThread, CaseView};
 use crate::web::error::{AppError, AppResult};
 use crate::web::extract::ApiJson;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CaseFilter {
-    /// A case status (SPEC §5), or `all`.
+    /// A case status (SPEC §5), or `all` (the default).
     pub status: Option<String>,
+    /// Search: a case, ticket, customer, order or charge id (whole, any case), or part of
+    /// the customer's name or email.
+    pub q: Option<String>,
+    /// `true`: only the cases assigned to the caller.
+    pub mine: Option<bool>,
 }
 
-/// `GET /api/v1/cases?status=…` (staff).
-#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status", body = Vec<CaseView>), crate::web::error::ApiErrors))]
+/// A status filter's value: a case status, or `all` (or nothing) for every status.
+pub fn status_filter(status: Option<&str>) -> Result<Option<CaseStatus>, AppError> {
+    match status.map(str::trim) {
+        None | Some("") | Some("all") => Ok(None),
+        Some(s) => Ok(Some(CaseStatus::parse(s)?)),
+    }
+}
+
+/// `GET /api/v1/cases?status=…&q=…&mine=…` (staff).
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status and search", body = Vec<CaseView>), crate::web::error::ApiErrors))]
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
-    Query(filter): Query<CaseFilter>,
+    filter: Result<Query<CaseFilter>, QueryRejection>,
 ) -> AppResult<Json<Vec<CaseView>>> {
-    principal.staff()?;
-    let status = filter
-        .status
-        .as_deref()
-        .map(CaseStatus::parse)
-        .transpose()?;
+    let staff = principal.staff()?;
+    // A malformed query string answers in the API's error shape, not axum's plain text.
+    let Query(filter) =
+        filter.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
+    let status = status_filter(filter.status.as_deref())?;
+    let query = cases::CaseQuery {
+        statuses: status.as_slice(),
+        assignee_id: filter.mine.unwrap_or(false).then_some(staff.id.as_str()),
+        search: filter.q.as_deref(),
+    };
     let mut views = Vec::new();
-    for case in cases::list_cases(&state.db, status).await? {
+    for case in cases::list_cases(&state.db, &query).await? {
         views.push(crate::views::case_view(&state.db, &case).await?);
     }
     Ok(Json(views))
@@ -140,5 +159,47 @@ pub async fn post_decide(
     let staff = principal.staff()?;
     Ok(Json(
         shadow_live::decide_by_hand(state.desk(), staff, &id, input).await?,
+    ))
+}
+
+/// `POST /api/v1/cases/{id}/messages` (staff): a reply to the customer or an internal note.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/messages", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = StaffMessage, responses((status = 200, description = "the case's thread: the customer's messages and the internal notes, apart", body = CaseThread), crate::web::error::ApiErrors))]
+pub async fn post_message(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<StaffMessage>,
+) -> AppResult<Json<CaseThread>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        conversation::post_message(state.desk(), staff, &id, &input).await?,
+    ))
+}
+
+/// `POST /api/v1/cases/{id}/close` (supervisor): close a case, optionally with a reply.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/close", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = CloseCase, responses((status = 200, description = "closed; any pending approval is void", body = CaseView), crate::web::error::ApiErrors))]
+pub async fn post_close(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<CloseCase>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        conversation::close(state.desk(), staff, &id, &input).await?,
+    ))
+}
+
+/// `POST /api/v1/cases/{id}/assign` (staff): take a case, or (supervisor) assign it.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/assign", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = AssignCase, responses((status = 200, description = "the case with its assignee", body = CaseView), crate::web::error::ApiErrors))]
+pub async fn post_assign(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<AssignCase>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        conversation::assign(state.desk(), staff, &id, &input).await?,
     ))
 }

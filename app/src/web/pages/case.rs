@@ -3,7 +3,7 @@
 //! an escalated case over, and shadow mode's hand decision.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
@@ -15,7 +15,6 @@ use crate::cases::{self, CaseStatus};
 use crate::error::DomainError;
 use crate::refunds::RefundView;
 use crate::state::AppState;
-use crate::tickets::{self, MessageView};
 use crate::views::CaseView;
 use crate::web::error::{status_of, AppError};
 use crate::world::{parse_plain, serde_plain};
@@ -52,7 +51,6 @@ pub(super) struct CasePage {
     staff_role: String,
     csrf: String,
     case: CaseView,
-    messages: Vec<MessageView>,
     decision: Option<DecisionView>,
     proposal: Option<crate::agent::Proposal>,
     refunds: Vec<RefundView>,
@@ -68,6 +66,54 @@ pub(super) struct CasePage {
     error: Option<String>,
     /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
     stuck: Option<String>,
+    /// The customer's messages and the internal notes, in time order (issue 17).
+    thread: Vec<ThreadEntry>,
+    status_label: &'static str,
+    /// A supervisor may close this case now (not at rest, no refund in flight).
+    may_close: bool,
+    /// A supervisor or admin may assign the case to somebody else.
+    may_assign_others: bool,
+    /// What the action just done did, after its redirect (`?done=…`).
+    notice: Option<&'static str>,
+}
+
+/// One entry of the case's thread on the console: a message of the customer's
+/// conversation, or an internal note (marked, never shown to the customer).
+pub(super) struct ThreadEntry {
+    author: String,
+    at: String,
+    body: String,
+    internal: bool,
+}
+
+fn thread_entries(thread: crate::views::CaseThread) -> Vec<ThreadEntry> {
+    let messages = thread.messages.into_iter().map(|m| ThreadEntry {
+        author: m.author,
+        at: m.at,
+        body: m.body,
+        internal: false,
+    });
+    let notes = thread.notes.into_iter().map(|n| ThreadEntry {
+        author: n.author,
+        at: n.at,
+        body: n.body,
+        internal: true,
+    });
+    let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
+    // Both times are `clock::rfc3339` of the same clock: their text sorts as time does.
+    entries.sort_by(|a, b| a.at.cmp(&b.at));
+    entries
+}
+
+/// The words shown at the top of the case page after an action's redirect.
+fn notice_of(done: Option<&str>) -> Option<&'static str> {
+    match done? {
+        "reply" => Some("Reply sent to the customer."),
+        "note" => Some("Internal note added (staff only)."),
+        "closed" => Some("Case closed."),
+        "assigned" => Some("Case assigned."),
+        _ => None,
+    }
 }
 
 pub(super) async fn case_page_response(
@@ -75,6 +121,16 @@ pub(super) async fn case_page_response(
     session: &Session,
     id: &str,
     error: Option<String>,
+) -> Response {
+    case_page_with(state, session, id, error, None).await
+}
+
+async fn case_page_with(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    error: Option<String>,
+    notice: Option<&'static str>,
 ) -> Response {
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
@@ -85,9 +141,10 @@ pub(super) async fn case_page_response(
         Ok(v) => v,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let messages = tickets::messages(&state.db, &case.ticket_id)
-        .await
-        .unwrap_or_default();
+    let thread = match crate::views::thread(&state.db, &case).await {
+        Ok(t) => t,
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let decision = case.decision().map(|d| DecisionView {
         outcome: serde_plain(&d.outcome),
         reason_code: serde_plain(&d.reason_code),
@@ -135,7 +192,13 @@ pub(super) async fn case_page_response(
         Ok(flag) => flag.map(|f| f.summary),
         Err(e) => return AppError::from(e).into_response(),
     };
+    let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     render(&CasePage {
+        thread: thread_entries(thread),
+        status_label: case.status.label(),
+        may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
+        may_assign_others: supervisor,
+        notice,
         staff_email: session.staff.email.clone(),
         staff_role: session.staff.role.as_str().into(),
         csrf: session.csrf_token.clone(),
@@ -151,7 +214,6 @@ pub(super) async fn case_page_response(
             && session.staff.role >= auth::StaffRole::Supervisor,
         fingerprint: case.fingerprint.clone().unwrap_or_default(),
         case: view,
-        messages,
         decision,
         proposal,
         may_approve,
@@ -161,15 +223,127 @@ pub(super) async fn case_page_response(
     })
 }
 
+#[derive(Deserialize)]
+pub(super) struct CasePageQuery {
+    #[serde(default)]
+    done: Option<String>,
+}
+
 pub(super) async fn case_page(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
     Path(id): Path<String>,
+    Query(query): Query<CasePageQuery>,
 ) -> Response {
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    case_page_response(&state, &session, &id, None).await
+    case_page_with(
+        &state,
+        &session,
+        &id,
+        None,
+        notice_of(query.done.as_deref()),
+    )
+    .await
+}
+
+/// After a console action (post/redirect/get): on success the browser is sent to the
+/// case page (a GET, so a reload repeats nothing and never meets a POST-only URL), with
+/// `done` naming what happened; on failure the page is shown with the error, under the
+/// failure's status.
+async fn after_action<T>(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    result: Result<T, DomainError>,
+    done: &str,
+) -> Response {
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}?done={done}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(state, session, id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct MessageForm {
+    csrf: String,
+    text: String,
+    /// The button pressed: `true` for an internal note, `false` for a reply.
+    #[serde(default)]
+    internal: Option<String>,
+}
+
+pub(super) async fn message_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<MessageForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let internal = form.internal.as_deref() == Some("true");
+    let message = crate::conversation::StaffMessage {
+        text: form.text,
+        internal,
+    };
+    let result =
+        crate::conversation::post_message(state.desk(), &session.staff, &id, &message).await;
+    let done = if internal { "note" } else { "reply" };
+    after_action(&state, &session, &id, result, done).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct CloseForm {
+    csrf: String,
+    reason: String,
+    #[serde(default)]
+    reply: Option<String>,
+}
+
+pub(super) async fn close_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<CloseForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = crate::conversation::CloseCase {
+        reason: form.reason,
+        reply: form.reply.filter(|r| !r.trim().is_empty()),
+    };
+    let result = crate::conversation::close(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "closed").await
+}
+
+#[derive(Deserialize)]
+pub(super) struct AssignForm {
+    csrf: String,
+    #[serde(default)]
+    email: Option<String>,
+}
+
+pub(super) async fn assign_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<AssignForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = crate::conversation::AssignCase { email: form.email };
+    let result = crate::conversation::assign(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "assigned").await
 }
 
 #[derive(Deserialize)]

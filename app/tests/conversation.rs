@@ -1,0 +1,584 @@
+//! Issue 17, conversation work: staff replies and internal notes (a note reaches no
+//! customer surface), closing a case by hand (a closed case is never approved or
+//! executed afterwards), the queue's `status=all` and search, and assignment — through
+//! the same API and console a support team uses, on the real payments mock.
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{json, Value};
+use support::{spawn_app, TestApp};
+
+const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
+
+async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    app.request("POST", path, Some(token), Some(body)).await
+}
+
+/// A console page as the staff member of `cookie` sees it.
+async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
+    app.raw(
+        Request::get(path)
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
+async fn count(app: &TestApp, sql: &str, key: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(key)
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+}
+
+/// The customer's ticket as the ticket API shows it, and the ticket page's raw HTML.
+async fn customer_surfaces(app: &TestApp, customer_id: &str, ticket_id: &str) -> (Value, String) {
+    let token = app.customer_token(customer_id).await;
+    let (status, ticket) = app
+        .request(
+            "GET",
+            &format!("/api/v1/tickets/{ticket_id}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{ticket}");
+    let (cookie, _) = app.customer_cookie(customer_id).await;
+    let (status, page) = app
+        .raw(
+            Request::get(format!("/tickets/{ticket_id}"))
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    (ticket, page)
+}
+
+#[tokio::test]
+async fn a_staff_reply_reaches_the_customer_and_an_internal_note_reaches_no_customer_surface() {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap();
+    let path = format!("/api/v1/cases/{case_id}/messages");
+    let reply = "We are checking the second charge for you today.";
+    let note = "Customer called twice already; VIP-NOTE-7731.";
+
+    let (status, thread) = post(
+        &app,
+        &app.agent_token,
+        &path,
+        json!({"text": reply, "internal": false}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{thread}");
+    let (status, thread) = post(
+        &app,
+        &app.agent_token,
+        &path,
+        json!({"text": note, "internal": true}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{thread}");
+    assert_eq!(
+        thread["notes"][0]["body"], note,
+        "staff see the note: {thread:#}"
+    );
+    assert_eq!(thread["notes"][0]["author"], "agent@test.example");
+    let last = thread["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last["author"].as_str(), last["body"].as_str()),
+        (Some("staff"), Some(reply))
+    );
+
+    let (ticket, page) = customer_surfaces(&app, "C-100", &ticket_id).await;
+    let json = ticket.to_string();
+    assert!(
+        json.contains(reply),
+        "the ticket API shows the reply: {json}"
+    );
+    assert!(page.contains(reply), "the ticket page shows the reply");
+    assert!(
+        !json.contains("VIP-NOTE-7731"),
+        "the note leaks into the ticket API: {json}"
+    );
+    assert!(
+        !page.contains("VIP-NOTE-7731"),
+        "the note leaks into the ticket page"
+    );
+    assert!(
+        !json.contains("agent@test.example"),
+        "no staff email reaches the customer"
+    );
+
+    // Both are in the audit log, with who wrote them.
+    for action in ["staff_reply", "internal_note"] {
+        let n = count(
+            &app,
+            &format!("SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = '{action}'"),
+            case_id,
+        )
+        .await;
+        assert_eq!(n, 1, "{action} audited");
+    }
+    // The staff reply does not void the proposal waiting for approval: facts unchanged.
+    let now = app.case(case_id).await;
+    assert_eq!(now["status"], "awaiting_approval");
+    assert_eq!(now["fingerprint"], case["fingerprint"]);
+}
+
+#[tokio::test]
+async fn a_bad_staff_message_gets_a_typed_error_and_writes_nothing() {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap();
+    let path = format!("/api/v1/cases/{case_id}/messages");
+    let too_long = "x".repeat(app::replies::MAX_MESSAGE_CHARS + 1);
+    let cases = [
+        (
+            path.as_str(),
+            json!({"text": "  ", "internal": false}),
+            StatusCode::BAD_REQUEST,
+            "empty_message",
+        ),
+        (
+            path.as_str(),
+            json!({"text": too_long, "internal": true}),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+        ),
+        (
+            path.as_str(),
+            json!({"text": "hi"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_body",
+        ),
+        (
+            "/api/v1/cases/case_nope/messages",
+            json!({"text": "hi", "internal": true}),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+    ];
+    for (path, body, expected, code) in cases {
+        let (status, error) = post(&app, &app.agent_token, path, body).await;
+        assert_eq!(status, expected, "{error}");
+        assert_eq!(error["error"]["code"], code, "{error}");
+    }
+    let customer = app.customer_token("C-100").await;
+    let (status, _) = post(
+        &app,
+        &customer,
+        &path,
+        json!({"text": "hi", "internal": true}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "customers write on their ticket, not here"
+    );
+    let notes = count(
+        &app,
+        "SELECT COUNT(*) FROM case_notes WHERE case_id = $1",
+        case_id,
+    )
+    .await;
+    let staff_messages = count(
+        &app,
+        "SELECT COUNT(*) FROM messages WHERE author = 'staff' AND ticket_id = $1",
+        case["ticket_id"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!((notes, staff_messages), (0, 0));
+}
+
+#[tokio::test]
+async fn a_supervisor_closes_an_escalated_case_with_a_reply_the_customer_sees_and_an_agent_may_not()
+{
+    let app = spawn_app().await;
+    let (ticket_id, case) = app.open_ticket("C-600", CHARGED_TWICE).await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    let case_id = case["id"].as_str().unwrap();
+    let path = format!("/api/v1/cases/{case_id}/close");
+    let reply = "Your bank is handling the dispute; we closed this request.";
+    let body = json!({"reason": "dispute open at the bank", "reply": reply});
+
+    let (status, error) = post(&app, &app.agent_token, &path, body.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+    assert_eq!(
+        app.case(case_id).await["status"],
+        "escalated",
+        "nothing changed"
+    );
+
+    let (status, closed) = post(&app, &app.supervisor_token, &path, body.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{closed}");
+    assert_eq!(closed["status"], "closed");
+    assert_eq!(closed["close_reason"], "dispute open at the bank");
+    let (ticket, page) = customer_surfaces(&app, "C-600", &ticket_id).await;
+    assert!(ticket.to_string().contains(reply) && page.contains(reply));
+    assert_eq!(ticket["case"]["status"], "closed");
+
+    let (status, again) = post(&app, &app.supervisor_token, &path, body).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    assert_eq!(again["error"]["code"], "already_closed");
+    app.drain().await;
+    assert!(app.provider_refunds("ch_6001b").await.is_empty());
+}
+
+#[tokio::test]
+async fn an_approval_with_the_fingerprint_shown_before_a_close_is_refused_and_no_refund_is_sent() {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(case["status"], "awaiting_approval");
+    let case_id = case["id"].as_str().unwrap();
+    let old = case["fingerprint"].as_str().unwrap();
+
+    let (status, closed) = post(
+        &app,
+        &app.supervisor_token,
+        &format!("/api/v1/cases/{case_id}/close"),
+        json!({"reason": "customer asked us on the phone to drop it"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{closed}");
+    assert_eq!(closed["fingerprint"], Value::Null);
+
+    let (status, refused) = app.approve(&app.agent_token, case_id, old).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    app.drain().await;
+    assert_eq!(app.case(case_id).await["status"], "closed");
+    assert!(app.provider_refunds("ch_1001b").await.is_empty());
+    let valid = count(
+        &app,
+        "SELECT COUNT(*) FROM approvals WHERE case_id = $1 AND status = 'valid'",
+        case_id,
+    )
+    .await;
+    assert_eq!(valid, 0);
+}
+
+#[tokio::test]
+async fn closing_a_case_whose_refund_is_in_flight_is_a_conflict_and_changes_nothing() {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap();
+    let (status, _) = app
+        .approve(
+            &app.agent_token,
+            case_id,
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // The provider answers 503 to every attempt: whether a refund was made is unknown
+    // (a 5xx may come after execution began), so the case is being verified.
+    let resp = reqwest::Client::new()
+        .post(format!("{}/__mock/faults", app.mock.base_url()))
+        .json(&json!([{"mode": "fail_before_commit", "status": 503,
+                        "method": "POST", "path": "/v1/refunds", "times": 1000}]))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    app::refunds::execute_case(app.state.executor(), case_id)
+        .await
+        .unwrap();
+    let before = app.case(case_id).await;
+    assert_eq!(before["status"], "pending_verification", "{before:#}");
+    let messages_before = count(
+        &app,
+        "SELECT COUNT(*) FROM messages WHERE ticket_id = $1",
+        &ticket_id,
+    )
+    .await;
+
+    let (status, error) = post(
+        &app,
+        &app.supervisor_token,
+        &format!("/api/v1/cases/{case_id}/close"),
+        json!({"reason": "tidy up", "reply": "Closing this."}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    assert_eq!(error["error"]["code"], "refund_in_flight");
+    let after = app.case(case_id).await;
+    assert_eq!(
+        (&after["status"], &after["version"]),
+        (&before["status"], &before["version"])
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM messages WHERE ticket_id = $1",
+            &ticket_id
+        )
+        .await,
+        messages_before,
+        "no reply went out"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = 'closed'",
+            case_id
+        )
+        .await,
+        0
+    );
+}
+
+fn ids(cases: &Value) -> Vec<String> {
+    cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn list(app: &TestApp, query: &str) -> Vec<String> {
+    let (status, cases) = app
+        .request(
+            "GET",
+            &format!("/api/v1/cases?{query}"),
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{query}: {cases}");
+    ids(&cases)
+}
+
+#[tokio::test]
+async fn the_case_list_takes_all_statuses_and_searches_by_customer_and_ids_as_plain_text() {
+    let app = spawn_app().await;
+    let (ticket_id, awaiting) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let (_, escalated) = app.open_ticket("C-600", CHARGED_TWICE).await;
+    let awaiting = awaiting["id"].as_str().unwrap().to_string();
+    let escalated = escalated["id"].as_str().unwrap().to_string();
+
+    let all = list(&app, "status=all").await;
+    assert!(
+        all.contains(&awaiting) && all.contains(&escalated),
+        "{all:?}"
+    );
+    assert_eq!(
+        list(&app, "status=escalated").await,
+        vec![escalated.clone()]
+    );
+
+    for q in [
+        "LI.WEI%40example.cn",
+        "li.wei",
+        "Li%20Wei",
+        "O-1001",
+        "o-1001",
+        "ch_1001b",
+        &ticket_id,
+        &awaiting.to_uppercase(),
+    ] {
+        assert_eq!(
+            list(&app, &format!("status=all&q={q}")).await,
+            vec![awaiting.clone()],
+            "q={q}"
+        );
+    }
+    assert_eq!(
+        list(&app, "q=olivia.brown%40example.com").await,
+        vec![escalated.clone()]
+    );
+    for stranger in [
+        "someone.else%40example.com",
+        "%25",
+        "_",
+        "%27",
+        "%27%20OR%20%271%27%3D%271",
+        "ch_1001",
+    ] {
+        assert!(
+            list(&app, &format!("status=all&q={stranger}"))
+                .await
+                .is_empty(),
+            "q={stranger}"
+        );
+    }
+    let (status, error) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=nonsense",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["code"], "invalid_status");
+    let (status, error) = app
+        .request(
+            "GET",
+            "/api/v1/cases?mine=maybe",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(
+        error["error"]["code"], "invalid_query",
+        "the API's error shape"
+    );
+    let (_, views) = app
+        .request(
+            "GET",
+            "/api/v1/cases?q=li.wei",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(views[0]["customer_name"], "Li Wei");
+    assert_eq!(views[0]["subject"], CHARGED_TWICE);
+}
+
+#[tokio::test]
+async fn staff_take_a_case_a_supervisor_assigns_it_to_another_and_an_agent_may_not() {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap();
+    let path = format!("/api/v1/cases/{case_id}/assign");
+
+    let (status, taken) = post(&app, &app.agent_token, &path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    assert_eq!(taken["assignee"], "agent@test.example");
+    assert_eq!(
+        taken["version"], case["version"],
+        "assignment is no lifecycle step"
+    );
+    assert_eq!(list(&app, "mine=true").await, vec![case_id.to_string()]);
+
+    let (status, error) = post(
+        &app,
+        &app.agent_token,
+        &path,
+        json!({"email": "supervisor@test.example"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+    assert_eq!(app.case(case_id).await["assignee"], "agent@test.example");
+
+    let (status, error) = post(
+        &app,
+        &app.supervisor_token,
+        &path,
+        json!({"email": "nobody@test.example"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["code"], "unknown_staff");
+
+    let (status, assigned) = post(
+        &app,
+        &app.supervisor_token,
+        &path,
+        json!({"email": "Supervisor@Test.example"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{assigned}");
+    assert_eq!(assigned["assignee"], "supervisor@test.example");
+    assert!(
+        list(&app, "mine=true").await.is_empty(),
+        "no longer the agent's"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = 'assigned'",
+            case_id
+        )
+        .await,
+        2
+    );
+}
+
+#[tokio::test]
+async fn the_console_queue_shows_escalated_cases_by_default_with_customer_subject_and_status_in_words(
+) {
+    let app = spawn_app().await;
+    let (_, escalated) = app.open_ticket("C-600", CHARGED_TWICE).await;
+    let escalated = escalated["id"].as_str().unwrap();
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+    let (status, html) = console_get(&app, &cookie, "/console").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(escalated),
+        "escalated cases are shown by default"
+    );
+    for expected in ["Olivia Brown", CHARGED_TWICE, "Escalated to a person"] {
+        assert!(html.contains(expected), "the queue lacks {expected}");
+    }
+    let (_, found) = console_get(&app, &cookie, "/console?status=all&q=olivia").await;
+    assert!(found.contains(escalated));
+    let (_, none) = console_get(
+        &app,
+        &cookie,
+        "/console?status=all&q=stranger%40example.com",
+    )
+    .await;
+    assert!(!none.contains(escalated));
+}
+
+#[tokio::test]
+async fn a_console_reply_redirects_to_the_case_page_and_a_form_without_the_csrf_token_writes_nothing(
+) {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap();
+    let (cookie, csrf) = app.staff_session("agent@test.example").await;
+    let form = |csrf: &str| {
+        Request::post(format!("/console/cases/{case_id}/messages"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(format!(
+                "csrf={csrf}&text=Hello+there&internal=true"
+            )))
+            .unwrap()
+    };
+    let (status, _) = app.raw(form("forged")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM case_notes WHERE case_id = $1",
+            case_id
+        )
+        .await,
+        0
+    );
+
+    let response = app.response(form(&csrf)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        response.headers()["location"],
+        format!("/console/cases/{case_id}?done=note").as_str()
+    );
+    let (_, page) = console_get(
+        &app,
+        &cookie,
+        &format!("/console/cases/{case_id}?done=note"),
+    )
+    .await;
+    assert!(page.contains("Internal note") && page.contains("Hello there"));
+    assert!(
+        page.contains("id=\"notice\""),
+        "the result is shown at the top"
+    );
+}
