@@ -503,3 +503,141 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
     browser.screenshot(&shots.join("case-desktop.png")).await;
     browser.close().await;
 }
+
+/// Waits (up to 15 s) until the text of `css` contains `needle`; returns the last text.
+async fn wait_for_text(browser: &Browser, css: &str, needle: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..60 {
+        if browser.find(css).await.is_some() {
+            seen = browser.text(css).await;
+            if seen.contains(needle) {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    seen
+}
+
+/// Marks the open document; `still_marked` is true only if it was not reloaded since.
+async fn mark_the_page(browser: &Browser) {
+    browser
+        .execute("window.__not_reloaded = true; return true;")
+        .await;
+}
+
+async fn still_marked(browser: &Browser) -> bool {
+    browser
+        .execute("return window.__not_reloaded === true;")
+        .await
+        .as_bool()
+        .unwrap_or(false)
+}
+
+async fn staff_writes(app: &TestApp, case_id: &str, text: &str, internal: bool) {
+    let (code, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/cases/{case_id}/messages"),
+            Some(&app.agent_token),
+            Some(serde_json::json!({ "text": text, "internal": internal })),
+        )
+        .await;
+    assert!(code.is_success(), "{code}: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_reply_appears_on_the_customers_open_page_without_a_reload_and_an_internal_note_never_does(
+) {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    let ticket = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &ticket).await;
+    browser.sign_in(&base, &link, &ticket).await;
+    mark_the_page(&browser).await;
+
+    staff_writes(&app, &case_id, "Customer has called twice, be kind", true).await;
+    staff_writes(
+        &app,
+        &case_id,
+        "Hello Li Wei, I am looking at it now.",
+        false,
+    )
+    .await;
+    let messages = wait_for_text(&browser, "#messages", "I am looking at it now").await;
+    assert!(messages.contains("I am looking at it now"), "{messages}");
+    assert!(still_marked(&browser).await, "the page was not reloaded");
+    assert!(
+        !browser.source().await.contains("be kind"),
+        "an internal note reaches no customer page"
+    );
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_agent_is_typing() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    console_login(&browser, &base, "agent@test.example").await;
+
+    // The queue shows a case opened after the page was loaded.
+    mark_the_page(&browser).await;
+    let (_, later) = app
+        .open_ticket("C-400", "I was charged twice for my annual plan")
+        .await;
+    let later_id = later["id"].as_str().unwrap();
+    let queue = wait_for_text(&browser, "#queue", later_id).await;
+    assert!(queue.contains(later_id), "{queue}");
+    assert!(still_marked(&browser).await, "the queue was not reloaded");
+
+    // Another reviewer approves: the open case page says so by itself.
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    mark_the_page(&browser).await;
+    let (code, _) = app
+        .approve(
+            &app.supervisor_token,
+            &case_id,
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert!(code.is_success());
+    assert_eq!(
+        browser
+            .wait_for_attribute("#case-status", "data-status", "approved")
+            .await,
+        "approved"
+    );
+    assert!(
+        still_marked(&browser).await,
+        "the case page was not reloaded"
+    );
+
+    // Half a reply typed: a change is announced, not drawn over the reader's text.
+    browser
+        .type_into("#write textarea[name=text]", "Half a sentence")
+        .await;
+    staff_writes(&app, &case_id, "A colleague's reply", false).await;
+    assert!(
+        wait_for_text(&browser, "#live-changed", "changed")
+            .await
+            .contains("changed"),
+        "the page says it changed"
+    );
+    let typed = browser
+        .execute("return document.querySelector('#write textarea[name=text]').value;")
+        .await;
+    assert_eq!(typed, "Half a sentence");
+    browser.close().await;
+}

@@ -75,6 +75,8 @@ pub(super) struct CasePage {
     may_assign_others: bool,
     /// What the action just done did, after its redirect (`?done=…`).
     notice: Option<&'static str>,
+    /// The page refreshes itself (static/live.js) until the case is at rest.
+    live: bool,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -199,6 +201,7 @@ async fn case_page_with(
         may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
         may_assign_others: supervisor,
         notice,
+        live: !case.status.is_at_rest(),
         staff_email: session.staff.email.clone(),
         staff_role: session.staff.role.as_str().into(),
         csrf: session.csrf_token.clone(),
