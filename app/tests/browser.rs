@@ -534,18 +534,6 @@ async fn still_marked(browser: &Browser) -> bool {
         .unwrap_or(false)
 }
 
-async fn staff_writes(app: &TestApp, case_id: &str, text: &str, internal: bool) {
-    let (code, body) = app
-        .request(
-            "POST",
-            &format!("/api/v1/cases/{case_id}/messages"),
-            Some(&app.agent_token),
-            Some(serde_json::json!({ "text": text, "internal": internal })),
-        )
-        .await;
-    assert!(code.is_success(), "{code}: {body}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_reply_appears_on_the_customers_open_page_without_a_reload_and_an_internal_note_never_does(
 ) {
@@ -561,14 +549,10 @@ async fn an_agents_reply_appears_on_the_customers_open_page_without_a_reload_and
     browser.sign_in(&base, &link, &ticket).await;
     mark_the_page(&browser).await;
 
-    staff_writes(&app, &case_id, "Customer has called twice, be kind", true).await;
-    staff_writes(
-        &app,
-        &case_id,
-        "Hello Li Wei, I am looking at it now.",
-        false,
-    )
-    .await;
+    app.staff_message(&case_id, "Customer has called twice, be kind", true)
+        .await;
+    app.staff_message(&case_id, "Hello Li Wei, I am looking at it now.", false)
+        .await;
     let messages = wait_for_text(&browser, "#messages", "I am looking at it now").await;
     assert!(messages.contains("I am looking at it now"), "{messages}");
     assert!(still_marked(&browser).await, "the page was not reloaded");
@@ -628,7 +612,8 @@ async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_ag
     browser
         .type_into("#write textarea[name=text]", "Half a sentence")
         .await;
-    staff_writes(&app, &case_id, "A colleague's reply", false).await;
+    app.staff_message(&case_id, "A colleague's reply", false)
+        .await;
     assert!(
         wait_for_text(&browser, "#live-changed", "changed")
             .await

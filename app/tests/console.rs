@@ -911,3 +911,61 @@ async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_one
         .unwrap()
         .is_some());
 }
+
+#[tokio::test]
+async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    let first = case["fingerprint"].as_str().unwrap();
+    let (status, _) = app.approve(&app.agent_token, case_id, first).await;
+    assert_eq!(status, StatusCode::OK);
+    // Refunded in the provider's dashboard meanwhile: the boundary re-check voids it.
+    app.refund_elsewhere("ch_1001b", 5000).await;
+    app.drain().await;
+    let fresh = app.case(case_id).await;
+    let second = fresh["fingerprint"].as_str().unwrap();
+    let (status, _) = app.approve(&app.supervisor_token, case_id, second).await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    app.staff_message(case_id, "Done, see your statement", false)
+        .await;
+    app.staff_message(case_id, "VIP", true).await;
+
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let (status, html) = app
+        .raw(
+            Request::get(format!("/console/cases/{case_id}"))
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let start = html
+        .find("id=\"timeline\"")
+        .expect("a timeline on the page");
+    let timeline = &html[start..start + html[start..].find("</ol>").unwrap()];
+    let expected = [
+        "The policy decided (waiting for approval, duplicate charge)",
+        "agent@test.example</span> Approved the refund",
+        "The proposal was void: the provider shows a refund made elsewhere",
+        "supervisor@test.example</span> Approved the refund",
+        "refund status is now",
+        "agent@test.example</span> Replied to the customer",
+        "agent@test.example</span> Added an internal note",
+    ];
+    let mut from = 0;
+    for line in expected {
+        let at = timeline[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} (in this order) in {timeline}"));
+        from += at + line.len();
+    }
+    assert!(
+        timeline.contains("2026-"),
+        "each line says when: {timeline}"
+    );
+}

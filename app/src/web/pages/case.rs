@@ -77,6 +77,8 @@ pub(super) struct CasePage {
     notice: Option<&'static str>,
     /// The page refreshes itself (static/live.js) until the case is at rest.
     live: bool,
+    /// The case's history in plain words, oldest first (issue 17).
+    timeline: Vec<(String, String, String)>,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -194,8 +196,16 @@ async fn case_page_with(
         Ok(flag) => flag.map(|f| f.summary),
         Err(e) => return AppError::from(e).into_response(),
     };
+    let timeline = match crate::audit::case_timeline(&state.db, &case.id).await {
+        Ok(entries) => entries
+            .into_iter()
+            .map(|e| (crate::clock::rfc3339(e.at), e.who, e.what))
+            .collect(),
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     render(&CasePage {
+        timeline,
         thread: thread_entries(thread),
         status_label: case.status.label(),
         may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
