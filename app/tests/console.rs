@@ -969,3 +969,46 @@ async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
         "each line says when: {timeline}"
     );
 }
+
+#[tokio::test]
+async fn a_second_open_case_on_the_same_order_is_named_on_the_case_page_and_a_closed_one_is_not() {
+    let app = spawn_app().await;
+    let (_, first) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (_, second) = app
+        .open_ticket("C-100", "Hello? My annual plan was billed two times")
+        .await;
+    let (first_id, second_id) = (
+        first["id"].as_str().unwrap(),
+        second["id"].as_str().unwrap(),
+    );
+    let cookie = session_cookie(&app, "supervisor@test.example").await;
+    let page = |case_id: &str| {
+        Request::get(format!("/console/cases/{case_id}"))
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, html) = app.raw(page(first_id)).await;
+    assert_eq!(status, StatusCode::OK);
+    let start = html
+        .find("id=\"same-order\"")
+        .expect("the other case is named");
+    assert!(html[start..].contains(&format!("/console/cases/{second_id}")));
+
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("/api/v1/cases/{second_id}/close"),
+            Some(&app.supervisor_token),
+            Some(serde_json::json!({ "reason": "duplicate of the first ticket" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, html) = app.raw(page(first_id)).await;
+    assert!(
+        !html.contains("id=\"same-order\""),
+        "a closed case is no longer an open one"
+    );
+}

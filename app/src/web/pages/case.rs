@@ -79,6 +79,9 @@ pub(super) struct CasePage {
     live: bool,
     /// The case's history in plain words, oldest first (issue 17).
     timeline: Vec<(String, String, String)>,
+    /// (case id, ticket id, status in words) of the customer's other open cases on the
+    /// same order: a second refund case about one charge is visible at once.
+    same_order: Vec<(String, String, &'static str)>,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -203,9 +206,17 @@ async fn case_page_with(
             .collect(),
         Err(e) => return AppError::from(e).into_response(),
     };
+    let same_order = match cases::other_open_cases_on_order(&state.db, &case).await {
+        Ok(others) => others
+            .into_iter()
+            .map(|c| (c.id, c.ticket_id, c.status.label()))
+            .collect(),
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     render(&CasePage {
         timeline,
+        same_order,
         thread: thread_entries(thread),
         status_label: case.status.label(),
         may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
