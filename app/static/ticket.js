@@ -6,12 +6,21 @@
   const statusEl = document.getElementById("case-status");
   const messagesEl = document.getElementById("messages");
   let last = messagesEl.querySelectorAll(".msg").length;
+  // A closed or withdrawn case (CaseStatus::is_at_rest) has no work left that could
+  // change it; only a staff reply still can, so the page then looks every 30 s instead
+  // of every 2 s, and not at all while the tab is hidden.
+  const AT_REST = ["closed", "cancelled"];
+  let every = statusEl && AT_REST.includes(statusEl.dataset.status) ? 30000 : 2000;
+  let lastPoll = Date.now();
   async function poll() {
+    if (document.hidden || Date.now() - lastPoll < every - 100) return;
+    lastPoll = Date.now();
     try {
       const resp = await fetch(url, { credentials: "same-origin", headers: { accept: "application/json" } });
       if (!resp.ok) return;
       const t = await resp.json();
       if (t.case && statusEl) { statusEl.textContent = t.case.status_text; statusEl.dataset.status = t.case.status; }
+      if (t.case) every = AT_REST.includes(t.case.status) ? 30000 : 2000;
       const refunds = document.getElementById("refunds");
       if (t.case && refunds) {
         refunds.replaceChildren(...t.case.refunds.map(r => {

@@ -1106,3 +1106,62 @@ async fn the_case_view_shows_where_the_order_came_from() {
     assert_eq!(only["proposal"]["order_id"], "O-1001", "{only}");
     assert_eq!(only["proposal"]["order_source"], "records", "{only}");
 }
+
+/// SPEC invariants 4 and 6 across cases: two tickets about one duplicate charge, posted
+/// at once, each get a proposal and both are approved; the workers executing them at
+/// once still make one refund at the provider, because each submission re-reads the
+/// charge first (invariant 3) and the second then finds it already refunded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tickets_about_one_charge_posted_at_once_end_in_at_most_one_refund_at_the_provider() {
+    let app = spawn_app().await;
+    let token = app.customer_token("C-100").await;
+    let post = |text: &'static str| {
+        app.request(
+            "POST",
+            "/api/v1/tickets",
+            Some(&token),
+            Some(json!({ "message": text })),
+        )
+    };
+    let (a, b) = tokio::join!(
+        post(CHARGED_TWICE),
+        post("My annual plan was billed two times")
+    );
+    assert_eq!((a.0, b.0), (StatusCode::CREATED, StatusCode::CREATED));
+    app.drain().await;
+    let (_, waiting) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=awaiting_approval",
+            Some(&app.supervisor_token),
+            None,
+        )
+        .await;
+    let waiting = waiting.as_array().unwrap().clone();
+    assert_eq!(
+        waiting.len(),
+        2,
+        "both tickets proposed the refund: {waiting:#?}"
+    );
+    for (case, token) in waiting
+        .iter()
+        .zip([&app.agent_token, &app.supervisor_token])
+    {
+        let (status, _) = app
+            .approve(
+                token,
+                case["id"].as_str().unwrap(),
+                case["fingerprint"].as_str().unwrap(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    tokio::join!(app.drain(), app.drain());
+    app.drain().await;
+    let provider = app.provider_refunds("ch_1001b").await;
+    assert_eq!(
+        provider.len(),
+        1,
+        "one refund for one duplicate: {provider:#?}"
+    );
+}

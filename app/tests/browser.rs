@@ -393,3 +393,236 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     assert!(app.provider_refunds("ch_6001b").await.is_empty());
     browser.close().await;
 }
+
+/// Where `phone_and_desktop_pages` writes its PNGs: `SCREENSHOT_DIR` when set
+/// (`scripts/screenshots` sets it to `docs/screenshots`), else `target/screenshots`.
+fn screenshot_dir() -> std::path::PathBuf {
+    std::env::var_os("SCREENSHOT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| app::config::default_fixtures_dir().join("../target/screenshots"))
+}
+
+/// Every page `path` in `pages` is visited at the current window size; returns the
+/// ones that scroll sideways, with their widths, so one failure names them all.
+async fn pages_wider_than_the_window(
+    browser: &Browser,
+    base: &str,
+    pages: &[String],
+) -> Vec<String> {
+    let mut wide = Vec::new();
+    for path in pages {
+        browser.goto(&format!("{base}{path}")).await;
+        let (scroll, inner) = browser.widths().await;
+        if scroll > inner || inner <= 0 {
+            wide.push(format!("{path}: scrollWidth {scroll} > innerWidth {inner}"));
+        }
+    }
+    wide
+}
+
+/// The right edge of `css` lies inside the window: a phone user can tap it without
+/// scrolling sideways.
+async fn is_inside_the_window(browser: &Browser, css: &str) -> bool {
+    let script = format!(
+        "const e = document.querySelector({css:?}); if (!e) return false; \
+         const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth;"
+    );
+    browser.execute(&script).await.as_bool().unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_scrolling() {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let run_id = case["run_id"].as_str().unwrap().to_string();
+    let now = app::clock::Clock::now_ms(app.state.clock.as_ref());
+    app::auth::upsert_staff(
+        &app.state.db,
+        "admin@test.example",
+        app::auth::StaffRole::Admin,
+        "correct horse battery",
+        now,
+    )
+    .await
+    .unwrap();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    let shots = screenshot_dir();
+
+    browser.set_window_size(390, 844).await;
+    let mut wide =
+        pages_wider_than_the_window(&browser, &base, &["/console/login".to_string()]).await;
+    console_login(&browser, &base, "admin@test.example").await;
+    let log_out_reachable = is_inside_the_window(&browser, "#log-out").await;
+    let console_pages: Vec<String> = [
+        "/console".to_string(),
+        format!("/console/cases/{case_id}"),
+        format!("/console/runs/{run_id}"),
+        "/console/policies".into(),
+        "/console/policies/RP-001/2".into(),
+        "/console/policies/RP-001/diff?from=1&to=2".into(),
+        "/console/shadow".into(),
+        "/console/reconcile".into(),
+        "/console/audit".into(),
+        "/console/staff".into(),
+    ]
+    .into();
+    wide.extend(pages_wider_than_the_window(&browser, &base, &console_pages).await);
+    browser.goto(&format!("{base}/console")).await;
+    browser.screenshot(&shots.join("queue-phone.png")).await;
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    browser.screenshot(&shots.join("case-phone.png")).await;
+
+    let ticket = format!("/tickets/{ticket_id}");
+    wide.extend(pages_wider_than_the_window(&browser, &base, &["/sign-in".to_string()]).await);
+    let link = app.sign_in_link("C-100", &ticket).await;
+    browser.sign_in(&base, &link, &ticket).await;
+    let sign_out_reachable = is_inside_the_window(&browser, "#sign-out").await;
+    wide.extend(
+        pages_wider_than_the_window(&browser, &base, &["/tickets".into(), ticket.clone()]).await,
+    );
+    browser.screenshot(&shots.join("ticket-phone.png")).await;
+    assert!(wide.is_empty(), "pages wider than a phone: {wide:#?}");
+    assert!(log_out_reachable, "Log out is on screen on a phone");
+    assert!(sign_out_reachable, "Sign out is on screen on a phone");
+
+    // The same three pages at a desktop width, for the README.
+    browser.set_window_size(1280, 900).await;
+    browser.goto(&format!("{base}{ticket}")).await;
+    browser.screenshot(&shots.join("ticket-desktop.png")).await;
+    browser.goto(&format!("{base}/console")).await;
+    browser.screenshot(&shots.join("queue-desktop.png")).await;
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    browser.screenshot(&shots.join("case-desktop.png")).await;
+    browser.close().await;
+}
+
+/// Waits (up to 15 s) until the text of `css` contains `needle`; returns the last text.
+async fn wait_for_text(browser: &Browser, css: &str, needle: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..60 {
+        if browser.find(css).await.is_some() {
+            seen = browser.text(css).await;
+            if seen.contains(needle) {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    seen
+}
+
+/// Marks the open document; `still_marked` is true only if it was not reloaded since.
+async fn mark_the_page(browser: &Browser) {
+    browser
+        .execute("window.__not_reloaded = true; return true;")
+        .await;
+}
+
+async fn still_marked(browser: &Browser) -> bool {
+    browser
+        .execute("return window.__not_reloaded === true;")
+        .await
+        .as_bool()
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_reply_appears_on_the_customers_open_page_without_a_reload_and_an_internal_note_never_does(
+) {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    let ticket = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &ticket).await;
+    browser.sign_in(&base, &link, &ticket).await;
+    mark_the_page(&browser).await;
+
+    app.staff_message(&case_id, "Customer has called twice, be kind", true)
+        .await;
+    app.staff_message(&case_id, "Hello Li Wei, I am looking at it now.", false)
+        .await;
+    let messages = wait_for_text(&browser, "#messages", "I am looking at it now").await;
+    assert!(messages.contains("I am looking at it now"), "{messages}");
+    assert!(still_marked(&browser).await, "the page was not reloaded");
+    assert!(
+        !browser.source().await.contains("be kind"),
+        "an internal note reaches no customer page"
+    );
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_agent_is_typing() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    console_login(&browser, &base, "agent@test.example").await;
+
+    // The queue shows a case opened after the page was loaded.
+    mark_the_page(&browser).await;
+    let (_, later) = app
+        .open_ticket("C-400", "I was charged twice for my annual plan")
+        .await;
+    let later_id = later["id"].as_str().unwrap();
+    let queue = wait_for_text(&browser, "#queue", later_id).await;
+    assert!(queue.contains(later_id), "{queue}");
+    assert!(still_marked(&browser).await, "the queue was not reloaded");
+
+    // Another reviewer approves: the open case page says so by itself.
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    mark_the_page(&browser).await;
+    let (code, _) = app
+        .approve(
+            &app.supervisor_token,
+            &case_id,
+            case["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert!(code.is_success());
+    assert_eq!(
+        browser
+            .wait_for_attribute("#case-status", "data-status", "approved")
+            .await,
+        "approved"
+    );
+    assert!(
+        still_marked(&browser).await,
+        "the case page was not reloaded"
+    );
+
+    // Half a reply typed: a change is announced, not drawn over the reader's text.
+    browser
+        .type_into("#write textarea[name=text]", "Half a sentence")
+        .await;
+    app.staff_message(&case_id, "A colleague's reply", false)
+        .await;
+    assert!(
+        wait_for_text(&browser, "#live-changed", "changed")
+            .await
+            .contains("changed"),
+        "the page says it changed"
+    );
+    let typed = browser
+        .execute("return document.querySelector('#write textarea[name=text]').value;")
+        .await;
+    assert_eq!(typed, "Half a sentence");
+    browser.close().await;
+}

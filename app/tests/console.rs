@@ -911,3 +911,104 @@ async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_one
         .unwrap()
         .is_some());
 }
+
+#[tokio::test]
+async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    let first = case["fingerprint"].as_str().unwrap();
+    let (status, _) = app.approve(&app.agent_token, case_id, first).await;
+    assert_eq!(status, StatusCode::OK);
+    // Refunded in the provider's dashboard meanwhile: the boundary re-check voids it.
+    app.refund_elsewhere("ch_1001b", 5000).await;
+    app.drain().await;
+    let fresh = app.case(case_id).await;
+    let second = fresh["fingerprint"].as_str().unwrap();
+    let (status, _) = app.approve(&app.supervisor_token, case_id, second).await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    app.staff_message(case_id, "Done, see your statement", false)
+        .await;
+    app.staff_message(case_id, "VIP", true).await;
+
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let (status, html) = app
+        .raw(
+            Request::get(format!("/console/cases/{case_id}"))
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let start = html
+        .find("id=\"timeline\"")
+        .expect("a timeline on the page");
+    let timeline = &html[start..start + html[start..].find("</ol>").unwrap()];
+    let expected = [
+        "The policy decided (waiting for approval, duplicate charge)",
+        "agent@test.example</span> Approved the refund",
+        "The proposal was void: the provider shows a refund made elsewhere",
+        "supervisor@test.example</span> Approved the refund",
+        "refund status is now",
+        "agent@test.example</span> Replied to the customer",
+        "agent@test.example</span> Added an internal note",
+    ];
+    let mut from = 0;
+    for line in expected {
+        let at = timeline[from..]
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} (in this order) in {timeline}"));
+        from += at + line.len();
+    }
+    assert!(
+        timeline.contains("2026-"),
+        "each line says when: {timeline}"
+    );
+}
+
+#[tokio::test]
+async fn a_second_open_case_on_the_same_order_is_named_on_the_case_page_and_a_closed_one_is_not() {
+    let app = spawn_app().await;
+    let (_, first) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (_, second) = app
+        .open_ticket("C-100", "Hello? My annual plan was billed two times")
+        .await;
+    let (first_id, second_id) = (
+        first["id"].as_str().unwrap(),
+        second["id"].as_str().unwrap(),
+    );
+    let cookie = session_cookie(&app, "supervisor@test.example").await;
+    let page = |case_id: &str| {
+        Request::get(format!("/console/cases/{case_id}"))
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, html) = app.raw(page(first_id)).await;
+    assert_eq!(status, StatusCode::OK);
+    let start = html
+        .find("id=\"same-order\"")
+        .expect("the other case is named");
+    assert!(html[start..].contains(&format!("/console/cases/{second_id}")));
+
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("/api/v1/cases/{second_id}/close"),
+            Some(&app.supervisor_token),
+            Some(serde_json::json!({ "reason": "duplicate of the first ticket" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, html) = app.raw(page(first_id)).await;
+    assert!(
+        !html.contains("id=\"same-order\""),
+        "a closed case is no longer an open one"
+    );
+}

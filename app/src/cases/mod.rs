@@ -394,3 +394,38 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
     let rows = select.fetch_all(db.reader()).await?;
     rows.iter().map(case_from_row).collect()
 }
+
+/// The customer's other cases about the same order that are still open (not closed or
+/// withdrawn), newest first: the order is the one the investigator resolved for each
+/// case (`Facts::order_id`), never a pattern matched on ids (SPEC §3: ids are opaque).
+/// A case not yet investigated has no order and matches nothing (issue 17).
+pub async fn other_open_cases_on_order(db: &Db, case: &Case) -> DomainResult<Vec<Case>> {
+    let Some(order_id) = resolved_order(case) else {
+        return Ok(Vec::new());
+    };
+    let sql = format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE customer_id = $1 AND id <> $2
+         AND status NOT IN ('closed', 'cancelled') AND facts IS NOT NULL
+         ORDER BY created_at DESC, id LIMIT 200"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(&case.customer_id)
+        .bind(&case.id)
+        .fetch_all(db.pool())
+        .await?;
+    let mut same = Vec::new();
+    for row in &rows {
+        let other = case_from_row(row)?;
+        if resolved_order(&other).as_deref() == Some(order_id.as_str()) {
+            same.push(other);
+        }
+    }
+    Ok(same)
+}
+
+fn resolved_order(case: &Case) -> Option<String> {
+    let facts = case.facts.as_deref()?;
+    serde_json::from_str::<policy_engine::Facts>(facts)
+        .ok()?
+        .order_id
+}

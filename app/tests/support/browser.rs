@@ -214,6 +214,35 @@ impl Browser {
         seen
     }
 
+    /// Sets the window's outer size, as a phone (390x844) or a desktop (1280x900) would.
+    pub async fn set_window_size(&self, width: u32, height: u32) {
+        self.call(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({ "width": width, "height": height })),
+        )
+        .await;
+    }
+
+    /// Runs `script` (a function body that `return`s) in the page; returns its value.
+    pub async fn execute(&self, script: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({ "script": script, "args": [] })),
+        )
+        .await
+    }
+
+    /// `[document.documentElement.scrollWidth, window.innerWidth]`: the page scrolls
+    /// sideways exactly when the first is larger.
+    pub async fn widths(&self) -> (i64, i64) {
+        let v = self
+            .execute("return [document.documentElement.scrollWidth, window.innerWidth];")
+            .await;
+        (v[0].as_i64().unwrap_or(-1), v[1].as_i64().unwrap_or(-1))
+    }
+
     pub async fn url(&self) -> String {
         self.call(reqwest::Method::GET, "/url", None)
             .await

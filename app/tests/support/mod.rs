@@ -344,6 +344,19 @@ impl TestApp {
         .await
     }
 
+    /// The agent writes on a case through the API: a reply, or an internal note.
+    pub async fn staff_message(&self, case_id: &str, text: &str, internal: bool) {
+        let (code, body) = self
+            .request(
+                "POST",
+                &format!("/api/v1/cases/{case_id}/messages"),
+                Some(&self.agent_token),
+                Some(json!({ "text": text, "internal": internal })),
+            )
+            .await;
+        assert!(code.is_success(), "{code}: {body}");
+    }
+
     pub async fn drain(&self) {
         app::worker::drain(&self.state)
             .await

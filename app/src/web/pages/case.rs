@@ -75,6 +75,13 @@ pub(super) struct CasePage {
     may_assign_others: bool,
     /// What the action just done did, after its redirect (`?done=…`).
     notice: Option<&'static str>,
+    /// The page refreshes itself (static/live.js) until the case is at rest.
+    live: bool,
+    /// The case's history in plain words, oldest first (issue 17).
+    timeline: Vec<(String, String, String)>,
+    /// (case id, ticket id, status in words) of the customer's other open cases on the
+    /// same order: a second refund case about one charge is visible at once.
+    same_order: Vec<(String, String, &'static str)>,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -192,13 +199,30 @@ async fn case_page_with(
         Ok(flag) => flag.map(|f| f.summary),
         Err(e) => return AppError::from(e).into_response(),
     };
+    let timeline = match crate::audit::case_timeline(&state.db, &case.id).await {
+        Ok(entries) => entries
+            .into_iter()
+            .map(|e| (crate::clock::rfc3339(e.at), e.who, e.what))
+            .collect(),
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let same_order = match cases::other_open_cases_on_order(&state.db, &case).await {
+        Ok(others) => others
+            .into_iter()
+            .map(|c| (c.id, c.ticket_id, c.status.label()))
+            .collect(),
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     render(&CasePage {
+        timeline,
+        same_order,
         thread: thread_entries(thread),
         status_label: case.status.label(),
         may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
         may_assign_others: supervisor,
         notice,
+        live: !case.status.is_at_rest(),
         staff_email: session.staff.email.clone(),
         staff_role: session.staff.role.as_str().into(),
         csrf: session.csrf_token.clone(),

@@ -17,6 +17,18 @@ pub fn render(t: &impl Template) -> Response {
     }
 }
 
+/// A script file of ours (the CSP allows scripts from our own files only, issue 16).
+pub fn script(body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
 pub fn error_page(status: StatusCode, message: &str) -> Response {
     (
         status,

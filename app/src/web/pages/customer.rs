@@ -385,12 +385,5 @@ pub(super) async fn sign_out(
 
 /// `GET /static/ticket.js`: the ticket page's polling script (no inline script: CSP).
 pub(super) async fn ticket_script() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, "public, max-age=300"),
-        ],
-        include_str!("../../../static/ticket.js"),
-    )
-        .into_response()
+    super::common::script(include_str!("../../../static/ticket.js"))
 }

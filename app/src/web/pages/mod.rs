@@ -37,6 +37,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/sign-out", post(customer::sign_out))
         .route("/static/ticket.js", get(customer::ticket_script))
+        .route(
+            "/static/live.js",
+            get(|| async { common::script(include_str!("../../../static/live.js")) }),
+        )
         .route("/tickets/{id}", get(customer::ticket_page))
         .route("/tickets/{id}/messages", post(customer::message_submit))
         .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
