@@ -71,15 +71,7 @@ async fn duplicate_charge_is_refunded_exactly_once_after_an_agent_approves_it() 
         .starts_with("rd_"));
 
     // The customer's view says what the provider says.
-    let token = app.customer_token("C-100").await;
-    let (status, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (status, ticket) = app.customer_ticket("C-100", &ticket_id).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(ticket["case"]["status"], "refund_succeeded");
     assert_eq!(ticket["case"]["refunds"][0]["status"], "completed");
@@ -503,15 +495,7 @@ async fn an_authorization_hold_is_explained_not_refunded() {
         .await;
     assert_eq!(case["status"], "denied", "{case:#}");
     assert_eq!(case["reason_code"], "authorization_hold");
-    let token = app.customer_token("C-200").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-200", &ticket_id).await;
     let reply = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
         .as_str()
         .unwrap()
@@ -530,15 +514,7 @@ async fn a_chinese_ticket_gets_chinese_replies() {
         .open_ticket("C-100", "我的年度会员被扣了两次款，请帮我退款")
         .await;
     assert_eq!(case["status"], "awaiting_approval", "{case:#}");
-    let token = app.customer_token("C-100").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-100", &ticket_id).await;
     assert_eq!(ticket["language"], "zh");
     let reply = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
         .as_str()
@@ -557,15 +533,7 @@ async fn an_order_of_another_customer_named_in_the_chat_is_escalated_without_dis
     assert_eq!(case["status"], "escalated", "{case:#}");
     assert_eq!(case["reason_code"], "ownership_mismatch");
     assert!(case["fingerprint"].is_null());
-    let token = app.customer_token("C-200").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-200", &ticket_id).await;
     let text = ticket.to_string();
     assert!(
         !text.contains("198.00")

@@ -191,15 +191,7 @@ async fn instructions_inside_messages_are_content_in_english_and_chinese() {
         .await;
     assert_eq!(case["status"], "escalated", "{case:#}");
     assert_eq!(case["reason_code"], "ownership_mismatch");
-    let token = app.customer_token("C-500").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-500", &ticket_id).await;
     let text = ticket.to_string();
     assert!(
         !text.contains("C-400") && !text.contains("ch_4001") && !text.contains("佐藤"),
@@ -222,15 +214,7 @@ async fn customers_never_see_thresholds_or_staff_names() {
         None,
     )
     .await;
-    let token = app.customer_token("C-400").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-400", &ticket_id).await;
     let text = ticket.to_string().to_lowercase();
     for secret in [
         "threshold",
@@ -364,15 +348,7 @@ async fn the_page_forms_open_tickets_and_refuse_a_missing_csrf_token() {
 
 /// What the customer sees of a ticket: case status, status line and the last reply.
 async fn customer_view(app: &TestApp, customer: &str, ticket_id: &str) -> (String, String, String) {
-    let token = app.customer_token(customer).await;
-    let (status, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (status, ticket) = app.customer_ticket(customer, &ticket_id).await;
     assert_eq!(status, StatusCode::OK, "{ticket}");
     let last = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
         .as_str()

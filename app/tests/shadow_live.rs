@@ -109,15 +109,7 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
             && !page.contains("RP-001@2#2.1")
     );
 
-    let token = app.customer_token("C-100").await;
-    let (_, ticket) = app
-        .request(
-            "GET",
-            &format!("/api/v1/tickets/{ticket_id}"),
-            Some(&token),
-            None,
-        )
-        .await;
+    let (_, ticket) = app.customer_ticket("C-100", &ticket_id).await;
     let reply = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
         .as_str()
         .unwrap()

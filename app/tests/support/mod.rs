@@ -272,6 +272,17 @@ impl TestApp {
         (cookie, resolved.csrf_token.unwrap())
     }
 
+    /// `GET /api/v1/tickets/{ticket_id}` with a fresh API token of `customer_id`.
+    pub async fn customer_ticket(
+        &self,
+        customer_id: &str,
+        ticket_id: &str,
+    ) -> (axum::http::StatusCode, serde_json::Value) {
+        let token = self.customer_token(customer_id).await;
+        let path = format!("/api/v1/tickets/{ticket_id}");
+        self.request("GET", &path, Some(&token), None).await
+    }
+
     pub async fn customer_token(&self, customer_id: &str) -> String {
         auth::issue_token(
             &self.state.db,
