@@ -37,7 +37,7 @@ async fn count(app: &TestApp, sql: &str, key: &str) -> i64 {
 
 /// The customer's ticket as the ticket API shows it, and the ticket page's raw HTML.
 async fn customer_surfaces(app: &TestApp, customer_id: &str, ticket_id: &str) -> (Value, String) {
-    let (status, ticket) = app.customer_ticket(customer_id, &ticket_id).await;
+    let (status, ticket) = app.customer_ticket(customer_id, ticket_id).await;
     assert_eq!(status, StatusCode::OK, "{ticket}");
     let (cookie, _) = app.customer_cookie(customer_id).await;
     let (status, page) = app

@@ -348,7 +348,7 @@ async fn the_page_forms_open_tickets_and_refuse_a_missing_csrf_token() {
 
 /// What the customer sees of a ticket: case status, status line and the last reply.
 async fn customer_view(app: &TestApp, customer: &str, ticket_id: &str) -> (String, String, String) {
-    let (status, ticket) = app.customer_ticket(customer, &ticket_id).await;
+    let (status, ticket) = app.customer_ticket(customer, ticket_id).await;
     assert_eq!(status, StatusCode::OK, "{ticket}");
     let last = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
         .as_str()
