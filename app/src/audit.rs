@@ -109,7 +109,7 @@ fn in_plain_words(action: &str, detail: &str) -> String {
 /// `awaiting_approval (duplicate_charge)` → `waiting for approval, duplicate charge`.
 fn decision_words(detail: &str) -> String {
     let (status, reason) = detail.split_once(" (").unwrap_or((detail, ""));
-    let status = crate::cases::CaseStatus::parse(status)
+    let status = crate::states::CaseStatus::parse(status)
         .ok()
         .map(|s| s.label().to_lowercase())
         .unwrap_or_else(|| status.replace('_', " "));
@@ -120,7 +120,7 @@ fn decision_words(detail: &str) -> String {
 }
 
 fn status_words(detail: &str) -> String {
-    crate::cases::CaseStatus::parse(detail)
+    crate::states::CaseStatus::parse(detail)
         .ok()
         .map(|s| s.label().to_lowercase())
         .unwrap_or_else(|| detail.replace('_', " "))
