@@ -1,6 +1,9 @@
 //! Headless Chromium against the real app: a support agent logs in, sees a supervisor-
 //! level refund they may not approve, approves one they may, and watches the status
 //! change; the customer's page then shows the refund as completed.
+//!
+//! Long because one Chromium session per test is costly: each test walks a whole user
+//! journey (sign in, act, watch the page change), and they share one WebDriver set-up.
 
 mod support;
 

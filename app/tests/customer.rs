@@ -1,5 +1,8 @@
 //! The customer's side: withdrawal at every stage, access limited to their own tickets,
 //! instructions in messages treated as content, flood limits, and the page's forms.
+//!
+//! Long because every customer surface (page and API) is attacked through the same
+//! running app and helpers; split by surface, each file would repeat the set-up.
 
 mod support;
 

@@ -13,6 +13,9 @@
 //!
 //! Everything here is a pure function of its inputs: no I/O, no clock, no randomness,
 //! so the same run state always yields the same prompt.
+//!
+//! Long because of its tests (from `mod tests` on): the builder itself is under 460
+//! lines; the tests pin each budget and marker rule against the same fixtures.
 
 use std::collections::{BTreeMap, BTreeSet};
 
