@@ -226,16 +226,20 @@ pub async fn add_customer_message(
     let mut tx = db.begin().await?;
     append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
     if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
-        if matches!(
-            case.status,
-            CaseStatus::AwaitingApproval
-                | CaseStatus::AwaitingCustomer
-                | CaseStatus::Denied
-                | CaseStatus::Escalated
-        ) {
-            cases::reinvestigate(&mut tx, queue.versions, &case, "new customer message", now)
-                .await?;
-        }
+        // A ticket joined into the open case on its order (issue 17): the message goes on
+        // to that case's conversation, where the work on the order happens.
+        let case = match &case.joined_into {
+            Some(into) => {
+                let into = cases::load_case_tx(&mut tx, into)
+                    .await?
+                    .ok_or(DomainError::NotFound("case"))?;
+                append_message(&mut tx, &into.ticket_id, "customer", &text, now).await?;
+                into
+            }
+            None => case,
+        };
+        let why = "new customer message";
+        cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await?;
     }
     tx.commit().await?;
     queue.wake.notify_one();

@@ -69,6 +69,7 @@ impl AppState {
             rules: self.rules(),
             index: &self.index,
             shadow_mode: self.shadow_mode,
+            versions: &self.versions,
         }
     }
 

@@ -9,6 +9,7 @@
 //! `detect_language`) or store anything.
 
 mod decisions;
+mod joined;
 mod language;
 mod pages;
 mod refunds;
@@ -17,6 +18,7 @@ mod status;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
+pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};

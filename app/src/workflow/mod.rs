@@ -9,6 +9,7 @@
 mod facts;
 pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence};
 mod handoff;
+mod join;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
 
 use std::collections::BTreeSet;
@@ -46,6 +47,8 @@ pub struct Decider<'a> {
     pub rules: Rules<'a>,
     pub index: &'a Arc<PolicyIndex>,
     pub shadow_mode: bool,
+    /// What a run is made with, for a case a joined ticket sends back to investigation.
+    pub versions: &'a harness::Versions,
 }
 
 /// The index a decision's citations came from: `schema_version:policy_hash`.
@@ -86,7 +89,7 @@ pub async fn decide_case(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> DomainResult<()> {
-    let (db, clock, shadow_mode) = (d.db, d.clock, d.shadow_mode);
+    let (db, clock, shadow_mode, d_versions) = (d.db, d.clock, d.shadow_mode, d.versions);
     let d = decide_on_fresh_facts(d, ticket, proposal, exchanges).await?;
     let (proposal, facts, decision) = (&d.proposal, &d.facts, &d.decision);
     let (evidence_hash, invalid, policy_index) = (&d.evidence_hash, &d.invalid, &d.policy_index);
@@ -110,6 +113,13 @@ pub async fn decide_case(
     // detects a race (two holders of this run, a customer message re-opening the case), so
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
+    let order = facts.order_id.as_deref();
+    if let Some(into) = join::claim_or_join(&mut tx, d_versions, &case, ticket, order, now).await? {
+        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
+        tx.commit().await?;
+        tracing::info!(case_id = %case.id, into = %into.id, "second ticket on an order joined its open case");
+        return Ok(());
+    }
     if shadow_mode && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;

@@ -355,6 +355,21 @@ impl TestApp {
         .await
     }
 
+    /// A supervisor closes a case through the API. Tests that open ticket after ticket
+    /// about one order close each case first: a second ticket about an order with an
+    /// open case joins that case (issue 17).
+    pub async fn close_case(&self, case_id: &str) {
+        let (code, body) = self
+            .request(
+                "POST",
+                &format!("/api/v1/cases/{case_id}/close"),
+                Some(&self.supervisor_token),
+                Some(json!({ "reason": "done with this round of the test" })),
+            )
+            .await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+    }
+
     /// The agent writes on a case through the API: a reply, or an internal note.
     pub async fn staff_message(&self, case_id: &str, text: &str, internal: bool) {
         let (code, body) = self
