@@ -1008,3 +1008,78 @@ async fn a_second_ticket_on_the_same_order_is_joined_and_each_case_page_links_to
         .expect("says where the work goes on");
     assert!(html[start..].contains(&format!("/console/cases/{first_id}")));
 }
+
+/// Issue 17: every console page has the same navigation, who is signed in and a Log
+/// out form carrying the session's CSRF token; the Staff link only for an admin.
+#[tokio::test]
+async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
+    let app = spawn_app().await;
+    let (email, role) = ("admin@test.example", app::auth::StaffRole::Admin);
+    app::auth::upsert_staff(&app.state.db, email, role, "correct horse battery", 0)
+        .await
+        .unwrap();
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (case_id, run_id) = (
+        case["id"].as_str().unwrap(),
+        case["run_id"].as_str().unwrap(),
+    );
+    let pages = [
+        "/console".to_string(),
+        format!("/console/cases/{case_id}"),
+        format!("/console/runs/{run_id}"),
+        "/console/shadow".into(),
+        "/console/policies".into(),
+        "/console/policies/RP-001/2".into(),
+        "/console/policies/RP-001/diff?from=1&to=2".into(),
+        "/console/reconcile".into(),
+        "/console/audit".into(),
+        "/console/staff".into(),
+    ];
+    for (email, admin) in [("admin@test.example", true), ("agent@test.example", false)] {
+        let (cookie, csrf) = app.staff_session(email).await;
+        for path in &pages {
+            let get = Request::get(path.as_str())
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap();
+            let (status, html) = app.raw(get).await;
+            if path == "/console/staff" && !admin {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
+                continue;
+            }
+            assert_eq!(status, StatusCode::OK, "{path}: {html}");
+            let nav = &html[html.find("id=\"console-nav\"").expect(path)..];
+            for link in [
+                "/console\"",
+                "/console/shadow",
+                "/console/policies",
+                "/console/audit",
+            ] {
+                assert!(nav.contains(link), "{path} links {link}");
+            }
+            assert_eq!(nav.contains("/console/staff"), admin, "{path}");
+            assert!(html.contains(email), "{path} names who is signed in");
+            let form = &html[html.find("action=\"/console/logout\"").expect(path)..];
+            assert!(form.contains(&format!("value=\"{csrf}\"")), "{path}");
+            assert!(form.contains("id=\"log-out\""), "{path}");
+        }
+    }
+}
+
+/// Issue 17: with live shadow mode off, the shadow page says so and how to turn it on.
+#[tokio::test]
+async fn the_shadow_page_says_when_live_shadow_mode_is_off_and_how_to_turn_it_on() {
+    let app = spawn_app().await;
+    assert!(!app.state.shadow_mode);
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = Request::get("/console/shadow")
+        .header("cookie", cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (status, html) = app.raw(get).await;
+    assert_eq!(status, StatusCode::OK);
+    let off = &html[html.find("id=\"shadow-off\"").expect("says it is off")..];
+    assert!(off.contains("SHADOW_MODE=on"), "{off}");
+}

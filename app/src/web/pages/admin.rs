@@ -11,7 +11,7 @@ use crate::auth::{self, Session};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, render, verified};
+use super::common::{error_page, render, verified, Nav};
 
 pub(super) struct StaffRow {
     email: String,
@@ -22,8 +22,7 @@ pub(super) struct StaffRow {
 #[derive(Template)]
 #[template(path = "staff.html")]
 pub(super) struct StaffPage {
-    staff_email: String,
-    staff_role: String,
+    nav: Nav,
     csrf: String,
     rows: Vec<StaffRow>,
     notice: Option<String>,
@@ -65,8 +64,7 @@ pub(super) async fn staff_page_response(
         });
     }
     render(&StaffPage {
-        staff_email: session.staff.email.clone(),
-        staff_role: session.staff.role.as_str().into(),
+        nav: Nav::of(session, "/console/staff"),
         csrf: session.csrf_token.clone(),
         rows,
         notice,
@@ -147,6 +145,7 @@ pub(super) struct AuditRow {
 #[derive(Template)]
 #[template(path = "audit.html")]
 pub(super) struct AuditPage {
+    nav: Nav,
     rows: Vec<AuditRow>,
 }
 
@@ -156,9 +155,9 @@ pub(super) async fn audit_page(
     session: Result<Session, AppError>,
 ) -> Response {
     use sqlx::Row;
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
     let rows = sqlx::query(
         "SELECT a.created_at, COALESCE(s.email, a.actor) AS actor, a.action, a.subject, a.detail
          FROM audit_log a LEFT JOIN staff s ON s.id = a.actor ORDER BY a.created_at DESC, a.id LIMIT 500",
@@ -179,5 +178,8 @@ pub(super) async fn audit_page(
             detail: r.try_get("detail").unwrap_or_default(),
         })
         .collect();
-    render(&AuditPage { rows })
+    render(&AuditPage {
+        nav: Nav::of(&session, "/console/audit"),
+        rows,
+    })
 }

@@ -19,7 +19,7 @@ use crate::views::CaseView;
 use crate::web::error::{status_of, AppError};
 use crate::world::{parse_plain, serde_plain};
 
-use super::common::{error_page, render, verified, with_status, CsrfForm};
+use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
 
 pub(super) struct RuleView {
     citation: String,
@@ -47,7 +47,7 @@ pub(super) struct DecisionView {
 #[derive(Template)]
 #[template(path = "console_case.html")]
 pub(super) struct CasePage {
-    staff_email: String,
+    nav: Nav,
     staff_role: String,
     csrf: String,
     case: CaseView,
@@ -184,7 +184,7 @@ async fn case_page_with(
         may_assign_others: supervisor,
         notice,
         live: !case.status.is_at_rest(),
-        staff_email: session.staff.email.clone(),
+        nav: Nav::of(session, "/console"),
         staff_role: session.staff.role.as_str().into(),
         csrf: session.csrf_token.clone(),
         refunds: view.refunds.clone(),

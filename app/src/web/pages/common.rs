@@ -40,6 +40,43 @@ pub fn error_page(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// The console's header on every staff page (issue 17): the same links, who is signed
+/// in, and Log out (a CSRF-carrying form). `here` marks the page the viewer is on.
+pub(super) struct Nav {
+    pub email: String,
+    pub role: &'static str,
+    pub csrf: String,
+    pub here: &'static str,
+    admin: bool,
+}
+
+impl Nav {
+    pub fn of(session: &Session, here: &'static str) -> Nav {
+        Nav {
+            email: session.staff.email.clone(),
+            role: session.staff.role.as_str(),
+            csrf: session.csrf_token.clone(),
+            here,
+            admin: session.staff.role >= crate::auth::StaffRole::Admin,
+        }
+    }
+
+    /// The pages a staff member can go to, as (path, label).
+    pub fn links(&self) -> Vec<(&'static str, &'static str)> {
+        let mut links = vec![
+            ("/console", "Queue"),
+            ("/console/shadow", "Shadow"),
+            ("/console/policies", "Policies"),
+            ("/console/reconcile", "Reconcile"),
+            ("/console/audit", "Audit"),
+        ];
+        if self.admin {
+            links.push(("/console/staff", "Staff"));
+        }
+        links
+    }
+}
+
 /// HTML-escapes text for pages built outside askama templates.
 pub fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
