@@ -1083,3 +1083,47 @@ async fn the_shadow_page_says_when_live_shadow_mode_is_off_and_how_to_turn_it_on
     let off = &html[html.find("id=\"shadow-off\"").expect("says it is off")..];
     assert!(off.contains("SHADOW_MODE=on"), "{off}");
 }
+
+/// Issue 17: error pages are pages of the product: the layout, what went wrong, and a
+/// way back — to the console for staff paths, to the tickets (in the browser's
+/// language) elsewhere.
+#[tokio::test]
+async fn unknown_pages_answer_a_styled_404_with_a_way_back() {
+    let app = spawn_app().await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: &str, lang: &str| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .header("accept-language", lang)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, html) = app.raw(get("/console/cases/case_nope", "en")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("No such case.") && html.contains("<style>"),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/console\" id=\"back\""), "{html}");
+
+    let (status, html) = app.raw(get("/console/no-such-page", "en")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("href=\"/console\" id=\"back\""), "{html}");
+
+    let (status, html) = app.raw(get("/no-such-page", "zh-CN,zh;q=0.9")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("<html lang=\"zh\">") && html.contains("该页面不存在。"),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/tickets\" id=\"back\""), "{html}");
+
+    let (status, body) = app
+        .request("GET", "/api/v1/no-such-route", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        body["error"]["code"], "not_found",
+        "the API still answers JSON: {body}"
+    );
+}

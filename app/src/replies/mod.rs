@@ -22,7 +22,9 @@ pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
-pub use reviews::{hand_decision_reply, rejection_reply, shadow_review_reply, HandDecision};
+pub use reviews::{
+    hand_decision_reply, person_reply, rejection_reply, shadow_review_reply, HandDecision,
+};
 pub use status::status_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
 

@@ -169,6 +169,7 @@ impl Modify for BearerAuth {
         crate::web::api::tickets::get_ticket,
         crate::web::api::tickets::post_message,
         crate::web::api::tickets::post_withdraw,
+        crate::web::api::tickets::post_person,
         crate::web::api::cases::get_cases,
         crate::web::api::cases::get_case,
         crate::web::api::cases::post_approve,

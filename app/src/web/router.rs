@@ -144,6 +144,10 @@ pub fn router(state: AppState) -> Router {
             "/tickets/{id}/withdraw",
             post(crate::web::api::tickets::post_withdraw),
         )
+        .route(
+            "/tickets/{id}/person",
+            post(crate::web::api::tickets::post_person),
+        )
         .route("/tickets/{id}", get(crate::web::api::tickets::get_ticket))
         .route(
             "/tickets/{id}/messages",
@@ -203,6 +207,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(get_metrics))
         .merge(crate::web::mcp::routes(&state))
         .merge(crate::web::pages::routes())
+        .fallback(crate::web::pages::page_not_found)
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .layer(axum::middleware::from_fn(count_request))
         .with_state(state);

@@ -16,7 +16,7 @@ mod queue;
 mod reports;
 mod run;
 
-pub use common::{error_page, html_escape, render};
+pub use common::{error_page, html_escape, page_not_found, render};
 
 use axum::response::Redirect;
 use axum::routing::{get, post};
@@ -44,6 +44,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}", get(customer::ticket_page))
         .route("/tickets/{id}/messages", post(customer::message_submit))
         .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
+        .route("/tickets/{id}/person", post(customer::person_submit))
         .route("/console", get(queue::queue_page))
         .route(
             "/console/login",
