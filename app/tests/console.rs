@@ -1127,3 +1127,92 @@ async fn unknown_pages_answer_a_styled_404_with_a_way_back() {
         "the API still answers JSON: {body}"
     );
 }
+
+/// Issue 17: the audit log filters by who, what, which case and when, and exports the
+/// same lines as CSV; a bad day is a 400 naming the field.
+#[tokio::test]
+async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
+    let app = spawn_app().await;
+    let (_, first) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (_, other) = app.open_ticket("C-200", "I was charged twice").await;
+    let first_id = first["id"].as_str().unwrap();
+    let (status, _) = app
+        .approve(
+            &app.supervisor_token,
+            first_id,
+            first["fingerprint"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: String| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let rows = |html: &str| html.matches("<td data-label=\"Who\">").count();
+
+    let (status, all) = app.raw(get("/console/audit".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, mine) = app
+        .raw(get("/console/audit?actor=SUPERVISOR%40test".into()))
+        .await;
+    assert!(rows(&mine) >= 1 && rows(&mine) < rows(&all), "{mine}");
+    assert_eq!(
+        mine.matches("<td data-label=\"Who\">supervisor@test.example</td>")
+            .count(),
+        rows(&mine)
+    );
+    let (_, approved) = app.raw(get("/console/audit?action=approved".into())).await;
+    assert_eq!(
+        approved
+            .matches("<td data-label=\"What\">approved</td>")
+            .count(),
+        rows(&approved)
+    );
+    assert!(rows(&approved) >= 1);
+    let other_id = other["id"].as_str().unwrap();
+    let (_, one_case) = app
+        .raw(get(format!("/console/audit?subject={other_id}")))
+        .await;
+    assert!(rows(&one_case) >= 1 && !one_case.contains(&format!(">{first_id}</a>")));
+    let day = app::clock::Clock::now(app.clock.as_ref()).date();
+    let (_, today) = app
+        .raw(get(format!("/console/audit?from={day}&to={day}")))
+        .await;
+    assert_eq!(rows(&today), rows(&all));
+    let tomorrow = day.next_day().unwrap();
+    let (_, none) = app
+        .raw(get(format!("/console/audit?from={tomorrow}")))
+        .await;
+    assert!(none.contains("id=\"audit-empty\""), "{none}");
+
+    let (status, bad) = app
+        .raw(get("/console/audit?from=01%2F12%2F2026".into()))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.contains("id=\"audit-error\"") && bad.contains("from"),
+        "{bad}"
+    );
+
+    let response = app
+        .response(get("/console/audit.csv?action=approved".into()))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/csv; charset=utf-8"
+    );
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let csv = String::from_utf8(bytes.to_vec()).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "at,actor,action,subject,detail");
+    assert_eq!(lines.len() - 1, rows(&approved), "{csv}");
+    assert!(lines[1..].iter().all(|l| l.contains(",approved,")), "{csv}");
+}

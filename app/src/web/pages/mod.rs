@@ -59,6 +59,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}/close", post(case::close_submit))
         .route("/console/cases/{id}/assign", post(case::assign_submit))
         .route("/console/audit", get(admin::audit_page))
+        .route("/console/audit.csv", get(admin::audit_csv))
         .route("/console/staff", get(admin::staff_page))
         .route("/console/staff/unlock", post(admin::unlock_submit))
         .route("/console/runs/{id}", get(run::run_page))
