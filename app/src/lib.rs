@@ -27,6 +27,7 @@ pub mod refunds;
 pub mod replay;
 pub mod replies;
 pub mod resolve;
+pub mod rollout;
 pub mod runs;
 pub mod schema;
 pub mod shadow;

@@ -83,6 +83,7 @@ impl AppState {
         Queue {
             versions: &self.versions,
             wake: &self.wake,
+            rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
         }
     }
 

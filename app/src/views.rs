@@ -43,6 +43,9 @@ pub struct CaseView {
     pub assignee: Option<String>,
     /// Why a supervisor closed the case, once closed by hand.
     pub close_reason: Option<String>,
+    /// The rollout mode the case was opened in (issue 21), and whether its reviewer works
+    /// from the agent's proposal.
+    pub rollout: Option<crate::rollout::modes::CaseRollout>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -83,6 +86,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
         close_reason: case.close_reason.clone(),
+        rollout: crate::rollout::modes::case_rollout(db, &case.id).await?,
         created_at: rfc3339(case.created_at),
         updated_at: rfc3339(case.updated_at),
     })
