@@ -23,9 +23,14 @@ CREATE TABLE rollout_cases (
     percent BIGINT,
     gets_proposal BIGINT NOT NULL, -- 1 | 0
     note TEXT,                     -- why a case opened with a proposal was decided blind
+    -- What the case is about, as known (region at opening; product and request kind at
+    -- the decision): the guards select a scope's cases by these.
+    region TEXT,
+    product TEXT,
+    request TEXT,
     opened_at BIGINT NOT NULL
 );
-CREATE INDEX rollout_cases_by_scope ON rollout_cases(scope, opened_at);
+CREATE INDEX rollout_cases_by_opened ON rollout_cases(opened_at);
 
 -- Each guard's value per scope per evaluation period (the console draws them). Keyed by
 -- the period, so instances sharing a database evaluate a period once.

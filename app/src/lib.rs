@@ -102,6 +102,7 @@ pub async fn build_state(
             store::Backend::Sqlite => 1,
         }),
         watchdog: config.watchdog,
+        rollout_guards: Default::default(),
         db,
     })
 }

@@ -245,19 +245,19 @@ pub async fn assign_case(
 ) -> DomainResult<()> {
     let modes = list_tx(tx).await?;
     let (scope, mode) = resolve(&modes, subject, default);
-    insert_case(tx, case_id, scope, mode, now).await
+    insert_case(tx, case_id, (scope, mode), subject, now).await
 }
 
 async fn insert_case(
     tx: &mut Tx<'_>,
     case_id: &str,
-    scope: Option<Scope>,
-    mode: Mode,
+    (scope, mode): (Option<Scope>, Mode),
+    subject: &Subject,
     now: i64,
 ) -> DomainResult<()> {
     sqlx::query(
-        "INSERT INTO rollout_cases (case_id, scope, mode, percent, gets_proposal, opened_at)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (case_id) DO NOTHING",
+        "INSERT INTO rollout_cases (case_id, scope, mode, percent, gets_proposal, opened_at, region, product, request)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (case_id) DO NOTHING",
     )
     .bind(case_id)
     .bind(scope.map_or("default".to_string(), |s| s.to_string()))
@@ -265,6 +265,9 @@ async fn insert_case(
     .bind(mode.percent().map(i64::from))
     .bind(i64::from(mode.gives_proposal(case_id)))
     .bind(now)
+    .bind(subject.region.map(|r| r.code()))
+    .bind(subject.product.map(|p| p.as_str()))
+    .bind(subject.request.map(|k| k.as_str()))
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -296,6 +299,7 @@ fn case_row(r: &sqlx::any::AnyRow) -> DomainResult<CaseRollout> {
 #[derive(Debug, Clone)]
 pub struct AtDecision {
     pub gets_proposal: bool,
+    subject: Subject,
     /// What `record_decision` must write afterwards.
     write: Option<AtDecisionWrite>,
 }
@@ -331,6 +335,7 @@ pub async fn at_decision(
     let Some(opened) = row.map(|r| case_row(&r)).transpose()? else {
         return Ok(AtDecision {
             gets_proposal: now_gives,
+            subject: *subject,
             write: Some(AtDecisionWrite::Insert(scope, mode)),
         });
     };
@@ -339,31 +344,41 @@ pub async fn at_decision(
         .then(|| AtDecisionWrite::Blind(format!("decided blind: {scope_name} is {mode} now")));
     Ok(AtDecision {
         gets_proposal: opened.gets_proposal && now_gives,
+        subject: *subject,
         write,
     })
 }
 
-/// Writes what `at_decision` found, after the decision's versioned case update.
+/// Writes what `at_decision` found, after the decision's versioned case update: the
+/// subject now known (the guards select cases by it), and a blind decision's reason.
 pub async fn record_decision(
     tx: &mut Tx<'_>,
     case_id: &str,
     at: &AtDecision,
     now: i64,
 ) -> DomainResult<()> {
-    match &at.write {
-        None => Ok(()),
+    let subject = &at.subject;
+    let note = match &at.write {
         Some(AtDecisionWrite::Insert(scope, mode)) => {
-            insert_case(tx, case_id, *scope, *mode, now).await
+            return insert_case(tx, case_id, (*scope, *mode), subject, now).await
         }
-        Some(AtDecisionWrite::Blind(note)) => {
-            sqlx::query("UPDATE rollout_cases SET gets_proposal = 0, note = $1 WHERE case_id = $2")
-                .bind(note)
-                .bind(case_id)
-                .execute(&mut **tx)
-                .await?;
-            Ok(())
-        }
-    }
+        Some(AtDecisionWrite::Blind(note)) => Some(note.as_str()),
+        None => None,
+    };
+    sqlx::query(
+        "UPDATE rollout_cases SET region = $1, product = $2, request = $3,
+             gets_proposal = CASE WHEN $4 = 1 THEN 0 ELSE gets_proposal END, note = COALESCE($5, note)
+         WHERE case_id = $6",
+    )
+    .bind(subject.region.map(|r| r.code()))
+    .bind(subject.product.map(|p| p.as_str()))
+    .bind(subject.request.map(|k| k.as_str()))
+    .bind(i64::from(note.is_some()))
+    .bind(note)
+    .bind(case_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// What is known of a case when it opens: the customer's region and, when the ticket

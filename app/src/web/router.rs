@@ -190,6 +190,10 @@ pub fn router(state: AppState) -> Router {
             "/reconcile",
             post(crate::web::api::reconcile::post_reconcile),
         )
+        .route(
+            "/rollout",
+            get(crate::web::api::rollout::get_rollout).post(crate::web::api::rollout::post_rollout),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::web::openapi::get_openapi))
