@@ -70,6 +70,58 @@ async fn post_ticket(app: &TestApp, customer_id: &str) -> String {
     ticket["case"]["id"].as_str().unwrap().to_string()
 }
 
+fn page(path: &str, cookie: &str) -> axum::http::Request<axum::body::Body> {
+    axum::http::Request::get(path)
+        .header("cookie", cookie)
+        .body(axum::body::Body::empty())
+        .unwrap()
+}
+
+fn form(path: &str, cookie: &str, body: &str) -> axum::http::Request<axum::body::Body> {
+    axum::http::Request::post(path)
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_console_rollout_page_is_for_admins_and_its_form_needs_the_csrf_token() {
+    let app = spawn_app().await;
+    admin_token(&app).await;
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+    let (status, _) = app.raw(page("/console/rollout", &cookie)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let body = format!("csrf={csrf}&scope=all&mode=assist&percent=&reason=x");
+    let (status, _) = app.raw(form("/console/rollout", &cookie, &body)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let (cookie, csrf) = app.staff_session("admin@test.example").await;
+    let forged = "csrf=forged&scope=all&mode=assist&percent=&reason=x";
+    let (status, _) = app.raw(form("/console/rollout", &cookie, forged)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(rollout_status(&app).await["scopes"], json!([]));
+    let body = format!("csrf={csrf}&scope=region%3AJP&mode=canary&percent=20&reason=start");
+    let (status, _) = app.raw(form("/console/rollout", &cookie, &body)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, html) = app
+        .raw(page("/console/rollout?done=changed", &cookie))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("data-scope=\"region:JP\"") && html.contains("canary 20%"),
+        "{html}"
+    );
+    assert!(
+        html.contains("region:JP default → canary 20% (start)"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("id=\"rollout-banner\""),
+        "no demotion, no banner"
+    );
+}
+
 #[tokio::test]
 async fn mode_changes_need_an_admin_are_audited_and_bad_input_changes_nothing() {
     let app = spawn_app().await;
@@ -275,6 +327,20 @@ async fn a_tripped_guard_demotes_its_scope_within_one_evaluation_period_and_no_p
     assert!(
         metrics.contains("rollout_scope_demoted{scope=\"product:annual_plan\"} 1"),
         "{metrics}"
+    );
+
+    // Every console page says so, and the rollout page shows the tripped guard.
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+    let (_, queue) = app.raw(page("/console", &cookie)).await;
+    assert!(
+        queue.contains("id=\"rollout-banner\"") && queue.contains("guard override_rate"),
+        "{queue}"
+    );
+    let (cookie, _) = app.staff_session("admin@test.example").await;
+    let (_, page_html) = app.raw(page("/console/rollout", &cookie)).await;
+    assert!(
+        page_html.contains("tripped") && page_html.contains("<svg"),
+        "{page_html}"
     );
 
     // Afterwards a reviewer in that scope decides blind: no proposal, no fingerprint.

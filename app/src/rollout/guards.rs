@@ -424,3 +424,49 @@ pub async fn latest_trips(db: &Db) -> DomainResult<Vec<(String, String, bool)>> 
         })
         .collect()
 }
+
+/// What a canary at `percent` would have done over the recorded shadow pairs decided
+/// since `since`: the cases in its share (by the same hash as a live canary), and how
+/// often the agent's verdict there matched the reviewer's blind one.
+#[derive(Debug, Clone, Serialize)]
+pub struct CanaryPreview {
+    pub percent: u8,
+    /// Decided pairs in the window.
+    pub decided: i64,
+    /// Of those, the cases a canary at `percent` would have shown the agent's proposal.
+    pub in_canary: i64,
+    /// Of those, where the agent's outcome matched the reviewer's.
+    pub agreed: i64,
+    /// Of those, where the agent would have refunded and the reviewer did not.
+    pub agent_only_refunds: i64,
+}
+
+pub async fn canary_preview(db: &Db, percent: u8, since: i64) -> DomainResult<CanaryPreview> {
+    let rows = sqlx::query(
+        "SELECT case_id, agent_outcome, human_outcome FROM shadow_pairs
+         WHERE decided_at IS NOT NULL AND decided_at >= $1",
+    )
+    .bind(since)
+    .fetch_all(db.reader())
+    .await?;
+    let mut preview = CanaryPreview {
+        percent,
+        decided: rows.len() as i64,
+        in_canary: 0,
+        agreed: 0,
+        agent_only_refunds: 0,
+    };
+    for row in rows {
+        let case_id: String = row.try_get("case_id")?;
+        if !super::in_canary(&case_id, percent) {
+            continue;
+        }
+        let agent: String = row.try_get("agent_outcome")?;
+        let human: Option<String> = row.try_get("human_outcome")?;
+        preview.in_canary += 1;
+        preview.agreed += i64::from(human.as_deref() == Some(agent.as_str()));
+        preview.agent_only_refunds +=
+            i64::from(agent == "refund" && human.as_deref() != Some("refund"));
+    }
+    Ok(preview)
+}

@@ -206,7 +206,12 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(get_metrics))
         .merge(crate::web::mcp::routes(&state))
-        .merge(crate::web::pages::routes())
+        .merge(
+            crate::web::pages::routes().layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::web::pages::rollout::banner,
+            )),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .layer(axum::middleware::from_fn(count_request))
         .with_state(state);
