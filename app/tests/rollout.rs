@@ -11,6 +11,7 @@ use app::clock::Clock;
 use app::rollout::{guards, in_canary};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
+use support::browser::{serve, Browser};
 use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -270,20 +271,7 @@ async fn a_tripped_guard_demotes_its_scope_within_one_evaluation_period_and_no_p
     let body = json!({"scope": "product:annual_plan", "mode": "assist", "reason": "go"});
     assert_eq!(set_rollout(&app, &admin, body).await.0, StatusCode::OK);
 
-    for customer in ["C-100", "C-400"] {
-        let (_, case) = app.open_ticket(customer, CHARGED_TWICE).await;
-        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
-        assert_eq!(case["rollout"]["gets_proposal"], true);
-        let (status, body) = app
-            .request(
-                "POST",
-                &format!("/api/v1/cases/{}/reject", case["id"].as_str().unwrap()),
-                Some(&app.supervisor_token),
-                Some(json!({"fingerprint": case["fingerprint"], "reason": "not a duplicate"})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-    }
+    reject_two_proposals(&app).await;
     assert_eq!(
         scope(&rollout_status(&app).await, "product:annual_plan")["mode"],
         "assist"
@@ -437,4 +425,74 @@ async fn an_approval_is_still_required_in_every_mode() {
         app.drain().await;
         assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1, "{mode}");
     }
+}
+
+/// Opens two annual-plan tickets whose proposals a supervisor rejects: two overrides.
+async fn reject_two_proposals(app: &TestApp) {
+    for customer in ["C-100", "C-400"] {
+        let (_, case) = app.open_ticket(customer, CHARGED_TWICE).await;
+        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+        assert_eq!(case["rollout"]["gets_proposal"], true);
+        let path = format!("/api/v1/cases/{}/reject", case["id"].as_str().unwrap());
+        let body = json!({"fingerprint": case["fingerprint"], "reason": "not a duplicate"});
+        let (status, body) = app
+            .request("POST", &path, Some(&app.supervisor_token), Some(body))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_promotes_a_scope_in_the_browser_and_watches_a_tripped_guard_demote_it() {
+    let mut app = spawn_app().await;
+    app.state.rollout_guards.override_rate.min_sample = 2;
+    app.router = app::web::router(app.state.clone());
+    admin_token(&app).await;
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("{base}/console/login")).await;
+    browser
+        .type_into("input[name=email]", "admin@test.example")
+        .await;
+    browser
+        .type_into("input[name=password]", "correct horse battery")
+        .await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_url_ending("/console").await;
+
+    browser.goto(&format!("{base}/console/rollout")).await;
+    browser
+        .type_into("#rollout-form input[name=scope]", "product:annual_plan")
+        .await;
+    browser.click("#rollout-form option[value=assist]").await;
+    browser
+        .type_into("#rollout-form input[name=reason]", "agreement is good")
+        .await;
+    browser.click("#set-mode").await;
+    browser.wait_for_url("done=changed").await;
+    let card = "[data-scope='product:annual_plan'] [data-mode]";
+    assert_eq!(browser.text(card).await, "assist");
+    assert!(browser.find("#rollout-banner").await.is_none());
+
+    reject_two_proposals(&app).await;
+    app.clock
+        .advance(time::Duration::milliseconds(guards::EVALUATION_PERIOD_MS));
+    app::worker::run_once(&app.state).await.unwrap();
+
+    browser.goto(&format!("{base}/console/rollout")).await;
+    assert_eq!(browser.text(card).await, "shadow");
+    let banner = browser.text("#rollout-banner").await;
+    assert!(
+        banner.contains("product:annual_plan demoted to shadow"),
+        "{banner}"
+    );
+    assert!(banner.contains("override_rate"), "{banner}");
+    let audit = browser.text("#rollout-audit").await;
+    assert!(audit.contains("assist → shadow"), "{audit}");
+    browser.goto(&format!("{base}/console")).await;
+    assert!(
+        browser.find("#rollout-banner").await.is_some(),
+        "every console page says so"
+    );
+    browser.close().await;
 }

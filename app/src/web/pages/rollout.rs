@@ -191,6 +191,10 @@ pub(super) struct RolloutForm {
 }
 
 /// Promote or demote a scope (admin, CSRF-checked), then back to the page.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
 pub(super) async fn rollout_submit(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
