@@ -496,3 +496,44 @@ async fn an_admin_promotes_a_scope_in_the_browser_and_watches_a_tripped_guard_de
     );
     browser.close().await;
 }
+
+/// `refund-agent rollout set|status` on the command line, on a fresh SQLite data dir:
+/// a bad mode is refused with the typed message and changes nothing.
+#[test]
+fn the_rollout_commands_set_and_show_a_scope_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"))
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env_remove("DATABASE_URL")
+            .env_remove("SHADOW_MODE")
+            .output()
+            .unwrap()
+    };
+    let set = run(&["rollout", "set", "region:EU", "canary", "--percent", "10"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let change: Value = serde_json::from_slice(&set.stdout).unwrap();
+    assert_eq!(
+        (change["from"].as_str(), change["to"].as_str()),
+        (Some("default"), Some("canary 10%"))
+    );
+    let bad = run(&["rollout", "set", "region:EU", "canary", "--percent", "100"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("canary takes a percent from 1 to 99"));
+    let status = run(&["rollout", "status"]);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["default_mode"], "assist");
+    assert_eq!(status["scopes"][0]["scope"], "region:EU");
+    assert_eq!(status["scopes"][0]["percent"], 10);
+}
