@@ -199,9 +199,16 @@ fn rate(part: i64, whole: i64) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64)
 }
 
-/// Every guard's reading for a scope now.
-pub async fn read(db: &Db, scope: Scope, guards: &Guards, now: i64) -> DomainResult<Vec<Reading>> {
-    let since = now - WINDOW_MS;
+/// Every guard's reading for a scope now, over the cases opened since its mode was set
+/// (`mode_since`: a promotion is judged on its own cases) and within `WINDOW_MS`.
+pub async fn read(
+    db: &Db,
+    scope: Scope,
+    guards: &Guards,
+    mode_since: i64,
+    now: i64,
+) -> DomainResult<Vec<Reading>> {
+    let since = (now - WINDOW_MS).max(mode_since);
     let reviewed = count(db, scope, true, since, REVIEWED).await?;
     let overridden = count(db, scope, true, since, OVERRIDDEN).await?;
     let decided = count(db, scope, true, since, AGENT_DECIDED).await?;
@@ -310,7 +317,13 @@ pub struct Evaluation {
 pub async fn evaluate_if_due(db: &Db, guards: &Guards, now: i64) -> DomainResult<Evaluation> {
     let period_start = now - now.rem_euclid(EVALUATION_PERIOD_MS);
     let mut done = Evaluation::default();
-    for ScopeMode { scope, mode, .. } in modes::list(db).await? {
+    for ScopeMode {
+        scope,
+        mode,
+        updated_at,
+        ..
+    } in modes::list(db).await?
+    {
         let seen: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM rollout_evaluations WHERE scope = $1 AND period_start = $2",
         )
@@ -321,7 +334,7 @@ pub async fn evaluate_if_due(db: &Db, guards: &Guards, now: i64) -> DomainResult
         if seen > 0 {
             continue;
         }
-        let readings = read(db, scope, guards, now).await?;
+        let readings = read(db, scope, guards, updated_at, now).await?;
         store(db, scope, period_start, &readings).await?;
         done.evaluated.push(scope.to_string());
         let tripped = readings.iter().find(|r| r.tripped);

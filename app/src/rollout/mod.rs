@@ -278,7 +278,7 @@ pub struct ScopeStatus {
     /// `shadow`, `canary` or `assist`.
     pub mode: String,
     pub percent: Option<u8>,
-    /// Who set it: a staff email or id, or `guard:<name>`.
+    /// Who set it: a staff id, `cli`, or `guard:<name>` for a demotion.
     pub updated_by: String,
     pub reason: String,
     /// Unix milliseconds.
@@ -314,7 +314,7 @@ pub async fn status(
             updated_by: m.updated_by,
             reason: m.reason,
             updated_at: m.updated_at,
-            guards: guards::read(db, m.scope, thresholds, now).await?,
+            guards: guards::read(db, m.scope, thresholds, m.updated_at, now).await?,
         });
     }
     Ok(RolloutStatus {
