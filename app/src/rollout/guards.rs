@@ -483,3 +483,31 @@ pub async fn canary_preview(db: &Db, percent: u8, since: i64) -> DomainResult<Ca
     }
     Ok(preview)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Threshold = Threshold {
+        threshold: 0.30,
+        min_sample: 20,
+    };
+
+    #[test]
+    fn a_guard_trips_only_past_its_threshold_on_at_least_its_minimum_sample() {
+        let cases = [
+            (Some(0.42), 25, Trips::Above, true),
+            (Some(0.42), 19, Trips::Above, false),
+            (Some(0.30), 25, Trips::Above, false),
+            (None, 25, Trips::Above, false),
+            (Some(0.20), 25, Trips::Below, true),
+            (Some(0.95), 25, Trips::Below, false),
+        ];
+        for (value, sample, trips, tripped) in cases {
+            let reading = Reading::new("g", value, sample, T, trips);
+            assert_eq!(reading.tripped, tripped, "{value:?} {sample} {trips:?}");
+        }
+        let why = Reading::new("override_rate", Some(0.42), 25, T, Trips::Above).why();
+        assert_eq!(why, "guard override_rate 0.42 > 0.30 over 25 cases");
+    }
+}

@@ -280,3 +280,33 @@ pub async fn banner(
         axum::body::Body::from(html.replacen(BANNER_MARKER, &banner, 1)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rollout::guards::Point;
+
+    #[test]
+    fn a_guard_chart_draws_its_points_and_threshold_without_scripts() {
+        let point = |value| Point {
+            period_start: 0,
+            value,
+            threshold: 0.3,
+            tripped: false,
+        };
+        let svg = super::guard_chart(&[point(Some(0.1)), point(None), point(Some(0.5))], 0.3);
+        assert!(svg.starts_with("<svg") && !svg.contains("<script"), "{svg}");
+        assert_eq!(
+            svg.matches("stroke-dasharray").count(),
+            1,
+            "one threshold line"
+        );
+        assert!(svg.contains("3 evaluations"), "{svg}");
+        let polyline = svg.split("points=\"").nth(1).unwrap();
+        let drawn = polyline.split('"').next().unwrap();
+        assert_eq!(
+            drawn.split(' ').count(),
+            2,
+            "a reading without a sample is no point: {drawn}"
+        );
+    }
+}
