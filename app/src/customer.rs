@@ -138,6 +138,8 @@ pub async fn create_ticket(
     let now = clock.now_ms();
     // Read before the transaction: on SQLite the pool has one writer connection.
     let region = customer_region(db, customer_id).await?;
+    let subject =
+        crate::rollout::modes::subject_at_opening(db, region, order_id.as_deref()).await?;
     let ticket = Ticket {
         id: new_id("tkt"),
         customer_id: customer_id.to_string(),
@@ -155,7 +157,10 @@ pub async fn create_ticket(
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
-    cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
+    let case_id = cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
+    // Issue 21: the mode in force when the case opened is stored with it.
+    crate::rollout::modes::assign_case(&mut tx, &case_id, &subject, queue.rollout_default, now)
+        .await?;
     tx.commit().await?;
     tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
     queue.wake.notify_one();

@@ -27,6 +27,7 @@ pub mod refunds;
 pub mod replay;
 pub mod replies;
 pub mod resolve;
+pub mod rollout;
 pub mod runs;
 pub mod schema;
 pub mod shadow;
@@ -101,6 +102,7 @@ pub async fn build_state(
             store::Backend::Sqlite => 1,
         }),
         watchdog: config.watchdog,
+        rollout_guards: Default::default(),
         db,
     })
 }

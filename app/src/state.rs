@@ -51,6 +51,8 @@ pub struct AppState {
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
+    /// The rollout guards' thresholds and minimum samples (issue 21).
+    pub rollout_guards: crate::rollout::guards::Guards,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -84,6 +86,7 @@ impl AppState {
         Queue {
             versions: &self.versions,
             wake: &self.wake,
+            rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
         }
     }
 

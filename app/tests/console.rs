@@ -1036,6 +1036,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
         "/console/reconcile".into(),
         "/console/audit".into(),
         "/console/staff".into(),
+        "/console/rollout".into(),
     ];
     for (email, admin) in [("admin@test.example", true), ("agent@test.example", false)] {
         let (cookie, csrf) = app.staff_session(email).await;
@@ -1045,12 +1046,13 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
                 .body(Body::empty())
                 .unwrap();
             let (status, html) = app.raw(get).await;
-            if path == "/console/staff" && !admin {
+            if (path == "/console/staff" || path == "/console/rollout") && !admin {
                 assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
                 continue;
             }
             assert_eq!(status, StatusCode::OK, "{path}: {html}");
             let nav = &html[html.find("id=\"console-nav\"").expect(path)..];
+            let nav = &nav[..nav.find("</nav>").expect(path)];
             for link in [
                 "/console\"",
                 "/console/shadow",
@@ -1060,6 +1062,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
                 assert!(nav.contains(link), "{path} links {link}");
             }
             assert_eq!(nav.contains("/console/staff"), admin, "{path}");
+            assert_eq!(nav.contains("/console/rollout"), admin, "{path}");
             assert!(html.contains(email), "{path} names who is signed in");
             let form = &html[html.find("action=\"/console/logout\"").expect(path)..];
             assert!(form.contains(&format!("value=\"{csrf}\"")), "{path}");

@@ -181,6 +181,8 @@ impl Modify for BearerAuth {
         crate::web::api::cases::post_decide,
         crate::web::api::runs::get_events,
         crate::web::api::reconcile::post_reconcile,
+        crate::web::api::rollout::get_rollout,
+        crate::web::api::rollout::post_rollout,
         payments_webhook,
         mcp,
         healthz,

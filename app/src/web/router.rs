@@ -194,6 +194,10 @@ pub fn router(state: AppState) -> Router {
             "/reconcile",
             post(crate::web::api::reconcile::post_reconcile),
         )
+        .route(
+            "/rollout",
+            get(crate::web::api::rollout::get_rollout).post(crate::web::api::rollout::post_rollout),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::web::openapi::get_openapi))
@@ -206,7 +210,12 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(get_metrics))
         .merge(crate::web::mcp::routes(&state))
-        .merge(crate::web::pages::routes())
+        .merge(
+            crate::web::pages::routes().layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::web::pages::rollout::banner,
+            )),
+        )
         .fallback(crate::web::pages::page_not_found)
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .layer(axum::middleware::from_fn(count_request))

@@ -109,10 +109,9 @@ pub async fn decide_case(
         tx.commit().await?;
         return Ok(());
     }
-    // From here on, the versioned case update is the transaction's first write: it is what
-    // detects a race (two holders of this run, a customer message re-opening the case), so
-    // a lost race fails there as `case_changed`, before any run event is appended (on
-    // PostgreSQL an event appended first would instead collide on its sequence number).
+    // Issue 17: one case per order. The order's claim is written first; a second holder of
+    // this run waits on it (PostgreSQL) or runs after it (SQLite) and then fails at the
+    // versioned case update below, as before.
     let order = facts.order_id.as_deref();
     if let Some(into) = join::claim_or_join(&mut tx, d_versions, &case, ticket, order, now).await? {
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
@@ -120,8 +119,19 @@ pub async fn decide_case(
         tracing::info!(case_id = %case.id, into = %into.id, "second ticket on an order joined its open case");
         return Ok(());
     }
-    if shadow_mode && invalid.is_empty() {
+    // From here on, the versioned case update is the transaction's first write: it is what
+    // detects a race (two holders of this run, a customer message re-opening the case), so
+    // a lost race fails there as `case_changed`, before any run event is appended (on
+    // PostgreSQL an event appended first would instead collide on its sequence number).
+    // Issue 21: the case's rollout says whether the reviewer works from the agent's
+    // proposal or decides blind (read only: the case update below stays the first write).
+    // Either way a human approves every refund (RP-004).
+    let default = crate::rollout::Mode::default_for(shadow_mode);
+    let subject = crate::rollout::Subject::of_facts(facts);
+    let rollout = crate::rollout::modes::at_decision(&mut tx, &case.id, &subject, default).await?;
+    if !rollout.gets_proposal && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
+        crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
         tx.commit().await?;
@@ -149,6 +159,7 @@ pub async fn decide_case(
         },
     )
     .await?;
+    crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
     append_decision_events(&mut tx, &run.id, &d, now).await?;
     let run_status = if status == CaseStatus::AwaitingApproval {
         runs::RunStatus::AwaitingApproval

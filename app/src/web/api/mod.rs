@@ -3,6 +3,7 @@
 
 pub mod cases;
 pub mod reconcile;
+pub mod rollout;
 pub mod runs;
 pub mod tickets;
 pub mod webhooks;

@@ -112,6 +112,7 @@ impl Nav {
             ("/console/audit", "Audit"),
         ];
         if self.admin {
+            links.push(("/console/rollout", "Rollout"));
             links.push(("/console/staff", "Staff"));
         }
         links

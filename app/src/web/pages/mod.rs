@@ -14,6 +14,7 @@ mod login;
 pub mod policy;
 mod queue;
 mod reports;
+pub mod rollout;
 mod run;
 
 pub use common::{error_page, html_escape, page_not_found, render};
@@ -71,6 +72,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/console/cases/{id}/decide",
             post(case::decide_by_hand_submit),
+        )
+        .route(
+            "/console/rollout",
+            get(rollout::rollout_page).post(rollout::rollout_submit),
         )
         .merge(policy::routes())
 }

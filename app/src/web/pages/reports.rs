@@ -125,6 +125,17 @@ pub(super) async fn shadow_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
+    // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
+    // canary (issue 21); only with neither does the page say shadow mode is off.
+    let shadow_on = match crate::rollout::modes::list(&state.db).await {
+        Ok(scopes) => {
+            state.shadow_mode
+                || scopes
+                    .iter()
+                    .any(|s| s.mode != crate::rollout::Mode::Assist)
+        }
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let report = match crate::shadow_live::report(&state.db).await {
         Ok(r) => r,
         Err(e) => return AppError::from(e).into_response(),
@@ -172,7 +183,7 @@ pub(super) async fn shadow_page(
         .collect();
     render(&ShadowPage {
         nav: Nav::of(&session, "/console/shadow"),
-        shadow_on: state.shadow_mode,
+        shadow_on,
         outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
         exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
         chart: crate::shadow_live::agreement_chart(&report.by_day),
