@@ -1219,3 +1219,89 @@ async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
     assert_eq!(lines.len() - 1, rows(&approved), "{csv}");
     assert!(lines[1..].iter().all(|l| l.contains(",approved,")), "{csv}");
 }
+
+/// Issue 17: the queue's tabs select by what a case needs and who may give it, and the
+/// queue pages through every case with a keyset cursor, in either order.
+#[tokio::test]
+async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
+    let app = spawn_app().await;
+    let mut opened = Vec::new();
+    for customer in ["C-100", "C-200", "C-300", "C-400"] {
+        let (_, case) = app.open_ticket(customer, "I was charged twice").await;
+        opened.push(case["id"].as_str().unwrap().to_string());
+        app.clock.advance(time::Duration::minutes(1));
+    }
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: String| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let cases_on = |html: &str| -> Vec<String> {
+        html.split("<tr data-case=\"")
+            .skip(1)
+            .map(|rest| rest[..rest.find('"').unwrap()].to_string())
+            .collect()
+    };
+    let (_, all) = app.raw(get("/console?status=all".into())).await;
+    let every = cases_on(&all);
+    assert_eq!(every.len(), opened.len(), "{all}");
+    for newest in [false, true] {
+        let sort = if newest { "newest" } else { "oldest" };
+        let mut seen = Vec::new();
+        let mut path = format!("/console?status=all&sort={sort}&per_page=1");
+        loop {
+            let (status, html) = app.raw(get(path.clone())).await;
+            assert_eq!(status, StatusCode::OK);
+            let page = cases_on(&html);
+            assert_eq!(page.len(), 1, "{html}");
+            seen.extend(page);
+            let Some(at) = html.find("id=\"next-page\"") else {
+                break;
+            };
+            let href = &html[..at];
+            let href = &href[href.rfind("href=\"").unwrap() + 6..];
+            path = href[..href.find('"').unwrap()]
+                .replace("&#38;", "&")
+                .replace("&amp;", "&");
+            assert!(seen.len() <= every.len(), "the pages end");
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            every.len(),
+            "every case once ({sort}): {seen:?}"
+        );
+        if newest {
+            assert_eq!(
+                seen.last(),
+                Some(&opened[0]),
+                "newest first ends with the first"
+            );
+        } else {
+            assert_eq!(
+                seen.first(),
+                Some(&opened[0]),
+                "oldest first starts with it"
+            );
+        }
+    }
+    // An agent's "needs me" holds only what an agent may approve; the tab is marked.
+    let (_, mine) = app.raw(get("/console?status=needs_me".into())).await;
+    assert!(mine.contains("href=\"/console?status=needs_me\" aria-current=\"page\""));
+    for case_id in cases_on(&mine) {
+        let case = app.case(&case_id).await;
+        assert_eq!(case["status"], "awaiting_approval");
+        assert_eq!(case["required_role"], "agent", "{case:#}");
+    }
+    let (_, done) = app.raw(get("/console?status=done".into())).await;
+    for case_id in cases_on(&done) {
+        let status = app.case(&case_id).await["status"].clone();
+        assert!(["denied", "closed", "refund_succeeded"].contains(&status.as_str().unwrap()));
+    }
+    let waiting = cases_on(&mine).len() + cases_on(&done).len();
+    assert!(waiting <= every.len());
+}

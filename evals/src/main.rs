@@ -42,6 +42,11 @@ enum Command {
         /// Where `report.json` and `report.html` are written.
         #[arg(long, default_value = "./eval-report")]
         out: PathBuf,
+        /// Log what the app does in each scenario (info level). Without it the suite is
+        /// quiet: only errors, the progress bar, the summary and the report's paths —
+        /// the WARN lines of the faults scenarios inject on purpose are not failures.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
     GenerateHistory {
@@ -82,14 +87,19 @@ enum HistoryStyle {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // `RUST_LOG` always wins; else `eval` is quiet unless `--verbose` (issue 17).
+    let default = match cli.command {
+        Command::Eval { verbose: false, .. } => "error",
+        _ => "info,sqlx=warn,tantivy=warn,rmcp=warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into()),
+                .unwrap_or_else(|_| default.into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -112,7 +122,9 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_settings(&cli.settings);
     match cli.command {
-        Command::Eval { scenarios, k, out } => eval(&config, scenarios, k, out).await,
+        Command::Eval {
+            scenarios, k, out, ..
+        } => eval(&config, scenarios, k, out).await,
         Command::GenerateHistory {
             count,
             seed,
@@ -154,6 +166,7 @@ async fn eval(
     let report = report?;
     suite::write(&report, &out)?;
     eprintln!("{}", report.summary());
+    eprintln!("HTML report: {}", out.join("report.html").display());
     println!("{}", out.join("report.json").display());
     if report.passed < report.total || report.hard_violations > 0 {
         anyhow::bail!(

@@ -19,7 +19,8 @@ fn refund_evals() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_refund-evals"));
     command
         .env("FIXTURES_DIR", workspace().join("fixtures"))
-        .env_remove("LLM_BASE_URL");
+        .env_remove("LLM_BASE_URL")
+        .env_remove("RUST_LOG");
     command
 }
 
@@ -37,7 +38,8 @@ fn refund_agent() -> Command {
     let mut command = Command::new(exe);
     command
         .env("FIXTURES_DIR", workspace().join("fixtures"))
-        .env_remove("LLM_BASE_URL");
+        .env_remove("LLM_BASE_URL")
+        .env_remove("RUST_LOG");
     command
 }
 
@@ -100,6 +102,14 @@ fn refund_evals_eval_writes_the_report_and_prints_its_path_alone() {
     assert_eq!(report["passed"], 1);
     assert_eq!(report["scenarios"][0]["name"], SCENARIO);
     assert!(out.path().join("report.html").is_file());
+    // Issue 17: quiet by default — no log lines, and it says where the HTML report is.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let html = out.path().join("report.html").display().to_string();
+    assert!(stderr.contains(&format!("HTML report: {html}")), "{stderr}");
+    assert!(
+        !stderr.contains(" WARN ") && !stderr.contains(" INFO "),
+        "{stderr}"
+    );
 }
 
 #[test]

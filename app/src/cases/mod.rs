@@ -335,6 +335,16 @@ pub struct CaseQuery<'a> {
     /// Search text (issue 17): a case, ticket, customer, order or charge id (whole, any
     /// case), or part of the customer's name or email.
     pub search: Option<&'a str>,
+    /// Of the cases awaiting approval, only those needing one of these approver roles
+    /// (issue 17's "needs me" and "needs a supervisor" tabs); empty is any role.
+    pub required_roles: &'a [&'a str],
+    /// The order: `None` is oldest first within chosen statuses (a queue) and newest
+    /// first across all; `Some(true)` newest first, `Some(false)` oldest first.
+    pub newest_first: Option<bool>,
+    /// Keyset pagination: only cases after this `(created_at, id)` in the list's order.
+    pub after: Option<(i64, &'a str)>,
+    /// At most this many cases (1 to 500); `None` is 500.
+    pub limit: Option<i64>,
 }
 
 /// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
@@ -393,19 +403,41 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
     if let Some(search) = query.search.filter(|s| !s.trim().is_empty()) {
         conditions.push(search_condition(search, &mut binds));
     }
+    if !query.required_roles.is_empty() {
+        let mut placeholders = Vec::new();
+        for role in query.required_roles {
+            binds.push(role.to_string());
+            placeholders.push(format!("${}", binds.len()));
+        }
+        let roles = placeholders.join(", ");
+        conditions.push(format!(
+            "(c.status <> 'awaiting_approval' OR c.required_role IN ({roles}))"
+        ));
+    }
+    let newest_first = query.newest_first.unwrap_or(query.statuses.is_empty());
+    let (order, after) = if newest_first {
+        ("c.created_at DESC, c.id DESC", "<")
+    } else {
+        ("c.created_at, c.id", ">")
+    };
+    // The cursor's time is an i64 (parsed before it gets here), so it is written into
+    // the SQL as a number; its id is bound like every other value.
+    if let Some((at, id)) = query.after {
+        binds.push(id.to_string());
+        let id = binds.len();
+        conditions.push(format!(
+            "(c.created_at {after} {at} OR (c.created_at = {at} AND c.id {after} ${id}))"
+        ));
+    }
+    let limit = query.limit.unwrap_or(500).clamp(1, 500);
     let columns: Vec<String> = CASE_COLUMNS
         .split(',')
         .map(|c| format!("c.{}", c.trim()))
         .collect();
-    let order = if !query.statuses.is_empty() {
-        "c.created_at, c.id"
-    } else {
-        "c.created_at DESC, c.id"
-    };
     let sql = format!(
         "SELECT {} FROM cases c JOIN tickets t ON t.id = c.ticket_id
          LEFT JOIN customers cu ON cu.id = c.customer_id
-         WHERE {} ORDER BY {order} LIMIT 500",
+         WHERE {} ORDER BY {order} LIMIT {limit}",
         columns.join(", "),
         conditions.join(" AND ")
     );

@@ -53,6 +53,7 @@ pub async fn get_cases(
         statuses: status.as_slice(),
         assignee_id: filter.mine.unwrap_or(false).then_some(staff.id.as_str()),
         search: filter.q.as_deref(),
+        ..Default::default()
     };
     let mut views = Vec::new();
     for case in cases::list_cases(&state.db, &query).await? {

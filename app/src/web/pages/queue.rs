@@ -40,6 +40,11 @@ pub(super) struct QueuePage {
     filter: String,
     search: String,
     mine: bool,
+    /// The tabs: (filter value, words).
+    tabs: Vec<(&'static str, &'static str)>,
+    newest: bool,
+    /// The link to the next page, when there is one.
+    next: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -49,6 +54,35 @@ pub(super) struct QueueQuery {
     q: Option<String>,
     #[serde(default)]
     mine: Option<String>,
+    /// `newest` for newest first; anything else is oldest first.
+    #[serde(default)]
+    sort: Option<String>,
+    /// The keyset cursor of the next page: `created_at:case_id`.
+    #[serde(default)]
+    after: Option<String>,
+    /// Rows per page, 1 to 100 [default: 50].
+    #[serde(default)]
+    per_page: Option<i64>,
+}
+
+/// Rows on one page of the queue, unless the view asks for another number.
+const PAGE: i64 = 50;
+
+/// The queue's tabs (issue 17), each a filter value.
+const TABS: [(&str, &str); 6] = [
+    ("needs_me", "Needs me"),
+    ("needs_supervisor", "Needs a supervisor"),
+    ("escalated", "Escalated"),
+    ("in_flight", "In flight"),
+    ("done", "Done"),
+    ("all", "All"),
+];
+
+/// A cursor `created_at:case_id` as the list reads it; a malformed one is no cursor.
+fn parse_cursor(after: &str) -> Option<(i64, &str)> {
+    let (at, id) = after.split_once(':')?;
+    let at = at.parse().ok()?;
+    (!id.is_empty()).then_some((at, id))
 }
 
 /// The queue's default view: every case waiting for a person — an approval or an
@@ -58,8 +92,25 @@ const NEEDS_PERSON: &str = "needs_person";
 /// The statuses a filter value selects; `all` and `stuck` select every status (`stuck`
 /// then keeps the flagged cases).
 fn filter_statuses(filter: &str) -> Result<Vec<CaseStatus>, AppError> {
+    use CaseStatus::*;
     match filter {
-        NEEDS_PERSON => Ok(vec![CaseStatus::AwaitingApproval, CaseStatus::Escalated]),
+        NEEDS_PERSON | "needs_supervisor" => Ok(vec![AwaitingApproval, Escalated]),
+        "needs_me" => Ok(vec![AwaitingApproval]),
+        "in_flight" => Ok(vec![
+            Approved,
+            Executing,
+            PendingVerification,
+            RefundPending,
+        ]),
+        "done" => Ok(vec![
+            RefundSucceeded,
+            RefundFailed,
+            Denied,
+            Rejected,
+            Replied,
+            Closed,
+            Cancelled,
+        ]),
         "stuck" => Ok(vec![]),
         other => Ok(crate::web::api::cases::status_filter(Some(other))?
             .into_iter()
@@ -76,6 +127,22 @@ pub(super) fn age(now_ms: i64, then_ms: i64) -> String {
     }
 }
 
+/// The approver roles a tab asks for (of the cases awaiting approval): "needs me" is
+/// what the viewer's role may approve, "needs a supervisor" what an agent may not.
+fn tab_roles(filter: &str, session: &Session) -> Vec<&'static str> {
+    use policy_engine::Role;
+    let all = [Role::Agent, Role::Supervisor, Role::Admin];
+    match filter {
+        "needs_me" => all
+            .into_iter()
+            .filter(|r| session.staff.role.may_approve(*r))
+            .map(Role::as_str)
+            .collect(),
+        "needs_supervisor" => vec![Role::Supervisor.as_str(), Role::Admin.as_str()],
+        _ => Vec::new(),
+    }
+}
+
 pub(super) async fn queue_page(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
@@ -84,9 +151,11 @@ pub(super) async fn queue_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    let filter = q.status.unwrap_or_else(|| NEEDS_PERSON.into());
-    let mine = q.mine.is_some_and(|m| !m.is_empty());
-    let search = q.q.unwrap_or_default();
+    let filter = q.status.clone().unwrap_or_else(|| NEEDS_PERSON.into());
+    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
+    let search = q.q.clone().unwrap_or_default();
+    let newest = q.sort.as_deref() == Some("newest");
+    let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
     let flags = match crate::watchdog::open_flags(&state.db).await {
         Ok(flags) => flags,
         Err(e) => return AppError::from(e).into_response(),
@@ -95,15 +164,29 @@ pub(super) async fn queue_page(
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
+    let roles = tab_roles(&filter, &session);
     let query = cases::CaseQuery {
         statuses: &statuses,
         assignee_id: mine.then_some(session.staff.id.as_str()),
         search: Some(search.as_str()),
+        required_roles: &roles,
+        newest_first: Some(newest),
+        after: q.after.as_deref().and_then(parse_cursor),
+        // One more than a page says whether there is a next one.
+        limit: Some(page + 1),
     };
-    let list = match cases::list_cases(&state.db, &query).await {
+    let mut list = match cases::list_cases(&state.db, &query).await {
         Ok(l) => l,
         Err(e) => return AppError::from(e).into_response(),
     };
+    let more = list.len() as i64 > page;
+    list.truncate(page as usize);
+    let next = more
+        .then(|| {
+            list.last()
+                .map(|c| next_link(&q, &format!("{}:{}", c.created_at, c.id)))
+        })
+        .flatten();
     let now = state.clock.now_ms();
     let stuck: std::collections::HashMap<&str, &str> = flags
         .iter()
@@ -124,10 +207,37 @@ pub(super) async fn queue_page(
         nav: Nav::of(&session, "/console"),
         rows,
         statuses: filter_choices(),
+        tabs: TABS.to_vec(),
         filter,
         search,
         mine,
+        newest,
+        next,
     })
+}
+
+/// The same view's next page: every parameter kept, the cursor moved on.
+fn next_link(q: &QueueQuery, cursor: &str) -> String {
+    let mut url = reqwest::Url::parse("http://queue.invalid/console").expect("a fixed URL");
+    {
+        let mut pairs = url.query_pairs_mut();
+        let given = [
+            ("status", &q.status),
+            ("q", &q.q),
+            ("mine", &q.mine),
+            ("sort", &q.sort),
+        ];
+        for (k, v) in given {
+            if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+                pairs.append_pair(k, v);
+            }
+        }
+        if let Some(n) = q.per_page {
+            pairs.append_pair("per_page", &n.to_string());
+        }
+        pairs.append_pair("after", cursor);
+    }
+    format!("/console?{}", url.query().unwrap_or(""))
 }
 
 fn queue_row(
