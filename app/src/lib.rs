@@ -10,6 +10,7 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
+pub mod authoring;
 pub mod billing;
 pub mod cases;
 pub mod cli;

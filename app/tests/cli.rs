@@ -82,3 +82,48 @@ fn a_binary_run_away_from_the_fixtures_stops_naming_fixtures_dir() {
         "a failed start-up built an index"
     );
 }
+
+#[test]
+fn policy_validate_names_each_problem_by_file_field_and_line_and_exits_1() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
+    let markdown = std::fs::read_to_string(fixtures.join("RP-001-v2.md")).expect("RP-001 v2");
+    let rules = std::fs::read_to_string(fixtures.join("RP-001-v2.rules.toml")).expect("rules");
+    let broken = dir.path().join("RP-001-v2.md");
+    std::fs::write(&broken, markdown.replace("## 2. Remedy", "## 4. Remedy")).expect("write");
+    let bad_rules = dir.path().join("RP-007-v1.md");
+    std::fs::write(&bad_rules, &markdown).expect("write");
+    std::fs::write(
+        dir.path().join("RP-007-v1.rules.toml"),
+        rules.replace("window = \"3\"", "window = \"8\""),
+    )
+    .expect("write");
+    let output = refund_agent(dir.path(), &dir.path().join("data"))
+        .args(["policy", "validate"])
+        .arg(&broken)
+        .arg(&bad_rules)
+        .output()
+        .expect("running refund-agent policy validate");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0]
+            .ends_with("RP-001-v2.md:36: sections: section 4 is out of order: expected section 2"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].contains("RP-007-v1.rules.toml:21: clauses.window: rule 'window' cites section 8"),
+        "{stdout}"
+    );
+
+    let fine = refund_agent(dir.path(), &dir.path().join("data"))
+        .args(["policy", "validate"])
+        .arg(fixtures.join("RP-001-v2.md"))
+        .arg(fixtures.join("RP-004-v2.rules.toml"))
+        .output()
+        .expect("running refund-agent policy validate");
+    assert!(fine.status.success(), "{fine:?}");
+    assert_eq!(String::from_utf8_lossy(&fine.stdout), "ok\n");
+}

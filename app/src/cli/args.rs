@@ -129,6 +129,12 @@ pub(super) enum PolicyCommand {
         /// The historical tickets, as JSON lines (SPEC §7).
         history: PathBuf,
     },
+    /// Check policy versions (RP-xxx-vN.md, the .rules.toml beside each is read too):
+    /// prints "ok", or each problem with its file, field and line and exits 1.
+    Validate {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Score policy search on labelled queries: recall@1, recall@3, MRR.
     Eval {
         /// JSON lines of {query, as_of, region?, product?, expected}.
