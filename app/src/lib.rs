@@ -64,9 +64,10 @@ pub async fn build_state(
 ) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
-    let policies = Arc::new(policies::load_policy_set(&config.policies_dir())?);
+    // Issue 22: the database is the source of truth; the files seed an empty one.
+    let policies = authoring::load(&db, &config.policies_dir()).await?;
     let index_dir = config.index_dir();
-    let policies_for_index = policies.clone();
+    let policies_for_index = policies.set();
     let index =
         tokio::task::spawn_blocking(move || policies::open_index(&index_dir, &policies_for_index))
             .await??;

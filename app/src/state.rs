@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use policy_engine::PolicySet;
 use rag_index::PolicyIndex;
 use tokio::sync::Notify;
 
@@ -28,7 +27,9 @@ pub struct AppState {
     pub db: Db,
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
-    pub policies: Arc<PolicySet>,
+    /// The policy set now in force: each copy of the state takes the current
+    /// generation (`authoring::Policies`; a publish swaps it, issue 22).
+    pub policies: crate::authoring::Policies,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
     /// What runs are made with (model, prompt and tool schema versions), recorded on each.

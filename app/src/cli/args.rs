@@ -194,6 +194,9 @@ pub(super) enum RoleArg {
     Supervisor,
     /// Everything a supervisor does, and manages staff.
     Admin,
+    /// Drafts and publishes policies (issue 22); approves no refund.
+    #[value(name = "policy_author")]
+    PolicyAuthor,
 }
 
 impl From<RoleArg> for StaffRole {
@@ -202,6 +205,7 @@ impl From<RoleArg> for StaffRole {
             RoleArg::Agent => StaffRole::Agent,
             RoleArg::Supervisor => StaffRole::Supervisor,
             RoleArg::Admin => StaffRole::Admin,
+            RoleArg::PolicyAuthor => StaffRole::PolicyAuthor,
         }
     }
 }

@@ -179,6 +179,8 @@ impl Modify for BearerAuth {
         crate::web::api::cases::post_takeover,
         crate::web::api::cases::post_decide,
         crate::web::api::runs::get_events,
+        crate::web::api::policies::get_draft,
+        crate::web::api::policies::put_draft,
         crate::web::api::reconcile::post_reconcile,
         payments_webhook,
         mcp,

@@ -181,6 +181,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
         .route(
+            "/policies/{doc}/draft",
+            get(crate::web::api::policies::get_draft).put(crate::web::api::policies::put_draft),
+        )
+        .route(
             "/webhooks/payments",
             crate::web::api::webhooks::route_with_secret(
                 crate::web::api::webhooks::WebhookSecret::new(state.webhook_secret.clone()),

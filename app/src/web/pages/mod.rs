@@ -12,6 +12,7 @@ mod common;
 mod customer;
 mod login;
 pub mod policy;
+mod policy_draft;
 mod queue;
 mod reports;
 mod run;
@@ -71,4 +72,5 @@ pub fn routes() -> Router<AppState> {
             post(case::decide_by_hand_submit),
         )
         .merge(policy::routes())
+        .merge(policy_draft::routes())
 }

@@ -1,0 +1,237 @@
+//! Policy authoring (issue 22): drafts saved with expected versions, validation by
+//! field, what-if runs, publishing — scheduled versions, approvals voided, a second
+//! instance following the database — and the files written back.
+
+mod support;
+
+use app::auth::{self, StaffRole};
+use app::clock::Clock;
+use serde_json::{json, Value};
+use support::{spawn_app, TestApp};
+
+/// A staff member with `role` and an API token for them.
+async fn staff_token(app: &TestApp, email: &str, role: StaffRole) -> String {
+    let now = app.clock.now_ms();
+    let staff = auth::upsert_staff(&app.state.db, email, role, "correct horse battery", now)
+        .await
+        .expect("staff member");
+    auth::issue_token(&app.state.db, "api", "staff", &staff.id, now)
+        .await
+        .expect("token")
+        .0
+}
+
+async fn author_token(app: &TestApp) -> String {
+    staff_token(app, "author@test.example", StaffRole::PolicyAuthor).await
+}
+
+/// The RP-001 draft as a fresh GET gives it.
+async fn draft(app: &TestApp, token: &str) -> Value {
+    let (status, draft) = app
+        .request("GET", "/api/v1/policies/RP-001/draft", Some(token), None)
+        .await;
+    assert_eq!(status, 200, "{draft}");
+    draft
+}
+
+async fn save(
+    app: &TestApp,
+    token: &str,
+    expected: i64,
+    markdown: &str,
+    rules: &Value,
+) -> (u16, Value) {
+    let (status, body) = app
+        .request(
+            "PUT",
+            "/api/v1/policies/RP-001/draft",
+            Some(token),
+            Some(json!({ "expected_version": expected, "markdown": markdown, "rules": rules })),
+        )
+        .await;
+    (status.as_u16(), body)
+}
+
+#[tokio::test]
+async fn two_saves_from_the_same_version_one_wins_the_other_gets_409_with_the_diff_and_its_text_back(
+) {
+    let app = spawn_app().await;
+    let alice = author_token(&app).await;
+    let bob = staff_token(&app, "admin@test.example", StaffRole::Admin).await;
+    let start = draft(&app, &alice).await;
+    assert_eq!(start["version"], 0, "{start}");
+    let text = start["markdown"].as_str().expect("markdown").to_string();
+    let alice_text = text.replace("365 days", "400 days");
+    let bob_text = text.replace("365 days", "300 days");
+
+    let (a, b) = tokio::join!(
+        save(&app, &alice, 0, &alice_text, &start["rules"]),
+        save(&app, &bob, 0, &bob_text, &start["rules"]),
+    );
+    let mut statuses = [a.0, b.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{a:?} {b:?}");
+    let ((_, won), (_, lost), lost_text, won_text, loser) = if a.0 == 200 {
+        (a, b, &bob_text, &alice_text, &bob)
+    } else {
+        (b, a, &alice_text, &bob_text, &alice)
+    };
+    assert_eq!(won["version"], 1, "{won}");
+    assert_eq!(lost["error"]["code"], "draft_changed", "{lost}");
+    let conflict = &lost["conflict"];
+    assert_eq!(
+        conflict["yours"]["markdown"],
+        json!(lost_text),
+        "the loser's text comes back"
+    );
+    assert_eq!(conflict["current"]["markdown"], json!(won_text));
+    let diff = conflict["diff"].as_str().expect("a diff");
+    assert!(
+        diff.contains("--- yours/markdown") && diff.contains("+++ saved/markdown"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(&format!("-{}", line_with(lost_text, "days.")))
+            && diff.contains(&format!("+{}", line_with(won_text, "days."))),
+        "{diff}"
+    );
+
+    // Nothing was lost: saving again from the version the 409 names succeeds.
+    let (status, saved) = save(&app, loser, 1, lost_text, &start["rules"]).await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["version"], 2);
+    let mut authors: Vec<String> = serde_json::from_value(saved["authors"].clone()).unwrap();
+    authors.sort();
+    assert_eq!(authors, ["admin@test.example", "author@test.example"]);
+}
+
+fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.contains(needle))
+        .expect("the edited line")
+}
+
+#[tokio::test]
+async fn a_saved_draft_lists_its_validation_problems_by_field_and_agents_may_not_touch_it() {
+    let app = spawn_app().await;
+    let author = author_token(&app).await;
+    let start = draft(&app, &author).await;
+    // The seeded RP-001 v3 draft starts 2027-01-01, after the test clock: no problems.
+    assert_eq!(start["policy_version"], 3, "{start}");
+    assert_eq!(start["problems"], json!([]), "{start}");
+
+    let markdown = start["markdown"].as_str().unwrap().replace(
+        "effective_from = \"2027-01-01\"",
+        "effective_from = \"2026-01-01\"",
+    );
+    let rules = start["rules"]
+        .as_str()
+        .unwrap()
+        .replace("window = \"1\"", "window = \"9\"");
+    let (status, saved) = save(&app, &author, 0, &markdown, &json!(rules)).await;
+    assert_eq!(status, 200, "{saved}");
+    let fields: Vec<(&str, &str)> = saved["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["file"].as_str().unwrap(), p["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(fields, [("RP-001-v3.md", "effective_from")], "{saved}");
+
+    let fixed = markdown.replace(
+        "effective_from = \"2026-01-01\"",
+        "effective_from = \"2027-01-01\"",
+    );
+    let (_, saved) = save(&app, &author, 1, &fixed, &json!(rules)).await;
+    let problem = &saved["problems"][0];
+    assert_eq!(
+        (problem["file"].as_str(), problem["field"].as_str()),
+        (Some("RP-001-v3.rules.toml"), Some("clauses.window")),
+        "{saved}"
+    );
+
+    let (status, body) = app
+        .request(
+            "GET",
+            "/api/v1/policies/RP-001/draft",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = save(&app, &app.agent_token, 2, &fixed, &json!(rules)).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        draft(&app, &author).await["version"],
+        2,
+        "the refused save changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn the_draft_page_shows_the_form_the_preview_and_the_problems_and_a_stale_save_keeps_the_text(
+) {
+    let app = spawn_app().await;
+    let token = author_token(&app).await;
+    let (cookie, csrf) = app.staff_session("author@test.example").await;
+    let get = |cookie: &str| {
+        axum::http::Request::get("/console/policies/RP-001/draft")
+            .header("cookie", cookie)
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let (status, page) = app.raw(get(&cookie)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<h1>Duplicate and erroneous charges — draft for review</h1>"),
+        "{page}"
+    );
+    assert!(page.contains("id=\"valid\""), "{page}");
+
+    let post = |expected: i64, markdown: &str| {
+        let body = format!(
+            "csrf={csrf}&expected_version={expected}&markdown={}&rules=",
+            urlencode(markdown)
+        );
+        axum::http::Request::post("/console/policies/RP-001/draft")
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(body))
+            .unwrap()
+    };
+    let draft = draft(&app, &token).await;
+    let markdown = draft["markdown"].as_str().unwrap();
+    let first = markdown.replace("365 days", "400 days <script>alert(1)</script>");
+    let (status, _) = app.raw(post(0, &first)).await;
+    assert_eq!(status, 303);
+    assert_eq!(self::draft(&app, &token).await["version"], 1, "saved");
+    let (_, page) = app.raw(get(&cookie)).await;
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "raw HTML is shown as text"
+    );
+    assert!(!page.contains("<script>alert(1)"), "{page}");
+
+    let stale = markdown.replace("365 days", "300 days");
+    let (status, page) = app.raw(post(0, &stale)).await;
+    assert_eq!(status, 409, "{page}");
+    assert!(
+        page.contains("id=\"conflict\"") && page.contains("300 days"),
+        "{page}"
+    );
+    assert!(
+        page.contains("name=\"expected_version\" value=\"1\""),
+        "{page}"
+    );
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
