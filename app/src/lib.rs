@@ -103,6 +103,8 @@ pub async fn build_state(
             store::Backend::Sqlite => 1,
         }),
         watchdog: config.watchdog,
+        history_dir: config.fixtures_dir.join("history"),
+        policy_second_approver: config.policy_second_approver,
         db,
     })
 }

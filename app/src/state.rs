@@ -52,6 +52,10 @@ pub struct AppState {
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
+    /// Where policy what-ifs find history files by name (`FIXTURES_DIR/history`).
+    pub history_dir: std::path::PathBuf,
+    /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
+    pub policy_second_approver: bool,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -108,6 +112,17 @@ impl AppState {
         Reconciler {
             sender: self.sender(),
             instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn publisher(&self) -> crate::authoring::publish::Publisher<'_> {
+        crate::authoring::publish::Publisher {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            policies: &self.policies,
+            index: &self.index,
+            versions: &self.versions,
+            second_approver: self.policy_second_approver,
         }
     }
 

@@ -235,3 +235,149 @@ fn urlencode(text: &str) -> String {
         })
         .collect()
 }
+
+const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
+
+/// Saves the seeded RP-001 v3 draft as it stands (it validates) and returns its version.
+async fn save_seeded_draft(app: &TestApp, token: &str) -> i64 {
+    let start = draft(app, token).await;
+    let markdown = start["markdown"].as_str().unwrap().to_string();
+    let (status, saved) = save(app, token, 0, &markdown, &start["rules"]).await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["problems"], json!([]), "{saved}");
+    saved["version"].as_i64().unwrap()
+}
+
+async fn publish(app: &TestApp, token: &str, draft_version: i64, at: Option<&str>) -> (u16, Value) {
+    let (status, body) = app
+        .request(
+            "POST",
+            "/api/v1/policies/RP-001/publish",
+            Some(token),
+            Some(json!({ "draft_version": draft_version, "effective_from": at })),
+        )
+        .await;
+    (status.as_u16(), body)
+}
+
+fn rp001_version(case: &Value) -> String {
+    case["decision"]["policy_versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no decision: {case}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|v| v.starts_with("RP-001@"))
+        .unwrap_or_else(|| panic!("RP-001 not used: {case}"))
+        .to_string()
+}
+
+fn at(rfc3339: &str) -> time::OffsetDateTime {
+    time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339).unwrap()
+}
+
+#[tokio::test]
+async fn a_scheduled_version_takes_effect_exactly_at_its_date() {
+    let app = spawn_app().await;
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let (status, published) = publish(&app, &author, seen, Some("2026-12-01")).await;
+    assert_eq!(status, 200, "{published}");
+    assert_eq!(published["version"], "RP-001@3");
+    assert_eq!(
+        published["voided_cases"],
+        json!([]),
+        "nothing decided today changes"
+    );
+
+    app.clock.set(at("2026-11-30T23:59:59.999Z"));
+    let (_, before) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(rp001_version(&before), "RP-001@2", "{before}");
+    app.clock.set(at("2026-12-01T00:00:00Z"));
+    let (_, after) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(rp001_version(&after), "RP-001@3", "{after}");
+    assert_eq!(
+        rp001_version(&app.case(before["id"].as_str().unwrap()).await),
+        "RP-001@2",
+        "the earlier case keeps its decision"
+    );
+
+    // The version is immutable: publishing the same number again changes nothing.
+    let (status, body) = publish(&app, &author, seen, None).await;
+    assert_eq!(status, 409, "{body}");
+    let (status, page) = app
+        .request("GET", "/api/v1/policies/RP-001/draft", Some(&author), None)
+        .await;
+    assert_eq!(
+        (status.as_u16(), page["policy_version"].as_i64()),
+        (200, Some(4)),
+        "the next draft is v4: {page}"
+    );
+}
+
+#[tokio::test]
+async fn publishing_voids_an_open_approval_whose_decision_changes_and_records_the_whatif_in_the_audit(
+) {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(case["status"], "awaiting_approval", "{case}");
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let old_fingerprint = case["fingerprint"].as_str().unwrap().to_string();
+
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let (status, whatif) = app
+        .request(
+            "POST",
+            "/api/v1/policies/RP-001/whatif",
+            Some(&author),
+            Some(json!({ "history": "tickets.jsonl" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{whatif}");
+    assert_eq!(whatif["draft_version"], seen);
+    assert!(whatif["total"].as_u64().unwrap() > 0, "{whatif}");
+    assert_eq!(
+        draft(&app, &author).await["whatif_version"],
+        seen,
+        "kept with the draft"
+    );
+
+    let (status, published) = publish(&app, &author, seen, None).await;
+    assert_eq!(status, 200, "{published}");
+    assert_eq!(published["voided_cases"], json!([case_id]), "{published}");
+    let voided = app.case(&case_id).await;
+    assert_eq!(voided["status"], "investigating", "{voided}");
+    let (status, body) = app
+        .approve(&app.agent_token, &case_id, &old_fingerprint)
+        .await;
+    assert_ne!(status, 200, "the old approval request is void: {body}");
+
+    app.drain().await;
+    let redecided = app.case(&case_id).await;
+    assert_eq!(redecided["status"], "awaiting_approval", "{redecided}");
+    assert_eq!(rp001_version(&redecided), "RP-001@3");
+
+    let audit: String = sqlx::query_scalar(
+        "SELECT detail FROM audit_log WHERE action = 'policy_published' AND subject = 'RP-001@3'",
+    )
+    .fetch_one(app.state.db.pool())
+    .await
+    .expect("the publish is audited");
+    let detail: Value = serde_json::from_str(&audit).unwrap();
+    assert_eq!(detail["whatif"]["total"], whatif["total"], "{detail}");
+    assert_eq!(detail["whatif_version"], seen);
+}
+
+#[tokio::test]
+async fn with_a_second_approver_required_the_only_author_may_not_publish() {
+    let mut app = spawn_app().await;
+    app.state.policy_second_approver = true;
+    app.router = app::web::router(app.state.clone());
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let (status, body) = publish(&app, &author, seen, None).await;
+    assert_eq!(status, 403, "{body}");
+    let admin = staff_token(&app, "admin@test.example", StaffRole::Admin).await;
+    let (status, body) = publish(&app, &admin, seen, None).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -26,8 +26,9 @@ struct Generation {
 
 struct Cell {
     current: RwLock<Arc<Generation>>,
-    /// One refresh at a time per process, so an older set never lands after a newer.
-    refreshing: tokio::sync::Mutex<()>,
+    /// One refresh at a time per process, so an older set never lands after a newer;
+    /// it holds the `versions::marker` last seen.
+    refreshing: tokio::sync::Mutex<Option<(i64, i64)>>,
 }
 
 pub struct Policies {
@@ -80,7 +81,7 @@ impl Policies {
         Ok(Policies {
             cell: Arc::new(Cell {
                 current: RwLock::new(generation.clone()),
-                refreshing: tokio::sync::Mutex::new(()),
+                refreshing: tokio::sync::Mutex::new(None),
             }),
             snapshot: generation,
         })
@@ -100,10 +101,15 @@ impl Policies {
     /// index into a new generation, then swaps the set. Returns whether it swapped.
     /// Called by every worker pass (each instance on its own) and after a publish.
     pub async fn refresh(&self, db: &Db, index: &Arc<PolicyIndex>) -> DomainResult<bool> {
-        let _one = self.cell.refreshing.lock().await;
+        let mut seen = self.cell.refreshing.lock().await;
+        let marker = versions::marker(db).await?;
+        if *seen == Some(marker) {
+            return Ok(false);
+        }
         let sources = versions::sources(db).await?;
         let hash = versions::sources_hash(&sources);
         if hash == self.cell.load().hash {
+            *seen = Some(marker);
             return Ok(false);
         }
         let set = PolicySet::from_sources(super::supersede(sources))
@@ -122,6 +128,7 @@ impl Policies {
             set: Arc::new(set),
             hash: hash.clone(),
         });
+        *seen = Some(marker);
         tracing::info!(policy_sources = %hash, "policies changed: index rebuilt, set swapped");
         Ok(true)
     }

@@ -7,8 +7,10 @@
 
 pub mod drafts;
 pub mod live;
+pub mod publish;
 pub mod validate;
 pub mod versions;
+pub mod whatif;
 
 use std::path::Path;
 
@@ -60,6 +62,23 @@ pub fn supersede(mut sources: Vec<PolicySource>) -> Vec<PolicySource> {
         sources[*i].markdown =
             set_front_matter(markdown, "effective_to", Some(&format!("\"{end}\"")));
     }
+    sources
+}
+
+/// `sources` with `source` in place of any stored version of the same `doc@version`
+/// (a seeded draft file of the number being drafted or published).
+pub(crate) fn with_version(
+    mut sources: Vec<PolicySource>,
+    source: PolicySource,
+) -> Vec<PolicySource> {
+    let key = |s: &PolicySource| {
+        PolicyDocument::parse(&s.markdown)
+            .ok()
+            .map(|d| (d.meta.id, d.meta.version))
+    };
+    let new = key(&source);
+    sources.retain(|s| new.is_none() || key(s) != new);
+    sources.push(source);
     sources
 }
 

@@ -73,6 +73,18 @@ pub async fn sources(db: &Db) -> DomainResult<Vec<PolicySource>> {
         .collect()
 }
 
+/// What changes whenever a version is added or published: the row count and the last
+/// publish time. One indexed aggregate, cheap enough for every worker pass; only when it
+/// moves are the sources read and hashed.
+pub async fn marker(db: &Db) -> DomainResult<(i64, i64)> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, COALESCE(MAX(published_at), 0) AS last FROM policy_versions",
+    )
+    .fetch_one(db.pool())
+    .await?;
+    Ok((row.try_get("n")?, row.try_get("last")?))
+}
+
 /// SHA-256 over the sources' names and bytes: equal hashes, equal policy sets.
 pub fn sources_hash(sources: &[PolicySource]) -> String {
     let mut hasher = Sha256::new();

@@ -181,6 +181,8 @@ impl Modify for BearerAuth {
         crate::web::api::runs::get_events,
         crate::web::api::policies::get_draft,
         crate::web::api::policies::put_draft,
+        crate::web::api::policies::post_whatif,
+        crate::web::api::policies::post_publish,
         crate::web::api::reconcile::post_reconcile,
         payments_webhook,
         mcp,

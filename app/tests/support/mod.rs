@@ -32,6 +32,8 @@ pub struct TestApp {
     pub agent_token: String,
     pub supervisor_token: String,
     pub dir: tempfile::TempDir,
+    /// The database this app runs on (a second instance can share it).
+    pub database_url: String,
     http: reqwest::Client,
 }
 
@@ -123,6 +125,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
     }
     let router = app::web::router(state.clone());
     TestApp {
+        database_url: config.database_url.clone(),
         state,
         router,
         mock,

@@ -10,6 +10,9 @@ use serde_json::json;
 
 use crate::auth::Principal;
 use crate::authoring::drafts::{self, Draft, DraftText, Saved};
+use crate::authoring::publish::{self, Published};
+use crate::authoring::whatif::{self, WhatIf};
+use crate::error::DomainError;
 use crate::state::AppState;
 use crate::web::error::AppResult;
 use crate::web::extract::ApiJson;
@@ -71,4 +74,68 @@ pub async fn put_draft(
         )
             .into_response(),
     })
+}
+
+/// A what-if: the history file (by name, from the history directory) to run against.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct WhatIfInput {
+    pub history: String,
+}
+
+/// `POST /api/v1/policies/{doc}/whatif`: the saved draft against a history file; the
+/// result is stored with the draft.
+#[utoipa::path(post, path = "/api/v1/policies/{doc}/whatif", tag = "staff", security(("bearer" = [])), params(("doc" = String, Path, description = "policy document id, e.g. RP-001")), request_body = WhatIfInput, responses((status = 200, description = "the changed tickets and the money per currency", body = Object), crate::web::error::ApiErrors))]
+pub async fn post_whatif(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(doc): Path<String>,
+    ApiJson(input): ApiJson<WhatIfInput>,
+) -> AppResult<Json<WhatIf>> {
+    let staff = principal.staff()?;
+    drafts::check_author(staff)?;
+    let tickets = whatif::read_history(&state.history_dir, &input.history)?;
+    Ok(Json(
+        whatif::run_against_history(
+            &state.db,
+            state.clock.as_ref(),
+            &state.index,
+            staff,
+            &doc,
+            (&input.history, &tickets),
+        )
+        .await?,
+    ))
+}
+
+/// A publish: the draft version the publisher reviewed, and when it takes effect.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct PublishInput {
+    pub draft_version: i64,
+    /// `YYYY-MM-DD`, today or later; today when absent.
+    pub effective_from: Option<String>,
+}
+
+/// `POST /api/v1/policies/{doc}/publish`.
+#[utoipa::path(post, path = "/api/v1/policies/{doc}/publish", tag = "staff", security(("bearer" = [])), params(("doc" = String, Path, description = "policy document id, e.g. RP-001")), request_body = PublishInput, responses((status = 200, description = "published", body = Published), crate::web::error::ApiErrors))]
+pub async fn post_publish(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(doc): Path<String>,
+    ApiJson(input): ApiJson<PublishInput>,
+) -> AppResult<Json<Published>> {
+    let staff = principal.staff()?;
+    let at = parse_effective(input.effective_from.as_deref())?;
+    Ok(Json(
+        publish::publish(state.publisher(), staff, &doc, input.draft_version, at).await?,
+    ))
+}
+
+/// An effective date as a form or the API gives it: blank is "today".
+pub(crate) fn parse_effective(text: Option<&str>) -> Result<Option<time::Date>, DomainError> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => policy_engine::parse_date(t).map(Some).map_err(|_| {
+            DomainError::bad_request("invalid_date", format!("'{t}' is not a date (YYYY-MM-DD)"))
+        }),
+    }
 }
