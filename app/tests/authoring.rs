@@ -381,3 +381,138 @@ async fn with_a_second_approver_required_the_only_author_may_not_publish() {
     let (status, body) = publish(&app, &admin, seen, None).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// Another instance over the same database: its own data directory (so its own index),
+/// the same provider and clock.
+async fn second_instance(app: &TestApp) -> app::state::AppState {
+    let mut config = app::config::Config::from_env(&app.dir.path().join("second"));
+    config.database_url = app.database_url.clone();
+    config.payments_url = Some(app.mock.base_url());
+    config.fixtures_dir = app::config::default_fixtures_dir();
+    app::build_state(
+        &config,
+        &app.mock.base_url(),
+        app.clock.clone(),
+        std::sync::Arc::new(app::agent::investigator::Investigator),
+    )
+    .await
+    .expect("the second instance starts")
+}
+
+fn search(index: &rag_index::PolicyIndex, text: &str) -> Vec<String> {
+    let mut query = rag_index::SearchQuery::new(text);
+    query.limit = 5;
+    index
+        .search(&query)
+        .expect("a search answers")
+        .iter()
+        .map(|p| p.citation())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_second_instance_rebuilds_its_index_on_its_own_and_searches_meanwhile_use_the_old_generation(
+) {
+    let app = spawn_app().await;
+    let other = second_instance(&app).await;
+    let author = author_token(&app).await;
+    let start = draft(&app, &author).await;
+    let markdown = start["markdown"].as_str().unwrap().replace(
+        "365 days.",
+        "365 days. Zanzibar wording marks this published text.",
+    );
+    let (_, saved) = save(&app, &author, 0, &markdown, &start["rules"]).await;
+    let old_hash = other.index.policy_hash();
+    assert!(search(&other.index, "zanzibar").is_empty());
+    let (status, body) = publish(
+        &app,
+        &author,
+        saved["version"].as_i64().unwrap(),
+        Some("2026-12-01"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        other.index.policy_hash(),
+        old_hash,
+        "nothing pushes to the other instance"
+    );
+
+    // The other instance's worker pass notices the new hash; searches run meanwhile.
+    let index = other.index.clone();
+    let searching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = searching.clone();
+    let searcher = tokio::task::spawn_blocking(move || {
+        let mut answers = Vec::new();
+        while flag.load(std::sync::atomic::Ordering::SeqCst) {
+            answers.push((
+                index.policy_hash(),
+                search(&index, "duplicate charge refund"),
+            ));
+        }
+        answers
+    });
+    app::worker::run_once(&other).await.expect("a worker pass");
+    searching.store(false, std::sync::atomic::Ordering::SeqCst);
+    let answers = searcher.await.unwrap();
+    assert!(!answers.is_empty());
+    assert!(
+        answers.iter().all(|(_, citations)| !citations.is_empty()),
+        "every search during the rebuild answered from a whole generation"
+    );
+    assert!(
+        answers.iter().any(|(hash, _)| *hash == old_hash),
+        "searches ran on the old generation during the rebuild"
+    );
+    assert_ne!(
+        other.index.policy_hash(),
+        old_hash,
+        "the other instance rebuilt"
+    );
+    assert_eq!(search(&other.index, "zanzibar"), ["RP-001@3#1"]);
+    assert_eq!(
+        other
+            .clone()
+            .policies
+            .document("RP-001", 3)
+            .map(|d| d.meta.status),
+        Some(policy_engine::PolicyStatus::Published)
+    );
+}
+
+#[tokio::test]
+async fn the_seeded_database_gives_the_files_policy_set_and_exports_them_byte_for_byte() {
+    let app = spawn_app().await;
+    let fixtures = app::config::default_fixtures_dir().join("policies");
+    let files = app::policies::load_policy_set(&fixtures).expect("the fixture set");
+    assert_eq!(
+        *app.state.policies, files,
+        "the seeded database decides as the files do"
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let sources = app::authoring::versions::sources(&app.state.db)
+        .await
+        .unwrap();
+    let written =
+        app::authoring::versions::export(&app::authoring::supersede(sources), out.path()).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(written, names.iter().filter(|n| n.ends_with(".md")).count());
+    for name in &names {
+        let exported =
+            std::fs::read(out.path().join(name)).unwrap_or_else(|_| panic!("{name} not exported"));
+        assert!(
+            exported == std::fs::read(fixtures.join(name)).unwrap(),
+            "{name} differs"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        names.len(),
+        "no other file"
+    );
+}

@@ -250,3 +250,13 @@ async fn void_changed_approvals(
     }
     Ok(voided)
 }
+
+/// An effective date as a form, the API or the CLI gives it: blank is "today".
+pub fn parse_effective(text: Option<&str>) -> DomainResult<Option<Date>> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => policy_engine::parse_date(t).map(Some).map_err(|_| {
+            DomainError::bad_request("invalid_date", format!("'{t}' is not a date (YYYY-MM-DD)"))
+        }),
+    }
+}

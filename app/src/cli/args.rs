@@ -135,6 +135,30 @@ pub(super) enum PolicyCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Save FILE (and the .rules.toml beside it) as the draft of DOC; prints its problems.
+    Draft {
+        /// The policy document, e.g. RP-001.
+        doc: String,
+        #[arg(long)]
+        from: PathBuf,
+        /// The staff member saving (admin or policy_author).
+        #[arg(long = "as", value_name = "EMAIL")]
+        author: String,
+        /// The draft version this text was edited from [default: the one saved now].
+        #[arg(long)]
+        expected_version: Option<i64>,
+    },
+    /// Publish the saved draft of DOC, in force from --at (YYYY-MM-DD, default today).
+    Publish {
+        doc: String,
+        #[arg(long)]
+        at: Option<String>,
+        /// The staff member publishing (admin or policy_author).
+        #[arg(long = "as", value_name = "EMAIL")]
+        publisher: String,
+    },
+    /// Write every stored policy version to DIR as RP-xxx-vN.md and .rules.toml files.
+    Export { dir: PathBuf },
     /// Score policy search on labelled queries: recall@1, recall@3, MRR.
     Eval {
         /// JSON lines of {query, as_of, region?, product?, expected}.

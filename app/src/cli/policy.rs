@@ -43,6 +43,16 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
             Ok(())
         }
         PolicyCommand::Validate { files } => validate_files(&files),
+        PolicyCommand::Draft {
+            doc,
+            from,
+            author,
+            expected_version,
+        } => super::authoring::draft(config, &doc, &from, &author, expected_version).await,
+        PolicyCommand::Publish { doc, at, publisher } => {
+            super::authoring::publish(config, &doc, at.as_deref(), &publisher).await
+        }
+        PolicyCommand::Export { dir } => super::authoring::export(config, &dir).await,
         PolicyCommand::Eval { queries } => eval_search(config, policies()?, queries).await,
         PolicyCommand::Search {
             query,

@@ -12,7 +12,6 @@ use crate::auth::Principal;
 use crate::authoring::drafts::{self, Draft, DraftText, Saved};
 use crate::authoring::publish::{self, Published};
 use crate::authoring::whatif::{self, WhatIf};
-use crate::error::DomainError;
 use crate::state::AppState;
 use crate::web::error::AppResult;
 use crate::web::extract::ApiJson;
@@ -124,18 +123,8 @@ pub async fn post_publish(
     ApiJson(input): ApiJson<PublishInput>,
 ) -> AppResult<Json<Published>> {
     let staff = principal.staff()?;
-    let at = parse_effective(input.effective_from.as_deref())?;
+    let at = publish::parse_effective(input.effective_from.as_deref())?;
     Ok(Json(
         publish::publish(state.publisher(), staff, &doc, input.draft_version, at).await?,
     ))
-}
-
-/// An effective date as a form or the API gives it: blank is "today".
-pub(crate) fn parse_effective(text: Option<&str>) -> Result<Option<time::Date>, DomainError> {
-    match text.map(str::trim).filter(|t| !t.is_empty()) {
-        None => Ok(None),
-        Some(t) => policy_engine::parse_date(t).map(Some).map_err(|_| {
-            DomainError::bad_request("invalid_date", format!("'{t}' is not a date (YYYY-MM-DD)"))
-        }),
-    }
 }
