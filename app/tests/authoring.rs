@@ -516,3 +516,77 @@ async fn the_seeded_database_gives_the_files_policy_set_and_exports_them_byte_fo
         "no other file"
     );
 }
+
+/// One browser journey (browser tests cost seconds each): an author edits the draft,
+/// sees it checked, runs a what-if and publishes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
+    use support::browser::{serve, Browser};
+    let app = spawn_app().await;
+    author_token(&app).await;
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    browser.goto(&format!("{base}/console/login")).await;
+    browser
+        .type_into("input[name=email]", "author@test.example")
+        .await;
+    browser
+        .type_into("input[name=password]", "correct horse battery")
+        .await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_url_ending("/console").await;
+
+    browser.goto(&format!("{base}/console/policies")).await;
+    browser
+        .click("#drafts a[href='/console/policies/RP-001/draft']")
+        .await;
+    browser
+        .wait_for_url_ending("/console/policies/RP-001/draft")
+        .await;
+    assert!(
+        browser.find("#publish-form").await.is_none(),
+        "nothing saved yet"
+    );
+    browser
+        .execute(
+            "const t = document.querySelector('textarea[name=markdown]');
+             t.value = t.value.replace('365 days', '400 days'); return true;",
+        )
+        .await;
+    browser.click("#save").await;
+    browser.wait_for_url("done=saved").await;
+    assert!(
+        browser.find("#valid").await.is_some(),
+        "{}",
+        browser.text("#problems").await
+    );
+    assert!(browser.text("#preview").await.contains("400 days"));
+
+    browser.click("#run-whatif").await;
+    browser.wait_for_url("done=checked").await;
+    let summary = browser.text("#whatif-summary").await;
+    assert!(
+        summary.contains("history tickets.jsonl")
+            && summary.contains("tickets decided differently"),
+        "{summary}"
+    );
+
+    browser.click("#publish-button").await;
+    browser
+        .wait_for_url_ending("/console/policies/RP-001/3")
+        .await;
+    let page = browser.source().await;
+    assert!(
+        page.contains("published") && page.contains("400 days"),
+        "{page}"
+    );
+    browser.close().await;
+    assert_eq!(
+        app.state
+            .clone()
+            .policies
+            .in_force("RP-001", app.clock.now().date())
+            .map(|d| d.meta.version),
+        Some(3)
+    );
+}

@@ -8,21 +8,26 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
 use super::common::{error_page, render, verified, with_status};
 use crate::auth::Session;
 use crate::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
+use crate::authoring::publish;
+use crate::authoring::whatif::{self, WhatIf};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        "/console/policies/{doc}/draft",
-        get(draft_page).post(save_submit),
-    )
+    Router::new()
+        .route(
+            "/console/policies/{doc}/draft",
+            get(draft_page).post(save_submit),
+        )
+        .route("/console/policies/{doc}/whatif", post(whatif_submit))
+        .route("/console/policies/{doc}/publish", post(publish_submit))
 }
 
 #[derive(Template)]
@@ -42,10 +47,70 @@ struct DraftPage {
     /// A stale save: the diff from the author's text to the saved draft.
     conflict_diff: Option<String>,
     done: Option<String>,
+    /// History files a what-if may run against.
+    histories: Vec<String>,
+    whatif: Option<WhatIfView>,
 }
 
-fn page(session: &Session, draft: &Draft, text: &DraftText, done: Option<String>) -> DraftPage {
+/// The last what-if, as the publisher reads it.
+struct WhatIfView {
+    against: String,
+    ran_by: String,
+    ran_at: String,
+    total: usize,
+    changed: usize,
+    /// `CNY 198.00 → 0.00 (-198.00)` per currency.
+    money: Vec<String>,
+    /// `T-17: escalate → refund (outcome, refunds)`.
+    tickets: Vec<String>,
+    /// Whether the draft changed since it ran.
+    stale: bool,
+}
+
+fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
+    let whatif: WhatIf = serde_json::from_value(draft.whatif.clone()?).ok()?;
+    let money = |m: &serde_json::Value| -> Vec<String> {
+        m.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let field = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                format!(
+                    "{} {} → {} ({})",
+                    field("currency"),
+                    field("from"),
+                    field("to"),
+                    field("delta")
+                )
+            })
+            .collect()
+    };
+    Some(WhatIfView {
+        stale: draft.whatif_version != Some(draft.version),
+        money: money(&whatif.money),
+        tickets: whatif
+            .tickets
+            .iter()
+            .map(|t| format!("{}: {} → {} ({})", t.id, t.from, t.to, t.changes.join(", ")))
+            .collect(),
+        against: whatif.against,
+        ran_by: whatif.ran_by,
+        ran_at: whatif.ran_at,
+        total: whatif.total,
+        changed: whatif.changed,
+    })
+}
+
+fn page(
+    state: &AppState,
+    session: &Session,
+    draft: &Draft,
+    text: &DraftText,
+    done: Option<String>,
+) -> DraftPage {
     DraftPage {
+        histories: whatif::history_files(&state.history_dir),
+        whatif: whatif_view(draft),
         doc_id: draft.doc_id.clone(),
         policy_version: draft.policy_version,
         csrf: session.csrf_token.clone(),
@@ -109,7 +174,7 @@ async fn draft_page(
         Err(page) => return page,
     };
     match drafts::load_draft(&state.db, state.clock.as_ref(), &doc).await {
-        Ok(draft) => render(&page(&session, &draft, &draft.text, query.0.done)),
+        Ok(draft) => render(&page(&state, &session, &draft, &draft.text, query.0.done)),
         Err(e) => failure(e),
     }
 }
@@ -157,9 +222,87 @@ async fn save_submit(
             Redirect::to(&format!("/console/policies/{doc}/draft?done=saved")).into_response()
         }
         Ok(Saved::Conflict(conflict)) => {
-            let mut page = page(&session, &conflict.current, &conflict.yours, None);
+            let mut page = page(&state, &session, &conflict.current, &conflict.yours, None);
             page.conflict_diff = Some(conflict.diff.clone());
             with_status(StatusCode::CONFLICT, render(&page))
+        }
+        Err(e) => failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct WhatIfForm {
+    csrf: String,
+    history: String,
+}
+
+async fn whatif_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    Form(form): Form<WhatIfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf).and_then(|s| author(Ok(s))) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let ran = match whatif::read_history(&state.history_dir, &form.history) {
+        Ok(tickets) => {
+            whatif::run_against_history(
+                &state.db,
+                state.clock.as_ref(),
+                &state.index,
+                &session.staff,
+                &doc,
+                (&form.history, &tickets),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match ran {
+        Ok(_) => {
+            Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
+        }
+        Err(e) => failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct PublishForm {
+    csrf: String,
+    draft_version: i64,
+    #[serde(default)]
+    effective_from: String,
+}
+
+async fn publish_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    Form(form): Form<PublishForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf).and_then(|s| author(Ok(s))) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let published = match publish::parse_effective(Some(&form.effective_from)) {
+        Ok(at) => {
+            publish::publish(
+                state.publisher(),
+                &session.staff,
+                &doc,
+                form.draft_version,
+                at,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match published {
+        Ok(p) => {
+            let version = p.version.rsplit('@').next().unwrap_or_default().to_string();
+            Redirect::to(&format!("/console/policies/{doc}/{version}")).into_response()
         }
         Err(e) => failure(e),
     }
