@@ -158,6 +158,15 @@ fn author(session: Result<Session, AppError>) -> Result<Session, Response> {
     }
 }
 
+/// A form's session: CSRF checked, then the role.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response"
+)]
+fn verified_author(session: Result<Session, AppError>, csrf: &str) -> Result<Session, Response> {
+    author(Ok(verified(session, csrf)?))
+}
+
 #[derive(Deserialize)]
 struct DoneQuery {
     done: Option<String>,
@@ -199,7 +208,7 @@ async fn save_submit(
     Path(doc): Path<String>,
     Form(form): Form<SaveForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| author(Ok(s))) {
+    let session = match verified_author(session, &form.csrf) {
         Ok(s) => s,
         Err(page) => return page,
     };
@@ -242,7 +251,7 @@ async fn whatif_submit(
     Path(doc): Path<String>,
     Form(form): Form<WhatIfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| author(Ok(s))) {
+    let session = match verified_author(session, &form.csrf) {
         Ok(s) => s,
         Err(page) => return page,
     };
@@ -282,7 +291,7 @@ async fn publish_submit(
     Path(doc): Path<String>,
     Form(form): Form<PublishForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| author(Ok(s))) {
+    let session = match verified_author(session, &form.csrf) {
         Ok(s) => s,
         Err(page) => return page,
     };
