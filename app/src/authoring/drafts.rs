@@ -123,22 +123,26 @@ pub async fn load_draft(db: &Db, clock: &dyn Clock, doc_id: &str) -> DomainResul
 
 fn problems(draft: &Draft, clock: &dyn Clock) -> Vec<ProblemView> {
     let name = draft.file_name();
-    validate(
-        VersionText {
-            markdown_name: &name,
-            markdown: &draft.text.markdown,
-            rules: draft.text.rules.as_deref(),
-        },
-        clock.now().date(),
-    )
-    .into_iter()
-    .map(|p| ProblemView {
-        message: p.error.to_string(),
-        file: p.file,
-        field: p.field,
-        line: p.line,
-    })
-    .collect()
+    let text = VersionText {
+        markdown_name: &name,
+        markdown: &draft.text.markdown,
+        rules: draft.text.rules.as_deref(),
+    };
+    let mut found = validate(text, clock.now().date());
+    found.extend(super::validate::check_identity(
+        text,
+        &draft.doc_id,
+        draft.policy_version,
+    ));
+    found
+        .into_iter()
+        .map(|p| ProblemView {
+            message: p.error.to_string(),
+            file: p.file,
+            field: p.field,
+            line: p.line,
+        })
+        .collect()
 }
 
 async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {

@@ -48,6 +48,8 @@ pub enum ValidationError {
     InvalidRules(String),
     #[error("effective date {date} is in the past (today is {today})")]
     EffectiveDateInPast { date: Date, today: Date },
+    #[error("this draft is {expected}, the front matter says {found}")]
+    NotThisVersion { expected: String, found: String },
 }
 
 /// A problem located: which file, which field, which line (1-based) where known.
@@ -133,6 +135,33 @@ pub fn validate(text: VersionText<'_>, today: Date) -> Vec<Problem> {
         );
     }
     problems
+}
+
+/// A draft's front matter must name the document and version it is the draft of: a
+/// draft of RP-001 v3 that says `id = "RP-002"` would publish over another document.
+pub fn check_identity(text: VersionText<'_>, doc_id: &str, version: u32) -> Vec<Problem> {
+    let Ok(document) = PolicyDocument::parse(text.markdown) else {
+        return Vec::new(); // `validate` names what is wrong with the front matter.
+    };
+    let expected = format!("{doc_id}@{version}");
+    let found = document.meta.version_ref();
+    if found == expected {
+        return Vec::new();
+    }
+    let front = front_matter(text.markdown)
+        .map(|f| f.toml)
+        .unwrap_or_default();
+    let field = if document.meta.id != doc_id {
+        "id"
+    } else {
+        "version"
+    };
+    vec![Problem {
+        file: text.markdown_name.to_string(),
+        field: field.to_string(),
+        line: line_of_key(front, field).map(|l| l + 1),
+        error: ValidationError::NotThisVersion { expected, found },
+    }]
 }
 
 struct FrontMatter<'a> {
@@ -573,6 +602,33 @@ mod tests {
             "{}",
             found[0]
         );
+    }
+
+    #[test]
+    fn a_draft_naming_another_document_or_version_is_not_this_draft() {
+        let (markdown, _) = draft();
+        let text = |markdown| VersionText {
+            markdown_name: "RP-001-v3.md",
+            markdown,
+            rules: None,
+        };
+        assert_eq!(check_identity(text(&markdown), "RP-001", 3), vec![]);
+        let other = markdown.replace("id = \"RP-001\"", "id = \"RP-002\"");
+        let found = check_identity(text(&other), "RP-001", 3);
+        assert_eq!((found[0].field.as_str(), found[0].line), ("id", Some(2)));
+        assert_eq!(
+            found[0].error,
+            ValidationError::NotThisVersion {
+                expected: "RP-001@3".into(),
+                found: "RP-002@3".into()
+            }
+        );
+        let found = check_identity(
+            text(&markdown.replace("version = 3", "version = 7")),
+            "RP-001",
+            3,
+        );
+        assert_eq!(found[0].field, "version");
     }
 
     #[test]
