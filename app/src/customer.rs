@@ -42,6 +42,8 @@ pub struct TicketView {
     pub order_id: Option<String>,
     pub language: Language,
     pub created_at: String,
+    /// The first line of the first message, shortened: what the ticket is about.
+    pub subject: String,
     pub messages: Vec<CustomerMessageView>,
     pub case: Option<CustomerCaseView>,
 }
@@ -61,6 +63,11 @@ pub struct CustomerCaseView {
     pub status: String,
     pub status_text: String,
     pub refunds: Vec<CustomerRefundLine>,
+    /// Whether a withdrawal can still happen (nothing reached the provider).
+    pub may_withdraw: bool,
+    /// Whether to offer "talk to a person": the agent answered the customer itself and
+    /// has said the same thing twice (issue 17).
+    pub may_ask_for_person: bool,
 }
 
 /// A refund on the customer's side, with its status in the ticket's language.
@@ -131,6 +138,8 @@ pub async fn create_ticket(
     let now = clock.now_ms();
     // Read before the transaction: on SQLite the pool has one writer connection.
     let region = customer_region(db, customer_id).await?;
+    let subject =
+        crate::rollout::modes::subject_at_opening(db, region, order_id.as_deref()).await?;
     let ticket = Ticket {
         id: new_id("tkt"),
         customer_id: customer_id.to_string(),
@@ -148,7 +157,10 @@ pub async fn create_ticket(
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
-    cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
+    let case_id = cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
+    // Issue 21: the mode in force when the case opened is stored with it.
+    crate::rollout::modes::assign_case(&mut tx, &case_id, &subject, queue.rollout_default, now)
+        .await?;
     tx.commit().await?;
     tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
     queue.wake.notify_one();
@@ -173,12 +185,15 @@ pub async fn visible_ticket(
 }
 
 pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
+    let said = messages(db, &ticket.id).await?;
     let case = match cases::case_for_ticket(db, &ticket.id).await? {
         Some(c) => {
             let refunds = refunds::customer_refunds(db, &c.id).await?;
             let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
             Some(CustomerCaseView {
                 status_text: replies::status_text(ticket.language, status, &refunds),
+                may_withdraw: c.status.may_be_withdrawn(),
+                may_ask_for_person: c.status.may_go_to_a_person() && agent_repeated(&said),
                 id: c.id,
                 status: status.as_str().to_string(),
                 refunds: refunds
@@ -198,8 +213,8 @@ pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
         order_id: ticket.order_id.clone(),
         language: ticket.language,
         created_at: rfc3339(ticket.created_at),
-        messages: messages(db, &ticket.id)
-            .await?
+        subject: crate::views::subject_of(said.first().map_or("", |m| m.body.as_str())),
+        messages: said
             .into_iter()
             .map(|message| CustomerMessageView {
                 author_label: replies::page_text(ticket.language).author(&message.author),
@@ -208,6 +223,52 @@ pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
             .collect(),
         case,
     })
+}
+
+/// Whether the agent's last reply says what one of its earlier replies said: the
+/// customer is going round in a circle with it.
+fn agent_repeated(said: &[MessageView]) -> bool {
+    let mut agent = said
+        .iter()
+        .filter(|m| m.author == "agent")
+        .map(|m| m.body.trim());
+    match agent.next_back() {
+        Some(last) => agent.any(|earlier| earlier == last),
+        None => false,
+    }
+}
+
+/// The customer asks for a person (issue 17): a case the agent answered itself goes to
+/// the staff queue, escalated, with the whole conversation; the customer is told so.
+/// Refused, changing nothing, where a person is not the next step (`may_go_to_a_person`).
+pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<()> {
+    let now = clock.now_ms();
+    let mut tx = db.begin().await?;
+    let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
+        .await?
+        .ok_or(DomainError::NotFound("case"))?;
+    if !case.status.may_go_to_a_person() {
+        return Err(DomainError::conflict(
+            "not_with_the_agent",
+            format!(
+                "the case is {}: a person already has it or it is done",
+                case.status.as_str()
+            ),
+        ));
+    }
+    cases::escalate(
+        &mut tx,
+        &case,
+        "the customer asked to talk to a person",
+        now,
+    )
+    .await?;
+    let reply = replies::person_reply(ticket.language);
+    append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+    let customer = &ticket.customer_id;
+    crate::audit::record(&mut tx, customer, "asked_for_person", &case.id, "", now).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Records a customer message. A case waiting on a decision built from the old
@@ -226,16 +287,20 @@ pub async fn add_customer_message(
     let mut tx = db.begin().await?;
     append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
     if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
-        if matches!(
-            case.status,
-            CaseStatus::AwaitingApproval
-                | CaseStatus::AwaitingCustomer
-                | CaseStatus::Denied
-                | CaseStatus::Escalated
-        ) {
-            cases::reinvestigate(&mut tx, queue.versions, &case, "new customer message", now)
-                .await?;
-        }
+        // A ticket joined into the open case on its order (issue 17): the message goes on
+        // to that case's conversation, where the work on the order happens.
+        let case = match &case.joined_into {
+            Some(into) => {
+                let into = cases::load_case_tx(&mut tx, into)
+                    .await?
+                    .ok_or(DomainError::NotFound("case"))?;
+                append_message(&mut tx, &into.ticket_id, "customer", &text, now).await?;
+                into
+            }
+            None => case,
+        };
+        let why = "new customer message";
+        cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await?;
     }
     tx.commit().await?;
     queue.wake.notify_one();
@@ -271,16 +336,7 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             true,
             replies::withdrawal_reply(lang, WithdrawalReply::AlreadyWithdrawn),
         ),
-        CaseStatus::Open
-        | CaseStatus::Investigating
-        | CaseStatus::Proposed
-        | CaseStatus::Decided
-        | CaseStatus::AwaitingCustomer
-        | CaseStatus::AwaitingApproval
-        | CaseStatus::Approved
-        | CaseStatus::Escalated
-        | CaseStatus::Denied
-        | CaseStatus::Rejected => {
+        status if status.may_be_withdrawn() => {
             // A versioned update: if the executor moved an approved case on meanwhile,
             // this fails and nothing is cancelled behind its back.
             cases::transition(&mut tx, &case, CaseStatus::Cancelled, now).await?;
@@ -303,13 +359,7 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
             (true, text)
         }
-        CaseStatus::Executing
-        | CaseStatus::PendingVerification
-        | CaseStatus::RefundPending
-        | CaseStatus::RefundSucceeded
-        | CaseStatus::RefundFailed
-        | CaseStatus::Replied
-        | CaseStatus::Closed => {
+        _ => {
             let status = replies::status_text(lang, case.status, &refunds);
             let text =
                 replies::withdrawal_reply(lang, WithdrawalReply::TooLate { status: &status });

@@ -28,6 +28,7 @@ pub mod refunds;
 pub mod replay;
 pub mod replies;
 pub mod resolve;
+pub mod rollout;
 pub mod runs;
 pub mod schema;
 pub mod shadow;
@@ -105,6 +106,7 @@ pub async fn build_state(
         watchdog: config.watchdog,
         history_dir: config.fixtures_dir.join("history"),
         policy_second_approver: config.policy_second_approver,
+        rollout_guards: Default::default(),
         db,
     })
 }

@@ -418,6 +418,35 @@ fn stuck_runs(stuck: &[(&'static str, usize)]) -> Family<KindLabel, Gauge> {
     family
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GuardLabel {
+    scope: String,
+    guard: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScopeLabel {
+    scope: String,
+}
+
+/// The rollout's standing: each guard's latest trip (scopes and guard names are fixed
+/// kinds an admin set, never ids) and the scopes a guard demoted.
+async fn rollout_gauges(
+    db: &Db,
+) -> anyhow::Result<(Family<GuardLabel, Gauge>, Family<ScopeLabel, Gauge>)> {
+    let tripped = Family::<GuardLabel, Gauge>::default();
+    for (scope, guard, trip) in crate::rollout::guards::latest_trips(db).await? {
+        tripped
+            .get_or_create(&GuardLabel { scope, guard })
+            .set(i64::from(trip));
+    }
+    let demoted = Family::<ScopeLabel, Gauge>::default();
+    for (scope, _) in crate::rollout::guards::standing_demotions(db).await? {
+        demoted.get_or_create(&ScopeLabel { scope }).set(1);
+    }
+    Ok((tripped, demoted))
+}
+
 /// The whole exposition: this process's counters, then the states read from `db` now
 /// (`reconcile_job` names the reconciliation report's row in `job_runs`) and the
 /// watchdog's standing flags by diagnosis (`stuck`, from `watchdog::stuck_counts`).
@@ -444,6 +473,17 @@ pub async fn render(
         "stuck_runs",
         "Runs the stuck-run watchdog flags now (issue 18), by what they wait on",
         stuck_runs(stuck),
+    );
+    let (tripped, demoted) = rollout_gauges(db).await?;
+    states.register(
+        "rollout_guard_tripped",
+        "Whether each rollout guard of each scope tripped at its latest evaluation (issue 21)",
+        tripped,
+    );
+    states.register(
+        "rollout_scope_demoted",
+        "Scopes a tripped guard demoted to shadow and that are still there",
+        demoted,
     );
     let mut out = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)?;

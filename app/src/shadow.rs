@@ -220,6 +220,31 @@ fn agreement_table(title: &str, column: &str, rows: &BTreeMap<String, Agreement>
     out + "</table>"
 }
 
+/// The money each side alone would have refunded, one row per currency (amounts of two
+/// currencies are never added together).
+fn money_table(report: &ShadowReport) -> String {
+    let mut currencies: Vec<&Currency> = report.agent_only_money.keys().collect();
+    currencies.extend(report.human_only_money.keys());
+    currencies.sort();
+    currencies.dedup();
+    let mut out = String::from("<h2>Money</h2>");
+    if currencies.is_empty() {
+        out += "<p>Both sides would have refunded the same amounts.</p>";
+        return out;
+    }
+    out += "<table id=\"money\"><tr><th>currency</th><th>agent only</th><th>humans only</th></tr>";
+    for c in currencies {
+        let cell = |m: &BTreeMap<Currency, String>| m.get(c).cloned().unwrap_or_else(|| "0".into());
+        out += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            c.code(),
+            cell(&report.agent_only_money),
+            cell(&report.human_only_money)
+        );
+    }
+    out + "</table>"
+}
+
 fn add_money(
     into: &mut BTreeMap<Currency, Decimal>,
     from: &BTreeMap<Currency, Decimal>,
@@ -506,11 +531,8 @@ pub fn html(report: &ShadowReport) -> String {
         }
         out += "</table>";
     }
-    out += "<h2>Money</h2><p>Agent only: ";
-    out += &esc(&format!("{:?}", report.agent_only_money));
-    out += "<br>Humans only: ";
-    out += &esc(&format!("{:?}", report.human_only_money));
-    out += "</p><h2>Disagreements</h2>";
+    out += &money_table(report);
+    out += "<h2>Disagreements</h2>";
     let disagreements: Vec<&ShadowTicket> = report.tickets.iter().filter(|t| !t.exact).collect();
     if disagreements.is_empty() {
         out += "<p>None.</p>";

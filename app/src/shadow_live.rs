@@ -5,7 +5,9 @@
 //!
 //! A hand-made refund passes the same policy check (every line within what the policy
 //! engine allows on fresh facts) and the same approval rules (another person approves
-//! it, bound to a fingerprint) as the agent's would.
+//! it, bound to a fingerprint) as the agent's would. One the policy does not allow is
+//! still the reviewer's verdict — recorded in the pair, so the statistics count the
+//! disagreement — but it moves no money: the case stays with a supervisor (issue 17).
 
 use policy_engine::{Decision, Outcome, ReasonCode};
 use serde::{Deserialize, Serialize};
@@ -80,7 +82,7 @@ pub async fn decide_by_hand(
     let now = desk.clock.now_ms();
 
     // For a refund: the same policy check an agent's proposal passes, on fresh facts.
-    let allowed = if manual.outcome == CaseOutcome::Refund {
+    let checked = if manual.outcome == CaseOutcome::Refund {
         Some(check_hand_refund(desk.rules, &ticket, &proposal, &manual).await?)
     } else {
         None
@@ -101,8 +103,9 @@ pub async fn decide_by_hand(
         ));
     }
     let lang = ticket.language;
-    match (manual.outcome, allowed) {
-        (CaseOutcome::Refund, Some((facts, decision))) => {
+    match (manual.outcome, checked) {
+        (CaseOutcome::Refund, Some(HandCheck::Allowed(allowed))) => {
+            let (facts, decision) = *allowed;
             let hand = HandRefund {
                 staff,
                 manual: &manual,
@@ -121,6 +124,15 @@ pub async fn decide_by_hand(
             cases::transition(&mut tx, &case, CaseStatus::AwaitingCustomer, now).await?;
             let reply = replies::hand_decision_reply(lang, HandDecision::RequestInfo);
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
+        }
+        (CaseOutcome::Refund, Some(HandCheck::Refused(why))) => {
+            // Issue 17: the reviewer's verdict stands in the pair (a disagreement with
+            // the policy the statistics must see), but no money moves: the case stays
+            // with a person, the refund never becomes a proposal (SPEC invariant 1).
+            let note = format!(
+                "the reviewer decided a refund the policy does not allow ({why}): recorded as their decision; no money moves, a supervisor decides the case"
+            );
+            cases::note_void_reason(&mut tx, &case, &note, now).await?;
         }
         (CaseOutcome::Escalate, _) | (CaseOutcome::Refund, None) => {
             cases::note_void_reason(&mut tx, &case, "escalated by the reviewer", now).await?;
@@ -143,15 +155,23 @@ pub async fn decide_by_hand(
     crate::views::current_view(desk.db, case_id).await
 }
 
+/// What the policy check made of a reviewer's refund.
+enum HandCheck {
+    /// The facts and the decision carrying the reviewer's amounts.
+    Allowed(Box<(policy_engine::Facts, Decision)>),
+    /// What the policy does not allow, in words.
+    Refused(String),
+}
+
 /// The policy check of a reviewer's refund, on fresh facts: each line on a charge the
-/// policy allows a refund on, at most what it allows, in its currency. The decision that
-/// comes back carries the reviewer's amounts, rehashed.
+/// policy allows a refund on, at most what it allows, in its currency. An allowed
+/// decision carries the reviewer's amounts, rehashed.
 async fn check_hand_refund(
     rules: crate::workflow::Rules<'_>,
     ticket: &crate::tickets::Ticket,
     proposal: &Proposal,
     manual: &ManualDecision,
-) -> DomainResult<(policy_engine::Facts, Decision)> {
+) -> DomainResult<HandCheck> {
     let (facts, decision) = crate::workflow::decide_now(
         rules,
         ticket,
@@ -165,37 +185,31 @@ async fn check_hand_refund(
             .money()
             .map_err(|e| DomainError::bad_request("invalid_amount", e.to_string()))?;
         let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
-            return Err(DomainError::conflict(
-                "policy_does_not_allow",
-                format!("the policy allows no refund on {}", r.charge_id),
-            ));
+            let why = format!("the policy allows no refund on {}", r.charge_id);
+            return Ok(HandCheck::Refused(why));
         };
         if limit.amount.currency() != amount.currency() || amount > limit.amount || amount.is_zero()
         {
-            return Err(DomainError::conflict(
-                "policy_does_not_allow",
-                format!(
-                    "the policy allows at most {} on {}",
-                    limit.amount, r.charge_id
-                ),
-            ));
+            let why = format!(
+                "the policy allows at most {} on {}",
+                limit.amount, r.charge_id
+            );
+            return Ok(HandCheck::Refused(why));
         }
         let mut line = limit.clone();
         line.amount = amount;
         lines.push(line);
     }
     if !matches!(decision.outcome, Outcome::Allow | Outcome::Escalate) {
-        return Err(DomainError::conflict(
-            "policy_does_not_allow",
-            "the policy allows no refund on these facts",
-        ));
+        let why = "the policy allows no refund on these facts";
+        return Ok(HandCheck::Refused(why.into()));
     }
     let mut decision = decision;
     decision.outcome = Outcome::Allow;
     decision.refunds = lines;
     decision.approver_role = Some(decision.approver_role.unwrap_or(policy_engine::Role::Agent));
     decision.hash = decision.compute_hash();
-    Ok((facts, decision))
+    Ok(HandCheck::Allowed(Box::new((facts, decision))))
 }
 
 /// A reviewer's allowed refund, for `propose_hand_refund`.

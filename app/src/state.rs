@@ -56,6 +56,8 @@ pub struct AppState {
     pub history_dir: std::path::PathBuf,
     /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
     pub policy_second_approver: bool,
+    /// The rollout guards' thresholds and minimum samples (issue 21).
+    pub rollout_guards: crate::rollout::guards::Guards,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -74,6 +76,7 @@ impl AppState {
             rules: self.rules(),
             index: &self.index,
             shadow_mode: self.shadow_mode,
+            versions: &self.versions,
         }
     }
 
@@ -88,6 +91,7 @@ impl AppState {
         Queue {
             versions: &self.versions,
             wake: &self.wake,
+            rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
         }
     }
 

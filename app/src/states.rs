@@ -57,6 +57,63 @@ impl CaseStatus {
         matches!(self, CaseStatus::Closed | CaseStatus::Cancelled)
     }
 
+    /// A case still working on its order: a second ticket about that order joins it
+    /// instead of becoming a second refund case (issue 17). A case at its end — refunded,
+    /// failed, rejected, replied, closed, withdrawn — leaves a new ticket its own case.
+    pub fn works_on_its_order(self) -> bool {
+        !self.is_at_rest()
+            && !matches!(
+                self,
+                CaseStatus::RefundSucceeded
+                    | CaseStatus::RefundFailed
+                    | CaseStatus::Rejected
+                    | CaseStatus::Replied
+            )
+    }
+
+    /// Whether the customer can still withdraw: nothing has reached the provider and the
+    /// case is not at its end. Exhaustive, so a new status must say.
+    pub fn may_be_withdrawn(self) -> bool {
+        match self {
+            CaseStatus::Open
+            | CaseStatus::Investigating
+            | CaseStatus::Proposed
+            | CaseStatus::Decided
+            | CaseStatus::AwaitingCustomer
+            | CaseStatus::AwaitingApproval
+            | CaseStatus::Approved
+            | CaseStatus::Escalated
+            | CaseStatus::Denied
+            | CaseStatus::Rejected => true,
+            CaseStatus::Executing
+            | CaseStatus::PendingVerification
+            | CaseStatus::RefundPending
+            | CaseStatus::RefundSucceeded
+            | CaseStatus::RefundFailed
+            | CaseStatus::Replied
+            | CaseStatus::Closed
+            | CaseStatus::Cancelled => false,
+        }
+    }
+
+    /// Where the agent answered the customer itself and a person can take over when
+    /// the customer asks (issue 17: "talk to a person").
+    pub fn may_go_to_a_person(self) -> bool {
+        matches!(self, CaseStatus::AwaitingCustomer | CaseStatus::Denied)
+    }
+
+    /// A case whose decision was built from the conversation as it was, and waits: a new
+    /// customer message voids it and the case is investigated again (SPEC invariant 2).
+    pub fn reopens_on_customer_message(self) -> bool {
+        matches!(
+            self,
+            CaseStatus::AwaitingApproval
+                | CaseStatus::AwaitingCustomer
+                | CaseStatus::Denied
+                | CaseStatus::Escalated
+        )
+    }
+
     /// A refund was approved and is on its way to the provider or waiting for its answer
     /// (the executor's states): closing the case now would hide an outcome that is not
     /// known yet (SPEC invariant 5), so nobody closes it until the provider answers.

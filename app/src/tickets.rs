@@ -132,6 +132,19 @@ async fn insert_message(
     Ok(seq)
 }
 
+/// The customer's messages on a ticket, oldest first, read inside a transaction.
+pub async fn customer_messages_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT body FROM messages WHERE ticket_id = $1 AND author = 'customer' ORDER BY seq",
+    )
+    .bind(ticket_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|r| Ok(r.try_get::<String, _>("body")?))
+        .collect()
+}
+
 pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket>> {
     let row = sqlx::query(
         "SELECT id, customer_id, order_id, language, created_at FROM tickets WHERE id = $1",

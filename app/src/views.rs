@@ -43,6 +43,12 @@ pub struct CaseView {
     pub assignee: Option<String>,
     /// Why a supervisor closed the case, once closed by hand.
     pub close_reason: Option<String>,
+    /// The case this one was joined into: its ticket was a second one about the same
+    /// order, and the work goes on there (issue 17).
+    pub joined_into: Option<String>,
+    /// The rollout mode the case was opened in (issue 21), and whether its reviewer works
+    /// from the agent's proposal.
+    pub rollout: Option<crate::rollout::modes::CaseRollout>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -83,6 +89,8 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
         close_reason: case.close_reason.clone(),
+        joined_into: case.joined_into.clone(),
+        rollout: crate::rollout::modes::case_rollout(db, &case.id).await?,
         created_at: rfc3339(case.created_at),
         updated_at: rfc3339(case.updated_at),
     })

@@ -101,6 +101,12 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     if let Some(report) = crate::reconcile::run_if_due(state.reconciler()).await? {
         handled += report.resolved.len();
     }
+    // The rollout guards, once per `rollout::guards::EVALUATION_PERIOD_MS` of the app
+    // clock (keyed by period in the database, so one instance evaluates each period); a
+    // tripped guard demotes its scope to shadow before the next case is decided.
+    let now = state.clock.now_ms();
+    let rollout = crate::rollout::guards::evaluate_if_due(&state.db, &state.rollout_guards, now);
+    handled += rollout.await?.demoted.len();
     Ok(handled)
 }
 

@@ -1070,17 +1070,20 @@ async fn the_case_view_shows_where_the_order_came_from() {
         .await;
     assert_eq!(written["proposal"]["order_id"], "O-1001", "{written}");
     assert_eq!(written["proposal"]["order_source"], "message", "{written}");
+    // Closed first: a second ticket about an order with an open case joins that case.
+    app.close_case(written["id"].as_str().unwrap()).await;
     let (_, only) = app.open_ticket("C-100", "I was charged twice.").await;
     assert_eq!(only["proposal"]["order_id"], "O-1001", "{only}");
     assert_eq!(only["proposal"]["order_source"], "records", "{only}");
 }
 
-/// SPEC invariants 4 and 6 across cases: two tickets about one duplicate charge, posted
-/// at once, each get a proposal and both are approved; the workers executing them at
-/// once still make one refund at the provider, because each submission re-reads the
-/// charge first (invariant 3) and the second then finds it already refunded.
+/// Issue 17 and SPEC invariants 4 and 6 across tickets: two tickets about one duplicate
+/// charge, posted at once and worked by two workers at once, end in one refund case —
+/// the other ticket joins it (its message moves into that case's conversation, the
+/// customer is told where) — and in one refund at the provider.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_tickets_about_one_charge_posted_at_once_end_in_at_most_one_refund_at_the_provider() {
+async fn two_tickets_about_one_charge_posted_at_once_end_in_one_case_and_one_refund_at_the_provider(
+) {
     let app = spawn_app().await;
     let token = app.customer_token("C-100").await;
     let post = |text: &'static str| {
@@ -1091,39 +1094,73 @@ async fn two_tickets_about_one_charge_posted_at_once_end_in_at_most_one_refund_a
             Some(json!({ "message": text })),
         )
     };
-    let (a, b) = tokio::join!(
-        post(CHARGED_TWICE),
-        post("My annual plan was billed two times")
-    );
+    let second_words = "My annual plan was billed two times";
+    let (a, b) = tokio::join!(post(CHARGED_TWICE), post(second_words));
     assert_eq!((a.0, b.0), (StatusCode::CREATED, StatusCode::CREATED));
+    tokio::join!(app.drain(), app.drain());
     app.drain().await;
-    let (_, waiting) = app
-        .request(
-            "GET",
-            "/api/v1/cases?status=awaiting_approval",
-            Some(&app.supervisor_token),
-            None,
+    let mut cases = Vec::new();
+    for ticket in [&a.1, &b.1] {
+        cases.push(app.case(ticket["case"]["id"].as_str().unwrap()).await);
+    }
+    let (open, joined): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) =
+        cases.iter().partition(|c| c["joined_into"].is_null());
+    assert_eq!(
+        (open.len(), joined.len()),
+        (1, 1),
+        "one case, one joined: {cases:#?}"
+    );
+    let (open, joined) = (open[0], joined[0]);
+    assert_eq!(open["status"], "awaiting_approval", "{open:#}");
+    assert_eq!(joined["status"], "closed", "{joined:#}");
+    assert_eq!(joined["joined_into"], open["id"]);
+    assert!(
+        joined["fingerprint"].is_null(),
+        "nothing to approve: {joined:#}"
+    );
+
+    // Both customer messages are in the open case's conversation; the joined ticket
+    // tells the customer where the work goes on.
+    let (_, open_ticket) = app
+        .customer_ticket("C-100", open["ticket_id"].as_str().unwrap())
+        .await;
+    let said: Vec<&str> = open_ticket["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["author"] == "customer")
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert!(
+        said.contains(&CHARGED_TWICE) && said.contains(&second_words),
+        "{said:?}"
+    );
+    let (_, joined_ticket) = app
+        .customer_ticket("C-100", joined["ticket_id"].as_str().unwrap())
+        .await;
+    let last = joined_ticket["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["author"], "agent");
+    assert!(
+        last["body"]
+            .as_str()
+            .unwrap()
+            .contains(open["ticket_id"].as_str().unwrap()),
+        "the reply names the open ticket: {last:#}"
+    );
+
+    let (status, _) = app
+        .approve(
+            &app.supervisor_token,
+            open["id"].as_str().unwrap(),
+            open["fingerprint"].as_str().unwrap(),
         )
         .await;
-    let waiting = waiting.as_array().unwrap().clone();
-    assert_eq!(
-        waiting.len(),
-        2,
-        "both tickets proposed the refund: {waiting:#?}"
-    );
-    for (case, token) in waiting
-        .iter()
-        .zip([&app.agent_token, &app.supervisor_token])
-    {
-        let (status, _) = app
-            .approve(
-                token,
-                case["id"].as_str().unwrap(),
-                case["fingerprint"].as_str().unwrap(),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK);
-    }
+    assert_eq!(status, StatusCode::OK);
     tokio::join!(app.drain(), app.drain());
     app.drain().await;
     let provider = app.provider_refunds("ch_1001b").await;

@@ -293,7 +293,8 @@ async fn a_scheduled_version_takes_effect_exactly_at_its_date() {
     let (_, before) = app.open_ticket("C-100", CHARGED_TWICE).await;
     assert_eq!(rp001_version(&before), "RP-001@2", "{before}");
     app.clock.set(at("2026-12-01T00:00:00Z"));
-    let (_, after) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    // Another customer: a second ticket on C-100's order would join the open case.
+    let (_, after) = app.open_ticket("C-400", CHARGED_TWICE).await;
     assert_eq!(rp001_version(&after), "RP-001@3", "{after}");
     assert_eq!(
         rp001_version(&app.case(before["id"].as_str().unwrap()).await),

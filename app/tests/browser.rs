@@ -150,7 +150,8 @@ async fn a_forged_approval_form_without_the_session_csrf_token_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_completed() {
+async fn a_customer_opens_a_ticket_watches_it_go_to_review_a_second_ticket_joins_it_then_completed()
+{
     let app = spawn_app().await;
     let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
     let base = serve(app.router.clone()).await;
@@ -179,6 +180,46 @@ async fn a_customer_opens_a_ticket_on_the_page_and_watches_it_go_to_review_then_
         .text("#case-status")
         .await
         .contains("Refund under review"));
+
+    // Issue 17: a second ticket about the same charge joins the case under review; the
+    // customer is told where the work goes on, and no second refund case exists.
+    let first_ticket = url.rsplit('/').next().unwrap().to_string();
+    browser.goto(&format!("{base}/tickets")).await;
+    browser
+        .type_into(
+            "#new-ticket textarea[name=message]",
+            "Hello? My annual plan was billed two times",
+        )
+        .await;
+    browser.click("#open-ticket").await;
+    browser.wait_for_url("/tickets/tkt_").await;
+    assert_eq!(wait_for_case_status(&browser, "closed").await, "closed");
+    let said = browser.text("#messages").await;
+    assert!(
+        said.contains(&first_ticket),
+        "names the open ticket: {said}"
+    );
+    browser.goto(&url).await;
+    let status = wait_for_case_status(&browser, "awaiting_approval").await;
+    assert_eq!(
+        status, "awaiting_approval",
+        "investigated again with both messages"
+    );
+    let (_, cases) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=all",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    let open: Vec<&serde_json::Value> = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] != "closed")
+        .collect();
+    assert_eq!(open.len(), 1, "one refund case: {cases:#}");
 
     let code = approve_the_waiting_case(&app, &app.agent_token).await;
     assert_eq!(code, axum::http::StatusCode::OK);

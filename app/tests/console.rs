@@ -970,8 +970,10 @@ async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
     );
 }
 
+/// Issue 17: a second ticket about an order joins the open case on it; each case page
+/// links to the other, and neither warns of a second open refund case.
 #[tokio::test]
-async fn a_second_open_case_on_the_same_order_is_named_on_the_case_page_and_a_closed_one_is_not() {
+async fn a_second_ticket_on_the_same_order_is_joined_and_each_case_page_links_to_the_other() {
     let app = spawn_app().await;
     let (_, first) = app
         .open_ticket("C-100", "I was charged twice for my annual plan")
@@ -983,6 +985,7 @@ async fn a_second_open_case_on_the_same_order_is_named_on_the_case_page_and_a_cl
         first["id"].as_str().unwrap(),
         second["id"].as_str().unwrap(),
     );
+    assert_eq!(second["joined_into"], first_id, "{second:#}");
     let cookie = session_cookie(&app, "supervisor@test.example").await;
     let page = |case_id: &str| {
         Request::get(format!("/console/cases/{case_id}"))
@@ -993,22 +996,226 @@ async fn a_second_open_case_on_the_same_order_is_named_on_the_case_page_and_a_cl
     let (status, html) = app.raw(page(first_id)).await;
     assert_eq!(status, StatusCode::OK);
     let start = html
-        .find("id=\"same-order\"")
-        .expect("the other case is named");
+        .find("id=\"joined\"")
+        .expect("the joined ticket is named");
     assert!(html[start..].contains(&format!("/console/cases/{second_id}")));
+    assert!(!html.contains("id=\"same-order\""), "no second open case");
 
+    let (status, html) = app.raw(page(second_id)).await;
+    assert_eq!(status, StatusCode::OK);
+    let start = html
+        .find("id=\"joined-into\"")
+        .expect("says where the work goes on");
+    assert!(html[start..].contains(&format!("/console/cases/{first_id}")));
+}
+
+/// Issue 17: every console page has the same navigation, who is signed in and a Log
+/// out form carrying the session's CSRF token; the Staff link only for an admin.
+#[tokio::test]
+async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
+    let app = spawn_app().await;
+    let (email, role) = ("admin@test.example", app::auth::StaffRole::Admin);
+    app::auth::upsert_staff(&app.state.db, email, role, "correct horse battery", 0)
+        .await
+        .unwrap();
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (case_id, run_id) = (
+        case["id"].as_str().unwrap(),
+        case["run_id"].as_str().unwrap(),
+    );
+    let pages = [
+        "/console".to_string(),
+        format!("/console/cases/{case_id}"),
+        format!("/console/runs/{run_id}"),
+        "/console/shadow".into(),
+        "/console/policies".into(),
+        "/console/policies/RP-001/2".into(),
+        "/console/policies/RP-001/diff?from=1&to=2".into(),
+        "/console/reconcile".into(),
+        "/console/audit".into(),
+        "/console/staff".into(),
+        "/console/rollout".into(),
+    ];
+    for (email, admin) in [("admin@test.example", true), ("agent@test.example", false)] {
+        let (cookie, csrf) = app.staff_session(email).await;
+        for path in &pages {
+            let get = Request::get(path.as_str())
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap();
+            let (status, html) = app.raw(get).await;
+            if (path == "/console/staff" || path == "/console/rollout") && !admin {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
+                continue;
+            }
+            assert_eq!(status, StatusCode::OK, "{path}: {html}");
+            let nav = &html[html.find("id=\"console-nav\"").expect(path)..];
+            let nav = &nav[..nav.find("</nav>").expect(path)];
+            for link in [
+                "/console\"",
+                "/console/shadow",
+                "/console/policies",
+                "/console/audit",
+            ] {
+                assert!(nav.contains(link), "{path} links {link}");
+            }
+            assert_eq!(nav.contains("/console/staff"), admin, "{path}");
+            assert_eq!(nav.contains("/console/rollout"), admin, "{path}");
+            assert!(html.contains(email), "{path} names who is signed in");
+            let form = &html[html.find("action=\"/console/logout\"").expect(path)..];
+            assert!(form.contains(&format!("value=\"{csrf}\"")), "{path}");
+            assert!(form.contains("id=\"log-out\""), "{path}");
+        }
+    }
+}
+
+/// Issue 17: with live shadow mode off, the shadow page says so and how to turn it on.
+#[tokio::test]
+async fn the_shadow_page_says_when_live_shadow_mode_is_off_and_how_to_turn_it_on() {
+    let app = spawn_app().await;
+    assert!(!app.state.shadow_mode);
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = Request::get("/console/shadow")
+        .header("cookie", cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (status, html) = app.raw(get).await;
+    assert_eq!(status, StatusCode::OK);
+    let off = &html[html.find("id=\"shadow-off\"").expect("says it is off")..];
+    assert!(off.contains("SHADOW_MODE=on"), "{off}");
+}
+
+/// Issue 17: error pages are pages of the product: the layout, what went wrong, and a
+/// way back — to the console for staff paths, to the tickets (in the browser's
+/// language) elsewhere.
+#[tokio::test]
+async fn unknown_pages_answer_a_styled_404_with_a_way_back() {
+    let app = spawn_app().await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: &str, lang: &str| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .header("accept-language", lang)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, html) = app.raw(get("/console/cases/case_nope", "en")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("No such case.") && html.contains("<style>"),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/console\" id=\"back\""), "{html}");
+
+    let (status, html) = app.raw(get("/console/no-such-page", "en")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("href=\"/console\" id=\"back\""), "{html}");
+
+    let (status, html) = app.raw(get("/no-such-page", "zh-CN,zh;q=0.9")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("<html lang=\"zh\">") && html.contains("该页面不存在。"),
+        "{html}"
+    );
+    assert!(html.contains("href=\"/tickets\" id=\"back\""), "{html}");
+
+    let (status, body) = app
+        .request("GET", "/api/v1/no-such-route", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        body["error"]["code"], "not_found",
+        "the API still answers JSON: {body}"
+    );
+}
+
+/// Issue 17: the audit log filters by who, what, which case and when, and exports the
+/// same lines as CSV; a bad day is a 400 naming the field.
+#[tokio::test]
+async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
+    let app = spawn_app().await;
+    let (_, first) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let (_, other) = app.open_ticket("C-200", "I was charged twice").await;
+    let first_id = first["id"].as_str().unwrap();
     let (status, _) = app
-        .request(
-            "POST",
-            &format!("/api/v1/cases/{second_id}/close"),
-            Some(&app.supervisor_token),
-            Some(serde_json::json!({ "reason": "duplicate of the first ticket" })),
+        .approve(
+            &app.supervisor_token,
+            first_id,
+            first["fingerprint"].as_str().unwrap(),
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (_, html) = app.raw(page(first_id)).await;
-    assert!(
-        !html.contains("id=\"same-order\""),
-        "a closed case is no longer an open one"
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let get = |path: String| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let rows = |html: &str| html.matches("<td data-label=\"Who\">").count();
+
+    let (status, all) = app.raw(get("/console/audit".into())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, mine) = app
+        .raw(get("/console/audit?actor=SUPERVISOR%40test".into()))
+        .await;
+    assert!(rows(&mine) >= 1 && rows(&mine) < rows(&all), "{mine}");
+    assert_eq!(
+        mine.matches("<td data-label=\"Who\">supervisor@test.example</td>")
+            .count(),
+        rows(&mine)
     );
+    let (_, approved) = app.raw(get("/console/audit?action=approved".into())).await;
+    assert_eq!(
+        approved
+            .matches("<td data-label=\"What\">approved</td>")
+            .count(),
+        rows(&approved)
+    );
+    assert!(rows(&approved) >= 1);
+    let other_id = other["id"].as_str().unwrap();
+    let (_, one_case) = app
+        .raw(get(format!("/console/audit?subject={other_id}")))
+        .await;
+    assert!(rows(&one_case) >= 1 && !one_case.contains(&format!(">{first_id}</a>")));
+    let day = app::clock::Clock::now(app.clock.as_ref()).date();
+    let (_, today) = app
+        .raw(get(format!("/console/audit?from={day}&to={day}")))
+        .await;
+    assert_eq!(rows(&today), rows(&all));
+    let tomorrow = day.next_day().unwrap();
+    let (_, none) = app
+        .raw(get(format!("/console/audit?from={tomorrow}")))
+        .await;
+    assert!(none.contains("id=\"audit-empty\""), "{none}");
+
+    let (status, bad) = app
+        .raw(get("/console/audit?from=01%2F12%2F2026".into()))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.contains("id=\"audit-error\"") && bad.contains("from"),
+        "{bad}"
+    );
+
+    let response = app
+        .response(get("/console/audit.csv?action=approved".into()))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/csv; charset=utf-8"
+    );
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let csv = String::from_utf8(bytes.to_vec()).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "at,actor,action,subject,detail");
+    assert_eq!(lines.len() - 1, rows(&approved), "{csv}");
+    assert!(lines[1..].iter().all(|l| l.contains(",approved,")), "{csv}");
 }

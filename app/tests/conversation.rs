@@ -574,3 +574,125 @@ async fn a_console_reply_redirects_to_the_case_page_and_a_form_without_the_csrf_
         "the result is shown at the top"
     );
 }
+
+/// The customer writes on a ticket through the ticket API.
+async fn customer_writes(app: &TestApp, customer_id: &str, ticket_id: &str, text: &str) {
+    let token = app.customer_token(customer_id).await;
+    let path = format!("/api/v1/tickets/{ticket_id}/messages");
+    let (status, body) = post(app, &token, &path, json!({ "text": text })).await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+/// Issue 17 and SPEC invariant 2: a second ticket about the order of a case waiting for
+/// approval joins that case; the new message voids the decision a reviewer was shown, so
+/// an approval of the old fingerprint is refused, and the fresh one leads to one refund.
+#[tokio::test]
+async fn a_second_ticket_voids_the_waiting_approval_of_the_case_it_joins_and_one_refund_follows() {
+    let app = spawn_app().await;
+    let (_, first) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(first["status"], "awaiting_approval", "{first:#}");
+    let case_id = first["id"].as_str().unwrap();
+    let old = first["fingerprint"].as_str().unwrap();
+
+    let (_, second) = app
+        .open_ticket(
+            "C-100",
+            "Any news? The 198 for my plan is still taken two times",
+        )
+        .await;
+    assert_eq!(second["status"], "closed", "{second:#}");
+    assert_eq!(second["joined_into"], case_id);
+    let now = app.case(case_id).await;
+    assert_eq!(now["status"], "awaiting_approval", "{now:#}");
+    assert!(now["proposal_version"].as_i64() > first["proposal_version"].as_i64());
+    let fresh = now["fingerprint"].as_str().unwrap();
+    assert_ne!(fresh, old, "the case changed, so its fingerprint did");
+
+    let (status, refused) = app.approve(&app.supervisor_token, case_id, old).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    let joined_id = second["id"].as_str().unwrap();
+    let (status, refused) = app.approve(&app.supervisor_token, joined_id, fresh).await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a joined case is never approved: {refused}"
+    );
+    let (status, _) = app.approve(&app.supervisor_token, case_id, fresh).await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
+    assert_eq!(app.provider_refunds("ch_1001a").await.len(), 0);
+}
+
+/// A message the customer writes later on the joined ticket goes on to the case doing
+/// the work, and voids its waiting decision as a message written there would.
+#[tokio::test]
+async fn a_message_on_a_joined_ticket_goes_on_to_the_case_it_joined() {
+    let app = spawn_app().await;
+    let (first_ticket, first) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let (second_ticket, second) = app
+        .open_ticket("C-100", "My annual plan was billed two times")
+        .await;
+    assert_eq!(second["joined_into"], first["id"], "{second:#}");
+    let before = app.case(first["id"].as_str().unwrap()).await;
+
+    let later = "I also checked my bank app: two payments of 198.00";
+    customer_writes(&app, "C-100", &second_ticket, later).await;
+    let (_, ticket) = app.customer_ticket("C-100", &first_ticket).await;
+    let bodies: Vec<&str> = ticket["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert!(bodies.contains(&later), "{bodies:?}");
+    let now = app.case(first["id"].as_str().unwrap()).await;
+    assert_eq!(
+        now["status"], "investigating",
+        "voided and investigated again: {now:#}"
+    );
+    assert!(now["proposal_version"].as_i64() > before["proposal_version"].as_i64());
+    assert_eq!(
+        app.case(second["id"].as_str().unwrap()).await["status"],
+        "closed"
+    );
+}
+
+/// Once the case on an order has come to its end (here: refunded), a new ticket about
+/// the order is a case of its own again, decided on the records as they now are.
+#[tokio::test]
+async fn a_ticket_about_an_order_whose_case_was_refunded_gets_a_case_of_its_own() {
+    let app = spawn_app().await;
+    let (_, first) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = first["id"].as_str().unwrap();
+    let fingerprint = first["fingerprint"].as_str().unwrap();
+    let (status, _) = app
+        .approve(&app.supervisor_token, case_id, fingerprint)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    assert_eq!(app.case(case_id).await["status"], "refund_succeeded");
+
+    let (_, again) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    assert_eq!(again["joined_into"], Value::Null, "{again:#}");
+    assert_ne!(again["status"], "closed", "{again:#}");
+    assert_eq!(again["proposal"]["order_id"], "O-1001", "{again:#}");
+    assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
+}
+
+/// Two tickets of one customer about two different orders are two cases.
+#[tokio::test]
+async fn tickets_about_two_different_orders_of_one_customer_are_not_joined() {
+    let app = spawn_app().await;
+    let (_, addon) = app
+        .open_ticket("C-500", "Please refund my addon, order O-5001")
+        .await;
+    let (_, monthly) = app
+        .open_ticket("C-500", "Please refund order o-5002, the monthly plan")
+        .await;
+    for case in [&addon, &monthly] {
+        assert_eq!(case["joined_into"], Value::Null, "{case:#}");
+    }
+    assert_eq!(addon["proposal"]["order_id"], "O-5001", "{addon:#}");
+    assert_eq!(monthly["proposal"]["order_id"], "O-5002", "{monthly:#}");
+}

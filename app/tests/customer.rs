@@ -724,6 +724,9 @@ async fn the_ticket_pages_and_their_errors_speak_the_customers_language() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(html.contains("お問い合わせが見つかりません。"), "{html}");
+    // Issue 17: a styled page in the customer's language, with the way back.
+    assert!(html.contains("<html lang=\"ja\">"), "{html}");
+    assert!(html.contains("href=\"/tickets\" id=\"back\""), "{html}");
 
     // English stays English.
     let (cookie, csrf) = app.customer_cookie("C-200").await;
@@ -776,4 +779,156 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
     let (status, html) = app.raw(get("/sign-in", "ja")).await;
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("サインアウトしました"), "{html}");
+}
+
+/// A customer page request with the customer's cookie; a form body makes it a POST.
+fn customer_page(cookie: &str, path: &str, form: Option<String>) -> Request<Body> {
+    let builder = Request::builder().uri(path).header("cookie", cookie);
+    match form {
+        Some(body) => builder
+            .method("POST")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap(),
+        None => builder.body(Body::empty()).unwrap(),
+    }
+}
+
+/// Issue 17: the ticket list names each ticket by its subject, and a refused form comes
+/// back with what the customer typed, in their language.
+#[tokio::test]
+async fn the_ticket_list_shows_subjects_and_a_refused_form_keeps_the_typed_text() {
+    let app = spawn_app().await;
+    open(
+        &app,
+        "C-100",
+        "Charged twice!\nMy annual plan shows two payments.",
+    )
+    .await;
+    let (cookie, csrf) = app.customer_cookie("C-100").await;
+    let (status, html) = app.raw(customer_page(&cookie, "/tickets", None)).await;
+    assert_eq!(status, StatusCode::OK);
+    let list = &html[html.find("id=\"tickets\"").unwrap()..];
+    assert!(list.contains(">Charged twice!</a>"), "{list}");
+
+    let typed = "Please look at my order";
+    let long_order = "X".repeat(65);
+    let form = format!(
+        "csrf={csrf}&message={}&order_id={long_order}",
+        typed.replace(' ', "+")
+    );
+    let (status, html) = app
+        .raw(customer_page(&cookie, "/tickets", Some(form)))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(html.contains("id=\"ticket-error\""), "{html}");
+    assert!(html.contains(&format!(">{typed}</textarea>")), "{html}");
+    assert!(html.contains(&format!("value=\"{long_order}\"")), "{html}");
+
+    let (ticket, _, _) = open(&app, "C-100", CHARGED_TWICE).await;
+    let long = "b".repeat(4001);
+    let form = format!("csrf={csrf}&text={long}");
+    let path = format!("/tickets/{ticket}/messages");
+    let (status, html) = app.raw(customer_page(&cookie, &path, Some(form))).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        html.contains(&format!(">{long}</textarea>")),
+        "the text is kept"
+    );
+}
+
+/// Issue 17: withdraw is offered only while it can still happen, behind a confirmation.
+#[tokio::test]
+async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happen() {
+    let app = spawn_app().await;
+    let (ticket, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let (cookie, _) = app.customer_cookie("C-100").await;
+    let path = format!("/tickets/{ticket}");
+    let (_, html) = app.raw(customer_page(&cookie, &path, None)).await;
+    let offer = &html[html
+        .find("id=\"withdraw-box\"")
+        .expect("offered while waiting")..];
+    assert!(
+        offer.starts_with("id=\"withdraw-box\"><summary"),
+        "behind a summary"
+    );
+    assert!(offer.contains("id=\"withdraw-confirm\""), "{offer}");
+
+    let fingerprint = case["fingerprint"].as_str().unwrap();
+    let case_id = case["id"].as_str().unwrap();
+    let (status, _) = app
+        .approve(&app.supervisor_token, case_id, fingerprint)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    let (_, html) = app.raw(customer_page(&cookie, &path, None)).await;
+    assert!(html.contains("data-status=\"refund_succeeded\""), "{html}");
+    assert!(
+        !html.contains("withdraw-box"),
+        "not once the refund was sent"
+    );
+}
+
+/// Issue 17: when the agent says the same thing twice, the customer is offered a
+/// person; asking sends the case to the staff queue with the conversation. Where a
+/// person already decides, asking is a typed conflict that changes nothing.
+#[tokio::test]
+async fn a_customer_the_agent_repeats_itself_to_can_ask_for_a_person() {
+    let app = spawn_app().await;
+    let (ticket, first) = app.open_ticket("C-500", "Please refund me").await;
+    assert_eq!(first["status"], "awaiting_customer", "{first:#}");
+    let token = app.customer_token("C-500").await;
+    let path = format!("/api/v1/tickets/{ticket}");
+    let (status, view) = app.request("GET", &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        view["case"]["may_ask_for_person"], false,
+        "not after one reply"
+    );
+
+    let said = json!({ "text": "I told you, refund me" });
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("{path}/messages"),
+            Some(&token),
+            Some(said),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    let (_, view) = app.request("GET", &path, Some(&token), None).await;
+    assert_eq!(view["case"]["status"], "awaiting_customer", "{view:#}");
+    assert_eq!(view["case"]["may_ask_for_person"], true, "{view:#}");
+    let (cookie, csrf) = app.customer_cookie("C-500").await;
+    let page = format!("/tickets/{ticket}");
+    let (_, html) = app.raw(customer_page(&cookie, &page, None)).await;
+    assert!(html.contains("id=\"person\""), "{html}");
+
+    let form = format!("csrf={csrf}");
+    let (status, _) = app
+        .raw(customer_page(
+            &cookie,
+            &format!("{page}/person"),
+            Some(form),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let staff = app.case(first["id"].as_str().unwrap()).await;
+    assert_eq!(staff["status"], "escalated", "{staff:#}");
+    let (_, view) = app.request("GET", &path, Some(&token), None).await;
+    let last = view["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        last["body"]
+            .as_str()
+            .unwrap()
+            .contains("team will take over"),
+        "{last}"
+    );
+
+    let (status, body) = app
+        .request("POST", &format!("{path}/person"), Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "not_with_the_agent");
 }

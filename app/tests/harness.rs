@@ -1225,6 +1225,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
     let expected = decision_digest(&baseline);
     let total_calls = wire.calls.load(Ordering::SeqCst);
     assert!(total_calls >= 5, "{total_calls}");
+    app.close_case(&case_id).await;
 
     let mut crashes = 0;
     for n in 1.. {
@@ -1289,6 +1290,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
             .unwrap();
         assert_eq!(run.status, "awaiting_approval");
         assert_eq!(run.lease_owner, None);
+        app.close_case(&case_id).await;
     }
     assert_eq!(crashes, total_calls);
     eprintln!("killed and resumed at each of {crashes} model/billing call boundaries");

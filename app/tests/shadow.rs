@@ -116,7 +116,20 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
         !report.agent_only_money.is_empty(),
         "the agent would have refunded money the humans did not"
     );
-    assert!(app::shadow::html(&report).contains(&format!("trace-{id}")));
+    let html = app::shadow::html(&report);
+    assert!(html.contains(&format!("trace-{id}")));
+    // Issue 17: money per currency in a table, never a debug dump of the map.
+    let (currency, amount) = report.agent_only_money.iter().next().unwrap();
+    let money = &html[html.find("id=\"money\"").expect("a money table")..];
+    let row = format!(
+        "<tr><td>{}</td><td>{amount}</td><td>0</td></tr>",
+        currency.code()
+    );
+    assert!(money.contains(&row), "{money}");
+    assert!(
+        !html.contains("{CNY") && !html.contains("{USD"),
+        "no debug dump"
+    );
 }
 
 /// Shadow mode measures a model on the loop production runs (issue 9): a model that

@@ -108,6 +108,17 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
             && !page.contains("run-trace")
             && !page.contains("RP-001@2#2.1")
     );
+    // Issue 17: the blind form anchors on nothing either — no answer is pre-selected.
+    let form = &page[page.find("id=\"hand-decision\"").unwrap()..];
+    for select in ["name=\"outcome\" required>", "name=\"reason\" required>"] {
+        let at = form.find(select).expect(select) + select.len();
+        assert!(
+            form[at..].starts_with("<option value=\"\" selected disabled>"),
+            "{}",
+            &form[at..at + 80]
+        );
+    }
+    assert!(!form.contains("value=\"refund\" selected"));
 
     let (_, ticket) = app.customer_ticket("C-100", &ticket_id).await;
     let reply = ticket["messages"].as_array().unwrap().last().unwrap()["body"]
@@ -120,19 +131,21 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
     );
 }
 
+/// Issue 17: a hand refund the policy does not allow (more than it allows, or on the
+/// legitimate charge) is the reviewer's verdict all the same — recorded in the pair, so
+/// the statistics count the disagreement — but no money moves: no proposal, nothing to
+/// approve, the case stays escalated for a supervisor.
 #[tokio::test]
-async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approval() {
-    let app = shadow_app().await;
-    let (_, case) = app
-        .open_ticket("C-100", "I was charged twice for my annual plan")
-        .await;
-    let case_id = case["id"].as_str().unwrap();
-
-    // More than the policy allows, or the legitimate charge: refused, nothing recorded.
+async fn a_hand_refund_the_policy_forbids_is_recorded_as_a_disagreement_and_moves_no_money() {
     for refunds in [
         json!([{"charge_id": "ch_1001b", "amount": "250.00", "currency": "CNY"}]),
         json!([{"charge_id": "ch_1001a", "amount": "198.00", "currency": "CNY"}]),
     ] {
+        let app = shadow_app().await;
+        let (_, case) = app
+            .open_ticket("C-100", "I was charged twice for my annual plan")
+            .await;
+        let case_id = case["id"].as_str().unwrap();
         let (status, body) = decide(
             &app,
             &app.supervisor_token,
@@ -140,13 +153,28 @@ async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approva
             json!({"outcome": "refund", "reason": "duplicate_charge", "refunds": refunds}),
         )
         .await;
-        assert_eq!(status, StatusCode::CONFLICT, "{body}");
-        assert_eq!(body["error"]["code"], "policy_does_not_allow");
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["status"], "escalated", "{body}");
+        assert!(body["fingerprint"].is_null(), "nothing to approve: {body}");
+        let why = body["void_reason"].as_str().unwrap();
+        assert!(why.contains("does not allow"), "{why}");
+        let report = app::shadow_live::report(&app.state.db).await.unwrap();
+        assert_eq!((report.decided, report.pending), (1, 0));
+        assert_eq!(report.exact_agreement, 0.0, "counted as a disagreement");
+        assert_eq!(report.disagreements.len(), 1);
+        app.drain().await;
+        assert!(app.provider_refunds("ch_1001a").await.is_empty());
+        assert!(app.provider_refunds("ch_1001b").await.is_empty());
     }
-    assert!(app::shadow_pairs::pending(&app.state.db, case_id)
-        .await
-        .unwrap());
+}
 
+#[tokio::test]
+async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approval() {
+    let app = shadow_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
     let (status, body) = decide(&app, &app.supervisor_token, case_id, json!({"outcome": "refund", "reason": "duplicate_charge", "refunds": [{"charge_id": "ch_1001b", "amount": "198.00", "currency": "CNY"}]})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "awaiting_approval");

@@ -14,8 +14,10 @@ mod lease;
 mod notes;
 pub use notes::{add_note, notes, NoteView};
 mod closing;
+mod joining;
 pub(crate) use approvals::void_approvals;
 pub use closing::{assign, close};
+pub use joining::{claim_order, join_into, joined_cases, OrderClaim};
 pub(crate) use lease::{claim_case, release_case};
 
 use sqlx::Row;
@@ -51,12 +53,14 @@ pub struct Case {
     pub assignee_id: Option<String>,
     /// Why a supervisor closed the case by hand.
     pub close_reason: Option<String>,
+    /// The case this one was joined into: a second ticket about the same order (issue 17).
+    pub joined_into: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
-     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, assignee_id, close_reason, created_at, updated_at";
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, assignee_id, close_reason, joined_into, created_at, updated_at";
 
 fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
     Ok(Case {
@@ -80,6 +84,7 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         policy_index: r.try_get("policy_index")?,
         assignee_id: r.try_get("assignee_id")?,
         close_reason: r.try_get("close_reason")?,
+        joined_into: r.try_get("joined_into")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -269,6 +274,23 @@ pub async fn note_void_reason(
     now: i64,
 ) -> DomainResult<()> {
     update_case(tx, case, "void_reason = $1", &[reason], now).await
+}
+
+/// A new customer message reached the case's conversation: a decision that waits on the
+/// conversation as it was is void, and the case is investigated again (SPEC invariant
+/// 2); a case still investigating reads the message with the rest, and one with money
+/// in flight or at its end keeps its state.
+pub async fn take_customer_message(
+    tx: &mut Tx<'_>,
+    versions: &harness::Versions,
+    case: &Case,
+    why: &str,
+    now: i64,
+) -> DomainResult<()> {
+    if case.status.reopens_on_customer_message() {
+        reinvestigate(tx, versions, case, why, now).await?;
+    }
+    Ok(())
 }
 
 /// Voids the current proposal (and any approval bound to its fingerprint) and starts a

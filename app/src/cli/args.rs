@@ -89,6 +89,31 @@ pub(super) enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
+    /// The agent's rollout per scope (shadow, canary, assist) and its guards.
+    Rollout {
+        #[command(subcommand)]
+        command: RolloutCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum RolloutCommand {
+    /// Print each scope's mode and each guard's value against its threshold, as JSON.
+    Status,
+    /// Set a scope's mode (audited as the operator `cli`).
+    Set {
+        /// all, region:CN|US|EU|JP, product:annual_plan|monthly_plan|addon, or
+        /// request:duplicate_charge|overcharge|cancellation|authorization_hold|unclear.
+        scope: String,
+        /// shadow, canary or assist.
+        mode: String,
+        /// Canary only: the share of new cases that get the agent's proposal (1-99).
+        #[arg(long)]
+        percent: Option<i64>,
+        /// Why, for the audit log.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
 }
 
 #[derive(Subcommand)]

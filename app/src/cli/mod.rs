@@ -81,6 +81,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Investigate { ticket } => operate::investigate(&config, ticket).await,
         Command::Policy { command } => policy::policy(&config, command).await,
         Command::Mcp => operate::mcp(&config).await,
+        Command::Rollout { command } => operate::rollout(&config, command).await,
         Command::Reconcile => operate::reconcile(&config).await,
         Command::Eval { .. } => evals::forward_to_refund_evals().await,
         Command::Shadow { history, out } => offline::shadow(&config, history, out).await,

@@ -1,5 +1,6 @@
 //! The commands that work on the live desk once it is set up: `investigate` (one ticket's
-//! trace), `mcp` (the MCP server on stdio) and `reconcile` (against the provider).
+//! trace), `mcp` (the MCP server on stdio), `reconcile` (against the provider) and
+//! `rollout status|set` (the agent's rollout per scope; the database alone).
 
 use anyhow::Context;
 
@@ -56,5 +57,38 @@ pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     if !report.is_clean() {
         anyhow::bail!("reconciliation found differences that need a human");
     }
+    Ok(())
+}
+
+/// `rollout status|set`: reads or sets the rollout in the database (no provider needed).
+/// `status` prints JSON; `set` prints the change as audited, actor `cli`.
+pub(super) async fn rollout(
+    config: &Config,
+    command: super::args::RolloutCommand,
+) -> anyhow::Result<()> {
+    use crate::clock::{Clock, SystemClock};
+    use crate::rollout::{self, guards::Guards, modes, Mode, Scope};
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    let now = SystemClock.now_ms();
+    let printed = match command {
+        super::args::RolloutCommand::Status => {
+            let default = Mode::default_for(config.shadow_mode);
+            let status = rollout::status(&db, &Guards::default(), default, now).await?;
+            serde_json::to_string_pretty(&status)?
+        }
+        super::args::RolloutCommand::Set {
+            scope,
+            mode,
+            percent,
+            reason,
+        } => {
+            let scope = Scope::parse(&scope)?;
+            let mode = Mode::parse(&mode, percent)?;
+            let change = modes::set_mode(&db, "cli", scope, mode, &reason, now).await?;
+            serde_json::to_string_pretty(&change)?
+        }
+    };
+    println!("{printed}");
+    db.close().await;
     Ok(())
 }

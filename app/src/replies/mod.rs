@@ -9,6 +9,7 @@
 //! `detect_language`) or store anything.
 
 mod decisions;
+mod joined;
 mod language;
 mod pages;
 mod refunds;
@@ -17,10 +18,13 @@ mod status;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
+pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
-pub use reviews::{hand_decision_reply, rejection_reply, shadow_review_reply, HandDecision};
+pub use reviews::{
+    hand_decision_reply, person_reply, rejection_reply, shadow_review_reply, HandDecision,
+};
 pub use status::status_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
 

@@ -28,6 +28,10 @@ pub struct PageText {
     pub signed_out: &'static str,
     pub link_not_valid: &'static str,
     pub open_from_link: &'static str,
+    pub no_such_page: &'static str,
+    pub talk_to_person: &'static str,
+    pub withdraw_confirm: &'static str,
+    pub withdraw_yes: &'static str,
 }
 
 const EN_PAGE: PageText = PageText {
@@ -53,6 +57,10 @@ const EN_PAGE: PageText = PageText {
     link_not_valid:
         "This link is not valid, was already used or has expired. Ask us for a new one.",
     open_from_link: "Open this page from the link we sent you.",
+    no_such_page: "There is no such page.",
+    talk_to_person: "Talk to a person",
+    withdraw_confirm: "Withdraw this request? Work on it stops; nothing already sent to your bank can be taken back.",
+    withdraw_yes: "Yes, withdraw it",
 };
 
 const ZH_PAGE: PageText = PageText {
@@ -77,6 +85,10 @@ const ZH_PAGE: PageText = PageText {
     signed_out: "您已退出。请打开我们发给您的登录链接重新登录。",
     link_not_valid: "此链接无效、已被使用或已过期。请联系我们获取新链接。",
     open_from_link: "请通过我们发给您的链接打开此页面。",
+    no_such_page: "该页面不存在。",
+    talk_to_person: "联系人工客服",
+    withdraw_confirm: "确定撤回此请求吗？处理将停止；已提交给银行的款项无法撤回。",
+    withdraw_yes: "是的，撤回",
 };
 
 const JA_PAGE: PageText = PageText {
@@ -101,6 +113,10 @@ const JA_PAGE: PageText = PageText {
     signed_out: "サインアウトしました。もう一度サインインするには、お送りしたサインイン用リンクを開いてください。",
     link_not_valid: "このリンクは無効か、使用済みか、有効期限が切れています。新しいリンクをお問い合わせください。",
     open_from_link: "このページは、お送りしたリンクから開いてください。",
+    no_such_page: "このページは存在しません。",
+    talk_to_person: "担当者と話す",
+    withdraw_confirm: "このお問い合わせを取り下げますか？対応は停止します。すでに銀行へ送られた処理は取り消せません。",
+    withdraw_yes: "はい、取り下げます",
 };
 
 pub fn page_text(lang: Language) -> &'static PageText {

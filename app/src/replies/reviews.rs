@@ -13,6 +13,16 @@ pub fn rejection_reply(lang: Language) -> String {
     .to_string()
 }
 
+/// The customer asked to talk to a person: the case is in the staff queue now.
+pub fn person_reply(lang: Language) -> String {
+    match lang {
+        Language::En => "A member of our team will take over your request and answer you here.",
+        Language::Zh => "我们的团队成员将接手您的请求，并在此回复您。",
+        Language::Ja => "担当者がお問い合わせを引き継ぎ、こちらでご回答いたします。",
+    }
+    .to_string()
+}
+
 /// Live shadow mode: the agent's decision is hidden until a person decides.
 pub fn shadow_review_reply(lang: Language) -> String {
     match lang {

@@ -23,12 +23,14 @@ use sqlx::Row;
 use crate::error::{DomainError, DomainResult};
 use crate::store::{new_id, Db, Tx};
 
-/// Where new runs go: the versions (model, prompt, tool schema) each is made with, and
-/// the background worker's wake-up, rung once the run is committed.
+/// Where new runs go: the versions (model, prompt, tool schema) each is made with, the
+/// background worker's wake-up, rung once the run is committed, and the rollout mode a
+/// new case opens in where no scope has a row of its own (issue 21: `SHADOW_MODE`).
 #[derive(Clone, Copy)]
 pub struct Queue<'a> {
     pub versions: &'a harness::Versions,
     pub wake: &'a tokio::sync::Notify,
+    pub rollout_default: crate::rollout::Mode,
 }
 
 /// How long a claimed run stays claimed without being renewed. Every versioned status

@@ -144,6 +144,10 @@ pub fn router(state: AppState) -> Router {
             "/tickets/{id}/withdraw",
             post(crate::web::api::tickets::post_withdraw),
         )
+        .route(
+            "/tickets/{id}/person",
+            post(crate::web::api::tickets::post_person),
+        )
         .route("/tickets/{id}", get(crate::web::api::tickets::get_ticket))
         .route(
             "/tickets/{id}/messages",
@@ -202,6 +206,10 @@ pub fn router(state: AppState) -> Router {
             "/reconcile",
             post(crate::web::api::reconcile::post_reconcile),
         )
+        .route(
+            "/rollout",
+            get(crate::web::api::rollout::get_rollout).post(crate::web::api::rollout::post_rollout),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::web::openapi::get_openapi))
@@ -214,7 +222,13 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(get_metrics))
         .merge(crate::web::mcp::routes(&state))
-        .merge(crate::web::pages::routes())
+        .merge(
+            crate::web::pages::routes().layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::web::pages::rollout::banner,
+            )),
+        )
+        .fallback(crate::web::pages::page_not_found)
         .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
         .layer(axum::middleware::from_fn(count_request))
         .with_state(state);

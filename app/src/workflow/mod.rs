@@ -9,6 +9,7 @@
 mod facts;
 pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence};
 mod handoff;
+mod join;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
 
 use std::collections::BTreeSet;
@@ -46,6 +47,8 @@ pub struct Decider<'a> {
     pub rules: Rules<'a>,
     pub index: &'a Arc<PolicyIndex>,
     pub shadow_mode: bool,
+    /// What a run is made with, for a case a joined ticket sends back to investigation.
+    pub versions: &'a harness::Versions,
 }
 
 /// The index a decision's citations came from: `schema_version:policy_hash`.
@@ -86,7 +89,7 @@ pub async fn decide_case(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> DomainResult<()> {
-    let (db, clock, shadow_mode) = (d.db, d.clock, d.shadow_mode);
+    let (db, clock, shadow_mode, d_versions) = (d.db, d.clock, d.shadow_mode, d.versions);
     let d = decide_on_fresh_facts(d, ticket, proposal, exchanges).await?;
     let (proposal, facts, decision) = (&d.proposal, &d.facts, &d.decision);
     let (evidence_hash, invalid, policy_index) = (&d.evidence_hash, &d.invalid, &d.policy_index);
@@ -106,12 +109,29 @@ pub async fn decide_case(
         tx.commit().await?;
         return Ok(());
     }
+    // Issue 17: one case per order. The order's claim is written first; a second holder of
+    // this run waits on it (PostgreSQL) or runs after it (SQLite) and then fails at the
+    // versioned case update below, as before.
+    let order = facts.order_id.as_deref();
+    if let Some(into) = join::claim_or_join(&mut tx, d_versions, &case, ticket, order, now).await? {
+        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
+        tx.commit().await?;
+        tracing::info!(case_id = %case.id, into = %into.id, "second ticket on an order joined its open case");
+        return Ok(());
+    }
     // From here on, the versioned case update is the transaction's first write: it is what
     // detects a race (two holders of this run, a customer message re-opening the case), so
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
-    if shadow_mode && invalid.is_empty() {
+    // Issue 21: the case's rollout says whether the reviewer works from the agent's
+    // proposal or decides blind (read only: the case update below stays the first write).
+    // Either way a human approves every refund (RP-004).
+    let default = crate::rollout::Mode::default_for(shadow_mode);
+    let subject = crate::rollout::Subject::of_facts(facts);
+    let rollout = crate::rollout::modes::at_decision(&mut tx, &case.id, &subject, default).await?;
+    if !rollout.gets_proposal && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
+        crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
         tx.commit().await?;
@@ -139,6 +159,7 @@ pub async fn decide_case(
         },
     )
     .await?;
+    crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
     append_decision_events(&mut tx, &run.id, &d, now).await?;
     let run_status = if status == CaseStatus::AwaitingApproval {
         runs::RunStatus::AwaitingApproval

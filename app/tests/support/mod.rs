@@ -32,7 +32,7 @@ pub struct TestApp {
     pub agent_token: String,
     pub supervisor_token: String,
     pub dir: tempfile::TempDir,
-    /// The database this app runs on (a second instance can share it).
+    /// The database this app runs on (a second instance can be built on it).
     pub database_url: String,
     http: reqwest::Client,
 }
@@ -356,6 +356,21 @@ impl TestApp {
             Some(json!({ "fingerprint": fingerprint })),
         )
         .await
+    }
+
+    /// A supervisor closes a case through the API. Tests that open ticket after ticket
+    /// about one order close each case first: a second ticket about an order with an
+    /// open case joins that case (issue 17).
+    pub async fn close_case(&self, case_id: &str) {
+        let (code, body) = self
+            .request(
+                "POST",
+                &format!("/api/v1/cases/{case_id}/close"),
+                Some(&self.supervisor_token),
+                Some(json!({ "reason": "done with this round of the test" })),
+            )
+            .await;
+        assert_eq!(code, StatusCode::OK, "{body}");
     }
 
     /// The agent writes on a case through the API: a reply, or an internal note.

@@ -4,6 +4,7 @@
 pub mod cases;
 pub mod policies;
 pub mod reconcile;
+pub mod rollout;
 pub mod runs;
 pub mod tickets;
 pub mod webhooks;

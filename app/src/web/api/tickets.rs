@@ -64,6 +64,21 @@ pub async fn post_message(
     Ok(Json(customer::ticket_view(&state.db, &ticket).await?))
 }
 
+/// `POST /api/v1/tickets/{id}/person` (the ticket's customer): talk to a person. The
+/// case the agent answered itself goes to the staff queue; 409 `not_with_the_agent` when
+/// a person already has it or it is done (issue 17).
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/person", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket, its case escalated to a person", body = TicketView), crate::web::error::ApiErrors))]
+pub async fn post_person(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> AppResult<Json<TicketView>> {
+    principal.customer_id()?;
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await?;
+    Ok(Json(customer::ticket_view(&state.db, &ticket).await?))
+}
+
 /// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
 /// 409 `refund_already_submitted` when it is too late.
 #[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::web::error::ApiErrors))]

@@ -1,17 +1,18 @@
 //! Administration pages: staff accounts (unlocking a locked one) and the audit log.
 
 use askama::Template;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
+use crate::audit::AuditFilter;
 use crate::auth::{self, Session};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, render, verified};
+use super::common::{error_page, render, verified, with_status, Nav};
 
 pub(super) struct StaffRow {
     email: String,
@@ -22,8 +23,7 @@ pub(super) struct StaffRow {
 #[derive(Template)]
 #[template(path = "staff.html")]
 pub(super) struct StaffPage {
-    staff_email: String,
-    staff_role: String,
+    nav: Nav,
     csrf: String,
     rows: Vec<StaffRow>,
     notice: Option<String>,
@@ -65,8 +65,7 @@ pub(super) async fn staff_page_response(
         });
     }
     render(&StaffPage {
-        staff_email: session.staff.email.clone(),
-        staff_role: session.staff.role.as_str().into(),
+        nav: Nav::of(session, "/console/staff"),
         csrf: session.csrf_token.clone(),
         rows,
         notice,
@@ -135,8 +134,7 @@ pub(super) async fn unlock_and_audit(
     tracing::info!(actor = %admin.email, email, failures = n, "staff login unlocked");
     Ok(n)
 }
-
-pub(super) struct AuditRow {
+struct AuditRow {
     at: String,
     actor: String,
     action: String,
@@ -147,37 +145,126 @@ pub(super) struct AuditRow {
 #[derive(Template)]
 #[template(path = "audit.html")]
 pub(super) struct AuditPage {
+    nav: Nav,
     rows: Vec<AuditRow>,
+    filter: AuditFilter,
+    actions: Vec<String>,
+    /// The filter as a query string, for the CSV link.
+    query: String,
+    error: Option<String>,
+    full: bool,
 }
 
-/// `GET /console/audit`: who did what, and when (staff only).
+/// The audit filter as the page's form (and the CSV link) sends it.
+#[derive(Deserialize, Default, Clone)]
+pub(super) struct AuditQuery {
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    subject: Option<String>,
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
+}
+
+impl AuditQuery {
+    fn filter(&self) -> AuditFilter {
+        AuditFilter {
+            actor: self.actor.clone(),
+            action: self.action.clone(),
+            subject: self.subject.clone(),
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+    }
+
+    fn query_string(&self) -> String {
+        let pairs = [
+            ("actor", &self.actor),
+            ("action", &self.action),
+            ("subject", &self.subject),
+            ("from", &self.from),
+            ("to", &self.to),
+        ];
+        let mut q = reqwest::Url::parse("http://audit.invalid/").expect("a fixed, valid URL");
+        for (k, v) in pairs {
+            if let Some(v) = v.as_deref().filter(|v| !v.trim().is_empty()) {
+                q.query_pairs_mut().append_pair(k, v);
+            }
+        }
+        q.query().unwrap_or("").to_string()
+    }
+}
+
+/// `GET /console/audit`: who did what, and when, filtered (staff only, issue 17).
 pub(super) async fn audit_page(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
+    Query(query): Query<AuditQuery>,
 ) -> Response {
-    use sqlx::Row;
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    let filter = query.filter();
+    let (lines, error) = match crate::audit::search(&state.db, &filter).await {
+        Ok(lines) => (lines, None),
+        Err(e @ crate::error::DomainError::BadRequest { .. }) => (Vec::new(), Some(e.to_string())),
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let actions = match crate::audit::actions(&state.db).await {
+        Ok(a) => a,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let page = AuditPage {
+        nav: Nav::of(&session, "/console/audit"),
+        full: lines.len() as i64 >= crate::audit::MAX_LINES,
+        rows: lines.into_iter().map(audit_row).collect(),
+        query: query.query_string(),
+        filter,
+        actions,
+        error,
+    };
+    let status = match page.error {
+        Some(_) => StatusCode::BAD_REQUEST,
+        None => StatusCode::OK,
+    };
+    with_status(status, render(&page))
+}
+
+fn audit_row(l: crate::audit::AuditLine) -> AuditRow {
+    AuditRow {
+        at: crate::clock::rfc3339(l.at),
+        actor: l.actor,
+        action: l.action,
+        subject: l.subject,
+        detail: l.detail,
+    }
+}
+
+/// `GET /console/audit.csv`: the same filtered lines as CSV (staff only, issue 17).
+pub(super) async fn audit_csv(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Query(query): Query<AuditQuery>,
+) -> Response {
     if session.is_err() {
         return Redirect::to("/console/login").into_response();
     }
-    let rows = sqlx::query(
-        "SELECT a.created_at, COALESCE(s.email, a.actor) AS actor, a.action, a.subject, a.detail
-         FROM audit_log a LEFT JOIN staff s ON s.id = a.actor ORDER BY a.created_at DESC, a.id LIMIT 500",
-    )
-    .fetch_all(state.db.pool())
-    .await;
-    let rows = match rows {
-        Ok(r) => r,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let rows = rows
-        .iter()
-        .map(|r| AuditRow {
-            at: crate::clock::rfc3339(r.try_get("created_at").unwrap_or_default()),
-            actor: r.try_get("actor").unwrap_or_default(),
-            action: r.try_get("action").unwrap_or_default(),
-            subject: r.try_get("subject").unwrap_or_default(),
-            detail: r.try_get("detail").unwrap_or_default(),
-        })
-        .collect();
-    render(&AuditPage { rows })
+    match crate::audit::search(&state.db, &query.filter()).await {
+        Ok(lines) => (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"audit.csv\"",
+                ),
+            ],
+            crate::audit::csv(&lines),
+        )
+            .into_response(),
+        Err(e) => AppError::from(e).into_response(),
+    }
 }

@@ -19,7 +19,7 @@ use crate::views::CaseView;
 use crate::web::error::{status_of, AppError};
 use crate::world::{parse_plain, serde_plain};
 
-use super::common::{error_page, render, verified, with_status, CsrfForm};
+use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
 
 pub(super) struct RuleView {
     citation: String,
@@ -47,7 +47,7 @@ pub(super) struct DecisionView {
 #[derive(Template)]
 #[template(path = "console_case.html")]
 pub(super) struct CasePage {
-    staff_email: String,
+    nav: Nav,
     staff_role: String,
     csrf: String,
     case: CaseView,
@@ -82,6 +82,8 @@ pub(super) struct CasePage {
     /// (case id, ticket id, status in words) of the customer's other open cases on the
     /// same order: a second refund case about one charge is visible at once.
     same_order: Vec<(String, String, &'static str)>,
+    /// (case id, ticket id) of the tickets joined into this case (issue 17).
+    joined: Vec<(String, String)>,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -152,7 +154,63 @@ async fn case_page_with(
         Ok(t) => t,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let decision = case.decision().map(|d| DecisionView {
+    let decision = case.decision().map(|d| decision_view(&d));
+    let proposal = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let shadow_pending = crate::shadow_pairs::pending(&state.db, &case.id)
+        .await
+        .unwrap_or(true);
+    let required_role = case
+        .required_role
+        .clone()
+        .unwrap_or_else(|| "supervisor".into());
+    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
+        .map(|r| session.staff.role.may_approve(r))
+        .unwrap_or(false);
+    let around = match around(&state.db, &case).await {
+        Ok(a) => a,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
+    render(&CasePage {
+        timeline: around.timeline,
+        same_order: around.same_order,
+        joined: around.joined,
+        thread: thread_entries(thread),
+        status_label: case.status.label(),
+        may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
+        may_assign_others: supervisor,
+        notice,
+        live: !case.status.is_at_rest(),
+        nav: Nav::of(session, "/console"),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        refunds: view.refunds.clone(),
+        awaiting: case.status == CaseStatus::AwaitingApproval,
+        shadow_pending,
+        billing: billing_rows(case.facts.as_deref()),
+        reasons: policy_engine::ReasonCode::ALL
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
+        may_take_over: case.status == CaseStatus::Escalated
+            && session.staff.role >= auth::StaffRole::Supervisor,
+        fingerprint: case.fingerprint.clone().unwrap_or_default(),
+        case: view,
+        decision,
+        proposal,
+        may_approve,
+        required_role,
+        error,
+        stuck: around.stuck,
+    })
+}
+
+/// The decision block of the case page.
+fn decision_view(d: &policy_engine::Decision) -> DecisionView {
+    DecisionView {
         outcome: serde_plain(&d.outcome),
         reason_code: serde_plain(&d.reason_code),
         approver: d
@@ -180,70 +238,42 @@ async fn case_page_with(
         facts: d.facts_used.clone(),
         versions: d.policy_versions.join(", "),
         hash: d.hash.clone(),
-    });
-    let proposal = case
-        .proposal
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p).ok());
-    let shadow_pending = crate::shadow_pairs::pending(&state.db, &case.id)
-        .await
-        .unwrap_or(true);
-    let required_role = case
-        .required_role
-        .clone()
-        .unwrap_or_else(|| "supervisor".into());
-    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
-        .map(|r| session.staff.role.may_approve(r))
-        .unwrap_or(false);
-    let stuck = match crate::watchdog::open_flag_of_case(&state.db, &case.id).await {
-        Ok(flag) => flag.map(|f| f.summary),
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let timeline = match crate::audit::case_timeline(&state.db, &case.id).await {
-        Ok(entries) => entries
-            .into_iter()
-            .map(|e| (crate::clock::rfc3339(e.at), e.who, e.what))
-            .collect(),
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let same_order = match cases::other_open_cases_on_order(&state.db, &case).await {
-        Ok(others) => others
-            .into_iter()
-            .map(|c| (c.id, c.ticket_id, c.status.label()))
-            .collect(),
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
-    render(&CasePage {
+    }
+}
+
+/// What the case page shows around the case: a watchdog flag, the timeline, the other
+/// open cases on its order and the tickets joined into it.
+struct Around {
+    stuck: Option<String>,
+    timeline: Vec<(String, String, String)>,
+    same_order: Vec<(String, String, &'static str)>,
+    joined: Vec<(String, String)>,
+}
+
+async fn around(db: &crate::store::Db, case: &cases::Case) -> crate::error::DomainResult<Around> {
+    let stuck = crate::watchdog::open_flag_of_case(db, &case.id)
+        .await?
+        .map(|f| f.summary);
+    let timeline = crate::audit::case_timeline(db, &case.id)
+        .await?
+        .into_iter()
+        .map(|e| (crate::clock::rfc3339(e.at), e.who, e.what))
+        .collect();
+    let same_order = cases::other_open_cases_on_order(db, case)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.ticket_id, c.status.label()))
+        .collect();
+    let joined = cases::joined_cases(db, &case.id)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.ticket_id))
+        .collect();
+    Ok(Around {
+        stuck,
         timeline,
         same_order,
-        thread: thread_entries(thread),
-        status_label: case.status.label(),
-        may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
-        may_assign_others: supervisor,
-        notice,
-        live: !case.status.is_at_rest(),
-        staff_email: session.staff.email.clone(),
-        staff_role: session.staff.role.as_str().into(),
-        csrf: session.csrf_token.clone(),
-        refunds: view.refunds.clone(),
-        awaiting: case.status == CaseStatus::AwaitingApproval,
-        shadow_pending,
-        billing: billing_rows(case.facts.as_deref()),
-        reasons: policy_engine::ReasonCode::ALL
-            .iter()
-            .map(|r| r.as_str().to_string())
-            .collect(),
-        may_take_over: case.status == CaseStatus::Escalated
-            && session.staff.role >= auth::StaffRole::Supervisor,
-        fingerprint: case.fingerprint.clone().unwrap_or_default(),
-        case: view,
-        decision,
-        proposal,
-        may_approve,
-        required_role,
-        error,
-        stuck,
+        joined,
     })
 }
 

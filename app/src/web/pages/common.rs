@@ -7,6 +7,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::auth::{constant_time_eq, Session};
+use crate::replies::Language;
 use crate::state::AppState;
 use crate::web::error::AppError;
 
@@ -30,14 +31,92 @@ pub fn script(body: &'static str) -> Response {
 }
 
 pub fn error_page(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        Html(format!(
-            "<!doctype html><meta charset=utf-8><title>{status}</title><p>{}</p>",
-            html_escape(message)
-        )),
-    )
-        .into_response()
+    styled_error(status, "en", message, ("/console", "Back to the queue"))
+}
+
+/// A customer page's error, in `lang`, with the way back to their tickets.
+pub fn customer_error_page(status: StatusCode, lang: Language, message: &str) -> Response {
+    let back = ("/tickets", crate::replies::page_text(lang).my_tickets);
+    styled_error(status, lang.as_str(), message, back)
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    status: String,
+    lang: &'a str,
+    message: &'a str,
+    back_href: &'a str,
+    back_label: &'a str,
+}
+
+/// An error as a page of the product (issue 17): the site's layout, what went wrong,
+/// and a link back — never a bare line of text.
+fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str)) -> Response {
+    let page = ErrorPage {
+        status: status.to_string(),
+        lang,
+        message,
+        back_href: back.0,
+        back_label: back.1,
+    };
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(_) => (status, Html(html_escape(message))).into_response(),
+    }
+}
+
+/// The answer to a path no route serves: a styled 404 leading back to the customer's
+/// tickets or the console, by where the path points.
+pub async fn page_not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap) -> Response {
+    if uri.path().starts_with("/console") {
+        return error_page(StatusCode::NOT_FOUND, "There is no such page.");
+    }
+    let lang = Language::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let message = crate::replies::page_text(lang).no_such_page;
+    customer_error_page(StatusCode::NOT_FOUND, lang, message)
+}
+
+/// The console's header on every staff page (issue 17): the same links, who is signed
+/// in, and Log out (a CSRF-carrying form). `here` marks the page the viewer is on.
+pub(super) struct Nav {
+    pub email: String,
+    pub role: &'static str,
+    pub csrf: String,
+    pub here: &'static str,
+    admin: bool,
+}
+
+impl Nav {
+    pub fn of(session: &Session, here: &'static str) -> Nav {
+        Nav {
+            email: session.staff.email.clone(),
+            role: session.staff.role.as_str(),
+            csrf: session.csrf_token.clone(),
+            here,
+            admin: session.staff.role >= crate::auth::StaffRole::Admin,
+        }
+    }
+
+    /// The pages a staff member can go to, as (path, label).
+    pub fn links(&self) -> Vec<(&'static str, &'static str)> {
+        let mut links = vec![
+            ("/console", "Queue"),
+            ("/console/shadow", "Shadow"),
+            ("/console/policies", "Policies"),
+            ("/console/reconcile", "Reconcile"),
+            ("/console/audit", "Audit"),
+        ];
+        if self.admin {
+            links.push(("/console/rollout", "Rollout"));
+            links.push(("/console/staff", "Staff"));
+        }
+        links
+    }
 }
 
 /// HTML-escapes text for pages built outside askama templates.
@@ -83,6 +162,8 @@ pub(super) trait FormSession: Sized {
     fn csrf(&self) -> &str;
     /// The page shown when there is no session.
     fn missing() -> Response;
+    /// The page shown when the form is refused (expired, another site's).
+    fn refused(status: StatusCode, message: &str) -> Response;
 }
 
 impl FormSession for Session {
@@ -91,6 +172,9 @@ impl FormSession for Session {
     }
     fn missing() -> Response {
         Redirect::to("/console/login").into_response()
+    }
+    fn refused(status: StatusCode, message: &str) -> Response {
+        error_page(status, message)
     }
 }
 
@@ -106,7 +190,7 @@ pub(super) fn verified<S: FormSession>(
 ) -> Result<S, Response> {
     let session = session.map_err(|_| S::missing())?;
     if !constant_time_eq(form_csrf, session.csrf()) {
-        return Err(error_page(
+        return Err(S::refused(
             StatusCode::FORBIDDEN,
             "The form expired; reload the page and try again.",
         ));

@@ -17,8 +17,8 @@ use crate::tickets::{self};
 use crate::web::error::{status_of, AppError};
 
 use super::common::{
-    cross_site_refused, error_page, redirect_with_cookie, render, verified, with_status, CsrfForm,
-    FormSession, SameOrigin,
+    cross_site_refused, customer_error_page, redirect_with_cookie, render, verified, with_status,
+    CsrfForm, FormSession, SameOrigin,
 };
 
 impl FormSession for CustomerSession {
@@ -26,10 +26,11 @@ impl FormSession for CustomerSession {
         &self.csrf_token
     }
     fn missing() -> Response {
-        error_page(
-            StatusCode::UNAUTHORIZED,
-            "Open this page from the link we sent you.",
-        )
+        let t = replies::page_text(Language::En);
+        customer_error_page(StatusCode::UNAUTHORIZED, Language::En, t.open_from_link)
+    }
+    fn refused(status: StatusCode, message: &str) -> Response {
+        customer_error_page(status, Language::En, message)
     }
 }
 
@@ -37,6 +38,8 @@ impl FormSession for CustomerSession {
 #[template(path = "ticket.html")]
 pub(super) struct TicketPage {
     ticket: TicketView,
+    /// What the customer typed, kept when their message was refused (issue 17).
+    draft: String,
     lang: Language,
     t: &'static PageText,
     csrf: String,
@@ -47,6 +50,9 @@ pub(super) struct TicketPage {
 #[template(path = "tickets.html")]
 pub(super) struct TicketListPage {
     tickets: Vec<TicketView>,
+    /// What the customer typed, kept when the new ticket was refused (issue 17).
+    draft: String,
+    draft_order: String,
     lang: Language,
     t: &'static PageText,
     csrf: String,
@@ -103,10 +109,28 @@ pub(super) async fn tickets_page(
     ticket_list_response(&state, &session, None).await
 }
 
+/// A refused form: the error, and what the customer typed so nothing is lost.
+pub(super) struct Refused<'a> {
+    error: &'a DomainError,
+    text: &'a str,
+    order_id: &'a str,
+}
+
+impl<'a> Refused<'a> {
+    /// A refused action that carried no text (withdraw, talk to a person).
+    fn only(error: &'a DomainError) -> Refused<'a> {
+        Refused {
+            error,
+            text: "",
+            order_id: "",
+        }
+    }
+}
+
 pub(super) async fn ticket_list_response(
     state: &AppState,
     session: &CustomerSession,
-    error: Option<&DomainError>,
+    refused: Option<Refused<'_>>,
 ) -> Response {
     let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
         Ok(lang) => lang,
@@ -115,10 +139,12 @@ pub(super) async fn ticket_list_response(
     match customer::customer_tickets(&state.db, &session.customer_id).await {
         Ok(list) => render(&TicketListPage {
             tickets: list,
+            draft: refused.as_ref().map_or("", |r| r.text).to_string(),
+            draft_order: refused.as_ref().map_or("", |r| r.order_id).to_string(),
             lang,
             t: replies::page_text(lang),
             csrf: session.csrf_token.clone(),
-            error: error.map(|e| replies::page_error(lang, e)),
+            error: refused.map(|r| replies::page_error(lang, r.error)),
         }),
         Err(e) => AppError::from(e).into_response(),
     }
@@ -129,7 +155,7 @@ pub(super) async fn ticket_not_found_page(state: &AppState, session: &CustomerSe
     let lang = tickets::customer_language(&state.db, &session.customer_id)
         .await
         .unwrap_or(Language::En);
-    error_page(StatusCode::NOT_FOUND, replies::ticket_not_found(lang))
+    customer_error_page(StatusCode::NOT_FOUND, lang, replies::ticket_not_found(lang))
 }
 
 #[derive(Deserialize)]
@@ -150,8 +176,8 @@ pub(super) async fn new_ticket_submit(
         Err(page) => return page,
     };
     let input = customer::NewTicket {
-        message: form.message,
-        order_id: form.order_id,
+        message: form.message.clone(),
+        order_id: form.order_id.clone(),
     };
     match customer::create_ticket(
         &state.db,
@@ -163,10 +189,15 @@ pub(super) async fn new_ticket_submit(
     .await
     {
         Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
-        Err(e) => with_status(
-            status_of(&e),
-            ticket_list_response(&state, &session, Some(&e)).await,
-        ),
+        Err(e) => {
+            let refused = Refused {
+                error: &e,
+                text: &form.message,
+                order_id: form.order_id.as_deref().unwrap_or(""),
+            };
+            let page = ticket_list_response(&state, &session, Some(refused)).await;
+            with_status(status_of(&e), page)
+        }
     }
 }
 
@@ -186,7 +217,7 @@ pub(super) async fn ticket_page_response(
     state: &AppState,
     session: &CustomerSession,
     id: &str,
-    error: Option<&DomainError>,
+    refused: Option<Refused<'_>>,
 ) -> Response {
     let ticket = match customer::visible_ticket(&state.db, &session.principal(), id).await {
         Ok(t) => t,
@@ -196,7 +227,8 @@ pub(super) async fn ticket_page_response(
         Ok(view) => render(&TicketPage {
             lang: view.language,
             t: replies::page_text(view.language),
-            error: error.map(|e| replies::page_error(view.language, e)),
+            draft: refused.as_ref().map_or("", |r| r.text).to_string(),
+            error: refused.map(|r| replies::page_error(view.language, r.error)),
             ticket: view,
             csrf: session.csrf_token.clone(),
         }),
@@ -236,9 +268,38 @@ pub(super) async fn message_submit(
     match result {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(DomainError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
+        Err(e) => {
+            let refused = Refused {
+                error: &e,
+                text: &form.text,
+                order_id: "",
+            };
+            let page = ticket_page_response(&state, &session, &id, Some(refused)).await;
+            with_status(status_of(&e), page)
+        }
+    }
+}
+
+/// `POST /tickets/{id}/person`: the customer asks to talk to a person (issue 17).
+pub(super) async fn person_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let ticket = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
+        Ok(t) => t,
+        Err(_) => return ticket_not_found_page(&state, &session).await,
+    };
+    match customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => with_status(
             status_of(&e),
-            ticket_page_response(&state, &session, &id, Some(&e)).await,
+            ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
         ),
     }
 }
@@ -259,7 +320,7 @@ pub(super) async fn withdraw_submit(
     };
     match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
-        Err(e) => ticket_page_response(&state, &session, &id, Some(&e)).await,
+        Err(e) => ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
     }
 }
 
@@ -284,8 +345,9 @@ pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
 
 /// The page for a customer page opened without a session, in the browser's language.
 pub(super) fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
-    let t = replies::page_text(browser_language(headers));
-    error_page(StatusCode::UNAUTHORIZED, t.open_from_link)
+    let lang = browser_language(headers);
+    let t = replies::page_text(lang);
+    customer_error_page(StatusCode::UNAUTHORIZED, lang, t.open_from_link)
 }
 
 #[derive(Deserialize)]

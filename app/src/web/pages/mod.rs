@@ -15,9 +15,10 @@ pub mod policy;
 mod policy_draft;
 mod queue;
 mod reports;
+pub mod rollout;
 mod run;
 
-pub use common::{error_page, html_escape, render};
+pub use common::{error_page, html_escape, page_not_found, render};
 
 use axum::response::Redirect;
 use axum::routing::{get, post};
@@ -45,6 +46,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}", get(customer::ticket_page))
         .route("/tickets/{id}/messages", post(customer::message_submit))
         .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
+        .route("/tickets/{id}/person", post(customer::person_submit))
         .route("/console", get(queue::queue_page))
         .route(
             "/console/login",
@@ -59,6 +61,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/cases/{id}/close", post(case::close_submit))
         .route("/console/cases/{id}/assign", post(case::assign_submit))
         .route("/console/audit", get(admin::audit_page))
+        .route("/console/audit.csv", get(admin::audit_csv))
         .route("/console/staff", get(admin::staff_page))
         .route("/console/staff/unlock", post(admin::unlock_submit))
         .route("/console/runs/{id}", get(run::run_page))
@@ -70,6 +73,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/console/cases/{id}/decide",
             post(case::decide_by_hand_submit),
+        )
+        .route(
+            "/console/rollout",
+            get(rollout::rollout_page).post(rollout::rollout_submit),
         )
         .merge(policy::routes())
         .merge(policy_draft::routes())

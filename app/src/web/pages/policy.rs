@@ -11,7 +11,7 @@ use axum::Router;
 use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
-use super::common::{error_page, render};
+use super::common::{error_page, render, Nav};
 use crate::auth::Session;
 use crate::state::AppState;
 use crate::web::error::AppError;
@@ -44,6 +44,7 @@ struct VersionRow {
 #[derive(Template)]
 #[template(path = "policies.html")]
 struct ListPage {
+    nav: Nav,
     rows: Vec<VersionRow>,
     documents: Vec<(String, Vec<u32>)>,
 }
@@ -64,9 +65,9 @@ fn row(d: &PolicyDocument) -> VersionRow {
 }
 
 async fn list_page(State(state): State<AppState>, session: Result<Session, AppError>) -> Response {
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
     let docs = state.policies.documents();
     let mut documents: Vec<(String, Vec<u32>)> = Vec::new();
     for d in docs {
@@ -76,6 +77,7 @@ async fn list_page(State(state): State<AppState>, session: Result<Session, AppEr
         }
     }
     render(&ListPage {
+        nav: Nav::of(&session, "/console/policies"),
         rows: docs.iter().map(row).collect(),
         documents,
     })
@@ -90,6 +92,7 @@ struct SectionView {
 #[derive(Template)]
 #[template(path = "policy_version.html")]
 struct VersionPage {
+    nav: Nav,
     doc: VersionRow,
     sections: Vec<SectionView>,
 }
@@ -99,9 +102,9 @@ async fn version_page(
     session: Result<Session, AppError>,
     Path((id, version)): Path<(String, String)>,
 ) -> Response {
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
     let Some(doc) = version
         .parse::<u32>()
         .ok()
@@ -119,6 +122,7 @@ async fn version_page(
         })
         .collect();
     render(&VersionPage {
+        nav: Nav::of(&session, "/console/policies"),
         doc: row(doc),
         sections,
     })
@@ -138,6 +142,7 @@ struct DiffLine {
 #[derive(Template)]
 #[template(path = "policy_diff.html")]
 struct DiffPage {
+    nav: Nav,
     id: String,
     from: VersionRow,
     to: VersionRow,
@@ -165,9 +170,9 @@ async fn diff_page(
     Path(id): Path<String>,
     query: Result<Query<DiffQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
     let Ok(Query(q)) = query else {
         return error_page(StatusCode::BAD_REQUEST, "Give two versions: ?from=1&to=2");
     };
@@ -189,6 +194,7 @@ async fn diff_page(
         })
         .collect();
     render(&DiffPage {
+        nav: Nav::of(&session, "/console/policies"),
         id,
         from: row(from),
         to: row(to),

@@ -11,7 +11,7 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 use crate::world::parse_plain;
 
-use super::common::render;
+use super::common::{render, Nav};
 
 pub(super) struct QueueRow {
     id: String,
@@ -33,9 +33,7 @@ pub(super) struct QueueRow {
 #[derive(Template)]
 #[template(path = "console_queue.html")]
 pub(super) struct QueuePage {
-    staff_email: String,
-    staff_role: String,
-    csrf: String,
+    nav: Nav,
     rows: Vec<QueueRow>,
     /// The filter's choices: (value, words).
     statuses: Vec<(String, String)>,
@@ -123,9 +121,7 @@ pub(super) async fn queue_page(
         rows.push(queue_row(&session, c, view, now, &stuck));
     }
     render(&QueuePage {
-        staff_email: session.staff.email.clone(),
-        staff_role: session.staff.role.as_str().into(),
-        csrf: session.csrf_token.clone(),
+        nav: Nav::of(&session, "/console"),
         rows,
         statuses: filter_choices(),
         filter,

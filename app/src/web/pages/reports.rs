@@ -10,23 +10,25 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 use crate::world::serde_plain;
 
-use super::common::{render, verified, CsrfForm};
+use super::common::{render, verified, CsrfForm, Nav};
 
 #[derive(Template)]
 #[template(path = "reconcile.html")]
 pub(super) struct ReconcilePage {
+    nav: Nav,
     csrf: String,
     summary: Option<String>,
     sections: Vec<(&'static str, usize, String)>,
 }
 
 pub(super) fn reconcile_view(
-    csrf: String,
+    nav: Nav,
     report: Option<crate::reconcile::ReconcileReport>,
 ) -> ReconcilePage {
     let Some(r) = report else {
         return ReconcilePage {
-            csrf,
+            csrf: nav.csrf.clone(),
+            nav,
             summary: None,
             sections: vec![],
         };
@@ -42,7 +44,8 @@ pub(super) fn reconcile_view(
         )
     }
     ReconcilePage {
-        csrf,
+        csrf: nav.csrf.clone(),
+        nav,
         summary: Some(format!("{} — {}", r.generated_at, r.summary())),
         sections: vec![
             section(
@@ -72,7 +75,10 @@ pub(super) async fn reconcile_page(
         return Redirect::to("/console/login").into_response();
     };
     match crate::reconcile::last_report(&state.db).await {
-        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), report)),
+        Ok(report) => render(&reconcile_view(
+            Nav::of(&session, "/console/reconcile"),
+            report,
+        )),
         Err(e) => AppError::from(e).into_response(),
     }
 }
@@ -87,7 +93,10 @@ pub(super) async fn reconcile_submit(
         Err(page) => return page,
     };
     match crate::reconcile::run(state.reconciler()).await {
-        Ok(report) => render(&reconcile_view(session.csrf_token.clone(), Some(report))),
+        Ok(report) => render(&reconcile_view(
+            Nav::of(&session, "/console/reconcile"),
+            Some(report),
+        )),
         Err(e) => AppError::from(e).into_response(),
     }
 }
@@ -95,6 +104,9 @@ pub(super) async fn reconcile_submit(
 #[derive(Template)]
 #[template(path = "shadow.html")]
 pub(super) struct ShadowPage {
+    nav: Nav,
+    /// Whether live shadow mode is on: with it off, the page says how to turn it on.
+    shadow_on: bool,
     report: crate::shadow_live::LiveShadowReport,
     outcome_pct: String,
     exact_pct: String,
@@ -110,9 +122,20 @@ pub(super) async fn shadow_page(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
 ) -> Response {
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
+    // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
+    // canary (issue 21); only with neither does the page say shadow mode is off.
+    let shadow_on = match crate::rollout::modes::list(&state.db).await {
+        Ok(scopes) => {
+            state.shadow_mode
+                || scopes
+                    .iter()
+                    .any(|s| s.mode != crate::rollout::Mode::Assist)
+        }
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let report = match crate::shadow_live::report(&state.db).await {
         Ok(r) => r,
         Err(e) => return AppError::from(e).into_response(),
@@ -159,6 +182,8 @@ pub(super) async fn shadow_page(
         .map(|p| (p.case_id.clone(), text(&p.human), text(&p.agent)))
         .collect();
     render(&ShadowPage {
+        nav: Nav::of(&session, "/console/shadow"),
+        shadow_on,
         outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
         exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
         chart: crate::shadow_live::agreement_chart(&report.by_day),

@@ -13,7 +13,7 @@ use crate::runs::EventKind;
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, render};
+use super::common::{error_page, render, Nav};
 
 pub(super) struct EventRow {
     seq: i64,
@@ -27,6 +27,7 @@ pub(super) struct EventRow {
 #[derive(Template)]
 #[template(path = "run_trace.html")]
 pub(super) struct RunPage {
+    nav: Nav,
     run_id: String,
     case_id: String,
     status: String,
@@ -46,9 +47,9 @@ pub(super) async fn run_page(
     session: Result<Session, AppError>,
     Path(id): Path<String>,
 ) -> Response {
-    if session.is_err() {
+    let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
-    }
+    };
     let run = match crate::runs::load_run(&state.db, &id).await {
         Ok(Some(r)) => r,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
@@ -115,6 +116,7 @@ pub(super) async fn run_page(
         })
         .collect();
     render(&RunPage {
+        nav: Nav::of(&session, "/console"),
         run_id: run.id,
         case_id: run.case_id,
         status: run.status.to_string(),

@@ -1,5 +1,8 @@
 //! The audit log: who did what to which case, and when. Append-only.
 
+mod search;
+pub use search::{actions, csv, search, AuditFilter, AuditLine, MAX_LINES};
+
 use crate::error::DomainResult;
 use crate::store::{new_id, Tx};
 
