@@ -119,6 +119,10 @@ pub struct Settings {
     #[arg(long, global = true, env = "SHADOW_MODE", value_name = "SHADOW_MODE", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub shadow_mode: bool,
+    /// Policy publishing needs someone besides a draft's only author (on/off, issue 22).
+    #[arg(long, global = true, env = "POLICY_SECOND_APPROVER", value_name = "POLICY_SECOND_APPROVER", default_value = "off",
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub policy_second_approver: bool,
     /// Agent runs one worker advances at once, 1 to 64 [default: 4 on PostgreSQL, 1 on SQLite].
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
@@ -188,6 +192,8 @@ pub struct Config {
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
     /// approval queue.
     pub shadow_mode: bool,
+    /// `POLICY_SECOND_APPROVER=on`: a policy draft's only author may not publish it.
+    pub policy_second_approver: bool,
     /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default 4
     /// on PostgreSQL, where concurrent commits share a WAL flush; 1 on SQLite, whose
     /// one pooled connection serialises them anyway).
@@ -242,6 +248,7 @@ impl Config {
             approval_ttl: Duration::from_secs(3600 * settings.approval_ttl_hours),
             public_url: set(&settings.public_url),
             shadow_mode: settings.shadow_mode,
+            policy_second_approver: settings.policy_second_approver,
             worker_concurrency: settings.worker_concurrency.map(usize::from),
             defaulted_secrets: SECRET_VARS
                 .into_iter()

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
+pub mod authoring;
 pub mod billing;
 pub mod cases;
 pub mod cli;
@@ -64,9 +65,10 @@ pub async fn build_state(
 ) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
-    let policies = Arc::new(policies::load_policy_set(&config.policies_dir())?);
+    // Issue 22: the database is the source of truth; the files seed an empty one.
+    let policies = authoring::load(&db, &config.policies_dir()).await?;
     let index_dir = config.index_dir();
-    let policies_for_index = policies.clone();
+    let policies_for_index = policies.set();
     let index =
         tokio::task::spawn_blocking(move || policies::open_index(&index_dir, &policies_for_index))
             .await??;
@@ -102,6 +104,8 @@ pub async fn build_state(
             store::Backend::Sqlite => 1,
         }),
         watchdog: config.watchdog,
+        history_dir: config.fixtures_dir.join("history"),
+        policy_second_approver: config.policy_second_approver,
         rollout_guards: Default::default(),
         db,
     })

@@ -10,6 +10,14 @@ use policy_engine::{PolicySet, PolicySource};
 use rag_index::PolicyIndex;
 
 pub fn load_policy_set(dir: &Path) -> anyhow::Result<PolicySet> {
+    let sources = read_sources(dir)?;
+    PolicySet::from_sources(sources)
+        .map_err(|e| anyhow::anyhow!("policies in {}: {e}", dir.display()))
+}
+
+/// The policy files in `dir` as sources for a `PolicySet`, sorted by file name: what
+/// `load_policy_set` builds from, and what `authoring` seeds an empty database with.
+pub fn read_sources(dir: &Path) -> anyhow::Result<Vec<PolicySource>> {
     // Issue 20: an installed binary (`cargo install --path app`) run away from the
     // checkout finds no fixtures; say which setting points at them instead of a bare
     // "No such file or directory".
@@ -47,8 +55,7 @@ pub fn load_policy_set(dir: &Path) -> anyhow::Result<PolicySet> {
         });
     }
     sources.sort_by(|a, b| a.name.cmp(&b.name));
-    PolicySet::from_sources(sources)
-        .map_err(|e| anyhow::anyhow!("policies in {}: {e}", dir.display()))
+    Ok(sources)
 }
 
 /// Opens the index under `index_dir`, rebuilding it if the policies or schema changed.

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use policy_engine::PolicySet;
 use rag_index::PolicyIndex;
 use tokio::sync::Notify;
 
@@ -28,7 +27,9 @@ pub struct AppState {
     pub db: Db,
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
-    pub policies: Arc<PolicySet>,
+    /// The policy set now in force: each copy of the state takes the current
+    /// generation (`authoring::Policies`; a publish swaps it, issue 22).
+    pub policies: crate::authoring::Policies,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
     /// What runs are made with (model, prompt and tool schema versions), recorded on each.
@@ -51,6 +52,10 @@ pub struct AppState {
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
+    /// Where policy what-ifs find history files by name (`FIXTURES_DIR/history`).
+    pub history_dir: std::path::PathBuf,
+    /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
+    pub policy_second_approver: bool,
     /// The rollout guards' thresholds and minimum samples (issue 21).
     pub rollout_guards: crate::rollout::guards::Guards,
 }
@@ -111,6 +116,17 @@ impl AppState {
         Reconciler {
             sender: self.sender(),
             instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn publisher(&self) -> crate::authoring::publish::Publisher<'_> {
+        crate::authoring::publish::Publisher {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            policies: &self.policies,
+            index: &self.index,
+            versions: &self.versions,
+            second_approver: self.policy_second_approver,
         }
     }
 

@@ -57,6 +57,11 @@ pub async fn run_once(state: &AppState) -> DomainResult<usize> {
 
 /// One pass that claims nothing more once `stop` is requested.
 async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
+    // Issue 22: each pass first follows the database's policies (a publish on another
+    // instance: new index generation, then the set swapped), then works on one copy of
+    // the state, so the whole pass decides under one set.
+    state.policies.refresh(&state.db, &state.index).await?;
+    let state = &state.clone();
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
     let mut loops = tokio::task::JoinSet::new();

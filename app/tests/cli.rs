@@ -82,3 +82,136 @@ fn a_binary_run_away_from_the_fixtures_stops_naming_fixtures_dir() {
         "a failed start-up built an index"
     );
 }
+
+#[test]
+fn policy_validate_names_each_problem_by_file_field_and_line_and_exits_1() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
+    let markdown = std::fs::read_to_string(fixtures.join("RP-001-v2.md")).expect("RP-001 v2");
+    let rules = std::fs::read_to_string(fixtures.join("RP-001-v2.rules.toml")).expect("rules");
+    let broken = dir.path().join("RP-001-v2.md");
+    std::fs::write(&broken, markdown.replace("## 2. Remedy", "## 4. Remedy")).expect("write");
+    let bad_rules = dir.path().join("RP-007-v1.md");
+    std::fs::write(&bad_rules, &markdown).expect("write");
+    std::fs::write(
+        dir.path().join("RP-007-v1.rules.toml"),
+        rules.replace("window = \"3\"", "window = \"8\""),
+    )
+    .expect("write");
+    let output = refund_agent(dir.path(), &dir.path().join("data"))
+        .args(["policy", "validate"])
+        .arg(&broken)
+        .arg(&bad_rules)
+        .output()
+        .expect("running refund-agent policy validate");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0]
+            .ends_with("RP-001-v2.md:36: sections: section 4 is out of order: expected section 2"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].contains("RP-007-v1.rules.toml:21: clauses.window: rule 'window' cites section 8"),
+        "{stdout}"
+    );
+
+    let fine = refund_agent(dir.path(), &dir.path().join("data"))
+        .args(["policy", "validate"])
+        .arg(fixtures.join("RP-001-v2.md"))
+        .arg(fixtures.join("RP-004-v2.rules.toml"))
+        .output()
+        .expect("running refund-agent policy validate");
+    assert!(fine.status.success(), "{fine:?}");
+    assert_eq!(String::from_utf8_lossy(&fine.stdout), "ok\n");
+}
+
+#[test]
+fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let run = |args: &[&str]| {
+        let output = refund_agent(dir.path(), &data)
+            .env("FIXTURES_DIR", &fixtures)
+            .args(args)
+            .output()
+            .expect("running refund-agent");
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        output
+    };
+    let mut add = refund_agent(dir.path(), &data)
+        .env("FIXTURES_DIR", &fixtures)
+        .args([
+            "staff",
+            "add",
+            "--email",
+            "author@test.example",
+            "--role",
+            "policy_author",
+            "--password-stdin",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("staff add");
+    add.stdin
+        .take()
+        .unwrap()
+        .write_all(b"correct horse battery\n")
+        .unwrap();
+    assert!(add.wait().unwrap().success());
+
+    let draft = dir.path().join("RP-001-v3.md");
+    std::fs::copy(fixtures.join("policies/RP-001-v3-draft.md"), &draft).unwrap();
+    std::fs::copy(
+        fixtures.join("policies/RP-001-v3-draft.rules.toml"),
+        dir.path().join("RP-001-v3.rules.toml"),
+    )
+    .unwrap();
+    let saved = run(&[
+        "policy",
+        "draft",
+        "RP-001",
+        "--from",
+        draft.to_str().unwrap(),
+        "--as",
+        "author@test.example",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&saved.stdout), "", "no problems");
+    let published = run(&[
+        "policy",
+        "publish",
+        "RP-001",
+        "--at",
+        "2030-01-01",
+        "--as",
+        "author@test.example",
+    ]);
+    let published: serde_json::Value = serde_json::from_slice(&published.stdout).expect("JSON");
+    assert_eq!(published["version"], "RP-001@3", "{published}");
+
+    let out = dir.path().join("export");
+    run(&["policy", "export", out.to_str().unwrap()]);
+    let v3 = std::fs::read_to_string(out.join("RP-001-v3.md")).expect("v3 exported");
+    assert!(
+        v3.contains("status = \"published\"") && v3.contains("effective_from = \"2030-01-01\""),
+        "{v3}"
+    );
+    assert!(
+        !out.join("RP-001-v3-draft.md").exists(),
+        "the draft file gave way to the version"
+    );
+    let v2 = std::fs::read_to_string(out.join("RP-001-v2.md")).unwrap();
+    assert!(v2.contains("effective_to = \"2029-12-31\""), "{v2}");
+    // The exported files load as a policy set again (what `FIXTURES_DIR` tools read).
+    let set = app::policies::load_policy_set(&out).expect("the export loads");
+    assert_eq!(
+        set.in_force("RP-001", policy_engine::parse_date("2030-01-01").unwrap())
+            .map(|d| d.meta.version),
+        Some(3)
+    );
+}

@@ -37,10 +37,13 @@ pub const CUSTOMER_COOKIE: &str = "rd_customer";
 const API_TOKEN_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
 const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
 
-/// Staff roles, lowest first. Approval limits by role come from RP-004.
+/// Staff roles, lowest first. Approval limits by role come from RP-004. A
+/// `policy_author` (issue 22) drafts and publishes policies and is below `agent`: the
+/// role approves no refund and works no case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StaffRole {
+    PolicyAuthor,
     Agent,
     Supervisor,
     Admin,
@@ -49,22 +52,29 @@ pub enum StaffRole {
 impl StaffRole {
     pub fn parse(s: &str) -> DomainResult<StaffRole> {
         match s {
+            "policy_author" => Ok(StaffRole::PolicyAuthor),
             "agent" => Ok(StaffRole::Agent),
             "supervisor" => Ok(StaffRole::Supervisor),
             "admin" => Ok(StaffRole::Admin),
             _ => Err(DomainError::bad_request(
                 "invalid_role",
-                format!("unknown role '{s}' (agent, supervisor, admin)"),
+                format!("unknown role '{s}' (agent, supervisor, admin, policy_author)"),
             )),
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
+            StaffRole::PolicyAuthor => "policy_author",
             StaffRole::Agent => "agent",
             StaffRole::Supervisor => "supervisor",
             StaffRole::Admin => "admin",
         }
+    }
+
+    /// Whether this role may edit and publish policy drafts (issue 22).
+    pub fn may_author_policies(self) -> bool {
+        matches!(self, StaffRole::Admin | StaffRole::PolicyAuthor)
     }
 
     /// Whether this role may approve a refund that needs `required` (RP-004).
@@ -172,4 +182,33 @@ pub(crate) async fn hash_password_off_runtime(password: String) -> DomainResult<
         .await
         .map_err(|e| DomainError::Internal(anyhow::anyhow!("password hashing: {e}")))?
         .map_err(DomainError::Internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_role_parses_from_its_name_and_a_policy_author_approves_nothing() {
+        for role in [
+            StaffRole::PolicyAuthor,
+            StaffRole::Agent,
+            StaffRole::Supervisor,
+            StaffRole::Admin,
+        ] {
+            assert_eq!(StaffRole::parse(role.as_str()).ok(), Some(role));
+        }
+        assert!(!StaffRole::PolicyAuthor.may_approve(policy_engine::Role::Agent));
+        assert!(StaffRole::PolicyAuthor < StaffRole::Agent, "works no case");
+        let authors: Vec<_> = [
+            StaffRole::PolicyAuthor,
+            StaffRole::Agent,
+            StaffRole::Supervisor,
+            StaffRole::Admin,
+        ]
+        .into_iter()
+        .filter(|r| r.may_author_policies())
+        .collect();
+        assert_eq!(authors, [StaffRole::PolicyAuthor, StaffRole::Admin]);
+    }
 }

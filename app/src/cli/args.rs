@@ -154,6 +154,36 @@ pub(super) enum PolicyCommand {
         /// The historical tickets, as JSON lines (SPEC §7).
         history: PathBuf,
     },
+    /// Check policy versions (RP-xxx-vN.md, the .rules.toml beside each is read too):
+    /// prints "ok", or each problem with its file, field and line and exits 1.
+    Validate {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Save FILE (and the .rules.toml beside it) as the draft of DOC; prints its problems.
+    Draft {
+        /// The policy document, e.g. RP-001.
+        doc: String,
+        #[arg(long)]
+        from: PathBuf,
+        /// The staff member saving (admin or policy_author).
+        #[arg(long = "as", value_name = "EMAIL")]
+        author: String,
+        /// The draft version this text was edited from [default: the one saved now].
+        #[arg(long)]
+        expected_version: Option<i64>,
+    },
+    /// Publish the saved draft of DOC, in force from --at (YYYY-MM-DD, default today).
+    Publish {
+        doc: String,
+        #[arg(long)]
+        at: Option<String>,
+        /// The staff member publishing (admin or policy_author).
+        #[arg(long = "as", value_name = "EMAIL")]
+        publisher: String,
+    },
+    /// Write every stored policy version to DIR as RP-xxx-vN.md and .rules.toml files.
+    Export { dir: PathBuf },
     /// Score policy search on labelled queries: recall@1, recall@3, MRR.
     Eval {
         /// JSON lines of {query, as_of, region?, product?, expected}.
@@ -213,6 +243,9 @@ pub(super) enum RoleArg {
     Supervisor,
     /// Everything a supervisor does, and manages staff.
     Admin,
+    /// Drafts and publishes policies (issue 22); approves no refund.
+    #[value(name = "policy_author")]
+    PolicyAuthor,
 }
 
 impl From<RoleArg> for StaffRole {
@@ -221,6 +254,7 @@ impl From<RoleArg> for StaffRole {
             RoleArg::Agent => StaffRole::Agent,
             RoleArg::Supervisor => StaffRole::Supervisor,
             RoleArg::Admin => StaffRole::Admin,
+            RoleArg::PolicyAuthor => StaffRole::PolicyAuthor,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod accounts;
 mod args;
+mod authoring;
 mod evals;
 mod offline;
 mod operate;

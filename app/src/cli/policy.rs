@@ -12,18 +12,19 @@ use super::progress::Progress;
 use crate::config::Config;
 
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
-    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let policies = || crate::policies::load_policy_set(&config.policies_dir());
     match command {
         PolicyCommand::Check { facts } => {
             let text = std::fs::read_to_string(&facts)
                 .with_context(|| format!("reading {}", facts.display()))?;
             let facts: policy_engine::Facts = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
-            let decision = policy_engine::decide(&facts, &policies);
+            let decision = policy_engine::decide(&facts, &policies()?);
             println!("{}", serde_json::to_string_pretty(&decision)?);
             Ok(())
         }
         PolicyCommand::Diff { from, to, history } => {
+            let policies = policies()?;
             let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
             let (tickets, _) = read_history(&history)?;
             let bar = Progress::bar("policy diff", "tickets");
@@ -41,7 +42,18 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
-        PolicyCommand::Eval { queries } => eval_search(config, policies, queries).await,
+        PolicyCommand::Validate { files } => validate_files(&files),
+        PolicyCommand::Draft {
+            doc,
+            from,
+            author,
+            expected_version,
+        } => super::authoring::draft(config, &doc, &from, &author, expected_version).await,
+        PolicyCommand::Publish { doc, at, publisher } => {
+            super::authoring::publish(config, &doc, at.as_deref(), &publisher).await
+        }
+        PolicyCommand::Export { dir } => super::authoring::export(config, &dir).await,
+        PolicyCommand::Eval { queries } => eval_search(config, policies()?, queries).await,
         PolicyCommand::Search {
             query,
             as_of,
@@ -65,6 +77,7 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
                 .transpose()?;
             q.include_drafts = drafts;
             q.limit = usize::from(limit);
+            let policies = policies()?;
             let dir = config.index_dir();
             let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let index = crate::policies::open_index(&dir, &policies)?;
@@ -131,4 +144,45 @@ async fn eval_search(
                             "recall_at_3": report.recall_at_3, "mrr": report.mrr })
     );
     Ok(())
+}
+
+/// `policy validate FILE...`: every problem of every file on stdout, exit 1 if any.
+/// The date check uses today's date (UTC); a `.rules.toml` named alone is read with
+/// the Markdown beside it.
+fn validate_files(files: &[PathBuf]) -> anyhow::Result<()> {
+    let today = time::OffsetDateTime::now_utc().date();
+    let mut problems = Vec::new();
+    for file in files {
+        let markdown_path = match file.to_str().and_then(|f| f.strip_suffix(".rules.toml")) {
+            Some(stem) => PathBuf::from(format!("{stem}.md")),
+            None => file.clone(),
+        };
+        let markdown = std::fs::read_to_string(&markdown_path)
+            .with_context(|| format!("reading {}", markdown_path.display()))?;
+        let rules_path = markdown_path.with_extension("rules.toml");
+        let rules = match rules_path.exists() {
+            true => Some(
+                std::fs::read_to_string(&rules_path)
+                    .with_context(|| format!("reading {}", rules_path.display()))?,
+            ),
+            false => None,
+        };
+        let name = markdown_path.display().to_string();
+        problems.extend(crate::authoring::validate(
+            crate::authoring::VersionText {
+                markdown_name: &name,
+                markdown: &markdown,
+                rules: rules.as_deref(),
+            },
+            today,
+        ));
+    }
+    if problems.is_empty() {
+        println!("ok");
+        return Ok(());
+    }
+    for problem in &problems {
+        println!("{problem}");
+    }
+    anyhow::bail!("{} problem(s) found", problems.len())
 }

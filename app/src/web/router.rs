@@ -185,6 +185,18 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
         .route(
+            "/policies/{doc}/draft",
+            get(crate::web::api::policies::get_draft).put(crate::web::api::policies::put_draft),
+        )
+        .route(
+            "/policies/{doc}/whatif",
+            post(crate::web::api::policies::post_whatif),
+        )
+        .route(
+            "/policies/{doc}/publish",
+            post(crate::web::api::policies::post_publish),
+        )
+        .route(
             "/webhooks/payments",
             crate::web::api::webhooks::route_with_secret(
                 crate::web::api::webhooks::WebhookSecret::new(state.webhook_secret.clone()),

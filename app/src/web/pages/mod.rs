@@ -12,6 +12,7 @@ mod common;
 mod customer;
 mod login;
 pub mod policy;
+mod policy_draft;
 mod queue;
 mod reports;
 pub mod rollout;
@@ -78,4 +79,5 @@ pub fn routes() -> Router<AppState> {
             get(rollout::rollout_page).post(rollout::rollout_submit),
         )
         .merge(policy::routes())
+        .merge(policy_draft::routes())
 }

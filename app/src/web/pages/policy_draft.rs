@@ -1,0 +1,318 @@
+//! The draft console (issue 22): `/console/policies/{doc}/draft` — the next version's
+//! Markdown and rules in a form, a rendered preview, the validation problems by field,
+//! the last what-if and the publish button. A stale save re-renders the form with the
+//! author's own text, the diff to the saved draft, and the saved version to save over.
+//! Admins and policy authors only.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+
+use super::common::{error_page, render, verified, with_status};
+use crate::auth::Session;
+use crate::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
+use crate::authoring::publish;
+use crate::authoring::whatif::{self, WhatIf};
+use crate::state::AppState;
+use crate::web::error::AppError;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/console/policies/{doc}/draft",
+            get(draft_page).post(save_submit),
+        )
+        .route("/console/policies/{doc}/whatif", post(whatif_submit))
+        .route("/console/policies/{doc}/publish", post(publish_submit))
+}
+
+#[derive(Template)]
+#[template(path = "policy_draft.html")]
+struct DraftPage {
+    doc_id: String,
+    policy_version: u32,
+    csrf: String,
+    /// The version a save from this form expects.
+    expected_version: i64,
+    markdown: String,
+    rules: String,
+    authors: String,
+    problems: Vec<ProblemView>,
+    /// The Markdown body as HTML (raw HTML in it is shown as text).
+    preview: String,
+    /// A stale save: the diff from the author's text to the saved draft.
+    conflict_diff: Option<String>,
+    done: Option<String>,
+    /// History files a what-if may run against.
+    histories: Vec<String>,
+    whatif: Option<WhatIfView>,
+}
+
+/// The last what-if, as the publisher reads it.
+struct WhatIfView {
+    against: String,
+    ran_by: String,
+    ran_at: String,
+    total: usize,
+    changed: usize,
+    /// `CNY 198.00 → 0.00 (-198.00)` per currency.
+    money: Vec<String>,
+    /// `T-17: escalate → refund (outcome, refunds)`.
+    tickets: Vec<String>,
+    /// Whether the draft changed since it ran.
+    stale: bool,
+}
+
+fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
+    let whatif: WhatIf = serde_json::from_value(draft.whatif.clone()?).ok()?;
+    let money = |m: &serde_json::Value| -> Vec<String> {
+        m.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let field = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                format!(
+                    "{} {} → {} ({})",
+                    field("currency"),
+                    field("from"),
+                    field("to"),
+                    field("delta")
+                )
+            })
+            .collect()
+    };
+    Some(WhatIfView {
+        stale: draft.whatif_version != Some(draft.version),
+        money: money(&whatif.money),
+        tickets: whatif
+            .tickets
+            .iter()
+            .map(|t| format!("{}: {} → {} ({})", t.id, t.from, t.to, t.changes.join(", ")))
+            .collect(),
+        against: whatif.against,
+        ran_by: whatif.ran_by,
+        ran_at: whatif.ran_at,
+        total: whatif.total,
+        changed: whatif.changed,
+    })
+}
+
+fn page(
+    state: &AppState,
+    session: &Session,
+    draft: &Draft,
+    text: &DraftText,
+    done: Option<String>,
+) -> DraftPage {
+    DraftPage {
+        histories: whatif::history_files(&state.history_dir),
+        whatif: whatif_view(draft),
+        doc_id: draft.doc_id.clone(),
+        policy_version: draft.policy_version,
+        csrf: session.csrf_token.clone(),
+        expected_version: draft.version,
+        markdown: text.markdown.clone(),
+        rules: text.rules.clone().unwrap_or_default(),
+        authors: draft.authors.join(", "),
+        problems: draft.problems.clone(),
+        preview: preview(&text.markdown),
+        conflict_diff: None,
+        done,
+    }
+}
+
+/// The body after the front matter, rendered. Raw HTML is turned into text, so an
+/// author's `<script>` is shown, never run (the CSP would refuse it too).
+fn preview(markdown: &str) -> String {
+    use pulldown_cmark::{Event, Parser};
+    let body = markdown
+        .strip_prefix("+++")
+        .and_then(|rest| rest.find("\n+++").map(|end| &rest[end + 4..]))
+        .unwrap_or(markdown);
+    let events = Parser::new(body).map(|event| match event {
+        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
+        other => other,
+    });
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
+/// The session if it may author policies, else the page to answer with.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response"
+)]
+fn author(session: Result<Session, AppError>) -> Result<Session, Response> {
+    let session = session.map_err(|_| Redirect::to("/console/login").into_response())?;
+    match drafts::check_author(&session.staff) {
+        Ok(()) => Ok(session),
+        Err(_) => Err(error_page(
+            StatusCode::FORBIDDEN,
+            "Only an admin or a policy author edits policies.",
+        )),
+    }
+}
+
+/// A form's session: CSRF checked, then the role.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response"
+)]
+fn verified_author(session: Result<Session, AppError>, csrf: &str) -> Result<Session, Response> {
+    author(Ok(verified(session, csrf)?))
+}
+
+#[derive(Deserialize)]
+struct DoneQuery {
+    done: Option<String>,
+}
+
+async fn draft_page(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    query: axum::extract::Query<DoneQuery>,
+) -> Response {
+    let session = match author(session) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match drafts::load_draft(&state.db, state.clock.as_ref(), &doc).await {
+        Ok(draft) => render(&page(&state, &session, &draft, &draft.text, query.0.done)),
+        Err(e) => failure(e),
+    }
+}
+
+fn failure(e: crate::error::DomainError) -> Response {
+    let error = AppError::from(e);
+    error_page(error.status(), &error.to_string())
+}
+
+#[derive(Deserialize)]
+struct SaveForm {
+    csrf: String,
+    expected_version: i64,
+    markdown: String,
+    #[serde(default)]
+    rules: String,
+}
+
+async fn save_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    Form(form): Form<SaveForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    // Browsers send textareas with CRLF line ends; the stored text keeps the files' LF.
+    let text = DraftText {
+        markdown: form.markdown.replace("\r\n", "\n"),
+        rules: Some(form.rules.replace("\r\n", "\n")).filter(|r| !r.trim().is_empty()),
+    };
+    let saved = drafts::save_draft(
+        &state.db,
+        state.clock.as_ref(),
+        &session.staff,
+        &doc,
+        form.expected_version,
+        text,
+    )
+    .await;
+    match saved {
+        Ok(Saved::Saved(_)) => {
+            Redirect::to(&format!("/console/policies/{doc}/draft?done=saved")).into_response()
+        }
+        Ok(Saved::Conflict(conflict)) => {
+            let mut page = page(&state, &session, &conflict.current, &conflict.yours, None);
+            page.conflict_diff = Some(conflict.diff.clone());
+            with_status(StatusCode::CONFLICT, render(&page))
+        }
+        Err(e) => failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct WhatIfForm {
+    csrf: String,
+    history: String,
+}
+
+async fn whatif_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    Form(form): Form<WhatIfForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let ran = match whatif::read_history(&state.history_dir, &form.history) {
+        Ok(tickets) => {
+            whatif::run_against_history(
+                &state.db,
+                state.clock.as_ref(),
+                &state.index,
+                &session.staff,
+                &doc,
+                (&form.history, &tickets),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match ran {
+        Ok(_) => {
+            Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
+        }
+        Err(e) => failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct PublishForm {
+    csrf: String,
+    draft_version: i64,
+    #[serde(default)]
+    effective_from: String,
+}
+
+async fn publish_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(doc): Path<String>,
+    Form(form): Form<PublishForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let published = match publish::parse_effective(Some(&form.effective_from)) {
+        Ok(at) => {
+            publish::publish(
+                state.publisher(),
+                &session.staff,
+                &doc,
+                form.draft_version,
+                at,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match published {
+        Ok(p) => {
+            let version = p.version.rsplit('@').next().unwrap_or_default().to_string();
+            Redirect::to(&format!("/console/policies/{doc}/{version}")).into_response()
+        }
+        Err(e) => failure(e),
+    }
+}
