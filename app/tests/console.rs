@@ -1037,6 +1037,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
         "/console/audit".into(),
         "/console/staff".into(),
         "/console/rollout".into(),
+        "/console/policies/RP-001/draft".into(),
     ];
     for (email, admin) in [("admin@test.example", true), ("agent@test.example", false)] {
         let (cookie, csrf) = app.staff_session(email).await;
@@ -1046,7 +1047,12 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
                 .body(Body::empty())
                 .unwrap();
             let (status, html) = app.raw(get).await;
-            if (path == "/console/staff" || path == "/console/rollout") && !admin {
+            let admin_only = [
+                "/console/staff",
+                "/console/rollout",
+                "/console/policies/RP-001/draft",
+            ];
+            if admin_only.contains(&path.as_str()) && !admin {
                 assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
                 continue;
             }
@@ -1304,4 +1310,54 @@ async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
     }
     let waiting = cases_on(&mine).len() + cases_on(&done).len();
     assert!(waiting <= every.len());
+}
+
+/// Issue 17: policy pages render the Markdown, and every clause a rule cites
+/// (`[clauses]` in each shipped rules file) has its own anchor on its version's page,
+/// so a decision's citation link lands on the cited clause.
+#[tokio::test]
+async fn every_clause_a_rule_cites_has_an_anchor_on_its_rendered_policy_page() {
+    let app = spawn_app().await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let dir = app::config::default_fixtures_dir().join("policies");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let Some(stem) = name.strip_suffix(".rules.toml") else {
+            continue;
+        };
+        if stem.ends_with("-draft") {
+            continue;
+        }
+        let (doc, version) = stem.rsplit_once("-v").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let clauses = text.split("[clauses]").nth(1).unwrap_or("");
+        let clauses = clauses.split("\n[").next().unwrap();
+        let page = Request::get(format!("/console/policies/{doc}/{version}"))
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap();
+        let (status, html) = app.raw(page).await;
+        assert_eq!(status, StatusCode::OK, "{doc}@{version}");
+        assert!(
+            !html.contains("**"),
+            "{doc}@{version}: Markdown is rendered"
+        );
+        for line in clauses.lines().filter(|l| l.contains('=')) {
+            let anchor = line.split('"').nth(1).unwrap();
+            let citation = format!("{doc}@{version}#{anchor}");
+            let link = app::web::pages::policy::citation_link(&citation);
+            let id = link.rsplit('#').next().unwrap();
+            if anchor.contains('.') {
+                assert_eq!(id, format!("c{anchor}"), "a clause, not its section");
+            }
+            assert!(
+                html.contains(&format!("id=\"{id}\"")),
+                "{citation} → {link}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked} citations checked");
 }

@@ -11,6 +11,7 @@ mod case;
 mod common;
 mod customer;
 mod login;
+mod markdown;
 pub mod policy;
 mod policy_draft;
 mod queue;

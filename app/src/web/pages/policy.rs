@@ -28,8 +28,12 @@ pub fn routes() -> Router<AppState> {
 pub fn citation_link(citation: &str) -> String {
     let (doc, rest) = citation.split_once('@').unwrap_or((citation, ""));
     let (version, anchor) = rest.split_once('#').unwrap_or((rest, ""));
-    let section = anchor.split('.').next().unwrap_or("");
-    format!("/console/policies/{doc}/{version}#s{section}")
+    // A clause (`2.1`) has its own anchor on the page; a whole section (`2`) its card's.
+    if anchor.contains('.') {
+        format!("/console/policies/{doc}/{version}#c{anchor}")
+    } else {
+        format!("/console/policies/{doc}/{version}#s{anchor}")
+    }
 }
 
 struct VersionRow {
@@ -86,7 +90,8 @@ async fn list_page(State(state): State<AppState>, session: Result<Session, AppEr
 struct SectionView {
     anchor: String,
     title: String,
-    text: String,
+    /// The section's Markdown as safe HTML, with an anchor on each numbered clause.
+    html: String,
 }
 
 #[derive(Template)]
@@ -118,7 +123,7 @@ async fn version_page(
         .map(|s| SectionView {
             anchor: s.anchor.clone(),
             title: s.title.clone(),
-            text: s.text.clone(),
+            html: super::markdown::render(&s.text),
         })
         .collect();
     render(&VersionPage {
@@ -210,7 +215,7 @@ mod tests {
     fn citations_link_to_their_section() {
         assert_eq!(
             citation_link("RP-001@2#2.1"),
-            "/console/policies/RP-001/2#s2"
+            "/console/policies/RP-001/2#c2.1"
         );
         assert_eq!(citation_link("RP-003@1#1"), "/console/policies/RP-003/1#s1");
         assert_eq!(

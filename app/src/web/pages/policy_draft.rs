@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::common::{error_page, render, verified, with_status};
+use super::common::{error_page, render, verified, with_status, Nav};
 use crate::auth::Session;
 use crate::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
 use crate::authoring::publish;
@@ -33,6 +33,7 @@ pub fn routes() -> Router<AppState> {
 #[derive(Template)]
 #[template(path = "policy_draft.html")]
 struct DraftPage {
+    nav: Nav,
     doc_id: String,
     policy_version: u32,
     csrf: String,
@@ -113,6 +114,7 @@ fn page(
         whatif: whatif_view(draft),
         doc_id: draft.doc_id.clone(),
         policy_version: draft.policy_version,
+        nav: Nav::of(session, "/console/policies"),
         csrf: session.csrf_token.clone(),
         expected_version: draft.version,
         markdown: text.markdown.clone(),
@@ -125,21 +127,13 @@ fn page(
     }
 }
 
-/// The body after the front matter, rendered. Raw HTML is turned into text, so an
-/// author's `<script>` is shown, never run (the CSP would refuse it too).
+/// The body after the front matter, rendered as the policy pages render it.
 fn preview(markdown: &str) -> String {
-    use pulldown_cmark::{Event, Parser};
     let body = markdown
         .strip_prefix("+++")
         .and_then(|rest| rest.find("\n+++").map(|end| &rest[end + 4..]))
         .unwrap_or(markdown);
-    let events = Parser::new(body).map(|event| match event {
-        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
-        other => other,
-    });
-    let mut html = String::new();
-    pulldown_cmark::html::push_html(&mut html, events);
-    html
+    super::markdown::render(body)
 }
 
 /// The session if it may author policies, else the page to answer with.
