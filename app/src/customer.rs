@@ -313,6 +313,10 @@ pub struct Withdrawal {
     pub withdrawn: bool,
     pub message: String,
     pub ticket: TicketView,
+    /// Why nothing was withdrawn, as an error code (`refund_already_submitted`,
+    /// `nothing_to_withdraw`): the API answers 409 with it.
+    #[serde(skip)]
+    pub refused: Option<&'static str>,
 }
 
 /// The customer withdraws their request. Work that has not reached the provider is
@@ -327,6 +331,11 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
         .await?
         .ok_or(DomainError::NotFound("case"))?;
     let refunds = crate::refunds::customer_refunds(db, &current.id).await?;
+    let joined_ticket = match &current.joined_into {
+        Some(into) => cases::load_case(db, into).await?.map(|c| c.ticket_id),
+        None => None,
+    };
+    let mut refused = None;
     let mut tx = db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
@@ -359,7 +368,18 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
             (true, text)
         }
+        // At its end with no refund under way: saying "already submitted" would be untrue
+        // (RP-005), so the customer is told there is nothing to withdraw.
+        CaseStatus::Closed | CaseStatus::Replied | CaseStatus::RefundFailed => {
+            refused = Some("nothing_to_withdraw");
+            let joined_ticket = joined_ticket.as_deref();
+            let outcome = WithdrawalReply::NothingToWithdraw { joined_ticket };
+            let text = replies::withdrawal_reply(lang, outcome);
+            append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            (false, text)
+        }
         _ => {
+            refused = Some("refund_already_submitted");
             let status = replies::status_text(lang, case.status, &refunds);
             let text =
                 replies::withdrawal_reply(lang, WithdrawalReply::TooLate { status: &status });
@@ -372,6 +392,7 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
         withdrawn,
         message,
         ticket: ticket_view(db, ticket).await?,
+        refused,
     })
 }
 

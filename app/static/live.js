@@ -8,6 +8,13 @@
 // away: while any field differs from what the server sent, or has the focus, the page
 // says that it changed and offers a reload instead of redrawing under the reader.
 (function () {
+  // A refused form is answered with the page itself, so the address bar shows the
+  // POST-only URL the form went to (a reload would be a 405). The page names its own
+  // address in #page-url; the address bar is set to it, keeping the error and the text.
+  const own = document.getElementById("page-url");
+  if (own && own.dataset.url && location.pathname !== own.dataset.url && history.replaceState) {
+    history.replaceState(null, "", own.dataset.url);
+  }
   let live = document.getElementById("live");
   if (!live || live.dataset.liveUrl === undefined) return;
   const url = live.dataset.liveUrl || location.pathname + location.search;

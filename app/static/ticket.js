@@ -2,6 +2,13 @@
 // forbid inline script (issue 16). The page names its JSON in data-ticket-url.
 // Live status: poll the ticket's JSON and redraw the status and the conversation.
 (function () {
+  // A refused form is answered with the page itself, so the address bar shows the
+  // POST-only URL the form went to (a reload would be a 405). The page names its own
+  // address in #page-url; the address bar is set to it, keeping the error and the text.
+  const own = document.getElementById("page-url");
+  if (own && own.dataset.url && location.pathname !== own.dataset.url && history.replaceState) {
+    history.replaceState(null, "", own.dataset.url);
+  }
   const url = document.getElementById("messages").dataset.ticketUrl;
   const statusEl = document.getElementById("case-status");
   const messagesEl = document.getElementById("messages");

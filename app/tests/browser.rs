@@ -406,9 +406,35 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     );
 
     console_login(&browser, &base, "supervisor@test.example").await;
+    // Issue 17: the queue finds a case by the customer's email.
+    browser.goto(&format!("{base}/console?status=all")).await;
+    browser
+        .type_into("input[name=q]", "OLIVIA.brown@example.com")
+        .await;
+    browser.click("#filter").await;
+    browser.wait_for_url("q=OLIVIA").await;
+    let found = browser.text("#queue").await;
+    assert!(
+        found.contains(&disputed_id) && !found.contains(&case_id),
+        "{found}"
+    );
+
     browser
         .goto(&format!("{base}/console/cases/{disputed_id}"))
         .await;
+    // A refused form shows its error, and the address bar is the case page again, not
+    // the POST-only URL the form went to (a reload would be a 405).
+    browser
+        .type_into("#assign input[name=email]", "nobody@test.example")
+        .await;
+    browser.click("#assign-submit").await;
+    let refused = browser.text("#action-error").await;
+    assert!(!refused.is_empty(), "the error is shown");
+    let address = browser.url().await;
+    assert!(
+        address.ends_with(&format!("/console/cases/{disputed_id}")),
+        "{address}"
+    );
     let answer = "Your bank is handling the dispute, so we have closed this request.";
     browser
         .type_into("#close input[name=reason]", "dispute open at the bank")

@@ -120,7 +120,8 @@ async fn withdrawing_after_the_refund_was_submitted_is_refused_truthfully() {
     app.drain().await;
     let (status, body) = withdraw(&app, &ticket_id, &token).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    let message = body["message"].as_str().unwrap();
+    assert_eq!(body["error"]["code"], "refund_already_submitted", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("already submitted") && message.contains("Refund completed"),
         "{message}"
@@ -628,7 +629,8 @@ async fn a_japanese_ticket_gets_japanese_replies_from_review_to_completion() {
     // Too late to withdraw, said truthfully and in Japanese.
     let (status, body) = withdraw(&app, &ticket_id, &token).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    let message = body["message"].as_str().unwrap();
+    assert_eq!(body["error"]["code"], "refund_already_submitted", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("取り下げできません") && message.contains("返金完了"),
         "{message}"
@@ -931,4 +933,31 @@ async fn a_customer_the_agent_repeats_itself_to_can_ask_for_a_person() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "not_with_the_agent");
+}
+
+/// RP-005 and issue 17: withdrawing a ticket that was joined into another is refused as
+/// "nothing to withdraw" naming the ticket where the work goes on — never "your refund
+/// was already submitted", which would be untrue — and changes no case.
+#[tokio::test]
+async fn withdrawing_a_joined_ticket_says_there_is_nothing_to_withdraw_and_names_the_open_one() {
+    let app = spawn_app().await;
+    let (first_ticket, first) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let (second_ticket, second) = app
+        .open_ticket("C-100", "My annual plan was billed two times")
+        .await;
+    assert_eq!(second["joined_into"], first["id"]);
+    let token = app.customer_token("C-100").await;
+    let (status, body) = withdraw(&app, &second_ticket, &token).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "nothing_to_withdraw", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&first_ticket) && !message.contains("submitted"),
+        "{message}"
+    );
+    let open = app.case(first["id"].as_str().unwrap()).await;
+    assert_eq!(
+        open["status"], "awaiting_approval",
+        "the open case goes on: {open:#}"
+    );
 }

@@ -80,7 +80,8 @@ pub async fn post_person(
 }
 
 /// `POST /api/v1/tickets/{id}/withdraw` (the ticket's customer). 200 when withdrawn,
-/// 409 `refund_already_submitted` when it is too late.
+/// 409 `refund_already_submitted` when it is too late, `nothing_to_withdraw` when the case
+/// is already at its end (closed, or joined into another ticket).
 #[utoipa::path(post, path = "/api/v1/tickets/{id}/withdraw", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "withdrawn", body = Withdrawal), crate::web::error::ApiErrors))]
 pub async fn post_withdraw(
     State(state): State<AppState>,
@@ -90,12 +91,12 @@ pub async fn post_withdraw(
     principal.customer_id()?;
     let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
     let result = customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await?;
-    let status = if result.withdrawn {
-        axum::http::StatusCode::OK
-    } else {
-        axum::http::StatusCode::CONFLICT
-    };
-    Ok((status, Json(result)))
+    // Too late or nothing to withdraw: the documented error shape, the customer's words
+    // (also posted on the ticket) as its message.
+    if let Some(code) = result.refused {
+        return Err(crate::error::DomainError::conflict(code, result.message).into());
+    }
+    Ok((axum::http::StatusCode::OK, Json(result)))
 }
 
 /// `GET /api/v1/tickets` (customer): their own tickets, newest first.
