@@ -2,6 +2,9 @@
 //! customer surface), closing a case by hand (a closed case is never approved or
 //! executed afterwards), the queue's `status=all` and search, and assignment — through
 //! the same API and console a support team uses, on the real payments mock.
+//!
+//! Long because it is issue 17's one test binary for the conversation and one case per
+//! order: each test builds its case through the real router; splitting would add link time.
 
 mod support;
 

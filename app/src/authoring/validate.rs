@@ -6,6 +6,9 @@
 //! It reads strings, never files (the CLI and the draft store do the I/O), and it
 //! leans on the engine's own parsers (`PolicyDocument::parse`, `PolicyRules::parse`) for
 //! the last word, so a version that validates here is one the engine accepts.
+//!
+//! Long because each check is one small function beside the others and the unit tests
+//! name one problem kind each; split, the checks would lose the one order they run in.
 
 use std::fmt;
 

@@ -1,6 +1,9 @@
 //! The console's case page: the proposal, the policy decision with its rules and
 //! citations, the billing facts, the fingerprint a reviewer approves or rejects, taking
 //! an escalated case over, and shadow mode's hand decision.
+//!
+//! Long because the case page has one view and its forms (reply, close, assign, decide,
+//! approve, reject, take over) all answer by re-rendering that view; each handler is short.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
