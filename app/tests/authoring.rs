@@ -527,15 +527,7 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
     author_token(&app).await;
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    browser.goto(&format!("{base}/console/login")).await;
-    browser
-        .type_into("input[name=email]", "author@test.example")
-        .await;
-    browser
-        .type_into("input[name=password]", "correct horse battery")
-        .await;
-    browser.click("button[type=submit]").await;
-    browser.wait_for_url_ending("/console").await;
+    browser.console_login(&base, "author@test.example").await;
 
     browser.goto(&format!("{base}/console/policies")).await;
     browser

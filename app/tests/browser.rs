@@ -352,20 +352,6 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     worker.abort();
 }
 
-/// Logs `email` in on the console (the demo password) and waits for the queue.
-async fn console_login(browser: &Browser, base: &str, email: &str) {
-    browser.goto(&format!("{base}/console/login")).await;
-    browser.type_into("input[name=email]", email).await;
-    browser
-        .type_into("input[name=password]", "correct horse battery")
-        .await;
-    browser.click("button[type=submit]").await;
-    assert!(browser
-        .wait_for_url_ending("/console")
-        .await
-        .ends_with("/console"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalated_case_with_a_reply(
 ) {
@@ -382,7 +368,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
 
-    console_login(&browser, &base, "agent@test.example").await;
+    browser.console_login(&base, "agent@test.example").await;
     browser
         .goto(&format!("{base}/console/cases/{case_id}"))
         .await;
@@ -405,7 +391,9 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
         "the customer sees the reply"
     );
 
-    console_login(&browser, &base, "supervisor@test.example").await;
+    browser
+        .console_login(&base, "supervisor@test.example")
+        .await;
     // Issue 17: the queue finds a case by the customer's email.
     browser.goto(&format!("{base}/console?status=all")).await;
     browser
@@ -428,6 +416,11 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
         .type_into("#assign input[name=email]", "nobody@test.example")
         .await;
     browser.click("#assign-submit").await;
+    // The answer is a new page: wait for it rather than read the old one.
+    let class = browser
+        .wait_for_attribute("#action-error", "class", "error")
+        .await;
+    assert_eq!(class, "error", "the refused form's page came back");
     let refused = browser.text("#action-error").await;
     assert!(!refused.is_empty(), "the error is shown");
     let address = browser.url().await;
@@ -525,7 +518,7 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
     browser.set_window_size(390, 844).await;
     let mut wide =
         pages_wider_than_the_window(&browser, &base, &["/console/login".to_string()]).await;
-    console_login(&browser, &base, "admin@test.example").await;
+    browser.console_login(&base, "admin@test.example").await;
     let log_out_reachable = is_inside_the_window(&browser, "#log-out").await;
     let console_pages: Vec<String> = [
         "/console".to_string(),
@@ -642,7 +635,7 @@ async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_ag
     let case_id = case["id"].as_str().unwrap().to_string();
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    console_login(&browser, &base, "agent@test.example").await;
+    browser.console_login(&base, "agent@test.example").await;
 
     // The queue shows a case opened after the page was loaded.
     mark_the_page(&browser).await;

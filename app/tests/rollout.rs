@@ -458,15 +458,7 @@ async fn an_admin_promotes_a_scope_in_the_browser_and_watches_a_tripped_guard_de
     admin_token(&app).await;
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    browser.goto(&format!("{base}/console/login")).await;
-    browser
-        .type_into("input[name=email]", "admin@test.example")
-        .await;
-    browser
-        .type_into("input[name=password]", "correct horse battery")
-        .await;
-    browser.click("button[type=submit]").await;
-    browser.wait_for_url_ending("/console").await;
+    browser.console_login(&base, "admin@test.example").await;
 
     browser.goto(&format!("{base}/console/rollout")).await;
     browser

@@ -94,6 +94,17 @@ impl Browser {
     }
 
     /// The element matching `css`, or `None`.
+    /// Logs `email` in on the console with the test password and waits for the queue.
+    pub async fn console_login(&self, base: &str, email: &str) {
+        self.goto(&format!("{base}/console/login")).await;
+        self.type_into("input[name=email]", email).await;
+        self.type_into("input[name=password]", "correct horse battery")
+            .await;
+        self.click("button[type=submit]").await;
+        let at = self.wait_for_url_ending("/console").await;
+        assert!(at.ends_with("/console"), "logged in: {at}");
+    }
+
     /// Opens a sign-in link (`{base}{link}`) and presses its button, as a customer
     /// does; waits until it lands on `next` and returns the address.
     pub async fn sign_in(&self, base: &str, link: &str, next: &str) -> String {

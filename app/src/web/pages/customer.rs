@@ -280,6 +280,21 @@ pub(super) async fn message_submit(
     }
 }
 
+/// A ticket form's session (CSRF checked) and the ticket it acts on, if the customer
+/// may see it; else the page to answer with.
+async fn ticket_form(
+    state: &AppState,
+    session: Result<CustomerSession, AppError>,
+    csrf: &str,
+    id: &str,
+) -> Result<(CustomerSession, crate::tickets::Ticket), Response> {
+    let session = verified(session, csrf)?;
+    match customer::visible_ticket(&state.db, &session.principal(), id).await {
+        Ok(ticket) => Ok((session, ticket)),
+        Err(_) => Err(ticket_not_found_page(state, &session).await),
+    }
+}
+
 /// `POST /tickets/{id}/person`: the customer asks to talk to a person (issue 17).
 pub(super) async fn person_submit(
     State(state): State<AppState>,
@@ -287,13 +302,9 @@ pub(super) async fn person_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
+    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
+        Ok(both) => both,
         Err(page) => return page,
-    };
-    let ticket = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
-        Ok(t) => t,
-        Err(_) => return ticket_not_found_page(&state, &session).await,
     };
     match customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
@@ -310,13 +321,9 @@ pub(super) async fn withdraw_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
+    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
+        Ok(both) => both,
         Err(page) => return page,
-    };
-    let ticket = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
-        Ok(t) => t,
-        Err(_) => return ticket_not_found_page(&state, &session).await,
     };
     match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
