@@ -77,16 +77,7 @@ fn first<'a>(events: &'a [Value], kind: &str) -> &'a Value {
 
 /// Posts a ticket as the customer without draining the worker; returns the case id.
 async fn post_ticket(app: &TestApp, customer_id: &str, message: &str) -> String {
-    let token = app.customer_token(customer_id).await;
-    let (status, ticket) = app
-        .request(
-            "POST",
-            "/api/v1/tickets",
-            Some(&token),
-            Some(json!({ "message": message })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{ticket}");
+    let ticket = app.post_ticket(customer_id, message).await;
     ticket["case"]["id"].as_str().unwrap().to_string()
 }
 

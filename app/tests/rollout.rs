@@ -58,16 +58,7 @@ fn scope<'a>(status: &'a Value, name: &str) -> &'a Value {
 
 /// Opens a ticket through the customer API without draining the worker.
 async fn post_ticket(app: &TestApp, customer_id: &str) -> String {
-    let token = app.customer_token(customer_id).await;
-    let (status, ticket) = app
-        .request(
-            "POST",
-            "/api/v1/tickets",
-            Some(&token),
-            Some(json!({ "message": CHARGED_TWICE })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{ticket}");
+    let ticket = app.post_ticket(customer_id, CHARGED_TWICE).await;
     ticket["case"]["id"].as_str().unwrap().to_string()
 }
 

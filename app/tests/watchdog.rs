@@ -21,16 +21,7 @@ const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
 /// Opens a ticket as C-100 without letting any worker near it; returns (case, run).
 async fn queued_case(app: &TestApp) -> (String, String) {
-    let token = app.customer_token("C-100").await;
-    let (status, ticket) = app
-        .request(
-            "POST",
-            "/api/v1/tickets",
-            Some(&token),
-            Some(json!({ "message": CHARGED_TWICE })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{ticket}");
+    let ticket = app.post_ticket("C-100", CHARGED_TWICE).await;
     let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
     let run_id = app.case(&case_id).await["run_id"]
         .as_str()

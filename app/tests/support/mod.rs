@@ -299,8 +299,9 @@ impl TestApp {
         .0
     }
 
-    /// Opens a ticket as the customer and lets the worker finish the investigation.
-    pub async fn open_ticket(&self, customer_id: &str, message: &str) -> (String, Value) {
+    /// Opens a ticket as the customer through the API, leaving the worker alone;
+    /// returns the ticket as the API answered it (with its case).
+    pub async fn post_ticket(&self, customer_id: &str, message: &str) -> Value {
         let token = self.customer_token(customer_id).await;
         let (status, ticket) = self
             .request(
@@ -311,6 +312,12 @@ impl TestApp {
             )
             .await;
         assert_eq!(status, StatusCode::CREATED, "{ticket}");
+        ticket
+    }
+
+    /// Opens a ticket as the customer and lets the worker finish the investigation.
+    pub async fn open_ticket(&self, customer_id: &str, message: &str) -> (String, Value) {
+        let ticket = self.post_ticket(customer_id, message).await;
         self.drain().await;
         let id = ticket["id"].as_str().unwrap().to_string();
         let case_id = ticket["case"]["id"].as_str().unwrap().to_string();

@@ -12,7 +12,7 @@ use crate::auth::{self, Session};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, render, verified, with_status, Nav};
+use super::common::{error_page, query_string, render, verified, with_status, Nav};
 
 pub(super) struct StaffRow {
     email: String,
@@ -182,20 +182,13 @@ impl AuditQuery {
     }
 
     fn query_string(&self) -> String {
-        let pairs = [
-            ("actor", &self.actor),
-            ("action", &self.action),
-            ("subject", &self.subject),
-            ("from", &self.from),
-            ("to", &self.to),
-        ];
-        let mut q = reqwest::Url::parse("http://audit.invalid/").expect("a fixed, valid URL");
-        for (k, v) in pairs {
-            if let Some(v) = v.as_deref().filter(|v| !v.trim().is_empty()) {
-                q.query_pairs_mut().append_pair(k, v);
-            }
-        }
-        q.query().unwrap_or("").to_string()
+        query_string(&[
+            ("actor", self.actor.as_deref()),
+            ("action", self.action.as_deref()),
+            ("subject", self.subject.as_deref()),
+            ("from", self.from.as_deref()),
+            ("to", self.to.as_deref()),
+        ])
     }
 }
 

@@ -66,17 +66,37 @@ fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str
     }
 }
 
+/// The language of a page shown before the customer is known: their browser's.
+pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
+    Language::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// `key=value&…` of the pairs whose value is given (not empty), form-encoded: the
+/// links that keep a view's filters (the queue's next page, the audit's CSV).
+pub(super) fn query_string(pairs: &[(&str, Option<&str>)]) -> String {
+    let mut url = reqwest::Url::parse("http://query.invalid/").expect("a fixed, valid URL");
+    {
+        let mut query = url.query_pairs_mut();
+        for (key, value) in pairs {
+            if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
+                query.append_pair(key, value);
+            }
+        }
+    }
+    url.query().unwrap_or("").to_string()
+}
+
 /// The answer to a path no route serves: a styled 404 leading back to the customer's
 /// tickets or the console, by where the path points.
 pub async fn page_not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap) -> Response {
     if uri.path().starts_with("/console") {
         return error_page(StatusCode::NOT_FOUND, "There is no such page.");
     }
-    let lang = Language::from_accept_language(
-        headers
-            .get(header::ACCEPT_LANGUAGE)
-            .and_then(|v| v.to_str().ok()),
-    );
+    let lang = browser_language(&headers);
     let message = crate::replies::page_text(lang).no_such_page;
     customer_error_page(StatusCode::NOT_FOUND, lang, message)
 }

@@ -3,7 +3,7 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
@@ -17,8 +17,8 @@ use crate::tickets::{self};
 use crate::web::error::{status_of, AppError};
 
 use super::common::{
-    cross_site_refused, customer_error_page, redirect_with_cookie, render, verified, with_status,
-    CsrfForm, FormSession, SameOrigin,
+    browser_language, cross_site_refused, customer_error_page, redirect_with_cookie, render,
+    verified, with_status, CsrfForm, FormSession, SameOrigin,
 };
 
 impl FormSession for CustomerSession {
@@ -339,15 +339,6 @@ pub(super) struct SignInPage {
     error: Option<String>,
     lang: Language,
     t: &'static PageText,
-}
-
-/// The language of a page shown before the customer is known: their browser's.
-pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
-    Language::from_accept_language(
-        headers
-            .get(header::ACCEPT_LANGUAGE)
-            .and_then(|v| v.to_str().ok()),
-    )
 }
 
 /// The page for a customer page opened without a session, in the browser's language.

@@ -11,7 +11,7 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 use crate::world::parse_plain;
 
-use super::common::{render, Nav};
+use super::common::{query_string, render, Nav};
 
 pub(super) struct QueueRow {
     id: String,
@@ -218,26 +218,16 @@ pub(super) async fn queue_page(
 
 /// The same view's next page: every parameter kept, the cursor moved on.
 fn next_link(q: &QueueQuery, cursor: &str) -> String {
-    let mut url = reqwest::Url::parse("http://queue.invalid/console").expect("a fixed URL");
-    {
-        let mut pairs = url.query_pairs_mut();
-        let given = [
-            ("status", &q.status),
-            ("q", &q.q),
-            ("mine", &q.mine),
-            ("sort", &q.sort),
-        ];
-        for (k, v) in given {
-            if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
-                pairs.append_pair(k, v);
-            }
-        }
-        if let Some(n) = q.per_page {
-            pairs.append_pair("per_page", &n.to_string());
-        }
-        pairs.append_pair("after", cursor);
-    }
-    format!("/console?{}", url.query().unwrap_or(""))
+    let per_page = q.per_page.map(|n| n.to_string());
+    let query = query_string(&[
+        ("status", q.status.as_deref()),
+        ("q", q.q.as_deref()),
+        ("mine", q.mine.as_deref()),
+        ("sort", q.sort.as_deref()),
+        ("per_page", per_page.as_deref()),
+        ("after", Some(cursor)),
+    ]);
+    format!("/console?{query}")
 }
 
 fn queue_row(
