@@ -127,6 +127,10 @@ pub struct Settings {
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub worker_concurrency: Option<u8>,
+    /// Seconds work claimed by an instance stays claimed unrenewed: after a crash, how long until another instance takes it over (use one value for every instance on a database).
+    #[arg(long, global = true, env = "WORK_LEASE_SECS", value_name = "WORK_LEASE_SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(5..=3600))]
+    pub work_lease_secs: u64,
     /// How log lines are written to stderr: `text` for people, `json` (one object a line) for a log collector.
     #[arg(long, global = true, env = "LOG_FORMAT", value_name = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -198,6 +202,8 @@ pub struct Config {
     /// on PostgreSQL, where concurrent commits share a WAL flush; 1 on SQLite, whose
     /// one pooled connection serialises them anyway).
     pub worker_concurrency: Option<usize>,
+    /// `WORK_LEASE_SECS` (default 60): the work lease (`crate::lease`).
+    pub work_lease: Duration,
     /// Which of `SECRET_VARS` were not set, so their public defaults are in use.
     pub defaulted_secrets: Vec<&'static str>,
     /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
@@ -250,6 +256,7 @@ impl Config {
             shadow_mode: settings.shadow_mode,
             policy_second_approver: settings.policy_second_approver,
             worker_concurrency: settings.worker_concurrency.map(usize::from),
+            work_lease: Duration::from_secs(settings.work_lease_secs),
             defaulted_secrets: SECRET_VARS
                 .into_iter()
                 .zip([

@@ -20,6 +20,7 @@ pub mod conversation;
 pub mod customer;
 pub mod error;
 pub mod investigation;
+pub mod lease;
 pub mod metrics;
 pub mod payments;
 pub mod policies;
@@ -82,6 +83,7 @@ pub async fn build_state(
         db: db.clone(),
         payments: payments.clone(),
     });
+    lease::set(config.work_lease);
     Ok(AppState {
         clock,
         payments,

@@ -1254,7 +1254,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
         // Past the dead worker's lease, and past the customer's hourly ticket limit for
         // the next round.
         app.clock.advance(time::Duration::hours(1));
-        const { assert!(3_600_000 > runs::LEASE_MS) };
+        assert!(3_600_000 > app::lease::ms());
         let model_calls_before = wire.model_calls.load(Ordering::SeqCst);
         app::worker::drain(&healthy).await.unwrap();
 
@@ -1341,7 +1341,7 @@ async fn a_worker_that_lost_its_lease_mid_step_stops_without_writing() {
 
     // Its lease runs out; worker B takes the run over and finishes it.
     app.clock
-        .advance(time::Duration::milliseconds(runs::LEASE_MS + 1));
+        .advance(time::Duration::milliseconds(app::lease::ms() + 1));
     let mut fast = app.state.clone();
     fast.instance_id = "worker-b".into();
     app::worker::drain(&fast).await.unwrap();
@@ -1398,7 +1398,7 @@ async fn two_workers_both_holding_a_run_cannot_both_advance_it() {
         .unwrap()
         .unwrap();
     app.clock
-        .advance(time::Duration::milliseconds(runs::LEASE_MS + 1));
+        .advance(time::Duration::milliseconds(app::lease::ms() + 1));
     let mut run_b = runs::claim_next(&app.state.db, "worker-b", app.clock_ms())
         .await
         .unwrap()

@@ -26,6 +26,9 @@ fn command(data: &std::path::Path, payments: &str) -> Command {
         .env("FIXTURES_DIR", app::config::default_fixtures_dir())
         .env_remove("DATABASE_URL")
         .env_remove("LLM_BASE_URL")
+        // The shortest work lease, so the restarted process takes the dead one's case
+        // over after 5 s instead of the default minute.
+        .env("WORK_LEASE_SECS", "5")
         .env("RUST_LOG", "warn");
     cmd
 }
@@ -34,8 +37,8 @@ async fn start(data: &std::path::Path, payments: &str) -> Serve {
     serve::start(&mut command(data, payments)).await
 }
 
-/// Up to two minutes: after a SIGKILL, the dead process's 60 s case lease must expire
-/// before another process resumes its work.
+/// Up to two minutes: after a SIGKILL, the dead process's case lease (5 s here) must
+/// expire before another process resumes its work.
 const RESUME_LIMIT: Duration = Duration::from_secs(120);
 
 async fn killed_mid_refund_then_restarted(fault: Value) {

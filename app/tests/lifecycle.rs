@@ -55,6 +55,11 @@ fn a_worker_concurrency_outside_one_to_sixty_four_stops_start_up() {
 }
 
 #[test]
+fn a_work_lease_under_five_seconds_stops_start_up_naming_the_variable() {
+    assert_refused("WORK_LEASE_SECS", "4");
+}
+
+#[test]
 fn a_negative_approval_ttl_stops_start_up_naming_the_variable() {
     assert_refused("APPROVAL_TTL_HOURS", "-1");
 }
@@ -95,6 +100,7 @@ fn serve_help_lists_every_variable_with_its_default_and_the_version_is_printed()
         "PUBLIC_URL",
         "SHADOW_MODE",
         "WORKER_CONCURRENCY",
+        "WORK_LEASE_SECS",
     ] {
         assert!(
             help.contains(&format!("[env: {variable}")),

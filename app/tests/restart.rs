@@ -28,7 +28,7 @@ const OUTAGE: Duration = Duration::from_secs(10);
 /// Cases to drive: enough that work is in flight whenever the outage starts.
 const CASES: usize = 40;
 /// Every case must be at rest this long after the database is back: a step cut off by
-/// the outage keeps its 60 s lease (`runs::LEASE_MS`) before it is resumed.
+/// the outage keeps its work lease (`app::lease`, `WORK_LEASE_SECS`) before it is resumed.
 const REST_LIMIT: Duration = Duration::from_secs(180);
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 const SUPERVISOR: &str = "restart-supervisor@refund-desk.test";

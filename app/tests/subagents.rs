@@ -739,11 +739,13 @@ fn command(data: &std::path::Path, database: &str, payments: &str, llm: &str) ->
         .env("FIXTURES_DIR", app::config::default_fixtures_dir())
         .env("LLM_BASE_URL", llm)
         .env("LLM_MODEL", "tiny")
+        // The shortest work lease: the restarted process resumes after 5 s, not a minute.
+        .env("WORK_LEASE_SECS", "5")
         .env("RUST_LOG", "warn");
     cmd
 }
 
-/// After a SIGKILL the dead process's 60 s run lease must expire before another
+/// After a SIGKILL the dead process's run lease (5 s here) must expire before another
 /// process resumes the run.
 const RESUME_LIMIT: Duration = Duration::from_secs(150);
 

@@ -7,11 +7,6 @@ use super::{load_case, Case};
 use crate::error::DomainResult;
 use crate::store::{Backend, Db};
 
-/// How long a worker holds a case while it executes the case's refunds (its own lease,
-/// on the `cases` row; a run's lease is `runs::LEASE_MS`). A worker that dies mid-case
-/// loses it, and another resumes from the stored intents.
-const CASE_LEASE_MS: i64 = 60_000;
-
 /// Case states in which the refund executor (or the reconciler) works on a case.
 const EXECUTABLE_CASES: &str =
     "status IN ('approved', 'executing', 'refund_pending', 'pending_verification')";
@@ -42,7 +37,10 @@ pub(crate) async fn claim_case(
     owner: &str,
     now: i64,
 ) -> DomainResult<Option<(Case, CaseLease)>> {
-    let expires_at = now + CASE_LEASE_MS;
+    // A worker holds a case for one work lease (`crate::lease`, on the `cases` row) while
+    // it executes the case's refunds; one that dies mid-case loses it, and another
+    // resumes from the stored intents.
+    let expires_at = now + crate::lease::ms();
     let claimed = match db.backend() {
         Backend::Postgres => {
             let mut tx = db.begin().await?;

@@ -24,7 +24,7 @@ use harness::{Exchange, LogError, Model, ModelContext, Observer, RunLog, ToolCal
 use harness::{Reply, ToolOutcome, Turn};
 use serde_json::{json, Value};
 
-use super::sql_log::{self, SqlLog, KEEP_ALIVE_EVERY};
+use super::sql_log::{self, SqlLog};
 use crate::agent::findings::{Findings, Reader};
 use crate::agent::llm::reader::LlmReader;
 use crate::agent::llm::{LlmModel, SUBMIT_FINDINGS};
@@ -218,8 +218,8 @@ async fn keeping_lease<T>(
     work: impl Future<Output = T>,
 ) -> DomainResult<T> {
     let mut work = std::pin::pin!(work);
-    let first = tokio::time::Instant::now() + KEEP_ALIVE_EVERY;
-    let mut renew = tokio::time::interval_at(first, KEEP_ALIVE_EVERY);
+    let every = crate::lease::keep_alive_every();
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
             out = &mut work => return Ok(out),

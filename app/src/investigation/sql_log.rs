@@ -13,9 +13,6 @@ use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, Run, RunStatus};
 use crate::store::Db;
 
-/// A third of the lease: how often a run's holder renews it while a model or tool works.
-pub(super) const KEEP_ALIVE_EVERY: Duration = Duration::from_millis((runs::LEASE_MS / 3) as u64);
-
 /// One step outside the harness's loop (a rest, an end), committed like the loop's.
 pub(super) async fn rest(
     db: &Db,
@@ -141,7 +138,10 @@ impl EventLog for SqlLog<'_> {
     /// Every third of the lease, so a slow model or tool does not let another worker
     /// take the run. A child run holds no lease (its parent's is kept while it works).
     fn keep_alive_every(&self) -> Option<Duration> {
-        self.run.lease_owner.as_ref().map(|_| KEEP_ALIVE_EVERY)
+        self.run
+            .lease_owner
+            .as_ref()
+            .map(|_| crate::lease::keep_alive_every())
     }
 
     fn keep_alive(&mut self) -> BoxFuture<'_, Result<(), Self::Error>> {

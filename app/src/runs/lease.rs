@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use super::{load_run, run_changed, Run, DEPENDENCY_RETRY_MS, LEASE_MS};
+use super::{load_run, run_changed, Run, DEPENDENCY_RETRY_MS};
 use crate::error::DomainResult;
 use crate::store::{Backend, Db};
 
@@ -115,7 +115,7 @@ async fn take_run_lease(
          WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)",
     )
     .bind(owner)
-    .bind(now + LEASE_MS)
+    .bind(now + crate::lease::ms())
     .bind(id)
     .bind(version)
     .bind(now)
@@ -134,7 +134,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
         "UPDATE runs SET lease_expires_at = $1, version = version + 1
          WHERE id = $2 AND version = $3 AND lease_owner = $4",
     )
-    .bind(now + LEASE_MS)
+    .bind(now + crate::lease::ms())
     .bind(&run.id)
     .bind(run.version)
     .bind(&owner)
@@ -144,7 +144,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
         return Err(run_changed());
     }
     run.version += 1;
-    run.lease_expires_at = Some(now + LEASE_MS);
+    run.lease_expires_at = Some(now + crate::lease::ms());
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{run_changed, Event, EventKind, Run, RunStatus, LEASE_MS};
+use super::{run_changed, Event, EventKind, Run, RunStatus};
 use crate::clock::rfc3339;
 use crate::error::DomainResult;
 use crate::store::{Db, Tx};
@@ -32,7 +32,7 @@ pub async fn record_step(
     let lease_expires_at = if releases {
         None
     } else {
-        run.lease_expires_at.map(|_| now + LEASE_MS)
+        run.lease_expires_at.map(|_| now + crate::lease::ms())
     };
     let lease_owner = if releases {
         None

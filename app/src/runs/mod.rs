@@ -33,11 +33,6 @@ pub struct Queue<'a> {
     pub rollout_default: crate::rollout::Mode,
 }
 
-/// How long a claimed run stays claimed without being renewed. Every versioned status
-/// change renews it; `investigation` (the harness's keep-alive) also renews it while a slow model or tool call is
-/// in flight, so only a worker that stopped making progress loses it.
-pub const LEASE_MS: i64 = 60_000;
-
 /// How long a run waiting on a dependency (the payment provider being down when facts
 /// are gathered) rests before a worker tries it again. It holds no lease meanwhile.
 pub const DEPENDENCY_RETRY_MS: i64 = 30_000;

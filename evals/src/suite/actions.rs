@@ -52,7 +52,7 @@ impl Env {
                 ));
             }
             self.clock
-                .advance(time::Duration::milliseconds(app::runs::LEASE_MS + 1_000));
+                .advance(time::Duration::milliseconds(app::lease::ms() + 1_000));
         }
         self.drain(&self.state.clone()).await?;
         self.trace.first_fingerprint = self.case_view().await?["fingerprint"]
