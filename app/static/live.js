@@ -49,6 +49,7 @@
           last = fresh.innerHTML;
           live.replaceWith(document.adoptNode(fresh));
           live = fresh;
+          if (window.localTimes) window.localTimes(fresh);
           if (fresh.dataset.liveUrl === undefined) return;
         }
       }

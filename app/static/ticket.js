@@ -41,9 +41,12 @@
         last = t.messages.length;
         messagesEl.replaceChildren(...t.messages.map(m => {
           const div = document.createElement("div"); div.className = "msg " + m.author;
-          const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author_label + " · " + m.at;
+          const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author_label + " · ";
+          const at = document.createElement("time"); at.setAttribute("datetime", m.at); at.textContent = m.at;
+          meta.append(at);
           div.append(meta, document.createTextNode(m.body)); return div;
         }));
+        if (window.localTimes) window.localTimes(messagesEl);
       }
     } catch (e) { /* offline: try again at the next tick */ }
   }

@@ -367,6 +367,8 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     assert_eq!(disputed["status"], "escalated");
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
+    // Issue 17: times in the viewer's zone; this viewer is in Tokyo (UTC+9).
+    browser.set_time_zone("Asia/Tokyo").await;
 
     browser.console_login(&base, "agent@test.example").await;
     browser
@@ -382,6 +384,15 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     );
     assert!(browser.text("#thread").await.contains(reply));
     assert!(browser.text("#notice").await.contains("Reply sent"));
+    let shown = browser.text("#thread time").await;
+    let utc = browser
+        .attribute("#thread time", "title")
+        .await
+        .unwrap_or_default();
+    assert!(
+        shown.contains("GMT+9") && utc.ends_with("UTC"),
+        "the reply's time in the viewer's zone ({shown}), UTC kept in its title ({utc})"
+    );
 
     let next = format!("/tickets/{ticket_id}");
     let link = app.sign_in_link("C-100", &next).await;

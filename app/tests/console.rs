@@ -322,13 +322,42 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
     };
     let (status, _) = app.raw(form("forged")).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, html2) = app.raw(form(&csrf.unwrap())).await;
-    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(!html.contains("ch_1001b"), "no report before the first run");
+    let response = app.response(form(&csrf.unwrap())).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "a redirect, never a page on POST"
+    );
+    assert_eq!(response.headers()["location"], "/console/reconcile");
+    let (status, html2) = app
+        .raw(
+            Request::get("/console/reconcile")
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // Issue 17: each list is a table, a column per field, the cases linked.
+    let elsewhere = html2
+        .split("Provider refunds without an intent")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .unwrap_or_default();
     assert!(
-        html2.contains("Provider refunds without an intent") && html2.contains("ch_1001b"),
+        elsewhere.contains("<th>Charge</th>")
+            && elsewhere.contains("<td class=\"mono\">ch_1001b</td>"),
         "{html2}"
     );
-    assert!(html2.contains("Matched"));
+    let matched = html2.split("<h2>Matched").nth(1).unwrap_or_default();
+    let case_id = case["id"].as_str().unwrap();
+    assert!(
+        matched.contains(&format!(
+            "<a href=\"/console/cases/{case_id}\">{case_id}</a>"
+        )),
+        "{matched}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -953,6 +982,8 @@ async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
         "agent@test.example</span> Approved the refund",
         "The proposal was void: the provider shows a refund made elsewhere",
         "supervisor@test.example</span> Approved the refund",
+        "system</span> Sent the refund of ",
+        " on ch_1001b to the provider",
         "refund status is now",
         "agent@test.example</span> Replied to the customer",
         "agent@test.example</span> Added an internal note",

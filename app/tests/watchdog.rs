@@ -456,3 +456,28 @@ async fn the_serve_worker_flags_a_run_stuck_on_a_hung_model_and_hands_it_off() {
     assert_eq!(app.case(&case_id).await["status"], "escalated");
     worker.abort();
 }
+
+/// Issue 17: the stuck tab pages through flagged cases only. A newer case that is not
+/// stuck never takes the place of the stuck one on a page of one (the flag was once
+/// applied after the page was cut, leaving an empty page with a "next" link).
+#[tokio::test]
+async fn the_stuck_tab_pages_through_flagged_cases_only() {
+    let app = spawn_app().await;
+    let (case_id, _) = queued_case(&app).await;
+    worker_starts_model_call(&app, "inst_dead").await;
+    app.clock.advance(minutes(16));
+    assert_eq!(scan(&app).await.flagged, 1);
+    let other = app.post_ticket("C-200", CHARGED_TWICE).await;
+    let other_id = other["case"]["id"].as_str().unwrap();
+
+    // Newest first, the unflagged case would come first.
+    let all = console_page(&app, "/console?status=all&per_page=1&sort=newest").await;
+    assert!(all.contains(other_id) && all.contains("id=\"next-page\""));
+    let page = console_page(&app, "/console?status=stuck&per_page=1&sort=newest").await;
+    assert!(page.contains(&case_id), "{page}");
+    assert!(!page.contains(other_id), "{page}");
+    assert!(
+        !page.contains("id=\"next-page\""),
+        "one flagged case: no next page"
+    );
+}

@@ -45,6 +45,8 @@ pub struct TimelineEntry {
     /// A staff member's email, "agent" (the investigator), "system" (the workflow and
     /// the provider's answers) or the customer's id.
     pub who: String,
+    /// The audit action (`approved`, `refund_status`, …) the words were made from.
+    pub action: String,
     pub what: String,
 }
 
@@ -72,6 +74,7 @@ pub async fn case_timeline(
             at: row.try_get("created_at")?,
             who: row.try_get("actor")?,
             what: in_plain_words(&action, &detail),
+            action,
         });
     }
     Ok(entries)

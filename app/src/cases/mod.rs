@@ -345,6 +345,9 @@ pub struct CaseQuery<'a> {
     pub after: Option<(i64, &'a str)>,
     /// At most this many cases (1 to 500); `None` is 500.
     pub limit: Option<i64>,
+    /// Only these cases (the queue's "stuck" tab: the cases with an open watchdog flag),
+    /// so pages and their cursor count only them; `None` is any case.
+    pub ids: Option<&'a [String]>,
 }
 
 /// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
@@ -402,6 +405,14 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
     }
     if let Some(search) = query.search.filter(|s| !s.trim().is_empty()) {
         conditions.push(search_condition(search, &mut binds));
+    }
+    if let Some(ids) = query.ids {
+        let mut placeholders = vec!["NULL".to_string()];
+        for id in ids {
+            binds.push(id.clone());
+            placeholders.push(format!("${}", binds.len()));
+        }
+        conditions.push(format!("c.id IN ({})", placeholders.join(", ")));
     }
     if !query.required_roles.is_empty() {
         let mut placeholders = Vec::new();

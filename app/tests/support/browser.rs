@@ -88,6 +88,19 @@ impl Browser {
         resp["value"].clone()
     }
 
+    /// Makes the pages see `zone` (an IANA name) as the viewer's time zone, through the
+    /// DevTools protocol (`Emulation.setTimezoneOverride`), for this tab from now on.
+    pub async fn set_time_zone(&self, zone: &str) {
+        let answer = self
+            .call(
+                reqwest::Method::POST,
+                "/goog/cdp/execute",
+                Some(json!({ "cmd": "Emulation.setTimezoneOverride", "params": { "timezoneId": zone } })),
+            )
+            .await;
+        assert!(answer.get("error").is_none(), "{answer}");
+    }
+
     pub async fn goto(&self, url: &str) {
         self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
             .await;

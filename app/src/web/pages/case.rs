@@ -257,8 +257,15 @@ async fn around(db: &crate::store::Db, case: &cases::Case) -> crate::error::Doma
     let stuck = crate::watchdog::open_flag_of_case(db, &case.id)
         .await?
         .map(|f| f.summary);
-    let timeline = crate::audit::case_timeline(db, &case.id)
-        .await?
+    let mut timeline = crate::audit::case_timeline(db, &case.id).await?;
+    // In reverse: the sends of one approval each go right after it, so the first
+    // intent's ends up first.
+    for intent in crate::refunds::intents(db, &case.id).await?.iter().rev() {
+        if let Some(at) = intent.first_submitted_at {
+            insert_send(&mut timeline, at, intent);
+        }
+    }
+    let timeline = timeline
         .into_iter()
         .map(|e| (crate::clock::rfc3339(e.at), e.who, e.what))
         .collect();
@@ -278,6 +285,32 @@ async fn around(db: &crate::store::Db, case: &cases::Case) -> crate::error::Doma
         same_order,
         joined,
     })
+}
+
+/// Issue 17: the moment a refund went to the provider, read from its intent (the send
+/// writes no audit line: the payment boundary stays one statement). It goes after the
+/// last approval made by then — a send follows its approval, and the log's lines of one
+/// millisecond would otherwise hide which came first — else by time.
+fn insert_send(
+    timeline: &mut Vec<crate::audit::TimelineEntry>,
+    at: i64,
+    intent: &crate::refunds::Intent,
+) {
+    let entry = crate::audit::TimelineEntry {
+        at,
+        who: "system".to_string(),
+        action: "refund_sent".to_string(),
+        what: format!(
+            "Sent the refund of {} on {} to the provider",
+            intent.amount, intent.charge_id
+        ),
+    };
+    let after_approval = timeline
+        .iter()
+        .rposition(|e| e.action == "approved" && e.at <= at)
+        .map(|i| i + 1);
+    let by_time = timeline.partition_point(|e| e.at <= at);
+    timeline.insert(after_approval.unwrap_or(by_time), entry);
 }
 
 #[derive(Deserialize)]

@@ -30,6 +30,29 @@ pub fn script(body: &'static str) -> Response {
         .into_response()
 }
 
+/// A moment for a page (issue 17: times in the viewer's zone): `<time>` with the RFC 3339
+/// moment and, as its text, the moment in UTC words (`2 Dec 2026, 07:10 UTC`), which
+/// `/static/time.js` rewrites in the viewer's zone. Built from the parsed moment only, so
+/// nothing of the input reaches the page unescaped; text that is no RFC 3339 moment is
+/// shown escaped as it is. Templates write it with `|safe`.
+pub fn time_tag(at: &str) -> String {
+    use time::format_description::well_known::Rfc3339;
+    let Ok(moment) = time::OffsetDateTime::parse(at, &Rfc3339) else {
+        return html_escape(at);
+    };
+    let utc = moment.to_offset(time::UtcOffset::UTC);
+    let machine = utc.format(&Rfc3339).unwrap_or_default();
+    let words = format!(
+        "{} {} {}, {:02}:{:02} UTC",
+        utc.day(),
+        &utc.month().to_string()[..3],
+        utc.year(),
+        utc.hour(),
+        utc.minute()
+    );
+    format!("<time datetime=\"{machine}\">{words}</time>")
+}
+
 pub fn error_page(status: StatusCode, message: &str) -> Response {
     styled_error(status, "en", message, ("/console", "Back to the queue"))
 }
@@ -253,4 +276,25 @@ pub(super) fn cross_site_refused() -> Response {
 #[derive(Deserialize)]
 pub(super) struct CsrfForm {
     pub(super) csrf: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_tag;
+
+    #[test]
+    fn a_moment_becomes_a_time_tag_in_utc_words_whatever_offset_it_was_written_in() {
+        assert_eq!(
+            time_tag("2026-12-02T16:10:05.123+09:00"),
+            "<time datetime=\"2026-12-02T07:10:05.123Z\">2 Dec 2026, 07:10 UTC</time>"
+        );
+    }
+
+    #[test]
+    fn text_that_is_no_moment_is_shown_escaped_and_never_as_markup() {
+        assert_eq!(
+            time_tag("<script>x</script>"),
+            "&lt;script&gt;x&lt;/script&gt;"
+        );
+    }
 }

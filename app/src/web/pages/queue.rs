@@ -165,6 +165,7 @@ pub(super) async fn queue_page(
         Err(e) => return e.into_response(),
     };
     let roles = tab_roles(&filter, &session);
+    let flagged: Vec<String> = flags.iter().map(|f| f.case_id.clone()).collect();
     let query = cases::CaseQuery {
         statuses: &statuses,
         assignee_id: mine.then_some(session.staff.id.as_str()),
@@ -174,6 +175,7 @@ pub(super) async fn queue_page(
         after: q.after.as_deref().and_then(parse_cursor),
         // One more than a page says whether there is a next one.
         limit: Some(page + 1),
+        ids: (filter == "stuck").then_some(flagged.as_slice()),
     };
     let mut list = match cases::list_cases(&state.db, &query).await {
         Ok(l) => l,
@@ -192,17 +194,15 @@ pub(super) async fn queue_page(
         .iter()
         .map(|f| (f.case_id.as_str(), f.summary.as_str()))
         .collect();
-    let mut rows = Vec::new();
-    for c in list
+    let lines = match crate::views::case_lines(&state.db, &list).await {
+        Ok(lines) => lines,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let rows = list
         .iter()
-        .filter(|c| filter != "stuck" || stuck.contains_key(c.id.as_str()))
-    {
-        let view = match crate::views::case_view(&state.db, c).await {
-            Ok(v) => v,
-            Err(e) => return AppError::from(e).into_response(),
-        };
-        rows.push(queue_row(&session, c, view, now, &stuck));
-    }
+        .zip(lines)
+        .map(|(c, line)| queue_row(&session, c, line, now, &stuck))
+        .collect();
     render(&QueuePage {
         nav: Nav::of(&session, "/console"),
         rows,
@@ -233,7 +233,7 @@ fn next_link(q: &QueueQuery, cursor: &str) -> String {
 fn queue_row(
     session: &Session,
     c: &cases::Case,
-    view: crate::views::CaseView,
+    line: crate::views::CaseLine,
     now: i64,
     stuck: &std::collections::HashMap<&str, &str>,
 ) -> QueueRow {
@@ -241,18 +241,14 @@ fn queue_row(
     let may_approve = parse_plain::<policy_engine::Role>(&required)
         .map(|r| session.staff.role.may_approve(r))
         .unwrap_or(false);
-    let amount = match (view.refund_total, view.currency) {
-        (Some(total), Some(currency)) => format!("{total} {currency}"),
-        _ => String::new(),
-    };
     QueueRow {
         id: c.id.clone(),
         status: c.status.as_str().to_string(),
         status_label: c.status.label(),
-        customer: view.customer_name.unwrap_or_else(|| c.customer_id.clone()),
-        subject: view.subject,
-        assignee: view.assignee,
-        amount,
+        customer: line.customer_name.unwrap_or_else(|| c.customer_id.clone()),
+        subject: line.subject,
+        assignee: line.assignee,
+        amount: line.amount.unwrap_or_default(),
         reason: c.reason_code.clone().unwrap_or_default(),
         required_role: required,
         may_approve,

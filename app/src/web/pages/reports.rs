@@ -18,7 +18,74 @@ pub(super) struct ReconcilePage {
     nav: Nav,
     csrf: String,
     summary: Option<String>,
-    sections: Vec<(&'static str, usize, String)>,
+    sections: Vec<Section>,
+}
+
+/// One list of the report as a table: a column per field, cases and provider refunds
+/// linked (issue 17: "reconcile results as linked tables").
+pub(super) struct Section {
+    title: &'static str,
+    /// Matched lines are the good news: their count is not a warning.
+    warns: bool,
+    columns: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
+pub(super) struct Cell {
+    text: String,
+    href: Option<String>,
+}
+
+impl Section {
+    fn of<T: serde::Serialize>(title: &'static str, warns: bool, items: &[T]) -> Section {
+        let objects: Vec<serde_json::Map<String, serde_json::Value>> = items
+            .iter()
+            .filter_map(|item| match serde_json::to_value(item) {
+                Ok(serde_json::Value::Object(fields)) => Some(fields),
+                _ => None,
+            })
+            .collect();
+        let keys: Vec<String> = objects
+            .first()
+            .map(|first| first.keys().cloned().collect())
+            .unwrap_or_default();
+        let rows = objects
+            .iter()
+            .map(|fields| {
+                keys.iter()
+                    .map(|key| Cell::of(key, fields.get(key)))
+                    .collect()
+            })
+            .collect();
+        Section {
+            title,
+            warns,
+            columns: keys.iter().map(|key| column_label(key)).collect(),
+            rows,
+        }
+    }
+}
+
+impl Cell {
+    fn of(key: &str, value: Option<&serde_json::Value>) -> Cell {
+        let text = match value {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+        };
+        let href = (key == "case_id" && !text.is_empty()).then(|| format!("/console/cases/{text}"));
+        Cell { text, href }
+    }
+}
+
+/// `intent_id` → `Intent`, `provider_refund_id` → `Provider refund`.
+fn column_label(key: &str) -> String {
+    let words = key.strip_suffix("_id").unwrap_or(key).replace('_', " ");
+    let mut chars = words.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 pub(super) fn reconcile_view(
@@ -33,35 +100,27 @@ pub(super) fn reconcile_view(
             sections: vec![],
         };
     };
-    fn section<T: serde::Serialize>(
-        title: &'static str,
-        items: &[T],
-    ) -> (&'static str, usize, String) {
-        (
-            title,
-            items.len(),
-            serde_json::to_string_pretty(items).unwrap_or_default(),
-        )
-    }
     ReconcilePage {
         csrf: nav.csrf.clone(),
         nav,
         summary: Some(format!("{} — {}", r.generated_at, r.summary())),
         sections: vec![
-            section(
+            Section::of(
                 "Intents without a provider refund",
+                true,
                 &r.intent_without_provider,
             ),
-            section(
+            Section::of(
                 "Provider refunds without an intent",
+                true,
                 &r.provider_without_intent,
             ),
-            section("Amount mismatches", &r.amount_mismatch),
-            section("Status mismatches", &r.status_mismatch),
-            section("Unresolved", &r.unresolved),
-            section("Resolved by this run", &r.resolved),
-            section("Provider errors", &r.errors),
-            section("Matched", &r.matched),
+            Section::of("Amount mismatches", true, &r.amount_mismatch),
+            Section::of("Status mismatches", true, &r.status_mismatch),
+            Section::of("Unresolved", true, &r.unresolved),
+            Section::of("Resolved by this run", false, &r.resolved),
+            Section::of("Provider errors", true, &r.errors),
+            Section::of("Matched", false, &r.matched),
         ],
     }
 }
@@ -92,11 +151,11 @@ pub(super) async fn reconcile_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
+    // The report is stored; the page shows the last one, so a reload after the run
+    // reads it again rather than running another (issue 17: a redirect after a POST).
+    drop(session);
     match crate::reconcile::run(state.reconciler()).await {
-        Ok(report) => render(&reconcile_view(
-            Nav::of(&session, "/console/reconcile"),
-            Some(report),
-        )),
+        Ok(_) => Redirect::to("/console/reconcile").into_response(),
         Err(e) => AppError::from(e).into_response(),
     }
 }
