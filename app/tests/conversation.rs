@@ -699,3 +699,79 @@ async fn tickets_about_two_different_orders_of_one_customer_are_not_joined() {
     assert_eq!(addon["proposal"]["order_id"], "O-5001", "{addon:#}");
     assert_eq!(monthly["proposal"]["order_id"], "O-5002", "{monthly:#}");
 }
+
+/// Issue 17: `GET /api/v1/cases` is keyset-paged: `limit` cases an answer, the next
+/// page's address in the `Link` header with every filter kept, no case twice or lost
+/// across pages even when a case opens between two of them; bad paging values are
+/// typed 400s.
+#[tokio::test]
+async fn the_case_list_pages_with_a_link_header_and_loses_no_case_between_pages() {
+    let app = spawn_app().await;
+    let mut opened = Vec::new();
+    for customer in ["C-100", "C-200", "C-300", "C-400", "C-500"] {
+        let (_, case) = app.open_ticket(customer, CHARGED_TWICE).await;
+        opened.push(case["id"].as_str().unwrap().to_string());
+        app.clock.advance(time::Duration::seconds(1));
+    }
+    let mut seen = Vec::new();
+    let mut next = Some("/api/v1/cases?status=all&sort=oldest&limit=2".to_string());
+    let mut pages = 0;
+    while let Some(url) = next.take() {
+        let response = app
+            .response(
+                Request::get(&url)
+                    .header("authorization", format!("Bearer {}", app.agent_token))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::OK, "{url}");
+        next = response.headers().get("link").map(|link| {
+            let link = link.to_str().unwrap();
+            assert!(link.ends_with(">; rel=\"next\""), "{link}");
+            assert!(
+                link.contains("status=all")
+                    && link.contains("sort=oldest")
+                    && link.contains("limit=2"),
+                "{link}"
+            );
+            link.trim_start_matches('<')
+                .split('>')
+                .next()
+                .unwrap()
+                .to_string()
+        });
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let page: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(page.as_array().unwrap().len() <= 2);
+        seen.extend(ids(&page));
+        pages += 1;
+        if pages == 1 {
+            // Opened between two pages: newer than every cursor, so it comes last.
+            let (_, late) = app.open_ticket("C-600", CHARGED_TWICE).await;
+            opened.push(late["id"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(seen, opened, "every case once, oldest first");
+    assert_eq!(pages, 3);
+    for (query, code) in [
+        ("limit=0", "invalid_limit"),
+        ("limit=501", "invalid_limit"),
+        ("sort=sideways", "invalid_sort"),
+        ("after=yesterday", "invalid_cursor"),
+        ("limit=ten", "invalid_query"),
+    ] {
+        let (status, error) = app
+            .request(
+                "GET",
+                &format!("/api/v1/cases?{query}"),
+                Some(&app.agent_token),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {error}");
+        assert_eq!(error["error"]["code"], code, "{query}");
+    }
+}

@@ -350,6 +350,14 @@ pub struct CaseQuery<'a> {
     pub ids: Option<&'a [String]>,
 }
 
+/// A list cursor, `created_at:case_id` ([`CaseQuery::after`]), as a next-page link
+/// carries it; `None` when it is not one.
+pub fn parse_cursor(after: &str) -> Option<(i64, &str)> {
+    let (at, id) = after.split_once(':')?;
+    let at = at.parse().ok()?;
+    (!id.is_empty()).then_some((at, id))
+}
+
 /// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
 fn like_literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -6,6 +6,7 @@
 pub mod api;
 pub mod error;
 pub mod extract;
+pub mod links;
 pub mod mcp;
 pub mod openapi;
 pub mod pages;

@@ -4,6 +4,8 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
@@ -27,7 +29,17 @@ pub struct CaseFilter {
     pub q: Option<String>,
     /// `true`: only the cases assigned to the caller.
     pub mine: Option<bool>,
+    /// `newest` (the default across every status) or `oldest` (the default within one).
+    pub sort: Option<String>,
+    /// Cases in one answer, 1 to 500 (default 100). When there are more, the answer's
+    /// `Link` header names the next page (`rel="next"`).
+    pub limit: Option<i64>,
+    /// The next page's cursor, as the `Link` header gives it (`created_at:case_id`).
+    pub after: Option<String>,
 }
+
+/// Cases in one answer when the caller names no limit.
+const DEFAULT_LIMIT: i64 = 100;
 
 /// A status filter's value: a case status, or `all` (or nothing) for every status.
 pub fn status_filter(status: Option<&str>) -> Result<Option<CaseStatus>, AppError> {
@@ -37,29 +49,109 @@ pub fn status_filter(status: Option<&str>) -> Result<Option<CaseStatus>, AppErro
     }
 }
 
-/// `GET /api/v1/cases?status=…&q=…&mine=…` (staff).
-#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status and search", body = Vec<CaseView>), crate::web::error::ApiErrors))]
+/// `GET /api/v1/cases?status=…&q=…&mine=…&sort=…&limit=…&after=…` (staff): one page of
+/// cases; the next page's address is in the `Link` header (RFC 8288, `rel="next"`),
+/// keyset-paged so a case opened meanwhile never shifts a page.
+#[utoipa::path(get, path = "/api/v1/cases", tag = "staff", security(("bearer" = [])), params(CaseFilter), responses((status = 200, description = "cases, by status and search, one page", body = Vec<CaseView>, headers(("link" = String, description = "the next page, `<…>; rel=\"next\"`, when there is one"))), crate::web::error::ApiErrors))]
 pub async fn get_cases(
     State(state): State<AppState>,
     principal: Principal,
     filter: Result<Query<CaseFilter>, QueryRejection>,
-) -> AppResult<Json<Vec<CaseView>>> {
+) -> AppResult<Response> {
     let staff = principal.staff()?;
     // A malformed query string answers in the API's error shape, not axum's plain text.
     let Query(filter) =
         filter.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
     let status = status_filter(filter.status.as_deref())?;
+    let page = ListPage::of(&filter)?;
     let query = cases::CaseQuery {
         statuses: status.as_slice(),
         assignee_id: filter.mine.unwrap_or(false).then_some(staff.id.as_str()),
         search: filter.q.as_deref(),
+        newest_first: page.newest_first,
+        after: page.after,
+        // One more than a page says whether there is a next one.
+        limit: Some(page.limit + 1),
         ..Default::default()
     };
-    let mut views = Vec::new();
-    for case in cases::list_cases(&state.db, &query).await? {
-        views.push(crate::views::case_view(&state.db, &case).await?);
+    let mut list = cases::list_cases(&state.db, &query).await?;
+    let more = list.len() as i64 > page.limit;
+    list.truncate(page.limit as usize);
+    let mut views = Vec::with_capacity(list.len());
+    for case in &list {
+        views.push(crate::views::case_view(&state.db, case).await?);
     }
-    Ok(Json(views))
+    let mut response = Json(views).into_response();
+    if let Some(last) = list.last().filter(|_| more) {
+        let link = next_link(
+            &filter,
+            page.limit,
+            &format!("{}:{}", last.created_at, last.id),
+        );
+        if let Ok(value) = HeaderValue::from_str(&link) {
+            response.headers_mut().insert(header::LINK, value);
+        }
+    }
+    Ok(response)
+}
+
+/// The paging part of a list request, checked: bad values are typed 400s.
+struct ListPage<'a> {
+    newest_first: Option<bool>,
+    limit: i64,
+    after: Option<(i64, &'a str)>,
+}
+
+impl<'a> ListPage<'a> {
+    fn of(filter: &'a CaseFilter) -> AppResult<ListPage<'a>> {
+        let newest_first = match filter.sort.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some("newest") => Some(true),
+            Some("oldest") => Some(false),
+            Some(_) => {
+                return Err(AppError::bad_request(
+                    "invalid_sort",
+                    "sort is `newest` or `oldest`",
+                ))
+            }
+        };
+        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=500).contains(&limit) {
+            return Err(AppError::bad_request(
+                "invalid_limit",
+                "limit is a whole number from 1 to 500",
+            ));
+        }
+        let after = match filter.after.as_deref().filter(|a| !a.is_empty()) {
+            None => None,
+            Some(after) => Some(cases::parse_cursor(after).ok_or_else(|| {
+                AppError::bad_request(
+                    "invalid_cursor",
+                    "after is the cursor a Link header gave (`created_at:case_id`)",
+                )
+            })?),
+        };
+        Ok(ListPage {
+            newest_first,
+            limit,
+            after,
+        })
+    }
+}
+
+/// The same list's next page: every filter kept, the cursor moved on.
+fn next_link(filter: &CaseFilter, limit: i64, cursor: &str) -> String {
+    let mine = filter.mine.map(|m| m.to_string());
+    let limit = limit.to_string();
+    let query = crate::web::links::query_string(&[
+        ("status", filter.status.as_deref()),
+        ("q", filter.q.as_deref()),
+        ("mine", mine.as_deref()),
+        ("sort", filter.sort.as_deref()),
+        ("limit", Some(limit.as_str())),
+        ("after", Some(cursor)),
+    ]);
+    format!("</api/v1/cases?{query}>; rel=\"next\"")
 }
 
 /// `GET /api/v1/cases/{id}` (staff).

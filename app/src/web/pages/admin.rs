@@ -12,7 +12,8 @@ use crate::auth::{self, Session};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, query_string, render, verified, with_status, Nav};
+use super::common::{error_page, render, verified, with_status, Nav};
+use crate::web::links::query_string;
 
 pub(super) struct StaffRow {
     email: String,

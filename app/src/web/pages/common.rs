@@ -98,21 +98,6 @@ pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
     )
 }
 
-/// `key=value&…` of the pairs whose value is given (not empty), form-encoded: the
-/// links that keep a view's filters (the queue's next page, the audit's CSV).
-pub(super) fn query_string(pairs: &[(&str, Option<&str>)]) -> String {
-    let mut url = reqwest::Url::parse("http://query.invalid/").expect("a fixed, valid URL");
-    {
-        let mut query = url.query_pairs_mut();
-        for (key, value) in pairs {
-            if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
-                query.append_pair(key, value);
-            }
-        }
-    }
-    url.query().unwrap_or("").to_string()
-}
-
 /// The answer to a path no route serves: a styled 404 leading back to the customer's
 /// tickets or the console, by where the path points.
 pub async fn page_not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap) -> Response {

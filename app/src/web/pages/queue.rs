@@ -11,7 +11,8 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 use crate::world::parse_plain;
 
-use super::common::{query_string, render, Nav};
+use super::common::{render, Nav};
+use crate::web::links::query_string;
 
 pub(super) struct QueueRow {
     id: String,
@@ -77,13 +78,6 @@ const TABS: [(&str, &str); 6] = [
     ("done", "Done"),
     ("all", "All"),
 ];
-
-/// A cursor `created_at:case_id` as the list reads it; a malformed one is no cursor.
-fn parse_cursor(after: &str) -> Option<(i64, &str)> {
-    let (at, id) = after.split_once(':')?;
-    let at = at.parse().ok()?;
-    (!id.is_empty()).then_some((at, id))
-}
 
 /// The queue's default view: every case waiting for a person — an approval or an
 /// escalation (issue 17: escalated cases are not hidden by default).
@@ -172,7 +166,7 @@ pub(super) async fn queue_page(
         search: Some(search.as_str()),
         required_roles: &roles,
         newest_first: Some(newest),
-        after: q.after.as_deref().and_then(parse_cursor),
+        after: q.after.as_deref().and_then(cases::parse_cursor),
         // One more than a page says whether there is a next one.
         limit: Some(page + 1),
         ids: (filter == "stuck").then_some(flagged.as_slice()),
