@@ -27,11 +27,21 @@ fn refund_evals() -> Command {
 /// `refund-agent`, built now (cargo offers another package's binary to no test): a
 /// no-op when the workspace was built, as `cargo test --workspace` does.
 fn refund_agent() -> Command {
-    let built = Command::new(env!("CARGO"))
+    let mut build = Command::new(env!("CARGO"));
+    build
         .args(["build", "--quiet", "-p", "app", "--bin", "refund-agent"])
-        .current_dir(workspace())
-        .status()
-        .expect("cargo runs");
+        .current_dir(workspace());
+    // Without the variables cargo sets for this test (CARGO_MANIFEST_DIR, CARGO_PKG_*…):
+    // build scripts that watch them (ring's reads CARGO_MANIFEST_DIR) would see them
+    // changed and rebuild ring, rustls, reqwest and app, about a minute, and the next
+    // build would undo it. Cargo's own settings (CARGO_HOME, CARGO_TARGET_DIR) stay.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_") && name != "CARGO_HOME" && name != "CARGO_TARGET_DIR" {
+            build.env_remove(name.as_ref());
+        }
+    }
+    let built = build.status().expect("cargo runs");
     assert!(built.success(), "building refund-agent: {built}");
     let exe = Path::new(env!("CARGO_BIN_EXE_refund-evals"))
         .with_file_name(format!("refund-agent{}", std::env::consts::EXE_SUFFIX));
