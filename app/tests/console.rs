@@ -828,9 +828,27 @@ async fn an_admin_unlocks_a_throttled_account_from_the_console_and_an_agent_may_
         page.contains("agent@test.example") && page.contains("Unlock"),
         "{page}"
     );
-    let (status, page) = app.raw(unlock(&cookie, &csrf)).await;
+    let response = app.response(unlock(&cookie, &csrf)).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "a redirect after the POST"
+    );
+    let location = response.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("/console/staff?"), "{location}");
+    let (status, page) = app
+        .raw(
+            Request::get(location.as_str())
+                .header("cookie", cookie.clone())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    assert!(page.contains("5 failed logins forgotten"), "{page}");
+    assert!(
+        page.contains("Unlocked agent@test.example: 5 failed logins forgotten"),
+        "{page}"
+    );
     let (status, _) = app
         .raw(login_from(
             "192.0.2.10",

@@ -73,13 +73,26 @@ pub(super) async fn staff_page_response(
     })
 }
 
-/// `GET /console/staff` (admin): staff and their recent failed logins.
+/// What the unlock form's redirect carries back to the staff page.
+#[derive(Deserialize)]
+pub(super) struct StaffQuery {
+    unlocked: Option<String>,
+    forgotten: Option<u64>,
+}
+
+/// `GET /console/staff` (admin): staff and their recent failed logins; after an unlock,
+/// what it did (issue 17: a redirect after every POST, so a reload repeats nothing).
 pub(super) async fn staff_page(
     State(state): State<AppState>,
     session: Result<Session, AppError>,
+    Query(q): Query<StaffQuery>,
 ) -> Response {
+    let notice = q.unlocked.map(|email| {
+        let n = q.forgotten.unwrap_or(0);
+        format!("Unlocked {email}: {n} failed logins forgotten.")
+    });
     match admin(session) {
-        Ok(session) => staff_page_response(&state, &session, None).await,
+        Ok(session) => staff_page_response(&state, &session, notice).await,
         Err(page) => page,
     }
 }
@@ -107,8 +120,12 @@ pub(super) async fn unlock_submit(
     };
     match unlock_and_audit(&state, &session.staff, &form.email).await {
         Ok(n) => {
-            let notice = format!("Unlocked {}: {n} failed logins forgotten.", form.email);
-            staff_page_response(&state, &session, Some(notice)).await
+            let query = query_string(&[
+                ("unlocked", Some(form.email.as_str())),
+                ("forgotten", Some(n.to_string().as_str())),
+            ]);
+            drop(session);
+            Redirect::to(&format!("/console/staff?{query}")).into_response()
         }
         Err(e) => e.into_response(),
     }
