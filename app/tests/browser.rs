@@ -527,6 +527,7 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
         "/console/policies".into(),
         "/console/policies/RP-001/2".into(),
         "/console/policies/RP-001/diff?from=1&to=2".into(),
+        "/console/policies/RP-001/draft".into(),
         "/console/shadow".into(),
         "/console/reconcile".into(),
         "/console/audit".into(),

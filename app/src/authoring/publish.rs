@@ -6,7 +6,10 @@
 //!
 //! A scheduled version is in the set from the moment it is published: the engine picks
 //! the version in force on each ticket's date, so it takes effect exactly at its date
-//! on every instance, however late an instance swaps.
+//! on every instance that holds it. Because the version is chosen by the ticket's date,
+//! its date arriving changes no decision made under a set that held it; what can
+//! change is a decision an instance made under the set it held before it noticed the
+//! publish. `follow`, run by every worker pass, sweeps those once per generation.
 
 use std::sync::Arc;
 
@@ -139,8 +142,10 @@ pub async fn publish(
     tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
 
     p.policies.refresh(p.db, p.index).await?;
-    let current = p.policies.clone();
-    let voided_cases = void_changed_approvals(p, &current, &version_ref).await?;
+    let (mut swept, current) = p.policies.sweep_lock().await;
+    let why = format!("policy {version_ref} published: the decision would change");
+    let voided_cases = void_changed_approvals(p, &current, &why).await?;
+    *swept = current.sources_hash().to_string();
     Ok(Published {
         version: version_ref,
         effective_from: effective.to_string(),
@@ -206,6 +211,29 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
         })
 }
 
+/// What every worker pass does first (issue 22): follows the database's policies
+/// (`Policies::refresh`) and, once for each generation this process moves to, voids the
+/// open approvals that generation decides differently — approvals this instance or any
+/// other decided under the set it held before it noticed a publish, here or elsewhere.
+/// The publishing instance has swept at publish time; another instance sweeps when its
+/// pass sees the publish. Instances sweeping at once void each case once: the void is
+/// a versioned update, and the loser skips the case. Returns the voided cases.
+pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
+    p.policies.refresh(p.db, p.index).await?;
+    let (mut swept, current) = p.policies.sweep_lock().await;
+    if *swept == current.sources_hash() {
+        return Ok(Vec::new());
+    }
+    let hash = current.sources_hash();
+    let why = format!(
+        "policies changed (sources {}): the decision would change",
+        &hash[..hash.len().min(12)]
+    );
+    let voided = void_changed_approvals(p, &current, &why).await?;
+    *swept = hash.to_string();
+    Ok(voided)
+}
+
 /// Cases awaiting approval or approved but not yet sent whose decision, on the facts it
 /// was made on, differs under `policies`: their proposal and approval are void and the
 /// case goes back to investigation (SPEC §6 invariant 2), through `cases::reinvestigate`
@@ -213,7 +241,7 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
 async fn void_changed_approvals(
     p: Publisher<'_>,
     policies: &PolicySet,
-    version_ref: &str,
+    why: &str,
 ) -> DomainResult<Vec<String>> {
     let open = cases::list_cases(
         p.db,
@@ -223,7 +251,6 @@ async fn void_changed_approvals(
         },
     )
     .await?;
-    let why = format!("policy {version_ref} published: the decision would change");
     let mut voided = Vec::new();
     for case in open {
         let (Some(decision), Some(facts)) = (case.decision(), case.facts.as_deref()) else {
@@ -238,7 +265,7 @@ async fn void_changed_approvals(
         let now = p.clock.now_ms();
         let mut tx = p.db.begin().await?;
         crate::refunds::void_unsent(&mut tx, &case.id, now).await?;
-        match cases::reinvestigate(&mut tx, p.versions, &case, &why, now).await {
+        match cases::reinvestigate(&mut tx, p.versions, &case, why, now).await {
             Ok(()) => {
                 tx.commit().await?;
                 voided.push(case.id.clone());

@@ -87,6 +87,8 @@ pub(super) struct CasePage {
     same_order: Vec<(String, String, &'static str)>,
     /// (case id, ticket id) of the tickets joined into this case (issue 17).
     joined: Vec<(String, String)>,
+    /// Saved replies for the reply form, and the messages a decision sends (issue 17).
+    tools: super::case_replies::ReplyTools,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -134,15 +136,16 @@ pub(super) async fn case_page_response(
     id: &str,
     error: Option<String>,
 ) -> Response {
-    case_page_with(state, session, id, error, None).await
+    case_page_with(state, session, id, error, (None, None)).await
 }
 
+/// The case page; `notice` after an action's redirect, `saved` the saved reply chosen.
 async fn case_page_with(
     state: &AppState,
     session: &Session,
     id: &str,
     error: Option<String>,
-    notice: Option<&'static str>,
+    (notice, saved): (Option<&'static str>, Option<&str>),
 ) -> Response {
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
@@ -176,8 +179,13 @@ async fn case_page_with(
         Ok(a) => a,
         Err(e) => return AppError::from(e).into_response(),
     };
+    let tools = match super::case_replies::reply_tools(&state.db, &case, saved).await {
+        Ok(t) => t,
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     render(&CasePage {
+        tools,
         timeline: around.timeline,
         same_order: around.same_order,
         joined: around.joined,
@@ -284,6 +292,9 @@ async fn around(db: &crate::store::Db, case: &cases::Case) -> crate::error::Doma
 pub(super) struct CasePageQuery {
     #[serde(default)]
     done: Option<String>,
+    /// A saved reply to put into the reply form (issue 17).
+    #[serde(default)]
+    saved: Option<String>,
 }
 
 pub(super) async fn case_page(
@@ -295,14 +306,8 @@ pub(super) async fn case_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    case_page_with(
-        &state,
-        &session,
-        &id,
-        None,
-        notice_of(query.done.as_deref()),
-    )
-    .await
+    let shown = (notice_of(query.done.as_deref()), query.saved.as_deref());
+    case_page_with(&state, &session, &id, None, shown).await
 }
 
 /// After a console action (post/redirect/get): on success the browser is sent to the

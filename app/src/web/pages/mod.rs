@@ -8,6 +8,7 @@
 
 mod admin;
 mod case;
+mod case_replies;
 mod common;
 mod customer;
 mod login;
@@ -18,6 +19,7 @@ mod queue;
 mod reports;
 pub mod rollout;
 mod run;
+mod saved_replies;
 
 pub use common::{error_page, html_escape, page_not_found, render};
 
@@ -81,4 +83,5 @@ pub fn routes() -> Router<AppState> {
         )
         .merge(policy::routes())
         .merge(policy_draft::routes())
+        .merge(saved_replies::routes())
 }
