@@ -182,6 +182,24 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
         "author@test.example",
     ]);
     assert_eq!(String::from_utf8_lossy(&saved.stdout), "", "no problems");
+    let checked = run(&[
+        "policy",
+        "whatif",
+        "RP-001",
+        "--live-days",
+        "30",
+        "--as",
+        "author@test.example",
+    ]);
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert_eq!(
+        (checked["against"].as_str(), checked["total"].as_u64()),
+        (
+            Some("live decisions of the last 30 day(s) (0 cases)"),
+            Some(0)
+        ),
+        "{checked}"
+    );
     let published = run(&[
         "policy",
         "publish",

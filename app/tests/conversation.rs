@@ -699,3 +699,156 @@ async fn tickets_about_two_different_orders_of_one_customer_are_not_joined() {
     assert_eq!(addon["proposal"]["order_id"], "O-5001", "{addon:#}");
     assert_eq!(monthly["proposal"]["order_id"], "O-5002", "{monthly:#}");
 }
+
+async fn add_saved_reply(app: &TestApp, token: &str, body: Value) -> (StatusCode, Value) {
+    post(app, token, "/api/v1/saved-replies", body).await
+}
+
+#[tokio::test]
+async fn saved_replies_are_kept_per_language_by_supervisors_and_bad_input_writes_nothing() {
+    let app = spawn_app().await;
+    let reply = |name: &str, language: &str, text: &str| json!({ "name": name, "language": language, "text": text });
+    let (status, body) = add_saved_reply(
+        &app,
+        &app.agent_token.clone(),
+        reply("Thanks", "en", "Thank you for writing."),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "agents use, never manage: {body}"
+    );
+    let supervisor = app.supervisor_token.clone();
+    let (status, en) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("Thanks", "en", "Thank you for writing."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{en}");
+    let (status, zh) =
+        add_saved_reply(&app, &supervisor, reply("Thanks", "zh", "感谢您的来信。")).await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "the same name in another language: {zh}"
+    );
+
+    for (bad, code) in [
+        (reply("Thanks", "en", "Again."), "saved_reply_exists"),
+        (reply("Thanks", "fr", "Merci."), "invalid_language"),
+        (reply("  ", "en", "No name."), "invalid_name"),
+        (reply("Empty", "en", "   "), "empty_message"),
+        (
+            json!({ "name": "X", "language": "en", "text": "x", "extra": 1 }),
+            "invalid_body",
+        ),
+    ] {
+        let (status, body) = add_saved_reply(&app, &supervisor, bad.clone()).await;
+        assert!(status.is_client_error(), "{bad}: {status} {body}");
+        assert_eq!(body["error"]["code"], code, "{bad}: {body}");
+    }
+    let (status, all) = app
+        .request("GET", "/api/v1/saved-replies", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(all, json!([en, zh]), "by language, nothing else written");
+    let (_, only_zh) = app
+        .request(
+            "GET",
+            "/api/v1/saved-replies?language=zh",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(only_zh, json!([zh]));
+    let (status, body) = app
+        .request(
+            "GET",
+            "/api/v1/saved-replies?language=xx",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::BAD_REQUEST, &json!("invalid_language"))
+    );
+}
+
+#[tokio::test]
+async fn the_case_page_offers_the_saved_replies_of_the_tickets_language_and_shows_the_messages_a_decision_sends(
+) {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let supervisor = app.supervisor_token.clone();
+    let reply = |name: &str, language: &str, text: &str| json!({ "name": name, "language": language, "text": text });
+    let (_, en) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("Checking", "en", "We are checking your charges now."),
+    )
+    .await;
+    let (_, ja) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("確認中", "ja", "ただいま確認しております。"),
+    )
+    .await;
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+
+    let path = format!("/console/cases/{case_id}");
+    let (status, page) = console_get(&app, &cookie, &path).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(">Checking</option>") && !page.contains("確認中"),
+        "the ticket's language only: {page}"
+    );
+    assert!(
+        page.contains("id=\"reply-text\"></textarea>"),
+        "nothing chosen, nothing filled"
+    );
+    // Without a script: the select's GET puts the text into the reply, to edit.
+    let chosen = format!("{path}?saved={}", en["id"].as_str().unwrap());
+    let (_, page) = console_get(&app, &cookie, &chosen).await;
+    assert!(
+        page.contains("id=\"reply-text\">We are checking your charges now.</textarea>"),
+        "{page}"
+    );
+    let other = format!("{path}?saved={}", ja["id"].as_str().unwrap());
+    let (_, page) = console_get(&app, &cookie, &other).await;
+    assert!(
+        page.contains("id=\"reply-text\"></textarea>"),
+        "another language's reply fills nothing"
+    );
+
+    // The exact messages the customer receives on approval and on rejection.
+    let approve =
+        "Your refund of 198.00 CNY has been submitted to the payment provider and is pending.";
+    assert!(
+        page.contains("id=\"preview-approve\"") && page.contains(approve),
+        "{page}"
+    );
+    let reject = "After review by our team, this refund was not approved.";
+    assert!(
+        page.contains("id=\"preview-reject\"") && page.contains(reject),
+        "{page}"
+    );
+    let (status, body) = post(
+        &app,
+        &app.agent_token.clone(),
+        &format!("/api/v1/cases/{case_id}/reject"),
+        json!({ "fingerprint": case["fingerprint"], "reason": "customer asked to wait" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ticket_id = case["ticket_id"].as_str().unwrap();
+    let (ticket, _) = customer_surfaces(&app, "C-100", ticket_id).await;
+    let sent = ticket["messages"].as_array().unwrap().last().unwrap()["body"].clone();
+    assert!(
+        sent.as_str().unwrap().starts_with(reject),
+        "what was shown is what was sent: {sent}"
+    );
+}
