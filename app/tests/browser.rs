@@ -383,15 +383,20 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     browser
         .goto(&format!("{base}/console/cases/{case_id}"))
         .await;
+    browser
+        .execute("window.__not_reloaded = true; return true;")
+        .await;
+    browser.type_into("textarea[name=text]", "Hello. ").await;
     browser.click("#use-saved-reply").await;
-    browser.wait_for_url("saved=").await;
     let filled = browser
-        .execute("return document.querySelector('#reply-text').value;")
+        .execute(
+            "return [document.querySelector('#reply-text').value, window.__not_reloaded === true];",
+        )
         .await;
     assert_eq!(
-        filled.as_str(),
-        Some(saved),
-        "the saved reply is in the form"
+        filled,
+        serde_json::json!([format!("Hello. {saved}"), true]),
+        "the saved reply goes in at the cursor, the typed text stays, the page stays"
     );
     let reply = "We found the second charge and are on it.";
     browser
@@ -404,7 +409,10 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
         "post/redirect/get: the address is the case page, not the POST URL: {landed}"
     );
     let thread = browser.text("#thread").await;
-    assert!(thread.contains(&format!("{saved} {reply}")), "{thread}");
+    assert!(
+        thread.contains(&format!("Hello. {saved} {reply}")),
+        "{thread}"
+    );
     assert!(browser.text("#notice").await.contains("Reply sent"));
 
     let next = format!("/tickets/{ticket_id}");

@@ -852,3 +852,91 @@ async fn the_case_page_offers_the_saved_replies_of_the_tickets_language_and_show
         "what was shown is what was sent: {sent}"
     );
 }
+
+/// A console form post as the staff member of `cookie`.
+async fn console_post(app: &TestApp, cookie: &str, path: &str, form: &str) -> (StatusCode, String) {
+    app.raw(
+        Request::post(path)
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(form.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_supervisor_adds_and_removes_saved_replies_on_the_console_and_an_agent_only_reads_them() {
+    let app = spawn_app().await;
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+    let add = |name: &str, language: &str, text: &str| {
+        format!("csrf={csrf}&name={name}&language={language}&text={text}")
+    };
+    let (status, _) = console_post(
+        &app,
+        &cookie,
+        "/console/replies",
+        &add("Refund+sent", "en", "Your+refund+is+on+its+way."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    // Refused: a language we do not speak. The page keeps the typed text, nothing is written.
+    let (status, page) = console_post(
+        &app,
+        &cookie,
+        "/console/replies",
+        &add("Merci", "fr", "Merci+beaucoup."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(
+        page.contains("id=\"action-error\"") && page.contains("Merci beaucoup."),
+        "{page}"
+    );
+    let (_, page) = console_get(&app, &cookie, "/console/replies?done=added").await;
+    assert!(
+        page.contains("Your refund is on its way.") && !page.contains("Merci"),
+        "{page}"
+    );
+
+    let (agent, agent_csrf) = app.staff_session("agent@test.example").await;
+    let (status, page) = console_get(&app, &agent, "/console/replies").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("Your refund is on its way.") && !page.contains("id=\"add-reply\""),
+        "{page}"
+    );
+    let id: String = sqlx::query_scalar("SELECT id FROM saved_replies")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    let remove = format!("/console/replies/{id}/delete");
+    let (status, _) = console_post(&app, &agent, &remove, &format!("csrf={agent_csrf}")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "an agent may not remove one");
+    let (status, _) = console_post(&app, &cookie, &remove, "csrf=wrong").await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "nor a form without the session's token"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM saved_replies WHERE id = $1",
+            &id
+        )
+        .await,
+        1
+    );
+    let (status, _) = console_post(&app, &cookie, &remove, &format!("csrf={csrf}")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM saved_replies WHERE id = $1",
+            &id
+        )
+        .await,
+        0
+    );
+}

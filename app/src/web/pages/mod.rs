@@ -46,6 +46,10 @@ pub fn routes() -> Router<AppState> {
             "/static/live.js",
             get(|| async { common::script(include_str!("../../../static/live.js")) }),
         )
+        .route(
+            "/static/saved-replies.js",
+            get(|| async { common::script(include_str!("../../../static/saved-replies.js")) }),
+        )
         .route("/tickets/{id}", get(customer::ticket_page))
         .route("/tickets/{id}/messages", post(customer::message_submit))
         .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
