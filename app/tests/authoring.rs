@@ -1,6 +1,10 @@
 //! Policy authoring (issue 22): drafts saved with expected versions, validation by
-//! field, what-if runs, publishing — scheduled versions, approvals voided, a second
-//! instance following the database — and the files written back.
+//! field, what-if runs (a history file, the last days of live decisions), publishing —
+//! scheduled versions, approvals voided, instances following the database and sweeping
+//! the approvals a new generation changes — and the files written back.
+//!
+//! Long because it is issue 22's one test binary: each test builds its instances and
+//! drafts through the real router and worker; splitting would add link time.
 
 mod support;
 

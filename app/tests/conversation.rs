@@ -1,7 +1,8 @@
 //! Issue 17, conversation work: staff replies and internal notes (a note reaches no
 //! customer surface), closing a case by hand (a closed case is never approved or
-//! executed afterwards), the queue's `status=all` and search, and assignment — through
-//! the same API and console a support team uses, on the real payments mock.
+//! executed afterwards), the queue's `status=all` and search, assignment, saved replies
+//! and the messages a decision sends, previewed — through the same API and console a
+//! support team uses, on the real payments mock.
 //!
 //! Long because it is issue 17's one test binary for the conversation and one case per
 //! order: each test builds its case through the real router; splitting would add link time.
