@@ -1,9 +1,9 @@
 //! What-if (issue 22): a saved draft against historical tickets, decided through
 //! `replay::policy_diff` — the machinery of `refund-agent policy diff` — or against
 //! the facts live cases of the last N days were decided on (`replay::facts_diff`), with
-//! the draft pinned on the new side and the versions in force on the old. The report is stored
-//! with the draft together with the draft version it checked, so whoever publishes sees
-//! what was checked and whether the text changed since.
+//! the draft pinned on the new side and the versions in force on the old. The report
+//! is stored with the draft together with the draft version it checked, so whoever
+//! publishes sees what was checked and whether the text changed since.
 
 use std::sync::Arc;
 
@@ -111,11 +111,12 @@ pub const MAX_LIVE_DAYS: u32 = 366;
 /// The most cases one what-if of live decisions decides (oldest first).
 const MAX_LIVE_CASES: i64 = 20_000;
 
-/// Runs the saved draft of `doc_id` against the cases decided in the last `days` days,
-/// on the facts each case recorded when the engine decided it (`cases.facts`: the
-/// billing records as gathered then, not re-read), the versions in force on one side
-/// and the draft pinned on the other; stores the result with the draft like a history
-/// what-if. A case id stands where a history's ticket id does.
+/// Runs the saved draft of `doc_id` against the cases decided in the last `days` days
+/// (`cases::with_facts_since`: every case holding a decision's facts that changed in
+/// the window), on the facts each case recorded when the engine decided it
+/// (`cases.facts`: the billing records as gathered then, not re-read), the versions in
+/// force on one side and the draft pinned on the other; stores the result with the
+/// draft like a history what-if. A case id stands where a history's ticket id does.
 pub async fn run_against_live(
     db: &Db,
     clock: &dyn Clock,
