@@ -758,8 +758,7 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
     browser.wait_for_url("done=checked").await;
     let summary = browser.text("#whatif-summary").await;
     assert!(
-        summary.contains("history tickets.jsonl")
-            && summary.contains("tickets decided differently"),
+        summary.contains("history tickets.jsonl") && summary.contains("decided differently"),
         "{summary}"
     );
 

@@ -200,6 +200,21 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
         ),
         "{checked}"
     );
+    let history = fixtures.join("history/tickets.jsonl");
+    let checked = run(&[
+        "policy",
+        "whatif",
+        "RP-001",
+        "--history",
+        history.to_str().unwrap(),
+        "--as",
+        "author@test.example",
+    ]);
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert!(
+        checked["total"].as_u64() > Some(0) && checked["changed"].as_u64() > Some(0),
+        "the draft decides some historical tickets differently: {checked}"
+    );
     let published = run(&[
         "policy",
         "publish",
