@@ -565,6 +565,42 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
 }
 
 #[tokio::test]
+async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_its_next_pass() {
+    let app = spawn_app().await;
+    let in_flight = app.state.clone();
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let (status, published) = publish(&app, &author, seen, None).await;
+    assert_eq!(
+        (status, &published["voided_cases"]),
+        (200, &json!([])),
+        "{published}"
+    );
+
+    // A pass of this instance that took its state before the publish decides now.
+    let ticket = app.post_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
+    decide_with_stale_set(&in_flight).await;
+    assert_eq!(rp001_version(&app.case(&case_id).await), "RP-001@2");
+    app::worker::run_once(&app.state).await.unwrap();
+    assert_eq!(
+        policy_voids(&app, &case_id).await,
+        1,
+        "the next pass swept it"
+    );
+    app.drain().await;
+    let redecided = app.case(&case_id).await;
+    assert_eq!(
+        (
+            redecided["status"].as_str(),
+            rp001_version(&redecided).as_str()
+        ),
+        (Some("awaiting_approval"), "RP-001@3"),
+        "{redecided}"
+    );
+}
+
+#[tokio::test]
 async fn with_a_second_approver_required_the_only_author_may_not_publish() {
     let mut app = spawn_app().await;
     app.state.policy_second_approver = true;

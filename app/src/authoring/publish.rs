@@ -142,10 +142,12 @@ pub async fn publish(
     tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
 
     p.policies.refresh(p.db, p.index).await?;
-    let (mut swept, current) = p.policies.sweep_lock().await;
+    // Swept at once, so the publisher sees what was voided, yet not marked swept: a pass
+    // of this instance in flight since before the publish may still decide under the
+    // old set, and the next pass's `follow` sweeps after it.
+    let (_one_sweep_at_a_time, current) = p.policies.sweep_lock().await;
     let why = format!("policy {version_ref} published: the decision would change");
     let voided_cases = void_changed_approvals(p, &current, &why).await?;
-    *swept = current.sources_hash().to_string();
     Ok(Published {
         version: version_ref,
         effective_from: effective.to_string(),
@@ -215,9 +217,10 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
 /// (`Policies::refresh`) and, once for each generation this process moves to, voids the
 /// open approvals that generation decides differently — approvals this instance or any
 /// other decided under the set it held before it noticed a publish, here or elsewhere.
-/// The publishing instance has swept at publish time; another instance sweeps when its
-/// pass sees the publish. Instances sweeping at once void each case once: the void is
-/// a versioned update, and the loser skips the case. Returns the voided cases.
+/// The publishing instance swept at publish time and sweeps again at its next pass (a
+/// pass in flight then may have decided under the old set); another instance sweeps
+/// when its pass sees the publish. Instances sweeping at once void each case once: the
+/// void is a versioned update, and the loser skips the case. Returns the voided cases.
 pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
     p.policies.refresh(p.db, p.index).await?;
     let (mut swept, current) = p.policies.sweep_lock().await;
