@@ -79,7 +79,37 @@ pub async fn publish(
     let version_ref = format!("{doc_id}@{}", draft.policy_version);
     check_set_loads(p.db, &draft, &markdown).await?;
 
+    store_version(p, staff, &draft, &markdown, (draft_version, effective)).await?;
+    tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
+
+    p.policies.refresh(p.db, p.index).await?;
+    // Swept at once, so the publisher sees what was voided, yet not marked swept: a pass
+    // of this instance in flight since before the publish may still decide under the
+    // old set, and the next pass's `follow` sweeps after it.
+    let (_one_sweep_at_a_time, current) = p.policies.sweep_lock().await;
+    let why = format!("policy {version_ref} published: the decision would change");
+    let voided_cases = void_changed_approvals(p, &current, &why).await?;
+    Ok(Published {
+        version: version_ref,
+        effective_from: effective.to_string(),
+        published_by: staff.email.clone(),
+        voided_cases,
+    })
+}
+
+/// The published row, the draft gone and the audit line with the what-if, in one
+/// transaction: a second publish of one number, or a draft saved since `draft_version`,
+/// writes nothing.
+async fn store_version(
+    p: Publisher<'_>,
+    staff: &Staff,
+    draft: &Draft,
+    markdown: &str,
+    (draft_version, effective): (i64, Date),
+) -> DomainResult<()> {
     let now = p.clock.now_ms();
+    let doc_id = draft.doc_id.as_str();
+    let version_ref = format!("{doc_id}@{}", draft.policy_version);
     let effective_at = crate::clock::to_ms(effective.midnight().assume_utc());
     let mut tx = p.db.begin().await?;
     // A published row is immutable: only a draft-status row of the same number (a seeded
@@ -96,7 +126,7 @@ pub async fn publish(
     .bind(doc_id)
     .bind(i64::from(draft.policy_version))
     .bind(draft.file_name())
-    .bind(&markdown)
+    .bind(markdown)
     .bind(&draft.text.rules)
     .bind(effective_at)
     .bind(&staff.id)
@@ -139,21 +169,7 @@ pub async fn publish(
     )
     .await?;
     tx.commit().await?;
-    tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
-
-    p.policies.refresh(p.db, p.index).await?;
-    // Swept at once, so the publisher sees what was voided, yet not marked swept: a pass
-    // of this instance in flight since before the publish may still decide under the
-    // old set, and the next pass's `follow` sweeps after it.
-    let (_one_sweep_at_a_time, current) = p.policies.sweep_lock().await;
-    let why = format!("policy {version_ref} published: the decision would change");
-    let voided_cases = void_changed_approvals(p, &current, &why).await?;
-    Ok(Published {
-        version: version_ref,
-        effective_from: effective.to_string(),
-        published_by: staff.email.clone(),
-        voided_cases,
-    })
+    Ok(())
 }
 
 fn draft_changed() -> DomainError {
