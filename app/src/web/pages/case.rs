@@ -145,21 +145,31 @@ async fn case_page_with(
     session: &Session,
     id: &str,
     error: Option<String>,
-    (notice, saved): (Option<&'static str>, Option<&str>),
+    shown: (Option<&'static str>, Option<&str>),
 ) -> Response {
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
         Err(e) => return AppError::from(e).into_response(),
     };
-    let view = match crate::views::case_view(&state.db, &case).await {
-        Ok(v) => v,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let thread = match crate::views::thread(&state.db, &case).await {
-        Ok(t) => t,
-        Err(e) => return AppError::from(e).into_response(),
-    };
+    match read_page(state, session, case, error, shown).await {
+        Ok(page) => render(&page),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// Everything the case page shows of `case`.
+async fn read_page(
+    state: &AppState,
+    session: &Session,
+    case: cases::Case,
+    error: Option<String>,
+    (notice, saved): (Option<&'static str>, Option<&str>),
+) -> crate::error::DomainResult<CasePage> {
+    let view = crate::views::case_view(&state.db, &case).await?;
+    let thread = crate::views::thread(&state.db, &case).await?;
+    let around = around(&state.db, &case).await?;
+    let tools = super::case_replies::reply_tools(&state.db, &case, saved).await?;
     let decision = case.decision().map(|d| decision_view(&d));
     let proposal = case
         .proposal
@@ -175,16 +185,8 @@ async fn case_page_with(
     let may_approve = parse_plain::<policy_engine::Role>(&required_role)
         .map(|r| session.staff.role.may_approve(r))
         .unwrap_or(false);
-    let around = match around(&state.db, &case).await {
-        Ok(a) => a,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let tools = match super::case_replies::reply_tools(&state.db, &case, saved).await {
-        Ok(t) => t,
-        Err(e) => return AppError::from(e).into_response(),
-    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
-    render(&CasePage {
+    Ok(CasePage {
         tools,
         timeline: around.timeline,
         same_order: around.same_order,
