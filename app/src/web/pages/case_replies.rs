@@ -1,11 +1,12 @@
 //! What the case page offers around a reply (issue 17): the saved replies in the
 //! ticket's language (a select that pre-fills the reply through a GET, so it works
 //! without a script), and the exact message the customer will receive when the case is
-//! approved, rejected or closed — the text `replies` would send, in their language.
+//! approved, rejected or decided by hand — the text `replies` would send, in their
+//! language (a close sends the staff member's own reply, as written).
 
 use crate::cases::{Case, CaseStatus};
 use crate::error::DomainResult;
-use crate::replies::{self, CustomerRefundView, Language};
+use crate::replies::{self, CustomerRefundView, HandDecision, Language};
 use crate::saved_replies::{self, SavedReply};
 use crate::store::Db;
 
@@ -20,6 +21,9 @@ pub(super) struct ReplyTools {
     pub on_approve: Option<String>,
     /// The message a rejection sends.
     pub on_reject: Option<String>,
+    /// Live shadow mode's hand decision: (outcome, the message it sends), each outcome
+    /// that sends one; a refund's amounts are the reviewer's, shown as `[amounts]`.
+    pub on_hand: Vec<(&'static str, String)>,
 }
 
 /// The tools for `case`'s page; `chosen` is the saved reply picked (`?saved=ID`). A
@@ -48,7 +52,27 @@ pub(super) async fn reply_tools(
         language: language.as_str(),
         on_approve,
         on_reject: awaiting.then(|| replies::rejection_reply(language)),
+        on_hand: hand_messages(language),
     })
+}
+
+/// What each hand decision tells the customer (`shadow_live::decide_by_hand`); an
+/// escalation sends nothing.
+fn hand_messages(language: Language) -> Vec<(&'static str, String)> {
+    let amounts = HandDecision::AwaitingApproval {
+        amounts: "[amounts]",
+    };
+    vec![
+        ("refund", replies::hand_decision_reply(language, amounts)),
+        (
+            "no_refund",
+            replies::hand_decision_reply(language, HandDecision::NotEligible),
+        ),
+        (
+            "request_info",
+            replies::hand_decision_reply(language, HandDecision::RequestInfo),
+        ),
+    ]
 }
 
 /// After an approval the customer hears from us once the provider has the refund:
