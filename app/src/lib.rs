@@ -31,6 +31,7 @@ pub mod replies;
 pub mod resolve;
 pub mod rollout;
 pub mod runs;
+pub mod saved_replies;
 pub mod schema;
 pub mod shadow;
 pub mod shadow_live;

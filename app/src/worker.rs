@@ -60,7 +60,9 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     // Issue 22: each pass first follows the database's policies (a publish on another
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
-    state.policies.refresh(&state.db, &state.index).await?;
+    // A new generation also voids the open approvals it decides differently (SPEC §6
+    // invariant 2), once per generation on each instance (`authoring::publish::follow`).
+    let voided = crate::authoring::publish::follow(state.publisher()).await?;
     let state = &state.clone();
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
@@ -68,7 +70,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     for _ in 0..state.worker_concurrency.max(1) {
         loops.spawn(advance_runs(state.clone(), stop.clone()));
     }
-    let mut handled = 0;
+    let mut handled = voided.len();
     let mut first_error = None;
     while let Some(joined) = loops.join_next().await {
         match joined {

@@ -1,6 +1,10 @@
 //! Policy authoring (issue 22): drafts saved with expected versions, validation by
-//! field, what-if runs, publishing — scheduled versions, approvals voided, a second
-//! instance following the database — and the files written back.
+//! field, what-if runs (a history file, the last days of live decisions), publishing —
+//! scheduled versions, approvals voided, instances following the database and sweeping
+//! the approvals a new generation changes — and the files written back.
+//!
+//! Long because it is issue 22's one test binary: each test builds its instances and
+//! drafts through the real router and worker; splitting would add link time.
 
 mod support;
 
@@ -369,6 +373,233 @@ async fn publishing_voids_an_open_approval_whose_decision_changes_and_records_th
     assert_eq!(detail["whatif_version"], seen);
 }
 
+async fn whatif(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+    let (status, body) = app
+        .request(
+            "POST",
+            "/api/v1/policies/RP-001/whatif",
+            Some(token),
+            Some(body),
+        )
+        .await;
+    (status.as_u16(), body)
+}
+
+#[tokio::test]
+async fn a_whatif_of_the_last_days_of_live_decisions_lists_the_changed_cases_and_money_and_is_kept()
+{
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let author = author_token(&app).await;
+    // The draft's reporting window shrinks to 5 days: the charges of 9 days ago fall out.
+    let start = draft(&app, &author).await;
+    let rules = start["rules"]
+        .as_str()
+        .unwrap()
+        .replace("reporting_window_days = 365", "reporting_window_days = 5");
+    let (status, saved) = save(
+        &app,
+        &author,
+        0,
+        start["markdown"].as_str().unwrap(),
+        &json!(rules),
+    )
+    .await;
+    assert_eq!((status, &saved["problems"]), (200, &json!([])), "{saved}");
+    let seen = saved["version"].as_i64().unwrap();
+
+    let (status, live) = whatif(&app, &author, json!({ "live_days": 7 })).await;
+    assert_eq!(status, 200, "{live}");
+    assert_eq!(
+        (live["total"].as_u64(), live["changed"].as_u64()),
+        (Some(1), Some(1)),
+        "{live}"
+    );
+    assert_eq!(live["tickets"][0]["id"], case_id.as_str(), "{live}");
+    assert_eq!(live["draft_version"], seen);
+    assert!(
+        live["against"].as_str().unwrap().contains("last 7 day(s)"),
+        "{live}"
+    );
+    let money = live["money"].as_array().expect("money per currency");
+    assert!(
+        money
+            .iter()
+            .any(|m| m["from"] != m["to"] && m["currency"].is_string()),
+        "the money the change moves, per currency: {live}"
+    );
+    let kept = draft(&app, &author).await;
+    assert_eq!(
+        (
+            kept["whatif"]["against"].clone(),
+            kept["whatif_version"].as_i64()
+        ),
+        (live["against"].clone(), Some(seen))
+    );
+
+    // Bad input changes nothing: the kept what-if stays the live one.
+    for bad in [
+        json!({ "live_days": 0 }),
+        json!({}),
+        json!({ "live_days": 3, "history": "tickets.jsonl" }),
+    ] {
+        let (status, body) = whatif(&app, &author, bad.clone()).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    assert_eq!(draft(&app, &author).await["whatif"], kept["whatif"]);
+
+    // Two days on, a one-day window holds no case; the console form runs the same.
+    app.clock.advance(time::Duration::days(2));
+    let (cookie, csrf) = app.staff_session("author@test.example").await;
+    let form = axum::http::Request::post("/console/policies/RP-001/whatif")
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(format!("csrf={csrf}&live_days=1")))
+        .unwrap();
+    let (status, page) = app.raw(form).await;
+    assert_eq!(status, 303, "{page}");
+    let kept = draft(&app, &author).await;
+    assert_eq!(
+        (
+            kept["whatif"]["total"].as_u64(),
+            kept["whatif"]["changed"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{kept}"
+    );
+}
+
+/// Cases voided for a policy change, from the audit log: the proof a case was voided
+/// once, whoever swept.
+async fn policy_voids(app: &TestApp, case_id: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'proposal_voided' AND subject = $1 AND detail LIKE 'polic%'",
+    )
+    .bind(case_id)
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap()
+}
+
+/// A worker pass of `instance` that began before it noticed a publish: its copy of the
+/// state holds the old generation and decides with it (what `worker::run_once` does
+/// after its refresh, under the set it took then).
+async fn decide_with_stale_set(stale: &app::state::AppState) {
+    while let Some(mut run) =
+        app::runs::claim_next(&stale.db, &stale.instance_id, stale.clock.now_ms())
+            .await
+            .unwrap()
+    {
+        let result = app::investigation::advance(stale.investigator(), &mut run).await;
+        app::runs::release(&stale.db, &run).await.unwrap();
+        result.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_voided_once_by_two_instances_passes(
+) {
+    let app = spawn_app().await;
+    let (other, publisher) = (
+        instance(&app, "second").await,
+        instance(&app, "third").await,
+    );
+    let stale = other.clone();
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let staff = auth::staff_by_email(&app.state.db, "author@test.example")
+        .await
+        .unwrap()
+        .unwrap();
+    let effective = policy_engine::parse_date("2026-12-01").unwrap();
+    let published = app::authoring::publish::publish(
+        publisher.publisher(),
+        &staff,
+        "RP-001",
+        seen,
+        Some(effective),
+    )
+    .await
+    .expect("the third instance publishes, scheduled");
+    assert_eq!(published.voided_cases, Vec::<String>::new());
+
+    // On its date, a ticket is decided by a pass of the second instance that still holds
+    // the set without the new version: RP-001@2, where RP-001@3 is in force.
+    app.clock.set(at("2026-12-01T08:00:00Z"));
+    let ticket = app.post_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
+    decide_with_stale_set(&stale).await;
+    let case = app.case(&case_id).await;
+    assert_eq!(
+        (case["status"].as_str(), rp001_version(&case).as_str()),
+        (Some("awaiting_approval"), "RP-001@2"),
+        "{case}"
+    );
+
+    // Both instances' next passes notice the publish and sweep at once: voided once.
+    let (a, b) = tokio::join!(
+        app::worker::run_once(&app.state),
+        app::worker::run_once(&other)
+    );
+    a.expect("the first instance's pass");
+    b.expect("the second instance's pass");
+    assert_eq!(policy_voids(&app, &case_id).await, 1, "voided exactly once");
+    app::worker::run_once(&app.state).await.unwrap();
+    app::worker::run_once(&other).await.unwrap();
+    app.drain().await;
+    let redecided = app.case(&case_id).await;
+    assert_eq!(
+        (
+            redecided["status"].as_str(),
+            rp001_version(&redecided).as_str()
+        ),
+        (Some("awaiting_approval"), "RP-001@3"),
+        "{redecided}"
+    );
+    assert_eq!(
+        policy_voids(&app, &case_id).await,
+        1,
+        "later passes sweep nothing again"
+    );
+}
+
+#[tokio::test]
+async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_its_next_pass() {
+    let app = spawn_app().await;
+    let in_flight = app.state.clone();
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let (status, published) = publish(&app, &author, seen, None).await;
+    assert_eq!(
+        (status, &published["voided_cases"]),
+        (200, &json!([])),
+        "{published}"
+    );
+
+    // A pass of this instance that took its state before the publish decides now.
+    let ticket = app.post_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
+    decide_with_stale_set(&in_flight).await;
+    assert_eq!(rp001_version(&app.case(&case_id).await), "RP-001@2");
+    app::worker::run_once(&app.state).await.unwrap();
+    assert_eq!(
+        policy_voids(&app, &case_id).await,
+        1,
+        "the next pass swept it"
+    );
+    app.drain().await;
+    let redecided = app.case(&case_id).await;
+    assert_eq!(
+        (
+            redecided["status"].as_str(),
+            rp001_version(&redecided).as_str()
+        ),
+        (Some("awaiting_approval"), "RP-001@3"),
+        "{redecided}"
+    );
+}
+
 #[tokio::test]
 async fn with_a_second_approver_required_the_only_author_may_not_publish() {
     let mut app = spawn_app().await;
@@ -386,7 +617,11 @@ async fn with_a_second_approver_required_the_only_author_may_not_publish() {
 /// Another instance over the same database: its own data directory (so its own index),
 /// the same provider and clock.
 async fn second_instance(app: &TestApp) -> app::state::AppState {
-    let mut config = app::config::Config::from_env(&app.dir.path().join("second"));
+    instance(app, "second").await
+}
+
+async fn instance(app: &TestApp, name: &str) -> app::state::AppState {
+    let mut config = app::config::Config::from_env(&app.dir.path().join(name));
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());
     config.fixtures_dir = app::config::default_fixtures_dir();
@@ -559,8 +794,7 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
     browser.wait_for_url("done=checked").await;
     let summary = browser.text("#whatif-summary").await;
     assert!(
-        summary.contains("history tickets.jsonl")
-            && summary.contains("tickets decided differently"),
+        summary.contains("history tickets.jsonl") && summary.contains("decided differently"),
         "{summary}"
     );
 

@@ -370,19 +370,51 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     // Issue 17: times in the viewer's zone; this viewer is in Tokyo (UTC+9).
     browser.set_time_zone("Asia/Tokyo").await;
 
+    // Issue 17: a saved reply in the ticket's language, put into the reply and edited.
+    let saved = "Thank you for your patience.";
+    let (status, body) = app
+        .request(
+            "POST",
+            "/api/v1/saved-replies",
+            Some(&app.supervisor_token),
+            Some(serde_json::json!({ "name": "Patience", "language": "en", "text": saved })),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
     browser.console_login(&base, "agent@test.example").await;
     browser
         .goto(&format!("{base}/console/cases/{case_id}"))
         .await;
+    browser
+        .execute("window.__not_reloaded = true; return true;")
+        .await;
+    browser.type_into("textarea[name=text]", "Hello. ").await;
+    browser.click("#use-saved-reply").await;
+    let filled = browser
+        .execute(
+            "return [document.querySelector('#reply-text').value, window.__not_reloaded === true];",
+        )
+        .await;
+    assert_eq!(
+        filled,
+        serde_json::json!([format!("Hello. {saved}"), true]),
+        "the saved reply goes in at the cursor, the typed text stays, the page stays"
+    );
     let reply = "We found the second charge and are on it.";
-    browser.type_into("textarea[name=text]", reply).await;
+    browser
+        .type_into("textarea[name=text]", &format!(" {reply}"))
+        .await;
     browser.click("#send-reply").await;
     let landed = browser.wait_for_url("?done=reply").await;
     assert!(
         landed.ends_with(&format!("/console/cases/{case_id}?done=reply")),
         "post/redirect/get: the address is the case page, not the POST URL: {landed}"
     );
-    assert!(browser.text("#thread").await.contains(reply));
+    let thread = browser.text("#thread").await;
+    assert!(
+        thread.contains(&format!("Hello. {saved} {reply}")),
+        "{thread}"
+    );
     assert!(browser.text("#notice").await.contains("Reply sent"));
     let shown = browser.text("#thread time").await;
     let utc = browser
@@ -538,6 +570,8 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
         "/console/policies".into(),
         "/console/policies/RP-001/2".into(),
         "/console/policies/RP-001/diff?from=1&to=2".into(),
+        "/console/policies/RP-001/draft".into(),
+        "/console/replies".into(),
         "/console/shadow".into(),
         "/console/reconcile".into(),
         "/console/audit".into(),

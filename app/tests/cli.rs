@@ -1,6 +1,6 @@
 //! The command line as a deployer and a CI job meet it (issue 20): long commands print no
 //! progress redraws into captured stderr, and a binary run away from the checkout says
-//! which setting points at the fixtures.
+//! which setting points at the fixtures; policy authoring on the database (issue 22).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -182,6 +182,39 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
         "author@test.example",
     ]);
     assert_eq!(String::from_utf8_lossy(&saved.stdout), "", "no problems");
+    let checked = run(&[
+        "policy",
+        "whatif",
+        "RP-001",
+        "--live-days",
+        "30",
+        "--as",
+        "author@test.example",
+    ]);
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert_eq!(
+        (checked["against"].as_str(), checked["total"].as_u64()),
+        (
+            Some("live decisions of the last 30 day(s) (0 cases)"),
+            Some(0)
+        ),
+        "{checked}"
+    );
+    let history = fixtures.join("history/tickets.jsonl");
+    let checked = run(&[
+        "policy",
+        "whatif",
+        "RP-001",
+        "--history",
+        history.to_str().unwrap(),
+        "--as",
+        "author@test.example",
+    ]);
+    let checked: serde_json::Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert!(
+        checked["total"].as_u64() > Some(0) && checked["changed"].as_u64() > Some(0),
+        "the draft decides some historical tickets differently: {checked}"
+    );
     let published = run(&[
         "policy",
         "publish",
@@ -193,6 +226,42 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
     ]);
     let published: serde_json::Value = serde_json::from_slice(&published.stdout).expect("JSON");
     assert_eq!(published["version"], "RP-001@3", "{published}");
+
+    // Offline commands read the database's policies once it holds them, else the files,
+    // and say which (issue 22).
+    let search = |data: &Path| {
+        let output = refund_agent(dir.path(), data)
+            .env("FIXTURES_DIR", &fixtures)
+            .args([
+                "policy",
+                "search",
+                "charged twice duplicate",
+                "--as-of",
+                "2030-01-02",
+            ])
+            .output()
+            .expect("running refund-agent policy search");
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+        (stdout, String::from_utf8_lossy(&output.stderr).to_string())
+    };
+    let (found, said) = search(&data);
+    assert!(
+        found.contains("RP-001@3#"),
+        "the published version: {found}"
+    );
+    assert!(said.contains("policies: from the database"), "{said}");
+    let fresh = dir.path().join("fresh");
+    let (found, said) = search(&fresh);
+    assert!(
+        found.contains("RP-001@2#") && !found.contains("RP-001@3#"),
+        "the files' draft v3 is not in force: {found}"
+    );
+    assert!(said.contains("policies: from the files in"), "{said}");
+    assert!(
+        !fresh.join("refund-desk.db").exists(),
+        "no database created"
+    );
 
     let out = dir.path().join("export");
     run(&["policy", "export", out.to_str().unwrap()]);

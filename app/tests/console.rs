@@ -1087,6 +1087,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
         "/console/staff".into(),
         "/console/rollout".into(),
         "/console/policies/RP-001/draft".into(),
+        "/console/replies".into(),
     ];
     for (email, admin) in [("admin@test.example", true), ("agent@test.example", false)] {
         let (cookie, csrf) = app.staff_session(email).await;
@@ -1112,6 +1113,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
                 "/console\"",
                 "/console/shadow",
                 "/console/policies",
+                "/console/replies",
                 "/console/audit",
             ] {
                 assert!(nav.contains(link), "{path} links {link}");

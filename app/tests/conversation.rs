@@ -1,7 +1,8 @@
 //! Issue 17, conversation work: staff replies and internal notes (a note reaches no
 //! customer surface), closing a case by hand (a closed case is never approved or
-//! executed afterwards), the queue's `status=all` and search, and assignment — through
-//! the same API and console a support team uses, on the real payments mock.
+//! executed afterwards), the queue's `status=all` and search, assignment, saved replies
+//! and the messages a decision sends, previewed — through the same API and console a
+//! support team uses, on the real payments mock.
 //!
 //! Long because it is issue 17's one test binary for the conversation and one case per
 //! order: each test builds its case through the real router; splitting would add link time.
@@ -774,4 +775,245 @@ async fn the_case_list_pages_with_a_link_header_and_loses_no_case_between_pages(
         assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {error}");
         assert_eq!(error["error"]["code"], code, "{query}");
     }
+}
+
+async fn add_saved_reply(app: &TestApp, token: &str, body: Value) -> (StatusCode, Value) {
+    post(app, token, "/api/v1/saved-replies", body).await
+}
+
+#[tokio::test]
+async fn saved_replies_are_kept_per_language_by_supervisors_and_bad_input_writes_nothing() {
+    let app = spawn_app().await;
+    let reply = |name: &str, language: &str, text: &str| json!({ "name": name, "language": language, "text": text });
+    let (status, body) = add_saved_reply(
+        &app,
+        &app.agent_token.clone(),
+        reply("Thanks", "en", "Thank you for writing."),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "agents use, never manage: {body}"
+    );
+    let supervisor = app.supervisor_token.clone();
+    let (status, en) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("Thanks", "en", "Thank you for writing."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{en}");
+    let (status, zh) =
+        add_saved_reply(&app, &supervisor, reply("Thanks", "zh", "感谢您的来信。")).await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "the same name in another language: {zh}"
+    );
+
+    for (bad, code) in [
+        (reply("Thanks", "en", "Again."), "saved_reply_exists"),
+        (reply("Thanks", "fr", "Merci."), "invalid_language"),
+        (reply("  ", "en", "No name."), "invalid_name"),
+        (reply("Empty", "en", "   "), "empty_message"),
+        (
+            json!({ "name": "X", "language": "en", "text": "x", "extra": 1 }),
+            "invalid_body",
+        ),
+    ] {
+        let (status, body) = add_saved_reply(&app, &supervisor, bad.clone()).await;
+        assert!(status.is_client_error(), "{bad}: {status} {body}");
+        assert_eq!(body["error"]["code"], code, "{bad}: {body}");
+    }
+    let (status, all) = app
+        .request("GET", "/api/v1/saved-replies", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(all, json!([en, zh]), "by language, nothing else written");
+    let (_, only_zh) = app
+        .request(
+            "GET",
+            "/api/v1/saved-replies?language=zh",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(only_zh, json!([zh]));
+    let (status, body) = app
+        .request(
+            "GET",
+            "/api/v1/saved-replies?language=xx",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (StatusCode::BAD_REQUEST, &json!("invalid_language"))
+    );
+}
+
+#[tokio::test]
+async fn the_case_page_offers_the_saved_replies_of_the_tickets_language_and_shows_the_messages_a_decision_sends(
+) {
+    let app = spawn_app().await;
+    let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let supervisor = app.supervisor_token.clone();
+    let reply = |name: &str, language: &str, text: &str| json!({ "name": name, "language": language, "text": text });
+    let (_, en) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("Checking", "en", "We are checking your charges now."),
+    )
+    .await;
+    let (_, ja) = add_saved_reply(
+        &app,
+        &supervisor,
+        reply("確認中", "ja", "ただいま確認しております。"),
+    )
+    .await;
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+
+    let path = format!("/console/cases/{case_id}");
+    let (status, page) = console_get(&app, &cookie, &path).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(">Checking</option>") && !page.contains("確認中"),
+        "the ticket's language only: {page}"
+    );
+    assert!(
+        page.contains("id=\"reply-text\"></textarea>"),
+        "nothing chosen, nothing filled"
+    );
+    // Without a script: the select's GET puts the text into the reply, to edit.
+    let chosen = format!("{path}?saved={}", en["id"].as_str().unwrap());
+    let (_, page) = console_get(&app, &cookie, &chosen).await;
+    assert!(
+        page.contains("id=\"reply-text\">We are checking your charges now.</textarea>"),
+        "{page}"
+    );
+    let other = format!("{path}?saved={}", ja["id"].as_str().unwrap());
+    let (_, page) = console_get(&app, &cookie, &other).await;
+    assert!(
+        page.contains("id=\"reply-text\"></textarea>"),
+        "another language's reply fills nothing"
+    );
+
+    // The exact messages the customer receives on approval and on rejection.
+    let approve =
+        "Your refund of 198.00 CNY has been submitted to the payment provider and is pending.";
+    assert!(
+        page.contains("id=\"preview-approve\"") && page.contains(approve),
+        "{page}"
+    );
+    let reject = "After review by our team, this refund was not approved.";
+    assert!(
+        page.contains("id=\"preview-reject\"") && page.contains(reject),
+        "{page}"
+    );
+    let (status, body) = post(
+        &app,
+        &app.agent_token.clone(),
+        &format!("/api/v1/cases/{case_id}/reject"),
+        json!({ "fingerprint": case["fingerprint"], "reason": "customer asked to wait" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ticket_id = case["ticket_id"].as_str().unwrap();
+    let (ticket, _) = customer_surfaces(&app, "C-100", ticket_id).await;
+    let sent = ticket["messages"].as_array().unwrap().last().unwrap()["body"].clone();
+    assert!(
+        sent.as_str().unwrap().starts_with(reject),
+        "what was shown is what was sent: {sent}"
+    );
+}
+
+/// A console form post as the staff member of `cookie`.
+async fn console_post(app: &TestApp, cookie: &str, path: &str, form: &str) -> (StatusCode, String) {
+    app.raw(
+        Request::post(path)
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(form.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_supervisor_adds_and_removes_saved_replies_on_the_console_and_an_agent_only_reads_them() {
+    let app = spawn_app().await;
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+    let add = |name: &str, language: &str, text: &str| {
+        format!("csrf={csrf}&name={name}&language={language}&text={text}")
+    };
+    let (status, _) = console_post(
+        &app,
+        &cookie,
+        "/console/replies",
+        &add("Refund+sent", "en", "Your+refund+is+on+its+way."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    // Refused: a language we do not speak. The page keeps the typed text, nothing is written.
+    let (status, page) = console_post(
+        &app,
+        &cookie,
+        "/console/replies",
+        &add("Merci", "fr", "Merci+beaucoup."),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(
+        page.contains("id=\"action-error\"") && page.contains("Merci beaucoup."),
+        "{page}"
+    );
+    let (_, page) = console_get(&app, &cookie, "/console/replies?done=added").await;
+    assert!(
+        page.contains("Your refund is on its way.") && !page.contains("Merci"),
+        "{page}"
+    );
+
+    let (agent, agent_csrf) = app.staff_session("agent@test.example").await;
+    let (status, page) = console_get(&app, &agent, "/console/replies").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("Your refund is on its way.") && !page.contains("id=\"add-reply\""),
+        "{page}"
+    );
+    let id: String = sqlx::query_scalar("SELECT id FROM saved_replies")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    let remove = format!("/console/replies/{id}/delete");
+    let (status, _) = console_post(&app, &agent, &remove, &format!("csrf={agent_csrf}")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "an agent may not remove one");
+    let (status, _) = console_post(&app, &cookie, &remove, "csrf=wrong").await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "nor a form without the session's token"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM saved_replies WHERE id = $1",
+            &id
+        )
+        .await,
+        1
+    );
+    let (status, _) = console_post(&app, &cookie, &remove, &format!("csrf={csrf}")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM saved_replies WHERE id = $1",
+            &id
+        )
+        .await,
+        0
+    );
 }

@@ -29,6 +29,9 @@ struct Cell {
     /// One refresh at a time per process, so an older set never lands after a newer;
     /// it holds the `versions::marker` last seen.
     refreshing: tokio::sync::Mutex<Option<(i64, i64)>>,
+    /// The hash of the generation whose open approvals this process last checked
+    /// (`publish::follow`), held while checking; at start, the generation it started on.
+    swept: tokio::sync::Mutex<String>,
 }
 
 pub struct Policies {
@@ -76,12 +79,13 @@ impl Policies {
         let set = PolicySet::from_sources(super::supersede(sources))?;
         let generation = Arc::new(Generation {
             set: Arc::new(set),
-            hash,
+            hash: hash.clone(),
         });
         Ok(Policies {
             cell: Arc::new(Cell {
                 current: RwLock::new(generation.clone()),
                 refreshing: tokio::sync::Mutex::new(None),
+                swept: tokio::sync::Mutex::new(hash),
             }),
             snapshot: generation,
         })
@@ -95,6 +99,14 @@ impl Policies {
     /// The hash of the sources this snapshot was built from.
     pub fn sources_hash(&self) -> &str {
         &self.snapshot.hash
+    }
+
+    /// The current generation and the lock over the hash of the one last swept: the
+    /// caller checks the open approvals against the generation, then writes its hash.
+    /// One sweep at a time per process.
+    pub async fn sweep_lock(&self) -> (tokio::sync::MutexGuard<'_, String>, Policies) {
+        let swept = self.cell.swept.lock().await;
+        (swept, self.clone())
     }
 
     /// Whether the database holds other policies than the cell: if so, rebuilds the

@@ -6,7 +6,10 @@
 //!
 //! A scheduled version is in the set from the moment it is published: the engine picks
 //! the version in force on each ticket's date, so it takes effect exactly at its date
-//! on every instance, however late an instance swaps.
+//! on every instance that holds it. Because the version is chosen by the ticket's date,
+//! its date arriving changes no decision made under a set that held it; what can
+//! change is a decision an instance made under the set it held before it noticed the
+//! publish. `follow`, run by every worker pass, sweeps those once per generation.
 
 use std::sync::Arc;
 
@@ -76,7 +79,37 @@ pub async fn publish(
     let version_ref = format!("{doc_id}@{}", draft.policy_version);
     check_set_loads(p.db, &draft, &markdown).await?;
 
+    store_version(p, staff, &draft, &markdown, (draft_version, effective)).await?;
+    tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
+
+    p.policies.refresh(p.db, p.index).await?;
+    // Swept at once, so the publisher sees what was voided, yet not marked swept: a pass
+    // of this instance in flight since before the publish may still decide under the
+    // old set, and the next pass's `follow` sweeps after it.
+    let (_one_sweep_at_a_time, current) = p.policies.sweep_lock().await;
+    let why = format!("policy {version_ref} published: the decision would change");
+    let voided_cases = void_changed_approvals(p, &current, &why).await?;
+    Ok(Published {
+        version: version_ref,
+        effective_from: effective.to_string(),
+        published_by: staff.email.clone(),
+        voided_cases,
+    })
+}
+
+/// The published row, the draft gone and the audit line with the what-if, in one
+/// transaction: a second publish of one number, or a draft saved since `draft_version`,
+/// writes nothing.
+async fn store_version(
+    p: Publisher<'_>,
+    staff: &Staff,
+    draft: &Draft,
+    markdown: &str,
+    (draft_version, effective): (i64, Date),
+) -> DomainResult<()> {
     let now = p.clock.now_ms();
+    let doc_id = draft.doc_id.as_str();
+    let version_ref = format!("{doc_id}@{}", draft.policy_version);
     let effective_at = crate::clock::to_ms(effective.midnight().assume_utc());
     let mut tx = p.db.begin().await?;
     // A published row is immutable: only a draft-status row of the same number (a seeded
@@ -93,7 +126,7 @@ pub async fn publish(
     .bind(doc_id)
     .bind(i64::from(draft.policy_version))
     .bind(draft.file_name())
-    .bind(&markdown)
+    .bind(markdown)
     .bind(&draft.text.rules)
     .bind(effective_at)
     .bind(&staff.id)
@@ -136,17 +169,7 @@ pub async fn publish(
     )
     .await?;
     tx.commit().await?;
-    tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
-
-    p.policies.refresh(p.db, p.index).await?;
-    let current = p.policies.clone();
-    let voided_cases = void_changed_approvals(p, &current, &version_ref).await?;
-    Ok(Published {
-        version: version_ref,
-        effective_from: effective.to_string(),
-        published_by: staff.email.clone(),
-        voided_cases,
-    })
+    Ok(())
 }
 
 fn draft_changed() -> DomainError {
@@ -206,6 +229,30 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
         })
 }
 
+/// What every worker pass does first (issue 22): follows the database's policies
+/// (`Policies::refresh`) and, once for each generation this process moves to, voids the
+/// open approvals that generation decides differently — approvals this instance or any
+/// other decided under the set it held before it noticed a publish, here or elsewhere.
+/// The publishing instance swept at publish time and sweeps again at its next pass (a
+/// pass in flight then may have decided under the old set); another instance sweeps
+/// when its pass sees the publish. Instances sweeping at once void each case once: the
+/// void is a versioned update, and the loser skips the case. Returns the voided cases.
+pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
+    p.policies.refresh(p.db, p.index).await?;
+    let (mut swept, current) = p.policies.sweep_lock().await;
+    if *swept == current.sources_hash() {
+        return Ok(Vec::new());
+    }
+    let hash = current.sources_hash();
+    let why = format!(
+        "policies changed (sources {}): the decision would change",
+        &hash[..hash.len().min(12)]
+    );
+    let voided = void_changed_approvals(p, &current, &why).await?;
+    *swept = hash.to_string();
+    Ok(voided)
+}
+
 /// Cases awaiting approval or approved but not yet sent whose decision, on the facts it
 /// was made on, differs under `policies`: their proposal and approval are void and the
 /// case goes back to investigation (SPEC §6 invariant 2), through `cases::reinvestigate`
@@ -213,7 +260,7 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
 async fn void_changed_approvals(
     p: Publisher<'_>,
     policies: &PolicySet,
-    version_ref: &str,
+    why: &str,
 ) -> DomainResult<Vec<String>> {
     let open = cases::list_cases(
         p.db,
@@ -223,7 +270,6 @@ async fn void_changed_approvals(
         },
     )
     .await?;
-    let why = format!("policy {version_ref} published: the decision would change");
     let mut voided = Vec::new();
     for case in open {
         let (Some(decision), Some(facts)) = (case.decision(), case.facts.as_deref()) else {
@@ -238,7 +284,7 @@ async fn void_changed_approvals(
         let now = p.clock.now_ms();
         let mut tx = p.db.begin().await?;
         crate::refunds::void_unsent(&mut tx, &case.id, now).await?;
-        match cases::reinvestigate(&mut tx, p.versions, &case, &why, now).await {
+        match cases::reinvestigate(&mut tx, p.versions, &case, why, now).await {
             Ok(()) => {
                 tx.commit().await?;
                 voided.push(case.id.clone());

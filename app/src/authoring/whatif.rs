@@ -1,12 +1,13 @@
 //! What-if (issue 22): a saved draft against historical tickets, decided through
-//! `replay::policy_diff` — the machinery of `refund-agent policy diff` — with the draft
-//! pinned on the new side and the versions in force on the old. The report is stored
-//! with the draft together with the draft version it checked, so whoever publishes sees
-//! what was checked and whether the text changed since.
+//! `replay::policy_diff` — the machinery of `refund-agent policy diff` — or against
+//! the facts live cases of the last N days were decided on (`replay::facts_diff`), with
+//! the draft pinned on the new side and the versions in force on the old. The report
+//! is stored with the draft together with the draft version it checked, so whoever
+//! publishes sees what was checked and whether the text changed since.
 
 use std::sync::Arc;
 
-use policy_engine::PolicySet;
+use policy_engine::{Facts, PolicySet};
 use rag_index::PolicyIndex;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,7 @@ use super::{set_front_matter, versions};
 use crate::auth::Staff;
 use crate::clock::{rfc3339, Clock};
 use crate::error::{DomainError, DomainResult};
-use crate::replay::{DiffReport, HistoricalTicket};
+use crate::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
 use crate::store::Db;
 
 /// A what-if as stored with the draft and shown on its page and in the publish audit.
@@ -56,16 +57,14 @@ pub async fn set_with_draft(db: &Db, draft: &Draft) -> DomainResult<PolicySet> {
     })
 }
 
-/// Runs the saved draft of `doc_id` against `tickets` and stores the result with it.
-/// A draft with validation problems is refused: there is nothing sound to check.
-pub async fn run_against_history(
+/// The saved draft of `doc_id`, if a what-if may run on it, and the set pinning it. A
+/// draft with validation problems is refused: there is nothing sound to check.
+async fn checked_draft(
     db: &Db,
     clock: &dyn Clock,
-    index: &Arc<PolicyIndex>,
     staff: &Staff,
     doc_id: &str,
-    (name, tickets): (&str, &[HistoricalTicket]),
-) -> DomainResult<WhatIf> {
+) -> DomainResult<(Draft, PolicySet, Vec<String>)> {
     drafts::check_author(staff)?;
     let draft = drafts::load_draft(db, clock, doc_id).await?;
     if draft.version == 0 {
@@ -85,18 +84,93 @@ pub async fn run_against_history(
     }
     let set = set_with_draft(db, &draft).await?;
     let pin = vec![format!("{doc_id}@{}", draft.policy_version)];
+    Ok((draft, set, pin))
+}
+
+/// Runs the saved draft of `doc_id` against `tickets` and stores the result with it.
+pub async fn run_against_history(
+    db: &Db,
+    clock: &dyn Clock,
+    index: &Arc<PolicyIndex>,
+    staff: &Staff,
+    doc_id: &str,
+    (name, tickets): (&str, &[HistoricalTicket]),
+) -> DomainResult<WhatIf> {
+    let (draft, set, pin) = checked_draft(db, clock, staff, doc_id).await?;
     let report = crate::replay::policy_diff(&set, index, tickets, &[], &pin, |_, _| {})
         .await
         .map_err(|e| DomainError::bad_request("whatif_failed", e.to_string()))?;
-    let whatif = summary(
-        &report,
-        &draft,
-        staff,
-        clock,
-        format!("history {name} ({} tickets)", tickets.len()),
-    );
+    let against = format!("history {name} ({} tickets)", tickets.len());
+    let whatif = summary(&report, &draft, staff, clock, against);
     store(db, doc_id, &whatif).await?;
     Ok(whatif)
+}
+
+/// The most days back a what-if of live decisions reaches.
+pub const MAX_LIVE_DAYS: u32 = 366;
+/// The most cases one what-if of live decisions decides (oldest first).
+const MAX_LIVE_CASES: i64 = 20_000;
+
+/// Runs the saved draft of `doc_id` against the cases decided in the last `days` days
+/// (`cases::with_facts_since`: every case holding a decision's facts that changed in
+/// the window), on the facts each case recorded when the engine decided it
+/// (`cases.facts`: the billing records as gathered then, not re-read), the versions in
+/// force on one side and the draft pinned on the other; stores the result with the
+/// draft like a history what-if. A case id stands where a history's ticket id does.
+pub async fn run_against_live(
+    db: &Db,
+    clock: &dyn Clock,
+    staff: &Staff,
+    doc_id: &str,
+    days: u32,
+) -> DomainResult<WhatIf> {
+    if !(1..=MAX_LIVE_DAYS).contains(&days) {
+        return Err(DomainError::bad_request(
+            "invalid_days",
+            format!("live days must be 1 to {MAX_LIVE_DAYS}, not {days}"),
+        ));
+    }
+    let (draft, set, pin) = checked_draft(db, clock, staff, doc_id).await?;
+    let since = clock.now_ms() - i64::from(days) * 86_400_000;
+    let (recorded, unreadable) = recorded_cases(db, since).await?;
+    let mut report = crate::replay::facts_diff(&set, &recorded, &[], &pin)
+        .map_err(|e| DomainError::bad_request("whatif_failed", e.to_string()))?;
+    report.total += unreadable.len();
+    report.errors = unreadable;
+    let against = format!(
+        "live decisions of the last {days} day(s) ({} cases)",
+        report.total
+    );
+    let whatif = summary(&report, &draft, staff, clock, against);
+    store(db, doc_id, &whatif).await?;
+    Ok(whatif)
+}
+
+/// The facts of the cases updated since `since` (each case's last decision), and the
+/// cases whose stored facts no longer parse, as errors.
+async fn recorded_cases(
+    db: &Db,
+    since: i64,
+) -> DomainResult<(Vec<RecordedCase>, Vec<TicketError>)> {
+    let cases = crate::cases::with_facts_since(db, since, MAX_LIVE_CASES).await?;
+    let (mut recorded, mut unreadable) = (Vec::new(), Vec::new());
+    for case in cases {
+        let facts = case.facts.as_deref().unwrap_or_default();
+        match serde_json::from_str::<Facts>(facts) {
+            Ok(facts) => recorded.push(RecordedCase {
+                recorded: case
+                    .decision()
+                    .map_or_else(CaseVerdict::escalated, |d| CaseVerdict::from_decision(&d)),
+                id: case.id,
+                facts,
+            }),
+            Err(e) => unreadable.push(TicketError {
+                id: case.id,
+                message: format!("stored facts unreadable: {e}"),
+            }),
+        }
+    }
+    Ok((recorded, unreadable))
 }
 
 fn summary(

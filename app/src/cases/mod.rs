@@ -115,6 +115,22 @@ async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> DomainResult<Opt
     row.as_ref().map(case_from_row).transpose()
 }
 
+/// Cases holding the facts of a decision and updated since `since_ms` (a what-if of
+/// recent live decisions, issue 22): every case decided in the window is among them, as
+/// are cases decided earlier and touched since (replied, closed). Oldest first, at most
+/// `limit`.
+pub async fn with_facts_since(db: &Db, since_ms: i64, limit: i64) -> DomainResult<Vec<Case>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE facts IS NOT NULL AND updated_at >= $1
+         ORDER BY created_at, id LIMIT $2"
+    ))
+    .bind(since_ms)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(case_from_row).collect()
+}
+
 pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
         .bind(case_id)

@@ -173,6 +173,22 @@ pub(super) enum PolicyCommand {
         #[arg(long)]
         expected_version: Option<i64>,
     },
+    /// What-if: the saved draft of DOC against a history file or the live cases decided
+    /// in the last N days; the result is kept with the draft and printed as JSON.
+    #[command(group(clap::ArgGroup::new("against").required(true).args(["history", "live_days"])))]
+    Whatif {
+        /// The policy document, e.g. RP-001.
+        doc: String,
+        /// Historical tickets, as JSON lines (SPEC §7).
+        #[arg(long)]
+        history: Option<PathBuf>,
+        /// The cases decided in the last N days, on the facts each was decided on.
+        #[arg(long, value_name = "N")]
+        live_days: Option<u32>,
+        /// The staff member running it (admin or policy_author).
+        #[arg(long = "as", value_name = "EMAIL")]
+        author: String,
+    },
     /// Publish the saved draft of DOC, in force from --at (YYYY-MM-DD, default today).
     Publish {
         doc: String,

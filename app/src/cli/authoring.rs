@@ -70,6 +70,40 @@ pub(super) async fn draft(
     }
 }
 
+/// `policy whatif DOC (--history FILE | --live-days N) --as EMAIL`: the saved draft
+/// checked as the console checks it, the result kept with the draft and printed.
+pub(super) async fn whatif(
+    config: &Config,
+    doc: &str,
+    history: Option<&Path>,
+    live_days: Option<u32>,
+    email: &str,
+) -> anyhow::Result<()> {
+    let db = Db::connect(&config.database_url).await?;
+    authoring::versions::seed_if_empty(&db, &config.policies_dir()).await?;
+    let staff = staff(&db, email).await?;
+    let whatif = match (history, live_days) {
+        (_, Some(days)) => {
+            authoring::whatif::run_against_live(&db, &SystemClock, &staff, doc, days).await?
+        }
+        (Some(path), None) => {
+            let (tickets, _) = super::offline::read_history(path)?;
+            let sources = authoring::versions::sources(&db).await?;
+            let policies = crate::authoring::Policies::from_sources(sources)
+                .map_err(|e| anyhow::anyhow!("stored policies: {e}"))?;
+            let index = super::offline::open_index_blocking(config, (*policies.set()).clone());
+            let index = std::sync::Arc::new(index.await?);
+            let name = path.display().to_string();
+            let against = (name.as_str(), tickets.as_slice());
+            authoring::whatif::run_against_history(&db, &SystemClock, &index, &staff, doc, against)
+                .await?
+        }
+        (None, None) => anyhow::bail!("give --history FILE or --live-days N"),
+    };
+    println!("{}", serde_json::to_string_pretty(&whatif)?);
+    Ok(())
+}
+
 /// `policy publish DOC [--at DATE] --as EMAIL`: publishes the saved draft.
 pub(super) async fn publish(
     config: &Config,

@@ -1,18 +1,20 @@
 //! The offline commands: the policy index rebuilt, and the history replayed in shadow
-//! mode. Policies and index only: no database, no provider.
+//! mode; `policy_set`, where every offline command reads its policies. No provider, and
+//! the database only read for its policies.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use policy_engine::{PolicySet, PolicySource};
 
 use super::progress::Progress;
 use crate::agent::investigator::Investigator;
 use crate::config::Config;
 
-/// `index`: rebuilds the policy index from the policy files.
+/// `index`: rebuilds the policy index from the policies (`policy_set`).
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
-    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let policies = policy_set(config).await?;
     let dir = config.index_dir();
     let spinner = Progress::spinner("index: building the policy index");
     let index = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
@@ -58,11 +60,11 @@ pub(super) async fn shadow(config: &Config, history: PathBuf, out: PathBuf) -> a
     Ok(())
 }
 
-/// Policies and index for offline work (shadow, diff): no database, no provider.
+/// Policies and index for offline work (shadow): no provider.
 async fn offline_policies(
     config: &Config,
 ) -> anyhow::Result<(policy_engine::PolicySet, Arc<rag_index::PolicyIndex>)> {
-    let policies = crate::policies::load_policy_set(&config.policies_dir())?;
+    let policies = policy_set(config).await?;
     let index = open_index_blocking(config, policies.clone()).await?;
     Ok((policies, Arc::new(index)))
 }
@@ -94,4 +96,44 @@ pub(super) fn read_history(
         );
     }
     Ok((tickets, bad))
+}
+
+/// The policies an offline command works with (issue 22): the database's when it holds
+/// versions — the source of truth once seeded, what `serve` decides with —, else the
+/// files of `FIXTURES_DIR/policies`. Which one is said on stderr (stdout stays the
+/// command's answer). A SQLite database that does not exist is not created.
+pub(super) async fn policy_set(config: &Config) -> anyhow::Result<PolicySet> {
+    let files = config.policies_dir();
+    let why_files = match stored_sources(config).await {
+        Ok(Some(sources)) => {
+            eprintln!("policies: from the database ({} versions)", sources.len());
+            return PolicySet::from_sources(crate::authoring::supersede(sources))
+                .map_err(|e| anyhow::anyhow!("policies in the database: {e}"));
+        }
+        Ok(None) => "the database holds none".to_string(),
+        Err(e) => format!("the database is unavailable: {e:#}"),
+    };
+    eprintln!(
+        "policies: from the files in {} ({why_files})",
+        files.display()
+    );
+    crate::policies::load_policy_set(&files)
+}
+
+/// The database's policy versions; `None` when there is no database or it holds none.
+async fn stored_sources(config: &Config) -> anyhow::Result<Option<Vec<PolicySource>>> {
+    let url = &config.database_url;
+    if let Some(rest) = url.strip_prefix("sqlite:") {
+        let path = rest
+            .trim_start_matches("//")
+            .split('?')
+            .next()
+            .unwrap_or_default();
+        if path.is_empty() || path.contains(":memory:") || !Path::new(path).exists() {
+            return Ok(None);
+        }
+    }
+    let db = crate::store::Db::connect(url).await?;
+    let sources = crate::authoring::versions::sources(&db).await?;
+    Ok(Some(sources).filter(|s| !s.is_empty()))
 }

@@ -1,5 +1,6 @@
 //! `policy check|diff|eval|search`: the policy engine and the policy index from the
-//! command line.
+//! command line, on the database's policies when it holds them, else the files
+//! (`offline::policy_set`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,19 +13,19 @@ use super::progress::Progress;
 use crate::config::Config;
 
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
-    let policies = || crate::policies::load_policy_set(&config.policies_dir());
+    let policies = || super::offline::policy_set(config);
     match command {
         PolicyCommand::Check { facts } => {
             let text = std::fs::read_to_string(&facts)
                 .with_context(|| format!("reading {}", facts.display()))?;
             let facts: policy_engine::Facts = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
-            let decision = policy_engine::decide(&facts, &policies()?);
+            let decision = policy_engine::decide(&facts, &policies().await?);
             println!("{}", serde_json::to_string_pretty(&decision)?);
             Ok(())
         }
         PolicyCommand::Diff { from, to, history } => {
-            let policies = policies()?;
+            let policies = policies().await?;
             let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
             let (tickets, _) = read_history(&history)?;
             let bar = Progress::bar("policy diff", "tickets");
@@ -49,11 +50,17 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
             author,
             expected_version,
         } => super::authoring::draft(config, &doc, &from, &author, expected_version).await,
+        PolicyCommand::Whatif {
+            doc,
+            history,
+            live_days,
+            author,
+        } => super::authoring::whatif(config, &doc, history.as_deref(), live_days, &author).await,
         PolicyCommand::Publish { doc, at, publisher } => {
             super::authoring::publish(config, &doc, at.as_deref(), &publisher).await
         }
         PolicyCommand::Export { dir } => super::authoring::export(config, &dir).await,
-        PolicyCommand::Eval { queries } => eval_search(config, policies()?, queries).await,
+        PolicyCommand::Eval { queries } => eval_search(config, policies().await?, queries).await,
         PolicyCommand::Search {
             query,
             as_of,
@@ -77,7 +84,7 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
                 .transpose()?;
             q.include_drafts = drafts;
             q.limit = usize::from(limit);
-            let policies = policies()?;
+            let policies = policies().await?;
             let dir = config.index_dir();
             let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let index = crate::policies::open_index(&dir, &policies)?;

@@ -145,7 +145,19 @@ fn compare(
         approver_role: d.approver_role,
         policy_versions: d.policy_versions.clone(),
     };
-    let (from_side, to_side) = (side(&a), side(&b));
+    Ok(entry(
+        (&ticket.id, ticket.created_at, ticket.human.verdict()),
+        side(&a),
+        side(&b),
+    ))
+}
+
+/// The diff entry of one ticket or case, `None` when both sides agree.
+fn entry(
+    (id, created_at, human): (&str, OffsetDateTime, CaseVerdict),
+    from_side: DiffSide,
+    to_side: DiffSide,
+) -> Option<DiffEntry> {
     let mut changes = Vec::new();
     if from_side.verdict.outcome != to_side.verdict.outcome {
         changes.push("outcome".to_string());
@@ -160,18 +172,66 @@ fn compare(
         changes.push("approver_role".to_string());
     }
     if changes.is_empty() {
-        return Ok(None);
+        return None;
     }
     let money = money_changes(&from_side.verdict.totals(), &to_side.verdict.totals());
-    Ok(Some(DiffEntry {
-        id: ticket.id.clone(),
-        created_at: ticket.created_at,
-        human: ticket.human.verdict(),
+    Some(DiffEntry {
+        id: id.to_string(),
+        created_at,
+        human,
         money,
         from: from_side,
         to: to_side,
         changes,
-    }))
+    })
+}
+
+/// A live case as a what-if of recent decisions reads it (issue 22): the facts the
+/// policy engine decided it on, as the case recorded them, and what it came to.
+#[derive(Debug, Clone)]
+pub struct RecordedCase {
+    pub id: String,
+    pub facts: Facts,
+    /// The recorded decision's verdict (the report's `human` field: what was decided).
+    pub recorded: CaseVerdict,
+}
+
+/// [`policy_diff`] over recorded facts instead of replayed tickets: no investigation,
+/// both sides decide the very facts the engine saw, so every difference is the policy
+/// change's.
+pub fn facts_diff(
+    policies: &PolicySet,
+    cases: &[RecordedCase],
+    from: &[String],
+    to: &[String],
+) -> Result<DiffReport, ReplayError> {
+    let decide = |facts: &Facts, pins: &[String]| -> Result<Decision, PolicyError> {
+        match pins.is_empty() {
+            true => Ok(policy_engine::decide(facts, policies)),
+            false => policy_engine::decide_with(facts, policies, pins),
+        }
+    };
+    for pin in from.iter().chain(to) {
+        policies.resolve_ref(pin)?;
+    }
+    let side = |d: Decision| DiffSide {
+        verdict: CaseVerdict::from_decision(&d),
+        approver_role: d.approver_role,
+        policy_versions: d.policy_versions,
+    };
+    let mut tally = Tally::new(from, to, cases.len());
+    for case in cases {
+        let (a, b) = (decide(&case.facts, from)?, decide(&case.facts, to)?);
+        let about = (
+            case.id.as_str(),
+            case.facts.reported_at,
+            case.recorded.clone(),
+        );
+        if let Some(entry) = entry(about, side(a), side(b)) {
+            tally.add(entry);
+        }
+    }
+    Ok(tally.finish())
 }
 
 /// The report being built, and the money moved under each side over all changes.

@@ -51,7 +51,8 @@ mod history;
 
 pub use crate::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 pub use diff::{
-    policy_diff, policy_diff_with_model, DiffEntry, DiffReport, DiffSide, MoneyChange, TicketError,
+    facts_diff, policy_diff, policy_diff_with_model, DiffEntry, DiffReport, DiffSide, MoneyChange,
+    RecordedCase, TicketError,
 };
 pub use history::{
     extra_field_counts, live_ticket, parse_history, HistoricalMessage, HistoricalTicket,

@@ -210,6 +210,11 @@ pub fn router(state: AppState) -> Router {
             "/rollout",
             get(crate::web::api::rollout::get_rollout).post(crate::web::api::rollout::post_rollout),
         )
+        .route(
+            "/saved-replies",
+            get(crate::web::api::saved_replies::get_saved_replies)
+                .post(crate::web::api::saved_replies::post_saved_reply),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/openapi.json", get(crate::web::openapi::get_openapi))

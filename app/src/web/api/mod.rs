@@ -6,5 +6,6 @@ pub mod policies;
 pub mod reconcile;
 pub mod rollout;
 pub mod runs;
+pub mod saved_replies;
 pub mod tickets;
 pub mod webhooks;

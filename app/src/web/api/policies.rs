@@ -75,15 +75,18 @@ pub async fn put_draft(
     })
 }
 
-/// A what-if: the history file (by name, from the history directory) to run against.
+/// A what-if: against a history file (by name, from the history directory) or against
+/// the live cases decided in the last `live_days` days — exactly one of the two.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct WhatIfInput {
-    pub history: String,
+    pub history: Option<String>,
+    /// 1 to 366.
+    pub live_days: Option<u32>,
 }
 
-/// `POST /api/v1/policies/{doc}/whatif`: the saved draft against a history file; the
-/// result is stored with the draft.
-#[utoipa::path(post, path = "/api/v1/policies/{doc}/whatif", tag = "staff", security(("bearer" = [])), params(("doc" = String, Path, description = "policy document id, e.g. RP-001")), request_body = WhatIfInput, responses((status = 200, description = "the changed tickets and the money per currency", body = Object), crate::web::error::ApiErrors))]
+/// `POST /api/v1/policies/{doc}/whatif`: the saved draft against a history file or the
+/// recent live decisions; the result is stored with the draft.
+#[utoipa::path(post, path = "/api/v1/policies/{doc}/whatif", tag = "staff", security(("bearer" = [])), params(("doc" = String, Path, description = "policy document id, e.g. RP-001")), request_body = WhatIfInput, responses((status = 200, description = "the changed tickets (or cases) and the money per currency", body = Object), crate::web::error::ApiErrors))]
 pub async fn post_whatif(
     State(state): State<AppState>,
     principal: Principal,
@@ -92,18 +95,23 @@ pub async fn post_whatif(
 ) -> AppResult<Json<WhatIf>> {
     let staff = principal.staff()?;
     drafts::check_author(staff)?;
-    let tickets = whatif::read_history(&state.history_dir, &input.history)?;
-    Ok(Json(
-        whatif::run_against_history(
-            &state.db,
-            state.clock.as_ref(),
-            &state.index,
-            staff,
-            &doc,
-            (&input.history, &tickets),
-        )
-        .await?,
-    ))
+    let (db, clock) = (&state.db, state.clock.as_ref());
+    let whatif = match (input.history, input.live_days) {
+        (Some(history), None) => {
+            let tickets = whatif::read_history(&state.history_dir, &history)?;
+            let against = (history.as_str(), tickets.as_slice());
+            whatif::run_against_history(db, clock, &state.index, staff, &doc, against).await?
+        }
+        (None, Some(days)) => whatif::run_against_live(db, clock, staff, &doc, days).await?,
+        _ => {
+            return Err(crate::error::DomainError::bad_request(
+                "invalid_whatif",
+                "give either history (a file name) or live_days, not both",
+            )
+            .into())
+        }
+    };
+    Ok(Json(whatif))
 }
 
 /// A publish: the draft version the publisher reviewed, and when it takes effect.

@@ -87,6 +87,8 @@ pub(super) struct CasePage {
     same_order: Vec<(String, String, &'static str)>,
     /// (case id, ticket id) of the tickets joined into this case (issue 17).
     joined: Vec<(String, String)>,
+    /// Saved replies for the reply form, and the messages a decision sends (issue 17).
+    tools: super::case_replies::ReplyTools,
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -134,29 +136,40 @@ pub(super) async fn case_page_response(
     id: &str,
     error: Option<String>,
 ) -> Response {
-    case_page_with(state, session, id, error, None).await
+    case_page_with(state, session, id, error, (None, None)).await
 }
 
+/// The case page; `notice` after an action's redirect, `saved` the saved reply chosen.
 async fn case_page_with(
     state: &AppState,
     session: &Session,
     id: &str,
     error: Option<String>,
-    notice: Option<&'static str>,
+    shown: (Option<&'static str>, Option<&str>),
 ) -> Response {
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
         Err(e) => return AppError::from(e).into_response(),
     };
-    let view = match crate::views::case_view(&state.db, &case).await {
-        Ok(v) => v,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let thread = match crate::views::thread(&state.db, &case).await {
-        Ok(t) => t,
-        Err(e) => return AppError::from(e).into_response(),
-    };
+    match read_page(state, session, case, error, shown).await {
+        Ok(page) => render(&page),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// Everything the case page shows of `case`.
+async fn read_page(
+    state: &AppState,
+    session: &Session,
+    case: cases::Case,
+    error: Option<String>,
+    (notice, saved): (Option<&'static str>, Option<&str>),
+) -> crate::error::DomainResult<CasePage> {
+    let view = crate::views::case_view(&state.db, &case).await?;
+    let thread = crate::views::thread(&state.db, &case).await?;
+    let around = around(&state.db, &case).await?;
+    let tools = super::case_replies::reply_tools(&state.db, &case, saved).await?;
     let decision = case.decision().map(|d| decision_view(&d));
     let proposal = case
         .proposal
@@ -172,12 +185,9 @@ async fn case_page_with(
     let may_approve = parse_plain::<policy_engine::Role>(&required_role)
         .map(|r| session.staff.role.may_approve(r))
         .unwrap_or(false);
-    let around = match around(&state.db, &case).await {
-        Ok(a) => a,
-        Err(e) => return AppError::from(e).into_response(),
-    };
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
-    render(&CasePage {
+    Ok(CasePage {
+        tools,
         timeline: around.timeline,
         same_order: around.same_order,
         joined: around.joined,
@@ -317,6 +327,9 @@ fn insert_send(
 pub(super) struct CasePageQuery {
     #[serde(default)]
     done: Option<String>,
+    /// A saved reply to put into the reply form (issue 17).
+    #[serde(default)]
+    saved: Option<String>,
 }
 
 pub(super) async fn case_page(
@@ -328,14 +341,8 @@ pub(super) async fn case_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    case_page_with(
-        &state,
-        &session,
-        &id,
-        None,
-        notice_of(query.done.as_deref()),
-    )
-    .await
+    let shown = (notice_of(query.done.as_deref()), query.saved.as_deref());
+    case_page_with(&state, &session, &id, None, shown).await
 }
 
 /// After a console action (post/redirect/get): on success the browser is sent to the

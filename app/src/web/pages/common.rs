@@ -136,6 +136,7 @@ impl Nav {
             ("/console", "Queue"),
             ("/console/shadow", "Shadow"),
             ("/console/policies", "Policies"),
+            ("/console/replies", "Replies"),
             ("/console/reconcile", "Reconcile"),
             ("/console/audit", "Audit"),
         ];

@@ -8,6 +8,7 @@
 
 mod admin;
 mod case;
+mod case_replies;
 mod common;
 mod customer;
 mod login;
@@ -18,6 +19,7 @@ mod queue;
 mod reports;
 pub mod rollout;
 mod run;
+mod saved_replies;
 
 pub use common::{error_page, html_escape, page_not_found, render};
 
@@ -47,6 +49,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/static/time.js",
             get(|| async { common::script(include_str!("../../../static/time.js")) }),
+        )
+        .route(
+            "/static/saved-replies.js",
+            get(|| async { common::script(include_str!("../../../static/saved-replies.js")) }),
         )
         .route("/tickets/{id}", get(customer::ticket_page))
         .route("/tickets/{id}/messages", post(customer::message_submit))
@@ -85,4 +91,5 @@ pub fn routes() -> Router<AppState> {
         )
         .merge(policy::routes())
         .merge(policy_draft::routes())
+        .merge(saved_replies::routes())
 }

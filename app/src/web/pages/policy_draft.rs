@@ -233,10 +233,15 @@ async fn save_submit(
     }
 }
 
+/// The what-if form: a history file, or (`source=live`) the last `live_days` days of
+/// live decisions.
 #[derive(Deserialize)]
 struct WhatIfForm {
     csrf: String,
+    #[serde(default)]
     history: String,
+    #[serde(default)]
+    live_days: String,
 }
 
 async fn whatif_submit(
@@ -249,26 +254,34 @@ async fn whatif_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let ran = match whatif::read_history(&state.history_dir, &form.history) {
-        Ok(tickets) => {
-            whatif::run_against_history(
-                &state.db,
-                state.clock.as_ref(),
-                &state.index,
-                &session.staff,
-                &doc,
-                (&form.history, &tickets),
-            )
-            .await
-        }
-        Err(e) => Err(e),
-    };
-    match ran {
+    match run_whatif(&state, &session, &doc, &form).await {
         Ok(_) => {
             Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
         }
         Err(e) => failure(e),
     }
+}
+
+async fn run_whatif(
+    state: &AppState,
+    session: &Session,
+    doc: &str,
+    form: &WhatIfForm,
+) -> crate::error::DomainResult<WhatIf> {
+    let (db, clock, staff) = (&state.db, state.clock.as_ref(), &session.staff);
+    let days = form.live_days.trim();
+    if !days.is_empty() {
+        let days = days.parse().map_err(|_| {
+            crate::error::DomainError::bad_request(
+                "invalid_days",
+                format!("'{days}' is not a number of days"),
+            )
+        })?;
+        return whatif::run_against_live(db, clock, staff, doc, days).await;
+    }
+    let tickets = whatif::read_history(&state.history_dir, &form.history)?;
+    let against = (form.history.as_str(), tickets.as_slice());
+    whatif::run_against_history(db, clock, &state.index, staff, doc, against).await
 }
 
 #[derive(Deserialize)]
