@@ -87,6 +87,9 @@ struct Settings {
     /// The peer's interpreter (`BENCH_PEER_PYTHON`) and script (`BENCH_PEER_SCRIPT`).
     peer_python: String,
     peer_script: String,
+    /// A second `serve` binary for a same-run A/B of the HTTP endpoints
+    /// (`BENCH_SERVE_BIN_B`, e.g. a build of the previous commit).
+    serve_b: Option<String>,
     /// A larger size is skipped when projected past this many seconds
     /// (`BENCH_PHASE_BUDGET_SECS`).
     phase_budget: f64,
@@ -136,6 +139,9 @@ impl Settings {
             http_tickets: env_usize("BENCH_HTTP_TICKETS", 200),
             sections: env_usize("BENCH_SECTIONS", 10_000),
             open_cases: env_usize("BENCH_OPEN_CASES", 10_000),
+            serve_b: std::env::var("BENCH_SERVE_BIN_B")
+                .ok()
+                .filter(|b| !b.trim().is_empty()),
             peer_python: std::env::var("BENCH_PEER_PYTHON")
                 .unwrap_or_else(|_| format!("{WORKSPACE}/.cache/agents/bin/python")),
             peer_script: std::env::var("BENCH_PEER_SCRIPT")
@@ -797,7 +803,7 @@ async fn serve_open_cases(
         ("APPROVAL_TTL_HOURS", "8760".to_string()),
     ];
     let log = rig._dir.path().join("serve-open-cases.log");
-    let server = start_serve(&data_dir, &rig.db.url, &log, &env)?;
+    let server = start_serve(SERVE_BIN, &data_dir, &rig.db.url, &log, &env)?;
     let result = async {
         wait_for_healthz(&reqwest::Client::new(), &server).await?;
         let rss_idle_mib = proc_memory(&server.pid, "VmRSS:").unwrap_or(0.0);
@@ -1242,6 +1248,7 @@ impl Server {
 
 /// `refund-agent serve` on a free loopback port, its log in `log`.
 fn start_serve(
+    bin: &str,
     data_dir: &Path,
     db_url: &str,
     log: &Path,
@@ -1250,7 +1257,7 @@ fn start_serve(
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let child = cli(data_dir, db_url)
+    let child = cli_of(bin, data_dir, db_url)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .arg("serve")
         .arg("--addr")
@@ -1282,7 +1289,11 @@ async fn wait_for_healthz(client: &reqwest::Client, server: &Server) -> anyhow::
 }
 
 fn cli(data_dir: &Path, db_url: &str) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(SERVE_BIN);
+    cli_of(SERVE_BIN, data_dir, db_url)
+}
+
+fn cli_of(bin: &str, data_dir: &Path, db_url: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin);
     cmd.arg("--data-dir")
         .arg(data_dir)
         .env("DATABASE_URL", db_url)
@@ -1527,9 +1538,11 @@ async fn phase_http(
     }
     store.close().await;
 
-    let server = start_serve(&data_dir, &db.url, &dir.path().join("serve.log"), &[])?;
+    let server = start_serve(SERVE_BIN, &data_dir, &db.url, &dir.path().join("serve.log"), &[])?;
     let result = http_load(
         &server,
+        dir.path(),
+        &db.url,
         settings,
         &messages,
         &customer_tokens,
@@ -1553,6 +1566,8 @@ async fn phase_http(
 
 async fn http_load(
     server: &Server,
+    dir: &Path,
+    db_url: &str,
     settings: &Settings,
     messages: &[(String, String)],
     customer_tokens: &[String],
@@ -1757,6 +1772,12 @@ async fn http_load(
         }
     }
     let hwm = proc_memory(&server.pid, "VmHWM:").unwrap_or(0.0);
+    if let Some(bin) = &settings.serve_b {
+        let b = start_serve(bin, &dir.join("data-b"), db_url, &dir.join("serve-b.log"), &[])?;
+        let compared = compare_servers(server, &b, &endpoints[1..], settings, backend, report).await;
+        b.stop().await;
+        compared?;
+    }
     report.add(
         format!(
             "{}: `serve` peak memory (VmHWM) after the HTTP load",
@@ -1778,6 +1799,49 @@ async fn http_load(
     Ok(())
 }
 
+/// Same-run A/B (`BENCH_SERVE_BIN_B`): a second `serve` binary on the same database,
+/// each endpoint loaded on A, B, A, B in turn at the largest connection count; the best
+/// of each side's two rounds, and A/B.
+async fn compare_servers(
+    a: &Server,
+    b: &Server,
+    endpoints: &[(&str, Vec<(String, Vec<(String, String)>)>)],
+    settings: &Settings,
+    backend: &Backend,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    wait_for_healthz(&reqwest::Client::new(), b).await?;
+    let conns = settings.http_conns.iter().copied().max().unwrap_or(64);
+    for (name, reqs) in endpoints {
+        let on_b: Vec<_> = reqs
+            .iter()
+            .map(|(url, h)| (url.replacen(&a.base, &b.base, 1), h.clone()))
+            .collect();
+        generate_load(8, 1, &on_b).await?;
+        let (mut best_a, mut best_b): (Option<Load>, Option<Load>) = (None, None);
+        for _ in 0..2 {
+            let la = generate_load(conns, settings.http_secs, reqs).await?;
+            let lb = generate_load(conns, settings.http_secs, &on_b).await?;
+            if best_a.as_ref().is_none_or(|x| la.per_second() > x.per_second()) {
+                best_a = Some(la);
+            }
+            if best_b.as_ref().is_none_or(|x| lb.per_second() > x.per_second()) {
+                best_b = Some(lb);
+            }
+        }
+        let (la, lb) = (best_a.context("two rounds")?, best_b.context("two rounds")?);
+        report.add(
+            format!("{}: A/B {name}, {conns} connections (A: this build, B: BENCH_SERVE_BIN_B)", backend.name()),
+            format!("A {} (p99 {})", fmt_rate(la.per_second(), "req/s"), fmt_us(la.p99_us)),
+            format!("B {} (p99 {})", fmt_rate(lb.per_second(), "req/s"), fmt_us(lb.p99_us)),
+            format!("{:.2}", la.per_second() / lb.per_second()),
+            "",
+            None,
+        );
+    }
+    Ok(())
+}
+
 /// `/healthz` latency while a login flood makes `serve` hash passwords, against the same
 /// `/healthz` unloaded (issue 16: argon2 runs on the blocking pool behind a 2-permit
 /// semaphore, so a flood must not stall the runtime). The flood comes from many
@@ -1796,7 +1860,7 @@ async fn phase_login_flood(settings: &Settings, report: &mut Report) -> anyhow::
             String::from_utf8_lossy(&seed.stderr)
         );
     }
-    let server = start_serve(&data_dir, &db_url, &dir.path().join("serve.log"), &[])?;
+    let server = start_serve(SERVE_BIN, &data_dir, &db_url, &dir.path().join("serve.log"), &[])?;
     let result = login_flood(&server, settings, report).await;
     server.stop().await;
     result

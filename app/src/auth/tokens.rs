@@ -1,5 +1,9 @@
 //! Bearer tokens and sessions (stored as hashes), and customers' single-use sign-in links.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use sqlx::Row;
 
 use super::login::LOGIN_WINDOW_MS;
@@ -45,6 +49,7 @@ pub async fn revoke_token(db: &Db, token: &str) -> DomainResult<()> {
         .bind(token_hash(token))
         .execute(db.pool())
         .await?;
+    forget_resolved();
     Ok(())
 }
 
@@ -127,16 +132,106 @@ pub async fn purge_expired(db: &Db, now_ms: i64) -> DomainResult<u64> {
 }
 
 /// A resolved credential: who, and the CSRF token when it is a console session.
+#[derive(Clone)]
 pub struct Resolved {
     pub principal: Principal,
     pub csrf_token: Option<String>,
 }
 
+/// Who `token` is, or `None` when it is unknown, revoked or expired. Answered from the
+/// in-process cache ([`resolved_cache`]) when this process resolved the same token in
+/// the last [`RESOLVED_FRESH`], else from the store.
 pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Resolved>> {
+    let hash = token_hash(token);
+    let generation = GENERATION.load(Ordering::Acquire);
+    if let Some(hit) = cached(&hash, generation, now_ms) {
+        return Ok(Some(hit));
+    }
+    let Some((resolved, expires_at)) = resolve_stored(db, &hash, now_ms).await? else {
+        return Ok(None);
+    };
+    remember(hash, generation, &resolved, expires_at);
+    Ok(Some(resolved))
+}
+
+// Issue 19: a ticket page or API read was five queries, one of them this lookup. A
+// resolved token is kept in this process for at most `RESOLVED_FRESH` of real time.
+// Revocation in this process (sign-out, `revoke_token`; a staff member's new role or
+// password, `upsert_staff`) bumps `GENERATION`, which drops every entry at once, so here
+// it takes effect on the next request. Another instance on the same database sees a
+// revocation within `RESOLVED_FRESH`: that is the bound on staleness (SECURITY.md).
+// Expiry is checked on every hit against the request's clock. Only token hashes are
+// keys: no raw token is held in memory.
+
+/// How long a resolved token is trusted without reading the store again.
+pub const RESOLVED_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+/// Entries kept at most; a full cache is emptied (a burst of new tokens, not a leak).
+const RESOLVED_MAX: usize = 10_000;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+struct CachedToken {
+    resolved: Resolved,
+    expires_at: i64,
+    generation: u64,
+    read_at: std::time::Instant,
+}
+
+fn resolved_cache() -> &'static Mutex<HashMap<String, CachedToken>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, CachedToken>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Every token resolved in this process is read from the store again on its next use.
+pub(super) fn forget_resolved() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    resolved_cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+fn cached(hash: &str, generation: u64, now_ms: i64) -> Option<Resolved> {
+    let cache = resolved_cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let hit = cache.get(hash)?;
+    (hit.generation == generation
+        && hit.expires_at > now_ms
+        && hit.read_at.elapsed() < RESOLVED_FRESH)
+        .then(|| hit.resolved.clone())
+}
+
+fn remember(hash: String, generation: u64, resolved: &Resolved, expires_at: i64) {
+    let mut cache = resolved_cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= RESOLVED_MAX {
+        cache.clear();
+    }
+    // A revocation that ran while the store was read bumped the generation: this
+    // entry is then already stale, and is never answered from.
+    cache.insert(
+        hash,
+        CachedToken {
+            resolved: resolved.clone(),
+            expires_at,
+            generation,
+            read_at: std::time::Instant::now(),
+        },
+    );
+}
+
+/// The store's answer for a token hash, and when the token expires.
+async fn resolve_stored(
+    db: &Db,
+    hash: &str,
+    now_ms: i64,
+) -> DomainResult<Option<(Resolved, i64)>> {
     let row = sqlx::query(
-        "SELECT subject_kind, subject_id, csrf_token FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
+        "SELECT subject_kind, subject_id, csrf_token, expires_at FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
     )
-    .bind(token_hash(token))
+    .bind(hash)
     .bind(now_ms)
     .fetch_optional(db.reader())
     .await?;
@@ -144,6 +239,7 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
     let kind: String = row.try_get("subject_kind")?;
     let subject: String = row.try_get("subject_id")?;
     let csrf_token: Option<String> = row.try_get("csrf_token")?;
+    let expires_at: i64 = row.try_get("expires_at")?;
     let principal = match kind.as_str() {
         "staff" => {
             let r = sqlx::query("SELECT id, email, role FROM staff WHERE id = $1")
@@ -159,8 +255,11 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
             customer_id: subject,
         },
     };
-    Ok(Some(Resolved {
-        principal,
-        csrf_token,
-    }))
+    Ok(Some((
+        Resolved {
+            principal,
+            csrf_token,
+        },
+        expires_at,
+    )))
 }
