@@ -187,6 +187,25 @@ impl PolicyIndex {
 
     /// Ranked passages for `query`. Bad query syntax is read leniently, never an error.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, true)
+    }
+
+    /// [`search`](Self::search) as it was before issue 19's first pass: a filtered
+    /// search scores every matching section. Kept for the benchmark's same-run A/B and
+    /// for the test that pins both to the same answers; not for answering users.
+    #[doc(hidden)]
+    pub fn search_filtering_every_match(
+        &self,
+        query: &SearchQuery,
+    ) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, false)
+    }
+
+    fn search_with(
+        &self,
+        query: &SearchQuery,
+        first_pass: bool,
+    ) -> Result<Vec<Passage>, IndexError> {
         let limit = query.limit.min(MAX_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -211,7 +230,12 @@ impl PolicyIndex {
                         .and_then(|i| allowed.get(i).copied())
                         .unwrap_or(false)
                 };
-                match top_in_scope_of_wider(&searcher, &*tantivy_query, limit, &in_scope)? {
+                let first = if first_pass {
+                    top_in_scope_of_wider(&searcher, &*tantivy_query, limit, &in_scope)?
+                } else {
+                    None
+                };
+                match first {
                     Some(top) => top,
                     None => {
                         let filtered = FilterCollector::new(
