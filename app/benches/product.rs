@@ -788,7 +788,8 @@ async fn serve_open_cases(
     let now = SystemClock.now_ms();
     let mut requests = Vec::with_capacity(tickets.len());
     for (ticket_id, customer) in tickets {
-        let (token, _) = app::auth::issue_token(&rig.state.db, "api", "customer", customer, now).await?;
+        let (token, _) =
+            app::auth::issue_token(&rig.state.db, "api", "customer", customer, now).await?;
         requests.push((
             format!("/api/v1/tickets/{ticket_id}"),
             vec![("authorization".to_string(), format!("Bearer {token}"))],
@@ -798,8 +799,14 @@ async fn serve_open_cases(
     // `serve` from re-investigating them while it is measured.
     let env = [
         ("PAYMENTS_URL", rig.mock.base_url()),
-        ("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY.to_string()),
-        ("PAYMENTS_WEBHOOK_SECRET", app::config::DEFAULT_WEBHOOK_SECRET.to_string()),
+        (
+            "PAYMENTS_API_KEY",
+            app::config::DEFAULT_PAYMENTS_KEY.to_string(),
+        ),
+        (
+            "PAYMENTS_WEBHOOK_SECRET",
+            app::config::DEFAULT_WEBHOOK_SECRET.to_string(),
+        ),
         ("APPROVAL_TTL_HOURS", "8760".to_string()),
     ];
     let log = rig._dir.path().join("serve-open-cases.log");
@@ -825,7 +832,10 @@ async fn serve_open_cases(
     .await;
     if result.is_err() {
         let log = std::fs::read_to_string(&log).unwrap_or_default();
-        eprintln!("serve log (tail): {}", &log[log.len().saturating_sub(3_000)..]);
+        eprintln!(
+            "serve log (tail): {}",
+            &log[log.len().saturating_sub(3_000)..]
+        );
     }
     server.stop().await;
     result
@@ -886,7 +896,10 @@ fn report_ticket_run(backend: &Backend, run: &TicketRun, e2e: f64, raw: f64, rep
     }
     let steps = rate(run.events as usize, run.drain);
     let target = match backend {
-        Backend::Sqlite => ("≥ 1,000 tickets/s, ≤ 15 commits/ticket", Some(e2e >= 1_000.0 && raw / e2e <= 15.0)),
+        Backend::Sqlite => (
+            "≥ 1,000 tickets/s, ≤ 15 commits/ticket",
+            Some(e2e >= 1_000.0 && raw / e2e <= 15.0),
+        ),
         Backend::Postgres(_) => ("", None),
     };
     report.add(
@@ -1220,7 +1233,10 @@ async fn phase_shadow(
 /// 6 tool calls then an answer (`../shared/bench/agents_overhead.py`, run in this run).
 /// Returns its runs/s without persistence and with its SQLite session store, or `None`
 /// when its virtualenv is not installed.
-async fn phase_peer(settings: &Settings, report: &mut Report) -> anyhow::Result<Option<(f64, f64)>> {
+async fn phase_peer(
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<Option<(f64, f64)>> {
     if !Path::new(&settings.peer_python).exists() {
         report.note(format!(
             "peer not measured: no {} (python3 -m venv .cache/agents && .cache/agents/bin/pip install openai-agents)",
@@ -1237,7 +1253,10 @@ async fn phase_peer(settings: &Settings, report: &mut Report) -> anyhow::Result<
         .context("running the peer script")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        bail!("peer script failed: {stdout} {}", String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "peer script failed: {stdout} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     let runs_per_second = |marker: &str| {
         stdout
@@ -1405,7 +1424,14 @@ async fn wrk_load(
     let script = tempfile::Builder::new().suffix(".lua").tempfile()?;
     std::fs::write(script.path(), lua)?;
     let output = tokio::process::Command::new("wrk")
-        .args(["-t2", &format!("-c{conns}"), &format!("-d{secs}s"), "--timeout", "10s", "-s"])
+        .args([
+            "-t2",
+            &format!("-c{conns}"),
+            &format!("-d{secs}s"),
+            "--timeout",
+            "10s",
+            "-s",
+        ])
         .arg(script.path())
         .arg(&base)
         .output()
@@ -1415,7 +1441,12 @@ async fn wrk_load(
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("WRK_RESULT "))
-        .with_context(|| format!("wrk printed no result: {stdout} {}", String::from_utf8_lossy(&output.stderr)))?;
+        .with_context(|| {
+            format!(
+                "wrk printed no result: {stdout} {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })?;
     let f: Vec<f64> = line
         .split_whitespace()
         .map(|x| x.parse().unwrap_or(0.0))
@@ -1576,7 +1607,13 @@ async fn phase_http(
     }
     store.close().await;
 
-    let server = start_serve(SERVE_BIN, &data_dir, &db.url, &dir.path().join("serve.log"), &[])?;
+    let server = start_serve(
+        SERVE_BIN,
+        &data_dir,
+        &db.url,
+        &dir.path().join("serve.log"),
+        &[],
+    )?;
     let result = http_load(
         &server,
         dir.path(),
@@ -1811,8 +1848,15 @@ async fn http_load(
     }
     let hwm = proc_memory(&server.pid, "VmHWM:").unwrap_or(0.0);
     if let Some(bin) = &settings.serve_b {
-        let b = start_serve(bin, &dir.join("data-b"), db_url, &dir.join("serve-b.log"), &[])?;
-        let compared = compare_servers(server, &b, &endpoints[1..], settings, backend, report).await;
+        let b = start_serve(
+            bin,
+            &dir.join("data-b"),
+            db_url,
+            &dir.join("serve-b.log"),
+            &[],
+        )?;
+        let compared =
+            compare_servers(server, &b, &endpoints[1..], settings, backend, report).await;
         b.stop().await;
         compared?;
     }
@@ -1860,18 +1904,35 @@ async fn compare_servers(
         for _ in 0..2 {
             let la = generate_load(conns, settings.http_secs, reqs).await?;
             let lb = generate_load(conns, settings.http_secs, &on_b).await?;
-            if best_a.as_ref().is_none_or(|x| la.per_second() > x.per_second()) {
+            if best_a
+                .as_ref()
+                .is_none_or(|x| la.per_second() > x.per_second())
+            {
                 best_a = Some(la);
             }
-            if best_b.as_ref().is_none_or(|x| lb.per_second() > x.per_second()) {
+            if best_b
+                .as_ref()
+                .is_none_or(|x| lb.per_second() > x.per_second())
+            {
                 best_b = Some(lb);
             }
         }
         let (la, lb) = (best_a.context("two rounds")?, best_b.context("two rounds")?);
         report.add(
-            format!("{}: A/B {name}, {conns} connections (A: this build, B: BENCH_SERVE_BIN_B)", backend.name()),
-            format!("A {} (p99 {})", fmt_rate(la.per_second(), "req/s"), fmt_us(la.p99_us)),
-            format!("B {} (p99 {})", fmt_rate(lb.per_second(), "req/s"), fmt_us(lb.p99_us)),
+            format!(
+                "{}: A/B {name}, {conns} connections (A: this build, B: BENCH_SERVE_BIN_B)",
+                backend.name()
+            ),
+            format!(
+                "A {} (p99 {})",
+                fmt_rate(la.per_second(), "req/s"),
+                fmt_us(la.p99_us)
+            ),
+            format!(
+                "B {} (p99 {})",
+                fmt_rate(lb.per_second(), "req/s"),
+                fmt_us(lb.p99_us)
+            ),
             format!("{:.2}", la.per_second() / lb.per_second()),
             "",
             None,
@@ -1898,7 +1959,13 @@ async fn phase_login_flood(settings: &Settings, report: &mut Report) -> anyhow::
             String::from_utf8_lossy(&seed.stderr)
         );
     }
-    let server = start_serve(SERVE_BIN, &data_dir, &db_url, &dir.path().join("serve.log"), &[])?;
+    let server = start_serve(
+        SERVE_BIN,
+        &data_dir,
+        &db_url,
+        &dir.path().join("serve.log"),
+        &[],
+    )?;
     let result = login_flood(&server, settings, report).await;
     server.stop().await;
     result

@@ -51,7 +51,7 @@ pub async fn upsert_staff(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    super::tokens::forget_resolved();
+    super::resolved::forget_resolved();
     staff_by_email(db, &email)
         .await?
         .ok_or(DomainError::NotFound("staff"))

@@ -1,12 +1,9 @@
 //! Bearer tokens and sessions (stored as hashes), and customers' single-use sign-in links.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
-
 use sqlx::Row;
 
 use super::login::LOGIN_WINDOW_MS;
+use super::resolved::{cached, forget_resolved, generation, remember, Resolved};
 use super::staff::staff_from_row;
 use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
 use crate::error::{DomainError, DomainResult};
@@ -131,19 +128,12 @@ pub async fn purge_expired(db: &Db, now_ms: i64) -> DomainResult<u64> {
     Ok(removed)
 }
 
-/// A resolved credential: who, and the CSRF token when it is a console session.
-#[derive(Clone)]
-pub struct Resolved {
-    pub principal: Principal,
-    pub csrf_token: Option<String>,
-}
-
 /// Who `token` is, or `None` when it is unknown, revoked or expired. Answered from the
-/// in-process cache ([`resolved_cache`]) when this process resolved the same token in
-/// the last [`RESOLVED_FRESH`], else from the store.
+/// in-process cache (`auth::resolved`) when this process resolved the same token in
+/// the last `RESOLVED_FRESH`, else from the store.
 pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Resolved>> {
     let hash = token_hash(token);
-    let generation = GENERATION.load(Ordering::Acquire);
+    let generation = generation();
     if let Some(hit) = cached(&hash, generation, now_ms) {
         return Ok(Some(hit));
     }
@@ -154,80 +144,8 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
     Ok(Some(resolved))
 }
 
-// Issue 19: a ticket page or API read was five queries, one of them this lookup. A
-// resolved token is kept in this process for at most `RESOLVED_FRESH` of real time.
-// Revocation in this process (sign-out, `revoke_token`; a staff member's new role or
-// password, `upsert_staff`) bumps `GENERATION`, which drops every entry at once, so here
-// it takes effect on the next request. Another instance on the same database sees a
-// revocation within `RESOLVED_FRESH`: that is the bound on staleness (SECURITY.md).
-// Expiry is checked on every hit against the request's clock. Only token hashes are
-// keys: no raw token is held in memory.
-
-/// How long a resolved token is trusted without reading the store again.
-pub const RESOLVED_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
-/// Entries kept at most; a full cache is emptied (a burst of new tokens, not a leak).
-const RESOLVED_MAX: usize = 10_000;
-
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-struct CachedToken {
-    resolved: Resolved,
-    expires_at: i64,
-    generation: u64,
-    read_at: std::time::Instant,
-}
-
-fn resolved_cache() -> &'static Mutex<HashMap<String, CachedToken>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, CachedToken>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// Every token resolved in this process is read from the store again on its next use.
-pub(super) fn forget_resolved() {
-    GENERATION.fetch_add(1, Ordering::AcqRel);
-    resolved_cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
-}
-
-fn cached(hash: &str, generation: u64, now_ms: i64) -> Option<Resolved> {
-    let cache = resolved_cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let hit = cache.get(hash)?;
-    (hit.generation == generation
-        && hit.expires_at > now_ms
-        && hit.read_at.elapsed() < RESOLVED_FRESH)
-        .then(|| hit.resolved.clone())
-}
-
-fn remember(hash: String, generation: u64, resolved: &Resolved, expires_at: i64) {
-    let mut cache = resolved_cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if cache.len() >= RESOLVED_MAX {
-        cache.clear();
-    }
-    // A revocation that ran while the store was read bumped the generation: this
-    // entry is then already stale, and is never answered from.
-    cache.insert(
-        hash,
-        CachedToken {
-            resolved: resolved.clone(),
-            expires_at,
-            generation,
-            read_at: std::time::Instant::now(),
-        },
-    );
-}
-
 /// The store's answer for a token hash, and when the token expires.
-async fn resolve_stored(
-    db: &Db,
-    hash: &str,
-    now_ms: i64,
-) -> DomainResult<Option<(Resolved, i64)>> {
+async fn resolve_stored(db: &Db, hash: &str, now_ms: i64) -> DomainResult<Option<(Resolved, i64)>> {
     let row = sqlx::query(
         "SELECT subject_kind, subject_id, csrf_token, expires_at FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
     )
