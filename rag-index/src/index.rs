@@ -187,25 +187,6 @@ impl PolicyIndex {
 
     /// Ranked passages for `query`. Bad query syntax is read leniently, never an error.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Passage>, IndexError> {
-        self.search_with(query, true)
-    }
-
-    /// [`search`](Self::search) as it was before issue 19's first pass: a filtered
-    /// search scores every matching section. Kept for the benchmark's same-run A/B and
-    /// for the test that pins both to the same answers; not for answering users.
-    #[doc(hidden)]
-    pub fn search_filtering_every_match(
-        &self,
-        query: &SearchQuery,
-    ) -> Result<Vec<Passage>, IndexError> {
-        self.search_with(query, false)
-    }
-
-    fn search_with(
-        &self,
-        query: &SearchQuery,
-        first_pass: bool,
-    ) -> Result<Vec<Passage>, IndexError> {
         let limit = query.limit.min(MAX_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -230,22 +211,9 @@ impl PolicyIndex {
                         .and_then(|i| allowed.get(i).copied())
                         .unwrap_or(false)
                 };
-                let first = if first_pass {
-                    top_in_scope_of_wider(&searcher, &*tantivy_query, limit, &in_scope)?
-                } else {
-                    None
-                };
-                match first {
-                    Some(top) => top,
-                    None => {
-                        let filtered = FilterCollector::new(
-                            schema::VERSION_ORD.to_string(),
-                            in_scope,
-                            top_docs,
-                        );
-                        searcher.search(&*tantivy_query, &filtered)?
-                    }
-                }
+                let filtered =
+                    FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
+                searcher.search(&*tantivy_query, &filtered)?
             }
         };
         let mut passages = Vec::with_capacity(top.len());
@@ -289,43 +257,6 @@ impl PolicyIndex {
     fn generation(&self) -> Arc<Generation> {
         Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
     }
-}
-
-/// How many times `limit` the unfiltered first pass of a filtered search reads.
-const WIDER: usize = 8;
-
-/// Issue 19: a filtered search first takes the plain top `WIDER × limit` — which lets
-/// tantivy skip blocks (block-max WAND), as an unfiltered search does — and keeps those in
-/// scope. When at least `limit` of them are, or the query matched fewer sections than
-/// were asked for, these are exactly what the filtering collector would return (the same
-/// ranking, ties broken the same way); otherwise `None`, and the caller filters every
-/// matching section.
-fn top_in_scope_of_wider(
-    searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
-    limit: usize,
-    in_scope: &dyn Fn(u64) -> bool,
-) -> Result<Option<Vec<(f32, tantivy::DocAddress)>>, IndexError> {
-    let wider = limit.saturating_mul(WIDER);
-    let candidates = searcher.search(query, &TopDocs::with_limit(wider).order_by_score())?;
-    let saw_every_match = candidates.len() < wider;
-    let mut columns = Vec::with_capacity(searcher.segment_readers().len());
-    for segment in searcher.segment_readers() {
-        columns.push(segment.fast_fields().u64(schema::VERSION_ORD)?);
-    }
-    let mut top = Vec::with_capacity(limit);
-    for (score, address) in candidates {
-        let ordinal = columns
-            .get(address.segment_ord as usize)
-            .and_then(|column| column.first(address.doc_id));
-        if ordinal.is_some_and(in_scope) {
-            top.push((score, address));
-            if top.len() == limit {
-                break;
-            }
-        }
-    }
-    Ok((top.len() == limit || saw_every_match).then_some(top))
 }
 
 /// SHA-256 over the documents' metadata and sections, in `(id, version)` order so the
@@ -402,66 +333,4 @@ fn to_passage(
         effective_from: day(integer(fields.effective_from, "effective_from")?)?,
         effective_to,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The filtered first pass over the plain top-k must never change an answer: on
-    /// generated documents and queries, whenever it answers, it answers what filtering
-    /// every matching section does — the same sections in the same order, with the same
-    /// scores up to float rounding (block-max WAND sums a score's terms in another order,
-    /// as every unfiltered search already does).
-    #[test]
-    fn the_wider_first_pass_answers_exactly_what_filtering_every_match_answers() {
-        let documents = crate::generate::documents(11, 2_000);
-        let dir = tempfile::tempdir().unwrap();
-        let index = PolicyIndex::open_or_build(dir.path(), &documents).unwrap();
-        let generation = index.generation();
-        let searcher = generation.reader.searcher();
-        let (mut answered, mut fell_back) = (0, 0);
-        for q in crate::generate::queries(11, 600) {
-            let Some(allowed) = query::allowed_versions(&generation.meta.versions, &q) else {
-                continue;
-            };
-            let Some(text_query) = query::build(&generation.parser, &q).unwrap() else {
-                continue;
-            };
-            let limit = q.limit.min(MAX_LIMIT);
-            let in_scope = move |ordinal: u64| {
-                usize::try_from(ordinal)
-                    .ok()
-                    .and_then(|i| allowed.get(i).copied())
-                    .unwrap_or(false)
-            };
-            let every = searcher
-                .search(
-                    &*text_query,
-                    &FilterCollector::new(
-                        schema::VERSION_ORD.to_string(),
-                        in_scope.clone(),
-                        TopDocs::with_limit(limit).order_by_score(),
-                    ),
-                )
-                .unwrap();
-            match top_in_scope_of_wider(&searcher, &*text_query, limit, &in_scope).unwrap() {
-                Some(wider) => {
-                    let sections = |top: &[(f32, tantivy::DocAddress)]| {
-                        top.iter().map(|(_, a)| *a).collect::<Vec<_>>()
-                    };
-                    assert_eq!(sections(&wider), sections(&every), "{q:?}");
-                    for ((a, _), (b, _)) in wider.iter().zip(&every) {
-                        assert!((a - b).abs() <= 1e-5 * b.abs(), "{q:?}: {a} vs {b}");
-                    }
-                    answered += 1;
-                }
-                None => fell_back += 1,
-            }
-        }
-        assert!(
-            answered > 200,
-            "the first pass answered {answered} queries, fell back on {fell_back}"
-        );
-    }
 }
