@@ -184,9 +184,78 @@ pub async fn visible_ticket(
     }
 }
 
+/// What the customer side reads of a ticket's case: its id, status and reason — not the
+/// facts, decision and proposal documents a full case row carries (issue 19: copying
+/// those kilobytes on every page view was a measurable share of the ticket page).
+struct CaseGlance {
+    id: String,
+    status: CaseStatus,
+    reason_code: Option<String>,
+}
+
+impl CaseGlance {
+    fn from_row(r: &sqlx::any::AnyRow) -> DomainResult<Option<CaseGlance>> {
+        let Some(id) = r.try_get::<Option<String>, _>("case_id")? else {
+            return Ok(None);
+        };
+        Ok(Some(CaseGlance {
+            id,
+            status: CaseStatus::parse(&r.try_get::<String, _>("case_status")?)?,
+            reason_code: r.try_get("case_reason")?,
+        }))
+    }
+}
+
+/// The ticket `ticket_id` as `principal` may see it (see [`visible_ticket`]), with the
+/// ticket and its case read in one query: the ticket page and `GET /api/v1/tickets/{id}`.
+pub async fn visible_ticket_view(
+    db: &Db,
+    principal: &Principal,
+    ticket_id: &str,
+) -> DomainResult<TicketView> {
+    let row = sqlx::query(
+        "SELECT t.id, t.customer_id, t.order_id, t.language, t.created_at, \
+                c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason \
+         FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
+    )
+    .bind(ticket_id)
+    .fetch_optional(db.reader())
+    .await?
+    .ok_or(DomainError::NotFound("ticket"))?;
+    let ticket = Ticket {
+        id: row.try_get("id")?,
+        customer_id: row.try_get("customer_id")?,
+        order_id: row.try_get("order_id")?,
+        language: Language::from_stored(&row.try_get::<String, _>("language")?),
+        created_at: row.try_get("created_at")?,
+    };
+    if let Principal::Customer { customer_id } = principal {
+        if *customer_id != ticket.customer_id {
+            // Same answer as an unknown id (RP-007: never confirm another customer's records).
+            return Err(DomainError::NotFound("ticket"));
+        }
+    }
+    let case = CaseGlance::from_row(&row)?;
+    view_of(db, &ticket, case).await
+}
+
 pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
+    let row = sqlx::query(
+        "SELECT id AS case_id, status AS case_status, reason_code AS case_reason FROM cases WHERE ticket_id = $1",
+    )
+    .bind(&ticket.id)
+    .fetch_optional(db.reader())
+    .await?;
+    let case = match row {
+        Some(r) => CaseGlance::from_row(&r)?,
+        None => None,
+    };
+    view_of(db, ticket, case).await
+}
+
+async fn view_of(db: &Db, ticket: &Ticket, case: Option<CaseGlance>) -> DomainResult<TicketView> {
     let said = messages(db, &ticket.id).await?;
-    let case = match cases::case_for_ticket(db, &ticket.id).await? {
+    let case = match case {
         Some(c) => {
             let refunds = refunds::customer_refunds(db, &c.id).await?;
             let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());

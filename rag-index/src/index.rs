@@ -224,6 +224,26 @@ impl PolicyIndex {
         Ok(passages)
     }
 
+    /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
+    /// the same parser, fields and terms (the glossary's English for Chinese text), but
+    /// no filters and no passage building — plain top-`limit` by BM25 and a read of each
+    /// hit's stored document. Returns how many hits it read. Not for answering users: it
+    /// ignores which versions are in force.
+    pub fn raw_tantivy_search(&self, text: &str, limit: usize) -> Result<usize, IndexError> {
+        let generation = self.generation();
+        let text = crate::glossary::translate(text);
+        let (tantivy_query, _syntax_errors) = generation.parser.parse_query_lenient(&text);
+        let searcher = generation.reader.searcher();
+        let top = searcher.search(
+            &*tantivy_query,
+            &TopDocs::with_limit(limit.max(1)).order_by_score(),
+        )?;
+        for (_, address) in &top {
+            let _stored: TantivyDocument = searcher.doc(*address)?;
+        }
+        Ok(top.len())
+    }
+
     /// SHA-256 (hex) of the indexed policy documents; see [`policy_hash`].
     pub fn policy_hash(&self) -> String {
         self.generation().meta.policy_hash.clone()

@@ -16,10 +16,12 @@ pub use login::{
     login, recent_failures, throttle_delay_ms, LoginResult, ACCOUNT_FREE_FAILURES,
     ACCOUNT_MAX_DELAY_MS, ADDRESS_MAX_DELAY_MS, LOGIN_WINDOW_MS, MAX_LOGIN_FAILURES,
 };
+mod resolved;
+pub use resolved::{Resolved, RESOLVED_FRESH};
 mod tokens;
 pub use tokens::{
     issue_sign_in_link, issue_token, purge_expired, redeem_sign_in_link, resolve, revoke_token,
-    Resolved, SIGN_IN_LINK_TTL_MS,
+    SIGN_IN_LINK_TTL_MS,
 };
 
 use argon2::password_hash::{

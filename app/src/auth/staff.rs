@@ -51,6 +51,7 @@ pub async fn upsert_staff(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
+    super::resolved::forget_resolved();
     staff_by_email(db, &email)
         .await?
         .ok_or(DomainError::NotFound("staff"))

@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::login::LOGIN_WINDOW_MS;
+use super::resolved::{cached, forget_resolved, generation, remember, Resolved};
 use super::staff::staff_from_row;
 use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
 use crate::error::{DomainError, DomainResult};
@@ -45,6 +46,7 @@ pub async fn revoke_token(db: &Db, token: &str) -> DomainResult<()> {
         .bind(token_hash(token))
         .execute(db.pool())
         .await?;
+    forget_resolved();
     Ok(())
 }
 
@@ -126,17 +128,28 @@ pub async fn purge_expired(db: &Db, now_ms: i64) -> DomainResult<u64> {
     Ok(removed)
 }
 
-/// A resolved credential: who, and the CSRF token when it is a console session.
-pub struct Resolved {
-    pub principal: Principal,
-    pub csrf_token: Option<String>,
+/// Who `token` is, or `None` when it is unknown, revoked or expired. Answered from the
+/// in-process cache (`auth::resolved`) when this process resolved the same token in
+/// the last `RESOLVED_FRESH`, else from the store.
+pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Resolved>> {
+    let hash = token_hash(token);
+    let generation = generation();
+    if let Some(hit) = cached(&hash, generation, now_ms) {
+        return Ok(Some(hit));
+    }
+    let Some((resolved, expires_at)) = resolve_stored(db, &hash, now_ms).await? else {
+        return Ok(None);
+    };
+    remember(hash, generation, &resolved, expires_at);
+    Ok(Some(resolved))
 }
 
-pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Resolved>> {
+/// The store's answer for a token hash, and when the token expires.
+async fn resolve_stored(db: &Db, hash: &str, now_ms: i64) -> DomainResult<Option<(Resolved, i64)>> {
     let row = sqlx::query(
-        "SELECT subject_kind, subject_id, csrf_token FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
+        "SELECT subject_kind, subject_id, csrf_token, expires_at FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
     )
-    .bind(token_hash(token))
+    .bind(hash)
     .bind(now_ms)
     .fetch_optional(db.reader())
     .await?;
@@ -144,6 +157,7 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
     let kind: String = row.try_get("subject_kind")?;
     let subject: String = row.try_get("subject_id")?;
     let csrf_token: Option<String> = row.try_get("csrf_token")?;
+    let expires_at: i64 = row.try_get("expires_at")?;
     let principal = match kind.as_str() {
         "staff" => {
             let r = sqlx::query("SELECT id, email, role FROM staff WHERE id = $1")
@@ -159,8 +173,11 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
             customer_id: subject,
         },
     };
-    Ok(Some(Resolved {
-        principal,
-        csrf_token,
-    }))
+    Ok(Some((
+        Resolved {
+            principal,
+            csrf_token,
+        },
+        expires_at,
+    )))
 }

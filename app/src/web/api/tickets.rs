@@ -39,8 +39,9 @@ pub async fn get_ticket(
     principal: Principal,
     Path(id): Path<String>,
 ) -> AppResult<Json<TicketView>> {
-    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
-    Ok(Json(customer::ticket_view(&state.db, &ticket).await?))
+    Ok(Json(
+        customer::visible_ticket_view(&state.db, &principal, &id).await?,
+    ))
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).

@@ -219,11 +219,8 @@ pub(super) async fn ticket_page_response(
     id: &str,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    let ticket = match customer::visible_ticket(&state.db, &session.principal(), id).await {
-        Ok(t) => t,
-        Err(_) => return ticket_not_found_page(state, session).await,
-    };
-    match customer::ticket_view(&state.db, &ticket).await {
+    match customer::visible_ticket_view(&state.db, &session.principal(), id).await {
+        Err(DomainError::NotFound(_)) => ticket_not_found_page(state, session).await,
         Ok(view) => render(&TicketPage {
             lang: view.language,
             t: replies::page_text(view.language),
