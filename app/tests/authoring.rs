@@ -470,6 +470,19 @@ async fn a_whatif_of_the_last_days_of_live_decisions_lists_the_changed_cases_and
     );
 }
 
+/// The voided case went back to the queue, decided again under the published RP-001@3.
+async fn assert_redecided_under_the_new_version(app: &TestApp, case_id: &str) {
+    let redecided = app.case(case_id).await;
+    assert_eq!(
+        (
+            redecided["status"].as_str(),
+            rp001_version(&redecided).as_str()
+        ),
+        (Some("awaiting_approval"), "RP-001@3"),
+        "{redecided}"
+    );
+}
+
 /// Cases voided for a policy change, from the audit log: the proof a case was voided
 /// once, whoever swept.
 async fn policy_voids(app: &TestApp, case_id: &str) -> i64 {
@@ -548,15 +561,7 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
     app::worker::run_once(&app.state).await.unwrap();
     app::worker::run_once(&other).await.unwrap();
     app.drain().await;
-    let redecided = app.case(&case_id).await;
-    assert_eq!(
-        (
-            redecided["status"].as_str(),
-            rp001_version(&redecided).as_str()
-        ),
-        (Some("awaiting_approval"), "RP-001@3"),
-        "{redecided}"
-    );
+    assert_redecided_under_the_new_version(&app, &case_id).await;
     assert_eq!(
         policy_voids(&app, &case_id).await,
         1,
@@ -589,15 +594,7 @@ async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_i
         "the next pass swept it"
     );
     app.drain().await;
-    let redecided = app.case(&case_id).await;
-    assert_eq!(
-        (
-            redecided["status"].as_str(),
-            rp001_version(&redecided).as_str()
-        ),
-        (Some("awaiting_approval"), "RP-001@3"),
-        "{redecided}"
-    );
+    assert_redecided_under_the_new_version(&app, &case_id).await;
 }
 
 #[tokio::test]

@@ -22,6 +22,17 @@ fn login_request(email: &str, password: &str) -> Request<Body> {
         .unwrap()
 }
 
+/// A console page as the holder of `cookie` gets it.
+async fn console_get(app: &support::TestApp, path: &str, cookie: &str) -> (StatusCode, String) {
+    app.raw(
+        Request::get(path)
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
 async fn session_cookie(app: &support::TestApp, email: &str) -> String {
     app.staff_session(email).await.0
 }
@@ -304,14 +315,7 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
     .await
     .unwrap();
     let cookie = format!("rd_session={session}");
-    let (status, html) = app
-        .raw(
-            Request::get("/console/reconcile")
-                .header("cookie", cookie.clone())
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let (status, html) = console_get(&app, "/console/reconcile", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     let form = |csrf: &str| {
         Request::post("/console/reconcile")
@@ -330,14 +334,7 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
         "a redirect, never a page on POST"
     );
     assert_eq!(response.headers()["location"], "/console/reconcile");
-    let (status, html2) = app
-        .raw(
-            Request::get("/console/reconcile")
-                .header("cookie", cookie.clone())
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let (status, html2) = console_get(&app, "/console/reconcile", &cookie).await;
     assert_eq!(status, StatusCode::OK);
     // Issue 17: each list is a table, a column per field, the cases linked.
     let elsewhere = html2
@@ -836,14 +833,7 @@ async fn an_admin_unlocks_a_throttled_account_from_the_console_and_an_agent_may_
     );
     let location = response.headers()["location"].to_str().unwrap().to_string();
     assert!(location.starts_with("/console/staff?"), "{location}");
-    let (status, page) = app
-        .raw(
-            Request::get(location.as_str())
-                .header("cookie", cookie.clone())
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+    let (status, page) = console_get(&app, &location, &cookie).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(
         page.contains("Unlocked agent@test.example: 5 failed logins forgotten"),

@@ -124,7 +124,6 @@ pub(super) async fn unlock_submit(
                 ("unlocked", Some(form.email.as_str())),
                 ("forgotten", Some(n.to_string().as_str())),
             ]);
-            drop(session);
             Redirect::to(&format!("/console/staff?{query}")).into_response()
         }
         Err(e) => e.into_response(),

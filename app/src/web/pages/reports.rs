@@ -147,13 +147,11 @@ pub(super) async fn reconcile_submit(
     session: Result<Session, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    if let Err(page) = verified(session, &form.csrf) {
+        return page;
+    }
     // The report is stored; the page shows the last one, so a reload after the run
     // reads it again rather than running another (issue 17: a redirect after a POST).
-    drop(session);
     match crate::reconcile::run(state.reconciler()).await {
         Ok(_) => Redirect::to("/console/reconcile").into_response(),
         Err(e) => AppError::from(e).into_response(),
