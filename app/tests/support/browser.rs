@@ -123,7 +123,22 @@ impl Browser {
     pub async fn sign_in(&self, base: &str, link: &str, next: &str) -> String {
         self.goto(&format!("{base}{link}")).await;
         self.click("#sign-in").await;
-        self.wait_for_url_ending(next).await
+        let url = self.wait_for_url_ending(next).await;
+        // The address changes when the navigation commits, before the page has loaded:
+        // a step that reads or marks the page must wait for the loaded document, or it
+        // works on one that is about to be replaced.
+        self.wait_until_loaded().await;
+        url
+    }
+
+    /// Waits (up to 10 s) until the current document has finished loading.
+    pub async fn wait_until_loaded(&self) {
+        for _ in 0..100 {
+            if self.execute("return document.readyState").await == "complete" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub async fn find(&self, css: &str) -> Option<String> {
