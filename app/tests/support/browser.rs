@@ -106,7 +106,6 @@ impl Browser {
             .await;
     }
 
-    /// The element matching `css`, or `None`.
     /// Logs `email` in on the console with the test password and waits for the queue.
     pub async fn console_login(&self, base: &str, email: &str) {
         self.goto(&format!("{base}/console/login")).await;
@@ -123,7 +122,12 @@ impl Browser {
     pub async fn sign_in(&self, base: &str, link: &str, next: &str) -> String {
         self.goto(&format!("{base}{link}")).await;
         self.click("#sign-in").await;
-        let url = self.wait_for_url_ending(next).await;
+        // The link's own address (`/sign-in?link=…&next=/tickets/…`) ends with `next`
+        // too, so only the whole address says the browser has left it: waiting for a
+        // suffix returned at once whenever the POST was slower than the first look.
+        let landed = format!("{base}{next}");
+        let url = self.wait_for_url_to_be(&landed).await;
+        assert_eq!(url, landed, "signed in and sent on to {next}");
         // The address changes when the navigation commits, before the page has loaded:
         // a step that reads or marks the page must wait for the loaded document, or it
         // works on one that is about to be replaced.
@@ -141,6 +145,7 @@ impl Browser {
         }
     }
 
+    /// The element matching `css`, or `None`.
     pub async fn find(&self, css: &str) -> Option<String> {
         let v = self
             .call(
@@ -213,6 +218,19 @@ impl Browser {
         for _ in 0..100 {
             url = self.url().await;
             if url.contains(part) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        url
+    }
+
+    /// Waits (up to 10 s) until the address is exactly `address`; returns the last seen.
+    pub async fn wait_for_url_to_be(&self, address: &str) -> String {
+        let mut url = String::new();
+        for _ in 0..100 {
+            url = self.url().await;
+            if url == address {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
