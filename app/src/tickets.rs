@@ -212,7 +212,7 @@ pub const HISTORY_LINES: i64 = 20;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TicketLine {
     pub id: String,
-    /// The first line of its first message ([`subject_of`]).
+    /// The first line of its first message, shortened (`subject_of`).
     pub subject: String,
     pub created_at: String,
     pub case_id: Option<String>,

@@ -115,7 +115,7 @@ pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
 
 /// What the case header shows of the customer's past (issue 17): their other tickets
 /// with where each case stands, and the refunds made through the desk on their other
-/// cases, each newest first and cut at [`tickets::HISTORY_LINES`] with the full count.
+/// cases, each newest first and cut at 20 (`tickets::HISTORY_LINES`) with the full count.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CustomerHistory {
     pub tickets: Vec<tickets::TicketLine>,
