@@ -224,6 +224,18 @@ impl PolicyIndex {
         Ok(passages)
     }
 
+    /// The search as it is before issue 19's change to filtered searches (a filtered
+    /// search scores every matching section, `FilterCollector`), for now the same as
+    /// [`search`](Self::search). Kept as the oracle of the test that pins `search` to its
+    /// answers and for the benchmarks' same-run A/B; not for answering users.
+    #[doc(hidden)]
+    pub fn search_filtering_every_match(
+        &self,
+        query: &SearchQuery,
+    ) -> Result<Vec<Passage>, IndexError> {
+        self.search(query)
+    }
+
     /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
     /// the same parser, fields and terms (the glossary's English for Chinese text), but
     /// no filters and no passage building — plain top-`limit` by BM25 and a read of each
