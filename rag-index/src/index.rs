@@ -24,11 +24,20 @@ use time::Date;
 
 use crate::schema::{self, Fields};
 use crate::store::{self, GenerationMeta};
-use crate::{query, IndexError, Passage, SearchQuery, MAX_LIMIT};
+use crate::{query, top, IndexError, Passage, SearchQuery, MAX_LIMIT};
 
 /// Memory for the single indexing thread. One thread keeps document order, and so
 /// tie-breaking between equal scores, deterministic.
 const WRITER_MEMORY_BYTES: usize = 64 * 1024 * 1024;
+
+/// How a filtered search finds its top sections: the answers are the same.
+#[derive(Clone, Copy)]
+enum Filtering {
+    /// In tantivy's pruning loop, so block-max WAND applies (`top`).
+    Pruning,
+    /// Every matching section scored, then filtered: the path before issue 19.
+    EveryMatch,
+}
 
 /// One built index generation, opened for searching.
 pub(crate) struct Generation {
@@ -187,6 +196,26 @@ impl PolicyIndex {
 
     /// Ranked passages for `query`. Bad query syntax is read leniently, never an error.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, Filtering::Pruning)
+    }
+
+    /// [`search`](Self::search) as it was before issue 19: a filtered search scores
+    /// every matching section (`FilterCollector`). Kept as the oracle of the test that
+    /// pins `search` to the same answers and for the benchmark's same-run A/B; not for
+    /// answering users.
+    #[doc(hidden)]
+    pub fn search_filtering_every_match(
+        &self,
+        query: &SearchQuery,
+    ) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, Filtering::EveryMatch)
+    }
+
+    fn search_with(
+        &self,
+        query: &SearchQuery,
+        filtering: Filtering,
+    ) -> Result<Vec<Passage>, IndexError> {
         let limit = query.limit.min(MAX_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -202,19 +231,24 @@ impl PolicyIndex {
             None => searcher.search(&*tantivy_query, &top_docs)?,
             Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
             // Filters are decided per policy version, once per query, and checked per
-            // matching section with one fast-field read: cheaper than intersecting
-            // range and term queries, and exactly `PolicyMeta::in_force_on` semantics.
-            Some(allowed) => {
-                let in_scope = move |ordinal: u64| {
-                    usize::try_from(ordinal)
-                        .ok()
-                        .and_then(|i| allowed.get(i).copied())
-                        .unwrap_or(false)
-                };
-                let filtered =
-                    FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
-                searcher.search(&*tantivy_query, &filtered)?
-            }
+            // section with one fast-field read: exactly `PolicyMeta::in_force_on`
+            // semantics, and inside the pruning loop so WAND still skips (see `top`).
+            Some(allowed) => match filtering {
+                Filtering::Pruning => {
+                    top::top_in_scope(&searcher, &*tantivy_query, limit, &allowed)?
+                }
+                Filtering::EveryMatch => {
+                    let in_scope = move |ordinal: u64| {
+                        usize::try_from(ordinal)
+                            .ok()
+                            .and_then(|i| allowed.get(i).copied())
+                            .unwrap_or(false)
+                    };
+                    let filtered =
+                        FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
+                    searcher.search(&*tantivy_query, &filtered)?
+                }
+            },
         };
         let mut passages = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -222,18 +256,6 @@ impl PolicyIndex {
             passages.push(to_passage(&generation.fields, &stored, score)?);
         }
         Ok(passages)
-    }
-
-    /// The search as it is before issue 19's change to filtered searches (a filtered
-    /// search scores every matching section, `FilterCollector`), for now the same as
-    /// [`search`](Self::search). Kept as the oracle of the test that pins `search` to its
-    /// answers and for the benchmarks' same-run A/B; not for answering users.
-    #[doc(hidden)]
-    pub fn search_filtering_every_match(
-        &self,
-        query: &SearchQuery,
-    ) -> Result<Vec<Passage>, IndexError> {
-        self.search(query)
     }
 
     /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):

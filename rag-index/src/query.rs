@@ -4,9 +4,9 @@
 //! The text part goes through the glossary, then tantivy's lenient parser over the
 //! document title, section title and section text (titles boosted); quoted text is a
 //! phrase. Filters (in force on `as_of`, published unless drafts are asked for, region,
-//! product) are decided once per policy version ([`allowed_versions`]) and applied by
-//! the searcher as a collector filter, so they select without changing the BM25
-//! ranking. Query syntax never produces an error. This module does not run searches or
+//! product) are decided once per policy version ([`allowed_versions`]) and applied per
+//! section inside tantivy's pruning loop (`top`), so they select without changing the
+//! BM25 ranking. Query syntax never produces an error. This module does not run searches or
 //! touch the disk.
 
 use std::sync::Arc;

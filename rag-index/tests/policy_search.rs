@@ -383,6 +383,90 @@ fn filters_hold_on_generated_documents() {
     assert!(checked > 100, "only {checked} passages checked");
 }
 
+// ---- the pruning path (issue 19) -------------------------------------------------------
+
+/// Same citations in the same order and the same scores, up to float rounding: a filtered
+/// search now scores with tantivy's pruning scorer, which sums a section's term scores in
+/// another order than the scorer that visits every match (as every unfiltered search
+/// already did), so a score may differ in its last bits.
+fn assert_same_answers(index: &PolicyIndex, q: &SearchQuery) -> usize {
+    let ours = index.search(q).unwrap();
+    let every = index.search_filtering_every_match(q).unwrap();
+    let cited =
+        |passages: &[rag_index::Passage]| passages.iter().map(|p| p.citation()).collect::<Vec<_>>();
+    assert_eq!(cited(&ours), cited(&every), "{q:?}");
+    for (a, b) in ours.iter().zip(&every) {
+        assert!(
+            (a.score - b.score).abs() <= 1e-5 * b.score.abs(),
+            "{q:?}: {} scored {} against {}",
+            a.citation(),
+            a.score,
+            b.score
+        );
+        assert_eq!(
+            a,
+            &rag_index::Passage {
+                score: a.score,
+                ..b.clone()
+            }
+        );
+    }
+    ours.len()
+}
+
+#[test]
+fn search_answers_what_filtering_every_match_answers_on_generated_corpora() {
+    const CHINESE: &[&str] = &[
+        "重复扣款 退款",
+        "预授权 冻结 释放",
+        "冷静期 取消 年费",
+        "争议 拒付",
+    ];
+    for (seed, sections) in [(11, 600), (29, 3_000)] {
+        let documents = generate::documents(seed, sections);
+        let dir = tempfile::tempdir().unwrap();
+        let index = PolicyIndex::open_or_build(dir.path(), &documents).unwrap();
+        let (mut queries, mut passages) = (0, 0);
+        for (i, q) in generate::queries(seed, 400).into_iter().enumerate() {
+            // Drafts in a quarter of the queries, limits from 1 to the cap, and some
+            // Chinese text (the glossary's expansions are the longest unions).
+            let q = SearchQuery {
+                include_drafts: i % 4 == 0,
+                limit: [5, 1, 10, 20, MAX_LIMIT][i % 5],
+                text: if i % 7 == 0 {
+                    CHINESE[i % CHINESE.len()].to_string()
+                } else {
+                    q.text
+                },
+                ..q
+            };
+            passages += assert_same_answers(&index, &q);
+            queries += 1;
+        }
+        assert!(
+            passages > queries * 3,
+            "{passages} passages in {queries} queries"
+        );
+    }
+}
+
+#[test]
+fn search_answers_what_filtering_every_match_answers_on_the_eval_set() {
+    let (_dir, index) = fixture_index();
+    for labelled in eval::load_queries(EVAL_QUERIES).unwrap() {
+        for include_drafts in [false, true] {
+            let q = SearchQuery {
+                region: labelled.region,
+                product: labelled.product,
+                include_drafts,
+                limit: MAX_LIMIT,
+                ..query(&labelled.query, labelled.as_of)
+            };
+            assert_same_answers(&index, &q);
+        }
+    }
+}
+
 // ---- lifecycle ------------------------------------------------------------------------
 
 #[test]
