@@ -22,9 +22,10 @@ use tantivy::schema::Value;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use time::Date;
 
+use crate::query::{self, VersionScope};
 use crate::schema::{self, Fields};
 use crate::store::{self, GenerationMeta};
-use crate::{query, top, IndexError, Passage, SearchQuery, MAX_LIMIT};
+use crate::{top, IndexError, Passage, SearchQuery, MAX_LIMIT};
 
 /// Memory for the single indexing thread. One thread keeps document order, and so
 /// tie-breaking between equal scores, deterministic.
@@ -46,6 +47,8 @@ pub(crate) struct Generation {
     reader: IndexReader,
     parser: QueryParser,
     fields: Fields,
+    /// `meta.versions` packed for the filters, by ordinal.
+    scopes: Vec<VersionScope>,
 }
 
 impl Generation {
@@ -69,12 +72,14 @@ impl Generation {
             )));
         }
         let parser = query::parser(&index, &fields);
+        let scopes = meta.versions.iter().map(VersionScope::of).collect();
         Ok(Generation {
             name: name.to_string(),
             meta,
             reader,
             parser,
             fields,
+            scopes,
         })
     }
 
@@ -226,7 +231,7 @@ impl PolicyIndex {
         };
         let searcher = generation.reader.searcher();
         let top_docs = TopDocs::with_limit(limit).order_by_score();
-        let top = match query::allowed_versions(&generation.meta.versions, query) {
+        let top = match query::allowed_versions(&generation.scopes, query) {
             // No filter: plain top-k, which lets tantivy skip blocks (block-max WAND).
             None => searcher.search(&*tantivy_query, &top_docs)?,
             Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
