@@ -237,12 +237,13 @@ impl PolicyIndex {
             Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
             // Filters are decided per policy version, once per query, and checked per
             // section with one fast-field read: exactly `PolicyMeta::in_force_on`
-            // semantics, and inside the pruning loop so WAND still skips (see `top`).
-            Some(allowed) => match filtering {
-                Filtering::Pruning => {
-                    top::top_in_scope(&searcher, &*tantivy_query, limit, &allowed)?
+            // semantics; inside the pruning loop, so WAND still skips (see `top`), when
+            // the query is a union of terms.
+            Some(allowed) => match (filtering, query::Prunable::of(&*tantivy_query)) {
+                (Filtering::Pruning, Some(prunable)) => {
+                    top::top_in_scope(&searcher, &prunable, limit, &allowed)?
                 }
-                Filtering::EveryMatch => {
+                _ => {
                     let in_scope = move |ordinal: u64| {
                         usize::try_from(ordinal)
                             .ok()
@@ -264,14 +265,22 @@ impl PolicyIndex {
     }
 
     /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
-    /// the same parser, fields and terms (the glossary's English for Chinese text), but
-    /// no filters and no passage building — plain top-`limit` by BM25 and a read of each
-    /// hit's stored document. Returns how many hits it read. Not for answering users: it
-    /// ignores which versions are in force.
+    /// the same parser, fields and terms (the glossary's English for Chinese text), and
+    /// the same query `search` runs: a union of terms laid out flat as `search` prunes it
+    /// (`query::Prunable::flat`: one union of every clause, which tantivy's block-max
+    /// WAND can skip through; the parser's union of one union per word it cannot), any
+    /// other query as parsed. No filters, no second scoring and no passage building —
+    /// plain top-`limit` by BM25 and a read of each hit's stored document. Returns how
+    /// many hits it read. Not for answering users: it ignores which versions are in
+    /// force.
     pub fn raw_tantivy_search(&self, text: &str, limit: usize) -> Result<usize, IndexError> {
         let generation = self.generation();
         let text = crate::glossary::translate(text);
-        let (tantivy_query, _syntax_errors) = generation.parser.parse_query_lenient(&text);
+        let (parsed, _syntax_errors) = generation.parser.parse_query_lenient(&text);
+        let tantivy_query = match query::Prunable::of(&*parsed) {
+            Some(prunable) => prunable.flat(),
+            None => parsed,
+        };
         let searcher = generation.reader.searcher();
         let top = searcher.search(
             &*tantivy_query,
