@@ -89,9 +89,10 @@ impl Generation {
         root: &Path,
         documents: &[PolicyDocument],
         policy_hash: String,
+        progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self, IndexError> {
         let (name, path) = store::create_generation_dir(root)?;
-        let built = write_sections(&path, documents).and_then(|section_count| {
+        let built = write_sections(&path, documents, progress).and_then(|section_count| {
             let versions = documents.iter().map(|d| d.meta.clone()).collect();
             let meta = GenerationMeta::new(policy_hash, section_count, versions);
             store::write_meta(&path, &meta)?;
@@ -104,20 +105,33 @@ impl Generation {
     }
 }
 
-fn write_sections(path: &Path, documents: &[PolicyDocument]) -> Result<usize, IndexError> {
+/// Writes one tantivy document per section and commits. `progress(done, total)` follows
+/// the sections handed to the writer; the last call, `(total, total)`, comes only once
+/// the commit is on disk, since the commit is where tantivy finishes indexing.
+fn write_sections(
+    path: &Path,
+    documents: &[PolicyDocument],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<usize, IndexError> {
     let (tantivy_schema, fields) = schema::build();
     let index = Index::create_in_dir(path, tantivy_schema)?;
     schema::register(&index);
     let mut writer: IndexWriter = index.writer_with_num_threads(1, WRITER_MEMORY_BYTES)?;
+    let total = documents.iter().map(|d| d.sections.len()).sum();
     let mut count = 0;
+    progress(0, total);
     for (ordinal, document) in (0u64..).zip(documents) {
         for section in query::section_documents(&fields, document, ordinal)? {
             writer.add_document(section)?;
             count += 1;
+            if count < total {
+                progress(count, total);
+            }
         }
     }
     writer.commit()?;
     writer.wait_merging_threads()?;
+    progress(count, total);
     Ok(count)
 }
 
@@ -163,7 +177,7 @@ impl PolicyIndex {
             Ok(None) | Err(_) => {
                 check_unique(documents)?;
                 let previous = store::read_pointer(dir).ok();
-                let generation = Generation::build(dir, documents, policy_hash)?;
+                let generation = Generation::build(dir, documents, policy_hash, &mut |_, _| {})?;
                 store::write_pointer(dir, &generation.name)?;
                 let mut keep = vec![generation.name.as_str()];
                 keep.extend(previous.as_deref());
@@ -182,6 +196,18 @@ impl PolicyIndex {
     /// during the rebuild keep working on the old generation. On error the old
     /// generation stays current.
     pub fn rebuild(&self, documents: &[PolicyDocument]) -> Result<(), IndexError> {
+        self.rebuild_with_progress(documents, |_, _| {})
+    }
+
+    /// [`rebuild`](Self::rebuild), calling `progress(done, total)` as sections are
+    /// indexed (`total` is the number of sections; `(total, total)` once they are
+    /// committed). A plain callback, so this crate draws nothing: `refund-agent index`
+    /// turns it into a progress bar.
+    pub fn rebuild_with_progress(
+        &self,
+        documents: &[PolicyDocument],
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<(), IndexError> {
         let _one_writer = self
             .rebuild_lock
             .lock()
@@ -189,7 +215,7 @@ impl PolicyIndex {
         check_unique(documents)?;
         let policy_hash = policy_hash(documents)?;
         let previous = self.generation().name.clone();
-        let generation = Generation::build(&self.root, documents, policy_hash)?;
+        let generation = Generation::build(&self.root, documents, policy_hash, &mut progress)?;
         store::write_pointer(&self.root, &generation.name)?;
         let name = generation.name.clone();
         // Swapping an Arc cannot leave the value half-written, so a poisoned lock

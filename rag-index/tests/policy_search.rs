@@ -641,6 +641,20 @@ fn searches_keep_working_while_another_thread_rebuilds() {
 }
 
 #[test]
+fn a_rebuild_reports_its_progress_once_per_section() {
+    let (_dir, index) = fixture_index();
+    let documents = fixture_documents();
+    let total: usize = documents.iter().map(|d| d.sections.len()).sum();
+    let mut calls = Vec::new();
+    index
+        .rebuild_with_progress(&documents, |done, of| calls.push((done, of)))
+        .unwrap();
+    let expected: Vec<_> = (0..=total).map(|done| (done, total)).collect();
+    assert_eq!(calls, expected);
+    assert_eq!(index.section_count(), total);
+}
+
+#[test]
 fn a_rebuilt_index_is_what_the_next_process_opens() {
     let (dir, index) = fixture_index();
     let documents = fixture_documents();
