@@ -82,8 +82,8 @@ impl Prunable {
     /// `None` unless every leaf is a single term read without positions: WAND skips
     /// only through unions of terms, and a phrase clause's scorer, built once more to
     /// score the candidates, finds its first match eagerly. Measured on the bench's
-    /// queries with a phrase (20%), the pruning path was 0-17% slower than scoring every
-    /// match, so they keep that path; either answers the same.
+    /// queries with a phrase (20%), the pruning path was up to 17% slower than scoring
+    /// every match, so they keep that path; either answers the same.
     pub(crate) fn of(query: &dyn Query) -> Option<Prunable> {
         let mut leaves = Vec::new();
         let shape = Self::lay_out(query, &mut leaves);
