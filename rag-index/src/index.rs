@@ -22,13 +22,23 @@ use tantivy::schema::Value;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use time::Date;
 
+use crate::query::{self, VersionScope};
 use crate::schema::{self, Fields};
 use crate::store::{self, GenerationMeta};
-use crate::{query, IndexError, Passage, SearchQuery, MAX_LIMIT};
+use crate::{top, IndexError, Passage, SearchQuery, MAX_LIMIT};
 
 /// Memory for the single indexing thread. One thread keeps document order, and so
 /// tie-breaking between equal scores, deterministic.
 const WRITER_MEMORY_BYTES: usize = 64 * 1024 * 1024;
+
+/// How a filtered search finds its top sections: the answers are the same.
+#[derive(Clone, Copy)]
+enum Filtering {
+    /// In tantivy's pruning loop, so block-max WAND applies (`top`).
+    Pruning,
+    /// Every matching section scored, then filtered: the path before issue 19.
+    EveryMatch,
+}
 
 /// One built index generation, opened for searching.
 pub(crate) struct Generation {
@@ -37,6 +47,8 @@ pub(crate) struct Generation {
     reader: IndexReader,
     parser: QueryParser,
     fields: Fields,
+    /// `meta.versions` packed for the filters, by ordinal.
+    scopes: Vec<VersionScope>,
 }
 
 impl Generation {
@@ -60,12 +72,14 @@ impl Generation {
             )));
         }
         let parser = query::parser(&index, &fields);
+        let scopes = meta.versions.iter().map(VersionScope::of).collect();
         Ok(Generation {
             name: name.to_string(),
             meta,
             reader,
             parser,
             fields,
+            scopes,
         })
     }
 
@@ -75,9 +89,10 @@ impl Generation {
         root: &Path,
         documents: &[PolicyDocument],
         policy_hash: String,
+        progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self, IndexError> {
         let (name, path) = store::create_generation_dir(root)?;
-        let built = write_sections(&path, documents).and_then(|section_count| {
+        let built = write_sections(&path, documents, progress).and_then(|section_count| {
             let versions = documents.iter().map(|d| d.meta.clone()).collect();
             let meta = GenerationMeta::new(policy_hash, section_count, versions);
             store::write_meta(&path, &meta)?;
@@ -90,20 +105,33 @@ impl Generation {
     }
 }
 
-fn write_sections(path: &Path, documents: &[PolicyDocument]) -> Result<usize, IndexError> {
+/// Writes one tantivy document per section and commits. `progress(done, total)` follows
+/// the sections handed to the writer; the last call, `(total, total)`, comes only once
+/// the commit is on disk, since the commit is where tantivy finishes indexing.
+fn write_sections(
+    path: &Path,
+    documents: &[PolicyDocument],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<usize, IndexError> {
     let (tantivy_schema, fields) = schema::build();
     let index = Index::create_in_dir(path, tantivy_schema)?;
     schema::register(&index);
     let mut writer: IndexWriter = index.writer_with_num_threads(1, WRITER_MEMORY_BYTES)?;
+    let total = documents.iter().map(|d| d.sections.len()).sum();
     let mut count = 0;
+    progress(0, total);
     for (ordinal, document) in (0u64..).zip(documents) {
         for section in query::section_documents(&fields, document, ordinal)? {
             writer.add_document(section)?;
             count += 1;
+            if count < total {
+                progress(count, total);
+            }
         }
     }
     writer.commit()?;
     writer.wait_merging_threads()?;
+    progress(count, total);
     Ok(count)
 }
 
@@ -149,7 +177,7 @@ impl PolicyIndex {
             Ok(None) | Err(_) => {
                 check_unique(documents)?;
                 let previous = store::read_pointer(dir).ok();
-                let generation = Generation::build(dir, documents, policy_hash)?;
+                let generation = Generation::build(dir, documents, policy_hash, &mut |_, _| {})?;
                 store::write_pointer(dir, &generation.name)?;
                 let mut keep = vec![generation.name.as_str()];
                 keep.extend(previous.as_deref());
@@ -168,6 +196,18 @@ impl PolicyIndex {
     /// during the rebuild keep working on the old generation. On error the old
     /// generation stays current.
     pub fn rebuild(&self, documents: &[PolicyDocument]) -> Result<(), IndexError> {
+        self.rebuild_with_progress(documents, |_, _| {})
+    }
+
+    /// [`rebuild`](Self::rebuild), calling `progress(done, total)` as sections are
+    /// indexed (`total` is the number of sections; `(total, total)` once they are
+    /// committed). A plain callback, so this crate draws nothing: `refund-agent index`
+    /// turns it into a progress bar.
+    pub fn rebuild_with_progress(
+        &self,
+        documents: &[PolicyDocument],
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<(), IndexError> {
         let _one_writer = self
             .rebuild_lock
             .lock()
@@ -175,7 +215,7 @@ impl PolicyIndex {
         check_unique(documents)?;
         let policy_hash = policy_hash(documents)?;
         let previous = self.generation().name.clone();
-        let generation = Generation::build(&self.root, documents, policy_hash)?;
+        let generation = Generation::build(&self.root, documents, policy_hash, &mut progress)?;
         store::write_pointer(&self.root, &generation.name)?;
         let name = generation.name.clone();
         // Swapping an Arc cannot leave the value half-written, so a poisoned lock
@@ -187,6 +227,26 @@ impl PolicyIndex {
 
     /// Ranked passages for `query`. Bad query syntax is read leniently, never an error.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, Filtering::Pruning)
+    }
+
+    /// [`search`](Self::search) as it was before issue 19: a filtered search scores
+    /// every matching section (`FilterCollector`). Kept as the oracle of the test that
+    /// pins `search` to the same answers and for the benchmark's same-run A/B; not for
+    /// answering users.
+    #[doc(hidden)]
+    pub fn search_filtering_every_match(
+        &self,
+        query: &SearchQuery,
+    ) -> Result<Vec<Passage>, IndexError> {
+        self.search_with(query, Filtering::EveryMatch)
+    }
+
+    fn search_with(
+        &self,
+        query: &SearchQuery,
+        filtering: Filtering,
+    ) -> Result<Vec<Passage>, IndexError> {
         let limit = query.limit.min(MAX_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -197,24 +257,30 @@ impl PolicyIndex {
         };
         let searcher = generation.reader.searcher();
         let top_docs = TopDocs::with_limit(limit).order_by_score();
-        let top = match query::allowed_versions(&generation.meta.versions, query) {
+        let top = match query::allowed_versions(&generation.scopes, query) {
             // No filter: plain top-k, which lets tantivy skip blocks (block-max WAND).
             None => searcher.search(&*tantivy_query, &top_docs)?,
             Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
             // Filters are decided per policy version, once per query, and checked per
-            // matching section with one fast-field read: cheaper than intersecting
-            // range and term queries, and exactly `PolicyMeta::in_force_on` semantics.
-            Some(allowed) => {
-                let in_scope = move |ordinal: u64| {
-                    usize::try_from(ordinal)
-                        .ok()
-                        .and_then(|i| allowed.get(i).copied())
-                        .unwrap_or(false)
-                };
-                let filtered =
-                    FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
-                searcher.search(&*tantivy_query, &filtered)?
-            }
+            // section with one fast-field read: exactly `PolicyMeta::in_force_on`
+            // semantics; inside the pruning loop, so WAND still skips (see `top`), when
+            // the query is a union of terms.
+            Some(allowed) => match (filtering, query::Prunable::of(&*tantivy_query)) {
+                (Filtering::Pruning, Some(prunable)) => {
+                    top::top_in_scope(&searcher, &prunable, limit, &allowed)?
+                }
+                _ => {
+                    let in_scope = move |ordinal: u64| {
+                        usize::try_from(ordinal)
+                            .ok()
+                            .and_then(|i| allowed.get(i).copied())
+                            .unwrap_or(false)
+                    };
+                    let filtered =
+                        FilterCollector::new(schema::VERSION_ORD.to_string(), in_scope, top_docs);
+                    searcher.search(&*tantivy_query, &filtered)?
+                }
+            },
         };
         let mut passages = Vec::with_capacity(top.len());
         for (score, address) in top {
@@ -225,14 +291,22 @@ impl PolicyIndex {
     }
 
     /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
-    /// the same parser, fields and terms (the glossary's English for Chinese text), but
-    /// no filters and no passage building — plain top-`limit` by BM25 and a read of each
-    /// hit's stored document. Returns how many hits it read. Not for answering users: it
-    /// ignores which versions are in force.
+    /// the same parser, fields and terms (the glossary's English for Chinese text), and
+    /// the same query `search` runs: a union of terms laid out flat as `search` prunes it
+    /// (`query::Prunable::flat`: one union of every clause, which tantivy's block-max
+    /// WAND can skip through; the parser's union of one union per word it cannot), any
+    /// other query as parsed. No filters, no second scoring and no passage building —
+    /// plain top-`limit` by BM25 and a read of each hit's stored document. Returns how
+    /// many hits it read. Not for answering users: it ignores which versions are in
+    /// force.
     pub fn raw_tantivy_search(&self, text: &str, limit: usize) -> Result<usize, IndexError> {
         let generation = self.generation();
         let text = crate::glossary::translate(text);
-        let (tantivy_query, _syntax_errors) = generation.parser.parse_query_lenient(&text);
+        let (parsed, _syntax_errors) = generation.parser.parse_query_lenient(&text);
+        let tantivy_query = match query::Prunable::of(&*parsed) {
+            Some(prunable) => prunable.flat(),
+            None => parsed,
+        };
         let searcher = generation.reader.searcher();
         let top = searcher.search(
             &*tantivy_query,

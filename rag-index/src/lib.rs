@@ -23,6 +23,7 @@ mod index;
 mod query;
 mod schema;
 mod store;
+mod top;
 
 use std::path::PathBuf;
 

@@ -383,6 +383,98 @@ fn filters_hold_on_generated_documents() {
     assert!(checked > 100, "only {checked} passages checked");
 }
 
+// ---- the pruning path (issue 19) -------------------------------------------------------
+
+/// The same passages in the same order with the same scores, bit for bit: pruning only
+/// finds the candidates, which are then scored as filtering every match scores them.
+fn assert_same_answers(index: &PolicyIndex, q: &SearchQuery) -> usize {
+    let ours = index.search(q).unwrap();
+    let every = index.search_filtering_every_match(q).unwrap();
+    let ranked = |passages: &[rag_index::Passage]| {
+        passages
+            .iter()
+            .map(|p| (p.citation(), p.score.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ranked(&ours), ranked(&every), "{q:?}");
+    assert_eq!(ours, every, "{q:?}");
+    ours.len()
+}
+
+#[test]
+fn search_answers_what_filtering_every_match_answers_on_generated_corpora() {
+    const CHINESE: &[&str] = &[
+        "重复扣款 退款",
+        "预授权 冻结 释放",
+        "冷静期 取消 年费",
+        "争议 拒付",
+    ];
+    for (seed, sections) in [(11, 600), (29, 3_000)] {
+        let documents = generate::documents(seed, sections);
+        let dir = tempfile::tempdir().unwrap();
+        let index = PolicyIndex::open_or_build(dir.path(), &documents).unwrap();
+        let (mut queries, mut passages) = (0, 0);
+        for (i, q) in generate::queries(seed, 400).into_iter().enumerate() {
+            // Drafts in a quarter of the queries, limits from 1 to the cap, and some
+            // Chinese text (the glossary's expansions are the longest unions).
+            let q = SearchQuery {
+                include_drafts: i % 4 == 0,
+                limit: [5, 1, 10, 20, MAX_LIMIT][i % 5],
+                text: if i % 7 == 0 {
+                    CHINESE[i % CHINESE.len()].to_string()
+                } else {
+                    q.text
+                },
+                ..q
+            };
+            passages += assert_same_answers(&index, &q);
+            queries += 1;
+        }
+        assert!(
+            passages > queries * 3,
+            "{passages} passages in {queries} queries"
+        );
+    }
+}
+
+#[test]
+fn search_answers_what_filtering_every_match_answers_at_every_cut_off() {
+    // Sections whose scores tie, or differ only in their last bits, are where a cut-off
+    // at k could keep the wrong one: every limit from 1 to 100 puts the cut between each
+    // pair of the top 100. The last query has such a pair at 92-93: equal when every
+    // match is scored, one part in ten million apart in pruning's order.
+    let documents = generate::documents(29, 3_000);
+    let dir = tempfile::tempdir().unwrap();
+    let index = PolicyIndex::open_or_build(dir.path(), &documents).unwrap();
+    let mut queries = generate::queries(29, 12);
+    queries.push(SearchQuery {
+        as_of: Some(date!(2026 - 06 - 13)),
+        ..SearchQuery::new("冷静期 取消 年费")
+    });
+    for q in queries {
+        for limit in 1..=MAX_LIMIT {
+            assert_same_answers(&index, &SearchQuery { limit, ..q.clone() });
+        }
+    }
+}
+
+#[test]
+fn search_answers_what_filtering_every_match_answers_on_the_eval_set() {
+    let (_dir, index) = fixture_index();
+    for labelled in eval::load_queries(EVAL_QUERIES).unwrap() {
+        for include_drafts in [false, true] {
+            let q = SearchQuery {
+                region: labelled.region,
+                product: labelled.product,
+                include_drafts,
+                limit: MAX_LIMIT,
+                ..query(&labelled.query, labelled.as_of)
+            };
+            assert_same_answers(&index, &q);
+        }
+    }
+}
+
 // ---- lifecycle ------------------------------------------------------------------------
 
 #[test]
@@ -546,6 +638,20 @@ fn searches_keep_working_while_another_thread_rebuilds() {
     // After six swaps only the current and the previous generation remain on disk.
     assert_eq!(generation_dirs(dir.path()).len(), 2);
     assert_eq!(index_finds(&index, "chargeback"), ["RP-006@1#1"]);
+}
+
+#[test]
+fn a_rebuild_reports_its_progress_once_per_section() {
+    let (_dir, index) = fixture_index();
+    let documents = fixture_documents();
+    let total: usize = documents.iter().map(|d| d.sections.len()).sum();
+    let mut calls = Vec::new();
+    index
+        .rebuild_with_progress(&documents, |done, of| calls.push((done, of)))
+        .unwrap();
+    let expected: Vec<_> = (0..=total).map(|done| (done, total)).collect();
+    assert_eq!(calls, expected);
+    assert_eq!(index.section_count(), total);
 }
 
 #[test]

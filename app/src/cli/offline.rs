@@ -16,23 +16,33 @@ use crate::config::Config;
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
     let policies = policy_set(config).await?;
     let dir = config.index_dir();
-    let spinner = Progress::spinner("index: building the policy index");
+    let bar = Progress::bar("index", "sections");
     let index = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let index = crate::policies::open_index(&dir, &policies)?;
-        index
-            .rebuild(policies.documents())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(index)
+        let rebuilt = open_and_rebuild(&dir, &policies, |done, total| bar.set(done, total));
+        // Cleared on failure too, so the error starts on a clean line.
+        bar.finish();
+        rebuilt
     })
-    .await;
-    spinner.finish();
-    let index = index??;
+    .await??;
     eprintln!(
         "policy index rebuilt: {} sections, policy hash {}",
         index.section_count(),
         index.policy_hash()
     );
     Ok(())
+}
+
+/// Opens the index under `dir` and rebuilds it, `progress(done, total)` per section.
+fn open_and_rebuild(
+    dir: &Path,
+    policies: &PolicySet,
+    progress: impl FnMut(usize, usize),
+) -> anyhow::Result<rag_index::PolicyIndex> {
+    let index = crate::policies::open_index(dir, policies)?;
+    index
+        .rebuild_with_progress(policies.documents(), progress)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(index)
 }
 
 /// `shadow`: replays the history with the built-in investigator and writes the report.

@@ -1,20 +1,19 @@
 //! Progress of the long offline commands (`index`, `shadow`, `eval`; issue 20), drawn
-//! with indicatif on stderr.
+//! with indicatif on stderr: one bar each, counting sections, tickets or scenarios.
 //!
 //! indicatif's stderr target draws only when stderr is a terminal; piped or captured
 //! (tests, CI, `2> log`) it draws nothing, so logs never fill with `\r` redraws.
 //! Libraries (`rag-index`, the eval suite) do not depend on this: they report through a
 //! `FnMut(done, total)` callback and the command turns that into a bar here.
 
-use std::time::Duration;
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A bar (known total) or a spinner (unknown) on stderr, hidden when stderr is no tty.
+/// A bar on stderr, hidden when stderr is no tty.
 pub struct Progress(ProgressBar);
 
 impl Progress {
-    /// A bar for `what` ("tickets", "scenarios"); its length is set by [`Progress::set`].
+    /// A bar for `what` ("sections", "tickets", "scenarios"); its length is set by
+    /// [`Progress::set`].
     pub fn bar(label: &'static str, what: &'static str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         let template = format!("{label}: {{bar:40}} {{pos}}/{{len}} {what} ({{eta}} left)");
@@ -24,14 +23,6 @@ impl Progress {
             bar.set_style(style);
         }
         Progress(bar)
-    }
-
-    /// A spinner for work with no count (`index`: one tantivy commit).
-    pub fn spinner(message: &'static str) -> Progress {
-        let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        spinner.set_message(message);
-        spinner.enable_steady_tick(Duration::from_millis(120));
-        Progress(spinner)
     }
 
     /// `done` of `total` finished: the shape of the libraries' progress callbacks.
