@@ -26,7 +26,7 @@ pub use execute::{
 mod settle;
 pub use settle::{settle_case, settle_case_status_tx};
 mod views;
-pub use views::{customer_refunds, refund_views, RefundView};
+pub use views::{customer_refund, customer_refunds, refund_views, RefundView};
 
 use std::collections::BTreeMap;
 
