@@ -17,7 +17,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
 use crate::runs::Queue;
-use crate::store::{new_id, Db};
+use crate::store::{new_id, packed_field, Db, Packed};
 use crate::tickets::{
     append_message, customer_region, load_ticket, validate_message, MessageView, Ticket,
 };
@@ -194,34 +194,43 @@ struct CaseGlance {
     reason_code: Option<String>,
 }
 
-/// The one statement a ticket view is read with (issue 19: the view was three reads,
-/// and each read is a round trip to the store's connection thread or server, which
-/// cost more than the reading). Three parts share the columns by position:
-/// part 0, the ticket and its case (`num` created_at, `s1` customer, `s2` order,
-/// `s3` language, `s4`–`s6` case id, status, reason); part 1, its messages by `seq`
-/// (`num` created_at, `s1` author, `s2` body); part 2, the case's refunds that are not
-/// void, by charge (`num` amount in minor units, `s1` currency, `s2` status, `s3`
-/// charge). `$who` narrows the ticket row, so a customer's read of someone else's
-/// ticket reads nothing at all, as for an unknown id (RP-007).
+/// The one row a ticket view is read from (issue 19: the view was three reads, and
+/// each read — and each row of one — is a hand-off to the store's connection thread or
+/// server, which cost more than the reading): the ticket and its case, its messages
+/// (`said`: seq, created_at, author, body, by `seq`) and the case's refunds that are not
+/// void (`refunds`: amount in minor units, currency, status, by charge), each list
+/// packed into one column (`store::packed_field`). `$who` narrows the ticket, so a
+/// customer's read of someone else's ticket reads nothing, as for an unknown id (RP-007).
 macro_rules! ticket_view_sql {
     ($who:literal) => {
         concat!(
-            "WITH t AS (SELECT id, customer_id, order_id, language, created_at FROM tickets WHERE id = $1",
-            $who,
-            ") SELECT CAST(0 AS BIGINT) AS part, CAST(0 AS BIGINT) AS seq, t.created_at AS num, ",
-            "t.customer_id AS s1, t.order_id AS s2, t.language AS s3, c.id AS s4, c.status AS s5, c.reason_code AS s6 ",
-            "FROM t LEFT JOIN cases c ON c.ticket_id = t.id ",
-            "UNION ALL SELECT 1, m.seq, m.created_at, m.author, m.body, NULL, NULL, NULL, NULL ",
-            "FROM t JOIN messages m ON m.ticket_id = t.id ",
-            "UNION ALL SELECT 2, 0, r.amount_minor, r.currency, r.status, r.charge_id, NULL, NULL, NULL ",
-            "FROM t JOIN cases c ON c.ticket_id = t.id JOIN refund_intents r ON r.case_id = c.id ",
-            "WHERE r.status <> 'void' ORDER BY part, seq, s3"
+            "SELECT t.customer_id, t.order_id, t.language, t.created_at, ",
+            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, ",
+            "(SELECT string_agg(",
+            packed_field!("m.seq"),
+            " || ",
+            packed_field!("m.created_at"),
+            " || ",
+            packed_field!("m.author"),
+            " || ",
+            packed_field!("m.body"),
+            ", '' ORDER BY m.seq) FROM messages m WHERE m.ticket_id = t.id) AS said, ",
+            "(SELECT string_agg(",
+            packed_field!("r.amount_minor"),
+            " || ",
+            packed_field!("r.currency"),
+            " || ",
+            packed_field!("r.status"),
+            ", '' ORDER BY r.charge_id) FROM refund_intents r ",
+            "WHERE r.case_id = c.id AND r.status <> 'void') AS refunds ",
+            "FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
+            $who
         )
     };
 }
 
 /// A ticket view as its customer reads it (`$2`: the customer).
-const CUSTOMER_TICKET_VIEW: &str = ticket_view_sql!(" AND customer_id = $2");
+const CUSTOMER_TICKET_VIEW: &str = ticket_view_sql!(" AND t.customer_id = $2");
 /// A ticket view as staff read it (any ticket).
 const ANY_TICKET_VIEW: &str = ticket_view_sql!("");
 
@@ -261,50 +270,51 @@ async fn read_view(
             .bind(ticket_id)
             .bind(customer_id),
     };
-    let rows = query.fetch_all(db.reader()).await?;
-    view_of_rows(ticket_id, &rows)
+    match query.fetch_optional(db.reader()).await? {
+        Some(row) => Ok(Some(view_of_row(ticket_id, &row)?)),
+        None => Ok(None),
+    }
 }
 
-/// The view from the rows of [`ticket_view_sql`]; `None` when there is no ticket row.
-fn view_of_rows(ticket_id: &str, rows: &[AnyRow]) -> DomainResult<Option<TicketView>> {
-    let Some((head, rest)) = rows.split_first() else {
-        return Ok(None);
-    };
-    if head.try_get::<i64, _>("part")? != 0 {
-        return Err(anyhow::anyhow!("a ticket view read without its ticket row").into());
-    }
+/// The view from the row of [`ticket_view_sql`].
+fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
     let ticket = Ticket {
         id: ticket_id.to_string(),
-        customer_id: head.try_get("s1")?,
-        order_id: head.try_get("s2")?,
-        language: Language::from_stored(&head.try_get::<String, _>("s3")?),
-        created_at: head.try_get("num")?,
+        customer_id: row.try_get("customer_id")?,
+        order_id: row.try_get("order_id")?,
+        language: Language::from_stored(&row.try_get::<String, _>("language")?),
+        created_at: row.try_get("created_at")?,
     };
-    let case = match head.try_get::<Option<String>, _>("s4")? {
+    let case = match row.try_get::<Option<String>, _>("case_id")? {
         Some(id) => Some(CaseGlance {
             id,
-            status: CaseStatus::parse(&head.try_get::<String, _>("s5")?)?,
-            reason_code: head.try_get("s6")?,
+            status: CaseStatus::parse(&row.try_get::<String, _>("case_status")?)?,
+            reason_code: row.try_get("case_reason")?,
         }),
         None => None,
     };
-    let mut said = Vec::new();
-    let mut refunds = Vec::new();
-    for row in rest {
-        let num: i64 = row.try_get("num")?;
-        let (s1, s2): (String, String) = (row.try_get("s1")?, row.try_get("s2")?);
-        if row.try_get::<i64, _>("part")? == 1 {
-            said.push(MessageView {
-                seq: row.try_get("seq")?,
-                author: s1,
-                body: s2,
-                at: rfc3339(num),
-            });
-        } else {
-            refunds.push(refunds::customer_refund(num, &s1, &s2)?);
-        }
+    let said: Option<String> = row.try_get("said")?;
+    let mut packed = Packed::new(said.as_deref().unwrap_or(""));
+    let mut messages = Vec::new();
+    while !packed.is_empty() {
+        let (seq, created_at) = (packed.integer()?, packed.integer()?);
+        let (author, body) = (packed.field()?, packed.field()?);
+        messages.push(MessageView {
+            seq,
+            author: author.to_string(),
+            body: body.to_string(),
+            at: rfc3339(created_at),
+        });
     }
-    Ok(Some(assemble(ticket, said, case, refunds)))
+    let stored: Option<String> = row.try_get("refunds")?;
+    let mut packed = Packed::new(stored.as_deref().unwrap_or(""));
+    let mut refunds = Vec::new();
+    while !packed.is_empty() {
+        let amount_minor = packed.integer()?;
+        let (currency, status) = (packed.field()?, packed.field()?);
+        refunds.push(refunds::customer_refund(amount_minor, currency, status)?);
+    }
+    Ok(assemble(ticket, messages, case, refunds))
 }
 
 /// What the customer is shown, from what was read: the status in RP-005's words, each

@@ -157,6 +157,63 @@ async fn sqlite_pool(
         .await
 }
 
+/// SQL for one packed field: `x` as text, prefixed by its length in characters and a
+/// colon (`5:hello`). Joined with `||` and gathered with `string_agg(…, '' ORDER BY …)`
+/// (SQLite 3.44 and PostgreSQL alike), a whole list of records comes back in one column
+/// of one row, which [`Packed`] reads back. `length` counts characters on both backends;
+/// stored text never holds a NUL (`tickets::validate_message`; PostgreSQL refuses it),
+/// where SQLite's `length` would stop.
+macro_rules! packed_field {
+    ($x:literal) => {
+        concat!(
+            "length(CAST(",
+            $x,
+            " AS TEXT)) || ':' || CAST(",
+            $x,
+            " AS TEXT)"
+        )
+    };
+}
+pub(crate) use packed_field;
+
+/// Reads back the fields [`packed_field`] wrote, in order.
+pub struct Packed<'a>(&'a str);
+
+impl<'a> Packed<'a> {
+    pub fn new(text: &'a str) -> Packed<'a> {
+        Packed(text)
+    }
+
+    /// Whether every field has been read.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The next field; an error when the text is not what `packed_field` writes.
+    pub fn field(&mut self) -> anyhow::Result<&'a str> {
+        let (chars, rest) = self
+            .0
+            .split_once(':')
+            .context("a packed field without its length")?;
+        let chars: usize = chars.parse().context("a packed field's length")?;
+        let end = rest
+            .char_indices()
+            .nth(chars)
+            .map_or(rest.len(), |(at, _)| at);
+        anyhow::ensure!(
+            rest[..end].chars().count() == chars,
+            "a packed field shorter than its length"
+        );
+        self.0 = &rest[end..];
+        Ok(&rest[..end])
+    }
+
+    /// The next field as an integer.
+    pub fn integer(&mut self) -> anyhow::Result<i64> {
+        self.field()?.parse().context("a packed integer")
+    }
+}
+
 /// Fresh opaque id with a type prefix, e.g. `case_5f0c…`.
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
@@ -174,6 +231,19 @@ mod tests {
             .await
             .unwrap()
             .get("n")
+    }
+
+    #[test]
+    fn packed_fields_read_back_whatever_text_they_hold() {
+        let mut packed = Packed::new("2:425:a:b:c0:5:退款 ok");
+        assert_eq!(packed.integer().unwrap(), 42);
+        assert_eq!(packed.field().unwrap(), "a:b:c");
+        assert_eq!(packed.field().unwrap(), "");
+        assert_eq!(packed.field().unwrap(), "退款 ok");
+        assert!(packed.is_empty());
+        assert!(Packed::new("9:short").field().is_err());
+        assert!(Packed::new("x:1").field().is_err());
+        assert!(Packed::new("no length").field().is_err());
     }
 
     #[tokio::test]
