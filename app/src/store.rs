@@ -12,6 +12,9 @@ use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
+mod readers;
+pub use readers::Readers;
+
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,15 +27,15 @@ pub enum Backend {
 pub struct Db {
     pool: AnyPool,
     /// Reads of committed state outside any transaction (pages, API reads, token
-    /// lookups). On a SQLite file it is its own small pool of read-only connections, so
-    /// readers run side by side in WAL mode instead of queueing behind the one writer
-    /// connection; elsewhere it is `pool`.
-    reader: AnyPool,
+    /// lookups). On a SQLite file, a few read-only connections of its own, so readers
+    /// run side by side in WAL mode instead of queueing behind the one writer
+    /// connection (`readers`); elsewhere it is `pool`.
+    reader: std::sync::Arc<Readers>,
     backend: Backend,
 }
 
 /// Read-only SQLite connections (WAL lets them read while the writer writes).
-const SQLITE_READERS: u32 = 4;
+const SQLITE_READERS: usize = 4;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -51,7 +54,7 @@ impl Db {
         let pool = match backend {
             // SQLite has one writer at a time. One pooled connection serialises writes
             // in-process instead of failing them with SQLITE_BUSY on lock upgrade.
-            Backend::Sqlite => sqlite_pool(options.clone(), 1, false).await,
+            Backend::Sqlite => sqlite_writer(options.clone()).await,
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(10)
@@ -63,15 +66,16 @@ impl Db {
         MIGRATOR.run(&pool).await.context("running migrations")?;
         // An in-memory SQLite database exists once per connection: it has no readers.
         let reader = if backend == Backend::Sqlite && !url.contains(":memory:") {
-            sqlite_pool(options, SQLITE_READERS, true)
+            let readers = readers::SqliteReaders::open(options, SQLITE_READERS)
                 .await
-                .context("opening the read-only connections")?
+                .context("opening the read-only connections")?;
+            Readers::Sqlite(readers)
         } else {
-            pool.clone()
+            Readers::Pool(pool.clone())
         };
         Ok(Db {
             pool,
-            reader,
+            reader: std::sync::Arc::new(reader),
             backend,
         })
     }
@@ -88,10 +92,10 @@ impl Db {
         &self.pool
     }
 
-    /// The pool for reads of committed state outside a transaction. A read here sees
-    /// every commit that finished before it started (never a transaction's own
-    /// uncommitted writes: read those through the transaction).
-    pub fn reader(&self) -> &AnyPool {
+    /// Where reads of committed state outside a transaction run (an `Executor`). A read
+    /// here sees every commit that finished before it started (never a transaction's
+    /// own uncommitted writes: read those through the transaction).
+    pub fn reader(&self) -> &Readers {
         &self.reader
     }
 
@@ -128,26 +132,18 @@ impl Db {
     }
 }
 
-async fn sqlite_pool(
-    options: AnyConnectOptions,
-    connections: u32,
-    read_only: bool,
-) -> Result<AnyPool, sqlx::Error> {
+/// The one SQLite connection that writes (WAL, so readers read beside it).
+async fn sqlite_writer(options: AnyConnectOptions) -> Result<AnyPool, sqlx::Error> {
     AnyPoolOptions::new()
-        .max_connections(connections)
+        .max_connections(1)
         // A SQLite connection is a file handle: no peer can hang up on it, so sqlx's
         // ping before each acquire only costs a round trip to the connection's thread
-        // (issue 19: a third of a ticket view's round trips).
+        // (issue 19).
         .test_before_acquire(false)
         .after_connect(move |conn, _| {
             Box::pin(async move {
-                if read_only {
-                    // Refuses any write on this connection: reads only, by construction.
-                    conn.execute("PRAGMA query_only = ON").await?;
-                } else {
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = NORMAL").await?;
-                }
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                conn.execute("PRAGMA synchronous = NORMAL").await?;
                 conn.execute("PRAGMA busy_timeout = 5000").await?;
                 conn.execute("PRAGMA foreign_keys = ON").await?;
                 Ok(())
