@@ -1,20 +1,26 @@
-//! Where reads of committed state run (`Db::reader`): on a SQLite file, a few read-only
-//! connections of our own; elsewhere, the one pool.
+//! Where reads of committed state run (`Db::reader`): a few read-only connections of
+//! our own, outside the writers' pool (in-memory SQLite, which exists once per
+//! connection, reads through that pool).
 //!
-//! Why not a second sqlx pool (issue 19): a pooled SQLite connection is pinged when it
-//! goes back to the pool — a round trip to the connection's own thread, spawned as a
-//! task after every read — and that is not a setting. A one-row page measured about
-//! 1.5× the requests per second without it (the bench's peer, same machine and run).
-//! A read-only SQLite connection needs no such check: it has no peer to lose, and a
-//! read abandoned half-way (the client went away) leaves nothing behind — the
-//! connection's thread finishes it before the next command. A connection that answered
-//! with an error is closed instead of kept, and a new one is opened on demand.
+//! Why not a sqlx pool (issue 19): a pooled connection is pinged when it goes back to
+//! the pool — a task and a round trip after every read, to SQLite's connection thread
+//! or to the PostgreSQL server — and that is not a setting; by default it is pinged
+//! before it is lent too. A one-row page measured about 1.5× the requests per second
+//! without them (the bench's peer, same machine and run). Here a SQLite connection is
+//! never pinged: it has no peer to lose. A PostgreSQL connection is pinged only when it
+//! sat idle for more than [`CHECK_IDLE_AFTER`] (a server restart or an idle timeout cuts
+//! idle connections; one in steady use shows its loss by failing). A connection that
+//! answered with an error is closed instead of kept, and a new one is opened on demand.
+//! A read abandoned half-way (the client went away) leaves nothing behind: SQLite's
+//! connection thread finishes it before the next command, and sqlx's PostgreSQL
+//! connection drains what is left of it before the next query.
 //!
-//! `Readers` is an `Executor`, so a read is written the same against either kind:
-//! `query.fetch_optional(db.reader())`. What this does not do: transactions (readers
-//! are `query_only`), and nothing on PostgreSQL, where the pool is kept as it is.
+//! `Readers` is an `Executor`, so a read is written the same either way:
+//! `query.fetch_optional(db.reader())`. No transactions here, and no writes: readers are
+//! `query_only` (SQLite) or `default_transaction_read_only` (PostgreSQL).
 
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
@@ -25,26 +31,33 @@ use sqlx::{
 };
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::Backend;
+
+/// How long a PostgreSQL reader may sit idle before it is pinged when lent.
+pub const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
+
 /// The reads of a `Db`.
 #[derive(Debug)]
 pub enum Readers {
-    /// PostgreSQL and in-memory SQLite: reads share the writers' pool.
+    /// In-memory SQLite: reads share the writers' pool.
     Pool(AnyPool),
-    /// A SQLite file: read-only connections of our own.
-    Sqlite(SqliteReaders),
+    /// A SQLite file or PostgreSQL: read-only connections of our own.
+    Own(ReadConnections),
 }
 
-/// At most `permits` read-only connections, opened on first need and handed out one
-/// read at a time.
-pub struct SqliteReaders {
+/// At most `permits` read-only connections, opened on first need and lent one read at
+/// a time; each idle one with the moment it came back.
+pub struct ReadConnections {
     options: AnyConnectOptions,
-    idle: Mutex<Vec<AnyConnection>>,
+    backend: Backend,
+    idle: Mutex<Vec<(AnyConnection, Instant)>>,
     permits: Semaphore,
 }
 
-impl std::fmt::Debug for SqliteReaders {
+impl std::fmt::Debug for ReadConnections {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteReaders")
+        f.debug_struct("ReadConnections")
+            .field("backend", &self.backend)
             .field("available", &self.permits.available_permits())
             .finish()
     }
@@ -53,7 +66,7 @@ impl std::fmt::Debug for SqliteReaders {
 /// A connection lent for one read; it goes back on drop unless the read failed.
 struct Lent<'a> {
     connection: Option<AnyConnection>,
-    readers: &'a SqliteReaders,
+    readers: &'a ReadConnections,
     _permit: SemaphorePermit<'a>,
 }
 
@@ -74,24 +87,29 @@ impl Drop for Lent<'_> {
     fn drop(&mut self) {
         if let Some(connection) = self.connection.take() {
             if !self.readers.permits.is_closed() {
-                self.readers.idle().push(connection);
+                self.readers.idle().push((connection, Instant::now()));
             }
         }
     }
 }
 
-impl SqliteReaders {
-    /// Opens one connection now, so a bad file or path fails at start-up.
-    pub async fn open(options: AnyConnectOptions, connections: usize) -> Result<Self, sqlx::Error> {
-        let first = connect(&options).await?;
-        Ok(SqliteReaders {
+impl ReadConnections {
+    /// Opens one connection now, so a bad file, path or server fails at start-up.
+    pub async fn open(
+        options: AnyConnectOptions,
+        backend: Backend,
+        connections: usize,
+    ) -> Result<Self, sqlx::Error> {
+        let first = connect(&options, backend).await?;
+        Ok(ReadConnections {
             options,
-            idle: Mutex::new(vec![first]),
+            backend,
+            idle: Mutex::new(vec![(first, Instant::now())]),
             permits: Semaphore::new(connections),
         })
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<AnyConnection>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(AnyConnection, Instant)>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -103,14 +121,33 @@ impl SqliteReaders {
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let idle = self.idle().pop();
         let connection = match idle {
-            Some(connection) => connection,
-            None => connect(&self.options).await?,
+            Some((connection, since)) => self.checked(connection, since).await?,
+            None => connect(&self.options, self.backend).await?,
         };
         Ok(Lent {
             connection: Some(connection),
             readers: self,
             _permit: permit,
         })
+    }
+
+    /// An idle connection fit to lend: a PostgreSQL one idle for long is pinged first,
+    /// and replaced when the ping fails.
+    async fn checked(
+        &self,
+        mut connection: AnyConnection,
+        since: Instant,
+    ) -> Result<AnyConnection, sqlx::Error> {
+        if self.backend == Backend::Sqlite || since.elapsed() < CHECK_IDLE_AFTER {
+            return Ok(connection);
+        }
+        match connection.ping().await {
+            Ok(()) => Ok(connection),
+            Err(e) => {
+                tracing::info!(error = %e, "an idle reader connection was lost; opening another");
+                connect(&self.options, self.backend).await
+            }
+        }
     }
 
     /// Every row of `query`, on a lent connection.
@@ -172,19 +209,31 @@ impl SqliteReaders {
     /// Closes the idle connections and lends no more.
     pub async fn close(&self) {
         self.permits.close();
-        let idle: Vec<AnyConnection> = std::mem::take(&mut *self.idle());
-        for connection in idle {
+        let idle = std::mem::take(&mut *self.idle());
+        for (connection, _) in idle {
             let _ = connection.close().await;
         }
     }
 }
 
-/// A read-only connection: refuses any write, waits out a writer's lock for 5 s.
-async fn connect(options: &AnyConnectOptions) -> Result<AnyConnection, sqlx::Error> {
+/// A read-only connection: it refuses any write. On SQLite it waits out a writer's lock
+/// for 5 s, as the writer does.
+async fn connect(
+    options: &AnyConnectOptions,
+    backend: Backend,
+) -> Result<AnyConnection, sqlx::Error> {
     let mut connection = options.connect().await?;
-    connection.execute("PRAGMA query_only = ON").await?;
-    connection.execute("PRAGMA busy_timeout = 5000").await?;
-    connection.execute("PRAGMA foreign_keys = ON").await?;
+    let setup: &[&str] = match backend {
+        Backend::Sqlite => &[
+            "PRAGMA query_only = ON",
+            "PRAGMA busy_timeout = 5000",
+            "PRAGMA foreign_keys = ON",
+        ],
+        Backend::Postgres => &["SET default_transaction_read_only = on"],
+    };
+    for statement in setup {
+        connection.execute(*statement).await?;
+    }
     Ok(connection)
 }
 
@@ -192,7 +241,7 @@ impl Readers {
     pub async fn close(&self) {
         match self {
             Readers::Pool(pool) => pool.close().await,
-            Readers::Sqlite(readers) => readers.close().await,
+            Readers::Own(readers) => readers.close().await,
         }
     }
 }
@@ -211,7 +260,7 @@ impl<'p> Executor<'p> for &'p Readers {
     {
         match self {
             Readers::Pool(pool) => pool.fetch_many(query),
-            Readers::Sqlite(readers) => readers
+            Readers::Own(readers) => readers
                 .gather(query)
                 .map_ok(futures_util::stream::iter)
                 .unwrap_or_else(|e| futures_util::stream::iter(vec![Err(e)]))
@@ -230,7 +279,7 @@ impl<'p> Executor<'p> for &'p Readers {
     {
         match self {
             Readers::Pool(pool) => pool.fetch_optional(query),
-            Readers::Sqlite(readers) => Box::pin(readers.fetch_optional(query)),
+            Readers::Own(readers) => Box::pin(readers.fetch_optional(query)),
         }
     }
 
@@ -244,7 +293,7 @@ impl<'p> Executor<'p> for &'p Readers {
     {
         match self {
             Readers::Pool(pool) => pool.prepare_with(sql, parameters),
-            Readers::Sqlite(readers) => Box::pin(readers.prepare_with(sql, parameters)),
+            Readers::Own(readers) => Box::pin(readers.prepare_with(sql, parameters)),
         }
     }
 
@@ -254,7 +303,7 @@ impl<'p> Executor<'p> for &'p Readers {
     {
         match self {
             Readers::Pool(pool) => pool.describe(sql),
-            Readers::Sqlite(readers) => Box::pin(readers.describe(sql)),
+            Readers::Own(readers) => Box::pin(readers.describe(sql)),
         }
     }
 }
@@ -271,10 +320,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temp dir");
         let url = crate::store::Db::sqlite_url(dir.path());
         // The file and its schema come from the writer.
-        crate::store::Db::connect(&url).await.expect("the database opens");
+        crate::store::Db::connect(&url)
+            .await
+            .expect("the database opens");
         let options = AnyConnectOptions::from_str(&url).expect("a sqlite url");
-        let readers = SqliteReaders::open(options, 1).await.expect("a reader opens");
-        (dir, Readers::Sqlite(readers))
+        let readers = ReadConnections::open(options, Backend::Sqlite, 1)
+            .await
+            .expect("a reader opens");
+        (dir, Readers::Own(readers))
     }
 
     async fn answer(readers: &Readers) -> i64 {
@@ -290,12 +343,17 @@ mod tests {
         let (_dir, readers) = one_reader().await;
         let refused = sqlx::query("DELETE FROM staff").execute(&readers).await;
         assert!(refused.is_err(), "readers are read-only");
-        let broken = sqlx::query("SELECT nothing FROM nowhere").fetch_all(&readers).await;
+        let broken = sqlx::query("SELECT nothing FROM nowhere")
+            .fetch_all(&readers)
+            .await;
         assert!(broken.is_err());
-        let Readers::Sqlite(own) = &readers else {
+        let Readers::Own(own) = &readers else {
             unreachable!("one_reader opens SQLite readers")
         };
-        assert!(own.idle().is_empty(), "a connection that failed is not kept");
+        assert!(
+            own.idle().is_empty(),
+            "a connection that failed is not kept"
+        );
         assert_eq!(answer(&readers).await, 42);
         assert_eq!(own.idle().len(), 1, "a good connection goes back");
     }
