@@ -14,6 +14,7 @@
 //! | policy decisions/s on one core | hashing the same facts' evidence (`workflow::evidence_hash`) |
 //! | policy search p50/p99 at 10,000 sections | raw tantivy on the same index and terms (`raw_tantivy_search`) |
 //! | HTTP req/s and p99: `GET /tickets/{id}` (page, cookie), `/api/v1/tickets/{id}` (bearer), `/api/v1/cases/{id}` (staff) | `GET /readyz` (one query and the index check) |
+//! | the same, beside the peer | `app/examples/http_peer.rs` (axum + sqlx on SQLite, one page from one row), when built |
 //! | `serve` peak memory with 10,000 open cases (`BENCH_OPEN_CASES`) | its RSS right after start-up |
 //! | durable tickets/s | the peer: the OpenAI Agents SDK's runs/s, same 6-tool shape, fake model (`phase_peer`) |
 //! | shadow replay tickets/s | parsing the same history file |
@@ -1671,7 +1672,7 @@ async fn http_load(
     loop {
         let cases: Value = client
             .get(format!(
-                "{}/api/v1/cases?status=awaiting_approval",
+                "{}/api/v1/cases?status=awaiting_approval&limit=500",
                 server.base
             ))
             .bearer_auth(staff_token)
@@ -1774,8 +1775,19 @@ async fn http_load(
     ));
     for &conns in &settings.http_conns {
         let mut baseline: Option<Load> = None;
-        for (name, reqs) in &endpoints {
+        let mut peer: Option<Load> = None;
+        for (i, (name, reqs)) in endpoints.iter().enumerate() {
+            if i == 1 {
+                peer = peer_load(dir, settings, conns, backend, report).await?;
+            }
             let load = generate_load(conns, settings.http_secs, reqs).await?;
+            if let (Some(p), true) = (&peer, i > 0) {
+                report.note(format!(
+                    "{}: HTTP {name}, {conns} connections: {:.2} of the peer's req/s",
+                    backend.name(),
+                    load.per_second() / p.per_second()
+                ));
+            }
             let p99 = load.p99_us;
             let (value, base_text, ratio, target, met) = match &baseline {
                 None => (
@@ -1870,6 +1882,77 @@ async fn http_load(
         fmt_rate(rate(tickets.len(), serve_investigation), "tickets/s")
     ));
     Ok(())
+}
+
+/// The HTTP peer of issue 19 (`app/examples/http_peer.rs`: axum + sqlx on SQLite, one
+/// page from one row, sqlx's default pool), loaded like the endpoints and reported
+/// beside `/readyz`; skipped with a note when it is not built
+/// (`cargo build --release -p app --example http_peer`).
+async fn peer_load(
+    dir: &Path,
+    settings: &Settings,
+    conns: usize,
+    backend: &Backend,
+    report: &mut Report,
+) -> anyhow::Result<Option<Load>> {
+    let bin = Path::new(SERVE_BIN)
+        .with_file_name("examples")
+        .join("http_peer");
+    if !bin.exists() {
+        report.note(format!(
+            "HTTP peer not measured: no {} (cargo build --release -p app --example http_peer)",
+            bin.display()
+        ));
+        return Ok(None);
+    }
+    let peer_dir = dir.join("http-peer");
+    std::fs::create_dir_all(&peer_dir)?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = tokio::process::Command::new(&bin)
+        .arg(&peer_dir)
+        .arg(format!("127.0.0.1:{port}"))
+        .kill_on_drop(true)
+        .spawn()?;
+    let result = async {
+        let client = reqwest::Client::new();
+        let started = Instant::now();
+        while client.get(format!("{base}/items/i0")).send().await.is_err() {
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("the HTTP peer did not answer within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let requests: Vec<_> = (0..200)
+            .map(|i| (format!("{base}/items/i{i}"), vec![]))
+            .collect();
+        generate_load(8, 1, &requests).await?;
+        generate_load(conns, settings.http_secs, &requests).await
+    }
+    .await;
+    // Our own child, by its handle.
+    let _ = child.kill().await;
+    let load = result?;
+    report.add(
+        format!(
+            "{}: HTTP peer GET /items/{{id}} (axum + sqlx SQLite, one page from one row), {conns} connections, {} s",
+            backend.name(),
+            settings.http_secs
+        ),
+        format!(
+            "{} (p50 {}, p99 {})",
+            fmt_rate(load.per_second(), "req/s"),
+            fmt_us(load.p50_us),
+            fmt_us(load.p99_us)
+        ),
+        "",
+        "",
+        "",
+        None,
+    );
+    Ok(Some(load))
 }
 
 /// Same-run A/B (`BENCH_SERVE_BIN_B`): a second `serve` binary on the same database,

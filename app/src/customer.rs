@@ -6,6 +6,7 @@
 //! decision voids its proposal and sends it back to investigation (SPEC invariant 2).
 
 use serde::{Deserialize, Serialize};
+use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use crate::auth::Principal;
@@ -16,9 +17,9 @@ use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
 use crate::runs::Queue;
-use crate::store::{new_id, Db};
+use crate::store::{new_id, packed_field, Db, Packed};
 use crate::tickets::{
-    append_message, customer_region, load_ticket, messages, validate_message, MessageView, Ticket,
+    append_message, customer_region, load_ticket, validate_message, MessageView, Ticket,
 };
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -193,105 +194,171 @@ struct CaseGlance {
     reason_code: Option<String>,
 }
 
-impl CaseGlance {
-    fn from_row(r: &sqlx::any::AnyRow) -> DomainResult<Option<CaseGlance>> {
-        let Some(id) = r.try_get::<Option<String>, _>("case_id")? else {
-            return Ok(None);
-        };
-        Ok(Some(CaseGlance {
-            id,
-            status: CaseStatus::parse(&r.try_get::<String, _>("case_status")?)?,
-            reason_code: r.try_get("case_reason")?,
-        }))
-    }
+/// The one row a ticket view is read from (issue 19: the view was three reads, and
+/// each read — and each row of one — is a hand-off to the store's connection thread or
+/// server, which cost more than the reading): the ticket and its case, its messages
+/// (`said`: seq, created_at, author, body, by `seq`) and the case's refunds that are not
+/// void (`refunds`: amount in minor units, currency, status, by charge), each list
+/// packed into one column (`store::packed_field`). `$who` narrows the ticket, so a
+/// customer's read of someone else's ticket reads nothing, as for an unknown id (RP-007).
+macro_rules! ticket_view_sql {
+    ($who:literal) => {
+        concat!(
+            "SELECT t.customer_id, t.order_id, t.language, t.created_at, ",
+            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, ",
+            "(SELECT string_agg(",
+            packed_field!("m.seq"),
+            " || ",
+            packed_field!("m.created_at"),
+            " || ",
+            packed_field!("m.author"),
+            " || ",
+            packed_field!("m.body"),
+            ", '' ORDER BY m.seq) FROM messages m WHERE m.ticket_id = t.id) AS said, ",
+            "(SELECT string_agg(",
+            packed_field!("r.amount_minor"),
+            " || ",
+            packed_field!("r.currency"),
+            " || ",
+            packed_field!("r.status"),
+            ", '' ORDER BY r.charge_id) FROM refund_intents r ",
+            "WHERE r.case_id = c.id AND r.status <> 'void') AS refunds ",
+            "FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
+            $who
+        )
+    };
 }
 
-/// The ticket `ticket_id` as `principal` may see it (see [`visible_ticket`]), with the
-/// ticket and its case read in one query: the ticket page and `GET /api/v1/tickets/{id}`.
+/// A ticket view as its customer reads it (`$2`: the customer).
+const CUSTOMER_TICKET_VIEW: &str = ticket_view_sql!(" AND t.customer_id = $2");
+/// A ticket view as staff read it (any ticket).
+const ANY_TICKET_VIEW: &str = ticket_view_sql!("");
+
+/// The ticket `ticket_id` as `principal` may see it (see [`visible_ticket`]), in one
+/// read: the ticket page and `GET /api/v1/tickets/{id}`.
 pub async fn visible_ticket_view(
     db: &Db,
     principal: &Principal,
     ticket_id: &str,
 ) -> DomainResult<TicketView> {
-    let row = sqlx::query(
-        "SELECT t.id, t.customer_id, t.order_id, t.language, t.created_at, \
-                c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason \
-         FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
-    )
-    .bind(ticket_id)
-    .fetch_optional(db.reader())
-    .await?
-    .ok_or(DomainError::NotFound("ticket"))?;
+    let customer = match principal {
+        Principal::Staff(_) => None,
+        Principal::Customer { customer_id } => Some(customer_id.as_str()),
+    };
+    // Same answer for an unknown id and someone else's (RP-007).
+    read_view(db, ticket_id, customer)
+        .await?
+        .ok_or(DomainError::NotFound("ticket"))
+}
+
+/// A ticket's view as it stands now (after the customer changed it), in one read.
+pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
+    read_view(db, &ticket.id, None)
+        .await?
+        .ok_or(DomainError::NotFound("ticket"))
+}
+
+/// One read of a ticket's view; with `customer`, only if it is that customer's.
+async fn read_view(
+    db: &Db,
+    ticket_id: &str,
+    customer: Option<&str>,
+) -> DomainResult<Option<TicketView>> {
+    let query = match customer {
+        None => sqlx::query(ANY_TICKET_VIEW).bind(ticket_id),
+        Some(customer_id) => sqlx::query(CUSTOMER_TICKET_VIEW)
+            .bind(ticket_id)
+            .bind(customer_id),
+    };
+    match query.fetch_optional(db.reader()).await? {
+        Some(row) => Ok(Some(view_of_row(ticket_id, &row)?)),
+        None => Ok(None),
+    }
+}
+
+/// The view from the row of [`ticket_view_sql`].
+fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
     let ticket = Ticket {
-        id: row.try_get("id")?,
+        id: ticket_id.to_string(),
         customer_id: row.try_get("customer_id")?,
         order_id: row.try_get("order_id")?,
         language: Language::from_stored(&row.try_get::<String, _>("language")?),
         created_at: row.try_get("created_at")?,
     };
-    if let Principal::Customer { customer_id } = principal {
-        if *customer_id != ticket.customer_id {
-            // Same answer as an unknown id (RP-007: never confirm another customer's records).
-            return Err(DomainError::NotFound("ticket"));
-        }
+    let case = match row.try_get::<Option<String>, _>("case_id")? {
+        Some(id) => Some(CaseGlance {
+            id,
+            status: CaseStatus::parse(&row.try_get::<String, _>("case_status")?)?,
+            reason_code: row.try_get("case_reason")?,
+        }),
+        None => None,
+    };
+    let said: Option<String> = row.try_get("said")?;
+    let mut packed = Packed::new(said.as_deref().unwrap_or(""));
+    let mut messages = Vec::new();
+    while !packed.is_empty() {
+        let (seq, created_at) = (packed.integer()?, packed.integer()?);
+        let (author, body) = (packed.field()?, packed.field()?);
+        messages.push(MessageView {
+            seq,
+            author: author.to_string(),
+            body: body.to_string(),
+            at: rfc3339(created_at),
+        });
     }
-    let case = CaseGlance::from_row(&row)?;
-    view_of(db, &ticket, case).await
+    let stored: Option<String> = row.try_get("refunds")?;
+    let mut packed = Packed::new(stored.as_deref().unwrap_or(""));
+    let mut refunds = Vec::new();
+    while !packed.is_empty() {
+        let amount_minor = packed.integer()?;
+        let (currency, status) = (packed.field()?, packed.field()?);
+        refunds.push(refunds::customer_refund(amount_minor, currency, status)?);
+    }
+    Ok(assemble(ticket, messages, case, refunds))
 }
 
-pub async fn ticket_view(db: &Db, ticket: &Ticket) -> DomainResult<TicketView> {
-    let row = sqlx::query(
-        "SELECT id AS case_id, status AS case_status, reason_code AS case_reason FROM cases WHERE ticket_id = $1",
-    )
-    .bind(&ticket.id)
-    .fetch_optional(db.reader())
-    .await?;
-    let case = match row {
-        Some(r) => CaseGlance::from_row(&r)?,
-        None => None,
-    };
-    view_of(db, ticket, case).await
-}
-
-async fn view_of(db: &Db, ticket: &Ticket, case: Option<CaseGlance>) -> DomainResult<TicketView> {
-    let said = messages(db, &ticket.id).await?;
-    let case = match case {
-        Some(c) => {
-            let refunds = refunds::customer_refunds(db, &c.id).await?;
-            let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
-            Some(CustomerCaseView {
-                status_text: replies::status_text(ticket.language, status, &refunds),
-                may_withdraw: c.status.may_be_withdrawn(),
-                may_ask_for_person: c.status.may_go_to_a_person() && agent_repeated(&said),
-                id: c.id,
-                status: status.as_str().to_string(),
-                refunds: refunds
-                    .into_iter()
-                    .map(|refund| CustomerRefundLine {
-                        status_text: replies::refund_status_text(ticket.language, &refund.status),
-                        refund,
-                    })
-                    .collect(),
-            })
+/// What the customer is shown, from what was read: the status in RP-005's words, each
+/// author and refund in the ticket's language, and which actions are still open.
+fn assemble(
+    ticket: Ticket,
+    said: Vec<MessageView>,
+    case: Option<CaseGlance>,
+    refunds: Vec<replies::CustomerRefundView>,
+) -> TicketView {
+    let lang = ticket.language;
+    let case = case.map(|c| {
+        let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
+        CustomerCaseView {
+            status_text: replies::status_text(lang, status, &refunds),
+            may_withdraw: c.status.may_be_withdrawn(),
+            may_ask_for_person: c.status.may_go_to_a_person() && agent_repeated(&said),
+            id: c.id,
+            status: status.as_str().to_string(),
+            refunds: refunds
+                .into_iter()
+                .map(|refund| CustomerRefundLine {
+                    status_text: replies::refund_status_text(lang, &refund.status),
+                    refund,
+                })
+                .collect(),
         }
-        None => None,
-    };
-    Ok(TicketView {
-        id: ticket.id.clone(),
-        customer_id: ticket.customer_id.clone(),
-        order_id: ticket.order_id.clone(),
-        language: ticket.language,
-        created_at: rfc3339(ticket.created_at),
+    });
+    TicketView {
         subject: crate::tickets::subject_of(said.first().map_or("", |m| m.body.as_str())),
         messages: said
             .into_iter()
             .map(|message| CustomerMessageView {
-                author_label: replies::page_text(ticket.language).author(&message.author),
+                author_label: replies::page_text(lang).author(&message.author),
                 message,
             })
             .collect(),
+        id: ticket.id,
+        customer_id: ticket.customer_id,
+        order_id: ticket.order_id,
+        language: lang,
+        created_at: rfc3339(ticket.created_at),
         case,
-    })
+    }
 }
 
 /// Whether the agent's last reply says what one of its earlier replies said: the
@@ -475,9 +542,7 @@ pub async fn customer_tickets(db: &Db, customer_id: &str) -> DomainResult<Vec<Ti
     let mut views = Vec::new();
     for r in rows {
         let id: String = r.try_get("id")?;
-        if let Some(t) = load_ticket(db, &id).await? {
-            views.push(ticket_view(db, &t).await?);
-        }
+        views.extend(read_view(db, &id, Some(customer_id)).await?);
     }
     Ok(views)
 }

@@ -12,6 +12,9 @@ use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
+mod readers;
+pub use readers::{Readers, CHECK_IDLE_AFTER};
+
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,15 +27,16 @@ pub enum Backend {
 pub struct Db {
     pool: AnyPool,
     /// Reads of committed state outside any transaction (pages, API reads, token
-    /// lookups). On a SQLite file it is its own small pool of read-only connections, so
-    /// readers run side by side in WAL mode instead of queueing behind the one writer
-    /// connection; elsewhere it is `pool`.
-    reader: AnyPool,
+    /// lookups): a few read-only connections of their own (`readers`), so on SQLite
+    /// they run side by side in WAL mode instead of queueing behind the one writer
+    /// connection; in-memory SQLite reads through `pool`.
+    reader: std::sync::Arc<Readers>,
     backend: Backend,
 }
 
-/// Read-only SQLite connections (WAL lets them read while the writer writes).
-const SQLITE_READERS: u32 = 4;
+/// Read-only connections (on SQLite, WAL lets them read while the writer writes). More
+/// did not read faster on two cores: a read's cost is its hand-off, not its wait.
+const READERS: usize = 4;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -51,7 +55,7 @@ impl Db {
         let pool = match backend {
             // SQLite has one writer at a time. One pooled connection serialises writes
             // in-process instead of failing them with SQLITE_BUSY on lock upgrade.
-            Backend::Sqlite => sqlite_pool(options.clone(), 1, false).await,
+            Backend::Sqlite => sqlite_writer(options.clone()).await,
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(10)
@@ -62,16 +66,17 @@ impl Db {
         .context("connecting to the database")?;
         MIGRATOR.run(&pool).await.context("running migrations")?;
         // An in-memory SQLite database exists once per connection: it has no readers.
-        let reader = if backend == Backend::Sqlite && !url.contains(":memory:") {
-            sqlite_pool(options, SQLITE_READERS, true)
-                .await
-                .context("opening the read-only connections")?
+        let reader = if url.contains(":memory:") {
+            Readers::Pool(pool.clone())
         } else {
-            pool.clone()
+            let readers = readers::ReadConnections::open(options, backend, READERS)
+                .await
+                .context("opening the read-only connections")?;
+            Readers::Own(readers)
         };
         Ok(Db {
             pool,
-            reader,
+            reader: std::sync::Arc::new(reader),
             backend,
         })
     }
@@ -88,10 +93,10 @@ impl Db {
         &self.pool
     }
 
-    /// The pool for reads of committed state outside a transaction. A read here sees
-    /// every commit that finished before it started (never a transaction's own
-    /// uncommitted writes: read those through the transaction).
-    pub fn reader(&self) -> &AnyPool {
+    /// Where reads of committed state outside a transaction run (an `Executor`). A read
+    /// here sees every commit that finished before it started (never a transaction's
+    /// own uncommitted writes: read those through the transaction).
+    pub fn reader(&self) -> &Readers {
         &self.reader
     }
 
@@ -128,22 +133,18 @@ impl Db {
     }
 }
 
-async fn sqlite_pool(
-    options: AnyConnectOptions,
-    connections: u32,
-    read_only: bool,
-) -> Result<AnyPool, sqlx::Error> {
+/// The one SQLite connection that writes (WAL, so readers read beside it).
+async fn sqlite_writer(options: AnyConnectOptions) -> Result<AnyPool, sqlx::Error> {
     AnyPoolOptions::new()
-        .max_connections(connections)
+        .max_connections(1)
+        // A SQLite connection is a file handle: no peer can hang up on it, so sqlx's
+        // ping before each acquire only costs a round trip to the connection's thread
+        // (issue 19).
+        .test_before_acquire(false)
         .after_connect(move |conn, _| {
             Box::pin(async move {
-                if read_only {
-                    // Refuses any write on this connection: reads only, by construction.
-                    conn.execute("PRAGMA query_only = ON").await?;
-                } else {
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = NORMAL").await?;
-                }
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                conn.execute("PRAGMA synchronous = NORMAL").await?;
                 conn.execute("PRAGMA busy_timeout = 5000").await?;
                 conn.execute("PRAGMA foreign_keys = ON").await?;
                 Ok(())
@@ -151,6 +152,63 @@ async fn sqlite_pool(
         })
         .connect_with(options)
         .await
+}
+
+/// SQL for one packed field: `x` as text, prefixed by its length in characters and a
+/// colon (`5:hello`). Joined with `||` and gathered with `string_agg(…, '' ORDER BY …)`
+/// (SQLite 3.44 and PostgreSQL alike), a whole list of records comes back in one column
+/// of one row, which [`Packed`] reads back. `length` counts characters on both backends;
+/// stored text never holds a NUL (`tickets::validate_message`; PostgreSQL refuses it),
+/// where SQLite's `length` would stop.
+macro_rules! packed_field {
+    ($x:literal) => {
+        concat!(
+            "length(CAST(",
+            $x,
+            " AS TEXT)) || ':' || CAST(",
+            $x,
+            " AS TEXT)"
+        )
+    };
+}
+pub(crate) use packed_field;
+
+/// Reads back the fields [`packed_field`] wrote, in order.
+pub struct Packed<'a>(&'a str);
+
+impl<'a> Packed<'a> {
+    pub fn new(text: &'a str) -> Packed<'a> {
+        Packed(text)
+    }
+
+    /// Whether every field has been read.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The next field; an error when the text is not what `packed_field` writes.
+    pub fn field(&mut self) -> anyhow::Result<&'a str> {
+        let (chars, rest) = self
+            .0
+            .split_once(':')
+            .context("a packed field without its length")?;
+        let chars: usize = chars.parse().context("a packed field's length")?;
+        let end = rest
+            .char_indices()
+            .nth(chars)
+            .map_or(rest.len(), |(at, _)| at);
+        anyhow::ensure!(
+            rest[..end].chars().count() == chars,
+            "a packed field shorter than its length"
+        );
+        self.0 = &rest[end..];
+        Ok(&rest[..end])
+    }
+
+    /// The next field as an integer.
+    pub fn integer(&mut self) -> anyhow::Result<i64> {
+        self.field()?.parse().context("a packed integer")
+    }
 }
 
 /// Fresh opaque id with a type prefix, e.g. `case_5f0c…`.
@@ -170,6 +228,19 @@ mod tests {
             .await
             .unwrap()
             .get("n")
+    }
+
+    #[test]
+    fn packed_fields_read_back_whatever_text_they_hold() {
+        let mut packed = Packed::new("2:425:a:b:c0:5:退款 ok");
+        assert_eq!(packed.integer().unwrap(), 42);
+        assert_eq!(packed.field().unwrap(), "a:b:c");
+        assert_eq!(packed.field().unwrap(), "");
+        assert_eq!(packed.field().unwrap(), "退款 ok");
+        assert!(packed.is_empty());
+        assert!(Packed::new("9:short").field().is_err());
+        assert!(Packed::new("x:1").field().is_err());
+        assert!(Packed::new("no length").field().is_err());
     }
 
     #[tokio::test]

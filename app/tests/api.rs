@@ -1237,3 +1237,39 @@ async fn a_case_shows_the_customers_earlier_ticket_and_past_refund_and_never_ano
     assert!(lines.iter().all(|c| c["customer_history"].is_null()));
     assert!(lines.iter().all(|c| c["customer_region"].is_string()));
 }
+
+/// Issue 19: readers are connections of our own, outside sqlx's pool. On PostgreSQL a
+/// server restart or an idle timeout cuts them while they sit idle; the next read must
+/// still be answered (a reader idle for over `CHECK_IDLE_AFTER` is pinged when lent,
+/// and replaced when the ping fails). SQLite readers have no server to lose them.
+#[tokio::test]
+async fn reads_are_answered_after_the_server_cut_every_idle_reader() {
+    let app = spawn_app().await;
+    if app.state.db.backend() != Backend::Postgres {
+        eprintln!("PostgreSQL only (TEST_DATABASE_URL): SQLite readers have no server to cut them");
+        return;
+    }
+    let (ticket_id, _) = app.open_ticket("C-100", CHARGED_TWICE).await;
+    let token = app.customer_token("C-100").await;
+    let path = format!("/api/v1/tickets/{ticket_id}");
+    let (status, _) = app.request("GET", &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK);
+
+    sqlx::any::install_default_drivers();
+    let admin = sqlx::AnyPool::connect(&app.database_url).await.unwrap();
+    let cut: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()) AS t",
+    )
+    .fetch_one(&admin)
+    .await
+    .unwrap();
+    admin.close().await;
+    assert!(cut >= 1, "the app's connections were cut");
+    // The idle time is what this test is about (and it outlives the 1 s token cache,
+    // so the token is read from the store again too).
+    tokio::time::sleep(app::store::CHECK_IDLE_AFTER + std::time::Duration::from_millis(200)).await;
+    let (status, ticket) = app.request("GET", &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK, "{ticket}");
+    assert_eq!(ticket["id"], ticket_id.as_str());
+}

@@ -107,7 +107,10 @@ pub async fn load_case_to_show(db: &Db, case_id: &str) -> DomainResult<Option<Ca
     load_case_from(db.reader(), case_id).await
 }
 
-async fn load_case_from(pool: &sqlx::AnyPool, case_id: &str) -> DomainResult<Option<Case>> {
+async fn load_case_from(
+    pool: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    case_id: &str,
+) -> DomainResult<Option<Case>> {
     let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
         .bind(case_id)
         .fetch_optional(pool)

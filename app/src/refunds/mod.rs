@@ -27,7 +27,8 @@ mod settle;
 pub use settle::{settle_case, settle_case_status_tx};
 mod views;
 pub use views::{
-    customer_refunds, past_refunds, refund_views, PastRefund, PastRefunds, RefundView,
+    customer_refund, customer_refunds, past_refunds, refund_views, PastRefund, PastRefunds,
+    RefundView,
 };
 
 use std::collections::BTreeMap;
@@ -126,7 +127,10 @@ pub async fn intents(db: &Db, case_id: &str) -> DomainResult<Vec<Intent>> {
     intents_from(db.pool(), case_id).await
 }
 
-async fn intents_from(pool: &sqlx::AnyPool, case_id: &str) -> DomainResult<Vec<Intent>> {
+async fn intents_from(
+    pool: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    case_id: &str,
+) -> DomainResult<Vec<Intent>> {
     let rows = sqlx::query(&format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE case_id = $1 ORDER BY charge_id"
     ))

@@ -147,19 +147,26 @@ pub(crate) async fn customer_refunds_tx(
 }
 
 fn customer_view_from_row(r: &sqlx::any::AnyRow) -> DomainResult<CustomerRefundView> {
-    let currency: Currency = r
-        .try_get::<String, _>("currency")?
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let amount = Money::from_minor(r.try_get("amount_minor")?, currency)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    customer_refund(
+        r.try_get("amount_minor")?,
+        &r.try_get::<String, _>("currency")?,
+        &r.try_get::<String, _>("status")?,
+    )
+}
+
+/// A refund intent as its customer is shown it, from its stored amount (minor units),
+/// currency and status.
+pub fn customer_refund(
+    amount_minor: i64,
+    currency: &str,
+    status: &str,
+) -> DomainResult<CustomerRefundView> {
+    let currency: Currency = currency.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let amount = Money::from_minor(amount_minor, currency).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(CustomerRefundView {
         amount: amount.amount_string(),
         currency: currency.code().to_string(),
-        status: customer_status(IntentStatus::from_stored(
-            &r.try_get::<String, _>("status")?,
-        )?)
-        .to_string(),
+        status: customer_status(IntentStatus::from_stored(status)?).to_string(),
     })
 }
 

@@ -227,31 +227,41 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(get_metrics))
         .merge(crate::web::mcp::routes(&state))
-        .merge(
-            crate::web::pages::routes().layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                crate::web::pages::rollout::banner,
-            )),
-        )
+        .merge(crate::web::pages::routes(&state))
         .fallback(crate::web::pages::page_not_found)
-        .layer(axum::extract::DefaultBodyLimit::max(64 * 1024))
-        .layer(axum::middleware::from_fn(count_request))
         .with_state(state);
-    request_traces(security_headers(router, hsts))
+    with_request_layers(router, hsts)
 }
 
 /// The header that names one request in the logs and in the answer.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// Issue 20: every request gets an `x-request-id` — the caller's (a proxy's) if it sent
-/// one, else a new UUID — returned on the response and carried by the request's span, so
-/// each log line of the request names it. The span names the route template, never the
-/// raw URI: sign-in links carry their token in the query.
-fn request_traces(router: Router) -> Router {
-    use axum::http::HeaderName;
+/// Content-Security-Policy of every response: scripts only from our own files (the
+/// ticket page's polling script is `/static/ticket.js`), inline styles allowed (they
+/// cannot run code), and no framing: an approval console must not be clickjacked.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+     form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
+
+/// What every request passes through, outermost first:
+/// - issue 20: an `x-request-id` — the caller's (a proxy's) if it sent one, else a new
+///   UUID — set before the `request` span is made, so each log line of the request
+///   names it, and copied to the response. The span names the route template, never the
+///   raw URI: sign-in links carry their token in the query;
+/// - issue 16: the security headers, each set only when the handler set none (so
+///   `/static/ticket.js` keeps its own `Cache-Control`), HSTS only over TLS
+///   (`PUBLIC_URL` is https);
+/// - the count per route and status, and the body limit.
+///
+/// One `ServiceBuilder`, applied once: each `Router::layer` boxes every route again, and
+/// axum clones a route's boxed stack per request (issue 19: ten boxes were a measurable
+/// share of a ticket page).
+fn with_request_layers(router: Router, hsts: bool) -> Router {
+    use axum::http::{header, HeaderName, HeaderValue};
     use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+    use tower_http::set_header::SetResponseHeaderLayer;
     use tower_http::trace::{DefaultOnResponse, TraceLayer};
-    let header = HeaderName::from_static(REQUEST_ID_HEADER);
+    let id = HeaderName::from_static(REQUEST_ID_HEADER);
     let trace = TraceLayer::new_for_http()
         .make_span_with(|request: &Request| {
             let route = request
@@ -266,45 +276,28 @@ fn request_traces(router: Router) -> Router {
             tracing::info_span!("request", method = %request.method(), route, request_id)
         })
         .on_response(DefaultOnResponse::new().level(tracing::Level::INFO));
-    // Listed innermost first: the id is set before the span is made, and copied to the
-    // response after the handler answered.
-    router
-        .layer(PropagateRequestIdLayer::new(header.clone()))
-        .layer(trace)
-        .layer(SetRequestIdLayer::new(header, MakeRequestUuid))
-}
-
-/// Content-Security-Policy of every response: scripts only from our own files (the
-/// ticket page's polling script is `/static/ticket.js`), inline styles allowed (they
-/// cannot run code), and no framing: an approval console must not be clickjacked.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
-     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
-     form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
-
-/// The headers issue 16 asks of every response, as tower-http layers. Each is set only
-/// when the handler set none, so `/static/ticket.js` keeps its own `Cache-Control`.
-/// HSTS only when the app is served over TLS (`PUBLIC_URL` is https).
-fn security_headers(router: Router, hsts: bool) -> Router {
-    use axum::http::{header, HeaderValue};
-    use tower_http::set_header::SetResponseHeaderLayer;
     let set = |name, value: &'static str| {
         SetResponseHeaderLayer::if_not_present(name, HeaderValue::from_static(value))
     };
-    let router = router
-        .layer(set(
-            header::CONTENT_SECURITY_POLICY,
-            CONTENT_SECURITY_POLICY,
-        ))
-        .layer(set(header::X_FRAME_OPTIONS, "DENY"))
-        .layer(set(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .layer(set(header::REFERRER_POLICY, "no-referrer"))
-        .layer(set(header::CACHE_CONTROL, "no-store"));
-    if hsts {
-        router.layer(set(
-            header::STRICT_TRANSPORT_SECURITY,
-            "max-age=31536000; includeSubDomains",
-        ))
-    } else {
-        router
-    }
+    let hsts = hsts.then(|| {
+        let value = "max-age=31536000; includeSubDomains";
+        set(header::STRICT_TRANSPORT_SECURITY, value)
+    });
+    router.layer(
+        tower::ServiceBuilder::new()
+            .layer(SetRequestIdLayer::new(id.clone(), MakeRequestUuid))
+            .layer(trace)
+            .layer(PropagateRequestIdLayer::new(id))
+            .option_layer(hsts)
+            .layer(set(header::CACHE_CONTROL, "no-store"))
+            .layer(set(header::REFERRER_POLICY, "no-referrer"))
+            .layer(set(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .layer(set(header::X_FRAME_OPTIONS, "DENY"))
+            .layer(set(
+                header::CONTENT_SECURITY_POLICY,
+                CONTENT_SECURITY_POLICY,
+            ))
+            .layer(axum::middleware::from_fn(count_request))
+            .layer(axum::extract::DefaultBodyLimit::max(64 * 1024)),
+    )
 }

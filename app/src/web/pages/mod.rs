@@ -29,9 +29,18 @@ use axum::Router;
 
 use crate::state::AppState;
 
-pub fn routes() -> Router<AppState> {
+/// Every page: the customer's, and the console's under the rollout banner
+/// (`rollout::banner`, issue 21). Customer pages never show the banner, so they skip
+/// its layer (issue 19: each layer with state copies the state on every request).
+pub fn routes(state: &AppState) -> Router<AppState> {
+    customer_routes().merge(console_routes().layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        rollout::banner,
+    )))
+}
+
+fn customer_routes() -> Router<AppState> {
     Router::new()
-        .route("/", get(|| async { Redirect::to("/console") }))
         .route(
             "/tickets",
             get(customer::tickets_page).post(customer::new_ticket_submit),
@@ -58,6 +67,11 @@ pub fn routes() -> Router<AppState> {
         .route("/tickets/{id}/messages", post(customer::message_submit))
         .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
         .route("/tickets/{id}/person", post(customer::person_submit))
+}
+
+fn console_routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/console") }))
         .route("/console", get(queue::queue_page))
         .route(
             "/console/login",
