@@ -86,6 +86,7 @@ pub async fn build_state(
     });
     lease::set(config.work_lease);
     Ok(AppState {
+        steps: runs::StepWriter::start(db.clone()),
         clock,
         payments,
         policies,

@@ -135,6 +135,10 @@ async fn sqlite_pool(
 ) -> Result<AnyPool, sqlx::Error> {
     AnyPoolOptions::new()
         .max_connections(connections)
+        // A ping before every acquire is a round trip to the connection's thread for a
+        // file in this process that cannot have gone away: one more hop per transaction
+        // and per pooled read (issue 19; sqlx pings by default, for network databases).
+        .test_before_acquire(false)
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 if read_only {
