@@ -28,6 +28,7 @@ EXPECTED_TOOLS = [
     "list_orders",
     "list_charges",
     "list_refunds",
+    "list_customer_history",
     "search_policy",
     "get_case",
     "get_run",
@@ -94,6 +95,14 @@ def expected_content(tool, content, case_id):
         return sorted(c["id"] for c in content["charges"]) == ["ch_1001a", "ch_1001b"]
     if tool == "list_refunds":
         return content["charge_id"] == "ch_1001b" and isinstance(content["refunds"], list)
+    if tool == "list_customer_history":
+        # The ticket's own customer only; the seeded world's refunds are on other customers.
+        return (
+            content["customer_id"] == "C-100"
+            and isinstance(content["tickets"], list)
+            and content["tickets_total"] == len(content["tickets"])
+            and all(not r["charge"].startswith(("ch_3", "ch_9")) for r in content["refunds"])
+        )
     if tool == "search_policy":
         return bool(content["passages"]) and "@" in content["passages"][0]["citation"]
     if tool == "get_case":

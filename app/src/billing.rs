@@ -4,6 +4,11 @@
 //!
 //! The agent's tools and the workflow's fact gathering read only through this trait, so
 //! a replay runs exactly the code a live case runs. Both sources are read-only.
+//!
+//! Besides billing records, a source answers what it knows of the customer's other
+//! tickets (issue 17, `list_customer_history`): the live system reads our store; a
+//! snapshot has no ticket store and says so (`None`), rather than an empty list that
+//! would claim the customer never wrote before.
 
 use std::sync::Arc;
 
@@ -14,6 +19,7 @@ use sqlx::Row;
 use crate::clock::rfc3339;
 use crate::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
 use crate::store::Db;
+use crate::tickets::{self, OtherTickets};
 use crate::world::{parse_plain, World};
 use harness::BoxFuture;
 
@@ -51,6 +57,14 @@ pub trait BillingSource: Send + Sync {
         &'a self,
         charge_id: &'a str,
     ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>>;
+    /// The customer's tickets other than `except_ticket_id`, newest first, at most
+    /// `limit`, with their count; `None` when this source holds no tickets.
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>>;
 }
 
 /// The live system. Customers and orders are read on the store's read connections
@@ -137,6 +151,19 @@ impl BillingSource for LiveBilling {
             let mut refunds = self.payments.list_refunds(charge_id).await?;
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(refunds)
+        })
+    }
+
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+        Box::pin(async move {
+            Ok(Some(
+                tickets::other_tickets(&self.db, customer_id, except_ticket_id, limit).await?,
+            ))
         })
     }
 }
@@ -226,6 +253,16 @@ impl BillingSource for WorldBilling {
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(refunds)
         })
+    }
+
+    /// A snapshot is billing records only (SPEC §7's world file): no tickets.
+    fn other_tickets<'a>(
+        &'a self,
+        _customer_id: &'a str,
+        _except_ticket_id: &'a str,
+        _limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+        Box::pin(async { Ok(None) })
     }
 }
 

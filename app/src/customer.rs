@@ -282,7 +282,7 @@ async fn view_of(db: &Db, ticket: &Ticket, case: Option<CaseGlance>) -> DomainRe
         order_id: ticket.order_id.clone(),
         language: ticket.language,
         created_at: rfc3339(ticket.created_at),
-        subject: crate::views::subject_of(said.first().map_or("", |m| m.body.as_str())),
+        subject: crate::tickets::subject_of(said.first().map_or("", |m| m.body.as_str())),
         messages: said
             .into_iter()
             .map(|message| CustomerMessageView {

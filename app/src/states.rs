@@ -195,6 +195,22 @@ impl IntentStatus {
         }
     }
 
+    /// The status in words, as staff read it in the console (a refund's own status, not
+    /// the customer's RP-005 wording).
+    pub fn label(self) -> &'static str {
+        match self {
+            IntentStatus::Created => "Approved, not sent yet",
+            IntentStatus::Submitting => "Being sent",
+            IntentStatus::Pending => "Submitted, pending",
+            IntentStatus::PendingVerification => "Being verified",
+            IntentStatus::NeedsReview => "Needs a person's review",
+            IntentStatus::Succeeded => "Refunded",
+            IntentStatus::Failed => "Failed",
+            IntentStatus::Canceled => "Canceled",
+            IntentStatus::Void => "Never sent (void)",
+        }
+    }
+
     /// A stored status; anything else is a corrupt row, an internal error.
     pub fn from_stored(s: &str) -> DomainResult<IntentStatus> {
         IntentStatus::ALL

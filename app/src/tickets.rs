@@ -9,6 +9,7 @@ use sqlx::Row;
 use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult};
 use crate::replies::{Language, MAX_MESSAGE_CHARS};
+use crate::states::CaseStatus;
 use crate::store::{Db, Tx};
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -181,4 +182,108 @@ pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>
             })
         })
         .collect()
+}
+
+/// How many characters of the first line a subject keeps.
+const SUBJECT_CHARS: usize = 80;
+
+/// A ticket's subject: the first non-empty line of its first message, cut at
+/// [`SUBJECT_CHARS`] characters with an ellipsis.
+pub fn subject_of(first_message: &str) -> String {
+    let line = first_message
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= SUBJECT_CHARS {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(SUBJECT_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// How many lines a customer's history lists of each kind — their other tickets, their
+/// past refunds — newest first (issue 17: the case header and `list_customer_history`).
+/// The count of all of them goes beside, so a cut list says that it is one.
+pub const HISTORY_LINES: i64 = 20;
+
+/// One of a customer's tickets, as their history lists it beside another ticket: its
+/// subject and where its case stands.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TicketLine {
+    pub id: String,
+    /// The first line of its first message, shortened (`subject_of`).
+    pub subject: String,
+    pub created_at: String,
+    pub case_id: Option<String>,
+    /// The case's status as stored (`refund_succeeded`, …).
+    pub case_status: Option<String>,
+    /// The case's status in words (`Refunded`, …).
+    pub case_status_label: Option<String>,
+}
+
+/// The newest of a customer's other tickets, and how many there are in all.
+#[derive(Debug, Clone, Default)]
+pub struct OtherTickets {
+    pub lines: Vec<TicketLine>,
+    pub total: i64,
+}
+
+/// The customer's tickets other than `except_ticket_id`, newest first, at most `limit`,
+/// each with its case, and their count: one read, however many there are.
+pub async fn other_tickets(
+    db: &Db,
+    customer_id: &str,
+    except_ticket_id: &str,
+    limit: i64,
+) -> DomainResult<OtherTickets> {
+    let rows = sqlx::query(
+        "SELECT t.id, t.created_at, c.id AS case_id, c.status AS case_status,
+                (SELECT body FROM messages m WHERE m.ticket_id = t.id ORDER BY m.seq LIMIT 1) AS first_message,
+                (SELECT COUNT(*) FROM tickets o WHERE o.customer_id = $1 AND o.id <> $2) AS total
+         FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id
+         WHERE t.customer_id = $1 AND t.id <> $2
+         ORDER BY t.created_at DESC, t.id DESC LIMIT $3",
+    )
+    .bind(customer_id)
+    .bind(except_ticket_id)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    let mut other = OtherTickets::default();
+    for row in &rows {
+        other.total = row.try_get("total")?;
+        let status = row
+            .try_get::<Option<String>, _>("case_status")?
+            .map(|s| CaseStatus::parse(&s))
+            .transpose()?;
+        let first: Option<String> = row.try_get("first_message")?;
+        other.lines.push(TicketLine {
+            id: row.try_get("id")?,
+            subject: subject_of(first.as_deref().unwrap_or("")),
+            created_at: rfc3339(row.try_get("created_at")?),
+            case_id: row.try_get("case_id")?,
+            case_status: status.map(|s| s.as_str().to_string()),
+            case_status_label: status.map(|s| s.label().to_string()),
+        });
+    }
+    Ok(other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::subject_of;
+
+    #[test]
+    fn a_subject_is_the_first_line_of_the_first_message_shortened() {
+        assert_eq!(
+            subject_of("\n  Charged twice \nfor my plan"),
+            "Charged twice"
+        );
+        assert_eq!(subject_of(""), "");
+        let long = "é".repeat(200);
+        let subject = subject_of(&long);
+        assert_eq!(subject.chars().count(), 80);
+        assert!(subject.ends_with('…'));
+    }
 }

@@ -1,5 +1,6 @@
 //! What staff are shown of a case: the case row with its refunds, read across the
-//! tables that own them (`cases`, `refunds`). Writes nothing.
+//! tables that own them (`cases`, `refunds`), and — for one case, not a list — the
+//! customer's history: their other tickets and past refunds. Writes nothing.
 
 use serde::Serialize;
 use sqlx::Row;
@@ -9,7 +10,7 @@ use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult};
 use crate::refunds;
 use crate::store::Db;
-use crate::tickets::{self, MessageView};
+use crate::tickets::{self, subject_of, MessageView};
 
 /// The staff view of a case (`GET /api/v1/cases/{id}`).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -34,9 +35,11 @@ pub struct CaseView {
     /// The policy index (`schema_version:policy_hash`) the decision was made with.
     pub policy_index: Option<String>,
     pub refunds: Vec<refunds::RefundView>,
-    /// The customer's name and email, from the records the app holds (issue 17).
+    /// The customer's name, email and region (`CN`, `US`, `EU`, `JP`), from the records
+    /// the app holds (issue 17).
     pub customer_name: Option<String>,
     pub customer_email: Option<String>,
+    pub customer_region: Option<String>,
     /// The ticket's subject: the first line of its first message, shortened.
     pub subject: String,
     /// The email of the staff member the case is assigned to.
@@ -49,6 +52,9 @@ pub struct CaseView {
     /// The rollout mode the case was opened in (issue 21), and whether its reviewer works
     /// from the agent's proposal.
     pub rollout: Option<crate::rollout::modes::CaseRollout>,
+    /// The customer's other tickets and past refunds (issue 17), when one case is read
+    /// (`GET /cases/{id}` and the answers of its actions); `null` in lists.
+    pub customer_history: Option<CustomerHistory>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -79,22 +85,60 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         refunds: refunds::refund_views(db, &case.id).await?,
         customer_name: header.customer_name,
         customer_email: header.customer_email,
+        customer_region: header.customer_region,
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
         close_reason: case.close_reason.clone(),
         joined_into: case.joined_into.clone(),
         rollout: crate::rollout::modes::case_rollout(db, &case.id).await?,
+        customer_history: None,
         created_at: rfc3339(case.created_at),
         updated_at: rfc3339(case.updated_at),
     })
 }
 
-/// The staff view of a case as it stands now (after an action changed it).
+/// The staff view of one case with the customer's history beside it: two reads more
+/// than [`case_view`], which a list of cases does without.
+pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
+    let mut view = case_view(db, case).await?;
+    view.customer_history = Some(customer_history(db, case).await?);
+    Ok(view)
+}
+
+/// The staff view of a case as it stands now (after an action changed it), in full.
 pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
     let case = cases::load_case_to_show(db, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    case_view(db, &case).await
+    full_case_view(db, &case).await
+}
+
+/// What the case header shows of the customer's past (issue 17): their other tickets
+/// with where each case stands, and the refunds made through the desk on their other
+/// cases, each newest first and cut at 20 (`tickets::HISTORY_LINES`) with the full count.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CustomerHistory {
+    pub tickets: Vec<tickets::TicketLine>,
+    /// How many other tickets the customer has (more than `tickets` lists, past the cut).
+    pub tickets_total: i64,
+    /// Refunds made through the desk; one made at the provider directly is in the
+    /// provider's records (the investigation tools read them), not here.
+    pub refunds: Vec<refunds::PastRefund>,
+    /// How many such refunds there are.
+    pub refunds_total: i64,
+}
+
+/// The customer's history beside `case`: two reads, whatever its length.
+pub async fn customer_history(db: &Db, case: &Case) -> DomainResult<CustomerHistory> {
+    let limit = tickets::HISTORY_LINES;
+    let other = tickets::other_tickets(db, &case.customer_id, &case.ticket_id, limit).await?;
+    let past = refunds::past_refunds(db, &case.customer_id, &case.id, limit).await?;
+    Ok(CustomerHistory {
+        tickets: other.lines,
+        tickets_total: other.total,
+        refunds: past.refunds,
+        refunds_total: past.total,
+    })
 }
 
 /// What a case's header shows beside the case row: who the customer is, who works on
@@ -102,6 +146,7 @@ pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
 struct Header {
     customer_name: Option<String>,
     customer_email: Option<String>,
+    customer_region: Option<String>,
     assignee: Option<String>,
     first_message: Option<String>,
 }
@@ -110,6 +155,7 @@ async fn header(db: &Db, case: &Case) -> DomainResult<Header> {
     let row = sqlx::query(
         "SELECT (SELECT name FROM customers WHERE id = $1) AS customer_name,
                 (SELECT email FROM customers WHERE id = $1) AS customer_email,
+                (SELECT region FROM customers WHERE id = $1) AS customer_region,
                 (SELECT email FROM staff WHERE id = $2) AS assignee,
                 (SELECT body FROM messages WHERE ticket_id = $3 ORDER BY seq LIMIT 1) AS first_message",
     )
@@ -121,6 +167,7 @@ async fn header(db: &Db, case: &Case) -> DomainResult<Header> {
     Ok(Header {
         customer_name: row.try_get("customer_name")?,
         customer_email: row.try_get("customer_email")?,
+        customer_region: row.try_get("customer_region")?,
         assignee: row.try_get("assignee")?,
         first_message: row.try_get("first_message")?,
     })
@@ -191,24 +238,6 @@ fn refund_total(case: &Case) -> Option<String> {
     }
 }
 
-/// How many characters of the first line a subject keeps.
-const SUBJECT_CHARS: usize = 80;
-
-/// A ticket's subject: the first non-empty line of its first message, cut at
-/// [`SUBJECT_CHARS`] characters with an ellipsis.
-pub fn subject_of(first_message: &str) -> String {
-    let line = first_message
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() <= SUBJECT_CHARS {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(SUBJECT_CHARS - 1).collect();
-    format!("{}…", cut.trim_end())
-}
-
 /// A case's conversation as staff see it: the customer's thread (what the customer sees
 /// too) and the internal notes (what no customer ever sees), apart (issue 17).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -224,22 +253,4 @@ pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
         messages: tickets::messages(db, &case.ticket_id).await?,
         notes: cases::notes(db, &case.id).await?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::subject_of;
-
-    #[test]
-    fn a_subject_is_the_first_line_of_the_first_message_shortened() {
-        assert_eq!(
-            subject_of("\n  Charged twice \nfor my plan"),
-            "Charged twice"
-        );
-        assert_eq!(subject_of(""), "");
-        let long = "é".repeat(200);
-        let subject = subject_of(&long);
-        assert_eq!(subject.chars().count(), 80);
-        assert!(subject.ends_with('…'));
-    }
 }

@@ -1170,3 +1170,70 @@ async fn two_tickets_about_one_charge_posted_at_once_end_in_one_case_and_one_ref
         "one refund for one duplicate: {provider:#?}"
     );
 }
+
+/// Issue 17: `GET /cases/{id}` carries the customer's region, their other tickets (each
+/// with its case and status in words) and the refunds made on their other cases; a
+/// second customer's tickets and refunds never appear, and a list leaves the history out.
+#[tokio::test]
+async fn a_case_shows_the_customers_earlier_ticket_and_past_refund_and_never_another_customers() {
+    let app = spawn_app().await;
+    let (other_ticket, other_case) = app.refunded_ticket("C-400").await;
+    let (first_ticket, first_case) = app.refunded_ticket("C-100").await;
+    let first_case_id = first_case["id"].as_str().unwrap();
+    let (second_ticket, second_case) = app.open_ticket("C-100", "Is everything settled now?").await;
+    let second_case_id = second_case["id"].as_str().unwrap();
+
+    let case = app.case(second_case_id).await;
+    assert_eq!(case["customer_region"], "CN");
+    let history = &case["customer_history"];
+    assert_eq!(history["tickets_total"], 1, "{history:#}");
+    let earlier = &history["tickets"][0];
+    assert_eq!(earlier["id"], first_ticket.as_str());
+    assert_eq!(earlier["subject"], CHARGED_TWICE);
+    assert_eq!(earlier["case_id"], first_case_id);
+    assert_eq!(earlier["case_status"], "refund_succeeded");
+    assert_eq!(earlier["case_status_label"], "Refunded");
+    assert_eq!(history["refunds_total"], 1, "{history:#}");
+    let refund = &history["refunds"][0];
+    assert_eq!(refund["charge_id"], "ch_1001b");
+    assert_eq!(refund["amount"], "198.00");
+    assert_eq!(refund["currency"], "CNY");
+    assert_eq!(refund["status"], "succeeded");
+    assert_eq!(refund["status_label"], "Refunded");
+    assert_eq!(refund["case_id"], first_case_id);
+    assert_eq!(refund["ticket_id"], first_ticket.as_str());
+    assert_eq!(
+        refund["id"],
+        app.provider_refunds("ch_1001b").await[0]["id"]
+    );
+    let text = history.to_string();
+    for foreign in [
+        other_ticket.as_str(),
+        other_case["id"].as_str().unwrap(),
+        "ch_4001",
+    ] {
+        assert!(!text.contains(foreign), "{foreign} in {text}");
+    }
+
+    // From the earlier case: the later ticket, and no refund but its own (in `refunds`).
+    let first = app.case(first_case_id).await;
+    let history = &first["customer_history"];
+    assert_eq!(history["tickets"][0]["id"], second_ticket.as_str());
+    assert_eq!(history["refunds_total"], 0, "{history:#}");
+    assert_eq!(first["refunds"].as_array().unwrap().len(), 1);
+
+    // A list reads no history for each line: one read per page, not per case.
+    let (status, list) = app
+        .request(
+            "GET",
+            "/api/v1/cases?status=all",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let lines = list.as_array().unwrap();
+    assert_eq!(lines.len(), 3);
+    assert!(lines.iter().all(|c| c["customer_history"].is_null()));
+    assert!(lines.iter().all(|c| c["customer_region"].is_string()));
+}

@@ -544,6 +544,11 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
         .await;
     let case_id = case["id"].as_str().unwrap().to_string();
     let run_id = case["run_id"].as_str().unwrap().to_string();
+    // Issue 17: a case whose header lists the customer's history, long enough to collapse.
+    app.refunded_ticket("C-400").await;
+    let later = app.many_tickets("C-400", 7).await;
+    let (_, later) = app.customer_ticket("C-400", later.last().unwrap()).await;
+    let history_case_id = later["case"]["id"].as_str().unwrap().to_string();
     let now = app::clock::Clock::now_ms(app.state.clock.as_ref());
     app::auth::upsert_staff(
         &app.state.db,
@@ -566,6 +571,7 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
     let console_pages: Vec<String> = [
         "/console".to_string(),
         format!("/console/cases/{case_id}"),
+        format!("/console/cases/{history_case_id}"),
         format!("/console/runs/{run_id}"),
         "/console/policies".into(),
         "/console/policies/RP-001/2".into(),
@@ -585,6 +591,20 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
         .goto(&format!("{base}/console/cases/{case_id}"))
         .await;
     browser.screenshot(&shots.join("case-phone.png")).await;
+    // Opened, the collapsed list of the customer's other tickets still fits.
+    browser
+        .goto(&format!("{base}/console/cases/{history_case_id}"))
+        .await;
+    browser.click("#more-tickets summary").await;
+    let (scroll, inner) = browser.widths().await;
+    if scroll > inner {
+        wide.push(format!(
+            "the opened history of {history_case_id}: scrollWidth {scroll} > innerWidth {inner}"
+        ));
+    }
+    browser
+        .screenshot(&shots.join("case-history-phone.png"))
+        .await;
 
     let ticket = format!("/tickets/{ticket_id}");
     wide.extend(pages_wider_than_the_window(&browser, &base, &["/sign-in".to_string()]).await);

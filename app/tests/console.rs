@@ -1402,3 +1402,99 @@ async fn every_clause_a_rule_cites_has_an_anchor_on_its_rendered_policy_page() {
     }
     assert!(checked > 20, "{checked} citations checked");
 }
+
+/// Issue 17: the case header shows the customer's region, their earlier ticket linked to
+/// its case with its status in words, and the refund made on it; another customer's
+/// tickets and refunds never appear.
+#[tokio::test]
+async fn the_case_header_shows_the_region_an_earlier_ticket_and_a_past_refund_and_no_one_elses() {
+    let app = spawn_app().await;
+    let (other_ticket, other_case) = app.refunded_ticket("C-400").await;
+    let (first_ticket, first_case) = app.refunded_ticket("C-100").await;
+    let first_case_id = first_case["id"].as_str().unwrap();
+    let (_, second) = app.open_ticket("C-100", "Is everything settled now?").await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+
+    let (status, html) = console_get(
+        &app,
+        &format!("/console/cases/{}", second["id"].as_str().unwrap()),
+        &cookie,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("<span id=\"customer-region\">CN</span>"),
+        "{html}"
+    );
+    let start = html
+        .find("id=\"customer-history\"")
+        .expect("a history block");
+    let history = &html[start..start + html[start..].find("</div>").unwrap()];
+    assert!(
+        history.contains("(<span id=\"other-tickets-total\">1</span>)"),
+        "{history}"
+    );
+    assert!(
+        history.contains(&format!("data-ticket=\"{first_ticket}\"")),
+        "{history}"
+    );
+    assert!(
+        history.contains(&format!(
+            "<a href=\"/console/cases/{first_case_id}\">I was charged twice for my annual plan</a>"
+        )),
+        "{history}"
+    );
+    assert!(history.contains(">Refunded</span>"), "{history}");
+    assert!(
+        history.contains("(<span id=\"past-refunds-total\">1</span>)"),
+        "{history}"
+    );
+    assert!(
+        history.contains("198.00 CNY on <code>ch_1001b</code> · Refunded"),
+        "{history}"
+    );
+    for foreign in [
+        other_ticket.as_str(),
+        other_case["id"].as_str().unwrap(),
+        "ch_4001",
+        "Sato",
+    ] {
+        assert!(!html.contains(foreign), "{foreign} on C-100's case page");
+    }
+}
+
+/// Issue 17: a long history stays short on the page: the newest five open, the rest read
+/// behind a "more", and how many older ones were not read at all.
+#[tokio::test]
+async fn a_long_customer_history_collapses_to_the_newest_five_with_a_count() {
+    let app = spawn_app().await;
+    let tickets = app.many_tickets("C-100", 23).await;
+    let newest = tickets.last().unwrap();
+    let (_, ticket) = app.customer_ticket("C-100", newest).await;
+    let cookie = session_cookie(&app, "agent@test.example").await;
+    let (status, html) = console_get(
+        &app,
+        &format!("/console/cases/{}", ticket["case"]["id"].as_str().unwrap()),
+        &cookie,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("(<span id=\"other-tickets-total\">22</span>)"));
+    let open = &html[html.find("<ul id=\"other-tickets\">").unwrap()..];
+    let open = &open[..open.find("</ul>").unwrap()];
+    assert_eq!(open.matches("<li ").count(), 5, "{open}");
+    // The newest other ticket first.
+    assert!(
+        open.starts_with(&format!(
+            "<ul id=\"other-tickets\"><li data-ticket=\"{}\"",
+            tickets[21]
+        )),
+        "{open}"
+    );
+    assert!(html.contains("<summary>15 more</summary>"));
+    assert!(html.contains("and 2 older, not listed."));
+    assert!(
+        !html.contains(&format!("data-ticket=\"{}\"", tickets[0])),
+        "the oldest is not read"
+    );
+}

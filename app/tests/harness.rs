@@ -24,6 +24,7 @@ use app::clock::ManualClock;
 use app::payments::{ProviderCharge, ProviderRefund};
 use app::runs;
 use app::state::AppState;
+use app::tickets::OtherTickets;
 use axum::http::StatusCode;
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
@@ -984,6 +985,15 @@ impl BillingSource for FaultyBilling {
     ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
         self.inner.refunds(charge_id)
     }
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+        self.inner
+            .other_tickets(customer_id, except_ticket_id, limit)
+    }
 }
 
 fn with_billing(
@@ -1183,6 +1193,19 @@ impl BillingSource for TripBilling {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.refunds(charge_id).await
+        })
+    }
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+        Box::pin(async move {
+            self.wire.pass().await;
+            self.inner
+                .other_tickets(customer_id, except_ticket_id, limit)
+                .await
         })
     }
 }

@@ -303,6 +303,9 @@ async fn each_tool_reads_the_named_ticket_exactly_as_the_loop_does_and_is_audite
     )
     .await;
     assert_eq!(refunds["structuredContent"]["charge_id"], "ch_1001b");
+    let history = call(&app, "list_customer_history", scope.clone()).await;
+    assert_eq!(history["isError"], false, "{history}");
+    assert_eq!(history["structuredContent"]["tickets_total"], 0);
     let policy = call(
         &app,
         "search_policy",
@@ -344,7 +347,7 @@ async fn each_tool_reads_the_named_ticket_exactly_as_the_loop_does_and_is_audite
     assert_eq!(supervisor.0, StatusCode::OK);
 
     let rows = mcp_audit_rows(&app).await;
-    assert_eq!(rows.len(), 8, "{rows:#?}");
+    assert_eq!(rows.len(), 9, "{rows:#?}");
     let agent = staff_id(&app, "agent@test.example").await;
     let supervisor_id = staff_id(&app, "supervisor@test.example").await;
     assert!(
@@ -354,12 +357,13 @@ async fn each_tool_reads_the_named_ticket_exactly_as_the_loop_does_and_is_audite
         "{rows:#?}"
     );
     let by = |who: &str| rows.iter().filter(|(actor, _, _)| actor == who).count();
-    assert_eq!((by(&agent), by(&supervisor_id)), (7, 1));
+    assert_eq!((by(&agent), by(&supervisor_id)), (8, 1));
     for tool in [
         "get_customer",
         "list_orders",
         "list_charges",
         "list_refunds",
+        "list_customer_history",
         "search_policy",
         "get_case",
         "get_run",
@@ -554,4 +558,118 @@ async fn a_stdio_call_runs_the_same_tool_and_is_audited_as_stdio_with_its_caller
     assert_eq!(rows[0].0, staff.id);
     assert_eq!(rows[0].1, case["id"].as_str().unwrap());
     assert!(rows[0].2.starts_with("list_orders over stdio"), "{rows:?}");
+}
+
+/// Issue 17: `list_customer_history` answers for the named ticket's own customer — their
+/// other tickets with their cases, and the provider's refunds on their charges — over
+/// MCP exactly as the loop's tool does; a second customer's tickets and refunds never
+/// appear, a customer cannot be named, and each call is audited.
+#[tokio::test]
+async fn list_customer_history_reads_only_the_tickets_own_customer_and_is_audited() {
+    let app = spawn_app().await;
+    let (other_ticket, _) = app.refunded_ticket("C-400").await;
+    app.refund_elsewhere("ch_6001a", 500).await;
+    let (first_ticket, first_case) = app.refunded_ticket("C-100").await;
+    let (ticket_id, _) = app.open_ticket("C-100", "Is everything settled now?").await;
+
+    let history = call(
+        &app,
+        "list_customer_history",
+        json!({ "ticket_id": ticket_id }),
+    )
+    .await;
+    assert_eq!(history["isError"], false, "{history}");
+    let content = &history["structuredContent"];
+    assert_eq!(content["customer_id"], "C-100");
+    assert_eq!(content["tickets_total"], 1, "{content:#}");
+    assert_eq!(content["tickets"][0]["id"], first_ticket.as_str());
+    assert_eq!(content["tickets"][0]["case_id"], first_case["id"]);
+    assert_eq!(content["tickets"][0]["case_status_label"], "Refunded");
+    assert_eq!(content["refunds_total"], 1, "{content:#}");
+    let refund = &content["refunds"][0];
+    assert_eq!(refund["charge"], "ch_1001b");
+    assert_eq!(refund["amount"], "198.00");
+    assert_eq!(refund["currency"], "CNY");
+    assert_eq!(refund["status"], "succeeded");
+    assert_eq!(content["notes"], json!([]));
+    let text = content.to_string();
+    for foreign in [
+        other_ticket.as_str(),
+        "C-400",
+        "ch_4001",
+        "C-600",
+        "ch_6001",
+    ] {
+        assert!(!text.contains(foreign), "{foreign} in {text}");
+    }
+
+    // One implementation: the loop's tool answers the same for the same ticket.
+    let ticket = app::tickets::load_ticket(&app.state.db, &ticket_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let env = ToolEnv {
+        billing: &*app.state.billing,
+        index: &app.state.index,
+    };
+    let direct = tools::execute(
+        &env,
+        &ticket,
+        &ToolCall {
+            id: "h1".into(),
+            name: "list_customer_history".into(),
+            arguments: json!({}),
+        },
+    )
+    .await;
+    assert_eq!(&direct.content, content);
+
+    // Identity is the ticket's, never an argument (SPEC invariant 7).
+    let named = call(
+        &app,
+        "list_customer_history",
+        json!({ "ticket_id": ticket_id, "customer_id": "C-600" }),
+    )
+    .await;
+    assert_eq!(named["isError"], true, "{named}");
+    assert_eq!(named["structuredContent"]["error"], "invalid_arguments");
+    assert_eq!(named["structuredContent"]["retryable"], false);
+    assert!(named["structuredContent"]["hint"].is_string());
+
+    let rows = mcp_audit_rows(&app).await;
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert!(rows
+        .iter()
+        .all(|(_, _, detail)| detail.starts_with("list_customer_history over http")));
+    assert!(rows[1].2.ends_with(": invalid_arguments"), "{rows:#?}");
+}
+
+/// Issue 17: a long history is cut at the newest 20 tickets, with the full count and a
+/// note saying it was cut.
+#[tokio::test]
+async fn list_customer_history_lists_at_most_the_newest_twenty_tickets_with_the_count() {
+    let app = spawn_app().await;
+    let tickets = app.many_tickets("C-100", 23).await;
+    let newest = tickets.last().unwrap();
+    let history = call(
+        &app,
+        "list_customer_history",
+        json!({ "ticket_id": newest }),
+    )
+    .await;
+    let content = &history["structuredContent"];
+    assert_eq!(content["tickets_total"], 22, "{content:#}");
+    let listed: Vec<&str> = content["tickets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = tickets[2..22].iter().rev().map(String::as_str).collect();
+    assert_eq!(listed, expected, "the newest twenty, newest first");
+    assert_eq!(
+        content["tickets"][0]["case_status_label"],
+        "Being investigated"
+    );
+    assert_eq!(content["notes"], json!(["tickets: the newest 20 of 22"]));
 }

@@ -407,3 +407,71 @@ mod replay_loop {
         assert!(investigation.steps < MAX_STEPS);
     }
 }
+
+/// Issue 17: `list_customer_history` works on a replay, where a billing-world snapshot
+/// is all there is: the customer's past refunds from the world (never another
+/// customer's), and tickets `null` with a note saying they are unknown here, not absent.
+/// A customer cannot be named in the arguments: a typed error, the loop goes on.
+#[tokio::test]
+async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tickets_are_unknown() {
+    use app::agent::ModelTurn;
+    use refund_evals::scripted::{call, calls, ScriptedModel};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_, index) = policies_and_index(dir.path()).await;
+    let world: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(app::config::default_fixtures_dir().join("billing/demo.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    // C-300 has a refund in the world (re_3001b); so does C-900 (re_9001b).
+    let line = json!({
+        "id": "H-HISTORY", "created_at": "2026-11-29T10:00:00Z", "customer_id": "C-300",
+        "messages": [{ "from": "customer", "text": "Have you refunded me before?", "at": "2026-11-29T10:00:00Z" }],
+        "world": world,
+        "human": { "outcome": "escalate", "reason": "other", "refunds": [], "decided_by": "agent:test" },
+    });
+    let (tickets, bad) = app::replay::parse_history(&line.to_string());
+    assert!(bad.is_empty(), "{bad:?}");
+    let model = ScriptedModel::new("scripted-history")
+        .turn(calls(vec![call("list_customer_history", json!({}))]))
+        .turn(calls(vec![call(
+            "list_customer_history",
+            json!({ "customer_id": "C-900" }),
+        )]))
+        .turn(ModelTurn::HandOff {
+            reason: "read the history".into(),
+        });
+    let investigation = app::replay::investigate(&model, &index, &tickets[0])
+        .await
+        .unwrap();
+
+    let [first, second] = &investigation.exchanges[..] else {
+        panic!("{:#?}", investigation.exchanges);
+    };
+    assert!(first.outcome.ok, "{:#}", first.outcome.content);
+    let content = &first.outcome.content;
+    assert_eq!(content["customer_id"], "C-300");
+    assert!(content["tickets"].is_null() && content["tickets_total"].is_null());
+    assert!(
+        content["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("unknown here, not absent"),
+        "{content:#}"
+    );
+    assert_eq!(content["refunds_total"], 1);
+    assert_eq!(
+        content["refunds"],
+        json!([{ "id": "re_3001b", "charge": "ch_3001b", "amount": "120.00", "currency": "EUR",
+                 "status": "succeeded", "created_at": "2026-11-11T09:00:00Z" }])
+    );
+    assert!(!content.to_string().contains("9001"), "{content:#}");
+    assert!(!second.outcome.ok);
+    assert_eq!(second.outcome.content["error"], "invalid_arguments");
+    assert_eq!(
+        investigation.escalation.as_deref(),
+        Some("the model escalated: read the history")
+    );
+}

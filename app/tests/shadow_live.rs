@@ -10,6 +10,7 @@ use std::sync::Arc;
 use app::agent::BoxFuture;
 use app::billing::{BillingSource, CustomerRecord, Order};
 use app::payments::{ProviderCharge, ProviderRefund};
+use app::tickets::OtherTickets;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
@@ -295,6 +296,15 @@ impl BillingSource for GatedBilling {
         charge_id: &'a str,
     ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
         self.inner.refunds(charge_id)
+    }
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+        self.inner
+            .other_tickets(customer_id, except_ticket_id, limit)
     }
 }
 

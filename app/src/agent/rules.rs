@@ -220,6 +220,33 @@ pub fn handoff_summary(reason: &str, log: &RunLog<Proposal>, counters: Counters)
                     )));
                 }
             }
+            "list_customer_history" => {
+                match c["tickets"].as_array() {
+                    Some(tickets) => verified.push(fact(format!(
+                        "{} other tickets from the customer",
+                        c["tickets_total"].as_i64().unwrap_or(tickets.len() as i64)
+                    ))),
+                    None => open.push("the customer's other tickets are unknown here".into()),
+                }
+                for t in c["tickets"].as_array().into_iter().flatten() {
+                    verified.push(fact(format!(
+                        "earlier ticket {} on {}: {}",
+                        t["id"].as_str().unwrap_or("?"),
+                        t["created_at"].as_str().unwrap_or("?"),
+                        t["case_status_label"].as_str().unwrap_or("no case")
+                    )));
+                }
+                for r in c["refunds"].as_array().into_iter().flatten() {
+                    verified.push(fact(format!(
+                        "past refund {} on charge {}: {} {}, {}",
+                        r["id"].as_str().unwrap_or("?"),
+                        r["charge"].as_str().unwrap_or("?"),
+                        r["amount"].as_str().unwrap_or("?"),
+                        r["currency"].as_str().unwrap_or("?"),
+                        r["status"].as_str().unwrap_or("?")
+                    )));
+                }
+            }
             "search_policy" => {
                 for p in c["passages"].as_array().into_iter().flatten() {
                     verified.push(fact(format!(

@@ -1,5 +1,6 @@
 //! The tools offered to the model: read-only views of the ticket's customer, orders,
-//! provider charges and refunds, and the policy index, as [`harness::Tool`]s.
+//! provider charges and refunds, the customer's history (other tickets, past refunds)
+//! and the policy index, as [`harness::Tool`]s.
 //!
 //! Every tool is declared once with a JSON Schema; the same declaration is sent to the
 //! model and used (by the harness's [`Toolset`]) to validate its arguments. Unknown
@@ -41,7 +42,10 @@ fn declaration(
 
 /// The investigation's tools for one ticket, in the order the model is offered them.
 pub fn toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
-    billing_toolset(env, ticket).with(SearchPolicy(Scope { env, ticket }))
+    let at = Scope { env, ticket };
+    billing_toolset(env, ticket)
+        .with(ListCustomerHistory(at))
+        .with(SearchPolicy(at))
 }
 
 /// The `billing` sub-agent's tools (issue 18): the customer's records, no policy search.
@@ -66,6 +70,7 @@ pub fn declarations() -> Vec<ToolDeclaration> {
         ListOrders::declared(),
         ListCharges::declared(),
         ListRefunds::declared(),
+        ListCustomerHistory::declared(),
         SearchPolicy::declared(),
     ]
 }
@@ -118,6 +123,7 @@ struct GetCustomer<'a>(Scope<'a>);
 struct ListOrders<'a>(Scope<'a>);
 struct ListCharges<'a>(Scope<'a>);
 struct ListRefunds<'a>(Scope<'a>);
+struct ListCustomerHistory<'a>(Scope<'a>);
 struct SearchPolicy<'a>(Scope<'a>);
 
 impl GetCustomer<'_> {
@@ -199,6 +205,25 @@ impl Tool for ListRefunds<'_> {
     }
     fn run<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolResult> {
         Box::pin(list_refunds(self.0, arg(arguments, "charge_id")))
+    }
+}
+
+impl ListCustomerHistory<'_> {
+    fn declared() -> ToolDeclaration {
+        declaration(
+            "list_customer_history",
+            "The ticket's customer's history, newest first, at most 20 of each with the full counts: their other tickets (subject, created_at, case status in words) and the payment provider's refunds on their charges (charge, amount, currency, status, created_at). No arguments: always the ticket's own customer. Where there is no ticket store (a replay), tickets is null and notes says so.",
+            object(json!({}), &[]),
+        )
+    }
+}
+
+impl Tool for ListCustomerHistory<'_> {
+    fn declaration(&self) -> ToolDeclaration {
+        Self::declared()
+    }
+    fn run<'a>(&'a self, _: &'a Value) -> BoxFuture<'a, ToolResult> {
+        Box::pin(list_customer_history(self.0))
     }
 }
 
@@ -297,6 +322,78 @@ async fn list_refunds(at: Scope<'_>, charge_id: &str) -> ToolResult {
     Ok(json!({ "charge_id": charge_id, "refunds": refunds }))
 }
 
+/// The customer's charges whose refunds one history reads, newest first: one provider
+/// call per charge, so a customer with hundreds of charges costs a bounded read.
+const HISTORY_CHARGES: usize = 50;
+
+/// The customer's other tickets (from the billing source's ticket store, if it has one)
+/// and the provider's refunds on their charges. Identity is the ticket's customer: the
+/// tool takes no customer argument (SPEC invariant 7).
+async fn list_customer_history(at: Scope<'_>) -> ToolResult {
+    let lines = crate::tickets::HISTORY_LINES;
+    let c = customer(at).await?;
+    let mut notes = Vec::new();
+    let other = at
+        .env
+        .billing
+        .other_tickets(&at.ticket.customer_id, &at.ticket.id, lines)
+        .await
+        .map_err(unavailable)?;
+    let (tickets, tickets_total) = match other {
+        Some(other) => {
+            if other.total > other.lines.len() as i64 {
+                notes.push(format!(
+                    "tickets: the newest {} of {}",
+                    other.lines.len(),
+                    other.total
+                ));
+            }
+            (json!(other.lines), json!(other.total))
+        }
+        None => {
+            notes.push(
+                "tickets: unknown here, not absent: this is a replay of a historical ticket, \
+                 which has billing records only and no ticket store"
+                    .to_string(),
+            );
+            (Value::Null, Value::Null)
+        }
+    };
+    let mut charges = at.env.billing.charges(&c).await.map_err(unavailable)?;
+    charges.sort_by(|a, b| (b.created, &b.id).cmp(&(a.created, &a.id)));
+    if charges.len() > HISTORY_CHARGES {
+        notes.push(format!(
+            "refunds: read on the newest {HISTORY_CHARGES} of the customer's {} charges",
+            charges.len()
+        ));
+        charges.truncate(HISTORY_CHARGES);
+    }
+    let mut refunds = Vec::new();
+    for charge in &charges {
+        refunds.extend(
+            at.env
+                .billing
+                .refunds(&charge.id)
+                .await
+                .map_err(unavailable)?,
+        );
+    }
+    refunds.sort_by(|a, b| (b.created, &b.id).cmp(&(a.created, &a.id)));
+    let refunds_total = refunds.len();
+    if refunds_total as i64 > lines {
+        notes.push(format!("refunds: the newest {lines} of {refunds_total}"));
+    }
+    let refunds: Vec<Value> = refunds
+        .iter()
+        .take(lines as usize)
+        .map(crate::billing::refund_json)
+        .collect();
+    Ok(
+        json!({ "customer_id": c.id, "tickets": tickets, "tickets_total": tickets_total,
+               "refunds": refunds, "refunds_total": refunds_total, "notes": notes }),
+    )
+}
+
 async fn search_policy(at: Scope<'_>, query: &str, product: Option<&str>) -> ToolResult {
     let region = customer(at).await.ok().map(|c| c.region);
     let mut q = rag_index::SearchQuery::new(query);
@@ -314,4 +411,23 @@ async fn search_policy(at: Scope<'_>, query: &str, product: Option<&str>) -> Too
         .map(|p| json!({ "citation": p.citation(), "title": p.title, "text": p.text }))
         .collect();
     Ok(json!({ "passages": passages }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_declared_read_only_and_the_history_names_no_customer() {
+        let declarations = declarations();
+        assert!(declarations.iter().all(|d| d.read_only));
+        let history = declarations
+            .iter()
+            .find(|d| d.name == "list_customer_history")
+            .expect("declared");
+        // SPEC invariant 7: the ticket's customer, never one the model names.
+        assert_eq!(history.parameters["properties"], json!({}));
+        assert!(validate(history, &json!({})).is_ok());
+        assert!(validate(history, &json!({ "customer_id": "C-200" })).is_err());
+    }
 }

@@ -26,7 +26,9 @@ pub use execute::{
 mod settle;
 pub use settle::{settle_case, settle_case_status_tx};
 mod views;
-pub use views::{customer_refunds, refund_views, RefundView};
+pub use views::{
+    customer_refunds, past_refunds, refund_views, PastRefund, PastRefunds, RefundView,
+};
 
 use std::collections::BTreeMap;
 

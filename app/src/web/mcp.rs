@@ -237,8 +237,8 @@ impl ServerHandler for InvestigationServer {
             ))
             .with_instructions(
                 "Read-only investigation tools of the refund desk: the customer, orders, payment \
-                 provider charges and refunds, and policy passages of one ticket, and the case and \
-                 agent run on it. Every call names the ticket (ticket_id) or the case (case_id). \
+                 provider charges and refunds, the customer's other tickets and past refunds, and \
+                 policy passages of one ticket, and the case and agent run on it. Every call names the ticket (ticket_id) or the case (case_id). \
                  Nothing here can change a record or move money.",
             )
     }
@@ -288,7 +288,8 @@ fn declarations() -> Vec<ToolDeclaration> {
     all.push(ToolDeclaration {
         name: GET_CASE,
         description: "The case as the console shows it: status, proposal, the policy decision with \
-                      its rule trace, evidence, fingerprint, refunds made, and the ticket's messages.",
+                      its rule trace, evidence, fingerprint, refunds made, the customer's other tickets \
+                      and past refunds, and the ticket's messages.",
         parameters: json!({ "type": "object", "properties": {}, "required": [], "additionalProperties": false }),
         read_only: true,
     });
@@ -535,7 +536,7 @@ async fn case_view(state: &AppState, scope: &Scope) -> ToolOutcome {
     let Some(case) = &scope.case else {
         return no_case(scope);
     };
-    let view = crate::views::case_view(&state.db, case).await;
+    let view = crate::views::full_case_view(&state.db, case).await;
     let messages = tickets::messages(&state.db, &scope.ticket.id).await;
     match (view, messages) {
         (Ok(view), Ok(messages)) => ok(json!({ "case": view, "messages": messages })),

@@ -337,6 +337,46 @@ impl TestApp {
         (id, case)
     }
 
+    /// Issue 17: an earlier ticket of `customer_id` whose duplicate charge was refunded
+    /// through the desk (the supervisor approves, the worker sends); then an hour passes,
+    /// so the customer may open more. Returns the ticket id and its case.
+    #[allow(dead_code)] // Used by the binaries that show a customer's history.
+    pub async fn refunded_ticket(&self, customer_id: &str) -> (String, Value) {
+        let (ticket_id, case) = self
+            .open_ticket(customer_id, "I was charged twice for my annual plan")
+            .await;
+        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+        let case_id = case["id"].as_str().unwrap().to_string();
+        let fingerprint = case["fingerprint"].as_str().unwrap().to_string();
+        let (status, body) = self
+            .approve(&self.supervisor_token, &case_id, &fingerprint)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        self.drain().await;
+        let case = self.case(&case_id).await;
+        assert_eq!(case["status"], "refund_succeeded", "{case:#}");
+        self.clock.advance(time::Duration::minutes(61));
+        (ticket_id, case)
+    }
+
+    /// Issue 17: `count` more tickets of `customer_id`, an hour apart (under the tickets-
+    /// per-hour limit), left for the worker; their ids, oldest first.
+    #[allow(dead_code)] // Used by the binaries that show a customer's history.
+    pub async fn many_tickets(&self, customer_id: &str, count: usize) -> Vec<String> {
+        let mut ids = Vec::new();
+        for n in 0..count {
+            let ticket = self
+                .post_ticket(
+                    customer_id,
+                    &format!("Question number {n} about my account"),
+                )
+                .await;
+            ids.push(ticket["id"].as_str().unwrap().to_string());
+            self.clock.advance(time::Duration::minutes(61));
+        }
+        ids
+    }
+
     pub async fn case(&self, case_id: &str) -> Value {
         let (status, case) = self
             .request(

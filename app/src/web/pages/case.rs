@@ -16,8 +16,9 @@ use crate::approvals::{self, Verdict};
 use crate::auth::{self, Session};
 use crate::cases::{self, CaseStatus};
 use crate::error::DomainError;
-use crate::refunds::RefundView;
+use crate::refunds::{PastRefund, RefundView};
 use crate::state::AppState;
+use crate::tickets::TicketLine;
 use crate::views::CaseView;
 use crate::web::error::{status_of, AppError};
 use crate::world::{parse_plain, serde_plain};
@@ -87,8 +88,35 @@ pub(super) struct CasePage {
     same_order: Vec<(String, String, &'static str)>,
     /// (case id, ticket id) of the tickets joined into this case (issue 17).
     joined: Vec<(String, String)>,
+    /// The customer's other tickets and past refunds, newest first (issue 17).
+    other_tickets: Collapsed<TicketLine>,
+    past_refunds: Collapsed<PastRefund>,
     /// Saved replies for the reply form, and the messages a decision sends (issue 17).
     tools: super::case_replies::ReplyTools,
+}
+
+/// How many lines of each of the customer's lists the header shows open; the rest wait
+/// behind a "more", so the header stays short on a phone.
+const HEADER_LINES: usize = 5;
+
+/// A list of the case header, cut: the newest [`HEADER_LINES`] shown, the rest of those
+/// read behind a "more", and how many exist beyond what was read.
+pub(super) struct Collapsed<T> {
+    first: Vec<T>,
+    rest: Vec<T>,
+    total: i64,
+    unlisted: i64,
+}
+
+fn collapsed<T>(mut lines: Vec<T>, total: i64) -> Collapsed<T> {
+    let unlisted = (total - lines.len() as i64).max(0);
+    let rest = lines.split_off(lines.len().min(HEADER_LINES));
+    Collapsed {
+        first: lines,
+        rest,
+        total,
+        unlisted,
+    }
 }
 
 /// One entry of the case's thread on the console: a message of the customer's
@@ -167,6 +195,7 @@ async fn read_page(
     (notice, saved): (Option<&'static str>, Option<&str>),
 ) -> crate::error::DomainResult<CasePage> {
     let view = crate::views::case_view(&state.db, &case).await?;
+    let history = crate::views::customer_history(&state.db, &case).await?;
     let thread = crate::views::thread(&state.db, &case).await?;
     let around = around(&state.db, &case).await?;
     let tools = super::case_replies::reply_tools(&state.db, &case, saved).await?;
@@ -191,6 +220,8 @@ async fn read_page(
         timeline: around.timeline,
         same_order: around.same_order,
         joined: around.joined,
+        other_tickets: collapsed(history.tickets, history.tickets_total),
+        past_refunds: collapsed(history.refunds, history.refunds_total),
         thread: thread_entries(thread),
         status_label: case.status.label(),
         may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
