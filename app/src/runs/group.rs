@@ -89,17 +89,28 @@ async fn write_batches(db: Db, mut waiting: mpsc::Receiver<Pending>) {
     }
 }
 
-/// One transaction for the whole batch; if it fails as a whole, each step alone.
 async fn write_batch(db: &Db, batch: Vec<Pending>) {
-    let writes: Vec<&StepWrite> = batch.iter().map(|p| &p.write).collect();
-    let results = match apply_together(db, &writes).await {
+    let (writes, replies): (Vec<StepWrite>, Vec<_>) =
+        batch.into_iter().map(|p| (p.write, p.reply)).unzip();
+    let results = commit_batch(db, &writes).await;
+    for (reply, result) in replies.into_iter().zip(results) {
+        // A step whose worker stopped waiting (its task was dropped) is committed anyway.
+        let _ = reply.send(result);
+    }
+}
+
+/// Commits `writes` in one transaction, each step's result in order; if the transaction
+/// fails as a whole, each step alone, so a step fails only for its own reason.
+pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Committed>> {
+    let all: Vec<&StepWrite> = writes.iter().collect();
+    match apply_together(db, &all).await {
         Ok(results) => results,
         Err(e) => {
-            if batch.len() > 1 {
-                tracing::warn!(error = %e, steps = batch.len(), "a batch of run steps failed; committing them one by one");
+            if writes.len() > 1 {
+                tracing::warn!(error = %e, steps = writes.len(), "a batch of run steps failed; committing them one by one");
             }
             let mut alone = Vec::with_capacity(writes.len());
-            for write in &writes {
+            for write in &all {
                 alone.push(match apply_together(db, &[write]).await {
                     Ok(mut one) => one.remove(0),
                     Err(e) => Err(e),
@@ -107,10 +118,6 @@ async fn write_batch(db: &Db, batch: Vec<Pending>) {
             }
             alone
         }
-    };
-    for (pending, result) in batch.into_iter().zip(results) {
-        // A step whose worker stopped waiting (its task was dropped) is committed anyway.
-        let _ = pending.reply.send(result);
     }
 }
 

@@ -17,6 +17,7 @@ pub struct NewEvent<'a> {
 
 /// An event this process appended, as it was stored: what a log that keeps its events
 /// in memory (`investigation::sql_log`) adds instead of reading them back.
+#[derive(Debug)]
 pub struct Appended {
     pub seq: i64,
     pub kind: EventKind,
