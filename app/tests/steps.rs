@@ -109,7 +109,9 @@ async fn a_step_that_fails_inside_a_batch_fails_alone_and_the_others_commit() {
         step(&runs[1], "model_output", "good"),
     ];
     let results = runs::commit_batch(&app.state.db, &writes).await;
-    let error = results[0].as_ref().expect_err("an unknown event kind is refused");
+    let error = results[0]
+        .as_ref()
+        .expect_err("an unknown event kind is refused");
     assert!(!runs::is_run_changed(error), "{error}");
     assert!(results[1].is_ok(), "{:?}", results[1].as_ref().err());
     assert!(!stored(&app, &runs[0].id)
