@@ -11,7 +11,7 @@
 //! is retried, at most [`crate::agent::MAX_DEPENDENCY_WAITS`] times.
 
 pub mod children;
-mod sql_log;
+pub mod sql_log;
 
 use harness::{LogError, Outcome};
 use serde_json::json;

@@ -92,7 +92,7 @@ pub(super) fn working_status(run: &Run) -> RunStatus {
 /// bumps its version, so this holder's next commit fails (`LogError::Lost`) before it
 /// acts on what it knew. (The watchdog's `watchdog_flagged` note is appended beside a
 /// working run without a version bump; the loop's fold ignores that kind.)
-pub(super) struct SqlLog<'a> {
+pub struct SqlLog<'a> {
     pub db: &'a Db,
     pub clock: &'a dyn Clock,
     pub run: &'a mut Run,
