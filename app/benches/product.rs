@@ -85,6 +85,10 @@ struct Settings {
     /// After the end-to-end run of this many tickets, `serve` runs over its open cases
     /// (memory, ticket API) (`BENCH_OPEN_CASES`; 0: never).
     open_cases: usize,
+    /// Runs of our harness in the peer's shape (`BENCH_PEER_RUNS`).
+    peer_runs: usize,
+    /// Runs of ours at a time, one measurement each (`BENCH_PEER_AT_ONCE`, comma separated).
+    peer_at_once: Vec<usize>,
     /// The peer's interpreter (`BENCH_PEER_PYTHON`) and script (`BENCH_PEER_SCRIPT`).
     peer_python: String,
     peer_script: String,
@@ -143,6 +147,8 @@ impl Settings {
             serve_b: std::env::var("BENCH_SERVE_BIN_B")
                 .ok()
                 .filter(|b| !b.trim().is_empty()),
+            peer_runs: env_usize("BENCH_PEER_RUNS", 1000),
+            peer_at_once: env_list("BENCH_PEER_AT_ONCE", &[1, 4, 16]),
             peer_python: std::env::var("BENCH_PEER_PYTHON")
                 .unwrap_or_else(|_| format!("{WORKSPACE}/.cache/agents/bin/python")),
             peer_script: std::env::var("BENCH_PEER_SCRIPT")
@@ -1267,6 +1273,139 @@ async fn phase_peer(
     Ok(Some((plain, session)))
 }
 
+/// The peer's shape on our harness (issue 19): a fake model makes 6 tool calls, one a
+/// turn, then answers; the tool is trivial; every step is committed durably to the real
+/// `runs` and `run_events` tables through the worker's group writer (`runs::StepWriter`)
+/// by the log a case's run uses (`investigation::sql_log::SqlLog`). `n` runs are claimed
+/// as the worker claims them, `at_once` at a time; the clock starts at the first claim.
+/// Returns runs/s.
+async fn durable_runs_peer_shape(
+    backend: &Backend,
+    n: usize,
+    at_once: usize,
+) -> anyhow::Result<f64> {
+    let rig = Rig::start(backend).await?;
+    let (world, messages) = duplicate_world(n, bench_now());
+    rig.load(&world).await?;
+    for (customer, text) in &messages {
+        let ticket = NewTicket {
+            message: text.clone(),
+            order_id: None,
+        };
+        let (db, clock) = (&rig.state.db, rig.state.clock.as_ref());
+        app::customer::create_ticket(db, clock, rig.state.queue(), customer, ticket).await?;
+    }
+    let started = Instant::now();
+    let mut loops = tokio::task::JoinSet::new();
+    for _ in 0..at_once {
+        let state = rig.state.clone();
+        loops.spawn(async move {
+            let mut done = 0usize;
+            let (tools, model) = (peer_shape_tools(), PeerShape);
+            let clock = app::clock::HarnessClock(state.clock.as_ref());
+            let spec = harness::Run::new(&model, &tools, &clock);
+            let now = state.clock.now_ms();
+            while let Some(mut run) =
+                app::runs::claim_next(&state.db, &state.instance_id, now).await?
+            {
+                let log = app::investigation::sql_log::SqlLog::new(
+                    &state.db,
+                    state.clock.as_ref(),
+                    &mut run,
+                );
+                let mut log = log.batched(&state.steps);
+                let ended = harness::run_loop(&spec, &mut log)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("peer-shaped run failed: {e}"))?;
+                anyhow::ensure!(
+                    matches!(ended.outcome, harness::Outcome::Answered(_))
+                        && ended.counters.tool_calls == 6,
+                    "a peer-shaped run ends with an answer after 6 tool calls"
+                );
+                done += 1;
+            }
+            anyhow::Ok(done)
+        });
+    }
+    let mut runs = 0;
+    while let Some(joined) = loops.join_next().await {
+        runs += joined??;
+    }
+    let elapsed = started.elapsed();
+    anyhow::ensure!(runs == n, "{runs} of {n} peer-shaped runs ran");
+    rig.stop().await;
+    Ok(rate(n, elapsed))
+}
+
+/// The peer's model: `lookup_order` once a turn until 6 results, then an answer.
+struct PeerShape;
+
+impl harness::Model<app::agent::Proposal> for PeerShape {
+    fn name(&self) -> String {
+        "peer-shape".into()
+    }
+
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a harness::ModelContext<'a>,
+    ) -> harness::BoxFuture<'a, anyhow::Result<harness::Turn<app::agent::Proposal>>> {
+        let done = ctx.history.len();
+        let turn = if done < 6 {
+            harness::Turn::ToolCalls {
+                calls: vec![harness::ToolCall {
+                    id: format!("call_{done}"),
+                    name: "lookup_order".into(),
+                    arguments: json!({ "order_id": format!("A{done:04}") }),
+                }],
+            }
+        } else {
+            harness::Turn::Answer {
+                answer: app::agent::Proposal {
+                    request: policy_engine::RequestKind::Unclear,
+                    order_id: Some("A0001".into()),
+                    reason_code: "other".into(),
+                    refunds: vec![],
+                    evidence: vec![],
+                    citations: vec![],
+                    summary: "Refund approved: policy R-12 applies.".into(),
+                    order_source: None,
+                    request_source: None,
+                },
+            }
+        };
+        Box::pin(async move { Ok(turn) })
+    }
+}
+
+/// The peer's trivial tool.
+struct LookupOrder;
+
+impl harness::Tool for LookupOrder {
+    fn declaration(&self) -> harness::ToolDeclaration {
+        harness::ToolDeclaration {
+            name: "lookup_order",
+            description: "Look up an order by id.",
+            parameters: json!({ "type": "object", "properties": { "order_id": { "type": "string" } },
+                                "required": ["order_id"], "additionalProperties": false }),
+            read_only: true,
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        arguments: &'a Value,
+    ) -> harness::BoxFuture<'a, Result<Value, harness::ToolError>> {
+        let order_id = arguments["order_id"].clone();
+        Box::pin(async move {
+            Ok(json!({ "order_id": order_id, "status": "delivered", "amount_cents": 1999 }))
+        })
+    }
+}
+
+fn peer_shape_tools() -> harness::Toolset<'static> {
+    harness::Toolset::new().with(LookupOrder)
+}
+
 // ---------------------------------------------------------------------------------------
 // Phase: HTTP against `refund-agent serve` in a second process.
 // ---------------------------------------------------------------------------------------
@@ -2169,6 +2308,17 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     } else {
         None
     };
+    // Our harness in the peer's shape, durable on SQLite: one run at a time (as the peer
+    // runs them), then as many at a time as the worker's claim loops (`BENCH_PEER_AT_ONCE`).
+    let mut shaped = Vec::new();
+    if settings.runs("peer") {
+        eprintln!("[peer] our harness, the peer's shape, durable on SQLite");
+        for &at_once in &settings.peer_at_once {
+            let rate =
+                durable_runs_peer_shape(&Backend::Sqlite, settings.peer_runs, at_once).await?;
+            shaped.push((at_once, rate));
+        }
+    }
     let mut ours: Option<f64> = None;
 
     let database_phases = ["steps", "tickets", "http"];
@@ -2200,6 +2350,26 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     if settings.runs("login_flood") {
         phase_login_flood(&settings, &mut report).await?;
     }
+    if let Some((plain, session)) = peer {
+        for &(at_once, ours) in &shaped {
+            let how = match at_once {
+                1 => "one run at a time".to_string(),
+                n => format!("{n} runs at a time"),
+            };
+            report.add(
+                format!("our durable runs/s in the peer's shape (6 tool calls, fake model, trivial tool; every step committed on SQLite), {how}, vs the peer's runs/s (no persistence)"),
+                fmt_rate(ours, "runs/s"),
+                format!(
+                    "{} (with its SQLite session store: {})",
+                    fmt_rate(plain, "runs/s"),
+                    fmt_rate(session, "runs/s")
+                ),
+                format!("{:.2} ({:.2} against its session store)", ours / plain, ours / session),
+                "ratio ≥ 3",
+                Some(ours / plain >= 3.0),
+            );
+        }
+    }
     if let (Some((plain, session)), Some(ours)) = (peer, ours) {
         report.add(
             "durable tickets/s on SQLite (6 tool calls each, over HTTP) vs the peer's runs/s (6 tool calls, fake model, no persistence)",
@@ -2210,8 +2380,8 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
                 fmt_rate(session, "runs/s")
             ),
             format!("{:.2} ({:.2} against its session store)", ours / plain, ours / session),
-            "ratio ≥ 3",
-            Some(ours / plain >= 3.0),
+            "— (the peer decides nothing, reads no records)",
+            None,
         );
     }
 

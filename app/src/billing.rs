@@ -67,7 +67,9 @@ pub trait BillingSource: Send + Sync {
     ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>>;
 }
 
-/// The live system.
+/// The live system. Customers and orders are read on the store's read connections
+/// (`Db::reader`): they are committed records, and on SQLite a read there does not
+/// queue behind the workers' writes on the one writer connection (issue 19).
 pub struct LiveBilling {
     pub db: Db,
     pub payments: PaymentsClient,
@@ -82,7 +84,7 @@ impl BillingSource for LiveBilling {
             let row =
                 sqlx::query("SELECT id, region, provider_customer_id FROM customers WHERE id = $1")
                     .bind(customer_id)
-                    .fetch_optional(self.db.pool())
+                    .fetch_optional(self.db.reader())
                     .await?;
             row.map(|r| {
                 Ok(CustomerRecord {
@@ -101,7 +103,7 @@ impl BillingSource for LiveBilling {
                 "SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id",
             )
             .bind(customer_id)
-            .fetch_all(self.db.pool())
+            .fetch_all(self.db.reader())
             .await?;
             rows.iter()
                 .map(|r| {
@@ -121,7 +123,7 @@ impl BillingSource for LiveBilling {
         Box::pin(async move {
             Ok(sqlx::query("SELECT id FROM orders WHERE id = $1")
                 .bind(order_id)
-                .fetch_optional(self.db.pool())
+                .fetch_optional(self.db.reader())
                 .await?
                 .is_some())
         })

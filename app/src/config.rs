@@ -123,7 +123,7 @@ pub struct Settings {
     #[arg(long, global = true, env = "POLICY_SECOND_APPROVER", value_name = "POLICY_SECOND_APPROVER", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub policy_second_approver: bool,
-    /// Agent runs one worker advances at once, 1 to 64 [default: 4 on PostgreSQL, 1 on SQLite].
+    /// Agent runs one worker advances at once, 1 to 64 [default: 4].
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub worker_concurrency: Option<u8>,
@@ -198,9 +198,9 @@ pub struct Config {
     pub shadow_mode: bool,
     /// `POLICY_SECOND_APPROVER=on`: a policy draft's only author may not publish it.
     pub policy_second_approver: bool,
-    /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default 4
-    /// on PostgreSQL, where concurrent commits share a WAL flush; 1 on SQLite, whose
-    /// one pooled connection serialises them anyway).
+    /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default
+    /// `DEFAULT_WORKER_CONCURRENCY`: their steps share transactions through the group
+    /// writer, on either backend).
     pub worker_concurrency: Option<usize>,
     /// `WORK_LEASE_SECS` (default 60): the work lease (`crate::lease`).
     pub work_lease: Duration,

@@ -58,6 +58,9 @@ use crate::payments::PaymentsClient;
 use crate::state::AppState;
 use crate::store::Db;
 
+/// Claim loops per worker when `WORKER_CONCURRENCY` is not set.
+pub const DEFAULT_WORKER_CONCURRENCY: usize = 4;
+
 /// Opens the store, loads the policies and the index, and wires the state.
 pub async fn build_state(
     config: &Config,
@@ -86,6 +89,7 @@ pub async fn build_state(
     });
     lease::set(config.work_lease);
     Ok(AppState {
+        steps: runs::StepWriter::start(db.clone()),
         clock,
         payments,
         policies,
@@ -102,10 +106,12 @@ pub async fn build_state(
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
-        worker_concurrency: config.worker_concurrency.unwrap_or(match db.backend() {
-            store::Backend::Postgres => 4,
-            store::Backend::Sqlite => 1,
-        }),
+        // Four claim loops on either backend: their steps share transactions through the
+        // group writer (`runs::StepWriter`), and one loop's provider and tool calls overlap
+        // another's writes (issue 19: on SQLite 117 → 138 tickets/s, BENCHMARKS.md).
+        worker_concurrency: config
+            .worker_concurrency
+            .unwrap_or(DEFAULT_WORKER_CONCURRENCY),
         watchdog: config.watchdog,
         history_dir: config.fixtures_dir.join("history"),
         policy_second_approver: config.policy_second_approver,

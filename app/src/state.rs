@@ -58,6 +58,9 @@ pub struct AppState {
     pub policy_second_approver: bool,
     /// The rollout guards' thresholds and minimum samples (issue 21).
     pub rollout_guards: crate::rollout::guards::Guards,
+    /// Where agent runs commit their steps: several runs' steps share a transaction
+    /// (issue 19, `runs::StepWriter`).
+    pub steps: crate::runs::StepWriter,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -84,6 +87,7 @@ impl AppState {
         Investigator {
             decider: self.decider(),
             model: self.model.as_ref(),
+            steps: &self.steps,
         }
     }
 

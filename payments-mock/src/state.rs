@@ -130,6 +130,9 @@ async fn open_pool(path: &Path) -> Result<SqlitePool, MockError> {
         .foreign_keys(true);
     Ok(SqlitePoolOptions::new()
         .max_connections(8)
+        // No ping before each acquire: a file in this process cannot have gone away, and
+        // the ping is a round trip to the connection's thread per request.
+        .test_before_acquire(false)
         .connect_with(options)
         .await?)
 }

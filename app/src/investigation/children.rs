@@ -194,11 +194,7 @@ async fn join(
             name: reader.name(),
             required: reader.required(),
             run: with.run(*model, tools, &clock, &shared),
-            log: SqlLog {
-                db: storage.db,
-                clock: storage.clock,
-                run: row,
-            },
+            log: SqlLog::new(storage.db, storage.clock, row),
         })
         .collect();
     let joined = keeping_lease(storage, parent, sub::join(children, &shared)).await?;

@@ -11,7 +11,7 @@
 //! is retried, at most [`crate::agent::MAX_DEPENDENCY_WAITS`] times.
 
 pub mod children;
-mod sql_log;
+pub mod sql_log;
 
 use harness::{LogError, Outcome};
 use serde_json::json;
@@ -33,6 +33,8 @@ use sql_log::{rest, working_status, SqlLog};
 pub struct Investigator<'a> {
     pub decider: Decider<'a>,
     pub model: &'a dyn Model,
+    /// Where the run's steps are committed (in batches with other runs' steps).
+    pub steps: &'a runs::StepWriter,
 }
 
 impl Investigator<'_> {
@@ -138,11 +140,8 @@ async fn investigate(
     spec.rules = &RefundRules;
     spec.observer = &Metered;
     loop {
-        let mut log = SqlLog {
-            db: inv.decider.db,
-            clock: inv.decider.clock,
-            run,
-        };
+        // A fresh log each time round: a rest (`provider_down`) commits outside it.
+        let mut log = SqlLog::new(inv.decider.db, inv.decider.clock, run).batched(inv.steps);
         let ended = match harness::run_loop(&spec, &mut log).await {
             Ok(ended) => ended,
             Err(LogError::Lost) => return Err(runs::run_changed()),

@@ -21,11 +21,12 @@ pub(super) async fn rest(
     now: i64,
     events: Vec<harness::NewEvent>,
 ) -> DomainResult<()> {
-    commit(db, run, to, (0, 0), now, &events).await
+    commit(db, run, to, (0, 0), now, &events).await.map(drop)
 }
 
 /// The run's versioned state change and the step's events, in one transaction
-/// (`runs::record_step`: a worker that lost its lease writes nothing).
+/// (`runs::record_step`: a worker that lost its lease writes nothing). Returns the
+/// events as stored.
 async fn commit(
     db: &Db,
     run: &mut Run,
@@ -33,12 +34,13 @@ async fn commit(
     (add_steps, add_tool_calls): (i64, i64),
     now: i64,
     events: &[harness::NewEvent],
-) -> DomainResult<()> {
+) -> DomainResult<Vec<runs::Appended>> {
     let events = run_events(events)?;
     let mut tx = db.begin().await?;
-    runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
+    let appended =
+        runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
     tx.commit().await?;
-    Ok(())
+    Ok(appended)
 }
 
 /// The harness's events as `runs` appends them; a kind the app does not know (a
@@ -81,10 +83,63 @@ pub(super) fn working_status(run: &Run) -> RunStatus {
 }
 
 /// The harness's [`EventLog`] on the `runs` row and `run_events`.
-pub(super) struct SqlLog<'a> {
+///
+/// The events are read from the store once, then kept: each committed step adds the
+/// events it stored (issue 19: reading the whole log back before every turn was the
+/// largest share of a ticket's statements and of its JSON parsing). That is the store's
+/// log as the loop folds it because only the run's holder appends the events the loop
+/// reads, each in a versioned update of the run — anyone else who ends or takes the run
+/// bumps its version, so this holder's next commit fails (`LogError::Lost`) before it
+/// acts on what it knew. (The watchdog's `watchdog_flagged` note is appended beside a
+/// working run without a version bump; the loop's fold ignores that kind.)
+pub struct SqlLog<'a> {
     pub db: &'a Db,
     pub clock: &'a dyn Clock,
     pub run: &'a mut Run,
+    known: Option<Vec<harness::Event>>,
+    /// Commits through the group writer (a case's run); `None`: a transaction of its
+    /// own per step (child runs, committed inside their parent's step).
+    writer: Option<&'a runs::StepWriter>,
+}
+
+impl<'a> SqlLog<'a> {
+    pub fn new(db: &'a Db, clock: &'a dyn Clock, run: &'a mut Run) -> Self {
+        SqlLog {
+            db,
+            clock,
+            run,
+            known: None,
+            writer: None,
+        }
+    }
+
+    /// Steps committed in batches with other runs' steps (`runs::StepWriter`).
+    pub fn batched(mut self, writer: &'a runs::StepWriter) -> Self {
+        self.writer = Some(writer);
+        self
+    }
+
+    async fn commit_step(&mut self, step: Step) -> DomainResult<Vec<runs::Appended>> {
+        let to = step
+            .phase
+            .map_or_else(|| working_status(self.run), RunStatus::from);
+        let now = self.clock.now_ms();
+        let counts = (step.add_steps, step.add_tool_calls);
+        let Some(writer) = self.writer else {
+            return commit(self.db, self.run, to, counts, now, &step.events).await;
+        };
+        let write = runs::StepWrite {
+            run: self.run.clone(),
+            status: to,
+            add_steps: counts.0,
+            add_tool_calls: counts.1,
+            now,
+            events: step.events,
+        };
+        let (run, appended) = writer.commit(write).await?;
+        *self.run = run;
+        Ok(appended)
+    }
 }
 
 pub(super) fn from_app(e: DomainError) -> LogError<DomainError> {
@@ -100,23 +155,28 @@ impl EventLog for SqlLog<'_> {
 
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
         Box::pin(async move {
-            let events = runs::events(self.db, &self.run.id)
-                .await
-                .map_err(from_app)?;
-            Ok(harness_events(events))
+            if self.known.is_none() {
+                let events = runs::events(self.db, &self.run.id)
+                    .await
+                    .map_err(from_app)?;
+                self.known = Some(harness_events(events));
+            }
+            Ok(self.known.clone().unwrap_or_default())
         })
     }
 
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
         Box::pin(async move {
-            let to = step
-                .phase
-                .map_or_else(|| working_status(self.run), RunStatus::from);
-            let now = self.clock.now_ms();
-            let counts = (step.add_steps, step.add_tool_calls);
-            commit(self.db, self.run, to, counts, now, &step.events)
-                .await
-                .map_err(from_app)
+            let appended = self.commit_step(step).await.map_err(from_app)?;
+            if let Some(known) = &mut self.known {
+                known.extend(appended.into_iter().map(|e| harness::Event {
+                    seq: e.seq,
+                    kind: e.kind.as_str().to_string(),
+                    call_id: e.call_id,
+                    payload: e.payload,
+                }));
+            }
+            Ok(())
         })
     }
 

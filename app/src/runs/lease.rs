@@ -67,28 +67,20 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<
 /// versioned update until one is won. Candidates are read one status at a time in
 /// creation order, so each read walks the `(status, created_at)` index instead of
 /// sorting every queued run: runs abandoned mid-step first, then ready runs, then runs
-/// whose dependency wait is over.
+/// whose dependency wait is over. The five reads are one statement (issue 19: each
+/// statement is a round trip to the connection's thread).
 async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
-    const GROUPS: [(&str, bool); 5] = [
-        ("model_running", false),
-        ("tool_running", false),
-        ("tool_pending", false),
-        ("ready", false),
-        ("awaiting_dependency", true),
-    ];
-    for (status, rested) in GROUPS {
-        let candidates = sqlx::query(
-            "SELECT id, version FROM runs
-             WHERE status = $1 AND (lease_expires_at IS NULL OR lease_expires_at < $2)
-               AND ($3 = 0 OR updated_at <= $4) AND parent_run_id IS NULL
-             ORDER BY created_at LIMIT 10",
-        )
-        .bind(status)
-        .bind(now)
-        .bind(i64::from(rested))
-        .bind(now - DEPENDENCY_RETRY_MS)
-        .fetch_all(db.pool())
-        .await?;
+    // Every candidate lost means each was claimed or changed since the read: read again
+    // (a few times), rather than report an empty queue that is not.
+    for _ in 0..5 {
+        let candidates = sqlx::query(CANDIDATES_BY_STATUS)
+            .bind(now)
+            .bind(now - DEPENDENCY_RETRY_MS)
+            .fetch_all(db.pool())
+            .await?;
+        if candidates.is_empty() {
+            return Ok(None);
+        }
         for row in candidates {
             let id: String = row.try_get("id")?;
             let version: i64 = row.try_get("version")?;
@@ -100,6 +92,32 @@ async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Op
     }
     Ok(None)
 }
+
+/// Up to ten claimable runs per status, in the order `claim_next_versioned` tries them
+/// (`rank`, then creation). `$1` is now, `$2` now minus the dependency retry period.
+const CANDIDATES_BY_STATUS: &str = "
+    SELECT id, version FROM (
+        SELECT * FROM (SELECT id, version, created_at, 0 AS rank FROM runs
+            WHERE status = 'model_running' AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+              AND parent_run_id IS NULL ORDER BY created_at LIMIT 10) AS model_running
+        UNION ALL
+        SELECT * FROM (SELECT id, version, created_at, 1 AS rank FROM runs
+            WHERE status = 'tool_running' AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+              AND parent_run_id IS NULL ORDER BY created_at LIMIT 10) AS tool_running
+        UNION ALL
+        SELECT * FROM (SELECT id, version, created_at, 2 AS rank FROM runs
+            WHERE status = 'tool_pending' AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+              AND parent_run_id IS NULL ORDER BY created_at LIMIT 10) AS tool_pending
+        UNION ALL
+        SELECT * FROM (SELECT id, version, created_at, 3 AS rank FROM runs
+            WHERE status = 'ready' AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+              AND parent_run_id IS NULL ORDER BY created_at LIMIT 10) AS ready
+        UNION ALL
+        SELECT * FROM (SELECT id, version, created_at, 4 AS rank FROM runs
+            WHERE status = 'awaiting_dependency' AND updated_at <= $2
+              AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+              AND parent_run_id IS NULL ORDER BY created_at LIMIT 10) AS rested
+    ) AS candidates ORDER BY rank, created_at LIMIT 10";
 
 /// The versioned lease update both claim paths end with: it succeeds only if the run
 /// is still at `version` and its lease still free or expired.
@@ -152,6 +170,10 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
 /// update naming the owner: it does nothing if the run changed since `run` was read or
 /// holds no lease (a run that waits or ended gave its lease up already).
 pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
+    if run.lease_owner.is_none() {
+        // Nothing to give up (a run that waits or ended released it in its last step).
+        return Ok(());
+    }
     sqlx::query(
         "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1
          WHERE id = $1 AND version = $2 AND lease_owner = $3",

@@ -15,10 +15,23 @@ pub struct NewEvent<'a> {
     pub payload: &'a serde_json::Value,
 }
 
+/// An event this process appended, as it was stored: what a log that keeps its events
+/// in memory (`investigation::sql_log`) adds instead of reading them back.
+#[derive(Debug)]
+pub struct Appended {
+    pub seq: i64,
+    pub kind: EventKind,
+    pub call_id: Option<String>,
+    pub payload: serde_json::Value,
+}
+
 /// `set_status` with the events the step produced, logged before the `state` event
 /// they led to (so the log reads "model output, intents, then → tool_pending"). The
 /// versioned update still comes first: a worker that lost its lease writes nothing,
 /// and on PostgreSQL the run's row stays locked until the events are committed.
+/// Returns the events as appended (issue 19: a step is three statements — the update,
+/// one read of the last sequence number, one insert of all its events — whatever the
+/// number of events).
 pub async fn record_step(
     tx: &mut Tx<'_>,
     run: &mut Run,
@@ -27,7 +40,7 @@ pub async fn record_step(
     add_tool_calls: i64,
     now: i64,
     events: &[NewEvent<'_>],
-) -> DomainResult<()> {
+) -> DomainResult<Vec<Appended>> {
     let releases = status.holds_no_worker();
     let lease_expires_at = if releases {
         None
@@ -57,29 +70,38 @@ pub async fn record_step(
     if done.rows_affected() != 1 {
         return Err(run_changed());
     }
-    for e in events {
-        append_event(tx, &run.id, e.kind, e.call_id, e.payload, now).await?;
-    }
+    let mut appended: Vec<(
+        EventKind,
+        Option<&str>,
+        std::borrow::Cow<'_, serde_json::Value>,
+    )> = events
+        .iter()
+        .map(|e| (e.kind, e.call_id, std::borrow::Cow::Borrowed(e.payload)))
+        .collect();
     if run.status != status {
-        append_event(
-            tx,
-            &run.id,
-            EventKind::State,
-            None,
-            &serde_json::json!({ "from": run.status, "to": status, "steps": run.steps + add_steps, "tool_calls": run.tool_calls + add_tool_calls }),
-            now,
-        )
-        .await?;
+        let state = serde_json::json!({ "from": run.status, "to": status, "steps": run.steps + add_steps, "tool_calls": run.tool_calls + add_tool_calls });
+        appended.push((EventKind::State, None, std::borrow::Cow::Owned(state)));
     }
+    let first = insert_events(tx, &run.id, &appended, now).await?;
     run.version += 1;
     run.status = status;
     run.steps += add_steps;
     run.tool_calls += add_tool_calls;
     run.lease_owner = lease_owner;
     run.lease_expires_at = lease_expires_at;
-    Ok(())
+    Ok(appended
+        .into_iter()
+        .zip(first..)
+        .map(|((kind, call_id, payload), seq)| Appended {
+            seq,
+            kind,
+            call_id: call_id.map(String::from),
+            payload: payload.into_owned(),
+        })
+        .collect())
 }
 
+/// Appends one event; returns its sequence number.
 pub async fn append_event(
     tx: &mut Tx<'_>,
     run_id: &str,
@@ -88,21 +110,65 @@ pub async fn append_event(
     payload: &serde_json::Value,
     now: i64,
 ) -> DomainResult<i64> {
-    let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM run_events WHERE run_id = $1")
-        .bind(run_id)
-        .fetch_one(&mut **tx)
-        .await?;
-    let seq = row.try_get::<i64, _>("last")? + 1;
-    sqlx::query("INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
-        .bind(run_id)
-        .bind(seq)
-        .bind(kind.as_str())
-        .bind(call_id)
-        .bind(payload.to_string())
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
-    Ok(seq)
+    let event = [(kind, call_id, std::borrow::Cow::Borrowed(payload))];
+    insert_events(tx, run_id, &event, now).await
+}
+
+/// Appends `events` in order after the run's last one, in one statement that reads the
+/// last sequence number itself (issue 19: one round trip, however many events); returns
+/// the first one's sequence number. Nothing for no events.
+async fn insert_events(
+    tx: &mut Tx<'_>,
+    run_id: &str,
+    events: &[(
+        EventKind,
+        Option<&str>,
+        std::borrow::Cow<'_, serde_json::Value>,
+    )],
+    now: i64,
+) -> DomainResult<i64> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    // `$1` the run, `$2` the time; then kind, call id and payload per event.
+    let mut sql = String::from(
+        "WITH last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM run_events WHERE run_id = $1)
+         INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at) ",
+    );
+    for i in 0..events.len() {
+        let p = 3 + i * 3;
+        if i > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        sql.push_str(&format!(
+            "SELECT $1, seq + {}, ${}, ${}, ${}, $2 FROM last",
+            i + 1,
+            p,
+            p + 1,
+            p + 2
+        ));
+    }
+    sql.push_str(" RETURNING seq");
+    let mut insert = sqlx::query(&sql).bind(run_id).bind(now);
+    for (kind, call_id, payload) in events {
+        insert = insert
+            .bind(kind.as_str())
+            .bind(*call_id)
+            .bind(payload.to_string());
+    }
+    let rows = insert.fetch_all(&mut **tx).await?;
+    let mut first = i64::MAX;
+    for row in &rows {
+        first = first.min(row.try_get::<i64, _>("seq")?);
+    }
+    if rows.len() != events.len() {
+        return Err(crate::error::DomainError::Internal(anyhow::anyhow!(
+            "{} of {} run events stored",
+            rows.len(),
+            events.len()
+        )));
+    }
+    Ok(first)
 }
 
 pub async fn events(db: &Db, run_id: &str) -> DomainResult<Vec<Event>> {

@@ -8,7 +8,9 @@
 mod lease;
 pub use lease::{claim_next, release, renew_lease};
 mod log;
-pub use log::{append_event, events, record_step, NewEvent};
+pub use log::{append_event, events, record_step, Appended, NewEvent};
+mod group;
+pub use group::{commit_batch, Committed, StepWrite, StepWriter};
 mod stalled;
 pub use stalled::{lock_for_note, progress_of, stalled_runs, Stalled};
 mod children;
@@ -264,7 +266,9 @@ pub async fn set_status(
     add_tool_calls: i64,
     now: i64,
 ) -> DomainResult<()> {
-    record_step(tx, run, status, add_steps, add_tool_calls, now, &[]).await
+    record_step(tx, run, status, add_steps, add_tool_calls, now, &[])
+        .await
+        .map(drop)
 }
 
 /// Ends a run that is not running (cancelled when its case was re-investigated, completed
