@@ -111,7 +111,7 @@ fn serve_help_lists_every_variable_with_its_default_and_the_version_is_printed()
         "[default: 127.0.0.1:8080]",
         "[default: 72]",
         "[default: off]",
-        "[default: 4 on PostgreSQL, 1 on SQLite]",
+        "[default: 4]",
     ] {
         assert!(help.contains(default), "{default} in --help:\n{help}");
     }
