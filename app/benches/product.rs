@@ -363,7 +363,7 @@ impl FreshDb {
                 let admin = sqlx::AnyPool::connect(base)
                     .await
                     .context("BENCH_DATABASE_URL must be reachable")?;
-                sqlx::query(&format!("CREATE DATABASE {name}"))
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&admin)
                     .await?;
                 admin.close().await;
@@ -381,9 +381,11 @@ impl FreshDb {
     async fn drop_database(self) {
         if let Some((base, name)) = self.drop_on {
             if let Ok(admin) = sqlx::AnyPool::connect(&base).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&admin)
-                    .await;
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&admin)
+                .await;
                 admin.close().await;
             }
         }
@@ -574,7 +576,7 @@ async fn case_statuses(db: &Db) -> anyhow::Result<BTreeMap<String, i64>> {
     Ok(out)
 }
 
-async fn count(db: &Db, sql: &str) -> anyhow::Result<i64> {
+async fn count(db: &Db, sql: &'static str) -> anyhow::Result<i64> {
     Ok(sqlx::query(sql).fetch_one(db.pool()).await?.try_get(0)?)
 }
 

@@ -116,7 +116,7 @@ async fn fresh_database(server: &str) -> anyhow::Result<String> {
     let admin = sqlx::AnyPool::connect(server)
         .await
         .context("connecting to PostgreSQL")?;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&admin)
         .await?;
     admin.close().await;
@@ -537,9 +537,9 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         .collect::<Vec<_>>()
         .join(", ");
     loop {
-        let open: i64 = sqlx::query(&format!(
+        let open: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT COUNT(*) AS n FROM cases WHERE status NOT IN ({in_list})"
-        ))
+        )))
         .fetch_one(&db)
         .await?
         .try_get("n")?;

@@ -4,6 +4,12 @@
 //! Queries use `$N` placeholders, which both backends accept, and only TEXT and BIGINT
 //! columns, so the same SQL runs unchanged on both. State changes are versioned updates
 //! (`… WHERE id = $x AND version = $y`) inside transactions.
+//!
+//! SQL is a `&'static str` wherever it can be. Where it is put together with `format!`
+//! (shared column lists, a variable number of placeholders, a condition chosen from
+//! this crate's constants), it is wrapped in `sqlx::AssertSqlSafe`, sqlx 0.9's mark of
+//! SQL audited by hand: only constants and `$N` placeholders go into the text, every
+//! value is bound.
 
 use std::path::Path;
 use std::str::FromStr;

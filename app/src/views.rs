@@ -200,7 +200,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
          WHERE c.id IN ({})",
         placeholders.join(", ")
     );
-    let mut select = sqlx::query(&sql);
+    let mut select = sqlx::query(sqlx::AssertSqlSafe(sql));
     for case in cases {
         select = select.bind(&case.id);
     }

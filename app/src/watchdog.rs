@@ -278,9 +278,9 @@ fn flag_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Flag> {
 }
 
 async fn flag_of(db: &Db, stalled: &Stalled) -> DomainResult<Option<Flag>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags WHERE run_id = $1 AND stalled_since = $2"
-    ))
+    )))
     .bind(&stalled.run.id)
     .bind(stalled.last_progress_at)
     .fetch_optional(db.pool())
@@ -301,10 +301,10 @@ pub async fn stuck_counts(db: &Db) -> DomainResult<Vec<(&'static str, usize)>> {
 /// Flags still standing: not cleared by progress and not handed off (the console's
 /// "stuck" cases), newest stall last.
 pub async fn open_flags(db: &Db) -> DomainResult<Vec<Flag>> {
-    let rows = sqlx::query(&format!(
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags
          WHERE cleared_at IS NULL AND handed_off_at IS NULL ORDER BY stalled_since LIMIT 500"
-    ))
+    )))
     .fetch_all(db.reader())
     .await?;
     rows.iter().map(flag_from_row).collect()
@@ -312,11 +312,11 @@ pub async fn open_flags(db: &Db) -> DomainResult<Vec<Flag>> {
 
 /// The standing flag of a case, if its run is stuck now.
 pub async fn open_flag_of_case(db: &Db, case_id: &str) -> DomainResult<Option<Flag>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags
          WHERE case_id = $1 AND cleared_at IS NULL AND handed_off_at IS NULL
          ORDER BY stalled_since DESC LIMIT 1"
-    ))
+    )))
     .bind(case_id)
     .fetch_optional(db.reader())
     .await?;

@@ -700,7 +700,7 @@ async fn race<T: Send + 'static>(
     results
 }
 
-async fn count_rows(app: &TestApp, sql: &str, key: &str) -> i64 {
+async fn count_rows(app: &TestApp, sql: &'static str, key: &str) -> i64 {
     sqlx::query_scalar(sql)
         .bind(key)
         .fetch_one(app.state.db.pool())

@@ -911,12 +911,14 @@ async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_one
     let count = |table: &'static str| {
         let db = app.state.db.clone();
         async move {
-            sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table}"))
-                .fetch_one(db.pool())
-                .await
-                .unwrap()
-                .try_get::<i64, _>("n")
-                .unwrap()
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT COUNT(*) AS n FROM {table}"
+            )))
+            .fetch_one(db.pool())
+            .await
+            .unwrap()
+            .try_get::<i64, _>("n")
+            .unwrap()
         }
     };
     let now = {

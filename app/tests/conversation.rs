@@ -31,7 +31,7 @@ async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, St
     .await
 }
 
-async fn count(app: &TestApp, sql: &str, key: &str) -> i64 {
+async fn count(app: &TestApp, sql: &'static str, key: &str) -> i64 {
     sqlx::query_scalar(sql)
         .bind(key)
         .fetch_one(app.state.db.pool())
@@ -119,12 +119,13 @@ async fn a_staff_reply_reaches_the_customer_and_an_internal_note_reaches_no_cust
 
     // Both are in the audit log, with who wrote them.
     for action in ["staff_reply", "internal_note"] {
-        let n = count(
-            &app,
-            &format!("SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = '{action}'"),
-            case_id,
-        )
-        .await;
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE subject = $1 AND action = $2")
+                .bind(case_id)
+                .bind(action)
+                .fetch_one(app.state.db.pool())
+                .await
+                .unwrap();
         assert_eq!(n, 1, "{action} audited");
     }
     // The staff reply does not void the proposal waiting for approval: facts unchanged.

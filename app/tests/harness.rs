@@ -89,7 +89,7 @@ async fn run_id_of(app: &TestApp, case_id: &str) -> String {
         .to_string()
 }
 
-async fn count_rows(app: &TestApp, sql: &str) -> i64 {
+async fn count_rows(app: &TestApp, sql: &'static str) -> i64 {
     sqlx::query(sql)
         .fetch_one(app.state.db.pool())
         .await

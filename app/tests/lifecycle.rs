@@ -498,9 +498,9 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     // A graceful stop leaves no lease behind: the step in flight committed and released.
     let pool = lease_pool(&env, &data).await;
     for table in ["runs", "cases"] {
-        let held: i64 = sqlx::query_scalar(&format!(
+        let held: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "SELECT COUNT(*) FROM {table} WHERE lease_owner IS NOT NULL"
-        ))
+        )))
         .fetch_one(&pool)
         .await
         .unwrap();

@@ -409,11 +409,13 @@ async fn records(app: &TestApp) -> Vec<(String, i64)> {
         "approvals",
         "refund_intents",
     ] {
-        let n: i64 = sqlx::query(&format!("SELECT COUNT(*) AS n FROM {table}"))
-            .fetch_one(app.state.db.pool())
-            .await
-            .unwrap()
-            .get("n");
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT COUNT(*) AS n FROM {table}"
+        )))
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+        .get("n");
         counts.push((table.to_string(), n));
     }
     let versions: i64 =

@@ -120,7 +120,7 @@ async fn console_page(app: &TestApp, path: &str) -> String {
     html
 }
 
-async fn count(app: &TestApp, sql: &str, bind: &str) -> i64 {
+async fn count(app: &TestApp, sql: &'static str, bind: &str) -> i64 {
     sqlx::query(sql)
         .bind(bind)
         .fetch_one(app.state.db.pool())

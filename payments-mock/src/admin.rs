@@ -113,9 +113,11 @@ struct Ledger {
 /// and side-effect counters.
 pub async fn ledger(State(state): State<MockState>) -> Result<Response, ApiError> {
     let pool = state.pool();
-    let refunds: Vec<RefundRow> = sqlx::query_as(&format!("{REFUND_SELECT} ORDER BY r.seq"))
-        .fetch_all(pool)
-        .await?;
+    let refunds: Vec<RefundRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{REFUND_SELECT} ORDER BY r.seq"
+    )))
+    .fetch_all(pool)
+    .await?;
     let keys: Vec<KeyRow> = sqlx::query_as(
         "SELECT api_key, idempotency_key, method, path, params, response_status, refund_id, \
          request_id, created FROM idempotency_keys ORDER BY created, rowid",

@@ -81,9 +81,9 @@ impl ChargeRow {
 }
 
 pub async fn find(conn: &mut SqliteConnection, id: &str) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {CHARGE_COLUMNS} FROM charges WHERE id = ?"
-    ))
+    )))
     .bind(id)
     .fetch_optional(conn)
     .await
@@ -93,9 +93,9 @@ pub async fn find_by_payment_intent(
     conn: &mut SqliteConnection,
     payment_intent: &str,
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {CHARGE_COLUMNS} FROM charges WHERE payment_intent = ? ORDER BY created DESC, seq DESC LIMIT 1"
-    ))
+    )))
     .bind(payment_intent)
     .fetch_optional(conn)
     .await
@@ -136,22 +136,22 @@ pub async fn list(
     // which made every list O(all charges).
     let rows: Vec<ChargeRow> = match params.get("customer") {
         Some(customer) => {
-            sqlx::query_as(&format!(
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT {CHARGE_COLUMNS} FROM charges \
                  WHERE customer = ?1 AND (?2 IS NULL OR payment_intent = ?2) \
                  ORDER BY created DESC, seq DESC"
-            ))
+            )))
             .bind(customer)
             .bind(params.get("payment_intent"))
             .fetch_all(state.pool())
             .await?
         }
         None => {
-            sqlx::query_as(&format!(
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT {CHARGE_COLUMNS} FROM charges \
                  WHERE (?1 IS NULL OR payment_intent = ?1) \
                  ORDER BY created DESC, seq DESC"
-            ))
+            )))
             .bind(params.get("payment_intent"))
             .fetch_all(state.pool())
             .await?

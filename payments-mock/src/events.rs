@@ -220,9 +220,9 @@ pub async fn list(
         }
     };
     let oldest = state.clock().now().saturating_sub(RETENTION_SECS);
-    let rows: Vec<EventRow> = sqlx::query_as(&format!(
+    let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "{EVENT_SELECT} WHERE created >= ? ORDER BY created DESC, seq DESC"
-    ))
+    )))
     .bind(oldest)
     .fetch_all(state.pool())
     .await?;
@@ -249,10 +249,11 @@ pub async fn retrieve(
     _key: ApiKey,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let row: Option<EventRow> = sqlx::query_as(&format!("{EVENT_SELECT} WHERE id = ?"))
-        .bind(&id)
-        .fetch_optional(state.pool())
-        .await?;
+    let row: Option<EventRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{EVENT_SELECT} WHERE id = ?")))
+            .bind(&id)
+            .fetch_optional(state.pool())
+            .await?;
     match row {
         Some(row) => Ok(json_response(StatusCode::OK, to_json(&row.to_value()))),
         None => Err(ApiError::missing("event", &id, "id")),

@@ -90,10 +90,12 @@ impl RefundRow {
 pub const RESERVING_STATUSES: [&str; 3] = ["succeeded", "pending", "requires_action"];
 
 pub async fn find(conn: &mut SqliteConnection, id: &str) -> Result<Option<RefundRow>, sqlx::Error> {
-    sqlx::query_as(&format!("{REFUND_SELECT} WHERE r.id = ?"))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{REFUND_SELECT} WHERE r.id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .await
 }
 
 /// What to refund: exactly one of `charge` and `payment_intent`.
@@ -399,20 +401,20 @@ pub async fn list(
     // `(charge_id, created, seq)` index instead of scanning every refund.
     let rows: Vec<RefundRow> = match params.get("charge") {
         Some(charge) => {
-            sqlx::query_as(&format!(
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "{REFUND_SELECT} WHERE r.charge_id = ?1 \
                  AND (?2 IS NULL OR c.payment_intent = ?2) ORDER BY r.created DESC, r.seq DESC"
-            ))
+            )))
             .bind(charge)
             .bind(params.get("payment_intent"))
             .fetch_all(state.pool())
             .await?
         }
         None => {
-            sqlx::query_as(&format!(
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "{REFUND_SELECT} WHERE (?1 IS NULL OR c.payment_intent = ?1) \
                  ORDER BY r.created DESC, r.seq DESC"
-            ))
+            )))
             .bind(params.get("payment_intent"))
             .fetch_all(state.pool())
             .await?

@@ -324,11 +324,11 @@ pub async fn load(State(state): State<MockState>, body: Bytes) -> Result<Respons
         .collect::<Vec<_>>()
         .join(", ");
     for charge_id in &touched {
-        sqlx::query(&format!(
+        sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE charges SET amount_refunded = MAX(amount_refunded, \
              (SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE charge_id = ?1 AND status IN ({reserving}))) \
              WHERE id = ?1"
-        ))
+        )))
         .bind(charge_id)
         .execute(&mut *tx)
         .await?;

@@ -98,7 +98,7 @@ pub async fn search(db: &Db, filter: &AuditFilter) -> DomainResult<Vec<AuditLine
          WHERE {} ORDER BY a.created_at DESC, a.id DESC LIMIT {MAX_LINES}",
         conditions.join(" AND ")
     );
-    let mut query = sqlx::query(&sql);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for value in binds {
         query = match value {
             Bound::Text(text) => query.bind(text),

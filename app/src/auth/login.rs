@@ -133,10 +133,10 @@ async fn failures_since(
     since_ms: i64,
 ) -> DomainResult<(i64, i64)> {
     // `column` is one of two literals chosen above, never input.
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT COUNT(*) AS n, COALESCE(MAX(at), 0) AS last FROM login_failures
          WHERE {column} = $1 AND at > $2 AND id <> $3"
-    ))
+    )))
     .bind(value)
     .bind(since_ms)
     .bind(attempt)

@@ -91,7 +91,7 @@ pub async fn joined_cases(db: &Db, case_id: &str) -> DomainResult<Vec<Case>> {
     let sql = format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE joined_into = $1 ORDER BY created_at, id LIMIT 200"
     );
-    let rows = sqlx::query(&sql)
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(case_id)
         .fetch_all(db.reader())
         .await?;

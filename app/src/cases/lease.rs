@@ -44,10 +44,10 @@ pub(crate) async fn claim_case(
     let claimed = match db.backend() {
         Backend::Postgres => {
             let mut tx = db.begin().await?;
-            let candidate = sqlx::query(&format!(
+            let candidate = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT version FROM cases WHERE id = $1 AND {EXECUTABLE_CASES}
                    AND (lease_expires_at IS NULL OR lease_expires_at < $2) FOR UPDATE SKIP LOCKED"
-            ))
+            )))
             .bind(case_id)
             .bind(now)
             .fetch_optional(&mut *tx)
@@ -66,10 +66,10 @@ pub(crate) async fn claim_case(
         // processes, upgrading a read transaction to a write one can fail with
         // SQLITE_BUSY at once; two autocommit statements wait on `busy_timeout` instead.
         Backend::Sqlite => {
-            let candidate = sqlx::query(&format!(
+            let candidate = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT version FROM cases WHERE id = $1 AND {EXECUTABLE_CASES}
                    AND (lease_expires_at IS NULL OR lease_expires_at < $2)"
-            ))
+            )))
             .bind(case_id)
             .bind(now)
             .fetch_optional(db.pool())
@@ -112,11 +112,11 @@ async fn take_case_lease(
     expires_at: i64,
     now: i64,
 ) -> DomainResult<bool> {
-    let done = sqlx::query(&format!(
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE cases SET lease_owner = $1, lease_expires_at = $2, version = version + 1
          WHERE id = $3 AND version = $4 AND {EXECUTABLE_CASES}
            AND (lease_expires_at IS NULL OR lease_expires_at < $5)"
-    ))
+    )))
     .bind(owner)
     .bind(expires_at)
     .bind(case_id)

@@ -111,10 +111,12 @@ async fn load_case_from(
     pool: impl sqlx::Executor<'_, Database = sqlx::Any>,
     case_id: &str,
 ) -> DomainResult<Option<Case>> {
-    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
-        .bind(case_id)
-        .fetch_optional(pool)
-        .await?;
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"
+    )))
+    .bind(case_id)
+    .fetch_optional(pool)
+    .await?;
     row.as_ref().map(case_from_row).transpose()
 }
 
@@ -123,10 +125,10 @@ async fn load_case_from(
 /// are cases decided earlier and touched since (replied, closed). Oldest first, at most
 /// `limit`.
 pub async fn with_facts_since(db: &Db, since_ms: i64, limit: i64) -> DomainResult<Vec<Case>> {
-    let rows = sqlx::query(&format!(
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE facts IS NOT NULL AND updated_at >= $1
          ORDER BY created_at, id LIMIT $2"
-    ))
+    )))
     .bind(since_ms)
     .bind(limit)
     .fetch_all(db.reader())
@@ -135,17 +137,19 @@ pub async fn with_facts_since(db: &Db, since_ms: i64, limit: i64) -> DomainResul
 }
 
 pub async fn load_case_tx(tx: &mut Tx<'_>, case_id: &str) -> DomainResult<Option<Case>> {
-    let row = sqlx::query(&format!("SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"))
-        .bind(case_id)
-        .fetch_optional(&mut **tx)
-        .await?;
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {CASE_COLUMNS} FROM cases WHERE id = $1"
+    )))
+    .bind(case_id)
+    .fetch_optional(&mut **tx)
+    .await?;
     row.as_ref().map(case_from_row).transpose()
 }
 
 pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Case>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
-    ))
+    )))
     .bind(ticket_id)
     .fetch_optional(db.reader())
     .await?;
@@ -153,9 +157,9 @@ pub async fn case_for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ca
 }
 
 pub async fn case_for_ticket_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Option<Case>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {CASE_COLUMNS} FROM cases WHERE ticket_id = $1"
-    ))
+    )))
     .bind(ticket_id)
     .fetch_optional(&mut **tx)
     .await?;
@@ -231,7 +235,7 @@ async fn update_case(
         n + 2,
         n + 3
     );
-    let mut query = sqlx::query(&sql);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for value in values {
         query = query.bind(*value);
     }
@@ -479,7 +483,7 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
         columns.join(", "),
         conditions.join(" AND ")
     );
-    let mut select = sqlx::query(&sql);
+    let mut select = sqlx::query(sqlx::AssertSqlSafe(sql));
     for value in &binds {
         select = select.bind(value);
     }
@@ -500,7 +504,7 @@ pub async fn other_open_cases_on_order(db: &Db, case: &Case) -> DomainResult<Vec
          AND status NOT IN ('closed', 'cancelled') AND facts IS NOT NULL
          ORDER BY created_at DESC, id LIMIT 200"
     );
-    let rows = sqlx::query(&sql)
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(&case.customer_id)
         .bind(&case.id)
         .fetch_all(db.pool())

@@ -131,9 +131,9 @@ async fn intents_from(
     pool: impl sqlx::Executor<'_, Database = sqlx::Any>,
     case_id: &str,
 ) -> DomainResult<Vec<Intent>> {
-    let rows = sqlx::query(&format!(
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE case_id = $1 ORDER BY charge_id"
-    ))
+    )))
     .bind(case_id)
     .fetch_all(pool)
     .await?;
@@ -256,10 +256,10 @@ pub async fn advance_intent(
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
-    let done = sqlx::query(&format!(
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE refund_intents SET status = $1, provider_refund_id = COALESCE($2, provider_refund_id), last_error = $3,
              version = version + 1, updated_at = $4 WHERE id = $5 AND status IN ({from_sql})"
-    ))
+    )))
     .bind(to.as_str())
     .bind(provider_refund_id)
     .bind(error)
@@ -361,9 +361,9 @@ pub enum Step {
 }
 
 pub async fn load_intent(db: &Db, intent_id: &str) -> DomainResult<Option<Intent>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {INTENT_COLUMNS} FROM refund_intents WHERE id = $1"
-    ))
+    )))
     .bind(intent_id)
     .fetch_optional(db.pool())
     .await?;

@@ -154,7 +154,9 @@ async fn count(
         "SELECT COUNT(*) AS n FROM rollout_cases rc
          WHERE rc.gets_proposal = $1 AND rc.opened_at >= $2 AND {filter} AND ({condition})"
     );
-    let mut query = sqlx::query(&sql).bind(i64::from(with_proposal)).bind(since);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(i64::from(with_proposal))
+        .bind(since);
     if let Some(name) = name {
         query = query.bind(name);
     }
@@ -168,7 +170,9 @@ async fn sum(db: &Db, scope: Scope, since: i64, expression: &str) -> DomainResul
         "SELECT CAST(COALESCE(SUM({expression}), 0) AS BIGINT) AS n FROM rollout_cases rc
          WHERE rc.gets_proposal = $1 AND rc.opened_at >= $2 AND {filter}"
     );
-    let mut query = sqlx::query(&sql).bind(1_i64).bind(since);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(1_i64)
+        .bind(since);
     if let Some(name) = name {
         query = query.bind(name);
     }
@@ -279,7 +283,9 @@ async fn median_time_to_decision(
          WHERE rc.gets_proposal = $1 AND rc.opened_at >= $2 AND {filter}
            AND EXISTS (SELECT 1 FROM approvals a WHERE a.case_id = rc.case_id)"
     );
-    let mut query = sqlx::query(&sql).bind(1_i64).bind(since);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(1_i64)
+        .bind(since);
     if let Some(name) = name {
         query = query.bind(name);
     }

@@ -56,9 +56,9 @@ pub async fn child_run(
 }
 
 async fn find_child(db: &Db, parent_id: &str, name: &str) -> DomainResult<Option<Run>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = $1 AND child_name = $2"
-    ))
+    )))
     .bind(parent_id)
     .bind(name)
     .fetch_optional(db.pool())

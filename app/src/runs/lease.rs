@@ -44,10 +44,10 @@ pub async fn claim_next(db: &Db, owner: &str, now: i64) -> DomainResult<Option<R
 /// lease with the versioned update, and commit (the row lock lasts only this long).
 async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
     let mut tx = db.begin().await?;
-    let candidate = sqlx::query(&format!(
+    let candidate = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS}
          ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED"
-    ))
+    )))
     .bind(now)
     .bind(now - DEPENDENCY_RETRY_MS)
     .fetch_optional(&mut *tx)

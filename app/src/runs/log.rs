@@ -149,7 +149,7 @@ async fn insert_events(
         ));
     }
     sql.push_str(" RETURNING seq");
-    let mut insert = sqlx::query(&sql).bind(run_id).bind(now);
+    let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id).bind(now);
     for (kind, call_id, payload) in events {
         insert = insert
             .bind(kind.as_str())

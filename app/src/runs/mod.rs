@@ -233,10 +233,12 @@ fn run_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Run> {
 }
 
 pub async fn load_run(db: &Db, run_id: &str) -> DomainResult<Option<Run>> {
-    let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"))
-        .bind(run_id)
-        .fetch_optional(db.pool())
-        .await?;
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"
+    )))
+    .bind(run_id)
+    .fetch_optional(db.pool())
+    .await?;
     row.as_ref().map(run_from_row).transpose()
 }
 

@@ -51,7 +51,7 @@ pub async fn stalled_runs(
         last_progress_sql("r.id", progress),
         sql_list(watched.iter().map(|s| s.as_str()))
     );
-    let rows = sqlx::query(&sql)
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(cutoff)
         .bind(limit)
         .fetch_all(db.pool())
@@ -88,10 +88,10 @@ pub async fn progress_of(
     run_id: &str,
     progress: &[EventKind],
 ) -> DomainResult<Option<(String, i64)>> {
-    let row = sqlx::query(&format!(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT status, {} AS last_progress_at FROM runs WHERE id = $1",
         last_progress_sql("runs.id", progress)
-    ))
+    )))
     .bind(run_id)
     .fetch_optional(&mut *conn)
     .await?;

@@ -28,6 +28,7 @@ use futures_util::{FutureExt, StreamExt, TryFutureExt};
 use sqlx::any::{AnyConnectOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo};
 use sqlx::{
     Any, AnyConnection, AnyPool, ConnectOptions, Connection, Describe, Either, Execute, Executor,
+    SqlStr,
 };
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -182,11 +183,11 @@ impl ReadConnections {
         result
     }
 
-    async fn prepare_with<'q>(
+    async fn prepare_with(
         &self,
-        sql: &'q str,
+        sql: SqlStr,
         parameters: &[AnyTypeInfo],
-    ) -> Result<AnyStatement<'q>, sqlx::Error> {
+    ) -> Result<AnyStatement, sqlx::Error> {
         let mut lent = self.lend().await?;
         let result = match lent.connection() {
             Ok(connection) => connection.prepare_with(sql, parameters).await,
@@ -196,7 +197,7 @@ impl ReadConnections {
         result
     }
 
-    async fn describe(&self, sql: &str) -> Result<Describe<Any>, sqlx::Error> {
+    async fn describe(&self, sql: SqlStr) -> Result<Describe<Any>, sqlx::Error> {
         let mut lent = self.lend().await?;
         let result = match lent.connection() {
             Ok(connection) => connection.describe(sql).await,
@@ -283,11 +284,11 @@ impl<'p> Executor<'p> for &'p Readers {
         }
     }
 
-    fn prepare_with<'e, 'q: 'e>(
+    fn prepare_with<'e>(
         self,
-        sql: &'q str,
+        sql: SqlStr,
         parameters: &'e [AnyTypeInfo],
-    ) -> BoxFuture<'e, Result<AnyStatement<'q>, sqlx::Error>>
+    ) -> BoxFuture<'e, Result<AnyStatement, sqlx::Error>>
     where
         'p: 'e,
     {
@@ -297,7 +298,7 @@ impl<'p> Executor<'p> for &'p Readers {
         }
     }
 
-    fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, Result<Describe<Any>, sqlx::Error>>
+    fn describe<'e>(self, sql: SqlStr) -> BoxFuture<'e, Result<Describe<Any>, sqlx::Error>>
     where
         'p: 'e,
     {

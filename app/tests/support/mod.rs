@@ -53,7 +53,7 @@ pub async fn fresh_postgres_url(prefix: &str) -> Option<String> {
     let admin = sqlx::AnyPool::connect(&base)
         .await
         .expect("TEST_DATABASE_URL must be reachable");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&admin)
         .await
         .expect("creating a test database");
