@@ -10,7 +10,7 @@
 mod support;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{HeaderValue, Request, StatusCode};
 use serde_json::json;
 use support::{spawn_app, TestApp};
 
@@ -342,6 +342,45 @@ async fn a_request_id_sent_by_the_caller_comes_back_on_the_response() {
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.headers()["x-request-id"], "proxy-7f3a");
+}
+
+#[tokio::test]
+async fn a_request_id_too_long_or_not_plain_ascii_is_replaced_by_a_fresh_uuid() {
+    let app = spawn_app().await;
+    let longest = "r".repeat(app::web::router::REQUEST_ID_MAX_LEN);
+    let response = app
+        .response(
+            Request::get("/healthz")
+                .header("x-request-id", &longest)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(response.headers()["x-request-id"], longest.as_str(), "kept");
+    let too_long = "r".repeat(app::web::router::REQUEST_ID_MAX_LEN + 1);
+    let unfit: [&[u8]; 4] = [
+        too_long.as_bytes(),
+        b"two words",
+        b"caf\xc3\xa9",
+        b"tab\tinside",
+    ];
+    for sent in unfit {
+        let response = app
+            .response(
+                Request::get("/healthz")
+                    .header("x-request-id", HeaderValue::from_bytes(sent).unwrap())
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let id = response.headers()["x-request-id"].to_str().unwrap();
+        assert!(
+            uuid::Uuid::parse_str(id).is_ok(),
+            "{:?} was replaced by a UUID, not echoed: {id}",
+            String::from_utf8_lossy(sent)
+        );
+    }
 }
 
 #[tokio::test]

@@ -236,6 +236,28 @@ pub fn router(state: AppState) -> Router {
 /// The header that names one request in the logs and in the answer.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+/// The longest caller-sent `x-request-id` kept.
+pub const REQUEST_ID_MAX_LEN: usize = 128;
+
+/// A caller's `x-request-id` goes into every log line of its request and back on the
+/// answer, so one that is empty, longer than [`REQUEST_ID_MAX_LEN`] or not plain
+/// visible ASCII (no spaces) is dropped, and the request gets a fresh UUID instead:
+/// no one can stretch or garble our logs through it.
+async fn drop_unfit_request_id(mut request: Request) -> Request {
+    let fits = |v: &axum::http::HeaderValue| {
+        let bytes = v.as_bytes();
+        (1..=REQUEST_ID_MAX_LEN).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_graphic)
+    };
+    if request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .is_some_and(|v| !fits(v))
+    {
+        request.headers_mut().remove(REQUEST_ID_HEADER);
+    }
+    request
+}
+
 /// Content-Security-Policy of every response: scripts only from our own files (the
 /// ticket page's polling script is `/static/ticket.js`), inline styles allowed (they
 /// cannot run code), and no framing: an approval console must not be clickjacked.
@@ -285,6 +307,7 @@ fn with_request_layers(router: Router, hsts: bool) -> Router {
     });
     router.layer(
         tower::ServiceBuilder::new()
+            .layer(axum::middleware::map_request(drop_unfit_request_id))
             .layer(SetRequestIdLayer::new(id.clone(), MakeRequestUuid))
             .layer(trace)
             .layer(PropagateRequestIdLayer::new(id))
