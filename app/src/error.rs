@@ -58,16 +58,49 @@ impl DomainError {
             DomainError::PayloadTooLarge(_) => "payload_too_large",
             DomainError::TooManyRequests => "rate_limited",
             DomainError::Provider(_) => "provider_error",
+            DomainError::Internal(_) if self.is_unavailable() => "database_unavailable",
             DomainError::Internal(_) => "internal",
         }
+    }
+
+    /// Whether this failure is the database being out of reach (stopped, restarting,
+    /// no connection free in time) rather than a bug: the same request may succeed when
+    /// retried, so it answers 503 with `Retry-After`, not 500 (issue 20's outage).
+    pub fn is_unavailable(&self) -> bool {
+        let DomainError::Internal(e) = self else {
+            return false;
+        };
+        e.chain()
+            .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+            .any(database_out_of_reach)
     }
 
     /// The message a client may see.
     pub fn public_message(&self) -> String {
         match self {
+            DomainError::Internal(_) if self.is_unavailable() => {
+                "the database cannot be reached just now; try again in a few seconds".to_string()
+            }
             DomainError::Internal(_) => "internal error".to_string(),
             other => other.to_string(),
         }
+    }
+}
+
+/// A connection that could not be made or was cut (I/O, TLS, the pool's wait running
+/// out or the pool closed), or PostgreSQL's own word for it: SQLSTATE class 08
+/// (connection exception) and 57P01–57P03 (shutting down, crashed, starting up).
+fn database_out_of_reach(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+        _ => false,
     }
 }
 

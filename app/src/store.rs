@@ -44,6 +44,9 @@ pub struct Db {
 /// did not read faster on two cores: a read's cost is its hand-off, not its wait.
 const READERS: usize = 4;
 
+/// How long a PostgreSQL query waits for a pooled connection before it fails.
+const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl Db {
@@ -65,6 +68,10 @@ impl Db {
             Backend::Postgres => {
                 AnyPoolOptions::new()
                     .max_connections(10)
+                    // A request waits this long for a connection, then answers 503
+                    // (`database_unavailable`) instead of hanging for sqlx's default 30 s
+                    // while the database is away (issue 20's outage).
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
                     .connect_with(options.clone())
                     .await
             }

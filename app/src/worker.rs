@@ -127,7 +127,7 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> 
         // Release the run as this worker last wrote it (`advance` keeps its version
         // current). A reloaded copy could belong to a worker that took the lease over
         // after ours expired; releasing that would take its lease away.
-        crate::runs::release(&state.db, &run).await?;
+        release_when_reachable(state, &run, &stop).await?;
         if let Err(e) = result {
             tracing::error!(run_id = %run.id, error = %e, "run step failed; it will be retried");
             return Err(e);
@@ -135,6 +135,32 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> 
         handled += 1;
     }
     Ok(handled)
+}
+
+/// Releases a run this loop advanced. When the database is out of reach (a restart cut
+/// the step off), it tries again every half second while the lease would still hold the
+/// run: released as soon as the database is back, the run is picked up at once instead of
+/// waiting out its lease (`WORK_LEASE_SECS`). A stop request ends the waiting; the lease
+/// then expires as it would have.
+async fn release_when_reachable(
+    state: &AppState,
+    run: &crate::runs::Run,
+    stop: &StopSignal,
+) -> DomainResult<()> {
+    let give_up = std::time::Instant::now() + Duration::from_millis(crate::lease::ms() as u64);
+    loop {
+        match crate::runs::release(&state.db, run).await {
+            Err(e)
+                if e.is_unavailable()
+                    && std::time::Instant::now() < give_up
+                    && !stop.is_requested() =>
+            {
+                tracing::warn!(run_id = %run.id, "database out of reach; releasing the run again shortly");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Sends cases whose approval request is older than the TTL back to investigation.

@@ -307,11 +307,39 @@ async fn first_case_in_the_queue(database_url: &str) -> usize {
     in_flight
 }
 
+/// A request that needs the database, sent while it is down: a typed 503 with
+/// `Retry-After` (a client should retry), never a 500 (a bug) or a hang.
+async fn assert_database_unavailable(request: reqwest::RequestBuilder, what: &str) {
+    let resp = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = resp.status().as_u16();
+    let retry_after = resp.headers().get("retry-after").cloned();
+    let body: Value = resp.json().await.unwrap_or_default();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("database_unavailable")),
+        "{what} while the database is down: {body}"
+    );
+    assert!(retry_after.is_some(), "{what}: a 503 says when to retry");
+}
+
 /// Stops the database for `OUTAGE`, probing `serve` meanwhile, and starts it again.
-/// Returns how many `/readyz` probes answered 503 (every one must).
-async fn outage(cluster: &Cluster, http: &reqwest::Client, base: &str) -> usize {
+/// Returns how many `/readyz` probes answered 503 (every one must). A staff read and a
+/// customer's new ticket, sent meanwhile, answer 503 `database_unavailable`.
+async fn outage(cluster: &Cluster, http: &reqwest::Client, base: &str, desk: &Desk) -> usize {
     cluster.stop().unwrap_or_else(|e| panic!("{e}"));
     let stopped = Instant::now();
+    let queue = http
+        .get(format!("{base}/api/v1/cases?status=all"))
+        .bearer_auth(&desk.supervisor);
+    assert_database_unavailable(queue, "the case list").await;
+    let ticket = http
+        .post(format!("{base}/api/v1/tickets"))
+        .bearer_auth(&desk.customers[0])
+        .json(&json!({ "message": CHARGED_TWICE }));
+    assert_database_unavailable(ticket, "a new ticket").await;
     let (mut unready, mut ready) = (0, 0);
     while stopped.elapsed() < OUTAGE {
         match readyz_status(http, base).await {
@@ -434,7 +462,7 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
     // refunds begin around it.
     let in_flight = first_case_in_the_queue(&desk.database_url).await;
     assert!(in_flight > 0, "the outage must hit work in flight");
-    let unready = outage(&cluster, &http, &serve.base).await;
+    let unready = outage(&cluster, &http, &serve.base, &desk).await;
     let restarted = Instant::now();
     assert!(
         serve.child.try_wait().unwrap().is_none(),

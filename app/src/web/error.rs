@@ -1,7 +1,8 @@
 //! `AppError`: a [`DomainError`] as it answers a request — its status, and
 //! `{"error": {"code", "message"}}`. The domain returns `DomainError` and knows no HTTP;
 //! handlers and extractors return `AppError`, and `?` maps one into the other here, at the
-//! web edge. Database and internal errors become an opaque 500 and are logged with their
+//! web edge. A database out of reach answers 503 `database_unavailable` with `Retry-After`;
+//! other database and internal errors become an opaque 500 and are logged with their
 //! context; nothing internal leaks to a client.
 
 use axum::http::StatusCode;
@@ -12,6 +13,9 @@ use serde_json::json;
 use utoipa::{IntoResponses, ToSchema};
 
 use crate::error::DomainError;
+
+/// Seconds a client is asked to wait when the database is out of reach (503).
+pub const RETRY_AFTER_SECS: &str = "5";
 
 /// What a handler, extractor or page answers when it fails.
 #[derive(Debug)]
@@ -57,6 +61,7 @@ pub fn status_of(e: &DomainError) -> StatusCode {
         DomainError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         DomainError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
         DomainError::Provider(_) => StatusCode::BAD_GATEWAY,
+        DomainError::Internal(_) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
         DomainError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -87,12 +92,24 @@ impl From<anyhow::Error> for AppError {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
+        let unavailable = self.0.is_unavailable();
         if let DomainError::Internal(e) = &self.0 {
-            tracing::error!(error = ?e, "internal error");
+            if unavailable {
+                tracing::warn!(error = %e, "database unavailable");
+            } else {
+                tracing::error!(error = ?e, "internal error");
+            }
         }
         let body =
             json!({ "error": { "code": self.0.code(), "message": self.0.public_message() } });
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        if unavailable {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        response
     }
 }
 
@@ -142,4 +159,51 @@ pub enum ApiErrors {
     /// The payment provider failed in a way the caller should know about.
     #[response(status = 502)]
     Provider(ErrorBody),
+    /// The database is out of reach just now (`database_unavailable`); retry after the
+    /// seconds in `Retry-After`.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    /// The status and `Retry-After` an error answers with.
+    fn answer(e: AppError) -> (StatusCode, Option<String>) {
+        let response = e.into_response();
+        let retry = response
+            .headers()
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_string());
+        (response.status(), retry)
+    }
+
+    #[test]
+    fn a_database_out_of_reach_answers_503_with_retry_after_even_under_context() {
+        for cut in [
+            sqlx::Error::PoolTimedOut,
+            sqlx::Error::PoolClosed,
+            sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into()),
+        ] {
+            let wrapped: anyhow::Result<()> = Err(cut).context("loading the queue");
+            let e = AppError::from(wrapped.unwrap_err());
+            assert_eq!(e.0.code(), "database_unavailable");
+            assert!(!e.0.public_message().contains("loading the queue"));
+            let (status, retry) = answer(e);
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(retry.as_deref(), Some(RETRY_AFTER_SECS));
+        }
+    }
+
+    #[test]
+    fn other_database_errors_stay_an_opaque_500() {
+        let e = AppError::from(sqlx::Error::RowNotFound);
+        assert_eq!(e.0.code(), "internal");
+        assert_eq!(e.0.public_message(), "internal error");
+        let (status, retry) = answer(e);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(retry, None);
+    }
 }
