@@ -6,8 +6,8 @@ world and starts `serve` pointed at the model. Opens one ticket per demo custome
 through the customer API, waits (bounded) until every case is at rest, then checks:
 every case at rest (an escalation is what a 135M-parameter model earns), no refund
 without an approval (in the app's database and at the provider), `serve` alive and
-answering, and the runs really called the model (`refund_desk_model_calls_total` on
-`/metrics`). Prints one summary line last and exits non-zero on any failed check.
+answering, and the runs really called the model and it answered
+(`refund_desk_model_calls_total` and `refund_desk_model_tokens_total` on `/metrics`). Prints one summary line last and exits non-zero on any failed check.
 
 Standard library only: urllib for HTTP, sqlite3 for the app's database.
 """
@@ -167,6 +167,10 @@ def main():
     # out counts as `error` and records no tokens; it was still a call to the server.
     if sum(calls.values()) == 0:
         failures.append("the model server was never called")
+    # Calls that all failed to reach it (the server crashed or never listened) leave no
+    # tokens: the run then checked the harness's fallbacks, not a model.
+    elif tokens == 0:
+        failures.append("the model server never answered (0 completion tokens)")
     print(
         f"llm-check: {len(cases)} tickets; cases "
         + ", ".join(f"{s}={n}" for s, n in sorted(by_status.items()))
