@@ -146,7 +146,7 @@ def main():
     parser = argparse.ArgumentParser()
     for flag in ("--base", "--bin", "--data-dir", "--db", "--world", "--provider"):
         parser.add_argument(flag, required=True)
-    parser.add_argument("--limit-secs", type=int, default=600)
+    parser.add_argument("--limit-secs", type=int, default=1500)
     parser.add_argument("--customers", type=int, default=0, help="the first N only (0: all)")
     args = parser.parse_args()
     started = time.monotonic()
