@@ -7,7 +7,8 @@ through the customer API, waits (bounded) until every case is at rest, then chec
 every case at rest (an escalation is what a 135M-parameter model earns), no refund
 without an approval (in the app's database and at the provider), `serve` alive and
 answering, and the runs really called the model and it answered
-(`refund_desk_model_calls_total` and `refund_desk_model_tokens_total` on `/metrics`). Prints one summary line last and exits non-zero on any failed check.
+(`refund_desk_model_calls_total` and `refund_desk_model_tokens_total` on `/metrics`).
+Prints one summary line last and exits non-zero on any failed check.
 
 Standard library only: urllib for HTTP, sqlite3 for the app's database.
 """
