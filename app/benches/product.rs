@@ -18,6 +18,7 @@
 //! | `serve` peak memory with 10,000 open cases (`BENCH_OPEN_CASES`) | its RSS right after start-up |
 //! | durable tickets/s | the peer: the OpenAI Agents SDK's runs/s, same 6-tool shape, fake model (`phase_peer`) |
 //! | shadow replay tickets/s | parsing the same history file |
+//! | staff-write p50 beside four `/metrics` scrapers, 1 M runs (`metrics_scrape`) | the same writes beside four `/healthz` clients |
 //!
 //! The HTTP load comes from `wrk` (an external process; in-process reqwest tasks only
 //! when wrk is not installed); the server is the release `refund-agent serve` binary
@@ -27,7 +28,8 @@
 //! the smaller one projects it past `BENCH_PHASE_BUDGET_SECS`.
 //!
 //! `BENCH_PHASES` (comma separated, default all) runs only the named phases:
-//! `decisions`, `search`, `shadow`, `peer`, `steps`, `tickets`, `http`, `login_flood`. For example
+//! `decisions`, `search`, `shadow`, `peer`, `steps`, `tickets`, `http`, `login_flood`,
+//! `metrics_scrape`. For example
 //! `BENCH_PHASES=decisions cargo bench -p app --bench product` measures the policy
 //! decisions alone in seconds instead of the whole run's minutes. `tickets` also runs
 //! `steps`, whose raw commit rate is its baseline.
@@ -104,7 +106,7 @@ struct Settings {
 }
 
 /// Every phase, in the order the run measures them.
-const PHASES: [&str; 8] = [
+const PHASES: [&str; 9] = [
     "decisions",
     "search",
     "shadow",
@@ -113,6 +115,7 @@ const PHASES: [&str; 8] = [
     "tickets",
     "http",
     "login_flood",
+    "metrics_scrape",
 ];
 
 /// The workspace root (the peer's venv and script are found from it).
@@ -2260,6 +2263,182 @@ async fn login_flood(
 }
 
 // ---------------------------------------------------------------------------------------
+// Reads never stall writes (issue 33): staff writes while four clients scrape `/metrics`,
+// against the same writes while four clients ask `/healthz`, on a database of at least a
+// million runs.
+
+/// Runs bulk-inserted for the metrics phase (`BENCH_METRICS_RUNS`, default 1,000,000).
+fn metrics_runs() -> usize {
+    env_usize("BENCH_METRICS_RUNS", 1_000_000)
+}
+
+async fn phase_metrics_scrape(settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    eprintln!(
+        "[SQLite] staff writes beside four /metrics scrapers, {} runs",
+        metrics_runs()
+    );
+    let dir = tempfile::tempdir()?;
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let db_url = Db::sqlite_url(&data_dir);
+    let seed = cli(&data_dir, &db_url).arg("seed").output().await?;
+    if !seed.status.success() {
+        bail!(
+            "refund-agent seed failed: {}",
+            String::from_utf8_lossy(&seed.stderr)
+        );
+    }
+    let case_id = one_case(dir.path(), &data_dir, &db_url).await?;
+    let store = Db::connect(&db_url).await?;
+    bulk_runs(&store, &case_id, metrics_runs()).await?;
+    let staff = app::auth::staff_by_email(&store, "agent@refund-desk.test")
+        .await?
+        .context("seed creates the demo agent")?;
+    let (token, _) =
+        app::auth::issue_token(&store, "api", "staff", &staff.id, SystemClock.now_ms()).await?;
+    store.close().await;
+
+    let mut p50 = BTreeMap::new();
+    for (label, path, cache) in [
+        ("healthz", "/healthz", "5"),
+        ("metrics", "/metrics", "5"),
+        ("metrics, no cache", "/metrics", "0"),
+    ] {
+        let env = [("METRICS_CACHE_SECS", cache.to_string())];
+        let log = dir.path().join(format!("serve-{cache}.log"));
+        let server = start_serve(SERVE_BIN, &data_dir, &db_url, &log, &env)?;
+        let measured = writes_beside(&server, path, &case_id, &token, settings.http_secs).await;
+        server.stop().await;
+        let (write_p50, reads) = measured?;
+        eprintln!("  {label}: write p50 {}, {reads} reads", fmt_us(write_p50));
+        p50.insert(label, (write_p50, reads));
+    }
+    let (healthz, _) = p50["healthz"];
+    for label in ["metrics", "metrics, no cache"] {
+        let (with, reads) = p50[label];
+        let ratio = with / healthz.max(1.0);
+        report.add(
+            format!(
+                "SQLite: staff-write p50 beside four `/metrics` scrapers ({label}; {reads} scrapes), {} runs",
+                metrics_runs()
+            ),
+            fmt_us(with),
+            format!("{} beside four `/healthz` clients", fmt_us(healthz)),
+            format!("{ratio:.2}"),
+            "ratio ≤ 1.5",
+            (label == "metrics").then_some(ratio <= 1.5),
+        );
+    }
+    Ok(())
+}
+
+/// One case, opened through the API of a `serve` started for it and stopped again.
+async fn one_case(dir: &Path, data_dir: &Path, db_url: &str) -> anyhow::Result<String> {
+    let store = Db::connect(db_url).await?;
+    let now = SystemClock.now_ms();
+    let (customer, _) = app::auth::issue_token(&store, "api", "customer", "C-100", now).await?;
+    store.close().await;
+    let server = start_serve(
+        SERVE_BIN,
+        data_dir,
+        db_url,
+        &dir.join("serve-setup.log"),
+        &[],
+    )?;
+    let client = reqwest::Client::new();
+    wait_for_healthz(&client, &server).await?;
+    let ticket: serde_json::Value = client
+        .post(format!("{}/api/v1/tickets", server.base))
+        .bearer_auth(&customer)
+        .json(&serde_json::json!({ "message": "I was charged twice for my annual plan" }))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    server.stop().await;
+    ticket["case"]["id"]
+        .as_str()
+        .map(str::to_string)
+        .context("the ticket has a case")
+}
+
+/// `n` finished runs of `case_id`, inserted in one statement (a bench fixture: the
+/// product never writes runs this way).
+async fn bulk_runs(store: &Db, case_id: &str, n: usize) -> anyhow::Result<()> {
+    let started = Instant::now();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n})
+         INSERT INTO runs (id, case_id, status, version, model, prompt_version, steps, tool_calls, created_at, updated_at)
+         SELECT 'bench_run_' || i, $1, CASE i % 3 WHEN 0 THEN 'completed' WHEN 1 THEN 'failed' ELSE 'cancelled' END,
+                1, 'bench', 'bench', 3, 6, i, i FROM k"
+    )))
+    .bind(case_id)
+    .execute(store.pool())
+    .await?;
+    eprintln!(
+        "  {n} runs inserted in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Staff writes (internal notes, one at a time) for `secs`, while four clients loop on
+/// `read_path`; returns the writes' p50 (µs) and how many reads were answered.
+async fn writes_beside(
+    server: &Server,
+    read_path: &str,
+    case_id: &str,
+    token: &str,
+    secs: u64,
+) -> anyhow::Result<(f64, usize)> {
+    let client = reqwest::Client::new();
+    wait_for_healthz(&client, server).await?;
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let reads = Arc::new(AtomicUsize::new(0));
+    let mut readers = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (client, url, reads) = (
+            client.clone(),
+            format!("{}{read_path}", server.base),
+            reads.clone(),
+        );
+        readers.spawn(async move {
+            while Instant::now() < deadline {
+                if client
+                    .get(&url)
+                    .send()
+                    .await
+                    .and_then(|r| r.error_for_status())
+                    .is_ok()
+                {
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    let url = format!("{}/api/v1/cases/{case_id}/messages", server.base);
+    let mut latencies = Vec::new();
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        client
+            .post(&url)
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "text": "bench note", "internal": true }))
+            .send()
+            .await?
+            .error_for_status()?;
+        latencies.push(started.elapsed());
+    }
+    while readers.join_next().await.is_some() {}
+    latencies.sort();
+    Ok((
+        percentile_us(&latencies, 50.0),
+        reads.load(Ordering::Relaxed),
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
 
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench`; there is nothing to filter.
@@ -2351,6 +2530,9 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
 
     if settings.runs("login_flood") {
         phase_login_flood(&settings, &mut report).await?;
+    }
+    if settings.runs("metrics_scrape") {
+        phase_metrics_scrape(&settings, &mut report).await?;
     }
     if let Some((plain, session)) = peer {
         for &(at_once, ours) in &shaped {

@@ -49,29 +49,12 @@ pub async fn decide(
     }
     let now = desk.clock.now_ms();
     let mut tx = desk.db.begin().await?;
-    let case = cases::load_case_tx(&mut tx, case_id)
-        .await?
-        .ok_or(DomainError::NotFound("case"))?;
-    if case.status != CaseStatus::AwaitingApproval {
-        return Err(DomainError::conflict(
-            "invalid_state",
-            format!(
-                "the case is {}, not awaiting approval",
-                case.status.as_str()
-            ),
-        ));
-    }
+    let case = awaiting_with_fingerprint(&mut tx, case_id, fingerprint).await?;
     let current = case.fingerprint.clone().unwrap_or_default();
-    if current.is_empty() || !constant_time_eq(fingerprint.trim(), &current) {
-        return Err(DomainError::conflict(
-            "stale_fingerprint",
-            "the refund changed since it was shown; review the current proposal",
-        ));
-    }
     let decision = case
         .decision()
         .ok_or_else(|| anyhow::anyhow!("case {} awaits approval without a decision", case.id))?;
-    may_decide(&mut tx, staff, &case, verdict).await?;
+    may_decide(&mut tx, staff, &case).await?;
     let approval_id = cases::record_approval(
         &mut tx,
         &case,
@@ -121,27 +104,17 @@ pub async fn decide(
     crate::views::current_view(desk.db, case_id).await
 }
 
-/// Whether `staff` may give this verdict (RP-004): an approval needs the role the decision
-/// requires (a supervisor when none is recorded), and nobody decides on a refund they
-/// proposed.
+/// Whether `staff` may give a verdict (RP-004): approving and rejecting both need the
+/// role the decision requires (a supervisor when none is recorded), and nobody decides
+/// on a refund they proposed.
 async fn may_decide(
     tx: &mut crate::store::Tx<'_>,
     staff: &Staff,
     case: &crate::cases::Case,
-    verdict: Verdict,
 ) -> DomainResult<()> {
-    if verdict == Verdict::Approved {
-        let required: policy_engine::Role = match &case.required_role {
-            Some(r) => parse_plain(r)?,
-            None => policy_engine::Role::Supervisor,
-        };
-        if !staff.role.may_approve(required) {
-            return Err(DomainError::Forbidden(format!(
-                "this refund needs a {} to approve it",
-                crate::world::serde_plain(&required)
-            )));
-        }
-    }
+    // docs/spec/roles.md: rejecting needs the authority approving needs (RP-004); an
+    // agent hands a refund above its limit up instead (`hand_up`).
+    may_turn_down(staff, case)?;
     // SPEC §6.12 / RP-004: nobody approves a refund they proposed. Proposals come from the
     // agent; a staff member who authored one (manual takeover) is recorded as `proposer`.
     let proposed = sqlx::query(
@@ -157,6 +130,100 @@ async fn may_decide(
         ));
     }
     Ok(())
+}
+
+/// The role a case's refund needs to be approved (a supervisor when none is recorded).
+fn required_role(case: &cases::Case) -> DomainResult<policy_engine::Role> {
+    match &case.required_role {
+        Some(r) => Ok(parse_plain(r)?),
+        None => Ok(policy_engine::Role::Supervisor),
+    }
+}
+
+/// Whether `staff` has the authority RP-004 asks to approve this case's refund — which
+/// approving it, rejecting it and closing it while it awaits approval all need.
+pub fn may_turn_down(staff: &Staff, case: &cases::Case) -> DomainResult<()> {
+    let required = required_role(case)?;
+    if staff.role.may_approve(required) {
+        Ok(())
+    } else {
+        Err(DomainError::Forbidden(format!(
+            "this refund needs a {} to approve or reject it; hand it up instead",
+            crate::world::serde_plain(&required)
+        )))
+    }
+}
+
+/// `POST /api/v1/cases/{id}/handup`: an agent hands a refund above its RP-004 limit up
+/// to the supervisors, with a note (an internal note on the case). The case stays
+/// awaiting approval, unassigned, in the supervisors' "Needs me".
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandUp {
+    /// The fingerprint of the refund as it was shown (a stale one is 409).
+    pub fingerprint: String,
+    /// Why, for the supervisor (required).
+    pub note: String,
+}
+
+/// Hands a refund the caller may not approve up to those who may. Returns the case.
+pub async fn hand_up(
+    desk: Desk<'_>,
+    staff: &Staff,
+    case_id: &str,
+    input: &HandUp,
+) -> DomainResult<CaseView> {
+    let note = input.note.trim();
+    if note.is_empty() || note.chars().count() > 2000 {
+        return Err(DomainError::bad_request(
+            "invalid_note",
+            "handing a refund up needs a note of 1 to 2000 characters",
+        ));
+    }
+    let now = desk.clock.now_ms();
+    let mut tx = desk.db.begin().await?;
+    let case = awaiting_with_fingerprint(&mut tx, case_id, &input.fingerprint).await?;
+    if staff.role.may_approve(required_role(&case)?) {
+        return Err(DomainError::conflict(
+            "within_your_authority",
+            "you may approve or reject this refund yourself",
+        ));
+    }
+    let text = format!("Handed up: {note}");
+    let note_id = cases::add_note(&mut tx, &case.id, &staff.id, &text, now).await?;
+    cases::assign(&mut tx, &case.id, None).await?;
+    crate::audit::record(&mut tx, &staff.id, "handed_up", &case.id, &note_id, now).await?;
+    tx.commit().await?;
+    tracing::info!(case_id = %case.id, staff_id = %staff.id, "refund handed up");
+    crate::views::current_view(desk.db, case_id).await
+}
+
+/// The case, read in `tx`, if it awaits approval under exactly `fingerprint`.
+async fn awaiting_with_fingerprint(
+    tx: &mut Tx<'_>,
+    case_id: &str,
+    fingerprint: &str,
+) -> DomainResult<cases::Case> {
+    let case = cases::load_case_tx(tx, case_id)
+        .await?
+        .ok_or(DomainError::NotFound("case"))?;
+    if case.status != CaseStatus::AwaitingApproval {
+        return Err(DomainError::conflict(
+            "invalid_state",
+            format!(
+                "the case is {}, not awaiting approval",
+                case.status.as_str()
+            ),
+        ));
+    }
+    let current = case.fingerprint.clone().unwrap_or_default();
+    if current.is_empty() || !constant_time_eq(fingerprint.trim(), &current) {
+        return Err(DomainError::conflict(
+            "stale_fingerprint",
+            "the refund changed since it was shown; review the current proposal",
+        ));
+    }
+    Ok(case)
 }
 
 /// A supervisor takes over an escalated case and proposes, by hand, what the policy
@@ -175,6 +242,14 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
         return Err(DomainError::conflict(
             "invalid_state",
             format!("the case is {}, not escalated", case.status.as_str()),
+        ));
+    }
+    // Live shadow mode: a case whose blind hand decision is still awaited keeps the agent's
+    // side hidden; a takeover would show what the agent decided (docs/spec/roles.md).
+    if crate::shadow_pairs::pending(desk.db, case_id).await? {
+        return Err(DomainError::conflict(
+            "shadow_decision_pending",
+            "this case waits for a blind hand decision; decide it by hand first",
         ));
     }
     let ticket = crate::tickets::load_ticket(desk.db, &case.ticket_id)

@@ -123,6 +123,19 @@ pub struct Settings {
     #[arg(long, global = true, env = "POLICY_SECOND_APPROVER", value_name = "POLICY_SECOND_APPROVER", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub policy_second_approver: bool,
+    /// Seconds `/metrics` keeps its database gauges before counting again, 0 to 300 [default: 5].
+    #[arg(long, global = true, env = "METRICS_CACHE_SECS", value_name = "METRICS_CACHE_SECS", default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(0..=300))]
+    pub metrics_cache_secs: u64,
+    /// A bearer token `/metrics` asks for; unset, `/metrics` is open like `/healthz`.
+    #[arg(
+        long,
+        global = true,
+        env = "METRICS_TOKEN",
+        value_name = "METRICS_TOKEN",
+        hide_env_values = true
+    )]
+    pub metrics_token: Option<String>,
     /// Agent runs one worker advances at once, 1 to 64 [default: 4].
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
@@ -198,6 +211,10 @@ pub struct Config {
     pub shadow_mode: bool,
     /// `POLICY_SECOND_APPROVER=on`: a policy draft's only author may not publish it.
     pub policy_second_approver: bool,
+    /// `METRICS_TOKEN`: the bearer token `/metrics` asks for, when set.
+    pub metrics_token: Option<String>,
+    /// `METRICS_CACHE_SECS` (default 5): how long `/metrics` keeps its database gauges.
+    pub metrics_cache: Duration,
     /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default
     /// `DEFAULT_WORKER_CONCURRENCY`: their steps share transactions through the group
     /// writer, on either backend).
@@ -255,6 +272,8 @@ impl Config {
             public_url: set(&settings.public_url),
             shadow_mode: settings.shadow_mode,
             policy_second_approver: settings.policy_second_approver,
+            metrics_token: set(&settings.metrics_token),
+            metrics_cache: Duration::from_secs(settings.metrics_cache_secs),
             worker_concurrency: settings.worker_concurrency.map(usize::from),
             work_lease: Duration::from_secs(settings.work_lease_secs),
             defaulted_secrets: SECRET_VARS

@@ -88,19 +88,16 @@ async fn reply(
     crate::audit::record(tx, &staff.id, "staff_reply", &case.id, &detail, now).await
 }
 
-/// A supervisor (or admin) closes a case, optionally with a last reply to the customer.
-/// A closed case can never be approved or executed afterwards (`cases::close`).
+/// Staff close a case, optionally with a last reply to the customer. A closed case can
+/// never be approved or executed afterwards (`cases::close`); a case with a refund in
+/// flight cannot be closed, and one awaiting approval only by someone who could approve
+/// its refund.
 pub async fn close(
     desk: Desk<'_>,
     staff: &Staff,
     case_id: &str,
     input: &CloseCase,
 ) -> DomainResult<CaseView> {
-    if staff.role < StaffRole::Supervisor {
-        return Err(DomainError::Forbidden(
-            "only supervisors close cases by hand".into(),
-        ));
-    }
     let reason = input.reason.trim();
     if reason.is_empty() {
         return Err(DomainError::bad_request(
@@ -122,6 +119,11 @@ pub async fn close(
     let case = cases::load_case_tx(&mut tx, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
+    // docs/spec/roles.md: closing a case that awaits a refund's approval turns the refund
+    // down, which needs the authority to approve it (RP-004), like a rejection.
+    if case.status == cases::CaseStatus::AwaitingApproval {
+        crate::approvals::may_turn_down(staff, &case)?;
+    }
     cases::close(&mut tx, &case, reason, now).await?;
     crate::refunds::void_unsent(&mut tx, &case.id, now).await?;
     crate::audit::record(&mut tx, &staff.id, "closed", &case.id, reason, now).await?;
@@ -161,10 +163,17 @@ pub async fn assign(
                 })?
         }
     };
+    // docs/spec/roles.md: a case goes only to someone who may work on it.
+    if assignee.role < StaffRole::Agent {
+        return Err(DomainError::bad_request(
+            "assignee_cannot_work_cases",
+            format!("a {} does not work on cases", assignee.role.as_str()),
+        ));
+    }
     let case = existing_case(desk, case_id).await?;
     let now = desk.clock.now_ms();
     let mut tx = desk.db.begin().await?;
-    cases::assign(&mut tx, &case.id, &assignee.id).await?;
+    cases::assign(&mut tx, &case.id, Some(&assignee.id)).await?;
     crate::audit::record(
         &mut tx,
         &staff.id,

@@ -378,11 +378,19 @@ fn agent_repeated(said: &[MessageView]) -> bool {
 /// the staff queue, escalated, with the whole conversation; the customer is told so.
 /// Refused, changing nothing, where a person is not the next step (`may_go_to_a_person`).
 pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<()> {
+    let said = crate::tickets::messages(db, &ticket.id).await?;
     let now = clock.now_ms();
     let mut tx = db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
+    // The API offers a person on the page's terms (`may_ask_for_person`).
+    if case.status.may_go_to_a_person() && !agent_repeated(&said) {
+        return Err(DomainError::conflict(
+            "not_offered",
+            "a person is offered once the agent has given the same answer twice; reply to the agent meanwhile",
+        ));
+    }
     if !case.status.may_go_to_a_person() {
         return Err(DomainError::conflict(
             "not_with_the_agent",
@@ -392,7 +400,7 @@ pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> Doma
             ),
         ));
     }
-    cases::escalate(
+    cases::escalate_to_person(
         &mut tx,
         &case,
         "the customer asked to talk to a person",

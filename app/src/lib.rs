@@ -115,6 +115,8 @@ pub async fn build_state(
         watchdog: config.watchdog,
         history_dir: config.fixtures_dir.join("history"),
         policy_second_approver: config.policy_second_approver,
+        metrics_token: config.metrics_token.clone(),
+        metrics_cache: Arc::new(metrics::GaugeCache::new(config.metrics_cache)),
         rollout_guards: Default::default(),
         db,
     })

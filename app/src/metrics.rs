@@ -228,7 +228,7 @@ pub fn record_step(ms: u64) {
 }
 
 /// One tool call by the agent: which tool, whether it succeeded, how long it took.
-pub fn record_tool_call(tool: &str, ok: bool, ms: u64) {
+pub fn record_tool_call(tool: &'static str, ok: bool, ms: u64) {
     let m = metrics();
     m.tool_calls
         .get_or_create(&CallLabels {
@@ -360,7 +360,7 @@ async fn count_by_status(
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {columns}, COUNT(*) AS n FROM {table} WHERE {rows} GROUP BY {columns}"
     )))
-    .fetch_all(db.pool())
+    .fetch_all(db.reader())
     .await?;
     let family = Family::<StatusLabel, Gauge>::default();
     for row in rows {
@@ -394,7 +394,7 @@ async fn reconcile_mismatches(db: &Db, job: &str) -> anyhow::Result<Family<KindL
     let report: Option<Option<String>> =
         sqlx::query_scalar("SELECT last_report FROM job_runs WHERE name = $1")
             .bind(job)
-            .fetch_optional(db.pool())
+            .fetch_optional(db.reader())
             .await?;
     let family = Family::<KindLabel, Gauge>::default();
     let Some(text) = report.flatten() else {
@@ -450,11 +450,20 @@ async fn rollout_gauges(
 /// The whole exposition: this process's counters, then the states read from `db` now
 /// (`reconcile_job` names the reconciliation report's row in `job_runs`) and the
 /// watchdog's standing flags by diagnosis (`stuck`, from `watchdog::stuck_counts`).
-pub async fn render(
-    db: &Db,
-    reconcile_job: &str,
-    stuck: &[(&'static str, usize)],
-) -> anyhow::Result<String> {
+pub async fn render(db: &Db, reconcile_job: &str, cache: &GaugeCache) -> anyhow::Result<String> {
+    let states = cache
+        .get_or_compute(|| database_gauges(db, reconcile_job))
+        .await?;
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)?;
+    out.push_str(&states);
+    Ok(out)
+}
+
+/// The gauges read from the database, as Prometheus text: every query on the read-only
+/// connections (`Db::reader`), never the writer, so a scrape cannot stall a write.
+async fn database_gauges(db: &Db, reconcile_job: &str) -> anyhow::Result<String> {
+    let stuck = crate::watchdog::stuck_counts(db).await?;
     let mut states = Registry::with_prefix(PREFIX);
     for (name, help, table, with_verdict, rows) in STATE_GAUGES {
         let help = format!("{help}, read from the database at scrape time");
@@ -472,7 +481,7 @@ pub async fn render(
     states.register(
         "stuck_runs",
         "Runs the stuck-run watchdog flags now (issue 18), by what they wait on",
-        stuck_runs(stuck),
+        stuck_runs(&stuck),
     );
     let (tripped, demoted) = rollout_gauges(db).await?;
     states.register(
@@ -486,7 +495,40 @@ pub async fn render(
         demoted,
     );
     let mut out = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &metrics().registry)?;
     prometheus_client::encoding::prometheus_text::encode(&mut out, &states)?;
     Ok(out)
+}
+
+/// The database gauges of the last scrape, kept `ttl` of real time with one computation
+/// in flight: scrapers arriving meanwhile wait for it and share its answer, so any number
+/// of scrapers cost at most one count of each table per `ttl` (`METRICS_CACHE_SECS`).
+/// The in-process counters are never cached.
+pub struct GaugeCache {
+    ttl: std::time::Duration,
+    last: tokio::sync::Mutex<Option<(std::time::Instant, String)>>,
+}
+
+impl GaugeCache {
+    pub fn new(ttl: std::time::Duration) -> GaugeCache {
+        GaugeCache {
+            ttl,
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    async fn get_or_compute<F, Fut>(&self, compute: F) -> anyhow::Result<String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<String>>,
+    {
+        let mut last = self.last.lock().await;
+        if let Some((at, text)) = last.as_ref() {
+            if at.elapsed() < self.ttl {
+                return Ok(text.clone());
+            }
+        }
+        let text = compute().await?;
+        *last = Some((std::time::Instant::now(), text.clone()));
+        Ok(text)
+    }
 }

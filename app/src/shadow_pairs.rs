@@ -12,8 +12,10 @@ use crate::store::{Db, Tx};
 use crate::verdict::CaseVerdict;
 use crate::world::serde_plain;
 
-/// Records the agent's side of a case's pair (again, after a re-investigation: the
-/// human side is cleared, for the new facts get a new hand decision).
+/// Records the agent's side of a case's pair (again, after a re-investigation before the
+/// reviewer decided). A pair a reviewer already decided by hand is kept as it is: a later
+/// customer message never erases the hand decision (the case then goes on as an
+/// ordinary escalation).
 pub async fn record_agent_side(
     tx: &mut Tx<'_>,
     case_id: &str,
@@ -28,7 +30,8 @@ pub async fn record_agent_side(
          ON CONFLICT (case_id) DO UPDATE SET agent_outcome = excluded.agent_outcome, agent_reason = excluded.agent_reason,
              agent_refunds = excluded.agent_refunds, agent_decision = excluded.agent_decision,
              agent_proposal = excluded.agent_proposal, created_at = excluded.created_at,
-             human_outcome = NULL, human_reason = NULL, human_refunds = NULL, decided_by = NULL, decided_at = NULL",
+             human_outcome = NULL, human_reason = NULL, human_refunds = NULL, decided_by = NULL, decided_at = NULL
+         WHERE shadow_pairs.decided_at IS NULL",
     )
     .bind(case_id)
     .bind(agent.outcome.as_str())

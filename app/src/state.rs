@@ -56,6 +56,10 @@ pub struct AppState {
     pub history_dir: std::path::PathBuf,
     /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
     pub policy_second_approver: bool,
+    /// `METRICS_TOKEN`: when set, `/metrics` needs it as the bearer token.
+    pub metrics_token: Option<String>,
+    /// The database gauges of `/metrics`, shared by every clone of the state.
+    pub metrics_cache: std::sync::Arc<crate::metrics::GaugeCache>,
     /// The rollout guards' thresholds and minimum samples (issue 21).
     pub rollout_guards: crate::rollout::guards::Guards,
     /// Where agent runs commit their steps: several runs' steps share a transaction

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::cases::{self, Case};
+use crate::cases::{self, Case, CaseStatus};
 use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult};
 use crate::refunds;
@@ -63,6 +63,10 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     let parse = |s: &Option<String>| s.as_deref().and_then(|s| serde_json::from_str(s).ok());
     let refund_total = refund_total(case);
     let header = header(db, case).await?;
+    let mut evidence: Option<serde_json::Value> = parse(&case.facts);
+    if case.status == CaseStatus::Escalated && crate::shadow_pairs::pending(db, &case.id).await? {
+        blind(evidence.as_mut());
+    }
     Ok(CaseView {
         id: case.id.clone(),
         ticket_id: case.ticket_id.clone(),
@@ -73,7 +77,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         run_id: case.run_id.clone(),
         proposal: parse(&case.proposal),
         decision: parse(&case.decision),
-        evidence: parse(&case.facts),
+        evidence,
         evidence_hash: case.evidence_hash.clone(),
         fingerprint: case.fingerprint.clone(),
         required_role: case.required_role.clone(),
@@ -103,6 +107,17 @@ pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     let mut view = case_view(db, case).await?;
     view.customer_history = Some(customer_history(db, case).await?);
     Ok(view)
+}
+
+/// Live shadow mode: the reviewer decides blind, so the evidence keeps the records
+/// (customer, orders, charges) and loses what the agent concluded from the customer's
+/// words — the request kind, and which order it took the ticket to be about.
+fn blind(evidence: Option<&mut serde_json::Value>) {
+    if let Some(serde_json::Value::Object(facts)) = evidence {
+        for derived in ["request", "order_id", "order_ownership"] {
+            facts.remove(derived);
+        }
+    }
 }
 
 /// The staff view of a case as it stands now (after an action changed it), in full.

@@ -249,7 +249,17 @@ async fn save_seeded_draft(app: &TestApp, token: &str) -> i64 {
     let (status, saved) = save(app, token, 0, &markdown, &start["rules"]).await;
     assert_eq!(status, 200, "{saved}");
     assert_eq!(saved["problems"], json!([]), "{saved}");
-    saved["version"].as_i64().unwrap()
+    let version = saved["version"].as_i64().unwrap();
+    check_draft(app, token, version).await;
+    version
+}
+
+/// Runs a what-if on the live decisions of the last week: a publish names the what-if
+/// of the exact version it publishes.
+async fn check_draft(app: &TestApp, token: &str, version: i64) {
+    let (status, checked) = whatif(app, token, json!({ "live_days": 7 })).await;
+    assert_eq!(status, 200, "{checked}");
+    assert_eq!(checked["draft_version"], version, "{checked}");
 }
 
 async fn publish(app: &TestApp, token: &str, draft_version: i64, at: Option<&str>) -> (u16, Value) {
@@ -258,7 +268,7 @@ async fn publish(app: &TestApp, token: &str, draft_version: i64, at: Option<&str
             "POST",
             "/api/v1/policies/RP-001/publish",
             Some(token),
-            Some(json!({ "draft_version": draft_version, "effective_from": at })),
+            Some(json!({ "draft_version": draft_version, "whatif_version": draft_version, "effective_from": at })),
         )
         .await;
     (status.as_u16(), body)
@@ -530,7 +540,10 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
         publisher.publisher(),
         &staff,
         "RP-001",
-        seen,
+        app::authoring::publish::Reviewed {
+            draft_version: seen,
+            whatif_version: Some(seen),
+        },
         Some(effective),
     )
     .await
@@ -655,6 +668,7 @@ async fn a_second_instance_rebuilds_its_index_on_its_own_and_searches_meanwhile_
         "365 days. Zanzibar wording marks this published text.",
     );
     let (_, saved) = save(&app, &author, 0, &markdown, &start["rules"]).await;
+    check_draft(&app, &author, saved["version"].as_i64().unwrap()).await;
     let old_hash = other.index.policy_hash();
     assert!(search(&other.index, "zanzibar").is_empty());
     let (status, body) = publish(
@@ -759,9 +773,10 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
     author_token(&app).await;
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    browser.console_login(&base, "author@test.example").await;
-
-    browser.goto(&format!("{base}/console/policies")).await;
+    // A policy author reads no case: the console opens on the policies.
+    browser
+        .console_login_to(&base, "author@test.example", "/console/policies")
+        .await;
     browser
         .click("#drafts a[href='/console/policies/RP-001/draft']")
         .await;

@@ -9,6 +9,7 @@
 
 mod support;
 
+use app::auth::StaffRole;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
@@ -201,7 +202,7 @@ async fn a_bad_staff_message_gets_a_typed_error_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn a_supervisor_closes_an_escalated_case_with_a_reply_the_customer_sees_and_an_agent_may_not()
+async fn staff_close_an_escalated_case_with_a_reply_the_customer_sees_and_a_policy_author_may_not()
 {
     let app = spawn_app().await;
     let (ticket_id, case) = app.open_ticket("C-600", CHARGED_TWICE).await;
@@ -211,7 +212,8 @@ async fn a_supervisor_closes_an_escalated_case_with_a_reply_the_customer_sees_an
     let reply = "Your bank is handling the dispute; we closed this request.";
     let body = json!({"reason": "dispute open at the bank", "reply": reply});
 
-    let (status, error) = post(&app, &app.agent_token, &path, body.clone()).await;
+    let author = app.staff_token(StaffRole::PolicyAuthor).await;
+    let (status, error) = post(&app, &author, &path, body.clone()).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
     assert_eq!(
         app.case(case_id).await["status"],
@@ -219,7 +221,8 @@ async fn a_supervisor_closes_an_escalated_case_with_a_reply_the_customer_sees_an
         "nothing changed"
     );
 
-    let (status, closed) = post(&app, &app.supervisor_token, &path, body.clone()).await;
+    // docs/spec/roles.md: an agent closes a case that moves no money.
+    let (status, closed) = post(&app, &app.agent_token, &path, body.clone()).await;
     assert_eq!(status, StatusCode::OK, "{closed}");
     assert_eq!(closed["status"], "closed");
     assert_eq!(closed["close_reason"], "dispute open at the bank");

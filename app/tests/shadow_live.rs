@@ -385,3 +385,117 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     app.drain().await;
     assert!(app.provider_refunds("ch_1001b").await.is_empty());
 }
+
+// --- Shadow blindness everywhere (issue 33). ---------------------------------------------
+
+#[tokio::test]
+async fn a_takeover_is_refused_while_a_shadow_case_waits_for_its_blind_hand_decision() {
+    let app = shadow_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    assert_eq!(case["status"], "escalated");
+    let (status, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/cases/{case_id}/takeover"),
+            Some(&app.supervisor_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "shadow_decision_pending");
+    let (cookie, csrf) = session(&app, "supervisor@test.example").await;
+    let (status, page) = app
+        .raw(
+            Request::post(format!("/console/cases/{case_id}/takeover"))
+                .header("cookie", cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(format!("csrf={csrf}")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        !page.contains("id=\"proposed-refunds\""),
+        "the page reveals no decision"
+    );
+    let after = app.case(case_id).await;
+    assert!(
+        after["proposal"].is_null() && after["decision"].is_null(),
+        "{after}"
+    );
+}
+
+#[tokio::test]
+async fn the_blind_view_hides_the_agents_reading_of_the_ticket_on_the_api_and_mcp() {
+    let app = shadow_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    for view in [case.clone(), app.case(case_id).await] {
+        let evidence = &view["evidence"];
+        assert!(
+            evidence["orders"].is_array(),
+            "the records stay: {evidence}"
+        );
+        for derived in ["request", "order_id", "order_ownership"] {
+            assert!(
+                evidence.get(derived).is_none(),
+                "{derived} shown: {evidence}"
+            );
+        }
+    }
+    let (outcome, _) = app
+        .mcp_as_supervisor("get_case", json!({ "case_id": case_id }))
+        .await;
+    let evidence = &outcome.content["case"]["evidence"];
+    assert!(evidence["orders"].is_array(), "{evidence}");
+    assert!(evidence.get("request").is_none(), "{evidence}");
+
+    // Once decided by hand, the whole evidence is shown again.
+    let refunds = json!([{"charge_id": "ch_1001b", "amount": "198.00", "currency": "CNY"}]);
+    let body = json!({"outcome": "refund", "reason": "duplicate_charge", "refunds": refunds});
+    let (status, decided) = decide(&app, &app.supervisor_token, case_id, body).await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+    assert_eq!(
+        decided["evidence"]["request"], "duplicate_charge",
+        "{decided}"
+    );
+}
+
+#[tokio::test]
+async fn a_customer_message_after_a_hand_decision_never_erases_it() {
+    let app = shadow_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    let body = json!({"outcome": "no_refund", "reason": "not_duplicate"});
+    let (status, decided) = decide(&app, &app.supervisor_token, case_id, body).await;
+    assert_eq!(status, StatusCode::OK, "{decided}");
+    let token = app.customer_token("C-100").await;
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket_id}/messages"),
+            Some(&token),
+            Some(json!({"text": "But I really was charged twice, see my bank statement."})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    let human: Option<String> =
+        sqlx::query_scalar("SELECT human_outcome FROM shadow_pairs WHERE case_id = $1")
+            .bind(case_id)
+            .fetch_one(app.state.db.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        human.as_deref(),
+        Some("no_refund"),
+        "the hand decision stands"
+    );
+}

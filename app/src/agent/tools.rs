@@ -64,6 +64,15 @@ pub fn policy_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'
 }
 
 /// The declarations alone (for clients that list tools, e.g. MCP and the LLM tests).
+/// The declared tool called `name`, as its `'static` name (for metric labels, which must
+/// never carry text a model made up).
+pub fn declared_name(name: &str) -> Option<&'static str> {
+    declarations()
+        .into_iter()
+        .find(|d| d.name == name)
+        .map(|d| d.name)
+}
+
 pub fn declarations() -> Vec<ToolDeclaration> {
     vec![
         GetCustomer::declared(),

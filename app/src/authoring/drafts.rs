@@ -43,8 +43,10 @@ pub struct Draft {
     pub text: DraftText,
     /// Saves so far; 0 for a draft nobody has saved yet. A save sends it back.
     pub version: i64,
-    /// Emails of everyone who saved it.
+    /// Emails of everyone who saved it since the last publish.
     pub authors: Vec<String>,
+    /// The email of whoever saved the latest version (none before the first save).
+    pub last_saved_by: Option<String>,
     pub updated_at: Option<String>,
     pub problems: Vec<ProblemView>,
     /// The last what-if run on this draft, and the draft version it checked.
@@ -91,8 +93,9 @@ pub fn check_author(staff: &Staff) -> DomainResult<()> {
 /// version number, status `draft`, superseding it).
 pub async fn load_draft(db: &Db, clock: &dyn Clock, doc_id: &str) -> DomainResult<Draft> {
     let row = sqlx::query(
-        "SELECT policy_version, markdown, rules, version, updated_at, whatif, whatif_version
-         FROM policy_drafts WHERE doc_id = $1",
+        "SELECT d.policy_version, d.markdown, d.rules, d.version, d.updated_at, d.whatif,
+                d.whatif_version, s.email AS updated_by
+         FROM policy_drafts d JOIN staff s ON s.id = d.updated_by WHERE d.doc_id = $1",
     )
     .bind(doc_id)
     .fetch_optional(db.pool())
@@ -108,6 +111,7 @@ pub async fn load_draft(db: &Db, clock: &dyn Clock, doc_id: &str) -> DomainResul
             },
             version: r.try_get("version")?,
             authors: authors(db, doc_id).await?,
+            last_saved_by: Some(r.try_get("updated_by")?),
             updated_at: Some(rfc3339(r.try_get("updated_at")?)),
             problems: Vec::new(),
             whatif: r
@@ -185,6 +189,7 @@ async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
         text,
         version: 0,
         authors: Vec::new(),
+        last_saved_by: None,
         updated_at: None,
         problems: Vec::new(),
         whatif: None,
@@ -272,6 +277,18 @@ pub async fn save_draft(
     )
     .bind(doc_id)
     .bind(&staff.id)
+    .execute(&mut *tx)
+    .await?;
+    // docs/spec/roles.md: who saved each version, for the four eyes of `publish`.
+    sqlx::query(
+        "INSERT INTO policy_draft_saves (doc_id, policy_version, draft_version, staff_id, saved_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(doc_id)
+    .bind(i64::from(current.policy_version))
+    .bind(expected_version + 1)
+    .bind(&staff.id)
+    .bind(now)
     .execute(&mut *tx)
     .await?;
     let detail = format!("draft v{} saved", expected_version + 1);

@@ -49,18 +49,28 @@ pub struct Published {
     pub voided_cases: Vec<String>,
 }
 
-/// Publishes the draft of `doc_id` as saved at `draft_version` (what the publisher
-/// looked at), in force from `at` (default: today).
+/// What a publisher says they reviewed: the draft version, and the what-if run on
+/// exactly that version (`None` from the CLI: the one stored with the draft).
+#[derive(Debug, Clone, Copy)]
+pub struct Reviewed {
+    pub draft_version: i64,
+    pub whatif_version: Option<i64>,
+}
+
+/// Publishes the draft of `doc_id` as saved at the version the publisher reviewed, in
+/// force from `at` (default: today).
 pub async fn publish(
     p: Publisher<'_>,
     staff: &Staff,
     doc_id: &str,
-    draft_version: i64,
+    reviewed: Reviewed,
     at: Option<Date>,
 ) -> DomainResult<Published> {
     drafts::check_author(staff)?;
     let draft = drafts::load_draft(p.db, p.clock, doc_id).await?;
-    check_publishable(p, staff, &draft, draft_version)?;
+    check_publishable(&draft, reviewed)?;
+    check_four_eyes(p, staff, &draft).await?;
+    let draft_version = reviewed.draft_version;
     let today = p.clock.now().date();
     let effective = at.unwrap_or(today);
     if effective < today {
@@ -179,14 +189,10 @@ fn draft_changed() -> DomainError {
     )
 }
 
-/// Saved at the version the publisher saw, without problems, and — with a second
-/// approver required — not published by its only author.
-fn check_publishable(
-    p: Publisher<'_>,
-    staff: &Staff,
-    draft: &Draft,
-    seen: i64,
-) -> DomainResult<()> {
+/// Saved at the version the publisher saw, without problems, with a what-if run on
+/// exactly that version, which the publisher names when they say which.
+fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
+    let seen = reviewed.draft_version;
     if draft.version == 0 {
         return Err(DomainError::conflict(
             "draft_not_saved",
@@ -205,12 +211,70 @@ fn check_publishable(
             ),
         ));
     }
-    if p.second_approver && draft.authors == [staff.email.clone()] {
-        return Err(DomainError::Forbidden(
-            "a second approver is required: the draft's only author may not publish it".into(),
+    // Nobody publishes effects they have not seen (docs/spec/policies.md).
+    if draft.whatif_version != Some(seen) || reviewed.whatif_version.is_some_and(|w| w != seen) {
+        return Err(DomainError::conflict(
+            "whatif_required",
+            format!("run a what-if on draft version {seen} and review it before publishing"),
         ));
     }
     Ok(())
+}
+
+/// docs/spec/roles.md: with `POLICY_SECOND_APPROVER=on` nobody publishes a draft they
+/// changed since the last publish. When the desk has a second person who may publish
+/// (a desk with one has no second pair of eyes to ask), nobody publishes a draft they
+/// last changed, and a change to approval authority (who may approve what, RP-004's
+/// thresholds) needs someone who did not edit it.
+async fn check_four_eyes(p: Publisher<'_>, staff: &Staff, draft: &Draft) -> DomainResult<()> {
+    let edited = draft.authors.contains(&staff.email);
+    if p.second_approver && edited {
+        return Err(DomainError::Forbidden(
+            "a second approver is required: nobody who edited this draft since the last publish may publish it".into(),
+        ));
+    }
+    if publishers(p.db).await? < 2 {
+        return Ok(());
+    }
+    if draft.last_saved_by.as_deref() == Some(staff.email.as_str()) {
+        return Err(DomainError::Forbidden(
+            "you saved the latest version of this draft: someone else publishes it".into(),
+        ));
+    }
+    if edited && changes_approval_authority(p.db, draft).await? {
+        return Err(DomainError::Forbidden(
+            "this draft changes who may approve refunds: someone who did not edit it publishes it"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Staff who may publish a policy.
+async fn publishers(db: &Db) -> DomainResult<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT COUNT(*) FROM staff WHERE role IN ('admin', 'policy_author')")
+            .fetch_one(db.reader())
+            .await?,
+    )
+}
+
+/// Whether the draft's `[approval]` rules (who may approve what, and up to which
+/// amount) differ from those of the document's latest published version.
+async fn changes_approval_authority(db: &Db, draft: &Draft) -> DomainResult<bool> {
+    let published: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT rules FROM policy_versions WHERE doc_id = $1 AND status = 'published'
+         ORDER BY version DESC LIMIT 1",
+    )
+    .bind(&draft.doc_id)
+    .fetch_optional(db.reader())
+    .await?;
+    let approval = |rules: Option<&str>| {
+        rules
+            .and_then(|r| r.parse::<toml::Table>().ok())
+            .and_then(|t| t.get("approval").cloned())
+    };
+    Ok(approval(draft.text.rules.as_deref()) != approval(published.flatten().as_deref()))
 }
 
 /// The stored versions with the published text must still form a valid set (no two

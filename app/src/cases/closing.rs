@@ -40,7 +40,7 @@ pub async fn close(tx: &mut Tx<'_>, case: &Case, reason: &str, now: i64) -> Doma
 /// Sets who works on a case. Deliberately not a versioned update: assignment is no
 /// step of the lifecycle and no part of the fingerprint, and bumping the version would
 /// make an executor holding the case's lease fail its next write for nothing.
-pub async fn assign(tx: &mut Tx<'_>, case_id: &str, staff_id: &str) -> DomainResult<()> {
+pub async fn assign(tx: &mut Tx<'_>, case_id: &str, staff_id: Option<&str>) -> DomainResult<()> {
     let done = sqlx::query("UPDATE cases SET assignee_id = $1 WHERE id = $2")
         .bind(staff_id)
         .bind(case_id)

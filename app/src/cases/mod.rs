@@ -55,12 +55,14 @@ pub struct Case {
     pub close_reason: Option<String>,
     /// The case this one was joined into: a second ticket about the same order (issue 17).
     pub joined_into: Option<String>,
+    /// When the customer asked for a person: the case stays with people from then on.
+    pub person_requested_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposal_seq, run_id, proposal, facts, decision, \
-     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, assignee_id, close_reason, joined_into, created_at, updated_at";
+     evidence_hash, fingerprint, required_role, reason_code, refund_total_minor, currency, void_reason, policy_index, assignee_id, close_reason, joined_into, person_requested_at, created_at, updated_at";
 
 fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
     Ok(Case {
@@ -85,6 +87,7 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         assignee_id: r.try_get("assignee_id")?,
         close_reason: r.try_get("close_reason")?,
         joined_into: r.try_get("joined_into")?,
+        person_requested_at: r.try_get("person_requested_at")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -272,6 +275,25 @@ pub async fn escalate(tx: &mut Tx<'_>, case: &Case, why: &str, now: i64) -> Doma
     .await
 }
 
+/// The customer asked for a person: the case is escalated and marked, so their next
+/// message does not hand it back to the agent (`take_customer_message`).
+pub async fn escalate_to_person(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    why: &str,
+    now: i64,
+) -> DomainResult<()> {
+    let at = now.to_string();
+    update_case(
+        tx,
+        case,
+        "status = 'escalated', void_reason = $1, person_requested_at = CAST($2 AS BIGINT)",
+        &[why, &at],
+        now,
+    )
+    .await
+}
+
 /// Live shadow mode: the case goes to a reviewer holding the facts (billing records, not
 /// conclusions) and nothing else of the agent's — no proposal, decision, reason or
 /// fingerprint a reviewer could anchor on. Versioned: a lost race is `case_changed`.
@@ -310,7 +332,10 @@ pub async fn take_customer_message(
     why: &str,
     now: i64,
 ) -> DomainResult<()> {
-    if case.status.reopens_on_customer_message() {
+    // A case the customer asked a person for stays with people: their next message is
+    // for that person, not a reason to hand the case back to the agent.
+    let with_a_person = case.status == CaseStatus::Escalated && case.person_requested_at.is_some();
+    if case.status.reopens_on_customer_message() && !with_a_person {
         reinvestigate(tx, versions, case, why, now).await?;
     }
     Ok(())

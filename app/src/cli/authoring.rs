@@ -118,7 +118,14 @@ pub(super) async fn publish(
     let seen = drafts::load_draft(&state.db, state.clock.as_ref(), doc)
         .await?
         .version;
-    let published = authoring::publish::publish(state.publisher(), &staff, doc, seen, at).await?;
+    // The CLI publishes what `policy whatif` last checked and printed, on the version
+    // saved now: a draft saved since its what-if is refused (`whatif_required`).
+    let reviewed = authoring::publish::Reviewed {
+        draft_version: seen,
+        whatif_version: None,
+    };
+    let published =
+        authoring::publish::publish(state.publisher(), &staff, doc, reviewed, at).await?;
     println!("{}", serde_json::to_string_pretty(&published)?);
     if let Some(m) = mock {
         m.shutdown().await;

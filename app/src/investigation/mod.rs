@@ -251,7 +251,10 @@ impl harness::Observer for Metered {
     }
 
     fn tool_call(&self, tool: &str, ok: bool, duration_ms: u64) {
-        crate::metrics::record_tool_call(tool, ok, duration_ms);
+        // A label comes only from the declared toolset: a model that obeys text in a
+        // ticket could name a "tool" after a customer's email (docs/spec/data.md).
+        let label = crate::agent::tools::declared_name(tool).unwrap_or("unknown");
+        crate::metrics::record_tool_call(label, ok, duration_ms);
     }
 
     fn step(&self, ms: u64) {

@@ -23,10 +23,12 @@ pub struct ScopeMode {
     pub updated_at: i64,
 }
 
-/// Every scope with a row, most specific first.
+/// Every scope with a row, most specific first; who set it by email (or `guard:…`, `cli`).
 pub async fn list(db: &Db) -> DomainResult<Vec<ScopeMode>> {
     let rows = sqlx::query(
-        "SELECT scope, mode, percent, updated_by, reason, updated_at FROM rollout_modes",
+        "SELECT m.scope, m.mode, m.percent, COALESCE(s.email, m.updated_by) AS updated_by,
+                m.reason, m.updated_at
+         FROM rollout_modes m LEFT JOIN staff s ON s.id = m.updated_by",
     )
     .fetch_all(db.pool())
     .await?;

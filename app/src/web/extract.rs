@@ -6,8 +6,9 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::Json;
 
-use crate::auth::{constant_time_eq, resolve, Principal, Session, CUSTOMER_COOKIE, SESSION_COOKIE};
+use crate::auth::{constant_time_eq, Principal, Session};
 use crate::state::AppState;
+use crate::web::access::Caller;
 use crate::web::error::{AppError, AppResult};
 
 /// JSON body extractor whose failures use the API's error shape.
@@ -39,8 +40,12 @@ where
 }
 
 pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
-    parts
-        .headers
+    cookie_header(&parts.headers, name)
+}
+
+/// The value of cookie `name` in a request's headers.
+pub fn cookie_header<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -52,8 +57,12 @@ pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
 
 /// The token of an `Authorization: Bearer …` header.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    parts
-        .headers
+    bearer_header(&parts.headers)
+}
+
+/// The token of an `Authorization: Bearer …` header among `headers`.
+pub fn bearer_header(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
         .get(axum::http::header::AUTHORIZATION)?
         .to_str()
         .ok()?
@@ -61,29 +70,29 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
         .map(str::trim)
 }
 
+/// The caller `web::access::check` identified for this request.
+fn caller(parts: &Parts) -> AppResult<&Caller> {
+    parts
+        .extensions
+        .get::<Caller>()
+        .ok_or_else(AppError::unauthorized)
+}
+
+/// The principal of a request the access layer let through. A cookie-authenticated
+/// state change must also prove it came from our own pages ([`check_cookie_request`]).
 impl FromRequestParts<AppState> for Principal {
     type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &AppState,
+        _state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let now = state.clock.now_ms();
-        if let Some(token) = bearer(parts) {
-            return resolve(&state.db, token, now)
-                .await?
-                .map(|r| r.principal)
-                .ok_or(AppError::unauthorized());
+        let caller = caller(parts)?;
+        let principal = caller.principal().ok_or_else(AppError::unauthorized)?;
+        if let Some(session) = caller.session() {
+            check_cookie_request(parts, Some(&session.csrf_token))?;
         }
-        for name in [SESSION_COOKIE, CUSTOMER_COOKIE] {
-            if let Some(token) = cookie(parts, name) {
-                if let Some(r) = resolve(&state.db, token, now).await? {
-                    check_cookie_request(parts, r.csrf_token.as_deref())?;
-                    return Ok(r.principal);
-                }
-            }
-        }
-        Err(AppError::unauthorized())
+        Ok(principal)
     }
 }
 
@@ -139,24 +148,22 @@ pub fn origin_matches_host(parts: &Parts) -> Option<bool> {
     Some(origin_host.is_some() && origin_host == host)
 }
 
+/// A staff member's console session, as the access layer identified it.
 impl FromRequestParts<AppState> for Session {
     type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &AppState,
+        _state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = cookie(parts, SESSION_COOKIE)
-            .ok_or(AppError::unauthorized())?
-            .to_string();
-        let resolved = resolve(&state.db, &token, state.clock.now_ms())
-            .await?
-            .ok_or(AppError::unauthorized())?;
-        match (resolved.principal, resolved.csrf_token) {
-            (Principal::Staff(staff), Some(csrf_token)) => Ok(Session {
+        match caller(parts)? {
+            Caller::Staff {
                 staff,
-                csrf_token,
-                token,
+                session: Some(session),
+            } => Ok(Session {
+                staff: staff.clone(),
+                csrf_token: session.csrf_token.clone(),
+                token: session.token.clone(),
             }),
             _ => Err(AppError::unauthorized()),
         }

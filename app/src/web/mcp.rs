@@ -16,9 +16,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, request::Parts, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
@@ -38,6 +37,7 @@ use crate::cases::{self, Case};
 use crate::error::DomainError;
 use crate::state::AppState;
 use crate::tickets::{self, Ticket};
+use crate::web::access::{Caller, Capability};
 use crate::web::error::{status_of, AppResult};
 
 /// The environment variable `refund-agent mcp` reads its staff token from.
@@ -75,6 +75,8 @@ pub enum Refusal {
     Invalid,
     #[error("customer tokens are refused: the investigation tools are for staff")]
     Customer,
+    #[error("{0}: the investigation tools need the right to read cases")]
+    Role(String),
     #[error(transparent)]
     Store(#[from] DomainError),
 }
@@ -88,7 +90,7 @@ impl Refusal {
             Refusal::Missing | Refusal::Invalid => {
                 (StatusCode::UNAUTHORIZED, -32001, "unauthorized")
             }
-            Refusal::Customer => (StatusCode::FORBIDDEN, -32003, "forbidden"),
+            Refusal::Customer | Refusal::Role(_) => (StatusCode::FORBIDDEN, -32003, "forbidden"),
             Refusal::Store(e) => (status_of(e), -32603, e.code()),
         };
         let message = match &self {
@@ -116,7 +118,11 @@ pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<St
         .filter(|t| !t.is_empty())
         .ok_or(Refusal::Missing)?;
     match auth::resolve(&state.db, token, state.clock.now_ms()).await? {
+        Some(resolved) if resolved.csrf_token.is_some() => Err(Refusal::Invalid),
         Some(resolved) => match resolved.principal {
+            Principal::Staff(staff) if !Capability::ReadCases.allows(staff.role) => Err(
+                Refusal::Role(format!("a {} may not read cases", staff.role.as_str())),
+            ),
             Principal::Staff(staff) => Ok(staff),
             Principal::Customer { .. } => Err(Refusal::Customer),
         },
@@ -126,8 +132,11 @@ pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<St
 
 /// The `/mcp` route: the streamable HTTP transport, stateless (no session pins a client
 /// to one instance, so any `serve` behind the load balancer answers any request, SPEC
-/// §8), behind [`require_staff`].
-pub fn routes(state: &AppState) -> axum::Router<AppState> {
+/// §8). Who may call it is `web::access`'s rule (read cases); refusals come back through
+/// [`refused_by_access`] as JSON-RPC errors.
+pub fn service(
+    state: &AppState,
+) -> StreamableHttpService<InvestigationServer, NeverSessionManager> {
     let for_service = state.clone();
     // The SDK's Host allowlist guards unauthenticated local servers against DNS
     // rebinding. This endpoint takes no cookies, only an `Authorization` header a
@@ -138,7 +147,7 @@ pub fn routes(state: &AppState) -> axum::Router<AppState> {
         .with_json_response(true)
         .disable_allowed_hosts()
         .with_max_request_body_bytes(64 * 1024);
-    let service = StreamableHttpService::new(
+    StreamableHttpService::new(
         move || {
             Ok(InvestigationServer::new(
                 for_service.clone(),
@@ -148,35 +157,40 @@ pub fn routes(state: &AppState) -> axum::Router<AppState> {
         },
         Arc::new(NeverSessionManager::default()),
         config,
-    );
-    axum::Router::new()
-        .route_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            require_staff,
-        ))
+    )
 }
 
-/// Refuses a request without a staff bearer token (401) or with a customer's (403)
-/// before the protocol layer sees it, and hands the staff member to the tools.
-async fn require_staff(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    match staff_for_token(&state, crate::web::extract::bearer(&parts)).await {
-        Ok(staff) => {
-            parts.extensions.insert(staff);
-            next.run(Request::from_parts(parts, body)).await
-        }
-        Err(refusal) => {
-            tracing::warn!(reason = %refusal, "MCP request refused");
-            // Answer with the request's id when the body names one (clients match on it).
-            let id = axum::body::to_bytes(body, 64 * 1024)
-                .await
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-                .map_or(Value::Null, |message| message["id"].clone());
-            refusal.into_response(id)
-        }
-    }
+/// The access layer's refusal of an MCP request (no staff token: 401; a customer's or a
+/// role that may not read cases: 403), answered with the request's id when its body
+/// names one (clients match on it).
+pub async fn refused_by_access(
+    refusal: &crate::web::access::Refusal,
+    request: Request,
+) -> Response {
+    use crate::web::access::Refusal as Access;
+    let refusal = match (
+        refusal,
+        crate::web::extract::bearer_header(request.headers()),
+    ) {
+        (Access::SignIn, None) => Refusal::Missing,
+        (Access::SignIn, Some(_)) => Refusal::Invalid,
+        (Access::Forbidden(_), _) if is_customer(&request) => Refusal::Customer,
+        (Access::Forbidden(why), _) => Refusal::Role(why.clone()),
+    };
+    tracing::warn!(reason = %refusal, "MCP request refused");
+    let id = axum::body::to_bytes(request.into_body(), 64 * 1024)
+        .await
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .map_or(Value::Null, |message| message["id"].clone());
+    refusal.into_response(id)
+}
+
+fn is_customer(request: &Request) -> bool {
+    matches!(
+        request.extensions().get::<Caller>(),
+        Some(Caller::Customer { .. })
+    )
 }
 
 /// `refund-agent mcp`: the tools on stdin/stdout for the staff member `token` names
@@ -201,7 +215,7 @@ pub struct InvestigationServer {
     state: AppState,
     surface: Surface,
     /// stdio: the staff member resolved at start. HTTP: `None`; each request carries
-    /// its own, put there by [`require_staff`].
+    /// its own, put there by `web::access::check`.
     caller: Option<Staff>,
 }
 
@@ -218,10 +232,12 @@ impl InvestigationServer {
         self.caller
             .clone()
             .or_else(|| {
-                context
-                    .extensions
-                    .get::<Parts>()
-                    .and_then(|parts| parts.extensions.get::<Staff>().cloned())
+                context.extensions.get::<Parts>().and_then(|parts| {
+                    match parts.extensions.get::<Caller>() {
+                        Some(Caller::Staff { staff, .. }) => Some(staff.clone()),
+                        _ => None,
+                    }
+                })
             })
             .ok_or_else(|| McpError::invalid_request(Refusal::Missing.to_string(), None))
     }
@@ -362,7 +378,18 @@ pub async fn call(
     name: &str,
     arguments: Value,
 ) -> AppResult<Called> {
-    let (subject, called) = run(state, name, &arguments).await;
+    // docs/spec/roles.md: each tool's capability, checked in the access table. A known
+    // tool the role may not use is refused like any tool error, and audited.
+    let known = declarations().iter().any(|d| d.name == name);
+    let (subject, called) = if known && !crate::web::access::tool_allowed(name, caller.role) {
+        let why = format!("a {} may not use {name}", caller.role.as_str());
+        (
+            String::new(),
+            Called::Outcome(tools::error("forbidden", &why)),
+        )
+    } else {
+        run(state, name, &arguments).await
+    };
     let outcome = match &called {
         Called::Outcome(o) if o.ok => "ok".to_string(),
         Called::Outcome(o) => o.content["error"].as_str().unwrap_or("error").to_string(),

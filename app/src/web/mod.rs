@@ -3,6 +3,7 @@
 //! into a call on the domain modules below and their answer (or `AppError`) into a
 //! response; no domain module imports from here.
 
+pub mod access;
 pub mod api;
 pub mod error;
 pub mod extract;
@@ -12,4 +13,4 @@ pub mod openapi;
 pub mod pages;
 pub mod router;
 
-pub use router::{router, CONTENT_SECURITY_POLICY, REQUEST_ID_HEADER};
+pub use router::{router, router_from, routes, CONTENT_SECURITY_POLICY, REQUEST_ID_HEADER};

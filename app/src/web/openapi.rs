@@ -177,6 +177,7 @@ impl Modify for BearerAuth {
         crate::web::api::cases::post_message,
         crate::web::api::cases::post_close,
         crate::web::api::cases::post_assign,
+        crate::web::api::cases::post_handup,
         crate::web::api::cases::post_takeover,
         crate::web::api::cases::post_decide,
         crate::web::api::runs::get_events,

@@ -1,8 +1,10 @@
 //! The router, built apart from the server so tests drive it without a socket.
 
 use axum::extract::Request;
-use axum::routing::{get, post};
+use axum::http::Method;
 use axum::{Json, Router};
+
+use crate::web::access::{self, Capability, Routes, Rule};
 
 use crate::state::AppState;
 use crate::web::error::AppError;
@@ -85,18 +87,17 @@ fn index_matches_policies(state: &AppState) -> bool {
             .is_ok_and(|hash| hash == state.index.policy_hash())
 }
 
-/// `GET /metrics`: Prometheus text (SPEC §7). Open like `/healthz`: its labels are route
-/// templates, statuses and kinds, never an id, an amount or a person (`metrics`), so it
-/// tells a reader volumes, not secrets; SECURITY.md says how to keep it internal.
+/// `GET /metrics`: Prometheus text (docs/spec/interfaces.md). Open like `/healthz` unless
+/// `METRICS_TOKEN` is set (the access layer's `Rule::Metrics`): its labels are route
+/// templates, statuses, declared tool names and kinds, never an id, an amount or a
+/// person (`metrics`). The database gauges come from the read-only connections, cached
+/// for `METRICS_CACHE_SECS` with one computation in flight (`metrics::GaugeCache`).
 async fn get_metrics(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let stuck = match crate::watchdog::stuck_counts(&state.db).await {
-        Ok(stuck) => stuck,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME, &stuck).await {
+    let cache = &state.metrics_cache;
+    match crate::metrics::render(&state.db, crate::reconcile::JOB_NAME, cache).await {
         Ok(text) => (
             [(
                 axum::http::header::CONTENT_TYPE,
@@ -134,103 +135,116 @@ async fn not_found() -> AppError {
     AppError::not_found("route")
 }
 
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route(
-            "/tickets",
-            post(crate::web::api::tickets::post_ticket).get(crate::web::api::tickets::list_tickets),
+/// Every route of the app with its access rule (docs/spec/roles.md), the router built
+/// from them, and the table the access layer reads. Tests walk the same table.
+pub fn routes(state: &AppState) -> Routes {
+    let mcp = || {
+        Routes::new().service(
+            "/mcp",
+            &[
+                (Method::GET, Rule::Staff(Capability::ReadCases)),
+                (Method::POST, Rule::Staff(Capability::ReadCases)),
+                (Method::DELETE, Rule::Staff(Capability::ReadCases)),
+            ],
+            crate::web::mcp::service(state),
         )
-        .route(
-            "/tickets/{id}/withdraw",
-            post(crate::web::api::tickets::post_withdraw),
-        )
-        .route(
-            "/tickets/{id}/person",
-            post(crate::web::api::tickets::post_person),
-        )
-        .route("/tickets/{id}", get(crate::web::api::tickets::get_ticket))
-        .route(
-            "/tickets/{id}/messages",
-            post(crate::web::api::tickets::post_message),
-        )
-        .route("/cases", get(crate::web::api::cases::get_cases))
-        .route("/cases/{id}", get(crate::web::api::cases::get_case))
-        .route(
-            "/cases/{id}/approve",
-            post(crate::web::api::cases::post_approve),
-        )
-        .route(
-            "/cases/{id}/reject",
-            post(crate::web::api::cases::post_reject),
-        )
-        .route(
-            "/cases/{id}/takeover",
-            post(crate::web::api::cases::post_takeover),
-        )
-        .route(
-            "/cases/{id}/decide",
-            post(crate::web::api::cases::post_decide),
-        )
-        .route(
-            "/cases/{id}/messages",
-            post(crate::web::api::cases::post_message),
-        )
-        .route(
-            "/cases/{id}/close",
-            post(crate::web::api::cases::post_close),
-        )
-        .route(
-            "/cases/{id}/assign",
-            post(crate::web::api::cases::post_assign),
-        )
-        .route("/runs/{id}/events", get(crate::web::api::runs::get_events))
-        .route(
-            "/policies/{doc}/draft",
-            get(crate::web::api::policies::get_draft).put(crate::web::api::policies::put_draft),
-        )
-        .route(
-            "/policies/{doc}/whatif",
-            post(crate::web::api::policies::post_whatif),
-        )
-        .route(
-            "/policies/{doc}/publish",
-            post(crate::web::api::policies::post_publish),
-        )
-        .route(
-            "/webhooks/payments",
-            crate::web::api::webhooks::route_with_secret(
-                crate::web::api::webhooks::WebhookSecret::new(state.webhook_secret.clone()),
-            ),
-        )
-        .route(
-            "/reconcile",
-            post(crate::web::api::reconcile::post_reconcile),
-        )
-        .route(
-            "/rollout",
-            get(crate::web::api::rollout::get_rollout).post(crate::web::api::rollout::post_rollout),
-        )
-        .route(
-            "/saved-replies",
-            get(crate::web::api::saved_replies::get_saved_replies)
-                .post(crate::web::api::saved_replies::post_saved_reply),
-        )
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/openapi.json", get(crate::web::openapi::get_openapi))
-        .merge(crate::web::mcp::routes(&state))
-        .fallback(not_found);
-    let hsts = state.secure_cookies;
-    let router = Router::new()
+    };
+    let api = api_routes(state)
+        .merge(mcp())
+        .map_router(|r| r.fallback(not_found));
+    Routes::new()
         .nest("/api/v1", api)
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(get_metrics))
-        .merge(crate::web::mcp::routes(&state))
-        .merge(crate::web::pages::routes(&state))
-        .fallback(crate::web::pages::page_not_found)
-        .with_state(state);
-    with_request_layers(router, hsts)
+        .get("/healthz", Rule::Anyone, healthz)
+        .get("/readyz", Rule::Anyone, readyz)
+        .get("/metrics", Rule::Metrics, get_metrics)
+        .merge(mcp())
+        .merge(crate::web::pages::routes(state))
+}
+
+/// The JSON API under `/api/v1`.
+fn api_routes(state: &AppState) -> Routes {
+    use crate::web::api::{cases, policies, reconcile, rollout, runs, saved_replies, tickets};
+    let customer = Rule::Customer;
+    let read = Rule::Staff(Capability::ReadCases);
+    let work = Rule::Staff(Capability::WorkCases);
+    let decide = Rule::Staff(Capability::DecideRefunds);
+    let author = Rule::Staff(Capability::AuthorPolicies);
+    let webhook = crate::web::api::webhooks::route_with_secret(
+        crate::web::api::webhooks::WebhookSecret::new(state.webhook_secret.clone()),
+    );
+    Routes::new()
+        .post("/tickets", customer, tickets::post_ticket)
+        .get("/tickets", customer, tickets::list_tickets)
+        .post("/tickets/{id}/withdraw", customer, tickets::post_withdraw)
+        .post("/tickets/{id}/person", customer, tickets::post_person)
+        .get("/tickets/{id}", customer, tickets::get_ticket)
+        .post("/tickets/{id}/messages", customer, tickets::post_message)
+        .get("/cases", read, cases::get_cases)
+        .get("/cases/{id}", read, cases::get_case)
+        .post("/cases/{id}/approve", decide, cases::post_approve)
+        .post("/cases/{id}/reject", decide, cases::post_reject)
+        .post("/cases/{id}/handup", work, cases::post_handup)
+        .post(
+            "/cases/{id}/takeover",
+            Rule::Staff(Capability::TakeOver),
+            cases::post_takeover,
+        )
+        .post("/cases/{id}/decide", work, cases::post_decide)
+        .post("/cases/{id}/messages", work, cases::post_message)
+        .post(
+            "/cases/{id}/close",
+            Rule::Staff(Capability::CloseCases),
+            cases::post_close,
+        )
+        .post("/cases/{id}/assign", work, cases::post_assign)
+        .get("/runs/{id}/events", read, runs::get_events)
+        .get("/policies/{doc}/draft", author, policies::get_draft)
+        .put("/policies/{doc}/draft", author, policies::put_draft)
+        .post("/policies/{doc}/whatif", author, policies::post_whatif)
+        .post(
+            "/policies/{doc}/publish",
+            Rule::Staff(Capability::PublishPolicies),
+            policies::post_publish,
+        )
+        .method_router(
+            "/webhooks/payments",
+            &[(Method::POST, Rule::ProviderSigned)],
+            webhook,
+        )
+        .post("/reconcile", work, reconcile::post_reconcile)
+        .get("/rollout", read, rollout::get_rollout)
+        .post(
+            "/rollout",
+            Rule::Staff(Capability::Administer),
+            rollout::post_rollout,
+        )
+        .get("/saved-replies", read, saved_replies::get_saved_replies)
+        .post(
+            "/saved-replies",
+            Rule::Staff(Capability::ManageSavedReplies),
+            saved_replies::post_saved_reply,
+        )
+        .get("/healthz", Rule::Anyone, healthz)
+        .get("/readyz", Rule::Anyone, readyz)
+        .get(
+            "/openapi.json",
+            Rule::Anyone,
+            crate::web::openapi::get_openapi,
+        )
+}
+
+pub fn router(state: AppState) -> Router {
+    router_from(routes(&state), state)
+}
+
+/// The router of `routes`, behind the request layers and the access layer that reads
+/// their rules.
+pub fn router_from(routes: Routes, state: AppState) -> Router {
+    let hsts = state.secure_cookies;
+    let (router, table) = routes
+        .map_router(|r| r.fallback(crate::web::pages::page_not_found))
+        .finish();
+    with_request_layers(router.with_state(state.clone()), hsts, state, table)
 }
 
 /// The header that names one request in the logs and in the answer.
@@ -258,6 +272,18 @@ async fn drop_unfit_request_id(mut request: Request) -> Request {
     request
 }
 
+/// No error answer ever sets a cookie: a session is started only by a request that
+/// succeeded (a sign-in whose redirect failed must not leave a session behind).
+async fn no_cookie_on_errors<B>(mut response: axum::http::Response<B>) -> axum::http::Response<B> {
+    let status = response.status();
+    if status.is_client_error() || status.is_server_error() {
+        response
+            .headers_mut()
+            .remove(axum::http::header::SET_COOKIE);
+    }
+    response
+}
+
 /// Content-Security-Policy of every response: scripts only from our own files (the
 /// ticket page's polling script is `/static/ticket.js`), inline styles allowed (they
 /// cannot run code), and no framing: an approval console must not be clickjacked.
@@ -278,7 +304,12 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 /// One `ServiceBuilder`, applied once: each `Router::layer` boxes every route again, and
 /// axum clones a route's boxed stack per request (issue 19: ten boxes were a measurable
 /// share of a ticket page).
-fn with_request_layers(router: Router, hsts: bool) -> Router {
+fn with_request_layers(
+    router: Router,
+    hsts: bool,
+    state: AppState,
+    table: access::AccessTable,
+) -> Router {
     use axum::http::{header, HeaderName, HeaderValue};
     use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
     use tower_http::set_header::SetResponseHeaderLayer;
@@ -308,6 +339,7 @@ fn with_request_layers(router: Router, hsts: bool) -> Router {
     router.layer(
         tower::ServiceBuilder::new()
             .layer(axum::middleware::map_request(drop_unfit_request_id))
+            .layer(axum::middleware::map_response(no_cookie_on_errors))
             .layer(SetRequestIdLayer::new(id.clone(), MakeRequestUuid))
             .layer(trace)
             .layer(PropagateRequestIdLayer::new(id))
@@ -321,6 +353,10 @@ fn with_request_layers(router: Router, hsts: bool) -> Router {
                 CONTENT_SECURITY_POLICY,
             ))
             .layer(axum::middleware::from_fn(count_request))
+            .layer(axum::middleware::from_fn_with_state(
+                (state, table),
+                access::check,
+            ))
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024)),
     )
 }

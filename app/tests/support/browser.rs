@@ -108,13 +108,18 @@ impl Browser {
 
     /// Logs `email` in on the console with the test password and waits for the queue.
     pub async fn console_login(&self, base: &str, email: &str) {
+        self.console_login_to(base, email, "/console").await;
+    }
+
+    /// Logs `email` in and waits for the page their role lands on (`landing`).
+    pub async fn console_login_to(&self, base: &str, email: &str, landing: &str) {
         self.goto(&format!("{base}/console/login")).await;
         self.type_into("input[name=email]", email).await;
         self.type_into("input[name=password]", "correct horse battery")
             .await;
         self.click("button[type=submit]").await;
-        let at = self.wait_for_url_ending("/console").await;
-        assert!(at.ends_with("/console"), "logged in: {at}");
+        let at = self.wait_for_url_ending(landing).await;
+        assert!(at.ends_with(landing), "logged in: {at}");
     }
 
     /// Opens a sign-in link (`{base}{link}`) and presses its button, as a customer

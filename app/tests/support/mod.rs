@@ -94,6 +94,8 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
     config.fixtures_dir = app::config::default_fixtures_dir();
     config.provider_backoff = std::time::Duration::from_millis(5);
     config.provider_timeout = std::time::Duration::from_secs(5);
+    // Tests read the gauges right after the change they count.
+    config.metrics_cache = std::time::Duration::ZERO;
 
     let clock = Arc::new(ManualClock::new(
         time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339).unwrap(),
@@ -202,6 +204,24 @@ impl TestApp {
                 .unwrap()
                 .0;
         }
+    }
+
+    /// A staff member with `role` (`{role}@test.example`, made on first use) and a fresh
+    /// API token of theirs.
+    #[allow(dead_code)] // Used by some test binaries.
+    pub async fn staff_token(&self, role: StaffRole) -> String {
+        let now = clock_ms(&self.clock);
+        let email = format!("{}@test.example", role.as_str());
+        let staff = match auth::staff_by_email(&self.state.db, &email).await.unwrap() {
+            Some(staff) => staff,
+            None => auth::upsert_staff(&self.state.db, &email, role, "correct horse battery", now)
+                .await
+                .unwrap(),
+        };
+        auth::issue_token(&self.state.db, "api", "staff", &staff.id, now)
+            .await
+            .unwrap()
+            .0
     }
 
     /// A console session for a staff member: the `rd_session=…` cookie and its CSRF token.
@@ -527,6 +547,22 @@ pub fn demo_historical(message: &str) -> app::replay::HistoricalTicket {
 }
 
 impl TestApp {
+    /// One JSON-RPC request to `POST /mcp` with `token` as the bearer.
+    #[allow(dead_code)] // Used by some test binaries.
+    pub async fn mcp_as(&self, token: &str, method: &str, params: Value) -> (StatusCode, Value) {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let request = Request::post("/mcp")
+            .header("host", "refunds.example.com")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let (status, text) = self.raw(request).await;
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
     /// One MCP tool call as the supervisor over stdio (`web::mcp::call`, as `refund-agent
     /// mcp` makes it), its outcome and the staff member who made it.
     #[allow(dead_code)] // Used by the MCP and sub-agent test binaries.

@@ -230,6 +230,21 @@ pub async fn post_reject(
     ))
 }
 
+/// `POST /api/v1/cases/{id}/handup` (staff): a refund above the caller's RP-004 limit
+/// handed up, with a note, to those who may approve or reject it.
+#[utoipa::path(post, path = "/api/v1/cases/{id}/handup", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = approvals::HandUp, responses((status = 200, description = "handed up: unassigned, in the supervisors' queue", body = crate::views::CaseView), crate::web::error::ApiErrors))]
+pub async fn post_handup(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<approvals::HandUp>,
+) -> AppResult<Json<CaseView>> {
+    let staff = principal.staff()?;
+    Ok(Json(
+        approvals::hand_up(state.desk(), staff, &id, &input).await?,
+    ))
+}
+
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).
 #[utoipa::path(post, path = "/api/v1/cases/{id}/takeover", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), responses((status = 200, description = "the supervisor's decision proposed for approval", body = crate::views::CaseView), crate::web::error::ApiErrors))]
 pub async fn post_takeover(

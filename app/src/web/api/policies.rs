@@ -118,6 +118,9 @@ pub async fn post_whatif(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PublishInput {
     pub draft_version: i64,
+    /// The draft version the what-if the publisher reviewed ran on: it must be
+    /// `draft_version` (nobody publishes effects they have not seen).
+    pub whatif_version: i64,
     /// `YYYY-MM-DD`, today or later; today when absent.
     pub effective_from: Option<String>,
 }
@@ -133,6 +136,16 @@ pub async fn post_publish(
     let staff = principal.staff()?;
     let at = publish::parse_effective(input.effective_from.as_deref())?;
     Ok(Json(
-        publish::publish(state.publisher(), staff, &doc, input.draft_version, at).await?,
+        publish::publish(
+            state.publisher(),
+            staff,
+            &doc,
+            publish::Reviewed {
+                draft_version: input.draft_version,
+                whatif_version: Some(input.whatif_version),
+            },
+            at,
+        )
+        .await?,
     ))
 }

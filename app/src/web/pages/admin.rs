@@ -12,7 +12,7 @@ use crate::auth::{self, Session};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-use super::common::{error_page, render, verified, with_status, Nav};
+use super::common::{render, verified, with_status, Nav};
 use crate::web::links::query_string;
 
 pub(super) struct StaffRow {
@@ -30,17 +30,14 @@ pub(super) struct StaffPage {
     notice: Option<String>,
 }
 
-/// The admin's session, or the page to answer with (login, or 403 for other roles).
+/// The admin's session, or the page to answer with (login). Who is an admin is the access
+/// layer's rule (`web::access`).
 #[allow(
     clippy::result_large_err,
     reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
 )]
 pub(super) fn admin(session: Result<Session, AppError>) -> Result<Session, Response> {
-    let session = session.map_err(|_| Redirect::to("/console/login").into_response())?;
-    if session.staff.role < auth::StaffRole::Admin {
-        return Err(error_page(StatusCode::FORBIDDEN, "Admins only."));
-    }
-    Ok(session)
+    session.map_err(|_| Redirect::to("/console/login").into_response())
 }
 
 pub(super) async fn staff_page_response(

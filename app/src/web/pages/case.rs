@@ -154,6 +154,7 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "note" => Some("Internal note added (staff only)."),
         "closed" => Some("Case closed."),
         "assigned" => Some("Case assigned."),
+        "handed_up" => Some("Handed up: it waits in the supervisors' queue."),
         _ => None,
     }
 }
@@ -224,7 +225,11 @@ async fn read_page(
         past_refunds: collapsed(history.refunds, history.refunds_total),
         thread: thread_entries(thread),
         status_label: case.status.label(),
-        may_close: supervisor && !case.status.is_at_rest() && !case.status.has_refund_in_flight(),
+        // docs/spec/roles.md: anyone who works cases closes one that moves no money; a
+        // case awaiting a refund only someone who could approve it.
+        may_close: !case.status.is_at_rest()
+            && !case.status.has_refund_in_flight()
+            && (case.status != CaseStatus::AwaitingApproval || may_approve),
         may_assign_others: supervisor,
         notice,
         live: !case.status.is_at_rest(),
@@ -240,6 +245,7 @@ async fn read_page(
             .map(|r| r.as_str().to_string())
             .collect(),
         may_take_over: case.status == CaseStatus::Escalated
+            && !shadow_pending
             && session.staff.role >= auth::StaffRole::Supervisor,
         fingerprint: case.fingerprint.clone().unwrap_or_default(),
         case: view,
@@ -542,6 +548,33 @@ pub(super) async fn reject_submit(
     Form(form): Form<DecideForm>,
 ) -> Response {
     decide_submit(state, session, id, form, Verdict::Rejected).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct HandUpForm {
+    csrf: String,
+    fingerprint: String,
+    note: String,
+}
+
+/// `POST /console/cases/{id}/handup`: a refund above the caller's limit, handed up to
+/// those who may approve it, with a note.
+pub(super) async fn handup_submit(
+    State(state): State<AppState>,
+    session: Result<Session, AppError>,
+    Path(id): Path<String>,
+    Form(form): Form<HandUpForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = approvals::HandUp {
+        fingerprint: form.fingerprint,
+        note: form.note,
+    };
+    let result = approvals::hand_up(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "handed_up").await
 }
 
 pub(super) async fn takeover_submit(

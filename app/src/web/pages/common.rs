@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::auth::{constant_time_eq, Session};
 use crate::replies::Language;
 use crate::state::AppState;
+use crate::web::access::Capability;
 use crate::web::error::AppError;
 
 pub fn render(t: &impl Template) -> Response {
@@ -116,8 +117,20 @@ pub(super) struct Nav {
     pub role: &'static str,
     pub csrf: String,
     pub here: &'static str,
-    admin: bool,
+    staff_role: crate::auth::StaffRole,
 }
+
+/// The console's pages as (path, label, what reading it needs), in the header's order.
+const PAGES: [(&str, &str, Capability); 8] = [
+    ("/console", "Queue", Capability::ReadCases),
+    ("/console/shadow", "Shadow", Capability::ReadCases),
+    ("/console/policies", "Policies", Capability::ReadPolicies),
+    ("/console/replies", "Replies", Capability::ReadCases),
+    ("/console/reconcile", "Reconcile", Capability::ReadCases),
+    ("/console/audit", "Audit", Capability::ReadCases),
+    ("/console/rollout", "Rollout", Capability::Administer),
+    ("/console/staff", "Staff", Capability::Administer),
+];
 
 impl Nav {
     pub fn of(session: &Session, here: &'static str) -> Nav {
@@ -126,26 +139,28 @@ impl Nav {
             role: session.staff.role.as_str(),
             csrf: session.csrf_token.clone(),
             here,
-            admin: session.staff.role >= crate::auth::StaffRole::Admin,
+            staff_role: session.staff.role,
         }
     }
 
-    /// The pages a staff member can go to, as (path, label).
+    /// The pages this staff member may open, as (path, label): the access table's
+    /// capabilities, so the header never offers a page that would refuse them.
     pub fn links(&self) -> Vec<(&'static str, &'static str)> {
-        let mut links = vec![
-            ("/console", "Queue"),
-            ("/console/shadow", "Shadow"),
-            ("/console/policies", "Policies"),
-            ("/console/replies", "Replies"),
-            ("/console/reconcile", "Reconcile"),
-            ("/console/audit", "Audit"),
-        ];
-        if self.admin {
-            links.push(("/console/rollout", "Rollout"));
-            links.push(("/console/staff", "Staff"));
-        }
-        links
+        PAGES
+            .iter()
+            .filter(|(_, _, needs)| needs.allows(self.staff_role))
+            .map(|(path, label, _)| (*path, *label))
+            .collect()
     }
+}
+
+/// Where a staff member lands after signing in: the queue, or for a role that reads no
+/// cases (a policy author) the policies.
+pub(super) fn home_of(role: crate::auth::StaffRole) -> &'static str {
+    PAGES
+        .iter()
+        .find(|(_, _, needs)| needs.allows(role))
+        .map_or("/console/policies", |(path, _, _)| *path)
 }
 
 /// HTML-escapes text for pages built outside askama templates.

@@ -14,6 +14,7 @@ use crate::error::DomainError;
 use crate::replies::{self, Language, PageText};
 use crate::state::AppState;
 use crate::tickets::{self};
+use crate::web::access::Caller;
 use crate::web::error::{status_of, AppError};
 
 use super::common::{
@@ -66,24 +67,22 @@ pub(super) struct CustomerSession {
     token: String,
 }
 
+/// The customer's browser session, as the access layer identified it.
 impl axum::extract::FromRequestParts<AppState> for CustomerSession {
     type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
-        state: &AppState,
+        _state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = crate::web::extract::cookie(parts, auth::CUSTOMER_COOKIE)
-            .ok_or(AppError::unauthorized())?
-            .to_string();
-        let resolved = auth::resolve(&state.db, &token, state.clock.now_ms())
-            .await?
-            .ok_or(AppError::unauthorized())?;
-        match (resolved.principal, resolved.csrf_token) {
-            (Principal::Customer { customer_id }, Some(csrf_token)) => Ok(CustomerSession {
+        match parts.extensions.get::<Caller>() {
+            Some(Caller::Customer {
                 customer_id,
-                csrf_token,
-                token,
+                session: Some(session),
+            }) => Ok(CustomerSession {
+                customer_id: customer_id.clone(),
+                csrf_token: session.csrf_token.clone(),
+                token: session.token.clone(),
             }),
             _ => Err(AppError::unauthorized()),
         }
@@ -339,7 +338,7 @@ pub(super) struct SignInPage {
 }
 
 /// The page for a customer page opened without a session, in the browser's language.
-pub(super) fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
+pub fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
     let lang = browser_language(headers);
     let t = replies::page_text(lang);
     customer_error_page(StatusCode::UNAUTHORIZED, lang, t.open_from_link)
@@ -356,11 +355,18 @@ pub(super) struct SignInQuery {
 /// Where a sign-in may lead: one of the customer's pages, never another site.
 pub(super) fn sign_in_target(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with("/tickets") && !n.contains("//") && !n.contains('\\') => {
-            n.to_string()
-        }
+        Some(n) if next_is_acceptable(n) => n.to_string(),
         _ => "/tickets".to_string(),
     }
+}
+
+/// A `next` a sign-in may send the browser to: a path of the customer's pages, of
+/// visible ASCII only (a CR or LF would split the `Location` header).
+fn next_is_acceptable(next: &str) -> bool {
+    next.starts_with("/tickets")
+        && !next.contains("//")
+        && !next.contains('\\')
+        && next.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
@@ -397,6 +403,16 @@ pub(super) async fn sign_in_submit(
 ) -> Response {
     if !origin.0 {
         return cross_site_refused();
+    }
+    // Checked before the link is used: a refused sign-in leaves the link unspent.
+    if form
+        .next
+        .as_deref()
+        .is_some_and(|n| !n.is_empty() && !next_is_acceptable(n))
+    {
+        let lang = browser_language(&headers);
+        let message = replies::page_text(lang).link_not_valid;
+        return customer_error_page(StatusCode::BAD_REQUEST, lang, message);
     }
     let now = state.clock.now_ms();
     let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {

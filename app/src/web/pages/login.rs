@@ -50,7 +50,7 @@ pub(super) async fn login_submit(
             match auth::issue_token(&state.db, "session", "staff", &staff.id, now).await {
                 Ok((token, _)) => redirect_with_cookie(
                     &state,
-                    "/console",
+                    super::common::home_of(staff.role),
                     auth::SESSION_COOKIE,
                     &token,
                     12 * 3600,

@@ -1,9 +1,61 @@
 //! Policy Markdown as HTML (issue 17): rendered with pulldown-cmark, raw HTML turned into
 //! text (an author's `<script>` is shown, never run), and every numbered clause
 //! (a paragraph that starts `2.1`, `3.2.1`…) given an anchor `c2.1`, so a citation
-//! `RP-001@2#2.1` lands on its clause.
+//! `RP-001@2#2.1` lands on its clause. Links go only where a policy may point — a
+//! relative path, `#`, `http(s):` or `mailto:` — and no image is fetched from another
+//! site (a policy page is read by staff signed in to the console).
 
-use pulldown_cmark::{CowStr, Event, Parser, Tag};
+use pulldown_cmark::{CowStr, Event, Parser, Tag, TagEnd};
+
+/// Whether a link target is one a policy may use: a relative path or `#fragment`, or an
+/// `http:`, `https:` or `mailto:` address. Browsers ignore tabs and line breaks inside a
+/// scheme (`java\tscript:`), so they are removed before looking.
+fn allowed_link(dest: &str) -> bool {
+    let dest: String = dest
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace() && !c.is_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if dest.starts_with("//") || dest.starts_with("\\") {
+        return false;
+    }
+    let scheme_end = dest.find(['/', '?', '#']);
+    match dest.find(':') {
+        Some(colon) if scheme_end.is_none_or(|end| colon < end) => ["http:", "https:", "mailto:"]
+            .iter()
+            .any(|s| dest.starts_with(s)),
+        _ => true,
+    }
+}
+
+/// Whether an image's source is this site's own (a relative path), never another's.
+fn local_image(dest: &str) -> bool {
+    allowed_link(dest)
+        && !dest.trim_start().to_ascii_lowercase().starts_with("http")
+        && !dest.contains(':')
+}
+
+/// The event with link targets made safe and remote images shown as their text.
+fn safe(event: Event<'_>) -> Event<'_> {
+    match event {
+        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !allowed_link(&dest_url) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: CowStr::from("#"),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image { dest_url, .. }) if !local_image(&dest_url) => {
+            Event::Text(CowStr::from("[image: "))
+        }
+        other => other,
+    }
+}
 
 /// The clause number a paragraph's text starts with (`"2.1 Refund…"` → `"2.1"`).
 fn clause_number(text: &str) -> Option<&str> {
@@ -17,10 +69,19 @@ fn clause_number(text: &str) -> Option<&str> {
 
 /// `markdown` as safe HTML with clause anchors.
 pub(super) fn render(markdown: &str) -> String {
+    // A remote image's end becomes the `]` closing its `[image: alt` text.
+    let mut remote_image = Vec::new();
     let events: Vec<Event> = Parser::new(markdown)
-        .map(|event| match event {
-            Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
-            other => other,
+        .map(|event| {
+            if let Event::Start(Tag::Image { dest_url, .. }) = &event {
+                remote_image.push(!local_image(dest_url));
+            }
+            match event {
+                Event::End(TagEnd::Image) if remote_image.pop() == Some(true) => {
+                    Event::Text(CowStr::from("]"))
+                }
+                other => safe(other),
+            }
         })
         .collect();
     let mut out = Vec::with_capacity(events.len());
@@ -63,6 +124,33 @@ mod tests {
             html.contains("&lt;script&gt;") && !html.contains("<script>"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_policy_links_only_to_relative_http_and_mailto_targets_and_fetches_no_remote_image() {
+        let html = render(
+            "[a](javascript:alert(1)) [b](JAVA\tSCRIPT:x) [c](data:text/html,x) [d](//evil.example/x) \
+             [e](https://example.com/p) [f](mailto:x@example.com) [g](#c2.1) [h](RP-001-v2.md) \
+             ![tracker](https://evil.example/p.gif) ![own](/static/logo.png)",
+        );
+        assert!(!html.to_ascii_lowercase().contains("javascript"), "{html}");
+        assert!(
+            !html.contains("data:text") && !html.contains("//evil"),
+            "{html}"
+        );
+        for kept in [
+            "https://example.com/p",
+            "mailto:x@example.com",
+            "#c2.1",
+            "RP-001-v2.md",
+        ] {
+            assert!(html.contains(&format!("href=\"{kept}\"")), "{kept}: {html}");
+        }
+        assert!(
+            html.contains("[image: tracker]") && !html.contains("<img src=\"https"),
+            "{html}"
+        );
+        assert!(html.contains("<img src=\"/static/logo.png\""), "{html}");
     }
 
     #[test]

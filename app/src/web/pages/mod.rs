@@ -22,87 +22,101 @@ mod run;
 mod saved_replies;
 
 pub use common::{error_page, html_escape, page_not_found, render};
+pub use customer::open_from_link_page;
 
 use axum::response::Redirect;
-use axum::routing::{get, post};
-use axum::Router;
 
 use crate::state::AppState;
+use crate::web::access::{Capability, Routes, Rule};
 
 /// Every page: the customer's, and the console's under the rollout banner
 /// (`rollout::banner`, issue 21). Customer pages never show the banner, so they skip
 /// its layer (issue 19: each layer with state copies the state on every request).
-pub fn routes(state: &AppState) -> Router<AppState> {
-    customer_routes().merge(console_routes().layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        rollout::banner,
-    )))
+pub fn routes(state: &AppState) -> Routes {
+    let banner = axum::middleware::from_fn_with_state(state.clone(), rollout::banner);
+    customer_routes().merge(console_routes().map_router(|r| r.layer(banner)))
 }
 
-fn customer_routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/tickets",
-            get(customer::tickets_page).post(customer::new_ticket_submit),
-        )
-        .route(
-            "/sign-in",
-            get(customer::sign_in_page).post(customer::sign_in_submit),
-        )
-        .route("/sign-out", post(customer::sign_out))
-        .route("/static/ticket.js", get(customer::ticket_script))
-        .route(
+fn script(body: &'static str) -> impl Fn() -> std::future::Ready<axum::response::Response> + Clone {
+    move || std::future::ready(common::script(body))
+}
+
+fn customer_routes() -> Routes {
+    let customer = Rule::Customer;
+    Routes::new()
+        .get("/tickets", customer, customer::tickets_page)
+        .post("/tickets", customer, customer::new_ticket_submit)
+        .get("/sign-in", Rule::Anyone, customer::sign_in_page)
+        .post("/sign-in", Rule::Anyone, customer::sign_in_submit)
+        .post("/sign-out", customer, customer::sign_out)
+        .get("/static/ticket.js", Rule::Anyone, customer::ticket_script)
+        .get(
             "/static/live.js",
-            get(|| async { common::script(include_str!("../../../static/live.js")) }),
+            Rule::Anyone,
+            script(include_str!("../../../static/live.js")),
         )
-        .route(
+        .get(
             "/static/time.js",
-            get(|| async { common::script(include_str!("../../../static/time.js")) }),
+            Rule::Anyone,
+            script(include_str!("../../../static/time.js")),
         )
-        .route(
+        .get(
             "/static/saved-replies.js",
-            get(|| async { common::script(include_str!("../../../static/saved-replies.js")) }),
+            Rule::Anyone,
+            script(include_str!("../../../static/saved-replies.js")),
         )
-        .route("/tickets/{id}", get(customer::ticket_page))
-        .route("/tickets/{id}/messages", post(customer::message_submit))
-        .route("/tickets/{id}/withdraw", post(customer::withdraw_submit))
-        .route("/tickets/{id}/person", post(customer::person_submit))
+        .get("/tickets/{id}", customer, customer::ticket_page)
+        .post("/tickets/{id}/messages", customer, customer::message_submit)
+        .post(
+            "/tickets/{id}/withdraw",
+            customer,
+            customer::withdraw_submit,
+        )
+        .post("/tickets/{id}/person", customer, customer::person_submit)
 }
 
-fn console_routes() -> Router<AppState> {
-    Router::new()
-        .route("/", get(|| async { Redirect::to("/console") }))
-        .route("/console", get(queue::queue_page))
-        .route(
-            "/console/login",
-            get(login::login_page).post(login::login_submit),
+fn console_routes() -> Routes {
+    let read = Rule::Staff(Capability::ReadCases);
+    let work = Rule::Staff(Capability::WorkCases);
+    let decide = Rule::Staff(Capability::DecideRefunds);
+    let admin = Rule::Staff(Capability::Administer);
+    Routes::new()
+        .get("/", Rule::Anyone, || async { Redirect::to("/console") })
+        .get("/console", read, queue::queue_page)
+        .get("/console/login", Rule::Anyone, login::login_page)
+        .post("/console/login", Rule::Anyone, login::login_submit)
+        .post("/console/logout", Rule::AnyStaff, login::logout)
+        .get("/console/cases/{id}", read, case::case_page)
+        .post("/console/cases/{id}/approve", decide, case::approve_submit)
+        .post("/console/cases/{id}/reject", decide, case::reject_submit)
+        .post("/console/cases/{id}/handup", work, case::handup_submit)
+        .post(
+            "/console/cases/{id}/takeover",
+            Rule::Staff(Capability::TakeOver),
+            case::takeover_submit,
         )
-        .route("/console/logout", post(login::logout))
-        .route("/console/cases/{id}", get(case::case_page))
-        .route("/console/cases/{id}/approve", post(case::approve_submit))
-        .route("/console/cases/{id}/reject", post(case::reject_submit))
-        .route("/console/cases/{id}/takeover", post(case::takeover_submit))
-        .route("/console/cases/{id}/messages", post(case::message_submit))
-        .route("/console/cases/{id}/close", post(case::close_submit))
-        .route("/console/cases/{id}/assign", post(case::assign_submit))
-        .route("/console/audit", get(admin::audit_page))
-        .route("/console/audit.csv", get(admin::audit_csv))
-        .route("/console/staff", get(admin::staff_page))
-        .route("/console/staff/unlock", post(admin::unlock_submit))
-        .route("/console/runs/{id}", get(run::run_page))
-        .route(
-            "/console/reconcile",
-            get(reports::reconcile_page).post(reports::reconcile_submit),
+        .post("/console/cases/{id}/messages", work, case::message_submit)
+        .post(
+            "/console/cases/{id}/close",
+            Rule::Staff(Capability::CloseCases),
+            case::close_submit,
         )
-        .route("/console/shadow", get(reports::shadow_page))
-        .route(
+        .post("/console/cases/{id}/assign", work, case::assign_submit)
+        .post(
             "/console/cases/{id}/decide",
-            post(case::decide_by_hand_submit),
+            work,
+            case::decide_by_hand_submit,
         )
-        .route(
-            "/console/rollout",
-            get(rollout::rollout_page).post(rollout::rollout_submit),
-        )
+        .get("/console/audit", read, admin::audit_page)
+        .get("/console/audit.csv", read, admin::audit_csv)
+        .get("/console/staff", admin, admin::staff_page)
+        .post("/console/staff/unlock", admin, admin::unlock_submit)
+        .get("/console/runs/{id}", read, run::run_page)
+        .get("/console/reconcile", read, reports::reconcile_page)
+        .post("/console/reconcile", work, reports::reconcile_submit)
+        .get("/console/shadow", read, reports::shadow_page)
+        .get("/console/rollout", admin, rollout::rollout_page)
+        .post("/console/rollout", admin, rollout::rollout_submit)
         .merge(policy::routes())
         .merge(policy_draft::routes())
         .merge(saved_replies::routes())

@@ -2,12 +2,11 @@
 //! and status, a version's text with section anchors (where citations link), and a
 //! line diff between two versions of one document. Staff only; read-only.
 
+use crate::web::access::{Capability, Routes, Rule};
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::Router;
 use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
@@ -17,11 +16,12 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 use crate::world::serde_plain;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/console/policies", get(list_page))
-        .route("/console/policies/{id}/diff", get(diff_page))
-        .route("/console/policies/{id}/{version}", get(version_page))
+pub fn routes() -> Routes {
+    let read = Rule::Staff(Capability::ReadPolicies);
+    Routes::new()
+        .get("/console/policies", read, list_page)
+        .get("/console/policies/{id}/diff", read, diff_page)
+        .get("/console/policies/{id}/{version}", read, version_page)
 }
 
 /// Where a citation (`RP-001@2#2.1`) is shown: the version's page, at its section.

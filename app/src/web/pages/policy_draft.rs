@@ -4,12 +4,12 @@
 //! author's own text, the diff to the saved draft, and the saved version to save over.
 //! Admins and policy authors only.
 
+use crate::web::access::{Capability, Routes, Rule};
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Form, Router};
+use axum::Form;
 use serde::Deserialize;
 
 use super::common::{error_page, render, verified, with_status, Nav};
@@ -20,14 +20,17 @@ use crate::authoring::whatif::{self, WhatIf};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/console/policies/{doc}/draft",
-            get(draft_page).post(save_submit),
+pub fn routes() -> Routes {
+    let author = Rule::Staff(Capability::AuthorPolicies);
+    Routes::new()
+        .get("/console/policies/{doc}/draft", author, draft_page)
+        .post("/console/policies/{doc}/draft", author, save_submit)
+        .post("/console/policies/{doc}/whatif", author, whatif_submit)
+        .post(
+            "/console/policies/{doc}/publish",
+            Rule::Staff(Capability::PublishPolicies),
+            publish_submit,
         )
-        .route("/console/policies/{doc}/whatif", post(whatif_submit))
-        .route("/console/policies/{doc}/publish", post(publish_submit))
 }
 
 #[derive(Template)]
@@ -51,6 +54,8 @@ struct DraftPage {
     /// History files a what-if may run against.
     histories: Vec<String>,
     whatif: Option<WhatIfView>,
+    /// A what-if ran on exactly the saved version: publishing may be offered.
+    whatif_is_fresh: bool,
 }
 
 /// The last what-if, as the publisher reads it.
@@ -112,6 +117,7 @@ fn page(
     DraftPage {
         histories: whatif::history_files(&state.history_dir),
         whatif: whatif_view(draft),
+        whatif_is_fresh: draft.version > 0 && draft.whatif_version == Some(draft.version),
         doc_id: draft.doc_id.clone(),
         policy_version: draft.policy_version,
         nav: Nav::of(session, "/console/policies"),
@@ -136,20 +142,14 @@ fn preview(markdown: &str) -> String {
     super::markdown::render(body)
 }
 
-/// The session if it may author policies, else the page to answer with.
+/// The session, else the page to answer with. Who may author is the access layer's rule
+/// (`web::access`).
 #[allow(
     clippy::result_large_err,
     reason = "the error is the page to answer with, an axum Response"
 )]
 fn author(session: Result<Session, AppError>) -> Result<Session, Response> {
-    let session = session.map_err(|_| Redirect::to("/console/login").into_response())?;
-    match drafts::check_author(&session.staff) {
-        Ok(()) => Ok(session),
-        Err(_) => Err(error_page(
-            StatusCode::FORBIDDEN,
-            "Only an admin or a policy author edits policies.",
-        )),
-    }
+    session.map_err(|_| Redirect::to("/console/login").into_response())
 }
 
 /// A form's session: CSRF checked, then the role.
@@ -288,6 +288,7 @@ async fn run_whatif(
 struct PublishForm {
     csrf: String,
     draft_version: i64,
+    whatif_version: i64,
     #[serde(default)]
     effective_from: String,
 }
@@ -308,7 +309,10 @@ async fn publish_submit(
                 state.publisher(),
                 &session.staff,
                 &doc,
-                form.draft_version,
+                publish::Reviewed {
+                    draft_version: form.draft_version,
+                    whatif_version: Some(form.whatif_version),
+                },
                 at,
             )
             .await

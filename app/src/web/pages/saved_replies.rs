@@ -5,8 +5,9 @@
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Form, Router};
+use axum::Form;
+
+use crate::web::access::{Capability, Routes, Rule};
 use serde::Deserialize;
 
 use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
@@ -16,10 +17,16 @@ use crate::saved_replies::{self, NewSavedReply, SavedReply};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/console/replies", get(replies_page).post(add_submit))
-        .route("/console/replies/{id}/delete", post(delete_submit))
+pub fn routes() -> Routes {
+    let manage = Rule::Staff(Capability::ManageSavedReplies);
+    Routes::new()
+        .get(
+            "/console/replies",
+            Rule::Staff(Capability::ReadCases),
+            replies_page,
+        )
+        .post("/console/replies", manage, add_submit)
+        .post("/console/replies/{id}/delete", manage, delete_submit)
 }
 
 #[derive(Template)]
