@@ -1,4 +1,4 @@
-//! How fast the product is (SPEC §9): one program, one table of figures, each beside a
+//! How fast the product is (BENCHMARKS.md): one program, one table of figures, each beside a
 //! baseline measured in the same run on the same machine. Long because every figure
 //! and its baseline share one setup and one report table; one program, one file.
 //!
@@ -400,7 +400,7 @@ fn bench_now() -> OffsetDateTime {
     time::macros::datetime!(2026-11-29 10:00 UTC)
 }
 
-/// An app assembled in-process as `app/tests/support` does: the real payments mock on a
+/// An app assembled in-process as `app/tests/it/support` does: the real payments mock on a
 /// loopback port (real HTTP), the store, the fixture policies and index, the built-in
 /// investigator, a manual clock.
 struct Rig {
@@ -1233,7 +1233,7 @@ async fn phase_shadow(
 // ---------------------------------------------------------------------------------------
 
 /// The peer a team would otherwise pick: the OpenAI Agents SDK with a fake offline model,
-/// 6 tool calls then an answer (`../shared/bench/agents_overhead.py`, run in this run).
+/// 6 tool calls then an answer (the peer's script, `BENCH_PEER_SCRIPT`, run in this run).
 /// Returns its runs/s without persistence and with its SQLite session store, or `None`
 /// when its virtualenv is not installed.
 async fn phase_peer(
