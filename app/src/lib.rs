@@ -21,6 +21,8 @@ pub mod customer;
 pub mod error;
 pub mod investigation;
 pub mod lease;
+pub mod mail;
+pub mod mailbox;
 pub mod metrics;
 pub mod payments;
 pub mod policies;

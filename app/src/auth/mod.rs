@@ -20,8 +20,8 @@ mod resolved;
 pub use resolved::{Resolved, RESOLVED_FRESH};
 mod tokens;
 pub use tokens::{
-    issue_sign_in_link, issue_token, purge_expired, redeem_sign_in_link, resolve, revoke_token,
-    SIGN_IN_LINK_TTL_MS,
+    issue_mail_sign_in_link, issue_sign_in_link, issue_token, purge_expired, redeem_sign_in_link,
+    resolve, revoke_token, MAIL_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS,
 };
 
 use argon2::password_hash::{
