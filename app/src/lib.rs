@@ -120,6 +120,10 @@ pub async fn build_state(
         metrics_token: config.metrics_token.clone(),
         metrics_cache: Arc::new(metrics::GaugeCache::new(config.metrics_cache)),
         rollout_guards: Default::default(),
+        mail: Arc::new(mail::MailSettings::from_config(
+            &config.mail,
+            config.public_url.as_deref(),
+        )?),
         db,
     })
 }

@@ -123,6 +123,9 @@ pub enum Rule {
     ProviderSigned,
     /// `/metrics`: anyone, or the bearer of `METRICS_TOKEN` when one is set.
     Metrics,
+    /// `POST /api/v1/inbound/email` (issue 37): the bearer of `INBOUND_EMAIL_TOKEN`, and
+    /// nobody while it is unset (a mail server, not a person).
+    InboundMail,
 }
 
 /// The shape a surface answers a refusal in.
@@ -381,7 +384,7 @@ pub struct RefusedByAccess;
 /// Whether `rule` lets `caller` through.
 pub fn decide(rule: Rule, caller: &Caller) -> Result<(), Refusal> {
     match (rule, caller) {
-        (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics, _) => Ok(()),
+        (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics | Rule::InboundMail, _) => Ok(()),
         (_, Caller::Anonymous) => Err(Refusal::SignIn),
         (Rule::Customer, Caller::Customer { .. }) => Ok(()),
         (Rule::Customer, Caller::Staff { .. }) => Err(Refusal::Forbidden(
@@ -431,6 +434,12 @@ pub async fn check(
     };
     if rule == Rule::Metrics {
         return match metrics_token_matches(&state, &request) {
+            true => next.run(request).await,
+            false => refuse(surface, &Refusal::SignIn, request).await,
+        };
+    }
+    if rule == Rule::InboundMail {
+        return match inbound_token_matches(&state, &request) {
             true => next.run(request).await,
             false => refuse(surface, &Refusal::SignIn, request).await,
         };
@@ -521,6 +530,16 @@ fn caller_of(principal: Principal, session: Option<BrowserSession>) -> Caller {
 fn metrics_token_matches(state: &AppState, request: &Request) -> bool {
     match state.metrics_token.as_deref() {
         None => true,
+        Some(expected) => crate::web::extract::bearer_header(request.headers())
+            .is_some_and(|sent| auth::constant_time_eq(sent, expected)),
+    }
+}
+
+/// `INBOUND_EMAIL_TOKEN` as the bearer token (compared in constant time); with none set,
+/// nobody passes.
+fn inbound_token_matches(state: &AppState, request: &Request) -> bool {
+    match state.mail.inbound_token.as_deref() {
+        None => false,
         Some(expected) => crate::web::extract::bearer_header(request.headers())
             .is_some_and(|sent| auth::constant_time_eq(sent, expected)),
     }
