@@ -18,6 +18,7 @@ mod customer;
 mod harness_loop;
 mod kill;
 mod lifecycle;
+mod mail;
 mod llm;
 mod mcp;
 mod observability;

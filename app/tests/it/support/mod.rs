@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod mail;
 pub mod pg_cluster;
 pub mod serve;
 
@@ -79,6 +80,15 @@ pub async fn start_mock(dir: &std::path::Path) -> payments_mock::RunningMock {
 }
 
 pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
+    spawn_app_configured(model, |_| {}).await
+}
+
+/// `spawn_app_with_model`, with the configuration changed by `edit` before the state is
+/// built (issue 37: the mail settings).
+pub async fn spawn_app_configured(
+    model: Arc<dyn Model>,
+    edit: impl FnOnce(&mut Config),
+) -> TestApp {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
     app::world::load_into_provider(&mock.base_url(), &demo_world_text())
@@ -96,6 +106,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
     config.provider_timeout = std::time::Duration::from_secs(5);
     // Tests read the gauges right after the change they count.
     config.metrics_cache = std::time::Duration::ZERO;
+    edit(&mut config);
 
     let clock = Arc::new(ManualClock::new(
         time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339).unwrap(),
