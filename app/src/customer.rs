@@ -181,7 +181,7 @@ pub async fn visible_ticket(
         Principal::Staff(_) => Ok(ticket),
         Principal::Customer { customer_id } if *customer_id == ticket.customer_id => Ok(ticket),
         // Same answer as an unknown id (RP-007: never confirm another customer's records).
-        Principal::Customer { .. } => Err(DomainError::NotFound("ticket")),
+        Principal::Customer { .. } | Principal::Service(_) => Err(DomainError::NotFound("ticket")),
     }
 }
 
@@ -244,6 +244,7 @@ pub async fn visible_ticket_view(
     let customer = match principal {
         Principal::Staff(_) => None,
         Principal::Customer { customer_id } => Some(customer_id.as_str()),
+        Principal::Service(_) => return Err(DomainError::NotFound("ticket")),
     };
     // Same answer for an unknown id and someone else's (RP-007).
     read_view(db, ticket_id, customer)

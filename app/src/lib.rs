@@ -117,6 +117,14 @@ pub async fn build_state(
         policy_second_approver: config.policy_second_approver,
         metrics_token: config.metrics_token.clone(),
         metrics_cache: Arc::new(metrics::GaugeCache::new(config.metrics_cache)),
+        public_url: config.public_url.clone(),
+        oidc: match config.oidc.clone() {
+            Some(settings) => Some(Arc::new(auth::oidc::Oidc::new(settings)?)),
+            None => None,
+        },
+        group_roles: Arc::new(config.group_roles.clone()),
+        scim_default_role: config.scim_default_role,
+        password_sign_in: config.password_sign_in,
         rollout_guards: Default::default(),
         db,
     })

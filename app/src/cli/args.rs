@@ -81,6 +81,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: StaffCommand,
     },
+    /// Service tokens (a shop backend's integration token, the identity provider's SCIM token).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Customer access.
     Customer {
         #[command(subcommand)]
@@ -227,6 +232,38 @@ pub(super) enum StaffCommand {
         /// The staff member's email.
         #[arg(long)]
         email: String,
+        /// What the token is for (shown when tokens are listed).
+        #[arg(long, default_value = "cli")]
+        name: String,
+        /// Days it works, 1 to 366.
+        #[arg(long, default_value_t = 30)]
+        expires_days: i64,
+    },
+    /// List a staff member's sessions and tokens (never the secrets), as JSON.
+    Tokens {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Revoke a session or token by its id (as `staff tokens` lists them).
+    Revoke {
+        /// The token's id (`tok_…`).
+        token_id: String,
+    },
+    /// Invite someone: prints a single-use link, valid 7 days.
+    Invite {
+        /// Their email.
+        #[arg(long)]
+        email: String,
+        /// What they may do.
+        #[arg(long, value_enum)]
+        role: RoleArg,
+    },
+    /// Deactivate a staff member: every session and token of theirs stops working at once.
+    Deactivate {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
     },
     /// Forget a staff member's failed logins, so the login throttle lets them in.
     Unlock {
@@ -234,6 +271,42 @@ pub(super) enum StaffCommand {
         #[arg(long)]
         email: String,
     },
+}
+
+#[derive(Subcommand)]
+pub(super) enum TokenCommand {
+    /// Print a new service token: `integration` for a shop backend (customers and orders),
+    /// `scim` for the identity provider (staff provisioning).
+    Create {
+        #[arg(long, value_enum)]
+        kind: ServiceKindArg,
+        /// What it is for (shown when tokens are listed).
+        #[arg(long)]
+        name: String,
+        /// Days it works, 1 to 366.
+        #[arg(long, default_value_t = 90)]
+        expires_days: i64,
+    },
+    /// List the service tokens in force (never the secrets), as JSON.
+    List,
+    /// Revoke a service token by its id.
+    Revoke { token_id: String },
+}
+
+/// Service token kinds as `token create --kind` accepts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ServiceKindArg {
+    Integration,
+    Scim,
+}
+
+impl From<ServiceKindArg> for crate::auth::ServiceKind {
+    fn from(kind: ServiceKindArg) -> Self {
+        match kind {
+            ServiceKindArg::Integration => crate::auth::ServiceKind::Integration,
+            ServiceKindArg::Scim => crate::auth::ServiceKind::Scim,
+        }
+    }
 }
 
 #[derive(Subcommand)]

@@ -87,5 +87,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Shadow { history, out } => offline::shadow(&config, history, out).await,
         Command::Staff { command } => accounts::staff(&config, command).await,
         Command::Customer { command } => accounts::customer(&config, command).await,
+        Command::Token { command } => accounts::token(&config, command).await,
     }
 }

@@ -158,6 +158,7 @@ pub fn routes(state: &AppState) -> Routes {
         .get("/readyz", Rule::Anyone, readyz)
         .get("/metrics", Rule::Metrics, get_metrics)
         .merge(mcp())
+        .merge(crate::web::scim::routes())
         .merge(crate::web::pages::routes(state))
 }
 

@@ -8,6 +8,7 @@
 mod support;
 
 mod access;
+mod accounts;
 mod api;
 mod authoring;
 mod browser;
@@ -28,6 +29,7 @@ mod rollout;
 mod scale;
 mod shadow;
 mod shadow_live;
+mod sso;
 mod steps;
 mod subagents;
 mod watchdog;

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod idp;
 pub mod pg_cluster;
 pub mod serve;
 
@@ -166,7 +167,7 @@ impl TestApp {
         };
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20)
             .await
             .unwrap();
         let value = serde_json::from_slice(&bytes)
@@ -182,7 +183,7 @@ impl TestApp {
     pub async fn raw(&self, request: Request<Body>) -> (StatusCode, String) {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20)
             .await
             .unwrap();
         (status, String::from_utf8_lossy(&bytes).into_owned())
