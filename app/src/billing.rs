@@ -248,7 +248,7 @@ impl BillingSource for WorldBilling {
                 .world
                 .refunds()?
                 .into_iter()
-                .filter(|r| r.charge == charge_id)
+                .filter(|r| r.is_on(charge_id))
                 .collect();
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(refunds)
@@ -289,5 +289,5 @@ pub fn refund_json(r: &ProviderRefund) -> Value {
         .and_then(|cur| Money::from_minor(r.amount, cur).ok())
         .map(|m| m.amount_string());
     json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
-            "status": r.status, "created_at": rfc3339(r.created * 1000) })
+            "status": r.status(), "created_at": rfc3339(r.created * 1000) })
 }

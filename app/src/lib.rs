@@ -82,7 +82,8 @@ pub async fn build_state(
         &config.payments_api_key,
         config.provider_timeout,
         config.provider_backoff,
-    )?;
+    )?
+    .with_order_key(&config.payments_order_key);
     let billing = Arc::new(billing::LiveBilling {
         db: db.clone(),
         payments: payments.clone(),

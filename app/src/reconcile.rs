@@ -368,7 +368,7 @@ fn compare(
                 charge_id: charge_id.to_string(),
                 amount,
                 currency,
-                status: refund.status.clone(),
+                status: refund.status().to_string(),
                 created: refund.created,
                 refund_intent_id: refund.intent_id().map(str::to_string),
             });

@@ -101,12 +101,13 @@ impl World {
                 Ok(ProviderRefund {
                     id: r.id.clone(),
                     amount: Money::parse(&r.amount, r.currency)?.minor_units(),
-                    charge: r.charge_id.clone(),
+                    charge: Some(r.charge_id.clone()),
                     currency: r.currency.code().to_ascii_lowercase(),
-                    status: r.status.clone(),
+                    status: Some(r.status.clone()),
                     created: r.created_at.unix_timestamp(),
                     metadata: r.metadata.clone(),
                     failure_reason: None,
+                    reason: None,
                 })
             })
             .collect()
@@ -127,11 +128,8 @@ impl World {
                 let live: i64 = refunds
                     .iter()
                     .filter(|r| {
-                        r.charge == c.id
-                            && matches!(
-                                r.status.as_str(),
-                                "succeeded" | "pending" | "requires_action"
-                            )
+                        r.is_on(&c.id)
+                            && matches!(r.status(), "succeeded" | "pending" | "requires_action")
                     })
                     .map(|r| r.amount)
                     .sum();
@@ -151,6 +149,7 @@ impl World {
                     metadata: [("order_id".to_string(), c.order_id.clone())]
                         .into_iter()
                         .collect(),
+                    order_id: Some(c.order_id.clone()),
                 })
             })
             .collect()
