@@ -27,6 +27,7 @@ use harness::BoxFuture;
 pub struct CustomerRecord {
     pub id: String,
     pub region: Region,
+    /// `''` when the customer is not linked to a provider customer (issue 36).
     pub provider_customer_id: String,
 }
 
@@ -134,10 +135,22 @@ impl BillingSource for LiveBilling {
         customer: &'a CustomerRecord,
     ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
         Box::pin(async move {
-            let mut charges = self
-                .payments
-                .list_charges(&customer.provider_customer_id)
-                .await?;
+            // A customer not linked to the provider (`''`) has no charges we can see:
+            // never a list without the customer filter, which is every customer's.
+            let mut charges = if customer.provider_customer_id.is_empty() {
+                Vec::new()
+            } else {
+                self.payments
+                    .list_charges(&customer.provider_customer_id)
+                    .await?
+            };
+            crate::onboarding::charges::apply_links(
+                &self.db,
+                &self.payments,
+                customer,
+                &mut charges,
+            )
+            .await?;
             charges.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(charges)
         })

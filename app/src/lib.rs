@@ -22,6 +22,7 @@ pub mod error;
 pub mod investigation;
 pub mod lease;
 pub mod metrics;
+pub mod onboarding;
 pub mod payments;
 pub mod policies;
 pub mod reconcile;

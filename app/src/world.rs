@@ -10,7 +10,6 @@ use policy_engine::{Currency, Money, Product, Region};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::clock::to_ms;
 use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::store::Db;
 
@@ -155,37 +154,31 @@ impl World {
             .collect()
     }
 
-    /// Upserts customers and orders into the app's database, in one transaction.
+    /// Upserts customers and orders into the app's database, in one transaction,
+    /// through their writer (`onboarding::records`). A world's customer is linked to the
+    /// provider customer of its own id, as the payments mock's worlds name them.
     pub async fn load_into(&self, db: &Db) -> anyhow::Result<()> {
+        use crate::onboarding::records::{upsert_customer_tx, upsert_order_tx, Customer, Order};
         let mut tx = db.begin().await?;
         for c in &self.customers {
-            let region = serde_plain(&c.region);
-            sqlx::query(
-                "INSERT INTO customers (id, name, email, region, provider_customer_id) VALUES ($1, $2, $3, $4, $1)
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region",
-            )
-            .bind(&c.id)
-            .bind(&c.name)
-            .bind(&c.email)
-            .bind(region)
-            .execute(&mut *tx)
-            .await?;
+            let customer = Customer {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                email: c.email.clone(),
+                region: c.region,
+                provider_customer_id: Some(c.id.clone()),
+            };
+            upsert_customer_tx(&mut tx, &customer).await?;
         }
         for o in &self.orders {
-            let amount = Money::parse(&o.amount, o.currency)?;
-            sqlx::query(
-                "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
-                 amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at",
-            )
-            .bind(&o.id)
-            .bind(&o.customer_id)
-            .bind(serde_plain(&o.product))
-            .bind(amount.minor_units())
-            .bind(o.currency.code())
-            .bind(to_ms(o.created_at))
-            .execute(&mut *tx)
-            .await?;
+            let order = Order {
+                id: o.id.clone(),
+                customer_id: o.customer_id.clone(),
+                product: o.product,
+                amount: Money::parse(&o.amount, o.currency)?,
+                created_at: o.created_at,
+            };
+            upsert_order_tx(&mut tx, &order).await?;
         }
         tx.commit().await?;
         Ok(())

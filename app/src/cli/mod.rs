@@ -6,6 +6,7 @@ mod accounts;
 mod args;
 mod authoring;
 mod evals;
+mod import;
 mod offline;
 mod operate;
 mod policy;
@@ -82,6 +83,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Policy { command } => policy::policy(&config, command).await,
         Command::Mcp => operate::mcp(&config).await,
         Command::Rollout { command } => operate::rollout(&config, command).await,
+        Command::Import { command } => import::import(&config, command).await,
+        Command::Charges { command } => import::charges(&config, command).await,
         Command::Reconcile => operate::reconcile(&config).await,
         Command::Eval { .. } => evals::forward_to_refund_evals().await,
         Command::Shadow { history, out } => offline::shadow(&config, history, out).await,

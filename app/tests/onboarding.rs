@@ -1,0 +1,397 @@
+//! A team's own data (issue 36): customers and orders imported from the shop's files
+//! with the real `refund-agent` binary into an empty data directory, against the
+//! payments mock loaded with a Stripe-shaped account — customers `cus_…`, charges naming
+//! their order under a non-default metadata key — then a ticket investigated, approved
+//! and refunded end to end; bad files changing nothing; missing payment records going
+//! to a person; unlinked charges listed and linked.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use app::agent::investigator::Investigator;
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use support::{app_on, start_mock, test_database_url, TestApp};
+
+/// The metadata key this shop's charges name their order under.
+const ORDER_KEY: &str = "shop_order";
+
+/// The shop's payments account: customers with provider ids, charges naming their order
+/// under `shop_order` only.
+fn provider_world() -> Value {
+    let customer = |id: &str, email: &str, name: &str| json!({ "id": id, "email": email, "name": name, "created_at": "2026-01-05T10:00:00Z" });
+    let charge = |id: &str, customer: Option<&str>, order: Option<&str>, amount: &str, at: &str| {
+        let metadata = match order {
+            Some(o) => json!({ ORDER_KEY: o, "channel": "web" }),
+            None => json!({ "channel": "pos" }),
+        };
+        json!({ "id": id, "customer_id": customer, "amount": amount, "currency": "USD",
+                "captured": true, "status": "succeeded", "created_at": at,
+                "payment_method": "pm_card_visa", "metadata": metadata })
+    };
+    json!({
+        "customers": [
+            customer("cus_Ann8fQ2", "ann@shop.example", "Ann Lee"),
+            customer("cus_Bo71kX", "bo@shop.example", "Bo Chen"),
+            customer("cus_TwinA", "twins@shop.example", "Twin A"),
+            customer("cus_TwinB", "twins@shop.example", "Twin B"),
+        ],
+        "orders": [],
+        "charges": [
+            charge("ch_ann_1", Some("cus_Ann8fQ2"), Some("#5001"), "99.00", "2026-11-20T09:00:05Z"),
+            charge("ch_ann_2", Some("cus_Ann8fQ2"), Some("#5001"), "99.00", "2026-11-20T09:01:40Z"),
+            charge("ch_bo_1", Some("cus_Bo71kX"), Some("#6001"), "4.99", "2026-11-21T09:00:05Z"),
+            // Bo's monthly plan, charged at the till: no order named.
+            charge("ch_bo_pos", Some("cus_Bo71kX"), None, "9.99", "2026-11-22T09:00:05Z"),
+        ],
+        "refunds": []
+    })
+}
+
+const CUSTOMERS_CSV: &str = "\
+id,name,email,region,provider_customer_id
+SHOP-1,Ann Lee,ann@shop.example,US,cus_Ann8fQ2
+SHOP-2,\"Chen, Bo\",bo@shop.example,US,
+SHOP-3,Twin,twins@shop.example,EU,
+";
+
+const ORDERS_CSV: &str = "\
+id,customer_id,product,amount,currency,created_at
+#5001,SHOP-1,annual_plan,99.00,USD,2026-11-20T09:00:00Z
+#6001,SHOP-2,addon,4.99,USD,2026-11-21T09:00:00Z
+#6002,SHOP-2,monthly_plan,9.99,USD,2026-11-22T09:00:00Z
+";
+
+/// `refund-agent` on `data_dir`, pointed at the mock as a deployer would point it at
+/// their provider (`PAYMENTS_URL`, key, webhook secret, `PAYMENTS_ORDER_KEY`).
+fn refund_agent(data_dir: &Path, database_url: &str, mock_url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+    cmd.arg("--data-dir")
+        .arg(data_dir)
+        .env("DATABASE_URL", database_url)
+        .env("PAYMENTS_URL", mock_url)
+        .env("PAYMENTS_API_KEY", "sk_test_refund_desk")
+        .env("PAYMENTS_WEBHOOK_SECRET", "whsec_test_refund_desk")
+        .env("PAYMENTS_ORDER_KEY", ORDER_KEY)
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env_remove("LLM_BASE_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// Runs the command to its end. The tests run on a multi-threaded runtime: the payments
+/// mock it talks to is served by this process while this thread waits.
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("refund-agent runs")
+}
+
+fn summary(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON summary on stdout")
+}
+
+/// A shop: the mock loaded with `provider_world`, the files written, an empty data dir.
+struct Shop {
+    dir: tempfile::TempDir,
+    mock: payments_mock::RunningMock,
+    database_url: String,
+}
+
+impl Shop {
+    async fn new() -> Shop {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mock = start_mock(dir.path()).await;
+        app::world::load_into_provider(&mock.base_url(), &provider_world().to_string())
+            .await
+            .expect("the account loads into the mock");
+        std::fs::write(dir.path().join("customers.csv"), CUSTOMERS_CSV).expect("a file");
+        std::fs::write(dir.path().join("orders.csv"), ORDERS_CSV).expect("a file");
+        let database_url = test_database_url(&dir.path().join("data")).await;
+        Shop {
+            dir,
+            mock,
+            database_url,
+        }
+    }
+
+    fn cli(&self) -> Command {
+        refund_agent(
+            &self.dir.path().join("data"),
+            &self.database_url,
+            &self.mock.base_url(),
+        )
+    }
+
+    fn import(&self, what: &str, file: &str) -> Output {
+        run(self
+            .cli()
+            .args(["import", what])
+            .arg(self.dir.path().join(file)))
+    }
+
+    async fn app(self) -> TestApp {
+        app_on(
+            self.dir,
+            self.mock,
+            self.database_url,
+            Arc::new(Investigator),
+            |config| config.payments_order_key = ORDER_KEY.into(),
+        )
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shop_imports_its_csv_files_and_a_charged_twice_ticket_is_refunded_end_to_end() {
+    let shop = Shop::new().await;
+    let customers = summary(&shop.import("customers", "customers.csv"));
+    assert_eq!(customers["created"], 3, "{customers:#}");
+    assert_eq!(customers["links"]["given"], 1, "{customers:#}");
+    assert_eq!(customers["links"]["by_email"], 1, "{customers:#}");
+    assert_eq!(customers["links"]["ambiguous"], 1, "{customers:#}");
+    let orders = summary(&shop.import("orders", "orders.csv"));
+    assert_eq!(
+        (orders["rows"].clone(), orders["created"].clone()),
+        (json!(3), json!(3))
+    );
+
+    let app = shop.app().await;
+    let linked: String =
+        sqlx::query_scalar("SELECT provider_customer_id FROM customers WHERE id = 'SHOP-2'")
+            .fetch_one(app.state.db.pool())
+            .await
+            .expect("SHOP-2");
+    assert_eq!(linked, "cus_Bo71kX", "linked by email through the provider");
+
+    let (_, case) = app
+        .open_ticket(
+            "SHOP-1",
+            "Hi, I was charged twice for order #5001, please fix",
+        )
+        .await;
+    assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+    let refunds = case["decision"]["refunds"].as_array().expect("refunds");
+    assert_eq!(refunds.len(), 1, "{case:#}");
+    assert_eq!(refunds[0]["charge_id"], "ch_ann_2");
+    let case_id = case["id"].as_str().expect("an id");
+    let fingerprint = case["fingerprint"].as_str().expect("a fingerprint");
+    let (status, body) = app
+        .approve(&app.supervisor_token, case_id, fingerprint)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.drain().await;
+    let case = app.case(case_id).await;
+    assert_eq!(case["status"], "refund_succeeded", "{case:#}");
+    let at_provider = app.provider_refunds("ch_ann_2").await;
+    assert_eq!(at_provider.len(), 1, "{at_provider:?}");
+    assert_eq!(at_provider[0]["amount"], 9900);
+    assert!(app.provider_refunds("ch_ann_1").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paid_order_whose_charge_names_no_order_goes_to_a_person_until_staff_link_it() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let unlinked = summary(&run(shop.cli().args(["charges", "unlinked", "--sync"])));
+    let listed: Vec<&str> = unlinked
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|c| c["charge_id"].as_str())
+        .collect();
+    assert_eq!(listed, ["ch_bo_pos"], "{unlinked:#}");
+    assert_eq!(unlinked[0]["customer_id"], "SHOP-2");
+    let app = shop.app().await;
+
+    let (_, case) = app
+        .open_ticket(
+            "SHOP-2",
+            "My monthly plan order #6002 was charged twice, I want my money back",
+        )
+        .await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    let reason = case["decision"]["escalation"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("payment records missing") && reason.contains("#6002"),
+        "{case:#}"
+    );
+
+    // Staff link the till charge to the order: the next investigation sees it.
+    let payments = app.state.payments.clone();
+    app::onboarding::charges::link_charge(
+        &app.state.db,
+        &payments,
+        "ch_bo_pos",
+        "#6002",
+        "staff-test",
+        0,
+    )
+    .await
+    .expect("the charge is Bo's and so is the order");
+    assert!(
+        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+            .await
+            .expect("a list")
+            .is_empty()
+    );
+    let refused = app::onboarding::charges::link_charge(
+        &app.state.db,
+        &payments,
+        "ch_ann_1",
+        "#6002",
+        "staff-test",
+        0,
+    )
+    .await
+    .expect_err("Ann's charge on Bo's order");
+    assert_eq!(refused.code(), "charge_already_linked");
+    app.close_case(case["id"].as_str().expect("an id")).await;
+    app.clock.advance(time::Duration::minutes(61));
+    let (_, case) = app
+        .open_ticket(
+            "SHOP-2",
+            "Order #6002: I was charged twice for my monthly plan",
+        )
+        .await;
+    assert_eq!(
+        (
+            case["status"].clone(),
+            case["decision"]["reason_code"].clone()
+        ),
+        (json!("denied"), json!("not_duplicate")),
+        "one charge on the order, now seen: nothing is duplicated; {case:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_with_any_bad_row_imports_nothing_and_names_every_bad_line() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    let bad = "\
+id,customer_id,product,amount,currency,created_at
+#7001,SHOP-1,annual_plan,99.00,USD,2026-11-20T09:00:00Z
+#7002,SHOP-1,annual_plan,99.00,XTS,2026-11-20T09:00:00Z
+#7001,SHOP-1,addon,1.00,USD,2026-11-20T09:00:00Z
+#7003,SHOP-404,addon,1.00,USD,2026-11-20T09:00:00Z
+#7004,SHOP-1,addon,\"1.00
+#7005,SHOP-1,addon,1.00,USD,yesterday
+";
+    std::fs::write(shop.dir.path().join("bad.csv"), bad).expect("a file");
+    let output = shop.import("orders", "bad.csv");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "bad.csv:3: unknown currency 'XTS'",
+        "bad.csv:4: [#7001] duplicate id #7001 (first on line 2)",
+        "bad.csv:5: [#7003] customer SHOP-404 does not exist",
+        "bad.csv:6: ",
+        "nothing was imported",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr}");
+    }
+    let jsonl = "{\"id\":\"SHOP-9\",\"name\":\"Nine\",\"email\":\"nine@shop.example\",\"region\":\"JP\"}\n\
+                 {\"id\":\"SHOP-10\",\"name\":\"Ten\",\"email\":\"ANN@shop.example\",\"region\":\"JP\"}\n\
+                 not json\n";
+    std::fs::write(shop.dir.path().join("more.jsonl"), jsonl).expect("a file");
+    let output = shop.import("customers", "more.jsonl");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "more.jsonl:2: [SHOP-10] email ANN@shop.example is already customer SHOP-1's"
+        ) && stderr.contains("more.jsonl:3: not a JSON object"),
+        "{stderr}"
+    );
+
+    let app = shop.app().await;
+    let count = |sql: &'static str| {
+        let pool = app.state.db.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .expect("a count")
+        }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM orders").await, 0);
+    assert_eq!(count("SELECT COUNT(*) FROM customers").await, 3);
+    assert_eq!(
+        count(
+            "SELECT (SELECT COUNT(*) FROM import_orders) + (SELECT COUNT(*) FROM import_customers)"
+        )
+        .await,
+        0,
+        "nothing staged is left behind"
+    );
+}
+
+/// A CSV of `n` orders of one customer, and `bad` (a line number) spoiled if given.
+fn many_orders(path: &Path, n: usize, bad: Option<usize>) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("a file"));
+    writeln!(out, "id,customer_id,product,amount,currency,created_at").expect("written");
+    for i in 0..n {
+        let currency = if Some(i + 2) == bad { "ABC" } else { "JPY" };
+        writeln!(
+            out,
+            "ORD-{i:06},SHOP-1,addon,{},{currency},2026-10-01T00:00:00Z",
+            100 + i % 900
+        )
+        .expect("written");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_orders_import_in_flat_memory_and_one_bad_row_stops_them_all() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    let dir = shop.dir.path().to_path_buf();
+    many_orders(&dir.join("bad.csv"), 100_000, Some(77_777));
+    let output = shop.import("orders", "bad.csv");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("bad.csv:77777: unknown currency 'ABC'")
+            && stderr.contains("1 bad rows; nothing was imported"),
+        "{stderr}"
+    );
+
+    many_orders(&dir.join("small.csv"), 10_000, None);
+    many_orders(&dir.join("large.csv"), 100_000, None);
+    let small = summary(&shop.import("orders", "small.csv"));
+    let large = summary(&shop.import("orders", "large.csv"));
+    assert_eq!(
+        (large["created"].clone(), large["updated"].clone()),
+        (json!(90_000), json!(10_000))
+    );
+    // Same-run ratio: ten times the rows, not ten times the memory.
+    let (small_kib, large_kib) = (
+        small["peak_memory_kib"]
+            .as_f64()
+            .expect("Linux reports VmHWM"),
+        large["peak_memory_kib"]
+            .as_f64()
+            .expect("Linux reports VmHWM"),
+    );
+    eprintln!("peak memory: 10,000 rows {small_kib} KiB, 100,000 rows {large_kib} KiB");
+    assert!(
+        large_kib < small_kib * 1.5,
+        "memory grew with the file: {small_kib} KiB → {large_kib} KiB"
+    );
+    let app = shop.app().await;
+    let orders: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+        .fetch_one(app.state.db.pool())
+        .await
+        .expect("a count");
+    assert_eq!(orders, 100_000);
+}
