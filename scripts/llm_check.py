@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 
-# SPEC §5: where a case stops moving without a human (approve, answer, reopen).
+# docs/spec/lifecycle.md: where a case stops moving without a human (approve, answer, reopen).
 AT_REST = {
     "awaiting_customer", "awaiting_approval", "denied", "escalated", "refund_succeeded",
     "refund_failed", "replied", "closed", "cancelled", "rejected",

@@ -1,4 +1,4 @@
-//! How fast the product is (SPEC §9): one program, one table of figures, each beside a
+//! How fast the product is (BENCHMARKS.md): one program, one table of figures, each beside a
 //! baseline measured in the same run on the same machine. Long because every figure
 //! and its baseline share one setup and one report table; one program, one file.
 //!
@@ -400,7 +400,7 @@ fn bench_now() -> OffsetDateTime {
     time::macros::datetime!(2026-11-29 10:00 UTC)
 }
 
-/// An app assembled in-process as `app/tests/support` does: the real payments mock on a
+/// An app assembled in-process as `app/tests/it/support` does: the real payments mock on a
 /// loopback port (real HTTP), the store, the fixture policies and index, the built-in
 /// investigator, a manual clock.
 struct Rig {
@@ -1233,7 +1233,7 @@ async fn phase_shadow(
 // ---------------------------------------------------------------------------------------
 
 /// The peer a team would otherwise pick: the OpenAI Agents SDK with a fake offline model,
-/// 6 tool calls then an answer (`../shared/bench/agents_overhead.py`, run in this run).
+/// 6 tool calls then an answer (the peer's script, `BENCH_PEER_SCRIPT`, run in this run).
 /// Returns its runs/s without persistence and with its SQLite session store, or `None`
 /// when its virtualenv is not installed.
 async fn phase_peer(
@@ -2273,30 +2273,43 @@ fn metrics_runs() -> usize {
 }
 
 async fn phase_metrics_scrape(settings: &Settings, report: &mut Report) -> anyhow::Result<()> {
+    let mut builds = vec![("this build", SERVE_BIN.to_string())];
+    if let Some(b) = &settings.serve_b {
+        builds.push(("BENCH_SERVE_BIN_B", b.clone()));
+    }
+    for (name, bin) in builds {
+        metrics_scrape_of(&bin, name, settings, report).await?;
+    }
+    Ok(())
+}
+
+/// The metrics phase for one `serve` binary, on a database of its own (a build of an
+/// earlier commit cannot open a database migrated by a later one).
+async fn metrics_scrape_of(
+    bin: &str,
+    name: &str,
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<()> {
     eprintln!(
-        "[SQLite] staff writes beside four /metrics scrapers, {} runs",
+        "[SQLite] {name}: staff writes beside four /metrics scrapers, {} runs",
         metrics_runs()
     );
     let dir = tempfile::tempdir()?;
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir)?;
     let db_url = Db::sqlite_url(&data_dir);
-    let seed = cli(&data_dir, &db_url).arg("seed").output().await?;
+    let seed = cli_of(bin, &data_dir, &db_url).arg("seed").output().await?;
     if !seed.status.success() {
         bail!(
             "refund-agent seed failed: {}",
             String::from_utf8_lossy(&seed.stderr)
         );
     }
-    let case_id = one_case(dir.path(), &data_dir, &db_url).await?;
-    let store = Db::connect(&db_url).await?;
-    bulk_runs(&store, &case_id, metrics_runs()).await?;
-    let staff = app::auth::staff_by_email(&store, "agent@refund-desk.test")
-        .await?
-        .context("seed creates the demo agent")?;
-    let (token, _) =
-        app::auth::issue_token(&store, "api", "staff", &staff.id, SystemClock.now_ms()).await?;
-    store.close().await;
+    let customer = sqlite_token(&db_url, "customer", "C-100").await?;
+    let case_id = one_case(bin, dir.path(), &data_dir, &db_url, &customer).await?;
+    let token = sqlite_token(&db_url, "staff", "agent@refund-desk.test").await?;
+    bulk_runs(&db_url, &case_id, metrics_runs()).await?;
 
     let mut p50 = BTreeMap::new();
     for (label, path, cache) in [
@@ -2306,7 +2319,7 @@ async fn phase_metrics_scrape(settings: &Settings, report: &mut Report) -> anyho
     ] {
         let env = [("METRICS_CACHE_SECS", cache.to_string())];
         let log = dir.path().join(format!("serve-{cache}.log"));
-        let server = start_serve(SERVE_BIN, &data_dir, &db_url, &log, &env)?;
+        let server = start_serve(bin, &data_dir, &db_url, &log, &env)?;
         let measured = writes_beside(&server, path, &case_id, &token, settings.http_secs).await;
         server.stop().await;
         let (write_p50, reads) = measured?;
@@ -2319,7 +2332,7 @@ async fn phase_metrics_scrape(settings: &Settings, report: &mut Report) -> anyho
         let ratio = with / healthz.max(1.0);
         report.add(
             format!(
-                "SQLite: staff-write p50 beside four `/metrics` scrapers ({label}; {reads} scrapes), {} runs",
+                "SQLite ({name}): staff-write p50 beside four `/metrics` scrapers ({label}: {reads} scrapes), {} runs",
                 metrics_runs()
             ),
             fmt_us(with),
@@ -2332,24 +2345,52 @@ async fn phase_metrics_scrape(settings: &Settings, report: &mut Report) -> anyho
     Ok(())
 }
 
+/// A bearer token for a customer (by id) or a staff member (by email), written straight
+/// into a SQLite database with plain SQL (so any build's database takes it).
+async fn sqlite_token(db_url: &str, kind: &str, who: &str) -> anyhow::Result<String> {
+    use sha2::Digest as _;
+    use sqlx::ConnectOptions;
+    let mut conn = db_url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()?
+        .connect()
+        .await?;
+    let subject: String = if kind == "staff" {
+        sqlx::query_scalar("SELECT id FROM staff WHERE email = $1")
+            .bind(who)
+            .fetch_one(&mut conn)
+            .await?
+    } else {
+        who.to_string()
+    };
+    let token = format!("bench{}", uuid::Uuid::new_v4().simple());
+    let hash = hex::encode(sha2::Sha256::digest(token.as_bytes()));
+    sqlx::query(
+        "INSERT INTO auth_tokens (token_hash, kind, subject_kind, subject_id, expires_at, created_at)
+         VALUES ($1, 'api', $2, $3, $4, 0)",
+    )
+    .bind(hash)
+    .bind(kind)
+    .bind(subject)
+    .bind(i64::MAX / 2)
+    .execute(&mut conn)
+    .await?;
+    Ok(token)
+}
+
 /// One case, opened through the API of a `serve` started for it and stopped again.
-async fn one_case(dir: &Path, data_dir: &Path, db_url: &str) -> anyhow::Result<String> {
-    let store = Db::connect(db_url).await?;
-    let now = SystemClock.now_ms();
-    let (customer, _) = app::auth::issue_token(&store, "api", "customer", "C-100", now).await?;
-    store.close().await;
-    let server = start_serve(
-        SERVE_BIN,
-        data_dir,
-        db_url,
-        &dir.join("serve-setup.log"),
-        &[],
-    )?;
+async fn one_case(
+    bin: &str,
+    dir: &Path,
+    data_dir: &Path,
+    db_url: &str,
+    customer: &str,
+) -> anyhow::Result<String> {
+    let server = start_serve(bin, data_dir, db_url, &dir.join("serve-setup.log"), &[])?;
     let client = reqwest::Client::new();
     wait_for_healthz(&client, &server).await?;
     let ticket: serde_json::Value = client
         .post(format!("{}/api/v1/tickets", server.base))
-        .bearer_auth(&customer)
+        .bearer_auth(customer)
         .json(&serde_json::json!({ "message": "I was charged twice for my annual plan" }))
         .send()
         .await?
@@ -2363,10 +2404,15 @@ async fn one_case(dir: &Path, data_dir: &Path, db_url: &str) -> anyhow::Result<S
         .context("the ticket has a case")
 }
 
-/// `n` finished runs of `case_id`, inserted in one statement (a bench fixture: the
-/// product never writes runs this way).
-async fn bulk_runs(store: &Db, case_id: &str, n: usize) -> anyhow::Result<()> {
+/// `n` finished runs of `case_id`, inserted in one statement with plain SQL (a bench
+/// fixture: the product never writes runs this way).
+async fn bulk_runs(db_url: &str, case_id: &str, n: usize) -> anyhow::Result<()> {
+    use sqlx::ConnectOptions;
     let started = Instant::now();
+    let mut conn = db_url
+        .parse::<sqlx::sqlite::SqliteConnectOptions>()?
+        .connect()
+        .await?;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n})
          INSERT INTO runs (id, case_id, status, version, model, prompt_version, steps, tool_calls, created_at, updated_at)
@@ -2374,7 +2420,7 @@ async fn bulk_runs(store: &Db, case_id: &str, n: usize) -> anyhow::Result<()> {
                 1, 'bench', 'bench', 3, 6, i, i FROM k"
     )))
     .bind(case_id)
-    .execute(store.pool())
+    .execute(&mut conn)
     .await?;
     eprintln!(
         "  {n} runs inserted in {:.1} s",

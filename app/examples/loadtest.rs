@@ -1,4 +1,4 @@
-//! The multi-instance load test (SPEC §8): several `refund-agent serve` processes on
+//! The multi-instance load test (docs/spec/interfaces.md ("Storage and scale")): several `refund-agent serve` processes on
 //! one PostgreSQL database and one payments mock, driven over loopback HTTP, with one
 //! instance SIGKILLed half-way. Run it with `scripts/loadtest` (which builds the release
 //! binaries and starts PostgreSQL); see `--help` for the knobs. Long because it is one
@@ -6,7 +6,7 @@
 //!
 //! What it does, in order: a fresh database; the payments mock as its own process
 //! (`target/release/payments-mock`); a generated billing world (one customer charged
-//! twice for one plan per ticket) written as a SPEC world file and loaded with
+//! twice for one plan per ticket) written as a billing-world file (docs/spec/interfaces.md) and loaded with
 //! `refund-agent seed --world`; a supervisor from `staff add` / `staff token`; customer
 //! tokens from `customer token`; N `serve` instances (own port and data dir, same
 //! `DATABASE_URL` and `PAYMENTS_URL`); tickets spread over instances while a staff loop
@@ -39,7 +39,7 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use tokio::process::{Child, Command};
 
-#[path = "../tests/support/pg_cluster.rs"]
+#[path = "../tests/it/support/pg_cluster.rs"]
 mod pg_cluster;
 
 #[derive(Parser, Debug, Clone)]

@@ -3,7 +3,7 @@
 //! An approval is accepted only for a case awaiting approval, with the fingerprint the
 //! case holds now (else 409), from a role RP-004 allows for the amount (else 403). One
 //! proposal takes one verdict: concurrent reviewers race on a unique row and a versioned
-//! update, and exactly one wins (SPEC invariants 1, 2 and 12).
+//! update, and exactly one wins (docs/spec/invariants.md #1, 2 and 12).
 
 use crate::auth::{constant_time_eq, Staff};
 use crate::cases::{self, CaseStatus};
@@ -115,7 +115,7 @@ async fn may_decide(
     // docs/spec/roles.md: rejecting needs the authority approving needs (RP-004); an
     // agent hands a refund above its limit up instead (`hand_up`).
     may_turn_down(staff, case)?;
-    // SPEC §6.12 / RP-004: nobody approves a refund they proposed. Proposals come from the
+    // docs/spec/roles.md / RP-004: nobody approves a refund they proposed. Proposals come from the
     // agent; a staff member who authored one (manual takeover) is recorded as `proposer`.
     let proposed = sqlx::query(
         "SELECT COUNT(*) AS n FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff' AND actor = $2",

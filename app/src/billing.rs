@@ -268,7 +268,7 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    /// A snapshot is billing records only (SPEC §7's world file): no tickets.
+    /// A snapshot is billing records only (docs/spec/interfaces.md's world file): no tickets.
     fn other_tickets<'a>(
         &'a self,
         _customer_id: &'a str,

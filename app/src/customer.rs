@@ -3,7 +3,7 @@
 //!
 //! A customer sees only their own tickets; an unknown id and someone else's id get the
 //! same 404, so ids cannot be probed. A new customer message on a case waiting for a
-//! decision voids its proposal and sends it back to investigation (SPEC invariant 2).
+//! decision voids its proposal and sends it back to investigation (docs/spec/invariants.md #2).
 
 use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;

@@ -1,6 +1,6 @@
 //! The length of a work lease in this process: how long a run or a case claimed by an
 //! instance stays claimed without being renewed, so that work held by an instance that
-//! died is taken over by another only after it (SPEC §6 invariant 4 leans on it: the
+//! died is taken over by another only after it (docs/spec/invariants.md #4 leans on it: the
 //! new holder resumes from stored intents, never beside a live holder).
 //!
 //! One value for the process, set once at start-up from `WORK_LEASE_SECS`

@@ -6,7 +6,7 @@
 //! 409, 5xx unless `Stripe-Should-Retry: false`, 429 only for `lock_timeout`) with a
 //! bounded backoff, always with the same key and the same parameters. When a create may
 //! have reached the provider but no answer came back, the result is `Unknown`: the caller
-//! must reconcile, never guess (SPEC invariant 5).
+//! must reconcile, never guess (docs/spec/invariants.md #5).
 
 mod objects;
 pub mod signature;

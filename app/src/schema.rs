@@ -4,7 +4,7 @@
 
 use utoipa::ToSchema;
 
-/// SPEC §7 case outcomes, as a reviewer decides them by hand.
+/// docs/spec/interfaces.md case outcomes, as a reviewer decides them by hand.
 #[derive(ToSchema)]
 #[schema(rename_all = "snake_case")]
 #[allow(dead_code)]
@@ -15,7 +15,7 @@ pub enum Outcome {
     Escalate,
 }
 
-/// SPEC §3 reason codes.
+/// docs/spec/domain.md reason codes.
 #[derive(ToSchema)]
 #[schema(rename_all = "snake_case")]
 #[allow(dead_code)]

@@ -1,4 +1,4 @@
-//! Batch shadow mode: replay historical tickets (SPEC §7 format) with the agent, each
+//! Batch shadow mode: replay historical tickets (docs/spec/interfaces.md format) with the agent, each
 //! against its own billing-world snapshot, and compare the agent's outcome with what the
 //! humans decided. No live system is touched: replays run through `replay`, which has
 //! no database and no provider to reach, so no side effect is possible.
@@ -8,7 +8,7 @@
 //! other did not, and every disagreement with the agent's trace and cited policy and
 //! its cause (issue 15: order not found, order ambiguous, request kind misread, policy
 //! outcome differs, amounts differ), counted per cause. Fields a history line carries
-//! beyond SPEC §7 are counted; a `features` object among them (the varied generator
+//! beyond docs/spec/interfaces.md are counted; a `features` object among them (the varied generator
 //! writes one) gives agreement per feature value.
 
 use std::collections::BTreeMap;
@@ -192,7 +192,7 @@ pub struct ShadowReport {
     pub causes: BTreeMap<String, usize>,
     /// Agreement per `feature=value` of the lines' `features` field, when they have one.
     pub by_feature: BTreeMap<String, Breakdown>,
-    /// Tickets carrying each field beyond SPEC §7 (ignored by the replay).
+    /// Tickets carrying each field beyond docs/spec/interfaces.md (ignored by the replay).
     pub extra_fields: BTreeMap<String, usize>,
     /// Money the agent would have refunded that the humans did not, per currency.
     pub agent_only_money: BTreeMap<Currency, String>,
@@ -525,7 +525,7 @@ pub fn html(report: &ShadowReport) -> String {
         out += "</table>";
     }
     if !report.extra_fields.is_empty() {
-        out += "<h2>Fields beyond SPEC §7 (ignored)</h2><table><tr><th>field</th><th>tickets</th></tr>";
+        out += "<h2>Fields beyond docs/spec/interfaces.md (ignored)</h2><table><tr><th>field</th><th>tickets</th></tr>";
         for (field, n) in &report.extra_fields {
             out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(field));
         }

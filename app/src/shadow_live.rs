@@ -128,7 +128,7 @@ pub async fn decide_by_hand(
         (CaseOutcome::Refund, Some(HandCheck::Refused(why))) => {
             // Issue 17: the reviewer's verdict stands in the pair (a disagreement with
             // the policy the statistics must see), but no money moves: the case stays
-            // with a person, the refund never becomes a proposal (SPEC invariant 1).
+            // with a person, the refund never becomes a proposal (docs/spec/invariants.md #1).
             let note = format!(
                 "the reviewer decided a refund the policy does not allow ({why}): recorded as their decision; no money moves, a supervisor decides the case"
             );

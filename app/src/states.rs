@@ -1,4 +1,4 @@
-//! Lifecycle states as types (SPEC §5), on the ground floor: a case's (`CaseStatus`: the
+//! Lifecycle states as types (docs/spec/lifecycle.md), on the ground floor: a case's (`CaseStatus`: the
 //! replies speak of them, `cases` stores them, the workflow moves them) and a refund
 //! intent's (`IntentStatus`: `refunds` stores and moves them). Runs' are
 //! `runs::RunStatus`, beside the harness phase they map to.
@@ -9,7 +9,7 @@ use crate::error::{DomainError, DomainResult};
 
 macro_rules! statuses {
     ($($variant:ident => $name:literal),* $(,)?) => {
-        /// Case lifecycle states, named as in SPEC §5.
+        /// Case lifecycle states, named as in docs/spec/lifecycle.md.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         pub enum CaseStatus { $($variant),* }
@@ -103,7 +103,7 @@ impl CaseStatus {
     }
 
     /// A case whose decision was built from the conversation as it was, and waits: a new
-    /// customer message voids it and the case is investigated again (SPEC invariant 2).
+    /// customer message voids it and the case is investigated again (docs/spec/invariants.md #2).
     pub fn reopens_on_customer_message(self) -> bool {
         matches!(
             self,
@@ -116,7 +116,7 @@ impl CaseStatus {
 
     /// A refund was approved and is on its way to the provider or waiting for its answer
     /// (the executor's states): closing the case now would hide an outcome that is not
-    /// known yet (SPEC invariant 5), so nobody closes it until the provider answers.
+    /// known yet (docs/spec/invariants.md #5), so nobody closes it until the provider answers.
     pub fn has_refund_in_flight(self) -> bool {
         matches!(
             self,
@@ -152,7 +152,7 @@ impl CaseStatus {
     }
 }
 
-/// A refund intent's states (SPEC §5), as stored in `refund_intents.status`. They only
+/// A refund intent's states (docs/spec/lifecycle.md), as stored in `refund_intents.status`. They only
 /// move forward (`refunds::advance_intent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

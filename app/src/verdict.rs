@@ -8,7 +8,7 @@ use policy_engine::{Currency, Decision, Money, Outcome, PolicyError, ReasonCode}
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-/// Outcomes in SPEC terms: a decision's `allow` is `refund`, `deny` is `no_refund`.
+/// Outcomes as docs/spec/interfaces.md names them (history): a decision's `allow` is `refund`, `deny` is `no_refund`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseOutcome {
@@ -113,7 +113,7 @@ impl CaseVerdict {
         refund_set(&self.refunds) == refund_set(other)
     }
 
-    /// Outcome, charges and amounts all equal (SPEC §7 "exact agreement").
+    /// Outcome, charges and amounts all equal (docs/spec/interfaces.md "exact agreement").
     pub fn agrees_exactly(&self, other: &CaseVerdict) -> bool {
         self.outcome == other.outcome && self.same_refunds(&other.refunds)
     }

@@ -2,7 +2,7 @@
 //!
 //! The raw body is checked against `Stripe-Signature` (HMAC-SHA256, any `v1` may match,
 //! constant-time, 300 s tolerance against the app's `Clock`) by the payments adapter's
-//! own `payments::signature::verify`, before anything is parsed (SPEC invariant 12). A
+//! own `payments::signature::verify`, before anything is parsed (docs/spec/invariants.md #12). A
 //! refund event then moves its intent forward only: each event id is recorded in
 //! `webhook_events` in the same transaction as the change it causes, so a duplicate
 //! delivery changes nothing, and a late or out-of-order event can never move an intent
@@ -120,8 +120,8 @@ const REFUND_EVENTS: [&str; 4] = [
 /// Applies one (verified) event, once.
 ///
 /// Long because the event id is recorded in the same transaction as the change it
-/// causes (each event processed once; a duplicate delivery changes nothing, SPEC invariant
-/// 4): the checks and the write stay together.
+/// causes (each event processed once; a duplicate delivery changes nothing,
+/// docs/spec/invariants.md #4): the checks and the write stay together.
 pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> DomainResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
         return Err(DomainError::bad_request(
@@ -154,7 +154,7 @@ pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> Domai
             return record_only(s, event, Some(&refund.id), None, Outcome::Unmatched).await;
         }
         Err(e) => {
-            // Issue 16, SPEC invariant 5 in spirit: the event's own copy never decides an
+            // Issue 16, docs/spec/invariants.md #5 in spirit: the event's own copy never decides an
             // outcome (whoever holds the secret could mark an unsent refund succeeded).
             // Nothing is recorded, so the provider's retry is processed afresh; until then
             // the worker's polling and reconciliation read the provider themselves.

@@ -60,7 +60,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     // Issue 22: each pass first follows the database's policies (a publish on another
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
-    // A new generation also voids the open approvals it decides differently (SPEC §6
+    // A new generation also voids the open approvals it decides differently (docs/spec/invariants.md
     // invariant 2), once per generation on each instance (`authoring::publish::follow`).
     let voided = crate::authoring::publish::follow(state.publisher()).await?;
     let state = &state.clone();
@@ -88,7 +88,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     handled += expire_stale_approvals(state).await?;
     for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
         // An approved case not yet started stays approved for the next instance; one
-        // started has stored its intent and key first (SPEC invariant 4).
+        // started has stored its intent and key first (docs/spec/invariants.md #4).
         if stop.is_requested() {
             return Ok(handled);
         }

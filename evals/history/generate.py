@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Generates fixtures/history/tickets.jsonl: historical tickets for shadow mode.
 
-Each line is one ticket in the SPEC §7 format: {id, created_at, customer_id, order_id?,
+Each line is one ticket in the docs/spec/interfaces.md format: {id, created_at, customer_id, order_id?,
 messages, world, human}. `world` is the ticket's own billing snapshot as it stood at
 `created_at`; `human` is the decision a careful support agent reached under the written
-policy (shared/policies, RP-001 … RP-007) in force on the ticket's date.
+policy (fixtures/policies, RP-001 … RP-007) in force on the ticket's date.
 
 The human decisions are written here by hand from the policy text, scenario by scenario,
 never computed by the product's policy engine: the fixture is an independent check of

@@ -1,4 +1,4 @@
-//! Large, deterministic sets of historical tickets (SPEC §7 "Files") for load: the
+//! Large, deterministic sets of historical tickets (docs/spec/interfaces.md "Files") for load: the
 //! shadow-replay benchmark (`app/benches/product.rs`) and anyone who needs thousands of
 //! realistic tickets rather than the 70 hand-labelled ones in `fixtures/history/`.
 //!

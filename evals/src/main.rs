@@ -48,7 +48,7 @@ enum Command {
         #[arg(long, short)]
         verbose: bool,
     },
-    /// Write a large, deterministic historical-ticket set (SPEC §7 format) for load use.
+    /// Write a large, deterministic historical-ticket set (docs/spec/interfaces.md format) for load use.
     GenerateHistory {
         /// How many tickets to write.
         #[arg(long, default_value_t = 10_000)]

@@ -1,4 +1,4 @@
-//! Scripted models for tests, including ones that misbehave on purpose (SPEC §7 "Model
+//! Scripted models for tests, including ones that misbehave on purpose (docs/spec/interfaces.md "Model
 //! provider": unknown tools, bad arguments, invented approvals, endless loops).
 //!
 //! `ScriptedModel` plays a queue of turns — fixed results or closures over what the

@@ -2,7 +2,7 @@
 //! (`evals/scenarios/*.json`), each run in a fresh, isolated environment and graded
 //! against the success contract by deterministic graders.
 //!
-//! One scenario is a small billing world (SPEC §7 format), a conversation (customer,
+//! One scenario is a small billing world (docs/spec/interfaces.md format), a conversation (customer,
 //! messages, optional order), optional fault rules for the payments mock (payments.md
 //! §6.4), optional harness disturbances (a misbehaving scripted model, a worker killed
 //! at its Nth model call or in the middle of a refund submission), a timeline of staff

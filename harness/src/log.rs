@@ -115,7 +115,7 @@ pub struct Event {
     pub payload: Value,
 }
 
-/// Where a working run is inside the loop (SPEC-style run states a product stores).
+/// Where a working run is inside the loop (the run states a product stores).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Ready,

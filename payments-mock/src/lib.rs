@@ -3,8 +3,8 @@
 //!
 //! It speaks the subset of Stripe API v1 that the app's payments adapter uses
 //! (customers, charges, refunds and their lifecycle, disputes' events, events, the idempotency layer of
-//! `shared/reference/payments.md` §6.3) so the adapter can be tested exactly as it
-//! will talk to the real provider, including when that provider misbehaves (§6.4).
+//! docs/spec/payments.md) so the adapter can be tested exactly as it will talk to the
+//! real provider, including when that provider misbehaves (its faults, same page).
 //!
 //! What it deliberately does not do: depend on any other workspace crate, create
 //! charges through `/v1` (they come from `POST /__mock/world`), or keep durable state

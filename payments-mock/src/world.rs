@@ -1,4 +1,4 @@
-//! `POST /__mock/world`: loads a billing world (SPEC §7 "Files") as charges and
+//! `POST /__mock/world`: loads a billing world (docs/spec/interfaces.md "Files") as charges and
 //! refunds. Decimal strings become minor units; the whole world is validated first
 //! and written in one transaction, so a bad file writes nothing.
 //!

@@ -1,4 +1,4 @@
-//! Policy decisions per second on a realistic mix of facts (SPEC §9: "policy decisions
+//! Policy decisions per second on a realistic mix of facts (BENCHMARKS.md: "policy decisions
 //! in microseconds"). The policies are the real fixture files, embedded at compile time.
 //!
 //! Two mixes: the hand-built scenarios below, and `testdata/product_mix.json`, 200 of

@@ -1,5 +1,5 @@
 //! The output of a decision: outcome, refunds, approver, the rules that fired, the policy
-//! versions used and a hash that binds them (SPEC invariant 9).
+//! versions used and a hash that binds them (docs/spec/invariants.md #9).
 //!
 //! A `Decision` is a value the caller stores and replays; it never performs anything.
 
@@ -29,7 +29,7 @@ impl Outcome {
     }
 }
 
-/// SPEC §3 reason codes.
+/// docs/spec/domain.md reason codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasonCode {
@@ -49,7 +49,7 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
-    /// Every reason code, in SPEC §3 order.
+    /// Every reason code, in docs/spec/domain.md order.
     pub const ALL: [ReasonCode; 13] = [
         ReasonCode::DuplicateCharge,
         ReasonCode::Overcharge,
@@ -144,7 +144,7 @@ pub struct Escalation {
     pub reason: String,
 }
 
-/// A rule that fired, citing `doc@version#section` (SPEC invariant 8).
+/// A rule that fired, citing `doc@version#section` (docs/spec/invariants.md #8).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FiredRule {
     pub citation: String,

@@ -4,7 +4,7 @@
 //! [`decide`] is the live decision: the published versions in force on the ticket's
 //! (UTC) creation date. [`decide_with`] is a what-if run with some versions pinned (a
 //! draft included). Both are pure: same facts and versions, same `Decision`, same hash
-//! (SPEC invariant 9). Every number comes from the rules files; every rule that fires
+//! (docs/spec/invariants.md #9). Every number comes from the rules files; every rule that fires
 //! cites `doc@version#section`.
 //!
 //! Order of the checks: ownership (RP-007) before anything that could reveal an order,
@@ -34,7 +34,7 @@ const DISPUTES_POLICY: &str = "RP-006";
 const OWNERSHIP_POLICY: &str = "RP-007";
 
 /// The live decision: published versions in force on `facts.reported_at` (UTC date).
-/// A draft is never used here (SPEC §4).
+/// A draft is never used here (docs/spec/policies.md).
 pub fn decide(facts: &Facts, policies: &PolicySet) -> Decision {
     let selection = Selection {
         set: policies,

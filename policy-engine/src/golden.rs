@@ -1,7 +1,7 @@
 //! Golden test: decisions are byte-for-byte what they were when the digest was captured.
 //!
 //! Decision hashes are stored in databases and re-verified with
-//! [`Decision::compute_hash`] (SPEC invariant 9), so any change to a decision's fields,
+//! [`Decision::compute_hash`] (docs/spec/invariants.md #9), so any change to a decision's fields,
 //! strings, order or hash breaks stored data. The property tests check invariants; this
 //! test pins the exact output: one SHA-256 over the JSON of thousands of decisions.
 //!

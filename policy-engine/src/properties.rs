@@ -1,5 +1,5 @@
 //! Property tests of the invariants every decision keeps, over generated billing facts:
-//! never refund more than is refundable (SPEC invariant 6), same facts → same decision
+//! never refund more than is refundable (docs/spec/invariants.md #6), same facts → same decision
 //! and hash (invariant 9), refunds in the charge's currency, and independence from
 //! orders the request is not about.
 

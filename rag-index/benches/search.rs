@@ -2,7 +2,7 @@
 //! against raw tantivy on the same index and terms (issue 19's baseline, as in the
 //! product bench) and against the search before issue 19, interleaved query by query.
 //!
-//! Hand-rolled timer rather than criterion: the figures the SPEC asks for are per-query
+//! Hand-rolled timer rather than criterion: the figures BENCHMARKS.md asks for are per-query
 //! percentiles (p50/p99 in µs) and an indexing rate, which a plain loop over
 //! `Instant::now()` reports directly. Prints figures and ratios; does not fail the build
 //! on a missed target (the report says whether p99 ≤ 2× raw tantivy was met).

@@ -97,7 +97,7 @@ pub struct Passage {
 }
 
 impl Passage {
-    /// `RP-001@2#3`: how proposals and replies cite policy (SPEC invariant 8).
+    /// `RP-001@2#3`: how proposals and replies cite policy (docs/spec/invariants.md #8).
     pub fn citation(&self) -> String {
         format!("{}@{}#{}", self.doc_id, self.version, self.anchor)
     }

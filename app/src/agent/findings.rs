@@ -69,7 +69,7 @@ impl Reader {
 }
 
 /// Identity, approvals and money movement are out of a reader's reach because they are
-/// (SPEC invariants 1, 7 and 11), as for the investigator.
+/// (docs/spec/invariants.md #1, 7 and 11), as for the investigator.
 const BILLING_SYSTEM: &str = "\
 You are the billing evidence reader of Refund desk. You read one customer's billing \
 records with read-only tools and report what they show; you do not decide anything.

@@ -10,7 +10,7 @@
 //! [`harness::run_loop`]; [`live`] runs it on the run's SQL event log and `replay` on
 //! an in-memory one, so shadow mode measures the loop production runs.
 //!
-//! The model cannot act (SPEC invariant 7): it only ever sees read-only tools. A turn
+//! The model cannot act (docs/spec/invariants.md #7): it only ever sees read-only tools. A turn
 //! that asks for a write action or claims an approval is refused whole — nothing in it
 //! runs — recorded as a `policy_violation`, and the case goes to a human. Its proposal
 //! goes to the policy engine, which decides on facts gathered by code.
@@ -103,7 +103,7 @@ pub fn limits() -> harness::Limits {
 }
 
 /// The agent's proposal. Facts cite the tool call and record they came from; policy
-/// claims cite `doc@version#section` (SPEC invariant 8). The policy engine, not this
+/// claims cite `doc@version#section` (docs/spec/invariants.md #8). The policy engine, not this
 /// proposal, decides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {

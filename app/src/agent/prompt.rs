@@ -1,7 +1,7 @@
 //! The investigation's prompt: the system instructions (a versioned constant) and what
 //! the harness's context builder needs to know about this domain — whose messages are
 //! untrusted, which tool results are reference text, which records lead to which reads,
-//! and what a compaction summary never carries (SPEC invariant 11).
+//! and what a compaction summary never carries (docs/spec/invariants.md #11).
 
 use harness::context::{ContextBudget, FollowUp, Prompt};
 use harness::ModelContext;
@@ -11,7 +11,7 @@ use serde_json::Value;
 pub const PROMPT_VERSION: &str = "investigate-v2";
 
 /// The investigator's instructions. Identity, approvals and money movement are stated
-/// as out of the model's reach because they are (SPEC invariants 1, 7 and 11).
+/// as out of the model's reach because they are (docs/spec/invariants.md #1, 7 and 11).
 pub const SYSTEM_PROMPT: &str = "\
 You are the refund investigator of Refund desk. You investigate one customer ticket \
 with read-only tools and then answer with exactly one of two answer tools.

@@ -1,5 +1,5 @@
 //! What the refund domain adds to the harness's loop ([`harness::Rules`]): the turns it
-//! refuses (SPEC invariant 7: a model that asks for a write action or claims an approval
+//! refuses (docs/spec/invariants.md #7: a model that asks for a write action or claims an approval
 //! is refused whole and the case goes to a human), the proposals it cannot use, and
 //! what a human taking a case over is told.
 
@@ -104,7 +104,7 @@ fn normalized(text: &str) -> String {
         .replace(": ", ":")
 }
 
-/// Whether a turn tries to act or claims an approval (SPEC invariant 7): the violation
+/// Whether a turn tries to act or claims an approval (docs/spec/invariants.md #7): the violation
 /// as recorded in a `policy_violation` event.
 pub fn violation(turn: &ModelTurn, offered: &[ToolDeclaration]) -> Option<Value> {
     let offered: Vec<&str> = offered.iter().map(|d| d.name).collect();

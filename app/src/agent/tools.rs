@@ -337,7 +337,7 @@ const HISTORY_CHARGES: usize = 50;
 
 /// The customer's other tickets (from the billing source's ticket store, if it has one)
 /// and the provider's refunds on their charges. Identity is the ticket's customer: the
-/// tool takes no customer argument (SPEC invariant 7).
+/// tool takes no customer argument (docs/spec/invariants.md #7).
 async fn list_customer_history(at: Scope<'_>) -> ToolResult {
     let lines = crate::tickets::HISTORY_LINES;
     let c = customer(at).await?;
@@ -434,7 +434,7 @@ mod tests {
             .iter()
             .find(|d| d.name == "list_customer_history")
             .expect("declared");
-        // SPEC invariant 7: the ticket's customer, never one the model names.
+        // docs/spec/invariants.md #7: the ticket's customer, never one the model names.
         assert_eq!(history.parameters["properties"], json!({}));
         assert!(validate(history, &json!({})).is_ok());
         assert!(validate(history, &json!({ "customer_id": "C-200" })).is_err());

@@ -143,7 +143,7 @@ fn void_words(why: &str) -> String {
             } else if part.starts_with("policy versions") {
                 "the policy version changed".into()
             } else if part.starts_with("refunds [") {
-                // The boundary re-check read the charge afresh (SPEC invariant 3): what
+                // The boundary re-check read the charge afresh (docs/spec/invariants.md #3): what
                 // is left to refund moved, so the provider shows a refund made elsewhere.
                 "the provider shows a refund made elsewhere (the amount left changed)".into()
             } else if part == "new customer message" {

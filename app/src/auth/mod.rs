@@ -3,7 +3,7 @@
 //! link).
 //!
 //! Identity comes only from these credentials, never from anything typed in a chat or
-//! returned by a tool (SPEC invariant 7). Only SHA-256 hashes of tokens are stored.
+//! returned by a tool (docs/spec/invariants.md #7). Only SHA-256 hashes of tokens are stored.
 //! Password hashing runs on the blocking pool behind a small semaphore, so a login
 //! flood cannot stall the runtime; failed logins are counted before the hash is checked
 //! and slow the next attempt per address and per account (issue 16), never locking the

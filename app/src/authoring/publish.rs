@@ -2,7 +2,7 @@
 //! an effective date — today or a later day —, the draft is gone, the audit records who,
 //! when and the what-if that was checked, this instance swaps its policies at once
 //! (others on their next worker pass, `live`), and approvals that the new policies
-//! would decide differently are voided (SPEC §6 invariant 2).
+//! would decide differently are voided (docs/spec/invariants.md #2).
 //!
 //! A scheduled version is in the set from the moment it is published: the engine picks
 //! the version in force on each ticket's date, so it takes effect exactly at its date
@@ -319,7 +319,7 @@ pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
 
 /// Cases awaiting approval or approved but not yet sent whose decision, on the facts it
 /// was made on, differs under `policies`: their proposal and approval are void and the
-/// case goes back to investigation (SPEC §6 invariant 2), through `cases::reinvestigate`
+/// case goes back to investigation (docs/spec/invariants.md #2), through `cases::reinvestigate`
 /// as a new customer message does. Cases already decided otherwise keep their decision.
 async fn void_changed_approvals(
     p: Publisher<'_>,

@@ -1,5 +1,5 @@
 //! A case's approvals: one reviewer's verdict per proposal, bound to its fingerprint
-//! (SPEC invariant 2), used once by the executor, void when the proposal changes.
+//! (docs/spec/invariants.md #2), used once by the executor, void when the proposal changes.
 
 use super::Case;
 use crate::error::{DomainError, DomainResult};
@@ -16,7 +16,7 @@ pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> DomainResu
 }
 
 /// Records a reviewer's verdict on the case's current proposal, bound to `fingerprint`
-/// (SPEC invariant 2). One verdict per proposal: a second reviewer gets
+/// (docs/spec/invariants.md #2). One verdict per proposal: a second reviewer gets
 /// `already_decided` (the unique index decides, not a read before the write).
 pub async fn record_approval(
     tx: &mut Tx<'_>,

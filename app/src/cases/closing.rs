@@ -7,7 +7,7 @@ use crate::store::Tx;
 
 /// Closes a case: a versioned update to `closed` that also clears the fingerprint and
 /// voids every valid approval, so a closed case can never be approved afterwards, and
-/// the executor never claims a `closed` case (SPEC invariants 1 and 2). The active run,
+/// the executor never claims a `closed` case (docs/spec/invariants.md #1 and 2). The active run,
 /// if any, is cancelled. Refuses a case already at rest and one with a refund in flight.
 /// The caller voids the case's unsent intents in the same transaction (`refunds` is a
 /// floor above this module).

@@ -10,7 +10,7 @@ use crate::store::Tx;
 use crate::world::serde_plain;
 
 /// How a decision treats the case's proposal, and so `proposal_seq`, which the
-/// fingerprint binds (SPEC invariant 2).
+/// fingerprint binds (docs/spec/invariants.md #2).
 #[derive(Debug, Clone, Copy)]
 pub enum ProposalChange<'a> {
     /// The decision on the agent's current proposal, which is stored with it;
@@ -62,7 +62,7 @@ pub struct RecordedDecision {
 /// required role, reason, refund total — if nobody changed the case since `case` was
 /// read (a versioned update; else [`case_changed`], and the caller's transaction must
 /// roll back). The fingerprint is computed here, from the `proposal_seq` this update
-/// stores, so an approval can only ever bind the parameters recorded (SPEC invariant 2).
+/// stores, so an approval can only ever bind the parameters recorded (docs/spec/invariants.md #2).
 ///
 /// Callers make this their transaction's first write that another writer of the case
 /// could collide with: a lost race then surfaces as the case conflict it is, not as a

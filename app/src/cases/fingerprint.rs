@@ -1,12 +1,12 @@
 //! The fingerprint an approval is bound to: a hash over the exact refund parameters
-//! (case, proposal version, charges, amounts, currency, reason, evidence) (SPEC invariant 2).
+//! (case, proposal version, charges, amounts, currency, reason, evidence) (docs/spec/invariants.md #2).
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::world::serde_plain;
 
-/// What the fingerprint covers (SPEC invariant 2), in a fixed field order.
+/// What the fingerprint covers (docs/spec/invariants.md #2), in a fixed field order.
 #[derive(Serialize)]
 pub struct FingerprintInput<'a> {
     pub case_id: &'a str,

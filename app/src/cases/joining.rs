@@ -76,7 +76,7 @@ pub async fn claim_order(
 
 /// Closes `case` as joined into `into`: a versioned update (a lost race is
 /// `case_changed`) that clears the fingerprint and voids any approval, as `close` does,
-/// so nothing of the joined case can ever be approved or executed (SPEC invariant 1).
+/// so nothing of the joined case can ever be approved or executed (docs/spec/invariants.md #1).
 pub async fn join_into(tx: &mut Tx<'_>, case: &Case, into: &Case, now: i64) -> DomainResult<()> {
     let reason = format!("joined into {}: the same order", into.id);
     let sets = "status = 'closed', fingerprint = NULL, close_reason = $1, joined_into = $2";

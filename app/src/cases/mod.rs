@@ -1,8 +1,8 @@
-//! Cases: the refund work on a ticket, its lifecycle (SPEC §5), and its fingerprint.
+//! Cases: the refund work on a ticket, its lifecycle (docs/spec/lifecycle.md), and its fingerprint.
 //!
 //! Every status change is a versioned update (`WHERE id = $x AND version = $y`), so two
 //! workers or two reviewers can never both move the same case. The fingerprint binds an
-//! approval to the exact refund parameters (SPEC invariant 2).
+//! approval to the exact refund parameters (docs/spec/invariants.md #2).
 
 mod approvals;
 pub use approvals::{record_approval, use_approval};
@@ -322,8 +322,8 @@ pub async fn note_void_reason(
 }
 
 /// A new customer message reached the case's conversation: a decision that waits on the
-/// conversation as it was is void, and the case is investigated again (SPEC invariant
-/// 2); a case still investigating reads the message with the rest, and one with money
+/// conversation as it was is void, and the case is investigated again (docs/spec/invariants.md
+/// #2); a case still investigating reads the message with the rest, and one with money
 /// in flight or at its end keeps its state.
 pub async fn take_customer_message(
     tx: &mut Tx<'_>,
@@ -518,7 +518,7 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
 
 /// The customer's other cases about the same order that are still open (not closed or
 /// withdrawn), newest first: the order is the one the investigator resolved for each
-/// case (`Facts::order_id`), never a pattern matched on ids (SPEC §3: ids are opaque).
+/// case (`Facts::order_id`), never a pattern matched on ids (docs/spec/domain.md: ids are opaque).
 /// A case not yet investigated has no order and matches nothing (issue 17).
 pub async fn other_open_cases_on_order(db: &Db, case: &Case) -> DomainResult<Vec<Case>> {
     let Some(order_id) = resolved_order(case) else {

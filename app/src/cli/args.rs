@@ -1,5 +1,5 @@
 //! The command line's arguments: every command, subcommand and flag as clap parses them
-//! (SPEC §7). Definitions only; what each command does is in its own module.
+//! (docs/spec/interfaces.md). Definitions only; what each command does is in its own module.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -59,7 +59,7 @@ pub(super) enum Command {
     },
     /// Replay historical tickets with the agent and compare with the humans' decisions.
     Shadow {
-        /// The historical tickets, as JSON lines (SPEC §7).
+        /// The historical tickets, as JSON lines (docs/spec/interfaces.md).
         history: PathBuf,
         /// Where `report.json` and `report.html` are written.
         #[arg(long, default_value = "./shadow-report")]
@@ -212,7 +212,7 @@ pub(super) enum PolicyCommand {
         /// Versions to pin on the new side (e.g. RP-001@3, a draft).
         #[arg(long, value_delimiter = ',')]
         to: Vec<String>,
-        /// The historical tickets, as JSON lines (SPEC §7).
+        /// The historical tickets, as JSON lines (docs/spec/interfaces.md).
         history: PathBuf,
     },
     /// Check policy versions (RP-xxx-vN.md, the .rules.toml beside each is read too):
@@ -240,7 +240,7 @@ pub(super) enum PolicyCommand {
     Whatif {
         /// The policy document, e.g. RP-001.
         doc: String,
-        /// Historical tickets, as JSON lines (SPEC §7).
+        /// Historical tickets, as JSON lines (docs/spec/interfaces.md).
         #[arg(long)]
         history: Option<PathBuf>,
         /// The cases decided in the last N days, on the facts each was decided on.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-/// `refund-agent eval` (SPEC §7) runs the scenario suite, which lives in the
+/// `refund-agent eval` (docs/spec/interfaces.md) runs the scenario suite, which lives in the
 /// `refund-evals` binary outside the production library (issue 18: cargo forbids the
 /// app depending on a crate built on it). The command line is handed over unchanged —
 /// both binaries parse the same `config::Settings` and `eval` flags — and the suite's

@@ -1,4 +1,4 @@
-//! The `refund-agent` command line (SPEC §7). Tokens and links print alone on stdout so
+//! The `refund-agent` command line (docs/spec/interfaces.md). Tokens and links print alone on stdout so
 //! scripts can capture them (`seed` prints its credentials there, one per line);
 //! everything else goes to stderr.
 

@@ -12,7 +12,7 @@ use crate::state::AppState;
 
 /// How long a stop may take to drain before what is left is aborted: inside the 10 s a
 /// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call
-/// is safe anyway: its intent and key were stored first (SPEC invariant 4).
+/// is safe anyway: its intent and key were stored first (docs/spec/invariants.md #4).
 const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {

@@ -47,7 +47,7 @@ pub struct Briefing {
     /// `submit_findings` exchange per child — its findings, or the gap it left.
     pub prelude: Vec<Exchange>,
     /// The children's tool exchanges whole, under the same prefixed call ids: evidence
-    /// a proposal may cite (SPEC invariant 8 is checked against them too).
+    /// a proposal may cite (docs/spec/invariants.md #8 is checked against them too).
     pub evidence: Vec<Exchange>,
     /// Set when the required child did not answer: why the case goes to a human.
     pub incomplete: Option<String>,
@@ -370,7 +370,7 @@ fn findings_exchange(reader: Reader, log: &RunLog<Findings>) -> Exchange {
 }
 
 /// What the harness refuses of a reader: a turn that tries to act or claims an approval
-/// (SPEC invariant 7, the investigator's rule), and findings without a summary.
+/// (docs/spec/invariants.md #7, the investigator's rule), and findings without a summary.
 struct ReaderRules;
 
 impl harness::Rules<Findings> for ReaderRules {

@@ -4,7 +4,7 @@
 //! Every step the harness takes is a versioned update of the `runs` row plus the events
 //! it produced, in one transaction (`runs::record_step`): a worker that lost its lease
 //! (another worker claimed the run, or the case cancelled it) writes nothing at its next
-//! step and stops. Run states follow SPEC §5: `ready → model_running → tool_pending →
+//! step and stops. Run states follow docs/spec/lifecycle.md: `ready → model_running → tool_pending →
 //! tool_running → ready` inside the loop, then `awaiting_approval`, `completed`,
 //! `failed` or `cancelled` (the workflow), or `awaiting_dependency`: the payment
 //! provider was down when the facts were gathered, so the run rests without a lease and

@@ -82,7 +82,7 @@ fn expected_signature(secret: &str, timestamp: i64, payload: &[u8]) -> [u8; 32] 
 }
 
 /// Checks `header` (the `Stripe-Signature` value) against the raw `payload` at `now`
-/// (unix seconds). SPEC invariant 12: this runs before anything in the body is parsed.
+/// (unix seconds). docs/spec/invariants.md #12: this runs before anything in the body is parsed.
 pub fn verify(
     secret: &str,
     header: &str,

@@ -1,6 +1,6 @@
 //! Carrying out an approved case's refunds: claim the case, re-check the policy on fresh
 //! facts, submit each intent exactly once with its idempotency key, and resolve an answer
-//! that was lost (SPEC invariant 4).
+//! that was lost (docs/spec/invariants.md #4).
 
 use policy_engine::Decision;
 use sqlx::Row;
@@ -70,7 +70,7 @@ async fn execute_claimed(x: Executor<'_>, case: Case) -> DomainResult<()> {
         .ok_or(DomainError::NotFound("ticket"))?;
     let mut case = case;
     if case.status == CaseStatus::Approved {
-        // SPEC invariant 3: re-read the provider and re-run the policy right before the
+        // docs/spec/invariants.md #3: re-read the provider and re-run the policy right before the
         // first submission; any change in the fingerprint voids the approval.
         let approval = sqlx::query("SELECT fingerprint FROM approvals WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid' AND verdict = 'approved'")
             .bind(&case.id)
@@ -191,7 +191,7 @@ async fn void_and_reinvestigate(x: Executor<'_>, case: &Case, why: &str) -> Doma
 /// Sends one intent with its stored key. The intent is marked `submitting` (and the
 /// attempt counted) before the call, so a crash mid-call is visible afterwards.
 ///
-/// Long on purpose: this is the payment boundary (SPEC invariant 4), and its steps — key
+/// Long on purpose: this is the payment boundary (docs/spec/invariants.md #4), and its steps — key
 /// age, `submitting` committed, the call, each kind of answer — read in their one order,
 /// top to bottom, where a reviewer checks that nothing is sent twice.
 async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Step> {
@@ -253,7 +253,7 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
             | ProviderError::StoredServerError { .. }
             | ProviderError::Malformed(_)),
         ) => {
-            // SPEC invariant 5: unknown stays unknown until the provider's records say.
+            // docs/spec/invariants.md #5: unknown stays unknown until the provider's records say.
             let reason = e.to_string();
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
             update_intent(

@@ -2,7 +2,7 @@
 //!
 //! An intent is created inside the approval's transaction, with an idempotency key
 //! derived from the business action (case, charge, refund kind) — stored before any call
-//! (SPEC invariant 4). Right before the first submission the facts are re-read from the
+//! (docs/spec/invariants.md #4). Right before the first submission the facts are re-read from the
 //! provider and the policy re-run; a different fingerprint voids the approval (invariants
 //! 2 and 3). A lost answer leaves the intent `pending_verification` until reconciliation
 //! finds the provider's refund (invariant 5). Cases are claimed with a lease, so two
@@ -49,7 +49,7 @@ use crate::workflow::Rules;
 pub use crate::states::IntentStatus;
 
 /// What sends refunds and reads them back: the store the intents live in, the time, and
-/// the provider (over HTTP, SPEC invariants 4 and 5).
+/// the provider (over HTTP, docs/spec/invariants.md #4 and 5).
 #[derive(Clone, Copy)]
 pub struct Sender<'a> {
     pub db: &'a Db,
@@ -201,7 +201,7 @@ pub async fn create_intents(
 
 /// Voids the case's refund intents that were never sent (no attempt made): the case
 /// will not send them. An intent with an attempt stays, for verification — it may have
-/// reached the provider (SPEC invariant 4).
+/// reached the provider (docs/spec/invariants.md #4).
 pub(crate) async fn void_unsent(tx: &mut Tx<'_>, case_id: &str, now: i64) -> DomainResult<()> {
     sqlx::query("UPDATE refund_intents SET status = 'void', version = version + 1, updated_at = $1 WHERE case_id = $2 AND status = 'created' AND attempts = 0")
         .bind(now)
@@ -322,7 +322,7 @@ pub fn key_age_ms(intent: &Intent, now: i64) -> i64 {
 }
 
 /// The exact request an intent sends, on every attempt: the same key and the same
-/// parameters, so the provider replays rather than repeats (SPEC invariant 4).
+/// parameters, so the provider replays rather than repeats (docs/spec/invariants.md #4).
 pub fn refund_request(intent: &Intent) -> RefundRequest {
     let mut metadata = BTreeMap::new();
     metadata.insert("refund_intent_id".to_string(), intent.id.clone());

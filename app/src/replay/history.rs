@@ -1,4 +1,4 @@
-//! The historical-ticket file format (SPEC §7): one ticket a line, with the billing
+//! The historical-ticket file format (docs/spec/interfaces.md): one ticket a line, with the billing
 //! world as it stood and the human's decision; parsed, checked, and turned into the
 //! ticket a live case would have.
 
@@ -14,7 +14,7 @@ use crate::tickets::Ticket;
 use crate::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 use crate::world::World;
 
-/// One line of a `HISTORY.jsonl` file. Real exports carry more fields than SPEC §7
+/// One line of a `HISTORY.jsonl` file. Real exports carry more fields than docs/spec/interfaces.md
 /// names: they are kept in `extra` (ignored by replay, counted in the shadow report and
 /// written back as read).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,7 +30,7 @@ pub struct HistoricalTicket {
     /// The billing world as it stood at `created_at`.
     pub world: World,
     pub human: HumanDecision,
-    /// Fields beyond SPEC §7, by name.
+    /// Fields beyond docs/spec/interfaces.md, by name.
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -43,7 +43,7 @@ pub struct HistoricalMessage {
     pub text: String,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
-    /// Fields beyond SPEC §7 (message ids, channels…).
+    /// Fields beyond docs/spec/interfaces.md (message ids, channels…).
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -56,7 +56,7 @@ pub struct HumanDecision {
     #[serde(default)]
     pub refunds: Vec<RefundRecord>,
     pub decided_by: String,
-    /// Fields beyond SPEC §7 (agent names, notes…).
+    /// Fields beyond docs/spec/interfaces.md (agent names, notes…).
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -79,7 +79,7 @@ pub struct LineError {
     pub message: String,
 }
 
-/// Parses a history file: one ticket per non-blank line. Fields beyond SPEC §7 are
+/// Parses a history file: one ticket per non-blank line. Fields beyond docs/spec/interfaces.md are
 /// kept aside (see [`extra_field_counts`]). Bad lines (malformed JSON, required fields
 /// missing, bad amounts, a customer absent from the ticket's world,
 /// a repeated ticket id) are reported by line number and skipped; the rest is returned.
@@ -107,7 +107,7 @@ pub fn parse_history(jsonl: &str) -> (Vec<HistoricalTicket>, Vec<LineError>) {
     (tickets, errors)
 }
 
-/// How many tickets carry each field beyond SPEC §7 (`messages[].x` and `human.x` for
+/// How many tickets carry each field beyond docs/spec/interfaces.md (`messages[].x` and `human.x` for
 /// nested ones), for the shadow report.
 pub fn extra_field_counts(tickets: &[HistoricalTicket]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();

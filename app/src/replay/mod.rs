@@ -1,6 +1,6 @@
 //! Replaying historical tickets (shadow mode, policy what-ifs) entirely in memory.
 //!
-//! A historical ticket (SPEC §7 "Files") carries its own billing world as it stood when
+//! A historical ticket (docs/spec/interfaces.md "Files") carries its own billing world as it stood when
 //! the ticket was opened. [`replay_ticket`] runs the agent loop on it over a
 //! [`WorldBilling`] snapshot, then gathers the facts with
 //! `workflow::gather_facts` and asks the policy engine, exactly as a live case does.
@@ -19,11 +19,11 @@
 //!
 //! What this module deliberately does not have: a database, a payments client or an
 //! `AppState`. No function here takes one, so a replay cannot write a record, move money
-//! or send a reply by construction (SPEC invariant 7). The one clock it reads is a
+//! or send a reply by construction (docs/spec/invariants.md #7). The one clock it reads is a
 //! stopwatch for the wall-time budget (the system clock unless a caller injects one,
 //! [`investigate_with_clock`]); the ticket's date comes from the ticket. The built-in
 //! investigator takes microseconds, so its replays come out the same on any machine, at
-//! any later date (SPEC invariant 9).
+//! any later date (docs/spec/invariants.md #9).
 //!
 //! The order of the decision is resolved by `workflow::gather_facts_resolved`, exactly
 //! as live: the ticket form's order first, then the conversation, then the records.
@@ -93,7 +93,7 @@ pub struct Investigation {
     pub budget_exhausted: Option<String>,
     /// Turns refused because they tried to act or claimed an approval.
     pub violations: Vec<serde_json::Value>,
-    /// Evidence the proposal cites that no tool returned (SPEC invariant 8).
+    /// Evidence the proposal cites that no tool returned (docs/spec/invariants.md #8).
     pub evidence_rejected: Vec<String>,
     /// The order the decision is about, as the workflow resolved it.
     pub order_id: Option<String>,
@@ -121,7 +121,7 @@ pub struct ReplayResult {
     pub investigation: Investigation,
     /// The policy engine's decision (`None` when the agent gave up first).
     pub decision: Option<Decision>,
-    /// What the agent's case would have come to, in SPEC terms.
+    /// What the agent's case would have come to, in the terms of docs/spec/interfaces.md (history).
     pub agent: CaseVerdict,
 }
 

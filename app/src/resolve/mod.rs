@@ -1,5 +1,5 @@
 //! Which order a ticket is about, resolved against the customer's own records rather
-//! than against a pattern of what order ids look like (issue 15; SPEC §3: ids are
+//! than against a pattern of what order ids look like (issue 15; docs/spec/domain.md: ids are
 //! opaque strings chosen by the shop).
 //!
 //! Order of evidence, strongest first:

@@ -5,7 +5,7 @@
 //! The rollout decides only whose proposal a reviewer works from: the agent's (assist, a
 //! canary's share) or none (shadow and the rest of a canary, where the reviewer decides
 //! blind, as live shadow mode does). It never decides whether money needs an approval:
-//! in every mode a human approves every refund (RP-004, SPEC invariant 1). This module
+//! in every mode a human approves every refund (RP-004, docs/spec/invariants.md #1). This module
 //! writes `rollout_modes`, `rollout_cases` and `rollout_evaluations` and no other table
 //! (audit lines go through `audit`).
 

@@ -235,7 +235,7 @@ impl CaseRollout {
     }
 }
 
-/// Records the mode a new case opens in (SPEC §1: the admin's rollout), in the case's
+/// Records the mode a new case opens in (docs/spec/domain.md: the admin's rollout), in the case's
 /// opening transaction. What is known at opening is the region and, when the ticket
 /// names it, the order's product; a request-kind scope applies at the decision.
 pub async fn assign_case(

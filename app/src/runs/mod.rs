@@ -43,7 +43,7 @@ pub const DEPENDENCY_RETRY_MS: i64 = 30_000;
 /// claimed it after our lease expired, or the case cancelled it. The loser stops.
 pub const RUN_CHANGED: &str = "run_changed";
 
-/// SPEC §5 run states.
+/// docs/spec/lifecycle.md run states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -103,13 +103,13 @@ impl RunStatus {
     }
 
     /// States in which the run waits for the world (a human, a dependency) or is over:
-    /// it holds no worker and no lease (SPEC §5).
+    /// it holds no worker and no lease (docs/spec/lifecycle.md).
     pub fn holds_no_worker(self) -> bool {
         self.phase().is_none()
     }
 }
 
-/// The four working states are the harness's phases, stored by their SPEC names.
+/// The four working states are the harness's phases, stored by their names in docs/spec/lifecycle.md.
 impl From<Phase> for RunStatus {
     fn from(phase: Phase) -> Self {
         match phase {
@@ -134,7 +134,7 @@ impl PartialEq<&str> for RunStatus {
     }
 }
 
-/// The states by their SPEC names, for the code that reads best that way.
+/// The states by their names in docs/spec/lifecycle.md, for the code that reads best that way.
 pub mod status {
     use super::RunStatus;
 
@@ -258,7 +258,7 @@ pub fn is_run_changed(error: &DomainError) -> bool {
 /// the run since we read it (a versioned update: a worker whose lease was taken over
 /// fails here, before it writes anything else in the transaction). Renews the lease
 /// while the run stays active; a run that starts waiting or ends gives its lease up
-/// in the same update (SPEC §5: a waiting run holds no worker). Every change of state
+/// in the same update (docs/spec/lifecycle.md: a waiting run holds no worker). Every change of state
 /// is logged as a `state` event.
 pub async fn set_status(
     tx: &mut Tx<'_>,

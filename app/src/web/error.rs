@@ -50,7 +50,7 @@ impl AppError {
     }
 }
 
-/// The status each domain failure answers with (SPEC §7).
+/// The status each domain failure answers with (docs/spec/interfaces.md).
 pub fn status_of(e: &DomainError) -> StatusCode {
     match e {
         DomainError::BadRequest { .. } => StatusCode::BAD_REQUEST,
@@ -117,7 +117,7 @@ impl IntoResponse for AppError {
 // The error shape as the OpenAPI document describes it (`openapi`).
 // ---------------------------------------------------------------------------------------
 
-/// `{"error": {"code", "message"}}`, the body of every error (SPEC §7).
+/// `{"error": {"code", "message"}}`, the body of every error (docs/spec/interfaces.md).
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,

@@ -102,8 +102,8 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 /// A browser sends its cookies on requests other sites start, so a state-changing API
 /// request authenticated by cookie must prove it came from our own pages: the session's
 /// CSRF token in `X-CSRF-Token`, or `Sec-Fetch-Site: same-origin`, or an `Origin` naming
-/// this host (issue 16; SPEC
-/// invariant 12). Bodyless POSTs are no exception. Bearer tokens need neither: a
+/// this host (docs/spec/invariants.md
+/// #12). Bodyless POSTs are no exception. Bearer tokens need neither: a
 /// browser never attaches them on its own.
 pub fn check_cookie_request(parts: &Parts, csrf_token: Option<&str>) -> AppResult<()> {
     if parts.method.is_safe() {

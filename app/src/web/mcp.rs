@@ -10,7 +10,7 @@
 //!
 //! Identity and scope come from the staff bearer token — the HTTP `Authorization`
 //! header on every request, or for stdio [`TOKEN_ENV`] resolved once at start — never
-//! from arguments (SPEC invariant 7); customer tokens are refused (invariant 12). Every
+//! from arguments (docs/spec/invariants.md #7); customer tokens are refused (invariant 12). Every
 //! tool is `readOnlyHint: true` and none writes business state: nothing here can move
 //! money. The one write is the audit row naming the caller of each call.
 
@@ -111,7 +111,7 @@ impl Refusal {
 }
 
 /// The staff member a bearer token names. Customers' tokens and unknown tokens are
-/// refused (SPEC invariant 12: identity from the credential alone).
+/// refused (docs/spec/invariants.md #12: identity from the credential alone).
 pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<Staff, Refusal> {
     let token = token
         .map(str::trim)
@@ -131,8 +131,8 @@ pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<St
 }
 
 /// The `/mcp` route: the streamable HTTP transport, stateless (no session pins a client
-/// to one instance, so any `serve` behind the load balancer answers any request, SPEC
-/// §8). Who may call it is `web::access`'s rule (read cases); refusals come back through
+/// to one instance, so any `serve` behind the load balancer answers any request:
+/// docs/spec/interfaces.md, "Storage and scale"). Who may call it is `web::access`'s rule (read cases); refusals come back through
 /// [`refused_by_access`] as JSON-RPC errors.
 pub fn service(
     state: &AppState,

@@ -11,7 +11,7 @@ use crate::web::error::AppError;
 
 /// `GET /healthz`: the process is alive and serving. It queries nothing, so a database
 /// outage does not make a supervisor restart a process that would reconnect by itself
-/// (SPEC §7: `/healthz` is liveness, `/readyz` is readiness).
+/// (docs/spec/interfaces.md: `/healthz` is liveness, `/readyz` is readiness).
 async fn healthz(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Json<serde_json::Value> {

@@ -1,7 +1,7 @@
 //! The facts a decision is made on, gathered by code: the customer and orders from our
 //! store, charges and refunds fresh from the provider (or a billing-world snapshot), the
 //! order resolved from the ticket, the conversation and the records — never from the
-//! model's words. The same gathering runs again at the payment boundary (SPEC invariant 3).
+//! model's words. The same gathering runs again at the payment boundary (docs/spec/invariants.md #3).
 
 use policy_engine::{
     ChargeFacts, ChargeStatus, CustomerFacts, Facts, Money, OrderFacts, Ownership, RefundFacts,
@@ -218,7 +218,7 @@ pub fn evidence_hash(facts: &Facts) -> String {
 }
 
 /// Evidence references that do not point at a successful tool call whose result
-/// contains the cited record (SPEC invariant 8).
+/// contains the cited record (docs/spec/invariants.md #8).
 pub fn invalid_evidence(proposal: &Proposal, exchanges: &[Exchange]) -> Vec<String> {
     proposal
         .evidence

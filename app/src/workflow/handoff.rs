@@ -14,7 +14,7 @@ use crate::store::{Db, Tx};
 use crate::tickets::{self, Ticket};
 
 /// Hands a case to a human when the agent cannot finish: with what it verified, what is
-/// open and what it did (SPEC §6, budgets).
+/// open and what it did (docs/spec/invariants.md, budgets).
 pub async fn escalate_to_human(
     db: &Db,
     clock: &dyn Clock,

@@ -1,11 +1,11 @@
 //! One case per order (issue 17): a second ticket about an order that a case is still
 //! working on joins that case instead of becoming a second refund case. The order is the
 //! one the facts resolved from the billing records (`Facts::order_id`), never a pattern
-//! matched on the customer's words (SPEC §3: ids are opaque).
+//! matched on the customer's words (docs/spec/domain.md: ids are opaque).
 //!
 //! Joining moves the new ticket's customer messages into the open case's conversation,
 //! where a decision waiting on the old conversation is void and investigated again
-//! (SPEC invariant 2), closes the new case (no approval of it can ever exist), and tells
+//! (docs/spec/invariants.md #2), closes the new case (no approval of it can ever exist), and tells
 //! the customer in their language where the work goes on.
 
 use crate::audit;

@@ -4,7 +4,7 @@
 //! Facts are gathered here by code — the customer and orders from our store, charges and
 //! refunds fresh from the provider — never taken from the model's words. The policy
 //! engine decides; the proposal only says what the customer asks about and which order.
-//! The same `gather_facts` runs again at the payment boundary (SPEC invariant 3).
+//! The same `gather_facts` runs again at the payment boundary (docs/spec/invariants.md #3).
 
 mod facts;
 pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence};

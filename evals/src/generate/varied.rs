@@ -14,7 +14,7 @@
 //! Labels come from the policy engine on the world's facts for the intended request and
 //! order, as in the plain style (see the parent module: policy-correct by construction);
 //! a ticket whose text identifies no order among several is labelled on no order. Each
-//! line carries a `features` field (an extra field, SPEC §7) for per-feature reports.
+//! line carries a `features` field (an extra field, docs/spec/interfaces.md) for per-feature reports.
 
 use app::replay::HistoricalTicket;
 use policy_engine::PolicySet;

@@ -364,7 +364,7 @@ impl Env {
         })
     }
 
-    /// SPEC invariant 1, measured: which app refunds exist right before an approval.
+    /// docs/spec/invariants.md #1, measured: which app refunds exist right before an approval.
     pub(crate) async fn checkpoint_before_approval(&mut self) -> anyhow::Result<()> {
         if self.trace.refunds_before_first_approval.is_none() {
             let ids = self

@@ -28,7 +28,7 @@ pub struct Scenario {
     /// The app's clock when the ticket is opened (the policy version in force follows).
     #[serde(with = "time::serde::rfc3339")]
     pub now: OffsetDateTime,
-    /// The billing world (SPEC §7), loaded into the app and the payments mock. Charges may
+    /// The billing world (docs/spec/interfaces.md), loaded into the app and the payments mock. Charges may
     /// carry the mock's `refund_profile` (e.g. `"pending"`).
     pub world: Value,
     pub conversation: Conversation,

@@ -22,7 +22,7 @@ use crate::web::extract::ApiJson;
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CaseFilter {
-    /// A case status (SPEC §5), or `all` (the default).
+    /// A case status (docs/spec/lifecycle.md), or `all` (the default).
     pub status: Option<String>,
     /// Search: a case, ticket, customer, order or charge id (whole, any case), or part of
     /// the customer's name or email.

@@ -1,5 +1,5 @@
 //! Graders of the evidence: every fact traceable to a tool record of the run's log
-//! (SPEC invariant 8), and the harness handling the scenario expects in that log.
+//! (docs/spec/invariants.md #8), and the harness handling the scenario expects in that log.
 
 use super::super::scenario::Expect;
 use super::grades::Grades;

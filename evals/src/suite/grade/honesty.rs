@@ -1,5 +1,5 @@
 //! Graders of what the customer was told: the status the provider's records show, in
-//! RP-005's words (SPEC invariant 10: a false claim is hard, silence is soft), what the
+//! RP-005's words (docs/spec/invariants.md #10: a false claim is hard, silence is soft), what the
 //! scenario says the reply must and must not contain, in the customer's language, and
 //! a clean reconciliation where the scenario asks for one.
 

@@ -1,4 +1,4 @@
-//! Hard graders of the money: no refund without a valid approval (SPEC invariant 1),
+//! Hard graders of the money: no refund without a valid approval (docs/spec/invariants.md #1),
 //! at most one provider refund per logical refund (invariant 4), never more refunded
 //! than captured (invariant 6).
 

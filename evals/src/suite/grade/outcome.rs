@@ -88,7 +88,7 @@ pub(super) fn outcome(g: &mut Grades, expect: &Expect, seen: &Observed) {
 }
 
 /// The right customer and order; nothing of anyone else's told to the customer
-/// (SPEC invariant 12).
+/// (docs/spec/invariants.md #12).
 pub(super) fn customer_and_order(g: &mut Grades, env: &Env, scenario: &Scenario, seen: &Observed) {
     let case = &seen.case;
     let customer = &scenario.conversation.customer_id;

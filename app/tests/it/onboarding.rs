@@ -5,7 +5,7 @@
 //! and refunded end to end; bad files changing nothing; missing payment records going
 //! to a person; unlinked charges listed and linked.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -5,10 +5,8 @@
 //! Long because one Chromium session per test is costly: each test walks a whole user
 //! journey (sign in, act, watch the page change), and they share one WebDriver set-up.
 
-mod support;
-
-use support::browser::{serve, Browser};
-use support::{spawn_app, TestApp};
+use crate::support::browser::{serve, Browser};
+use crate::support::{spawn_app, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_approve_a_supervisor_refund(

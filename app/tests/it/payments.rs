@@ -11,17 +11,15 @@
 //! Long because it is the fault matrix of the payment boundary (reference/payments.md),
 //! one case a test, one binary.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{spawn_app, TestApp};
 use app::payments::PaymentsClient;
 use app::reconcile;
 use app::refunds::{self, Intent};
 use app::state::AppState;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 const CHARGE: &str = "ch_1001b";

@@ -5,14 +5,12 @@
 //! not from the code under test, so a rule changed in `web::access` without the spec fails
 //! here. Runs on PostgreSQL when `TEST_DATABASE_URL` is set.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::auth::StaffRole;
 use app::web::access::{Capability, Declared, RefusedByAccess, Routes, Rule};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
-use support::{spawn_app, TestApp};
 use tower::ServiceExt;
 
 /// The callers of the matrix.

@@ -2,8 +2,6 @@
 //! stopped mid-work and restarted), `/readyz` names what is not ready while `/healthz`
 //! only says the process is alive, and an invalid setting stops start-up naming it.
 
-mod support;
-
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -217,7 +215,7 @@ fn staff_add_refuses_a_role_that_is_not_one_of_the_three() {
 
 #[tokio::test]
 async fn readyz_is_ready_when_database_migrations_and_index_are() {
-    let app = support::spawn_app().await;
+    let app = crate::support::spawn_app().await;
     let (status, body) = app.request("GET", "/readyz", None, None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "ready");
@@ -230,7 +228,7 @@ async fn readyz_is_ready_when_database_migrations_and_index_are() {
 
 #[tokio::test]
 async fn readyz_names_the_database_when_it_is_gone_while_healthz_stays_alive() {
-    let app = support::spawn_app().await;
+    let app = crate::support::spawn_app().await;
     app.state.db.close().await;
     let (status, body) = app.request("GET", "/readyz", None, None).await;
     assert_eq!(status, 503, "{body}");
@@ -251,7 +249,7 @@ async fn readyz_names_the_database_when_it_is_gone_while_healthz_stays_alive() {
 
 #[tokio::test]
 async fn readyz_names_the_migrations_when_one_is_not_applied() {
-    let app = support::spawn_app().await;
+    let app = crate::support::spawn_app().await;
     sqlx::query(
         "DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
     )
@@ -265,7 +263,7 @@ async fn readyz_names_the_migrations_when_one_is_not_applied() {
 
 #[tokio::test]
 async fn readyz_names_the_policy_index_when_it_holds_other_policies() {
-    let app = support::spawn_app().await;
+    let app = crate::support::spawn_app().await;
     let dir = tempfile::tempdir().unwrap();
     let foreign =
         rag_index::PolicyIndex::open_or_build(dir.path(), &rag_index::generate::documents(1, 3))
@@ -373,7 +371,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     const APPROVED: usize = 4;
     const LATE: usize = 3;
     let dir = tempfile::tempdir().unwrap();
-    let mock = support::start_mock(dir.path()).await;
+    let mock = crate::support::start_mock(dir.path()).await;
     let world = dir.path().join("world.json");
     std::fs::write(&world, duplicate_charge_world(APPROVED + LATE).to_string()).unwrap();
     let mut env = vec![
@@ -387,7 +385,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
             app::config::DEFAULT_WEBHOOK_SECRET.to_string(),
         ),
     ];
-    if let Some(url) = support::fresh_postgres_url("rd_life").await {
+    if let Some(url) = crate::support::fresh_postgres_url("rd_life").await {
         env.push(("DATABASE_URL", url));
     }
     let data = dir.path().join("app");
@@ -451,7 +449,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     assert!(fault.status().is_success());
     for case_id in &approved_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        let case = support::poll_json(&http, &url, &agent, Duration::from_secs(60), |c| {
+        let case = crate::support::poll_json(&http, &url, &agent, Duration::from_secs(60), |c| {
             c["status"] == "awaiting_approval"
         })
         .await;
@@ -470,7 +468,7 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
         late_cases.push(open(serve.base.clone(), token.clone()).await);
     }
     let first = format!("{}/api/v1/cases/{}", serve.base, approved_cases[0]);
-    support::poll_json(&http, &first, &agent, Duration::from_secs(30), |c| {
+    crate::support::poll_json(&http, &first, &agent, Duration::from_secs(30), |c| {
         c["refunds"][0]["status"] == "submitting"
     })
     .await;
@@ -512,14 +510,14 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
     let serve = start_serve(&data, &env).await;
     for case_id in &approved_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
+        crate::support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
             c["status"] == "refund_succeeded"
         })
         .await;
     }
     for case_id in &late_cases {
         let url = format!("{}/api/v1/cases/{case_id}", serve.base);
-        support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
+        crate::support::poll_json(&http, &url, &agent, Duration::from_secs(45), |c| {
             c["status"] == "awaiting_approval"
         })
         .await;

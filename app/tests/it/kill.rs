@@ -3,13 +3,11 @@
 //! provider committed but before the answer arrived — then restarted on the same data.
 //! Exactly one provider refund results, and the case ends `refund_succeeded`.
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::serve::{self, sigkill, Serve};
 use serde_json::{json, Value};
-use support::serve::{self, sigkill, Serve};
 
 fn command(data: &std::path::Path, payments: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refund-agent"));
@@ -43,7 +41,7 @@ const RESUME_LIMIT: Duration = Duration::from_secs(120);
 
 async fn killed_mid_refund_then_restarted(fault: Value) {
     let dir = tempfile::tempdir().unwrap();
-    let mock = support::start_mock(dir.path()).await;
+    let mock = crate::support::start_mock(dir.path()).await;
     let data = dir.path().join("app");
     let (agent, customer) = serve::seed(&mut command(&data, &mock.base_url()));
     let http = reqwest::Client::new();
@@ -64,7 +62,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         serve.base,
         ticket["case"]["id"].as_str().unwrap()
     );
-    let case = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
+    let case = crate::support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["status"] == "awaiting_approval"
     })
     .await;
@@ -85,12 +83,12 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         .unwrap();
     assert!(approved.status().is_success());
     // The intent is stored and the call is in flight (the provider holds it).
-    support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
+    crate::support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["refunds"][0]["status"] == "submitting" && c["refunds"][0]["attempts"] == 1
     })
     .await;
-    let key = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |_| true).await["refunds"]
-        [0]["idempotency_key"]
+    let key = crate::support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |_| true).await
+        ["refunds"][0]["idempotency_key"]
         .as_str()
         .unwrap()
         .to_string();
@@ -102,7 +100,7 @@ async fn killed_mid_refund_then_restarted(fault: Value) {
         serve.base,
         ticket["case"]["id"].as_str().unwrap()
     );
-    let done = support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
+    let done = crate::support::poll_json(&http, &case_url, &agent, RESUME_LIMIT, |c| {
         c["status"] == "refund_succeeded"
     })
     .await;

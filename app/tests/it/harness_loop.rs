@@ -9,11 +9,10 @@
 //! Long because it is one area (the agent loop against misbehaving models and a kill at
 //! every step): one binary, each test its own scenario.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::support::{spawn_app, spawn_app_with_model, TestApp};
 use app::agent::investigator::Investigator;
 use app::agent::{
     BoxFuture, Model, ModelContext, ModelTurn, Proposal, Usage, MAX_STEPS, MAX_TOOL_CALLS,
@@ -29,7 +28,6 @@ use axum::http::StatusCode;
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
 use sqlx::Row;
-use support::{spawn_app, spawn_app_with_model, TestApp};
 use tokio::sync::Notify;
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -517,7 +515,7 @@ struct BothRuns {
 }
 
 fn demo_ticket() -> app::replay::HistoricalTicket {
-    support::demo_historical(CHARGED_TWICE)
+    crate::support::demo_historical(CHARGED_TWICE)
 }
 
 /// Runs a fresh model from `make` live, then another replayed, and asserts both runs
@@ -556,8 +554,11 @@ async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> Bot
 
     // Replayed, on a clock at the same instant.
     let clock = Arc::new(ManualClock::new(
-        time::OffsetDateTime::parse(support::NOW, &time::format_description::well_known::Rfc3339)
-            .unwrap(),
+        time::OffsetDateTime::parse(
+            crate::support::NOW,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap(),
     ));
     let cell: RunClock = Arc::new(OnceLock::new());
     cell.set(clock.clone()).ok();

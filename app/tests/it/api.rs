@@ -4,8 +4,7 @@
 //! Long because each SPEC §6 invariant is attacked here through the same API a client
 //! uses (races, stale approvals, duplicate deliveries); one area, one test binary.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::agent::{BoxFuture, Proposal};
 use app::cases::{self, Case, CaseStatus, DecisionRecord, ProposalChange, VoidReason};
 use app::error::{DomainError, DomainResult};
@@ -15,7 +14,6 @@ use app::tickets::Ticket;
 use axum::http::StatusCode;
 use policy_engine::RequestKind;
 use serde_json::json;
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -1064,7 +1062,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
 /// (written by the customer, or singled out by the records).
 #[tokio::test]
 async fn the_case_view_shows_where_the_order_came_from() {
-    let app = support::spawn_app().await;
+    let app = crate::support::spawn_app().await;
     let (_, written) = app
         .open_ticket("C-100", "订单号：ｏ－１００１ 扣了两次款")
         .await;

@@ -2,18 +2,16 @@
 //! handlers, that lists exactly the API routes the router serves, each with its
 //! request, response and error schemas.
 
-mod support;
-
 use std::collections::BTreeSet;
 
+use crate::support::spawn_app;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::Value;
-use support::spawn_app;
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-async fn document(app: &support::TestApp) -> Value {
+async fn document(app: &crate::support::TestApp) -> Value {
     let (status, doc) = app.request("GET", "/api/v1/openapi.json", None, None).await;
     assert_eq!(status, StatusCode::OK, "served without credentials: {doc}");
     doc
@@ -21,7 +19,7 @@ async fn document(app: &support::TestApp) -> Value {
 
 /// The `/api/v1` paths the router is built with: the access registry every route is
 /// declared in (`web::routes`), which is what a new route is added to.
-fn router_paths(app: &support::TestApp) -> BTreeSet<String> {
+fn router_paths(app: &crate::support::TestApp) -> BTreeSet<String> {
     app::web::routes(&app.state)
         .declared()
         .iter()
@@ -32,7 +30,7 @@ fn router_paths(app: &support::TestApp) -> BTreeSet<String> {
 
 /// Whether the router serves `method` on `path` (any answer but 405 and the fallback's
 /// 404 `route not found`), asked without credentials.
-async fn serves(app: &support::TestApp, method: &str, path: &str) -> bool {
+async fn serves(app: &crate::support::TestApp, method: &str, path: &str) -> bool {
     let request = Request::builder()
         .method(method)
         .uri(path.replace("{id}", "x"))

@@ -16,8 +16,6 @@
 //! Long because each multi-instance scenario builds its own world and instances; one
 //! area, one binary.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,12 +91,12 @@ fn duplicate_charge_world(n: usize) -> Value {
 impl Cluster {
     async fn start(instances: usize, customers: usize) -> Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mock = support::start_mock(dir.path()).await;
+        let mock = crate::support::start_mock(dir.path()).await;
         let world = duplicate_charge_world(customers).to_string();
         app::world::load_into_provider(&mock.base_url(), &world)
             .await
             .expect("world loads into the mock");
-        let postgres = support::fresh_postgres_url("rd_scale").await;
+        let postgres = crate::support::fresh_postgres_url("rd_scale").await;
         let is_postgres = postgres.is_some();
         let database_url =
             postgres.unwrap_or_else(|| app::store::Db::sqlite_url(&dir.path().join("shared")));
@@ -912,7 +910,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn instances_starting_together_on_a_fresh_database_migrate_it_once() {
     let dir = tempfile::tempdir().unwrap();
-    match support::fresh_postgres_url("rd_scale").await {
+    match crate::support::fresh_postgres_url("rd_scale").await {
         // sqlx's migrator holds `pg_advisory_lock` while it migrates: the first
         // instance applies the migrations, the others wait and find nothing to do.
         Some(url) => {

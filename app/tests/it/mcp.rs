@@ -2,15 +2,13 @@
 //! only read-only tools, the loop's own tools and errors, and every call audited with
 //! its caller. JSON-RPC goes through the real router and the official SDK's transport.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::agent::tools::{self, ToolEnv};
 use app::agent::ToolCall;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
 use sqlx::Row;
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 

@@ -3,10 +3,9 @@
 //! mock. A worker that dies mid-step is played by claiming the run and writing its
 //! first step with the same `runs` functions a worker uses, then never again.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{spawn_app, spawn_app_with_model, TestApp};
 use app::agent::{ModelTurn, Proposal};
 use app::runs::{self, NewEvent, Run};
 use app::watchdog::{self, ScanReport};
@@ -15,7 +14,6 @@ use axum::http::{Request, StatusCode};
 use refund_evals::scripted::ScriptedModel;
 use serde_json::{json, Value};
 use sqlx::Row;
-use support::{spawn_app, spawn_app_with_model, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 

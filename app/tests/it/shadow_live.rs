@@ -2,11 +2,10 @@
 //! hand, the hand decision passes the same policy check and approval rules, and the
 //! pairs are reported.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::support::{spawn_app, TestApp};
 use app::agent::BoxFuture;
 use app::billing::{BillingSource, CustomerRecord, Order};
 use app::payments::{ProviderCharge, ProviderRefund};
@@ -14,7 +13,6 @@ use app::tickets::OtherTickets;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
-use support::{spawn_app, TestApp};
 use tokio::sync::Notify;
 
 async fn shadow_app() -> TestApp {

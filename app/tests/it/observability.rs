@@ -7,12 +7,10 @@
 //! the figures before and after and checks the difference, on labels no other test
 //! here touches; the states counted from the database are each test's own.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, StatusCode};
 use serde_json::json;
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -254,10 +252,12 @@ async fn webhook_deliveries_are_counted_by_outcome_and_a_bad_signature_is_one() 
     };
     let (status, _) = send(None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let now_secs =
-        time::OffsetDateTime::parse(support::NOW, &time::format_description::well_known::Rfc3339)
-            .unwrap()
-            .unix_timestamp();
+    let now_secs = time::OffsetDateTime::parse(
+        crate::support::NOW,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap()
+    .unix_timestamp();
     let signed = payments_mock::sign_payload(
         app::config::DEFAULT_WEBHOOK_SECRET,
         now_secs,

@@ -5,11 +5,9 @@
 //! Long because it is one area (the staff console), one test binary: each test sets up
 //! its own case through the real router; splitting would only add link time.
 
-mod support;
-
+use crate::support::spawn_app;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use support::spawn_app;
 use tower::ServiceExt;
 
 fn login_request(email: &str, password: &str) -> Request<Body> {
@@ -23,7 +21,11 @@ fn login_request(email: &str, password: &str) -> Request<Body> {
 }
 
 /// A console page as the holder of `cookie` gets it.
-async fn console_get(app: &support::TestApp, path: &str, cookie: &str) -> (StatusCode, String) {
+async fn console_get(
+    app: &crate::support::TestApp,
+    path: &str,
+    cookie: &str,
+) -> (StatusCode, String) {
     app.raw(
         Request::get(path)
             .header("cookie", cookie)
@@ -33,7 +35,7 @@ async fn console_get(app: &support::TestApp, path: &str, cookie: &str) -> (Statu
     .await
 }
 
-async fn session_cookie(app: &support::TestApp, email: &str) -> String {
+async fn session_cookie(app: &crate::support::TestApp, email: &str) -> String {
     app.staff_session(email).await.0
 }
 
@@ -372,7 +374,7 @@ fn login_from(client: &str, email: &str, password: &str) -> Request<Body> {
 }
 
 /// The agent logs in from their own address with the right password, at once.
-async fn owner_logs_in(app: &support::TestApp) {
+async fn owner_logs_in(app: &crate::support::TestApp) {
     let (status, html) = app
         .raw(login_from(
             "192.0.2.10",
@@ -383,7 +385,7 @@ async fn owner_logs_in(app: &support::TestApp) {
     assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
 }
 
-async fn failure_rows(app: &support::TestApp) -> i64 {
+async fn failure_rows(app: &crate::support::TestApp) -> i64 {
     use sqlx::Row;
     sqlx::query("SELECT COUNT(*) AS n FROM login_failures")
         .fetch_one(app.state.db.pool())

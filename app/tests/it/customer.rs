@@ -4,12 +4,10 @@
 //! Long because every customer surface (page and API) is attacked through the same
 //! running app and helpers; split by surface, each file would repeat the set-up.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 

@@ -2,17 +2,15 @@
 //! its audit. Real SQLite/PostgreSQL, the real payments mock, the worker run by hand on a
 //! `ManualClock`.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::browser::{serve, Browser};
+use crate::support::{spawn_app, TestApp};
 use app::auth::{self, StaffRole};
 use app::clock::Clock;
 use app::rollout::{guards, in_canary};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-use support::browser::{serve, Browser};
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 

@@ -6,12 +6,10 @@
 //! Long because it is issue 22's one test binary: each test builds its instances and
 //! drafts through the real router and worker; splitting would add link time.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::auth::{self, StaffRole};
 use app::clock::Clock;
 use serde_json::{json, Value};
-use support::{spawn_app, TestApp};
 
 /// A staff member with `role` and an API token for them.
 async fn staff_token(app: &TestApp, email: &str, role: StaffRole) -> String {
@@ -768,7 +766,7 @@ async fn the_seeded_database_gives_the_files_policy_set_and_exports_them_byte_fo
 /// sees it checked, runs a what-if and publishes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
-    use support::browser::{serve, Browser};
+    use crate::support::browser::{serve, Browser};
     let app = spawn_app().await;
     author_token(&app).await;
     let base = serve(app.router.clone()).await;

@@ -6,8 +6,6 @@
 //! Long because the fake chat-completions server and its scripted replies live beside
 //! the tests that use them; one area, one binary.
 
-mod support;
-
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -596,7 +594,7 @@ async fn an_llm_investigation_reaches_awaiting_approval_with_the_engines_refund(
     ])
     .await;
     let model = server.model();
-    let app = support::spawn_app_with_model(Arc::new(model)).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(model)).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 
@@ -698,7 +696,7 @@ async fn garbage_arguments_get_a_structured_error_through_the_harness() {
         }),
     ])
     .await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 

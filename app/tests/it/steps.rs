@@ -4,12 +4,10 @@
 //! alone, and a step is in the store when its commit returns. On SQLite, or on a fresh
 //! PostgreSQL database with `TEST_DATABASE_URL`.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::runs::{self, Run, RunStatus, StepWrite};
 use serde_json::json;
 use sqlx::Row;
-use support::{spawn_app, TestApp};
 
 /// `n` runs claimed by this test's worker, each on a ticket of its own (not advanced).
 async fn claimed_runs(app: &TestApp, customers: &[&str]) -> Vec<Run> {

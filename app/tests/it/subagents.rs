@@ -7,13 +7,12 @@
 //! Long because the fake server telling the three callers apart and the real `serve`
 //! SIGKILL scenario live beside the tests that use them; one area, one binary.
 
-mod support;
-
 use std::collections::{HashMap, VecDeque};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::serve::{self, sigkill, start, Serve};
 use app::agent::llm::LlmModel;
 use app::runs::{self, RunStatus};
 use axum::body::Body;
@@ -23,7 +22,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use support::serve::{self, sigkill, start, Serve};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -287,7 +285,7 @@ fn assert_the_duplicate_is_proposed(case: &Value, parent_events: &[runs::Event])
 async fn both_readers_run_as_child_runs_whose_calls_count_against_the_parent_and_the_proposal_goes_through_the_engine(
 ) {
     let server = FakeServer::start(scripts(billing_script(), policy_script())).await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 
@@ -381,7 +379,7 @@ async fn a_billing_reader_whose_model_keeps_failing_sends_the_case_to_a_human_as
         policy_script(),
     ))
     .await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 
@@ -423,7 +421,7 @@ async fn a_policy_reader_whose_model_keeps_failing_leaves_a_named_gap_and_the_pa
         vec![failing(), failing(), failing()],
     ))
     .await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 
@@ -472,7 +470,7 @@ async fn a_shared_budget_smaller_than_the_readers_want_stops_them_and_the_parent
         ],
     ))
     .await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
 
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
 
@@ -525,7 +523,7 @@ async fn withdrawing_while_a_readers_model_call_is_slow_makes_no_further_child_c
         ],
     ))
     .await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
     let token = app.customer_token("C-100").await;
     let (status, ticket) = app
         .request(
@@ -591,7 +589,7 @@ async fn withdrawing_while_a_readers_model_call_is_slow_makes_no_further_child_c
 #[tokio::test]
 async fn the_trace_page_links_a_parent_run_to_its_child_runs_and_each_child_back() {
     let server = FakeServer::start(scripts(billing_script(), policy_script())).await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let parent_id = case["run_id"].as_str().unwrap();
     let children = children(&app.state.db, parent_id).await;
@@ -623,7 +621,7 @@ async fn the_trace_page_links_a_parent_run_to_its_child_runs_and_each_child_back
 #[tokio::test]
 async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_as_live() {
     let live_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
-    let app = support::spawn_app_with_model(Arc::new(live_server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(live_server.model())).await;
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let replay_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
     let model = replay_server.model();
@@ -631,7 +629,7 @@ async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_a
     let replayed = app::replay::investigate(
         &model,
         &app.state.index,
-        &support::demo_historical(CHARGED_TWICE),
+        &crate::support::demo_historical(CHARGED_TWICE),
     )
     .await
     .unwrap();
@@ -673,7 +671,7 @@ async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_a
 }
 
 /// What `get_run` over MCP answers for `run_id` (the supervisor's view).
-async fn mcp_run(app: &support::TestApp, ticket_id: &str, run_id: &str) -> Value {
+async fn mcp_run(app: &crate::support::TestApp, ticket_id: &str, run_id: &str) -> Value {
     let arguments = json!({ "ticket_id": ticket_id, "run_id": run_id });
     let (outcome, _) = app.mcp_as_supervisor("get_run", arguments).await;
     assert!(outcome.ok, "{outcome:?}");
@@ -683,7 +681,7 @@ async fn mcp_run(app: &support::TestApp, ticket_id: &str, run_id: &str) -> Value
 #[tokio::test]
 async fn mcp_and_metrics_tell_a_runs_sub_agents_apart_from_the_runs_workers_claim() {
     let server = FakeServer::start(scripts(billing_script(), policy_script())).await;
-    let app = support::spawn_app_with_model(Arc::new(server.model())).await;
+    let app = crate::support::spawn_app_with_model(Arc::new(server.model())).await;
     let (ticket_id, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let parent_id = case["run_id"].as_str().unwrap();
     let children = children(&app.state.db, parent_id).await;
@@ -793,10 +791,10 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
     let policy = vec![policy_script().remove(0), held, policy_findings()];
     let server = FakeServer::start(scripts(billing_script(), policy)).await;
     let dir = tempfile::tempdir().unwrap();
-    let mock = support::start_mock(dir.path()).await;
+    let mock = crate::support::start_mock(dir.path()).await;
     let data = dir.path().join("app");
     std::fs::create_dir_all(&data).unwrap();
-    let database = match support::fresh_postgres_url("rd_subagents").await {
+    let database = match crate::support::fresh_postgres_url("rd_subagents").await {
         Some(url) => url,
         None => app::store::Db::sqlite_url(&data),
     };
@@ -818,7 +816,7 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
         .unwrap();
     let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
     let case_url = |serve: &Serve| format!("{}/api/v1/cases/{case_id}", serve.base);
-    let case = support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
+    let case = crate::support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
         c["run_id"].is_string()
     })
     .await;
@@ -841,7 +839,7 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
     assert_only_the_parent_is_claimable_or_watched(&db, &parent_id).await;
 
     let mut serve = start(&mut cmd()).await;
-    let done = support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
+    let done = crate::support::poll_json(&http, &case_url(&serve), &agent, RESUME_LIMIT, |c| {
         c["status"] != "investigating"
     })
     .await;

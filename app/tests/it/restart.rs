@@ -13,15 +13,13 @@
 //! Without the variable it says loudly that it did not run; with it, a failed stop or
 //! start fails the test instead of skipping it.
 
-mod support;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::pg_cluster::Cluster;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 use sqlx::Row;
-use support::pg_cluster::Cluster;
 
 /// How long the database server stays down (issue 20: "stopped for 10 s").
 const OUTAGE: Duration = Duration::from_secs(10);
@@ -37,7 +35,7 @@ const SUPERVISOR: &str = "restart-supervisor@refund-desk.test";
 /// suites run on it next) or a running `serve`.
 struct Cleanup<'a> {
     cluster: &'a Cluster,
-    serve: Option<support::serve::Serve>,
+    serve: Option<crate::support::serve::Serve>,
     /// `serve`'s log, shown when the test fails.
     log: std::path::PathBuf,
 }
@@ -220,11 +218,11 @@ struct Desk {
 
 impl Desk {
     async fn seeded() -> Desk {
-        let database_url = support::fresh_postgres_url("rd_test")
+        let database_url = crate::support::fresh_postgres_url("rd_test")
             .await
             .expect("TEST_DATABASE_URL is set");
         let dir = tempfile::tempdir().unwrap();
-        let mock = support::start_mock(dir.path()).await;
+        let mock = crate::support::start_mock(dir.path()).await;
         let mut desk = Desk {
             dir,
             mock,
@@ -442,7 +440,7 @@ async fn serve_rides_out_a_ten_second_postgres_outage_and_finishes_every_case_on
     let log = Stdio::from(std::fs::File::create(&log_path).unwrap());
     let mut cleanup = Cleanup {
         cluster: &cluster,
-        serve: Some(support::serve::start_with_log(&mut desk.agent(), log).await),
+        serve: Some(crate::support::serve::start_with_log(&mut desk.agent(), log).await),
         log: log_path.clone(),
     };
     let serve = cleanup.serve.as_mut().expect("just started");

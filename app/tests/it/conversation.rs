@@ -7,13 +7,11 @@
 //! Long because it is issue 17's one test binary for the conversation and one case per
 //! order: each test builds its case through the real router; splitting would add link time.
 
-mod support;
-
+use crate::support::{spawn_app, TestApp};
 use app::auth::StaffRole;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
-use support::{spawn_app, TestApp};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 

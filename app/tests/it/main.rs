@@ -1,0 +1,34 @@
+//! The app's integration tests, in one binary (one link instead of one per file): each
+//! module is one area of the product, driven from outside through the router, the CLI,
+//! the real `serve` process, the payments mock and headless Chromium. `support` holds
+//! the shared helpers (`spawn_app()` and the typed requests).
+//!
+//! Run one area with a filter: `cargo test -p app --test it access::`.
+
+mod support;
+
+mod access;
+mod api;
+mod authoring;
+mod browser;
+mod cli;
+mod console;
+mod conversation;
+mod customer;
+mod harness_loop;
+mod kill;
+mod lifecycle;
+mod llm;
+mod mcp;
+mod observability;
+mod onboarding;
+mod openapi;
+mod payments;
+mod restart;
+mod rollout;
+mod scale;
+mod shadow;
+mod shadow_live;
+mod steps;
+mod subagents;
+mod watchdog;

@@ -1,0 +1,6 @@
+//! The refund-evals crate's integration tests, in one binary (one link instead of one per
+//! file); each module is one area. Run one with a filter: `cargo test -p refund-evals --test it <module>::`.
+
+mod cli;
+mod history;
+mod suite;

@@ -1,0 +1,5 @@
+//! The harness crate's integration tests, in one binary (one link instead of one per
+//! file); each module is one area. Run one with a filter: `cargo test -p harness --test it <module>::`.
+
+mod run_loop;
+mod spans;
