@@ -79,6 +79,17 @@ pub struct ImportReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub links: Option<Links>,
     pub seconds: f64,
+    /// This process's peak resident memory (Linux `VmHWM`), so a run over a large file
+    /// shows it stayed flat; absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_kib: Option<u64>,
+}
+
+/// This process's peak resident memory in KiB, where the kernel reports it (Linux).
+pub fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// How the imported customers are linked to provider customers.
@@ -385,6 +396,7 @@ pub async fn import_orders(
             updated,
             links: None,
             seconds: started.elapsed().as_secs_f64(),
+            peak_memory_kib: peak_memory_kib(),
         })
     }
     .await;
@@ -505,6 +517,7 @@ pub async fn import_customers(
             updated,
             links: Some(links),
             seconds: started.elapsed().as_secs_f64(),
+            peak_memory_kib: peak_memory_kib(),
         })
     }
     .await;
