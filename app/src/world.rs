@@ -200,6 +200,53 @@ pub fn parse_plain<T: serde::de::DeserializeOwned>(s: &str) -> anyhow::Result<T>
         .map_err(|e| anyhow::anyhow!("'{s}': {e}"))
 }
 
+/// Why a world cannot go to the provider at `url`.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldLoadError {
+    /// The provider is not the payments mock (a real provider has no world to load):
+    /// nothing was written, here or there (issue 36).
+    #[error(
+        "{url} is not the payments mock ({answer}): a world's charges and refunds can only be loaded into the mock. \
+         Nothing was written. `seed --app-only` loads the app's customers and orders without touching the provider; \
+         a real account's customers and orders come in with `import customers|orders FILE`"
+    )]
+    NotTheMock { url: String, answer: String },
+    #[error("the payment provider at {url} cannot be reached: {reason}")]
+    Unreachable { url: String, reason: String },
+}
+
+/// Asks the provider at `base_url` whether it is the payments mock (`GET /__mock/about`),
+/// sending no key: a real provider answers anything but the mock's own reply, and
+/// nothing is written anywhere either way.
+pub async fn ensure_mock(base_url: &str) -> Result<(), WorldLoadError> {
+    let url = base_url.trim_end_matches('/').to_string();
+    let unreachable = |e: reqwest::Error| WorldLoadError::Unreachable {
+        url: url.clone(),
+        reason: e.to_string(),
+    };
+    let response = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(unreachable)?
+        .get(format!("{url}/__mock/about"))
+        .send()
+        .await
+        .map_err(unreachable)?;
+    let status = response.status();
+    let body: Option<serde_json::Value> = response.json().await.ok();
+    let object = body
+        .as_ref()
+        .and_then(|b| b.get("object"))
+        .and_then(|o| o.as_str());
+    if status.is_success() && object == Some("payments_mock") {
+        return Ok(());
+    }
+    Err(WorldLoadError::NotTheMock {
+        url,
+        answer: format!("GET /__mock/about answered {status}"),
+    })
+}
+
 /// Loads a world (its JSON text) into a provider that speaks our mock's admin API
 /// (`POST /__mock/world`): `seed`, the scenario suite and the tests load the provider's
 /// half of a world this way; the app's half goes through [`World::load_into`].

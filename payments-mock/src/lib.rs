@@ -120,6 +120,7 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/events", get(events::list))
         .route("/v1/events/{id}", get(events::retrieve))
         .route("/__mock/world", post(world::load))
+        .route("/__mock/about", get(admin::about))
         .route("/__mock/ledger", get(admin::ledger))
         .route("/__mock/clock", post(admin::advance_clock))
         .route("/__mock/refunds/{id}/settle", post(lifecycle::settle))

@@ -44,6 +44,11 @@ pub(super) enum Command {
         /// their sessions and tokens). Without it, seeding an existing data dir refuses.
         #[arg(long)]
         reset_passwords: bool,
+        /// Load only the app's side (customers, orders, demo staff): nothing is sent to
+        /// the payment provider. Without it, a provider that is not the payments mock is
+        /// refused before anything is written.
+        #[arg(long)]
+        app_only: bool,
     },
     /// Rebuild the policy index.
     Index,

@@ -77,7 +77,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Seed {
             world,
             reset_passwords,
-        } => seed::seed(&config, world.as_deref(), reset_passwords).await,
+            app_only,
+        } => seed::seed(&config, world.as_deref(), reset_passwords, app_only).await,
         Command::Index => offline::rebuild_index(&config).await,
         Command::Investigate { ticket } => operate::investigate(&config, ticket).await,
         Command::Policy { command } => policy::policy(&config, command).await,

@@ -395,3 +395,76 @@ async fn a_hundred_thousand_orders_import_in_flat_memory_and_one_bad_row_stops_t
         .expect("a count");
     assert_eq!(orders, 100_000);
 }
+
+/// A provider that is not the mock, as Stripe answers a request without a key: 401 to
+/// everything. Records each request's method and path.
+async fn real_provider() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let router = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let log = log.clone();
+        async move {
+            if let Ok(mut seen) = log.lock() {
+                seen.push(format!("{} {}", request.method(), request.uri().path()));
+            }
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({ "error": { "type": "invalid_request_error",
+                    "message": "You did not provide an API key." } })),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_refuses_a_real_provider_before_writing_anything_and_app_only_touches_only_the_app() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (url, seen) = real_provider().await;
+    let data = dir.path().join("data");
+    let database_url = app::store::Db::sqlite_url(&data);
+    let seed = |extra: &[&str]| {
+        let mut cmd = refund_agent(&data, &database_url, &url);
+        run(cmd.arg("seed").args(extra))
+    };
+
+    let refused = seed(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is not the payments mock") && stderr.contains("Nothing was written"),
+        "{stderr}"
+    );
+    assert!(!data.exists(), "the data directory was created");
+    assert_eq!(
+        seen.lock().expect("the log").clone(),
+        ["GET /__mock/about"],
+        "one question, nothing written at the provider"
+    );
+
+    let app_only = seed(&["--app-only"]);
+    let stderr = String::from_utf8_lossy(&app_only.stderr);
+    assert!(app_only.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("nothing sent to the payment provider"),
+        "{stderr}"
+    );
+    assert_eq!(
+        seen.lock().expect("the log").len(),
+        1,
+        "--app-only asked nothing"
+    );
+    let db = app::store::Db::connect(&database_url)
+        .await
+        .expect("the database");
+    let customers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM customers")
+        .fetch_one(db.pool())
+        .await
+        .expect("a count");
+    assert!(customers > 0, "the demo world's customers are in the app");
+}

@@ -600,11 +600,11 @@ async fn state_survives_a_restart() {
 #[tokio::test]
 async fn unknown_routes_get_a_stripe_error() {
     let mock = TestMock::spawn().await;
-    let response = mock.get("/v1/customers").await;
+    let response = mock.get("/v1/payment_intents").await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(
         error_of(response).await["message"],
-        "Unrecognized request URL (GET: /v1/customers)."
+        "Unrecognized request URL (GET: /v1/payment_intents)."
     );
 }
 
