@@ -139,6 +139,10 @@ pub(super) enum ImportCommand {
         #[arg(long, value_enum)]
         format: Option<crate::onboarding::rows::Format>,
     },
+    /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
+    /// requester matched to a customer by email, the billing world rebuilt as of the
+    /// ticket, the team's outcome inferred from refunds and tags, with its evidence.
+    History(super::history::HistoryArgs),
 }
 
 #[derive(Subcommand)]

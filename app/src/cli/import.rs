@@ -19,6 +19,7 @@ pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::R
             offline,
         } => customers(config, &file, format, offline).await,
         ImportCommand::Orders { file, format } => orders(config, &file, format).await,
+        ImportCommand::History(args) => super::history::history(config, args).await,
     }
 }
 

@@ -6,6 +6,7 @@ mod accounts;
 mod args;
 mod authoring;
 mod evals;
+mod history;
 mod import;
 mod offline;
 mod operate;

@@ -111,7 +111,11 @@ pub fn world_as_of(records: &Records, at: OffsetDateTime) -> World {
         .filter(|o| o.created_at <= at)
         .cloned()
         .collect();
-    let refunds: Vec<&ProviderRefund> = records.refunds.iter().filter(|r| r.created <= when).collect();
+    let refunds: Vec<&ProviderRefund> = records
+        .refunds
+        .iter()
+        .filter(|r| r.created <= when)
+        .collect();
     let mut charges = Vec::new();
     for c in records.charges.iter().filter(|c| c.created <= when) {
         let Some(order_id) = c.order_id().filter(|o| orders.iter().any(|w| w.id == *o)) else {

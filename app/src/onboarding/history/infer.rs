@@ -161,7 +161,10 @@ pub fn infer(
         .find(|(_, o)| *o == CaseOutcome::Escalate)
         .or_else(|| tagged.first());
     if let Some((tag, outcome)) = chosen {
-        evidence.push(format!("tagged '{tag}', which the tag map reads as {}", outcome.as_str()));
+        evidence.push(format!(
+            "tagged '{tag}', which the tag map reads as {}",
+            outcome.as_str()
+        ));
         return Inference {
             outcome: *outcome,
             reason: match outcome {
@@ -204,7 +207,9 @@ fn refunded(
         };
         per_charge.insert(&r.charge_id, sum);
     }
-    let all_duplicates = counted.iter().all(|r| r.reason.as_deref() == Some("duplicate"));
+    let all_duplicates = counted
+        .iter()
+        .all(|r| r.reason.as_deref() == Some("duplicate"));
     Inference {
         outcome: CaseOutcome::Refund,
         reason: if all_duplicates {
@@ -250,7 +255,8 @@ mod tests {
     }
 
     fn tag_map() -> TagMap {
-        TagMap::parse("[tags]\ntier2 = \"escalate\"\nneed_info = \"request_info\"\n").expect("a map")
+        TagMap::parse("[tags]\ntier2 = \"escalate\"\nneed_info = \"request_info\"\n")
+            .expect("a map")
     }
 
     #[test]
@@ -277,13 +283,23 @@ mod tests {
             got.evidence.evidence[0],
             "refund re_a of 10.00 USD on charge ch_1 (order O-1), succeeded, 1 day 2 h after the ticket"
         );
-        assert!(got.evidence.excluded[0].contains("re_failed") && got.evidence.excluded[0].contains("no money went back"));
+        assert!(
+            got.evidence.excluded[0].contains("re_failed")
+                && got.evidence.excluded[0].contains("no money went back")
+        );
     }
 
     #[test]
     fn a_refund_after_the_customers_next_ticket_answers_that_ticket() {
         let refunds = [refund("re_a", "ch_1", "10.00", 48, "succeeded")];
-        let got = infer(T, Some(T + Duration::hours(30)), &refunds, &[], &tag_map(), 14);
+        let got = infer(
+            T,
+            Some(T + Duration::hours(30)),
+            &refunds,
+            &[],
+            &tag_map(),
+            14,
+        );
         assert_eq!(got.outcome, CaseOutcome::NoRefund);
         assert!(got.evidence.excluded[0].contains("wrote again 1 day 6 h after this ticket"));
         let later = infer(T + Duration::hours(30), None, &refunds, &[], &tag_map(), 14);
@@ -294,13 +310,25 @@ mod tests {
     fn tags_decide_only_without_a_refund_and_escalation_wins() {
         let tags = vec!["VIP".to_string(), "need_info".into(), "Tier2".into()];
         let got = infer(T, None, &[], &tags, &tag_map(), 14);
-        assert_eq!((got.outcome, got.evidence.rule), (CaseOutcome::Escalate, "tag"));
+        assert_eq!(
+            (got.outcome, got.evidence.rule),
+            (CaseOutcome::Escalate, "tag")
+        );
         assert!(got.evidence.evidence[1].contains("'Tier2'"));
         let ask = infer(T, None, &[], &tags[..2], &tag_map(), 14);
-        assert_eq!((ask.outcome, ask.reason), (CaseOutcome::RequestInfo, ReasonCode::InsufficientInfo));
+        assert_eq!(
+            (ask.outcome, ask.reason),
+            (CaseOutcome::RequestInfo, ReasonCode::InsufficientInfo)
+        );
         let refunds = [refund("re_a", "ch_1", "10.00", 3, "succeeded")];
-        assert_eq!(infer(T, None, &refunds, &tags, &tag_map(), 14).outcome, CaseOutcome::Refund);
-        assert_eq!(infer(T, None, &[], &[], &tag_map(), 14).outcome, CaseOutcome::NoRefund);
+        assert_eq!(
+            infer(T, None, &refunds, &tags, &tag_map(), 14).outcome,
+            CaseOutcome::Refund
+        );
+        assert_eq!(
+            infer(T, None, &[], &[], &tag_map(), 14).outcome,
+            CaseOutcome::NoRefund
+        );
         assert!(TagMap::parse("x = \"refund\"").is_err());
     }
 }

@@ -298,12 +298,14 @@ fn scan_csv(path: &Path, pass: Pass<'_>) -> std::io::Result<()> {
     )
     .map_err(|e| std::io::Error::other(e.message))?;
     while let Some((line, row)) = rows.next_row() {
-        visit(row.map_err(|message| RowError {
-            line,
-            id: None,
-            message,
-        })
-        .and_then(|row| csv_ticket(row, line)));
+        visit(
+            row.map_err(|message| RowError {
+                line,
+                id: None,
+                message,
+            })
+            .and_then(|row| csv_ticket(row, line)),
+        );
     }
     Ok(())
 }
@@ -315,7 +317,9 @@ fn csv_ticket(row: CsvTicket, line: u64) -> Result<SourceTicket, RowError> {
         id: id.clone(),
         message,
     };
-    let ticket_id = id.clone().ok_or_else(|| error("ticket_id is missing".into()))?;
+    let ticket_id = id
+        .clone()
+        .ok_or_else(|| error("ticket_id is missing".into()))?;
     let created_at = time(row.created_at.as_deref(), "created_at").map_err(&error)?;
     let body = row
         .body
