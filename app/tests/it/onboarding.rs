@@ -468,3 +468,171 @@ async fn seed_refuses_a_real_provider_before_writing_anything_and_app_only_touch
         .expect("a count");
     assert!(customers > 0, "the demo world's customers are in the app");
 }
+
+/// A provider event signed as the provider signs it, sent to the app's receiver.
+async fn deliver(app: &TestApp, id: &str, kind: &str, object: Value) -> Value {
+    let body = json!({ "id": id, "object": "event", "type": kind, "data": { "object": object } })
+        .to_string();
+    let now = {
+        use app::clock::Clock;
+        app.clock.now_ms() / 1000
+    };
+    let request = axum::http::Request::post("/api/v1/webhooks/payments")
+        .header("content-type", "application/json")
+        .header(
+            "stripe-signature",
+            payments_mock::sign_payload(app::config::DEFAULT_WEBHOOK_SECRET, now, body.as_bytes()),
+        )
+        .body(axum::body::Body::from(body))
+        .expect("a request");
+    let (status, text) = app.raw(request).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    serde_json::from_str(&text).expect("an acknowledgement")
+}
+
+/// Ann's "charged twice" case, awaiting approval of a refund of `ch_ann_2`.
+async fn awaiting_refund_of_ann_2() -> (TestApp, String) {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let app = shop.app().await;
+    let (_, case) = app
+        .open_ticket("SHOP-1", "I was charged twice for order #5001")
+        .await;
+    assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+    assert_eq!(case["decision"]["refunds"][0]["charge_id"], "ch_ann_2");
+    let id = case["id"].as_str().expect("an id").to_string();
+    (app, id)
+}
+
+async fn open_dispute(app: &TestApp, charge: &str) {
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/__mock/charges/{charge}/dispute",
+            app.mock.base_url()
+        ))
+        .json(&json!({ "reason": "duplicate" }))
+        .send()
+        .await
+        .expect("the mock answers");
+    assert!(response.status().is_success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispute_opened_on_a_charge_sends_the_proposal_resting_on_it_back_to_investigation() {
+    let (app, case_id) = awaiting_refund_of_ann_2().await;
+    // A charge no case awaits on: read back, nothing to change.
+    let ack = deliver(&app, "evt_bo", "charge.updated", json!({ "id": "ch_bo_1" })).await;
+    assert_eq!(ack["outcome"], "unchanged");
+    assert_eq!(app.case(&case_id).await["status"], "awaiting_approval");
+
+    open_dispute(&app, "ch_ann_2").await;
+    let dispute = json!({ "id": "dp_1", "object": "dispute", "charge": "ch_ann_2" });
+    let ack = deliver(&app, "evt_dp", "charge.dispute.created", dispute.clone()).await;
+    assert_eq!(ack["outcome"], "applied");
+    let case = app.case(&case_id).await;
+    assert_eq!(case["status"], "investigating", "{case:#}");
+    assert!(
+        case["void_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("charge.dispute.created on charge ch_ann_2")),
+        "{case:#}"
+    );
+    let again = deliver(&app, "evt_dp", "charge.dispute.created", dispute).await;
+    assert_eq!(again["outcome"], "duplicate");
+
+    app.drain().await;
+    let case = app.case(&case_id).await;
+    assert_eq!(
+        (
+            case["status"].clone(),
+            case["decision"]["reason_code"].clone()
+        ),
+        (json!("escalated"), json!("dispute_open")),
+        "the fresh facts show the dispute (RP-006): {case:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_made_elsewhere_sends_the_proposal_on_its_charge_back_to_investigation() {
+    let (app, case_id) = awaiting_refund_of_ann_2().await;
+    app.refund_elsewhere("ch_ann_2", 9900).await;
+    let refund = app.provider_refunds("ch_ann_2").await.remove(0);
+    let ack = deliver(&app, "evt_rf", "refund.created", refund).await;
+    assert_eq!(ack["outcome"], "unmatched", "no intent of ours made it");
+    let case = app.case(&case_id).await;
+    assert_eq!(case["status"], "investigating", "{case:#}");
+    app.drain().await;
+    let case = app.case(&case_id).await;
+    assert_eq!(
+        (
+            case["status"].clone(),
+            case["decision"]["reason_code"].clone()
+        ),
+        (json!("denied"), json!("already_refunded")),
+        "the duplicate was refunded already, elsewhere: {case:#}"
+    );
+    assert_eq!(app.provider_refunds("ch_ann_2").await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arrives() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let app = shop.app().await;
+    let listed = || async {
+        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+            .await
+            .expect("a list")
+            .into_iter()
+            .map(|c| c.charge_id)
+            .collect::<Vec<_>>()
+    };
+    assert!(listed().await.is_empty(), "no sync has run");
+    let till = json!({ "customers": [], "orders": [], "refunds": [], "charges": [{
+        "id": "ch_ann_till", "customer_id": "cus_Ann8fQ2", "amount": "12.00", "currency": "USD",
+        "captured": true, "status": "succeeded", "created_at": "2026-11-28T09:00:00Z",
+        "payment_method": "pm_card_visa", "metadata": { "channel": "pos" } }] });
+    app::world::load_into_provider(&app.mock.base_url(), &till.to_string())
+        .await
+        .expect("a new charge at the provider");
+    let ack = deliver(
+        &app,
+        "evt_till",
+        "charge.succeeded",
+        json!({ "id": "ch_ann_till" }),
+    )
+    .await;
+    assert_eq!(ack["outcome"], "unchanged", "no proposal rests on it");
+    assert_eq!(listed().await, ["ch_ann_till"]);
+    let unlinked = app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+        .await
+        .expect("a list");
+    assert_eq!(unlinked[0].customer_id.as_deref(), Some("SHOP-1"));
+    assert_eq!(
+        (unlinked[0].amount.as_str(), unlinked[0].currency.as_str()),
+        ("12.00", "USD")
+    );
+
+    // Linked by staff, a later event about it leaves it off the list.
+    let payments = app.state.payments.clone();
+    app::onboarding::charges::link_charge(
+        &app.state.db,
+        &payments,
+        "ch_ann_till",
+        "#5001",
+        "staff",
+        0,
+    )
+    .await
+    .expect("Ann's charge on Ann's order");
+    deliver(
+        &app,
+        "evt_till_2",
+        "charge.updated",
+        json!({ "id": "ch_ann_till" }),
+    )
+    .await;
+    assert!(listed().await.is_empty());
+}
