@@ -49,6 +49,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
         }
         None => TagMap::default(),
     };
+    std::fs::create_dir_all(&config.data_dir)?;
     let db = crate::store::Db::connect(&config.database_url).await?;
     let (url, mock) = provider(config).await?;
     let payments = payments_client(config, &url)?;

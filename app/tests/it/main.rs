@@ -16,6 +16,7 @@ mod console;
 mod conversation;
 mod customer;
 mod harness_loop;
+mod history;
 mod kill;
 mod lifecycle;
 mod llm;
