@@ -153,6 +153,15 @@ async fn reads(client: &PaymentsClient, tally: &mut Tally) {
             client.customers_by_email("someone+tag@example.com"),
         )
         .await;
+    tally
+        .check("GET /v1/customers?limit=", client.all_customers_page(None))
+        .await;
+    tally
+        .check(
+            "GET /v1/customers?limit=&starting_after=",
+            client.all_customers_page(Some("cus_conformance")),
+        )
+        .await;
 }
 
 /// The one write: a refund, with our metadata and an idempotency key, in a 2-decimal

@@ -250,6 +250,19 @@ impl PaymentsClient {
         Ok((page.data, page.has_more))
     }
 
+    /// One page of every provider customer, newest first, after `starting_after`: the
+    /// customers and whether more follow (reconciliation's drift scan; deleted customers
+    /// are not listed, as on Stripe).
+    pub async fn all_customers_page(
+        &self,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderCustomer>, bool), ProviderError> {
+        let page: List<ProviderCustomer> = self
+            .get_json("/v1/customers", &page_query(&[], starting_after))
+            .await?;
+        Ok((page.data, page.has_more))
+    }
+
     /// One page of a provider customer's charges after `starting_after` (what
     /// [`Self::list_charges`] sends for each page).
     pub async fn customer_charges_page(

@@ -72,30 +72,48 @@ pub async fn sync_unlinked(
             .await
             .map_err(provider)?;
         after = page.last().map(|c| c.id.clone());
-        let known = known_orders(db, &page).await?;
-        let staff = staff_links(db, page.iter().map(|c| c.id.as_str())).await?;
-        for charge in &page {
-            report.charges += 1;
-            let class = classify(charge, &known, &staff);
-            match class {
-                Class::Failed => report.failed += 1,
-                Class::ByMetadata => report.linked_by_metadata += 1,
-                Class::ByStaff => report.linked_by_staff += 1,
-                Class::Unlinked => report.unlinked += 1,
-            }
-            store_class(db, charge, class, now).await?;
-        }
+        sync_page(db, &page, now, &mut report).await?;
         progress(report.charges);
         if !more || after.is_none() {
             break;
         }
     }
-    // Listed before, not seen now: the charge is gone or no longer listed.
+    finish_sync(db, now).await?;
+    Ok(report)
+}
+
+/// One page of a full sync: each charge listed or unlisted as it stands, counted into
+/// `report` (`reconcile::drift` pages through the charges with it too).
+pub async fn sync_page(
+    db: &Db,
+    page: &[ProviderCharge],
+    now: i64,
+    report: &mut SyncReport,
+) -> DomainResult<()> {
+    let known = known_orders(db, page).await?;
+    let staff = staff_links(db, page.iter().map(|c| c.id.as_str())).await?;
+    for charge in page {
+        report.charges += 1;
+        let class = classify(charge, &known, &staff);
+        match class {
+            Class::Failed => report.failed += 1,
+            Class::ByMetadata => report.linked_by_metadata += 1,
+            Class::ByStaff => report.linked_by_staff += 1,
+            Class::Unlinked => report.unlinked += 1,
+        }
+        store_class(db, charge, class, now).await?;
+    }
+    Ok(())
+}
+
+/// Ends a full sync begun at `now`: charges listed before and not seen in it (gone, or
+/// no longer listed) leave the list.
+pub async fn finish_sync(db: &Db, now: i64) -> DomainResult<()> {
     sqlx::query("DELETE FROM unlinked_charges WHERE seen_at < $1")
         .bind(now)
         .execute(db.pool())
         .await?;
-    Ok(report)
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,6 +409,6 @@ pub async fn apply_links(
     Ok(())
 }
 
-fn provider(e: ProviderError) -> DomainError {
+pub(crate) fn provider(e: ProviderError) -> DomainError {
     DomainError::Provider(e.to_string())
 }

@@ -636,3 +636,82 @@ async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arriv
     .await;
     assert!(listed().await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_reports_customers_and_orders_that_drifted_from_the_provider() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let db = app::store::Db::connect(&shop.database_url)
+        .await
+        .expect("the database");
+    // A customer linked to a provider customer that is gone, with a paid order.
+    let gone = app::onboarding::records::CustomerRow {
+        id: Some("SHOP-4".into()),
+        name: Some("Gone".into()),
+        email: Some("gone@shop.example".into()),
+        region: Some("US".into()),
+        provider_customer_id: Some("cus_Gone".into()),
+    };
+    app::onboarding::records::put_customer(&db, "SHOP-4", gone)
+        .await
+        .expect("stored");
+    db.close().await;
+    // At the provider: Ann's email changed, and two charges naming Bo's order paid by
+    // Ann, one in euros.
+    let changes = json!({ "orders": [], "refunds": [],
+        "customers": [{ "id": "cus_Ann8fQ2", "email": "ann.lee@shop.example", "name": "Ann Lee" }],
+        "charges": [{ "id": "ch_odd", "customer_id": "cus_Ann8fQ2", "amount": "4.99", "currency": "EUR",
+            "captured": true, "status": "succeeded", "created_at": "2026-11-23T09:00:00Z",
+            "payment_method": "pm_card_visa", "metadata": { ORDER_KEY: "#6001" } },
+            { "id": "ch_odd_usd", "customer_id": "cus_Ann8fQ2", "amount": "4.99", "currency": "USD",
+            "captured": true, "status": "succeeded", "created_at": "2026-11-23T09:01:00Z",
+            "payment_method": "pm_card_visa", "metadata": { ORDER_KEY: "#6001" } }] });
+    app::world::load_into_provider(&shop.mock.base_url(), &changes.to_string())
+        .await
+        .expect("the provider changes");
+
+    let output = run(shop.cli().arg("reconcile"));
+    assert!(!output.status.success(), "drift needs a person");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("the report");
+    let drift = &report["drift"];
+    let lines = |list: &str| -> Vec<(String, String)> {
+        drift[list]["first"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|d| {
+                let who = d.get("order_id").unwrap_or(&d["customer_id"]);
+                (
+                    d["kind"].as_str().unwrap_or_default().to_string(),
+                    who.as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let mut customers = lines("customers");
+    customers.sort();
+    assert_eq!(
+        customers,
+        [
+            ("email_differs".to_string(), "SHOP-1".to_string()),
+            ("linkable".to_string(), "SHOP-3".to_string()),
+            ("linkable".to_string(), "SHOP-3".to_string()),
+            ("missing_at_provider".to_string(), "SHOP-4".to_string()),
+        ],
+        "{drift:#}"
+    );
+    let mut orders = lines("orders");
+    orders.sort();
+    assert_eq!(
+        orders,
+        [
+            ("currency_differs".to_string(), "#6001".to_string()),
+            ("customer_differs".to_string(), "#6001".to_string()),
+            ("no_charge".to_string(), "#6002".to_string()),
+        ],
+        "{drift:#}"
+    );
+    assert_eq!(drift["unlinked_charges"], 1, "Bo's till charge: {drift:#}");
+    assert_eq!(drift["provider_charges"], 6);
+}
