@@ -147,7 +147,7 @@ impl BillingSource for LiveBilling {
             crate::onboarding::charges::apply_links(
                 &self.db,
                 &self.payments,
-                customer,
+                &customer.id,
                 &mut charges,
             )
             .await?;

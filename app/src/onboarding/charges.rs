@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::billing::CustomerRecord;
 use crate::error::{DomainError, DomainResult};
 use crate::payments::{PaymentsClient, ProviderCharge, ProviderError};
 use crate::store::Db;
@@ -384,14 +383,14 @@ pub async fn link_charge(
 pub async fn apply_links(
     db: &Db,
     payments: &PaymentsClient,
-    customer: &CustomerRecord,
+    customer_id: &str,
     charges: &mut Vec<ProviderCharge>,
 ) -> anyhow::Result<()> {
     let rows = sqlx::query(
         "SELECT l.charge_id, l.order_id FROM charge_links l JOIN orders o ON o.id = l.order_id
          WHERE o.customer_id = $1",
     )
-    .bind(&customer.id)
+    .bind(customer_id)
     .fetch_all(db.reader())
     .await?;
     for row in rows {

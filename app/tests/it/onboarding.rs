@@ -3,7 +3,8 @@
 //! payments mock loaded with a Stripe-shaped account — customers `cus_…`, charges naming
 //! their order under a non-default metadata key — then a ticket investigated, approved
 //! and refunded end to end; bad files changing nothing; missing payment records going
-//! to a person; unlinked charges listed and linked.
+//! to a person; unlinked charges listed and linked; `seed` and a real provider; charge,
+//! dispute and refund webhooks keeping proposals current; reconciliation's drift.
 
 use crate::support;
 
@@ -19,51 +20,16 @@ use support::{app_on, start_mock, test_database_url, TestApp};
 /// The metadata key this shop's charges name their order under.
 const ORDER_KEY: &str = "shop_order";
 
-/// The shop's payments account: customers with provider ids, charges naming their order
-/// under `shop_order` only.
-fn provider_world() -> Value {
-    let customer = |id: &str, email: &str, name: &str| json!({ "id": id, "email": email, "name": name, "created_at": "2026-01-05T10:00:00Z" });
-    let charge = |id: &str, customer: Option<&str>, order: Option<&str>, amount: &str, at: &str| {
-        let metadata = match order {
-            Some(o) => json!({ ORDER_KEY: o, "channel": "web" }),
-            None => json!({ "channel": "pos" }),
-        };
-        json!({ "id": id, "customer_id": customer, "amount": amount, "currency": "USD",
-                "captured": true, "status": "succeeded", "created_at": at,
-                "payment_method": "pm_card_visa", "metadata": metadata })
-    };
-    json!({
-        "customers": [
-            customer("cus_Ann8fQ2", "ann@shop.example", "Ann Lee"),
-            customer("cus_Bo71kX", "bo@shop.example", "Bo Chen"),
-            customer("cus_TwinA", "twins@shop.example", "Twin A"),
-            customer("cus_TwinB", "twins@shop.example", "Twin B"),
-        ],
-        "orders": [],
-        "charges": [
-            charge("ch_ann_1", Some("cus_Ann8fQ2"), Some("#5001"), "99.00", "2026-11-20T09:00:05Z"),
-            charge("ch_ann_2", Some("cus_Ann8fQ2"), Some("#5001"), "99.00", "2026-11-20T09:01:40Z"),
-            charge("ch_bo_1", Some("cus_Bo71kX"), Some("#6001"), "4.99", "2026-11-21T09:00:05Z"),
-            // Bo's monthly plan, charged at the till: no order named.
-            charge("ch_bo_pos", Some("cus_Bo71kX"), None, "9.99", "2026-11-22T09:00:05Z"),
-        ],
-        "refunds": []
-    })
+/// A file of the shop README's "Connect your payments account" runs on
+/// (`fixtures/connect/`): `account.json` is the payments account — customers `cus_…`,
+/// charges naming their order under `shop_order` only, one till charge naming none —
+/// and the CSV files the shop's exports.
+fn connect_fixture(name: &str) -> String {
+    let path = app::config::default_fixtures_dir()
+        .join("connect")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
-const CUSTOMERS_CSV: &str = "\
-id,name,email,region,provider_customer_id
-SHOP-1,Ann Lee,ann@shop.example,US,cus_Ann8fQ2
-SHOP-2,\"Chen, Bo\",bo@shop.example,US,
-SHOP-3,Twin,twins@shop.example,EU,
-";
-
-const ORDERS_CSV: &str = "\
-id,customer_id,product,amount,currency,created_at
-#5001,SHOP-1,annual_plan,99.00,USD,2026-11-20T09:00:00Z
-#6001,SHOP-2,addon,4.99,USD,2026-11-21T09:00:00Z
-#6002,SHOP-2,monthly_plan,9.99,USD,2026-11-22T09:00:00Z
-";
 
 /// `refund-agent` on `data_dir`, pointed at the mock as a deployer would point it at
 /// their provider (`PAYMENTS_URL`, key, webhook secret, `PAYMENTS_ORDER_KEY`).
@@ -97,7 +63,7 @@ fn summary(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("a JSON summary on stdout")
 }
 
-/// A shop: the mock loaded with `provider_world`, the files written, an empty data dir.
+/// A shop: the mock loaded with its account, its files written, an empty data dir.
 struct Shop {
     dir: tempfile::TempDir,
     mock: payments_mock::RunningMock,
@@ -108,11 +74,12 @@ impl Shop {
     async fn new() -> Shop {
         let dir = tempfile::tempdir().expect("a temp dir");
         let mock = start_mock(dir.path()).await;
-        app::world::load_into_provider(&mock.base_url(), &provider_world().to_string())
+        app::world::load_into_provider(&mock.base_url(), &connect_fixture("account.json"))
             .await
             .expect("the account loads into the mock");
-        std::fs::write(dir.path().join("customers.csv"), CUSTOMERS_CSV).expect("a file");
-        std::fs::write(dir.path().join("orders.csv"), ORDERS_CSV).expect("a file");
+        for file in ["customers.csv", "orders.csv"] {
+            std::fs::write(dir.path().join(file), connect_fixture(file)).expect("a file");
+        }
         let database_url = test_database_url(&dir.path().join("data")).await;
         Shop {
             dir,

@@ -58,7 +58,7 @@ pub async fn fetch(
     } else {
         payments.list_charges(&record.provider_customer_id).await?
     };
-    crate::onboarding::charges::apply_links(db, payments, &record, &mut charges).await?;
+    crate::onboarding::charges::apply_links(db, payments, &record.id, &mut charges).await?;
     let mut refunds = Vec::new();
     for charge in &charges {
         refunds.extend(payments.list_refunds(&charge.id).await?);
