@@ -49,8 +49,16 @@ pub const ORDER_KEY: &str = "order_ref";
 
 const LANGS: [&str; 6] = ["en", "de", "fr", "es", "zh", "ja"];
 
+/// What a customer writes about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    ChargedTwice,
+    Cancel,
+    AmountWrong,
+}
+
 /// A complaint about an order, per language; `{o}` is the order when named.
-fn complaint(lang: &str, with_order: bool, rng: &mut SplitMix64) -> String {
+fn complaint(lang: &str, kind: Kind, with_order: bool) -> String {
     let named = [
         (
             "en",
@@ -136,20 +144,25 @@ fn complaint(lang: &str, with_order: bool, rng: &mut SplitMix64) -> String {
             ],
         ),
     ];
+    let which = match kind {
+        Kind::ChargedTwice => 0,
+        Kind::Cancel => 1,
+        Kind::AmountWrong => 2,
+    };
     if with_order {
         let bank = named
             .iter()
             .find(|(l, _)| *l == lang)
             .map(|(_, b)| b)
             .unwrap_or(&named[0].1);
-        rng.pick(bank).to_string()
+        bank[which].to_string()
     } else {
         let bank = unnamed
             .iter()
             .find(|(l, _)| *l == lang)
             .map(|(_, b)| b)
             .unwrap_or(&unnamed[0].1);
-        rng.pick(bank).to_string()
+        bank[usize::from(kind != Kind::ChargedTwice)].to_string()
     }
 }
 
@@ -319,17 +332,41 @@ fn ticket_day(shop: &mut Shop, rng: &mut SplitMix64, n: usize, order_day: i64) -
     day
 }
 
-/// What the team decides: refund (in full or in part), escalate, ask, or refuse — with
-/// the tags its agents put on such tickets.
-fn decide(rng: &mut SplitMix64) -> (&'static str, &'static str) {
-    match rng.below(100) {
-        0..=39 => ("refund", "billing"),
-        40..=49 => ("refund_part", "billing"),
-        50..=61 => ("escalate", rng.pick(&["tier2", "escalated_billing"])),
-        62..=71 => (
+/// What the team decides on what it reads — refund (in full or in part), escalate,
+/// ask, or refuse — with the tags its agents put on such tickets. Its habits, not the
+/// desk's policy engine: a second identical charge is refunded, a cancellation within
+/// two weeks of the order refunded, anything unclear asked about; and people vary (one
+/// decision in six goes another way).
+fn decide(
+    rng: &mut SplitMix64,
+    kind: Kind,
+    named: bool,
+    duplicated: bool,
+    days_since_order: i64,
+) -> (&'static str, &'static str) {
+    let usual = match (kind, named) {
+        (_, false) => "request_info",
+        (Kind::ChargedTwice, true) if duplicated => "refund",
+        (Kind::ChargedTwice, true) => "no_refund",
+        (Kind::Cancel, true) if days_since_order <= 14 => "refund",
+        (Kind::Cancel, true) => "no_refund",
+        (Kind::AmountWrong, true) => "escalate",
+    };
+    let decision = if rng.chance(83) {
+        usual
+    } else {
+        rng.pick(&[
+            "refund_part",
+            "escalate",
             "request_info",
-            rng.pick(&["need_info", "awaiting_customer"]),
-        ),
+            "no_refund",
+            "refund",
+        ])
+    };
+    match decision {
+        "refund" | "refund_part" => (decision, "billing"),
+        "escalate" => (decision, rng.pick(&["tier2", "escalated_billing"])),
+        "request_info" => (decision, rng.pick(&["need_info", "awaiting_customer"])),
         _ => (
             "no_refund",
             rng.pick(&["closed", "billing", "policy_explained"]),
@@ -347,11 +384,18 @@ fn add_ticket(shop: &mut Shop, rng: &mut SplitMix64, t: usize) {
     let day = ticket_day(shop, rng, n, order.day);
     let minute = rng.range(0, 24 * 60 - 1);
     let lang = rng.pick(&LANGS);
-    let mut text = complaint(lang, rng.chance(70), rng).replace("{o}", &order.id);
+    let kind = rng.pick(&[
+        Kind::ChargedTwice,
+        Kind::ChargedTwice,
+        Kind::Cancel,
+        Kind::AmountWrong,
+    ]);
+    let named = rng.chance(70);
+    let mut text = complaint(lang, kind, named).replace("{o}", &order.id);
     if rng.chance(10) {
         text = long_mail(&text, rng);
     }
-    let (decision, tag) = decide(rng);
+    let (decision, tag) = decide(rng, kind, named, order.charges.len() > 1, day - order.day);
     let ticket_id = 70_000 + t as i64;
     let mut outcome = if decision == "refund_part" {
         "refund"

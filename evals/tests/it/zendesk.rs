@@ -143,6 +143,10 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         shadow.exact_agreement * 100.0,
         shadow.total
     );
+    eprintln!(
+        "shadow confusion (human → agent): {:?}; disagreements by cause: {:?}",
+        shadow.confusion, shadow.causes
+    );
     for w in &wrong {
         eprintln!("  wrong: {w}");
     }
