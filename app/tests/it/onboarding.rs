@@ -682,3 +682,116 @@ async fn reconcile_reports_customers_and_orders_that_drifted_from_the_provider()
     assert_eq!(drift["unlinked_charges"], 1, "Bo's till charge: {drift:#}");
     assert_eq!(drift["provider_charges"], 6);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_customer_the_account_does_not_have_is_a_bad_row_and_nothing_is_imported() {
+    let shop = Shop::new().await;
+    let file = "id,name,email,region,provider_customer_id\n\
+                SHOP-1,Ann Lee,ann@shop.example,US,cus_Ann8fQ2\n\
+                SHOP-5,Eve,eve@shop.example,US,cus_Nope\n";
+    std::fs::write(shop.dir.path().join("c.csv"), file).expect("a file");
+    let output = shop.import("customers", "c.csv");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "c.csv:3: [SHOP-5] provider customer cus_Nope does not exist at the provider"
+        ),
+        "{stderr}"
+    );
+    let db = app::store::Db::connect(&shop.database_url)
+        .await
+        .expect("the database");
+    let customers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM customers")
+        .fetch_one(db.pool())
+        .await
+        .expect("a count");
+    assert_eq!(
+        customers, 0,
+        "SHOP-1 on line 2 was good, and is not imported either"
+    );
+}
+
+/// What a shop backend's `PUT /api/v1/customers/{id}` and `/orders/{id}` will call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
+    use app::onboarding::records::{put_customer, put_order, CustomerRow, OrderRow, Upserted};
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let db = app::store::Db::connect(&shop.database_url)
+        .await
+        .expect("the database");
+    let customer = |id: &str, email: &str| CustomerRow {
+        id: Some(id.into()),
+        name: Some("Dee".into()),
+        email: Some(email.into()),
+        region: Some("JP".into()),
+        provider_customer_id: None,
+    };
+    let order = |id: &str, customer: &str, currency: &str| OrderRow {
+        id: Some(id.into()),
+        customer_id: Some(customer.into()),
+        product: Some("addon".into()),
+        amount: Some("500".into()),
+        currency: Some(currency.into()),
+        created_at: Some("2026-11-25T09:00:00Z".into()),
+    };
+    let code = |e: app::error::DomainError| e.code();
+
+    assert_eq!(
+        put_customer(&db, "SHOP-7", customer("SHOP-7", "dee@shop.example"))
+            .await
+            .ok(),
+        Some(Upserted::Created)
+    );
+    assert_eq!(
+        put_customer(&db, "SHOP-7", customer("SHOP-7", "dee@shop.example"))
+            .await
+            .ok(),
+        Some(Upserted::Updated)
+    );
+    assert_eq!(
+        put_customer(&db, "SHOP-8", customer("SHOP-8", "ANN@shop.example"))
+            .await
+            .map_err(code),
+        Err("customer_conflict"),
+        "Ann's email, whatever its case"
+    );
+    assert_eq!(
+        put_customer(&db, "SHOP-9", customer("SHOP-7", "nine@shop.example"))
+            .await
+            .map_err(code),
+        Err("id_mismatch")
+    );
+    assert_eq!(
+        put_order(&db, "#7001", order("#7001", "SHOP-7", "JPY"))
+            .await
+            .ok(),
+        Some(Upserted::Created)
+    );
+    assert_eq!(
+        put_order(&db, "#7002", order("#7002", "SHOP-7", "XYZ"))
+            .await
+            .map_err(code),
+        Err("unknown_currency")
+    );
+    assert_eq!(
+        put_order(&db, "#7003", order("#7003", "SHOP-404", "JPY"))
+            .await
+            .map_err(code),
+        Err("unknown_customer")
+    );
+    assert_eq!(
+        put_order(&db, "#5001", order("#5001", "SHOP-7", "JPY"))
+            .await
+            .map_err(code),
+        Err("order_owner_changed"),
+        "Ann's order never moves to Dee"
+    );
+    let owner: String = sqlx::query_scalar("SELECT customer_id FROM orders WHERE id = '#5001'")
+        .fetch_one(db.pool())
+        .await
+        .expect("#5001");
+    assert_eq!(owner, "SHOP-1");
+}
