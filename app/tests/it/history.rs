@@ -217,7 +217,8 @@ async fn a_ticket_without_comments_writes_nothing_unless_told_to_skip_it() {
     let (dir, _mock, db, payments) = shop().await;
     let csv = "ticket_id,created_at,requester_email,subject,body,tags\n\
                T-1,2026-11-22T10:00:00Z,ann@shop.example,Twice,\"charged twice, order #5001\",billing\n\
-               T-2,2026-11-22T11:00:00Z,bo@shop.example,Empty,,\n";
+               T-2,2026-11-22T11:00:00Z,bo@shop.example,Empty,,\n\
+               T-1,2026-11-23T11:00:00Z,bo@shop.example,Again,a second T-1,\n";
     std::fs::write(dir.path().join("tickets.csv"), csv).expect("a file");
     let mut quiet = |_: u64, _: u64| {};
     let err = history::import_history(
@@ -233,7 +234,11 @@ async fn a_ticket_without_comments_writes_nothing_unless_told_to_skip_it() {
     };
     assert_eq!(
         (count, errors[0].line, errors[0].id.as_deref()),
-        (1, 3, Some("T-2"))
+        (2, 3, Some("T-2"))
+    );
+    assert_eq!(
+        errors[1].message,
+        "ticket id T-1 appears earlier in the export"
     );
     assert!(
         !dir.path().join("history.jsonl").exists()
@@ -245,7 +250,7 @@ async fn a_ticket_without_comments_writes_nothing_unless_told_to_skip_it() {
     let report = history::import_history(&db, &payments, skipping, &mut quiet)
         .await
         .expect("the rest");
-    assert_eq!((report.written, report.invalid), (1, 1));
+    assert_eq!((report.written, report.invalid), (1, 2));
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
     assert_eq!(
         app::replay::parse_history(&text).0[0]

@@ -112,8 +112,13 @@ type TicketTimes = HashMap<u64, Vec<i64>>;
 
 /// A fixed-key hash of the matching form of an email; in-process only.
 fn email_hash(email: &str) -> u64 {
+    id_hash(&email_key(email))
+}
+
+/// A fixed-key hash; in-process only (never stored, never compared across processes).
+fn id_hash(text: &str) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(email_key(email))
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
 }
 
 /// Reads the users (Zendesk) and every requester's ticket times: the first pass.
@@ -176,9 +181,20 @@ pub async fn import_history(
         ..HistoryReport::default()
     };
     let mut cache = Cache::default();
+    // Ticket ids seen, hashed (eight bytes a ticket): a repeated id is a bad ticket, as
+    // `shadow` would refuse the second line.
+    let mut seen = std::collections::HashSet::new();
     let mut done = 0;
     while let Some(ticket) = rx.recv().await {
         done += 1;
+        let ticket = ticket.and_then(|t| match seen.insert(id_hash(&t.id)) {
+            true => Ok(t),
+            false => Err(RowError {
+                line: t.line,
+                id: Some(t.id.clone()),
+                message: format!("ticket id {} appears earlier in the export", t.id),
+            }),
+        });
         match ticket {
             Ok(t) => {
                 let line =
