@@ -309,45 +309,12 @@ pub async fn link_charge(
     actor: &str,
     now: i64,
 ) -> DomainResult<()> {
-    let owner = sqlx::query(
-        "SELECT o.customer_id, c.provider_customer_id FROM orders o JOIN customers c ON c.id = o.customer_id
-         WHERE o.id = $1",
-    )
-    .bind(order_id)
-    .fetch_optional(db.pool())
-    .await?
-    .ok_or(DomainError::NotFound("order"))?;
-    let order_customer: String = owner.try_get("customer_id")?;
-    let order_provider: String = owner.try_get("provider_customer_id")?;
     let charge = match payments.get_charge(charge_id).await {
         Ok(charge) => charge,
         Err(ProviderError::NotFound(_)) => return Err(DomainError::NotFound("charge")),
         Err(e) => return Err(provider(e)),
     };
-    if let Some(named) = charge.order_id() {
-        if !known_orders(db, std::slice::from_ref(&charge))
-            .await?
-            .is_empty()
-        {
-            return Err(DomainError::conflict(
-                "charge_already_linked",
-                format!("charge {charge_id} names order {named} in its metadata"),
-            ));
-        }
-    }
-    if let Some(provider_customer) = &charge.customer {
-        let linked = customer_linked_to(db, provider_customer).await?;
-        let theirs = linked.as_deref().is_some_and(|c| c != order_customer);
-        let other_provider = !order_provider.is_empty() && &order_provider != provider_customer;
-        if theirs || other_provider {
-            return Err(DomainError::conflict(
-                "charge_owner_mismatch",
-                format!(
-                    "charge {charge_id} is provider customer {provider_customer}'s; order {order_id} is customer {order_customer}'s"
-                ),
-            ));
-        }
-    }
+    may_link(db, &charge, order_id).await?;
     let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO charge_links (charge_id, order_id, linked_by, linked_at) VALUES ($1, $2, $3, $4)
@@ -364,16 +331,51 @@ pub async fn link_charge(
         .bind(charge_id)
         .execute(&mut *tx)
         .await?;
-    crate::audit::record(
-        &mut tx,
-        actor,
-        "charge_linked",
-        charge_id,
-        &format!("charge {charge_id} linked to order {order_id}"),
-        now,
-    )
-    .await?;
+    let what = format!("charge {charge_id} linked to order {order_id}");
+    crate::audit::record(&mut tx, actor, "charge_linked", charge_id, &what, now).await?;
     tx.commit().await?;
+    Ok(())
+}
+
+/// Whether `charge` may be linked to `order_id` (docs/spec/invariants.md #12: never one
+/// customer's payment on another's order).
+async fn may_link(db: &Db, charge: &ProviderCharge, order_id: &str) -> DomainResult<()> {
+    let owner = sqlx::query(
+        "SELECT o.customer_id, c.provider_customer_id FROM orders o JOIN customers c ON c.id = o.customer_id
+         WHERE o.id = $1",
+    )
+    .bind(order_id)
+    .fetch_optional(db.pool())
+    .await?
+    .ok_or(DomainError::NotFound("order"))?;
+    let order_customer: String = owner.try_get("customer_id")?;
+    let order_provider: String = owner.try_get("provider_customer_id")?;
+    let charge_id = &charge.id;
+    if let Some(named) = charge.order_id() {
+        if !known_orders(db, std::slice::from_ref(charge))
+            .await?
+            .is_empty()
+        {
+            return Err(DomainError::conflict(
+                "charge_already_linked",
+                format!("charge {charge_id} names order {named} in its metadata"),
+            ));
+        }
+    }
+    let Some(provider_customer) = &charge.customer else {
+        return Ok(());
+    };
+    let linked = customer_linked_to(db, provider_customer).await?;
+    let theirs = linked.as_deref().is_some_and(|c| c != order_customer);
+    let other_provider = !order_provider.is_empty() && &order_provider != provider_customer;
+    if theirs || other_provider {
+        return Err(DomainError::conflict(
+            "charge_owner_mismatch",
+            format!(
+                "charge {charge_id} is provider customer {provider_customer}'s; order {order_id} is customer {order_customer}'s"
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -222,6 +222,17 @@ async fn a_paid_order_whose_charge_names_no_order_goes_to_a_person_until_staff_l
     .await
     .expect_err("Ann's charge on Bo's order");
     assert_eq!(refused.code(), "charge_already_linked");
+    let refused = app::onboarding::charges::link_charge(
+        &app.state.db,
+        &payments,
+        "ch_bo_pos",
+        "#5001",
+        "staff-test",
+        0,
+    )
+    .await
+    .expect_err("Bo's till charge on Ann's order");
+    assert_eq!(refused.code(), "charge_owner_mismatch");
     app.close_case(case["id"].as_str().expect("an id")).await;
     app.clock.advance(time::Duration::minutes(61));
     let (_, case) = app
