@@ -61,6 +61,10 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub payments_api_key: Option<String>,
+    /// The metadata key the provider's charges name the shop's order under (Stripe's rules: 1 to 40 characters, no square brackets).
+    #[arg(long, global = true, env = "PAYMENTS_ORDER_KEY", value_name = "PAYMENTS_ORDER_KEY",
+          default_value = crate::payments::DEFAULT_ORDER_KEY, value_parser = metadata_key)]
+    pub payments_order_key: String,
     /// Verifies `Stripe-Signature` on provider webhooks [default with the embedded mock: whsec_test_refund_desk; required with PAYMENTS_URL].
     #[arg(
         long,
@@ -255,6 +259,17 @@ fn http_url(value: &str) -> Result<String, String> {
     }
 }
 
+/// A provider metadata key: 1 to 40 characters, no `[` or `]` (Stripe's limits).
+fn metadata_key(value: &str) -> Result<String, String> {
+    let key = value.trim();
+    if key.is_empty() || key.chars().count() > 40 || key.contains(['[', ']']) {
+        return Err(format!(
+            "expected a metadata key of 1 to 40 characters without square brackets, got '{key}'"
+        ));
+    }
+    Ok(key.to_string())
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
@@ -264,6 +279,8 @@ pub struct Config {
     pub payments_url: Option<String>,
     /// `PAYMENTS_API_KEY`.
     pub payments_api_key: String,
+    /// `PAYMENTS_ORDER_KEY` (default `order_id`): the charge metadata key naming the order.
+    pub payments_order_key: String,
     /// `PAYMENTS_WEBHOOK_SECRET`: verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
     /// `FIXTURES_DIR`: policies, billing worlds and history (default `./fixtures`).
@@ -333,6 +350,7 @@ impl Config {
             payments_url: set(&settings.payments_url),
             payments_api_key: set(&settings.payments_api_key)
                 .unwrap_or_else(|| DEFAULT_PAYMENTS_KEY.to_string()),
+            payments_order_key: settings.payments_order_key.clone(),
             webhook_secret: set(&settings.payments_webhook_secret)
                 .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_string()),
             fixtures_dir: settings

@@ -22,6 +22,7 @@ pub mod error;
 pub mod investigation;
 pub mod lease;
 pub mod metrics;
+pub mod onboarding;
 pub mod payments;
 pub mod policies;
 pub mod reconcile;
@@ -82,7 +83,8 @@ pub async fn build_state(
         &config.payments_api_key,
         config.provider_timeout,
         config.provider_backoff,
-    )?;
+    )?
+    .with_order_key(&config.payments_order_key);
     let billing = Arc::new(billing::LiveBilling {
         db: db.clone(),
         payments: payments.clone(),

@@ -44,6 +44,11 @@ pub(super) enum Command {
         /// their sessions and tokens). Without it, seeding an existing data dir refuses.
         #[arg(long)]
         reset_passwords: bool,
+        /// Load only the app's side (customers, orders, demo staff): nothing is sent to
+        /// the payment provider. Without it, a provider that is not the payments mock is
+        /// refused before anything is written.
+        #[arg(long)]
+        app_only: bool,
     },
     /// Rebuild the policy index.
     Index,
@@ -94,10 +99,75 @@ pub(super) enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
+    /// Bring in the shop's own data: customers, orders (CSV or JSON lines; upsert by id;
+    /// any bad row and nothing is imported).
+    Import {
+        #[command(subcommand)]
+        command: ImportCommand,
+    },
+    /// Provider charges that name no order of ours: list them (after reading the
+    /// provider's with --sync) and link one to an order.
+    Charges {
+        #[command(subcommand)]
+        command: ChargesCommand,
+    },
     /// The agent's rollout per scope (shadow, canary, assist) and its guards.
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum ImportCommand {
+    /// Customers: id, name, email, region (CN|US|EU|JP), provider_customer_id
+    /// (optional: without it a customer is linked by email through the provider's
+    /// customer list).
+    Customers {
+        /// A CSV file with a header row, or JSON lines.
+        file: PathBuf,
+        /// The file's format [default: by extension, else by its first character].
+        #[arg(long, value_enum)]
+        format: Option<crate::onboarding::rows::Format>,
+        /// Ask the provider nothing: given provider customers are taken as written and
+        /// the others stay unlinked.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Orders: id, customer_id, product (annual_plan|monthly_plan|addon), amount (a
+    /// decimal string in the currency's scale), currency (CNY|USD|EUR|JPY), created_at
+    /// (RFC 3339). Their customers must be imported first.
+    Orders {
+        /// A CSV file with a header row, or JSON lines.
+        file: PathBuf,
+        /// The file's format [default: by extension, else by its first character].
+        #[arg(long, value_enum)]
+        format: Option<crate::onboarding::rows::Format>,
+    },
+    /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
+    /// requester matched to a customer by email, the billing world rebuilt as of the
+    /// ticket, the team's outcome inferred from refunds and tags, with its evidence.
+    History(super::history::HistoryArgs),
+}
+
+#[derive(Subcommand)]
+pub(super) enum ChargesCommand {
+    /// The provider charges naming no order of ours (under PAYMENTS_ORDER_KEY) and not
+    /// linked by staff, newest first, as JSON.
+    Unlinked {
+        /// First read every charge at the provider and refresh the list.
+        #[arg(long)]
+        sync: bool,
+        /// How many to print, 1 to 500.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=500))]
+        limit: i64,
+    },
+    /// Link a provider charge to one of our orders (audited as the operator `cli`).
+    Link {
+        /// The provider's charge id (`ch_…`).
+        charge: String,
+        /// Our order id.
+        order: String,
     },
 }
 

@@ -27,7 +27,7 @@ fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Resul
     };
     let mut refund_facts = Vec::new();
     for r in refunds {
-        let status = match r.status.as_str() {
+        let status = match r.status() {
             "succeeded" => RefundStatus::Succeeded,
             "pending" | "requires_action" => RefundStatus::Pending,
             "canceled" => RefundStatus::Canceled,
