@@ -65,7 +65,7 @@ impl From<RecordError> for DomainError {
 }
 
 /// A customer as a shop exports it.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct CustomerRow {
     #[serde(default, deserialize_with = "text")]
     pub id: Option<String>,
@@ -81,7 +81,7 @@ pub struct CustomerRow {
 }
 
 /// An order as a shop exports it.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct OrderRow {
     #[serde(default, deserialize_with = "text")]
     pub id: Option<String>,
@@ -244,7 +244,7 @@ impl OrderRow {
 }
 
 /// Whether an upsert created the record or changed an existing one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Upserted {
     Created,

@@ -57,11 +57,13 @@ pub enum Capability {
     PublishPolicies,
     /// Rollout, staff, retention, erasure.
     Administer,
+    /// Correct the records: link a provider charge to an order.
+    CorrectRecords,
 }
 
 impl Capability {
     /// Every capability, for tables and tests.
-    pub const ALL: [Capability; 10] = [
+    pub const ALL: [Capability; 11] = [
         Capability::ReadPolicies,
         Capability::ReadCases,
         Capability::WorkCases,
@@ -72,6 +74,7 @@ impl Capability {
         Capability::AuthorPolicies,
         Capability::PublishPolicies,
         Capability::Administer,
+        Capability::CorrectRecords,
     ];
 
     /// The roles allowed, from docs/spec/roles.md: the one place it is written down.
@@ -83,7 +86,9 @@ impl Capability {
             | Capability::WorkCases
             | Capability::DecideRefunds
             | Capability::CloseCases => &[Agent, Supervisor, Admin],
-            Capability::TakeOver | Capability::ManageSavedReplies => &[Supervisor, Admin],
+            Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
+                &[Supervisor, Admin]
+            }
             Capability::AuthorPolicies | Capability::PublishPolicies => &[PolicyAuthor, Admin],
             Capability::Administer => &[Admin],
         }
@@ -106,6 +111,7 @@ impl Capability {
             Capability::AuthorPolicies => "draft policies",
             Capability::PublishPolicies => "publish policies",
             Capability::Administer => "administer the desk",
+            Capability::CorrectRecords => "link charges to orders",
         }
     }
 }
@@ -128,6 +134,9 @@ pub enum Rule {
     /// A service token of this kind: a shop backend's `integration` token (customers and
     /// orders), the identity provider's `scim` token (provisioning).
     Service(ServiceKind),
+    /// A service token of this kind, or a staff member with the capability (a shop
+    /// backend's writes, which an admin may also make by hand).
+    ServiceOrStaff(ServiceKind, Capability),
 }
 
 /// The shape a surface answers a refusal in.
@@ -410,7 +419,14 @@ pub fn decide(rule: Rule, caller: &Caller) -> Result<(), Refusal> {
     match (rule, caller) {
         (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics, _) => Ok(()),
         (_, Caller::Anonymous) => Err(Refusal::SignIn),
-        (Rule::Service(kind), Caller::Service(service)) if service.kind == kind => Ok(()),
+        (Rule::Service(kind) | Rule::ServiceOrStaff(kind, _), Caller::Service(service))
+            if service.kind == kind =>
+        {
+            Ok(())
+        }
+        (Rule::ServiceOrStaff(_, capability), caller @ Caller::Staff { .. }) => {
+            decide(Rule::Staff(capability), caller)
+        }
         (Rule::Service(kind), _) => Err(Refusal::Forbidden(format!(
             "this route takes a {} token only",
             kind.as_str()
@@ -423,7 +439,7 @@ pub fn decide(rule: Rule, caller: &Caller) -> Result<(), Refusal> {
         (Rule::Customer, Caller::Staff { .. }) => Err(Refusal::Forbidden(
             "this is a customer's page or endpoint; staff work in the console".into(),
         )),
-        (Rule::Staff(_) | Rule::AnyStaff, Caller::Customer { .. }) => {
+        (Rule::Staff(_) | Rule::AnyStaff | Rule::ServiceOrStaff(..), Caller::Customer { .. }) => {
             Err(Refusal::Forbidden("staff only".into()))
         }
         (Rule::AnyStaff, Caller::Staff { .. }) => Ok(()),

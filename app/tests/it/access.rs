@@ -42,7 +42,9 @@ fn spec_allows(rule: Rule, who: Who) -> bool {
         | Capability::WorkCases
         | Capability::DecideRefunds
         | Capability::CloseCases => matches!(role, Agent | Supervisor | Admin),
-        Capability::TakeOver | Capability::ManageSavedReplies => matches!(role, Supervisor | Admin),
+        Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
+            matches!(role, Supervisor | Admin)
+        }
         Capability::AuthorPolicies | Capability::PublishPolicies => {
             matches!(role, PolicyAuthor | Admin)
         }
@@ -54,6 +56,8 @@ fn spec_allows(rule: Rule, who: Who) -> bool {
         (Rule::AnyStaff, Who::Staff(_)) => true,
         (Rule::Staff(c), Who::Staff(role)) => staff_may(c, role),
         (Rule::Service(k), Who::Service(kind)) => k == kind,
+        (Rule::ServiceOrStaff(k, _), Who::Service(kind)) => k == kind,
+        (Rule::ServiceOrStaff(_, c), Who::Staff(role)) => staff_may(c, role),
         _ => false,
     }
 }

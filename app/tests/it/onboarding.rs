@@ -806,3 +806,105 @@ async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
         .expect("#5001");
     assert_eq!(owner, "SHOP-1");
 }
+
+/// A shop backend keeps its customers and orders current over the API with its
+/// `integration` token; an admin may too; an agent may not, and a bad record changes
+/// nothing.
+#[tokio::test]
+async fn a_shop_backend_puts_customers_and_orders_with_its_integration_token_only() {
+    let app = crate::support::spawn_app().await;
+    let now = 1_800_000_000_000;
+    let (integration, _) = app::auth::accounts::issue_service_token(
+        &app.state.db,
+        "test",
+        app::auth::ServiceKind::Integration,
+        "shop",
+        30,
+        now,
+    )
+    .await
+    .unwrap();
+    let customer =
+        serde_json::json!({"name": "Ines Ortega", "email": "ines@example.es", "region": "EU"});
+    let (status, body) = app
+        .request(
+            "PUT",
+            "/api/v1/customers/C-4242",
+            Some(&integration),
+            Some(customer.clone()),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::OK, "{body}");
+    assert_eq!(body["result"], "created");
+    let (status, body) = app
+        .request(
+            "PUT",
+            "/api/v1/customers/C-4242",
+            Some(&integration),
+            Some(customer.clone()),
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["result"].clone()),
+        (200, "updated".into()),
+        "idempotent"
+    );
+    let order = serde_json::json!({"customer_id": "C-4242", "product": "annual_plan",
+                                   "amount": "120.00", "currency": "EUR", "created_at": "2026-11-20T10:00:00Z"});
+    let (status, body) = app
+        .request(
+            "PUT",
+            "/api/v1/orders/O-4242",
+            Some(&integration),
+            Some(order.clone()),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::OK, "{body}");
+
+    let (status, _) = app
+        .request(
+            "PUT",
+            "/api/v1/orders/O-4242",
+            Some(&app.agent_token),
+            Some(order.clone()),
+        )
+        .await;
+    assert_eq!(
+        status,
+        axum::http::StatusCode::FORBIDDEN,
+        "an agent is no shop backend"
+    );
+    let bad = serde_json::json!({"customer_id": "C-4242", "product": "annual_plan",
+                                 "amount": "12.345", "currency": "EUR", "created_at": "2026-11-20T10:00:00Z"});
+    let (status, body) = app
+        .request(
+            "PUT",
+            "/api/v1/orders/O-4243",
+            Some(&integration),
+            Some(bad),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::BAD_REQUEST, "{body}");
+    let stored: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders WHERE id = 'O-4243'")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored, 0, "a bad record changes nothing");
+    let (status, _) = app
+        .request("GET", "/api/v1/charges/unlinked", Some(&integration), None)
+        .await;
+    assert_eq!(
+        status,
+        axum::http::StatusCode::FORBIDDEN,
+        "its own routes only"
+    );
+    let (status, _) = app
+        .request(
+            "GET",
+            "/api/v1/charges/unlinked",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::OK);
+}
