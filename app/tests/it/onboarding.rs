@@ -20,7 +20,7 @@ use support::{app_on, start_mock, test_database_url, TestApp};
 /// The metadata key this shop's charges name their order under.
 const ORDER_KEY: &str = "shop_order";
 
-/// A file of the shop README's "Connect your payments account" runs on
+/// A file of the walk-through docs/guides/connect.md runs on
 /// (`fixtures/connect/`): `account.json` is the payments account — customers `cus_…`,
 /// charges naming their order under `shop_order` only, one till charge naming none —
 /// and the CSV files the shop's exports.
