@@ -598,12 +598,29 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
     });
     ambiguous.id = "CAUSE-AMBIGUOUS".into();
     say(&mut ambiguous, "Hello, please help me with my account.");
-    // Not found: one order and an order number that exists nowhere.
+    // Not found: an order number that exists nowhere, from a customer with no order on
+    // record (with one, the records decide whatever number was typed: issue 34).
     let mut not_found = pick(&|t| {
         t.human.outcome == CaseOutcome::Refund && feature(t, "orders").as_u64() == Some(1)
     });
     not_found.id = "CAUSE-NOT-FOUND".into();
     say(&mut not_found, "Order no. ZZ-4040404 was charged twice.");
+    let customer = not_found.customer_id.clone();
+    not_found.world.orders.retain(|o| o.customer_id != customer);
+    not_found
+        .world
+        .charges
+        .retain(|c| c.customer_id != customer);
+    let charges: Vec<String> = not_found
+        .world
+        .charges
+        .iter()
+        .map(|c| c.id.clone())
+        .collect();
+    not_found
+        .world
+        .refunds
+        .retain(|r| charges.contains(&r.charge_id));
     // Misread: a refunded cancellation read as a duplicate charge.
     let mut misread = pick(&|t| {
         t.human.outcome == CaseOutcome::Refund

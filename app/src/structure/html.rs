@@ -82,7 +82,7 @@ fn tag_at(text: &str, at: usize) -> Option<(String, bool, usize)> {
     if !(first.is_ascii_alphabetic() || first == '!') {
         return None;
     }
-    let end = rest[..rest.len().min(2_000)].find('>')?;
+    let end = prefix(rest, 2_000).find('>')?;
     if rest[..end].contains('<') {
         return None;
     }
@@ -101,6 +101,15 @@ fn tag_at(text: &str, at: usize) -> Option<(String, bool, usize)> {
     }
     let len = 1 + usize::from(closing) + end + 1;
     Some((name, closing, len))
+}
+
+/// At most the first `n` bytes of `text`, cut at a character boundary.
+fn prefix(text: &str, n: usize) -> &str {
+    let mut end = n.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Tags removed; block tags as line breaks; blockquote depth as `> ` prefixes.
@@ -176,7 +185,7 @@ fn decode_entities(text: &str) -> String {
     while let Some(at) = rest.find('&') {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
-        let end = rest[..rest.len().min(12)].find(';');
+        let end = prefix(rest, 12).find(';');
         let decoded = end.and_then(|end| entity(&rest[1..end]).map(|c| (c, end)));
         match decoded {
             Some((c, end)) => {

@@ -129,12 +129,14 @@ async fn with_order(
 }
 
 /// Gathers the facts with the order resolved by the workflow itself, whatever model
-/// investigated (issue 15): the ticket form's order, else the customer's order ids in
-/// any of their messages, else a reference that is none of theirs looked up among all
-/// orders (another customer's goes the RP-007 way), else what they wrote (product,
-/// amount, date), else the records. The model's order is used only when none of these
-/// settles it and only if it is the customer's, or someone else's (then RP-007 too):
-/// an id is never trusted only because the model wrote it.
+/// investigated (issues 15 and 34): the ticket form's order, else the customer's own
+/// order named in their words (or in what they forwarded or pasted), else a reference
+/// that is none of theirs looked up among all orders (another customer's goes the
+/// RP-007 way), else what the records show, else nothing (RP-002 §4: ask). A reference
+/// that is nobody's order is only noted: the records still decide where they can. The
+/// model's order is used only when it is another customer's (RP-007 again): it never
+/// chooses among the customer's own orders, and an id is never trusted only because the
+/// model wrote it.
 pub async fn gather_facts_resolved(
     billing: &dyn BillingSource,
     ticket: &Ticket,
@@ -160,15 +162,15 @@ pub async fn gather_facts_resolved(
         request,
         orders: &candidates,
     });
+    let named = resolution
+        .source
+        .is_some_and(OrderSource::named_by_customer);
     let (order_id, source) = match resolution.order_id {
-        Some(id) if owned(&id) => (Some(id), resolution.source),
-        named => match lookup_references(billing, &resolution.unmatched).await? {
-            Some(other) => (Some(other), Some(OrderSource::Message)),
-            None if named.is_some() => (named, resolution.source),
-            None => {
-                let model_owns = model_order.is_some_and(owned);
-                model_choice(billing, model_order, model_owns).await?
-            }
+        Some(id) if named && owned(&id) => (Some(id), resolution.source),
+        from_records => match lookup_references(billing, &resolution.unmatched).await? {
+            Some(other) if !owned(&other) => (Some(other), Some(OrderSource::Message)),
+            _ if from_records.is_some() => (from_records, resolution.source),
+            _ => others_order(billing, model_order.filter(|id| !owned(id))).await?,
         },
     };
     let facts = with_order(billing, facts, order_id.as_deref()).await?;
@@ -190,16 +192,15 @@ async fn lookup_references(
     Ok(None)
 }
 
-/// The model's order, when text and records settle nothing: kept if it is the
-/// customer's, or if it exists at all (someone else's: RP-007 escalates); an id that
-/// exists nowhere is dropped.
-async fn model_choice(
+/// The model's order when it is another customer's (RP-007 escalates); an order of the
+/// customer's own is never taken from the model (issue 34: ask, never guess), and an id
+/// that exists nowhere is dropped.
+async fn others_order(
     billing: &dyn BillingSource,
     model_order: Option<&str>,
-    owned: bool,
 ) -> DomainResult<(Option<String>, Option<OrderSource>)> {
     match model_order {
-        Some(id) if owned || billing.order_exists(id).await? => {
+        Some(id) if billing.order_exists(id).await? => {
             Ok((Some(id.to_string()), Some(OrderSource::Agent)))
         }
         _ => Ok((None, None)),
@@ -349,16 +350,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_id_only_the_model_wrote_is_used_only_if_it_exists_and_never_as_owned_when_it_is_not(
-    ) {
-        // Nothing in the text, two orders: the model's own-order choice stands, marked.
+    async fn an_id_only_the_model_wrote_is_used_only_when_it_is_another_customers_order() {
+        // Nothing in the text, two orders: the model never chooses among the customer's
+        // own orders (issue 34: ask, never guess).
         assert_eq!(
             resolved(None, "I want to cancel", Some("#10234")).await,
-            (
-                Some("#10234".into()),
-                Ownership::Owned,
-                Some(OrderSource::Agent)
-            )
+            (None, Ownership::Owned, None)
         );
         // An invented id is dropped: the engine asks which order (RP-002 §4).
         assert_eq!(
