@@ -253,11 +253,23 @@ async fn prompt_injection_in_english_and_chinese_gets_the_policy_outcome() {
         assert_eq!(r.agent.reason, ReasonCode::NotDuplicate);
         assert!(r.agent.refunds.is_empty());
     }
-    // And on every ticket: an injected follow-up message changes nothing at all.
+    // And on every ticket: an injected follow-up message changes nothing the records
+    // decide; where they decide nothing, a person looks instead of the customer being
+    // asked (issue 34: injection is a reason to escalate, not to ask), refunding nothing.
     for ticket in &tickets {
         let plain = replay(&env, &Investigator, ticket).await;
         for injection in [INJECTION_EN, INJECTION_ZH] {
             let r = replay(&env, &Investigator, &with_injection(ticket, injection)).await;
+            if plain.agent.outcome == CaseOutcome::RequestInfo {
+                assert_eq!(
+                    r.agent.outcome,
+                    CaseOutcome::Escalate,
+                    "{}",
+                    explain(ticket, &r)
+                );
+                assert!(r.agent.refunds.is_empty());
+                continue;
+            }
             assert_eq!(r.agent, plain.agent, "{}", explain(ticket, &r));
             assert_eq!(
                 r.decision.as_ref().map(|d| &d.hash),

@@ -173,8 +173,8 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     let tiers = Tiers::of(input.messages);
     let unmatched = noted_references(&tiers, &ids);
     let evidence = [
-        fold(&tiers.decisive.join("\n")),
-        fold(&tiers.supporting.join("\n")),
+        structure::fold_words(&tiers.decisive.join("\n")),
+        structure::fold_words(&tiers.supporting.join("\n")),
     ];
     // Own ids: in the new words, else a forwarded message, else named in a pasted line.
     let named_in = [

@@ -138,7 +138,8 @@ pub async fn decide_case(
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
     }
-    let (status, note) = case_status_for(decision, invalid);
+    let instructed = instructed(&d.customer_messages);
+    let (status, note) = case_status_for(decision, invalid, instructed);
     cases::record_decision(
         &mut tx,
         &case,
@@ -184,6 +185,7 @@ pub async fn decide_case(
 /// by code, the engine's decision, and what the proposal cited that no tool returned.
 struct Decided {
     proposal: Proposal,
+    customer_messages: Vec<String>,
     facts: Facts,
     decision: Decision,
     evidence_hash: String,
@@ -239,6 +241,7 @@ async fn decide_on_fresh_facts(
         .collect();
     Ok(Decided {
         proposal,
+        customer_messages: messages,
         facts,
         decision,
         evidence_hash,
@@ -249,14 +252,37 @@ async fn decide_on_fresh_facts(
     })
 }
 
+/// Why a case that would ask the customer goes to a person instead (issue 34).
+pub const INSTRUCTED_NOTE: &str =
+    "the customer's message tries to instruct the agent (RP-007) and the records do not decide the case";
+
+/// Whether the customer's messages carry sentences that try to instruct the agent
+/// ("ignore the rules", "the manager approved", 【システム通知】…; `structure`). Nothing
+/// they say is read as evidence; when the records then decide nothing, the case goes
+/// to a person rather than asking the customer (issue 34: injection is a reason to
+/// decline or escalate, not to ask).
+pub fn instructed(customer_messages: &[String]) -> bool {
+    customer_messages
+        .iter()
+        .any(|m| crate::structure::split(m).has_instructions())
+}
+
 /// The case status a decision puts the case in, and the note it keeps: a proposal citing
-/// evidence no tool returned goes to a human whatever the engine said.
-fn case_status_for(decision: &Decision, invalid: &[String]) -> (CaseStatus, Option<String>) {
+/// evidence no tool returned goes to a human whatever the engine said, and so does a
+/// question to a customer whose messages try to instruct the agent.
+fn case_status_for(
+    decision: &Decision,
+    invalid: &[String],
+    instructed: bool,
+) -> (CaseStatus, Option<String>) {
     if !invalid.is_empty() {
         return (
             CaseStatus::Escalated,
             Some("the proposal cites evidence no tool returned".into()),
         );
+    }
+    if instructed && decision.outcome == Outcome::RequestInfo {
+        return (CaseStatus::Escalated, Some(INSTRUCTED_NOTE.into()));
     }
     match decision.outcome {
         Outcome::Allow => (CaseStatus::AwaitingApproval, None),
