@@ -49,6 +49,11 @@ pub fn decision_reply(lang: Language, status: CaseStatus, decision: &Decision) -
     let status = customer_status(status, Some(decision.reason_code.as_str()));
     match status {
         CaseStatus::AwaitingApproval => review_reply(lang, &amounts(decision)),
+        // The engine says what it is missing (RP-002 §4): the order, or what the request
+        // is about when the one order shows nothing the words could name.
+        CaseStatus::AwaitingCustomer if decision.missing.as_deref() == Some("request") => {
+            what_happened_reply(lang)
+        }
         CaseStatus::AwaitingCustomer => which_order_reply(lang),
         CaseStatus::Denied => {
             let policy = policy_of(decision);
@@ -112,6 +117,24 @@ fn which_order_reply(lang: Language) -> String {
         Language::Nl => "U heeft meer dan één bestelling bij ons. Laat ons weten om welke bestelling het gaat (bijvoorbeeld het bestelnummer).",
         Language::Pt => "Tem mais do que uma encomenda connosco. Indique-nos de que encomenda se trata (por exemplo, o número da encomenda).",
         Language::Ko => "고객님께서는 주문이 여러 건 있습니다. 어느 주문에 관한 문의인지 (예: 주문 번호) 알려 주세요.",
+    }
+    .to_string()
+}
+
+/// The order is known but not what went wrong with it: the customer is asked, with the
+/// kinds of problem we can look into as examples.
+fn what_happened_reply(lang: Language) -> String {
+    match lang {
+        Language::En => "Please tell us a little more about what went wrong with your order: for example a payment you see twice, an amount higher than the price, a hold on your card, or that you want to cancel.",
+        Language::Zh => "请再告诉我们一些订单出现的问题，例如：同一笔款项被扣了两次、扣款金额高于价格、卡上有预授权冻结，或者您想取消订单。",
+        Language::Ja => "ご注文で何が起きたのか、もう少し詳しくお知らせください（例：同じ支払いが2回ある、価格より高い金額が請求された、カードに仮押さえが残っている、解約したい など）。",
+        Language::De => "Bitte schildern Sie uns etwas genauer, was mit Ihrer Bestellung nicht stimmt: zum Beispiel eine doppelte Abbuchung, ein Betrag über dem Preis, eine Vormerkung auf Ihrer Karte oder dass Sie widerrufen möchten.",
+        Language::Fr => "Merci de nous préciser ce qui ne va pas avec votre commande : par exemple un paiement débité deux fois, un montant supérieur au prix, une pré-autorisation sur votre carte, ou votre souhait d'annuler.",
+        Language::Es => "Cuéntenos un poco más sobre lo que ha fallado con su pedido: por ejemplo un pago cobrado dos veces, un importe mayor que el precio, una retención en su tarjeta o que desea cancelar.",
+        Language::It => "Ci dica qualcosa di più su cosa non va con il suo ordine: per esempio un pagamento addebitato due volte, un importo superiore al prezzo, una preautorizzazione sulla carta o che desidera recedere.",
+        Language::Nl => "Vertel ons wat meer over wat er mis is met uw bestelling: bijvoorbeeld een dubbele afschrijving, een bedrag hoger dan de prijs, een reservering op uw kaart of dat u wilt annuleren.",
+        Language::Pt => "Diga-nos um pouco mais sobre o que correu mal com a sua encomenda: por exemplo um pagamento cobrado duas vezes, um valor superior ao preço, uma cativação no cartão ou que deseja cancelar.",
+        Language::Ko => "주문에 어떤 문제가 있는지 조금 더 알려 주세요. 예를 들어 같은 결제가 두 번 되었거나, 가격보다 많은 금액이 청구되었거나, 카드에 승인 보류가 남아 있거나, 취소를 원하시는 경우 등입니다.",
     }
     .to_string()
 }

@@ -277,6 +277,21 @@ mod tests {
         let allow = decision(Outcome::Allow, ReasonCode::DuplicateCharge);
         let hold = decision(Outcome::Deny, ReasonCode::AuthorizationHold);
         let needs_order = decision(Outcome::RequestInfo, ReasonCode::InsufficientInfo);
+        let needs_request = Decision {
+            missing: Some("request".into()),
+            ..decision(Outcome::RequestInfo, ReasonCode::InsufficientInfo)
+        };
+        // RP-002 §4: asked for what is missing, the order or what happened, never the
+        // order when it is known.
+        for lang in Language::ALL {
+            let which = decision_reply(lang, CaseStatus::AwaitingCustomer, &needs_order);
+            let what = decision_reply(lang, CaseStatus::AwaitingCustomer, &needs_request);
+            assert_ne!(which, what, "{lang}");
+        }
+        assert!(
+            decision_reply(Language::En, CaseStatus::AwaitingCustomer, &needs_request)
+                .contains("what went wrong")
+        );
         for lang in Language::ALL {
             let under_review = decision_reply(lang, CaseStatus::AwaitingApproval, &allow);
             assert!(under_review.contains("19800 JPY"), "{lang}: {under_review}");
@@ -290,6 +305,7 @@ mod tests {
                 under_review,
                 denied,
                 decision_reply(lang, CaseStatus::AwaitingCustomer, &needs_order),
+                decision_reply(lang, CaseStatus::AwaitingCustomer, &needs_request),
                 decision_reply(lang, CaseStatus::Escalated, &needs_order),
                 decision_reply(lang, CaseStatus::Investigating, &needs_order),
                 escalation_reply(lang),
