@@ -201,6 +201,7 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "any", "some", "no", "yes",
     ], &[]),
     (Language::De, &[
+        "liebes", "liebe", "lieber", "geehrte", "geehrter", "herren", "damen", "gruß", "grüße",
         "sein", "darf", "dürfen", "höchstens", "zeichen", "nachricht", "nachrichten",
         "lang", "leer", "erneut", "versuchen", "neu", "laden", "seite", "leider",
         "gefunden", "kurzer", "zeit", "moment", "inzwischen", "geändert", "schiefgelaufen",
@@ -218,6 +219,7 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "bearbeitung", "anfrage", "gibt", "wieder", "ist's", "freundlichen", "grüßen",
     ], &['ß', 'ä', 'ö', 'ü']),
     (Language::Fr, &[
+        "bonsoir", "salut", "chère", "cher", "équipe",
         "trouvé", "message", "messages", "vide", "caractères", "page", "réessayer",
         "rechargez", "introuvable", "veuillez", "peu", "temps", "beaucoup", "problème",
         "survenu", "entre-temps", "font", "je", "et", "le", "la", "les", "est", "pas",
@@ -232,6 +234,8 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "n'est", "d'un", "d'une", "l'argent", "s'il",
     ], &['ç', 'è', 'ê', 'œ', 'à', 'ù', 'î', 'ë', 'é']),
     (Language::Es, &[
+        "quedo", "espera", "respuesta", "estimados", "estimado", "señores", "señor", "buenas", "tardes", "noches", "pronto", "atentamente",
+        "favor", "cuál", "sé", "era", "o", "cancelen", "reembolsen", "pedidos", "devuelvan",
         "mensaje", "mensajes", "vacío", "caracteres", "página", "intentarlo", "vuelva",
         "espere", "momento", "encontrado", "tiempo", "poco", "muchos", "algo", "salido",
         "mal", "tienen", "máximo", "yo", "y", "el", "los", "las", "es", "no", "mi", "mis",
@@ -244,6 +248,7 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "dinero", "también", "muy", "cuando", "porque", "usted",
     ], &['ñ', '¿', '¡', 'á', 'í', 'ó', 'ú']),
     (Language::It, &[
+        "e", "i", "soldi", "gentile", "assistenza", "egregi", "spettabile",
         "trovata", "messaggio", "messaggi", "vuoto", "caratteri", "pagina", "riprovi",
         "ricarichi", "attenda", "momento", "trovato", "tempo", "poco", "molti", "qualcosa",
         "andato", "storto", "possono", "massimo", "io", "il", "lo", "gli", "è", "non",
@@ -257,6 +262,7 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "rimborsato", "rimborsare", "cordiali", "saluti",
     ], &['ì', 'ò', 'à', 'è', 'ù']),
     (Language::Nl, &[
+        "geachte", "heer", "mevrouw", "beste", "klantenservice", "groeten", "vriendelijke",
         "bericht", "berichten", "leeg", "tekens", "pagina", "opnieuw", "probeer", "wacht",
         "even", "gevonden", "tijd", "korte", "veel", "iets", "mis", "ging", "maximaal",
         "lang", "ik", "en", "het", "een", "is", "niet", "mijn", "voor", "met", "van",
@@ -270,6 +276,7 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
         "omdat", "zou", "moet",
     ], &[]),
     (Language::Pt, &[
+        "e", "isto", "diz", "respeito", "fico", "aguardar", "vossa", "resposta", "exmos", "senhores", "boa", "tarde", "assinatura", "cumprimentos", "atenciosamente",
         "mensagem", "mensagens", "vazia", "caracteres", "página", "tente", "recarregue",
         "aguarde", "momento", "encontrado", "tempo", "pouco", "muitas", "algo", "correu",
         "mal", "têm", "máximo", "eu", "o", "os", "as", "é", "não", "meu", "minha", "meus",
@@ -346,6 +353,7 @@ mod tests {
             ("Je souhaite exercer mon droit de rétractation pour la commande.", None, Fr),
             ("On m'a débité deux fois, merci de me rembourser.", None, Fr),
             ("Me cobraron dos veces", None, Es),
+            ("Cancelen y reembolsen, por favor: O-34201 o O-34203, no sé cuál era.", None, Es),
             ("Quiero ejercer mi derecho de desistimiento, por favor.", None, Es),
             ("Mi avete addebitato due volte l'ordine, vorrei il rimborso.", None, It),
             ("Ik ben twee keer afgeschreven voor mijn bestelling.", None, Nl),
