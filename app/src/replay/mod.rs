@@ -294,7 +294,11 @@ pub async fn investigate_with_clock(
     if let Some(mut proposal) = proposal {
         // Facts come from the records through code, never from the model's words; the
         // order is resolved by the workflow, as live (issue 15).
-        let (facts, order_source) = crate::workflow::gather_facts_resolved(
+        let crate::workflow::Resolved {
+            facts,
+            order_source,
+            ..
+        } = crate::workflow::gather_facts_resolved(
             &billing,
             &ticket,
             &customer_messages,

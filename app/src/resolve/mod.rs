@@ -18,10 +18,14 @@
 //! 5. otherwise no order, and [`Resolution::missing`] says what to ask (RP-002 §4).
 //!    Several orders that could fit are asked about, never guessed between.
 //!
-//! Reference-like tokens that match none of their orders never stop this: they are
-//! noted ([`Resolution::unmatched`], the named ones first) for the workflow to look up
-//! among all orders (RP-007: someone else's order goes to security; the model is never
-//! trusted with that), and the records still decide where they can.
+//! Reference-like tokens that match none of their orders never stop the records: they
+//! are noted ([`Resolution::unmatched`], the named ones first) for the workflow to look
+//! up among all orders (RP-007: someone else's order goes to security; the model is
+//! never trusted with that). When the customer *names* as an order something that is
+//! none of theirs, only records showing the problem decide (one order with the
+//! duplicated charge, the hold…): their only order or a product they name is not taken,
+//! since that would guess between a typo and someone else's order, and what the
+//! customer sees must not tell the two apart (RP-007).
 //!
 //! Pure functions over plain data: no I/O, no clock, deterministic, and bounded (every
 //! scan is linear in the text, each id tried over at most its own length). Nothing a
@@ -193,6 +197,16 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         r.unmatched = unmatched;
         return r;
     }
+    // A number the customer names as an order (after an order word or `#`, or shaped
+    // like a code) that is none of theirs: only records showing the problem decide.
+    // Their only order or a product they name would be a guess between "a typo" and
+    // "someone else's order" (RP-007), and what the customer is told must not depend on
+    // which (whether an id exists is not disclosed).
+    if named_elsewhere(&tiers, &ids) {
+        let mut r = by_records(input.request, input.orders.iter().collect());
+        r.unmatched = unmatched;
+        return r;
+    }
     let narrowed = narrow_by_evidence(&evidence, input.orders.iter().collect());
     let source = if narrowed.len() < input.orders.len() {
         OrderSource::Message
@@ -202,6 +216,14 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     let mut r = settle(input.request, narrowed, source);
     r.unmatched = unmatched;
     r
+}
+
+/// Whether the new words (or an instruction) name as an order something that is none of
+/// the customer's orders.
+fn named_elsewhere(tiers: &Tiers, ids: &[&str]) -> bool {
+    [&tiers.decisive, &tiers.instructions]
+        .into_iter()
+        .any(|texts| unmatched_references(texts, ids).iter().any(|r| r.strong))
 }
 
 /// References matching none of the customer's orders: those of the new words, then the
@@ -258,11 +280,17 @@ fn settle(
             ..Resolution::default()
         };
     }
+    by_records(request, candidates)
+}
+
+/// The one order whose charges show the problem described, or the repeat purchase;
+/// else nothing and what is missing.
+fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>) -> Resolution {
     let unresolved = Resolution {
         missing: Some(if candidates.is_empty() {
             "an order: the customer has none on record"
         } else {
-            "which order the request is about: the customer has several and neither the messages nor the records single one out"
+            "which order the request is about: neither the messages nor the records single one of the customer's orders out"
         }),
         ..Resolution::default()
     };
@@ -398,9 +426,21 @@ mod tests {
 
     #[test]
     fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide() {
-        // One order: it is the one, whatever number was typed (issue 34).
-        let orders = [order("#10234", "addon", "5")];
-        let r = resolve_text(&orders, &["订单号：88812 重复扣款"]);
+        // One order showing the duplicate: it is the one, whatever number was typed.
+        let mut duplicated = order("#10234", "addon", "5");
+        let paid = ChargeSummary {
+            amount: "5".parse().unwrap(),
+            took_money: true,
+            hold: false,
+        };
+        duplicated.charges = Some(vec![paid.clone(), paid.clone()]);
+        let messages = vec!["订单号：88812 重复扣款".to_string()];
+        let r = resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request: RequestKind::DuplicateCharge,
+            orders: std::slice::from_ref(&duplicated),
+        });
         assert_eq!(
             (r.order_id.as_deref(), r.source),
             (Some("#10234"), Some(OrderSource::Records))
@@ -413,11 +453,19 @@ mod tests {
             }]
         );
         assert!(lookup_spellings(&r.unmatched[0]).contains(&"#88812".to_string()));
-        // Two orders the records cannot tell apart: asked, the number still noted.
-        let orders = [order("A1", "addon", "5"), order("A2", "annual_plan", "99")];
-        let r = resolve_text(&orders, &["please cancel order 88812"]);
-        assert_eq!(r.order_id, None);
-        assert!(r.missing.is_some() && r.unmatched.len() == 1);
+        // Records that show nothing: asked, even with one order (a typo and someone
+        // else's order must look alike, RP-007), the number still noted.
+        for orders in [
+            vec![order("A1", "addon", "5")],
+            vec![order("A1", "addon", "5"), order("A2", "annual_plan", "99")],
+        ] {
+            let r = resolve_text(&orders, &["please cancel order 88812"]);
+            assert_eq!(r.order_id, None);
+            assert!(r.missing.is_some() && r.unmatched.len() == 1);
+        }
+        // A bare number names nothing: the only order stands.
+        let r = resolve_text(&[order("A1", "addon", "5")], &["call me on 0301234567"]);
+        assert_eq!(r.order_id.as_deref(), Some("A1"));
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub(super) fn is_record_line(line: &str) -> bool {
     signs.iter().filter(|s| **s).count() >= 3
 }
 
-fn first_person(folded: &str) -> bool {
+/// Whether a folded text speaks in the first person ("I", "my", "ich", "我", "私", "저").
+pub(super) fn first_person(folded: &str) -> bool {
     let words = folded.split(|c: char| !(c.is_alphanumeric() || c == '\''));
     let latin = words.into_iter().any(|w| FIRST_PERSON.contains(&w));
     latin || FIRST_PERSON_CJK.iter().any(|w| folded.contains(w))

@@ -7,7 +7,7 @@
 //! The same `gather_facts` runs again at the payment boundary (SPEC invariant 3).
 
 mod facts;
-pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence};
+pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence, Resolved};
 mod handoff;
 mod join;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
@@ -176,6 +176,11 @@ pub async fn decide_case(
         serde_plain(&decision.reason_code)
     );
     crate::audit::record(&mut tx, "agent", "decided", &case.id, &what, now).await?;
+    if let Some(other) = &d.others_order {
+        // RP-007: the security team hears of it; the customer is told nothing of it.
+        let why = format!("the customer named order {other}, which is another customer's; decided on their own order, which their records show");
+        crate::audit::record(&mut tx, "agent", "security_flag", &case.id, &why, now).await?;
+    }
     tx.commit().await?;
     tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
     Ok(())
@@ -186,6 +191,8 @@ pub async fn decide_case(
 struct Decided {
     proposal: Proposal,
     customer_messages: Vec<String>,
+    /// Another customer's order the customer named (RP-007), flagged for security.
+    others_order: Option<String>,
     facts: Facts,
     decision: Decision,
     evidence_hash: String,
@@ -212,7 +219,11 @@ async fn decide_on_fresh_facts(
         .filter(|m| m.author == "customer")
         .map(|m| m.body)
         .collect();
-    let (facts, order_source) = gather_facts_resolved(
+    let Resolved {
+        facts,
+        order_source,
+        others_order,
+    } = gather_facts_resolved(
         decider.rules.billing,
         ticket,
         &messages,
@@ -242,6 +253,7 @@ async fn decide_on_fresh_facts(
     Ok(Decided {
         proposal,
         customer_messages: messages,
+        others_order,
         facts,
         decision,
         evidence_hash,
