@@ -1011,3 +1011,61 @@ async fn withdrawing_a_joined_ticket_says_there_is_nothing_to_withdraw_and_names
         "the open case goes on: {open:#}"
     );
 }
+
+/// Issue 34: a mail-like message in French — new words, a signature, our earlier reply
+/// quoted under it — opens a French ticket; the API and the page keep the new words apart
+/// from what was quoted or signed, the page folding that away, and the stored body is
+/// untouched.
+#[tokio::test]
+async fn a_quoted_reply_and_a_signature_are_folded_away_and_a_french_customer_is_answered_in_french(
+) {
+    let app = spawn_app().await;
+    let message = "Bonjour, on m'a débité 19,99 € au lieu de 9,99 € pour le module complémentaire. \
+                   Merci de rembourser la différence.\n\nCordialement,\nSophie Martin\nTél. : 06 12 34 56 78\n\n\
+                   Le lun. 24 nov. 2026 à 10:02, Refund Desk <help@shop.example> a écrit :\n\
+                   > Bonjour, votre commande O-8123 a bien été expédiée.";
+    let (ticket_id, _, token) = open(&app, "C-800", message).await;
+    app.drain().await;
+    let ticket = ticket_json(&app, &ticket_id, &token).await;
+    assert_eq!(ticket["language"], "fr", "{ticket}");
+    let first = &ticket["messages"][0];
+    assert_eq!(first["body"], message, "the stored body is untouched");
+    let new_text = first["new_text"].as_str().unwrap();
+    let earlier = first["earlier"].as_str().unwrap();
+    assert!(
+        new_text.contains("au lieu de 9,99 €")
+            && !new_text.contains("O-8123")
+            && !new_text.contains("06 12"),
+        "{new_text}"
+    );
+    assert!(
+        earlier.contains("O-8123") && earlier.contains("06 12 34 56 78"),
+        "{earlier}"
+    );
+    let reply = last_agent_reply(&ticket);
+    assert_eq!(
+        app::replies::detect_language(&reply, None),
+        app::replies::Language::Fr,
+        "{reply}"
+    );
+    let (cookie, _) = app.customer_cookie("C-800").await;
+    let (status, html) = app
+        .raw(
+            Request::get(format!("/tickets/{ticket_id}"))
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(r#"<html lang="fr">"#), "{html}");
+    assert!(
+        html.contains(r#"<details class="earlier"><summary>Texte cité et transféré</summary>"#),
+        "{html}"
+    );
+    let shown = html.split("<details").nth(1).unwrap_or_default();
+    assert!(
+        shown.contains("O-8123"),
+        "the quoted order is behind the fold: {html}"
+    );
+}

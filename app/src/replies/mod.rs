@@ -417,6 +417,7 @@ mod tests {
                 t.signed_out,
                 t.link_not_valid,
                 t.open_from_link,
+                t.earlier_text,
             ]
         };
         let english = labels(page_text(Language::En));
