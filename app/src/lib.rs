@@ -40,6 +40,7 @@ pub mod shadow_pairs;
 pub mod state;
 pub mod states;
 pub mod store;
+pub mod structure;
 pub mod tickets;
 pub mod verdict;
 pub mod views;
