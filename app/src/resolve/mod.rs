@@ -219,11 +219,16 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
 }
 
 /// Whether the new words (or an instruction) name as an order something that is none of
-/// the customer's orders.
+/// the customer's orders (after an order word, or shaped like their own ids and not
+/// labelled as an invoice, parcel, phone… number).
 fn named_elsewhere(tiers: &Tiers, ids: &[&str]) -> bool {
     [&tiers.decisive, &tiers.instructions]
         .into_iter()
-        .any(|texts| unmatched_references(texts, ids).iter().any(|r| r.strong))
+        .any(|texts| {
+            references::all_unmatched(texts, ids)
+                .iter()
+                .any(|r| r.names_an_order(ids))
+        })
 }
 
 /// References matching none of the customer's orders: those of the new words, then the
@@ -449,7 +454,9 @@ mod tests {
             r.unmatched,
             [Reference {
                 text: "88812".into(),
-                strong: true
+                strong: true,
+                named: true,
+                labelled_other: false,
             }]
         );
         assert!(lookup_spellings(&r.unmatched[0]).contains(&"#88812".to_string()));

@@ -17,7 +17,167 @@ pub struct Reference {
     /// "주문번호"), or letters and digits mixed (`MX5H38`): a customer naming an order.
     /// A bare number is weak: looked up after the strong ones.
     pub strong: bool,
+    /// Written after an order word: the customer names it as an order.
+    pub named: bool,
+    /// Written after the word of another kind of number (an invoice, a parcel, a phone,
+    /// a bank account, a VAT or post code…): the customer says it is no order.
+    pub labelled_other: bool,
 }
+
+impl Reference {
+    /// Whether the customer names this as one of their orders: after an order word, or
+    /// shaped like one of their own order ids (`O-20511` beside their `O-20510`) and not
+    /// labelled as another kind of number. Compared with *their* ids, never with a
+    /// pattern of what ids look like (SPEC §3).
+    pub fn names_an_order(&self, own_ids: &[&str]) -> bool {
+        self.named || (!self.labelled_other && own_ids.iter().any(|id| resembles(&self.text, id)))
+    }
+}
+
+/// Shaped like `id`: both all digits of about its length, or both letters and digits of
+/// about its length starting with its letters (`O-20511` for `O-20510`, `MX5H39` for
+/// `MX5H38`; not a tracking code, an IBAN or a phone number beside a short id).
+fn resembles(text: &str, id: &str) -> bool {
+    let (a, b) = (skeleton(text), skeleton(id));
+    if a.is_empty() || b.is_empty() || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let digits_only = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    let letters = |s: &str| -> String { s.chars().take_while(char::is_ascii_alphabetic).collect() };
+    match (digits_only(&a), digits_only(&b)) {
+        (true, true) => true,
+        (false, false) => letters(&a) == letters(&b),
+        _ => false,
+    }
+}
+
+/// Words, folded, after which a number is said to be something other than an order, in
+/// the ten languages we answer in.
+const OTHER_NUMBER_WORDS: &[&str] = &[
+    "invoice",
+    "rechnung",
+    "rechnungsnr",
+    "rechnungsnummer",
+    "facture",
+    "factura",
+    "fattura",
+    "factuur",
+    "fatura",
+    "tracking",
+    "tracking number",
+    "sendungsnummer",
+    "sendungsnr",
+    "suivi",
+    "seguimiento",
+    "spedizione",
+    "track & trace",
+    "rastreio",
+    "phone",
+    "tel",
+    "tel.",
+    "telefon",
+    "telephone",
+    "telefono",
+    "telefoon",
+    "telemovel",
+    "mobile",
+    "handy",
+    "portable",
+    "movil",
+    "cellulare",
+    "mobiel",
+    "fax",
+    "iban",
+    "bic",
+    "vat",
+    "vat no",
+    "ust-idnr",
+    "ust-id",
+    "tva",
+    "iva",
+    "btw",
+    "nif",
+    "cif",
+    "p.iva",
+    "partita iva",
+    "cnpj",
+    "cpf",
+    "plz",
+    "zip",
+    "postcode",
+    "code postal",
+    "cp",
+    "cap",
+    "customer number",
+    "kundennummer",
+    "kundennr",
+    "numero client",
+    "card",
+    "karte",
+    "carte",
+    "tarjeta",
+    "carta",
+    "kaart",
+    "cartao",
+    "ending",
+    "ending in",
+    "endet auf",
+    "reference",
+    "ref",
+    "referenz",
+    "referencia",
+    "riferimento",
+    "kenmerk",
+    "store",
+    "filiale",
+    "magasin",
+    "tienda",
+    "negozio",
+    "winkel",
+    "loja",
+    "account",
+    "konto",
+    "compte",
+    "cuenta",
+    "conto",
+    "rekening",
+    "conta",
+    "ticket",
+    "case",
+    "vorgang",
+    "dossier",
+    "caso",
+    "pratica",
+    "zaak",
+    "processo",
+    "发票",
+    "請求書",
+    "인보이스",
+    "송장",
+    "운송장",
+    "운송장 번호",
+    "运单",
+    "运单号",
+    "快递单号",
+    "追跡番号",
+    "伝票番号",
+    "电话",
+    "手机",
+    "電話",
+    "携帯",
+    "전화",
+    "연락처",
+    "邮编",
+    "〒",
+    "우편번호",
+    "卡号",
+    "尾号",
+    "カード",
+    "카드",
+    "账户",
+    "口座",
+    "계좌",
+];
 
 /// At most this many unmatched references are handed back (bounded lookups).
 pub const MAX_REFERENCES: usize = 5;
@@ -107,6 +267,7 @@ pub fn mentioned_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
 }
 
 /// Words after which a token names an order, folded, in the ten languages we answer in.
+/// Not "invoice" or "reference": an invoice, a bank or a parcel has numbers of its own.
 const ORDER_WORDS: &[&str] = &[
     "order",
     "order no",
@@ -115,9 +276,6 @@ const ORDER_WORDS: &[&str] = &[
     "order ref",
     "order nr",
     "orden",
-    "reference",
-    "ref",
-    "invoice",
     "bestellung",
     "bestellnummer",
     "bestellnr",
@@ -187,6 +345,21 @@ fn after_order_word(scanned: &Scan, start: usize) -> bool {
     })
 }
 
+fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
+    let before = scanned.lower_before(start, 40);
+    let before = before.trim_end_matches(is_filler);
+    let before = before.trim_end_matches(|c: char| c == '.' || c == 'º' || c == '°');
+    OTHER_NUMBER_WORDS.iter().any(|w| {
+        before.ends_with(w)
+            && !before[..before.len() - w.len()]
+                .chars()
+                .next_back()
+                .is_some_and(|c| w.is_ascii() && is_word(c))
+    }) || OTHER_NUMBER_WORDS
+        .iter()
+        .any(|w| before.ends_with(&format!("{w} no")) || before.ends_with(&format!("{w} nr")))
+}
+
 /// Suffixes that make a number a quantity, not an id (`2nd`, `24h`, `12gb`).
 const UNIT_SUFFIXES: &[&str] = &[
     "st", "nd", "rd", "th", "am", "pm", "h", "hr", "hrs", "min", "mins", "x", "k", "gb", "mb",
@@ -204,9 +377,16 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
         }
         let text = scanned.kept_text(span);
         let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
-        let named = hashed || after_order_word(scanned, span.0);
-        if let Some(strong) = reference_strength(&text.to_ascii_lowercase(), named) {
-            tokens.push(Reference { text, strong });
+        let named = after_order_word(scanned, span.0);
+        let labelled_other = !named && after_other_number_word(scanned, span.0);
+        let strength = reference_strength(&text.to_ascii_lowercase(), hashed || named);
+        if let Some(strong) = strength {
+            tokens.push(Reference {
+                text,
+                strong: strong && !labelled_other,
+                named,
+                labelled_other,
+            });
         }
     }
     tokens
@@ -254,8 +434,17 @@ fn reference_strength(token: &str, named: bool) -> Option<bool> {
 /// Reference-like tokens across the messages that match none of `ids`: the strong ones
 /// first, each group in order of appearance, at most [`MAX_REFERENCES`].
 pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference> {
+    let mut all = all_unmatched(messages, ids);
+    all.sort_by_key(|r| !r.strong);
+    all.truncate(MAX_REFERENCES);
+    all
+}
+
+/// Every reference-like token matching none of `ids`, once each, in order.
+pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference> {
     let keys = keys(ids);
     let mut all: Vec<Reference> = Vec::new();
+    let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for message in messages {
         let scanned = scan(message);
         let own: Vec<(usize, usize)> = scanned
@@ -268,16 +457,11 @@ pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference>
                 .literal
                 .iter()
                 .any(|id| id_key(id) == id_key(&reference.text));
-            let seen = all
-                .iter()
-                .any(|r| r.text.eq_ignore_ascii_case(&reference.text));
-            if !literal_own && !seen {
+            if !literal_own && seen.insert(reference.text.to_ascii_lowercase()) {
                 all.push(reference);
             }
         }
     }
-    all.sort_by_key(|r| !r.strong);
-    all.truncate(MAX_REFERENCES);
     all
 }
 
@@ -351,14 +535,43 @@ mod tests {
             &[],
         );
         assert!(refs.is_empty(), "{refs:?}");
-        // A bare number may be an id: weak, so it is only looked up.
+        // A bare number may be an id: weak, so it is only looked up; this one is said
+        // to be a card's.
         let refs = unmatched_references(&["card ending 4242".into()], &[]);
         assert_eq!(
             refs,
             [Reference {
                 text: "4242".into(),
-                strong: false
+                strong: false,
+                named: false,
+                labelled_other: true,
             }]
         );
+    }
+
+    #[test]
+    fn a_number_names_an_order_after_an_order_word_or_shaped_like_the_customers_own_ids() {
+        let names = |text: &str, own: &[&str]| -> Vec<String> {
+            all_unmatched(&[text.to_string()], own)
+                .into_iter()
+                .filter(|r| r.names_an_order(own))
+                .map(|r| r.text)
+                .collect()
+        };
+        assert_eq!(
+            names("refund the charge on O-20511", &["O-20510"]),
+            ["O-20511"]
+        );
+        assert_eq!(names("Bestellnummer 88812", &["MX5H38"]), ["88812"]);
+        assert_eq!(names("mx5h39 twice", &["MX5H38"]), ["mx5h39"]);
+        // Labelled as something else, or nothing like their ids: noted only.
+        assert!(names(
+            "Invoice #20511 and tracking 1Z999AA10123456784",
+            &["O-20510"]
+        )
+        .is_empty());
+        assert!(names("Rechnungsnr. 20511, Tel. 030 1234567", &["20510"]).is_empty());
+        assert!(names("my VAT number is DE123456789", &["DE12345"]).is_empty());
+        assert!(names("TRADER JOE'S #552", &["O-20510"]).is_empty());
     }
 }

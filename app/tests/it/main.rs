@@ -26,6 +26,7 @@ mod observability;
 mod onboarding;
 mod openapi;
 mod payments;
+mod resolve_properties;
 mod restart;
 mod rollout;
 mod scale;
