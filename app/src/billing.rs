@@ -27,6 +27,7 @@ use harness::BoxFuture;
 pub struct CustomerRecord {
     pub id: String,
     pub region: Region,
+    /// `''` when the customer is not linked to a provider customer (issue 36).
     pub provider_customer_id: String,
 }
 
@@ -134,10 +135,22 @@ impl BillingSource for LiveBilling {
         customer: &'a CustomerRecord,
     ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
         Box::pin(async move {
-            let mut charges = self
-                .payments
-                .list_charges(&customer.provider_customer_id)
-                .await?;
+            // A customer not linked to the provider (`''`) has no charges we can see:
+            // never a list without the customer filter, which is every customer's.
+            let mut charges = if customer.provider_customer_id.is_empty() {
+                Vec::new()
+            } else {
+                self.payments
+                    .list_charges(&customer.provider_customer_id)
+                    .await?
+            };
+            crate::onboarding::charges::apply_links(
+                &self.db,
+                &self.payments,
+                &customer.id,
+                &mut charges,
+            )
+            .await?;
             charges.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(charges)
         })
@@ -248,7 +261,7 @@ impl BillingSource for WorldBilling {
                 .world
                 .refunds()?
                 .into_iter()
-                .filter(|r| r.charge == charge_id)
+                .filter(|r| r.is_on(charge_id))
                 .collect();
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(refunds)
@@ -289,5 +302,5 @@ pub fn refund_json(r: &ProviderRefund) -> Value {
         .and_then(|cur| Money::from_minor(r.amount, cur).ok())
         .map(|m| m.amount_string());
     json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
-            "status": r.status, "created_at": rfc3339(r.created * 1000) })
+            "status": r.status(), "created_at": rfc3339(r.created * 1000) })
 }

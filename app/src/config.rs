@@ -65,6 +65,10 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub payments_api_key: Option<String>,
+    /// The metadata key the provider's charges name the shop's order under (Stripe's rules: 1 to 40 characters, no square brackets).
+    #[arg(long, global = true, env = "PAYMENTS_ORDER_KEY", value_name = "PAYMENTS_ORDER_KEY",
+          default_value = crate::payments::DEFAULT_ORDER_KEY, value_parser = metadata_key)]
+    pub payments_order_key: String,
     /// Verifies `Stripe-Signature` on provider webhooks [default with the embedded mock: whsec_test_refund_desk; required with PAYMENTS_URL].
     #[arg(
         long,
@@ -127,6 +131,49 @@ pub struct Settings {
     #[arg(long, global = true, env = "POLICY_SECOND_APPROVER", value_name = "POLICY_SECOND_APPROVER", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub policy_second_approver: bool,
+    /// Which identity-provider group gives which role: `support=agent,leads=supervisor` [default: none].
+    #[arg(long, global = true, env = "GROUP_ROLES", value_name = "GROUP_ROLES", value_parser = group_roles)]
+    pub group_roles: Option<crate::auth::provisioning::GroupRoles>,
+    /// The role of a person SCIM creates before a mapped group gives them one [default: agent].
+    #[arg(long, global = true, env = "SCIM_DEFAULT_ROLE", value_name = "SCIM_DEFAULT_ROLE", value_parser = staff_role)]
+    pub scim_default_role: Option<crate::auth::StaffRole>,
+    /// The company's OpenID Connect issuer URL (its discovery document is read) [default: unset].
+    #[arg(long, global = true, env = "OIDC_ISSUER", value_name = "OIDC_ISSUER", value_parser = http_url,
+          requires = "oidc_client_id")]
+    pub oidc_issuer: Option<String>,
+    /// The desk's client id at the identity provider.
+    #[arg(
+        long,
+        global = true,
+        env = "OIDC_CLIENT_ID",
+        value_name = "OIDC_CLIENT_ID"
+    )]
+    pub oidc_client_id: Option<String>,
+    /// The desk's client secret at the identity provider.
+    #[arg(
+        long,
+        global = true,
+        env = "OIDC_CLIENT_SECRET",
+        value_name = "OIDC_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub oidc_client_secret: Option<String>,
+    /// The ID token claim that lists a person's groups [default: groups].
+    #[arg(
+        long,
+        global = true,
+        env = "OIDC_GROUPS_CLAIM",
+        value_name = "OIDC_GROUPS_CLAIM"
+    )]
+    pub oidc_groups_claim: Option<String>,
+    /// Create staff on first sign-in when their group maps to a role (on/off; off: invited people only).
+    #[arg(long, global = true, env = "OIDC_CREATE_STAFF", value_name = "OIDC_CREATE_STAFF", default_value = "off",
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub oidc_create_staff: bool,
+    /// Staff may sign in with a password (on/off); off leaves the identity provider only.
+    #[arg(long, global = true, env = "PASSWORD_SIGN_IN", value_name = "PASSWORD_SIGN_IN", default_value = "on",
+          action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub password_sign_in: bool,
     /// Seconds `/metrics` keeps its database gauges before counting again, 0 to 300 [default: 5].
     #[arg(long, global = true, env = "METRICS_CACHE_SECS", value_name = "METRICS_CACHE_SECS", default_value_t = 5,
           value_parser = clap::value_parser!(u64).range(0..=300))]
@@ -196,6 +243,37 @@ pub enum LogFormat {
 }
 
 /// An `http://` or `https://` URL (or empty, which means unset).
+/// The identity provider's settings, when `OIDC_ISSUER` is set (clap requires the client
+/// id with it).
+fn oidc_settings(settings: &Settings) -> Option<crate::auth::oidc::OidcSettings> {
+    let issuer = settings
+        .oidc_issuer
+        .clone()
+        .filter(|i| !i.trim().is_empty())?;
+    Some(crate::auth::oidc::OidcSettings {
+        issuer,
+        client_id: settings.oidc_client_id.clone().unwrap_or_default(),
+        client_secret: settings
+            .oidc_client_secret
+            .clone()
+            .filter(|s| !s.is_empty()),
+        groups_claim: settings
+            .oidc_groups_claim
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| "groups".into()),
+        create_staff: settings.oidc_create_staff,
+    })
+}
+
+fn group_roles(value: &str) -> Result<crate::auth::provisioning::GroupRoles, String> {
+    crate::auth::provisioning::GroupRoles::parse(value)
+}
+
+fn staff_role(value: &str) -> Result<crate::auth::StaffRole, String> {
+    crate::auth::StaffRole::parse(value).map_err(|e| e.to_string())
+}
+
 fn http_url(value: &str) -> Result<String, String> {
     let trimmed = value.trim();
     if trimmed.is_empty() || trimmed.starts_with("http://") || trimmed.starts_with("https://") {
@@ -254,6 +332,15 @@ fn imap_url(value: &str) -> Result<String, String> {
         return Ok(String::new());
     }
     crate::mail::ImapTarget::parse(trimmed).map(|_| trimmed.to_string())
+/// A provider metadata key: 1 to 40 characters, no `[` or `]` (Stripe's limits).
+fn metadata_key(value: &str) -> Result<String, String> {
+    let key = value.trim();
+    if key.is_empty() || key.chars().count() > 40 || key.contains(['[', ']']) {
+        return Err(format!(
+            "expected a metadata key of 1 to 40 characters without square brackets, got '{key}'"
+        ));
+    }
+    Ok(key.to_string())
 }
 
 #[derive(Debug, Clone)]
@@ -265,6 +352,8 @@ pub struct Config {
     pub payments_url: Option<String>,
     /// `PAYMENTS_API_KEY`.
     pub payments_api_key: String,
+    /// `PAYMENTS_ORDER_KEY` (default `order_id`): the charge metadata key naming the order.
+    pub payments_order_key: String,
     /// `PAYMENTS_WEBHOOK_SECRET`: verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
     /// `FIXTURES_DIR`: policies, billing worlds and history (default `./fixtures`).
@@ -293,6 +382,14 @@ pub struct Config {
     /// `SMTP_URL`, `MAIL_FROM`, `IMAP_URL`, `INBOUND_EMAIL_TOKEN`, `MAIL_RETRY_SECS`
     /// (issue 37). Each unset leaves its part off: the product runs without mail.
     pub mail: MailConfig,
+    /// `GROUP_ROLES`: which identity-provider group gives which role.
+    pub group_roles: crate::auth::provisioning::GroupRoles,
+    /// `SCIM_DEFAULT_ROLE` (default agent): a provisioned person's role in no mapped group.
+    pub scim_default_role: crate::auth::StaffRole,
+    /// `PASSWORD_SIGN_IN=off`: staff sign in only through the identity provider.
+    pub password_sign_in: bool,
+    /// The company's OpenID Connect provider, when `OIDC_ISSUER` is set.
+    pub oidc: Option<crate::auth::oidc::OidcSettings>,
     /// `WORKER_CONCURRENCY`: agent runs one worker advances at the same time (default
     /// `DEFAULT_WORKER_CONCURRENCY`: their steps share transactions through the group
     /// writer, on either backend).
@@ -340,6 +437,7 @@ impl Config {
             payments_url: set(&settings.payments_url),
             payments_api_key: set(&settings.payments_api_key)
                 .unwrap_or_else(|| DEFAULT_PAYMENTS_KEY.to_string()),
+            payments_order_key: settings.payments_order_key.clone(),
             webhook_secret: set(&settings.payments_webhook_secret)
                 .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_string()),
             fixtures_dir: settings
@@ -370,6 +468,12 @@ impl Config {
                 inbound_token: set(&settings.inbound_email_token),
                 retry: Duration::from_secs(settings.mail_retry_secs),
             },
+            group_roles: settings.group_roles.clone().unwrap_or_default(),
+            scim_default_role: settings
+                .scim_default_role
+                .unwrap_or(crate::auth::StaffRole::Agent),
+            password_sign_in: settings.password_sign_in,
+            oidc: oidc_settings(settings),
             worker_concurrency: settings.worker_concurrency.map(usize::from),
             work_lease: Duration::from_secs(settings.work_lease_secs),
             defaulted_secrets: SECRET_VARS

@@ -55,6 +55,47 @@ pub struct CustomerMessageView {
     #[serde(flatten)]
     pub message: MessageView,
     pub author_label: &'static str,
+    /// What the customer wrote now (issue 34, `structure::split`): their new words, pasted
+    /// records and everything else of theirs; the whole body for our own messages.
+    pub new_text: String,
+    /// The quoted earlier thread, forwarded mail and signature of a customer's message,
+    /// which the page folds away; `None` when there is none.
+    pub earlier: Option<String>,
+}
+
+impl CustomerMessageView {
+    fn new(message: MessageView, lang: Language) -> Self {
+        let (new_text, earlier) = if message.author == "customer" {
+            split_for_page(&message.body)
+        } else {
+            (message.body.clone(), None)
+        };
+        CustomerMessageView {
+            author_label: replies::page_text(lang).author(&message.author),
+            new_text,
+            earlier,
+            message,
+        }
+    }
+}
+
+/// A customer's message as the ticket page shows it: what they wrote now, and what they
+/// quoted, forwarded or signed, apart. Nothing is dropped: the two together hold every
+/// block of the message.
+fn split_for_page(body: &str) -> (String, Option<String>) {
+    use crate::structure::{split, Place};
+    let parts = split(body);
+    let folded = [Place::Quoted, Place::Forwarded, Place::Signature];
+    let shown: Vec<Place> = Place::ALL
+        .into_iter()
+        .filter(|p| !folded.contains(p))
+        .collect();
+    let new_text = parts.text_of(&shown);
+    let earlier = parts.text_of(&folded);
+    if new_text.trim().is_empty() || earlier.trim().is_empty() {
+        return (body.to_string(), None);
+    }
+    (new_text, Some(earlier))
 }
 
 /// What a customer may know about their case: status and refunds, nothing internal.
@@ -263,7 +304,7 @@ pub async fn visible_ticket(
         Principal::Staff(_) => Ok(ticket),
         Principal::Customer { customer_id } if *customer_id == ticket.customer_id => Ok(ticket),
         // Same answer as an unknown id (RP-007: never confirm another customer's records).
-        Principal::Customer { .. } => Err(DomainError::NotFound("ticket")),
+        Principal::Customer { .. } | Principal::Service(_) => Err(DomainError::NotFound("ticket")),
     }
 }
 
@@ -328,6 +369,7 @@ pub async fn visible_ticket_view(
     let customer = match principal {
         Principal::Staff(_) => None,
         Principal::Customer { customer_id } => Some(customer_id.as_str()),
+        Principal::Service(_) => return Err(DomainError::NotFound("ticket")),
     };
     // Same answer for an unknown id and someone else's (RP-007).
     read_view(db, ticket_id, customer)
@@ -434,10 +476,7 @@ fn assemble(
         subject: crate::tickets::subject_of(said.first().map_or("", |m| m.body.as_str())),
         messages: said
             .into_iter()
-            .map(|message| CustomerMessageView {
-                author_label: replies::page_text(lang).author(&message.author),
-                message,
-            })
+            .map(|message| CustomerMessageView::new(message, lang))
             .collect(),
         id: ticket.id,
         customer_id: ticket.customer_id,

@@ -24,6 +24,7 @@ pub mod lease;
 pub mod mail;
 pub mod mailbox;
 pub mod metrics;
+pub mod onboarding;
 pub mod payments;
 pub mod policies;
 pub mod reconcile;
@@ -41,6 +42,7 @@ pub mod shadow_pairs;
 pub mod state;
 pub mod states;
 pub mod store;
+pub mod structure;
 pub mod tickets;
 pub mod verdict;
 pub mod views;
@@ -84,7 +86,8 @@ pub async fn build_state(
         &config.payments_api_key,
         config.provider_timeout,
         config.provider_backoff,
-    )?;
+    )?
+    .with_order_key(&config.payments_order_key);
     let billing = Arc::new(billing::LiveBilling {
         db: db.clone(),
         payments: payments.clone(),
@@ -119,6 +122,14 @@ pub async fn build_state(
         policy_second_approver: config.policy_second_approver,
         metrics_token: config.metrics_token.clone(),
         metrics_cache: Arc::new(metrics::GaugeCache::new(config.metrics_cache)),
+        public_url: config.public_url.clone(),
+        oidc: match config.oidc.clone() {
+            Some(settings) => Some(Arc::new(auth::oidc::Oidc::new(settings)?)),
+            None => None,
+        },
+        group_roles: Arc::new(config.group_roles.clone()),
+        scim_default_role: config.scim_default_role,
+        password_sign_in: config.password_sign_in,
         rollout_guards: Default::default(),
         mail: Arc::new(mail::MailSettings::from_config(
             &config.mail,

@@ -8,74 +8,35 @@
 //! have reached the provider but no answer came back, the result is `Unknown`: the caller
 //! must reconcile, never guess (docs/spec/invariants.md #5).
 
+mod objects;
 pub mod signature;
+#[cfg(test)]
+mod wire_tests;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use policy_engine::{Currency, Money};
+use policy_engine::Money;
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct ProviderCharge {
-    pub id: String,
-    pub amount: i64,
-    #[serde(default)]
-    pub amount_captured: i64,
-    #[serde(default)]
-    pub amount_refunded: i64,
-    pub captured: bool,
-    pub currency: String,
-    #[serde(default)]
-    pub customer: Option<String>,
-    pub status: String,
-    #[serde(default)]
-    pub disputed: bool,
-    pub created: i64,
-    #[serde(default)]
-    pub payment_method: Option<String>,
-    #[serde(default)]
-    pub metadata: BTreeMap<String, String>,
-}
+use objects::List;
+pub use objects::{ProviderCharge, ProviderCustomer, ProviderRefund, NULL_REFUND_STATUS};
 
-impl ProviderCharge {
-    pub fn currency(&self) -> Result<Currency, ProviderError> {
-        self.currency
-            .parse()
-            .map_err(|_| ProviderError::Malformed(format!("currency '{}'", self.currency)))
-    }
+/// The provider API version every request is sent with (`Stripe-Version`), so the shapes
+/// we read never change under us when the account's default version moves. Pinned to
+/// the version of the specification our conformance check runs against
+/// (`scripts/stripe-mock-check`: stripe-mock at spec version 2023-08-16), the newest one
+/// we can show every request of ours is accepted by. Webhook events are sent in the
+/// endpoint's own version: create the endpoint with this version (README, "Connect your
+/// payments account").
+pub const STRIPE_VERSION: &str = "2023-08-16";
 
-    pub fn order_id(&self) -> Option<&str> {
-        self.metadata.get("order_id").map(String::as_str)
-    }
-}
+/// The metadata key a charge names its order under unless `PAYMENTS_ORDER_KEY` says
+/// otherwise.
+pub const DEFAULT_ORDER_KEY: &str = "order_id";
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct ProviderRefund {
-    pub id: String,
-    pub amount: i64,
-    pub charge: String,
-    pub currency: String,
-    pub status: String,
-    pub created: i64,
-    #[serde(default)]
-    pub metadata: BTreeMap<String, String>,
-    #[serde(default)]
-    pub failure_reason: Option<String>,
-}
-
-impl ProviderRefund {
-    /// Our refund intent id, as we sent it in `metadata[refund_intent_id]`.
-    pub fn intent_id(&self) -> Option<&str> {
-        self.metadata.get("refund_intent_id").map(String::as_str)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct List<T> {
-    data: Vec<T>,
-    has_more: bool,
-}
+/// A page size the provider accepts for every list (Stripe: 1 to 100).
+const PAGE_SIZE: &str = "100";
 
 #[derive(Debug, Deserialize)]
 struct ErrorEnvelope {
@@ -140,6 +101,8 @@ pub struct PaymentsClient {
     api_key: String,
     max_retries: u32,
     backoff: Duration,
+    /// The metadata key charges name their order under (`PAYMENTS_ORDER_KEY`).
+    order_key: String,
 }
 
 impl PaymentsClient {
@@ -149,9 +112,15 @@ impl PaymentsClient {
         timeout: Duration,
         backoff: Duration,
     ) -> anyhow::Result<Self> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            "stripe-version",
+            reqwest::header::HeaderValue::from_static(STRIPE_VERSION),
+        );
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
+            .default_headers(headers)
             .build()?;
         Ok(PaymentsClient {
             http,
@@ -159,24 +128,62 @@ impl PaymentsClient {
             api_key: api_key.to_string(),
             max_retries: 2,
             backoff,
+            order_key: DEFAULT_ORDER_KEY.to_string(),
         })
+    }
+
+    /// Reads each charge's order under `key` instead of `order_id`.
+    pub fn with_order_key(mut self, key: &str) -> Self {
+        self.order_key = key.to_string();
+        self
     }
 
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
 
+    /// The metadata key charges name their order under.
+    pub fn order_key(&self) -> &str {
+        &self.order_key
+    }
+
     pub async fn get_charge(&self, charge_id: &str) -> Result<ProviderCharge, ProviderError> {
-        self.get_json(&format!("/v1/charges/{}", urlencode(charge_id)), &[])
-            .await
+        let mut charge: ProviderCharge = self
+            .get_json(&format!("/v1/charges/{}", urlencode(charge_id)), &[])
+            .await?;
+        charge.link_order(&self.order_key);
+        Ok(charge)
     }
 
     /// Every charge of a provider customer, following pagination.
     pub async fn list_charges(&self, customer: &str) -> Result<Vec<ProviderCharge>, ProviderError> {
-        self.list_all("/v1/charges", "customer", customer, |c: &ProviderCharge| {
-            c.id.clone()
-        })
-        .await
+        let mut charges = self
+            .list_all(
+                "/v1/charges",
+                &[("customer", customer)],
+                |c: &ProviderCharge| c.id.clone(),
+            )
+            .await?;
+        for charge in &mut charges {
+            charge.link_order(&self.order_key);
+        }
+        Ok(charges)
+    }
+
+    /// One page of every charge at the provider, newest first, after `starting_after`:
+    /// the charges and whether more follow. For scans that must not hold them all.
+    pub async fn charges_page(
+        &self,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderCharge>, bool), ProviderError> {
+        let page: List<ProviderCharge> = self
+            .get_json("/v1/charges", &page_query(&[], starting_after))
+            .await?;
+        let mut charges = page.data;
+        for charge in &mut charges {
+            charge.link_order(&self.order_key);
+        }
+        Ok((charges, page.has_more))
     }
 
     /// Every refund on a charge, following pagination.
@@ -184,10 +191,28 @@ impl PaymentsClient {
         &self,
         charge_id: &str,
     ) -> Result<Vec<ProviderRefund>, ProviderError> {
-        self.list_all("/v1/refunds", "charge", charge_id, |r: &ProviderRefund| {
-            r.id.clone()
-        })
+        self.list_all(
+            "/v1/refunds",
+            &[("charge", charge_id)],
+            |r: &ProviderRefund| r.id.clone(),
+        )
         .await
+    }
+
+    /// One page of a charge's refunds after `starting_after` (what [`Self::list_refunds`]
+    /// sends for each page).
+    pub async fn refunds_page(
+        &self,
+        charge_id: &str,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderRefund>, bool), ProviderError> {
+        let page: List<ProviderRefund> = self
+            .get_json(
+                "/v1/refunds",
+                &page_query(&[("charge", charge_id)], starting_after),
+            )
+            .await?;
+        Ok((page.data, page.has_more))
     }
 
     pub async fn get_refund(&self, refund_id: &str) -> Result<ProviderRefund, ProviderError> {
@@ -195,24 +220,87 @@ impl PaymentsClient {
             .await
     }
 
+    /// Every provider customer with exactly this email (the provider's filter is exact
+    /// and case-sensitive), following pagination.
+    pub async fn customers_by_email(
+        &self,
+        email: &str,
+    ) -> Result<Vec<ProviderCustomer>, ProviderError> {
+        self.list_all(
+            "/v1/customers",
+            &[("email", email)],
+            |c: &ProviderCustomer| c.id.clone(),
+        )
+        .await
+    }
+
+    /// One page of the customers with this email after `starting_after` (what
+    /// [`Self::customers_by_email`] sends for each page).
+    pub async fn customers_page(
+        &self,
+        email: &str,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderCustomer>, bool), ProviderError> {
+        let page: List<ProviderCustomer> = self
+            .get_json(
+                "/v1/customers",
+                &page_query(&[("email", email)], starting_after),
+            )
+            .await?;
+        Ok((page.data, page.has_more))
+    }
+
+    /// One page of every provider customer, newest first, after `starting_after`: the
+    /// customers and whether more follow (reconciliation's drift scan; deleted customers
+    /// are not listed, as on Stripe).
+    pub async fn all_customers_page(
+        &self,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderCustomer>, bool), ProviderError> {
+        let page: List<ProviderCustomer> = self
+            .get_json("/v1/customers", &page_query(&[], starting_after))
+            .await?;
+        Ok((page.data, page.has_more))
+    }
+
+    /// One page of a provider customer's charges after `starting_after` (what
+    /// [`Self::list_charges`] sends for each page).
+    pub async fn customer_charges_page(
+        &self,
+        customer: &str,
+        starting_after: Option<&str>,
+    ) -> Result<(Vec<ProviderCharge>, bool), ProviderError> {
+        let page: List<ProviderCharge> = self
+            .get_json(
+                "/v1/charges",
+                &page_query(&[("customer", customer)], starting_after),
+            )
+            .await?;
+        let mut charges = page.data;
+        for charge in &mut charges {
+            charge.link_order(&self.order_key);
+        }
+        Ok((charges, page.has_more))
+    }
+
+    pub async fn get_customer(&self, customer_id: &str) -> Result<ProviderCustomer, ProviderError> {
+        self.get_json(&format!("/v1/customers/{}", urlencode(customer_id)), &[])
+            .await
+    }
+
+    /// Every item of a list, page after page by `starting_after` while `has_more`.
     async fn list_all<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
-        filter: &str,
-        value: &str,
+        filters: &[(&str, &str)],
         id_of: impl Fn(&T) -> String,
     ) -> Result<Vec<T>, ProviderError> {
         let mut all = Vec::new();
         let mut after: Option<String> = None;
         loop {
-            let mut query = vec![
-                (filter.to_string(), value.to_string()),
-                ("limit".into(), "100".into()),
-            ];
-            if let Some(a) = &after {
-                query.push(("starting_after".into(), a.clone()));
-            }
-            let page: List<T> = self.get_json(path, &query).await?;
+            let page: List<T> = self
+                .get_json(path, &page_query(filters, after.as_deref()))
+                .await?;
             let more = page.has_more;
             after = page.data.last().map(&id_of);
             all.extend(page.data);
@@ -430,6 +518,19 @@ async fn error_body(resp: reqwest::Response) -> ProviderErrorBody {
             param: None,
         },
     }
+}
+
+/// A list's query: the filters, the page size, and the cursor when there is one.
+fn page_query(filters: &[(&str, &str)], starting_after: Option<&str>) -> Vec<(String, String)> {
+    let mut query: Vec<(String, String)> = filters
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    query.push(("limit".into(), PAGE_SIZE.into()));
+    if let Some(after) = starting_after {
+        query.push(("starting_after".into(), after.to_string()));
+    }
+    query
 }
 
 fn urlencode(s: &str) -> String {

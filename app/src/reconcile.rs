@@ -15,8 +15,13 @@
 //! charges with open or just-changed intents, and once an hour over the last week's;
 //! claimed through `job_runs` rows so one instance runs it per period), [`last_report`].
 //!
+//! [`run_with_drift`] (the CLI's `reconcile`) adds `drift`: the customers and orders
+//! that drifted from the provider's customers and charges (issue 36).
+//!
 //! What it deliberately does not do: create refunds with a new key, or change anything
 //! for a refund made elsewhere or a mismatch — those are reported for a human.
+
+pub mod drift;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -82,6 +87,9 @@ pub struct ReconcileReport {
     pub unresolved: Vec<IntentLine>,
     /// Charges whose refunds could not be read (provider unavailable).
     pub errors: Vec<ChargeError>,
+    /// Customers and orders that drifted from the provider (a run with drift only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<drift::DriftReport>,
 }
 
 impl ReconcileReport {
@@ -93,12 +101,19 @@ impl ReconcileReport {
             && self.status_mismatch.is_empty()
             && self.unresolved.is_empty()
             && self.errors.is_empty()
+            && self.drift.as_ref().is_none_or(drift::DriftReport::is_clean)
     }
 
     /// One line for logs and the CLI.
     pub fn summary(&self) -> String {
+        let drift = self.drift.as_ref().map_or(String::new(), |d| {
+            format!(
+                "; drift: {} customers, {} orders, {} charges naming no order",
+                d.customers.count, d.orders.count, d.unlinked_charges
+            )
+        });
         format!(
-            "{} charges, {} intents: {} matched, {} resolved, {} provider-only, {} intent-only, {} amount mismatches, {} status mismatches, {} unresolved, {} errors",
+            "{} charges, {} intents: {} matched, {} resolved, {} provider-only, {} intent-only, {} amount mismatches, {} status mismatches, {} unresolved, {} errors{drift}",
             self.charges_checked,
             self.intents_checked,
             self.matched.len(),
@@ -202,6 +217,16 @@ pub async fn run(r: Reconciler<'_>) -> DomainResult<ReconcileReport> {
     run_scoped(r, Scope::All).await
 }
 
+/// A full run, and the customers and orders that drifted from the provider
+/// ([`drift::check`]: every provider customer and charge read once).
+pub async fn run_with_drift(r: Reconciler<'_>) -> DomainResult<ReconcileReport> {
+    let mut report = run_scoped(r, Scope::All).await?;
+    let now = r.sender.clock.now_ms();
+    report.drift = Some(drift::check(r.sender.db, r.sender.payments, now).await?);
+    store_report(r.sender.db, r.sender.clock, &report).await?;
+    Ok(report)
+}
+
 /// The worker's periodic pass: runs only if no instance ran it in the last
 /// [`PERIOD_MS`] of the app clock, over [`Scope::Open`] — or [`Scope::Recent`] when the
 /// hourly sweep is due too. Each claim is one conditional upsert of a `job_runs` row — in
@@ -272,6 +297,7 @@ pub async fn run_scoped(r: Reconciler<'_>, scope: Scope) -> DomainResult<Reconci
         status_mismatch: Vec::new(),
         unresolved: Vec::new(),
         errors: Vec::new(),
+        drift: None,
     };
     let owner = format!("{}-reconcile", r.instance_id);
     for charge_id in charge_ids {
@@ -368,7 +394,7 @@ fn compare(
                 charge_id: charge_id.to_string(),
                 amount,
                 currency,
-                status: refund.status.clone(),
+                status: refund.status().to_string(),
                 created: refund.created,
                 refund_intent_id: refund.intent_id().map(str::to_string),
             });

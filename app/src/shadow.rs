@@ -169,6 +169,10 @@ pub struct ShadowTicket {
     pub order_source: Option<crate::resolve::OrderSource>,
     pub policy_versions: Vec<String>,
     pub citations: Vec<String>,
+    /// How the human outcome was inferred, when the history line says (`import history`
+    /// writes `human.inference`: the rule and its evidence), so a lead can check it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_inference: Option<serde_json::Value>,
     /// The agent's trace (tool calls and results), kept for disagreements.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<serde_json::Value>,
@@ -400,6 +404,7 @@ pub async fn run(
             agent,
             policy_versions: versions,
             citations,
+            human_inference: ticket.human.extra.get("inference").cloned(),
             trace: if exact { None } else { trace },
             error,
         });
@@ -454,6 +459,55 @@ fn verdict_text(v: &CaseVerdict) -> String {
         crate::world::serde_plain(&v.reason),
         refunds.join(", ")
     )
+}
+
+/// Every ticket whose human outcome was inferred from the records (`import history`),
+/// with the rule and the evidence, beside the agent's outcome: what a lead checks
+/// before trusting the agreement figures. Empty when no line carries an inference.
+fn inference_table(report: &ShadowReport) -> String {
+    let rows: Vec<&ShadowTicket> = report
+        .tickets
+        .iter()
+        .filter(|t| t.human_inference.is_some())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Human outcomes inferred from the records</h2><table id=\"inferred\"><tr><th>ticket</th><th>human (inferred)</th><th>rule</th><th>evidence</th><th>agent</th><th>agree</th></tr>",
+    );
+    for t in rows {
+        let inference = t.human_inference.as_ref();
+        let field = |name: &str| inference.and_then(|i| i.get(name));
+        let rule = field("rule").and_then(|r| r.as_str()).unwrap_or_default();
+        let lines = |name: &str| -> Vec<String> {
+            field(name)
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|l| l.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut evidence = lines("evidence");
+        evidence.extend(
+            lines("excluded")
+                .into_iter()
+                .map(|l| format!("not counted: {l}")),
+        );
+        out += &format!(
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if t.agree { "" } else { " class=\"bad\"" },
+            esc(&t.id),
+            esc(&verdict_text(&t.human)),
+            esc(rule),
+            esc(&evidence.join("; ")),
+            esc(&verdict_text(&t.agent)),
+            if t.agree { "yes" } else { "no" }
+        );
+    }
+    out + "</table>"
 }
 
 /// A self-contained HTML page (no external scripts or styles).
@@ -532,6 +586,7 @@ pub fn html(report: &ShadowReport) -> String {
         out += "</table>";
     }
     out += &money_table(report);
+    out += &inference_table(report);
     out += "<h2>Disagreements</h2>";
     let disagreements: Vec<&ShadowTicket> = report.tickets.iter().filter(|t| !t.exact).collect();
     if disagreements.is_empty() {

@@ -58,6 +58,14 @@ pub struct AppState {
     pub policy_second_approver: bool,
     /// `METRICS_TOKEN`: when set, `/metrics` needs it as the bearer token.
     pub metrics_token: Option<String>,
+    /// `PUBLIC_URL`: where links point (invitations, sign-in).
+    pub public_url: Option<String>,
+    /// The company's OpenID Connect provider, when configured.
+    pub oidc: Option<std::sync::Arc<crate::auth::oidc::Oidc>>,
+    /// `GROUP_ROLES`, `SCIM_DEFAULT_ROLE`, `PASSWORD_SIGN_IN`.
+    pub group_roles: std::sync::Arc<crate::auth::provisioning::GroupRoles>,
+    pub scim_default_role: crate::auth::StaffRole,
+    pub password_sign_in: bool,
     /// The database gauges of `/metrics`, shared by every clone of the state.
     pub metrics_cache: std::sync::Arc<crate::metrics::GaugeCache>,
     /// The rollout guards' thresholds and minimum samples (issue 21).
@@ -72,6 +80,11 @@ pub struct AppState {
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
 impl AppState {
+    /// Whether staff can sign in through the company's identity provider.
+    pub fn oidc_configured(&self) -> bool {
+        self.oidc.is_some()
+    }
+
     pub fn rules(&self) -> Rules<'_> {
         Rules {
             policies: &self.policies,

@@ -13,9 +13,15 @@
 //! never decides an outcome by its own word). The case status and the customer's reply
 //! follow in the same transaction.
 //!
+//! Charge and dispute events, and refunds made elsewhere, keep what staff are shown
+//! current (issue 36): `charges` reads the charge back and voids the proposals that
+//! rested on it.
+//!
 //! What it deliberately does not do: trust an unsigned or stale body, create intents
 //! (a refund made elsewhere is left to reconciliation, which reports it), or act on
 //! event types it does not know (they are acknowledged and ignored).
+
+pub mod charges;
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -122,7 +128,12 @@ const REFUND_EVENTS: [&str; 4] = [
 /// Long because the event id is recorded in the same transaction as the change it
 /// causes (each event processed once; a duplicate delivery changes nothing,
 /// docs/spec/invariants.md #4): the checks and the write stay together.
-pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> DomainResult<Outcome> {
+pub async fn process_event(
+    s: Sender<'_>,
+    wake: &Notify,
+    versions: &harness::Versions,
+    event: &Event,
+) -> DomainResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
         return Err(DomainError::bad_request(
             "invalid_event",
@@ -131,6 +142,9 @@ pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> Domai
     }
     if already_processed(s.db, &event.id).await? {
         return Ok(Outcome::Duplicate);
+    }
+    if charges::is_charge_event(&event.kind) {
+        return charges::process_charge_event(s, versions, event).await;
     }
     if !REFUND_EVENTS.contains(&event.kind.as_str()) {
         return record_only(s, event, None, None, Outcome::Ignored).await;
@@ -142,7 +156,8 @@ pub async fn process_event(s: Sender<'_>, wake: &Notify, event: &Event) -> Domai
         .as_ref()
         .and_then(|r| r.idempotency_key.as_deref());
     let Some(intent_id) = find_intent(s.db, &refund, key).await? else {
-        return record_only(s, event, Some(&refund.id), None, Outcome::Unmatched).await;
+        let charge = refund.charge.as_deref();
+        return charges::refund_made_elsewhere(s, versions, event, &refund.id, charge).await;
     };
     // The provider's record now is the truth; the event may be old or out of order.
     let current = match s.payments.get_refund(&refund.id).await {

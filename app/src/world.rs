@@ -10,7 +10,6 @@ use policy_engine::{Currency, Money, Product, Region};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::clock::to_ms;
 use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::store::Db;
 
@@ -101,12 +100,13 @@ impl World {
                 Ok(ProviderRefund {
                     id: r.id.clone(),
                     amount: Money::parse(&r.amount, r.currency)?.minor_units(),
-                    charge: r.charge_id.clone(),
+                    charge: Some(r.charge_id.clone()),
                     currency: r.currency.code().to_ascii_lowercase(),
-                    status: r.status.clone(),
+                    status: Some(r.status.clone()),
                     created: r.created_at.unix_timestamp(),
                     metadata: r.metadata.clone(),
                     failure_reason: None,
+                    reason: None,
                 })
             })
             .collect()
@@ -127,11 +127,8 @@ impl World {
                 let live: i64 = refunds
                     .iter()
                     .filter(|r| {
-                        r.charge == c.id
-                            && matches!(
-                                r.status.as_str(),
-                                "succeeded" | "pending" | "requires_action"
-                            )
+                        r.is_on(&c.id)
+                            && matches!(r.status(), "succeeded" | "pending" | "requires_action")
                     })
                     .map(|r| r.amount)
                     .sum();
@@ -151,42 +148,37 @@ impl World {
                     metadata: [("order_id".to_string(), c.order_id.clone())]
                         .into_iter()
                         .collect(),
+                    order_id: Some(c.order_id.clone()),
                 })
             })
             .collect()
     }
 
-    /// Upserts customers and orders into the app's database, in one transaction.
+    /// Upserts customers and orders into the app's database, in one transaction,
+    /// through their writer (`onboarding::records`). A world's customer is linked to the
+    /// provider customer of its own id, as the payments mock's worlds name them.
     pub async fn load_into(&self, db: &Db) -> anyhow::Result<()> {
+        use crate::onboarding::records::{upsert_customer_tx, upsert_order_tx, Customer, Order};
         let mut tx = db.begin().await?;
         for c in &self.customers {
-            let region = serde_plain(&c.region);
-            sqlx::query(
-                "INSERT INTO customers (id, name, email, region, provider_customer_id) VALUES ($1, $2, $3, $4, $1)
-                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region",
-            )
-            .bind(&c.id)
-            .bind(&c.name)
-            .bind(&c.email)
-            .bind(region)
-            .execute(&mut *tx)
-            .await?;
+            let customer = Customer {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                email: c.email.clone(),
+                region: c.region,
+                provider_customer_id: Some(c.id.clone()),
+            };
+            upsert_customer_tx(&mut tx, &customer).await?;
         }
         for o in &self.orders {
-            let amount = Money::parse(&o.amount, o.currency)?;
-            sqlx::query(
-                "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
-                 amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at",
-            )
-            .bind(&o.id)
-            .bind(&o.customer_id)
-            .bind(serde_plain(&o.product))
-            .bind(amount.minor_units())
-            .bind(o.currency.code())
-            .bind(to_ms(o.created_at))
-            .execute(&mut *tx)
-            .await?;
+            let order = Order {
+                id: o.id.clone(),
+                customer_id: o.customer_id.clone(),
+                product: o.product,
+                amount: Money::parse(&o.amount, o.currency)?,
+                created_at: o.created_at,
+            };
+            upsert_order_tx(&mut tx, &order).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -206,6 +198,53 @@ pub fn serde_plain<T: Serialize>(value: &T) -> String {
 pub fn parse_plain<T: serde::de::DeserializeOwned>(s: &str) -> anyhow::Result<T> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
         .map_err(|e| anyhow::anyhow!("'{s}': {e}"))
+}
+
+/// Why a world cannot go to the provider at `url`.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldLoadError {
+    /// The provider is not the payments mock (a real provider has no world to load):
+    /// nothing was written, here or there (issue 36).
+    #[error(
+        "{url} is not the payments mock ({answer}): a world's charges and refunds can only be loaded into the mock. \
+         Nothing was written. `seed --app-only` loads the app's customers and orders without touching the provider; \
+         a real account's customers and orders come in with `import customers|orders FILE`"
+    )]
+    NotTheMock { url: String, answer: String },
+    #[error("the payment provider at {url} cannot be reached: {reason}")]
+    Unreachable { url: String, reason: String },
+}
+
+/// Asks the provider at `base_url` whether it is the payments mock (`GET /__mock/about`),
+/// sending no key: a real provider answers anything but the mock's own reply, and
+/// nothing is written anywhere either way.
+pub async fn ensure_mock(base_url: &str) -> Result<(), WorldLoadError> {
+    let url = base_url.trim_end_matches('/').to_string();
+    let unreachable = |e: reqwest::Error| WorldLoadError::Unreachable {
+        url: url.clone(),
+        reason: e.to_string(),
+    };
+    let response = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(unreachable)?
+        .get(format!("{url}/__mock/about"))
+        .send()
+        .await
+        .map_err(unreachable)?;
+    let status = response.status();
+    let body: Option<serde_json::Value> = response.json().await.ok();
+    let object = body
+        .as_ref()
+        .and_then(|b| b.get("object"))
+        .and_then(|o| o.as_str());
+    if status.is_success() && object == Some("payments_mock") {
+        return Ok(());
+    }
+    Err(WorldLoadError::NotTheMock {
+        url,
+        answer: format!("GET /__mock/about answered {status}"),
+    })
 }
 
 /// Loads a world (its JSON text) into a provider that speaks our mock's admin API

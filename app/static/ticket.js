@@ -44,7 +44,17 @@
           const meta = document.createElement("div"); meta.className = "meta"; meta.textContent = m.author_label + " · ";
           const at = document.createElement("time"); at.setAttribute("datetime", m.at); at.textContent = m.at;
           meta.append(at);
-          div.append(meta, document.createTextNode(m.body)); return div;
+          div.append(meta, document.createTextNode(m.new_text));
+          // Issue 34: what the customer quoted, forwarded or signed is folded away, as
+          // the server renders it.
+          if (m.earlier) {
+            const fold = document.createElement("details"); fold.className = "earlier";
+            const summary = document.createElement("summary");
+            summary.textContent = messagesEl.dataset.earlierLabel;
+            fold.append(summary, document.createTextNode(m.earlier));
+            div.append(fold);
+          }
+          return div;
         }));
         if (window.localTimes) window.localTimes(messagesEl);
       }

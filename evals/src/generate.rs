@@ -33,6 +33,7 @@ mod draft;
 mod mix;
 mod rng;
 mod varied;
+pub mod zendesk;
 
 use draft::Draft;
 pub use draft::DECIDED_BY;

@@ -69,6 +69,21 @@ enum Command {
         #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
         bank: HistoryBank,
     },
+    /// Write a shop's past for `import history` (issue 36): `account.json` (load it into
+    /// the payments mock with `POST /__mock/world`), `customers.csv`, `orders.csv`,
+    /// `export.json` (Zendesk-shaped), `tag-map.toml`, and `truth.jsonl` — what the
+    /// simulated team decided on each ticket, to measure the inference against.
+    GenerateZendesk {
+        /// How many tickets.
+        #[arg(long, default_value_t = 240)]
+        tickets: usize,
+        /// The random seed: the same seed writes the same files.
+        #[arg(long, default_value_t = 36)]
+        seed: u64,
+        /// The directory to write into (created).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// Complaint sentences of `generate-history --style varied`.
@@ -132,6 +147,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             style,
             bank,
         } => generate_history(&config, count, seed, out, style, bank),
+        Command::GenerateZendesk { tickets, seed, out } => generate_zendesk(tickets, seed, &out),
     }
 }
 
@@ -219,4 +235,36 @@ fn write_history(
         progress(done + 1);
     }
     file.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+fn generate_zendesk(tickets: usize, seed: u64, out: &std::path::Path) -> anyhow::Result<()> {
+    let set = generate::zendesk::zendesk_set(seed, tickets);
+    std::fs::create_dir_all(out)?;
+    let truth: String = set
+        .truth
+        .iter()
+        .map(|t| {
+            let refunds: Vec<_> = t
+                .refunds
+                .iter()
+                .map(|(c, m)| serde_json::json!({"charge_id": c, "minor": m}))
+                .collect();
+            serde_json::json!({ "ticket_id": t.ticket_id, "outcome": t.outcome, "refunds": refunds,
+                                "matched": t.matched })
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    for (name, text) in [
+        ("account.json", serde_json::to_string_pretty(&set.account)?),
+        ("customers.csv", set.customers_csv),
+        ("orders.csv", set.orders_csv),
+        ("export.json", set.export),
+        ("tag-map.toml", set.tag_map),
+        ("truth.jsonl", truth),
+    ] {
+        std::fs::write(out.join(name), text).with_context(|| format!("writing {name}"))?;
+    }
+    println!("{}", out.display());
+    Ok(())
 }

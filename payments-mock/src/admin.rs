@@ -111,6 +111,16 @@ struct Ledger {
 
 /// `GET /__mock/ledger`: every refund (oldest first), every stored idempotency key,
 /// and side-effect counters.
+/// What answers here: the emulator, which loads test worlds (`POST /__mock/world`). A
+/// client that may write a world asks this first; a real provider has no such route
+/// (issue 36: `seed` refuses a real provider before it writes anything).
+pub async fn about() -> Response {
+    json_response(
+        StatusCode::OK,
+        serde_json::json!({ "object": "payments_mock", "loads_worlds": true }).to_string(),
+    )
+}
+
 pub async fn ledger(State(state): State<MockState>) -> Result<Response, ApiError> {
     let pool = state.pool();
     let refunds: Vec<RefundRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(

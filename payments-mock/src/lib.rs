@@ -2,7 +2,7 @@
 //! state in SQLite, admin-driven test worlds, fault injection and signed webhooks.
 //!
 //! It speaks the subset of Stripe API v1 that the app's payments adapter uses
-//! (charges, refunds and their lifecycle, events, the idempotency layer of
+//! (customers, charges, refunds and their lifecycle, disputes' events, events, the idempotency layer of
 //! docs/spec/payments.md) so the adapter can be tested exactly as it will talk to the
 //! real provider, including when that provider misbehaves (its faults, same page).
 //!
@@ -20,6 +20,8 @@
 mod admin;
 mod charges;
 mod connection;
+mod customers;
+mod disputes;
 mod events;
 mod faults;
 mod idempotency;
@@ -107,6 +109,8 @@ pub fn router(state: MockState) -> Router {
     Router::new()
         .route("/v1/charges", get(charges::list))
         .route("/v1/charges/{id}", get(charges::retrieve))
+        .route("/v1/customers", get(customers::list))
+        .route("/v1/customers/{id}", get(customers::retrieve))
         .route("/v1/refunds", post(refunds::create).get(refunds::list))
         .route(
             "/v1/refunds/{id}",
@@ -116,9 +120,11 @@ pub fn router(state: MockState) -> Router {
         .route("/v1/events", get(events::list))
         .route("/v1/events/{id}", get(events::retrieve))
         .route("/__mock/world", post(world::load))
+        .route("/__mock/about", get(admin::about))
         .route("/__mock/ledger", get(admin::ledger))
         .route("/__mock/clock", post(admin::advance_clock))
         .route("/__mock/refunds/{id}/settle", post(lifecycle::settle))
+        .route("/__mock/charges/{id}/dispute", post(disputes::dispute))
         .route(
             "/__mock/faults",
             post(faults::install)

@@ -2,8 +2,10 @@
 //! refunds. Decimal strings become minor units; the whole world is validated first
 //! and written in one transaction, so a bad file writes nothing.
 //!
-//! Customers and orders are accepted but not stored: the provider only knows
-//! charges (which carry `customer` and `metadata.order_id`) and refunds.
+//! Customers are stored as the provider's customers (id, email, name: what
+//! `GET /v1/customers` answers); orders are accepted but not stored: the provider only
+//! knows charges (which carry `customer` and, for a world's `order_id`,
+//! `metadata.order_id`; a charge's own `metadata` may name its order under another key).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,6 +24,8 @@ use crate::wire::{json_response, to_json, ApiError};
 
 #[derive(Deserialize)]
 struct World {
+    #[serde(default)]
+    customers: Vec<WorldCustomer>,
     #[serde(default)]
     charges: Vec<WorldCharge>,
     #[serde(default)]
@@ -51,6 +55,18 @@ fn default_true() -> bool {
 
 fn default_succeeded() -> String {
     "succeeded".to_owned()
+}
+
+/// A world's customer; fields beyond these (a shop's `region`) are the shop's, not the
+/// provider's, and ignored.
+#[derive(Deserialize)]
+struct WorldCustomer {
+    id: String,
+    email: Option<String>,
+    name: Option<String>,
+    created_at: Option<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +204,17 @@ fn validate_charge(charge: WorldCharge, index: usize) -> Result<ChargeRecord, St
     })
 }
 
+fn validate_customer(customer: &WorldCustomer, index: usize, now: i64) -> Result<i64, String> {
+    let at = format!("customers[{index}] ({})", customer.id);
+    if customer.id.is_empty() {
+        return Err(format!("customers[{index}].id: empty"));
+    }
+    match &customer.created_at {
+        Some(created) => timestamp(created, &at),
+        None => Ok(now),
+    }
+}
+
 fn validate_refund(refund: WorldRefund, index: usize) -> Result<RefundRecord, String> {
     let at = format!("refunds[{index}] ({})", refund.id);
     if refund.id.is_empty() {
@@ -227,9 +254,17 @@ fn bad_world(message: String) -> ApiError {
     ApiError::invalid_request(format!("invalid billing world: {message}"))
 }
 
-/// `POST /__mock/world` → `{"charges": n, "refunds": n}`.
+/// `POST /__mock/world` → `{"customers": n, "charges": n, "refunds": n}`.
 pub async fn load(State(state): State<MockState>, body: Bytes) -> Result<Response, ApiError> {
     let world: World = serde_json::from_slice(&body).map_err(|e| bad_world(e.to_string()))?;
+    let now = state.clock().now();
+    let customer_created = world
+        .customers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| validate_customer(c, i, now))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad_world)?;
     let charges = world
         .charges
         .into_iter()
@@ -246,6 +281,20 @@ pub async fn load(State(state): State<MockState>, body: Bytes) -> Result<Respons
         .map_err(bad_world)?;
 
     let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
+    for (customer, created) in world.customers.iter().zip(customer_created) {
+        sqlx::query(
+            "INSERT INTO customers (id, email, name, created, metadata) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET email = excluded.email, name = excluded.name, \
+             created = excluded.created, metadata = excluded.metadata",
+        )
+        .bind(&customer.id)
+        .bind(&customer.email)
+        .bind(&customer.name)
+        .bind(created)
+        .bind(to_json(&customer.metadata))
+        .execute(&mut *tx)
+        .await?;
+    }
     for charge in &charges {
         sqlx::query(
             "INSERT INTO charges (id, amount, amount_refunded, currency, customer, captured, status, \
@@ -346,12 +395,15 @@ pub async fn load(State(state): State<MockState>, body: Bytes) -> Result<Respons
     }
     tx.commit().await?;
     tracing::info!(
+        customers = world.customers.len(),
         charges = charges.len(),
         refunds = refunds.len(),
         "billing world loaded"
     );
     Ok(json_response(
         StatusCode::OK,
-        to_json(&serde_json::json!({ "charges": charges.len(), "refunds": refunds.len() })),
+        to_json(
+            &serde_json::json!({ "customers": world.customers.len(), "charges": charges.len(), "refunds": refunds.len() }),
+        ),
     ))
 }

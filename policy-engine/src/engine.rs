@@ -542,8 +542,48 @@ impl<'a> Engine<'a> {
         )))
     }
 
+    /// A paid order for which the provider shows no charge at all — not a failed one,
+    /// not a hold — has no payment records to decide on: the charge of RP-001 §1 ("a
+    /// payment attempt recorded by the payment provider") is missing, not absent. Most
+    /// often the records are not linked (a charge naming its order under another key, a
+    /// customer not linked to the provider), and a denial ("two purchases", "nothing is
+    /// duplicated", "nothing was captured") would rest on that gap, so the request goes
+    /// to the payments team with the reason, never to an automatic denial (issue 36).
+    /// A free order (amount zero) expects no charge and is decided as before.
+    fn missing_records(&mut self, target: &'a OrderFacts) -> Result<Option<Verdict>, Stop> {
+        if !target.charges.is_empty() || target.amount.is_zero() {
+            return Ok(None);
+        }
+        let policy = self.policies.get(CHARGES_POLICY)?;
+        self.note_order(target);
+        self.note(format!(
+            "the payment provider shows no charge for order {}",
+            target.id
+        ));
+        self.fire(
+            policy,
+            clause::DEFINITIONS,
+            format!(
+                "order {} ({}) has no charge recorded by the payment provider: its payment \
+                 records are missing, so nothing can be decided on them; a person checks them",
+                target.id, target.amount
+            ),
+        );
+        Ok(Some(Verdict::escalate(
+            Team::Payments,
+            ReasonCode::Other,
+            format!(
+                "payment records missing: the payment provider shows no charge for order {}",
+                target.id
+            ),
+        )))
+    }
+
     /// Duplicate charges, overcharges, repeat purchases and holds (RP-001, RP-003).
     fn charges(&mut self, target: &'a OrderFacts) -> Result<Verdict, Stop> {
+        if let Some(verdict) = self.missing_records(target)? {
+            return Ok(verdict);
+        }
         let policy = self.policies.get(CHARGES_POLICY)?;
         let rules = policy.family(policy.rules.charges.as_ref(), "charges")?;
         let involved = self.involved_orders(target, rules);
@@ -1082,6 +1122,9 @@ impl<'a> Engine<'a> {
                 target.id
             ),
         );
+        if let Some(verdict) = self.missing_records(target)? {
+            return Ok(verdict);
+        }
         let charges = sorted_charges(target);
         let paid: Vec<&ChargeFacts> = charges.iter().copied().filter(|c| c.took_money()).collect();
         if paid.is_empty() {

@@ -160,7 +160,10 @@ const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$ZmFrZWhhc2hmYWtlaGFzaGZha2VoYXNo";
 
 async fn check_password(db: &Db, email: &str, password: &str) -> DomainResult<Option<Staff>> {
-    let row = sqlx::query("SELECT id, email, role, password_hash FROM staff WHERE email = $1")
+    // A deactivated person is answered exactly as an unknown email (same hash work).
+    let row = sqlx::query(
+        "SELECT id, email, role, password_hash FROM staff WHERE email = $1 AND deactivated_at IS NULL",
+    )
         .bind(email)
         .fetch_optional(db.pool())
         .await?;

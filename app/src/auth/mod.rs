@@ -9,6 +9,9 @@
 //! and slow the next attempt per address and per account (issue 16), never locking the
 //! right password out for long.
 
+pub mod accounts;
+pub mod oidc;
+pub mod provisioning;
 mod staff;
 pub use staff::{list_staff, staff_by_email, unlock_staff, upsert_staff};
 mod login;
@@ -20,8 +23,9 @@ mod resolved;
 pub use resolved::{Resolved, RESOLVED_FRESH};
 mod tokens;
 pub use tokens::{
-    issue_mail_sign_in_link, issue_sign_in_link, issue_token, purge_expired, redeem_sign_in_link,
-    resolve, revoke_token, MAIL_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS,
+    issue, issue_mail_sign_in_link, issue_sign_in_link, issue_token, purge_expired,
+    redeem_sign_in_link, resolve, revoke_token, Issued, NewToken, MAIL_SIGN_IN_LINK_TTL_MS,
+    SIGN_IN_LINK_TTL_MS,
 };
 
 use argon2::password_hash::{
@@ -97,25 +101,64 @@ pub struct Staff {
     pub role: StaffRole,
 }
 
+/// What a service token is for: a shop backend keeping customers and orders current, or
+/// the identity provider provisioning staff over SCIM. Neither is a person; each may use
+/// its own routes only (docs/spec/roles.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceKind {
+    Integration,
+    Scim,
+}
+
+impl ServiceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceKind::Integration => "integration",
+            ServiceKind::Scim => "scim",
+        }
+    }
+
+    pub fn parse(s: &str) -> DomainResult<ServiceKind> {
+        match s {
+            "integration" => Ok(ServiceKind::Integration),
+            "scim" => Ok(ServiceKind::Scim),
+            _ => Err(DomainError::bad_request(
+                "invalid_token_kind",
+                format!("unknown token kind '{s}' (integration, scim)"),
+            )),
+        }
+    }
+}
+
+/// A service token's holder.
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub kind: ServiceKind,
+    pub token_id: String,
+    pub name: String,
+}
+
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]
 pub enum Principal {
     Staff(Staff),
     Customer { customer_id: String },
+    Service(Service),
 }
 
 impl Principal {
     pub fn staff(&self) -> DomainResult<&Staff> {
         match self {
             Principal::Staff(s) => Ok(s),
-            Principal::Customer { .. } => Err(DomainError::Forbidden("staff only".into())),
+            _ => Err(DomainError::Forbidden("staff only".into())),
         }
     }
 
     pub fn customer_id(&self) -> DomainResult<&str> {
         match self {
             Principal::Customer { customer_id } => Ok(customer_id),
-            Principal::Staff(_) => Err(DomainError::Forbidden("customers only".into())),
+            _ => Err(DomainError::Forbidden("customers only".into())),
         }
     }
 }

@@ -16,25 +16,15 @@ pub async fn upsert_staff(
     password: &str,
     now_ms: i64,
 ) -> DomainResult<Staff> {
-    let email = email.trim().to_ascii_lowercase();
-    if !email.contains('@') || email.len() > 254 {
-        return Err(DomainError::bad_request(
-            "invalid_email",
-            format!("'{email}' is not an email address"),
-        ));
-    }
-    if password.chars().count() < 8 {
-        return Err(DomainError::bad_request(
-            "weak_password",
-            "passwords have at least 8 characters",
-        ));
-    }
+    let email = checked_email(email)?;
+    check_password_strength(password)?;
     let hash = hash_password_off_runtime(password.to_string()).await?;
     let id = new_id("staff");
     let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO staff (id, email, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash",
+         ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash,
+             deactivated_at = NULL",
     )
     .bind(&id)
     .bind(&email)
@@ -55,6 +45,34 @@ pub async fn upsert_staff(
     staff_by_email(db, &email)
         .await?
         .ok_or(DomainError::NotFound("staff"))
+}
+
+/// An email as staff accounts keep it: trimmed, lower case, checked.
+pub(crate) fn checked_email(email: &str) -> DomainResult<String> {
+    let email = email.trim().to_ascii_lowercase();
+    let (local, domain) = email.split_once('@').unwrap_or(("", ""));
+    if local.is_empty()
+        || !domain.contains('.')
+        || email.len() > 254
+        || email.contains(char::is_whitespace)
+    {
+        return Err(DomainError::bad_request(
+            "invalid_email",
+            format!("'{email}' is not an email address"),
+        ));
+    }
+    Ok(email)
+}
+
+/// A password long enough to keep.
+pub(crate) fn check_password_strength(password: &str) -> DomainResult<()> {
+    if password.chars().count() < 8 {
+        return Err(DomainError::bad_request(
+            "weak_password",
+            "passwords have at least 8 characters",
+        ));
+    }
+    Ok(())
 }
 
 pub async fn staff_by_email(db: &Db, email: &str) -> DomainResult<Option<Staff>> {

@@ -10,7 +10,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::store::Db;
 
 /// Issues a bearer token (`kind = api`) or a console session (`kind = session`, with a
-/// CSRF token). Returns the token; only its hash is stored.
+/// CSRF token), unnamed, for the default time. Returns the token; only its hash is stored.
 pub async fn issue_token(
     db: &Db,
     kind: &str,
@@ -18,27 +18,65 @@ pub async fn issue_token(
     subject_id: &str,
     now_ms: i64,
 ) -> DomainResult<(String, Option<String>)> {
-    let token = random_token();
-    let csrf = (kind == "session").then(random_token);
-    let ttl = if kind == "session" {
+    let ttl_ms = if kind == "session" {
         SESSION_TTL_MS
     } else {
         API_TOKEN_TTL_MS
     };
+    let new = NewToken {
+        kind,
+        subject_kind,
+        subject_id,
+        name: None,
+        ttl_ms,
+    };
+    let issued = issue(db, &new, now_ms).await?;
+    Ok((issued.token, issued.csrf_token))
+}
+
+/// A token to issue: what it is, for whom, its name and how long it lives.
+pub struct NewToken<'a> {
+    /// `api`, `session`, or a service kind (`integration`, `scim`).
+    pub kind: &'a str,
+    /// `staff`, `customer` or `service`.
+    pub subject_kind: &'a str,
+    pub subject_id: &'a str,
+    pub name: Option<&'a str>,
+    pub ttl_ms: i64,
+}
+
+/// A token just issued: the secret (shown once), its public id, and a session's CSRF token.
+pub struct Issued {
+    pub token: String,
+    pub token_id: String,
+    pub csrf_token: Option<String>,
+}
+
+/// Issues `new`; only the token's hash is stored, with a public id to list and revoke it by.
+pub async fn issue(db: &Db, new: &NewToken<'_>, now_ms: i64) -> DomainResult<Issued> {
+    let token = random_token();
+    let token_id = crate::store::new_id("tok");
+    let csrf = (new.kind == "session").then(random_token);
     sqlx::query(
-        "INSERT INTO auth_tokens (token_hash, kind, subject_kind, subject_id, csrf_token, expires_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO auth_tokens (token_hash, kind, subject_kind, subject_id, csrf_token, expires_at, created_at, token_id, name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(token_hash(&token))
-    .bind(kind)
-    .bind(subject_kind)
-    .bind(subject_id)
+    .bind(new.kind)
+    .bind(new.subject_kind)
+    .bind(new.subject_id)
     .bind(csrf.clone())
-    .bind(now_ms + ttl)
+    .bind(now_ms.saturating_add(new.ttl_ms))
     .bind(now_ms)
+    .bind(&token_id)
+    .bind(new.name)
     .execute(db.pool())
     .await?;
-    Ok((token, csrf))
+    Ok(Issued {
+        token,
+        token_id,
+        csrf_token: csrf,
+    })
 }
 
 pub async fn revoke_token(db: &Db, token: &str) -> DomainResult<()> {
@@ -142,6 +180,14 @@ pub async fn purge_expired(db: &Db, now_ms: i64) -> DomainResult<u64> {
             "DELETE FROM login_failures WHERE at <= $1",
             now_ms - LOGIN_WINDOW_MS,
         ),
+        (
+            "DELETE FROM oidc_logins WHERE created_at <= $1",
+            now_ms - super::oidc::LOGIN_TTL_MS,
+        ),
+        (
+            "DELETE FROM staff_invites WHERE expires_at <= $1 OR used_at IS NOT NULL",
+            now_ms,
+        ),
     ] {
         removed += sqlx::query(sql)
             .bind(cutoff)
@@ -171,7 +217,8 @@ pub async fn resolve(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<R
 /// The store's answer for a token hash, and when the token expires.
 async fn resolve_stored(db: &Db, hash: &str, now_ms: i64) -> DomainResult<Option<(Resolved, i64)>> {
     let row = sqlx::query(
-        "SELECT subject_kind, subject_id, csrf_token, expires_at FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
+        "SELECT kind, subject_kind, subject_id, csrf_token, expires_at, token_id, name
+         FROM auth_tokens WHERE token_hash = $1 AND expires_at > $2",
     )
     .bind(hash)
     .bind(now_ms)
@@ -184,15 +231,28 @@ async fn resolve_stored(db: &Db, hash: &str, now_ms: i64) -> DomainResult<Option
     let expires_at: i64 = row.try_get("expires_at")?;
     let principal = match kind.as_str() {
         "staff" => {
-            let r = sqlx::query("SELECT id, email, role FROM staff WHERE id = $1")
-                .bind(&subject)
-                .fetch_optional(db.reader())
-                .await?;
+            // A deactivated person's credentials are deleted with the deactivation; the
+            // condition is the second lock on the same door.
+            let r = sqlx::query(
+                "SELECT id, email, role FROM staff WHERE id = $1 AND deactivated_at IS NULL",
+            )
+            .bind(&subject)
+            .fetch_optional(db.reader())
+            .await?;
             match r {
                 Some(r) => Principal::Staff(staff_from_row(&r)?),
                 None => return Ok(None),
             }
         }
+        "service" => Principal::Service(super::Service {
+            kind: super::ServiceKind::parse(&row.try_get::<String, _>("kind")?)?,
+            token_id: row
+                .try_get::<Option<String>, _>("token_id")?
+                .unwrap_or_default(),
+            name: row
+                .try_get::<Option<String>, _>("name")?
+                .unwrap_or_default(),
+        }),
         _ => Principal::Customer {
             customer_id: subject,
         },

@@ -1,11 +1,12 @@
-//! The commands that manage who may sign in: staff (`staff add|token|unlock`) and
-//! customers (`customer token|link`), and the sign-in address a link is printed as.
+//! The commands that manage who may sign in: staff (`staff add|token|tokens|revoke|
+//! invite|deactivate|unlock`), service tokens (`token create|list|revoke`) and customers
+//! (`customer token|link`), and the address a link is printed as.
 
 use std::io::Read;
 
 use anyhow::Context;
 
-use super::args::{CustomerCommand, StaffCommand};
+use super::args::{CustomerCommand, StaffCommand, TokenCommand};
 use crate::auth;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
@@ -35,12 +36,37 @@ pub(super) async fn staff(config: &Config, command: StaffCommand) -> anyhow::Res
             .await?;
             eprintln!("staff {} ({}) saved", staff.email, staff.role.as_str());
         }
-        StaffCommand::Token { email } => {
-            let staff = auth::staff_by_email(&db, &email)
-                .await?
-                .context("no staff member with that email")?;
-            let (token, _) = auth::issue_token(&db, "api", "staff", &staff.id, now).await?;
+        StaffCommand::Token {
+            email,
+            name,
+            expires_days,
+        } => {
+            let staff = known(&db, &email).await?;
+            let (token, _) =
+                auth::accounts::issue_staff_token(&db, "cli", &staff, &name, expires_days, now)
+                    .await?;
             println!("{token}");
+        }
+        StaffCommand::Tokens { email } => {
+            let staff = known(&db, &email).await?;
+            let held = auth::accounts::credentials_of(&db, &staff.id, now).await?;
+            println!("{}", serde_json::to_string_pretty(&held)?);
+        }
+        StaffCommand::Revoke { token_id } => {
+            auth::accounts::revoke(&db, "cli", &token_id, now).await?;
+            eprintln!("{token_id} revoked");
+        }
+        StaffCommand::Invite { email, role } => {
+            let token = auth::accounts::invite(&db, "cli", &email, role.into(), now).await?;
+            println!("{}", link_url(config, "/console/invite?token=", &token));
+        }
+        StaffCommand::Deactivate { email } => {
+            let staff = known(&db, &email).await?;
+            auth::accounts::deactivate(&db, "cli", &staff.id, now).await?;
+            eprintln!(
+                "{} deactivated: every session and token of theirs is gone",
+                staff.email
+            );
         }
         StaffCommand::Unlock { email } => {
             auth::staff_by_email(&db, &email)
@@ -48,6 +74,45 @@ pub(super) async fn staff(config: &Config, command: StaffCommand) -> anyhow::Res
                 .context("no staff member with that email")?;
             let n = auth::unlock_staff(&db, &email).await?;
             eprintln!("{email}: {n} failed logins forgotten");
+        }
+    }
+    Ok(())
+}
+
+async fn known(db: &crate::store::Db, email: &str) -> anyhow::Result<auth::Staff> {
+    auth::staff_by_email(db, email)
+        .await?
+        .context("no staff member with that email")
+}
+
+/// `token create|list|revoke`: service tokens (audited with the actor `cli`).
+pub(super) async fn token(config: &Config, command: TokenCommand) -> anyhow::Result<()> {
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    let now = SystemClock.now_ms();
+    match command {
+        TokenCommand::Create {
+            kind,
+            name,
+            expires_days,
+        } => {
+            let (token, _) = auth::accounts::issue_service_token(
+                &db,
+                "cli",
+                kind.into(),
+                &name,
+                expires_days,
+                now,
+            )
+            .await?;
+            println!("{token}");
+        }
+        TokenCommand::List => {
+            let tokens = auth::accounts::service_tokens(&db, now).await?;
+            println!("{}", serde_json::to_string_pretty(&tokens)?);
+        }
+        TokenCommand::Revoke { token_id } => {
+            auth::accounts::revoke(&db, "cli", &token_id, now).await?;
+            eprintln!("{token_id} revoked");
         }
     }
     Ok(())
@@ -83,10 +148,15 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
 /// The address a customer opens to sign in: `PUBLIC_URL` (else the default `serve`
 /// address) + `/sign-in?link=…`.
 pub fn sign_in_url(config: &Config, token: &str) -> String {
+    link_url(config, "/sign-in?link=", token)
+}
+
+/// `PUBLIC_URL` (else the default `serve` address) + `path` + the token.
+fn link_url(config: &Config, path: &str, token: &str) -> String {
     let base = config
         .public_url
         .as_deref()
         .unwrap_or("http://127.0.0.1:8080")
         .trim_end_matches('/');
-    format!("{base}/sign-in?link={token}")
+    format!("{base}{path}{token}")
 }

@@ -44,6 +44,11 @@ pub(super) enum Command {
         /// their sessions and tokens). Without it, seeding an existing data dir refuses.
         #[arg(long)]
         reset_passwords: bool,
+        /// Load only the app's side (customers, orders, demo staff): nothing is sent to
+        /// the payment provider. Without it, a provider that is not the payments mock is
+        /// refused before anything is written.
+        #[arg(long)]
+        app_only: bool,
     },
     /// Rebuild the policy index.
     Index,
@@ -81,6 +86,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: StaffCommand,
     },
+    /// Service tokens (a shop backend's integration token, the identity provider's SCIM token).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Customer access.
     Customer {
         #[command(subcommand)]
@@ -89,10 +99,75 @@ pub(super) enum Command {
     /// The read-only investigation tools over MCP on stdio, for the staff member whose
     /// bearer token is in REFUND_DESK_TOKEN.
     Mcp,
+    /// Bring in the shop's own data: customers, orders (CSV or JSON lines; upsert by id;
+    /// any bad row and nothing is imported).
+    Import {
+        #[command(subcommand)]
+        command: ImportCommand,
+    },
+    /// Provider charges that name no order of ours: list them (after reading the
+    /// provider's with --sync) and link one to an order.
+    Charges {
+        #[command(subcommand)]
+        command: ChargesCommand,
+    },
     /// The agent's rollout per scope (shadow, canary, assist) and its guards.
     Rollout {
         #[command(subcommand)]
         command: RolloutCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum ImportCommand {
+    /// Customers: id, name, email, region (CN|US|EU|JP), provider_customer_id
+    /// (optional: without it a customer is linked by email through the provider's
+    /// customer list).
+    Customers {
+        /// A CSV file with a header row, or JSON lines.
+        file: PathBuf,
+        /// The file's format [default: by extension, else by its first character].
+        #[arg(long, value_enum)]
+        format: Option<crate::onboarding::rows::Format>,
+        /// Ask the provider nothing: given provider customers are taken as written and
+        /// the others stay unlinked.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Orders: id, customer_id, product (annual_plan|monthly_plan|addon), amount (a
+    /// decimal string in the currency's scale), currency (CNY|USD|EUR|JPY), created_at
+    /// (RFC 3339). Their customers must be imported first.
+    Orders {
+        /// A CSV file with a header row, or JSON lines.
+        file: PathBuf,
+        /// The file's format [default: by extension, else by its first character].
+        #[arg(long, value_enum)]
+        format: Option<crate::onboarding::rows::Format>,
+    },
+    /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
+    /// requester matched to a customer by email, the billing world rebuilt as of the
+    /// ticket, the team's outcome inferred from refunds and tags, with its evidence.
+    History(super::history::HistoryArgs),
+}
+
+#[derive(Subcommand)]
+pub(super) enum ChargesCommand {
+    /// The provider charges naming no order of ours (under PAYMENTS_ORDER_KEY) and not
+    /// linked by staff, newest first, as JSON.
+    Unlinked {
+        /// First read every charge at the provider and refresh the list.
+        #[arg(long)]
+        sync: bool,
+        /// How many to print, 1 to 500.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=500))]
+        limit: i64,
+    },
+    /// Link a provider charge to one of our orders (audited as the operator `cli`).
+    Link {
+        /// The provider's charge id (`ch_…`).
+        charge: String,
+        /// Our order id.
+        order: String,
     },
 }
 
@@ -227,6 +302,38 @@ pub(super) enum StaffCommand {
         /// The staff member's email.
         #[arg(long)]
         email: String,
+        /// What the token is for (shown when tokens are listed).
+        #[arg(long, default_value = "cli")]
+        name: String,
+        /// Days it works, 1 to 366.
+        #[arg(long, default_value_t = 30)]
+        expires_days: i64,
+    },
+    /// List a staff member's sessions and tokens (never the secrets), as JSON.
+    Tokens {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Revoke a session or token by its id (as `staff tokens` lists them).
+    Revoke {
+        /// The token's id (`tok_…`).
+        token_id: String,
+    },
+    /// Invite someone: prints a single-use link, valid 7 days.
+    Invite {
+        /// Their email.
+        #[arg(long)]
+        email: String,
+        /// What they may do.
+        #[arg(long, value_enum)]
+        role: RoleArg,
+    },
+    /// Deactivate a staff member: every session and token of theirs stops working at once.
+    Deactivate {
+        /// The staff member's email.
+        #[arg(long)]
+        email: String,
     },
     /// Forget a staff member's failed logins, so the login throttle lets them in.
     Unlock {
@@ -234,6 +341,42 @@ pub(super) enum StaffCommand {
         #[arg(long)]
         email: String,
     },
+}
+
+#[derive(Subcommand)]
+pub(super) enum TokenCommand {
+    /// Print a new service token: `integration` for a shop backend (customers and orders),
+    /// `scim` for the identity provider (staff provisioning).
+    Create {
+        #[arg(long, value_enum)]
+        kind: ServiceKindArg,
+        /// What it is for (shown when tokens are listed).
+        #[arg(long)]
+        name: String,
+        /// Days it works, 1 to 366.
+        #[arg(long, default_value_t = 90)]
+        expires_days: i64,
+    },
+    /// List the service tokens in force (never the secrets), as JSON.
+    List,
+    /// Revoke a service token by its id.
+    Revoke { token_id: String },
+}
+
+/// Service token kinds as `token create --kind` accepts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ServiceKindArg {
+    Integration,
+    Scim,
+}
+
+impl From<ServiceKindArg> for crate::auth::ServiceKind {
+    fn from(kind: ServiceKindArg) -> Self {
+        match kind {
+            ServiceKindArg::Integration => crate::auth::ServiceKind::Integration,
+            ServiceKindArg::Scim => crate::auth::ServiceKind::Scim,
+        }
+    }
 }
 
 #[derive(Subcommand)]

@@ -6,6 +6,8 @@ mod accounts;
 mod args;
 mod authoring;
 mod evals;
+mod history;
+mod import;
 mod offline;
 mod operate;
 mod policy;
@@ -76,16 +78,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Seed {
             world,
             reset_passwords,
-        } => seed::seed(&config, world.as_deref(), reset_passwords).await,
+            app_only,
+        } => seed::seed(&config, world.as_deref(), reset_passwords, app_only).await,
         Command::Index => offline::rebuild_index(&config).await,
         Command::Investigate { ticket } => operate::investigate(&config, ticket).await,
         Command::Policy { command } => policy::policy(&config, command).await,
         Command::Mcp => operate::mcp(&config).await,
         Command::Rollout { command } => operate::rollout(&config, command).await,
+        Command::Import { command } => import::import(&config, command).await,
+        Command::Charges { command } => import::charges(&config, command).await,
         Command::Reconcile => operate::reconcile(&config).await,
         Command::Eval { .. } => evals::forward_to_refund_evals().await,
         Command::Shadow { history, out } => offline::shadow(&config, history, out).await,
         Command::Staff { command } => accounts::staff(&config, command).await,
         Command::Customer { command } => accounts::customer(&config, command).await,
+        Command::Token { command } => accounts::token(&config, command).await,
     }
 }

@@ -44,11 +44,12 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
     served
 }
 
-/// `reconcile`: the report on stdout; differences that need a human are an error.
+/// `reconcile`: the report on stdout, drift included; differences that need a human are
+/// an error.
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let report = crate::reconcile::run(state.reconciler()).await?;
+    let report = crate::reconcile::run_with_drift(state.reconciler()).await?;
     eprintln!("{}", report.summary());
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(m) = mock {

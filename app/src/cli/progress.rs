@@ -1,4 +1,5 @@
-//! Progress of the long offline commands (`index`, `shadow`, `eval`; issue 20), drawn
+//! Progress of the long offline commands (`index`, `shadow`, `eval`, `import`; issues 20
+//! and 36), drawn
 //! with indicatif on stderr: one bar each, counting sections, tickets or scenarios.
 //!
 //! indicatif's stderr target draws only when stderr is a terminal; piped or captured
@@ -19,6 +20,16 @@ impl Progress {
         let template = format!("{label}: {{bar:40}} {{pos}}/{{len}} {what} ({{eta}} left)");
         // The template is built from literals above; a bad one is a programming error
         // caught by the first run, so fall back to the default style rather than fail.
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        Progress(bar)
+    }
+
+    /// A bar over a file's bytes (`import`): its length is the file's size.
+    pub fn bytes(label: &'static str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        let template = format!("{label}: {{bar:40}} {{bytes}}/{{total_bytes}} ({{eta}} left)");
         if let Ok(style) = ProgressStyle::with_template(&template) {
             bar.set_style(style);
         }

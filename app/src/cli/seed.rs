@@ -1,5 +1,6 @@
 //! `seed`: a billing world loaded into the app and the provider, and demo staff with new
-//! passwords and tokens printed for scripts.
+//! passwords and tokens printed for scripts. A provider that is not the payments mock
+//! is refused before anything is written (issue 36); `--app-only` loads only the app.
 
 use std::path::Path;
 
@@ -21,6 +22,7 @@ pub(super) async fn seed(
     config: &Config,
     world_path: Option<&Path>,
     reset_passwords: bool,
+    app_only: bool,
 ) -> anyhow::Result<()> {
     let path = world_path
         .map(Path::to_path_buf)
@@ -29,6 +31,16 @@ pub(super) async fn seed(
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let world = World::parse(&text)
         .with_context(|| format!("{} is not a valid billing world", path.display()))?;
+    // Issue 36: a real provider is refused before the data directory, the database or
+    // the provider is touched; the embedded mock starts only when nothing is configured.
+    let provider = if app_only {
+        None
+    } else {
+        if let Some(url) = &config.payments_url {
+            crate::world::ensure_mock(url).await?;
+        }
+        Some(provider(config).await?)
+    };
     std::fs::create_dir_all(&config.data_dir)?;
     let db = crate::store::Db::connect(&config.database_url).await?;
     // Issue 16: a second seed must not silently rotate the passwords (and with them
@@ -42,17 +54,22 @@ pub(super) async fn seed(
             }
         }
     }
-    let (url, mock) = provider(config).await?;
-    crate::world::load_into_provider(&url, &text).await?;
+    let loaded = match &provider {
+        Some((url, _)) => {
+            crate::world::load_into_provider(url, &text).await?;
+            format!(", and the charges and refunds into {url}")
+        }
+        None => " (--app-only: nothing sent to the payment provider)".to_string(),
+    };
     world.load_into(&db).await?;
     eprintln!(
-        "loaded {} customers and {} orders into the app, and the charges and refunds into {url}",
+        "loaded {} customers and {} orders into the app{loaded}",
         world.customers.len(),
         world.orders.len()
     );
     eprintln!("demo staff (log in at /console/login):");
     print_demo_credentials(config, &db, &world).await?;
-    if let Some(m) = mock {
+    if let Some((_, Some(m))) = provider {
         m.shutdown().await;
     }
     Ok(())

@@ -76,6 +76,21 @@ fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
     })
 }
 
+/// A payments client for `PAYMENTS_URL` (or the embedded mock's `url`), as `serve`
+/// builds it: key, timeouts, `Stripe-Version`, the order metadata key.
+pub(super) fn payments_client(
+    config: &Config,
+    url: &str,
+) -> anyhow::Result<crate::payments::PaymentsClient> {
+    Ok(crate::payments::PaymentsClient::new(
+        url,
+        &config.payments_api_key,
+        config.provider_timeout,
+        config.provider_backoff,
+    )?
+    .with_order_key(&config.payments_order_key))
+}
+
 pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     crate::build_state(config, payments_url, clock, model(config)?).await

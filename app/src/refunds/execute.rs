@@ -223,7 +223,10 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
             if !refund_matches_intent(&refund, intent) {
                 let reason = format!(
                     "provider refund {} is {} {} on {}, not what the intent asked for",
-                    refund.id, refund.amount, refund.currency, refund.charge
+                    refund.id,
+                    refund.amount,
+                    refund.currency,
+                    refund.charge.as_deref().unwrap_or("no charge")
                 );
                 tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
                 update_intent(
@@ -237,7 +240,7 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
                 .await?;
                 return Ok(Step::NeedsReview { reason });
             }
-            tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status, "provider accepted refund");
+            tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status(), "provider accepted refund");
             let status = provider_status(&refund);
             update_intent(s.db, intent, status, Some(&refund.id), None, now).await?;
             Ok(Step::Accepted {

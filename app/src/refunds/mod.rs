@@ -299,7 +299,7 @@ async fn update_intent(
 
 /// Our intent status for a provider refund status.
 pub fn provider_status(refund: &ProviderRefund) -> IntentStatus {
-    match refund.status.as_str() {
+    match refund.status() {
         "succeeded" => IntentStatus::Succeeded,
         "pending" | "requires_action" => IntentStatus::Pending,
         "canceled" => IntentStatus::Canceled,
@@ -309,7 +309,7 @@ pub fn provider_status(refund: &ProviderRefund) -> IntentStatus {
 
 /// Whether a provider refund is the one this intent asked for (charge, amount, currency).
 pub fn refund_matches_intent(refund: &ProviderRefund, intent: &Intent) -> bool {
-    refund.charge == intent.charge_id
+    refund.is_on(&intent.charge_id)
         && refund.amount == intent.amount.minor_units()
         && refund
             .currency

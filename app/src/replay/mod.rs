@@ -95,6 +95,9 @@ pub struct Investigation {
     pub violations: Vec<serde_json::Value>,
     /// Evidence the proposal cites that no tool returned (docs/spec/invariants.md #8).
     pub evidence_rejected: Vec<String>,
+    /// The customer's messages try to instruct the agent (`workflow::instructed`): a
+    /// question to them becomes an escalation, as live.
+    pub instructed: bool,
     /// The order the decision is about, as the workflow resolved it.
     pub order_id: Option<String>,
     /// Where that order came from (`form`, `message`, `records`, `agent`).
@@ -276,6 +279,7 @@ pub async fn investigate_with_clock(
         budget_exhausted: state.budget_exhausted,
         violations: state.violations,
         evidence_rejected: Vec::new(),
+        instructed: crate::workflow::instructed(&customer_messages),
         order_id: None,
         order_source: None,
         facts: None,
@@ -290,7 +294,11 @@ pub async fn investigate_with_clock(
     if let Some(mut proposal) = proposal {
         // Facts come from the records through code, never from the model's words; the
         // order is resolved by the workflow, as live (issue 15).
-        let (facts, order_source) = crate::workflow::gather_facts_resolved(
+        let crate::workflow::Resolved {
+            facts,
+            order_source,
+            ..
+        } = crate::workflow::gather_facts_resolved(
             &billing,
             &ticket,
             &customer_messages,
@@ -330,8 +338,9 @@ pub fn decide(
 }
 
 /// What the case would have come to: the decision's verdict, unless the agent gave up
-/// (escalate, `other`) or cited evidence no tool returned (the live workflow escalates
-/// such a case, keeping the decision's reason).
+/// (escalate, `other`), cited evidence no tool returned, or would ask a customer whose
+/// messages try to instruct the agent (the live workflow escalates both, keeping the
+/// decision's reason).
 pub fn verdict(investigation: &Investigation, decision: Option<&Decision>) -> CaseVerdict {
     match decision {
         None => CaseVerdict::escalated(),
@@ -340,6 +349,15 @@ pub fn verdict(investigation: &Investigation, decision: Option<&Decision>) -> Ca
             reason: d.reason_code,
             refunds: Vec::new(),
         },
+        // Issue 34, as live (`workflow::case_status_for`): never ask a customer whose
+        // messages try to instruct the agent; a person looks.
+        Some(d) if investigation.instructed && d.outcome == policy_engine::Outcome::RequestInfo => {
+            CaseVerdict {
+                outcome: CaseOutcome::Escalate,
+                reason: d.reason_code,
+                refunds: Vec::new(),
+            }
+        }
         Some(d) => CaseVerdict::from_decision(d),
     }
 }

@@ -32,6 +32,8 @@ pub struct PageText {
     pub talk_to_person: &'static str,
     pub withdraw_confirm: &'static str,
     pub withdraw_yes: &'static str,
+    /// The fold of a message's quoted thread, forwarded mail and signature (issue 34).
+    pub earlier_text: &'static str,
 }
 
 const EN_PAGE: PageText = PageText {
@@ -61,6 +63,7 @@ const EN_PAGE: PageText = PageText {
     talk_to_person: "Talk to a person",
     withdraw_confirm: "Withdraw this request? Work on it stops; nothing already sent to your bank can be taken back.",
     withdraw_yes: "Yes, withdraw it",
+    earlier_text: "Quoted and forwarded text",
 };
 
 const ZH_PAGE: PageText = PageText {
@@ -89,6 +92,7 @@ const ZH_PAGE: PageText = PageText {
     talk_to_person: "联系人工客服",
     withdraw_confirm: "确定撤回此请求吗？处理将停止；已提交给银行的款项无法撤回。",
     withdraw_yes: "是的，撤回",
+    earlier_text: "引用和转发的内容",
 };
 
 const JA_PAGE: PageText = PageText {
@@ -117,6 +121,210 @@ const JA_PAGE: PageText = PageText {
     talk_to_person: "担当者と話す",
     withdraw_confirm: "このお問い合わせを取り下げますか？対応は停止します。すでに銀行へ送られた処理は取り消せません。",
     withdraw_yes: "はい、取り下げます",
+    earlier_text: "引用・転送された内容",
+};
+
+const DE_PAGE: PageText = PageText {
+    support: "Kundenservice",
+    my_tickets: "Meine Tickets",
+    your_ticket: "Ihr Ticket",
+    status: "Status",
+    write_message: "Schreiben Sie eine Nachricht",
+    send: "Senden",
+    withdraw: "Anfrage zurückziehen",
+    open_ticket: "Ticket eröffnen",
+    what_happened: "Was ist passiert?",
+    order_number: "Bestellnummer (optional)",
+    no_tickets: "Noch keine Tickets.",
+    customer: "Sie",
+    agent: "Support",
+    staff: "Support-Team",
+    sign_out: "Abmelden",
+    sign_in: "Anmelden",
+    sign_in_once: "Dieser Link meldet Sie einmal an und gilt 15 Minuten.",
+    sign_in_continue: "Weiter",
+    signed_out: "Sie sind abgemeldet. Öffnen Sie den Anmeldelink, den wir Ihnen geschickt haben, um sich erneut anzumelden.",
+    link_not_valid: "Dieser Link ist ungültig, wurde bereits verwendet oder ist abgelaufen. Fragen Sie uns nach einem neuen.",
+    open_from_link: "Öffnen Sie diese Seite über den Link, den wir Ihnen geschickt haben.",
+    no_such_page: "Diese Seite gibt es nicht.",
+    talk_to_person: "Mit einer Person sprechen",
+    withdraw_confirm: "Diese Anfrage zurückziehen? Die Bearbeitung endet; was bereits an Ihre Bank gegangen ist, kann nicht zurückgenommen werden.",
+    withdraw_yes: "Ja, zurückziehen",
+    earlier_text: "Zitierter und weitergeleiteter Text",
+};
+
+const FR_PAGE: PageText = PageText {
+    support: "Service client",
+    my_tickets: "Mes tickets",
+    your_ticket: "Votre ticket",
+    status: "Statut",
+    write_message: "Écrivez un message",
+    send: "Envoyer",
+    withdraw: "Retirer ma demande",
+    open_ticket: "Ouvrir un ticket",
+    what_happened: "Que s'est-il passé ?",
+    order_number: "Numéro de commande (facultatif)",
+    no_tickets: "Aucun ticket pour l'instant.",
+    customer: "Vous",
+    agent: "Assistance",
+    staff: "Équipe d'assistance",
+    sign_out: "Se déconnecter",
+    sign_in: "Se connecter",
+    sign_in_once: "Ce lien vous connecte une seule fois et reste valable 15 minutes.",
+    sign_in_continue: "Continuer",
+    signed_out: "Vous êtes déconnecté. Ouvrez le lien de connexion que nous vous avons envoyé pour vous reconnecter.",
+    link_not_valid: "Ce lien n'est pas valide, a déjà été utilisé ou a expiré. Demandez-nous-en un nouveau.",
+    open_from_link: "Ouvrez cette page depuis le lien que nous vous avons envoyé.",
+    no_such_page: "Cette page n'existe pas.",
+    talk_to_person: "Parler à une personne",
+    withdraw_confirm: "Retirer cette demande ? Son traitement s'arrête ; ce qui a déjà été envoyé à votre banque ne peut pas être annulé.",
+    withdraw_yes: "Oui, la retirer",
+    earlier_text: "Texte cité et transféré",
+};
+
+const ES_PAGE: PageText = PageText {
+    support: "Atención al cliente",
+    my_tickets: "Mis tickets",
+    your_ticket: "Su ticket",
+    status: "Estado",
+    write_message: "Escriba un mensaje",
+    send: "Enviar",
+    withdraw: "Retirar mi solicitud",
+    open_ticket: "Abrir un ticket",
+    what_happened: "¿Qué ha pasado?",
+    order_number: "Número de pedido (opcional)",
+    no_tickets: "Todavía no hay tickets.",
+    customer: "Usted",
+    agent: "Soporte",
+    staff: "Equipo de soporte",
+    sign_out: "Cerrar sesión",
+    sign_in: "Iniciar sesión",
+    sign_in_once: "Este enlace inicia su sesión una sola vez y es válido durante 15 minutos.",
+    sign_in_continue: "Continuar",
+    signed_out: "Ha cerrado la sesión. Abra el enlace de acceso que le enviamos para volver a entrar.",
+    link_not_valid: "Este enlace no es válido, ya se ha usado o ha caducado. Pídanos uno nuevo.",
+    open_from_link: "Abra esta página desde el enlace que le enviamos.",
+    no_such_page: "Esta página no existe.",
+    talk_to_person: "Hablar con una persona",
+    withdraw_confirm: "¿Retirar esta solicitud? Su tramitación se detiene; lo que ya se haya enviado a su banco no se puede deshacer.",
+    withdraw_yes: "Sí, retirarla",
+    earlier_text: "Texto citado y reenviado",
+};
+
+const IT_PAGE: PageText = PageText {
+    support: "Assistenza clienti",
+    my_tickets: "I miei ticket",
+    your_ticket: "Il suo ticket",
+    status: "Stato",
+    write_message: "Scriva un messaggio",
+    send: "Invia",
+    withdraw: "Ritira la mia richiesta",
+    open_ticket: "Apri un ticket",
+    what_happened: "Che cosa è successo?",
+    order_number: "Numero d'ordine (facoltativo)",
+    no_tickets: "Ancora nessun ticket.",
+    customer: "Lei",
+    agent: "Assistenza",
+    staff: "Team di assistenza",
+    sign_out: "Esci",
+    sign_in: "Accedi",
+    sign_in_once: "Questo link la fa accedere una sola volta ed è valido per 15 minuti.",
+    sign_in_continue: "Continua",
+    signed_out: "È uscito dall'account. Apra il link di accesso che le abbiamo inviato per accedere di nuovo.",
+    link_not_valid: "Questo link non è valido, è già stato usato o è scaduto. Ce ne chieda uno nuovo.",
+    open_from_link: "Apra questa pagina dal link che le abbiamo inviato.",
+    no_such_page: "Questa pagina non esiste.",
+    talk_to_person: "Parla con una persona",
+    withdraw_confirm: "Ritirare questa richiesta? La lavorazione si interrompe; ciò che è già stato inviato alla sua banca non può essere annullato.",
+    withdraw_yes: "Sì, ritirala",
+    earlier_text: "Testo citato e inoltrato",
+};
+
+const NL_PAGE: PageText = PageText {
+    support: "Klantenservice",
+    my_tickets: "Mijn tickets",
+    your_ticket: "Uw ticket",
+    status: "Status",
+    write_message: "Schrijf een bericht",
+    send: "Versturen",
+    withdraw: "Mijn verzoek intrekken",
+    open_ticket: "Ticket openen",
+    what_happened: "Wat is er gebeurd?",
+    order_number: "Bestelnummer (optioneel)",
+    no_tickets: "Nog geen tickets.",
+    customer: "U",
+    agent: "Support",
+    staff: "Supportteam",
+    sign_out: "Afmelden",
+    sign_in: "Aanmelden",
+    sign_in_once: "Met deze link meldt u zich één keer aan; hij is 15 minuten geldig.",
+    sign_in_continue: "Doorgaan",
+    signed_out: "U bent afgemeld. Open de aanmeldlink die we u stuurden om opnieuw aan te melden.",
+    link_not_valid: "Deze link is ongeldig, al gebruikt of verlopen. Vraag ons om een nieuwe.",
+    open_from_link: "Open deze pagina via de link die we u stuurden.",
+    no_such_page: "Deze pagina bestaat niet.",
+    talk_to_person: "Met een medewerker praten",
+    withdraw_confirm: "Dit verzoek intrekken? De behandeling stopt; wat al naar uw bank is gestuurd, kan niet worden teruggedraaid.",
+    withdraw_yes: "Ja, intrekken",
+    earlier_text: "Geciteerde en doorgestuurde tekst",
+};
+
+const PT_PAGE: PageText = PageText {
+    support: "Apoio ao cliente",
+    my_tickets: "Os meus tickets",
+    your_ticket: "O seu ticket",
+    status: "Estado",
+    write_message: "Escreva uma mensagem",
+    send: "Enviar",
+    withdraw: "Retirar o meu pedido",
+    open_ticket: "Abrir um ticket",
+    what_happened: "O que aconteceu?",
+    order_number: "Número da encomenda (opcional)",
+    no_tickets: "Ainda não há tickets.",
+    customer: "Você",
+    agent: "Apoio",
+    staff: "Equipa de apoio",
+    sign_out: "Terminar sessão",
+    sign_in: "Iniciar sessão",
+    sign_in_once: "Este link inicia a sua sessão uma única vez e é válido durante 15 minutos.",
+    sign_in_continue: "Continuar",
+    signed_out: "A sua sessão terminou. Abra o link de acesso que lhe enviámos para entrar de novo.",
+    link_not_valid: "Este link não é válido, já foi usado ou expirou. Peça-nos um novo.",
+    open_from_link: "Abra esta página a partir do link que lhe enviámos.",
+    no_such_page: "Esta página não existe.",
+    talk_to_person: "Falar com uma pessoa",
+    withdraw_confirm: "Retirar este pedido? O tratamento para; o que já foi enviado ao seu banco não pode ser anulado.",
+    withdraw_yes: "Sim, retirar",
+    earlier_text: "Texto citado e encaminhado",
+};
+
+const KO_PAGE: PageText = PageText {
+    support: "고객 지원",
+    my_tickets: "내 문의",
+    your_ticket: "문의 내용",
+    status: "상태",
+    write_message: "메시지를 입력하세요",
+    send: "보내기",
+    withdraw: "요청 철회",
+    open_ticket: "문의하기",
+    what_happened: "무슨 일이 있었나요?",
+    order_number: "주문 번호 (선택)",
+    no_tickets: "아직 문의가 없습니다.",
+    customer: "고객님",
+    agent: "지원",
+    staff: "지원 팀",
+    sign_out: "로그아웃",
+    sign_in: "로그인",
+    sign_in_once: "이 링크로는 한 번만 로그인할 수 있으며 15분 동안 유효합니다.",
+    sign_in_continue: "계속",
+    signed_out: "로그아웃되었습니다. 다시 로그인하려면 보내 드린 로그인 링크를 여세요.",
+    link_not_valid: "이 링크는 유효하지 않거나 이미 사용되었거나 만료되었습니다. 새 링크를 요청해 주세요.",
+    open_from_link: "보내 드린 링크로 이 페이지를 여세요.",
+    no_such_page: "존재하지 않는 페이지입니다.",
+    talk_to_person: "상담원과 이야기하기",
+    withdraw_confirm: "이 요청을 철회하시겠습니까? 처리가 중단되며, 이미 은행으로 전송된 처리는 되돌릴 수 없습니다.",
+    withdraw_yes: "예, 철회합니다",
+    earlier_text: "인용 및 전달된 내용",
 };
 
 pub fn page_text(lang: Language) -> &'static PageText {
@@ -124,6 +332,13 @@ pub fn page_text(lang: Language) -> &'static PageText {
         Language::En => &EN_PAGE,
         Language::Zh => &ZH_PAGE,
         Language::Ja => &JA_PAGE,
+        Language::De => &DE_PAGE,
+        Language::Fr => &FR_PAGE,
+        Language::Es => &ES_PAGE,
+        Language::It => &IT_PAGE,
+        Language::Nl => &NL_PAGE,
+        Language::Pt => &PT_PAGE,
+        Language::Ko => &KO_PAGE,
     }
 }
 
@@ -142,51 +357,33 @@ impl PageText {
 /// error's code, so the API keeps its English messages while the pages speak the
 /// customer's language; internal errors stay opaque.
 pub fn page_error(lang: Language, error: &DomainError) -> String {
-    match (lang, error.code()) {
-        (Language::En, "empty_message") => "The message is empty.".to_string(),
-        (Language::Zh, "empty_message") => "消息为空。".to_string(),
-        (Language::Ja, "empty_message") => "メッセージが入力されていません。".to_string(),
-        (Language::En, "payload_too_large") => format!(
-            "Messages are at most {} characters.",
-            super::MAX_MESSAGE_CHARS
-        ),
-        (Language::Zh, "payload_too_large") => {
-            format!("消息最多 {} 个字符。", super::MAX_MESSAGE_CHARS)
-        }
-        (Language::Ja, "payload_too_large") => format!(
-            "メッセージは{}文字以内で入力してください。",
-            super::MAX_MESSAGE_CHARS
-        ),
-        (Language::En, "invalid_order_id") => {
-            "Order numbers are at most 64 characters.".to_string()
-        }
-        (Language::Zh, "invalid_order_id") => "订单号最多 64 个字符。".to_string(),
-        (Language::Ja, "invalid_order_id") => {
-            "注文番号は64文字以内で入力してください。".to_string()
-        }
-        (Language::En, "rate_limited") => {
-            "You have sent many messages in a short time. Please wait a moment and try again."
-                .to_string()
-        }
-        (Language::Zh, "rate_limited") => "您在短时间内发送了太多消息，请稍后再试。".to_string(),
-        (Language::Ja, "rate_limited") => {
-            "短時間に多くのメッセージが送信されました。しばらくしてから、もう一度お試しください。"
-                .to_string()
-        }
-        (lang, "not_found") => ticket_not_found(lang).to_string(),
-        (Language::En, "case_changed" | "conflict") => {
-            "Your request changed meanwhile. Reload the page and try again.".to_string()
-        }
-        (Language::Zh, "case_changed" | "conflict") => {
-            "您的请求状态已更新，请刷新页面后重试。".to_string()
-        }
-        (Language::Ja, "case_changed" | "conflict") => {
-            "お問い合わせの状況が更新されました。ページを再読み込みして、もう一度お試しください。"
-                .to_string()
-        }
-        (Language::En, _) => "Something went wrong. Please try again.".to_string(),
-        (Language::Zh, _) => "出现了问题，请重试。".to_string(),
-        (Language::Ja, _) => "問題が発生しました。もう一度お試しください。".to_string(),
+    let max = super::MAX_MESSAGE_CHARS;
+    let [empty, too_long, long_order, rate_limited, changed, generic] = error_words(lang);
+    match error.code() {
+        "empty_message" => empty.to_string(),
+        "payload_too_large" => too_long.replace("{max}", &max.to_string()),
+        "invalid_order_id" => long_order.to_string(),
+        "rate_limited" => rate_limited.to_string(),
+        "not_found" => ticket_not_found(lang).to_string(),
+        "case_changed" | "conflict" => changed.to_string(),
+        _ => generic.to_string(),
+    }
+}
+
+/// The page errors of one language: empty message, message too long (`{max}`
+/// characters), order number too long, rate limited, the case changed, anything else.
+fn error_words(lang: Language) -> [&'static str; 6] {
+    match lang {
+        Language::En => ["The message is empty.", "Messages are at most {max} characters.", "Order numbers are at most 64 characters.", "You have sent many messages in a short time. Please wait a moment and try again.", "Your request changed meanwhile. Reload the page and try again.", "Something went wrong. Please try again."],
+        Language::Zh => ["消息为空。", "消息最多 {max} 个字符。", "订单号最多 64 个字符。", "您在短时间内发送了太多消息，请稍后再试。", "您的请求状态已更新，请刷新页面后重试。", "出现了问题，请重试。"],
+        Language::Ja => ["メッセージが入力されていません。", "メッセージは{max}文字以内で入力してください。", "注文番号は64文字以内で入力してください。", "短時間に多くのメッセージが送信されました。しばらくしてから、もう一度お試しください。", "お問い合わせの状況が更新されました。ページを再読み込みして、もう一度お試しください。", "問題が発生しました。もう一度お試しください。"],
+        Language::De => ["Die Nachricht ist leer.", "Nachrichten dürfen höchstens {max} Zeichen lang sein.", "Bestellnummern dürfen höchstens 64 Zeichen lang sein.", "Sie haben in kurzer Zeit viele Nachrichten gesendet. Bitte warten Sie einen Moment und versuchen Sie es erneut.", "Ihre Anfrage hat sich inzwischen geändert. Laden Sie die Seite neu und versuchen Sie es erneut.", "Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut."],
+        Language::Fr => ["Le message est vide.", "Les messages font au plus {max} caractères.", "Les numéros de commande font au plus 64 caractères.", "Vous avez envoyé beaucoup de messages en peu de temps. Patientez un instant puis réessayez.", "Votre demande a changé entre-temps. Rechargez la page et réessayez.", "Un problème est survenu. Veuillez réessayer."],
+        Language::Es => ["El mensaje está vacío.", "Los mensajes tienen como máximo {max} caracteres.", "Los números de pedido tienen como máximo 64 caracteres.", "Ha enviado muchos mensajes en poco tiempo. Espere un momento y vuelva a intentarlo.", "Su solicitud ha cambiado mientras tanto. Recargue la página y vuelva a intentarlo.", "Algo ha salido mal. Vuelva a intentarlo."],
+        Language::It => ["Il messaggio è vuoto.", "I messaggi possono avere al massimo {max} caratteri.", "I numeri d'ordine possono avere al massimo 64 caratteri.", "Ha inviato molti messaggi in poco tempo. Attenda un momento e riprovi.", "La sua richiesta è cambiata nel frattempo. Ricarichi la pagina e riprovi.", "Qualcosa è andato storto. Riprovi."],
+        Language::Nl => ["Het bericht is leeg.", "Berichten zijn maximaal {max} tekens lang.", "Bestelnummers zijn maximaal 64 tekens lang.", "U heeft in korte tijd veel berichten gestuurd. Wacht even en probeer het opnieuw.", "Uw verzoek is intussen gewijzigd. Laad de pagina opnieuw en probeer het nog eens.", "Er ging iets mis. Probeer het opnieuw."],
+        Language::Pt => ["A mensagem está vazia.", "As mensagens têm no máximo {max} caracteres.", "Os números de encomenda têm no máximo 64 caracteres.", "Enviou muitas mensagens em pouco tempo. Aguarde um momento e tente de novo.", "O seu pedido mudou entretanto. Recarregue a página e tente de novo.", "Algo correu mal. Tente de novo."],
+        Language::Ko => ["메시지가 비어 있습니다.", "메시지는 최대 {max}자까지 입력할 수 있습니다.", "주문 번호는 최대 64자까지 입력할 수 있습니다.", "짧은 시간에 너무 많은 메시지를 보내셨습니다. 잠시 후 다시 시도해 주세요.", "그동안 요청 상태가 바뀌었습니다. 페이지를 새로 고친 뒤 다시 시도해 주세요.", "문제가 발생했습니다. 다시 시도해 주세요."],
     }
 }
 
@@ -197,5 +394,12 @@ pub fn ticket_not_found(lang: Language) -> &'static str {
         Language::En => "Ticket not found.",
         Language::Zh => "未找到该工单。",
         Language::Ja => "お問い合わせが見つかりません。",
+        Language::De => "Ticket nicht gefunden.",
+        Language::Fr => "Ticket introuvable.",
+        Language::Es => "No se ha encontrado el ticket.",
+        Language::It => "Ticket non trovato.",
+        Language::Nl => "Ticket niet gevonden.",
+        Language::Pt => "Ticket não encontrado.",
+        Language::Ko => "문의를 찾을 수 없습니다.",
     }
 }

@@ -1,11 +1,16 @@
 //! Secondary evidence in the customer's text: the products, money amounts, currencies
-//! and explicit dates they write, used to choose among their orders when no id is named.
+//! and explicit dates they write, in the ten languages we answer in, used to choose
+//! among their orders when no id is named. Text is compared as `structure::fold_words`
+//! folds it (lower case, no accents); amounts are read with a decimal point or comma
+//! (`12.99`, `12,99 €`, `1.299,00 EUR`, `9,800円`).
 
 use rust_decimal::Decimal;
 
-use super::normalise::{contains_phrase, fold};
+use super::normalise::contains_phrase;
+use crate::structure::fold_words;
 
-/// Product words, folded, per product (EN, ZH, JA).
+/// Product words, folded, per product (EN, ZH, JA first, then DE, FR, ES, IT, NL, PT,
+/// KO). Words that also describe a charge ("extra", "supplément") are left out.
 const PRODUCT_WORDS: &[(&str, &[&str])] = &[
     (
         "annual_plan",
@@ -27,6 +32,21 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "年額",
             "年払い",
             "1年プラン",
+            "jahresabo",
+            "jahresabonnement",
+            "jahresplan",
+            "jahrlich",
+            "12 monate",
+            "annuel",
+            "annuelle",
+            "anual",
+            "annuale",
+            "jaarabonnement",
+            "jaarlijks",
+            "jaarplan",
+            "연간",
+            "1년",
+            "연 구독",
         ],
     ),
     (
@@ -46,6 +66,22 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "月払い",
             "マンスリー",
             "月間プラン",
+            "monatsabo",
+            "monatsabonnement",
+            "monatlich",
+            "monatsplan",
+            "mensuel",
+            "mensuelle",
+            "mensual",
+            "mensile",
+            "maandabonnement",
+            "maandelijks",
+            "maandplan",
+            "mensal",
+            "월간",
+            "월 구독",
+            "월정액",
+            "매월",
         ],
     ),
     (
@@ -64,13 +100,32 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "追加オプション",
             "オプション",
             "拡張パック",
+            "zusatzpaket",
+            "zusatzoption",
+            "zusatzmodul",
+            "module complementaire",
+            "option complementaire",
+            "complemento",
+            "paquete adicional",
+            "modulo aggiuntivo",
+            "pacchetto aggiuntivo",
+            "componente aggiuntivo",
+            "uitbreidingspakket",
+            "extra pakket",
+            "pacote adicional",
+            "modulo adicional",
+            "애드온",
+            "추가 기능",
+            "부가 서비스",
+            "추가 옵션",
+            "확장팩",
         ],
     ),
 ];
 
 /// The products the text names (`annual_plan`…); `text` need not be folded.
 pub fn mentioned_products(text: &str) -> Vec<&'static str> {
-    let text = fold(text);
+    let text = fold_words(text);
     PRODUCT_WORDS
         .iter()
         .filter(|(_, words)| words.iter().any(|w| contains_phrase(&text, w)))
@@ -79,10 +134,13 @@ pub fn mentioned_products(text: &str) -> Vec<&'static str> {
 }
 
 /// Money amounts the text writes with a currency sign, code or decimals (`19.80`,
-/// `¥9800`, `9800円`, `$12`): a bare small number ("2 times") is no amount.
+/// `12,99 €`, `¥9800`, `9,800円`, `$12`): a bare small number ("2 times") is no amount.
+/// A separator before three digits reads as thousands (`9.800`, `1,299.00`: no currency
+/// of ours has three decimals); one before one or two digits as the decimal point
+/// (`12,99`).
 pub fn mentioned_amounts(text: &str) -> Vec<Decimal> {
-    let mut amounts = Vec::new();
     let chars: Vec<char> = text.chars().collect();
+    let mut amounts = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         if !chars[i].is_ascii_digit() || (i > 0 && chars[i - 1].is_ascii_alphanumeric()) {
@@ -90,14 +148,19 @@ pub fn mentioned_amounts(text: &str) -> Vec<Decimal> {
             continue;
         }
         let start = i;
-        let mut raw = String::new();
-        while i < chars.len()
-            && (chars[i].is_ascii_digit()
-                || (matches!(chars[i], '.' | ',')
-                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
-        {
-            if chars[i] != ',' {
-                raw.push(chars[i]);
+        let mut groups: Vec<String> = vec![String::new()];
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_ascii_digit() {
+                if let Some(group) = groups.last_mut() {
+                    group.push(c);
+                }
+            } else if matches!(c, '.' | ',' | '\'')
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+            {
+                groups.push(String::new());
+            } else {
+                break;
             }
             i += 1;
         }
@@ -108,15 +171,35 @@ pub fn mentioned_amounts(text: &str) -> Vec<Decimal> {
             .iter()
             .rev()
             .find(|c| !c.is_whitespace())
-            .is_some_and(|c| matches!(c, '$' | '€' | '¥' | '£'));
-        let marked = sign_before || text_has_currency_at(&chars, i) || raw.contains('.');
+            .is_some_and(|c| matches!(c, '$' | '€' | '¥' | '£' | '₩'));
+        let marked = sign_before || text_has_currency_at(&chars, i) || has_decimals(&groups);
         if marked {
-            if let Ok(d) = raw.parse::<Decimal>() {
-                amounts.push(d.normalize());
-            }
+            amounts.extend(reading(&groups));
         }
     }
     amounts
+}
+
+fn has_decimals(groups: &[String]) -> bool {
+    groups.len() >= 2 && groups.last().is_some_and(|g| g.len() <= 2)
+}
+
+/// The value a digit run with separators means (see [`mentioned_amounts`]).
+fn reading(groups: &[String]) -> Option<Decimal> {
+    let parse = |whole: &str, fraction: &str| {
+        let text = if fraction.is_empty() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{fraction}")
+        };
+        text.parse::<Decimal>().ok().map(|d| d.normalize())
+    };
+    let last = groups.last()?;
+    if groups.len() >= 2 && last.len() <= 2 {
+        return parse(&groups[..groups.len() - 1].concat(), last);
+    }
+    // One group, or three digits after the last separator: thousands.
+    parse(&groups.concat(), "")
 }
 
 fn text_has_currency_at(chars: &[char], i: usize) -> bool {
@@ -127,7 +210,7 @@ fn text_has_currency_at(chars: &[char], i: usize) -> bool {
         .collect();
     [
         "usd", "eur", "cny", "jpy", "rmb", "yen", "dollar", "euro", "円", "元", "块", "美元",
-        "欧元", "日元",
+        "欧元", "日元", "dolar", "dollari", "dollaro", "엔", "달러", "유로", "위안", "€", "$", "¥",
     ]
     .iter()
     .any(|w| rest.starts_with(w))
@@ -136,10 +219,22 @@ fn text_has_currency_at(chars: &[char], i: usize) -> bool {
 /// Currencies the text names by sign, code or word.
 pub(super) fn mentioned_currencies(text: &str) -> Vec<&'static str> {
     let table: &[(&str, &[&str])] = &[
-        ("USD", &["$", "usd", "dollar", "美元", "ドル"]),
-        ("EUR", &["€", "eur", "euro", "欧元", "ユーロ"]),
-        ("JPY", &["円", "jpy", "yen", "日元"]),
-        ("CNY", &["cny", "rmb", "人民币", "元"]),
+        (
+            "USD",
+            &[
+                "$", "usd", "dollar", "dolar", "dolares", "dollaro", "dollari", "美元", "ドル",
+                "달러",
+            ],
+        ),
+        (
+            "EUR",
+            &["€", "eur", "euro", "euros", "欧元", "ユーロ", "유로"],
+        ),
+        ("JPY", &["円", "jpy", "yen", "日元", "엔화"]),
+        (
+            "CNY",
+            &["cny", "rmb", "yuan", "renminbi", "人民币", "元", "위안"],
+        ),
     ];
     table
         .iter()
@@ -163,82 +258,203 @@ pub(super) fn mentioned_currencies(text: &str) -> Vec<&'static str> {
         .collect()
 }
 
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+/// Month names, folded, per month: English (and its abbreviations), German, French,
+/// Spanish, Italian, Dutch, Portuguese.
+const MONTHS: [&[&str]; 12] = [
+    &[
+        "jan", "january", "januar", "janvier", "janv", "enero", "gennaio", "januari", "janeiro",
+    ],
+    &[
+        "feb",
+        "february",
+        "februar",
+        "fevrier",
+        "fev",
+        "febrero",
+        "febbraio",
+        "februari",
+        "fevereiro",
+    ],
+    &["mar", "march", "marz", "mars", "marzo", "maart", "marco"],
+    &["apr", "april", "avril", "avr", "abril", "aprile"],
+    &["may", "mai", "mayo", "maggio", "mei", "maio"],
+    &["jun", "june", "juni", "juin", "junio", "giugno", "junho"],
+    &[
+        "jul", "july", "juli", "juillet", "juil", "julio", "luglio", "julho",
+    ],
+    &["aug", "august", "aout", "agosto", "augustus"],
+    &[
+        "sep",
+        "sept",
+        "september",
+        "septembre",
+        "septiembre",
+        "setiembre",
+        "settembre",
+        "setembro",
+    ],
+    &[
+        "oct", "october", "oktober", "okt", "octobre", "octubre", "ottobre", "outubro",
+    ],
+    &["nov", "november", "novembre", "noviembre", "novembro"],
+    &[
+        "dec",
+        "december",
+        "dezember",
+        "dez",
+        "decembre",
+        "diciembre",
+        "dicembre",
+        "dezembro",
+    ],
 ];
 
-/// Explicit dates (`2026-12-05`, `2026/12/05`, `12月5日`, `Dec 5`, `5 December`) as
-/// `(year if written, month, day)`.
-pub(super) fn mentioned_dates(text: &str) -> Vec<(Option<i32>, u8, u8)> {
-    let mut dates = Vec::new();
-    let numbers = |s: &str| -> Vec<(usize, usize, u32)> {
-        let mut out = Vec::new();
-        let b = s.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            if b[i].is_ascii_digit() {
-                let start = i;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if let Ok(n) = s[start..i].parse::<u32>() {
-                    out.push((start, i, n));
-                }
-            } else {
+/// What may stand between a day and its month name ("5. Dezember", "5 de diciembre",
+/// "1er mai", "5th of December", "1º de maio").
+const DAY_MONTH_GAPS: &[&str] = &[
+    "", ".", "de", "of", "st", "nd", "rd", "th", "th of", "er", "o de",
+];
+
+/// Digit runs of a text: `(start, end, value)`, byte offsets.
+fn numbers(s: &str) -> Vec<(usize, usize, u32)> {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
                 i += 1;
             }
+            if let Ok(n) = s[start..i].parse::<u32>() {
+                out.push((start, i, n));
+            }
+        } else {
+            i += 1;
         }
-        out
-    };
+    }
+    out
+}
+
+fn valid(m: u32, d: u32) -> bool {
+    (1..=12).contains(&m) && (1..=31).contains(&d)
+}
+
+/// Explicit dates (`2026-12-05`, `2026/12/05`, `05.12.2026`, `2026年12月5日`, `12月5日`,
+/// `12월 5일`, `Dec 5`, `5 December`, `5. Dezember`, `5 de diciembre`) as
+/// `(year if written, month, day)`. `text` is folded (`structure::fold_words`).
+pub(super) fn mentioned_dates(text: &str) -> Vec<(Option<i32>, u8, u8)> {
     let nums = numbers(text);
-    let ok = |m: u32, d: u32| (1..=12).contains(&m) && (1..=31).contains(&d);
+    let mut dates = numeric_dates(text, &nums);
+    dates.extend(named_month_dates(text, &nums));
+    dates
+}
+
+fn numeric_dates(text: &str, nums: &[(usize, usize, u32)]) -> Vec<(Option<i32>, u8, u8)> {
+    let mut dates = Vec::new();
+    let year = |y: u32| (2000..=2100).contains(&y);
     for w in nums.windows(3) {
-        let [(_, e1, y), (s2, e2, m), (s3, _, d)] = [w[0], w[1], w[2]];
-        let sep1 = &text[e1..s2];
-        let sep2 = &text[e2..s3];
-        let dated = |a: &str, b: &str| {
-            (a == "-" && b == "-") || (a == "/" && b == "/") || (a == "年" && b == "月")
-        };
-        if (2000..=2100).contains(&y) && ok(m, d) && dated(sep1, sep2) {
-            dates.push((Some(y as i32), m as u8, d as u8));
+        let [(_, e1, a), (s2, e2, b), (s3, _, c)] = [w[0], w[1], w[2]];
+        let (sep1, sep2) = (text[e1..s2].trim(), text[e2..s3].trim());
+        let ymd = matches!(
+            (sep1, sep2),
+            ("-", "-") | ("/", "/") | ("年", "月") | ("년", "월")
+        );
+        if year(a) && valid(b, c) && ymd {
+            dates.push((Some(a as i32), b as u8, c as u8));
+        }
+        // Day first with dots (05.12.2026), as much of Europe writes it.
+        if year(c) && valid(b, a) && sep1 == "." && sep2 == "." {
+            dates.push((Some(c as i32), b as u8, a as u8));
         }
     }
     for w in nums.windows(2) {
         let [(_, e1, m), (s2, e2, d)] = [w[0], w[1]];
-        if &text[e1..s2] == "月" && text[e2..].starts_with('日') && ok(m, d) {
+        let month_day = (text[e1..s2].trim() == "月" && text[e2..].starts_with('日'))
+            || (text[e1..s2].trim() == "월" && text[e2..].trim_start().starts_with('일'));
+        if month_day && valid(m, d) {
             dates.push((None, m as u8, d as u8));
         }
     }
-    for (month0, name) in MONTHS.iter().enumerate() {
-        for (at, _) in text.match_indices(name) {
-            if text[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_ascii_alphabetic())
-            {
-                continue;
-            }
-            let word_end = at
-                + text[at..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphabetic())
-                    .map(char::len_utf8)
-                    .sum::<usize>();
-            let day_after = nums
-                .iter()
-                .find(|(s, _, _)| *s > word_end && text[word_end..*s].trim().is_empty());
-            let day_before = nums.iter().rev().find(|(_, e, _)| {
-                *e <= at && {
-                    let gap = text[*e..at].trim();
-                    gap.is_empty() || matches!(gap, "st" | "nd" | "rd" | "th" | "of" | "th of")
-                }
-            });
-            if let Some((_, _, d)) = day_after.or(day_before) {
-                if ok(month0 as u32 + 1, *d) {
-                    dates.push((None, month0 as u8 + 1, *d as u8));
-                }
+    dates
+}
+
+fn named_month_dates(text: &str, nums: &[(usize, usize, u32)]) -> Vec<(Option<i32>, u8, u8)> {
+    let mut dates = Vec::new();
+    let mut at = 0;
+    for word in text.split(|c: char| !c.is_alphabetic()) {
+        let start = text[at..].find(word).map_or(at, |p| at + p);
+        let end = start + word.len();
+        at = end;
+        let Some(month) = MONTHS
+            .iter()
+            .position(|names| !word.is_empty() && names.contains(&word))
+        else {
+            continue;
+        };
+        let day_after = nums
+            .iter()
+            .find(|(s, _, _)| *s >= end && matches!(text[end..*s].trim(), "" | "." | ","));
+        let day_before = nums
+            .iter()
+            .rev()
+            .find(|(_, e, _)| *e <= start && DAY_MONTH_GAPS.contains(&text[*e..start].trim()));
+        if let Some((_, _, d)) = day_before.or(day_after) {
+            if valid(month as u32 + 1, *d) {
+                dates.push((None, month as u8 + 1, *d as u8));
             }
         }
     }
     dates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amounts(text: &str) -> Vec<String> {
+        mentioned_amounts(&fold_words(text))
+            .iter()
+            .map(|d| d.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn amounts_with_a_decimal_comma_or_thousands_separators_read_as_written() {
+        assert_eq!(amounts("12,99 € abgebucht"), ["12.99"]);
+        assert_eq!(amounts("€ 1.299,00 EUR"), ["1299"]);
+        assert_eq!(amounts("$1,299.00"), ["1299"]);
+        assert_eq!(amounts("9,800円"), ["9800"]);
+        assert_eq!(amounts("¥9800"), ["9800"]);
+        assert_eq!(amounts("1.980 EUR"), ["1980"]);
+        assert!(amounts("2 times, order 65169").is_empty());
+    }
+
+    #[test]
+    fn dates_are_read_with_month_names_and_numbers_in_every_language() {
+        let date = |t: &str| mentioned_dates(&fold_words(t));
+        assert_eq!(date("am 5. Dezember"), [(None, 12, 5)]);
+        assert_eq!(date("le 1er mai"), [(None, 5, 1)]);
+        assert_eq!(date("el 5 de diciembre de 2026"), [(None, 12, 5)]);
+        assert_eq!(date("il 5 dicembre"), [(None, 12, 5)]);
+        assert_eq!(date("op 5 december"), [(None, 12, 5)]);
+        assert_eq!(date("em 5 de março"), [(None, 3, 5)]);
+        assert_eq!(date("12월 5일에"), [(None, 12, 5)]);
+        assert_eq!(
+            date("2026년 12월 5일"),
+            [(Some(2026), 12, 5), (None, 12, 5)]
+        );
+        assert_eq!(date("am 05.12.2026"), [(Some(2026), 12, 5)]);
+        assert_eq!(date("Dec 5"), [(None, 12, 5)]);
+        assert!(date("maybe marketing 5").is_empty());
+    }
+
+    #[test]
+    fn products_are_named_in_every_language() {
+        assert_eq!(mentioned_products("mein Jahresabo"), ["annual_plan"]);
+        assert_eq!(mentioned_products("l'abonnement mensuel"), ["monthly_plan"]);
+        assert_eq!(mentioned_products("el paquete adicional"), ["addon"]);
+        assert_eq!(mentioned_products("연간 구독"), ["annual_plan"]);
+        assert!(mentioned_products("an extra charge").is_empty());
+    }
 }

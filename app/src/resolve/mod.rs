@@ -1,26 +1,38 @@
 //! Which order a ticket is about, resolved against the customer's own records rather
-//! than against a pattern of what order ids look like (issue 15; docs/spec/domain.md: ids are
-//! opaque strings chosen by the shop).
+//! than against a pattern of what order ids look like (issues 15 and 34; docs/spec/domain.md:
+//! ids are opaque strings chosen by the shop).
 //!
-//! Order of evidence, strongest first:
+//! Each message is first split by place (`structure`): the customer's new words
+//! decide, a forwarded receipt or pasted statement line supports, the quoted earlier
+//! thread is only noted, signatures and instructions are not read at all. Order of
+//! evidence, strongest first:
 //! 1. the order the customer picked in the ticket form (`form`), when it is theirs;
-//! 2. one of their real order ids written anywhere in the conversation (`message`):
-//!    Unicode NFKC (full-width to ASCII), case-insensitive, `#` optional, bounded (an id
-//!    never matches inside a longer token) and the longest id wins where ids are
-//!    prefixes of one another;
-//! 3. reference-like tokens that match none of their orders are handed back
-//!    ([`Resolution::unmatched`]) for the workflow to look up among all orders (RP-007:
-//!    someone else's order goes to security; the model is never trusted with that);
-//! 4. secondary evidence the customer wrote (`message`): product names, amounts,
-//!    currencies, explicit dates;
-//! 5. the billing records (`records`): their only order, or the one order whose charges
+//! 2. their own order ids written in the new words, else in what they forwarded or
+//!    pasted (`message`), in every form `ids` reads — spaced, broken over a line, with
+//!    any dash, thousands separators, inside a URL, any case and width; the longest id
+//!    wins where ids are prefixes of one another;
+//! 3. secondary evidence they wrote (`message`): product names, amounts, currencies,
+//!    explicit dates, in the ten languages we answer in;
+//! 4. the billing records (`records`): their only order, or the one order whose charges
 //!    show the problem described;
-//! 6. otherwise no order, and [`Resolution::missing`] says what to ask (RP-002 §4).
+//! 5. otherwise no order, and [`Resolution::missing`] says what to ask (RP-002 §4).
+//!    Several orders that could fit are asked about, never guessed between.
 //!
-//! Pure functions over plain data: no I/O, no clock, deterministic. Nothing a customer
-//! writes is obeyed here; text only selects among records that exist.
+//! Reference-like tokens that match none of their orders never stop the records: they
+//! are noted ([`Resolution::unmatched`], the named ones first) for the workflow to look
+//! up among all orders (RP-007: someone else's order goes to security; the model is
+//! never trusted with that). When the customer *names* as an order something that is
+//! none of theirs, only records showing the problem decide (one order with the
+//! duplicated charge, the hold…): their only order or a product they name is not taken,
+//! since that would guess between a typo and someone else's order, and what the
+//! customer sees must not tell the two apart (RP-007).
+//!
+//! Pure functions over plain data: no I/O, no clock, deterministic, and bounded (every
+//! scan is linear in the text, each id tried over at most its own length). Nothing a
+//! customer writes is obeyed here; text only selects among records that exist.
 
 mod evidence;
+mod ids;
 mod matching;
 mod normalise;
 mod references;
@@ -28,11 +40,14 @@ mod references;
 use policy_engine::RequestKind;
 use serde::{Deserialize, Serialize};
 
+use crate::structure::{self, Place};
+
 pub use evidence::{mentioned_amounts, mentioned_products};
 pub use matching::{repeat_purchase, shows_problem, ChargeSummary, OrderCandidate};
 pub use normalise::{contains_phrase, fold};
 pub use references::{
-    lookup_spellings, mentioned_ids, unmatched_references, Reference, MAX_REFERENCES,
+    lookup_spellings, mentioned_ids, mentioned_ids_counted, named_ids, unmatched_references,
+    Reference, MAX_REFERENCES,
 };
 
 use matching::by_secondary_evidence;
@@ -48,8 +63,8 @@ pub enum OrderSource {
     Message,
     /// The billing records single it out (the only order, the one showing the problem).
     Records,
-    /// Named by the model and verified to be one of the customer's orders; used only
-    /// when neither text nor records settle it.
+    /// Named by the model and found to be another customer's order (RP-007); the model
+    /// never chooses among the customer's own orders (issue 34: never guess).
     Agent,
 }
 
@@ -61,6 +76,11 @@ impl OrderSource {
             OrderSource::Records => "records",
             OrderSource::Agent => "agent",
         }
+    }
+
+    /// The customer named it (form or words), rather than the records showing it.
+    pub fn named_by_customer(self) -> bool {
+        matches!(self, OrderSource::Form | OrderSource::Message)
     }
 }
 
@@ -87,7 +107,7 @@ impl RequestSource {
 
 /// What resolution needs to know about the ticket.
 pub struct ResolveInput<'a> {
-    /// Every customer message, oldest first.
+    /// Every customer message, oldest first, as written (split by place here).
     pub messages: &'a [String],
     /// The order picked in the ticket form.
     pub form_order: Option<&'a str>,
@@ -100,8 +120,8 @@ pub struct ResolveInput<'a> {
 pub struct Resolution {
     pub order_id: Option<String>,
     pub source: Option<OrderSource>,
-    /// Reference-like tokens matching none of the customer's orders, in order of
-    /// appearance (at most [`MAX_REFERENCES`]); set only when no own order was named.
+    /// Reference-like tokens matching none of the customer's orders: noted, the named
+    /// ones first, at most [`MAX_REFERENCES`]. They never stop the records deciding.
     pub unmatched: Vec<Reference>,
     /// Orders whose charges must be read before the records can settle it.
     pub needs_charges: Vec<String>,
@@ -109,64 +129,150 @@ pub struct Resolution {
     pub missing: Option<&'static str>,
 }
 
+/// What the customer's messages say, by weight: the new words, then what they forwarded
+/// or pasted.
+pub struct Tiers {
+    pub decisive: Vec<String>,
+    /// Sentences that try to instruct the agent: never evidence of what is asked, but
+    /// an order of someone else's they name is still looked up (RP-007: security).
+    pub instructions: Vec<String>,
+    pub forwarded: Vec<String>,
+    pub pasted: Vec<String>,
+    pub supporting: Vec<String>,
+}
+
+impl Tiers {
+    pub fn of(messages: &[String]) -> Tiers {
+        let parts = structure::split_all(messages);
+        Tiers {
+            decisive: parts.iter().map(structure::Parts::new_text).collect(),
+            instructions: parts
+                .iter()
+                .map(|p| p.text_of(&[Place::Instruction]))
+                .collect(),
+            forwarded: parts
+                .iter()
+                .map(|p| p.text_of(&[Place::Forwarded]))
+                .collect(),
+            pasted: parts.iter().map(|p| p.text_of(&[Place::Pasted])).collect(),
+            supporting: parts
+                .iter()
+                .map(|p| p.text_of(&[Place::Forwarded, Place::Pasted]))
+                .collect(),
+        }
+    }
+}
+
 /// Resolves the order of a ticket against the customer's orders (see the module
 /// comment for the order of evidence).
 pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     let ids: Vec<&str> = input.orders.iter().map(|o| o.id.as_str()).collect();
-    let found = |id: &str, source| Resolution {
-        order_id: Some(id.to_string()),
-        source: Some(source),
-        ..Resolution::default()
-    };
     if let Some(form) = input.form_order.filter(|f| ids.contains(f)) {
-        return found(form, OrderSource::Form);
-    }
-    let text = fold(&input.messages.join("\n"));
-    let mentioned = mentioned_ids(input.messages, &ids);
-    let (mut candidates, source): (Vec<&OrderCandidate>, OrderSource) = if mentioned.is_empty() {
-        let unmatched = unmatched_references(input.messages, &ids);
-        if !unmatched.is_empty() {
-            // The workflow looks these up among all orders; until then a strong one
-            // stands as named (an order that does not exist is asked about, RP-002 §4).
-            if let Some(named) = unmatched.iter().find(|r| r.strong) {
-                return Resolution {
-                    order_id: Some(named.text.clone()),
-                    source: Some(OrderSource::Message),
-                    unmatched,
-                    ..Resolution::default()
-                };
-            }
-        }
-        let narrowed = by_secondary_evidence(&text, input.orders.iter().collect());
-        let source = if narrowed.len() < input.orders.len() {
-            OrderSource::Message
-        } else {
-            OrderSource::Records
+        return Resolution {
+            order_id: Some(form.to_string()),
+            source: Some(OrderSource::Form),
+            ..Resolution::default()
         };
-        let mut r = settle(input.request, narrowed, source);
-        r.unmatched = unmatched;
-        return r;
-    } else {
-        let named = input
+    }
+    let tiers = Tiers::of(input.messages);
+    let unmatched = noted_references(&tiers, &ids);
+    let evidence = [
+        structure::fold_words(&tiers.decisive.join("\n")),
+        structure::fold_words(&tiers.supporting.join("\n")),
+    ];
+    // Own ids: in the new words, else a forwarded message, else named in a pasted line.
+    let named_in = [
+        mentioned_ids(&tiers.decisive, &ids),
+        mentioned_ids(&tiers.forwarded, &ids),
+        named_ids(&tiers.pasted, &ids),
+    ];
+    if let Some(mentioned) = named_in.iter().find(|m| !m.is_empty()) {
+        let named: Vec<&OrderCandidate> = input
             .orders
             .iter()
             .filter(|o| mentioned.contains(&o.id))
             .collect();
-        (named, OrderSource::Message)
+        let narrowed = narrow_by_evidence(&evidence, named);
+        let mut r = settle(input.request, narrowed, OrderSource::Message);
+        r.unmatched = unmatched;
+        return r;
+    }
+    // A number the customer names as an order (after an order word or `#`, or shaped
+    // like a code) that is none of theirs: only records showing the problem decide.
+    // Their only order or a product they name would be a guess between "a typo" and
+    // "someone else's order" (RP-007), and what the customer is told must not depend on
+    // which (whether an id exists is not disclosed).
+    if named_elsewhere(&tiers, &ids) {
+        let mut r = by_records(input.request, input.orders.iter().collect());
+        r.unmatched = unmatched;
+        return r;
+    }
+    let narrowed = narrow_by_evidence(&evidence, input.orders.iter().collect());
+    let source = if narrowed.len() < input.orders.len() {
+        OrderSource::Message
+    } else {
+        OrderSource::Records
     };
-    if candidates.len() > 1 {
-        candidates = by_secondary_evidence(&text, candidates);
-    }
-    let mut r = settle(input.request, candidates.clone(), source);
-    if r.order_id.is_none() && r.needs_charges.is_empty() {
-        // Several of their orders named and nothing tells them apart: the first named.
-        r = found(&mentioned[0], OrderSource::Message);
-    }
+    let mut r = settle(input.request, narrowed, source);
+    r.unmatched = unmatched;
     r
 }
 
+/// Whether the new words (or an instruction) name as an order something that is none of
+/// the customer's orders (after an order word, or shaped like their own ids and not
+/// labelled as an invoice, parcel, phone… number).
+fn named_elsewhere(tiers: &Tiers, ids: &[&str]) -> bool {
+    [&tiers.decisive, &tiers.instructions]
+        .into_iter()
+        .any(|texts| {
+            references::all_unmatched(texts, ids)
+                .iter()
+                .any(|r| r.names_an_order(ids))
+        })
+}
+
+/// References matching none of the customer's orders: those of the new words, then the
+/// named ones of what supports them (a bare number in a pasted statement is a store or
+/// bank reference far more often than an order) and of instructions (an injected
+/// "refund O-20511" naming someone else's order goes to security, RP-007); named first,
+/// at most [`MAX_REFERENCES`].
+fn noted_references(tiers: &Tiers, ids: &[&str]) -> Vec<Reference> {
+    let mut noted = unmatched_references(&tiers.decisive, ids);
+    let others = [
+        unmatched_references(&tiers.instructions, ids),
+        unmatched_references(&tiers.supporting, ids),
+    ];
+    for r in others.into_iter().flatten() {
+        let seen = noted.iter().any(|n| n.text.eq_ignore_ascii_case(&r.text));
+        if r.strong && !seen {
+            noted.push(r);
+        }
+    }
+    noted.sort_by_key(|r| !r.strong);
+    noted.truncate(MAX_REFERENCES);
+    noted
+}
+
+/// Narrowed by what the new words say besides ids, then by what supports them.
+fn narrow_by_evidence<'a>(
+    [decisive, supporting]: &[String; 2],
+    candidates: Vec<&'a OrderCandidate>,
+) -> Vec<&'a OrderCandidate> {
+    let narrowed = if candidates.len() > 1 {
+        by_secondary_evidence(decisive, candidates)
+    } else {
+        candidates
+    };
+    if narrowed.len() > 1 {
+        by_secondary_evidence(supporting, narrowed)
+    } else {
+        narrowed
+    }
+}
+
 /// The last steps: one candidate left, else the records (the one order showing the
-/// problem, the repeat purchase), else nothing and what is missing.
+/// problem, the repeat purchase), else nothing and what is missing (RP-002 §4: several
+/// orders that could fit are asked about).
 fn settle(
     request: RequestKind,
     candidates: Vec<&OrderCandidate>,
@@ -179,11 +285,17 @@ fn settle(
             ..Resolution::default()
         };
     }
+    by_records(request, candidates)
+}
+
+/// The one order whose charges show the problem described, or the repeat purchase;
+/// else nothing and what is missing.
+fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>) -> Resolution {
     let unresolved = Resolution {
         missing: Some(if candidates.is_empty() {
             "an order: the customer has none on record"
         } else {
-            "which order the request is about: the customer has several and neither the messages nor the records single one out"
+            "which order the request is about: neither the messages nor the records single one of the customer's orders out"
         }),
         ..Resolution::default()
     };
@@ -318,18 +430,120 @@ mod tests {
     }
 
     #[test]
-    fn a_reference_to_no_order_of_the_customer_is_handed_back_for_lookup() {
-        let orders = [order("#10234", "addon", "5")];
-        let r = resolve_text(&orders, &["订单号：88812 重复扣款"]);
-        assert_eq!(r.order_id.as_deref(), Some("88812"));
+    fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide() {
+        // One order showing the duplicate: it is the one, whatever number was typed.
+        let mut duplicated = order("#10234", "addon", "5");
+        let paid = ChargeSummary {
+            amount: "5".parse().unwrap(),
+            took_money: true,
+            hold: false,
+        };
+        duplicated.charges = Some(vec![paid.clone(), paid.clone()]);
+        let messages = vec!["订单号：88812 重复扣款".to_string()];
+        let r = resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request: RequestKind::DuplicateCharge,
+            orders: std::slice::from_ref(&duplicated),
+        });
+        assert_eq!(
+            (r.order_id.as_deref(), r.source),
+            (Some("#10234"), Some(OrderSource::Records))
+        );
         assert_eq!(
             r.unmatched,
             [Reference {
                 text: "88812".into(),
-                strong: true
+                strong: true,
+                named: true,
+                labelled_other: false,
             }]
         );
         assert!(lookup_spellings(&r.unmatched[0]).contains(&"#88812".to_string()));
+        // Records that show nothing: asked, even with one order (a typo and someone
+        // else's order must look alike, RP-007), the number still noted.
+        for orders in [
+            vec![order("A1", "addon", "5")],
+            vec![order("A1", "addon", "5"), order("A2", "annual_plan", "99")],
+        ] {
+            let r = resolve_text(&orders, &["please cancel order 88812"]);
+            assert_eq!(r.order_id, None);
+            assert!(r.missing.is_some() && r.unmatched.len() == 1);
+        }
+        // A bare number names nothing: the only order stands.
+        let r = resolve_text(&[order("A1", "addon", "5")], &["call me on 0301234567"]);
+        assert_eq!(r.order_id.as_deref(), Some("A1"));
+    }
+
+    #[test]
+    fn several_named_orders_that_nothing_tells_apart_are_asked_about_never_guessed() {
+        let orders = [
+            order("O-1", "annual_plan", "99"),
+            order("O-2", "annual_plan", "99"),
+            order("O-3", "addon", "5"),
+        ];
+        let r = resolve_text(&orders, &["cancel O-1 or O-2, whichever is newer"]);
+        assert_eq!(r.order_id, None);
+        assert!(r.missing.is_some());
+        let r = resolve_text(&orders, &["refund pls"]);
+        assert_eq!(r.order_id, None, "{r:?}");
+    }
+
+    #[test]
+    fn the_new_words_decide_and_the_quoted_thread_is_only_noted() {
+        let orders = [
+            order("65169", "annual_plan", "99"),
+            order("51110", "addon", "5"),
+        ];
+        let mail = "Please cancel https://shop.example/account/orders/65169?ref=mail\n\n\
+                    On Mon, 3 Mar 2026 at 10:00, Shop <help@shop.example> wrote:\n\
+                    > Your order 51110 has shipped.";
+        assert_eq!(
+            resolve_text(&orders, &[mail]).order_id.as_deref(),
+            Some("65169")
+        );
+        // The new words name nothing: the older order quoted below is not taken.
+        let mail = "Please cancel it.\n\n> Your order 51110 has shipped.";
+        let r = resolve_text(&orders, &[mail]);
+        assert_eq!(r.order_id, None, "{r:?}");
+        // A forwarded receipt names the order when the new words do not.
+        let mail = "Please cancel this one.\n\n---------- Forwarded message ---------\n\
+                    From: Shop\nSubject: Your receipt\nOrder 65169, total $99.00";
+        assert_eq!(
+            resolve_text(&orders, &[mail]).order_id.as_deref(),
+            Some("65169")
+        );
+    }
+
+    #[test]
+    fn numbers_in_a_signature_or_a_pasted_statement_never_name_an_order() {
+        let orders = [order("552", "addon", "5"), order("10115", "addon", "9")];
+        let mail = "I was charged twice, statement below:\n\
+                    03/12/2026  TRADER JOE'S #552  -45.12\n\n\
+                    Best regards,\nAnna\nMusterstr. 1, 10115 Berlin";
+        let r = resolve_text(&orders, &[mail]);
+        assert_eq!(r.order_id, None, "{r:?}");
+    }
+
+    #[test]
+    fn the_forms_of_the_issue_resolve_to_the_order() {
+        let cases: &[(&str, &str)] = &[
+            ("…/account/orders/65169?ref=abc was charged twice", "65169"),
+            (
+                "order 2507 1510 4088 8542 79 charged twice",
+                "250715104088854279",
+            ),
+            ("order 250612-887\n6084 charged twice", "250612-8876084"),
+            ("R-670394232 charged twice", "R670394232"),
+        ];
+        for (text, id) in cases {
+            let orders = [order(id, "addon", "5"), order("O-77", "addon", "9")];
+            assert_eq!(
+                resolve_text(&orders, &[text]).order_id.as_deref(),
+                Some(*id),
+                "{text}"
+            );
+        }
     }
 
     #[test]

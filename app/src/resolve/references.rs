@@ -1,55 +1,273 @@
-//! Order references in the customer's text: their own order ids written anywhere in the
-//! conversation, and reference-like tokens that match none of them (handed back for the
-//! workflow to look up among all orders, RP-007). Knows ids and text, not the records.
+//! Order references in the customer's text: their own order ids written anywhere, in
+//! any of the forms `ids` reads (issue 34), and reference-like tokens that match none of
+//! them — noted, and handed back for the workflow to look up among all orders (RP-007).
+//! Knows ids and text, not the records.
 
-use super::normalise::{fold, id_key, is_joiner, is_word, nfkc, occurrences};
+use std::collections::BTreeMap;
+
+use super::ids::{scan, skeleton, Scan};
+use super::normalise::{fold, id_key, is_word, occurrences};
 
 /// A token that reads like an order reference but is none of the customer's orders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
     /// As written, after NFKC (case kept), without a leading `#`.
     pub text: String,
-    /// After `#` or an order word ("order no.", "订单号", "注文番号"), or letters and
-    /// digits mixed (`MX5H38`): a customer naming an order. A bare number is weak: it is
-    /// used only if an order with that id exists.
+    /// After `#` or an order word ("order no.", "Bestellnr.", "订单号", "注文番号",
+    /// "주문번호"), or letters and digits mixed (`MX5H38`): a customer naming an order.
+    /// A bare number is weak: looked up after the strong ones.
     pub strong: bool,
+    /// Written after an order word: the customer names it as an order.
+    pub named: bool,
+    /// Written after the word of another kind of number (an invoice, a parcel, a phone,
+    /// a bank account, a VAT or post code…): the customer says it is no order.
+    pub labelled_other: bool,
 }
+
+impl Reference {
+    /// Whether the customer names this as one of their orders: after an order word, or
+    /// shaped like one of their own order ids (`O-20511` beside their `O-20510`) and not
+    /// labelled as another kind of number. Compared with *their* ids, never with a
+    /// pattern of what ids look like (SPEC §3).
+    pub fn names_an_order(&self, own_ids: &[&str]) -> bool {
+        self.named || (!self.labelled_other && own_ids.iter().any(|id| resembles(&self.text, id)))
+    }
+}
+
+/// Shaped like `id`: both all digits of about its length, or both letters and digits of
+/// about its length starting with its letters (`O-20511` for `O-20510`, `MX5H39` for
+/// `MX5H38`; not a tracking code, an IBAN or a phone number beside a short id).
+fn resembles(text: &str, id: &str) -> bool {
+    let (a, b) = (skeleton(text), skeleton(id));
+    if a.is_empty() || b.is_empty() || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let digits_only = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    let letters = |s: &str| -> String { s.chars().take_while(char::is_ascii_alphabetic).collect() };
+    match (digits_only(&a), digits_only(&b)) {
+        (true, true) => true,
+        (false, false) => letters(&a) == letters(&b),
+        _ => false,
+    }
+}
+
+/// Words, folded, after which a number is said to be something other than an order, in
+/// the ten languages we answer in.
+const OTHER_NUMBER_WORDS: &[&str] = &[
+    "invoice",
+    "rechnung",
+    "rechnungsnr",
+    "rechnungsnummer",
+    "facture",
+    "factura",
+    "fattura",
+    "factuur",
+    "fatura",
+    "tracking",
+    "tracking number",
+    "sendungsnummer",
+    "sendungsnr",
+    "suivi",
+    "seguimiento",
+    "spedizione",
+    "track & trace",
+    "rastreio",
+    "phone",
+    "tel",
+    "tel.",
+    "telefon",
+    "telephone",
+    "telefono",
+    "telefoon",
+    "telemovel",
+    "mobile",
+    "handy",
+    "portable",
+    "movil",
+    "cellulare",
+    "mobiel",
+    "fax",
+    "iban",
+    "bic",
+    "vat",
+    "vat no",
+    "ust-idnr",
+    "ust-id",
+    "tva",
+    "iva",
+    "btw",
+    "nif",
+    "cif",
+    "p.iva",
+    "partita iva",
+    "cnpj",
+    "cpf",
+    "plz",
+    "zip",
+    "postcode",
+    "code postal",
+    "cp",
+    "cap",
+    "customer number",
+    "kundennummer",
+    "kundennr",
+    "numero client",
+    "card",
+    "karte",
+    "carte",
+    "tarjeta",
+    "carta",
+    "kaart",
+    "cartao",
+    "ending",
+    "ending in",
+    "endet auf",
+    "reference",
+    "ref",
+    "referenz",
+    "referencia",
+    "riferimento",
+    "kenmerk",
+    "store",
+    "filiale",
+    "magasin",
+    "tienda",
+    "negozio",
+    "winkel",
+    "loja",
+    "account",
+    "konto",
+    "compte",
+    "cuenta",
+    "conto",
+    "rekening",
+    "conta",
+    "ticket",
+    "case",
+    "vorgang",
+    "dossier",
+    "caso",
+    "pratica",
+    "zaak",
+    "processo",
+    "发票",
+    "請求書",
+    "인보이스",
+    "송장",
+    "운송장",
+    "운송장 번호",
+    "运单",
+    "运单号",
+    "快递单号",
+    "追跡番号",
+    "伝票番号",
+    "电话",
+    "手机",
+    "電話",
+    "携帯",
+    "전화",
+    "연락처",
+    "邮编",
+    "〒",
+    "우편번호",
+    "卡号",
+    "尾号",
+    "カード",
+    "카드",
+    "账户",
+    "口座",
+    "계좌",
+];
 
 /// At most this many unmatched references are handed back (bounded lookups).
 pub const MAX_REFERENCES: usize = 5;
 
-/// The customer's order ids written in the messages, in order of first appearance.
-/// Longer ids claim their spans first, so `#10012` is never also read as `#1001` and
-/// `O-0001-2` never as `O-0001`.
-pub fn mentioned_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
-    let mut keyed: Vec<(String, &str)> = ids.iter().map(|id| (id_key(id), *id)).collect();
-    keyed.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(b.1)));
+/// The customer's ids by skeleton (two ids may share one: `O-1001`, `O1001`), and the
+/// ids that have no ASCII skeleton, matched as written.
+struct Keys<'a> {
+    by_skeleton: BTreeMap<String, Vec<String>>,
+    literal: Vec<&'a str>,
+}
+
+fn keys<'a>(ids: &[&'a str]) -> Keys<'a> {
+    let mut by_skeleton: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut literal = Vec::new();
+    for id in ids {
+        match skeleton(id) {
+            s if s.is_empty() => literal.push(*id),
+            s => by_skeleton.entry(s).or_default().push(id.to_string()),
+        }
+    }
+    for same in by_skeleton.values_mut() {
+        same.sort();
+        same.dedup();
+    }
+    Keys {
+        by_skeleton,
+        literal,
+    }
+}
+
+/// The customer's order ids written in the messages, in order of first appearance;
+/// `work` counts the comparisons made (bounded: see `ids`). Where two of their ids
+/// share a skeleton, the one written exactly wins, else both are named (and resolution
+/// asks, never guesses).
+pub fn mentioned_ids_counted(messages: &[String], ids: &[&str], work: &mut usize) -> Vec<String> {
+    mentioned(messages, ids, false, work)
+}
+
+/// The customer's order ids written after an order word ("Order #65169", "注文番号"):
+/// how an order is named in a pasted line, where a bare `#552` is a store's number.
+pub fn named_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
+    mentioned(messages, ids, true, &mut 0)
+}
+
+fn mentioned(messages: &[String], ids: &[&str], named_only: bool, work: &mut usize) -> Vec<String> {
+    let keys = keys(ids);
     let mut found: Vec<((usize, usize), String)> = Vec::new();
     for (m, message) in messages.iter().enumerate() {
-        let text = fold(message);
-        let mut claimed: Vec<(usize, usize)> = Vec::new();
-        for (key, id) in &keyed {
-            for (start, end) in occurrences(&text, key) {
-                if claimed.iter().any(|(s, e)| start < *e && *s < end) {
-                    continue;
+        let scanned = scan(message);
+        for f in scanned.find(&keys.by_skeleton, work) {
+            let span = scanned.span(f.first, f.last);
+            if named_only && !after_order_word(&scanned, span.0) {
+                continue;
+            }
+            let written = id_key(&scanned.kept_text(span));
+            let same = &keys.by_skeleton[&f.key];
+            let exact: Vec<&String> = same.iter().filter(|id| id_key(id) == written).collect();
+            let named: Vec<&String> = if exact.len() == 1 {
+                exact
+            } else {
+                same.iter().collect()
+            };
+            found.extend(named.into_iter().map(|id| ((m, span.0), id.clone())));
+        }
+        if !keys.literal.is_empty() && !named_only {
+            let folded = fold(message);
+            for id in &keys.literal {
+                for (start, _) in occurrences(&folded, &id_key(id)) {
+                    found.push(((m, folded[..start].chars().count()), id.to_string()));
                 }
-                claimed.push((start, end));
-                found.push(((m, start), id.to_string()));
             }
         }
     }
     found.sort();
-    let mut ids_in_order: Vec<String> = Vec::new();
+    let mut in_order: Vec<String> = Vec::new();
     for (_, id) in found {
-        if !ids_in_order.contains(&id) {
-            ids_in_order.push(id);
+        if !in_order.contains(&id) {
+            in_order.push(id);
         }
     }
-    ids_in_order
+    in_order
 }
 
-/// Words after which a token names an order ("order no. 10234", "订单号：10234",
-/// "注文番号は10234"), folded.
+/// [`mentioned_ids_counted`] without the count.
+pub fn mentioned_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
+    mentioned_ids_counted(messages, ids, &mut 0)
+}
+
+/// Words after which a token names an order, folded, in the ten languages we answer in.
+/// Not "invoice" or "reference": an invoice, a bank or a parcel has numbers of its own.
 const ORDER_WORDS: &[&str] = &[
     "order",
     "order no",
@@ -59,10 +277,27 @@ const ORDER_WORDS: &[&str] = &[
     "order nr",
     "orden",
     "bestellung",
+    "bestellnummer",
+    "bestellnr",
+    "bestell-nr",
+    "auftrag",
+    "auftragsnummer",
     "commande",
-    "reference",
-    "ref",
-    "invoice",
+    "n° de commande",
+    "numero de commande",
+    "pedido",
+    "numero de pedido",
+    "n.º de pedido",
+    "ordine",
+    "numero d'ordine",
+    "n. ordine",
+    "bestelling",
+    "bestelnummer",
+    "ordernummer",
+    "encomenda",
+    "numero da encomenda",
+    "주문",
+    "주문번호",
     "订单",
     "单号",
     "编号",
@@ -87,16 +322,20 @@ fn is_filler(c: char) -> bool {
                 | '【'
                 | '"'
                 | '\''
+                | '°'
+                | 'º'
                 | 'は'
                 | 'が'
                 | 'の'
                 | '是'
                 | '为'
+                | '：'
         )
 }
 
-fn after_order_word(text: &str, start: usize) -> bool {
-    let before = text[..start].trim_end_matches(is_filler);
+fn after_order_word(scanned: &Scan, start: usize) -> bool {
+    let before = scanned.lower_before(start, 40);
+    let before = before.trim_end_matches(is_filler);
     ORDER_WORDS.iter().any(|w| {
         before.ends_with(w)
             && !before[..before.len() - w.len()]
@@ -106,49 +345,64 @@ fn after_order_word(text: &str, start: usize) -> bool {
     })
 }
 
+fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
+    let before = scanned.lower_before(start, 40);
+    let before = before.trim_end_matches(is_filler);
+    let before = before.trim_end_matches(|c: char| c == '.' || c == 'º' || c == '°');
+    OTHER_NUMBER_WORDS.iter().any(|w| {
+        before.ends_with(w)
+            && !before[..before.len() - w.len()]
+                .chars()
+                .next_back()
+                .is_some_and(|c| w.is_ascii() && is_word(c))
+    }) || OTHER_NUMBER_WORDS
+        .iter()
+        .any(|w| before.ends_with(&format!("{w} no")) || before.ends_with(&format!("{w} nr")))
+}
+
 /// Suffixes that make a number a quantity, not an id (`2nd`, `24h`, `12gb`).
 const UNIT_SUFFIXES: &[&str] = &[
     "st", "nd", "rd", "th", "am", "pm", "h", "hr", "hrs", "min", "mins", "x", "k", "gb", "mb",
     "kb", "day", "days", "yen", "usd", "eur", "cny", "rmb", "jpy", "pc", "pcs",
 ];
 
-/// Reference-like tokens in one folded message, with their spans (`#` excluded).
-fn reference_tokens(nfkc_text: &str, text: &str) -> Vec<((usize, usize), Reference)> {
+/// Reference-like tokens of one message, in order (`#` excluded), with whether each is
+/// strong; the spans of the customer's own ids are left out.
+fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
     let mut tokens = Vec::new();
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !(bytes[i] as char).is_ascii_alphanumeric() || (i > 0 && is_word(bytes[i - 1] as char)) {
-            i += 1;
+    for (first, last) in scanned.runs() {
+        let span = scanned.span(first, last);
+        if own.iter().any(|(s, e)| span.0 < *e && *s < span.1) || part_of_a_date(scanned, span) {
             continue;
         }
-        let mut end = i;
-        while end < bytes.len() {
-            let c = bytes[end] as char;
-            let joined = is_joiner(c) && bytes.get(end + 1).is_some_and(|n| is_word(*n as char));
-            if !(is_word(c) || joined) {
-                break;
-            }
-            end += 1;
+        let text = scanned.kept_text(span);
+        let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
+        let named = after_order_word(scanned, span.0);
+        let labelled_other = !named && after_other_number_word(scanned, span.0);
+        let strength = reference_strength(&text.to_ascii_lowercase(), hashed || named);
+        if let Some(strong) = strength {
+            tokens.push(Reference {
+                text,
+                strong: strong && !labelled_other,
+                named,
+                labelled_other,
+            });
         }
-        let token = &text[i..end];
-        let hashed = i > 0 && bytes[i - 1] == b'#';
-        if let Some(strong) = reference_strength(token, hashed || after_order_word(text, i)) {
-            tokens.push((
-                (i, end),
-                Reference {
-                    text: nfkc_text[i..end].to_string(),
-                    strong,
-                },
-            ));
-        }
-        i = end.max(i + 1);
     }
     tokens
 }
 
+/// A number joined by `/` or `:` to another number (`2026/12/05`, `10:30`, `1/2`).
+fn part_of_a_date(scanned: &Scan, (start, end): (usize, usize)) -> bool {
+    let c = &scanned.lower;
+    let digit_at = |i: usize| c.get(i).is_some_and(char::is_ascii_digit);
+    let joined_before = start >= 2 && matches!(c[start - 1], '/' | ':') && digit_at(start - 2);
+    let joined_after = matches!(c.get(end), Some('/' | ':')) && digit_at(end + 1);
+    joined_before || joined_after
+}
+
 /// `Some(strong)` when the token could be an order id: it has digits and is not a
-/// money amount, a date, a quantity or a provider record id (`ch_…`).
+/// money amount, a date, a year, a quantity or a provider record id (`ch_…`).
 fn reference_strength(token: &str, named: bool) -> Option<bool> {
     let digits = token.chars().filter(char::is_ascii_digit).count();
     let letters = token.chars().filter(char::is_ascii_alphabetic).count();
@@ -156,16 +410,15 @@ fn reference_strength(token: &str, named: bool) -> Option<bool> {
         return None;
     }
     if letters == 0 {
-        // Amounts (19.80, 1.980) and dates (2026/12/05) are not ids; a bare number is.
-        if token.contains('.') || token.contains('/') {
+        // Amounts (19.80, 1.980) are not ids; a bare number is, weakly.
+        if token.contains(['.', ',', '\'']) && !named {
             return None;
         }
         if named && digits >= 3 {
             return Some(true);
         }
-        // A bare number of four or more digits may be an id (`10234` for `#10234`): weak,
-        // looked up only.
-        return (digits >= 4).then_some(false);
+        let year = token.len() == 4 && (1990..=2099).contains(&token.parse::<u32>().unwrap_or(0));
+        return (digits >= 4 && !year).then_some(false);
     }
     let trailing_letters: String = token
         .trim_start_matches(|c: char| c.is_ascii_digit())
@@ -178,44 +431,61 @@ fn reference_strength(token: &str, named: bool) -> Option<bool> {
     Some(named || (digits >= 2 && token.len() >= 5))
 }
 
-/// Reference-like tokens across the messages that match none of `ids`, in order.
+/// Reference-like tokens across the messages that match none of `ids`: the strong ones
+/// first, each group in order of appearance, at most [`MAX_REFERENCES`].
 pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference> {
-    let keys: Vec<String> = ids.iter().map(|id| id_key(id)).collect();
-    let mut out: Vec<Reference> = Vec::new();
+    let mut all = all_unmatched(messages, ids);
+    all.sort_by_key(|r| !r.strong);
+    all.truncate(MAX_REFERENCES);
+    all
+}
+
+/// Every reference-like token matching none of `ids`, once each, in order.
+pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference> {
+    let keys = keys(ids);
+    let mut all: Vec<Reference> = Vec::new();
+    let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for message in messages {
-        let nfkc_text = nfkc(message);
-        let text = nfkc_text.to_ascii_lowercase();
-        let own: Vec<(usize, usize)> = keys.iter().flat_map(|k| occurrences(&text, k)).collect();
-        for ((start, end), reference) in reference_tokens(&nfkc_text, &text) {
-            let overlaps_own = own.iter().any(|(s, e)| start < *e && *s < end);
-            if !overlaps_own
-                && !out
-                    .iter()
-                    .any(|r| r.text.eq_ignore_ascii_case(&reference.text))
-            {
-                out.push(reference);
-            }
-            if out.len() >= MAX_REFERENCES {
-                return out;
+        let scanned = scan(message);
+        let own: Vec<(usize, usize)> = scanned
+            .find(&keys.by_skeleton, &mut 0)
+            .iter()
+            .map(|f| scanned.span(f.first, f.last))
+            .collect();
+        for reference in reference_tokens(&scanned, &own) {
+            let literal_own = keys
+                .literal
+                .iter()
+                .any(|id| id_key(id) == id_key(&reference.text));
+            if !literal_own && seen.insert(reference.text.to_ascii_lowercase()) {
+                all.push(reference);
             }
         }
     }
-    out
+    all
 }
 
 /// Spellings under which a reference may be stored as an order id: as written, upper
-/// and lower case, with and without `#`. Bounded: at most six look-ups per reference.
+/// and lower case, with and without `#`, and its skeleton (`R-670394232` stored as
+/// `R670394232`). Bounded: at most ten look-ups per reference.
 pub fn lookup_spellings(reference: &Reference) -> Vec<String> {
+    let bare = skeleton(&reference.text);
     let mut spellings = Vec::new();
-    for base in [
+    let bases = [
         reference.text.clone(),
         reference.text.to_ascii_uppercase(),
         reference.text.to_ascii_lowercase(),
-    ] {
+    ];
+    for base in bases {
         for s in [base.clone(), format!("#{base}")] {
             if !spellings.contains(&s) {
                 spellings.push(s);
             }
+        }
+    }
+    for s in [bare.to_ascii_uppercase(), bare] {
+        if !s.is_empty() && !spellings.contains(&s) {
+            spellings.push(s);
         }
     }
     spellings
@@ -265,14 +535,43 @@ mod tests {
             &[],
         );
         assert!(refs.is_empty(), "{refs:?}");
-        // A bare number may be an id: weak, so it is only looked up.
+        // A bare number may be an id: weak, so it is only looked up; this one is said
+        // to be a card's.
         let refs = unmatched_references(&["card ending 4242".into()], &[]);
         assert_eq!(
             refs,
             [Reference {
                 text: "4242".into(),
-                strong: false
+                strong: false,
+                named: false,
+                labelled_other: true,
             }]
         );
+    }
+
+    #[test]
+    fn a_number_names_an_order_after_an_order_word_or_shaped_like_the_customers_own_ids() {
+        let names = |text: &str, own: &[&str]| -> Vec<String> {
+            all_unmatched(&[text.to_string()], own)
+                .into_iter()
+                .filter(|r| r.names_an_order(own))
+                .map(|r| r.text)
+                .collect()
+        };
+        assert_eq!(
+            names("refund the charge on O-20511", &["O-20510"]),
+            ["O-20511"]
+        );
+        assert_eq!(names("Bestellnummer 88812", &["MX5H38"]), ["88812"]);
+        assert_eq!(names("mx5h39 twice", &["MX5H38"]), ["mx5h39"]);
+        // Labelled as something else, or nothing like their ids: noted only.
+        assert!(names(
+            "Invoice #20511 and tracking 1Z999AA10123456784",
+            &["O-20510"]
+        )
+        .is_empty());
+        assert!(names("Rechnungsnr. 20511, Tel. 030 1234567", &["20510"]).is_empty());
+        assert!(names("my VAT number is DE123456789", &["DE12345"]).is_empty());
+        assert!(names("TRADER JOE'S #552", &["O-20510"]).is_empty());
     }
 }

@@ -28,7 +28,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 
-use crate::auth::{self, Principal, Staff, StaffRole, CUSTOMER_COOKIE, SESSION_COOKIE};
+use crate::auth::{
+    self, Principal, Service, ServiceKind, Staff, StaffRole, CUSTOMER_COOKIE, SESSION_COOKIE,
+};
 use crate::state::AppState;
 use crate::web::error::AppError;
 
@@ -55,11 +57,13 @@ pub enum Capability {
     PublishPolicies,
     /// Rollout, staff, retention, erasure.
     Administer,
+    /// Correct the records: link a provider charge to an order.
+    CorrectRecords,
 }
 
 impl Capability {
     /// Every capability, for tables and tests.
-    pub const ALL: [Capability; 10] = [
+    pub const ALL: [Capability; 11] = [
         Capability::ReadPolicies,
         Capability::ReadCases,
         Capability::WorkCases,
@@ -70,6 +74,7 @@ impl Capability {
         Capability::AuthorPolicies,
         Capability::PublishPolicies,
         Capability::Administer,
+        Capability::CorrectRecords,
     ];
 
     /// The roles allowed, from docs/spec/roles.md: the one place it is written down.
@@ -81,7 +86,9 @@ impl Capability {
             | Capability::WorkCases
             | Capability::DecideRefunds
             | Capability::CloseCases => &[Agent, Supervisor, Admin],
-            Capability::TakeOver | Capability::ManageSavedReplies => &[Supervisor, Admin],
+            Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
+                &[Supervisor, Admin]
+            }
             Capability::AuthorPolicies | Capability::PublishPolicies => &[PolicyAuthor, Admin],
             Capability::Administer => &[Admin],
         }
@@ -104,6 +111,7 @@ impl Capability {
             Capability::AuthorPolicies => "draft policies",
             Capability::PublishPolicies => "publish policies",
             Capability::Administer => "administer the desk",
+            Capability::CorrectRecords => "link charges to orders",
         }
     }
 }
@@ -126,12 +134,20 @@ pub enum Rule {
     /// `POST /api/v1/inbound/email` (issue 37): the bearer of `INBOUND_EMAIL_TOKEN`, and
     /// nobody while it is unset (a mail server, not a person).
     InboundMail,
+    /// A service token of this kind: a shop backend's `integration` token (customers and
+    /// orders), the identity provider's `scim` token (provisioning).
+    Service(ServiceKind),
+    /// A service token of this kind, or a staff member with the capability (a shop
+    /// backend's writes, which an admin may also make by hand).
+    ServiceOrStaff(ServiceKind, Capability),
 }
 
 /// The shape a surface answers a refusal in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
     Api,
+    /// `/scim/v2/…`: SCIM's own error shape (RFC 7644 §3.12).
+    Scim,
     Mcp,
     Console,
     CustomerPage,
@@ -141,6 +157,8 @@ impl Surface {
     pub fn of(path: &str) -> Surface {
         if path == "/mcp" || path == "/api/v1/mcp" {
             Surface::Mcp
+        } else if path.starts_with("/scim/") {
+            Surface::Scim
         } else if path.starts_with("/api/") || path == "/metrics" {
             Surface::Api
         } else if path.starts_with("/console") || path == "/" {
@@ -203,13 +221,29 @@ impl Routes {
         self.on(Method::PUT, path, rule, handler)
     }
 
+    pub fn patch<H, T>(self, path: &str, rule: Rule, handler: H) -> Routes
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        self.on(Method::PATCH, path, rule, handler)
+    }
+
+    pub fn delete<H, T>(self, path: &str, rule: Rule, handler: H) -> Routes
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        self.on(Method::DELETE, path, rule, handler)
+    }
+
     fn on<H, T>(self, method: Method, path: &str, rule: Rule, handler: H) -> Routes
     where
         H: Handler<T, AppState>,
         T: 'static,
     {
-        let filter =
-            MethodFilter::try_from(method.clone()).expect("GET, POST and PUT are method filters");
+        let filter = MethodFilter::try_from(method.clone())
+            .expect("GET, POST, PUT, PATCH and DELETE are method filters");
         self.method_router(path, &[(method, rule)], axum::routing::on(filter, handler))
     }
 
@@ -340,6 +374,7 @@ pub enum Caller {
         staff: Staff,
         session: Option<BrowserSession>,
     },
+    Service(Service),
 }
 
 /// A browser session's token and CSRF token (a cookie, never a bearer token).
@@ -357,12 +392,13 @@ impl Caller {
                 customer_id: customer_id.clone(),
             }),
             Caller::Staff { staff, .. } => Some(Principal::Staff(staff.clone())),
+            Caller::Service(service) => Some(Principal::Service(service.clone())),
         }
     }
 
     pub fn session(&self) -> Option<&BrowserSession> {
         match self {
-            Caller::Anonymous => None,
+            Caller::Anonymous | Caller::Service(_) => None,
             Caller::Customer { session, .. } | Caller::Staff { session, .. } => session.as_ref(),
         }
     }
@@ -386,11 +422,27 @@ pub fn decide(rule: Rule, caller: &Caller) -> Result<(), Refusal> {
     match (rule, caller) {
         (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics | Rule::InboundMail, _) => Ok(()),
         (_, Caller::Anonymous) => Err(Refusal::SignIn),
+        (Rule::Service(kind) | Rule::ServiceOrStaff(kind, _), Caller::Service(service))
+            if service.kind == kind =>
+        {
+            Ok(())
+        }
+        (Rule::ServiceOrStaff(_, capability), caller @ Caller::Staff { .. }) => {
+            decide(Rule::Staff(capability), caller)
+        }
+        (Rule::Service(kind), _) => Err(Refusal::Forbidden(format!(
+            "this route takes a {} token only",
+            kind.as_str()
+        ))),
+        (_, Caller::Service(service)) => Err(Refusal::Forbidden(format!(
+            "a {} token may use its own routes only",
+            service.kind.as_str()
+        ))),
         (Rule::Customer, Caller::Customer { .. }) => Ok(()),
         (Rule::Customer, Caller::Staff { .. }) => Err(Refusal::Forbidden(
             "this is a customer's page or endpoint; staff work in the console".into(),
         )),
-        (Rule::Staff(_) | Rule::AnyStaff, Caller::Customer { .. }) => {
+        (Rule::Staff(_) | Rule::AnyStaff | Rule::ServiceOrStaff(..), Caller::Customer { .. }) => {
             Err(Refusal::Forbidden("staff only".into()))
         }
         (Rule::AnyStaff, Caller::Staff { .. }) => Ok(()),
@@ -481,7 +533,7 @@ async fn identify(
     surface: Surface,
 ) -> Result<Caller, AppError> {
     let now = state.clock.now_ms();
-    if surface != Surface::Console && surface != Surface::CustomerPage {
+    if matches!(surface, Surface::Api | Surface::Mcp | Surface::Scim) {
         if let Some(token) = crate::web::extract::bearer_header(headers) {
             return Ok(match auth::resolve(&state.db, token, now).await? {
                 Some(resolved) if resolved.csrf_token.is_none() => {
@@ -495,7 +547,7 @@ async fn identify(
         Surface::Console => &[SESSION_COOKIE],
         Surface::CustomerPage => &[CUSTOMER_COOKIE],
         Surface::Api => &[SESSION_COOKIE, CUSTOMER_COOKIE],
-        Surface::Mcp => &[],
+        Surface::Mcp | Surface::Scim => &[],
     };
     for name in cookies {
         let Some(token) = crate::web::extract::cookie_header(headers, name) else {
@@ -522,6 +574,7 @@ fn caller_of(principal: Principal, session: Option<BrowserSession>) -> Caller {
             customer_id,
             session,
         },
+        Principal::Service(service) => Caller::Service(service),
     }
 }
 
@@ -551,6 +604,14 @@ async fn refuse(surface: Surface, refusal: &Refusal, request: Request) -> Respon
         (Surface::Api, Refusal::SignIn) => AppError::unauthorized().into_response(),
         (Surface::Api, Refusal::Forbidden(why)) => AppError::forbidden(why.clone()).into_response(),
         (Surface::Mcp, refusal) => crate::web::mcp::refused_by_access(refusal, request).await,
+        (Surface::Scim, Refusal::SignIn) => crate::web::scim::error(
+            StatusCode::UNAUTHORIZED,
+            None,
+            "a SCIM bearer token is required",
+        ),
+        (Surface::Scim, Refusal::Forbidden(why)) => {
+            crate::web::scim::error(StatusCode::FORBIDDEN, None, why)
+        }
         (Surface::Console, Refusal::SignIn) => Redirect::to("/console/login").into_response(),
         (Surface::Console, Refusal::Forbidden(why)) => {
             crate::web::pages::error_page(StatusCode::FORBIDDEN, &format!("Not allowed: {why}."))

@@ -125,6 +125,9 @@ pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<St
             ),
             Principal::Staff(staff) => Ok(staff),
             Principal::Customer { .. } => Err(Refusal::Customer),
+            Principal::Service(_) => Err(Refusal::Role(
+                "a service token may use its own routes only".into(),
+            )),
         },
         None => Err(Refusal::Invalid),
     }

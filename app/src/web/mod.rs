@@ -12,5 +12,6 @@ pub mod mcp;
 pub mod openapi;
 pub mod pages;
 pub mod router;
+pub mod scim;
 
 pub use router::{router, router_from, routes, CONTENT_SECURITY_POLICY, REQUEST_ID_HEADER};

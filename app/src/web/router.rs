@@ -4,6 +4,7 @@ use axum::extract::Request;
 use axum::http::Method;
 use axum::{Json, Router};
 
+use crate::auth::ServiceKind;
 use crate::web::access::{self, Capability, Routes, Rule};
 
 use crate::state::AppState;
@@ -158,12 +159,16 @@ pub fn routes(state: &AppState) -> Routes {
         .get("/readyz", Rule::Anyone, readyz)
         .get("/metrics", Rule::Metrics, get_metrics)
         .merge(mcp())
+        .merge(crate::web::scim::routes())
         .merge(crate::web::pages::routes(state))
 }
 
 /// The JSON API under `/api/v1`.
 fn api_routes(state: &AppState) -> Routes {
-    use crate::web::api::{cases, policies, reconcile, rollout, runs, saved_replies, tickets};
+    use crate::web::api::{
+        cases, policies, reconcile, records, rollout, runs, saved_replies, tickets,
+    };
+    let shop = Rule::ServiceOrStaff(ServiceKind::Integration, Capability::Administer);
     let customer = Rule::Customer;
     let read = Rule::Staff(Capability::ReadCases);
     let work = Rule::Staff(Capability::WorkCases);
@@ -234,6 +239,19 @@ fn api_routes(state: &AppState) -> Routes {
             "/saved-replies",
             Rule::Staff(Capability::ManageSavedReplies),
             saved_replies::post_saved_reply,
+        )
+        .put("/customers/{id}", shop, records::put_customer)
+        .put("/orders/{id}", shop, records::put_order)
+        .get("/charges/unlinked", read, records::get_unlinked)
+        .post(
+            "/charges/unlinked/sync",
+            Rule::Staff(Capability::Administer),
+            records::post_sync,
+        )
+        .post(
+            "/charges/{id}/link",
+            Rule::Staff(Capability::CorrectRecords),
+            records::post_link,
         )
         .get("/healthz", Rule::Anyone, healthz)
         .get("/readyz", Rule::Anyone, readyz)

@@ -27,7 +27,7 @@ fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Resul
     };
     let mut refund_facts = Vec::new();
     for r in refunds {
-        let status = match r.status.as_str() {
+        let status = match r.status() {
             "succeeded" => RefundStatus::Succeeded,
             "pending" | "requires_action" => RefundStatus::Pending,
             "canceled" => RefundStatus::Canceled,
@@ -128,26 +128,43 @@ async fn with_order(
     Ok(facts)
 }
 
+/// The facts of a decision with the order resolved, where it came from, and another
+/// customer's order the customer named when their own records decided anyway.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub facts: Facts,
+    pub order_source: Option<OrderSource>,
+    /// RP-007: an order of someone else's the customer named, while the case was decided
+    /// on their own order their records show. Flagged for security by the workflow;
+    /// never shown to the customer, never changing what they are told.
+    pub others_order: Option<String>,
+}
+
 /// Gathers the facts with the order resolved by the workflow itself, whatever model
-/// investigated (issue 15): the ticket form's order, else the customer's order ids in
-/// any of their messages, else a reference that is none of theirs looked up among all
-/// orders (another customer's goes the RP-007 way), else what they wrote (product,
-/// amount, date), else the records. The model's order is used only when none of these
-/// settles it and only if it is the customer's, or someone else's (then RP-007 too):
-/// an id is never trusted only because the model wrote it.
+/// investigated (issues 15 and 34): the ticket form's order, else the customer's own
+/// order named in their words (or in what they forwarded or pasted), else what the
+/// records show (`resolve`). When none of these settles it, a reference that is none of
+/// theirs is looked up among all orders (another customer's goes the RP-007 way), else
+/// nothing (RP-002 §4: ask). The model's order is used only when it is another
+/// customer's (RP-007 again): it never chooses among the customer's own orders, and an
+/// id is never trusted only because the model wrote it.
 pub async fn gather_facts_resolved(
     billing: &dyn BillingSource,
     ticket: &Ticket,
     customer_messages: &[String],
     request: RequestKind,
     model_order: Option<&str>,
-) -> DomainResult<(Facts, Option<OrderSource>)> {
+) -> DomainResult<Resolved> {
     let facts = gather_records(billing, ticket, request).await?;
     let owned = |id: &str| facts.orders.iter().any(|o| o.id == id);
     if let Some(form) = ticket.order_id.as_deref().filter(|f| !owned(f)) {
         // A form order that is not theirs is a reference like any other (RP-007).
         let facts = with_order(billing, facts, Some(form)).await?;
-        return Ok((facts, Some(OrderSource::Form)));
+        return Ok(Resolved {
+            facts,
+            order_source: Some(OrderSource::Form),
+            others_order: None,
+        });
     }
     let candidates: Vec<OrderCandidate> = facts
         .orders
@@ -160,19 +177,26 @@ pub async fn gather_facts_resolved(
         request,
         orders: &candidates,
     });
-    let (order_id, source) = match resolution.order_id {
-        Some(id) if owned(&id) => (Some(id), resolution.source),
-        named => match lookup_references(billing, &resolution.unmatched).await? {
-            Some(other) => (Some(other), Some(OrderSource::Message)),
-            None if named.is_some() => (named, resolution.source),
+    let named_elsewhere = lookup_references(billing, &resolution.unmatched)
+        .await?
+        .filter(|id| !owned(id));
+    let (order_id, order_source, others_order) = match resolution.order_id {
+        Some(id) if owned(&id) => (Some(id), resolution.source, named_elsewhere),
+        _ => match named_elsewhere {
+            Some(other) => (Some(other), Some(OrderSource::Message), None),
             None => {
-                let model_owns = model_order.is_some_and(owned);
-                model_choice(billing, model_order, model_owns).await?
+                let (id, source) =
+                    others_order(billing, model_order.filter(|id| !owned(id))).await?;
+                (id, source, None)
             }
         },
     };
     let facts = with_order(billing, facts, order_id.as_deref()).await?;
-    Ok((facts, source))
+    Ok(Resolved {
+        facts,
+        order_source,
+        others_order,
+    })
 }
 
 /// The first unmatched reference that is an order of any customer, by its stored id.
@@ -190,16 +214,15 @@ async fn lookup_references(
     Ok(None)
 }
 
-/// The model's order, when text and records settle nothing: kept if it is the
-/// customer's, or if it exists at all (someone else's: RP-007 escalates); an id that
-/// exists nowhere is dropped.
-async fn model_choice(
+/// The model's order when it is another customer's (RP-007 escalates); an order of the
+/// customer's own is never taken from the model (issue 34: ask, never guess), and an id
+/// that exists nowhere is dropped.
+async fn others_order(
     billing: &dyn BillingSource,
     model_order: Option<&str>,
-    owned: bool,
 ) -> DomainResult<(Option<String>, Option<OrderSource>)> {
     match model_order {
-        Some(id) if owned || billing.order_exists(id).await? => {
+        Some(id) if billing.order_exists(id).await? => {
             Ok((Some(id.to_string()), Some(OrderSource::Agent)))
         }
         _ => Ok((None, None)),
@@ -300,7 +323,7 @@ mod tests {
         text: &str,
         model_order: Option<&str>,
     ) -> (Option<String>, Ownership, Option<OrderSource>) {
-        let (facts, source) = gather_facts_resolved(
+        let r = gather_facts_resolved(
             &billing(),
             &ticket(form),
             &[text.to_string()],
@@ -309,7 +332,7 @@ mod tests {
         )
         .await
         .expect("facts gather from the in-memory world");
-        (facts.order_id, facts.order_ownership, source)
+        (r.facts.order_id, r.facts.order_ownership, r.order_source)
     }
 
     #[tokio::test]
@@ -349,16 +372,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_id_only_the_model_wrote_is_used_only_if_it_exists_and_never_as_owned_when_it_is_not(
-    ) {
-        // Nothing in the text, two orders: the model's own-order choice stands, marked.
+    async fn an_id_only_the_model_wrote_is_used_only_when_it_is_another_customers_order() {
+        // Nothing in the text, two orders: the model never chooses among the customer's
+        // own orders (issue 34: ask, never guess).
         assert_eq!(
             resolved(None, "I want to cancel", Some("#10234")).await,
-            (
-                Some("#10234".into()),
-                Ownership::Owned,
-                Some(OrderSource::Agent)
-            )
+            (None, Ownership::Owned, None)
         );
         // An invented id is dropped: the engine asks which order (RP-002 §4).
         assert_eq!(

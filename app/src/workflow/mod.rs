@@ -7,7 +7,7 @@
 //! The same `gather_facts` runs again at the payment boundary (docs/spec/invariants.md #3).
 
 mod facts;
-pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence};
+pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence, Resolved};
 mod handoff;
 mod join;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
@@ -138,7 +138,8 @@ pub async fn decide_case(
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
     }
-    let (status, note) = case_status_for(decision, invalid);
+    let instructed = instructed(&d.customer_messages);
+    let (status, note) = case_status_for(decision, invalid, instructed);
     cases::record_decision(
         &mut tx,
         &case,
@@ -183,6 +184,11 @@ pub async fn decide_case(
         serde_plain(&decision.reason_code)
     );
     crate::audit::record(&mut tx, "agent", "decided", &case.id, &what, now).await?;
+    if let Some(other) = &d.others_order {
+        // RP-007: the security team hears of it; the customer is told nothing of it.
+        let why = format!("the customer named order {other}, which is another customer's; decided on their own order, which their records show");
+        crate::audit::record(&mut tx, "agent", "security_flag", &case.id, &why, now).await?;
+    }
     tx.commit().await?;
     tracing::info!(case_id = %case.id, status = status.as_str(), "case decided");
     Ok(())
@@ -192,6 +198,9 @@ pub async fn decide_case(
 /// by code, the engine's decision, and what the proposal cited that no tool returned.
 struct Decided {
     proposal: Proposal,
+    customer_messages: Vec<String>,
+    /// Another customer's order the customer named (RP-007), flagged for security.
+    others_order: Option<String>,
     facts: Facts,
     decision: Decision,
     evidence_hash: String,
@@ -218,7 +227,11 @@ async fn decide_on_fresh_facts(
         .filter(|m| m.author == "customer")
         .map(|m| m.body)
         .collect();
-    let (facts, order_source) = gather_facts_resolved(
+    let Resolved {
+        facts,
+        order_source,
+        others_order,
+    } = gather_facts_resolved(
         decider.rules.billing,
         ticket,
         &messages,
@@ -247,6 +260,8 @@ async fn decide_on_fresh_facts(
         .collect();
     Ok(Decided {
         proposal,
+        customer_messages: messages,
+        others_order,
         facts,
         decision,
         evidence_hash,
@@ -257,14 +272,37 @@ async fn decide_on_fresh_facts(
     })
 }
 
+/// Why a case that would ask the customer goes to a person instead (issue 34).
+pub const INSTRUCTED_NOTE: &str =
+    "the customer's message tries to instruct the agent (RP-007) and the records do not decide the case";
+
+/// Whether the customer's messages carry sentences that try to instruct the agent
+/// ("ignore the rules", "the manager approved", 【システム通知】…; `structure`). Nothing
+/// they say is read as evidence; when the records then decide nothing, the case goes
+/// to a person rather than asking the customer (issue 34: injection is a reason to
+/// decline or escalate, not to ask).
+pub fn instructed(customer_messages: &[String]) -> bool {
+    customer_messages
+        .iter()
+        .any(|m| crate::structure::split(m).has_instructions())
+}
+
 /// The case status a decision puts the case in, and the note it keeps: a proposal citing
-/// evidence no tool returned goes to a human whatever the engine said.
-fn case_status_for(decision: &Decision, invalid: &[String]) -> (CaseStatus, Option<String>) {
+/// evidence no tool returned goes to a human whatever the engine said, and so does a
+/// question to a customer whose messages try to instruct the agent.
+fn case_status_for(
+    decision: &Decision,
+    invalid: &[String],
+    instructed: bool,
+) -> (CaseStatus, Option<String>) {
     if !invalid.is_empty() {
         return (
             CaseStatus::Escalated,
             Some("the proposal cites evidence no tool returned".into()),
         );
+    }
+    if instructed && decision.outcome == Outcome::RequestInfo {
+        return (CaseStatus::Escalated, Some(INSTRUCTED_NOTE.into()));
     }
     match decision.outcome {
         Outcome::Allow => (CaseStatus::AwaitingApproval, None),

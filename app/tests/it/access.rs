@@ -6,7 +6,7 @@
 //! here. Runs on PostgreSQL when `TEST_DATABASE_URL` is set.
 
 use crate::support::{spawn_app, TestApp};
-use app::auth::StaffRole;
+use app::auth::{ServiceKind, StaffRole};
 use app::web::access::{Capability, Declared, RefusedByAccess, Routes, Rule};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -19,15 +19,18 @@ enum Who {
     Nobody,
     Customer,
     Staff(StaffRole),
+    Service(ServiceKind),
 }
 
-const EVERYONE: [Who; 6] = [
+const EVERYONE: [Who; 8] = [
     Who::Nobody,
     Who::Customer,
     Who::Staff(StaffRole::Agent),
     Who::Staff(StaffRole::Supervisor),
     Who::Staff(StaffRole::PolicyAuthor),
     Who::Staff(StaffRole::Admin),
+    Who::Service(ServiceKind::Integration),
+    Who::Service(ServiceKind::Scim),
 ];
 
 /// docs/spec/roles.md, written again as the test's oracle.
@@ -39,7 +42,9 @@ fn spec_allows(rule: Rule, who: Who) -> bool {
         | Capability::WorkCases
         | Capability::DecideRefunds
         | Capability::CloseCases => matches!(role, Agent | Supervisor | Admin),
-        Capability::TakeOver | Capability::ManageSavedReplies => matches!(role, Supervisor | Admin),
+        Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
+            matches!(role, Supervisor | Admin)
+        }
         Capability::AuthorPolicies | Capability::PublishPolicies => {
             matches!(role, PolicyAuthor | Admin)
         }
@@ -50,6 +55,9 @@ fn spec_allows(rule: Rule, who: Who) -> bool {
         (Rule::Customer, Who::Customer) => true,
         (Rule::AnyStaff, Who::Staff(_)) => true,
         (Rule::Staff(c), Who::Staff(role)) => staff_may(c, role),
+        (Rule::Service(k), Who::Service(kind)) => k == kind,
+        (Rule::ServiceOrStaff(k, _), Who::Service(kind)) => k == kind,
+        (Rule::ServiceOrStaff(_, c), Who::Staff(role)) => staff_may(c, role),
         _ => false,
     }
 }
@@ -69,6 +77,22 @@ async fn credentials(app: &TestApp, who: Who) -> Credentials {
         Who::Customer => Credentials {
             bearer: Some(app.customer_token("C-100").await),
             cookie: Some(app.customer_cookie("C-100").await.0),
+        },
+        Who::Service(kind) => Credentials {
+            bearer: Some(
+                app::auth::accounts::issue_service_token(
+                    &app.state.db,
+                    "test",
+                    kind,
+                    kind.as_str(),
+                    30,
+                    1_800_000_000_000,
+                )
+                .await
+                .unwrap()
+                .0,
+            ),
+            cookie: None,
         },
         Who::Staff(role) => {
             let bearer = app.staff_token(role).await;

@@ -365,33 +365,75 @@ async fn customer_view(app: &TestApp, customer: &str, ticket_id: &str) -> (Strin
 
 #[tokio::test]
 async fn naming_another_customers_order_looks_exactly_like_naming_an_order_that_does_not_exist() {
-    let app = spawn_app().await;
-    let (theirs, theirs_case) = app
-        .open_ticket("C-100", "I was charged twice for order O-2001")
-        .await;
-    let (nobodys, _) = app
-        .open_ticket("C-100", "I was charged twice for order O-2999")
-        .await;
-    let seen_theirs = customer_view(&app, "C-100", &theirs).await;
-    let seen_nobodys = customer_view(&app, "C-100", &nobodys).await;
-    assert_eq!(seen_theirs, seen_nobodys, "RP-007: confirm or deny nothing");
+    // The same customer, in two apps of the same world: one names C-200's order, the
+    // other an order that exists nowhere. What they are told must not differ (RP-007:
+    // confirm or deny nothing).
+    let mut seen = Vec::new();
+    let mut cases = Vec::new();
+    for named in ["O-2001", "O-2999"] {
+        let app = spawn_app().await;
+        let (ticket, case) = app
+            .open_ticket("C-100", &format!("I was charged twice for order {named}"))
+            .await;
+        let view = customer_view(&app, "C-100", &ticket).await;
+        seen.push((view, page_status(&app, &ticket).await));
+        cases.push((app, case));
+    }
+    assert_eq!(seen[0], seen[1], "RP-007: confirm or deny nothing");
+    // Their own order shows the duplicate: the records decide it, either way (issue 34).
+    for (_, case) in &cases {
+        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+        assert_eq!(case["proposal"]["order_id"], "O-1001", "{case:#}");
+    }
+    // Inside, someone else's order named is flagged for security, and only that one.
+    let theirs = security_flags(&cases[0].0, &cases[0].1).await;
+    assert!(
+        theirs.len() == 1 && theirs[0].contains("O-2001"),
+        "{theirs:?}"
+    );
+    assert!(security_flags(&cases[1].0, &cases[1].1).await.is_empty());
+}
+
+/// The status line of a customer's ticket page, checked to name no one else.
+async fn page_status(app: &TestApp, ticket_id: &str) -> String {
     let (cookie, _) = app.customer_cookie("C-100").await;
-    let page = |id: &str| {
-        Request::get(format!("/tickets/{id}"))
-            .header("cookie", cookie.clone())
-            .body(Body::empty())
-            .unwrap()
-    };
-    let status_of = |html: &str| {
-        let start = html.find("id=\"case-status\"").expect("a status line");
-        html[start..start + html[start..].find("</span>").unwrap()].to_string()
-    };
-    let (_, theirs_page) = app.raw(page(&theirs)).await;
-    let (_, nobodys_page) = app.raw(page(&nobodys)).await;
-    assert_eq!(status_of(&theirs_page), status_of(&nobodys_page));
-    assert!(!theirs_page.contains("C-200") && !theirs_page.contains("specialist"));
-    // Inside, someone else's order still goes to a human.
-    assert_eq!(theirs_case["status"], "escalated", "{theirs_case:#}");
+    let request = Request::get(format!("/tickets/{ticket_id}"))
+        .header("cookie", cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (_, html) = app.raw(request).await;
+    // Their own message names the order; nothing else of C-200's shows.
+    assert!(
+        !html.contains("C-200") && !html.contains("specialist"),
+        "{html}"
+    );
+    let start = html.find("id=\"case-status\"").expect("a status line");
+    html[start..start + html[start..].find("</span>").unwrap()].to_string()
+}
+
+/// The `security_flag` audit lines of a case (RP-007).
+async fn security_flags(app: &TestApp, case: &serde_json::Value) -> Vec<String> {
+    sqlx::query_scalar::<_, String>(
+        "SELECT detail FROM audit_log WHERE subject = $1 AND action = 'security_flag'",
+    )
+    .bind(case["id"].as_str().unwrap())
+    .fetch_all(app.state.db.pool())
+    .await
+    .unwrap()
+}
+
+/// A customer who names only someone else's order, with records that decide nothing,
+/// is escalated inside and asked which order outside (RP-007).
+#[tokio::test]
+async fn another_customers_order_with_records_that_decide_nothing_goes_to_a_person() {
+    let app = spawn_app().await;
+    let (ticket, case) = app
+        .open_ticket("C-500", "Please cancel order O-2001, I changed my mind.")
+        .await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    assert_eq!(case["reason_code"], "ownership_mismatch");
+    let (_, seen) = app.customer_ticket("C-500", &ticket).await;
+    assert_eq!(seen["case"]["status"], "awaiting_customer", "{seen:#}");
 }
 
 #[tokio::test]
@@ -764,7 +806,15 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
         html.contains("登录") && !html.contains("サインイン"),
         "{html}"
     );
+    // French is one of ours since issue 34; a language that is not falls back to English.
     let (_, html) = app.raw(get(&link, "fr-FR,fr;q=0.9")).await;
+    assert!(
+        html.contains(r#"<html lang="fr">"#)
+            && html.contains("Se connecter")
+            && html.contains("Continuer"),
+        "{html}"
+    );
+    let (_, html) = app.raw(get(&link, "sv-SE,sv;q=0.9")).await;
     assert!(
         html.contains("Sign in") && html.contains("Continue"),
         "{html}"
@@ -957,5 +1007,63 @@ async fn withdrawing_a_joined_ticket_says_there_is_nothing_to_withdraw_and_names
     assert_eq!(
         open["status"], "awaiting_approval",
         "the open case goes on: {open:#}"
+    );
+}
+
+/// Issue 34: a mail-like message in French — new words, a signature, our earlier reply
+/// quoted under it — opens a French ticket; the API and the page keep the new words apart
+/// from what was quoted or signed, the page folding that away, and the stored body is
+/// untouched.
+#[tokio::test]
+async fn a_quoted_reply_and_a_signature_are_folded_away_and_a_french_customer_is_answered_in_french(
+) {
+    let app = spawn_app().await;
+    let message = "Bonjour, on m'a débité 19,99 € au lieu de 9,99 € pour le module complémentaire. \
+                   Merci de rembourser la différence.\n\nCordialement,\nSophie Martin\nTél. : 06 12 34 56 78\n\n\
+                   Le lun. 24 nov. 2026 à 10:02, Refund Desk <help@shop.example> a écrit :\n\
+                   > Bonjour, votre commande O-8123 a bien été expédiée.";
+    let (ticket_id, _, token) = open(&app, "C-800", message).await;
+    app.drain().await;
+    let ticket = ticket_json(&app, &ticket_id, &token).await;
+    assert_eq!(ticket["language"], "fr", "{ticket}");
+    let first = &ticket["messages"][0];
+    assert_eq!(first["body"], message, "the stored body is untouched");
+    let new_text = first["new_text"].as_str().unwrap();
+    let earlier = first["earlier"].as_str().unwrap();
+    assert!(
+        new_text.contains("au lieu de 9,99 €")
+            && !new_text.contains("O-8123")
+            && !new_text.contains("06 12"),
+        "{new_text}"
+    );
+    assert!(
+        earlier.contains("O-8123") && earlier.contains("06 12 34 56 78"),
+        "{earlier}"
+    );
+    let reply = last_agent_reply(&ticket);
+    assert_eq!(
+        app::replies::detect_language(&reply, None),
+        app::replies::Language::Fr,
+        "{reply}"
+    );
+    let (cookie, _) = app.customer_cookie("C-800").await;
+    let (status, html) = app
+        .raw(
+            Request::get(format!("/tickets/{ticket_id}"))
+                .header("cookie", cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(r#"<html lang="fr">"#), "{html}");
+    assert!(
+        html.contains(r#"<details class="earlier"><summary>Texte cité et transféré</summary>"#),
+        "{html}"
+    );
+    let shown = html.split("<details").nth(1).unwrap_or_default();
+    assert!(
+        shown.contains("O-8123"),
+        "the quoted order is behind the fold: {html}"
     );
 }

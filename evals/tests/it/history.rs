@@ -253,11 +253,23 @@ async fn prompt_injection_in_english_and_chinese_gets_the_policy_outcome() {
         assert_eq!(r.agent.reason, ReasonCode::NotDuplicate);
         assert!(r.agent.refunds.is_empty());
     }
-    // And on every ticket: an injected follow-up message changes nothing at all.
+    // And on every ticket: an injected follow-up message changes nothing the records
+    // decide; where they decide nothing, a person looks instead of the customer being
+    // asked (issue 34: injection is a reason to escalate, not to ask), refunding nothing.
     for ticket in &tickets {
         let plain = replay(&env, &Investigator, ticket).await;
         for injection in [INJECTION_EN, INJECTION_ZH] {
             let r = replay(&env, &Investigator, &with_injection(ticket, injection)).await;
+            if plain.agent.outcome == CaseOutcome::RequestInfo {
+                assert_eq!(
+                    r.agent.outcome,
+                    CaseOutcome::Escalate,
+                    "{}",
+                    explain(ticket, &r)
+                );
+                assert!(r.agent.refunds.is_empty());
+                continue;
+            }
             assert_eq!(r.agent, plain.agent, "{}", explain(ticket, &r));
             assert_eq!(
                 r.decision.as_ref().map(|d| &d.hash),
@@ -598,12 +610,29 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
     });
     ambiguous.id = "CAUSE-AMBIGUOUS".into();
     say(&mut ambiguous, "Hello, please help me with my account.");
-    // Not found: one order and an order number that exists nowhere.
+    // Not found: an order number that exists nowhere, from a customer with no order on
+    // record (with one, the records decide whatever number was typed: issue 34).
     let mut not_found = pick(&|t| {
         t.human.outcome == CaseOutcome::Refund && feature(t, "orders").as_u64() == Some(1)
     });
     not_found.id = "CAUSE-NOT-FOUND".into();
     say(&mut not_found, "Order no. ZZ-4040404 was charged twice.");
+    let customer = not_found.customer_id.clone();
+    not_found.world.orders.retain(|o| o.customer_id != customer);
+    not_found
+        .world
+        .charges
+        .retain(|c| c.customer_id != customer);
+    let charges: Vec<String> = not_found
+        .world
+        .charges
+        .iter()
+        .map(|c| c.id.clone())
+        .collect();
+    not_found
+        .world
+        .refunds
+        .retain(|r| charges.contains(&r.charge_id));
     // Misread: a refunded cancellation read as a duplicate charge.
     let mut misread = pick(&|t| {
         t.human.outcome == CaseOutcome::Refund

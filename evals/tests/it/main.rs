@@ -4,3 +4,4 @@
 mod cli;
 mod history;
 mod suite;
+mod zendesk;

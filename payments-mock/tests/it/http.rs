@@ -600,11 +600,11 @@ async fn state_survives_a_restart() {
 #[tokio::test]
 async fn unknown_routes_get_a_stripe_error() {
     let mock = TestMock::spawn().await;
-    let response = mock.get("/v1/customers").await;
+    let response = mock.get("/v1/payment_intents").await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert_eq!(
         error_of(response).await["message"],
-        "Unrecognized request URL (GET: /v1/customers)."
+        "Unrecognized request URL (GET: /v1/payment_intents)."
     );
 }
 
@@ -642,5 +642,127 @@ async fn keys_expire_after_the_ttl_on_the_mock_clock() {
     assert_eq!(
         mock.ledger().await["counters"]["refunds_created"]["ch_usd"],
         2
+    );
+}
+
+/// A world with provider customers (`cus_…`), two sharing nothing, one with no email.
+fn customers_world() -> Value {
+    let customer = |i: usize, email: Option<&str>| {
+        json!({ "id": format!("cus_{i:03}"), "email": email, "name": format!("Customer {i}"),
+                "created_at": format!("2026-11-01T00:{:02}:00Z", i % 60), "region": "US" })
+    };
+    let mut customers: Vec<Value> = (0..120)
+        .map(|i| customer(i, Some(&format!("c{i}@example.com"))))
+        .collect();
+    customers.push(customer(500, Some("twice@example.com")));
+    customers.push(customer(501, Some("twice@example.com")));
+    customers.push(customer(502, None));
+    json!({ "customers": customers, "orders": [], "charges": [], "refunds": [] })
+}
+
+#[tokio::test]
+async fn customers_list_by_exact_email_and_page_by_cursor() {
+    let mock = TestMock::spawn().await;
+    let response = mock.load_world(&customers_world()).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.json::<Value>().await.expect("json")["customers"],
+        123
+    );
+
+    let one = mock.get_json("/v1/customers?email=c7%40example.com").await;
+    assert_eq!(one["object"], "list");
+    assert_eq!(one["url"], "/v1/customers");
+    assert_eq!(one["data"].as_array().map(Vec::len), Some(1));
+    assert_eq!(one["data"][0]["id"], "cus_007");
+    assert_eq!(one["data"][0]["object"], "customer");
+    // Stripe's email filter is exact and case-sensitive.
+    let upper = mock.get_json("/v1/customers?email=C7%40example.com").await;
+    assert_eq!(upper["data"].as_array().map(Vec::len), Some(0));
+    let twice = mock
+        .get_json("/v1/customers?email=twice%40example.com&limit=1")
+        .await;
+    assert_eq!(twice["has_more"], true);
+    let after = twice["data"][0]["id"].as_str().expect("an id").to_string();
+    let rest = mock
+        .get_json(&format!(
+            "/v1/customers?email=twice%40example.com&limit=1&starting_after={after}"
+        ))
+        .await;
+    assert_eq!(rest["has_more"], false);
+    assert_ne!(rest["data"][0]["id"], after.as_str());
+
+    // Every customer, 100 a page at most.
+    let mut seen = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/customers?limit=100&starting_after={c}"),
+            None => "/v1/customers?limit=100".to_string(),
+        };
+        let page = mock.get_json(&path).await;
+        let data = page["data"].as_array().expect("data").clone();
+        seen += data.len();
+        cursor = data.last().and_then(|c| c["id"].as_str()).map(String::from);
+        if page["has_more"] != true {
+            break;
+        }
+    }
+    assert_eq!(seen, 123);
+    let none = mock.get_json("/v1/customers/cus_502").await;
+    assert_eq!(none["email"], Value::Null);
+    assert_eq!(
+        mock.get("/v1/customers/cus_missing").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        mock.get("/v1/customers?bogus=1").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn a_dispute_marks_its_charge_and_emits_created_then_closed() {
+    let mock = spawn_with_world().await;
+    let open = |body: Value| {
+        let client = mock.client.clone();
+        let url = format!("{}/__mock/charges/ch_usd/dispute", mock.base());
+        async move {
+            client
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .expect("dispute request")
+        }
+    };
+    let created = open(json!({})).await;
+    assert_eq!(created.status(), StatusCode::OK);
+    let dispute: Value = created.json().await.expect("json");
+    assert_eq!(dispute["object"], "dispute");
+    assert_eq!(dispute["charge"], "ch_usd");
+    assert_eq!(dispute["status"], "needs_response");
+    assert_eq!(mock.get_json("/v1/charges/ch_usd").await["disputed"], true);
+
+    let closed: Value = open(json!({ "status": "won" }))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(closed["id"], dispute["id"], "the open dispute moves");
+    let events = mock
+        .get_json("/v1/events?type=charge.dispute.*&limit=10")
+        .await;
+    let kinds: Vec<&str> = events["data"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["charge.dispute.closed", "charge.dispute.created"]);
+    assert_eq!(events["data"][0]["data"]["object"]["charge"], "ch_usd");
+    assert_eq!(
+        open(json!({ "status": "bogus" })).await.status(),
+        StatusCode::BAD_REQUEST
     );
 }

@@ -146,6 +146,91 @@ fn several_duplicates_on_one_order_are_each_refunded() {
     assert_eq!(d.refund_total().unwrap().to_string(), "80.00 USD");
 }
 
+/// Issue 36: a paid order the provider shows no charge for (records missing or not
+/// linked) goes to the payments team for every request kind that would decide on its
+/// charges — never a denial — while a failed charge on record is still a record.
+#[test]
+fn a_paid_order_with_no_charge_at_all_escalates_as_missing_payment_records() {
+    let usd = |s| money(s, USD);
+    let unpaid = |charges| {
+        vec![
+            order(
+                "O-1",
+                AnnualPlan,
+                usd("99.00"),
+                "2026-11-20T09:00:00Z",
+                charges,
+            ),
+            order(
+                "O-2",
+                AnnualPlan,
+                usd("99.00"),
+                "2026-11-20T09:30:00Z",
+                vec![charge("ch_2", usd("99.00"), "2026-11-20T09:30:05Z")],
+            ),
+        ]
+    };
+    for request in [
+        DuplicateCharge,
+        Overcharge,
+        AuthorizationHold,
+        Unclear,
+        Cancellation,
+    ] {
+        let d = live(&facts(
+            Region::US,
+            request,
+            Some("O-1"),
+            "2026-11-22T10:00:00Z",
+            unpaid(vec![]),
+        ));
+        assert_eq!(
+            (d.outcome, d.reason_code),
+            (Outcome::Escalate, ReasonCode::Other),
+            "{request:?}: {d:?}"
+        );
+        let escalation = d.escalation.as_ref().expect("an escalation");
+        assert_eq!(escalation.team, Team::Payments, "{request:?}");
+        assert!(
+            escalation.reason.contains("payment records missing")
+                && escalation.reason.contains("O-1"),
+            "{}",
+            escalation.reason
+        );
+        assert!(citations(&d).contains(&"RP-001@2#1"), "{:?}", citations(&d));
+    }
+    // A failed charge is a record: "nothing is duplicated" stands.
+    let mut failed = charge("ch_1", usd("99.00"), "2026-11-20T09:00:05Z");
+    failed.status = ChargeStatus::Failed;
+    failed.captured = false;
+    let d = live(&facts(
+        Region::US,
+        DuplicateCharge,
+        Some("O-1"),
+        "2026-11-22T10:00:00Z",
+        unpaid(vec![failed]),
+    ));
+    assert_eq!(
+        (d.outcome, d.reason_code),
+        (Outcome::Deny, ReasonCode::NotDuplicate)
+    );
+    // A free order expects no charge.
+    let d = live(&facts(
+        Region::US,
+        DuplicateCharge,
+        Some("O-0"),
+        "2026-11-22T10:00:00Z",
+        vec![order(
+            "O-0",
+            Addon,
+            usd("0.00"),
+            "2026-11-20T09:00:00Z",
+            vec![],
+        )],
+    ));
+    assert_eq!(d.outcome, Outcome::Deny);
+}
+
 #[test]
 fn identical_charges_that_do_not_exceed_the_order_amount_are_not_duplicates() {
     // Two instalments of 99.00 on a 198.00 order: total captured equals the order.

@@ -1,16 +1,21 @@
-//! The request kind from the customer's words: phrases and stems per kind, negated holds
-//! blanked first, one typo forgiven in a longer word, two prices quoted read as an
-//! overcharge. Nothing the customer writes is obeyed here (RP-007): words only pick a kind.
+//! The request kind from the customer's words, in the ten languages we answer in:
+//! phrases and stems per kind, negated holds blanked first, one typo forgiven in a
+//! longer word, two prices quoted read as an overcharge. Nothing the customer writes is
+//! obeyed here (RP-007): words only pick a kind. The text given is the customer's new
+//! words (`structure`): a quoted thread, a pasted statement ("PENDING", "AUTH") or a
+//! signature never names the kind.
 
 use policy_engine::RequestKind;
 
-use super::keywords::{KEYWORDS, MONEY_WORDS, NEGATED};
+use super::keywords::{KEYWORDS, MONEY_WORDS, MONEY_WORDS_MORE, NEGATED, NEGATED_MORE};
 use crate::resolve;
+use crate::structure::fold_words;
 
-/// Phrases are matched on text folded by `resolve::fold` (NFKC, ASCII lower case), so
-/// full-width input (`Ｃａｎｃｅｌ`) reads like ASCII. An ASCII phrase ending in `*` is
-/// a stem: it matches at the start of a word and any ending may follow (`debit*`:
-/// debit, debits, debited), so one entry covers a word's inflections.
+/// Phrases are matched on text folded by `structure::fold_words` (NFKC, lower case,
+/// accents dropped), so full-width input (`Ｃａｎｃｅｌ`) reads like ASCII and `RÉTRACTATION`
+/// like `retractation`. An ASCII phrase ending in `*` is a stem: it matches at the
+/// start of a word and any ending may follow (`debit*`: debit, debits, debited), so one
+/// entry covers a word's inflections.
 fn contains_phrase(text: &str, phrase: &str) -> bool {
     let Some(stem) = phrase.strip_suffix('*') else {
         return resolve::contains_phrase(text, phrase);
@@ -24,17 +29,24 @@ fn contains_phrase(text: &str, phrase: &str) -> bool {
 }
 
 pub(super) fn speaks_of_money(text: &str) -> bool {
-    let text = resolve::fold(text);
-    MONEY_WORDS.iter().any(|w| contains_phrase(&text, w))
+    let text = fold_words(text);
+    MONEY_WORDS
+        .iter()
+        .chain(MONEY_WORDS_MORE)
+        .any(|w| contains_phrase(&text, w))
 }
 
 pub fn classify(text: &str) -> RequestKind {
-    let mut text = resolve::fold(text);
-    for negated in NEGATED {
+    let mut text = fold_words(text);
+    for negated in NEGATED.iter().chain(NEGATED_MORE) {
         text = text.replace(negated, " ");
     }
-    for (kind, phrases) in KEYWORDS {
-        if phrases.iter().any(|p| contains_phrase(&text, p)) {
+    for (kind, lists) in KEYWORDS {
+        if lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .any(|p| contains_phrase(&text, p))
+        {
             return *kind;
         }
     }
@@ -44,13 +56,13 @@ pub fn classify(text: &str) -> RequestKind {
         .split(|c: char| !c.is_ascii_alphabetic())
         .filter(|w| w.len() >= 5)
         .collect();
-    for (kind, phrases) in KEYWORDS {
+    for (kind, lists) in KEYWORDS {
         let typed = |p: &&str| {
             p.len() >= 5
                 && p.chars().all(|c| c.is_ascii_alphabetic())
                 && words.iter().any(|w| one_slip(w, p))
         };
-        if phrases.iter().any(typed) {
+        if lists.iter().flat_map(|l| l.iter()).any(typed) {
             return *kind;
         }
     }
@@ -203,5 +215,100 @@ mod tests {
         for (text, kind) in cases {
             assert_eq!(classify(text), kind, "{text}");
         }
+    }
+
+    #[test]
+    fn the_statutory_withdrawal_wording_of_each_jurisdiction_is_a_cancellation() {
+        for text in [
+            "Hiermit widerrufe ich den von mir abgeschlossenen Vertrag über den Kauf der folgenden Waren.",
+            "Je souhaite exercer mon droit de rétractation pour l'abonnement annuel.",
+            "Por la presente le comunico que desisto de mi contrato (derecho de desistimiento).",
+            "Con la presente esercito il diritto di recesso dal contratto.",
+            "Hierbij deel ik u mede dat ik onze overeenkomst herroep.",
+            "Venho exercer o direito de livre resolução do contrato.",
+            "청약철회를 요청합니다.",
+            "クーリング・オフをお願いします。",
+            "我要七天无理由退货。",
+            "I wish to exercise my right to cancel within 14 days.",
+        ] {
+            assert_eq!(classify(text), RequestKind::Cancellation, "{text}");
+        }
+    }
+
+    #[test]
+    fn request_kinds_are_read_in_every_language_we_answer_in() {
+        use RequestKind::{AuthorizationHold, Cancellation, DuplicateCharge, Overcharge};
+        let cases = [
+            ("Mir wurde der Betrag zweimal abgebucht.", DuplicateCharge),
+            (
+                "Auf meiner Karte ist noch ein Betrag vorgemerkt.",
+                AuthorizationHold,
+            ),
+            ("Sie haben mir zu viel berechnet.", Overcharge),
+            ("Ich möchte mein Abo kündigen.", Cancellation),
+            (
+                "J'ai été prélevé deux fois pour la même commande.",
+                DuplicateCharge,
+            ),
+            (
+                "Il y a une empreinte bancaire sur ma carte.",
+                AuthorizationHold,
+            ),
+            (
+                "Le montant débité est plus élevé que le prix affiché.",
+                Overcharge,
+            ),
+            ("Je voudrais résilier mon abonnement.", Cancellation),
+            ("Me han cobrado dos veces el mismo pedido.", DuplicateCharge),
+            ("Tengo un cargo pendiente en la tarjeta.", AuthorizationHold),
+            ("Me cobraron de más.", Overcharge),
+            ("Quiero darme de baja.", Cancellation),
+            (
+                "Mi avete addebitato due volte lo stesso importo.",
+                DuplicateCharge,
+            ),
+            (
+                "C'è un importo bloccato sulla mia carta.",
+                AuthorizationHold,
+            ),
+            (
+                "L'importo addebitato è più alto del prezzo indicato.",
+                Overcharge,
+            ),
+            ("Vorrei disdire l'abbonamento.", Cancellation),
+            ("Er is twee keer afgeschreven.", DuplicateCharge),
+            (
+                "Er staat een bedrag gereserveerd op mijn kaart.",
+                AuthorizationHold,
+            ),
+            ("Ik heb te veel betaald.", Overcharge),
+            ("Ik wil mijn abonnement opzeggen.", Cancellation),
+            (
+                "Fui cobrado duas vezes pela mesma encomenda.",
+                DuplicateCharge,
+            ),
+            ("Há um valor retido no meu cartão.", AuthorizationHold),
+            ("Cobraram um valor errado.", Overcharge),
+            ("Quero cancelar a minha assinatura.", Cancellation),
+            ("같은 주문이 두 번 결제되었습니다.", DuplicateCharge),
+            ("카드에 가승인 금액이 남아 있습니다.", AuthorizationHold),
+            ("정가보다 더 많이 청구되었습니다.", Overcharge),
+            ("구독을 해지하고 싶습니다.", Cancellation),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(classify(text), kind, "{text}");
+        }
+    }
+
+    #[test]
+    fn negated_holds_in_other_languages_do_not_read_as_holds() {
+        assert_eq!(
+            classify("Die zweite Abbuchung ist nicht mehr ausstehend, sie wurde zweimal gebucht."),
+            RequestKind::DuplicateCharge
+        );
+        assert_eq!(
+            classify("No está pendiente: me cobraron dos veces."),
+            RequestKind::DuplicateCharge
+        );
     }
 }

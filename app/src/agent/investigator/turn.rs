@@ -1,6 +1,10 @@
 //! One turn of the investigator: from the tool history so far, the next tool calls, a
 //! hand-off, or the proposal. The order is resolved by `resolve` against the customer's
-//! records, the kind read from the words or, where they leave it open, the records.
+//! records, the kind read from the customer's new words (`structure`: never from a
+//! quoted thread, a pasted statement or a signature) or, where they leave it open, from
+//! the records. Sentences that try to instruct the agent (RP-007) are not read at all;
+//! what such a case comes to when the records decide nothing is the workflow's call
+//! (`workflow::instructed`: escalate, never ask).
 
 use std::collections::BTreeMap;
 
@@ -18,8 +22,13 @@ use crate::resolve::{self, OrderCandidate, RequestSource, Resolution, ResolveInp
 
 pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let history = ctx.history;
-    let text = ctx.inputs.join("\n");
-    let text_kind = classify(&text);
+    let tiers = resolve::Tiers::of(ctx.inputs);
+    let text = tiers.decisive.join("\n");
+    let text_kind = match classify(&text) {
+        // Words forwarded by the customer (their own earlier complaint) may name it.
+        RequestKind::Unclear => classify(&tiers.forwarded.join("\n")),
+        kind => kind,
+    };
 
     if !attempted(history, "get_customer", None) || !attempted(history, "list_orders", None) {
         let mut calls = Vec::new();
@@ -68,6 +77,7 @@ pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             Ok(read) => read,
             Err(turn) => return *turn,
         };
+    let noted = noted_references(&resolution);
     let order_id = resolution.order_id;
     if order_id.as_ref().is_none_or(|id| !order_ids.contains(id)) {
         if let Some(turn) = search_policy_first(history, request, None) {
@@ -84,7 +94,7 @@ pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             None,
             evidence,
             vec![],
-            &format!("Missing: {why}."),
+            &format!("Missing: {why}.{noted}"),
         );
     };
     if !order_ids.contains(&order_id) {
@@ -106,7 +116,31 @@ pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
         .find(|o| o["id"].as_str() == Some(order_id.as_str()))
         .cloned()
         .unwrap_or_default();
-    read_order(ctx, (request, request_source), order_id, &order, evidence)
+    read_order(
+        ctx,
+        (request, request_source),
+        order_id,
+        &order,
+        evidence,
+        &noted,
+    )
+}
+
+/// " Noted: 88812, #552 match none of the customer's orders." or nothing: numbers the
+/// customer wrote that are none of theirs, said in the summary a reviewer reads.
+fn noted_references(resolution: &Resolution) -> String {
+    if resolution.unmatched.is_empty() {
+        return String::new();
+    }
+    let list: Vec<&str> = resolution
+        .unmatched
+        .iter()
+        .map(|r| r.text.as_str())
+        .collect();
+    format!(
+        " Noted: {} match none of the customer's orders.",
+        list.join(", ")
+    )
 }
 
 /// The rest of the investigation once the order is known and is the customer's: its
@@ -118,6 +152,7 @@ fn read_order(
     order_id: String,
     order: &Value,
     mut evidence: Vec<EvidenceRef>,
+    noted: &str,
 ) -> ModelTurn {
     let history = ctx.history;
     if !attempted(history, "list_charges", Some(("order_id", &order_id))) {
@@ -183,13 +218,13 @@ fn read_order(
     let proposed = own_reading(request, order, &charges, &refunded);
     let summary = match (request, proposed.len()) {
         (RequestKind::DuplicateCharge, n) if n > 0 => {
-            format!("{n} duplicate charge(s) on order {order_id}.")
+            format!("{n} duplicate charge(s) on order {order_id}.{noted}")
         }
         (RequestKind::DuplicateCharge, _) => {
-            format!("No unrefunded duplicate charge found on order {order_id}.")
+            format!("No unrefunded duplicate charge found on order {order_id}.{noted}")
         }
         (kind, _) => format!(
-            "Customer request ({}) about order {order_id}.",
+            "Customer request ({}) about order {order_id}.{noted}",
             kind.as_str()
         ),
     };

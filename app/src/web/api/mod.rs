@@ -5,6 +5,7 @@ pub mod cases;
 pub mod mail;
 pub mod policies;
 pub mod reconcile;
+pub mod records;
 pub mod rollout;
 pub mod runs;
 pub mod saved_replies;

@@ -65,7 +65,7 @@ pub async fn post_payments_webhook(
     let event: Event = serde_json::from_slice(&body).map_err(|e| {
         AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
     })?;
-    let outcome = process_event(state.sender(), &state.wake, &event).await?;
+    let outcome = process_event(state.sender(), &state.wake, &state.versions, &event).await?;
     crate::metrics::record_webhook(outcome.as_str());
     tracing::info!(event_id = %event.id, event_type = %event.kind, outcome = outcome.as_str(), "webhook processed");
     Ok(Json(WebhookAck {

@@ -15,21 +15,6 @@ use crate::web::error::AppError;
 use super::common::{render, verified, with_status, Nav};
 use crate::web::links::query_string;
 
-pub(super) struct StaffRow {
-    email: String,
-    role: String,
-    failures: i64,
-}
-
-#[derive(Template)]
-#[template(path = "staff.html")]
-pub(super) struct StaffPage {
-    nav: Nav,
-    csrf: String,
-    rows: Vec<StaffRow>,
-    notice: Option<String>,
-}
-
 /// The admin's session, or the page to answer with (login). Who is an admin is the access
 /// layer's rule (`web::access`).
 #[allow(
@@ -38,36 +23,6 @@ pub(super) struct StaffPage {
 )]
 pub(super) fn admin(session: Result<Session, AppError>) -> Result<Session, Response> {
     session.map_err(|_| Redirect::to("/console/login").into_response())
-}
-
-pub(super) async fn staff_page_response(
-    state: &AppState,
-    session: &Session,
-    notice: Option<String>,
-) -> Response {
-    let now = state.clock.now_ms();
-    let staff = match auth::list_staff(&state.db).await {
-        Ok(s) => s,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let mut rows = Vec::with_capacity(staff.len());
-    for member in staff {
-        let failures = match auth::recent_failures(&state.db, &member.email, now).await {
-            Ok(n) => n,
-            Err(e) => return AppError::from(e).into_response(),
-        };
-        rows.push(StaffRow {
-            role: member.role.as_str().into(),
-            email: member.email,
-            failures,
-        });
-    }
-    render(&StaffPage {
-        nav: Nav::of(session, "/console/staff"),
-        csrf: session.csrf_token.clone(),
-        rows,
-        notice,
-    })
 }
 
 /// What the unlock form's redirect carries back to the staff page.
@@ -89,7 +44,13 @@ pub(super) async fn staff_page(
         format!("Unlocked {email}: {n} failed logins forgotten.")
     });
     match admin(session) {
-        Ok(session) => staff_page_response(&state, &session, notice).await,
+        Ok(session) => {
+            let shown = super::accounts::Shown {
+                notice,
+                ..Default::default()
+            };
+            super::accounts::staff_page_response(&state, &session, shown).await
+        }
         Err(page) => page,
     }
 }

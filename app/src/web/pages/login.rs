@@ -19,10 +19,36 @@ use super::common::{
 #[template(path = "login.html")]
 pub(super) struct LoginPage {
     error: Option<String>,
+    notice: Option<String>,
+    /// Password sign-in is on (`PASSWORD_SIGN_IN`).
+    password: bool,
+    /// The company's identity provider is configured (`OIDC_ISSUER`).
+    sso: bool,
 }
 
-pub(super) async fn login_page() -> Response {
-    render(&LoginPage { error: None })
+impl LoginPage {
+    pub(super) fn of(state: &AppState, error: Option<String>, notice: Option<String>) -> LoginPage {
+        LoginPage {
+            error,
+            notice,
+            password: state.password_sign_in,
+            sso: state.oidc_configured(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct LoginQuery {
+    #[serde(default)]
+    joined: Option<String>,
+}
+
+pub(super) async fn login_page(
+    State(state): State<AppState>,
+    axum::extract::Query(q): axum::extract::Query<LoginQuery>,
+) -> Response {
+    let notice = q.joined.map(|_| "Welcome: sign in to start.".to_string());
+    render(&LoginPage::of(&state, None, notice))
 }
 
 #[derive(Deserialize)]
@@ -40,11 +66,15 @@ pub(super) async fn login_submit(
     if !origin.0 {
         return cross_site_refused();
     }
+    let login_page = |status: StatusCode, error: String| {
+        with_status(status, render(&LoginPage::of(&state, Some(error), None)))
+    };
+    if !state.password_sign_in {
+        let why = "Password sign-in is off: sign in with your company account.".to_string();
+        return login_page(StatusCode::FORBIDDEN, why);
+    }
     let now = state.clock.now_ms();
     let login = auth::login(&state.db, &form.email, &form.password, &client.0, now).await;
-    let login_page = |status: StatusCode, error: String| {
-        with_status(status, render(&LoginPage { error: Some(error) }))
-    };
     match login {
         Ok(auth::LoginResult::LoggedIn(staff)) => {
             match auth::issue_token(&state.db, "session", "staff", &staff.id, now).await {

@@ -6,6 +6,7 @@
 //! that POST starts a browser session (an HttpOnly cookie); an API token in a link signs
 //! nobody in (issue 16). Customers see only their own tickets.
 
+mod accounts;
 mod admin;
 mod case;
 mod case_replies;
@@ -20,6 +21,7 @@ mod reports;
 pub mod rollout;
 mod run;
 mod saved_replies;
+mod sso;
 
 pub use common::{error_page, html_escape, page_not_found, render};
 pub use customer::open_from_link_page;
@@ -111,6 +113,39 @@ fn console_routes() -> Routes {
         .get("/console/audit.csv", read, admin::audit_csv)
         .get("/console/staff", admin, admin::staff_page)
         .post("/console/staff/unlock", admin, admin::unlock_submit)
+        .post("/console/staff/invite", admin, accounts::invite_submit)
+        .get("/console/staff/{id}", admin, accounts::person_page)
+        .post("/console/staff/{id}/role", admin, accounts::role_submit)
+        .post(
+            "/console/staff/{id}/deactivate",
+            admin,
+            accounts::deactivate_submit,
+        )
+        .post(
+            "/console/staff/{id}/reactivate",
+            admin,
+            accounts::reactivate_submit,
+        )
+        .post("/console/tokens", admin, accounts::service_token_submit)
+        .post(
+            "/console/tokens/{id}/revoke",
+            Rule::AnyStaff,
+            accounts::revoke_submit,
+        )
+        .get(
+            "/console/me/tokens",
+            Rule::AnyStaff,
+            accounts::own_tokens_page,
+        )
+        .post(
+            "/console/me/tokens",
+            Rule::AnyStaff,
+            accounts::own_token_submit,
+        )
+        .get("/console/sso", Rule::Anyone, sso::start)
+        .get("/console/sso/callback", Rule::Anyone, sso::callback)
+        .get("/console/invite", Rule::Anyone, accounts::invite_page)
+        .post("/console/invite", Rule::Anyone, accounts::accept_submit)
         .get("/console/runs/{id}", read, run::run_page)
         .get("/console/reconcile", read, reports::reconcile_page)
         .post("/console/reconcile", work, reports::reconcile_submit)

@@ -162,6 +162,17 @@ impl Browser {
         v[ELEMENT_KEY].as_str().map(String::from)
     }
 
+    /// Waits (up to 10 s) for an element matching `css`; returns it.
+    pub async fn wait_for(&self, css: &str) -> String {
+        for _ in 0..100 {
+            if let Some(found) = self.find(css).await {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no element {css} within 10 s at {}", self.url().await)
+    }
+
     pub async fn element(&self, css: &str) -> String {
         self.find(css)
             .await

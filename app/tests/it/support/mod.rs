@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod mail;
+pub mod idp;
 pub mod pg_cluster;
 pub mod serve;
 
@@ -94,19 +95,42 @@ pub async fn spawn_app_configured(
     app::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
+    let database_url = test_database_url(dir.path()).await;
+    let app = app_on(dir, mock, database_url, model, edit).await;
+    World::parse(&demo_world_text())
+        .unwrap()
+        .load_into(&app.state.db)
+        .await
+        .expect("world loads into the app");
+    app
+}
 
-    let mut config = Config::from_env(dir.path());
-    config.database_url = match fresh_postgres_url("rd_test").await {
+/// A fresh PostgreSQL database under `TEST_DATABASE_URL`, else a SQLite file in `dir`.
+pub async fn test_database_url(dir: &std::path::Path) -> String {
+    match fresh_postgres_url("rd_test").await {
         Some(url) => url,
-        None => app::store::Db::sqlite_url(dir.path()),
-    };
+        None => app::store::Db::sqlite_url(dir),
+    }
+}
+
+/// The app on `database_url` (whatever it already holds) and `mock`, with the test
+/// settings, `configure` applied last, and two staff tokens; no world is loaded.
+pub async fn app_on(
+    dir: tempfile::TempDir,
+    mock: payments_mock::RunningMock,
+    database_url: String,
+    model: Arc<dyn Model>,
+    configure: impl FnOnce(&mut Config),
+) -> TestApp {
+    let mut config = Config::from_env(dir.path());
+    config.database_url = database_url;
     config.payments_url = Some(mock.base_url());
     config.fixtures_dir = app::config::default_fixtures_dir();
     config.provider_backoff = std::time::Duration::from_millis(5);
     config.provider_timeout = std::time::Duration::from_secs(5);
     // Tests read the gauges right after the change they count.
     config.metrics_cache = std::time::Duration::ZERO;
-    edit(&mut config);
+    configure(&mut config);
 
     let clock = Arc::new(ManualClock::new(
         time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339).unwrap(),
@@ -114,11 +138,6 @@ pub async fn spawn_app_configured(
     let state = app::build_state(&config, &mock.base_url(), clock.clone(), model)
         .await
         .expect("state builds");
-    World::parse(&demo_world_text())
-        .unwrap()
-        .load_into(&state.db)
-        .await
-        .expect("world loads into the app");
 
     let now = clock_ms(&clock);
     let mut tokens = Vec::new();
@@ -177,7 +196,7 @@ impl TestApp {
         };
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20)
             .await
             .unwrap();
         let value = serde_json::from_slice(&bytes)
@@ -193,7 +212,7 @@ impl TestApp {
     pub async fn raw(&self, request: Request<Body>) -> (StatusCode, String) {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        let bytes = axum::body::to_bytes(response.into_body(), 16 << 20)
             .await
             .unwrap();
         (status, String::from_utf8_lossy(&bytes).into_owned())
