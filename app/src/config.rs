@@ -332,6 +332,8 @@ fn imap_url(value: &str) -> Result<String, String> {
         return Ok(String::new());
     }
     crate::mail::ImapTarget::parse(trimmed).map(|_| trimmed.to_string())
+}
+
 /// A provider metadata key: 1 to 40 characters, no `[` or `]` (Stripe's limits).
 fn metadata_key(value: &str) -> Result<String, String> {
     let key = value.trim();

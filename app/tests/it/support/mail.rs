@@ -125,7 +125,9 @@ impl MailServers {
 
     /// Sends raw bytes with Python's smtplib, as a customer's client would.
     pub fn send(&self, from: &str, raw: &[u8]) {
-        let file = self.dir.join(format!("out-{}.eml", uuid::Uuid::new_v4().simple()));
+        let file = self
+            .dir
+            .join(format!("out-{}.eml", uuid::Uuid::new_v4().simple()));
         std::fs::write(&file, raw).unwrap();
         let port = self.smtp_port.to_string();
         let path = file.to_string_lossy().to_string();
@@ -140,7 +142,11 @@ impl MailServers {
             .args(["--header", &format!("Subject: {subject}"), "--body", body])
             .output()
             .expect("swaks runs");
-        assert!(out.status.success(), "swaks: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "swaks: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 
     /// What `user`'s INBOX holds, read with Python's imaplib.

@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 pub mod browser;
-pub mod mail;
 pub mod idp;
+pub mod mail;
 pub mod pg_cluster;
 pub mod serve;
 
