@@ -34,6 +34,9 @@ CREATE TABLE mail_outbox (
     lease_expires_at BIGINT,
     version BIGINT NOT NULL,
     created_at BIGINT NOT NULL,
+    -- The order the rows were written in (one transaction writes several with the same
+    -- clock): a customer's mails go out, and are listed, in the order of their changes.
+    seq BIGINT NOT NULL,
     sent_at BIGINT
 );
 CREATE INDEX mail_outbox_due ON mail_outbox(status, next_attempt_at);
@@ -60,7 +63,10 @@ CREATE TABLE mail_inbound (
     imap_uid TEXT,
     received_at BIGINT NOT NULL,
     process_after BIGINT NOT NULL,
-    processed_at BIGINT
+    processed_at BIGINT,
+    -- The order the mails came in (several may share a millisecond): held mail is taken
+    -- in this order, so a customer's messages reach the ticket as they wrote them.
+    seq BIGINT NOT NULL
 );
 CREATE INDEX mail_inbound_waiting ON mail_inbound(status, process_after);
 CREATE INDEX mail_inbound_by_sender ON mail_inbound(sender, received_at);

@@ -12,6 +12,9 @@ the product sent is read back with `imaplib`: clients nobody on this project wro
       show); prints the counts.
   mailtool.py build FROM TO SUBJECT BODY [--header 'Name: value']... [--charset C]
       one plain message on stdout (bytes).
+  mailtool.py bounce TO FAILED_ADDRESS
+      a delivery status notification (RFC 3464, multipart/report) from MAILER-DAEMON
+      saying FAILED_ADDRESS could not be delivered, as a mail server writes one (stdout).
   mailtool.py send HOST PORT FROM TO FILE...
       sends each file as it is (smtplib), prints how many.
   mailtool.py read HOST PORT USER [PASSWORD]
@@ -73,6 +76,9 @@ def text_part(text, charset, form):
             import base64
             part.set_payload(base64.encodebytes(payload).decode("ascii"))
             part["Content-Transfer-Encoding"] = "base64"
+        # The payload is in `charset` itself: Python would label some (Shift_JIS) with
+        # the charset it converts to for 7-bit output (ISO-2022-JP) instead.
+        part.set_param("charset", charset)
     return part
 
 
@@ -145,6 +151,25 @@ def build(args):
     sys.stdout.buffer.write(msg.as_bytes())
 
 
+def bounce(to, failed):
+    from email.message import Message
+    m = MIMEMultipart("report", report_type="delivery-status")
+    header(m, "Mail Delivery System <MAILER-DAEMON@mx.example.cn>", to,
+           "Undelivered Mail Returned to Sender")
+    m.attach(MIMEText("This is the mail system. Your message could not be delivered."))
+    status = Message()
+    status.set_type("message/delivery-status")
+    per_message = Message()
+    per_message["Reporting-MTA"] = "dns; mx.example.cn"
+    per_recipient = Message()
+    per_recipient["Final-Recipient"] = f"rfc822; {failed}"
+    per_recipient["Action"] = "failed"
+    per_recipient["Status"] = "5.1.1"
+    status.set_payload([per_message, per_recipient])
+    m.attach(status)
+    sys.stdout.buffer.write(m.as_bytes())
+
+
 def send(host, port, sender, to, files):
     with smtplib.SMTP(host, int(port), timeout=30) as smtp:
         for path in files:
@@ -184,6 +209,8 @@ def main():
         corpus(*args)
     elif command == "build":
         build(args)
+    elif command == "bounce":
+        bounce(*args)
     elif command == "send":
         send(args[0], args[1], args[2], args[3], args[4:])
     elif command == "read":

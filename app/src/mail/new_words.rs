@@ -1,13 +1,16 @@
 //! The seam between the mail channel and the reading of a mail's structure: which part
 //! of a customer's mail is what they wrote now, and which is the quoted earlier thread or
-//! their signature (issue 37 §2). The mail path calls [`split`] and nothing else, so the
-//! fuller reader being built for issue 34 replaces this one function's body.
+//! their signature (issue 37 §2). The mail path calls [`split`] and nothing else; the
+//! reading itself is issue 34's (`crate::structure::split`, the same one the ticket page
+//! and the investigator use), so a mail and a page message are read alike.
 //!
-//! This is the minimal reading on purpose: the first line that starts a quote (`>`, "On …
-//! wrote:", an "Original Message" rule, Outlook's `From:`/`Von:`/`发件人:`/`差出人:` header
-//! block) and everything after it is quoted; a signature starts at the `-- ` line. What it
-//! does not do: weigh evidence, read pasted statements, or tell a forwarded receipt from a
-//! quote (a forwarded message is the customer's evidence now and stays in the new words).
+//! What stays in the new words: the customer's new words, what they paste and forward (a
+//! forwarded receipt is their evidence now: `structure` weighs it as supporting) and any
+//! instruction-like sentence (so RP-007's check still sees it). What goes apart, for staff
+//! to open: the quoted earlier thread and the signature. It decides nothing and drops
+//! nothing: the two parts together hold every block of the text.
+
+use crate::structure::{self, Place};
 
 /// A mail's text, split.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -18,27 +21,20 @@ pub struct Split {
     pub quoted: String,
 }
 
+/// The places kept apart from the message (issue 34: noted or ignored as evidence).
+const APART: [Place; 2] = [Place::Quoted, Place::Signature];
+
 /// Splits a mail's text into its new words and the rest.
 pub fn split(text: &str) -> Split {
-    let lines: Vec<&str> = text.lines().collect();
-    // A forwarded message is evidence the customer sends now: no quote is looked for
-    // from its marker on.
-    let cut = lines
-        .iter()
-        .take_while(|line| !is_forward_marker(line))
-        .position(|line| starts_quote(line))
-        .unwrap_or(lines.len());
-    let mut new_part: Vec<&str> = lines[..cut].to_vec();
-    let mut rest: Vec<&str> = lines[cut..].to_vec();
-    // RFC 3676 §4.3: the signature starts at the line "-- ".
-    if let Some(sig) = new_part.iter().position(|l| *l == "-- " || *l == "--") {
-        let signature = new_part.split_off(sig);
-        rest.splice(0..0, signature);
-    }
-    let new_words = new_part.join("\n").trim().to_string();
+    let parts = structure::split(text);
+    let kept: Vec<Place> = Place::ALL
+        .into_iter()
+        .filter(|p| !APART.contains(p))
+        .collect();
+    let new_words = parts.text_of(&kept).trim().to_string();
     if new_words.is_empty() {
-        // Nothing above the quote (a bare forward, or a reply written below the quote):
-        // the whole text is the message, so nothing the customer sent is hidden.
+        // Nothing but quote or signature (a reply written inside the quote): the whole
+        // text is the message, so nothing the customer sent is hidden.
         return Split {
             new_words: text.trim().to_string(),
             quoted: String::new(),
@@ -46,32 +42,8 @@ pub fn split(text: &str) -> Split {
     }
     Split {
         new_words,
-        quoted: rest.join("\n").trim().to_string(),
+        quoted: parts.text_of(&APART).trim().to_string(),
     }
-}
-
-/// The line a forwarded message starts at (Gmail's and ours).
-fn is_forward_marker(line: &str) -> bool {
-    let lower = line.trim().to_lowercase();
-    lower.starts_with("---------- forwarded message")
-        || lower.starts_with("begin forwarded message")
-}
-
-/// Whether a line opens the quoted earlier thread.
-fn starts_quote(line: &str) -> bool {
-    let trimmed = line.trim();
-    if trimmed.starts_with('>') {
-        return true;
-    }
-    let lower = trimmed.to_lowercase();
-    (lower.starts_with("on ") && lower.ends_with("wrote:"))
-        || (lower.starts_with('-') && lower.contains("original message"))
-        || (lower.starts_with("from: ") && lower.contains('@'))
-        || ["von:", "发件人:", "发件人：", "差出人:", "差出人："]
-            .iter()
-            .any(|p| lower.starts_with(p))
-        || (trimmed.contains("写道") && (trimmed.ends_with('：') || trimmed.ends_with(':')))
-        || (trimmed.contains("書きました") && (trimmed.ends_with('：') || trimmed.ends_with(':')))
 }
 
 #[cfg(test)]
@@ -103,6 +75,25 @@ mod tests {
         let only_quote = "> what we said\n> before";
         assert_eq!(split(only_quote).new_words, only_quote);
         let forward = "See the receipt below.\n\n---------- Forwarded message ----------\nFrom: shop@x.test\nTotal 198.00";
-        assert_eq!(split(forward).new_words, forward);
+        let kept = split(forward);
+        assert!(
+            kept.new_words.starts_with("See the receipt below."),
+            "{kept:?}"
+        );
+        assert!(kept.new_words.contains("Total 198.00"), "{kept:?}");
+        assert_eq!(kept.quoted, "");
+        // What is stored is read again the same way: the forward is still a forward to
+        // the investigator (supporting evidence), not the customer's new words.
+        let again = structure::split(&kept.new_words);
+        assert_eq!(again.new_text(), "See the receipt below.");
+        assert!(again.text_of(&[Place::Forwarded]).contains("Total 198.00"));
+    }
+
+    #[test]
+    fn an_order_named_only_in_the_quoted_thread_never_reaches_the_new_words() {
+        let text = "I was charged twice for my annual plan.\n\nOn Mon, Shop <shop@x.test> wrote:\n> Thank you for your order O-9999";
+        let split = split(text);
+        assert_eq!(split.new_words, "I was charged twice for my annual plan.");
+        assert!(split.quoted.contains("O-9999"), "{split:?}");
     }
 }

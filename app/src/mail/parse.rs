@@ -60,6 +60,9 @@ pub enum ParseError {
 
 /// Reads one raw message.
 pub fn parse(raw: &[u8]) -> Result<ParsedMail, ParseError> {
+    if !starts_with_a_header_field(raw) {
+        return Err(ParseError::NotAMessage);
+    }
     let message = MessageParser::default()
         .parse(raw)
         .filter(|m| !m.headers().is_empty())
@@ -87,6 +90,17 @@ pub fn parse(raw: &[u8]) -> Result<ParsedMail, ParseError> {
     parsed.text = text_of(&message);
     parsed.attachments = attachments_of(&message, &mut parsed.text);
     Ok(parsed)
+}
+
+/// RFC 5322 §2.2: a message begins with a header field, a name of printable US-ASCII
+/// characters other than the colon, then a colon. The parser itself takes any bytes as
+/// a message without headers' names it knows; this refuses what is plainly no mail.
+fn starts_with_a_header_field(raw: &[u8]) -> bool {
+    let name_len = raw
+        .iter()
+        .take_while(|b| (33..=126).contains(*b) && **b != b':')
+        .count();
+    name_len > 0 && raw.get(name_len) == Some(&b':')
 }
 
 fn first_address(address: &Address<'_>) -> Option<String> {
@@ -305,6 +319,20 @@ pub fn safe_filename(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bytes_that_do_not_begin_with_a_header_field_are_no_message() {
+        assert_eq!(
+            parse(b"\x00\x01 not a mail").unwrap_err(),
+            ParseError::NotAMessage
+        );
+        assert_eq!(
+            parse(b"Hello there: no").unwrap_err(),
+            ParseError::NotAMessage
+        );
+        assert!(parse(b"From: a@b.test\r\nSubject: x\r\n\r\nbody").is_ok());
+    }
+
     use super::*;
 
     fn mail(headers: &str, body: &str) -> Vec<u8> {

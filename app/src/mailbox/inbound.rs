@@ -57,8 +57,9 @@ pub async fn record(tx: &mut Tx<'_>, mail: &Taken<'_>) -> DomainResult<Option<St
     let id = new_id("in");
     let done = sqlx::query(
         "INSERT INTO mail_inbound (id, message_key, sender, source, status, outcome, reason, ticket_id,
-             customer_id, raw, imap_uid, received_at, process_after, processed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+             customer_id, raw, imap_uid, received_at, process_after, processed_at, seq)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM mail_inbound))
          ON CONFLICT (message_key) DO NOTHING",
     )
     .bind(&id)
@@ -137,7 +138,7 @@ pub async fn finish(
 pub async fn due(db: &Db, now: i64, limit: i64) -> DomainResult<Vec<(String, String)>> {
     let rows = sqlx::query(
         "SELECT id, raw FROM mail_inbound WHERE status = 'held' AND process_after <= $1
-         ORDER BY received_at, id LIMIT $2",
+         ORDER BY received_at, seq, id LIMIT $2",
     )
     .bind(now)
     .bind(limit)

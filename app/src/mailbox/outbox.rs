@@ -147,8 +147,9 @@ async fn insert(tx: &mut Tx<'_>, mail: &NewMail<'_>, now: i64) -> DomainResult<S
     let id = new_id("out");
     sqlx::query(
         "INSERT INTO mail_outbox (id, kind, recipient_kind, customer_id, staff_id, address, ticket_id,
-             case_id, language, body, in_reply_to, status, attempts, next_attempt_at, version, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', 0, $12, 1, $12)",
+             case_id, language, body, in_reply_to, status, attempts, next_attempt_at, version, created_at, seq)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', 0, $12, 1, $12,
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM mail_outbox))",
     )
     .bind(&id)
     .bind(mail.kind.as_str())
@@ -358,7 +359,7 @@ pub async fn claim_due(
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= $1
            AND (lease_expires_at IS NULL OR lease_expires_at < $1)
-         ORDER BY created_at, id LIMIT $2"
+         ORDER BY created_at, seq, id LIMIT $2"
     )))
     .bind(now)
     .bind(limit)
@@ -540,7 +541,7 @@ pub struct OutboxLine {
 pub async fn for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Vec<OutboxLine>> {
     let rows = sqlx::query(
         "SELECT id, kind, status, attempts, last_error, created_at, sent_at FROM mail_outbox
-         WHERE ticket_id = $1 AND recipient_kind = 'customer' ORDER BY created_at, id",
+         WHERE ticket_id = $1 AND recipient_kind = 'customer' ORDER BY created_at, seq, id",
     )
     .bind(ticket_id)
     .fetch_all(db.reader())
