@@ -17,6 +17,9 @@ the product sent is read back with `imaplib`: clients nobody on this project wro
       saying FAILED_ADDRESS could not be delivered, as a mail server writes one (stdout).
   mailtool.py send HOST PORT FROM TO FILE...
       sends each file as it is (smtplib), prints how many.
+  mailtool.py unflag HOST PORT USER FLAG
+      removes FLAG from every message of the user's INBOX (a flag store that never
+      reached the server); prints how many messages.
   mailtool.py read HOST PORT USER [PASSWORD]
       prints the user's INBOX as JSON: message_id, subject, from, to, in_reply_to,
       references, auto_submitted, text, html (read-only, nothing marked).
@@ -178,6 +181,17 @@ def send(host, port, sender, to, files):
     print(f"sent {len(files)}")
 
 
+def unflag(host, port, user, flag, password="test-pass"):
+    with imaplib.IMAP4(host, int(port)) as imap:
+        imap.login(user, password)
+        imap.select("INBOX")
+        _, data = imap.search(None, "ALL")
+        numbers = data[0].split()
+        for n in numbers:
+            imap.store(n, "-FLAGS", f"({flag} \\Seen)")
+    print(f"unflagged {len(numbers)}")
+
+
 def read(host, port, user, password="test-pass"):
     found = []
     with imaplib.IMAP4(host, int(port)) as imap:
@@ -213,6 +227,8 @@ def main():
         bounce(*args)
     elif command == "send":
         send(args[0], args[1], args[2], args[3], args[4:])
+    elif command == "unflag":
+        unflag(*args)
     elif command == "read":
         read(*args)
     else:
