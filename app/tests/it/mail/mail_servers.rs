@@ -444,3 +444,106 @@ async fn a_hundred_mails_in_a_minute_through_postfix_are_held_and_all_reach_the_
         .collect();
     assert_eq!(numbers, (0..100).collect::<BTreeSet<usize>>());
 }
+
+/// `refund-agent serve` on `data`, sending through `servers` (the kill test's process).
+fn serve_command(
+    data: &std::path::Path,
+    payments: &str,
+    servers: &MailServers,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+    cmd.arg("--data-dir")
+        .arg(data)
+        .env("PAYMENTS_URL", payments)
+        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env(
+            "PAYMENTS_WEBHOOK_SECRET",
+            app::config::DEFAULT_WEBHOOK_SECRET,
+        )
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("SMTP_URL", servers.smtp_url())
+        .env("MAIL_FROM", SUPPORT)
+        .env("PUBLIC_URL", "http://desk.test")
+        // The first retry after a second, so the restarted process sends soon.
+        .env("MAIL_RETRY_SECS", "1")
+        .env_remove("IMAP_URL")
+        .env_remove("DATABASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// The kill test's outbox, read from the process's SQLite file: `(id, status)`.
+async fn outbox_of(data: &std::path::Path) -> Vec<(String, String)> {
+    let pool = sqlx::SqlitePool::connect(&app::store::Db::sqlite_url(data))
+        .await
+        .unwrap();
+    let rows = sqlx::query_as(
+        "SELECT id, status FROM mail_outbox WHERE customer_id = 'C-100' ORDER BY seq",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    rows
+}
+
+// Multi-threaded: the payments mock answers `seed` while this thread waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serve_killed_after_the_change_committed_and_before_its_mail_went_sends_it_once_after_restart(
+) {
+    use crate::support::serve::{self, sigkill};
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mock = crate::support::start_mock(dir.path()).await;
+    let data = dir.path().join("app");
+    let (_, customer) = serve::seed(&mut serve_command(&data, &mock.base_url(), &servers));
+    // The mail server is away: whatever the process does, no mail leaves it.
+    servers.stop();
+    let mut first = serve::start(&mut serve_command(&data, &mock.base_url(), &servers)).await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/tickets", first.base))
+        .bearer_auth(&customer)
+        .json(&json!({ "message": "I was charged twice for my annual plan" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{response:?}");
+    // The ticket and its mails committed; SIGKILL before any was sent.
+    sigkill(&mut first);
+    let written = outbox_of(&data).await;
+    assert!(
+        !written.is_empty(),
+        "at least the received mail: {written:?}"
+    );
+    assert!(written.iter().all(|(_, s)| s == "pending"), "{written:?}");
+    servers.start_again();
+    let mut second = serve::start(&mut serve_command(&data, &mock.base_url(), &servers)).await;
+    // The restarted process sends what was written (and the agent's reply, if the kill
+    // came before the investigation): bounded, until every row is sent.
+    let mut after = Vec::new();
+    for _ in 0..300 {
+        after = outbox_of(&data).await;
+        if after.len() >= 2 && after.iter().all(|(_, s)| s == "sent") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    sigkill(&mut second);
+    assert!(after.iter().all(|(_, s)| s == "sent"), "{after:?}");
+    // Each mail once, its Message-ID the row's own (stable across the restart:
+    // docs/spec/email.md), the one written before the kill among them.
+    let mails = servers.wait_for(LI_WEI, after.len());
+    let ids = distinct_ids(&mails);
+    assert_eq!(ids.len(), after.len(), "{mails:#?}");
+    for (row, _) in &written {
+        assert!(
+            ids.contains(&format!("{row}@shop.test")),
+            "{row} in {ids:?}"
+        );
+    }
+    println!(
+        "killed before sending, restarted: {} mails, each once",
+        ids.len()
+    );
+}
