@@ -409,10 +409,7 @@ async fn a_hundred_mails_in_a_minute_through_postfix_are_held_and_all_reach_the_
         files.push(file.to_string_lossy().to_string());
     }
     // All 99 in one SMTP session, well inside a minute.
-    let port = servers.smtp_port.to_string();
-    let mut args = vec!["send", "127.0.0.1", &port, LI_WEI, SUPPORT];
-    args.extend(files.iter().map(String::as_str));
-    mail::mailtool(&args);
+    servers.send_files(LI_WEI, &files);
     servers.wait_for(SUPPORT, 100);
     assert_eq!(take_mailbox(&app).await.unwrap(), 99);
     let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mail_inbound WHERE status = 'held'")

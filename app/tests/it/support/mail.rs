@@ -62,6 +62,11 @@ pub struct MailServers {
     pub dir: PathBuf,
     pub smtp_port: u16,
     pub imap_port: u16,
+    /// Mails the outside clients sent (swaks, smtplib) and read back (imaplib, each
+    /// Message-ID once), written to `$TEST_MAIL_COUNTS` when the pair stops (`.ci/run`
+    /// prints the totals).
+    sent: std::sync::atomic::AtomicUsize,
+    read: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl MailServers {
@@ -76,6 +81,8 @@ impl MailServers {
             dir,
             smtp_port: free_port(),
             imap_port: free_port(),
+            sent: Default::default(),
+            read: Default::default(),
         };
         servers.run("start");
         servers
@@ -132,6 +139,20 @@ impl MailServers {
         let port = self.smtp_port.to_string();
         let path = file.to_string_lossy().to_string();
         mailtool(&["send", "127.0.0.1", &port, from, SUPPORT, &path]);
+        self.count_sent(1);
+    }
+
+    /// Sends every file in one SMTP session with Python's smtplib.
+    pub fn send_files(&self, from: &str, files: &[String]) {
+        let port = self.smtp_port.to_string();
+        let mut args = vec!["send", "127.0.0.1", &port, from, SUPPORT];
+        args.extend(files.iter().map(String::as_str));
+        mailtool(&args);
+        self.count_sent(files.len());
+    }
+
+    fn count_sent(&self, n: usize) {
+        self.sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Sends with swaks, as Debian ships it.
@@ -147,13 +168,18 @@ impl MailServers {
             "swaks: {}",
             String::from_utf8_lossy(&out.stdout)
         );
+        self.count_sent(1);
     }
 
     /// What `user`'s INBOX holds, read with Python's imaplib.
     pub fn read(&self, user: &str) -> Vec<Value> {
         let port = self.imap_port.to_string();
         let out = mailtool(&["read", "127.0.0.1", &port, user]);
-        serde_json::from_slice(&out).expect("mailtool read prints JSON")
+        let mails: Vec<Value> = serde_json::from_slice(&out).expect("mailtool read prints JSON");
+        if let Ok(mut read) = self.read.lock() {
+            read.extend(mails.iter().map(|m| format!("{user} {}", m["message_id"])));
+        }
+        mails
     }
 
     /// `user`'s INBOX once it holds at least `count` mails (delivery through Postfix to
@@ -173,6 +199,16 @@ impl MailServers {
 
 impl Drop for MailServers {
     fn drop(&mut self) {
+        if let Ok(file) = std::env::var("TEST_MAIL_COUNTS") {
+            let sent = self.sent.load(std::sync::atomic::Ordering::Relaxed);
+            let read = self.read.lock().map(|r| r.len()).unwrap_or(0);
+            let line = format!("sent {sent} read {read}\n");
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        }
         let _ = Command::new(repo().join("scripts/mail-servers"))
             .arg("stop")
             .env("MAILTEST_DIR", &self.dir)
