@@ -15,6 +15,12 @@ the product sent is read back with `imaplib`: clients nobody on this project wro
   mailtool.py bounce TO FAILED_ADDRESS
       a delivery status notification (RFC 3464, multipart/report) from MAILER-DAEMON
       saying FAILED_ADDRESS could not be delivered, as a mail server writes one (stdout).
+  mailtool.py history JSONL OUT_DIR TO [EVERY]
+      turns every EVERY-th history ticket (default 1: all) into raw mails as its
+      customer's client would send them: one .eml per customer message (the first line
+      as the subject, later messages as replies to the first: In-Reply-To and
+      References), OUT_DIR/world.json (their worlds merged) and OUT_DIR/manifest.json
+      ([{ticket, customer_id, from, files, texts}]); prints the counts.
   mailtool.py send HOST PORT FROM TO FILE...
       sends each file as it is (smtplib), prints how many.
   mailtool.py unflag HOST PORT USER FLAG
@@ -173,6 +179,56 @@ def bounce(to, failed):
     sys.stdout.buffer.write(m.as_bytes())
 
 
+def history_mail(ticket, to):
+    """One history ticket as the raw mails its customer would send: [(name, bytes, text)]."""
+    customer = next(c for c in ticket["world"]["customers"] if c["id"] == ticket["customer_id"])
+    sender = customer["email"]
+    texts = [m["text"] for m in ticket["messages"] if m["from"] == "customer"]
+    first_line = texts[0].strip().splitlines()[0] if texts[0].strip() else ""
+    subject = first_line[:78]
+    mails = []
+    first_id = None
+    for n, text in enumerate(texts):
+        msg = header(EmailMessage(), sender, to, subject if n == 0 else f"Re: {subject}")
+        msg.set_content(text)
+        if first_id is None:
+            first_id = msg["Message-ID"]
+        else:
+            msg["In-Reply-To"] = first_id
+            msg["References"] = first_id
+        mails.append((f"{ticket['id']}-{n}.eml", msg.as_bytes(), text))
+    return sender, mails
+
+
+def history(jsonl, out_dir, to, every="1"):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(jsonl, encoding="utf-8") as f:
+        tickets = [json.loads(line) for line in f if line.strip()]
+    tickets = tickets[::int(every)]
+    world = {}
+    manifest = []
+    for ticket in tickets:
+        for key, rows in ticket["world"].items():
+            world.setdefault(key, []).extend(rows)
+        sender, mails = history_mail(ticket, to)
+        for name, raw, _ in mails:
+            with open(os.path.join(out_dir, name), "wb") as out:
+                out.write(raw)
+        manifest.append({
+            "ticket": ticket["id"],
+            "customer_id": ticket["customer_id"],
+            "from": sender,
+            "files": [name for name, _, _ in mails],
+            "texts": [text for _, _, text in mails],
+        })
+    with open(os.path.join(out_dir, "world.json"), "w", encoding="utf-8") as out:
+        json.dump(world, out, ensure_ascii=False)
+    with open(os.path.join(out_dir, "manifest.json"), "w", encoding="utf-8") as out:
+        json.dump(manifest, out, ensure_ascii=False)
+    mails = sum(len(m["files"]) for m in manifest)
+    print(f"{len(manifest)} history tickets, {mails} mails")
+
+
 def send(host, port, sender, to, files):
     with smtplib.SMTP(host, int(port), timeout=30) as smtp:
         for path in files:
@@ -225,6 +281,8 @@ def main():
         build(args)
     elif command == "bounce":
         bounce(*args)
+    elif command == "history":
+        history(*args)
     elif command == "send":
         send(args[0], args[1], args[2], args[3], args[4:])
     elif command == "unflag":

@@ -544,3 +544,141 @@ async fn a_serve_killed_after_the_change_committed_and_before_its_mail_went_send
         ids.len()
     );
 }
+
+/// A case's decision, as compared between the two ways in.
+async fn decision_of(app: &TestApp, ticket_id: &str) -> Value {
+    let case_id: Option<String> = sqlx::query_scalar("SELECT id FROM cases WHERE ticket_id = $1")
+        .bind(ticket_id)
+        .fetch_optional(app.state.db.pool())
+        .await
+        .unwrap();
+    let Some(case_id) = case_id else {
+        return json!({ "case": null });
+    };
+    let case = app.case(&case_id).await;
+    json!({
+        "status": case["status"],
+        "reason_code": case["reason_code"],
+        "refund_total": case["refund_total"],
+        "currency": case["currency"],
+        "required_role": case["required_role"],
+    })
+}
+
+/// Drains until no case of the app is still being investigated (a provider read may
+/// wait for its retry, as `open_ticket` allows).
+async fn settle_investigations(app: &TestApp) {
+    for _ in 0..4 {
+        app.drain().await;
+        let open: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM cases WHERE status = 'investigating'")
+                .fetch_one(app.state.db.pool())
+                .await
+                .unwrap();
+        if open == 0 {
+            return;
+        }
+        app.clock.advance(time::Duration::milliseconds(
+            app::runs::DEPENDENCY_RETRY_MS + 1,
+        ));
+    }
+}
+
+/// Issue 37's last "Done when": every history ticket of the dev set
+/// (`evals/history/varied-dev.jsonl`, whatever it holds) written as its customer's mail
+/// by Python's `email` (`mailtool.py history`), sent through Postfix and taken from the
+/// mailbox, reaches the same decision as the same messages posted to the API. A sample
+/// (every 15th ticket) by default; `TEST_MAIL_DEVSET_EVERY=1` runs all of it.
+#[tokio::test]
+async fn every_dev_set_ticket_sent_as_mail_through_postfix_reaches_the_same_decision_as_through_the_api(
+) {
+    let Some(servers) = servers() else { return };
+    let every = std::env::var("TEST_MAIL_DEVSET_EVERY").unwrap_or_else(|_| "15".into());
+    let devset =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../evals/history/varied-dev.jsonl");
+    let out = tempfile::tempdir().unwrap();
+    let out_s = out.path().to_string_lossy().to_string();
+    mail::mailtool(&[
+        "history",
+        &devset.to_string_lossy(),
+        &out_s,
+        SUPPORT,
+        &every,
+    ]);
+    let manifest: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(out.path().join("manifest.json")).unwrap()).unwrap();
+    let world = std::fs::read_to_string(out.path().join("world.json")).unwrap();
+    let by_api = spawn_app_configured(Arc::new(Investigator), mail::api_only).await;
+    let by_mail = app_on(&servers).await;
+    for app in [&by_api, &by_mail] {
+        app::world::load_into_provider(&app.mock.base_url(), &world)
+            .await
+            .unwrap();
+        app::world::World::parse(&world)
+            .unwrap()
+            .load_into(&app.state.db)
+            .await
+            .unwrap();
+    }
+    let mut in_mailbox = 0;
+    let mut differ = Vec::new();
+    let mut outcomes = std::collections::BTreeMap::new();
+    for entry in &manifest {
+        let customer = entry["customer_id"].as_str().unwrap();
+        let texts: Vec<&str> = entry["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        // Through the API: the first message opens the ticket, later ones are added.
+        let ticket = by_api.post_ticket(customer, texts[0]).await;
+        let api_ticket = ticket["id"].as_str().unwrap().to_string();
+        settle_investigations(&by_api).await;
+        let token = by_api.customer_token(customer).await;
+        for text in &texts[1..] {
+            let path = format!("/api/v1/tickets/{api_ticket}/messages");
+            let (status, body) = by_api
+                .request("POST", &path, Some(&token), Some(json!({ "text": text })))
+                .await;
+            assert!(status.is_success(), "{body}");
+            settle_investigations(&by_api).await;
+        }
+        // Through Postfix: each mail sent with smtplib, taken by the watcher.
+        let from = entry["from"].as_str().unwrap();
+        for file in entry["files"].as_array().unwrap() {
+            servers.send(
+                from,
+                &std::fs::read(out.path().join(file.as_str().unwrap())).unwrap(),
+            );
+            in_mailbox += 1;
+            servers.wait_for(SUPPORT, in_mailbox);
+            assert_eq!(take_mailbox(&by_mail).await.unwrap(), 1);
+            settle_investigations(&by_mail).await;
+        }
+        let mail_tickets: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM tickets WHERE customer_id = $1")
+                .bind(customer)
+                .fetch_all(by_mail.state.db.pool())
+                .await
+                .unwrap();
+        assert_eq!(
+            mail_tickets.len(),
+            1,
+            "{}: one ticket for its mails",
+            entry["ticket"]
+        );
+        let api = decision_of(&by_api, &api_ticket).await;
+        let mail = decision_of(&by_mail, &mail_tickets[0]).await;
+        if api != mail {
+            differ.push(format!("{}: API {api} / mail {mail}", entry["ticket"]));
+        }
+        *outcomes.entry(api["status"].to_string()).or_insert(0usize) += 1;
+    }
+    println!(
+        "dev set through Postfix: {} tickets ({in_mailbox} mails), {} with another decision than through the API; through the API: {outcomes:?}",
+        manifest.len(),
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{differ:#?}");
+}
