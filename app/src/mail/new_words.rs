@@ -66,8 +66,11 @@ mod tests {
         assert!(split.quoted.contains("+86"));
         let outlook = "Any news?\n\n-----Original Message-----\nFrom: support@shop.test\nOld text";
         assert_eq!(super::split(outlook).new_words, "Any news?");
-        let chinese = "还没有退款。\n\n发件人: support@shop.test\n以前的内容";
-        assert_eq!(super::split(chinese).new_words, "还没有退款。");
+        // Outlook's header block of the mail replied to (a From line and two more).
+        let chinese = "还没有退款。\n\n发件人: support@shop.test\n发送时间: 2026年12月1日 10:00\n收件人: li.wei@example.cn\n主题: 重复扣款\n以前的内容";
+        let split = super::split(chinese);
+        assert_eq!(split.new_words, "还没有退款。");
+        assert!(split.quoted.contains("以前的内容"), "{split:?}");
     }
 
     #[test]
