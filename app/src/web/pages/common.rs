@@ -121,12 +121,13 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 9] = [
+const PAGES: [(&str, &str, Capability); 10] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
     ("/console/policies", "Policies", Capability::ReadPolicies),
     ("/console/replies", "Replies", Capability::ReadCases),
     ("/console/reconcile", "Reconcile", Capability::ReadCases),
+    ("/console/charges", "Charges", Capability::ReadCases),
     ("/console/audit", "Audit", Capability::ReadCases),
     ("/console/rollout", "Rollout", Capability::Administer),
     ("/console/staff", "Staff", Capability::Administer),
