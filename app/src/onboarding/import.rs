@@ -1,4 +1,4 @@
-//! `import customers|orders FILE` (docs/spec/history.md, SPEC §7): a shop's export upserted
+//! `import customers|orders FILE` (docs/spec/history.md, docs/spec/interfaces.md): a shop's export upserted
 //! by id, all of it or nothing.
 //!
 //! Staged, in four steps, so that memory stays flat on a file of any size and nothing is

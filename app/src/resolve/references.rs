@@ -28,7 +28,7 @@ impl Reference {
     /// Whether the customer names this as one of their orders: after an order word, or
     /// shaped like one of their own order ids (`O-20511` beside their `O-20510`) and not
     /// labelled as another kind of number. Compared with *their* ids, never with a
-    /// pattern of what ids look like (SPEC §3).
+    /// pattern of what ids look like (docs/spec/domain.md).
     pub fn names_an_order(&self, own_ids: &[&str]) -> bool {
         self.named || (!self.labelled_other && own_ids.iter().any(|id| resembles(&self.text, id)))
     }
