@@ -79,8 +79,11 @@ impl Tool for Read {
     }
 }
 
+/// The spans opened, each with the thread that opened it.
+type Recorded = Arc<Mutex<Vec<(std::thread::ThreadId, String)>>>;
+
 /// Records the names of the spans opened, with the thread that opened them.
-struct SpanNames(Arc<Mutex<Vec<(std::thread::ThreadId, String)>>>);
+struct SpanNames(Recorded);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
     fn on_new_span(
@@ -98,8 +101,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
 
 /// The spans opened on this thread from now on, as recorded by the global subscriber.
 fn recorded_spans() -> impl Fn() -> Vec<String> {
-    static NAMES: std::sync::OnceLock<Arc<Mutex<Vec<(std::thread::ThreadId, String)>>>> =
-        std::sync::OnceLock::new();
+    static NAMES: std::sync::OnceLock<Recorded> = std::sync::OnceLock::new();
     let names = NAMES.get_or_init(|| {
         let names = Arc::new(Mutex::new(Vec::new()));
         let subscriber = tracing_subscriber::registry().with(SpanNames(names.clone()));
