@@ -748,6 +748,12 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
         stdout.contains("agent@refund-desk.test") && stdout.contains("password"),
         "what scripts capture is on stdout: {stdout}"
     );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("admin") && l.contains("admin@refund-desk.test")),
+        "a newcomer gets an admin too (issue 38): {stdout}"
+    );
     let before = staff_hashes(dir.path()).await;
 
     let (ok, _, stderr) = refund_agent(dir.path(), &["seed"]);
@@ -762,6 +768,23 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
     let (ok, link, stderr) = refund_agent(dir.path(), &["customer", "link", "C-100"]);
     assert!(ok, "{stderr}");
     let link = link.trim();
+    assert!(link.starts_with("http://127.0.0.1:8080/"), "{link}");
+    let elsewhere = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["customer", "link", "C-100"])
+        .env_remove("DATABASE_URL")
+        .env_remove("PAYMENTS_URL")
+        .env_remove("PUBLIC_URL")
+        .env("BIND_ADDR", "127.0.0.1:9191")
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .output()
+        .expect("the refund-agent binary runs");
+    let elsewhere = String::from_utf8_lossy(&elsewhere.stdout);
+    assert!(
+        elsewhere.starts_with("http://127.0.0.1:9191/sign-in?link="),
+        "the link names where serve listens: {elsewhere}"
+    );
     assert!(link.contains("/sign-in?link="), "alone on stdout: {link}");
     let token = link.split("link=").nth(1).unwrap();
     let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
