@@ -1525,3 +1525,56 @@ async fn a_long_customer_history_collapses_to_the_newest_five_with_a_count() {
         "the oldest is not read"
     );
 }
+
+/// The rows of a queue page: (case id, the row's html).
+fn queue_rows(html: &str) -> Vec<(String, String)> {
+    html.split("<tr data-case=\"")
+        .skip(1)
+        .map(|rest| {
+            let id = rest[..rest.find('"').unwrap()].to_string();
+            let row = rest[..rest.find("</tr>").unwrap_or(rest.len())].to_string();
+            (id, row)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_escalation_waits_in_the_supervisors_needs_me_and_belongs_to_somebody() {
+    let mut app = spawn_app().await;
+    // 130 days after the charges: outside RP-001 v2's 120-day window → escalated.
+    app.clock.advance(time::Duration::days(121));
+    app.renew_tokens().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    let case_id = case["id"].as_str().unwrap().to_string();
+
+    let supervisor = session_cookie(&app, "supervisor@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &supervisor).await;
+    let rows = queue_rows(&page);
+    let row = rows
+        .iter()
+        .find(|(id, _)| *id == case_id)
+        .unwrap_or_else(|| panic!("the escalation is in the supervisor's Needs me: {page}"));
+    assert!(
+        row.1.contains("supervisor") && !row.1.contains("(not you)"),
+        "{}",
+        row.1
+    );
+
+    let agent = session_cookie(&app, "agent@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &agent).await;
+    assert!(
+        queue_rows(&page).iter().all(|(id, _)| *id != case_id),
+        "an agent cannot take it over: not theirs to do"
+    );
+    let (_, page) = console_get(&app, "/console", &agent).await;
+    let rows = queue_rows(&page);
+    let row = rows.iter().find(|(id, _)| *id == case_id).expect("listed");
+    assert!(
+        row.1.contains("supervisor") && row.1.contains("(not you)"),
+        "{}",
+        row.1
+    );
+}

@@ -154,10 +154,14 @@ pub(super) async fn queue_page(
         Ok(flags) => flags,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let statuses = match filter_statuses(&filter) {
+    let mut statuses = match filter_statuses(&filter) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
+    // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
+    if filter == "needs_me" && takes_escalations(&session) {
+        statuses.push(CaseStatus::Escalated);
+    }
     let roles = tab_roles(&filter, &session);
     let flagged: Vec<String> = flags.iter().map(|f| f.case_id.clone()).collect();
     let query = cases::CaseQuery {
@@ -224,6 +228,11 @@ fn next_link(q: &QueueQuery, cursor: &str) -> String {
     format!("/console?{query}")
 }
 
+/// Whether this staff member's role takes escalated cases over (supervisors, admins).
+fn takes_escalations(session: &Session) -> bool {
+    crate::web::access::Capability::TakeOver.allows(session.staff.role)
+}
+
 fn queue_row(
     session: &Session,
     c: &cases::Case,
@@ -231,10 +240,16 @@ fn queue_row(
     now: i64,
     stuck: &std::collections::HashMap<&str, &str>,
 ) -> QueueRow {
-    let required = c.required_role.clone().unwrap_or_default();
-    let may_approve = parse_plain::<policy_engine::Role>(&required)
-        .map(|r| session.staff.role.may_approve(r))
-        .unwrap_or(false);
+    // An escalation needs a supervisor to take it over; an approval, the role RP-004 asks.
+    let (required, may_approve) = if c.status == CaseStatus::Escalated {
+        ("supervisor".to_string(), takes_escalations(session))
+    } else {
+        let required = c.required_role.clone().unwrap_or_default();
+        let may = parse_plain::<policy_engine::Role>(&required)
+            .map(|r| session.staff.role.may_approve(r))
+            .unwrap_or(false);
+        (required, may)
+    };
     QueueRow {
         id: c.id.clone(),
         status: c.status.as_str().to_string(),
