@@ -1578,3 +1578,50 @@ async fn an_escalation_waits_in_the_supervisors_needs_me_and_belongs_to_somebody
         row.1
     );
 }
+
+#[tokio::test]
+async fn one_search_box_on_every_console_page_finds_a_case_by_its_words_in_any_status() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket(
+            "C-100",
+            "I was charged twice for my annual plan, the blue umbrella invoice",
+        )
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    app.close_case(&case_id).await;
+    let cookie = session_cookie(&app, "supervisor@test.example").await;
+
+    // The box is in the header of a page that is not the queue.
+    let (_, page) = console_get(&app, "/console/replies", &cookie).await;
+    assert!(page.contains("id=\"header-search\""), "{page}");
+    // What it sends: only `q`. Every status is searched, by the message's words too.
+    let (_, found) = console_get(&app, "/console?q=Blue+Umbrella", &cookie).await;
+    assert!(
+        queue_rows(&found).iter().any(|(id, _)| *id == case_id),
+        "a closed case found by its words: {found}"
+    );
+    // Within a tab the search stays in the tab.
+    let (_, tab) = console_get(
+        &app,
+        "/console?status=needs_person&q=blue+umbrella",
+        &cookie,
+    )
+    .await;
+    assert!(
+        queue_rows(&tab).iter().all(|(id, _)| *id != case_id),
+        "{tab}"
+    );
+    // Two letters search names, emails and ids only, not every message.
+    let (_, short) = console_get(&app, "/console?q=bl", &cookie).await;
+    assert!(
+        queue_rows(&short).iter().all(|(id, _)| *id != case_id),
+        "{short}"
+    );
+
+    // A policy author reads no cases: no box.
+    app.staff_token(app::auth::StaffRole::PolicyAuthor).await;
+    let cookie = session_cookie(&app, "policy_author@test.example").await;
+    let (_, page) = console_get(&app, "/console/policies", &cookie).await;
+    assert!(!page.contains("id=\"header-search\""), "{page}");
+}

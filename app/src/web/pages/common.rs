@@ -145,6 +145,11 @@ impl Nav {
         }
     }
 
+    /// Whether the header offers the search box (it searches cases: those who read them).
+    pub fn may_search(&self) -> bool {
+        Capability::ReadCases.allows(self.staff_role)
+    }
+
     /// The pages this staff member may open, as (path, label): the access table's
     /// capabilities, so the header never offers a page that would refuse them.
     pub fn links(&self) -> Vec<(&'static str, &'static str)> {

@@ -145,9 +145,16 @@ pub(super) async fn queue_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    let filter = q.status.clone().unwrap_or_else(|| NEEDS_PERSON.into());
-    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
     let search = q.q.clone().unwrap_or_default();
+    // A search without a tab looks through every status (issue 38: the header's box).
+    let filter = q
+        .status
+        .clone()
+        .unwrap_or_else(|| match search.trim().is_empty() {
+            true => NEEDS_PERSON.into(),
+            false => "all".into(),
+        });
+    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
     let newest = q.sort.as_deref() == Some("newest");
     let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
     let flags = match crate::watchdog::open_flags(&state.db).await {
