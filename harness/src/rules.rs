@@ -333,7 +333,7 @@ mod tests {
                 vec!["model_output", "model_error"],
             ),
             (
-                reply(calls(vec![call("approve_refund")])),
+                reply(calls(vec![call("approve_payout")])),
                 TurnKind::Refused,
                 vec!["model_output", "policy_violation"],
             ),
@@ -373,7 +373,7 @@ mod tests {
         assert!(matches!(next(&log, spent, &limits), Next::RunTools(c) if c.len() == 1));
         // A refused turn hands the run over before anything else.
         let mut events = intents.clone();
-        events.extend(record(2, reply(calls(vec![call("approve_refund")])), 0).events);
+        events.extend(record(2, reply(calls(vec![call("approve_payout")])), 0).events);
         assert_eq!(
             next(&fold(&events), spent, &limits),
             Next::HandOff {

@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::SqliteConnection;
 
-use crate::refunds::CreatedRange;
 use crate::state::MockState;
+use crate::wire::CreatedRange;
 use crate::wire::{
     json_response, new_id, to_json, ApiError, ApiKey, FormParams, ListEnvelope, Page,
 };

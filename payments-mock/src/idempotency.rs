@@ -23,15 +23,14 @@ use axum::http::header::HeaderValue;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use crate::charges::ChargeRow;
 use crate::events::EventRequest;
 use crate::faults::{BusinessErrorCode, LayerFault};
-use crate::lifecycle::{self, UpdateRefund};
 use crate::money::{format_major, Currency};
-use crate::refunds::{self, CreateRefund, RefundTarget};
 use crate::state::{InFlightGuard, MockState};
 use crate::wire::{
-    json_response, ApiError, ApiKey, FormParams, RequestId, IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED,
-    STRIPE_SHOULD_RETRY,
+    in_flight_conflict, json_response, ApiError, ApiKey, FormParams, RequestId, IDEMPOTENCY_KEY,
+    IDEMPOTENT_REPLAYED, STRIPE_SHOULD_RETRY,
 };
 
 /// Stripe documents keys of up to 255 characters.
@@ -49,14 +48,30 @@ pub struct PostRequest {
     pub fault: Option<LayerFault>,
 }
 
-/// A validated mutation, ready to execute inside the layer's transaction.
-#[derive(Debug, Clone)]
-// Every mutation the mock offers is on a refund; the names mirror the endpoints.
-#[allow(clippy::enum_variant_names)]
-pub(crate) enum Operation {
-    CreateRefund(CreateRefund),
-    UpdateRefund(UpdateRefund),
-    CancelRefund(String),
+/// A future borrowed from its arguments (the mutations' executions).
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The charge a mutation concerns and the amount it asks for, if any.
+pub(crate) type Concerned = (Option<ChargeRow>, Option<i64>);
+
+/// A validated mutation, executed inside the layer's transaction. Its endpoint's module
+/// implements it (a refund created: `refunds`; updated or cancelled: `lifecycle`), so
+/// this layer names none of them.
+pub(crate) trait Mutation: Send + Sync {
+    fn execute<'a>(
+        &'a self,
+        conn: &'a mut sqlx::SqliteConnection,
+        state: &'a MockState,
+        context: &'a ExecutionContext,
+    ) -> BoxFuture<'a, Result<Outcome, sqlx::Error>>;
+
+    /// The charge it concerns and the amount it asks for, if any: what the
+    /// `business_error` fault's refusal names.
+    fn concerns<'a>(
+        &'a self,
+        conn: &'a mut sqlx::SqliteConnection,
+    ) -> BoxFuture<'a, Result<Concerned, sqlx::Error>>;
 }
 
 /// What execution produced: stored under the key and sent to the client.
@@ -95,51 +110,14 @@ impl ExecutionContext {
     }
 }
 
-async fn execute(
-    conn: &mut sqlx::SqliteConnection,
-    state: &MockState,
-    operation: &Operation,
-    context: &ExecutionContext,
-) -> Result<Outcome, sqlx::Error> {
-    match operation {
-        Operation::CreateRefund(params) => {
-            refunds::execute_create(conn, state, params, context).await
-        }
-        Operation::UpdateRefund(params) => {
-            lifecycle::execute_update(conn, state, params, context).await
-        }
-        Operation::CancelRefund(refund_id) => {
-            lifecycle::execute_cancel(conn, state, refund_id, context).await
-        }
-    }
-}
-
 /// The `business_error` fault: the refusal a real charge in that state would get,
 /// for the charge this operation concerns.
 async fn forced_business_error(
     conn: &mut sqlx::SqliteConnection,
-    operation: &Operation,
+    operation: &dyn Mutation,
     code: BusinessErrorCode,
 ) -> Result<Outcome, sqlx::Error> {
-    let (charge, requested) = match operation {
-        Operation::CreateRefund(params) => {
-            let charge = match &params.target {
-                RefundTarget::Charge(id) => crate::charges::find(conn, id).await?,
-                RefundTarget::PaymentIntent(id) => {
-                    crate::charges::find_by_payment_intent(conn, id).await?
-                }
-            };
-            (charge, params.amount)
-        }
-        Operation::UpdateRefund(UpdateRefund { refund_id, .. })
-        | Operation::CancelRefund(refund_id) => {
-            let charge = match refunds::find(conn, refund_id).await? {
-                Some(refund) => crate::charges::find(conn, &refund.charge_id).await?,
-                None => None,
-            };
-            (charge, None)
-        }
-    };
+    let (charge, requested) = operation.concerns(conn).await?;
     let charge_id = charge.as_ref().map_or("unknown", |c| c.id.as_str());
     let error = match code {
         BusinessErrorCode::ChargeAlreadyRefunded => {
@@ -181,10 +159,10 @@ struct StoredKey {
 }
 
 /// Runs a POST through the layer; `validate` turns the params into an operation.
-pub(crate) async fn run_post(
+pub(crate) async fn run_post<M: Mutation>(
     state: &MockState,
     request: PostRequest,
-    validate: impl FnOnce(&FormParams) -> Result<Operation, ApiError>,
+    validate: impl FnOnce(&FormParams) -> Result<M, ApiError>,
 ) -> Response {
     // 1. Before the layer.
     let key = match idempotency_key(&request.headers) {
@@ -227,6 +205,7 @@ pub(crate) async fn run_post(
         Ok(operation) => operation,
         Err(error) => return error.into_response(),
     };
+    let operation: &dyn Mutation = &operation;
 
     // 4. Execution and storage, atomically.
     let context = ExecutionContext {
@@ -242,12 +221,12 @@ pub(crate) async fn run_post(
     };
     let result = match &request.fault {
         Some(LayerFault::ServerErrorAfterBegin { commit, .. }) => {
-            server_error_after_begin(state, &operation, &stored, *commit).await
+            server_error_after_begin(state, operation, &stored, *commit).await
         }
         Some(LayerFault::BusinessError(code)) => {
-            business_error(state, &operation, &stored, *code).await
+            business_error(state, operation, &stored, *code).await
         }
-        _ => execute_and_store(state, &operation, &stored).await,
+        _ => execute_and_store(state, operation, &stored).await,
     };
     state.wake_webhooks();
     match result {
@@ -297,24 +276,6 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         )));
     }
     Ok(Some(key.to_owned()))
-}
-
-pub(crate) fn in_flight_conflict(key: &str) -> Response {
-    let error = ApiError::new(
-        StatusCode::CONFLICT,
-        "invalid_request_error",
-        format!(
-            "There is currently another in-progress request using this Idempotent Key (that \
-             probably means you submitted twice, and the other request is still going \
-             through): {key}. Please try again later."
-        ),
-    )
-    .with_code("idempotency_key_in_use");
-    let mut response = error.into_response();
-    response
-        .headers_mut()
-        .insert(STRIPE_SHOULD_RETRY, HeaderValue::from_static("true"));
-    response
 }
 
 /// A stored, unexpired key: the replay or the mismatch error. `None`: execute.
@@ -387,13 +348,13 @@ struct StoreTarget<'a> {
 
 async fn execute_and_store(
     state: &MockState,
-    operation: &Operation,
+    operation: &dyn Mutation,
     target: &StoreTarget<'_>,
 ) -> Result<Outcome, sqlx::Error> {
     // IMMEDIATE: take SQLite's write lock up front, so the reads that decide the
     // refund (remaining amount) cannot be invalidated before the write.
     let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
-    let outcome = execute(&mut tx, state, operation, target.context).await?;
+    let outcome = operation.execute(&mut tx, state, target.context).await?;
     store(&mut tx, target, &outcome).await?;
     tx.commit().await?;
     Ok(outcome)
@@ -403,13 +364,14 @@ async fn execute_and_store(
 /// iff `commit`), but the stored and returned response is a 500 `api_error`.
 async fn server_error_after_begin(
     state: &MockState,
-    operation: &Operation,
+    operation: &dyn Mutation,
     target: &StoreTarget<'_>,
     commit: bool,
 ) -> Result<Outcome, sqlx::Error> {
     let mut tx = state.pool().begin_with("BEGIN IMMEDIATE").await?;
     let refund_id = if commit {
-        execute(&mut tx, state, operation, target.context)
+        operation
+            .execute(&mut tx, state, target.context)
             .await?
             .refund_id
     } else {
@@ -427,7 +389,7 @@ async fn server_error_after_begin(
 /// The `business_error` fault: a refusal is stored and returned instead of executing.
 async fn business_error(
     state: &MockState,
-    operation: &Operation,
+    operation: &dyn Mutation,
     target: &StoreTarget<'_>,
     code: BusinessErrorCode,
 ) -> Result<Outcome, sqlx::Error> {

@@ -19,10 +19,12 @@
 
 mod admin;
 mod charges;
+mod config;
 mod connection;
 mod customers;
 mod disputes;
 mod events;
+mod fault_layer;
 mod faults;
 mod idempotency;
 mod lifecycle;
@@ -34,7 +36,6 @@ mod wire;
 mod world;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::http::{Method, Uri};
@@ -43,66 +44,9 @@ use axum::Router;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use config::{MockConfig, MockError, RetryPolicy};
 pub use state::{Clock, MockState};
-pub use webhooks::{
-    sign_payload, verify_signature, RetryPolicy, SignatureError, DEFAULT_TOLERANCE_SECS,
-};
-
-/// Configuration of one mock instance.
-#[derive(Debug, Clone)]
-pub struct MockConfig {
-    /// Directory holding `payments.db` (created if missing).
-    pub data_dir: PathBuf,
-    /// Where signed webhook events are POSTed; `None` disables delivery.
-    pub webhook_url: Option<String>,
-    /// Secret for `Stripe-Signature` (HMAC-SHA256).
-    pub webhook_secret: String,
-    /// How long a stored idempotency key replays (on the mock's clock).
-    pub idempotency_ttl: Duration,
-    /// Retries of failed webhook deliveries (real time, compressed).
-    pub webhook_retry: RetryPolicy,
-    /// How long one delivery may take before it counts as failed.
-    pub webhook_timeout: Duration,
-}
-
-impl MockConfig {
-    pub const DEFAULT_WEBHOOK_SECRET: &'static str = "whsec_test_refund_desk";
-
-    /// Defaults: no webhook URL, secret `whsec_test_refund_desk`, 24 h key TTL,
-    /// webhook retries per [`RetryPolicy::default`], 5 s delivery timeout.
-    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            data_dir: data_dir.into(),
-            webhook_url: None,
-            webhook_secret: Self::DEFAULT_WEBHOOK_SECRET.to_owned(),
-            idempotency_ttl: Duration::from_secs(24 * 60 * 60),
-            webhook_retry: RetryPolicy::default(),
-            webhook_timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-/// Errors starting the mock. Request-time errors never surface here: they become
-/// Stripe error responses.
-#[derive(Debug, thiserror::Error)]
-pub enum MockError {
-    #[error("cannot create data directory {path}: {source}")]
-    DataDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot bind {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("database migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    #[error("i/o error: {0}")]
-    Io(#[from] std::io::Error),
-}
+pub use webhooks::{sign_payload, verify_signature, SignatureError, DEFAULT_TOLERANCE_SECS};
 
 /// All routes, with state; serving is separate (see [`start`]).
 pub fn router(state: MockState) -> Router {
@@ -127,16 +71,16 @@ pub fn router(state: MockState) -> Router {
         .route("/__mock/charges/{id}/dispute", post(disputes::dispute))
         .route(
             "/__mock/faults",
-            post(faults::install)
-                .get(faults::list)
-                .delete(faults::clear),
+            post(fault_layer::install)
+                .get(fault_layer::list)
+                .delete(fault_layer::clear),
         )
-        .route("/__mock/faults/{id}", delete(faults::remove))
+        .route("/__mock/faults/{id}", delete(fault_layer::remove))
         .route("/__mock/webhooks", post(admin::set_webhook_endpoint))
         .fallback(unknown_route)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            faults::layer,
+            fault_layer::layer,
         ))
         .layer(axum::middleware::from_fn(wire::request_id_layer))
         .with_state(state)
@@ -210,6 +154,13 @@ impl RunningMock {
     /// The server's state (database, clock), e.g. for in-process assertions.
     pub fn state(&self) -> &MockState {
         &self.state
+    }
+
+    /// Runs webhook delivery until nothing is due now (retries scheduled later are
+    /// left to the background sender); returns the attempts made. For tests that
+    /// want delivery to have happened without waiting.
+    pub async fn deliver_webhooks_now(&self) -> Result<usize, MockError> {
+        Ok(webhooks::deliver_due(&self.state).await?)
     }
 
     /// Stops accepting connections, waits (up to 5 s) for requests in progress, and

@@ -22,7 +22,7 @@ use sqlx::SqliteConnection;
 use crate::charges;
 use crate::events::{Emitter, EventRequest};
 use crate::faults::LayerFault;
-use crate::idempotency::{self, ExecutionContext, Operation, Outcome};
+use crate::idempotency::{self, BoxFuture, Concerned, ExecutionContext, Mutation, Outcome};
 use crate::refunds::{self, RefundRow};
 use crate::state::MockState;
 use crate::wire::{json_response, new_id, to_json, ApiError, ApiKey, FormParams, RequestId};
@@ -113,10 +113,7 @@ pub async fn update(
         body,
         fault: fault.map(|Extension(fault)| fault),
     };
-    idempotency::run_post(&state, request, |params| {
-        UpdateRefund::parse(&id, params).map(Operation::UpdateRefund)
-    })
-    .await
+    idempotency::run_post(&state, request, |params| UpdateRefund::parse(&id, params)).await
 }
 
 /// `POST /v1/refunds/{id}/cancel` (through the idempotency layer).
@@ -143,9 +140,60 @@ pub async fn cancel(
     };
     idempotency::run_post(&state, request, |params| {
         params.reject_unknown(&["expand"])?;
-        Ok(Operation::CancelRefund(id.clone()))
+        Ok(CancelRefund(id.clone()))
     })
     .await
+}
+
+/// `POST /v1/refunds/{id}/cancel`, validated: the refund's id.
+pub(crate) struct CancelRefund(pub String);
+
+/// The charge a refund was made on: what a refusal of a change to it names.
+async fn charge_of_refund(
+    conn: &mut SqliteConnection,
+    refund_id: &str,
+) -> Result<Concerned, sqlx::Error> {
+    let charge = match refunds::find(conn, refund_id).await? {
+        Some(refund) => charges::find(conn, &refund.charge_id).await?,
+        None => None,
+    };
+    Ok((charge, None))
+}
+
+impl Mutation for UpdateRefund {
+    fn execute<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+        state: &'a MockState,
+        context: &'a ExecutionContext,
+    ) -> BoxFuture<'a, Result<Outcome, sqlx::Error>> {
+        Box::pin(execute_update(conn, state, self, context))
+    }
+
+    fn concerns<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+    ) -> BoxFuture<'a, Result<Concerned, sqlx::Error>> {
+        Box::pin(charge_of_refund(conn, &self.refund_id))
+    }
+}
+
+impl Mutation for CancelRefund {
+    fn execute<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+        state: &'a MockState,
+        context: &'a ExecutionContext,
+    ) -> BoxFuture<'a, Result<Outcome, sqlx::Error>> {
+        Box::pin(execute_cancel(conn, state, &self.0, context))
+    }
+
+    fn concerns<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+    ) -> BoxFuture<'a, Result<Concerned, sqlx::Error>> {
+        Box::pin(charge_of_refund(conn, &self.0))
+    }
 }
 
 pub(crate) async fn execute_update(

@@ -17,12 +17,12 @@ use sqlx::SqliteConnection;
 use crate::charges::{self, ChargeRow};
 use crate::events::{self, EventRequest};
 use crate::faults::LayerFault;
-use crate::idempotency::{self, ExecutionContext, Operation, Outcome};
+use crate::idempotency::{self, BoxFuture, Concerned, ExecutionContext, Mutation, Outcome};
 use crate::money::{format_major, Currency};
 use crate::state::MockState;
 use crate::wire::{
-    json_response, new_id, positive_integer, to_json, ApiError, ApiKey, FormParams, ListEnvelope,
-    Page, RequestId,
+    json_response, new_id, positive_integer, to_json, ApiError, ApiKey, CreatedRange, FormParams,
+    ListEnvelope, Page, RequestId,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -180,6 +180,32 @@ impl CreateRefund {
 
 /// Runs a validated refund creation inside the caller's transaction. Business
 /// refusals are `Ok(Outcome)` with an error status: they are stored like successes.
+impl Mutation for CreateRefund {
+    fn execute<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+        state: &'a MockState,
+        context: &'a ExecutionContext,
+    ) -> BoxFuture<'a, Result<Outcome, sqlx::Error>> {
+        Box::pin(execute_create(conn, state, self, context))
+    }
+
+    fn concerns<'a>(
+        &'a self,
+        conn: &'a mut SqliteConnection,
+    ) -> BoxFuture<'a, Result<Concerned, sqlx::Error>> {
+        Box::pin(async move {
+            let charge = match &self.target {
+                RefundTarget::Charge(id) => charges::find(conn, id).await?,
+                RefundTarget::PaymentIntent(id) => {
+                    charges::find_by_payment_intent(conn, id).await?
+                }
+            };
+            Ok((charge, self.amount))
+        })
+    }
+}
+
 pub(crate) async fn execute_create(
     conn: &mut SqliteConnection,
     state: &MockState,
@@ -359,10 +385,7 @@ pub async fn create(
         body,
         fault: fault.map(|Extension(fault)| fault),
     };
-    idempotency::run_post(&state, request, |params| {
-        CreateRefund::parse(params).map(Operation::CreateRefund)
-    })
-    .await
+    idempotency::run_post(&state, request, CreateRefund::parse).await
 }
 
 /// `GET /v1/refunds/{id}`
@@ -432,49 +455,4 @@ pub async fn list(
         data: rows.iter().map(RefundRow::to_object).collect(),
     };
     Ok(json_response(StatusCode::OK, to_json(&envelope)))
-}
-
-/// `created=N` or `created[gt|gte|lt|lte]=N`.
-#[derive(Default)]
-pub(crate) struct CreatedRange {
-    bounds: Vec<(String, i64)>,
-}
-
-impl CreatedRange {
-    pub fn from_params(params: &FormParams) -> Result<Self, ApiError> {
-        let mut bounds = Vec::new();
-        for (name, value) in params.pairs() {
-            let op = match name.as_str() {
-                "created" => "eq",
-                "created[gt]" => "gt",
-                "created[gte]" => "gte",
-                "created[lt]" => "lt",
-                "created[lte]" => "lte",
-                other if other.starts_with("created") => {
-                    return Err(ApiError::invalid_request(format!(
-                        "Received unknown parameter: {other}"
-                    ))
-                    .with_code("parameter_unknown")
-                    .with_param(other))
-                }
-                _ => continue,
-            };
-            let bound: i64 = value.trim().parse().map_err(|_| {
-                ApiError::invalid_request(format!("Invalid integer: {value}"))
-                    .with_param(name.clone())
-            })?;
-            bounds.push((op.to_owned(), bound));
-        }
-        Ok(Self { bounds })
-    }
-
-    pub fn contains(&self, created: i64) -> bool {
-        self.bounds.iter().all(|(op, bound)| match op.as_str() {
-            "eq" => created == *bound,
-            "gt" => created > *bound,
-            "gte" => created >= *bound,
-            "lt" => created < *bound,
-            _ => created <= *bound,
-        })
-    }
 }

@@ -14,9 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+use crate::config::{MockConfig, MockError, RetryPolicy};
 use crate::faults::Registry;
-use crate::webhooks::RetryPolicy;
-use crate::{MockConfig, MockError};
 
 /// Everything a handler needs. Cheap to clone.
 #[derive(Clone)]
@@ -104,13 +103,6 @@ impl MockState {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = url;
         self.wake_webhooks();
-    }
-
-    /// Runs webhook delivery until nothing is due now (retries scheduled later are
-    /// left to the background sender); returns the attempts made. For tests that
-    /// want delivery to have happened without waiting.
-    pub async fn deliver_webhooks_now(&self) -> Result<usize, MockError> {
-        Ok(crate::webhooks::deliver_due(self).await?)
     }
 
     /// Closes the database pool (checkpointing the WAL).

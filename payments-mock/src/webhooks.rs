@@ -106,35 +106,6 @@ pub fn verify_signature(
     }
 }
 
-/// How failed deliveries are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts in all (the first included).
-    pub max_attempts: u32,
-    /// Wait before the second attempt; doubled each time, capped at `max_backoff`.
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_attempts: 6,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RetryPolicy {
-    fn backoff(&self, attempts_made: u32) -> Duration {
-        let factor = 2u32.saturating_pow(attempts_made.saturating_sub(1));
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
-    }
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -340,6 +311,7 @@ async fn attempt(state: &MockState, url: &str, event: &DueEvent) -> Result<(), s
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::RetryPolicy;
 
     const SECRET: &str = "whsec_test";
 

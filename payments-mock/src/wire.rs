@@ -539,3 +539,69 @@ mod tests {
         assert!(!more);
     }
 }
+
+/// `created=N` or `created[gt|gte|lt|lte]=N`.
+#[derive(Default)]
+pub(crate) struct CreatedRange {
+    bounds: Vec<(String, i64)>,
+}
+
+impl CreatedRange {
+    pub fn from_params(params: &FormParams) -> Result<Self, ApiError> {
+        let mut bounds = Vec::new();
+        for (name, value) in params.pairs() {
+            let op = match name.as_str() {
+                "created" => "eq",
+                "created[gt]" => "gt",
+                "created[gte]" => "gte",
+                "created[lt]" => "lt",
+                "created[lte]" => "lte",
+                other if other.starts_with("created") => {
+                    return Err(ApiError::invalid_request(format!(
+                        "Received unknown parameter: {other}"
+                    ))
+                    .with_code("parameter_unknown")
+                    .with_param(other))
+                }
+                _ => continue,
+            };
+            let bound: i64 = value.trim().parse().map_err(|_| {
+                ApiError::invalid_request(format!("Invalid integer: {value}"))
+                    .with_param(name.clone())
+            })?;
+            bounds.push((op.to_owned(), bound));
+        }
+        Ok(Self { bounds })
+    }
+
+    pub fn contains(&self, created: i64) -> bool {
+        self.bounds.iter().all(|(op, bound)| match op.as_str() {
+            "eq" => created == *bound,
+            "gt" => created > *bound,
+            "gte" => created >= *bound,
+            "lt" => created < *bound,
+            _ => created <= *bound,
+        })
+    }
+}
+
+/// The 409 Stripe answers while another request with the same idempotency key is still
+/// being executed (retryable: `Stripe-Should-Retry: true`).
+pub(crate) fn in_flight_conflict(key: &str) -> axum::response::Response {
+    let error = ApiError::new(
+        axum::http::StatusCode::CONFLICT,
+        "invalid_request_error",
+        format!(
+            "There is currently another in-progress request using this Idempotent Key (that \
+             probably means you submitted twice, and the other request is still going \
+             through): {key}. Please try again later."
+        ),
+    )
+    .with_code("idempotency_key_in_use");
+    let mut response = axum::response::IntoResponse::into_response(error);
+    response.headers_mut().insert(
+        STRIPE_SHOULD_RETRY,
+        axum::http::HeaderValue::from_static("true"),
+    );
+    response
+}

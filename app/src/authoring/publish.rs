@@ -58,7 +58,8 @@ pub struct Reviewed {
 }
 
 /// Publishes the draft of `doc_id` as saved at the version the publisher reviewed, in
-/// force from `at` (default: today).
+/// force from `at` (default: the draft's own `effective_from` when that is later than
+/// today, else today — issue 38: a draft dated next week is not put in force today).
 pub async fn publish(
     p: Publisher<'_>,
     staff: &Staff,
@@ -72,7 +73,11 @@ pub async fn publish(
     check_four_eyes(p, staff, &draft).await?;
     let draft_version = reviewed.draft_version;
     let today = p.clock.now().date();
-    let effective = at.unwrap_or(today);
+    let own = policy_engine::PolicyDocument::parse(&draft.text.markdown)
+        .ok()
+        .map(|d| d.meta.effective_from)
+        .filter(|from| *from > today);
+    let effective = at.or(own).unwrap_or(today);
     if effective < today {
         return Err(DomainError::bad_request(
             "effective_date_in_past",

@@ -422,8 +422,9 @@ fn like_literal(text: &str) -> String {
 
 /// The search condition of [`CaseQuery::search`], its values appended to `binds`. The
 /// text is only ever a bound value, never part of the SQL. Ids are matched whole (an
-/// order or charge id inside the decision's facts as a JSON `"id"` value); names and
-/// emails by substring. Lower-cased on both sides: customers type ids in any case.
+/// order or charge id inside the decision's facts as a JSON `"id"` value); names, emails
+/// and — for three characters or more — the text of the ticket's messages by substring
+/// (issue 38). Lower-cased on both sides: customers type ids in any case.
 fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     let text = search.trim().to_lowercase();
     let json = serde_json::to_string(&text).unwrap_or_default();
@@ -434,13 +435,20 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     let part = exact + 1;
     binds.push(format!("%\"id\":\"{}\"%", like_literal(json)));
     let in_facts = exact + 2;
+    let messages = match text.chars().count() >= 3 {
+        true => format!(
+            "\n          OR EXISTS (SELECT 1 FROM messages m WHERE m.ticket_id = c.ticket_id
+                         AND LOWER(m.body) LIKE ${part} ESCAPE '\\')"
+        ),
+        false => String::new(),
+    };
     format!(
         "(LOWER(c.id) = ${exact} OR LOWER(c.ticket_id) = ${exact} OR LOWER(c.customer_id) = ${exact}
           OR LOWER(COALESCE(t.order_id, '')) = ${exact}
           OR LOWER(COALESCE(cu.name, '')) LIKE ${part} ESCAPE '\\'
           OR LOWER(COALESCE(cu.email, '')) LIKE ${part} ESCAPE '\\'
           OR LOWER(COALESCE(c.facts, '')) LIKE ${in_facts} ESCAPE '\\'
-          OR EXISTS (SELECT 1 FROM refund_intents i WHERE i.case_id = c.id AND LOWER(i.charge_id) = ${exact}))"
+          OR EXISTS (SELECT 1 FROM refund_intents i WHERE i.case_id = c.id AND LOWER(i.charge_id) = ${exact}){messages})"
     )
 }
 

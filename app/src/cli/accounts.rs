@@ -151,12 +151,40 @@ pub fn sign_in_url(config: &Config, token: &str) -> String {
     link_url(config, "/sign-in?link=", token)
 }
 
-/// `PUBLIC_URL` (else the default `serve` address) + `path` + the token.
+/// `PUBLIC_URL`, else the address `serve` listens on (`BIND_ADDR`, else its default),
+/// + `path` + the token.
 fn link_url(config: &Config, path: &str, token: &str) -> String {
-    let base = config
-        .public_url
-        .as_deref()
-        .unwrap_or("http://127.0.0.1:8080")
-        .trim_end_matches('/');
+    let base = match config.public_url.as_deref() {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => serve_url(std::env::var("BIND_ADDR").ok().as_deref()),
+    };
     format!("{base}{path}{token}")
+}
+
+/// Where a browser on this machine reaches `serve` at `bind` (an unspecified address
+/// such as `0.0.0.0` is reached at the loopback address).
+fn serve_url(bind: Option<&str>) -> String {
+    let addr = bind
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok());
+    match addr {
+        None => "http://127.0.0.1:8080".to_string(),
+        Some(addr) if addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
+        Some(addr) => format!("http://{addr}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serve_url;
+
+    #[test]
+    fn links_name_the_address_serve_listens_on() {
+        assert_eq!(serve_url(None), "http://127.0.0.1:8080");
+        assert_eq!(serve_url(Some("127.0.0.1:9090")), "http://127.0.0.1:9090");
+        assert_eq!(serve_url(Some("0.0.0.0:8443")), "http://127.0.0.1:8443");
+        assert_eq!(serve_url(Some("[::1]:8081")), "http://[::1]:8081");
+        assert_eq!(serve_url(Some("not an address")), "http://127.0.0.1:8080");
+    }
 }

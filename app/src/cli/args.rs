@@ -264,7 +264,7 @@ pub(super) enum PolicyCommand {
         #[arg(long = "as", value_name = "EMAIL")]
         author: String,
     },
-    /// Publish the saved draft of DOC, in force from --at (YYYY-MM-DD, default today).
+    /// Publish the saved draft of DOC, in force from --at (YYYY-MM-DD, default: the draft's own date when later than today, else today).
     Publish {
         doc: String,
         #[arg(long)]

@@ -16,6 +16,8 @@ use crate::world::World;
 const DEMO_STAFF: &[(&str, StaffRole)] = &[
     ("agent@refund-desk.test", StaffRole::Agent),
     ("supervisor@refund-desk.test", StaffRole::Supervisor),
+    // Issue 38: a newcomer sees rollout, staff and policy drafting too.
+    ("admin@refund-desk.test", StaffRole::Admin),
 ];
 
 pub(super) async fn seed(

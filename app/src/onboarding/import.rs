@@ -1,4 +1,4 @@
-//! `import customers|orders FILE` (docs/spec/history.md, SPEC §7): a shop's export upserted
+//! `import customers|orders FILE` (docs/spec/history.md, docs/spec/interfaces.md): a shop's export upserted
 //! by id, all of it or nothing.
 //!
 //! Staged, in four steps, so that memory stays flat on a file of any size and nothing is
@@ -30,9 +30,10 @@ use std::time::Instant;
 use serde::Serialize;
 use sqlx::Row;
 
+pub use super::outcome::{ImportError, Links, Progress};
 use super::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
 use super::rows::{Format, RowError, Rows};
-use crate::payments::{PaymentsClient, ProviderError};
+use crate::payments::PaymentsClient;
 use crate::store::Db;
 
 /// At most this many bad rows are kept for the report (every one is counted).
@@ -43,28 +44,6 @@ const BATCH: usize = 100;
 const COMMIT_EVERY: usize = 2000;
 /// Staged rows older than this were left by a crash: the next import deletes them.
 const STALE_MS: i64 = 24 * 3600 * 1000;
-
-/// Why an import wrote nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The file cannot be read at all (missing, no header row).
-    #[error("{0}")]
-    File(String),
-    /// Some rows are bad: each with its line. Nothing was imported.
-    #[error("{count} bad rows; nothing was imported")]
-    Rows { errors: Vec<RowError>, count: u64 },
-    /// The provider could not be asked (linking by email, checking a given customer).
-    #[error("the payment provider could not be asked: {0}; nothing was imported")]
-    Provider(String),
-    #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
-
-impl From<sqlx::Error> for ImportError {
-    fn from(e: sqlx::Error) -> Self {
-        ImportError::Internal(e.into())
-    }
-}
 
 /// What an import did.
 #[derive(Debug, Clone, Serialize)]
@@ -91,30 +70,6 @@ pub fn peak_memory_kib() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
-
-/// How the imported customers are linked to provider customers.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Links {
-    /// By the `provider_customer_id` the file gave (checked at the provider).
-    pub given: u64,
-    /// By email, through the provider's customer list.
-    pub by_email: u64,
-    /// Already linked in the desk, no id given: the link is kept.
-    pub kept: u64,
-    /// No provider customer has the email (or no provider was asked): not linked, so
-    /// their cases see no charges and a paid order goes to a person.
-    pub unlinked: u64,
-    /// Several provider customers have the email: not linked, a person links it.
-    pub ambiguous: u64,
-    /// The provider customer found by email is already another customer's: not linked.
-    pub conflicts: u64,
-    /// The first customers left unlinked, for the summary.
-    pub unlinked_ids: Vec<String>,
-}
-
-/// Where an import reports its progress: `(stage, done, total)`, the stage `reading`
-/// (bytes of the file) or `linking` (customers asked about).
-pub type Progress<'a> = &'a mut (dyn FnMut(&'static str, u64, u64) + Send);
 
 /// Bad rows, the first [`MAX_REPORTED`] kept.
 #[derive(Default)]
@@ -523,9 +478,4 @@ pub async fn import_customers(
     .await;
     unstage(db, "import_customers", &import_id, now).await?;
     result
-}
-
-/// A provider failure while importing: nothing is written, say why.
-pub(super) fn provider_failed(e: ProviderError) -> ImportError {
-    ImportError::Provider(e.to_string())
 }

@@ -13,7 +13,7 @@
 
 use sqlx::Row;
 
-use super::import::{provider_failed, ImportError, Links, Progress};
+use super::outcome::{provider_failed, ImportError, Links, Progress};
 use crate::payments::{PaymentsClient, ProviderCustomer, ProviderError};
 use crate::store::Db;
 

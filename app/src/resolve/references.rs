@@ -28,7 +28,7 @@ impl Reference {
     /// Whether the customer names this as one of their orders: after an order word, or
     /// shaped like one of their own order ids (`O-20511` beside their `O-20510`) and not
     /// labelled as another kind of number. Compared with *their* ids, never with a
-    /// pattern of what ids look like (SPEC §3).
+    /// pattern of what ids look like (docs/spec/domain.md).
     pub fn names_an_order(&self, own_ids: &[&str]) -> bool {
         self.named || (!self.labelled_other && own_ids.iter().any(|id| resembles(&self.text, id)))
     }
@@ -348,7 +348,7 @@ fn after_order_word(scanned: &Scan, start: usize) -> bool {
 fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
     let before = scanned.lower_before(start, 40);
     let before = before.trim_end_matches(is_filler);
-    let before = before.trim_end_matches(|c: char| c == '.' || c == 'º' || c == '°');
+    let before = before.trim_end_matches(['.', 'º', '°']);
     OTHER_NUMBER_WORDS.iter().any(|w| {
         before.ends_with(w)
             && !before[..before.len() - w.len()]

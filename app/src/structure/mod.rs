@@ -8,7 +8,7 @@
 //! nothing at all.
 //!
 //! The public API is small on purpose, so the ticket page, the agent and the mail
-//! channel (SPEC §10) read a text the same way:
+//! channel (docs/spec/email.md) read a text the same way:
 //!
 //! ```
 //! use app::structure::{split, Place};

@@ -70,7 +70,7 @@ pub fn bearer_header(headers: &axum::http::HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The caller `web::access::check` identified for this request.
+/// The caller `web::gate::check` identified for this request.
 fn caller(parts: &Parts) -> AppResult<&Caller> {
     parts
         .extensions

@@ -218,7 +218,7 @@ pub struct InvestigationServer {
     state: AppState,
     surface: Surface,
     /// stdio: the staff member resolved at start. HTTP: `None`; each request carries
-    /// its own, put there by `web::access::check`.
+    /// its own, put there by `web::gate::check`.
     caller: Option<Staff>,
 }
 

@@ -7,6 +7,7 @@ pub mod access;
 pub mod api;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod links;
 pub mod mcp;
 pub mod openapi;

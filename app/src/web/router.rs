@@ -384,7 +384,7 @@ fn with_request_layers(
             .layer(axum::middleware::from_fn(count_request))
             .layer(axum::middleware::from_fn_with_state(
                 (state, table),
-                access::check,
+                crate::web::gate::check,
             ))
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024)),
     )

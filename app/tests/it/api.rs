@@ -1,7 +1,7 @@
-//! The foundation scenario and SPEC §6 invariants, end to end through the HTTP API, the
+//! The foundation scenario and the invariants (docs/spec/invariants.md), end to end through the HTTP API, the
 //! agent, the policy engine, the store and the real payments mock.
 //!
-//! Long because each SPEC §6 invariant is attacked here through the same API a client
+//! Long because each invariant is attacked here through the same API a client
 //! uses (races, stale approvals, duplicate deliveries); one area, one test binary.
 
 use crate::support::{spawn_app, TestApp};

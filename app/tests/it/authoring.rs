@@ -355,7 +355,8 @@ async fn publishing_voids_an_open_approval_whose_decision_changes_and_records_th
         "kept with the draft"
     );
 
-    let (status, published) = publish(&app, &author, seen, None).await;
+    let today = app.clock.now().date().to_string();
+    let (status, published) = publish(&app, &author, seen, Some(&today)).await;
     assert_eq!(status, 200, "{published}");
     assert_eq!(published["voided_cases"], json!([case_id]), "{published}");
     let voided = app.case(&case_id).await;
@@ -586,7 +587,8 @@ async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_i
     let in_flight = app.state.clone();
     let author = author_token(&app).await;
     let seen = save_seeded_draft(&app, &author).await;
-    let (status, published) = publish(&app, &author, seen, None).await;
+    let today = app.clock.now().date().to_string();
+    let (status, published) = publish(&app, &author, seen, Some(&today)).await;
     assert_eq!(
         (status, &published["voided_cases"]),
         (200, &json!([])),
@@ -808,6 +810,14 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
         "{summary}"
     );
 
+    // The form offers the draft's own date (2027-01-01); the author puts it in force today.
+    assert!(browser.text("#publish-date").await.contains("2027-01-01"));
+    let today = app.clock.now().date().to_string();
+    browser
+        .execute(&format!(
+            "document.querySelector('input[name=effective_from]').value = '{today}'; return true;"
+        ))
+        .await;
     browser.click("#publish-button").await;
     browser
         .wait_for_url_ending("/console/policies/RP-001/3")
@@ -825,5 +835,30 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
             .in_force("RP-001", app.clock.now().date())
             .map(|d| d.meta.version),
         Some(3)
+    );
+}
+
+#[tokio::test]
+async fn a_publish_without_a_date_puts_the_draft_in_force_on_its_own_date_not_today() {
+    let app = spawn_app().await;
+    let author = author_token(&app).await;
+    let seen = save_seeded_draft(&app, &author).await;
+    let draft_page = draft(&app, &author).await;
+    assert!(
+        draft_page["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("effective_from = \"2027-01-01\""),
+        "the seeded draft is dated: {draft_page}"
+    );
+    let (status, published) = publish(&app, &author, seen, None).await;
+    assert_eq!(status, 200, "{published}");
+    assert_eq!(published["effective_from"], "2027-01-01", "{published}");
+    let today = app.clock.now().date();
+    let in_force = app.state.policies.in_force("RP-001", today);
+    assert_eq!(
+        in_force.map(|v| v.meta.version),
+        Some(2),
+        "today still decides under v2"
     );
 }

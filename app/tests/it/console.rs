@@ -748,6 +748,12 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
         stdout.contains("agent@refund-desk.test") && stdout.contains("password"),
         "what scripts capture is on stdout: {stdout}"
     );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("admin") && l.contains("admin@refund-desk.test")),
+        "a newcomer gets an admin too (issue 38): {stdout}"
+    );
     let before = staff_hashes(dir.path()).await;
 
     let (ok, _, stderr) = refund_agent(dir.path(), &["seed"]);
@@ -762,6 +768,23 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
     let (ok, link, stderr) = refund_agent(dir.path(), &["customer", "link", "C-100"]);
     assert!(ok, "{stderr}");
     let link = link.trim();
+    assert!(link.starts_with("http://127.0.0.1:8080/"), "{link}");
+    let elsewhere = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["customer", "link", "C-100"])
+        .env_remove("DATABASE_URL")
+        .env_remove("PAYMENTS_URL")
+        .env_remove("PUBLIC_URL")
+        .env("BIND_ADDR", "127.0.0.1:9191")
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .output()
+        .expect("the refund-agent binary runs");
+    let elsewhere = String::from_utf8_lossy(&elsewhere.stdout);
+    assert!(
+        elsewhere.starts_with("http://127.0.0.1:9191/sign-in?link="),
+        "the link names where serve listens: {elsewhere}"
+    );
     assert!(link.contains("/sign-in?link="), "alone on stdout: {link}");
     let token = link.split("link=").nth(1).unwrap();
     let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
@@ -1501,4 +1524,104 @@ async fn a_long_customer_history_collapses_to_the_newest_five_with_a_count() {
         !html.contains(&format!("data-ticket=\"{}\"", tickets[0])),
         "the oldest is not read"
     );
+}
+
+/// The rows of a queue page: (case id, the row's html).
+fn queue_rows(html: &str) -> Vec<(String, String)> {
+    html.split("<tr data-case=\"")
+        .skip(1)
+        .map(|rest| {
+            let id = rest[..rest.find('"').unwrap()].to_string();
+            let row = rest[..rest.find("</tr>").unwrap_or(rest.len())].to_string();
+            (id, row)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_escalation_waits_in_the_supervisors_needs_me_and_belongs_to_somebody() {
+    let mut app = spawn_app().await;
+    // 130 days after the charges: outside RP-001 v2's 120-day window → escalated.
+    app.clock.advance(time::Duration::days(121));
+    app.renew_tokens().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    let case_id = case["id"].as_str().unwrap().to_string();
+
+    let supervisor = session_cookie(&app, "supervisor@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &supervisor).await;
+    let rows = queue_rows(&page);
+    let row = rows
+        .iter()
+        .find(|(id, _)| *id == case_id)
+        .unwrap_or_else(|| panic!("the escalation is in the supervisor's Needs me: {page}"));
+    assert!(
+        row.1.contains("supervisor") && !row.1.contains("(not you)"),
+        "{}",
+        row.1
+    );
+
+    let agent = session_cookie(&app, "agent@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &agent).await;
+    assert!(
+        queue_rows(&page).iter().all(|(id, _)| *id != case_id),
+        "an agent cannot take it over: not theirs to do"
+    );
+    let (_, page) = console_get(&app, "/console", &agent).await;
+    let rows = queue_rows(&page);
+    let row = rows.iter().find(|(id, _)| *id == case_id).expect("listed");
+    assert!(
+        row.1.contains("supervisor") && row.1.contains("(not you)"),
+        "{}",
+        row.1
+    );
+}
+
+#[tokio::test]
+async fn one_search_box_on_every_console_page_finds_a_case_by_its_words_in_any_status() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket(
+            "C-100",
+            "I was charged twice for my annual plan, the blue umbrella invoice",
+        )
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    app.close_case(&case_id).await;
+    let cookie = session_cookie(&app, "supervisor@test.example").await;
+
+    // The box is in the header of a page that is not the queue.
+    let (_, page) = console_get(&app, "/console/replies", &cookie).await;
+    assert!(page.contains("id=\"header-search\""), "{page}");
+    // What it sends: only `q`. Every status is searched, by the message's words too.
+    let (_, found) = console_get(&app, "/console?q=Blue+Umbrella", &cookie).await;
+    assert!(
+        queue_rows(&found).iter().any(|(id, _)| *id == case_id),
+        "a closed case found by its words: {found}"
+    );
+    // Within a tab the search stays in the tab.
+    let (_, tab) = console_get(
+        &app,
+        "/console?status=needs_person&q=blue+umbrella",
+        &cookie,
+    )
+    .await;
+    assert!(
+        queue_rows(&tab).iter().all(|(id, _)| *id != case_id),
+        "{tab}"
+    );
+    // Two letters search names, emails and ids only, not every message.
+    let (_, short) = console_get(&app, "/console?q=bl", &cookie).await;
+    assert!(
+        queue_rows(&short).iter().all(|(id, _)| *id != case_id),
+        "{short}"
+    );
+
+    // A policy author reads no cases: no box.
+    app.staff_token(app::auth::StaffRole::PolicyAuthor).await;
+    let cookie = session_cookie(&app, "policy_author@test.example").await;
+    let (_, page) = console_get(&app, "/console/policies", &cookie).await;
+    assert!(!page.contains("id=\"header-search\""), "{page}");
 }

@@ -1,6 +1,6 @@
 //! The agent harness under stress: models that misbehave on purpose, workers killed at
 //! every step boundary, workers racing for one run, budgets running out, and the event
-//! log that shows all of it (SPEC §5–§7, invariants 1, 4 and 7).
+//! log that shows all of it (docs/spec/lifecycle.md; invariants 1, 4 and 7 of docs/spec/invariants.md).
 //!
 //! Each test drives the real loop (`worker::run_once` / `investigation::advance`) against a fresh
 //! database, the real payments mock and the policy engine; faults are injected by
@@ -133,7 +133,7 @@ async fn assert_nothing_moved(app: &TestApp, case: &Value, ledger_before: &[Valu
 
 /// The log's own invariants: seqs strictly increasing from 1, every tool intent with
 /// exactly one result (after it, same call id), no result without an intent, at most one
-/// proposal, decision and escalation, and only SPEC §5 state transitions.
+/// proposal, decision and escalation, and only the state transitions of docs/spec/lifecycle.md.
 fn assert_log_consistent(events: &[Value]) {
     let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
     let expected: Vec<i64> = (1..=events.len() as i64).collect();
@@ -187,7 +187,7 @@ fn assert_log_consistent(events: &[Value]) {
         );
         assert!(
             ALLOWED.contains(&(from, to)) || to == "cancelled",
-            "transition {from} -> {to} is not in SPEC §5"
+            "transition {from} -> {to} is not in docs/spec/lifecycle.md"
         );
     }
 }
@@ -226,7 +226,7 @@ fn budget_named(events: &[Value]) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Misbehaving models (SPEC §7 "Model provider"): no money, no approval, a clear trail.
+// Misbehaving models (docs/spec/interfaces.md, "The model"): no money, no approval, a clear trail.
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test]

@@ -908,3 +908,115 @@ async fn a_shop_backend_puts_customers_and_orders_with_its_integration_token_onl
         .await;
     assert_eq!(status, axum::http::StatusCode::OK);
 }
+
+/// A console form post as the holder of `cookie`.
+async fn console_post(app: &TestApp, cookie: &str, path: &str, form: &str) -> (StatusCode, String) {
+    app.raw(
+        axum::http::Request::post(path)
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(form.to_string()))
+            .unwrap(),
+    )
+    .await
+}
+
+async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
+    app.raw(
+        axum::http::Request::get(path)
+            .header("cookie", cookie)
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staff_see_charges_naming_no_order_in_the_console_and_a_supervisor_links_one() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    summary(&shop.import("orders", "orders.csv"));
+    let app = shop.app().await;
+    app.staff_token(app::auth::StaffRole::Admin).await;
+    let (admin, admin_csrf) = app.staff_session("admin@test.example").await;
+    let (agent, _) = app.staff_session("agent@test.example").await;
+    let (lead, csrf) = app.staff_session("supervisor@test.example").await;
+
+    // An admin reads the provider's charges again; the till charge is listed.
+    let (status, body) = console_post(
+        &app,
+        &admin,
+        "/console/charges/sync",
+        &format!("csrf={admin_csrf}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    let (status, page) =
+        console_get(&app, &admin, "/console/charges?done=synced&read=5&listed=1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("data-charge=\"ch_bo_pos\"") && page.contains("id=\"sync-charges\""),
+        "{page}"
+    );
+
+    // An agent sees it, with no form to link it nor to sync.
+    let (status, page) = console_get(&app, &agent, "/console/charges").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-charge=\"ch_bo_pos\""), "{page}");
+    assert!(
+        !page.contains("/link\"") && !page.contains("id=\"sync-charges\""),
+        "{page}"
+    );
+    let (status, _) = console_post(
+        &app,
+        &agent,
+        "/console/charges/ch_bo_pos/link",
+        "csrf=x&order_id=%236002",
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "an agent links nothing");
+
+    // A supervisor's link to another customer's order is refused in words; what was typed
+    // stays, and the charge stays listed.
+    let (status, page) = console_post(
+        &app,
+        &lead,
+        "/console/charges/ch_bo_pos/link",
+        &format!("csrf={csrf}&order_id=%235001"),
+    )
+    .await;
+    assert!(status.is_client_error(), "{status}");
+    assert!(
+        page.contains("id=\"action-error\"") && page.contains("value=\"#5001\""),
+        "{page}"
+    );
+    assert_eq!(
+        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+            .await
+            .expect("a list")
+            .len(),
+        1
+    );
+
+    // The right order: linked, audited, and the list is empty.
+    let (status, _) = console_post(
+        &app,
+        &lead,
+        "/console/charges/ch_bo_pos/link",
+        &format!("csrf={csrf}&order_id=%236002"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, page) = console_get(&app, &lead, "/console/charges?done=linked").await;
+    assert!(
+        page.contains("id=\"no-charges\"") && page.contains("Charge linked"),
+        "{page}"
+    );
+    let (_, audit) = console_get(&app, &lead, "/console/audit.csv").await;
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("charge_linked") && l.contains("ch_bo_pos")),
+        "the link is audited: {audit}"
+    );
+}

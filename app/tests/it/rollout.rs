@@ -526,3 +526,39 @@ fn the_rollout_commands_set_and_show_a_scope_and_refuse_bad_input() {
     assert_eq!(status["scopes"][0]["scope"], "region:EU");
     assert_eq!(status["scopes"][0]["percent"], 10);
 }
+
+#[tokio::test]
+async fn a_typo_in_the_rollout_form_is_answered_on_the_page_with_what_was_typed_and_changes_nothing(
+) {
+    let app = spawn_app().await;
+    admin_token(&app).await;
+    let (cookie, csrf) = app.staff_session("admin@test.example").await;
+    for (body, words) in [
+        (
+            format!("csrf={csrf}&scope=regoin%3AEU&mode=canary&percent=10&reason=first+canary"),
+            "regoin:EU",
+        ),
+        (
+            format!("csrf={csrf}&scope=region%3AEU&mode=canary&percent=ten&reason=first+canary"),
+            "whole number",
+        ),
+    ] {
+        let (status, html) = app.raw(form("/console/rollout", &cookie, &body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{html}");
+        assert!(
+            html.contains("id=\"action-error\""),
+            "a page, not raw JSON: {html}"
+        );
+        assert!(html.contains(words), "{html}");
+        assert!(
+            html.contains("value=\"first canary\"")
+                && html.contains("<option value=\"canary\" selected>"),
+            "what was typed stays: {html}"
+        );
+    }
+    assert_eq!(
+        rollout_status(&app).await["scopes"],
+        json!([]),
+        "nothing changed"
+    );
+}

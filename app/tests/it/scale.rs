@@ -1,4 +1,4 @@
-//! Several instances, one database (SPEC §8): each test builds a small "cluster" of
+//! Several instances, one database (docs/spec/interfaces.md, "Storage and scale"): each test builds a small "cluster" of
 //! `AppState`s — each with its own data dir and policy index, all on ONE database
 //! (a fresh PostgreSQL database when `TEST_DATABASE_URL` is set, else one SQLite file
 //! shared by every instance's pool) and one payments mock — and races their workers,

@@ -1,5 +1,5 @@
 //! The command lines of the suite: `refund-evals eval` writes its report, prints its path
-//! alone on stdout and fails when a scenario fails; `refund-agent eval` (the name SPEC §7
+//! alone on stdout and fails when a scenario fails; `refund-agent eval` (the name docs/spec/interfaces.md
 //! gives) hands its command line to `refund-evals` and reports the same; and
 //! `refund-evals generate-history` writes what the generator makes.
 

@@ -71,7 +71,7 @@ async fn every_scenario_passes_with_the_built_in_investigator() {
     let filter = std::env::var("EVAL_FILTER").unwrap_or_default();
     if filter.is_empty() {
         assert!(all.len() >= 40, "{} scenarios", all.len());
-        // Every reason code of SPEC §3 has a scenario, in English and in Chinese.
+        // Every reason code of docs/spec/domain.md has a scenario, in English and in Chinese.
         for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
             let tag = format!("reason:{reason}");
             for lang in ["en", "zh"] {

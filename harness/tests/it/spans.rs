@@ -1,6 +1,8 @@
-//! The loop's spans, in a test binary of their own: tracing caches per call site whether
-//! anyone listens, so a test in a binary where other threads run without a subscriber
-//! could see the cache decide "nobody" first (tokio-rs/tracing#2874).
+//! The loop's spans. Tracing caches per call site whether anyone listens, so a subscriber
+//! set as one thread's default, in a binary where other threads run without one, can see
+//! the cache decide "nobody" first (tokio-rs/tracing#2874). So the recorder is the
+//! process's global subscriber, installed once, and each test reads only the spans opened
+//! on its own thread (a `#[tokio::test]` runs on a thread of its own).
 
 use std::sync::{Arc, Mutex};
 
@@ -77,8 +79,11 @@ impl Tool for Read {
     }
 }
 
-/// Records the names of the spans opened while it is the default subscriber.
-struct SpanNames(Arc<Mutex<Vec<String>>>);
+/// The spans opened, each with the thread that opened it.
+type Recorded = Arc<Mutex<Vec<(std::thread::ThreadId, String)>>>;
+
+/// Records the names of the spans opened, with the thread that opened them.
+struct SpanNames(Recorded);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
     fn on_new_span(
@@ -88,20 +93,42 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
         _: tracing_subscriber::layer::Context<'_, S>,
     ) {
         if let Ok(mut names) = self.0.lock() {
-            names.push(attrs.metadata().name().to_string());
+            let thread = std::thread::current().id();
+            names.push((thread, attrs.metadata().name().to_string()));
         }
+    }
+}
+
+/// The spans opened on this thread from now on, as recorded by the global subscriber.
+fn recorded_spans() -> impl Fn() -> Vec<String> {
+    static NAMES: std::sync::OnceLock<Recorded> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let names = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(SpanNames(names.clone()));
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in this test binary");
+        tracing::callsite::rebuild_interest_cache();
+        names
+    });
+    let thread = std::thread::current().id();
+    let start = names.lock().map(|n| n.len()).unwrap_or(0);
+    move || {
+        let all = names.lock().map(|n| n.clone()).unwrap_or_default();
+        all.into_iter()
+            .skip(start)
+            .filter(|(t, _)| *t == thread)
+            .map(|(_, name)| name)
+            .collect()
     }
 }
 
 #[tokio::test]
 async fn a_run_is_traced_with_the_genai_span_names() {
-    let names = Arc::new(Mutex::new(Vec::new()));
-    let subscriber = tracing_subscriber::registry().with(SpanNames(names.clone()));
-    let _default = tracing::subscriber::set_default(subscriber);
+    let spans = recorded_spans();
     let tools = Toolset::new().with(Read);
     let mut log = MemoryLog::new();
     let Ok(_) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
-    let names = names.lock().map(|n| n.clone()).unwrap_or_default();
+    let names = spans();
     let count = |name: &str| names.iter().filter(|n| *n == name).count();
     assert_eq!(count("invoke_agent"), 1, "{names:?}");
     assert_eq!(count("chat"), 2, "two model calls: {names:?}");

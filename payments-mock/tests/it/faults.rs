@@ -871,11 +871,7 @@ async fn events_are_delivered_with_a_valid_signature() {
     assert_eq!(verify(&delivery), Ok(()));
     assert_eq!(second["type"], "charge.refunded");
 
-    mock.mock
-        .state()
-        .deliver_webhooks_now()
-        .await
-        .expect("drain");
+    mock.mock.deliver_webhooks_now().await.expect("drain");
     let undelivered = mock.get_json("/v1/events?delivery_success=false").await;
     assert_eq!(undelivered["data"], json!([]));
     let event = mock
@@ -903,11 +899,7 @@ async fn failed_deliveries_are_retried_with_backoff_until_a_2xx() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 2);
-    mock.mock
-        .state()
-        .deliver_webhooks_now()
-        .await
-        .expect("drain");
+    mock.mock.deliver_webhooks_now().await.expect("drain");
     let ledger = mock.ledger().await;
     let events = ledger["events"].as_array().cloned().unwrap_or_default();
     assert!(events
@@ -975,11 +967,7 @@ async fn bad_signatures_fail_verification_and_the_retry_is_signed_properly() {
             );
         }
     }
-    mock.mock
-        .state()
-        .deliver_webhooks_now()
-        .await
-        .expect("drain");
+    mock.mock.deliver_webhooks_now().await.expect("drain");
     // charge.refunded was dropped: never sent, listed as undelivered.
     let undelivered = mock.get_json("/v1/events?delivery_success=false").await;
     assert_eq!(event_types(&undelivered), vec!["charge.refunded"]);

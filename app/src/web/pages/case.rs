@@ -159,9 +159,47 @@ fn thread_entries(thread: crate::views::CaseThread) -> Vec<ThreadEntry> {
         attachments: Vec::new(),
     });
     let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
-    // Both times are `clock::rfc3339` of the same clock: their text sorts as time does.
-    entries.sort_by(|a, b| a.at.cmp(&b.at));
+    // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so
+    // `…54.9Z` sorts after `…54.959Z` as text (issue 38). The sort is stable: entries
+    // of one instant keep their order, messages before notes.
+    entries.sort_by_key(|e| instant_of(&e.at));
     entries
+}
+
+/// The instant an RFC 3339 time names, in nanoseconds; text that is none sorts first.
+fn instant_of(at: &str) -> i128 {
+    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .map_or(i128::MIN, time::OffsetDateTime::unix_timestamp_nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(at: &str, body: &str) -> crate::cases::NoteView {
+        crate::cases::NoteView {
+            id: body.into(),
+            author: "lead@shop.example".into(),
+            body: body.into(),
+            at: at.into(),
+        }
+    }
+
+    #[test]
+    fn the_thread_sorts_by_time_not_by_text() {
+        let thread = crate::views::CaseThread {
+            case_id: "case_1".into(),
+            messages: vec![],
+            notes: vec![
+                note("2026-12-01T18:32:54.959Z", "second"),
+                note("2026-12-01T18:32:55Z", "third"),
+                note("2026-12-01T18:32:54.9Z", "first"),
+            ],
+            attachments: vec![],
+        };
+        let order: Vec<String> = thread_entries(thread).into_iter().map(|e| e.body).collect();
+        assert_eq!(order, ["first", "second", "third"]);
+    }
 }
 
 /// The words shown at the top of the case page after an action's redirect.

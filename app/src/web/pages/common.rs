@@ -121,12 +121,13 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 9] = [
+const PAGES: [(&str, &str, Capability); 10] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
     ("/console/policies", "Policies", Capability::ReadPolicies),
     ("/console/replies", "Replies", Capability::ReadCases),
     ("/console/reconcile", "Reconcile", Capability::ReadCases),
+    ("/console/charges", "Charges", Capability::ReadCases),
     ("/console/audit", "Audit", Capability::ReadCases),
     ("/console/rollout", "Rollout", Capability::Administer),
     ("/console/staff", "Staff", Capability::Administer),
@@ -142,6 +143,11 @@ impl Nav {
             here,
             staff_role: session.staff.role,
         }
+    }
+
+    /// Whether the header offers the search box (it searches cases: those who read them).
+    pub fn may_search(&self) -> bool {
+        Capability::ReadCases.allows(self.staff_role)
     }
 
     /// The pages this staff member may open, as (path, label): the access table's

@@ -10,6 +10,7 @@ mod accounts;
 mod admin;
 mod case;
 mod case_replies;
+mod charges;
 mod common;
 mod customer;
 mod login;
@@ -155,4 +156,5 @@ fn console_routes() -> Routes {
         .merge(policy::routes())
         .merge(policy_draft::routes())
         .merge(saved_replies::routes())
+        .merge(charges::routes())
 }

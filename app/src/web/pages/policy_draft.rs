@@ -56,6 +56,10 @@ struct DraftPage {
     whatif: Option<WhatIfView>,
     /// A what-if ran on exactly the saved version: publishing may be offered.
     whatif_is_fresh: bool,
+    /// The draft's own `effective_from` (`YYYY-MM-DD`) when it is later than today: what a
+    /// publish puts in force unless the publisher picks another date (issue 38); empty
+    /// (today) otherwise.
+    draft_effective_from: String,
 }
 
 /// The last what-if, as the publisher reads it.
@@ -118,6 +122,12 @@ fn page(
         histories: whatif::history_files(&state.history_dir),
         whatif: whatif_view(draft),
         whatif_is_fresh: draft.version > 0 && draft.whatif_version == Some(draft.version),
+        draft_effective_from: policy_engine::PolicyDocument::parse(&draft.text.markdown)
+            .ok()
+            .map(|d| d.meta.effective_from)
+            .filter(|from| *from > state.clock.now().date())
+            .map(|from| from.to_string())
+            .unwrap_or_default(),
         doc_id: draft.doc_id.clone(),
         policy_version: draft.policy_version,
         nav: Nav::of(session, "/console/policies"),

@@ -145,19 +145,30 @@ pub(super) async fn queue_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    let filter = q.status.clone().unwrap_or_else(|| NEEDS_PERSON.into());
-    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
     let search = q.q.clone().unwrap_or_default();
+    // A search without a tab looks through every status (issue 38: the header's box).
+    let filter = q
+        .status
+        .clone()
+        .unwrap_or_else(|| match search.trim().is_empty() {
+            true => NEEDS_PERSON.into(),
+            false => "all".into(),
+        });
+    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
     let newest = q.sort.as_deref() == Some("newest");
     let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
     let flags = match crate::watchdog::open_flags(&state.db).await {
         Ok(flags) => flags,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let statuses = match filter_statuses(&filter) {
+    let mut statuses = match filter_statuses(&filter) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
+    // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
+    if filter == "needs_me" && takes_escalations(&session) {
+        statuses.push(CaseStatus::Escalated);
+    }
     let roles = tab_roles(&filter, &session);
     let flagged: Vec<String> = flags.iter().map(|f| f.case_id.clone()).collect();
     let query = cases::CaseQuery {
@@ -224,6 +235,11 @@ fn next_link(q: &QueueQuery, cursor: &str) -> String {
     format!("/console?{query}")
 }
 
+/// Whether this staff member's role takes escalated cases over (supervisors, admins).
+fn takes_escalations(session: &Session) -> bool {
+    crate::web::access::Capability::TakeOver.allows(session.staff.role)
+}
+
 fn queue_row(
     session: &Session,
     c: &cases::Case,
@@ -231,10 +247,16 @@ fn queue_row(
     now: i64,
     stuck: &std::collections::HashMap<&str, &str>,
 ) -> QueueRow {
-    let required = c.required_role.clone().unwrap_or_default();
-    let may_approve = parse_plain::<policy_engine::Role>(&required)
-        .map(|r| session.staff.role.may_approve(r))
-        .unwrap_or(false);
+    // An escalation needs a supervisor to take it over; an approval, the role RP-004 asks.
+    let (required, may_approve) = if c.status == CaseStatus::Escalated {
+        ("supervisor".to_string(), takes_escalations(session))
+    } else {
+        let required = c.required_role.clone().unwrap_or_default();
+        let may = parse_plain::<policy_engine::Role>(&required)
+            .map(|r| session.staff.role.may_approve(r))
+            .unwrap_or(false);
+        (required, may)
+    };
     QueueRow {
         id: c.id.clone(),
         status: c.status.as_str().to_string(),

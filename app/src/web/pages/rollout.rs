@@ -15,7 +15,7 @@ use crate::state::AppState;
 use crate::web::error::AppError;
 
 use super::admin::admin;
-use super::common::{html_escape, render, verified, Nav};
+use super::common::{html_escape, render, verified, with_status, Nav};
 
 /// One guard's row: its reading now and its line over time.
 pub(super) struct GuardRow {
@@ -44,6 +44,19 @@ pub(super) struct RolloutPage {
     audit: Vec<(String, String, String)>,
     preview: guards::CanaryPreview,
     notice: Option<String>,
+    /// A refused change, said in words beside the form (issue 38: never a raw JSON page).
+    error: Option<String>,
+    /// The form as typed, kept when a change is refused.
+    typed: Typed,
+}
+
+/// What the rollout form held.
+#[derive(Default)]
+pub(super) struct Typed {
+    scope: String,
+    mode: String,
+    percent: String,
+    reason: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,6 +134,8 @@ async fn page(
         audit,
         preview: guards::canary_preview(&state.db, percent, now - HISTORY_MS).await?,
         notice,
+        error: None,
+        typed: Typed::default(),
     })
 }
 
@@ -202,25 +217,48 @@ pub(super) async fn rollout_submit(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let percent = match form.percent.trim() {
-        "" => None,
-        p => match p.parse::<i64>() {
-            Ok(p) => Some(p),
-            Err(_) => {
-                return AppError::bad_request("invalid_percent", "the percent is a whole number")
-                    .into_response()
-            }
-        },
-    };
     let changed = async {
+        let percent = match form.percent.trim() {
+            "" => None,
+            p => Some(p.parse::<i64>().map_err(|_| {
+                crate::error::DomainError::bad_request(
+                    "invalid_percent",
+                    "the percent is a whole number",
+                )
+            })?),
+        };
         let scope = Scope::parse(&form.scope)?;
         let mode = Mode::parse(&form.mode, percent)?;
         let now = state.clock.now_ms();
         modes::set_mode(&state.db, &session.staff.id, scope, mode, &form.reason, now).await
     };
-    match changed.await {
-        Ok(_) => Redirect::to("/console/rollout?done=changed").into_response(),
-        Err(e) => AppError::from(e).into_response(),
+    let error = match changed.await {
+        Ok(_) => return Redirect::to("/console/rollout?done=changed").into_response(),
+        Err(e) => AppError::from(e),
+    };
+    refused(&state, &session, error, form).await
+}
+
+/// The page again, with why the change was refused beside the form and what was typed.
+async fn refused(
+    state: &AppState,
+    session: &Session,
+    error: AppError,
+    form: RolloutForm,
+) -> Response {
+    let status = error.status();
+    match page(state, session, 10, None).await {
+        Ok(mut page) => {
+            page.error = Some(error.to_string());
+            page.typed = Typed {
+                scope: form.scope,
+                mode: form.mode,
+                percent: form.percent,
+                reason: form.reason,
+            };
+            with_status(status, render(&page))
+        }
+        Err(e) => e.into_response(),
     }
 }
 
