@@ -438,7 +438,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     // Issue 17: the queue finds a case by the customer's email.
     browser.goto(&format!("{base}/console?status=all")).await;
     browser
-        .type_into("input[name=q]", "OLIVIA.brown@example.com")
+        .type_into("#queue-filter input[name=q]", "OLIVIA.brown@example.com")
         .await;
     browser.click("#filter").await;
     browser.wait_for_url("q=OLIVIA").await;
