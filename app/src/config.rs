@@ -23,6 +23,10 @@ pub enum ConfigError {
         .0.join(" and ")
     )]
     PublicDefaultSecret(Vec<&'static str>),
+    #[error(
+        "MAIL_FROM must be set with {0}: it is the address mail comes from and customers write to"
+    )]
+    MailFromMissing(&'static str),
 }
 
 /// Every setting, as a clap argument with an environment fallback (issue 20: strict
@@ -183,6 +187,28 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub metrics_token: Option<String>,
+    /// Where mail is sent (issue 37): `smtp://host:port`, `smtp://host:port?tls=required` (STARTTLS), `smtps://host:port`, with `user:pass@` when the server asks [default: unset, no mail is sent].
+    #[arg(long, global = true, env = "SMTP_URL", value_name = "SMTP_URL", hide_env_values = true, value_parser = smtp_url)]
+    pub smtp_url: Option<String>,
+    /// The support address mail comes from and customers write to, e.g. `support@shop.example` (required with SMTP_URL or IMAP_URL).
+    #[arg(long, global = true, env = "MAIL_FROM", value_name = "MAIL_FROM", value_parser = mail_address)]
+    pub mail_from: Option<String>,
+    /// The support mailbox watched for customer mail: `imap://user:pass@host:port/INBOX` or `imaps://…` (`@` in the user name as `%40`) [default: unset, not watched].
+    #[arg(long, global = true, env = "IMAP_URL", value_name = "IMAP_URL", hide_env_values = true, value_parser = imap_url)]
+    pub imap_url: Option<String>,
+    /// The bearer token of `POST /api/v1/inbound/email` (a mail server or provider forwarding raw mail) [default: unset, the route refuses everyone].
+    #[arg(
+        long,
+        global = true,
+        env = "INBOUND_EMAIL_TOKEN",
+        value_name = "INBOUND_EMAIL_TOKEN",
+        hide_env_values = true
+    )]
+    pub inbound_email_token: Option<String>,
+    /// Seconds before the first retry of a mail the SMTP server did not take; each later retry waits twice as long, up to an hour.
+    #[arg(long, global = true, env = "MAIL_RETRY_SECS", value_name = "MAIL_RETRY_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub mail_retry_secs: u64,
     /// Agent runs one worker advances at once, 1 to 64 [default: 4].
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
@@ -259,6 +285,55 @@ fn http_url(value: &str) -> Result<String, String> {
     }
 }
 
+/// `SMTP_URL` (docs/spec/email.md): `smtp://` or `smtps://`, a host, and only the
+/// `tls=required` option (or empty, which means unset).
+fn smtp_url(value: &str) -> Result<String, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let url = reqwest::Url::parse(trimmed).map_err(|e| format!("not a URL ({e})"))?;
+    if !matches!(url.scheme(), "smtp" | "smtps") || url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "expected smtp://host:port, smtp://host:port?tls=required or smtps://host:port, got '{trimmed}'"
+        ));
+    }
+    match url.query() {
+        None | Some("tls=required") | Some("tls=opportunistic") => Ok(trimmed.to_string()),
+        Some(other) => Err(format!("unknown SMTP_URL option '{other}' (tls=required)")),
+    }
+}
+
+/// `MAIL_FROM`: one plain address, `local@domain` (or empty, which means unset).
+fn mail_address(value: &str) -> Result<String, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    match trimmed.split_once('@') {
+        Some((local, domain))
+            if !local.is_empty()
+                && domain.contains('.')
+                && !domain.contains('@')
+                && !trimmed.contains(|c: char| c.is_whitespace() || "<>,;\"".contains(c)) =>
+        {
+            Ok(trimmed.to_ascii_lowercase())
+        }
+        _ => Err(format!(
+            "expected one address like support@shop.example, got '{trimmed}'"
+        )),
+    }
+}
+
+/// `IMAP_URL`: `imap://` or `imaps://` with a user, a password and a host (or empty).
+fn imap_url(value: &str) -> Result<String, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    crate::mail::ImapTarget::parse(trimmed).map(|_| trimmed.to_string())
+}
+
 /// A provider metadata key: 1 to 40 characters, no `[` or `]` (Stripe's limits).
 fn metadata_key(value: &str) -> Result<String, String> {
     let key = value.trim();
@@ -306,6 +381,9 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// `METRICS_CACHE_SECS` (default 5): how long `/metrics` keeps its database gauges.
     pub metrics_cache: Duration,
+    /// `SMTP_URL`, `MAIL_FROM`, `IMAP_URL`, `INBOUND_EMAIL_TOKEN`, `MAIL_RETRY_SECS`
+    /// (issue 37). Each unset leaves its part off: the product runs without mail.
+    pub mail: MailConfig,
     /// `GROUP_ROLES`: which identity-provider group gives which role.
     pub group_roles: crate::auth::provisioning::GroupRoles,
     /// `SCIM_DEFAULT_ROLE` (default agent): a provisioned person's role in no mapped group.
@@ -324,6 +402,17 @@ pub struct Config {
     pub defaulted_secrets: Vec<&'static str>,
     /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
     pub watchdog: WatchdogPeriods,
+}
+
+/// The mail settings (docs/spec/email.md), empty strings unset.
+#[derive(Debug, Clone, Default)]
+pub struct MailConfig {
+    pub smtp_url: Option<String>,
+    pub from: Option<String>,
+    pub imap_url: Option<String>,
+    pub inbound_token: Option<String>,
+    /// The first retry's wait; each later one doubles it (`mail::send`).
+    pub retry: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -374,6 +463,13 @@ impl Config {
             policy_second_approver: settings.policy_second_approver,
             metrics_token: set(&settings.metrics_token),
             metrics_cache: Duration::from_secs(settings.metrics_cache_secs),
+            mail: MailConfig {
+                smtp_url: set(&settings.smtp_url),
+                from: set(&settings.mail_from),
+                imap_url: set(&settings.imap_url),
+                inbound_token: set(&settings.inbound_email_token),
+                retry: Duration::from_secs(settings.mail_retry_secs),
+            },
             group_roles: settings.group_roles.clone().unwrap_or_default(),
             scim_default_role: settings
                 .scim_default_role
@@ -427,6 +523,16 @@ impl Config {
             return Err(ConfigError::PublicDefaultSecret(
                 self.defaulted_secrets.clone(),
             ));
+        }
+        // Issue 37: mail in or out needs the support address (our own mail is never
+        // answered, and every mail we send comes from it).
+        if self.mail.from.is_none() {
+            if self.mail.smtp_url.is_some() {
+                return Err(ConfigError::MailFromMissing("SMTP_URL"));
+            }
+            if self.mail.imap_url.is_some() {
+                return Err(ConfigError::MailFromMissing("IMAP_URL"));
+            }
         }
         Ok(())
     }

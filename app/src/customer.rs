@@ -154,6 +154,73 @@ async fn check_rate(
     Ok(())
 }
 
+/// Where a customer's words came from (issue 37: one conversation, whichever way).
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'a> {
+    /// The ticket page or the API.
+    Web,
+    /// A mail: recorded with the message in its transaction, so it is taken once.
+    Email(&'a EmailIn<'a>),
+}
+
+/// What a customer's mail brings besides its new words.
+#[derive(Debug)]
+pub struct EmailIn<'a> {
+    /// The quoted thread and the signature, kept for staff (shown collapsed).
+    pub quoted: Option<&'a str>,
+    /// Attachments already within the limits (`mail::inbound`).
+    pub attachments: &'a [crate::mailbox::attachments::Attachment],
+    /// The mail's record; its outcome and ticket are filled in here.
+    pub taken: crate::mailbox::inbound::Taken<'a>,
+    /// A held mail's record, finished here instead of written anew.
+    pub held_id: Option<&'a str>,
+}
+
+/// The error of a mail whose Message-ID was taken meanwhile (two deliveries at once):
+/// nothing was written.
+pub const DUPLICATE_MAIL: &str = "duplicate_mail";
+
+/// Writes the customer's message as it came: a page message, or a mail with its quoted
+/// part, attachments and record (a duplicate record rolls everything back).
+async fn append_customer_words(
+    tx: &mut crate::store::Tx<'_>,
+    ticket_id: &str,
+    text: &str,
+    origin: Origin<'_>,
+    outcome: &str,
+    now: i64,
+) -> DomainResult<()> {
+    let Origin::Email(mail) = origin else {
+        append_message(tx, ticket_id, "customer", text, now).await?;
+        return Ok(());
+    };
+    let seq = crate::tickets::append_email_message(tx, ticket_id, text, mail.quoted, now).await?;
+    for a in mail.attachments {
+        let (name, kind) = (&a.filename, &a.content_type);
+        crate::mailbox::attachments::store(tx, ticket_id, seq, name, kind, &a.bytes, now).await?;
+    }
+    let recorded = match mail.held_id {
+        Some(id) => {
+            let held = crate::mailbox::inbound::InboundStatus::Held;
+            let ticket = Some(ticket_id);
+            crate::mailbox::inbound::finish(tx, id, held, outcome, None, ticket, now).await?
+        }
+        None => {
+            let mut taken = mail.taken.clone();
+            taken.outcome = Some(outcome);
+            taken.ticket_id = Some(ticket_id);
+            crate::mailbox::inbound::record(tx, &taken).await?.is_some()
+        }
+    };
+    if !recorded {
+        return Err(DomainError::conflict(
+            DUPLICATE_MAIL,
+            "this mail was taken already",
+        ));
+    }
+    Ok(())
+}
+
 /// Opens a ticket with its first message, its case and the case's first agent run.
 pub async fn create_ticket(
     db: &Db,
@@ -161,6 +228,18 @@ pub async fn create_ticket(
     queue: Queue<'_>,
     customer_id: &str,
     input: NewTicket,
+) -> DomainResult<Ticket> {
+    open_ticket(db, clock, queue, customer_id, input, Origin::Web).await
+}
+
+/// [`create_ticket`] from either channel.
+pub async fn open_ticket(
+    db: &Db,
+    clock: &dyn Clock,
+    queue: Queue<'_>,
+    customer_id: &str,
+    input: NewTicket,
+    origin: Origin<'_>,
 ) -> DomainResult<Ticket> {
     let message = validate_message(&input.message)?;
     check_rate(db, clock, customer_id, true).await?;
@@ -198,7 +277,10 @@ pub async fn create_ticket(
         return Err(DomainError::Forbidden("unknown customer".into()));
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
-    append_message(&mut tx, &ticket.id, "customer", &message, now).await?;
+    append_customer_words(&mut tx, &ticket.id, &message, origin, "opened", now).await?;
+    // Issue 37: "we received your request", by mail, whichever way it came.
+    let received = crate::mailbox::MailKind::Received;
+    crate::mailbox::outbox::to_customer(&mut tx, received, &ticket.id, "", now).await?;
     let case_id = cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
     // Issue 21: the mode in force when the case opened is stored with it.
     crate::rollout::modes::assign_case(&mut tx, &case_id, &subject, queue.rollout_default, now)
@@ -255,6 +337,8 @@ macro_rules! ticket_view_sql {
             packed_field!("m.author"),
             " || ",
             packed_field!("m.body"),
+            " || ",
+            packed_field!("COALESCE(m.channel, 'web')"),
             ", '' ORDER BY m.seq) FROM messages m WHERE m.ticket_id = t.id) AS said, ",
             "(SELECT string_agg(",
             packed_field!("r.amount_minor"),
@@ -341,11 +425,14 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
     while !packed.is_empty() {
         let (seq, created_at) = (packed.integer()?, packed.integer()?);
         let (author, body) = (packed.field()?, packed.field()?);
+        let channel = packed.field()?;
         messages.push(MessageView {
             seq,
             author: author.to_string(),
             body: body.to_string(),
             at: rfc3339(created_at),
+            channel: channel.to_string(),
+            quoted: None,
         });
     }
     let stored: Option<String> = row.try_get("refunds")?;
@@ -448,6 +535,10 @@ pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> Doma
     .await?;
     let reply = replies::person_reply(ticket.language);
     append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+    let kind = crate::mailbox::MailKind::Reply;
+    crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+    let why = "the customer asked to talk to a person";
+    crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
     let customer = &ticket.customer_id;
     crate::audit::record(&mut tx, customer, "asked_for_person", &case.id, "", now).await?;
     tx.commit().await?;
@@ -464,11 +555,23 @@ pub async fn add_customer_message(
     ticket: &Ticket,
     text: &str,
 ) -> DomainResult<()> {
+    add_message_from(db, clock, queue, ticket, text, Origin::Web).await
+}
+
+/// [`add_customer_message`] from either channel.
+pub async fn add_message_from(
+    db: &Db,
+    clock: &dyn Clock,
+    queue: Queue<'_>,
+    ticket: &Ticket,
+    text: &str,
+    origin: Origin<'_>,
+) -> DomainResult<()> {
     let text = validate_message(text)?;
     check_rate(db, clock, &ticket.customer_id, false).await?;
     let now = clock.now_ms();
     let mut tx = db.begin().await?;
-    append_message(&mut tx, &ticket.id, "customer", &text, now).await?;
+    append_customer_words(&mut tx, &ticket.id, &text, origin, "appended", now).await?;
     if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
         // A ticket joined into the open case on its order (issue 17): the message goes on
         // to that case's conversation, where the work on the order happens.
@@ -483,7 +586,11 @@ pub async fn add_customer_message(
             None => case,
         };
         let why = "new customer message";
-        cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await?;
+        if cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await? {
+            // Issue 37: the customer hears that their words reopened the case.
+            let kind = crate::mailbox::MailKind::Reopened;
+            crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+        }
     }
     tx.commit().await?;
     queue.wake.notify_one();
@@ -549,6 +656,8 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             .await?;
             let text = replies::withdrawal_reply(lang, WithdrawalReply::Withdrawn);
             append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
+            let kind = crate::mailbox::MailKind::Closed;
+            crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &text, now).await?;
             (true, text)
         }
         // At its end with no refund under way: saying "already submitted" would be untrue

@@ -21,6 +21,8 @@ pub mod customer;
 pub mod error;
 pub mod investigation;
 pub mod lease;
+pub mod mail;
+pub mod mailbox;
 pub mod metrics;
 pub mod onboarding;
 pub mod payments;
@@ -129,6 +131,10 @@ pub async fn build_state(
         scim_default_role: config.scim_default_role,
         password_sign_in: config.password_sign_in,
         rollout_guards: Default::default(),
+        mail: Arc::new(mail::MailSettings::from_config(
+            &config.mail,
+            config.public_url.as_deref(),
+        )?),
         db,
     })
 }

@@ -73,6 +73,9 @@ pub struct AppState {
     /// Where agent runs commit their steps: several runs' steps share a transaction
     /// (issue 19, `runs::StepWriter`).
     pub steps: crate::runs::StepWriter,
+    /// Mail in and out (issue 37): the support address, SMTP, the watched mailbox, the
+    /// inbound token; each part absent when its setting is.
+    pub mail: Arc<crate::mail::MailSettings>,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -148,6 +151,26 @@ impl AppState {
             index: &self.index,
             versions: &self.versions,
             second_approver: self.policy_second_approver,
+        }
+    }
+
+    /// The outbox's sender (issue 37).
+    pub fn postman(&self) -> crate::mail::send::Postman<'_> {
+        crate::mail::send::Postman {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            settings: &self.mail,
+            instance_id: &self.instance_id,
+        }
+    }
+
+    /// Where customer mail is taken in (issue 37).
+    pub fn intake(&self) -> crate::mail::inbound::Intake<'_> {
+        crate::mail::inbound::Intake {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            queue: self.queue(),
+            settings: &self.mail,
         }
     }
 

@@ -18,6 +18,13 @@ pub struct MessageView {
     pub author: String,
     pub body: String,
     pub at: String,
+    /// How it came or went: `web` (the page or the API) or `email` (issue 37: one
+    /// conversation, each message's channel shown).
+    pub channel: String,
+    /// Of a customer's mail, what is not its new words — the quoted thread and the
+    /// signature — which staff see collapsed; never shown on a customer surface.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quoted: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +102,27 @@ pub async fn append_message(
     insert_message(tx, ticket_id, author, None, body, now).await
 }
 
+/// Appends a customer's mail (issue 37): its new words as the message, the quoted thread
+/// and signature beside them for staff, the channel `email`.
+pub async fn append_email_message(
+    tx: &mut Tx<'_>,
+    ticket_id: &str,
+    body: &str,
+    quoted: Option<&str>,
+    now: i64,
+) -> DomainResult<i64> {
+    let seq = insert_message(tx, ticket_id, "customer", None, body, now).await?;
+    sqlx::query(
+        "UPDATE messages SET channel = 'email', quoted = $1 WHERE ticket_id = $2 AND seq = $3",
+    )
+    .bind(quoted.filter(|q| !q.trim().is_empty()))
+    .bind(ticket_id)
+    .bind(seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(seq)
+}
+
 /// Appends a staff member's reply to the customer's conversation (issue 17): author
 /// `staff`, the staff member recorded beside it (never shown to the customer).
 pub async fn append_staff_reply(
@@ -167,18 +195,21 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
 
 pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>> {
     let rows = sqlx::query(
-        "SELECT seq, author, body, created_at FROM messages WHERE ticket_id = $1 ORDER BY seq",
+        "SELECT seq, author, body, created_at, channel, quoted FROM messages WHERE ticket_id = $1 ORDER BY seq",
     )
     .bind(ticket_id)
     .fetch_all(db.reader())
     .await?;
     rows.iter()
         .map(|r| {
+            let channel: Option<String> = r.try_get("channel")?;
             Ok(MessageView {
                 seq: r.try_get("seq")?,
                 author: r.try_get("author")?,
                 body: r.try_get("body")?,
                 at: rfc3339(r.try_get("created_at")?),
+                channel: channel.unwrap_or_else(|| "web".to_string()),
+                quoted: r.try_get("quoted")?,
             })
         })
         .collect()

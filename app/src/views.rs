@@ -40,6 +40,10 @@ pub struct CaseView {
     pub customer_name: Option<String>,
     pub customer_email: Option<String>,
     pub customer_region: Option<String>,
+    /// Why mail to the customer's address on record does not arrive (a bounce, or the
+    /// receiving server refused it), when it does not (issue 37); one case only, `null`
+    /// in lists.
+    pub customer_email_undeliverable: Option<String>,
     /// The ticket's subject: the first line of its first message, shortened.
     pub subject: String,
     /// The email of the staff member the case is assigned to.
@@ -89,6 +93,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         refunds: refunds::refund_views(db, &case.id).await?,
         customer_name: header.customer_name,
         customer_email: header.customer_email,
+        customer_email_undeliverable: None,
         customer_region: header.customer_region,
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
@@ -106,7 +111,19 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
 pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     let mut view = case_view(db, case).await?;
     view.customer_history = Some(customer_history(db, case).await?);
+    view.customer_email_undeliverable = email_undeliverable(db, &view).await?;
     Ok(view)
+}
+
+/// Why mail to the case's customer does not arrive, when it does not (issue 37): read
+/// for one case, not for lists.
+pub async fn email_undeliverable(db: &Db, view: &CaseView) -> DomainResult<Option<String>> {
+    match &view.customer_email {
+        Some(email) => Ok(crate::mailbox::addresses::undeliverable(db, email)
+            .await?
+            .map(|(_, why)| why)),
+        None => Ok(None),
+    }
 }
 
 /// Live shadow mode: the reviewer decides blind, so the evidence keeps the records
@@ -260,6 +277,9 @@ pub struct CaseThread {
     pub case_id: String,
     pub messages: Vec<MessageView>,
     pub notes: Vec<cases::NoteView>,
+    /// What the customer attached to their mail (issue 37), by message; each a download
+    /// at `/api/v1/attachments/{id}`.
+    pub attachments: Vec<crate::mailbox::attachments::AttachmentLine>,
 }
 
 pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
@@ -267,5 +287,6 @@ pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
         case_id: case.id.clone(),
         messages: tickets::messages(db, &case.ticket_id).await?,
         notes: cases::notes(db, &case.id).await?,
+        attachments: crate::mailbox::attachments::of_ticket(db, &case.ticket_id).await?,
     })
 }

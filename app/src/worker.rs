@@ -109,6 +109,12 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     let now = state.clock.now_ms();
     let rollout = crate::rollout::guards::evaluate_if_due(&state.db, &state.rollout_guards, now);
     handled += rollout.await?.demoted.len();
+    // Issue 37: mail held by the per-sender limit (or confirmed by its sender) is taken
+    // in, then the outbox — every mail this pass's changes wrote — is sent.
+    handled += crate::mail::inbound::process_held(state.intake()).await?;
+    handled += crate::mail::send::run_once(state.postman())
+        .await?
+        .handled();
     Ok(handled)
 }
 
@@ -226,7 +232,8 @@ pub async fn run_until_stopped(state: AppState, stop: StopSignal) {
     // this task (tests) stops both.
     tokio::join!(
         work_until_stopped(&state, &stop),
-        watch_until_stopped(&state, &stop)
+        watch_until_stopped(&state, &stop),
+        watch_mailbox(&state, &stop)
     );
 }
 
@@ -261,6 +268,15 @@ async fn watch_until_stopped(state: &AppState, stop: &StopSignal) {
             _ = stop.requested() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
+    }
+}
+
+/// Issue 37: the support mailbox at `IMAP_URL`, watched until the stop (nothing to do
+/// without one).
+async fn watch_mailbox(state: &AppState, stop: &StopSignal) {
+    if let Some(target) = &state.mail.imap {
+        crate::mail::imap_watch::watch_until_stopped(state.intake(), target, stop.requested())
+            .await;
     }
 }
 

@@ -115,6 +115,30 @@ pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> Doma
     Ok(token)
 }
 
+/// How long the sign-in link in a mail works (issue 37): single use like any link, but
+/// mail is read hours or days after it was sent.
+pub const MAIL_SIGN_IN_LINK_TTL_MS: i64 = 3 * 24 * 3600 * 1000;
+
+/// A single-use sign-in link for a mail, issued in the transaction that renders the mail
+/// (so the link exists exactly when the mail's bytes are kept). Returns the token.
+pub async fn issue_mail_sign_in_link(
+    tx: &mut crate::store::Tx<'_>,
+    customer_id: &str,
+    now_ms: i64,
+) -> DomainResult<String> {
+    let token = random_token();
+    sqlx::query(
+        "INSERT INTO sign_in_links (token_hash, customer_id, expires_at, created_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(token_hash(&token))
+    .bind(customer_id)
+    .bind(now_ms + MAIL_SIGN_IN_LINK_TTL_MS)
+    .bind(now_ms)
+    .execute(&mut **tx)
+    .await?;
+    Ok(token)
+}
+
 /// Uses a sign-in link: marks it used (one versioned update, so two tabs racing get one
 /// session between them) and returns its customer, or `None` when it is unknown, used or
 /// expired.

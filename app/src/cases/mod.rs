@@ -324,21 +324,23 @@ pub async fn note_void_reason(
 /// A new customer message reached the case's conversation: a decision that waits on the
 /// conversation as it was is void, and the case is investigated again (docs/spec/invariants.md
 /// #2); a case still investigating reads the message with the rest, and one with money
-/// in flight or at its end keeps its state.
+/// in flight or at its end keeps its state. Returns whether the case went back to
+/// investigation.
 pub async fn take_customer_message(
     tx: &mut Tx<'_>,
     versions: &harness::Versions,
     case: &Case,
     why: &str,
     now: i64,
-) -> DomainResult<()> {
+) -> DomainResult<bool> {
     // A case the customer asked a person for stays with people: their next message is
     // for that person, not a reason to hand the case back to the agent.
     let with_a_person = case.status == CaseStatus::Escalated && case.person_requested_at.is_some();
     if case.status.reopens_on_customer_message() && !with_a_person {
         reinvestigate(tx, versions, case, why, now).await?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Voids the current proposal (and any approval bound to its fingerprint) and starts a

@@ -11,6 +11,7 @@
 mod decisions;
 mod joined;
 mod language;
+mod mail;
 mod pages;
 mod refunds;
 mod reviews;
@@ -20,6 +21,7 @@ mod withdrawal;
 pub use decisions::{customer_status, decision_reply, escalation_reply};
 pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
+pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
 pub use reviews::{

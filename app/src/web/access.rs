@@ -127,6 +127,9 @@ pub enum Rule {
     ProviderSigned,
     /// `/metrics`: anyone, or the bearer of `METRICS_TOKEN` when one is set.
     Metrics,
+    /// `POST /api/v1/inbound/email` (issue 37): the bearer of `INBOUND_EMAIL_TOKEN`, and
+    /// nobody while it is unset (a mail server, not a person).
+    InboundMail,
     /// A service token of this kind: a shop backend's `integration` token (customers and
     /// orders), the identity provider's `scim` token (provisioning).
     Service(ServiceKind),
@@ -413,7 +416,7 @@ pub struct RefusedByAccess;
 /// Whether `rule` lets `caller` through.
 pub fn decide(rule: Rule, caller: &Caller) -> Result<(), Refusal> {
     match (rule, caller) {
-        (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics, _) => Ok(()),
+        (Rule::Anyone | Rule::ProviderSigned | Rule::Metrics | Rule::InboundMail, _) => Ok(()),
         (_, Caller::Anonymous) => Err(Refusal::SignIn),
         (Rule::Service(kind) | Rule::ServiceOrStaff(kind, _), Caller::Service(service))
             if service.kind == kind =>

@@ -51,6 +51,12 @@ pub async fn check(
             false => refuse(surface, &Refusal::SignIn, request).await,
         };
     }
+    if rule == Rule::InboundMail {
+        return match inbound_token_matches(&state, &request) {
+            true => next.run(request).await,
+            false => refuse(surface, &Refusal::SignIn, request).await,
+        };
+    }
     if matches!(rule, Rule::Anyone | Rule::ProviderSigned) {
         request.extensions_mut().insert(Caller::Anonymous);
         return next.run(request).await;
@@ -138,6 +144,16 @@ fn caller_of(principal: Principal, session: Option<BrowserSession>) -> Caller {
 fn metrics_token_matches(state: &AppState, request: &Request) -> bool {
     match state.metrics_token.as_deref() {
         None => true,
+        Some(expected) => crate::web::extract::bearer_header(request.headers())
+            .is_some_and(|sent| auth::constant_time_eq(sent, expected)),
+    }
+}
+
+/// `INBOUND_EMAIL_TOKEN` as the bearer token (compared in constant time); with none set,
+/// nobody passes (issue 37: a mail server, not a person).
+fn inbound_token_matches(state: &AppState, request: &Request) -> bool {
+    match state.mail.inbound_token.as_deref() {
+        None => false,
         Some(expected) => crate::web::extract::bearer_header(request.headers())
             .is_some_and(|sent| auth::constant_time_eq(sent, expected)),
     }

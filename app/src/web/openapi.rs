@@ -195,6 +195,8 @@ impl Modify for BearerAuth {
         crate::web::api::rollout::post_rollout,
         crate::web::api::saved_replies::get_saved_replies,
         crate::web::api::saved_replies::post_saved_reply,
+        crate::web::api::mail::post_inbound_email,
+        crate::web::api::mail::get_attachment,
         payments_webhook,
         mcp,
         healthz,

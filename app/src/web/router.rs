@@ -223,6 +223,17 @@ fn api_routes(state: &AppState) -> Routes {
             Rule::Staff(Capability::Administer),
             rollout::post_rollout,
         )
+        // Issue 37: mail from a mail server (its own token), and attachments as downloads.
+        .method_router(
+            "/inbound/email",
+            &[(Method::POST, Rule::InboundMail)],
+            crate::web::api::mail::inbound_route(),
+        )
+        .get(
+            "/attachments/{id}",
+            read,
+            crate::web::api::mail::get_attachment,
+        )
         .get("/saved-replies", read, saved_replies::get_saved_replies)
         .post(
             "/saved-replies",

@@ -170,6 +170,14 @@ pub async fn decide_case(
     runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
     let reply = crate::replies::decision_reply(ticket.language, status, decision);
     tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
+    // Issue 37: the decision's reply goes out by mail with it; an escalation waits for
+    // a supervisor, who hears of it.
+    let kind = crate::mailbox::MailKind::of_decided(status);
+    crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+    if status == CaseStatus::Escalated {
+        let why = note.as_deref().unwrap_or("escalated by policy");
+        crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
+    }
     let what = format!(
         "{} ({})",
         status.as_str(),

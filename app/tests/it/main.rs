@@ -21,6 +21,7 @@ mod history;
 mod kill;
 mod lifecycle;
 mod llm;
+mod mail;
 mod mcp;
 mod observability;
 mod onboarding;

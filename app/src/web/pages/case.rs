@@ -126,20 +126,37 @@ pub(super) struct ThreadEntry {
     at: String,
     body: String,
     internal: bool,
+    /// `web` or `email` (issue 37: each message's channel).
+    channel: String,
+    /// A mail's quoted thread and signature, shown collapsed.
+    quoted: Option<String>,
+    /// (id, file name, size in bytes) of what the mail attached: download links.
+    attachments: Vec<(String, String, i64)>,
 }
 
 fn thread_entries(thread: crate::views::CaseThread) -> Vec<ThreadEntry> {
+    let attachments = thread.attachments;
     let messages = thread.messages.into_iter().map(|m| ThreadEntry {
+        attachments: attachments
+            .iter()
+            .filter(|a| a.message_seq == m.seq)
+            .map(|a| (a.id.clone(), a.filename.clone(), a.size))
+            .collect(),
         author: m.author,
         at: m.at,
         body: m.body,
         internal: false,
+        channel: m.channel,
+        quoted: m.quoted,
     });
     let notes = thread.notes.into_iter().map(|n| ThreadEntry {
         author: n.author,
         at: n.at,
         body: n.body,
         internal: true,
+        channel: "web".into(),
+        quoted: None,
+        attachments: Vec::new(),
     });
     let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
     // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so
@@ -178,6 +195,7 @@ mod tests {
                 note("2026-12-01T18:32:55Z", "third"),
                 note("2026-12-01T18:32:54.9Z", "first"),
             ],
+            attachments: vec![],
         };
         let order: Vec<String> = thread_entries(thread).into_iter().map(|e| e.body).collect();
         assert_eq!(order, ["first", "second", "third"]);
@@ -232,7 +250,8 @@ async fn read_page(
     error: Option<String>,
     (notice, saved): (Option<&'static str>, Option<&str>),
 ) -> crate::error::DomainResult<CasePage> {
-    let view = crate::views::case_view(&state.db, &case).await?;
+    let mut view = crate::views::case_view(&state.db, &case).await?;
+    view.customer_email_undeliverable = crate::views::email_undeliverable(&state.db, &view).await?;
     let history = crate::views::customer_history(&state.db, &case).await?;
     let thread = crate::views::thread(&state.db, &case).await?;
     let around = around(&state.db, &case).await?;

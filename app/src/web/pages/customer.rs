@@ -431,6 +431,9 @@ pub(super) async fn sign_in_submit(
         }
         Err(e) => return AppError::from(e).into_response(),
     };
+    // Issue 37: a mail held because its sender failed SPF or DMARC is the customer's once
+    // they sign in through the link mailed for it.
+    crate::mail::inbound::confirmed_by_link(&state.db, &form.link, now).await;
     match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
         Ok((session, _)) => {
             let target = sign_in_target(form.next.as_deref());

@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod idp;
+pub mod mail;
 pub mod pg_cluster;
 pub mod serve;
 
@@ -80,13 +81,22 @@ pub async fn start_mock(dir: &std::path::Path) -> payments_mock::RunningMock {
 }
 
 pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
+    spawn_app_configured(model, |_| {}).await
+}
+
+/// `spawn_app_with_model`, with the configuration changed by `edit` before the state is
+/// built (issue 37: the mail settings).
+pub async fn spawn_app_configured(
+    model: Arc<dyn Model>,
+    edit: impl FnOnce(&mut Config),
+) -> TestApp {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
     app::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
     let database_url = test_database_url(dir.path()).await;
-    let app = app_on(dir, mock, database_url, model, |_| {}).await;
+    let app = app_on(dir, mock, database_url, model, edit).await;
     World::parse(&demo_world_text())
         .unwrap()
         .load_into(&app.state.db)
