@@ -348,7 +348,7 @@ fn after_order_word(scanned: &Scan, start: usize) -> bool {
 fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
     let before = scanned.lower_before(start, 40);
     let before = before.trim_end_matches(is_filler);
-    let before = before.trim_end_matches(|c: char| c == '.' || c == 'º' || c == '°');
+    let before = before.trim_end_matches(['.', 'º', '°']);
     OTHER_NUMBER_WORDS.iter().any(|w| {
         before.ends_with(w)
             && !before[..before.len() - w.len()]
