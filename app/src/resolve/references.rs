@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ids::{scan, skeleton, Scan};
+use super::ids::{scan, skeleton, Join, Scan};
 use super::normalise::{fold, id_key, is_word, occurrences};
 
 /// A token that reads like an order reference but is none of the customer's orders.
@@ -335,7 +335,14 @@ fn is_filler(c: char) -> bool {
 
 fn after_order_word(scanned: &Scan, start: usize) -> bool {
     let before = scanned.lower_before(start, 40);
-    let before = before.trim_end_matches(is_filler);
+    // "order-ID", "Bestell-Nr": a word written with a dash is the same word.
+    let undashed = before.replace('-', " ");
+    [before, undashed]
+        .iter()
+        .any(|before| ends_with_order_word(before.trim_end_matches(is_filler)))
+}
+
+fn ends_with_order_word(before: &str) -> bool {
     ORDER_WORDS.iter().any(|w| {
         before.ends_with(w)
             && !before[..before.len() - w.len()]
@@ -370,14 +377,19 @@ const UNIT_SUFFIXES: &[&str] = &[
 /// strong; the spans of the customer's own ids are left out.
 fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
     let mut tokens = Vec::new();
-    for (first, last) in scanned.runs() {
+    let runs = scanned.runs();
+    for (k, &(first, last)) in runs.iter().enumerate() {
         let span = scanned.span(first, last);
-        if own.iter().any(|(s, e)| span.0 < *e && *s < span.1) || part_of_a_date(scanned, span) {
+        let owned = |span: (usize, usize)| own.iter().any(|(s, e)| span.0 < *e && *s < span.1);
+        if owned(span) || part_of_a_date(scanned, span) {
             continue;
         }
         let text = scanned.kept_text(span);
         let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
         let named = after_order_word(scanned, span.0);
+        if hashed || named {
+            tokens.extend(joined_across_breaks(scanned, &runs[k..], &owned));
+        }
         let labelled_other = !named && after_other_number_word(scanned, span.0);
         let strength = reference_strength(&text.to_ascii_lowercase(), hashed || named);
         if let Some(strong) = strength {
@@ -390,6 +402,38 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
         }
     }
     tokens
+}
+
+/// A number named as an order and written across a space or a line break (`#621⏎96`,
+/// `O 96823`, `pedido 27⏎433`): the run with the runs weakly joined after it (at most
+/// three, each with digits), as one reference whose pieces are kept apart by a space
+/// (`lookup_spellings` tries them joined and dashed). A careful reader joins them.
+fn joined_across_breaks(
+    scanned: &Scan,
+    runs: &[(usize, usize)],
+    owned: &dyn Fn((usize, usize)) -> bool,
+) -> Option<Reference> {
+    let (first, mut last) = runs[0];
+    let mut pieces = vec![scanned.kept_text(scanned.span(first, last))];
+    for &(f, l) in runs.iter().skip(1).take(3) {
+        let digits: usize = (f..=l).map(|g| scanned.groups[g].digits).sum();
+        if scanned.joins[f - 1] != Join::Weak || digits == 0 || owned(scanned.span(f, l)) {
+            break;
+        }
+        pieces.push(scanned.kept_text(scanned.span(f, l)));
+        last = l;
+    }
+    if last == runs[0].1 {
+        return None;
+    }
+    let joined: String = pieces.concat();
+    reference_strength(&joined.to_ascii_lowercase(), true)?;
+    Some(Reference {
+        text: pieces.join(" "),
+        strong: true,
+        named: true,
+        labelled_other: false,
+    })
 }
 
 /// A number joined by `/` or `:` to another number (`2026/12/05`, `10:30`, `1/2`).
@@ -466,16 +510,18 @@ pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference>
 }
 
 /// Spellings under which a reference may be stored as an order id: as written, upper
-/// and lower case, with and without `#`, and its skeleton (`R-670394232` stored as
-/// `R670394232`). Bounded: at most ten look-ups per reference.
+/// and lower case, with and without `#`, its pieces joined or dashed where it was
+/// written across a space or a line break (`O 96823` stored as `O-96823`), and its
+/// skeleton (`R-670394232` stored as `R670394232`). Bounded: at most sixteen look-ups
+/// per reference.
 pub fn lookup_spellings(reference: &Reference) -> Vec<String> {
     let bare = skeleton(&reference.text);
     let mut spellings = Vec::new();
-    let bases = [
-        reference.text.clone(),
-        reference.text.to_ascii_uppercase(),
-        reference.text.to_ascii_lowercase(),
-    ];
+    let pieces: Vec<&str> = reference.text.split_whitespace().collect();
+    let written = [pieces.concat(), pieces.join("-")];
+    let bases = written
+        .iter()
+        .flat_map(|w| [w.clone(), w.to_ascii_uppercase(), w.to_ascii_lowercase()]);
     for base in bases {
         for s in [base.clone(), format!("#{base}")] {
             if !spellings.contains(&s) {
@@ -547,6 +593,30 @@ mod tests {
                 labelled_other: true,
             }]
         );
+    }
+
+    #[test]
+    fn a_number_named_as_an_order_across_a_space_or_a_line_break_is_looked_up_joined() {
+        let spellings = |text: &str| -> Vec<String> {
+            all_unmatched(&[text.to_string()], &["O-1"])
+                .iter()
+                .filter(|r| r.named)
+                .flat_map(lookup_spellings)
+                .collect()
+        };
+        assert!(spellings("Me refiero a pedido #70\n53031.").contains(&"7053031".to_string()));
+        assert!(spellings("订单号O 96823出现了两笔").contains(&"O-96823".to_string()));
+        assert!(spellings("pedido ２７\n４３３").contains(&"#27433".to_string()));
+        assert!(spellings("single ORD-2026-\n447130 twice").is_empty());
+        assert!(spellings("order ORD-2026-\n447130 twice").contains(&"ORD-2026-447130".to_string()));
+        // "order-ID:" is an order word written with a dash.
+        assert!(
+            spellings("betaling voor order-ID: 7'192'042 dubbel").contains(&"7192042".to_string())
+        );
+        // A word after the number is not part of it.
+        assert!(!spellings("order 1234 was charged")
+            .iter()
+            .any(|s| s.contains("WAS")));
     }
 
     #[test]
