@@ -36,7 +36,9 @@ impl Reference {
 
 /// Shaped like `id`: both all digits of about its length, or both letters and digits of
 /// about its length starting with its letters (`O-20511` for `O-20510`, `MX5H39` for
-/// `MX5H38`; not a tracking code, an IBAN or a phone number beside a short id).
+/// `MX5H38`), or both codes of exactly its length starting with a letter (`V6724C`
+/// beside `PW35JJ`: a shop's codes differ in every place); not a tracking code, an IBAN
+/// or a phone number beside a short id.
 fn resembles(text: &str, id: &str) -> bool {
     let (a, b) = (skeleton(text), skeleton(id));
     if a.is_empty() || b.is_empty() || a.len().abs_diff(b.len()) > 1 {
@@ -46,7 +48,10 @@ fn resembles(text: &str, id: &str) -> bool {
     let letters = |s: &str| -> String { s.chars().take_while(char::is_ascii_alphabetic).collect() };
     match (digits_only(&a), digits_only(&b)) {
         (true, true) => true,
-        (false, false) => letters(&a) == letters(&b),
+        (false, false) => {
+            letters(&a) == letters(&b)
+                || (a.len() == b.len() && !letters(&a).is_empty() && !letters(&b).is_empty())
+        }
         _ => false,
     }
 }
@@ -634,6 +639,7 @@ mod tests {
         );
         assert_eq!(names("Bestellnummer 88812", &["MX5H38"]), ["88812"]);
         assert_eq!(names("mx5h39 twice", &["MX5H38"]), ["mx5h39"]);
+        assert_eq!(names("Es geht um V-6724C.", &["PW35JJ"]), ["V-6724C"]);
         // Labelled as something else, or nothing like their ids: noted only.
         assert!(names(
             "Invoice #20511 and tracking 1Z999AA10123456784",
