@@ -182,6 +182,15 @@ const OTHER_NUMBER_WORDS: &[&str] = &[
     "账户",
     "口座",
     "계좌",
+    // "…番号" is any number; these are not orders.
+    "登録番号",
+    "会員番号",
+    "受付番号",
+    "問い合わせ番号",
+    "お問い合わせ番号",
+    "郵便番号",
+    "電話番号",
+    "注文者番号",
 ];
 
 /// At most this many unmatched references are handed back (bounded lookups).
@@ -372,6 +381,19 @@ fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
         .any(|w| before.ends_with(&format!("{w} no")) || before.ends_with(&format!("{w} nr")))
 }
 
+/// After a word of another kind of number that ends with an order word and says more
+/// ("登録番号", a registration number, ends with "番号"): the longer word wins.
+fn after_longer_other_word(scanned: &Scan, start: usize) -> bool {
+    let before = scanned.lower_before(start, 40);
+    let before = before.trim_end_matches(is_filler);
+    OTHER_NUMBER_WORDS.iter().any(|w| {
+        before.ends_with(w)
+            && ORDER_WORDS
+                .iter()
+                .any(|o| w.len() > o.len() && w.ends_with(o))
+    })
+}
+
 /// Suffixes that make a number a quantity, not an id (`2nd`, `24h`, `12gb`).
 const UNIT_SUFFIXES: &[&str] = &[
     "st", "nd", "rd", "th", "am", "pm", "h", "hr", "hrs", "min", "mins", "x", "k", "gb", "mb",
@@ -391,7 +413,8 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
         }
         let text = scanned.kept_text(span);
         let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
-        let named = after_order_word(scanned, span.0);
+        // "登録番号" ends with the order word "番号" but says which number it is.
+        let named = after_order_word(scanned, span.0) && !after_longer_other_word(scanned, span.0);
         if hashed || named {
             tokens.extend(joined_across_breaks(scanned, &runs[k..], &owned));
         }
@@ -640,6 +663,8 @@ mod tests {
         assert_eq!(names("Bestellnummer 88812", &["MX5H38"]), ["88812"]);
         assert_eq!(names("mx5h39 twice", &["MX5H38"]), ["mx5h39"]);
         assert_eq!(names("Es geht um V-6724C.", &["PW35JJ"]), ["V-6724C"]);
+        assert_eq!(names("注文番号 88812", &["MX5H38"]), ["88812"]);
+        assert!(names("登録番号 T5225720494542、会員番号 1234567", &["MX5H38"]).is_empty());
         // Labelled as something else, or nothing like their ids: noted only.
         assert!(names(
             "Invoice #20511 and tracking 1Z999AA10123456784",

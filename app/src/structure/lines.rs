@@ -215,9 +215,16 @@ fn signature_start(run: &[&str]) -> Option<usize> {
     })
 }
 
+/// `-- `, or a rule of dashes (any width, `―` and `─` too) or underscores.
 fn delimiter(line: &str) -> bool {
+    let rule = |c: char| {
+        matches!(
+            c,
+            '_' | '-' | '\u{2010}'..='\u{2015}' | '\u{2500}' | '\u{2501}' | '\u{30fc}' | '\u{ff0d}'
+        )
+    };
     SIGNATURE_DELIMITERS.contains(&line.trim_end_matches(['\r']))
-        || (line.trim().len() >= 2 && line.trim().chars().all(|c| c == '_'))
+        || (line.trim().chars().count() >= 2 && line.trim().chars().all(rule))
 }
 
 /// A sign-off line: the phrase, then at most a name (no digits), nothing else.
