@@ -84,6 +84,9 @@ const OTHER_NUMBER_WORDS: &[&str] = &[
     "telephone",
     "telefono",
     "telefoon",
+    "telefonnummer",
+    "telefoonnummer",
+    "telefonnr",
     "telemovel",
     "mobile",
     "handy",
@@ -294,6 +297,7 @@ const ORDER_WORDS: &[&str] = &[
     "bestellnummer",
     "bestellnr",
     "bestell-nr",
+    "bestelnr",
     "auftrag",
     "auftragsnummer",
     "commande",
@@ -351,9 +355,27 @@ fn after_order_word(scanned: &Scan, start: usize) -> bool {
     let before = scanned.lower_before(start, 40);
     // "order-ID", "Bestell-Nr": a word written with a dash is the same word.
     let undashed = before.replace('-', " ");
-    [before, undashed]
+    [before, undashed].iter().any(|before| {
+        let before = before.trim_end_matches(is_filler);
+        ends_with_order_word(before) || ends_with_order_word(without_number_word(before))
+    })
+}
+
+/// Words for "number" written after an order word ("encomenda número", "Bestellung
+/// Nummer", "commande n°"): the order word before them names the order.
+fn without_number_word(before: &str) -> &str {
+    const NUMBER_WORDS: &[&str] = &[
+        "numero", "número", "nummer", "number", "no", "nr", "num", "n°", "nº", "n.º", "n",
+    ];
+    NUMBER_WORDS
         .iter()
-        .any(|before| ends_with_order_word(before.trim_end_matches(is_filler)))
+        .find_map(|w| {
+            before
+                .strip_suffix(w)
+                .filter(|rest| rest.ends_with(' '))
+                .map(|rest| rest.trim_end_matches(is_filler))
+        })
+        .unwrap_or(before)
 }
 
 fn ends_with_order_word(before: &str) -> bool {
@@ -402,23 +424,34 @@ const UNIT_SUFFIXES: &[&str] = &[
 
 /// Reference-like tokens of one message, in order (`#` excluded), with whether each is
 /// strong; the spans of the customer's own ids are left out.
-fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
+fn reference_tokens(scanned: &Scan, own: &[(usize, usize)], prefixes: &[String]) -> Vec<Reference> {
     let mut tokens = Vec::new();
     let runs = scanned.runs();
+    // "+49 30 7572931": an international phone number, written in groups after `+`.
+    let mut phone = false;
     for (k, &(first, last)) in runs.iter().enumerate() {
         let span = scanned.span(first, last);
+        let plus = span.0 > 0 && scanned.lower[span.0 - 1] == '+';
+        phone = plus || (phone && first > 0 && scanned.joins[first - 1] == Join::Weak);
         let owned = |span: (usize, usize)| own.iter().any(|(s, e)| span.0 < *e && *s < span.1);
-        if owned(span) || part_of_a_date(scanned, span) {
+        if owned(span) || part_of_a_date(scanned, span) || an_amount(scanned, span) {
             continue;
         }
         let text = scanned.kept_text(span);
         let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
         // "登録番号" ends with the order word "番号" but says which number it is.
         let named = after_order_word(scanned, span.0) && !after_longer_other_word(scanned, span.0);
-        if hashed || named {
-            tokens.extend(joined_across_breaks(scanned, &runs[k..], &owned));
+        let labelled_other = !named && (phone || after_other_number_word(scanned, span.0));
+        let prefix = prefixes.contains(&text.to_ascii_lowercase());
+        if !labelled_other && (hashed || named || prefix) {
+            let joined = joined_across_breaks(scanned, &runs[k..], &owned, prefixes);
+            tokens.extend(joined.map(|text| Reference {
+                text,
+                strong: true,
+                named: hashed || named,
+                labelled_other: false,
+            }));
         }
-        let labelled_other = !named && after_other_number_word(scanned, span.0);
         let strength = reference_strength(&text.to_ascii_lowercase(), hashed || named);
         if let Some(strong) = strength {
             tokens.push(Reference {
@@ -432,17 +465,25 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
     tokens
 }
 
-/// A number named as an order and written across a space or a line break (`#621⏎96`,
-/// `O 96823`, `pedido 27⏎433`): the run with the runs weakly joined after it (at most
-/// three, each with digits), as one reference whose pieces are kept apart by a space
-/// (`lookup_spellings` tries them joined and dashed). A careful reader joins them.
+/// An id written across a space or a line break (`#621⏎96`, `O 96823`, `pedido
+/// 27⏎433`): the run with the runs weakly joined after it (at most three, each with
+/// digits), its pieces kept apart by a space (`lookup_spellings` tries them joined and
+/// dashed). A careful reader joins them when the first piece has digits, or is the
+/// letter prefix of the customer's own ids (`O` of `O-48363`; not "du" in "commande du
+/// 24 avril").
 fn joined_across_breaks(
     scanned: &Scan,
     runs: &[(usize, usize)],
     owned: &dyn Fn((usize, usize)) -> bool,
-) -> Option<Reference> {
+    prefixes: &[String],
+) -> Option<String> {
     let (first, mut last) = runs[0];
-    let mut pieces = vec![scanned.kept_text(scanned.span(first, last))];
+    let head = scanned.kept_text(scanned.span(first, last));
+    let head_digits: usize = (first..=last).map(|g| scanned.groups[g].digits).sum();
+    if head_digits == 0 && !prefixes.contains(&head.to_ascii_lowercase()) {
+        return None;
+    }
+    let mut pieces = vec![head];
     for &(f, l) in runs.iter().skip(1).take(3) {
         let digits: usize = (f..=l).map(|g| scanned.groups[g].digits).sum();
         if scanned.joins[f - 1] != Join::Weak || digits == 0 || owned(scanned.span(f, l)) {
@@ -454,14 +495,62 @@ fn joined_across_breaks(
     if last == runs[0].1 {
         return None;
     }
-    let joined: String = pieces.concat();
-    reference_strength(&joined.to_ascii_lowercase(), true)?;
-    Some(Reference {
-        text: pieces.join(" "),
-        strong: true,
-        named: true,
-        labelled_other: false,
-    })
+    reference_strength(&pieces.concat().to_ascii_lowercase(), true)?;
+    Some(pieces.join(" "))
+}
+
+/// The letters the customer's ids start with (`o` of `O-48363`, `ord` of `ORD-2026-…`).
+fn letter_prefixes(ids: &[&str]) -> Vec<String> {
+    let mut prefixes: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            skeleton(id)
+                .chars()
+                .take_while(char::is_ascii_alphabetic)
+                .collect::<String>()
+        })
+        .filter(|p| !p.is_empty())
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+}
+
+/// A number with a currency before or after it (`9800 JPY`, `€ 12`, `120元`): money,
+/// not a reference.
+fn an_amount(scanned: &Scan, (start, end): (usize, usize)) -> bool {
+    const AFTER: &[&str] = &[
+        "usd",
+        "eur",
+        "jpy",
+        "cny",
+        "rmb",
+        "krw",
+        "gbp",
+        "yen",
+        "euro",
+        "dollar",
+        "円",
+        "元",
+        "ドル",
+        "ユーロ",
+        "달러",
+        "유로",
+        "원",
+        "€",
+        "$",
+        "¥",
+    ];
+    let after: String = scanned.lower[end..].iter().take(8).collect();
+    let after = after.trim_start();
+    let before: String = scanned.lower_before(start, 3);
+    let before = before.trim_end();
+    let word_after = |w: &str| {
+        after.strip_prefix(w).is_some_and(|rest| {
+            !w.is_ascii() || !rest.starts_with(|c: char| c.is_ascii_alphanumeric())
+        })
+    };
+    AFTER.iter().any(|w| word_after(w)) || before.ends_with(['€', '$', '¥', '£', '₩'])
 }
 
 /// A number joined by `/` or `:` to another number (`2026/12/05`, `10:30`, `1/2`).
@@ -515,6 +604,7 @@ pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference>
 /// Every reference-like token matching none of `ids`, once each, in order.
 pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference> {
     let keys = keys(ids);
+    let prefixes = letter_prefixes(ids);
     let mut all: Vec<Reference> = Vec::new();
     let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for message in messages {
@@ -524,7 +614,7 @@ pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference>
             .iter()
             .map(|f| scanned.span(f.first, f.last))
             .collect();
-        for reference in reference_tokens(&scanned, &own) {
+        for reference in reference_tokens(&scanned, &own, &prefixes) {
             let literal_own = keys
                 .literal
                 .iter()
@@ -557,8 +647,8 @@ pub fn lookup_spellings(reference: &Reference) -> Vec<String> {
             }
         }
     }
-    for s in [bare.to_ascii_uppercase(), bare] {
-        if !s.is_empty() && !spellings.contains(&s) {
+    for s in [bare.to_ascii_uppercase(), format!("#{bare}"), bare.clone()] {
+        if !bare.is_empty() && !spellings.contains(&s) {
             spellings.push(s);
         }
     }
@@ -633,6 +723,20 @@ mod tests {
                 .collect()
         };
         assert!(spellings("Me refiero a pedido #70\n53031.").contains(&"7053031".to_string()));
+        assert!(spellings("Cobraram-me encomenda número 76\n09 duas vezes")
+            .contains(&"#7609".to_string()));
+        assert!(spellings("单号75,337扣费两次").contains(&"#75337".to_string()));
+        // A word after an order word is not the letter prefix of an id.
+        assert!(spellings("ma commande du 24 avril").is_empty());
+        assert!(
+            all_unmatched(&["mi pedido de 9800 JPY y €120".to_string()], &["#9323"]).is_empty()
+        );
+        // A phone number in groups after `+` names nothing.
+        assert!(
+            all_unmatched(&["Tel: +49 30 7572931".to_string()], &["7525902"])
+                .iter()
+                .all(|r| r.labelled_other && !r.names_an_order(&["7525902"]))
+        );
         assert!(spellings("订单号O 96823出现了两笔").contains(&"O-96823".to_string()));
         assert!(spellings("pedido ２７\n４３３").contains(&"#27433".to_string()));
         assert!(spellings("single ORD-2026-\n447130 twice").is_empty());

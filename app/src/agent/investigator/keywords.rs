@@ -527,6 +527,8 @@ const DUPLICATE_EU: &[&str] = &[
     "otra vez el mismo",
     "mismo producto",
     "ya habia comprado",
+    "otra vez sin querer",
+    "ya lo tenia",
     // Italian
     "due volte",
     "2 volte",
@@ -562,6 +564,8 @@ const DUPLICATE_EU: &[&str] = &[
     "tweede bestelling",
     "tweede betaling",
     "tweede keer",
+    "hetzelfde product",
+    "al had gekocht",
     // Portuguese
     "duas vezes",
     "2 vezes",
@@ -585,6 +589,8 @@ const DUPLICATE_EU: &[&str] = &[
     "segunda vez",
     "outra vez sem querer",
     "ja o tinha",
+    "mesmo produto",
+    "ja tinha comprado",
 ];
 
 const DUPLICATE_KO: &[&str] = &[
