@@ -434,7 +434,11 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)], prefixes: &[String])
         let plus = span.0 > 0 && scanned.lower[span.0 - 1] == '+';
         phone = plus || (phone && first > 0 && scanned.joins[first - 1] == Join::Weak);
         let owned = |span: (usize, usize)| own.iter().any(|(s, e)| span.0 < *e && *s < span.1);
-        if owned(span) || part_of_a_date(scanned, span) || an_amount(scanned, span) {
+        if owned(span)
+            || part_of_a_date(scanned, span)
+            || date_shaped(&scanned.kept_text(span))
+            || an_amount(scanned, span)
+        {
             continue;
         }
         let text = scanned.kept_text(span);
@@ -442,7 +446,12 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)], prefixes: &[String])
         // "登録番号" ends with the order word "番号" but says which number it is.
         let named = after_order_word(scanned, span.0) && !after_longer_other_word(scanned, span.0);
         let labelled_other = !named && (phone || after_other_number_word(scanned, span.0));
-        let prefix = prefixes.contains(&text.to_ascii_lowercase());
+        let leading: String = text
+            .to_ascii_lowercase()
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
+        let prefix = prefixes.contains(&leading);
         if !labelled_other && (hashed || named || prefix) {
             let joined = joined_across_breaks(scanned, &runs[k..], &owned, prefixes);
             tokens.extend(joined.map(|text| Reference {
@@ -514,6 +523,22 @@ fn letter_prefixes(ids: &[&str]) -> Vec<String> {
     prefixes.sort();
     prefixes.dedup();
     prefixes
+}
+
+/// `31-03-2026`, `2026-03-31`, `31.03.26`: a day, a month and a year in one token.
+fn date_shaped(token: &str) -> bool {
+    let parts: Vec<&str> = token.split(['-', '.']).collect();
+    let number = |p: &str, lo: u32, hi: u32| {
+        p.chars().all(|c| c.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| (lo..=hi).contains(&n))
+    };
+    match parts.as_slice() {
+        [y, m, d] if y.len() == 4 => number(y, 1990, 2099) && number(m, 1, 12) && number(d, 1, 31),
+        [d, m, y] if matches!(y.len(), 2 | 4) && d.len() <= 2 && m.len() <= 2 => {
+            number(d, 1, 31) && number(m, 1, 12) && number(y, 0, 2099)
+        }
+        _ => false,
+    }
 }
 
 /// A number with a currency before or after it (`9800 JPY`, `€ 12`, `120元`): money,
@@ -728,6 +753,14 @@ mod tests {
         assert!(spellings("单号75,337扣费两次").contains(&"#75337".to_string()));
         // A word after an order word is not the letter prefix of an id.
         assert!(spellings("ma commande du 24 avril").is_empty());
+        let own_shaped = |text: &str| -> Vec<String> {
+            all_unmatched(&[text.to_string()], &["O-7352-1"])
+                .iter()
+                .filter(|r| r.names_an_order(&["O-7352-1"]))
+                .flat_map(lookup_spellings)
+                .collect()
+        };
+        assert!(own_shaped("cobrado dos veces O-735\n\n2-2.").contains(&"O-7352-2".to_string()));
         assert!(
             all_unmatched(&["mi pedido de 9800 JPY y €120".to_string()], &["#9323"]).is_empty()
         );

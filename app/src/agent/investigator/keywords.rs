@@ -547,6 +547,8 @@ const DUPLICATE_EU: &[&str] = &[
     "ricomprato",
     "riacquistato",
     "acquistato di nuovo",
+    "stesso prodotto",
+    "gia acquistato",
     // Dutch
     "twee keer",
     "2 keer",
