@@ -464,7 +464,54 @@ impl SplitMix64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::vocabulary::banks;
     use super::*;
+
+    fn order(id: &str, amount: &str) -> WorldOrder {
+        WorldOrder {
+            id: id.into(),
+            customer_id: "C-1".into(),
+            product: policy_engine::Product::ALL[0],
+            amount: amount.into(),
+            currency: policy_engine::Currency::USD,
+            created_at: time::macros::datetime!(2026-05-02 10:00 UTC),
+        }
+    }
+
+    #[test]
+    fn no_decoy_statement_sms_signature_or_injection_equals_or_contains_an_order_id() {
+        // Short ids that digits drawn at random would often contain: every block a mail
+        // carries must still name none of them (issue 34 item 5).
+        let ids = ["#1023", "7000024", "MX5H38", "O-55"];
+        let (phrases, mails) = (banks(), mail_banks());
+        let mut rng = SplitMix64::new(34);
+        let mut checked = 0;
+        for _ in 0..300 {
+            let k = rng.below(10) as usize;
+            let subject = Subject {
+                bank: &phrases[k],
+                mail: &mails[k],
+                id_keys: ids.iter().map(|id| letters_and_digits(id)).collect(),
+                amounts: vec!["12.00".into(), "99.00".into()],
+                target: Some(order("#1023", "12.00")),
+                others: vec![order("7000024", "99.00")],
+                currency: "USD",
+                at: time::macros::datetime!(2026-06-01 12:00 UTC),
+                customer_name: "Anna Miller".into(),
+                customer_email: "anna@example.us".into(),
+            };
+            let l = letter(&mut rng, &subject, "new words".into());
+            let parts = l.blocks.iter().chain(&l.signature).chain(&l.injection);
+            for text in parts {
+                let key = letters_and_digits(text);
+                for id in &subject.id_keys {
+                    assert!(!key.contains(id.as_str()), "{id} in {text}");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "only {checked} blocks were drawn");
+    }
 
     #[test]
     fn every_mail_bank_fills_without_a_placeholder_left() {
