@@ -6,10 +6,14 @@
 //! customer), an id scheme per world (`O-0001-2`, `#10234`, `ORD-2025-000123`,
 //! `7000024`, `MX5H38`, `O-1001`, with ids that are prefixes of one another), and the
 //! customer's text rewritten from phrase banks kept as data in `evals/history/phrases/`
-//! (EN, ZH, JA; the investigator never reads them): how the order is identified (its id
-//! in any case or width after any order word, the ticket form, a product, an amount, a
-//! date, only the records, or nothing), follow-ups (a vague first message, the order in
-//! the second), greetings, typos, mixed languages, lower case, full width.
+//! (ten languages; the investigator never reads them): how the order is identified (its
+//! id after any order word in one of the id forms of issue 34 — spaced, broken over a
+//! line, any dash, thousands separators, inside a URL — in any case or width, the ticket
+//! form, a product, an amount, a date, only the records, or nothing), follow-ups (a vague
+//! first message, the order in the second), greetings, typos, mixed languages, lower
+//! case, full width; the order field on about half; and the last message dressed as a
+//! mail from the banks of `evals/history/mail/` (`mail`: quoted threads, forwarded
+//! receipts, signatures, statements, SMS, HTML remnants, decoys, injections).
 //!
 //! Labels come from the policy engine on the world's facts for the intended request and
 //! order, as in the plain style (see the parent module: policy-correct by construction);

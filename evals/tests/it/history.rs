@@ -504,7 +504,7 @@ async fn replay_is_deterministic() {
 // The varied dev set (issue 15): tickets written apart from the investigator.
 // ---------------------------------------------------------------------------------------
 
-/// The committed dev set: `generate-history --style varied --seed 2026 --count 1200`.
+/// The committed dev set: `generate-history --style varied --seed 2026 --count 1800`.
 const VARIED_DEV: &str = "../evals/history/varied-dev.jsonl";
 const VARIED_SEED: u64 = 2026;
 
