@@ -19,8 +19,9 @@
 //! scenario meant; use these sets for load and growth curves, not for accuracy claims.
 //!
 //! `varied` (the `--style varied` of `generate-history`) rewrites these worlds and texts
-//! so that they vary independently of the investigator: id schemes, many orders,
-//! EN/ZH/JA phrase banks kept as data, follow-ups, typos (see `varied`).
+//! so that they vary independently of the investigator: id schemes and id forms, many
+//! orders, phrase and mail-form banks in ten languages kept as data, follow-ups, typos
+//! (see `varied`).
 //!
 //! Deterministic: the same `(seed, n)` gives the same tickets, byte for byte, on every
 //! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module

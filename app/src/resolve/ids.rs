@@ -168,15 +168,17 @@ fn join(lower: &[char], a: &Group, b: &Group) -> Join {
     let after = lower[b.start];
     let b_len = b.end - b.start;
     let thousands = before.is_ascii_digit() && b.digits == 3 && b_len == 3;
-    let marks: Vec<char> = gap.iter().copied().filter(|c| *c != ' ').collect();
+    // A blank line inside an id is what a converted HTML mail leaves (`</p>⏎<p>`).
+    let mut marks: Vec<char> = gap.iter().copied().filter(|c| *c != ' ').collect();
     let spaced = gap.len() > marks.len();
+    marks.dedup_by(|a, b| *a == '\n' && *b == '\n');
     let line_break = gap.contains(&'\n');
     match marks.as_slice() {
         ['-'] | ['_'] | ['-', '\n'] | ['\n', '-'] if !spaced => Join::Strong,
         ['-'] if gap.len() <= 3 && weakly_joined(a, b, false) => Join::Weak,
         ['.'] if !spaced && before.is_ascii_digit() && after.is_ascii_digit() => Join::Strong,
         [',' | '\''] if !spaced && thousands => Join::Strong,
-        ['\n'] | [] if gap.len() <= 3 && weakly_joined(a, b, line_break) => Join::Weak,
+        ['\n'] | [] if gap.len() <= 4 && weakly_joined(a, b, line_break) => Join::Weak,
         _ => Join::Hard,
     }
 }
@@ -296,6 +298,9 @@ mod tests {
                 "see https://shop.example/account/orders/65169?ref=mail_7781",
                 "65169",
             ),
+            // What a converted HTML mail leaves: paragraphs split inside the id.
+            ("commande : O-\n\n\n13230, puis", "O-13230"),
+            ("Bestellnummer 7698\n\n232.", "7698232"),
             (
                 "my order: 2507 1510 4088 8542 79 please",
                 "250715104088854279",

@@ -202,13 +202,23 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     // Their only order or a product they name would be a guess between "a typo" and
     // "someone else's order" (RP-007), and what the customer is told must not depend on
     // which (whether an id exists is not disclosed).
-    if named_elsewhere(&tiers, &ids) {
+    if named_elsewhere(&tiers.decisive, &ids) {
         let mut r = by_records(input.request, input.orders.iter().collect());
         r.unmatched = unmatched;
         return r;
     }
     let narrowed = narrow_by_evidence(&evidence, input.orders.iter().collect());
-    let source = if narrowed.len() < input.orders.len() {
+    let by_words = narrowed.len() < input.orders.len();
+    // An instruction naming an order that is none of theirs never overrides what the
+    // customer's own words single out (issue 34 item 4: injected targets change nothing
+    // proposed); where their words single out nothing, their only order would be a guess
+    // as above, so only the records decide.
+    if !by_words && named_elsewhere(&tiers.instructions, &ids) {
+        let mut r = by_records(input.request, input.orders.iter().collect());
+        r.unmatched = unmatched;
+        return r;
+    }
+    let source = if by_words {
         OrderSource::Message
     } else {
         OrderSource::Records
@@ -218,17 +228,13 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     r
 }
 
-/// Whether the new words (or an instruction) name as an order something that is none of
-/// the customer's orders (after an order word, or shaped like their own ids and not
-/// labelled as an invoice, parcel, phone… number).
-fn named_elsewhere(tiers: &Tiers, ids: &[&str]) -> bool {
-    [&tiers.decisive, &tiers.instructions]
-        .into_iter()
-        .any(|texts| {
-            references::all_unmatched(texts, ids)
-                .iter()
-                .any(|r| r.names_an_order(ids))
-        })
+/// Whether `texts` (the new words, or the instructions) name as an order something that
+/// is none of the customer's orders (after an order word, or shaped like their own ids
+/// and not labelled as an invoice, parcel, phone… number).
+fn named_elsewhere(texts: &[String], ids: &[&str]) -> bool {
+    references::all_unmatched(texts, ids)
+        .iter()
+        .any(|r| r.names_an_order(ids))
 }
 
 /// References matching none of the customer's orders: those of the new words, then the

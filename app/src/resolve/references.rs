@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ids::{scan, skeleton, Scan};
+use super::ids::{scan, skeleton, Join, Scan};
 use super::normalise::{fold, id_key, is_word, occurrences};
 
 /// A token that reads like an order reference but is none of the customer's orders.
@@ -36,7 +36,9 @@ impl Reference {
 
 /// Shaped like `id`: both all digits of about its length, or both letters and digits of
 /// about its length starting with its letters (`O-20511` for `O-20510`, `MX5H39` for
-/// `MX5H38`; not a tracking code, an IBAN or a phone number beside a short id).
+/// `MX5H38`), or both codes of exactly its length starting with a letter (`V6724C`
+/// beside `PW35JJ`: a shop's codes differ in every place); not a tracking code, an IBAN
+/// or a phone number beside a short id.
 fn resembles(text: &str, id: &str) -> bool {
     let (a, b) = (skeleton(text), skeleton(id));
     if a.is_empty() || b.is_empty() || a.len().abs_diff(b.len()) > 1 {
@@ -46,7 +48,10 @@ fn resembles(text: &str, id: &str) -> bool {
     let letters = |s: &str| -> String { s.chars().take_while(char::is_ascii_alphabetic).collect() };
     match (digits_only(&a), digits_only(&b)) {
         (true, true) => true,
-        (false, false) => letters(&a) == letters(&b),
+        (false, false) => {
+            letters(&a) == letters(&b)
+                || (a.len() == b.len() && !letters(&a).is_empty() && !letters(&b).is_empty())
+        }
         _ => false,
     }
 }
@@ -79,6 +84,9 @@ const OTHER_NUMBER_WORDS: &[&str] = &[
     "telephone",
     "telefono",
     "telefoon",
+    "telefonnummer",
+    "telefoonnummer",
+    "telefonnr",
     "telemovel",
     "mobile",
     "handy",
@@ -177,6 +185,15 @@ const OTHER_NUMBER_WORDS: &[&str] = &[
     "账户",
     "口座",
     "계좌",
+    // "…番号" is any number; these are not orders.
+    "登録番号",
+    "会員番号",
+    "受付番号",
+    "問い合わせ番号",
+    "お問い合わせ番号",
+    "郵便番号",
+    "電話番号",
+    "注文者番号",
 ];
 
 /// At most this many unmatched references are handed back (bounded lookups).
@@ -280,6 +297,7 @@ const ORDER_WORDS: &[&str] = &[
     "bestellnummer",
     "bestellnr",
     "bestell-nr",
+    "bestelnr",
     "auftrag",
     "auftragsnummer",
     "commande",
@@ -335,7 +353,32 @@ fn is_filler(c: char) -> bool {
 
 fn after_order_word(scanned: &Scan, start: usize) -> bool {
     let before = scanned.lower_before(start, 40);
-    let before = before.trim_end_matches(is_filler);
+    // "order-ID", "Bestell-Nr": a word written with a dash is the same word.
+    let undashed = before.replace('-', " ");
+    [before, undashed].iter().any(|before| {
+        let before = before.trim_end_matches(is_filler);
+        ends_with_order_word(before) || ends_with_order_word(without_number_word(before))
+    })
+}
+
+/// Words for "number" written after an order word ("encomenda número", "Bestellung
+/// Nummer", "commande n°"): the order word before them names the order.
+fn without_number_word(before: &str) -> &str {
+    const NUMBER_WORDS: &[&str] = &[
+        "numero", "número", "nummer", "number", "no", "nr", "num", "n°", "nº", "n.º", "n",
+    ];
+    NUMBER_WORDS
+        .iter()
+        .find_map(|w| {
+            before
+                .strip_suffix(w)
+                .filter(|rest| rest.ends_with(' '))
+                .map(|rest| rest.trim_end_matches(is_filler))
+        })
+        .unwrap_or(before)
+}
+
+fn ends_with_order_word(before: &str) -> bool {
     ORDER_WORDS.iter().any(|w| {
         before.ends_with(w)
             && !before[..before.len() - w.len()]
@@ -360,6 +403,19 @@ fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
         .any(|w| before.ends_with(&format!("{w} no")) || before.ends_with(&format!("{w} nr")))
 }
 
+/// After a word of another kind of number that ends with an order word and says more
+/// ("登録番号", a registration number, ends with "番号"): the longer word wins.
+fn after_longer_other_word(scanned: &Scan, start: usize) -> bool {
+    let before = scanned.lower_before(start, 40);
+    let before = before.trim_end_matches(is_filler);
+    OTHER_NUMBER_WORDS.iter().any(|w| {
+        before.ends_with(w)
+            && ORDER_WORDS
+                .iter()
+                .any(|o| w.len() > o.len() && w.ends_with(o))
+    })
+}
+
 /// Suffixes that make a number a quantity, not an id (`2nd`, `24h`, `12gb`).
 const UNIT_SUFFIXES: &[&str] = &[
     "st", "nd", "rd", "th", "am", "pm", "h", "hr", "hrs", "min", "mins", "x", "k", "gb", "mb",
@@ -368,17 +424,43 @@ const UNIT_SUFFIXES: &[&str] = &[
 
 /// Reference-like tokens of one message, in order (`#` excluded), with whether each is
 /// strong; the spans of the customer's own ids are left out.
-fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
+fn reference_tokens(scanned: &Scan, own: &[(usize, usize)], prefixes: &[String]) -> Vec<Reference> {
     let mut tokens = Vec::new();
-    for (first, last) in scanned.runs() {
+    let runs = scanned.runs();
+    // "+49 30 7572931": an international phone number, written in groups after `+`.
+    let mut phone = false;
+    for (k, &(first, last)) in runs.iter().enumerate() {
         let span = scanned.span(first, last);
-        if own.iter().any(|(s, e)| span.0 < *e && *s < span.1) || part_of_a_date(scanned, span) {
+        let plus = span.0 > 0 && scanned.lower[span.0 - 1] == '+';
+        phone = plus || (phone && first > 0 && scanned.joins[first - 1] == Join::Weak);
+        let owned = |span: (usize, usize)| own.iter().any(|(s, e)| span.0 < *e && *s < span.1);
+        if owned(span)
+            || part_of_a_date(scanned, span)
+            || date_shaped(&scanned.kept_text(span))
+            || an_amount(scanned, span)
+        {
             continue;
         }
         let text = scanned.kept_text(span);
         let hashed = span.0 > 0 && scanned.lower[span.0 - 1] == '#';
-        let named = after_order_word(scanned, span.0);
-        let labelled_other = !named && after_other_number_word(scanned, span.0);
+        // "登録番号" ends with the order word "番号" but says which number it is.
+        let named = after_order_word(scanned, span.0) && !after_longer_other_word(scanned, span.0);
+        let labelled_other = !named && (phone || after_other_number_word(scanned, span.0));
+        let leading: String = text
+            .to_ascii_lowercase()
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
+        let prefix = prefixes.contains(&leading);
+        if !labelled_other && (hashed || named || prefix) {
+            let joined = joined_across_breaks(scanned, &runs[k..], &owned, prefixes);
+            tokens.extend(joined.map(|text| Reference {
+                text,
+                strong: true,
+                named: hashed || named,
+                labelled_other: false,
+            }));
+        }
         let strength = reference_strength(&text.to_ascii_lowercase(), hashed || named);
         if let Some(strong) = strength {
             tokens.push(Reference {
@@ -390,6 +472,110 @@ fn reference_tokens(scanned: &Scan, own: &[(usize, usize)]) -> Vec<Reference> {
         }
     }
     tokens
+}
+
+/// An id written across a space or a line break (`#621⏎96`, `O 96823`, `pedido
+/// 27⏎433`): the run with the runs weakly joined after it (at most three, each with
+/// digits), its pieces kept apart by a space (`lookup_spellings` tries them joined and
+/// dashed). A careful reader joins them when the first piece has digits, or is the
+/// letter prefix of the customer's own ids (`O` of `O-48363`; not "du" in "commande du
+/// 24 avril").
+fn joined_across_breaks(
+    scanned: &Scan,
+    runs: &[(usize, usize)],
+    owned: &dyn Fn((usize, usize)) -> bool,
+    prefixes: &[String],
+) -> Option<String> {
+    let (first, mut last) = runs[0];
+    let head = scanned.kept_text(scanned.span(first, last));
+    let head_digits: usize = (first..=last).map(|g| scanned.groups[g].digits).sum();
+    if head_digits == 0 && !prefixes.contains(&head.to_ascii_lowercase()) {
+        return None;
+    }
+    let mut pieces = vec![head];
+    for &(f, l) in runs.iter().skip(1).take(3) {
+        let digits: usize = (f..=l).map(|g| scanned.groups[g].digits).sum();
+        if scanned.joins[f - 1] != Join::Weak || digits == 0 || owned(scanned.span(f, l)) {
+            break;
+        }
+        pieces.push(scanned.kept_text(scanned.span(f, l)));
+        last = l;
+    }
+    if last == runs[0].1 {
+        return None;
+    }
+    reference_strength(&pieces.concat().to_ascii_lowercase(), true)?;
+    Some(pieces.join(" "))
+}
+
+/// The letters the customer's ids start with (`o` of `O-48363`, `ord` of `ORD-2026-…`).
+fn letter_prefixes(ids: &[&str]) -> Vec<String> {
+    let mut prefixes: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            skeleton(id)
+                .chars()
+                .take_while(char::is_ascii_alphabetic)
+                .collect::<String>()
+        })
+        .filter(|p| !p.is_empty())
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prefixes
+}
+
+/// `31-03-2026`, `2026-03-31`, `31.03.26`: a day, a month and a year in one token.
+fn date_shaped(token: &str) -> bool {
+    let parts: Vec<&str> = token.split(['-', '.']).collect();
+    let number = |p: &str, lo: u32, hi: u32| {
+        p.chars().all(|c| c.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| (lo..=hi).contains(&n))
+    };
+    match parts.as_slice() {
+        [y, m, d] if y.len() == 4 => number(y, 1990, 2099) && number(m, 1, 12) && number(d, 1, 31),
+        [d, m, y] if matches!(y.len(), 2 | 4) && d.len() <= 2 && m.len() <= 2 => {
+            number(d, 1, 31) && number(m, 1, 12) && number(y, 0, 2099)
+        }
+        _ => false,
+    }
+}
+
+/// A number with a currency before or after it (`9800 JPY`, `€ 12`, `120元`): money,
+/// not a reference.
+fn an_amount(scanned: &Scan, (start, end): (usize, usize)) -> bool {
+    const AFTER: &[&str] = &[
+        "usd",
+        "eur",
+        "jpy",
+        "cny",
+        "rmb",
+        "krw",
+        "gbp",
+        "yen",
+        "euro",
+        "dollar",
+        "円",
+        "元",
+        "ドル",
+        "ユーロ",
+        "달러",
+        "유로",
+        "원",
+        "€",
+        "$",
+        "¥",
+    ];
+    let after: String = scanned.lower[end..].iter().take(8).collect();
+    let after = after.trim_start();
+    let before: String = scanned.lower_before(start, 3);
+    let before = before.trim_end();
+    let word_after = |w: &str| {
+        after.strip_prefix(w).is_some_and(|rest| {
+            !w.is_ascii() || !rest.starts_with(|c: char| c.is_ascii_alphanumeric())
+        })
+    };
+    AFTER.iter().any(|w| word_after(w)) || before.ends_with(['€', '$', '¥', '£', '₩'])
 }
 
 /// A number joined by `/` or `:` to another number (`2026/12/05`, `10:30`, `1/2`).
@@ -443,6 +629,7 @@ pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference>
 /// Every reference-like token matching none of `ids`, once each, in order.
 pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference> {
     let keys = keys(ids);
+    let prefixes = letter_prefixes(ids);
     let mut all: Vec<Reference> = Vec::new();
     let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for message in messages {
@@ -452,7 +639,7 @@ pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference>
             .iter()
             .map(|f| scanned.span(f.first, f.last))
             .collect();
-        for reference in reference_tokens(&scanned, &own) {
+        for reference in reference_tokens(&scanned, &own, &prefixes) {
             let literal_own = keys
                 .literal
                 .iter()
@@ -466,16 +653,18 @@ pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference>
 }
 
 /// Spellings under which a reference may be stored as an order id: as written, upper
-/// and lower case, with and without `#`, and its skeleton (`R-670394232` stored as
-/// `R670394232`). Bounded: at most ten look-ups per reference.
+/// and lower case, with and without `#`, its pieces joined or dashed where it was
+/// written across a space or a line break (`O 96823` stored as `O-96823`), and its
+/// skeleton (`R-670394232` stored as `R670394232`). Bounded: at most sixteen look-ups
+/// per reference.
 pub fn lookup_spellings(reference: &Reference) -> Vec<String> {
     let bare = skeleton(&reference.text);
     let mut spellings = Vec::new();
-    let bases = [
-        reference.text.clone(),
-        reference.text.to_ascii_uppercase(),
-        reference.text.to_ascii_lowercase(),
-    ];
+    let pieces: Vec<&str> = reference.text.split_whitespace().collect();
+    let written = [pieces.concat(), pieces.join("-")];
+    let bases = written
+        .iter()
+        .flat_map(|w| [w.clone(), w.to_ascii_uppercase(), w.to_ascii_lowercase()]);
     for base in bases {
         for s in [base.clone(), format!("#{base}")] {
             if !spellings.contains(&s) {
@@ -483,8 +672,8 @@ pub fn lookup_spellings(reference: &Reference) -> Vec<String> {
             }
         }
     }
-    for s in [bare.to_ascii_uppercase(), bare] {
-        if !s.is_empty() && !spellings.contains(&s) {
+    for s in [bare.to_ascii_uppercase(), format!("#{bare}"), bare.clone()] {
+        if !bare.is_empty() && !spellings.contains(&s) {
             spellings.push(s);
         }
     }
@@ -550,6 +739,52 @@ mod tests {
     }
 
     #[test]
+    fn a_number_named_as_an_order_across_a_space_or_a_line_break_is_looked_up_joined() {
+        let spellings = |text: &str| -> Vec<String> {
+            all_unmatched(&[text.to_string()], &["O-1"])
+                .iter()
+                .filter(|r| r.named)
+                .flat_map(lookup_spellings)
+                .collect()
+        };
+        assert!(spellings("Me refiero a pedido #70\n53031.").contains(&"7053031".to_string()));
+        assert!(spellings("Cobraram-me encomenda número 76\n09 duas vezes")
+            .contains(&"#7609".to_string()));
+        assert!(spellings("单号75,337扣费两次").contains(&"#75337".to_string()));
+        // A word after an order word is not the letter prefix of an id.
+        assert!(spellings("ma commande du 24 avril").is_empty());
+        let own_shaped = |text: &str| -> Vec<String> {
+            all_unmatched(&[text.to_string()], &["O-7352-1"])
+                .iter()
+                .filter(|r| r.names_an_order(&["O-7352-1"]))
+                .flat_map(lookup_spellings)
+                .collect()
+        };
+        assert!(own_shaped("cobrado dos veces O-735\n\n2-2.").contains(&"O-7352-2".to_string()));
+        assert!(
+            all_unmatched(&["mi pedido de 9800 JPY y €120".to_string()], &["#9323"]).is_empty()
+        );
+        // A phone number in groups after `+` names nothing.
+        assert!(
+            all_unmatched(&["Tel: +49 30 7572931".to_string()], &["7525902"])
+                .iter()
+                .all(|r| r.labelled_other && !r.names_an_order(&["7525902"]))
+        );
+        assert!(spellings("订单号O 96823出现了两笔").contains(&"O-96823".to_string()));
+        assert!(spellings("pedido ２７\n４３３").contains(&"#27433".to_string()));
+        assert!(spellings("single ORD-2026-\n447130 twice").is_empty());
+        assert!(spellings("order ORD-2026-\n447130 twice").contains(&"ORD-2026-447130".to_string()));
+        // "order-ID:" is an order word written with a dash.
+        assert!(
+            spellings("betaling voor order-ID: 7'192'042 dubbel").contains(&"7192042".to_string())
+        );
+        // A word after the number is not part of it.
+        assert!(!spellings("order 1234 was charged")
+            .iter()
+            .any(|s| s.contains("WAS")));
+    }
+
+    #[test]
     fn a_number_names_an_order_after_an_order_word_or_shaped_like_the_customers_own_ids() {
         let names = |text: &str, own: &[&str]| -> Vec<String> {
             all_unmatched(&[text.to_string()], own)
@@ -564,6 +799,9 @@ mod tests {
         );
         assert_eq!(names("Bestellnummer 88812", &["MX5H38"]), ["88812"]);
         assert_eq!(names("mx5h39 twice", &["MX5H38"]), ["mx5h39"]);
+        assert_eq!(names("Es geht um V-6724C.", &["PW35JJ"]), ["V-6724C"]);
+        assert_eq!(names("注文番号 88812", &["MX5H38"]), ["88812"]);
+        assert!(names("登録番号 T5225720494542、会員番号 1234567", &["MX5H38"]).is_empty());
         // Labelled as something else, or nothing like their ids: noted only.
         assert!(names(
             "Invoice #20511 and tracking 1Z999AA10123456784",

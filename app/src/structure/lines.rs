@@ -123,8 +123,21 @@ fn reply_header(lines: &[&str], i: usize) -> bool {
     [one.trim_end(), two.trim_end()].iter().any(|s| {
         header_like(s)
             && s.chars().count() <= 300
-            && (WROTE.iter().any(|w| s.ends_with(w)) || (s.ends_with(">:") && s.contains('@')))
+            && (WROTE.iter().any(|w| s.ends_with(w))
+                || (s.ends_with(">:") && s.contains('@'))
+                || verb_before_name(s))
     })
+}
+
+/// "Op 31-03-2026 om 04:31 schreef Example Shop:", "Am 10.04.2026 schrieb Anna:": the
+/// verb before the sender's name, the line ending with a colon (Dutch, German clients).
+fn verb_before_name(s: &str) -> bool {
+    s.ends_with(':')
+        && WROTE
+            .iter()
+            .filter_map(|w| w.strip_suffix(':'))
+            .filter(|w| w.is_ascii() && !w.ends_with(' '))
+            .any(|w| s.contains(&format!(" {w} ")))
 }
 
 /// A header block starting at line `i` ("From: …" and at least two more header lines
@@ -215,9 +228,16 @@ fn signature_start(run: &[&str]) -> Option<usize> {
     })
 }
 
+/// `-- `, or a rule of dashes (any width, `―` and `─` too) or underscores.
 fn delimiter(line: &str) -> bool {
+    let rule = |c: char| {
+        matches!(
+            c,
+            '_' | '-' | '\u{2010}'..='\u{2015}' | '\u{2500}' | '\u{2501}' | '\u{30fc}' | '\u{ff0d}'
+        )
+    };
     SIGNATURE_DELIMITERS.contains(&line.trim_end_matches(['\r']))
-        || (line.trim().len() >= 2 && line.trim().chars().all(|c| c == '_'))
+        || (line.trim().chars().count() >= 2 && line.trim().chars().all(rule))
 }
 
 /// A sign-off line: the phrase, then at most a name (no digits), nothing else.

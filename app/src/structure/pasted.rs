@@ -86,34 +86,53 @@ fn numbers(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
+const SIGNS: [char; 5] = ['$', '€', '¥', '£', '₩'];
+const CODES: [&str; 8] = ["usd", "eur", "jpy", "cny", "rmb", "krw", "gbp", "chf"];
+const UNITS: [&str; 11] = [
+    "円",
+    "元",
+    "원",
+    "yen",
+    "euro",
+    "ドル",
+    "ユーロ",
+    "달러",
+    "유로",
+    "dollar",
+    "위안",
+];
+
 /// A currency sign or code next to a number, a number with two decimals, `円`/`元`/`원`.
 fn has_amount(folded: &str) -> bool {
     let nums = numbers(folded);
-    let before = |s: usize| folded[..s].trim_end();
-    let after = |e: usize| folded[e..].trim_start();
-    let signs = ['$', '€', '¥', '£', '₩'];
-    let codes = ["usd", "eur", "jpy", "cny", "rmb", "krw", "gbp", "chf"];
-    let units = ["円", "元", "원", "yen", "euro"];
     nums.iter().enumerate().any(|(k, &(s, e))| {
         let two_decimals = matches!(folded[e..].chars().next(), Some('.' | ','))
             && nums
                 .get(k + 1)
                 .is_some_and(|&(s2, e2)| s2 == e + 1 && e2 - s2 == 2);
-        two_decimals
-            || before(s).ends_with(signs)
-            || codes
-                .iter()
-                .any(|c| before(s).ends_with(c) || after(e).starts_with(c))
-            || units.iter().any(|u| after(e).starts_with(u))
+        two_decimals || money_at(folded, s, e)
     })
 }
 
+/// Whether the number at `s..e` carries a currency sign, code or word.
+fn money_at(folded: &str, s: usize, e: usize) -> bool {
+    let before = folded[..s].trim_end();
+    let after = folded[e..].trim_start();
+    before.ends_with(SIGNS)
+        || CODES
+            .iter()
+            .any(|c| before.ends_with(c) || after.starts_with(c))
+        || UNITS.iter().any(|u| after.starts_with(u))
+}
+
 /// `12/03`, `12.03.2026`, `2026-03-12`, `3月12日`, `3월 12일`.
+/// An amount (`99.00ドル`, `$12.50`) is not a date, though its digits read like one.
 fn has_date(folded: &str) -> bool {
     let nums = numbers(folded);
     nums.windows(2).any(|w| {
         let gap = &folded[w[0].1..w[1].0];
-        let short = w[0].1 - w[0].0 <= 4 && w[1].1 - w[1].0 <= 2;
+        let money = money_at(folded, w[0].0, w[0].1) || money_at(folded, w[1].0, w[1].1);
+        let short = w[0].1 - w[0].0 <= 4 && w[1].1 - w[1].0 <= 2 && !money;
         (short && matches!(gap, "/" | "." | "-")) || gap == "月" || gap == "월 " || gap == "월"
     }) || nums
         .iter()
@@ -190,6 +209,7 @@ mod tests {
             "Bitte erstatten Sie mir 12,99 €, ich wurde am 12.03. doppelt belastet",
             "我在3月12日被扣了两次120.00元",
             "Please refund order 65169",
+            "99.00ドルの注文について、一度しか購入していないのに二度課金されています。",
         ] {
             assert!(!is_record_line(line), "{line}");
         }

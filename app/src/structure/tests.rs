@@ -29,6 +29,9 @@ fn a_top_posted_reply_keeps_the_new_words_apart_from_the_thread_in_every_languag
         "-----Mensaje original-----",
         "-----原始邮件-----",
         "-----원본 메시지-----",
+        // Without the sender's address, the verb before the name.
+        "Op 31-03-2026 om 04:31 schreef Example Shop:",
+        "Am 10.04.2026 um 08:59 schrieb Example Shop:",
     ];
     for header in headers {
         let mail = format!("Order 65169 please.\n\n{header}\nYour order 51110 was shipped.\n");

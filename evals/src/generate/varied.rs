@@ -6,10 +6,14 @@
 //! customer), an id scheme per world (`O-0001-2`, `#10234`, `ORD-2025-000123`,
 //! `7000024`, `MX5H38`, `O-1001`, with ids that are prefixes of one another), and the
 //! customer's text rewritten from phrase banks kept as data in `evals/history/phrases/`
-//! (EN, ZH, JA; the investigator never reads them): how the order is identified (its id
-//! in any case or width after any order word, the ticket form, a product, an amount, a
-//! date, only the records, or nothing), follow-ups (a vague first message, the order in
-//! the second), greetings, typos, mixed languages, lower case, full width.
+//! (ten languages; the investigator never reads them): how the order is identified (its
+//! id after any order word in one of the id forms of issue 34 — spaced, broken over a
+//! line, any dash, thousands separators, inside a URL — in any case or width, the ticket
+//! form, a product, an amount, a date, only the records, or nothing), follow-ups (a vague
+//! first message, the order in the second), greetings, typos, mixed languages, lower
+//! case, full width; the order field on about half; and the last message dressed as a
+//! mail from the banks of `evals/history/mail/` (`mail`: quoted threads, forwarded
+//! receipts, signatures, statements, SMS, HTML remnants, decoys, injections).
 //!
 //! Labels come from the policy engine on the world's facts for the intended request and
 //! order, as in the plain style (see the parent module: policy-correct by construction);
@@ -21,6 +25,7 @@ use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
 
+mod mail;
 mod orders;
 mod vocabulary;
 mod writing;
@@ -28,9 +33,10 @@ mod writing;
 use super::draft::Draft;
 use super::mix::Scenario;
 use super::rng::SplitMix64;
+use mail::{letter, mail_banks, Letter, MailBank, Subject};
 use orders::{add_unrelated_orders, rename_orders};
 use vocabulary::{banks, Bank, Ident, SCHEMES};
-use writing::{full_width, with_typo, write_amount, write_date, write_id};
+use writing::{full_width, letters_and_digits, with_typo, write_amount, write_date, write_id};
 
 /// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
 /// cannot be read: a generator for tests and benches run from a checkout).
@@ -113,12 +119,26 @@ pub fn varied_history_iter(
     bank: ComplaintBank,
 ) -> impl Iterator<Item = HistoricalTicket> + '_ {
     let banks = banks();
+    let mails = mail_banks();
     let external = external_sentences(bank);
     let mut rng = SplitMix64::new(seed ^ 0x7A21_ED00_0000_0015);
     (0..n).map(move |i| {
         let mut draft = Draft::new(&mut rng, seed, i);
-        let features = vary(&mut draft, &mut rng, &banks, &external);
+        let (mut features, letter) = vary(&mut draft, &mut rng, &banks, &mails, &external);
         let mut ticket = draft.finish(policies);
+        if let (Some(letter), Some(last)) = (letter, ticket.messages.last_mut()) {
+            // Labels come from the engine on the records alone; an injection goes where
+            // the label is not to ask (see `Letter::render`).
+            let inject = letter.injection.is_some()
+                && ticket.human.outcome != app::replay::CaseOutcome::RequestInfo;
+            last.text = letter.render(inject);
+            let mut forms = letter.forms.clone();
+            if inject {
+                forms.push("injection");
+            }
+            features["mail"] = json!(forms);
+            features["quoted_order"] = json!(letter.quoted_order);
+        }
         ticket.extra.insert("features".into(), features);
         ticket
     })
@@ -195,8 +215,9 @@ fn vary(
     draft: &mut Draft,
     rng: &mut SplitMix64,
     banks: &[Bank],
+    mails: &[MailBank],
     external: &[ExternalSentence],
-) -> serde_json::Value {
+) -> (serde_json::Value, Option<Letter>) {
     let scenario = draft.scenario;
     let mut ident = pick_ident(rng, scenario);
     let target = draft.order_id.clone();
@@ -224,14 +245,26 @@ fn vary(
     draft.order_id = target.clone();
     draft.form_order_id = (ident == Ident::Form).then(|| target.clone()).flatten();
 
-    let language = pick_language(rng, draft);
+    let language = pick_language(rng, draft, !external.is_empty());
     let bank = &banks[language];
     let target_order = target
         .as_ref()
         .and_then(|id| draft.world.orders.iter().find(|o| &o.id == id))
         .cloned();
+    let other_ids: Vec<String> = draft
+        .world
+        .orders
+        .iter()
+        .filter(|o| Some(&o.id) != target.as_ref())
+        .map(|o| o.id.clone())
+        .collect();
+    let mut id_form = None;
     let reference = match (ident, &target_order) {
-        (Ident::Id, Some(o)) => write_id(rng, bank, &o.id),
+        (Ident::Id, Some(o)) => {
+            let (written, form) = write_id(rng, bank, &o.id, &other_ids);
+            id_form = Some(form);
+            written
+        }
         (Ident::Product, Some(o)) => rng
             .pick_str(&bank.refs.product[o.product.as_str()])
             .to_string(),
@@ -301,11 +334,18 @@ fn vary(
             *m = full_width(m);
         }
     }
-    draft.messages = messages;
     if ident == Ident::Nothing {
         draft.order_id = None;
     }
-    json!({
+    // Half the tickets carry the order in the ticket form; an email never does.
+    let field = ident == Ident::Form
+        || (draft.order_id.is_some() && !matches!(scenario, Scenario::Ownership) && rng.chance(45));
+    draft.form_order_id = field.then(|| draft.order_id.clone()).flatten();
+    let last_words = messages.pop().unwrap_or_default();
+    let letter = letter(rng, &subject(draft, bank, &mails[language]), last_words);
+    messages.push(String::new());
+    draft.messages = messages;
+    let features = json!({
         "id_scheme": scheme_name,
         "language": bank.language,
         "ident": ident.as_str(),
@@ -317,7 +357,55 @@ fn vary(
         "full_width": wide,
         // What the label is about; replay never reads extra fields.
         "intended_order": draft.order_id,
-    })
+        "order_field": field,
+        "id_form": id_form,
+        "mail": [],
+    });
+    (features, Some(letter))
+}
+
+/// What the mail forms may name: the world's ids and amounts, the target and the
+/// customer's other orders.
+fn subject<'a>(draft: &Draft, bank: &'a Bank, mail: &'a MailBank) -> Subject<'a> {
+    let own = |o: &&app::world::WorldOrder| o.customer_id == draft.customer_id;
+    let target = draft
+        .world
+        .orders
+        .iter()
+        .filter(own)
+        .find(|o| Some(&o.id) == draft.order_id.as_ref())
+        .cloned();
+    let customer = draft.world.customers.first();
+    debug_assert_eq!(bank.language, mail.language, "the banks are in one order");
+    Subject {
+        bank,
+        mail,
+        id_keys: draft
+            .world
+            .orders
+            .iter()
+            .map(|o| letters_and_digits(&o.id))
+            .collect(),
+        amounts: draft
+            .world
+            .orders
+            .iter()
+            .map(|o| o.amount.clone())
+            .collect(),
+        others: draft
+            .world
+            .orders
+            .iter()
+            .filter(own)
+            .filter(|o| Some(&o.id) != draft.order_id.as_ref())
+            .cloned()
+            .collect(),
+        target,
+        currency: draft.currency.code(),
+        at: draft.created_at,
+        customer_name: customer.map(|c| c.name.clone()).unwrap_or_default(),
+        customer_email: customer.map(|c| c.email.clone()).unwrap_or_default(),
+    }
 }
 
 /// An external sentence of this kind and language, if the bank is external.
@@ -342,18 +430,34 @@ fn pick_external(
     )
 }
 
-fn pick_language(rng: &mut SplitMix64, draft: &Draft) -> usize {
+/// The language of the ticket: with an external complaint bank one of the three it is
+/// written in (as issue 15 drew them); else half the time a language of the region's
+/// customers, half the time any of the ten (a shop sells abroad).
+fn pick_language(rng: &mut SplitMix64, draft: &Draft, external: bool) -> usize {
     let native = match draft.region {
         policy_engine::Region::CN => 1,
         policy_engine::Region::JP => 2,
         _ => 0,
     };
-    if native != 0 && rng.chance(70) {
-        native
-    } else if rng.chance(6) {
-        rng.below(3) as usize
+    if external {
+        return if native != 0 && rng.chance(70) {
+            native
+        } else if rng.chance(6) {
+            rng.below(3) as usize
+        } else {
+            0
+        };
+    }
+    let regional: &[usize] = match draft.region {
+        policy_engine::Region::CN => &[1],
+        policy_engine::Region::JP => &[2, 2, 9],
+        policy_engine::Region::EU => &[3, 4, 5, 6, 7, 8],
+        _ => &[0, 0, 5],
+    };
+    if rng.chance(50) {
+        rng.pick(regional)
     } else {
-        0
+        rng.below(10) as usize
     }
 }
 
@@ -375,7 +479,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(feature("id_scheme").len(), 6);
-        assert_eq!(feature("language").len(), 3);
+        assert_eq!(feature("language").len(), 10);
         assert!(feature("orders").len() >= 6, "{:?}", feature("orders"));
         assert_eq!(feature("follow_up").len(), 2);
         assert!(tickets

@@ -16,7 +16,16 @@ use crate::structure::fold_words;
 /// like `retractation`. An ASCII phrase ending in `*` is a stem: it matches at the
 /// start of a word and any ending may follow (`debit*`: debit, debits, debited), so one
 /// entry covers a word's inflections.
+///
+/// A phrase with `…` is a verb and its particle or negation that people write apart
+/// ("ich brauche mein Abo nicht mehr", "zeg de bestelling op"): its parts match in
+/// order within one sentence.
 fn contains_phrase(text: &str, phrase: &str) -> bool {
+    if phrase.contains('…') {
+        return text
+            .split(['.', '!', '?', '\n', ',', ';', '。', '！', '？'])
+            .any(|sentence| in_order(sentence, phrase));
+    }
     let Some(stem) = phrase.strip_suffix('*') else {
         return resolve::contains_phrase(text, phrase);
     };
@@ -26,6 +35,23 @@ fn contains_phrase(text: &str, phrase: &str) -> bool {
             .next_back()
             .is_some_and(|c| c.is_ascii_alphanumeric())
     })
+}
+
+/// Every `…`-separated part of `phrase` in `sentence` as whole words, each after the
+/// one before.
+fn in_order(sentence: &str, phrase: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let mut rest = sentence;
+    for part in phrase.split('…').map(str::trim) {
+        let found = rest.match_indices(part).find(|(at, _)| {
+            !word(rest[..*at].chars().next_back()) && !word(rest[at + part.len()..].chars().next())
+        });
+        match found {
+            Some((at, _)) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 pub(super) fn speaks_of_money(text: &str) -> bool {
@@ -98,6 +124,31 @@ fn one_slip(word: &str, phrase: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verb_and_its_particle_written_apart_still_name_the_request() {
+        use RequestKind::*;
+        let cases = [
+            (
+                "Ich brauche mein Abo nicht mehr, bekomme ich eine Erstattung?",
+                Cancellation,
+            ),
+            (
+                "Zeg de bestelling alstublieft op, ik heb me vergist.",
+                Cancellation,
+            ),
+            (
+                "Pela presente comunico que resolvo o meu contrato.",
+                Cancellation,
+            ),
+            // The parts must be in one sentence and in order.
+            ("Ich brauche Hilfe. Das Abo geht nicht mehr.", Unclear),
+            ("Op mijn rekening staat iets. Zeg het maar.", Unclear),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(classify(text), kind, "{text}");
+        }
+    }
 
     #[test]
     fn classifies_requests_in_english_and_chinese() {

@@ -477,6 +477,11 @@ const DUPLICATE_EU: &[&str] = &[
     "zweite bestellung",
     "zweite abbuchung",
     "zweite zahlung",
+    "zweites mal",
+    "gleiche produkt",
+    "nochmals bestellt",
+    "nochmals gekauft",
+    "nochmals erworben",
     // French
     "deux fois",
     "2 fois",
@@ -498,6 +503,8 @@ const DUPLICATE_EU: &[&str] = &[
     "rachete",
     "deuxieme commande",
     "commande en double",
+    "meme produit",
+    "deja achete",
     // Spanish
     "dos veces",
     "2 veces",
@@ -518,6 +525,10 @@ const DUPLICATE_EU: &[&str] = &[
     "compre dos",
     "volvi a comprar",
     "otra vez el mismo",
+    "mismo producto",
+    "ya habia comprado",
+    "otra vez sin querer",
+    "ya lo tenia",
     // Italian
     "due volte",
     "2 volte",
@@ -536,6 +547,8 @@ const DUPLICATE_EU: &[&str] = &[
     "ricomprato",
     "riacquistato",
     "acquistato di nuovo",
+    "stesso prodotto",
+    "gia acquistato",
     // Dutch
     "twee keer",
     "2 keer",
@@ -552,6 +565,9 @@ const DUPLICATE_EU: &[&str] = &[
     "nog een keer besteld",
     "tweede bestelling",
     "tweede betaling",
+    "tweede keer",
+    "hetzelfde product",
+    "al had gekocht",
     // Portuguese
     "duas vezes",
     "2 vezes",
@@ -572,6 +588,11 @@ const DUPLICATE_EU: &[&str] = &[
     "comprei duas",
     "comprei de novo",
     "voltei a comprar",
+    "segunda vez",
+    "outra vez sem querer",
+    "ja o tinha",
+    "mesmo produto",
+    "ja tinha comprado",
 ];
 
 const DUPLICATE_KO: &[&str] = &[
@@ -589,6 +610,8 @@ const DUPLICATE_KO: &[&str] = &[
     "두 차례",
     "또 구매",
     "다시 구매",
+    "또 주문",
+    "다시 주문",
 ];
 
 /// More taken than the price.
@@ -723,6 +746,7 @@ const CANCELLATION_EU: &[&str] = &[
     "brauche ich nicht mehr",
     "will ich nicht mehr",
     "es mir anders uberlegt",
+    "brauche … nicht mehr",
     // French (Code de la consommation: "droit de rétractation")
     "retractation",
     "me retracter",
@@ -742,6 +766,9 @@ const CANCELLATION_EU: &[&str] = &[
     "desistir",
     "dar de baja",
     "darme de baja",
+    "den de baja",
+    "de de baja",
+    "doy de baja",
     "anular",
     "ya no quiero",
     "ya no lo quiero",
@@ -774,6 +801,7 @@ const CANCELLATION_EU: &[&str] = &[
     "wil het niet meer",
     "niet meer nodig",
     "van gedachten veranderd",
+    "zeg … op",
     // Portuguese ("direito de livre resolução", Brazil's "direito de arrependimento")
     "livre resolucao",
     "arrependimento",
@@ -787,6 +815,8 @@ const CANCELLATION_EU: &[&str] = &[
     "ja nao preciso",
     "nao preciso mais",
     "mudei de ideia",
+    "resolvo … contrato",
+    "resolver o contrato",
 ];
 
 /// Korean ("청약철회": the withdrawal of the E-Commerce Act).

@@ -7,11 +7,19 @@ use serde::Deserialize;
 
 use super::super::rng::SplitMix64;
 
-/// The phrase banks, shipped as data files.
-const BANKS: [&str; 3] = [
+/// The phrase banks, shipped as data files: the three of issue 15 first (the external
+/// sentences are written in them), then the seven of issue 34.
+const BANKS: [&str; 10] = [
     include_str!("../../../history/phrases/en.json"),
     include_str!("../../../history/phrases/zh.json"),
     include_str!("../../../history/phrases/ja.json"),
+    include_str!("../../../history/phrases/de.json"),
+    include_str!("../../../history/phrases/fr.json"),
+    include_str!("../../../history/phrases/es.json"),
+    include_str!("../../../history/phrases/it.json"),
+    include_str!("../../../history/phrases/nl.json"),
+    include_str!("../../../history/phrases/pt.json"),
+    include_str!("../../../history/phrases/ko.json"),
 ];
 
 #[derive(Debug, Deserialize)]
@@ -24,6 +32,12 @@ pub(super) struct Bank {
     pub(super) refs: Refs,
     pub(super) extra: Vec<String>,
     pub(super) greeting: Vec<String>,
+    /// Month names a date is written with (the languages of issue 34).
+    #[serde(default)]
+    pub(super) months: Vec<String>,
+    /// Whether amounts are written `12,99` rather than `12.99`.
+    #[serde(default)]
+    pub(super) decimal_comma: bool,
 }
 
 #[derive(Debug, Deserialize)]
