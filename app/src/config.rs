@@ -3,6 +3,7 @@
 //! With no configuration at all the product runs on SQLite under `./data`, with the
 //! embedded payments mock and the built-in investigator.
 
+pub use crate::mail::MailConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -402,17 +403,6 @@ pub struct Config {
     pub defaulted_secrets: Vec<&'static str>,
     /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
     pub watchdog: WatchdogPeriods,
-}
-
-/// The mail settings (docs/spec/email.md), empty strings unset.
-#[derive(Debug, Clone, Default)]
-pub struct MailConfig {
-    pub smtp_url: Option<String>,
-    pub from: Option<String>,
-    pub imap_url: Option<String>,
-    pub inbound_token: Option<String>,
-    /// The first retry's wait; each later one doubles it (`mail::send`).
-    pub retry: Duration,
 }
 
 #[derive(Debug, Clone)]

@@ -24,8 +24,6 @@ use std::time::Duration;
 
 use lettre::{AsyncSmtpTransport, Tokio1Executor};
 
-use crate::config::MailConfig;
-
 /// The mailbox `IMAP_URL` names: `imap://user:pass@host:port/MAILBOX` or `imaps://…`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImapTarget {
@@ -208,4 +206,15 @@ mod tests {
         );
         assert!(ImapTarget::parse("http://u:p@h/INBOX").is_err(), "not imap");
     }
+}
+
+/// The mail settings (docs/spec/email.md), empty strings unset.
+#[derive(Debug, Clone, Default)]
+pub struct MailConfig {
+    pub smtp_url: Option<String>,
+    pub from: Option<String>,
+    pub imap_url: Option<String>,
+    pub inbound_token: Option<String>,
+    /// The first retry's wait; each later one doubles it (`mail::send`).
+    pub retry: Duration,
 }

@@ -8,7 +8,7 @@
 //! person that describes the problem ("I was charged twice for my annual plan.") is the
 //! customer's again.
 
-use super::lines::fold_words;
+use super::fold::fold_words;
 use super::pasted::first_person;
 use super::{Block, Parts, Place};
 

@@ -3,40 +3,13 @@
 //! forward banner belongs to them; a `>` line anywhere is quoted); then each run of new
 //! lines is checked for a signature at its end and for pasted record lines.
 
-use unicode_normalization::UnicodeNormalization;
-
+use super::fold::fold_words;
 use super::markers::{
     FORWARDED, FORWARD_PREFIXES, FROM_KEYS, HEADER_KEYS, ORIGINAL, SENT_FROM, SIGNATURE_DELIMITERS,
     SIGN_OFFS, SUBJECT_KEYS, WROTE,
 };
 use super::pasted::is_record_line;
 use super::Place;
-
-/// The form words are compared in, in every language: NFKC (full width to ASCII),
-/// lower case, Latin accents dropped (`rétractation` reads as `retractation`, as
-/// customers type it without them), dashes folded to `-`, curly quotes to `'`. Kana
-/// voicing marks and Hangul syllables are kept whole.
-pub fn fold_words(text: &str) -> String {
-    let lower: String = text.nfkc().flat_map(char::to_lowercase).collect();
-    let mut out = String::with_capacity(lower.len());
-    let mut previous = ' ';
-    for c in lower
-        .nfd()
-        .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
-        .nfc()
-    {
-        let folded = match c {
-            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' => '-',
-            // The katakana prolonged sound mark is a dash only inside an id (`670ー394`).
-            '\u{30fc}' if previous.is_ascii_alphanumeric() => '-',
-            '\u{2018}' | '\u{2019}' | '\u{00b4}' => '\'',
-            _ => c,
-        };
-        out.push(folded);
-        previous = c;
-    }
-    out
-}
 
 /// Each line with its place, quote markers removed from quoted lines.
 pub(super) fn place_lines(text: &str) -> Vec<(Place, String)> {

@@ -36,6 +36,7 @@
 //! nothing of orders, charges or the policy. Decoding MIME (charsets, quoted-printable,
 //! multipart) is the mail channel's job before it calls [`split`].
 
+mod fold;
 mod html;
 mod instructions;
 mod lines;
@@ -44,7 +45,7 @@ mod pasted;
 
 use serde::Serialize;
 
-pub use lines::fold_words;
+pub use fold::fold_words;
 
 /// Where a block of text stands in the customer's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -4,7 +4,7 @@
 //! sender, a masked card number). A line in the first person ("I", "my", "ich", "我",
 //! "私" …) is the customer talking, never a record.
 
-use super::lines::fold_words;
+use super::fold::fold_words;
 
 /// Words of the first person, folded: a line with one is the customer's own sentence.
 const FIRST_PERSON: &[&str] = &[
