@@ -18,6 +18,7 @@ pub mod clock;
 pub mod config;
 pub mod conversation;
 pub mod customer;
+pub mod customer_data;
 pub mod error;
 pub mod investigation;
 pub mod lease;

@@ -1,0 +1,249 @@
+//! Issue 40, a customer's data over its life (docs/spec/data.md): every table classified,
+//! erasure that leaves no trace in the database file, its write-ahead log or a
+//! PostgreSQL dump while the money records still add up, export as one JSON document,
+//! backups restored without sending a refund twice, retention, and logs without
+//! personal data. Each test runs on SQLite, or on PostgreSQL under `TEST_DATABASE_URL`.
+
+use std::path::Path;
+
+use app::auth::StaffRole;
+use app::customer_data::{self, classify};
+use axum::http::StatusCode;
+use sqlx::Row;
+
+use crate::support::{spawn_app, TestApp};
+
+const SECRET_PHRASE: &str = "Marmaduke the ginger cat watched me pay";
+
+#[tokio::test]
+async fn every_table_and_text_column_of_the_schema_is_classified() {
+    let app = spawn_app().await;
+    let schema = customer_data::schema_text_columns(&app.state.db)
+        .await
+        .unwrap();
+    assert!(
+        schema
+            .iter()
+            .any(|(t, cols)| t == "messages" && cols.contains(&"body".to_string())),
+        "the schema listing sees the messages' text: {schema:?}"
+    );
+    let missing = classify::unclassified(&schema);
+    assert!(
+        missing.is_empty(),
+        "classify these in customer_data::classify::TABLES: {missing:?}"
+    );
+}
+
+/// Refund totals per currency over the intents the provider finished.
+async fn refund_totals(app: &TestApp) -> Vec<(String, i64)> {
+    let rows = sqlx::query(
+        "SELECT currency, CAST(SUM(amount_minor) AS BIGINT) AS total FROM refund_intents
+          WHERE status = 'succeeded' GROUP BY currency ORDER BY currency",
+    )
+    .fetch_all(app.state.db.pool())
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| (r.get("currency"), r.get("total")))
+        .collect()
+}
+
+/// A refunded case for C-100 whose message says something only they said, a staff note
+/// quoting it, and a second customer's ticket that must survive untouched.
+async fn refunded_customer_with_history(app: &TestApp) -> String {
+    let message = format!("I was charged twice for my annual plan. {SECRET_PHRASE}.");
+    let (_, case) = app.open_ticket("C-100", &message).await;
+    assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+    let case_id = case["id"].as_str().unwrap().to_string();
+    app.staff_message(&case_id, &format!("customer said: {SECRET_PHRASE}"), true)
+        .await;
+    let fingerprint = app.case(&case_id).await["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, body) = app
+        .approve(&app.supervisor_token, &case_id, &fingerprint)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.drain().await;
+    assert_eq!(app.case(&case_id).await["status"], "refund_succeeded");
+    app.open_ticket("C-600", "I was charged twice for my annual plan")
+        .await;
+    case_id
+}
+
+/// Every file under `dir` holding any of `needles` (as UTF-8 bytes or JSON-escaped),
+/// the payments mock's own files (`payments/`: the provider's copy, not ours) aside.
+fn files_holding(dir: &Path, needles: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if path.ends_with("payments") {
+            continue;
+        }
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        for needle in needles {
+            let escaped = serde_json::to_string(needle).unwrap();
+            let escaped = escaped.trim_matches('"');
+            for form in [needle.as_bytes(), escaped.as_bytes()] {
+                if contains(&bytes, form) {
+                    found.push(format!("{} holds {needle:?}", path.display()));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A plain-SQL dump of the PostgreSQL database (`pg_dump`), as text.
+fn pg_dump(url: &str) -> String {
+    let out = std::process::Command::new("pg_dump")
+        .arg("--no-owner")
+        .arg(url)
+        .output()
+        .expect("pg_dump runs (PostgreSQL client installed by scripts/postgres-up)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn erasing_a_customer_leaves_none_of_their_words_in_the_store_and_keeps_the_money() {
+    let app = spawn_app().await;
+    let case_id = refunded_customer_with_history(&app).await;
+    let totals = refund_totals(&app).await;
+    assert!(!totals.is_empty());
+    let needles = ["Li Wei", "li.wei@example.cn", SECRET_PHRASE, "Marmaduke"];
+    let is_sqlite = app.database_url.starts_with("sqlite");
+    if is_sqlite {
+        let before = files_holding(app.dir.path(), &needles);
+        assert!(!before.is_empty(), "the search finds the customer before");
+    }
+    let admin = app.staff_token(StaffRole::Admin).await;
+    let (status, erased) = app
+        .request("POST", "/api/v1/customers/C-100/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{erased}");
+    assert_eq!(erased["again"], false);
+    let pseudonym = erased["pseudonym"].as_str().unwrap().to_string();
+
+    if is_sqlite {
+        let left = files_holding(app.dir.path(), &needles);
+        assert!(left.is_empty(), "after erasure: {left:?}");
+    } else {
+        let dump = pg_dump(&app.database_url);
+        for needle in needles {
+            assert!(!dump.contains(needle), "the dump still holds {needle:?}");
+        }
+        assert!(
+            dump.contains("Olivia Brown"),
+            "the dump holds other customers"
+        );
+    }
+    assert_eq!(
+        refund_totals(&app).await,
+        totals,
+        "refund totals per currency"
+    );
+    let report = app::reconcile::run(app.state.reconciler()).await.unwrap();
+    assert!(report.is_clean(), "{}", report.summary());
+    let case = app.case(&case_id).await;
+    assert_eq!(case["status"], "refund_succeeded");
+    assert_eq!(case["refunds"].as_array().unwrap().len(), 1, "{case:#}");
+
+    // Twice: harmless, same pseudonym, still nothing to find.
+    let (status, again) = app
+        .request("POST", "/api/v1/customers/C-100/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["again"], true);
+    assert_eq!(again["pseudonym"], pseudonym.as_str());
+    let audit = sqlx::query("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'customer_erased' AND subject = 'C-100'")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(audit.get::<i64, _>("n"), 2, "each erasure is audited");
+    // The other customer keeps their words.
+    let others = sqlx::query(
+        "SELECT COUNT(*) AS n FROM messages m JOIN tickets t ON t.id = m.ticket_id
+                              WHERE t.customer_id = 'C-600' AND m.body LIKE '%charged twice%'",
+    )
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    assert_eq!(others.get::<i64, _>("n"), 1);
+}
+
+#[tokio::test]
+async fn a_customer_token_stops_working_when_the_customer_is_erased() {
+    let app = spawn_app().await;
+    let token = app.customer_token("C-200").await;
+    let (status, _) = app
+        .request("GET", "/api/v1/tickets", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    customer_data::erase::erase(&app.state.db, "cli", "C-200", 1)
+        .await
+        .unwrap();
+    let (status, _) = app
+        .request("GET", "/api/v1/tickets", Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn erasure_waits_for_a_refund_being_executed_and_changes_nothing_meanwhile() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket(
+            "C-100",
+            &format!("I was charged twice for my annual plan. {SECRET_PHRASE}"),
+        )
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    let fingerprint = case["fingerprint"].as_str().unwrap();
+    let (status, _) = app
+        .approve(&app.supervisor_token, case_id, fingerprint)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // Approved, not yet executed: money is about to move.
+    let admin = app.staff_token(StaffRole::Admin).await;
+    let (status, body) = app
+        .request("POST", "/api/v1/customers/C-100/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "refund_in_flight");
+    let held = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE body LIKE '%Marmaduke%'")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        held.get::<i64, _>("n"),
+        1,
+        "a refused erasure changes nothing"
+    );
+    app.drain().await;
+    let (status, body) = app
+        .request("POST", "/api/v1/customers/C-100/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = app
+        .request("POST", "/api/v1/customers/C-999/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
