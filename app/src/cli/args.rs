@@ -391,6 +391,20 @@ pub(super) enum CustomerCommand {
         /// The customer's id (e.g. C-100).
         customer_id: String,
     },
+    /// Write everything held about a customer as one JSON document (docs/spec/data.md).
+    Export {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+        /// Where to write it [default: stdout].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Erase a customer's personal data; money records stay under a pseudonym (audited,
+    /// harmless twice; refused while a refund of theirs is being executed).
+    Erase {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
 }
 
 /// Staff roles as `staff add --role` accepts them (clap lists them in `--help`).

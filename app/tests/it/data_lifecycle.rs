@@ -247,3 +247,113 @@ async fn erasure_waits_for_a_refund_being_executed_and_changes_nothing_meanwhile
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// A sink that keeps what it is given and the largest single write.
+#[derive(Default)]
+struct Sink {
+    bytes: Vec<u8>,
+    largest_write: usize,
+}
+
+impl tokio::io::AsyncWrite for Sink {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.largest_write = self.largest_write.max(buf.len());
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// `count` tickets of `customer_id`, each with one message of about a kilobyte, written
+/// straight into the store (the API's hourly ticket limit would take days of clock).
+async fn many_stored_tickets(app: &TestApp, customer_id: &str, count: usize) {
+    let mut tx = app.state.db.begin().await.unwrap();
+    for n in 0..count {
+        let id = format!("T-bulk-{n:05}");
+        sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, NULL, 'en', $3)")
+            .bind(&id)
+            .bind(customer_id)
+            .bind(n as i64)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let body = format!("ticket {n}: {}", "my card statement says something else. ".repeat(25));
+        sqlx::query("INSERT INTO messages (ticket_id, seq, author, body, created_at) VALUES ($1, 1, 'customer', $2, $3)")
+            .bind(&id)
+            .bind(body)
+            .bind(n as i64)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_customer_with_a_thousand_tickets_is_exported_row_by_row_as_one_json_document() {
+    let app = spawn_app().await;
+    app.open_ticket("C-300", "I was charged twice for my annual plan")
+        .await;
+    many_stored_tickets(&app, "C-300", 1000).await;
+    let mut sink = Sink::default();
+    let done = customer_data::export::export(&app.state.db, "C-300", 7, &mut sink)
+        .await
+        .unwrap();
+    let total = sink.bytes.len();
+    assert_eq!(done.bytes as usize, total);
+    assert!(total > 1_000_000, "about a kilobyte per ticket: {total}");
+    // Streamed: no write holds more than one row (a message of ~1 KB, a run event).
+    assert!(
+        sink.largest_write < 16 * 1024,
+        "largest write {} of {total} bytes",
+        sink.largest_write
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&sink.bytes).expect("one JSON document");
+    let tables = &doc["tables"];
+    assert_eq!(doc["customer_id"], "C-300");
+    assert_eq!(tables["customers"][0]["name"], "Lukas Müller");
+    assert_eq!(tables["tickets"].as_array().unwrap().len(), 1001);
+    assert!(tables["messages"].as_array().unwrap().len() >= 1001);
+    assert_eq!(tables["cases"].as_array().unwrap().len(), 1);
+    assert!(tables["cases"][0]["decision"].is_object(), "JSON kept as JSON");
+    assert!(!tables["run_events"].as_array().unwrap().is_empty());
+    assert!(tables["audit_log"].as_array().unwrap().len() >= 1);
+    assert!(tables.get("auth_tokens").is_none(), "credentials are not exported");
+    let text = String::from_utf8_lossy(&sink.bytes);
+    assert!(!text.contains("Olivia Brown") && !text.contains("C-600"), "nobody else");
+
+    // The admin's console export is the same document, streamed over HTTP.
+    let admin = app.staff_token(StaffRole::Admin).await;
+    let (status, body) = app
+        .raw(get_with_token("/api/v1/customers/C-300/export", &admin))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let over_http: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(over_http["tables"]["tickets"].as_array().unwrap().len(), 1001);
+    let (status, _) = app
+        .raw(get_with_token("/api/v1/customers/C-nobody/export", &admin))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+fn get_with_token(path: &str, token: &str) -> axum::http::Request<axum::body::Body> {
+    axum::http::Request::get(path)
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap()
+}
