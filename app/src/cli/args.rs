@@ -116,6 +116,19 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: RolloutCommand,
     },
+    /// A consistent copy of the database while `serve` runs (SQLite: VACUUM INTO;
+    /// PostgreSQL: pg_dump --format=custom).
+    Backup {
+        /// The backup file to write (never overwritten).
+        file: PathBuf,
+    },
+    /// Bring a backup back into an empty data directory (or empty PostgreSQL database);
+    /// no refund is sent until every one not final in the backup is checked at the
+    /// provider.
+    Restore {
+        /// The backup file `backup` wrote.
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]

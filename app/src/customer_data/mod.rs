@@ -9,6 +9,7 @@
 pub mod classify;
 pub mod erase;
 pub mod export;
+pub mod restore;
 
 use sqlx::Row;
 

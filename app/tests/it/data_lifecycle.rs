@@ -9,6 +9,7 @@ use std::path::Path;
 use app::auth::StaffRole;
 use app::customer_data::{self, classify};
 use axum::http::StatusCode;
+use serde_json::json;
 use sqlx::Row;
 
 use crate::support::{spawn_app, TestApp};
@@ -292,7 +293,10 @@ async fn many_stored_tickets(app: &TestApp, customer_id: &str, count: usize) {
             .execute(&mut *tx)
             .await
             .unwrap();
-        let body = format!("ticket {n}: {}", "my card statement says something else. ".repeat(25));
+        let body = format!(
+            "ticket {n}: {}",
+            "my card statement says something else. ".repeat(25)
+        );
         sqlx::query("INSERT INTO messages (ticket_id, seq, author, body, created_at) VALUES ($1, 1, 'customer', $2, $3)")
             .bind(&id)
             .bind(body)
@@ -330,12 +334,21 @@ async fn a_customer_with_a_thousand_tickets_is_exported_row_by_row_as_one_json_d
     assert_eq!(tables["tickets"].as_array().unwrap().len(), 1001);
     assert!(tables["messages"].as_array().unwrap().len() >= 1001);
     assert_eq!(tables["cases"].as_array().unwrap().len(), 1);
-    assert!(tables["cases"][0]["decision"].is_object(), "JSON kept as JSON");
+    assert!(
+        tables["cases"][0]["decision"].is_object(),
+        "JSON kept as JSON"
+    );
     assert!(!tables["run_events"].as_array().unwrap().is_empty());
-    assert!(tables["audit_log"].as_array().unwrap().len() >= 1);
-    assert!(tables.get("auth_tokens").is_none(), "credentials are not exported");
+    assert!(!tables["audit_log"].as_array().unwrap().is_empty());
+    assert!(
+        tables.get("auth_tokens").is_none(),
+        "credentials are not exported"
+    );
     let text = String::from_utf8_lossy(&sink.bytes);
-    assert!(!text.contains("Olivia Brown") && !text.contains("C-600"), "nobody else");
+    assert!(
+        !text.contains("Olivia Brown") && !text.contains("C-600"),
+        "nobody else"
+    );
 
     // The admin's console export is the same document, streamed over HTTP.
     let admin = app.staff_token(StaffRole::Admin).await;
@@ -344,7 +357,10 @@ async fn a_customer_with_a_thousand_tickets_is_exported_row_by_row_as_one_json_d
         .await;
     assert_eq!(status, StatusCode::OK);
     let over_http: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(over_http["tables"]["tickets"].as_array().unwrap().len(), 1001);
+    assert_eq!(
+        over_http["tables"]["tickets"].as_array().unwrap().len(),
+        1001
+    );
     let (status, _) = app
         .raw(get_with_token("/api/v1/customers/C-nobody/export", &admin))
         .await;
@@ -356,4 +372,206 @@ fn get_with_token(path: &str, token: &str) -> axum::http::Request<axum::body::Bo
         .header("authorization", format!("Bearer {token}"))
         .body(axum::body::Body::empty())
         .unwrap()
+}
+
+/// `count` more customers (`C-R00`…), each with an order of `order` USD paid by charges
+/// of `charged` USD (`twice`: two of them, a duplicate charge), in the provider and the app.
+async fn add_customers(app: &TestApp, count: usize, order: &str, charged: &str, twice: bool) {
+    let mut customers = Vec::new();
+    let mut orders = Vec::new();
+    let mut charges = Vec::new();
+    for n in 0..count {
+        let id = format!("C-R{n:02}");
+        let order_id = format!("O-R{n:02}");
+        customers.push(json!({"id": id, "name": format!("Restored Person {n}"),
+            "email": format!("restored{n}@example.com"), "region": "US"}));
+        orders.push(
+            json!({"id": order_id, "customer_id": id, "product": "annual_plan",
+            "amount": order, "currency": "USD", "created_at": "2026-11-20T09:00:00Z"}),
+        );
+        let copies: &[&str] = if twice { &["a", "b"] } else { &["a"] };
+        for (i, copy) in copies.iter().enumerate() {
+            charges.push(
+                json!({"id": format!("ch_r{n:02}{copy}"), "order_id": order_id,
+                "customer_id": id, "amount": charged, "currency": "USD", "captured": true,
+                "status": "succeeded", "disputed": false,
+                "created_at": format!("2026-11-20T09:0{i}:00Z"),
+                "payment_method": "pm_card_visa", "amount_refunded": "0.00"}),
+            );
+        }
+    }
+    let world =
+        json!({"customers": customers, "orders": orders, "charges": charges, "refunds": []})
+            .to_string();
+    app::world::load_into_provider(&app.mock.base_url(), &world)
+        .await
+        .unwrap();
+    app::world::World::parse(&world)
+        .unwrap()
+        .load_into(&app.state.db)
+        .await
+        .unwrap();
+}
+
+/// Opens one ticket per new customer, lets the agent propose, and approves each case.
+async fn approved_cases(app: &TestApp, count: usize, message: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let ticket = app.post_ticket(&format!("C-R{n:02}"), message).await;
+        ids.push(ticket["case"]["id"].as_str().unwrap().to_string());
+    }
+    app.drain().await;
+    for id in &ids {
+        let case = app.case(id).await;
+        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+        let fingerprint = case["fingerprint"].as_str().unwrap();
+        let (status, body) = app.approve(&app.supervisor_token, id, fingerprint).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    ids
+}
+
+/// Refunds the provider holds on the added customers' charges (they had none before).
+async fn provider_refunds_made(app: &TestApp, customers: usize) -> usize {
+    let mut made = 0;
+    for n in 0..customers {
+        for copy in ["a", "b"] {
+            made += app
+                .provider_refunds(&format!("ch_r{n:02}{copy}"))
+                .await
+                .len();
+        }
+    }
+    made
+}
+
+/// Where a backup of this app's database goes, and an empty database to restore into.
+async fn backup_target(app: &TestApp) -> (std::path::PathBuf, tempfile::TempDir, String) {
+    let file = app.dir.path().join("backup.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let url = match crate::support::fresh_postgres_url("rd_restore").await {
+        Some(url) => url,
+        None => app::store::Db::sqlite_url(dir.path()),
+    };
+    (file, dir, url)
+}
+
+/// The desk started again on the restored database, with the same provider.
+async fn restarted_on(app: TestApp, dir: tempfile::TempDir, url: String) -> TestApp {
+    let TestApp { state, mock, .. } = app;
+    state.db.close().await;
+    crate::support::app_on(
+        dir,
+        mock,
+        url,
+        std::sync::Arc::new(app::agent::investigator::Investigator),
+        |_| {},
+    )
+    .await
+}
+
+async fn statuses(app: &TestApp, cases: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for id in cases {
+        out.push(app.case(id).await["status"].as_str().unwrap().to_string());
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_backup_taken_before_ten_refunds_restores_without_sending_any_again() {
+    let app = spawn_app().await;
+    add_customers(&app, 10, "49.00", "49.00", true).await;
+    let cases = approved_cases(&app, 10, "I was charged twice for my annual plan").await;
+    let (file, dir, url) = backup_target(&app).await;
+    customer_data::restore::backup(&app.database_url, &file)
+        .await
+        .unwrap();
+    app.drain().await;
+    assert_eq!(provider_refunds_made(&app, 10).await, 10);
+    assert!(statuses(&app, &cases)
+        .await
+        .iter()
+        .all(|s| s == "refund_succeeded"));
+    // The provider forgets the keys (a day later), so a resend would be a new refund.
+    reqwest::Client::new()
+        .post(format!("{}/__mock/clock", app.mock.base_url()))
+        .json(&json!({"advance_seconds": 25 * 3600}))
+        .send()
+        .await
+        .unwrap();
+
+    let waiting = customer_data::restore::restore(&url, &file, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        waiting, 10,
+        "every intent the backup held unsent waits for a check"
+    );
+    let restored = restarted_on(app, dir, url).await;
+    assert!(app::refunds::restore_gate_closed(&restored.state.db)
+        .await
+        .unwrap());
+    assert_eq!(
+        statuses(&restored, &cases).await,
+        vec!["approved"; 10],
+        "every case the backup held is there, as it was"
+    );
+    restored.drain().await;
+    assert_eq!(provider_refunds_made(&restored, 10).await, 10, "0 repeated");
+    assert_eq!(
+        statuses(&restored, &cases).await,
+        vec!["refund_succeeded"; 10]
+    );
+    assert!(!app::refunds::restore_gate_closed(&restored.state.db)
+        .await
+        .unwrap());
+    let report = app::reconcile::run(restored.state.reconciler())
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{}", report.summary());
+}
+
+#[tokio::test]
+async fn a_refund_caught_mid_send_in_the_backup_is_adopted_not_sent_again_after_its_key_expired() {
+    let app = spawn_app().await;
+    // Overcharged: 25.00 for a 20.00 order, so the refund is partial and a second one
+    // would still fit on the charge.
+    add_customers(&app, 1, "20.00", "25.00", false).await;
+    let cases = approved_cases(&app, 1, "I was overcharged for my annual plan").await;
+    let http = reqwest::Client::new();
+    http.post(format!("{}/__mock/faults", app.mock.base_url()))
+        .json(&json!({"mode": "rate_limit", "method": "POST", "path": "/v1/refunds"}))
+        .send()
+        .await
+        .unwrap();
+    app::worker::run_once(&app.state).await.unwrap();
+    assert_eq!(app.case(&cases[0]).await["status"], "executing");
+    let (file, dir, url) = backup_target(&app).await;
+    customer_data::restore::backup(&app.database_url, &file)
+        .await
+        .unwrap();
+    http.delete(format!("{}/__mock/faults", app.mock.base_url()))
+        .send()
+        .await
+        .unwrap();
+    app.drain().await;
+    assert_eq!(provider_refunds_made(&app, 1).await, 1);
+    http.post(format!("{}/__mock/clock", app.mock.base_url()))
+        .json(&json!({"advance_seconds": 25 * 3600}))
+        .send()
+        .await
+        .unwrap();
+
+    customer_data::restore::restore(&url, &file, 1)
+        .await
+        .unwrap();
+    let restored = restarted_on(app, dir, url).await;
+    restored.drain().await;
+    assert_eq!(
+        provider_refunds_made(&restored, 1).await,
+        1,
+        "not sent again"
+    );
+    assert_eq!(restored.case(&cases[0]).await["status"], "refund_succeeded");
 }
