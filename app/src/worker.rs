@@ -112,6 +112,8 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     let now = state.clock.now_ms();
     let rollout = crate::rollout::guards::evaluate_if_due(&state.db, &state.rollout_guards, now);
     handled += rollout.await?.demoted.len();
+    // docs/spec/data.md: text past its retention window, redacted (once per period).
+    crate::customer_data::retention::run_if_due(&state.db, state.retention, now).await?;
     Ok(handled)
 }
 

@@ -10,6 +10,7 @@ pub mod classify;
 pub mod erase;
 pub mod export;
 pub mod restore;
+pub mod retention;
 
 use sqlx::Row;
 

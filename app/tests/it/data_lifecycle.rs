@@ -575,3 +575,176 @@ async fn a_refund_caught_mid_send_in_the_backup_is_adopted_not_sent_again_after_
     );
     assert_eq!(restored.case(&cases[0]).await["status"], "refund_succeeded");
 }
+
+#[tokio::test]
+async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money() {
+    let app = spawn_app().await;
+    let case_id = refunded_customer_with_history(&app).await;
+    let totals = refund_totals(&app).await;
+    let windows = app.state.retention;
+    assert_eq!(
+        (
+            windows.message_days,
+            windows.run_event_days,
+            windows.audit_days
+        ),
+        (730, 180, 3650),
+        "the defaults"
+    );
+    let count = |sql: &'static str| {
+        let db = app.state.db.clone();
+        async move {
+            sqlx::query(sql)
+                .fetch_one(db.pool())
+                .await
+                .unwrap()
+                .get::<i64, _>("n")
+        }
+    };
+    const SECRET_MESSAGES: &str =
+        "SELECT COUNT(*) AS n FROM messages WHERE body LIKE '%Marmaduke%'";
+    const LIVE_EVENTS: &str =
+        "SELECT COUNT(*) AS n FROM run_events WHERE payload <> '{\"erased\":true}'";
+    const DETAILED_AUDIT: &str =
+        "SELECT COUNT(*) AS n FROM audit_log WHERE detail <> '[erased]' AND detail <> ''";
+    let events_before = count(LIVE_EVENTS).await;
+    assert!(events_before > 0);
+    let audit_before = count(DETAILED_AUDIT).await;
+
+    // Within every window: nothing changes.
+    app.clock.advance(time::Duration::days(179));
+    app::worker::run_once(&app.state).await.unwrap();
+    assert_eq!(count(SECRET_MESSAGES).await, 1);
+    assert_eq!(count(LIVE_EVENTS).await, events_before);
+
+    // Past the run-event window: the finished runs' payloads go.
+    app.clock.advance(time::Duration::days(2));
+    app::worker::run_once(&app.state).await.unwrap();
+    let live = count(LIVE_EVENTS).await;
+    assert!(live < events_before, "{live} of {events_before}");
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM messages WHERE body LIKE '%Marmaduke%'").await,
+        1
+    );
+    assert_eq!(
+        count(SECRET_MESSAGES).await,
+        1,
+        "messages have a longer window"
+    );
+
+    // Past the message window, then the audit window (each once per period).
+    app.clock.advance(time::Duration::days(731 - 181));
+    app::worker::run_once(&app.state).await.unwrap();
+    assert_eq!(count(SECRET_MESSAGES).await, 0);
+    assert_eq!(
+        count(DETAILED_AUDIT).await,
+        audit_before,
+        "audit kept longer"
+    );
+    app.clock.advance(time::Duration::days(3651 - 731));
+    app::worker::run_once(&app.state).await.unwrap();
+    assert!(count(DETAILED_AUDIT).await < audit_before);
+
+    assert_eq!(refund_totals(&app).await, totals);
+    let status = sqlx::query("SELECT status FROM cases WHERE id = $1")
+        .bind(&case_id)
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(status.get::<String, _>("status"), "refund_succeeded");
+}
+
+fn with_cookie(
+    method: &str,
+    path: &str,
+    cookie: &str,
+    form: Option<String>,
+) -> axum::http::Request<axum::body::Body> {
+    let builder = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("cookie", cookie);
+    match form {
+        Some(body) => builder
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from(body))
+            .unwrap(),
+        None => builder.body(axum::body::Body::empty()).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn the_admin_console_shows_the_windows_exports_and_erases_a_customer() {
+    let app = spawn_app().await;
+    app.open_ticket("C-200", &format!("Charged twice? {SECRET_PHRASE}"))
+        .await;
+    app.staff_token(StaffRole::Admin).await;
+    let (cookie, csrf) = app.staff_session("admin@test.example").await;
+    let (status, page) = app
+        .raw(with_cookie("GET", "/console/data", &cookie, None))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    for shown in [
+        "730 days",
+        "180 days",
+        "3650 days",
+        "MESSAGE_RETENTION_DAYS",
+    ] {
+        assert!(page.contains(shown), "{shown} on the page");
+    }
+    let (status, doc) = app
+        .raw(with_cookie(
+            "GET",
+            "/console/data/export?customer=C-200",
+            &cookie,
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc.contains("Emma Johnson") && doc.contains("Marmaduke"));
+
+    // The id typed differently: refused, nothing erased.
+    let form = format!("csrf={csrf}&customer=C-200&confirm=C-20");
+    let (status, _) = app
+        .raw(with_cookie(
+            "POST",
+            "/console/data/erase",
+            &cookie,
+            Some(form),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // Without the form's token: refused.
+    let form = "csrf=forged&customer=C-200&confirm=C-200".to_string();
+    let (status, _) = app
+        .raw(with_cookie(
+            "POST",
+            "/console/data/erase",
+            &cookie,
+            Some(form),
+        ))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let form = format!("csrf={csrf}&customer=C-200&confirm=C-200");
+    let response = app
+        .response(with_cookie(
+            "POST",
+            "/console/data/erase",
+            &cookie,
+            Some(form),
+        ))
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let (_, doc) = app
+        .raw(with_cookie(
+            "GET",
+            "/console/data/export?customer=C-200",
+            &cookie,
+            None,
+        ))
+        .await;
+    assert!(
+        !doc.contains("Emma Johnson") && !doc.contains("Marmaduke"),
+        "{doc}"
+    );
+}

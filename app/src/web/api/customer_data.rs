@@ -26,6 +26,12 @@ pub async fn get_export(
     Path(id): Path<String>,
 ) -> AppResult<Response> {
     principal.staff()?;
+    stream_export(state, id).await
+}
+
+/// The export as a streamed JSON response (the API's and the console's): 404 for an
+/// unknown customer before anything is sent.
+pub(crate) async fn stream_export(state: AppState, id: String) -> AppResult<Response> {
     let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
         .bind(&id)
         .fetch_optional(state.db.reader())
@@ -34,6 +40,7 @@ pub async fn get_export(
     if known.is_none() {
         return Err(DomainError::NotFound("customer").into());
     }
+    let disposition = format!("attachment; filename=\"customer-{}.json\"", safe_name(&id));
     let (mut writer, reader) = tokio::io::duplex(CHUNK);
     let now = state.clock.now_ms();
     tokio::spawn(async move {
@@ -54,10 +61,26 @@ pub async fn get_export(
         }
     });
     Ok((
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// The id as a file name: letters, digits, `-` and `_` kept, the rest `_`.
+fn safe_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// `POST /api/v1/customers/{id}/erase` (admin): the customer's personal data erased,
