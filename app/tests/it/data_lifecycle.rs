@@ -748,3 +748,168 @@ async fn the_admin_console_shows_the_windows_exports_and_erases_a_customer() {
         "{doc}"
     );
 }
+
+/// Every line the process logs at info and above, as JSON with its spans' fields.
+#[derive(Clone, Default)]
+struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLogs {
+    type Writer = CapturedLogs;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Runs of 13 to 19 digits, spaces or dashes between them allowed: what a card number
+/// looks like in text.
+fn card_like_numbers(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        // Ids (uuids, `ch_…`, `req_…`) hold digit runs too: a number stands alone.
+        let joined = |c: &char| c.is_ascii_alphanumeric() || *c == '_' || *c == '-';
+        if !chars[i].is_ascii_digit() || (i > 0 && joined(&chars[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let (mut j, mut digits) = (i, 0);
+        while j < chars.len()
+            && (chars[j].is_ascii_digit()
+                || ((chars[j] == ' ' || chars[j] == '-')
+                    && chars.get(j + 1).is_some_and(|c| c.is_ascii_digit())))
+        {
+            digits += usize::from(chars[j].is_ascii_digit());
+            j += 1;
+        }
+        if (13..=19).contains(&digits) && !chars.get(j).is_some_and(joined) {
+            found.push(chars[i..j].iter().collect());
+        }
+        i = j.max(i + 1);
+    }
+    found
+}
+
+#[test]
+fn card_like_numbers_are_found_with_or_without_separators_and_ids_are_not() {
+    assert_eq!(
+        card_like_numbers("card 4242 4242 4242 4242, or 5555-5555-5555-4444."),
+        vec!["4242 4242 4242 4242", "5555-5555-5555-4444"]
+    );
+    assert!(card_like_numbers("order O-1001, charge ch_1001a, 2026-11-29 10:00").is_empty());
+    assert!(card_like_numbers("req 9d1c3f0e-4240-8524-677314ab9f01 run_90603059039544").is_empty());
+}
+
+#[tokio::test]
+async fn a_day_of_traffic_logs_no_customer_name_email_message_or_card_number_at_info() {
+    let logs = CapturedLogs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .json()
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_writer(logs.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = spawn_app().await;
+    add_customers(&app, 10, "49.00", "49.00", true).await;
+    let mut people: Vec<(String, String, String)> = Vec::new();
+    for row in sqlx::query("SELECT id, name, email FROM customers ORDER BY id")
+        .fetch_all(app.state.db.pool())
+        .await
+        .unwrap()
+    {
+        people.push((row.get("id"), row.get("name"), row.get("email")));
+    }
+    assert_eq!(people.len(), 19);
+    // A day: every customer writes every two hours, with their name, email and card in
+    // the text; staff approve what waits; the worker runs between.
+    for hour in 0..12 {
+        for (id, name, email) in &people {
+            let text = format!(
+                "I was charged twice for my annual plan. I am {name}, write to {email}; card 4000 0566 5566 5556 (hour {hour})"
+            );
+            let token = app.customer_token(id).await;
+            let (status, _) = app
+                .request(
+                    "POST",
+                    "/api/v1/tickets",
+                    Some(&token),
+                    Some(json!({"message": text})),
+                )
+                .await;
+            assert!(
+                status == StatusCode::CREATED || status == StatusCode::CONFLICT,
+                "{status}"
+            );
+        }
+        app.drain().await;
+        let (_, queue) = app
+            .request(
+                "GET",
+                "/api/v1/cases?status=awaiting_approval",
+                Some(&app.supervisor_token),
+                None,
+            )
+            .await;
+        for case in queue.as_array().cloned().unwrap_or_default() {
+            let id = case["id"].as_str().unwrap();
+            let full = app.case(id).await;
+            if let Some(fp) = full["fingerprint"].as_str() {
+                app.approve(&app.supervisor_token, id, fp).await;
+            }
+        }
+        app.drain().await;
+        app.clock.advance(time::Duration::hours(2));
+    }
+    let refunds = refund_totals(&app).await;
+    assert!(!refunds.is_empty(), "money moved during the day");
+
+    let captured = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let lines = captured.lines().count();
+    assert!(lines > 500, "a day of traffic was logged ({lines} lines)");
+    assert!(captured.contains("case transition") && captured.contains("refund step"));
+    let tickets = sqlx::query("SELECT COUNT(*) AS n FROM tickets")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+        .get::<i64, _>("n");
+    eprintln!(
+        "a day of traffic: {tickets} tickets, {lines} log lines searched, refunds {refunds:?}"
+    );
+    for (_, name, email) in &people {
+        assert!(!captured.contains(name.as_str()), "{name} in the logs");
+        assert!(!captured.contains(email.as_str()), "{email} in the logs");
+    }
+    assert!(
+        !captured.contains("charged twice"),
+        "message text in the logs"
+    );
+    let cards: Vec<String> = captured
+        .lines()
+        .flat_map(|line| card_like_numbers(&strip_times(line)))
+        .collect();
+    assert!(cards.is_empty(), "card-like numbers in the logs: {cards:?}");
+}
+
+/// A log line without its timestamp fields (milliseconds look like 13 digits).
+fn strip_times(line: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.to_string();
+    };
+    if let Some(object) = value.as_object_mut() {
+        object.remove("timestamp");
+    }
+    value.to_string()
+}
