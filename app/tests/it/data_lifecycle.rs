@@ -913,3 +913,168 @@ fn strip_times(line: &str) -> String {
     }
     value.to_string()
 }
+
+/// `refund-agent` on `data`, against the mock at `payments`, with only these settings.
+fn refund_agent(data: &Path, payments: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+    cmd.arg("--data-dir")
+        .arg(data)
+        .env("PAYMENTS_URL", payments)
+        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env(
+            "PAYMENTS_WEBHOOK_SECRET",
+            app::config::DEFAULT_WEBHOOK_SECRET,
+        )
+        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env_remove("DATABASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Cases and refund intents with their statuses, from a database.
+async fn holdings(url: &str) -> (Vec<(String, String)>, Vec<(String, String, i64)>) {
+    let db = app::store::Db::connect(url).await.unwrap();
+    let cases = sqlx::query("SELECT id, status FROM cases ORDER BY id")
+        .fetch_all(db.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get("id"), r.get("status")))
+        .collect();
+    let intents = sqlx::query("SELECT id, status, amount_minor FROM refund_intents ORDER BY id")
+        .fetch_all(db.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get("id"), r.get("status"), r.get("amount_minor")))
+        .collect();
+    db.close().await;
+    (cases, intents)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_while_serve_works_restores_every_case_and_refund_it_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = crate::support::start_mock(dir.path()).await;
+    let data = dir.path().join("app");
+    let (agent, _) = crate::support::serve::seed(&mut refund_agent(&data, &mock.base_url()));
+    let mut customers = Vec::new();
+    for id in ["C-100", "C-200", "C-400", "C-600", "C-700", "C-800"] {
+        let token = run_ok(refund_agent(&data, &mock.base_url()).args(["customer", "token", id]));
+        customers.push(token.trim().to_string());
+    }
+    let mut serve = crate::support::serve::start(&mut refund_agent(&data, &mock.base_url())).await;
+    // Load: tickets opened and approvals given while the backup is taken.
+    let base = serve.base.clone();
+    let load = tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        for round in 0..3 {
+            for token in &customers {
+                let _ = http
+                    .post(format!("{base}/api/v1/tickets"))
+                    .bearer_auth(token)
+                    .json(&json!({"message": format!("I was charged twice for my annual plan ({round})")}))
+                    .send()
+                    .await;
+            }
+            let waiting: serde_json::Value = http
+                .get(format!("{base}/api/v1/cases?status=awaiting_approval"))
+                .bearer_auth(&agent)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            for case in waiting.as_array().cloned().unwrap_or_default() {
+                let _ = http
+                    .post(format!(
+                        "{base}/api/v1/cases/{}/approve",
+                        case["id"].as_str().unwrap()
+                    ))
+                    .bearer_auth(&agent)
+                    .json(&json!({"fingerprint": case["fingerprint"]}))
+                    .send()
+                    .await;
+            }
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let file = dir.path().join("during-load.db");
+    let data_for_backup = data.clone();
+    let (payments, file_arg) = (mock.base_url(), file.clone());
+    tokio::task::spawn_blocking(move || {
+        run_ok(
+            refund_agent(&data_for_backup, &payments)
+                .arg("backup")
+                .arg(&file_arg),
+        )
+    })
+    .await
+    .unwrap();
+    load.await.unwrap();
+    crate::support::serve::sigkill(&mut serve);
+
+    // What the backup held (read from a copy: opening runs the migrations).
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&file, &copy).unwrap();
+    let held = holdings(&format!("sqlite://{}?mode=rwc", copy.display())).await;
+    assert!(!held.0.is_empty(), "the backup holds cases");
+    eprintln!(
+        "backup under load: {} cases, {} refund intents held",
+        held.0.len(),
+        held.1.len()
+    );
+
+    let fresh = dir.path().join("restored");
+    let err = refund_agent(&fresh, &mock.base_url())
+        .arg("restore")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        err.status.success(),
+        "{}",
+        String::from_utf8_lossy(&err.stderr)
+    );
+    let restored = holdings(&app::store::Db::sqlite_url(&fresh)).await;
+    assert_eq!(
+        restored, held,
+        "every case and refund intent, as the backup held them"
+    );
+    // Restoring over it again is refused: only into an empty data directory.
+    let again = refund_agent(&fresh, &mock.base_url())
+        .arg("restore")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+
+    // The restored desk exports and erases a customer from the command line.
+    let doc = run_ok(refund_agent(&fresh, &mock.base_url()).args(["customer", "export", "C-100"]));
+    let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(doc["tables"]["customers"][0]["email"], "li.wei@example.cn");
+    // C-100's cases are still open (the backup caught them mid-investigation): refused.
+    let refused = refund_agent(&fresh, &mock.base_url())
+        .args(["customer", "erase", "C-100"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("still") && said.contains("case_"), "{said}");
+    let erased =
+        run_ok(refund_agent(&fresh, &mock.base_url()).args(["customer", "erase", "C-300"]));
+    let erased: serde_json::Value = serde_json::from_str(&erased).unwrap();
+    assert!(erased["pseudonym"].as_str().unwrap().starts_with("anon_"));
+}
