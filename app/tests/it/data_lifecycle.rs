@@ -125,6 +125,15 @@ fn pg_dump(url: &str) -> String {
 
 #[tokio::test]
 async fn erasing_a_customer_leaves_none_of_their_words_in_the_store_and_keeps_the_money() {
+    let logs = CapturedLogs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .json()
+        .with_current_span(true)
+        .with_span_list(true)
+        .with_writer(logs.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
     let app = spawn_app().await;
     let case_id = refunded_customer_with_history(&app).await;
     let totals = refund_totals(&app).await;
@@ -143,10 +152,16 @@ async fn erasing_a_customer_leaves_none_of_their_words_in_the_store_and_keeps_th
     assert_eq!(erased["again"], false);
     let pseudonym = erased["pseudonym"].as_str().unwrap().to_string();
 
-    if is_sqlite {
-        let left = files_holding(app.dir.path(), &needles);
-        assert!(left.is_empty(), "after erasure: {left:?}");
-    } else {
+    // The data directory (the database file and its log on SQLite, the policy index
+    // on both) and everything logged.
+    let left = files_holding(app.dir.path(), &needles);
+    assert!(left.is_empty(), "after erasure: {left:?}");
+    let captured = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(captured.contains("customer erased"));
+    for needle in needles {
+        assert!(!captured.contains(needle), "{needle:?} in the logs");
+    }
+    if !is_sqlite {
         let dump = pg_dump(&app.database_url);
         for needle in needles {
             assert!(!dump.contains(needle), "the dump still holds {needle:?}");
