@@ -1,13 +1,12 @@
 //! `customer export ID` (docs/spec/data.md): everything held about one customer as one
 //! JSON document — every row [`classify::TABLES`] says is theirs (profile, orders,
 //! tickets and messages, cases with their proposals and decisions, runs and their
-//! events, approvals, refunds, notes, audit entries about them) — written row by row as
-//! the database hands them over, so memory holds one row at a time, whatever the count.
+//! events, approvals, refunds, notes, audit entries about them) — read a page of rows at
+//! a time and written row by row, so memory holds one page, whatever the count.
 //!
 //! Deliberately not here: credentials (token and link hashes are secrets, not data
 //! about the person), and the provider's own records of the customer.
 
-use futures_util::TryStreamExt;
 use serde_json::{Map, Value};
 use sqlx::{Column, Row};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -57,7 +56,7 @@ pub async fn export<W: AsyncWrite + Unpin>(
         );
         first_table = false;
         write(out, open.as_bytes(), &mut done).await?;
-        export_table(db, table.name, condition, customer_id, out, &mut done).await?;
+        export_table(db, table, condition, customer_id, out, &mut done).await?;
         write(out, b"]", &mut done).await?;
     }
     write(out, b"}}\n", &mut done).await?;
@@ -65,29 +64,46 @@ pub async fn export<W: AsyncWrite + Unpin>(
     Ok(done)
 }
 
-/// One table's rows of the customer, streamed.
+/// Rows read at a time: memory holds one page, whatever the customer's count.
+const PAGE: i64 = 500;
+
+/// One table's rows of the customer, a page at a time in key order, each row written
+/// out before the next page is read.
 async fn export_table<W: AsyncWrite + Unpin>(
     db: &Db,
-    table: &str,
+    table: &classify::Table,
     condition: &str,
     customer_id: &str,
     out: &mut W,
     done: &mut Exported,
 ) -> DomainResult<()> {
-    let sql = format!("SELECT * FROM {table} WHERE {condition}");
-    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(customer_id)
-        .fetch(db.reader());
+    let sql = format!(
+        "SELECT * FROM {} WHERE {condition} ORDER BY {} LIMIT $2 OFFSET $3",
+        table.name,
+        table.key.join(", ")
+    );
     let mut first = true;
-    while let Some(row) = rows.try_next().await? {
-        let mut line = if first { Vec::new() } else { b",".to_vec() };
-        first = false;
-        serde_json::to_writer(&mut line, &row_json(&row))
-            .map_err(|e| DomainError::Internal(e.into()))?;
-        write(out, &line, done).await?;
-        done.rows += 1;
+    let mut offset = 0;
+    loop {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(customer_id)
+            .bind(PAGE)
+            .bind(offset)
+            .fetch_all(db.reader())
+            .await?;
+        for row in &rows {
+            let mut line = if first { Vec::new() } else { b",".to_vec() };
+            first = false;
+            serde_json::to_writer(&mut line, &row_json(row))
+                .map_err(|e| DomainError::Internal(e.into()))?;
+            write(out, &line, done).await?;
+            done.rows += 1;
+        }
+        if (rows.len() as i64) < PAGE {
+            return Ok(());
+        }
+        offset += PAGE;
     }
-    Ok(())
 }
 
 /// A row as a JSON object: integers as numbers, text as strings — or as the JSON it
