@@ -22,6 +22,20 @@ pub struct Exported {
     pub bytes: u64,
 }
 
+/// The document's shape, for the OpenAPI description only (the export itself is written
+/// row by row, never built as a value).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ExportDocument {
+    pub customer_id: String,
+    /// Unix milliseconds.
+    pub exported_at: i64,
+    /// Each table holding the customer's rows, by name: a list of rows, column by name
+    /// (JSON columns as JSON).
+    #[schema(value_type = Object)]
+    pub tables: serde_json::Value,
+}
+
 /// Writes the document for `customer_id` to `out`:
 /// `{"customer_id": …, "exported_at": ms, "tables": {"customers": [{…}], "orders": […], …}}`.
 /// An unknown customer is `NotFound` before anything is written.

@@ -19,7 +19,7 @@ use crate::web::error::AppResult;
 const CHUNK: usize = 16 * 1024;
 
 /// `GET /api/v1/customers/{id}/export` (admin): everything held about the customer.
-#[utoipa::path(get, path = "/api/v1/customers/{id}/export", tag = "admin", security(("bearer" = [])), params(("id" = String, Path, description = "the customer's id")), responses((status = 200, description = "one JSON document: the customer's rows, table by table", content_type = "application/json"), crate::web::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/customers/{id}/export", tag = "admin", security(("bearer" = [])), params(("id" = String, Path, description = "the customer's id")), responses((status = 200, description = "one JSON document: the customer's rows, table by table", body = crate::customer_data::export::ExportDocument, content_type = "application/json"), crate::web::error::ApiErrors))]
 pub async fn get_export(
     State(state): State<AppState>,
     principal: Principal,
