@@ -121,6 +121,18 @@ pub struct Settings {
     #[arg(long, global = true, env = "APPROVAL_TTL_HOURS", value_name = "APPROVAL_TTL_HOURS", default_value_t = 72,
           value_parser = clap::value_parser!(u64).range(1..=24 * 365))]
     pub approval_ttl_hours: u64,
+    /// Days a customer's message text is kept before the retention job redacts it.
+    #[arg(long, global = true, env = "MESSAGE_RETENTION_DAYS", value_name = "MESSAGE_RETENTION_DAYS", default_value_t = 730,
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub message_retention_days: u32,
+    /// Days an agent run's event payloads (model input, tool results) are kept.
+    #[arg(long, global = true, env = "RUN_EVENT_RETENTION_DAYS", value_name = "RUN_EVENT_RETENTION_DAYS", default_value_t = 180,
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub run_event_retention_days: u32,
+    /// Days the audit log keeps its details (its lines stay).
+    #[arg(long, global = true, env = "AUDIT_RETENTION_DAYS", value_name = "AUDIT_RETENTION_DAYS", default_value_t = 3650,
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub audit_retention_days: u32,
     /// Where users reach the app; `https://…` makes cookies `Secure` and adds HSTS [default: unset].
     #[arg(long, global = true, env = "PUBLIC_URL", value_name = "PUBLIC_URL", value_parser = http_url)]
     pub public_url: Option<String>,
@@ -371,6 +383,8 @@ pub struct Config {
     /// `APPROVAL_TTL_HOURS` (default 72): a case left awaiting approval longer than this
     /// is re-investigated, so nobody approves a refund decided on stale facts.
     pub approval_ttl: Duration,
+    /// `MESSAGE_RETENTION_DAYS`, `RUN_EVENT_RETENTION_DAYS`, `AUDIT_RETENTION_DAYS`.
+    pub retention: crate::customer_data::retention::Windows,
     /// `PUBLIC_URL`: where users reach the app; `https://…` makes cookies `Secure`.
     pub public_url: Option<String>,
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
@@ -448,6 +462,11 @@ impl Config {
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),
             approval_ttl: Duration::from_secs(3600 * settings.approval_ttl_hours),
+            retention: crate::customer_data::retention::Windows {
+                message_days: settings.message_retention_days,
+                run_event_days: settings.run_event_retention_days,
+                audit_days: settings.audit_retention_days,
+            },
             public_url: set(&settings.public_url),
             shadow_mode: settings.shadow_mode,
             policy_second_approver: settings.policy_second_approver,

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod config;
 pub mod conversation;
 pub mod customer;
+pub mod customer_data;
 pub mod error;
 pub mod investigation;
 pub mod lease;
@@ -109,6 +110,7 @@ pub async fn build_state(
             .as_deref()
             .is_some_and(|u| u.starts_with("https://")),
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
+        retention: config.retention,
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
         // Four claim loops on either backend: their steps share transactions through the

@@ -253,7 +253,7 @@ pub async fn run_if_due(r: Reconciler<'_>) -> DomainResult<Option<ReconcileRepor
 
 /// Claims one run of the periodic job `name` if nobody ran it within `period_ms` of
 /// `now` (one conditional upsert: exactly one claimant per period, across instances).
-async fn claim_job(db: &Db, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
+pub(crate) async fn claim_job(db: &Db, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
     let claimed = sqlx::query(
         "INSERT INTO job_runs (name, last_run_at) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET last_run_at = excluded.last_run_at

@@ -44,6 +44,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Age after which an unanswered approval request expires.
     pub approval_ttl_ms: i64,
+    /// How long message text, run-event payloads and audit details are kept.
+    pub retention: crate::customer_data::retention::Windows,
     /// Verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
     /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.

@@ -86,6 +86,9 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
         return Ok(handled);
     }
     handled += expire_stale_approvals(state).await?;
+    // docs/spec/data.md: after a restore, the intents the backup had not seen final are
+    // looked up at the provider before anything is sent.
+    handled += crate::customer_data::restore::check_restored(state.sender()).await?;
     for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
         // An approved case not yet started stays approved for the next instance; one
         // started has stored its intent and key first (docs/spec/invariants.md #4).
@@ -115,6 +118,8 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
     handled += crate::mail::send::run_once(state.postman())
         .await?
         .handled();
+    // docs/spec/data.md: text past its retention window, redacted (once per period).
+    crate::customer_data::retention::run_if_due(&state.db, state.retention, now).await?;
     Ok(handled)
 }
 

@@ -141,7 +141,38 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
             };
             println!("{}", sign_in_url(config, &token));
         }
+        CustomerCommand::Export { customer_id, out } => {
+            export_customer(&db, &customer_id, out, now).await?;
+        }
+        CustomerCommand::Erase { customer_id } => {
+            let erased = crate::customer_data::erase::erase(&db, "cli", &customer_id, now).await?;
+            println!("{}", serde_json::to_string_pretty(&erased)?);
+        }
     }
+    db.close().await;
+    Ok(())
+}
+
+/// `customer export ID [--out FILE]`: streamed to the file or stdout, counts on stderr.
+async fn export_customer(
+    db: &crate::store::Db,
+    customer_id: &str,
+    out: Option<std::path::PathBuf>,
+    now: i64,
+) -> anyhow::Result<()> {
+    use crate::customer_data::export::export;
+    let done = match out {
+        Some(path) => {
+            let file = tokio::fs::File::create(&path).await?;
+            let mut file = tokio::io::BufWriter::new(file);
+            export(db, customer_id, now, &mut file).await?
+        }
+        None => {
+            let mut stdout = tokio::io::BufWriter::new(tokio::io::stdout());
+            export(db, customer_id, now, &mut stdout).await?
+        }
+    };
+    eprintln!("exported {} rows, {} bytes", done.rows, done.bytes);
     Ok(())
 }
 

@@ -116,6 +116,19 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: RolloutCommand,
     },
+    /// A consistent copy of the database while `serve` runs (SQLite: VACUUM INTO;
+    /// PostgreSQL: pg_dump --format=custom).
+    Backup {
+        /// The backup file to write (never overwritten).
+        file: PathBuf,
+    },
+    /// Bring a backup back into an empty data directory (or empty PostgreSQL database);
+    /// no refund is sent until every one not final in the backup is checked at the
+    /// provider.
+    Restore {
+        /// The backup file `backup` wrote.
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -388,6 +401,20 @@ pub(super) enum CustomerCommand {
     },
     /// Print a single-use sign-in link for a customer, valid 15 minutes.
     Link {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+    },
+    /// Write everything held about a customer as one JSON document (docs/spec/data.md).
+    Export {
+        /// The customer's id (e.g. C-100).
+        customer_id: String,
+        /// Where to write it [default: stdout].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Erase a customer's personal data; money records stay under a pseudonym (audited,
+    /// harmless twice; refused while a refund of theirs is being executed).
+    Erase {
         /// The customer's id (e.g. C-100).
         customer_id: String,
     },

@@ -93,5 +93,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Staff { command } => accounts::staff(&config, command).await,
         Command::Customer { command } => accounts::customer(&config, command).await,
         Command::Token { command } => accounts::token(&config, command).await,
+        Command::Backup { file } => {
+            crate::customer_data::restore::backup(&config.database_url, &file).await?;
+            eprintln!("backup written to {}", file.display());
+            Ok(())
+        }
+        Command::Restore { file } => {
+            use crate::clock::Clock;
+            let now = crate::clock::SystemClock.now_ms();
+            let waiting =
+                crate::customer_data::restore::restore(&config.database_url, &file, now).await?;
+            eprintln!("restored; {waiting} refund intents wait for a check at the provider before anything is sent");
+            Ok(())
+        }
     }
 }

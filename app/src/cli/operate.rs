@@ -49,6 +49,10 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
+    let restored = crate::customer_data::restore::check_restored(state.sender()).await?;
+    if restored > 0 {
+        eprintln!("{restored} restored refund intents checked at the provider");
+    }
     let report = crate::reconcile::run_with_drift(state.reconciler()).await?;
     eprintln!("{}", report.summary());
     println!("{}", serde_json::to_string_pretty(&report)?);

@@ -185,7 +185,10 @@ async fn linked_on_page(
         return Ok(());
     }
     let rows = in_list(
-        "SELECT id, email, provider_customer_id FROM customers WHERE provider_customer_id",
+        // An erased customer's email is a pseudonym (docs/spec/data.md): never compared,
+        // so the provider's copy of it is not written into a report.
+        "SELECT id, email, provider_customer_id FROM customers
+          WHERE id NOT IN (SELECT customer_id FROM erasures) AND provider_customer_id",
         &ids,
     )
     .fetch_all(db.reader())

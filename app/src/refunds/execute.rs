@@ -195,6 +195,13 @@ async fn void_and_reinvestigate(x: Executor<'_>, case: &Case, why: &str) -> Doma
 /// age, `submitting` committed, the call, each kind of answer — read in their one order,
 /// top to bottom, where a reviewer checks that nothing is sent twice.
 async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Step> {
+    if restore_gate_closed(s.db).await? {
+        // docs/spec/data.md: after a restore, nothing is sent until every intent the
+        // backup had not seen final was looked up at the provider (it may have been
+        // sent after the backup, under a key the provider has since forgotten).
+        tracing::info!(case_id = %case.id, intent_id = %intent.id, "refund held: restored intents not yet reconciled");
+        return Ok(Step::Unchanged);
+    }
     let now = s.clock.now_ms();
     if intent.attempts > 0 && key_age_ms(intent, now) >= KEY_SAFE_AGE_MS {
         // The provider may have forgotten the key: a resend could execute twice. Look,
@@ -468,4 +475,84 @@ pub async fn reconcile_intent(s: Sender<'_>, case: &Case, intent: &Intent) -> Do
         });
     }
     Ok(step)
+}
+
+/// Whether a restore left intents not yet looked up at the provider (the table is
+/// written by `customer_data::restore`; read here, at the payment boundary).
+pub async fn restore_gate_closed(db: &Db) -> DomainResult<bool> {
+    let open = sqlx::query("SELECT intent_id FROM restore_checks WHERE checked_at IS NULL LIMIT 1")
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(open.is_some())
+}
+
+/// What the provider holds for an intent a restored backup had not seen final; never
+/// sends. `Ok(None)`: the provider could not be read (ask again later).
+pub async fn check_restored(
+    s: Sender<'_>,
+    intent_id: &str,
+) -> DomainResult<Option<RestoredIntent>> {
+    let Some(intent) = load_intent(s.db, intent_id).await? else {
+        return Ok(Some(RestoredIntent::Final));
+    };
+    if !matches!(
+        intent.status,
+        IntentStatus::Created
+            | IntentStatus::Submitting
+            | IntentStatus::Pending
+            | IntentStatus::PendingVerification
+    ) {
+        return Ok(Some(RestoredIntent::Final));
+    }
+    let found = match &intent.provider_refund_id {
+        Some(refund_id) => s.payments.get_refund(refund_id).await.map(Some),
+        None => find_ours(s, &intent).await,
+    };
+    match found {
+        Ok(Some(refund)) => {
+            adopt(s, &intent, &refund, intent.provider_refund_id.is_none()).await?;
+            settle_adopted(s, &intent.case_id).await?;
+            Ok(Some(RestoredIntent::Adopted))
+        }
+        Ok(None) => Ok(Some(RestoredIntent::Absent)),
+        Err(e) => {
+            tracing::warn!(intent_id = %intent.id, error = %e, "restored intent not checked; will ask again");
+            Ok(None)
+        }
+    }
+}
+
+/// What [`check_restored`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoredIntent {
+    /// The intent is final (or gone) here already: nothing to look up.
+    Final,
+    /// The provider made it (after the backup): taken as ours, never sent again.
+    Adopted,
+    /// The provider holds no refund for it: it was never sent, sending is safe.
+    Absent,
+}
+
+impl RestoredIntent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestoredIntent::Final => "final",
+            RestoredIntent::Adopted => "adopted",
+            RestoredIntent::Absent => "absent",
+        }
+    }
+}
+
+/// A case whose refunds the provider made after the backup: its approval is used (the
+/// money moved under it) and its status follows its intents, as after a submission.
+async fn settle_adopted(s: Sender<'_>, case_id: &str) -> DomainResult<()> {
+    let mut tx = s.db.begin().await?;
+    if let Some(case) = cases::load_case_tx(&mut tx, case_id).await? {
+        if case.status == CaseStatus::Approved {
+            cases::use_approval(&mut tx, &case).await?;
+        }
+    }
+    super::settle_case_status_tx(&mut tx, s.clock, case_id).await?;
+    tx.commit().await?;
+    Ok(())
 }

@@ -20,8 +20,8 @@
 
 mod execute;
 pub use execute::{
-    cases_to_execute, execute_case, reconcile_intent, PENDING_RECHECK_MAX_MS,
-    PENDING_RECHECK_MIN_MS,
+    cases_to_execute, check_restored, execute_case, reconcile_intent, restore_gate_closed,
+    RestoredIntent, PENDING_RECHECK_MAX_MS, PENDING_RECHECK_MIN_MS,
 };
 mod settle;
 pub use settle::{settle_case, settle_case_status_tx};

@@ -193,6 +193,8 @@ impl Modify for BearerAuth {
         crate::web::api::reconcile::post_reconcile,
         crate::web::api::rollout::get_rollout,
         crate::web::api::rollout::post_rollout,
+        crate::web::api::customer_data::get_export,
+        crate::web::api::customer_data::post_erase,
         crate::web::api::saved_replies::get_saved_replies,
         crate::web::api::saved_replies::post_saved_reply,
         crate::web::api::mail::post_inbound_email,

@@ -166,7 +166,7 @@ pub fn routes(state: &AppState) -> Routes {
 /// The JSON API under `/api/v1`.
 fn api_routes(state: &AppState) -> Routes {
     use crate::web::api::{
-        cases, policies, reconcile, records, rollout, runs, saved_replies, tickets,
+        cases, customer_data, policies, reconcile, records, rollout, runs, saved_replies, tickets,
     };
     let shop = Rule::ServiceOrStaff(ServiceKind::Integration, Capability::Administer);
     let customer = Rule::Customer;
@@ -241,6 +241,16 @@ fn api_routes(state: &AppState) -> Routes {
             saved_replies::post_saved_reply,
         )
         .put("/customers/{id}", shop, records::put_customer)
+        .get(
+            "/customers/{id}/export",
+            Rule::Staff(Capability::Administer),
+            customer_data::get_export,
+        )
+        .post(
+            "/customers/{id}/erase",
+            Rule::Staff(Capability::Administer),
+            customer_data::post_erase,
+        )
         .put("/orders/{id}", shop, records::put_order)
         .get("/charges/unlinked", read, records::get_unlinked)
         .post(

@@ -16,6 +16,7 @@ mod cli;
 mod console;
 mod conversation;
 mod customer;
+mod data_lifecycle;
 mod harness_loop;
 mod history;
 mod kill;

@@ -121,7 +121,7 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 10] = [
+const PAGES: [(&str, &str, Capability); 11] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
     ("/console/policies", "Policies", Capability::ReadPolicies),
@@ -131,6 +131,7 @@ const PAGES: [(&str, &str, Capability); 10] = [
     ("/console/audit", "Audit", Capability::ReadCases),
     ("/console/rollout", "Rollout", Capability::Administer),
     ("/console/staff", "Staff", Capability::Administer),
+    ("/console/data", "Customer data", Capability::Administer),
     ("/console/me/tokens", "My tokens", Capability::ReadPolicies),
 ];
 

@@ -13,6 +13,7 @@ mod case_replies;
 mod charges;
 mod common;
 mod customer;
+mod customer_data;
 mod login;
 mod markdown;
 pub mod policy;
@@ -153,6 +154,13 @@ fn console_routes() -> Routes {
         .get("/console/shadow", read, reports::shadow_page)
         .get("/console/rollout", admin, rollout::rollout_page)
         .post("/console/rollout", admin, rollout::rollout_submit)
+        .get("/console/data", admin, customer_data::data_page)
+        .get(
+            "/console/data/export",
+            admin,
+            customer_data::export_download,
+        )
+        .post("/console/data/erase", admin, customer_data::erase_submit)
         .merge(policy::routes())
         .merge(policy_draft::routes())
         .merge(saved_replies::routes())
