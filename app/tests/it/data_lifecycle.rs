@@ -1101,3 +1101,68 @@ async fn a_backup_taken_while_serve_works_restores_every_case_and_refund_it_held
     let erased: serde_json::Value = serde_json::from_str(&erased).unwrap();
     assert!(erased["pseudonym"].as_str().unwrap().starts_with("anon_"));
 }
+
+#[tokio::test]
+async fn erasing_a_customer_who_wrote_by_mail_leaves_none_of_the_mail_in_the_store() {
+    let app = crate::mail::mail_app().await;
+    let body = format!(
+        "I was charged twice for my annual plan. {SECRET_PHRASE}.\n\n\
+         On Monday, Example Shop wrote:\n> Thank you for your order, Li Wei.\n"
+    );
+    let raw = crate::support::mail::build(
+        "Li Wei <li.wei@example.cn>",
+        "Charged twice",
+        &body,
+        &[],
+    );
+    let (status, taken) = crate::mail::inbound(&app, &raw).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{taken}");
+    let held = sqlx::query("SELECT COUNT(*) AS n FROM mail_inbound WHERE raw LIKE '%Marmaduke%'")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    assert_eq!(held.get::<i64, _>("n"), 1, "the raw mail is kept");
+    let case_id = sqlx::query("SELECT id FROM cases WHERE customer_id = 'C-100'")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+        .get::<String, _>("id");
+    app.close_case(&case_id).await;
+    let needles = ["li.wei@example.cn", SECRET_PHRASE, "Marmaduke", "Li Wei"];
+    if app.database_url.starts_with("sqlite") {
+        assert!(!files_holding(app.dir.path(), &needles).is_empty());
+    }
+
+    let admin = app.staff_token(StaffRole::Admin).await;
+    let (status, erased) = app
+        .request("POST", "/api/v1/customers/C-100/erase", Some(&admin), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{erased}");
+    for (table, column) in [
+        ("mail_inbound", "raw"),
+        ("mail_inbound", "sender"),
+        ("mail_outbox", "body"),
+        ("mail_outbox", "address"),
+        ("messages", "quoted"),
+        ("mail_addresses", "address"),
+    ] {
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM {table} WHERE {column} LIKE '%Marmaduke%' \
+             OR {column} LIKE '%li.wei@example.cn%' OR {column} LIKE '%Li Wei%'"
+        );
+        let left = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_one(app.state.db.pool())
+            .await
+            .unwrap();
+        assert_eq!(left.get::<i64, _>("n"), 0, "{table}.{column} still holds them");
+    }
+    if app.database_url.starts_with("sqlite") {
+        let left = files_holding(app.dir.path(), &needles);
+        assert!(left.is_empty(), "after erasure: {left:?}");
+    } else {
+        let dump = pg_dump(&app.database_url);
+        for needle in needles {
+            assert!(!dump.contains(needle), "the dump still holds {needle:?}");
+        }
+    }
+}
