@@ -13,7 +13,7 @@ pub mod accounts;
 pub mod oidc;
 pub mod provisioning;
 mod staff;
-pub use staff::{list_staff, staff_by_email, unlock_staff, upsert_staff};
+pub use staff::{assignable_staff, list_staff, staff_by_email, unlock_staff, upsert_staff};
 mod login;
 pub use login::{
     login, recent_failures, throttle_delay_ms, LoginResult, ACCOUNT_FREE_FAILURES,

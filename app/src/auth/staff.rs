@@ -101,6 +101,19 @@ pub async fn unlock_staff(db: &Db, email: &str) -> DomainResult<u64> {
     Ok(done.rows_affected())
 }
 
+/// Who may be given a case (issue 38: assignment from a list, not a typed email): active
+/// staff whose role works cases (agents, supervisors, admins), by email.
+pub async fn assignable_staff(db: &Db) -> DomainResult<Vec<Staff>> {
+    let rows = sqlx::query(
+        "SELECT id, email, role FROM staff
+          WHERE deactivated_at IS NULL AND role IN ('agent', 'supervisor', 'admin')
+          ORDER BY email",
+    )
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(staff_from_row).collect()
+}
+
 /// Every staff member, by email.
 pub async fn list_staff(db: &Db) -> DomainResult<Vec<Staff>> {
     let rows = sqlx::query("SELECT id, email, role FROM staff ORDER BY email")

@@ -453,8 +453,13 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
         .await;
     // A refused form shows its error, and the address bar is the case page again, not
     // the POST-only URL the form went to (a reload would be a 405).
+    // The list offers staff only; a stale page may still name someone gone since.
     browser
-        .type_into("#assign input[name=email]", "nobody@test.example")
+        .execute(
+            "const s = document.querySelector('#assign select[name=email]');
+             s.add(new Option('nobody@test.example', 'nobody@test.example'));
+             s.value = 'nobody@test.example'; return true;",
+        )
         .await;
     browser.click("#assign-submit").await;
     // The answer is a new page: wait for it rather than read the old one.

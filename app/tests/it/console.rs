@@ -1625,3 +1625,30 @@ async fn one_search_box_on_every_console_page_finds_a_case_by_its_words_in_any_s
     let (_, page) = console_get(&app, "/console/policies", &cookie).await;
     assert!(!page.contains("id=\"header-search\""), "{page}");
 }
+
+#[tokio::test]
+async fn a_supervisor_assigns_a_case_from_a_list_of_the_staff_who_work_cases() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap();
+    app.staff_token(app::auth::StaffRole::PolicyAuthor).await;
+    let supervisor = session_cookie(&app, "supervisor@test.example").await;
+    let (_, page) = console_get(&app, &format!("/console/cases/{case_id}"), &supervisor).await;
+    assert!(
+        page.contains("<option value=\"agent@test.example\">")
+            && page.contains("<option value=\"supervisor@test.example\">"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("<option value=\"policy_author@test.example\">"),
+        "a policy author works no case"
+    );
+    let agent = session_cookie(&app, "agent@test.example").await;
+    let (_, page) = console_get(&app, &format!("/console/cases/{case_id}"), &agent).await;
+    assert!(
+        !page.contains("<select name=\"email\">"),
+        "an agent takes it: {page}"
+    );
+}

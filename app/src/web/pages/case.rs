@@ -77,6 +77,8 @@ pub(super) struct CasePage {
     may_close: bool,
     /// A supervisor or admin may assign the case to somebody else.
     may_assign_others: bool,
+    /// Whom a supervisor may give the case to (empty for others: they take it).
+    assignable: Vec<String>,
     /// What the action just done did, after its redirect (`?done=…`).
     notice: Option<&'static str>,
     /// The page refreshes itself (static/live.js) until the case is at rest.
@@ -287,6 +289,14 @@ async fn read_page(
             && !case.status.has_refund_in_flight()
             && (case.status != CaseStatus::AwaitingApproval || may_approve),
         may_assign_others: supervisor,
+        assignable: match supervisor {
+            true => auth::assignable_staff(&state.db)
+                .await?
+                .into_iter()
+                .map(|s| s.email)
+                .collect(),
+            false => Vec::new(),
+        },
         notice,
         live: !case.status.is_at_rest(),
         nav: Nav::of(session, "/console"),
