@@ -114,6 +114,21 @@ impl CaseStatus {
         )
     }
 
+    /// A case at its end that a customer's new words reopen for a person (issue 38): closed,
+    /// replied, rejected, withdrawn, or its refund settled either way. Money still moving
+    /// is not here: its case is not at an end.
+    pub fn resolved_but_open_to_words(self) -> bool {
+        matches!(
+            self,
+            CaseStatus::Closed
+                | CaseStatus::Replied
+                | CaseStatus::Rejected
+                | CaseStatus::Cancelled
+                | CaseStatus::RefundSucceeded
+                | CaseStatus::RefundFailed
+        )
+    }
+
     /// A refund was approved and is on its way to the provider or waiting for its answer
     /// (the executor's states): closing the case now would hide an outcome that is not
     /// known yet (docs/spec/invariants.md #5), so nobody closes it until the provider answers.

@@ -340,6 +340,15 @@ pub async fn take_customer_message(
         reinvestigate(tx, versions, case, why, now).await?;
         return Ok(true);
     }
+    // Nothing falls through (issue 38): words on a resolved or closed case go to a person,
+    // into its owner's or the supervisors' queue — never back to an agent run that already
+    // answered, never nowhere. A joined case stays closed: its words went to the other.
+    if case.status.resolved_but_open_to_words() && case.joined_into.is_none() {
+        let why = "the customer wrote again after the case was resolved";
+        escalate_to_person(tx, case, why, now).await?;
+        crate::audit::record(tx, "system", "reopened", &case.id, why, now).await?;
+        return Ok(true);
+    }
     Ok(false)
 }
 

@@ -1652,3 +1652,45 @@ async fn a_supervisor_assigns_a_case_from_a_list_of_the_staff_who_work_cases() {
         "an agent takes it: {page}"
     );
 }
+
+#[tokio::test]
+async fn a_customers_words_on_a_closed_case_reopen_it_for_a_person_and_never_fall_through() {
+    let app = spawn_app().await;
+    let (ticket_id, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    app.close_case(&case_id).await;
+    assert_eq!(app.case(&case_id).await["status"], "closed");
+
+    let token = app.customer_token("C-100").await;
+    let (status, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket_id}/messages"),
+            Some(&token),
+            Some(serde_json::json!({ "text": "Sorry, one more thing about that refund" })),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    let reopened = app.case(&case_id).await;
+    assert_eq!(reopened["status"], "escalated", "{reopened:#}");
+
+    // In the supervisors' "Needs me", and the next words stay with the person.
+    let supervisor = session_cookie(&app, "supervisor@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &supervisor).await;
+    assert!(
+        queue_rows(&page).iter().any(|(id, _)| *id == case_id),
+        "{page}"
+    );
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket_id}/messages"),
+            Some(&token),
+            Some(serde_json::json!({ "text": "and thank you" })),
+        )
+        .await;
+    assert!(status.is_success());
+    assert_eq!(app.case(&case_id).await["status"], "escalated");
+}
