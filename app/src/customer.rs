@@ -586,7 +586,10 @@ pub async fn add_message_from(
             None => case,
         };
         let why = "new customer message";
-        if cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await? {
+        // Issue 38: asked for a person in so many words, they get one at once.
+        if crate::structure::asks_for_a_person(&text) && case.status.may_go_to_a_person() {
+            hand_to_a_person(&mut tx, &case, ticket, now).await?;
+        } else if cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await? {
             // Issue 37: the customer hears that their words reopened the case.
             let kind = crate::mailbox::MailKind::Reopened;
             crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
@@ -595,6 +598,22 @@ pub async fn add_message_from(
     tx.commit().await?;
     queue.wake.notify_one();
     Ok(())
+}
+
+/// The customer asked for a person in their words: the case goes to the staff queue,
+/// escalated, and they are told so (as the page's "talk to a person" does).
+async fn hand_to_a_person(
+    tx: &mut crate::store::Tx<'_>,
+    case: &cases::Case,
+    ticket: &Ticket,
+    now: i64,
+) -> DomainResult<()> {
+    let why = "the customer asked for a person in their message";
+    cases::escalate_to_person(tx, case, why, now).await?;
+    let reply = replies::person_reply(ticket.language);
+    append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
+    let customer = &ticket.customer_id;
+    crate::audit::record(tx, customer, "asked_for_person", &case.id, why, now).await
 }
 
 /// What a withdrawal did.

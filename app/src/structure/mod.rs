@@ -42,10 +42,12 @@ mod instructions;
 mod lines;
 mod markers;
 mod pasted;
+mod person;
 
 use serde::Serialize;
 
 pub use fold::fold_words;
+pub use person::asks_for_a_person;
 
 /// Where a block of text stands in the customer's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

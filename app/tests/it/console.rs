@@ -1694,3 +1694,48 @@ async fn a_customers_words_on_a_closed_case_reopen_it_for_a_person_and_never_fal
     assert!(status.is_success());
     assert_eq!(app.case(&case_id).await["status"], "escalated");
 }
+
+#[tokio::test]
+async fn a_customer_who_asks_for_a_person_in_their_own_words_gets_one_at_once() {
+    let app = spawn_app().await;
+    let (ticket_id, first) = app.open_ticket("C-500", "Please refund me").await;
+    assert_eq!(first["status"], "awaiting_customer", "{first:#}");
+    let case_id = first["id"].as_str().unwrap().to_string();
+    let token = app.customer_token("C-500").await;
+    let (status, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket_id}/messages"),
+            Some(&token),
+            Some(serde_json::json!({ "text": "I'd like to talk to a real person please" })),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    app.drain().await;
+    let case = app.case(&case_id).await;
+    assert_eq!(
+        case["status"], "escalated",
+        "no second answer from the agent: {case:#}"
+    );
+    let (_, ticket) = app
+        .request(
+            "GET",
+            &format!("/api/v1/tickets/{ticket_id}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let agent_said: Vec<&str> = ticket["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["author"] == "agent")
+        .filter_map(|m| m["text"].as_str().or(m["body"].as_str()))
+        .collect();
+    assert_eq!(
+        agent_said.len(),
+        2,
+        "the question, then the hand-off: {ticket:#}"
+    );
+    assert_ne!(agent_said[0], agent_said[1], "never the same answer twice");
+}
