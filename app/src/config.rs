@@ -384,7 +384,7 @@ pub struct Config {
     /// is re-investigated, so nobody approves a refund decided on stale facts.
     pub approval_ttl: Duration,
     /// `MESSAGE_RETENTION_DAYS`, `RUN_EVENT_RETENTION_DAYS`, `AUDIT_RETENTION_DAYS`.
-    pub retention: crate::customer_data::retention::Windows,
+    pub retention: RetentionWindows,
     /// `PUBLIC_URL`: where users reach the app; `https://…` makes cookies `Secure`.
     pub public_url: Option<String>,
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
@@ -462,7 +462,7 @@ impl Config {
             provider_timeout: Duration::from_secs(10),
             provider_backoff: Duration::from_millis(500),
             approval_ttl: Duration::from_secs(3600 * settings.approval_ttl_hours),
-            retention: crate::customer_data::retention::Windows {
+            retention: RetentionWindows {
                 message_days: settings.message_retention_days,
                 run_event_days: settings.run_event_retention_days,
                 audit_days: settings.audit_retention_days,
@@ -586,6 +586,25 @@ impl WatchdogPeriods {
         WatchdogPeriods {
             stuck_ms: ms(stuck),
             handoff_ms: ms(handoff),
+        }
+    }
+}
+
+/// The windows in force, in days (`MESSAGE_RETENTION_DAYS`, `RUN_EVENT_RETENTION_DAYS`,
+/// `AUDIT_RETENTION_DAYS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RetentionWindows {
+    pub message_days: u32,
+    pub run_event_days: u32,
+    pub audit_days: u32,
+}
+
+impl Default for RetentionWindows {
+    fn default() -> Self {
+        RetentionWindows {
+            message_days: 730,
+            run_event_days: 180,
+            audit_days: 3650,
         }
     }
 }

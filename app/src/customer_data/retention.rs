@@ -7,6 +7,7 @@
 //! Deliberately not here: anything of a conversation still open (a run not at rest reads
 //! its events and messages back), and the money records, which the law keeps.
 
+pub use crate::config::RetentionWindows as Windows;
 use sqlx::Row;
 
 use super::classify::{ERASED, ERASED_JSON};
@@ -18,25 +19,6 @@ pub const PERIOD_MS: i64 = 3600 * 1000;
 /// The `job_runs` name of the job.
 const JOB_NAME: &str = "retention";
 const DAY_MS: i64 = 24 * 3600 * 1000;
-
-/// The windows in force, in days (`MESSAGE_RETENTION_DAYS`, `RUN_EVENT_RETENTION_DAYS`,
-/// `AUDIT_RETENTION_DAYS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Windows {
-    pub message_days: u32,
-    pub run_event_days: u32,
-    pub audit_days: u32,
-}
-
-impl Default for Windows {
-    fn default() -> Self {
-        Windows {
-            message_days: 730,
-            run_event_days: 180,
-            audit_days: 3650,
-        }
-    }
-}
 
 /// What one run of the job redacted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
