@@ -1312,12 +1312,8 @@ async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
             .body(Body::empty())
             .unwrap()
     };
-    let cases_on = |html: &str| -> Vec<String> {
-        html.split("<tr data-case=\"")
-            .skip(1)
-            .map(|rest| rest[..rest.find('"').unwrap()].to_string())
-            .collect()
-    };
+    let cases_on =
+        |html: &str| -> Vec<String> { queue_rows(html).into_iter().map(|(id, _)| id).collect() };
     let (_, all) = app.raw(get("/console?status=all".into())).await;
     let every = cases_on(&all);
     assert_eq!(every.len(), opened.len(), "{all}");

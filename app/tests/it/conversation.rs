@@ -20,7 +20,7 @@ async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> (StatusCod
 }
 
 /// A console page as the staff member of `cookie` sees it.
-async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
+pub(crate) async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
     app.raw(
         Request::get(path)
             .header("cookie", cookie)
@@ -933,7 +933,12 @@ async fn the_case_page_offers_the_saved_replies_of_the_tickets_language_and_show
 }
 
 /// A console form post as the staff member of `cookie`.
-async fn console_post(app: &TestApp, cookie: &str, path: &str, form: &str) -> (StatusCode, String) {
+pub(crate) async fn console_post(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    form: &str,
+) -> (StatusCode, String) {
     app.raw(
         Request::post(path)
             .header("cookie", cookie)

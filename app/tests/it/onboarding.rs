@@ -909,27 +909,7 @@ async fn a_shop_backend_puts_customers_and_orders_with_its_integration_token_onl
     assert_eq!(status, axum::http::StatusCode::OK);
 }
 
-/// A console form post as the holder of `cookie`.
-async fn console_post(app: &TestApp, cookie: &str, path: &str, form: &str) -> (StatusCode, String) {
-    app.raw(
-        axum::http::Request::post(path)
-            .header("cookie", cookie)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(axum::body::Body::from(form.to_string()))
-            .unwrap(),
-    )
-    .await
-}
-
-async fn console_get(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
-    app.raw(
-        axum::http::Request::get(path)
-            .header("cookie", cookie)
-            .body(axum::body::Body::empty())
-            .unwrap(),
-    )
-    .await
-}
+use crate::conversation::{console_get, console_post};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn staff_see_charges_naming_no_order_in_the_console_and_a_supervisor_links_one() {
