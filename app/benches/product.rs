@@ -53,16 +53,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use app::agent::investigator::Investigator;
-use app::clock::{Clock, ManualClock, SystemClock};
-use app::config::Config;
-use app::customer::NewTicket;
-use app::state::AppState;
-use app::store::Db;
-use app::world::{World, WorldCharge, WorldCustomer, WorldOrder};
+use desk::agent::investigator::Investigator;
+use desk::clock::{Clock, ManualClock, SystemClock};
+use desk::config::Config;
+use desk::customer::NewTicket;
+use desk::state::AppState;
+use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder};
 use policy_engine::{Currency, Facts, Money, Product, Region};
 use serde_json::{json, Value};
 use sqlx::Row;
+use store::Db;
 use time::OffsetDateTime;
 
 // ---------------------------------------------------------------------------------------
@@ -423,12 +423,12 @@ impl Rig {
         let mut config = Config::from_env(dir.path());
         config.database_url = db.url.clone();
         config.payments_url = Some(mock.base_url());
-        config.fixtures_dir = app::config::default_fixtures_dir();
+        config.fixtures_dir = desk::config::default_fixtures_dir();
         config.provider_backoff = Duration::from_millis(5);
         config.provider_timeout = Duration::from_secs(10);
         let clock = Arc::new(ManualClock::new(bench_now()));
         let state =
-            app::build_state(&config, &mock.base_url(), clock, Arc::new(Investigator)).await?;
+            desk::build_state(&config, &mock.base_url(), clock, Arc::new(Investigator)).await?;
         Ok(Rig {
             state,
             mock,
@@ -470,7 +470,7 @@ async fn load_into_provider(base_url: &str, world: &World) -> anyhow::Result<()>
                 vec![]
             },
         };
-        app::world::load_into_provider(base_url, &serde_json::to_string(&part)?).await?;
+        desk::world::load_into_provider(base_url, &serde_json::to_string(&part)?).await?;
     }
     Ok(())
 }
@@ -632,10 +632,10 @@ async fn durable_steps(state: &AppState, run_id: &str, n: usize) -> anyhow::Resu
     let started = Instant::now();
     for i in 0..n {
         let mut tx = state.db.begin().await?;
-        app::runs::append_event(
+        desk::runs::append_event(
             &mut tx,
             run_id,
-            app::runs::EventKind::Harness(harness::Kind::ToolResult),
+            desk::runs::EventKind::Harness(harness::Kind::ToolResult),
             Some(&format!("bench{i}")),
             &payload,
             now,
@@ -657,7 +657,7 @@ async fn phase_steps(
     let (world, messages) = duplicate_world(1, bench_now());
     rig.load(&world).await?;
     let (customer, text) = &messages[0];
-    let ticket = app::customer::create_ticket(
+    let ticket = desk::customer::create_ticket(
         &rig.state.db,
         rig.state.clock.as_ref(),
         rig.state.queue(),
@@ -668,7 +668,7 @@ async fn phase_steps(
         },
     )
     .await?;
-    let run_id = app::cases::case_for_ticket(&rig.state.db, &ticket.id)
+    let run_id = desk::cases::case_for_ticket(&rig.state.db, &ticket.id)
         .await?
         .and_then(|c| c.run_id)
         .context("a new ticket has a run")?;
@@ -729,7 +729,7 @@ async fn tickets_end_to_end(
     let started = Instant::now();
     let mut tickets = Vec::with_capacity(n);
     for (customer, text) in &messages {
-        let ticket = app::customer::create_ticket(
+        let ticket = desk::customer::create_ticket(
             &rig.state.db,
             rig.state.clock.as_ref(),
             rig.state.queue(),
@@ -747,7 +747,7 @@ async fn tickets_end_to_end(
     let events_before = count(&rig.state.db, "SELECT COUNT(*) FROM run_events").await?;
     let started = Instant::now();
     for _ in 0..20 {
-        if app::worker::run_once(&rig.state).await? == 0 {
+        if desk::worker::run_once(&rig.state).await? == 0 {
             break;
         }
     }
@@ -801,7 +801,7 @@ async fn serve_open_cases(
     let mut requests = Vec::with_capacity(tickets.len());
     for (ticket_id, customer) in tickets {
         let (token, _) =
-            app::auth::issue_token(&rig.state.db, "api", "customer", customer, now).await?;
+            desk::auth::issue_token(&rig.state.db, "api", "customer", customer, now).await?;
         requests.push((
             format!("/api/v1/tickets/{ticket_id}"),
             vec![("authorization".to_string(), format!("Bearer {token}"))],
@@ -813,11 +813,11 @@ async fn serve_open_cases(
         ("PAYMENTS_URL", rig.mock.base_url()),
         (
             "PAYMENTS_API_KEY",
-            app::config::DEFAULT_PAYMENTS_KEY.to_string(),
+            desk::config::DEFAULT_PAYMENTS_KEY.to_string(),
         ),
         (
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET.to_string(),
+            desk::config::DEFAULT_WEBHOOK_SECRET.to_string(),
         ),
         ("APPROVAL_TTL_HOURS", "8760".to_string()),
     ];
@@ -983,7 +983,7 @@ fn report_ticket_run(backend: &Backend, run: &TicketRun, e2e: f64, raw: f64, rep
 async fn facts_mix(index: &Arc<rag_index::PolicyIndex>) -> anyhow::Result<Vec<Facts>> {
     let mut mix = Vec::new();
     for ticket in refund_evals::generate::history(91, 1_000) {
-        let investigation = app::replay::investigate(&Investigator, index, &ticket).await?;
+        let investigation = desk::replay::investigate(&Investigator, index, &ticket).await?;
         if let Some(facts) = investigation.facts {
             mix.push(facts);
         }
@@ -1011,7 +1011,7 @@ fn phase_decisions(policies: &policy_engine::PolicySet, mix: &[Facts], report: &
         std::hint::black_box(policy_engine::decide(std::hint::black_box(facts), policies));
     });
     let hashes = time_loop(&|facts| {
-        std::hint::black_box(app::workflow::evidence_hash(std::hint::black_box(facts)));
+        std::hint::black_box(desk::workflow::evidence_hash(std::hint::black_box(facts)));
     });
     report.add(
         "policy decisions/s, one core (`policy_engine::decide`, generated mix)",
@@ -1176,7 +1176,7 @@ async fn phase_shadow(
         let text = refund_evals::generate::to_jsonl(&tickets);
         drop(tickets);
         let started = Instant::now();
-        let (tickets, bad) = app::replay::parse_history(&text);
+        let (tickets, bad) = desk::replay::parse_history(&text);
         let parsed = started.elapsed();
         if !bad.is_empty() {
             bail!(
@@ -1298,7 +1298,7 @@ async fn durable_runs_peer_shape(
             order_id: None,
         };
         let (db, clock) = (&rig.state.db, rig.state.clock.as_ref());
-        app::customer::create_ticket(db, clock, rig.state.queue(), customer, ticket).await?;
+        desk::customer::create_ticket(db, clock, rig.state.queue(), customer, ticket).await?;
     }
     let started = Instant::now();
     let mut loops = tokio::task::JoinSet::new();
@@ -1307,13 +1307,13 @@ async fn durable_runs_peer_shape(
         loops.spawn(async move {
             let mut done = 0usize;
             let (tools, model) = (peer_shape_tools(), PeerShape);
-            let clock = app::clock::HarnessClock(state.clock.as_ref());
+            let clock = desk::clock::HarnessClock(state.clock.as_ref());
             let spec = harness::Run::new(&model, &tools, &clock);
             let now = state.clock.now_ms();
             while let Some(mut run) =
-                app::runs::claim_next(&state.db, &state.instance_id, now).await?
+                desk::runs::claim_next(&state.db, &state.instance_id, now).await?
             {
-                let log = app::investigation::sql_log::SqlLog::new(
+                let log = desk::investigation::sql_log::SqlLog::new(
                     &state.db,
                     state.clock.as_ref(),
                     &mut run,
@@ -1345,7 +1345,7 @@ async fn durable_runs_peer_shape(
 /// The peer's model: `lookup_order` once a turn until 6 results, then an answer.
 struct PeerShape;
 
-impl harness::Model<app::agent::Proposal> for PeerShape {
+impl harness::Model<desk::agent::Proposal> for PeerShape {
     fn name(&self) -> String {
         "peer-shape".into()
     }
@@ -1353,7 +1353,7 @@ impl harness::Model<app::agent::Proposal> for PeerShape {
     fn next_turn<'a>(
         &'a self,
         ctx: &'a harness::ModelContext<'a>,
-    ) -> harness::BoxFuture<'a, anyhow::Result<harness::Turn<app::agent::Proposal>>> {
+    ) -> harness::BoxFuture<'a, anyhow::Result<harness::Turn<desk::agent::Proposal>>> {
         let done = ctx.history.len();
         let turn = if done < 6 {
             harness::Turn::ToolCalls {
@@ -1365,7 +1365,7 @@ impl harness::Model<app::agent::Proposal> for PeerShape {
             }
         } else {
             harness::Turn::Answer {
-                answer: app::agent::Proposal {
+                answer: desk::agent::Proposal {
                     request: policy_engine::RequestKind::Unclear,
                     order_id: Some("A0001".into()),
                     reason_code: "other".into(),
@@ -1490,7 +1490,7 @@ fn cli_of(bin: &str, data_dir: &Path, db_url: &str) -> tokio::process::Command {
     cmd.arg("--data-dir")
         .arg(data_dir)
         .env("DATABASE_URL", db_url)
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env("RUST_LOG", "warn")
         .env_remove("PAYMENTS_URL")
         .env_remove("LLM_BASE_URL")
@@ -1727,19 +1727,19 @@ async fn phase_http(
     // before the server starts.
     let now = SystemClock.now_ms();
     let store = Db::connect(&db.url).await?;
-    let staff = app::auth::staff_by_email(&store, "agent@refund-desk.test")
+    let staff = desk::auth::staff_by_email(&store, "agent@refund-desk.test")
         .await?
         .context("seed creates the demo agent")?;
-    let (staff_token, _) = app::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
+    let (staff_token, _) = desk::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
     let mut customer_tokens = Vec::new();
     let mut sign_in_links = Vec::new();
     for (customer, _) in &messages {
         customer_tokens.push(
-            app::auth::issue_token(&store, "api", "customer", customer, now)
+            desk::auth::issue_token(&store, "api", "customer", customer, now)
                 .await?
                 .0,
         );
-        sign_in_links.push(app::auth::issue_sign_in_link(&store, customer, now).await?);
+        sign_in_links.push(desk::auth::issue_sign_in_link(&store, customer, now).await?);
     }
     store.close().await;
 
@@ -2524,12 +2524,14 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     eprintln!("Refund desk benchmarks on {machine}");
     let load_at_start = load_average();
 
-    let fixtures = app::config::default_fixtures_dir();
-    let policies = app::policies::load_policy_set(&fixtures.join("policies"))?;
+    let fixtures = desk::config::default_fixtures_dir();
+    let policies = desk::policies::load_policy_set(&fixtures.join("policies"))?;
     let index_dir = tempfile::tempdir()?;
     let index = {
         let (dir, set) = (index_dir.path().to_path_buf(), policies.clone());
-        Arc::new(tokio::task::spawn_blocking(move || app::policies::open_index(&dir, &set)).await??)
+        Arc::new(
+            tokio::task::spawn_blocking(move || desk::policies::open_index(&dir, &set)).await??,
+        )
     };
 
     if settings.runs("decisions") {

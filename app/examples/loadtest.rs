@@ -289,10 +289,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let env = [
         ("DATABASE_URL", database_url.as_str()),
         ("PAYMENTS_URL", payments_url.as_str()),
-        ("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY),
+        ("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY),
         (
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         ),
     ];
     let world_arg = world_path.to_str().context("a UTF-8 temp path")?;

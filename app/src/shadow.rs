@@ -21,8 +21,8 @@ use rag_index::PolicyIndex;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use crate::agent::Model;
-use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
+use desk::agent::Model;
+use desk::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
@@ -166,7 +166,7 @@ pub struct ShadowTicket {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub order_source: Option<crate::resolve::OrderSource>,
+    pub order_source: Option<domain::resolve::OrderSource>,
     pub policy_versions: Vec<String>,
     pub citations: Vec<String>,
     /// How the human outcome was inferred, when the history line says (`import history`
@@ -275,7 +275,7 @@ struct Replayed {
         Option<Facts>,
         Option<RequestKind>,
         Option<String>,
-        Option<crate::resolve::OrderSource>,
+        Option<domain::resolve::OrderSource>,
     ),
 }
 
@@ -339,7 +339,7 @@ pub async fn run(
     let mut by_reason: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_run_versions: BTreeMap<String, Agreement> = BTreeMap::new();
-    let run_versions = crate::agent::versions(model).label();
+    let run_versions = desk::agent::versions(model).label();
     let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
     let (mut agree_count, mut exact_count) = (0usize, 0usize);
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
@@ -381,7 +381,7 @@ pub async fn run(
             .entry(agent.outcome.as_str().into())
             .or_default() += 1;
         by_reason
-            .entry(crate::world::serde_plain(&human.reason))
+            .entry(desk::world::serde_plain(&human.reason))
             .or_default()
             .add(agree);
         for v in &versions {
@@ -445,7 +445,7 @@ pub async fn run(
     }
 }
 
-use crate::web::pages::html_escape as esc;
+use web::pages::html_escape as esc;
 
 fn verdict_text(v: &CaseVerdict) -> String {
     let refunds: Vec<String> = v
@@ -456,7 +456,7 @@ fn verdict_text(v: &CaseVerdict) -> String {
     format!(
         "{} ({}) {}",
         v.outcome.as_str(),
-        crate::world::serde_plain(&v.reason),
+        desk::world::serde_plain(&v.reason),
         refunds.join(", ")
     )
 }

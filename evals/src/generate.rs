@@ -27,7 +27,7 @@
 //! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module
 //! does not do: touch a database, a provider or the network.
 
-use app::replay::HistoricalTicket;
+use desk::replay::HistoricalTicket;
 use policy_engine::PolicySet;
 
 mod draft;
@@ -49,8 +49,8 @@ pub use varied::{
 /// and tests run from a checkout, not a request path. Use [`history_with`] to pass a
 /// policy set explicitly.
 pub fn history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = app::config::default_fixtures_dir().join("policies");
-    let policies = app::policies::load_policy_set(&dir)
+    let dir = desk::config::default_fixtures_dir().join("policies");
+    let policies = desk::policies::load_policy_set(&dir)
         .expect("the fixture policies ship with the repository");
     history_with(&policies, seed, n)
 }
@@ -90,7 +90,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use app::replay::parse_history;
+    use desk::replay::parse_history;
     use policy_engine::Currency;
 
     #[test]
@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(products.len(), 3);
         let reasons: BTreeSet<String> = tickets
             .iter()
-            .map(|t| app::world::serde_plain(&t.human.reason))
+            .map(|t| desk::world::serde_plain(&t.human.reason))
             .collect();
         for reason in policy_engine::ReasonCode::ALL.map(|r| r.as_str()) {
             assert!(reasons.contains(reason), "no {reason} in {reasons:?}");
@@ -158,12 +158,12 @@ mod tests {
     async fn the_built_in_investigator_reads_generated_tickets_as_meant() {
         let dir = tempfile::tempdir().unwrap();
         let policies =
-            app::policies::load_policy_set(&app::config::default_fixtures_dir().join("policies"))
+            desk::policies::load_policy_set(&desk::config::default_fixtures_dir().join("policies"))
                 .unwrap();
-        let index = Arc::new(app::policies::open_index(dir.path(), &policies).unwrap());
+        let index = Arc::new(desk::policies::open_index(dir.path(), &policies).unwrap());
         let tickets = history_with(&policies, 3, 400);
         let report = app::shadow::run(
-            &app::agent::investigator::Investigator,
+            &desk::agent::investigator::Investigator,
             &policies,
             &index,
             &tickets,

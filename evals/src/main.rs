@@ -1,7 +1,7 @@
 //! The `refund-evals` command line: the scenario eval suite (`eval`, also reached as
 //! `refund-agent eval`, which hands its command line over unchanged) and the
 //! historical-ticket generator (`generate-history`). Both take the same settings as
-//! `refund-agent` (`app::config::Settings`: flags with environment fallbacks); the
+//! `refund-agent` (`desk::config::Settings`: flags with environment fallbacks); the
 //! report's path and nothing else goes to stdout.
 
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use app::cli::progress::Progress;
-use app::config::Config;
 use clap::{Parser, Subcommand};
+use desk::config::Config;
 use refund_evals::generate::{self, ComplaintBank};
 use refund_evals::suite::{self, ModelChoice};
 
@@ -23,7 +23,7 @@ use refund_evals::suite::{self, ModelChoice};
 struct Cli {
     /// Every setting of `refund-agent` (the suite reads FIXTURES_DIR and LLM_*).
     #[command(flatten)]
-    settings: app::config::Settings,
+    settings: desk::config::Settings,
     #[command(subcommand)]
     command: Command,
 }
@@ -202,7 +202,7 @@ fn generate_history(
     style: HistoryStyle,
     bank: HistoryBank,
 ) -> anyhow::Result<()> {
-    let policies = app::policies::load_policy_set(&config.policies_dir())?;
+    let policies = desk::policies::load_policy_set(&config.policies_dir())?;
     let bank = match bank {
         HistoryBank::Own => ComplaintBank::Own,
         HistoryBank::ExternalDev => ComplaintBank::ExternalDev,
@@ -224,7 +224,7 @@ fn generate_history(
 
 /// Streams `tickets` to `out` as JSON lines, calling `progress(written)` after each.
 fn write_history(
-    tickets: impl Iterator<Item = app::replay::HistoricalTicket>,
+    tickets: impl Iterator<Item = desk::replay::HistoricalTicket>,
     out: &std::path::Path,
     mut progress: impl FnMut(usize),
 ) -> std::io::Result<()> {

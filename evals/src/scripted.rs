@@ -17,8 +17,8 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use app::agent::investigator::Investigator;
-use app::agent::{
+use desk::agent::investigator::Investigator;
+use desk::agent::{
     BoxFuture, EvidenceRef, Model, ModelContext, ModelReply, ModelTurn, ProposedRefund, ToolCall,
     Usage,
 };
@@ -152,7 +152,7 @@ impl ScriptedModel {
     }
 }
 
-impl harness::Model<app::agent::Proposal> for ScriptedModel {
+impl harness::Model<desk::agent::Proposal> for ScriptedModel {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -199,7 +199,7 @@ impl<M: Model> RewritingModel<M> {
     }
 }
 
-impl<M: Model> harness::Model<app::agent::Proposal> for RewritingModel<M> {
+impl<M: Model> harness::Model<desk::agent::Proposal> for RewritingModel<M> {
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -242,7 +242,7 @@ pub fn calls(calls: Vec<ToolCall>) -> ModelTurn {
 
 fn edit_proposal(
     name: &str,
-    edit: impl Fn(&mut app::agent::Proposal) + Send + Sync + 'static,
+    edit: impl Fn(&mut desk::agent::Proposal) + Send + Sync + 'static,
 ) -> RewritingModel<Investigator> {
     RewritingModel::new(name, Investigator, move |turn| match turn {
         ModelTurn::Answer {

@@ -52,9 +52,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use app::agent::investigator::Investigator;
-use app::agent::Model;
-use app::config::LlmConfig;
+use desk::agent::investigator::Investigator;
+use desk::agent::Model;
+use desk::config::LlmConfig;
 
 use env::{Env, Shared};
 pub use report::{html, write, AttemptResult, EvalReport, GraderResult, ScenarioResult};
@@ -89,14 +89,14 @@ impl ModelChoice {
         Ok(match self {
             ModelChoice::BuiltIn => Arc::new(Investigator),
             ModelChoice::Llm(llm) => Arc::new(
-                app::agent::llm::LlmModel::new(
+                desk::agent::llm::LlmModel::new(
                     &llm.base_url,
                     llm.api_key.clone(),
                     llm.model.clone(),
                     llm.timeout,
                 )?
                 .with_budget(
-                    app::agent::context::ContextBudget::for_context_window(llm.context_tokens),
+                    desk::agent::context::ContextBudget::for_context_window(llm.context_tokens),
                 ),
             ),
         })
@@ -230,7 +230,7 @@ async fn run_attempt(shared: &Shared, scenario: &Scenario, choice: &ModelChoice)
     let model_name = model.as_ref().map(|m| m.name()).unwrap_or_default();
     let versions = model
         .as_ref()
-        .map(|m| app::agent::versions(m.as_ref()).label())
+        .map(|m| desk::agent::versions(m.as_ref()).label())
         .unwrap_or_default();
     let outcome = match model {
         Ok(model) => {
@@ -283,7 +283,7 @@ async fn drive(
     if scenario.settle {
         env.drain(&env.state.clone()).await?;
         env.trace.reconcile = Some(
-            app::reconcile::run(env.state.reconciler())
+            desk::reconcile::run(env.state.reconciler())
                 .await
                 .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
         );

@@ -7,13 +7,13 @@ use std::io::Read;
 use anyhow::Context;
 
 use super::args::{CustomerCommand, StaffCommand, TokenCommand};
-use crate::auth;
-use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
+use desk::auth;
+use desk::clock::{Clock, SystemClock};
+use desk::config::Config;
 
 /// `staff add|token|unlock`.
 pub(super) async fn staff(config: &Config, command: StaffCommand) -> anyhow::Result<()> {
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let now = SystemClock.now_ms();
     match command {
         StaffCommand::Add {
@@ -79,7 +79,7 @@ pub(super) async fn staff(config: &Config, command: StaffCommand) -> anyhow::Res
     Ok(())
 }
 
-async fn known(db: &crate::store::Db, email: &str) -> anyhow::Result<auth::Staff> {
+async fn known(db: &store::Db, email: &str) -> anyhow::Result<auth::Staff> {
     auth::staff_by_email(db, email)
         .await?
         .context("no staff member with that email")
@@ -87,7 +87,7 @@ async fn known(db: &crate::store::Db, email: &str) -> anyhow::Result<auth::Staff
 
 /// `token create|list|revoke`: service tokens (audited with the actor `cli`).
 pub(super) async fn token(config: &Config, command: TokenCommand) -> anyhow::Result<()> {
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let now = SystemClock.now_ms();
     match command {
         TokenCommand::Create {
@@ -121,7 +121,7 @@ pub(super) async fn token(config: &Config, command: TokenCommand) -> anyhow::Res
 /// `customer token` (an API token) and `customer link` (a single-use sign-in link):
 /// either alone on stdout.
 pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyhow::Result<()> {
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let now = SystemClock.now_ms();
     let missing = || anyhow::anyhow!("no such customer (run `refund-agent seed` first)");
     match command {
@@ -136,7 +136,7 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
         }
         CustomerCommand::Link { customer_id } => {
             let token = match auth::issue_sign_in_link(&db, &customer_id, now).await {
-                Err(crate::error::DomainError::NotFound(_)) => return Err(missing()),
+                Err(desk::error::DomainError::NotFound(_)) => return Err(missing()),
                 other => other?,
             };
             println!("{}", sign_in_url(config, &token));
@@ -145,7 +145,7 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
             export_customer(&db, &customer_id, out, now).await?;
         }
         CustomerCommand::Erase { customer_id } => {
-            let erased = crate::customer_data::erase::erase(&db, "cli", &customer_id, now).await?;
+            let erased = desk::customer_data::erase::erase(&db, "cli", &customer_id, now).await?;
             println!("{}", serde_json::to_string_pretty(&erased)?);
         }
     }
@@ -155,12 +155,12 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
 
 /// `customer export ID [--out FILE]`: streamed to the file or stdout, counts on stderr.
 async fn export_customer(
-    db: &crate::store::Db,
+    db: &store::Db,
     customer_id: &str,
     out: Option<std::path::PathBuf>,
     now: i64,
 ) -> anyhow::Result<()> {
-    use crate::customer_data::export::export;
+    use desk::customer_data::export::export;
     let done = match out {
         Some(path) => {
             let file = tokio::fs::File::create(&path).await?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::auth::StaffRole;
+use desk::auth::StaffRole;
 
 #[derive(Parser)]
 #[command(
@@ -17,7 +17,7 @@ use crate::auth::StaffRole;
 pub(super) struct Cli {
     /// Every setting, each a flag with an environment fallback (`config::Settings`).
     #[command(flatten)]
-    pub(super) settings: crate::config::Settings,
+    pub(super) settings: desk::config::Settings,
     #[command(subcommand)]
     pub(super) command: Command,
 }
@@ -141,7 +141,7 @@ pub(super) enum ImportCommand {
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
         #[arg(long, value_enum)]
-        format: Option<crate::onboarding::rows::Format>,
+        format: Option<desk::onboarding::rows::Format>,
         /// Ask the provider nothing: given provider customers are taken as written and
         /// the others stay unlinked.
         #[arg(long)]
@@ -155,7 +155,7 @@ pub(super) enum ImportCommand {
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
         #[arg(long, value_enum)]
-        format: Option<crate::onboarding::rows::Format>,
+        format: Option<desk::onboarding::rows::Format>,
     },
     /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
     /// requester matched to a customer by email, the billing world rebuilt as of the
@@ -383,11 +383,11 @@ pub(super) enum ServiceKindArg {
     Scim,
 }
 
-impl From<ServiceKindArg> for crate::auth::ServiceKind {
+impl From<ServiceKindArg> for desk::auth::ServiceKind {
     fn from(kind: ServiceKindArg) -> Self {
         match kind {
-            ServiceKindArg::Integration => crate::auth::ServiceKind::Integration,
-            ServiceKindArg::Scim => crate::auth::ServiceKind::Scim,
+            ServiceKindArg::Integration => desk::auth::ServiceKind::Integration,
+            ServiceKindArg::Scim => desk::auth::ServiceKind::Scim,
         }
     }
 }

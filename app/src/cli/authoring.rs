@@ -7,13 +7,13 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::setup::{provider, state};
-use crate::authoring::{self, drafts};
-use crate::clock::SystemClock;
-use crate::config::Config;
-use crate::store::Db;
+use desk::authoring::{self, drafts};
+use desk::clock::SystemClock;
+use desk::config::Config;
+use store::Db;
 
-async fn staff(db: &Db, email: &str) -> anyhow::Result<crate::auth::Staff> {
-    crate::auth::staff_by_email(db, email)
+async fn staff(db: &Db, email: &str) -> anyhow::Result<desk::auth::Staff> {
+    desk::auth::staff_by_email(db, email)
         .await?
         .with_context(|| format!("no staff member {email}"))
 }
@@ -89,7 +89,7 @@ pub(super) async fn whatif(
         (Some(path), None) => {
             let (tickets, _) = super::offline::read_history(path)?;
             let sources = authoring::versions::sources(&db).await?;
-            let policies = crate::authoring::Policies::from_sources(sources)
+            let policies = desk::authoring::Policies::from_sources(sources)
                 .map_err(|e| anyhow::anyhow!("stored policies: {e}"))?;
             let index = super::offline::open_index_blocking(config, (*policies.set()).clone());
             let index = std::sync::Arc::new(index.await?);

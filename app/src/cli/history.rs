@@ -9,8 +9,8 @@ use anyhow::Context;
 
 use super::progress::Progress;
 use super::setup::{payments_client, provider};
-use crate::config::Config;
-use crate::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryError};
+use desk::config::Config;
+use desk::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryError};
 
 /// The flags of `import history`.
 #[derive(clap::Args)]
@@ -50,7 +50,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
         None => TagMap::default(),
     };
     std::fs::create_dir_all(&config.data_dir)?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let (url, mock) = provider(config).await?;
     let payments = payments_client(config, &url)?;
     let options = history::HistoryOptions {
@@ -78,7 +78,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
             let mut summary = serde_json::to_value(&report)?;
             if let (Some(fields), Some(kib)) = (
                 summary.as_object_mut(),
-                crate::onboarding::import::peak_memory_kib(),
+                desk::onboarding::import::peak_memory_kib(),
             ) {
                 fields.insert("peak_memory_kib".into(), kib.into());
             }
@@ -98,7 +98,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
     }
 }
 
-fn print_bad(file: &std::path::Path, bad: &crate::onboarding::rows::RowError) {
+fn print_bad(file: &std::path::Path, bad: &desk::onboarding::rows::RowError) {
     let id = bad
         .id
         .as_deref()

@@ -7,9 +7,9 @@ use std::path::Path;
 use super::args::{ChargesCommand, ImportCommand};
 use super::progress::Progress;
 use super::setup::{payments_client, provider};
-use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
-use crate::onboarding::import::{self, ImportError};
+use desk::clock::{Clock, SystemClock};
+use desk::config::Config;
+use desk::onboarding::import::{self, ImportError};
 
 pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::Result<()> {
     match command {
@@ -26,11 +26,11 @@ pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::R
 async fn customers(
     config: &Config,
     file: &Path,
-    format: Option<crate::onboarding::rows::Format>,
+    format: Option<desk::onboarding::rows::Format>,
     offline: bool,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let (payments, mock) = if offline {
         (None, None)
     } else {
@@ -66,10 +66,10 @@ async fn customers(
 async fn orders(
     config: &Config,
     file: &Path,
-    format: Option<crate::onboarding::rows::Format>,
+    format: Option<desk::onboarding::rows::Format>,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let reading = Progress::bytes("reading");
     let mut progress =
         |_: &'static str, done: u64, total: u64| reading.set(done as usize, total as usize);
@@ -111,7 +111,7 @@ fn report(file: &Path, result: Result<import::ImportReport, ImportError>) -> any
 /// `charges unlinked [--sync]` and `charges link CHARGE ORDER`.
 pub(super) async fn charges(config: &Config, command: ChargesCommand) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     let (url, mock) = provider(config).await?;
     let payments = payments_client(config, &url)?;
     let done = charges_on(&db, &payments, command).await;
@@ -123,11 +123,11 @@ pub(super) async fn charges(config: &Config, command: ChargesCommand) -> anyhow:
 }
 
 async fn charges_on(
-    db: &crate::store::Db,
-    payments: &crate::payments::PaymentsClient,
+    db: &store::Db,
+    payments: &desk::payments::PaymentsClient,
     command: ChargesCommand,
 ) -> anyhow::Result<()> {
-    use crate::onboarding::charges;
+    use desk::onboarding::charges;
     let now = SystemClock.now_ms();
     match command {
         ChargesCommand::Unlinked { sync, limit } => {

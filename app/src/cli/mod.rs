@@ -20,9 +20,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::config::Config;
 pub use accounts::sign_in_url;
 use args::{Cli, Command};
+use desk::config::Config;
 
 pub fn main() -> ExitCode {
     // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
@@ -45,10 +45,10 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // With JSON logs the last word is a JSON line too, for the collector.
             match log_format {
-                crate::config::LogFormat::Json => {
+                desk::config::LogFormat::Json => {
                     tracing::error!(error = %format!("{e:#}"), "stopped by an error")
                 }
-                crate::config::LogFormat::Text => eprintln!("error: {e:#}"),
+                desk::config::LogFormat::Text => eprintln!("error: {e:#}"),
             }
             ExitCode::FAILURE
         }
@@ -58,15 +58,15 @@ pub fn main() -> ExitCode {
 /// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
 /// JSON form carries each event's span fields (the request id, the route), so a log
 /// collector can follow one request.
-fn init_logging(format: crate::config::LogFormat) {
+fn init_logging(format: desk::config::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
-        crate::config::LogFormat::Text => builder.init(),
-        crate::config::LogFormat::Json => builder.json().with_current_span(true).init(),
+        desk::config::LogFormat::Text => builder.init(),
+        desk::config::LogFormat::Json => builder.json().with_current_span(true).init(),
     }
 }
 
@@ -94,15 +94,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Customer { command } => accounts::customer(&config, command).await,
         Command::Token { command } => accounts::token(&config, command).await,
         Command::Backup { file } => {
-            crate::customer_data::restore::backup(&config.database_url, &file).await?;
+            desk::customer_data::restore::backup(&config.database_url, &file).await?;
             eprintln!("backup written to {}", file.display());
             Ok(())
         }
         Command::Restore { file } => {
-            use crate::clock::Clock;
-            let now = crate::clock::SystemClock.now_ms();
+            use desk::clock::Clock;
+            let now = desk::clock::SystemClock.now_ms();
             let waiting =
-                crate::customer_data::restore::restore(&config.database_url, &file, now).await?;
+                desk::customer_data::restore::restore(&config.database_url, &file, now).await?;
             eprintln!("restored; {waiting} refund intents wait for a check at the provider before anything is sent");
             Ok(())
         }

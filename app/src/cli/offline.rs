@@ -9,8 +9,8 @@ use anyhow::Context;
 use policy_engine::{PolicySet, PolicySource};
 
 use super::progress::Progress;
-use crate::agent::investigator::Investigator;
-use crate::config::Config;
+use desk::agent::investigator::Investigator;
+use desk::config::Config;
 
 /// `index`: rebuilds the policy index from the policies (`policy_set`).
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {
@@ -38,7 +38,7 @@ fn open_and_rebuild(
     policies: &PolicySet,
     progress: impl FnMut(usize, usize),
 ) -> anyhow::Result<rag_index::PolicyIndex> {
-    let index = crate::policies::open_index(dir, policies)?;
+    let index = desk::policies::open_index(dir, policies)?;
     index
         .rebuild_with_progress(policies.documents(), progress)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -84,19 +84,19 @@ pub(super) async fn open_index_blocking(
     policies: policy_engine::PolicySet,
 ) -> anyhow::Result<rag_index::PolicyIndex> {
     let dir = config.index_dir();
-    tokio::task::spawn_blocking(move || crate::policies::open_index(&dir, &policies)).await?
+    tokio::task::spawn_blocking(move || desk::policies::open_index(&dir, &policies)).await?
 }
 
 /// Reads a history file; bad lines are reported with their number and skipped.
 pub(super) fn read_history(
     path: &Path,
 ) -> anyhow::Result<(
-    Vec<crate::replay::HistoricalTicket>,
-    Vec<crate::replay::LineError>,
+    Vec<desk::replay::HistoricalTicket>,
+    Vec<desk::replay::LineError>,
 )> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let (tickets, bad) = crate::replay::parse_history(&text);
+    let (tickets, bad) = desk::replay::parse_history(&text);
     for line in &bad {
         eprintln!(
             "{}:{}: skipped: {}",
@@ -117,7 +117,7 @@ pub(super) async fn policy_set(config: &Config) -> anyhow::Result<PolicySet> {
     let why_files = match stored_sources(config).await {
         Ok(Some(sources)) => {
             eprintln!("policies: from the database ({} versions)", sources.len());
-            return PolicySet::from_sources(crate::authoring::supersede(sources))
+            return PolicySet::from_sources(desk::authoring::supersede(sources))
                 .map_err(|e| anyhow::anyhow!("policies in the database: {e}"));
         }
         Ok(None) => "the database holds none".to_string(),
@@ -127,7 +127,7 @@ pub(super) async fn policy_set(config: &Config) -> anyhow::Result<PolicySet> {
         "policies: from the files in {} ({why_files})",
         files.display()
     );
-    crate::policies::load_policy_set(&files)
+    desk::policies::load_policy_set(&files)
 }
 
 /// The database's policy versions; `None` when there is no database or it holds none.
@@ -143,7 +143,7 @@ async fn stored_sources(config: &Config) -> anyhow::Result<Option<Vec<PolicySour
             return Ok(None);
         }
     }
-    let db = crate::store::Db::connect(url).await?;
-    let sources = crate::authoring::versions::sources(&db).await?;
+    let db = store::Db::connect(url).await?;
+    let sources = desk::authoring::versions::sources(&db).await?;
     Ok(Some(sources).filter(|s| !s.is_empty()))
 }

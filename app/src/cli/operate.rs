@@ -5,18 +5,18 @@
 use anyhow::Context;
 
 use super::setup::{provider, state};
-use crate::config::Config;
+use desk::config::Config;
 
 /// `investigate`: drains the worker, then prints the ticket's run events and case status.
 pub(super) async fn investigate(config: &Config, ticket: String) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    crate::worker::drain(&state).await?;
-    let case = crate::cases::case_for_ticket(&state.db, &ticket)
+    desk::worker::drain(&state).await?;
+    let case = desk::cases::case_for_ticket(&state.db, &ticket)
         .await?
         .context("no such ticket")?;
     let run_id = case.run_id.clone().context("the case has no run")?;
-    for e in crate::runs::events(&state.db, &run_id).await? {
+    for e in desk::runs::events(&state.db, &run_id).await? {
         println!(
             "{:>3} {:<18} {} {}",
             e.seq,
@@ -36,8 +36,8 @@ pub(super) async fn investigate(config: &Config, ticket: String) -> anyhow::Resu
 pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let token = std::env::var(crate::web::mcp::TOKEN_ENV).ok();
-    let served = crate::web::mcp::serve_stdio(state, token.as_deref()).await;
+    let token = std::env::var(web::mcp::TOKEN_ENV).ok();
+    let served = web::mcp::serve_stdio(state, token.as_deref()).await;
     if let Some(m) = mock {
         m.shutdown().await;
     }
@@ -49,11 +49,11 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    let restored = crate::customer_data::restore::check_restored(state.sender()).await?;
+    let restored = desk::customer_data::restore::check_restored(state.sender()).await?;
     if restored > 0 {
         eprintln!("{restored} restored refund intents checked at the provider");
     }
-    let report = crate::reconcile::run_with_drift(state.reconciler()).await?;
+    let report = desk::reconcile::run_with_drift(state.reconciler()).await?;
     eprintln!("{}", report.summary());
     println!("{}", serde_json::to_string_pretty(&report)?);
     if let Some(m) = mock {
@@ -71,9 +71,9 @@ pub(super) async fn rollout(
     config: &Config,
     command: super::args::RolloutCommand,
 ) -> anyhow::Result<()> {
-    use crate::clock::{Clock, SystemClock};
-    use crate::rollout::{self, guards::Guards, modes, Mode, Scope};
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    use desk::clock::{Clock, SystemClock};
+    use desk::rollout::{self, guards::Guards, modes, Mode, Scope};
+    let db = store::Db::connect(&config.database_url).await?;
     let now = SystemClock.now_ms();
     let printed = match command {
         super::args::RolloutCommand::Status => {

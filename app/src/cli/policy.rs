@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::args::PolicyCommand;
 use super::offline::{open_index_blocking, read_history};
 use super::progress::Progress;
-use crate::config::Config;
+use desk::config::Config;
 
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
     let policies = || super::offline::policy_set(config);
@@ -29,7 +29,7 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
             let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
             let (tickets, _) = read_history(&history)?;
             let bar = Progress::bar("policy diff", "tickets");
-            let report = crate::replay::policy_diff(
+            let report = desk::replay::policy_diff(
                 &policies,
                 &index,
                 &tickets,
@@ -76,18 +76,18 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
                 .transpose()?;
             q.region = region
                 .as_deref()
-                .map(|r| crate::world::parse_plain(&r.to_uppercase()))
+                .map(|r| desk::world::parse_plain(&r.to_uppercase()))
                 .transpose()?;
             q.product = product
                 .as_deref()
-                .map(crate::world::parse_plain)
+                .map(desk::world::parse_plain)
                 .transpose()?;
             q.include_drafts = drafts;
             q.limit = usize::from(limit);
             let policies = policies().await?;
             let dir = config.index_dir();
             let passages = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-                let index = crate::policies::open_index(&dir, &policies)?;
+                let index = desk::policies::open_index(&dir, &policies)?;
                 index.search(&q).map_err(|e| anyhow::anyhow!("{e}"))
             })
             .await??;
@@ -135,7 +135,7 @@ async fn eval_search(
     let labelled = rag_index::eval::load_queries(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
     let dir = config.index_dir();
     let report = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let index = crate::policies::open_index(&dir, &policies)?;
+        let index = desk::policies::open_index(&dir, &policies)?;
         Ok(rag_index::eval::run(&index, &labelled))
     })
     .await??;
@@ -175,8 +175,8 @@ fn validate_files(files: &[PathBuf]) -> anyhow::Result<()> {
             false => None,
         };
         let name = markdown_path.display().to_string();
-        problems.extend(crate::authoring::validate(
-            crate::authoring::VersionText {
+        problems.extend(desk::authoring::validate(
+            desk::authoring::VersionText {
                 markdown_name: &name,
                 markdown: &markdown,
                 rules: rules.as_deref(),

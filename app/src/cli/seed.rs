@@ -8,10 +8,10 @@ use anyhow::Context;
 
 use super::accounts::sign_in_url;
 use super::setup::provider;
-use crate::auth::{self, StaffRole};
-use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
-use crate::world::World;
+use desk::auth::{self, StaffRole};
+use desk::clock::{Clock, SystemClock};
+use desk::config::Config;
+use desk::world::World;
 
 const DEMO_STAFF: &[(&str, StaffRole)] = &[
     ("agent@refund-desk.test", StaffRole::Agent),
@@ -39,12 +39,12 @@ pub(super) async fn seed(
         None
     } else {
         if let Some(url) = &config.payments_url {
-            crate::world::ensure_mock(url).await?;
+            desk::world::ensure_mock(url).await?;
         }
         Some(provider(config).await?)
     };
     std::fs::create_dir_all(&config.data_dir)?;
-    let db = crate::store::Db::connect(&config.database_url).await?;
+    let db = store::Db::connect(&config.database_url).await?;
     // Issue 16: a second seed must not silently rotate the passwords (and with them
     // every session) of staff who may be using them; checked before anything is loaded.
     if !reset_passwords {
@@ -58,7 +58,7 @@ pub(super) async fn seed(
     }
     let loaded = match &provider {
         Some((url, _)) => {
-            crate::world::load_into_provider(url, &text).await?;
+            desk::world::load_into_provider(url, &text).await?;
             format!(", and the charges and refunds into {url}")
         }
         None => " (--app-only: nothing sent to the payment provider)".to_string(),
@@ -81,7 +81,7 @@ pub(super) async fn seed(
 /// line each, for scripts).
 async fn print_demo_credentials(
     config: &Config,
-    db: &crate::store::Db,
+    db: &store::Db,
     world: &World,
 ) -> anyhow::Result<()> {
     let now = SystemClock.now_ms();

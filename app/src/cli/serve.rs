@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use anyhow::Context;
 
 use super::setup::{provider, state};
-use crate::auth;
-use crate::config::Config;
-use crate::state::AppState;
+use desk::auth;
+use desk::config::Config;
+use desk::state::AppState;
 
 /// How long a stop may take to drain before what is left is aborted: inside the 10 s a
 /// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call
@@ -35,18 +35,15 @@ pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<(
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{bound}"));
-        crate::webhooks::point_provider_webhooks(&url, &app_url).await?;
+        desk::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
     // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
     tracing::info!(url = %format!("http://{addr}"), console = %format!("http://{addr}/console"), provider = %url, "Refund desk serving");
-    let stop = crate::worker::StopSignal::default();
-    let worker = tokio::spawn(crate::worker::run_until_stopped(
-        state.clone(),
-        stop.clone(),
-    ));
+    let stop = desk::worker::StopSignal::default();
+    let worker = tokio::spawn(desk::worker::run_until_stopped(state.clone(), stop.clone()));
     let purge = tokio::spawn(purge_forever(state.clone()));
     // The peer address reaches handlers as `ConnectInfo`: logins are throttled per client.
-    let app = crate::web::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let app = web::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let server_stop = stop.clone();
     let mut server = tokio::spawn(async move {
         axum::serve(listener, app)

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::agent::investigator::Investigator;
-use crate::clock::{Clock, SystemClock};
-use crate::config::Config;
-use crate::state::AppState;
+use desk::agent::investigator::Investigator;
+use desk::clock::{Clock, SystemClock};
+use desk::config::Config;
+use desk::state::AppState;
 
 /// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
 /// feature; the app reaches `payments-mock` only to start it here).
@@ -56,16 +56,16 @@ async fn start_embedded_mock(_config: &Config) -> anyhow::Result<(String, Option
 
 /// The model: an OpenAI-compatible server when `LLM_BASE_URL` is set, else the
 /// built-in deterministic investigator.
-fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
+fn model(config: &Config) -> anyhow::Result<Arc<dyn desk::agent::Model>> {
     Ok(match &config.llm {
         Some(llm) => {
-            let model = crate::agent::llm::LlmModel::new(
+            let model = desk::agent::llm::LlmModel::new(
                 &llm.base_url,
                 llm.api_key.clone(),
                 llm.model.clone(),
                 llm.timeout,
             )?
-            .with_budget(crate::agent::context::ContextBudget::for_context_window(
+            .with_budget(desk::agent::context::ContextBudget::for_context_window(
                 llm.context_tokens,
             ))
             .with_max_tokens(llm.max_tokens);
@@ -81,8 +81,8 @@ fn model(config: &Config) -> anyhow::Result<Arc<dyn crate::agent::Model>> {
 pub(super) fn payments_client(
     config: &Config,
     url: &str,
-) -> anyhow::Result<crate::payments::PaymentsClient> {
-    Ok(crate::payments::PaymentsClient::new(
+) -> anyhow::Result<desk::payments::PaymentsClient> {
+    Ok(desk::payments::PaymentsClient::new(
         url,
         &config.payments_api_key,
         config.provider_timeout,
@@ -93,5 +93,5 @@ pub(super) fn payments_client(
 
 pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    crate::build_state(config, payments_url, clock, model(config)?).await
+    desk::build_state(config, payments_url, clock, model(config)?).await
 }

@@ -6,12 +6,12 @@
 //! here. Runs on PostgreSQL when `TEST_DATABASE_URL` is set.
 
 use crate::support::{spawn_app, TestApp};
-use app::auth::{ServiceKind, StaffRole};
-use app::web::access::{Capability, Declared, RefusedByAccess, Routes, Rule};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
+use desk::auth::{ServiceKind, StaffRole};
 use serde_json::{json, Value};
 use tower::ServiceExt;
+use web::access::{Capability, Declared, RefusedByAccess, Routes, Rule};
 
 /// The callers of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,7 @@ async fn credentials(app: &TestApp, who: Who) -> Credentials {
         },
         Who::Service(kind) => Credentials {
             bearer: Some(
-                app::auth::accounts::issue_service_token(
+                desk::auth::accounts::issue_service_token(
                     &app.state.db,
                     "test",
                     kind,
@@ -138,7 +138,7 @@ async fn send(app: &TestApp, route: &Declared, creds: &Credentials) -> axum::res
 #[tokio::test]
 async fn every_route_answers_every_caller_as_the_role_table_says() {
     let app = spawn_app().await;
-    let declared = app::web::routes(&app.state).declared().to_vec();
+    let declared = web::routes(&app.state).declared().to_vec();
     assert!(declared.len() > 60, "{} routes declared", declared.len());
     let mut tried = 0;
     for who in EVERYONE {
@@ -176,10 +176,10 @@ async fn every_route_answers_every_caller_as_the_role_table_says() {
 #[tokio::test]
 async fn a_route_added_to_the_router_without_a_rule_is_refused_to_everyone() {
     let app = spawn_app().await;
-    let routes = app::web::routes(&app.state).map_router(|router| {
+    let routes = web::routes(&app.state).map_router(|router| {
         router.route("/api/v1/sneaky", axum::routing::get(|| async { "secrets" }))
     });
-    let router = app::web::router_from(routes, app.state.clone());
+    let router = web::router_from(routes, app.state.clone());
     for who in EVERYONE {
         let creds = credentials(&app, who).await;
         let mut request = Request::get("/api/v1/sneaky");
@@ -210,7 +210,7 @@ fn a_route_cannot_be_declared_twice_with_two_rules() {
 #[tokio::test]
 async fn every_operation_of_the_openapi_document_has_an_access_rule() {
     let app = spawn_app().await;
-    let declared = app::web::routes(&app.state).declared().to_vec();
+    let declared = web::routes(&app.state).declared().to_vec();
     let (status, body) = app.request("GET", "/api/v1/openapi.json", None, None).await;
     assert_eq!(status, StatusCode::OK);
     let paths = body["paths"].as_object().expect("the document has paths");
@@ -478,7 +478,7 @@ async fn a_co_authors_one_space_save_does_not_let_the_first_author_raise_the_app
 {
     let mut app = spawn_app().await;
     app.state.policy_second_approver = true;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let first = app.staff_token(StaffRole::PolicyAuthor).await;
     let co_author = app.staff_token(StaffRole::Admin).await;
     let (_, case_id, fingerprint) = yen_case(&app).await;
@@ -525,7 +525,7 @@ async fn a_co_authors_one_space_save_does_not_let_the_first_author_raise_the_app
     }
     // With the switch off, the change to approval authority still needs a second person.
     app.state.policy_second_approver = false;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let (status, refused) = publish_as(&app, &first, "RP-004", version).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
     assert!(refused["error"]["message"]
@@ -656,15 +656,14 @@ async fn a_sign_in_next_with_a_line_break_spends_no_link_and_sets_no_cookie() {
 async fn no_error_answer_sets_a_cookie() {
     let app = spawn_app().await;
     // A handler that fails after setting a session cookie, behind the real layers.
-    let routes =
-        app::web::routes(&app.state).get("/api/v1/cookie-then-fail", Rule::Anyone, || async {
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                [(header::SET_COOKIE, "rd_session=leaked; Path=/")],
-                "failed",
-            )
-        });
-    let router = app::web::router_from(routes, app.state.clone());
+    let routes = web::routes(&app.state).get("/api/v1/cookie-then-fail", Rule::Anyone, || async {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::SET_COOKIE, "rd_session=leaked; Path=/")],
+            "failed",
+        )
+    });
+    let router = web::router_from(routes, app.state.clone());
     let response = router
         .oneshot(
             Request::get("/api/v1/cookie-then-fail")
@@ -684,7 +683,7 @@ async fn the_rollout_page_names_staff_by_email_not_by_id() {
     let body = json!({"scope": "region:EU", "mode": "shadow", "reason": "start"});
     let (status, _) = post_json(&app, &admin, "/api/v1/rollout", body).await;
     assert_eq!(status, StatusCode::OK);
-    let staff = app::auth::staff_by_email(&app.state.db, "admin@test.example")
+    let staff = desk::auth::staff_by_email(&app.state.db, "admin@test.example")
         .await
         .unwrap()
         .unwrap();
@@ -713,7 +712,7 @@ async fn the_rollout_page_names_staff_by_email_not_by_id() {
 async fn metrics_need_the_metrics_token_when_one_is_set() {
     let mut app = spawn_app().await;
     app.state.metrics_token = Some("scrape-secret".into());
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let (status, _) = app.request("GET", "/metrics", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _) = app.request("GET", "/metrics", Some("wrong"), None).await;
@@ -729,8 +728,8 @@ async fn metrics_need_the_metrics_token_when_one_is_set() {
 async fn a_tool_name_a_model_makes_up_from_customer_text_never_becomes_a_metric_label() {
     let app = spawn_app().await;
     let injected = "li.wei@example.cn 4111 1111 1111 1111";
-    harness::Observer::tool_call(&app::investigation::Metered, injected, false, 3);
-    harness::Observer::tool_call(&app::investigation::Metered, "list_orders", true, 3);
+    harness::Observer::tool_call(&desk::investigation::Metered, injected, false, 3);
+    harness::Observer::tool_call(&desk::investigation::Metered, "list_orders", true, 3);
     let (status, text) = app.request("GET", "/metrics", None, None).await;
     assert_eq!(status, StatusCode::OK);
     let text = text.as_str().unwrap();

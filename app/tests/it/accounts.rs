@@ -2,10 +2,10 @@
 //! once), tokens named, expiring and revoked by id, service tokens limited to their own
 //! routes, and SCIM 2.0 provisioning with groups mapped to roles (docs/spec/roles.md).
 
-use app::auth::provisioning::GroupRoles;
-use app::auth::{ServiceKind, StaffRole};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use desk::auth::provisioning::GroupRoles;
+use desk::auth::{ServiceKind, StaffRole};
 use serde_json::{json, Value};
 
 use crate::support::{spawn_app, TestApp};
@@ -45,7 +45,7 @@ async fn page(app: &TestApp, cookie: &str, path: &str) -> (StatusCode, String) {
 }
 
 async fn staff_id(app: &TestApp, email: &str) -> String {
-    app::auth::staff_by_email(&app.state.db, email)
+    desk::auth::staff_by_email(&app.state.db, email)
         .await
         .unwrap()
         .unwrap()
@@ -84,7 +84,7 @@ async fn an_admin_deactivates_a_signed_in_agent_and_their_next_click_and_api_cal
         StatusCode::UNAUTHORIZED,
         "the next API call is refused"
     );
-    let login = app::auth::login(
+    let login = desk::auth::login(
         &app.state.db,
         "agent@test.example",
         "correct horse battery",
@@ -94,7 +94,7 @@ async fn an_admin_deactivates_a_signed_in_agent_and_their_next_click_and_api_cal
     .await
     .unwrap();
     assert!(
-        matches!(login, app::auth::LoginResult::WrongCredentials),
+        matches!(login, desk::auth::LoginResult::WrongCredentials),
         "{login:?}"
     );
     let audited: i64 = sqlx::query_scalar(
@@ -163,7 +163,7 @@ async fn an_invitation_makes_one_account_with_the_invited_role_and_is_spent() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     let (status, _) = app.raw(accept("a+long+enough+password")).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "spent");
-    let made = app::auth::staff_by_email(&app.state.db, "new.lead@test.example")
+    let made = desk::auth::staff_by_email(&app.state.db, "new.lead@test.example")
         .await
         .unwrap()
         .unwrap();
@@ -173,12 +173,12 @@ async fn an_invitation_makes_one_account_with_the_invited_role_and_is_spent() {
 #[tokio::test]
 async fn a_named_token_is_listed_without_its_secret_expires_and_is_revoked_by_id() {
     let app = spawn_app().await;
-    let staff = app::auth::staff_by_email(&app.state.db, "agent@test.example")
+    let staff = desk::auth::staff_by_email(&app.state.db, "agent@test.example")
         .await
         .unwrap()
         .unwrap();
     let now = 1_800_000_000_000;
-    let (token, token_id) = app::auth::accounts::issue_staff_token(
+    let (token, token_id) = desk::auth::accounts::issue_staff_token(
         &app.state.db,
         "test",
         &staff,
@@ -188,7 +188,7 @@ async fn a_named_token_is_listed_without_its_secret_expires_and_is_revoked_by_id
     )
     .await
     .unwrap();
-    let listed = app::auth::accounts::credentials_of(&app.state.db, &staff.id, now)
+    let listed = desk::auth::accounts::credentials_of(&app.state.db, &staff.id, now)
         .await
         .unwrap();
     let line = listed
@@ -200,13 +200,13 @@ async fn a_named_token_is_listed_without_its_secret_expires_and_is_revoked_by_id
         !serde_json::to_string(&listed).unwrap().contains(&token),
         "never the secret"
     );
-    assert!(app::auth::resolve(&app.state.db, &token, now)
+    assert!(desk::auth::resolve(&app.state.db, &token, now)
         .await
         .unwrap()
         .is_some());
     let a_day_later = now + 24 * 3600 * 1000 + 1;
     assert!(
-        app::auth::resolve(&app.state.db, &token, a_day_later)
+        desk::auth::resolve(&app.state.db, &token, a_day_later)
             .await
             .unwrap()
             .is_none(),
@@ -214,17 +214,17 @@ async fn a_named_token_is_listed_without_its_secret_expires_and_is_revoked_by_id
     );
 
     let bad =
-        app::auth::accounts::issue_staff_token(&app.state.db, "test", &staff, "x", 400, now).await;
+        desk::auth::accounts::issue_staff_token(&app.state.db, "test", &staff, "x", 400, now).await;
     assert!(bad.is_err(), "at most 366 days");
     let (other, other_id) =
-        app::auth::accounts::issue_staff_token(&app.state.db, "test", &staff, "ci", 30, now)
+        desk::auth::accounts::issue_staff_token(&app.state.db, "test", &staff, "ci", 30, now)
             .await
             .unwrap();
-    app::auth::accounts::revoke(&app.state.db, "test", &other_id, now)
+    desk::auth::accounts::revoke(&app.state.db, "test", &other_id, now)
         .await
         .unwrap();
     assert!(
-        app::auth::resolve(&app.state.db, &other, now)
+        desk::auth::resolve(&app.state.db, &other, now)
             .await
             .unwrap()
             .is_none(),
@@ -236,11 +236,11 @@ async fn a_named_token_is_listed_without_its_secret_expires_and_is_revoked_by_id
 async fn a_staff_member_revokes_only_their_own_credentials() {
     let app = spawn_app().await;
     let agent = app.staff_session("agent@test.example").await;
-    let supervisor = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
+    let supervisor = desk::auth::staff_by_email(&app.state.db, "supervisor@test.example")
         .await
         .unwrap()
         .unwrap();
-    let (_, theirs) = app::auth::accounts::issue_staff_token(
+    let (_, theirs) = desk::auth::accounts::issue_staff_token(
         &app.state.db,
         "test",
         &supervisor,
@@ -264,7 +264,7 @@ async fn a_staff_member_revokes_only_their_own_credentials() {
 }
 
 async fn service_token(app: &TestApp, kind: ServiceKind) -> String {
-    app::auth::accounts::issue_service_token(
+    desk::auth::accounts::issue_service_token(
         &app.state.db,
         "test",
         kind,
@@ -344,7 +344,7 @@ async fn scim_creates_updates_and_deletes_staff_and_a_mapped_group_gives_its_rol
     let mut app = spawn_app().await;
     app.state.group_roles =
         std::sync::Arc::new(GroupRoles::parse("support=agent,leads=supervisor").unwrap());
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let token = service_token(&app, ServiceKind::Scim).await;
     let user = json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
                       "userName": "Dana.Lee@Test.Example", "displayName": "Dana Lee", "externalId": "okta-17"});
@@ -369,7 +369,7 @@ async fn scim_creates_updates_and_deletes_staff_and_a_mapped_group_gives_its_rol
                        "displayName": "Leads", "members": [{"value": id}]});
     let (status, leads) = scim(&app, &token, "POST", "/scim/v2/Groups", Some(group)).await;
     assert_eq!(status, StatusCode::CREATED, "{leads}");
-    let dana = app::auth::staff_by_email(&app.state.db, "dana.lee@test.example")
+    let dana = desk::auth::staff_by_email(&app.state.db, "dana.lee@test.example")
         .await
         .unwrap()
         .unwrap();
@@ -411,7 +411,7 @@ async fn scim_creates_updates_and_deletes_staff_and_a_mapped_group_gives_its_rol
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    let dana = app::auth::staff_by_email(&app.state.db, "dana.lee@test.example")
+    let dana = desk::auth::staff_by_email(&app.state.db, "dana.lee@test.example")
         .await
         .unwrap()
         .unwrap();
@@ -481,7 +481,7 @@ async fn scim_refuses_bad_input_in_its_own_words_and_changes_nothing() {
 async fn a_group_member_the_desk_does_not_know_is_kept_and_gives_nobody_a_role() {
     let mut app = spawn_app().await;
     app.state.group_roles = std::sync::Arc::new(GroupRoles::parse("leads=supervisor").unwrap());
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let token = service_token(&app, ServiceKind::Scim).await;
     let group =
         json!({"displayName": "Leads", "members": [{"value": "someone-not-yet-provisioned"}]});

@@ -5,15 +5,15 @@
 //! uses (races, stale approvals, duplicate deliveries); one area, one test binary.
 
 use crate::support::{spawn_app, TestApp};
-use app::agent::{BoxFuture, Proposal};
-use app::cases::{self, Case, CaseStatus, DecisionRecord, ProposalChange, VoidReason};
-use app::error::{DomainError, DomainResult};
-use app::runs::{self, Run};
-use app::store::Backend;
-use app::tickets::Ticket;
 use axum::http::StatusCode;
+use desk::agent::{BoxFuture, Proposal};
+use desk::cases::{self, Case, CaseStatus, DecisionRecord, ProposalChange, VoidReason};
+use desk::error::{DomainError, DomainResult};
+use desk::runs::{self, Run};
+use desk::tickets::Ticket;
 use policy_engine::RequestKind;
 use serde_json::json;
+use store::Backend;
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 
@@ -260,8 +260,8 @@ async fn two_reviewers_approving_at_once_produce_one_execution() {
         "{a:?} {b:?}"
     );
     let (x, y) = tokio::join!(
-        app::worker::run_once(&app.state),
-        app::worker::run_once(&app.state)
+        desk::worker::run_once(&app.state),
+        desk::worker::run_once(&app.state)
     );
     x.unwrap();
     y.unwrap();
@@ -612,7 +612,7 @@ async fn case_under_investigation(app: &TestApp) -> (Case, Ticket, Run) {
         .unwrap()
         .unwrap();
     assert_eq!(case.status, CaseStatus::Investigating);
-    let ticket = app::tickets::load_ticket(db, &case.ticket_id)
+    let ticket = desk::tickets::load_ticket(db, &case.ticket_id)
         .await
         .unwrap()
         .unwrap();
@@ -629,7 +629,7 @@ fn duplicate_charge_proposal() -> Proposal {
         request: RequestKind::DuplicateCharge,
         order_id: Some("O-1001".into()),
         reason_code: "duplicate_charge".into(),
-        refunds: vec![app::agent::ProposedRefund {
+        refunds: vec![desk::agent::ProposedRefund {
             charge_id: "ch_1001b".into(),
             amount: "198.00".into(),
             currency: "CNY".into(),
@@ -724,7 +724,7 @@ fn assert_one_winner(results: &[DomainResult<()>], backend: Backend) {
         ),
         Backend::Sqlite => assert!(runs::is_run_changed(loser), "{loser:?}"),
     }
-    assert_eq!(app::web::error::status_of(loser), StatusCode::CONFLICT);
+    assert_eq!(web::error::status_of(loser), StatusCode::CONFLICT);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -746,7 +746,7 @@ async fn two_holders_of_a_run_deciding_at_once_record_one_decision_and_the_loser
                 proposal.clone(),
             );
             Box::pin(async move {
-                app::workflow::decide_case(
+                desk::workflow::decide_case(
                     state.decider(),
                     &mut run,
                     &case,
@@ -809,7 +809,7 @@ async fn two_holders_of_a_run_escalating_at_once_escalate_once_and_the_loser_wri
             let (state, mut run, case, ticket) =
                 (app.state.clone(), run.clone(), case.clone(), ticket.clone());
             Box::pin(async move {
-                app::workflow::escalate_to_human(
+                desk::workflow::escalate_to_human(
                     &state.db,
                     state.clock.as_ref(),
                     &mut run,
@@ -883,7 +883,7 @@ fn record<'a>(
 async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_writes_nothing() {
     let app = spawn_app().await;
     let (stale, ticket, _) = case_under_investigation(&app).await;
-    let (facts, decision) = app::workflow::decide_now(
+    let (facts, decision) = desk::workflow::decide_now(
         app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
@@ -891,7 +891,7 @@ async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_
     )
     .await
     .unwrap();
-    let evidence_hash = app::workflow::evidence_hash(&facts);
+    let evidence_hash = desk::workflow::evidence_hash(&facts);
     let proposal = duplicate_charge_proposal();
     let db = &app.state.db;
 
@@ -931,11 +931,7 @@ async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_
 }
 
 /// Records `record` on `case` and returns the case as read before and after.
-async fn record_and_reload(
-    db: &app::store::Db,
-    case: Case,
-    record: DecisionRecord<'_>,
-) -> (Case, Case) {
+async fn record_and_reload(db: &store::Db, case: Case, record: DecisionRecord<'_>) -> (Case, Case) {
     let mut tx = db.begin().await.unwrap();
     let recorded = cases::record_decision(&mut tx, &case, &record)
         .await
@@ -953,7 +949,7 @@ async fn record_and_reload(
 async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_as_recorded() {
     let app = spawn_app().await;
     let (case, ticket, _) = case_under_investigation(&app).await;
-    let (facts, decision) = app::workflow::decide_now(
+    let (facts, decision) = desk::workflow::decide_now(
         app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
@@ -962,7 +958,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
     .await
     .unwrap();
     assert!(!decision.refunds.is_empty(), "{decision:?}");
-    let evidence_hash = app::workflow::evidence_hash(&facts);
+    let evidence_hash = desk::workflow::evidence_hash(&facts);
     let agents = duplicate_charge_proposal();
     let mut persons = duplicate_charge_proposal();
     persons.summary = "decided by hand".into();
@@ -994,7 +990,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
     assert_eq!(now.evidence_hash.as_deref(), Some(evidence_hash.as_str()));
     assert_eq!(
         now.reason_code.as_deref(),
-        Some(app::world::serde_plain(&decision.reason_code).as_str())
+        Some(desk::world::serde_plain(&decision.reason_code).as_str())
     );
     let total = decision.refund_total().unwrap();
     assert_eq!(now.refund_total_minor, Some(total.minor_units()));
@@ -1266,7 +1262,7 @@ async fn reads_are_answered_after_the_server_cut_every_idle_reader() {
     assert!(cut >= 1, "the app's connections were cut");
     // The idle time is what this test is about (and it outlives the 1 s token cache,
     // so the token is read from the store again too).
-    tokio::time::sleep(app::store::CHECK_IDLE_AFTER + std::time::Duration::from_millis(200)).await;
+    tokio::time::sleep(store::CHECK_IDLE_AFTER + std::time::Duration::from_millis(200)).await;
     let (status, ticket) = app.request("GET", &path, Some(&token), None).await;
     assert_eq!(status, StatusCode::OK, "{ticket}");
     assert_eq!(ticket["id"], ticket_id.as_str());

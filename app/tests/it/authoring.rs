@@ -7,8 +7,8 @@
 //! drafts through the real router and worker; splitting would add link time.
 
 use crate::support::{spawn_app, TestApp};
-use app::auth::{self, StaffRole};
-use app::clock::Clock;
+use desk::auth::{self, StaffRole};
+use desk::clock::Clock;
 use serde_json::{json, Value};
 
 /// A staff member with `role` and an API token for them.
@@ -507,14 +507,14 @@ async fn policy_voids(app: &TestApp, case_id: &str) -> i64 {
 /// A worker pass of `instance` that began before it noticed a publish: its copy of the
 /// state holds the old generation and decides with it (what `worker::run_once` does
 /// after its refresh, under the set it took then).
-async fn decide_with_stale_set(stale: &app::state::AppState) {
+async fn decide_with_stale_set(stale: &desk::state::AppState) {
     while let Some(mut run) =
-        app::runs::claim_next(&stale.db, &stale.instance_id, stale.clock.now_ms())
+        desk::runs::claim_next(&stale.db, &stale.instance_id, stale.clock.now_ms())
             .await
             .unwrap()
     {
-        let result = app::investigation::advance(stale.investigator(), &mut run).await;
-        app::runs::release(&stale.db, &run).await.unwrap();
+        let result = desk::investigation::advance(stale.investigator(), &mut run).await;
+        desk::runs::release(&stale.db, &run).await.unwrap();
         result.unwrap();
     }
 }
@@ -535,11 +535,11 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
         .unwrap()
         .unwrap();
     let effective = policy_engine::parse_date("2026-12-01").unwrap();
-    let published = app::authoring::publish::publish(
+    let published = desk::authoring::publish::publish(
         publisher.publisher(),
         &staff,
         "RP-001",
-        app::authoring::publish::Reviewed {
+        desk::authoring::publish::Reviewed {
             draft_version: seen,
             whatif_version: Some(seen),
         },
@@ -564,14 +564,14 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
 
     // Both instances' next passes notice the publish and sweep at once: voided once.
     let (a, b) = tokio::join!(
-        app::worker::run_once(&app.state),
-        app::worker::run_once(&other)
+        desk::worker::run_once(&app.state),
+        desk::worker::run_once(&other)
     );
     a.expect("the first instance's pass");
     b.expect("the second instance's pass");
     assert_eq!(policy_voids(&app, &case_id).await, 1, "voided exactly once");
-    app::worker::run_once(&app.state).await.unwrap();
-    app::worker::run_once(&other).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&other).await.unwrap();
     app.drain().await;
     assert_redecided_under_the_new_version(&app, &case_id).await;
     assert_eq!(
@@ -600,7 +600,7 @@ async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_i
     let case_id = ticket["case"]["id"].as_str().unwrap().to_string();
     decide_with_stale_set(&in_flight).await;
     assert_eq!(rp001_version(&app.case(&case_id).await), "RP-001@2");
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     assert_eq!(
         policy_voids(&app, &case_id).await,
         1,
@@ -614,7 +614,7 @@ async fn an_approval_decided_by_the_publishers_own_pass_in_flight_is_voided_by_i
 async fn with_a_second_approver_required_the_only_author_may_not_publish() {
     let mut app = spawn_app().await;
     app.state.policy_second_approver = true;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let author = author_token(&app).await;
     let seen = save_seeded_draft(&app, &author).await;
     let (status, body) = publish(&app, &author, seen, None).await;
@@ -626,20 +626,20 @@ async fn with_a_second_approver_required_the_only_author_may_not_publish() {
 
 /// Another instance over the same database: its own data directory (so its own index),
 /// the same provider and clock.
-async fn second_instance(app: &TestApp) -> app::state::AppState {
+async fn second_instance(app: &TestApp) -> desk::state::AppState {
     instance(app, "second").await
 }
 
-async fn instance(app: &TestApp, name: &str) -> app::state::AppState {
-    let mut config = app::config::Config::from_env(&app.dir.path().join(name));
+async fn instance(app: &TestApp, name: &str) -> desk::state::AppState {
+    let mut config = desk::config::Config::from_env(&app.dir.path().join(name));
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());
-    config.fixtures_dir = app::config::default_fixtures_dir();
-    app::build_state(
+    config.fixtures_dir = desk::config::default_fixtures_dir();
+    desk::build_state(
         &config,
         &app.mock.base_url(),
         app.clock.clone(),
-        std::sync::Arc::new(app::agent::investigator::Investigator),
+        std::sync::Arc::new(desk::agent::investigator::Investigator),
     )
     .await
     .expect("the second instance starts")
@@ -699,7 +699,7 @@ async fn a_second_instance_rebuilds_its_index_on_its_own_and_searches_meanwhile_
         }
         answers
     });
-    app::worker::run_once(&other).await.expect("a worker pass");
+    desk::worker::run_once(&other).await.expect("a worker pass");
     searching.store(false, std::sync::atomic::Ordering::SeqCst);
     let answers = searcher.await.unwrap();
     assert!(!answers.is_empty());
@@ -730,19 +730,20 @@ async fn a_second_instance_rebuilds_its_index_on_its_own_and_searches_meanwhile_
 #[tokio::test]
 async fn the_seeded_database_gives_the_files_policy_set_and_exports_them_byte_for_byte() {
     let app = spawn_app().await;
-    let fixtures = app::config::default_fixtures_dir().join("policies");
-    let files = app::policies::load_policy_set(&fixtures).expect("the fixture set");
+    let fixtures = desk::config::default_fixtures_dir().join("policies");
+    let files = desk::policies::load_policy_set(&fixtures).expect("the fixture set");
     assert_eq!(
         *app.state.policies, files,
         "the seeded database decides as the files do"
     );
 
     let out = tempfile::tempdir().unwrap();
-    let sources = app::authoring::versions::sources(&app.state.db)
+    let sources = desk::authoring::versions::sources(&app.state.db)
         .await
         .unwrap();
     let written =
-        app::authoring::versions::export(&app::authoring::supersede(sources), out.path()).unwrap();
+        desk::authoring::versions::export(&desk::authoring::supersede(sources), out.path())
+            .unwrap();
     let mut names: Vec<_> = std::fs::read_dir(&fixtures)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -69,7 +69,7 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
     );
     browser
         .screenshot(
-            &app::config::default_fixtures_dir().join("../target/screenshots/case-page.png"),
+            &desk::config::default_fixtures_dir().join("../target/screenshots/case-page.png"),
         )
         .await;
     browser.click("#approve").await;
@@ -120,11 +120,11 @@ async fn a_forged_approval_form_without_the_session_csrf_token_is_refused() {
         .open_ticket("C-100", "I was charged twice for my annual plan")
         .await;
     let case_id = case["id"].as_str().unwrap();
-    let staff = app::auth::staff_by_email(&app.state.db, "agent@test.example")
+    let staff = desk::auth::staff_by_email(&app.state.db, "agent@test.example")
         .await
         .unwrap()
         .unwrap();
-    let (session, _) = app::auth::issue_token(
+    let (session, _) = desk::auth::issue_token(
         &app.state.db,
         "session",
         "staff",
@@ -151,7 +151,7 @@ async fn a_forged_approval_form_without_the_session_csrf_token_is_refused() {
 async fn a_customer_opens_a_ticket_watches_it_go_to_review_a_second_ticket_joins_it_then_completed()
 {
     let app = spawn_app().await;
-    let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
+    let worker = tokio::spawn(desk::worker::run_forever(app.state.clone()));
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
     let link = app.sign_in_link("C-100", "/tickets").await;
@@ -232,7 +232,7 @@ async fn a_customer_opens_a_ticket_watches_it_go_to_review_a_second_ticket_joins
     assert!(browser.text("#messages").await.contains("198.00 CNY"));
     browser
         .screenshot(
-            &app::config::default_fixtures_dir().join("../target/screenshots/ticket-page.png"),
+            &desk::config::default_fixtures_dir().join("../target/screenshots/ticket-page.png"),
         )
         .await;
     browser.close().await;
@@ -283,7 +283,7 @@ async fn wait_for_case_status(browser: &Browser, status: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_replies_in_japanese() {
     let app = spawn_app().await;
-    let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
+    let worker = tokio::spawn(desk::worker::run_forever(app.state.clone()));
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
     // C-400 is a JP customer with no ticket yet: the list page is in Japanese already.
@@ -343,7 +343,7 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     assert!(browser.text("#refunds").await.contains("完了"));
     browser
         .screenshot(
-            &app::config::default_fixtures_dir().join("../target/screenshots/ticket-page-ja.png"),
+            &desk::config::default_fixtures_dir().join("../target/screenshots/ticket-page-ja.png"),
         )
         .await;
     browser.close().await;
@@ -508,7 +508,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
 fn screenshot_dir() -> std::path::PathBuf {
     std::env::var_os("SCREENSHOT_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| app::config::default_fixtures_dir().join("../target/screenshots"))
+        .unwrap_or_else(|| desk::config::default_fixtures_dir().join("../target/screenshots"))
 }
 
 /// Every page `path` in `pages` is visited at the current window size; returns the
@@ -552,11 +552,11 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
     let later = app.many_tickets("C-400", 7).await;
     let (_, later) = app.customer_ticket("C-400", later.last().unwrap()).await;
     let history_case_id = later["case"]["id"].as_str().unwrap().to_string();
-    let now = app::clock::Clock::now_ms(app.state.clock.as_ref());
-    app::auth::upsert_staff(
+    let now = desk::clock::Clock::now_ms(app.state.clock.as_ref());
+    desk::auth::upsert_staff(
         &app.state.db,
         "admin@test.example",
-        app::auth::StaffRole::Admin,
+        desk::auth::StaffRole::Admin,
         "correct horse battery",
         now,
     )

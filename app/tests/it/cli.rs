@@ -31,7 +31,7 @@ fn assert_no_terminal_control(output: &Output) {
 fn shadow_and_index_with_stderr_piped_print_no_carriage_returns_or_escape_codes() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     // Absolute: the commands run in the temporary directory, where `./fixtures` is not.
-    let fixtures = std::fs::canonicalize(app::config::default_fixtures_dir())
+    let fixtures = std::fs::canonicalize(desk::config::default_fixtures_dir())
         .expect("the checkout's fixtures");
     let history = std::fs::read_to_string(fixtures.join("history").join("tickets.jsonl"))
         .expect("the fixture history");
@@ -277,7 +277,7 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
     let v2 = std::fs::read_to_string(out.join("RP-001-v2.md")).unwrap();
     assert!(v2.contains("effective_to = \"2029-12-31\""), "{v2}");
     // The exported files load as a policy set again (what `FIXTURES_DIR` tools read).
-    let set = app::policies::load_policy_set(&out).expect("the export loads");
+    let set = desk::policies::load_policy_set(&out).expect("the export loads");
     assert_eq!(
         set.in_force("RP-001", policy_engine::parse_date("2030-01-01").unwrap())
             .map(|d| d.meta.version),

@@ -140,17 +140,17 @@ async fn a_supervisor_takes_over_an_outside_window_case_and_another_supervisor_a
         "outside-window refunds need a supervisor"
     );
 
-    use app::clock::Clock;
-    let second = app::auth::upsert_staff(
+    use desk::clock::Clock;
+    let second = desk::auth::upsert_staff(
         &app.state.db,
         "second@test.example",
-        app::auth::StaffRole::Supervisor,
+        desk::auth::StaffRole::Supervisor,
         "another long password",
         app.clock.now_ms(),
     )
     .await
     .unwrap();
-    let (token, _) = app::auth::issue_token(
+    let (token, _) = desk::auth::issue_token(
         &app.state.db,
         "api",
         "staff",
@@ -302,12 +302,12 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
     )
     .await;
     app.drain().await;
-    let staff = app::auth::staff_by_email(&app.state.db, "agent@test.example")
+    let staff = desk::auth::staff_by_email(&app.state.db, "agent@test.example")
         .await
         .unwrap()
         .unwrap();
-    use app::clock::Clock;
-    let (session, csrf) = app::auth::issue_token(
+    use desk::clock::Clock;
+    let (session, csrf) = desk::auth::issue_token(
         &app.state.db,
         "session",
         "staff",
@@ -498,10 +498,10 @@ async fn changing_a_password_or_role_revokes_the_persons_sessions_and_tokens() {
         .request("GET", "/api/v1/cases", Some(&app.agent_token), None)
         .await;
     assert_eq!(status, StatusCode::OK);
-    app::auth::upsert_staff(
+    desk::auth::upsert_staff(
         &app.state.db,
         "agent@test.example",
-        app::auth::StaffRole::Agent,
+        desk::auth::StaffRole::Agent,
         "a new long password",
         0,
     )
@@ -608,7 +608,7 @@ async fn a_cross_site_bodyless_post_riding_a_staff_cookie_is_refused() {
 async fn the_run_events_api_hides_the_agents_decision_from_a_shadow_reviewer_who_has_not_decided() {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let (_, case) = app
         .open_ticket("C-100", "I was charged twice for my annual plan")
         .await;
@@ -697,7 +697,7 @@ async fn every_page_forbids_framing_sniffing_referrers_caching_and_inline_script
 
     let mut state = app.state.clone();
     state.secure_cookies = true;
-    let response = app::web::router(state)
+    let response = web::router(state)
         .oneshot(Request::get("/console/login").body(Body::empty()).unwrap())
         .await
         .unwrap();
@@ -715,7 +715,7 @@ fn refund_agent(data_dir: &std::path::Path, args: &[&str]) -> (bool, String, Str
         .args(args)
         .env_remove("DATABASE_URL")
         .env_remove("PAYMENTS_URL")
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .output()
         .expect("the refund-agent binary runs");
     (
@@ -727,7 +727,7 @@ fn refund_agent(data_dir: &std::path::Path, args: &[&str]) -> (bool, String, Str
 
 async fn staff_hashes(data_dir: &std::path::Path) -> Vec<String> {
     use sqlx::Row;
-    let db = app::store::Db::connect(&app::store::Db::sqlite_url(data_dir))
+    let db = store::Db::connect(&store::Db::sqlite_url(data_dir))
         .await
         .unwrap();
     sqlx::query("SELECT password_hash FROM staff ORDER BY email")
@@ -777,7 +777,7 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
         .env_remove("PAYMENTS_URL")
         .env_remove("PUBLIC_URL")
         .env("BIND_ADDR", "127.0.0.1:9191")
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .output()
         .expect("the refund-agent binary runs");
     let elsewhere = String::from_utf8_lossy(&elsewhere.stdout);
@@ -787,14 +787,14 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
     );
     assert!(link.contains("/sign-in?link="), "alone on stdout: {link}");
     let token = link.split("link=").nth(1).unwrap();
-    let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
+    let db = store::Db::connect(&store::Db::sqlite_url(dir.path()))
         .await
         .unwrap();
     let now = {
-        use app::clock::Clock;
-        app::clock::SystemClock.now_ms()
+        use desk::clock::Clock;
+        desk::clock::SystemClock.now_ms()
     };
-    let customer = app::auth::redeem_sign_in_link(&db, token, now)
+    let customer = desk::auth::redeem_sign_in_link(&db, token, now)
         .await
         .unwrap();
     assert_eq!(customer.as_deref(), Some("C-100"));
@@ -803,10 +803,10 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
 #[tokio::test]
 async fn an_admin_unlocks_a_throttled_account_from_the_console_and_an_agent_may_not() {
     let app = spawn_app().await;
-    app::auth::upsert_staff(
+    desk::auth::upsert_staff(
         &app.state.db,
         "admin@test.example",
-        app::auth::StaffRole::Admin,
+        desk::auth::StaffRole::Admin,
         "correct horse battery",
         0,
     )
@@ -877,13 +877,13 @@ async fn an_admin_unlocks_a_throttled_account_from_the_console_and_an_agent_may_
 #[tokio::test]
 async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
     let dir = tempfile::tempdir().unwrap();
-    let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
+    let db = store::Db::connect(&store::Db::sqlite_url(dir.path()))
         .await
         .unwrap();
-    app::auth::upsert_staff(
+    desk::auth::upsert_staff(
         &db,
         "ops@test.example",
-        app::auth::StaffRole::Agent,
+        desk::auth::StaffRole::Agent,
         "correct horse battery",
         0,
     )
@@ -891,11 +891,11 @@ async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
     .unwrap();
     let now = 1_800_000_000_000;
     for _ in 0..5 {
-        app::auth::login(&db, "ops@test.example", "typo typo", "192.0.2.1", now)
+        desk::auth::login(&db, "ops@test.example", "typo typo", "192.0.2.1", now)
             .await
             .unwrap();
     }
-    let before = app::auth::login(
+    let before = desk::auth::login(
         &db,
         "ops@test.example",
         "correct horse battery",
@@ -905,7 +905,7 @@ async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
     .await
     .unwrap();
     assert!(
-        matches!(before, app::auth::LoginResult::Throttled { .. }),
+        matches!(before, desk::auth::LoginResult::Throttled { .. }),
         "{before:?}"
     );
     let (ok, _, stderr) = refund_agent(
@@ -914,7 +914,7 @@ async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
     );
     assert!(ok, "{stderr}");
     assert!(stderr.contains("5 failed logins forgotten"), "{stderr}");
-    let after = app::auth::login(
+    let after = desk::auth::login(
         &db,
         "ops@test.example",
         "correct horse battery",
@@ -924,7 +924,7 @@ async fn staff_unlock_on_the_command_line_forgets_an_accounts_failed_logins() {
     .await
     .unwrap();
     assert!(
-        matches!(after, app::auth::LoginResult::LoggedIn(_)),
+        matches!(after, desk::auth::LoginResult::LoggedIn(_)),
         "{after:?}"
     );
 }
@@ -947,7 +947,7 @@ async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_one
         }
     };
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         app.clock.now_ms()
     };
     app.raw(login_from("192.0.2.10", "agent@test.example", "typo typo"))
@@ -959,18 +959,18 @@ async fn purging_removes_expired_credentials_and_old_failures_and_keeps_live_one
     // 13 hours on: the session (12 h), the link (15 min) and the failure (15 min) are
     // dead; the 30-day API tokens live.
     let later = now + 13 * 3600 * 1000;
-    let removed = app::auth::purge_expired(&app.state.db, later)
+    let removed = desk::auth::purge_expired(&app.state.db, later)
         .await
         .unwrap();
     assert_eq!(removed, 3);
     assert_eq!(count("login_failures").await, 0);
     assert_eq!(count("sign_in_links").await, 0);
     let token = old_session.trim_start_matches("rd_session=");
-    assert!(app::auth::resolve(&app.state.db, token, now)
+    assert!(desk::auth::resolve(&app.state.db, token, now)
         .await
         .unwrap()
         .is_none());
-    assert!(app::auth::resolve(&app.state.db, &app.agent_token, later)
+    assert!(desk::auth::resolve(&app.state.db, &app.agent_token, later)
         .await
         .unwrap()
         .is_some());
@@ -1080,8 +1080,8 @@ async fn a_second_ticket_on_the_same_order_is_joined_and_each_case_page_links_to
 #[tokio::test]
 async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
     let app = spawn_app().await;
-    let (email, role) = ("admin@test.example", app::auth::StaffRole::Admin);
-    app::auth::upsert_staff(&app.state.db, email, role, "correct horse battery", 0)
+    let (email, role) = ("admin@test.example", desk::auth::StaffRole::Admin);
+    desk::auth::upsert_staff(&app.state.db, email, role, "correct horse battery", 0)
         .await
         .unwrap();
     let (_, case) = app
@@ -1256,7 +1256,7 @@ async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
         .raw(get(format!("/console/audit?subject={other_id}")))
         .await;
     assert!(rows(&one_case) >= 1 && !one_case.contains(&format!(">{first_id}</a>")));
-    let day = app::clock::Clock::now(app.clock.as_ref()).date();
+    let day = desk::clock::Clock::now(app.clock.as_ref()).date();
     let (_, today) = app
         .raw(get(format!("/console/audit?from={day}&to={day}")))
         .await;
@@ -1383,7 +1383,7 @@ async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
 async fn every_clause_a_rule_cites_has_an_anchor_on_its_rendered_policy_page() {
     let app = spawn_app().await;
     let cookie = session_cookie(&app, "agent@test.example").await;
-    let dir = app::config::default_fixtures_dir().join("policies");
+    let dir = desk::config::default_fixtures_dir().join("policies");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -1411,7 +1411,7 @@ async fn every_clause_a_rule_cites_has_an_anchor_on_its_rendered_policy_page() {
         for line in clauses.lines().filter(|l| l.contains('=')) {
             let anchor = line.split('"').nth(1).unwrap();
             let citation = format!("{doc}@{version}#{anchor}");
-            let link = app::web::pages::policy::citation_link(&citation);
+            let link = web::pages::policy::citation_link(&citation);
             let id = link.rsplit('#').next().unwrap();
             if anchor.contains('.') {
                 assert_eq!(id, format!("c{anchor}"), "a clause, not its section");
@@ -1616,7 +1616,7 @@ async fn one_search_box_on_every_console_page_finds_a_case_by_its_words_in_any_s
     );
 
     // A policy author reads no cases: no box.
-    app.staff_token(app::auth::StaffRole::PolicyAuthor).await;
+    app.staff_token(desk::auth::StaffRole::PolicyAuthor).await;
     let cookie = session_cookie(&app, "policy_author@test.example").await;
     let (_, page) = console_get(&app, "/console/policies", &cookie).await;
     assert!(!page.contains("id=\"header-search\""), "{page}");
@@ -1629,7 +1629,7 @@ async fn a_supervisor_assigns_a_case_from_a_list_of_the_staff_who_work_cases() {
         .open_ticket("C-100", "I was charged twice for my annual plan")
         .await;
     let case_id = case["id"].as_str().unwrap();
-    app.staff_token(app::auth::StaffRole::PolicyAuthor).await;
+    app.staff_token(desk::auth::StaffRole::PolicyAuthor).await;
     let supervisor = session_cookie(&app, "supervisor@test.example").await;
     let (_, page) = console_get(&app, &format!("/console/cases/{case_id}"), &supervisor).await;
     assert!(

@@ -8,9 +8,9 @@
 //! order: each test builds its case through the real router; splitting would add link time.
 
 use crate::support::{spawn_app, TestApp};
-use app::auth::StaffRole;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::auth::StaffRole;
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -139,7 +139,7 @@ async fn a_bad_staff_message_gets_a_typed_error_and_writes_nothing() {
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let case_id = case["id"].as_str().unwrap();
     let path = format!("/api/v1/cases/{case_id}/messages");
-    let too_long = "x".repeat(app::replies::MAX_MESSAGE_CHARS + 1);
+    let too_long = "x".repeat(desk::replies::MAX_MESSAGE_CHARS + 1);
     let cases = [
         (
             path.as_str(),
@@ -290,7 +290,7 @@ async fn closing_a_case_whose_refund_is_in_flight_is_a_conflict_and_changes_noth
         .await
         .unwrap();
     assert!(resp.status().is_success());
-    app::refunds::execute_case(app.state.executor(), case_id)
+    desk::refunds::execute_case(app.state.executor(), case_id)
         .await
         .unwrap();
     let before = app.case(case_id).await;

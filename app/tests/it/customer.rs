@@ -1042,8 +1042,8 @@ async fn a_quoted_reply_and_a_signature_are_folded_away_and_a_french_customer_is
     );
     let reply = last_agent_reply(&ticket);
     assert_eq!(
-        app::replies::detect_language(&reply, None),
-        app::replies::Language::Fr,
+        desk::replies::detect_language(&reply, None),
+        desk::replies::Language::Fr,
         "{reply}"
     );
     let (cookie, _) = app.customer_cookie("C-800").await;

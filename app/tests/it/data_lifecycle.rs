@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use app::auth::StaffRole;
-use app::customer_data::{self, classify};
 use axum::http::StatusCode;
+use desk::auth::StaffRole;
+use desk::customer_data::{self, classify};
 use serde_json::json;
 use sqlx::Row;
 
@@ -179,7 +179,7 @@ async fn erasing_a_customer_leaves_none_of_their_words_in_the_store_and_keeps_th
         totals,
         "refund totals per currency"
     );
-    let report = app::reconcile::run(app.state.reconciler()).await.unwrap();
+    let report = desk::reconcile::run(app.state.reconciler()).await.unwrap();
     assert!(report.is_clean(), "{}", report.summary());
     let case = app.case(&case_id).await;
     assert_eq!(case["status"], "refund_succeeded");
@@ -421,10 +421,10 @@ async fn add_customers(app: &TestApp, count: usize, order: &str, charged: &str, 
     let world =
         json!({"customers": customers, "orders": orders, "charges": charges, "refunds": []})
             .to_string();
-    app::world::load_into_provider(&app.mock.base_url(), &world)
+    desk::world::load_into_provider(&app.mock.base_url(), &world)
         .await
         .unwrap();
-    app::world::World::parse(&world)
+    desk::world::World::parse(&world)
         .unwrap()
         .load_into(&app.state.db)
         .await
@@ -469,7 +469,7 @@ async fn backup_target(app: &TestApp) -> (std::path::PathBuf, tempfile::TempDir,
     let dir = tempfile::tempdir().unwrap();
     let url = match crate::support::fresh_postgres_url("rd_restore").await {
         Some(url) => url,
-        None => app::store::Db::sqlite_url(dir.path()),
+        None => store::Db::sqlite_url(dir.path()),
     };
     (file, dir, url)
 }
@@ -482,7 +482,7 @@ async fn restarted_on(app: TestApp, dir: tempfile::TempDir, url: String) -> Test
         dir,
         mock,
         url,
-        std::sync::Arc::new(app::agent::investigator::Investigator),
+        std::sync::Arc::new(desk::agent::investigator::Investigator),
         |_| {},
     )
     .await
@@ -527,7 +527,7 @@ async fn a_backup_taken_before_ten_refunds_restores_without_sending_any_again() 
         "every intent the backup held unsent waits for a check"
     );
     let restored = restarted_on(app, dir, url).await;
-    assert!(app::refunds::restore_gate_closed(&restored.state.db)
+    assert!(desk::refunds::restore_gate_closed(&restored.state.db)
         .await
         .unwrap());
     assert_eq!(
@@ -541,10 +541,10 @@ async fn a_backup_taken_before_ten_refunds_restores_without_sending_any_again() 
         statuses(&restored, &cases).await,
         vec!["refund_succeeded"; 10]
     );
-    assert!(!app::refunds::restore_gate_closed(&restored.state.db)
+    assert!(!desk::refunds::restore_gate_closed(&restored.state.db)
         .await
         .unwrap());
-    let report = app::reconcile::run(restored.state.reconciler())
+    let report = desk::reconcile::run(restored.state.reconciler())
         .await
         .unwrap();
     assert!(report.is_clean(), "{}", report.summary());
@@ -563,7 +563,7 @@ async fn a_refund_caught_mid_send_in_the_backup_is_adopted_not_sent_again_after_
         .send()
         .await
         .unwrap();
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     assert_eq!(app.case(&cases[0]).await["status"], "executing");
     let (file, dir, url) = backup_target(&app).await;
     customer_data::restore::backup(&app.database_url, &file)
@@ -631,13 +631,13 @@ async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money()
 
     // Within every window: nothing changes.
     app.clock.advance(time::Duration::days(179));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     assert_eq!(count(SECRET_MESSAGES).await, 1);
     assert_eq!(count(LIVE_EVENTS).await, events_before);
 
     // Past the run-event window: the finished runs' payloads go.
     app.clock.advance(time::Duration::days(2));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     let live = count(LIVE_EVENTS).await;
     assert!(live < events_before, "{live} of {events_before}");
     assert_eq!(
@@ -652,7 +652,7 @@ async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money()
 
     // Past the message window, then the audit window (each once per period).
     app.clock.advance(time::Duration::days(731 - 181));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     assert_eq!(count(SECRET_MESSAGES).await, 0);
     assert_eq!(
         count(DETAILED_AUDIT).await,
@@ -660,7 +660,7 @@ async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money()
         "audit kept longer"
     );
     app.clock.advance(time::Duration::days(3651 - 731));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
     assert!(count(DETAILED_AUDIT).await < audit_before);
 
     assert_eq!(refund_totals(&app).await, totals);
@@ -949,12 +949,12 @@ fn refund_agent(data: &Path, payments: &str) -> std::process::Command {
     cmd.arg("--data-dir")
         .arg(data)
         .env("PAYMENTS_URL", payments)
-        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         )
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env_remove("DATABASE_URL")
         .env_remove("LLM_BASE_URL")
         .env("RUST_LOG", "warn");
@@ -973,7 +973,7 @@ fn run_ok(cmd: &mut std::process::Command) -> String {
 
 /// Cases and refund intents with their statuses, from a database.
 async fn holdings(url: &str) -> (Vec<(String, String)>, Vec<(String, String, i64)>) {
-    let db = app::store::Db::connect(url).await.unwrap();
+    let db = store::Db::connect(url).await.unwrap();
     let cases = sqlx::query("SELECT id, status FROM cases ORDER BY id")
         .fetch_all(db.pool())
         .await
@@ -1077,7 +1077,7 @@ async fn a_backup_taken_while_serve_works_restores_every_case_and_refund_it_held
         "{}",
         String::from_utf8_lossy(&err.stderr)
     );
-    let restored = holdings(&app::store::Db::sqlite_url(&fresh)).await;
+    let restored = holdings(&store::Db::sqlite_url(&fresh)).await;
     assert_eq!(
         restored, held,
         "every case and refund intent, as the backup held them"

@@ -13,18 +13,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::support::{spawn_app, spawn_app_with_model, TestApp};
-use app::agent::investigator::Investigator;
-use app::agent::{
+use axum::http::StatusCode;
+use desk::agent::investigator::Investigator;
+use desk::agent::{
     BoxFuture, Model, ModelContext, ModelTurn, Proposal, Usage, MAX_STEPS, MAX_TOOL_CALLS,
     MAX_TOOL_RESULT_BYTES,
 };
-use app::billing::{BillingSource, CustomerRecord, Order};
-use app::clock::ManualClock;
-use app::payments::{ProviderCharge, ProviderRefund};
-use app::runs;
-use app::state::AppState;
-use app::tickets::OtherTickets;
-use axum::http::StatusCode;
+use desk::billing::{BillingSource, CustomerRecord, Order};
+use desk::clock::ManualClock;
+use desk::payments::{ProviderCharge, ProviderRefund};
+use desk::runs;
+use desk::state::AppState;
+use desk::tickets::OtherTickets;
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
 use sqlx::Row;
@@ -509,12 +509,12 @@ struct BothRuns {
     /// The live run's loop events (`LOOP_KINDS`), in order.
     live: Vec<Value>,
     run: runs::Run,
-    replay: app::replay::Investigation,
-    verdict: app::replay::CaseVerdict,
+    replay: desk::replay::Investigation,
+    verdict: desk::replay::CaseVerdict,
     decision: Option<policy_engine::Decision>,
 }
 
-fn demo_ticket() -> app::replay::HistoricalTicket {
+fn demo_ticket() -> desk::replay::HistoricalTicket {
     crate::support::demo_historical(CHARGED_TWICE)
 }
 
@@ -563,7 +563,7 @@ async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> Bot
     let cell: RunClock = Arc::new(OnceLock::new());
     cell.set(clock.clone()).ok();
     let model = make(cell);
-    let replay = app::replay::investigate_with_clock(
+    let replay = desk::replay::investigate_with_clock(
         model.as_ref(),
         &app.state.index,
         &demo_ticket(),
@@ -571,8 +571,8 @@ async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> Bot
     )
     .await
     .unwrap();
-    let decision = app::replay::decide(&replay, &app.state.policies, &[]).unwrap();
-    let verdict = app::replay::verdict(&replay, decision.as_ref());
+    let decision = desk::replay::decide(&replay, &app.state.policies, &[]).unwrap();
+    let verdict = desk::replay::verdict(&replay, decision.as_ref());
 
     let both = BothRuns {
         case,
@@ -637,10 +637,10 @@ fn assert_same_run(both: &BothRuns) {
     );
 
     let live_outcome = match case["status"].as_str().unwrap() {
-        "escalated" => app::replay::CaseOutcome::Escalate,
-        "awaiting_approval" => app::replay::CaseOutcome::Refund,
-        "denied" => app::replay::CaseOutcome::NoRefund,
-        "awaiting_customer" => app::replay::CaseOutcome::RequestInfo,
+        "escalated" => desk::replay::CaseOutcome::Escalate,
+        "awaiting_approval" => desk::replay::CaseOutcome::Refund,
+        "denied" => desk::replay::CaseOutcome::NoRefund,
+        "awaiting_customer" => desk::replay::CaseOutcome::RequestInfo,
         other => panic!("unexpected live case status {other}: {case:#}"),
     };
     assert_eq!(verdict.outcome, live_outcome, "{case:#}");
@@ -675,7 +675,7 @@ async fn replay_of_the_built_in_investigator_reaches_the_live_decision() {
 async fn replay_ends_a_model_burning_tokens_on_the_live_token_budget() {
     let both = run_live_and_replayed(|_| {
         Arc::new(ScriptedModel::new("scripted-expensive").forever_reply(|_| {
-            Ok(app::agent::ModelReply {
+            Ok(desk::agent::ModelReply {
                 turn: calls(vec![call("get_customer", json!({}))]),
                 usage: tokens_each(100_000, 20_000),
             })
@@ -1028,7 +1028,7 @@ async fn a_large_tool_result_is_stored_once_and_shown_truncated_to_the_model() {
     let app = spawn_app_with_model(model).await;
     let (state, _) = with_billing(&app, 400);
     let case_id = post_ticket(&app, "C-100", CHARGED_TWICE).await;
-    app::worker::drain(&state).await.unwrap();
+    desk::worker::drain(&state).await.unwrap();
     let events = run_events(&app, &run_id_of(&app, &case_id).await).await;
     assert_log_consistent(&events);
 
@@ -1074,7 +1074,7 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
     let (state, down) = with_billing(&app, 0);
     down.store(true, Ordering::SeqCst);
     let case_id = post_ticket(&app, "C-100", CHARGED_TWICE).await;
-    app::worker::drain(&state).await.unwrap();
+    desk::worker::drain(&state).await.unwrap();
 
     let run_id = run_id_of(&app, &case_id).await;
     let run = runs::load_run(&app.state.db, &run_id)
@@ -1090,7 +1090,7 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
 
     // Not retried before its time, even with the provider back.
     down.store(false, Ordering::SeqCst);
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     let again = runs::load_run(&app.state.db, &run_id)
         .await
         .unwrap()
@@ -1099,7 +1099,7 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
 
     app.clock
         .advance(time::Duration::milliseconds(runs::DEPENDENCY_RETRY_MS + 1));
-    app::worker::drain(&state).await.unwrap();
+    desk::worker::drain(&state).await.unwrap();
     let case = app.case(&case_id).await;
     assert_eq!(case["status"], "awaiting_approval", "{case:#}");
     assert_eq!(case["decision"]["refunds"][0]["charge_id"], "ch_1001b");
@@ -1135,7 +1135,7 @@ impl Tripwire {
 
 struct TripModel(Arc<Tripwire>);
 
-impl harness::Model<app::agent::Proposal> for TripModel {
+impl harness::Model<desk::agent::Proposal> for TripModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }
@@ -1234,7 +1234,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
 
     // The uninterrupted run: its decision, and how many calls it makes.
     let case_id = post_ticket(&app, "C-100", CHARGED_TWICE).await;
-    app::worker::drain(&state).await.unwrap();
+    desk::worker::drain(&state).await.unwrap();
     let baseline = app.case(&case_id).await;
     assert_eq!(baseline["status"], "awaiting_approval", "{baseline:#}");
     let expected = decision_digest(&baseline);
@@ -1250,7 +1250,7 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
         let mut doomed = state.clone();
         doomed.instance_id = format!("doomed-{n}");
         let finished = tokio::select! {
-            result = app::worker::run_once(&doomed) => { result.unwrap(); true }
+            result = desk::worker::run_once(&doomed) => { result.unwrap(); true }
             _ = wire.tripped.notified() => false,
         };
         // The select dropped the worker's future mid-step: what it committed stands,
@@ -1272,15 +1272,15 @@ async fn a_worker_killed_at_every_step_boundary_resumes_to_the_same_decision() {
         let mut healthy = state.clone();
         healthy.instance_id = format!("healthy-{n}");
         wire.trip_at.store(0, Ordering::SeqCst);
-        app::worker::run_once(&healthy).await.unwrap();
+        desk::worker::run_once(&healthy).await.unwrap();
         assert_eq!(run_events(&app, &run_id).await.len(), at_crash.len());
 
         // Past the dead worker's lease, and past the customer's hourly ticket limit for
         // the next round.
         app.clock.advance(time::Duration::hours(1));
-        assert!(3_600_000 > app::lease::ms());
+        assert!(3_600_000 > desk::lease::ms());
         let model_calls_before = wire.model_calls.load(Ordering::SeqCst);
-        app::worker::drain(&healthy).await.unwrap();
+        desk::worker::drain(&healthy).await.unwrap();
 
         let case = app.case(&case_id).await;
         assert_eq!(
@@ -1320,7 +1320,7 @@ struct GatedModel {
     release: Notify,
 }
 
-impl harness::Model<app::agent::Proposal> for GatedModel {
+impl harness::Model<desk::agent::Proposal> for GatedModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
     }
@@ -1353,7 +1353,7 @@ async fn a_worker_that_lost_its_lease_mid_step_stops_without_writing() {
     // Worker A claims the run and stalls inside its second model call.
     let mut slow = app.state.clone();
     slow.instance_id = "worker-a".into();
-    let stalled = tokio::spawn(async move { app::worker::run_once(&slow).await });
+    let stalled = tokio::spawn(async move { desk::worker::run_once(&slow).await });
     model.entered.notified().await;
     let run_id = run_id_of(&app, &case_id).await;
     let run = runs::load_run(&app.state.db, &run_id)
@@ -1365,10 +1365,10 @@ async fn a_worker_that_lost_its_lease_mid_step_stops_without_writing() {
 
     // Its lease runs out; worker B takes the run over and finishes it.
     app.clock
-        .advance(time::Duration::milliseconds(app::lease::ms() + 1));
+        .advance(time::Duration::milliseconds(desk::lease::ms() + 1));
     let mut fast = app.state.clone();
     fast.instance_id = "worker-b".into();
-    app::worker::drain(&fast).await.unwrap();
+    desk::worker::drain(&fast).await.unwrap();
     let finished = run_events(&app, &run_id).await;
     assert_eq!(
         first(&finished, "resumed")["payload"]["interrupted_in"],
@@ -1397,7 +1397,7 @@ async fn two_workers_racing_on_one_run_advance_it_once() {
     a.instance_id = "worker-a".into();
     let mut b = app.state.clone();
     b.instance_id = "worker-b".into();
-    let (x, y) = tokio::join!(app::worker::run_once(&a), app::worker::run_once(&b));
+    let (x, y) = tokio::join!(desk::worker::run_once(&a), desk::worker::run_once(&b));
     x.unwrap();
     y.unwrap();
     app.drain().await;
@@ -1422,15 +1422,15 @@ async fn two_workers_both_holding_a_run_cannot_both_advance_it() {
         .unwrap()
         .unwrap();
     app.clock
-        .advance(time::Duration::milliseconds(app::lease::ms() + 1));
+        .advance(time::Duration::milliseconds(desk::lease::ms() + 1));
     let mut run_b = runs::claim_next(&app.state.db, "worker-b", app.clock_ms())
         .await
         .unwrap()
         .unwrap();
     assert_eq!(run_a.id, run_b.id);
     let (x, y) = tokio::join!(
-        app::investigation::advance(app.state.investigator(), &mut run_a),
-        app::investigation::advance(app.state.investigator(), &mut run_b)
+        desk::investigation::advance(app.state.investigator(), &mut run_a),
+        desk::investigation::advance(app.state.investigator(), &mut run_b)
     );
     x.unwrap();
     y.unwrap();
@@ -1496,7 +1496,7 @@ trait ClockMs {
 
 impl ClockMs for TestApp {
     fn clock_ms(&self) -> i64 {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         self.clock.now_ms()
     }
 }
@@ -1507,19 +1507,19 @@ impl ClockMs for TestApp {
 
 #[tokio::test]
 async fn every_run_records_its_model_prompt_version_and_tool_schema_version() {
-    let model: Arc<dyn Model> = Arc::new(app::agent::investigator::Investigator);
+    let model: Arc<dyn Model> = Arc::new(desk::agent::investigator::Investigator);
     let (app, _case, events) = investigate_with(model.clone()).await;
     let created = first(&events, "run_created")["payload"].clone();
-    let expected = app::agent::versions(model.as_ref());
+    let expected = desk::agent::versions(model.as_ref());
     assert_eq!(created["model"], expected.model.as_str());
     assert_eq!(
         created["prompt_version"],
-        app::agent::prompt::PROMPT_VERSION
+        desk::agent::prompt::PROMPT_VERSION
     );
     assert_eq!(created["tool_schema_version"], expected.tools.as_str());
     assert!(expected.tools.starts_with("tools-"), "{expected:?}");
     // The tool schema version follows the schemas: another tool set is another version.
-    let fewer = &app::agent::tools::declarations()[1..];
+    let fewer = &desk::agent::tools::declarations()[1..];
     assert_ne!(harness::schema_version(fewer), expected.tools);
     drop(app);
 }

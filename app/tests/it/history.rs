@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use app::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryOptions};
+use desk::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryOptions};
 use serde_json::{json, Value};
 
 use crate::support::{start_mock, test_database_url};
@@ -59,18 +59,18 @@ const EXPORT: &str = r#"{"id": 901, "email": "ann@shop.example", "name": "Ann Le
 async fn shop() -> (
     tempfile::TempDir,
     payments_mock::RunningMock,
-    app::store::Db,
-    app::payments::PaymentsClient,
+    store::Db,
+    desk::payments::PaymentsClient,
 ) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
-    app::world::load_into_provider(&mock.base_url(), &account().to_string())
+    desk::world::load_into_provider(&mock.base_url(), &account().to_string())
         .await
         .expect("the account loads");
-    let db = app::store::Db::connect(&test_database_url(dir.path()).await)
+    let db = store::Db::connect(&test_database_url(dir.path()).await)
         .await
         .expect("a database");
-    let payments = app::payments::PaymentsClient::new(
+    let payments = desk::payments::PaymentsClient::new(
         &mock.base_url(),
         "sk_test_refund_desk",
         std::time::Duration::from_secs(5),
@@ -82,7 +82,7 @@ async fn shop() -> (
         std::fs::write(dir.path().join(name), text).expect("a file");
     }
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
-    app::onboarding::import::import_customers(
+    desk::onboarding::import::import_customers(
         &db,
         Some(&payments),
         &dir.path().join("customers.csv"),
@@ -92,7 +92,7 @@ async fn shop() -> (
     )
     .await
     .expect("customers import");
-    app::onboarding::import::import_orders(
+    desk::onboarding::import::import_orders(
         &db,
         &dir.path().join("orders.csv"),
         None,
@@ -141,7 +141,7 @@ async fn a_zendesk_export_becomes_a_history_shadow_replays_with_each_inference_s
     assert!(unmatched.contains("stranger@else.example"), "{unmatched}");
 
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
-    let (tickets, bad) = app::replay::parse_history(&text);
+    let (tickets, bad) = desk::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
     let ann = &tickets[0];
     assert_eq!(
@@ -182,13 +182,13 @@ async fn a_zendesk_export_becomes_a_history_shadow_replays_with_each_inference_s
     );
 
     let policies =
-        app::policies::load_policy_set(&app::config::default_fixtures_dir().join("policies"))
+        desk::policies::load_policy_set(&desk::config::default_fixtures_dir().join("policies"))
             .expect("policies");
     let index_dir = dir.path().join("index");
     let index =
-        std::sync::Arc::new(app::policies::open_index(&index_dir, &policies).expect("an index"));
+        std::sync::Arc::new(desk::policies::open_index(&index_dir, &policies).expect("an index"));
     let shadow = app::shadow::run(
-        &app::agent::investigator::Investigator,
+        &desk::agent::investigator::Investigator,
         &policies,
         &index,
         &tickets,
@@ -253,7 +253,7 @@ async fn a_ticket_without_comments_writes_nothing_unless_told_to_skip_it() {
     assert_eq!((report.written, report.invalid), (1, 2));
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
     assert_eq!(
-        app::replay::parse_history(&text).0[0]
+        desk::replay::parse_history(&text).0[0]
             .human
             .outcome
             .as_str(),
@@ -296,13 +296,10 @@ async fn a_hundred_thousand_tickets_read_in_flat_memory_and_one_without_comments
         Command::new(env!("CARGO_BIN_EXE_refund-agent"))
             .arg("--data-dir")
             .arg(data.join("data"))
-            .env(
-                "DATABASE_URL",
-                app::store::Db::sqlite_url(&data.join("data")),
-            )
+            .env("DATABASE_URL", store::Db::sqlite_url(&data.join("data")))
             .env("PAYMENTS_URL", mock.base_url())
             .env("PAYMENTS_API_KEY", "sk_test_refund_desk")
-            .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+            .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
             .env("RUST_LOG", "warn")
             .args(["import", "history", "--format", "zendesk"])
             .arg(data.join(file))

@@ -16,12 +16,12 @@ fn command(data: &std::path::Path, payments: &str) -> Command {
         .env("PAYMENTS_URL", payments)
         // A provider named by PAYMENTS_URL needs its secrets set (issue 16): the test
         // mock's, given explicitly.
-        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         )
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env_remove("DATABASE_URL")
         .env_remove("LLM_BASE_URL")
         // The shortest work lease, so the restarted process takes the dead one's case

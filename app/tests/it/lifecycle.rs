@@ -16,7 +16,7 @@ fn refund_agent(data: &std::path::Path) -> Command {
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("RUST_LOG", "warn")
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .arg("--data-dir")
         .arg(data);
     cmd
@@ -270,7 +270,7 @@ async fn readyz_names_the_policy_index_when_it_holds_other_policies() {
             .unwrap();
     let mut state = app.state.clone();
     state.index = Arc::new(foreign);
-    let router = app::web::router(state);
+    let router = web::router(state);
     let response = tower::ServiceExt::oneshot(
         router,
         axum::http::Request::get("/readyz")
@@ -378,11 +378,11 @@ async fn sigterm_mid_work_drains_and_exits_zero_and_after_a_restart_every_case_f
         ("PAYMENTS_URL", mock.base_url()),
         (
             "PAYMENTS_API_KEY",
-            app::config::DEFAULT_PAYMENTS_KEY.to_string(),
+            desk::config::DEFAULT_PAYMENTS_KEY.to_string(),
         ),
         (
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET.to_string(),
+            desk::config::DEFAULT_WEBHOOK_SECRET.to_string(),
         ),
     ];
     if let Some(url) = crate::support::fresh_postgres_url("rd_life").await {
@@ -557,6 +557,6 @@ async fn lease_pool(env: &[(&str, String)], data: &std::path::Path) -> sqlx::Any
         .iter()
         .find(|(k, _)| *k == "DATABASE_URL")
         .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| app::store::Db::sqlite_url(data));
+        .unwrap_or_else(|| store::Db::sqlite_url(data));
     sqlx::AnyPool::connect(&url).await.unwrap()
 }

@@ -10,14 +10,14 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use app::agent::llm::LlmModel;
-use app::agent::tools::{self, ToolDeclaration};
-use app::agent::{ModelContext, ModelTurn, Usage};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use desk::agent::llm::LlmModel;
+use desk::agent::tools::{self, ToolDeclaration};
+use desk::agent::{ModelContext, ModelTurn, Usage};
 use harness::Model as _;
 use serde_json::{json, Value};
 

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::investigator::Investigator;
 use serde_json::{json, Value};
 use sqlx::Row;
 
@@ -65,7 +65,7 @@ fn kinds_for(outbox: &[(String, String, Option<String>, String)], ticket: &str) 
 async fn ticket_messages(app: &TestApp, ticket_id: &str) -> Vec<Value> {
     // The staff view of the thread (with each mail's quoted part), as the case API and
     // the console read it.
-    let messages = app::tickets::messages(&app.state.db, ticket_id)
+    let messages = desk::tickets::messages(&app.state.db, ticket_id)
         .await
         .unwrap();
     serde_json::to_value(messages)
@@ -399,7 +399,7 @@ async fn a_hundred_mails_from_one_address_in_a_minute_are_held_and_all_processed
     println!("in the first minute: {taken} taken, {held} held");
     assert_eq!(
         taken as i64,
-        app::mail::inbound::MAILS_PER_SENDER_PER_MINUTE
+        desk::mail::inbound::MAILS_PER_SENDER_PER_MINUTE
     );
     assert_eq!(held + taken, 100);
     // Minute by minute, the worker takes the held mail in, in order, nothing dropped.
@@ -496,15 +496,15 @@ async fn confirm_link(app: &TestApp) -> String {
             .await
             .unwrap();
     let mut tx = app.state.db.begin().await.unwrap();
-    let now = app::clock::Clock::now_ms(app.clock.as_ref());
-    let token = app::auth::issue_mail_sign_in_link(&mut tx, "C-100", now)
+    let now = desk::clock::Clock::now_ms(app.clock.as_ref());
+    let token = desk::auth::issue_mail_sign_in_link(&mut tx, "C-100", now)
         .await
         .unwrap();
-    let id = app::mailbox::inbound::unverified_by_key(&mut tx, &key)
+    let id = desk::mailbox::inbound::unverified_by_key(&mut tx, &key)
         .await
         .unwrap()
         .unwrap();
-    app::mailbox::inbound::set_confirm_link(&mut tx, &id, &app::auth::token_hash(&token))
+    desk::mailbox::inbound::set_confirm_link(&mut tx, &id, &desk::auth::token_hash(&token))
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -587,12 +587,12 @@ sys.stdout.buffer.write(m.as_bytes())
     let (_, body) = inbound(&app, &out.stdout).await;
     assert_eq!(body["outcome"], "opened", "{body}");
     let ticket_id = body["ticket_id"].as_str().unwrap();
-    let kept = app::mailbox::attachments::of_ticket(&app.state.db, ticket_id)
+    let kept = desk::mailbox::attachments::of_ticket(&app.state.db, ticket_id)
         .await
         .unwrap();
     assert_eq!(
         kept.len(),
-        app::mail::inbound::MAX_ATTACHMENTS,
+        desk::mail::inbound::MAX_ATTACHMENTS,
         "ten kept of twelve"
     );
     let messages = ticket_messages(&app, ticket_id).await;

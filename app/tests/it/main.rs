@@ -20,6 +20,7 @@ mod data_lifecycle;
 mod harness_loop;
 mod history;
 mod kill;
+mod layers;
 mod lifecycle;
 mod llm;
 mod mail;

@@ -3,10 +3,10 @@
 //! its caller. JSON-RPC goes through the real router and the official SDK's transport.
 
 use crate::support::{spawn_app, TestApp};
-use app::agent::tools::{self, ToolEnv};
-use app::agent::ToolCall;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::tools::{self, ToolEnv};
+use desk::agent::ToolCall;
 use serde_json::{json, Value};
 use sqlx::Row;
 
@@ -74,7 +74,7 @@ async fn mcp_audit_rows(app: &TestApp) -> Vec<(String, String, String)> {
 }
 
 async fn staff_id(app: &TestApp, email: &str) -> String {
-    app::auth::staff_by_email(&app.state.db, email)
+    desk::auth::staff_by_email(&app.state.db, email)
         .await
         .unwrap()
         .unwrap()
@@ -181,7 +181,7 @@ async fn stdio_refuses_to_start_without_a_staff_token_or_with_a_customers() {
         (Some("nonsense"), "unknown, revoked or expired"),
         (Some(customer.as_str()), "customer tokens are refused"),
     ] {
-        let refused = app::web::mcp::serve_stdio(app.state.clone(), token)
+        let refused = web::mcp::serve_stdio(app.state.clone(), token)
             .await
             .expect_err("no staff token, no MCP");
         assert!(refused.to_string().contains(expected), "{refused}");
@@ -274,7 +274,7 @@ async fn each_tool_reads_the_named_ticket_exactly_as_the_loop_does_and_is_audite
         2
     );
     // One implementation: the loop's tool answers the same for the same ticket.
-    let ticket = app::tickets::load_ticket(&app.state.db, &ticket_id)
+    let ticket = desk::tickets::load_ticket(&app.state.db, &ticket_id)
         .await
         .unwrap()
         .unwrap();
@@ -476,7 +476,7 @@ async fn no_tool_changes_any_record_and_write_actions_are_not_tools() {
 async fn in_shadow_mode_the_run_stays_hidden_until_a_reviewer_decides() {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let (_, case) = app.open_ticket("C-100", CHARGED_TWICE).await;
     let case_id = case["id"].as_str().unwrap();
     let run = call(&app, "get_run", json!({ "case_id": case_id })).await;
@@ -539,7 +539,7 @@ async fn the_server_offers_the_current_stable_revision_and_hosts_that_initialize
     assert!(
         discovered
             .to_string()
-            .contains(app::web::mcp::PROTOCOL_VERSION.as_str()),
+            .contains(web::mcp::PROTOCOL_VERSION.as_str()),
         "{discovered}"
     );
 }
@@ -604,7 +604,7 @@ async fn list_customer_history_reads_only_the_tickets_own_customer_and_is_audite
     }
 
     // One implementation: the loop's tool answers the same for the same ticket.
-    let ticket = app::tickets::load_ticket(&app.state.db, &ticket_id)
+    let ticket = desk::tickets::load_ticket(&app.state.db, &ticket_id)
         .await
         .unwrap()
         .unwrap();

@@ -259,7 +259,7 @@ async fn webhook_deliveries_are_counted_by_outcome_and_a_bad_signature_is_one() 
     .unwrap()
     .unix_timestamp();
     let signed = payments_mock::sign_payload(
-        app::config::DEFAULT_WEBHOOK_SECRET,
+        desk::config::DEFAULT_WEBHOOK_SECRET,
         now_secs,
         body.as_bytes(),
     );
@@ -303,9 +303,9 @@ async fn a_wrong_password_is_counted_as_a_login_failure() {
 async fn step_tool_and_model_figures_recorded_by_the_agent_loop_show_in_the_scrape() {
     let app = spawn_app().await;
     let before = scrape(&app).await;
-    app::metrics::record_step(40);
-    app::metrics::record_tool_call("metrics_test_tool", false, 12);
-    app::metrics::record_model_call("metrics-test-model", true, 900, 1200, 80);
+    desk::metrics::record_step(40);
+    desk::metrics::record_tool_call("metrics_test_tool", false, 12);
+    desk::metrics::record_model_call("metrics-test-model", true, 900, 1200, 80);
     let after = scrape(&app).await;
     let delta = |metric: &str, labels: &[(&str, &str)]| {
         after.value(metric, labels) - before.value(metric, labels)
@@ -347,7 +347,7 @@ async fn a_request_id_sent_by_the_caller_comes_back_on_the_response() {
 #[tokio::test]
 async fn a_request_id_too_long_or_not_plain_ascii_is_replaced_by_a_fresh_uuid() {
     let app = spawn_app().await;
-    let longest = "r".repeat(app::web::router::REQUEST_ID_MAX_LEN);
+    let longest = "r".repeat(web::router::REQUEST_ID_MAX_LEN);
     let response = app
         .response(
             Request::get("/healthz")
@@ -357,7 +357,7 @@ async fn a_request_id_too_long_or_not_plain_ascii_is_replaced_by_a_fresh_uuid() 
         )
         .await;
     assert_eq!(response.headers()["x-request-id"], longest.as_str(), "kept");
-    let too_long = "r".repeat(app::web::router::REQUEST_ID_MAX_LEN + 1);
+    let too_long = "r".repeat(web::router::REQUEST_ID_MAX_LEN + 1);
     let unfit: [&[u8]; 4] = [
         too_long.as_bytes(),
         b"two words",
@@ -405,7 +405,7 @@ async fn a_request_without_an_id_gets_a_fresh_uuid_on_the_response_even_when_it_
 
 #[test]
 fn the_provider_mocks_signer_and_the_apps_verifier_agree() {
-    use app::payments::signature::{verify, SignatureError, DEFAULT_TOLERANCE_SECS};
+    use desk::payments::signature::{verify, SignatureError, DEFAULT_TOLERANCE_SECS};
     let body = br#"{"id":"evt_agree","type":"refund.updated"}"#;
     let now = 1_800_000_000;
     for secret in ["whsec_test_refund_desk", "whsec_another", ""] {

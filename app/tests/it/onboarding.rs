@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
 use axum::http::StatusCode;
+use desk::agent::investigator::Investigator;
 use serde_json::{json, Value};
 use support::{app_on, start_mock, test_database_url, TestApp};
 
@@ -25,7 +25,7 @@ const ORDER_KEY: &str = "shop_order";
 /// charges naming their order under `shop_order` only, one till charge naming none —
 /// and the CSV files the shop's exports.
 fn connect_fixture(name: &str) -> String {
-    let path = app::config::default_fixtures_dir()
+    let path = desk::config::default_fixtures_dir()
         .join("connect")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -42,7 +42,7 @@ fn refund_agent(data_dir: &Path, database_url: &str, mock_url: &str) -> Command 
         .env("PAYMENTS_API_KEY", "sk_test_refund_desk")
         .env("PAYMENTS_WEBHOOK_SECRET", "whsec_test_refund_desk")
         .env("PAYMENTS_ORDER_KEY", ORDER_KEY)
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env_remove("LLM_BASE_URL")
         .env("RUST_LOG", "warn");
     cmd
@@ -74,7 +74,7 @@ impl Shop {
     async fn new() -> Shop {
         let dir = tempfile::tempdir().expect("a temp dir");
         let mock = start_mock(dir.path()).await;
-        app::world::load_into_provider(&mock.base_url(), &connect_fixture("account.json"))
+        desk::world::load_into_provider(&mock.base_url(), &connect_fixture("account.json"))
             .await
             .expect("the account loads into the mock");
         for file in ["customers.csv", "orders.csv"] {
@@ -195,7 +195,7 @@ async fn a_paid_order_whose_charge_names_no_order_goes_to_a_person_until_staff_l
 
     // Staff link the till charge to the order: the next investigation sees it.
     let payments = app.state.payments.clone();
-    app::onboarding::charges::link_charge(
+    desk::onboarding::charges::link_charge(
         &app.state.db,
         &payments,
         "ch_bo_pos",
@@ -206,12 +206,12 @@ async fn a_paid_order_whose_charge_names_no_order_goes_to_a_person_until_staff_l
     .await
     .expect("the charge is Bo's and so is the order");
     assert!(
-        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+        desk::onboarding::charges::list_unlinked(&app.state.db, None, 50)
             .await
             .expect("a list")
             .is_empty()
     );
-    let refused = app::onboarding::charges::link_charge(
+    let refused = desk::onboarding::charges::link_charge(
         &app.state.db,
         &payments,
         "ch_ann_1",
@@ -222,7 +222,7 @@ async fn a_paid_order_whose_charge_names_no_order_goes_to_a_person_until_staff_l
     .await
     .expect_err("Ann's charge on Bo's order");
     assert_eq!(refused.code(), "charge_already_linked");
-    let refused = app::onboarding::charges::link_charge(
+    let refused = desk::onboarding::charges::link_charge(
         &app.state.db,
         &payments,
         "ch_bo_pos",
@@ -405,7 +405,7 @@ async fn seed_refuses_a_real_provider_before_writing_anything_and_app_only_touch
     let dir = tempfile::tempdir().expect("a temp dir");
     let (url, seen) = real_provider().await;
     let data = dir.path().join("data");
-    let database_url = app::store::Db::sqlite_url(&data);
+    let database_url = store::Db::sqlite_url(&data);
     let seed = |extra: &[&str]| {
         let mut cmd = refund_agent(&data, &database_url, &url);
         run(cmd.arg("seed").args(extra))
@@ -437,7 +437,7 @@ async fn seed_refuses_a_real_provider_before_writing_anything_and_app_only_touch
         1,
         "--app-only asked nothing"
     );
-    let db = app::store::Db::connect(&database_url)
+    let db = store::Db::connect(&database_url)
         .await
         .expect("the database");
     let customers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM customers")
@@ -452,14 +452,14 @@ async fn deliver(app: &TestApp, id: &str, kind: &str, object: Value) -> Value {
     let body = json!({ "id": id, "object": "event", "type": kind, "data": { "object": object } })
         .to_string();
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         app.clock.now_ms() / 1000
     };
     let request = axum::http::Request::post("/api/v1/webhooks/payments")
         .header("content-type", "application/json")
         .header(
             "stripe-signature",
-            payments_mock::sign_payload(app::config::DEFAULT_WEBHOOK_SECRET, now, body.as_bytes()),
+            payments_mock::sign_payload(desk::config::DEFAULT_WEBHOOK_SECRET, now, body.as_bytes()),
         )
         .body(axum::body::Body::from(body))
         .expect("a request");
@@ -560,7 +560,7 @@ async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arriv
     summary(&shop.import("orders", "orders.csv"));
     let app = shop.app().await;
     let listed = || async {
-        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+        desk::onboarding::charges::list_unlinked(&app.state.db, None, 50)
             .await
             .expect("a list")
             .into_iter()
@@ -572,7 +572,7 @@ async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arriv
         "id": "ch_ann_till", "customer_id": "cus_Ann8fQ2", "amount": "12.00", "currency": "USD",
         "captured": true, "status": "succeeded", "created_at": "2026-11-28T09:00:00Z",
         "payment_method": "pm_card_visa", "metadata": { "channel": "pos" } }] });
-    app::world::load_into_provider(&app.mock.base_url(), &till.to_string())
+    desk::world::load_into_provider(&app.mock.base_url(), &till.to_string())
         .await
         .expect("a new charge at the provider");
     let ack = deliver(
@@ -584,7 +584,7 @@ async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arriv
     .await;
     assert_eq!(ack["outcome"], "unchanged", "no proposal rests on it");
     assert_eq!(listed().await, ["ch_ann_till"]);
-    let unlinked = app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+    let unlinked = desk::onboarding::charges::list_unlinked(&app.state.db, None, 50)
         .await
         .expect("a list");
     assert_eq!(unlinked[0].customer_id.as_deref(), Some("SHOP-1"));
@@ -595,7 +595,7 @@ async fn a_new_charge_naming_no_order_is_listed_for_staff_when_its_webhook_arriv
 
     // Linked by staff, a later event about it leaves it off the list.
     let payments = app.state.payments.clone();
-    app::onboarding::charges::link_charge(
+    desk::onboarding::charges::link_charge(
         &app.state.db,
         &payments,
         "ch_ann_till",
@@ -620,18 +620,18 @@ async fn reconcile_reports_customers_and_orders_that_drifted_from_the_provider()
     let shop = Shop::new().await;
     summary(&shop.import("customers", "customers.csv"));
     summary(&shop.import("orders", "orders.csv"));
-    let db = app::store::Db::connect(&shop.database_url)
+    let db = store::Db::connect(&shop.database_url)
         .await
         .expect("the database");
     // A customer linked to a provider customer that is gone, with a paid order.
-    let gone = app::onboarding::records::CustomerRow {
+    let gone = desk::onboarding::records::CustomerRow {
         id: Some("SHOP-4".into()),
         name: Some("Gone".into()),
         email: Some("gone@shop.example".into()),
         region: Some("US".into()),
         provider_customer_id: Some("cus_Gone".into()),
     };
-    app::onboarding::records::put_customer(&db, "SHOP-4", gone)
+    desk::onboarding::records::put_customer(&db, "SHOP-4", gone)
         .await
         .expect("stored");
     db.close().await;
@@ -645,7 +645,7 @@ async fn reconcile_reports_customers_and_orders_that_drifted_from_the_provider()
             { "id": "ch_odd_usd", "customer_id": "cus_Ann8fQ2", "amount": "4.99", "currency": "USD",
             "captured": true, "status": "succeeded", "created_at": "2026-11-23T09:01:00Z",
             "payment_method": "pm_card_visa", "metadata": { ORDER_KEY: "#6001" } }] });
-    app::world::load_into_provider(&shop.mock.base_url(), &changes.to_string())
+    desk::world::load_into_provider(&shop.mock.base_url(), &changes.to_string())
         .await
         .expect("the provider changes");
 
@@ -710,7 +710,7 @@ async fn a_provider_customer_the_account_does_not_have_is_a_bad_row_and_nothing_
         ),
         "{stderr}"
     );
-    let db = app::store::Db::connect(&shop.database_url)
+    let db = store::Db::connect(&shop.database_url)
         .await
         .expect("the database");
     let customers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM customers")
@@ -726,11 +726,11 @@ async fn a_provider_customer_the_account_does_not_have_is_a_bad_row_and_nothing_
 /// What a shop backend's `PUT /api/v1/customers/{id}` and `/orders/{id}` will call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
-    use app::onboarding::records::{put_customer, put_order, CustomerRow, OrderRow, Upserted};
+    use desk::onboarding::records::{put_customer, put_order, CustomerRow, OrderRow, Upserted};
     let shop = Shop::new().await;
     summary(&shop.import("customers", "customers.csv"));
     summary(&shop.import("orders", "orders.csv"));
-    let db = app::store::Db::connect(&shop.database_url)
+    let db = store::Db::connect(&shop.database_url)
         .await
         .expect("the database");
     let customer = |id: &str, email: &str| CustomerRow {
@@ -748,7 +748,7 @@ async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
         currency: Some(currency.into()),
         created_at: Some("2026-11-25T09:00:00Z".into()),
     };
-    let code = |e: app::error::DomainError| e.code();
+    let code = |e: desk::error::DomainError| e.code();
 
     assert_eq!(
         put_customer(&db, "SHOP-7", customer("SHOP-7", "dee@shop.example"))
@@ -814,10 +814,10 @@ async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
 async fn a_shop_backend_puts_customers_and_orders_with_its_integration_token_only() {
     let app = crate::support::spawn_app().await;
     let now = 1_800_000_000_000;
-    let (integration, _) = app::auth::accounts::issue_service_token(
+    let (integration, _) = desk::auth::accounts::issue_service_token(
         &app.state.db,
         "test",
-        app::auth::ServiceKind::Integration,
+        desk::auth::ServiceKind::Integration,
         "shop",
         30,
         now,
@@ -917,7 +917,7 @@ async fn staff_see_charges_naming_no_order_in_the_console_and_a_supervisor_links
     summary(&shop.import("customers", "customers.csv"));
     summary(&shop.import("orders", "orders.csv"));
     let app = shop.app().await;
-    app.staff_token(app::auth::StaffRole::Admin).await;
+    app.staff_token(desk::auth::StaffRole::Admin).await;
     let (admin, admin_csrf) = app.staff_session("admin@test.example").await;
     let (agent, _) = app.staff_session("agent@test.example").await;
     let (lead, csrf) = app.staff_session("supervisor@test.example").await;
@@ -971,7 +971,7 @@ async fn staff_see_charges_naming_no_order_in_the_console_and_a_supervisor_links
         "{page}"
     );
     assert_eq!(
-        app::onboarding::charges::list_unlinked(&app.state.db, None, 50)
+        desk::onboarding::charges::list_unlinked(&app.state.db, None, 50)
             .await
             .expect("a list")
             .len(),

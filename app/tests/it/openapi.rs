@@ -20,7 +20,7 @@ async fn document(app: &crate::support::TestApp) -> Value {
 /// The `/api/v1` paths the router is built with: the access registry every route is
 /// declared in (`web::routes`), which is what a new route is added to.
 fn router_paths(app: &crate::support::TestApp) -> BTreeSet<String> {
-    app::web::routes(&app.state)
+    web::routes(&app.state)
         .declared()
         .iter()
         .filter(|d| d.path.starts_with("/api/v1/"))

@@ -14,16 +14,16 @@
 use std::time::Duration;
 
 use crate::support::{spawn_app, TestApp};
-use app::payments::PaymentsClient;
-use app::reconcile;
-use app::refunds::{self, Intent};
-use app::state::AppState;
 use axum::http::StatusCode;
+use desk::payments::PaymentsClient;
+use desk::reconcile;
+use desk::refunds::{self, Intent};
+use desk::state::AppState;
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 const CHARGE: &str = "ch_1001b";
-const SECRET: &str = app::config::DEFAULT_WEBHOOK_SECRET;
+const SECRET: &str = desk::config::DEFAULT_WEBHOOK_SECRET;
 
 // ---------------------------------------------------------------------------------
 // Helpers
@@ -158,13 +158,13 @@ impl Approved {
 
     /// Drains the worker, then reconciles, until nothing moves.
     async fn drain_and_reconcile(&self, state: &AppState) -> reconcile::ReconcileReport {
-        app::worker::drain(state)
+        desk::worker::drain(state)
             .await
             .expect("the worker drains without error");
         let report = reconcile::run(state.reconciler())
             .await
             .expect("reconciliation runs");
-        app::worker::drain(state)
+        desk::worker::drain(state)
             .await
             .expect("the worker drains without error");
         report
@@ -177,7 +177,7 @@ fn with_timeout(app: &TestApp, timeout: Duration) -> AppState {
     let mut state = app.state.clone();
     state.payments = PaymentsClient::new(
         &app.mock.base_url(),
-        app::config::DEFAULT_PAYMENTS_KEY,
+        desk::config::DEFAULT_PAYMENTS_KEY,
         timeout,
         Duration::from_millis(5),
     )
@@ -465,7 +465,7 @@ async fn kill_mid_call(case: &Approved, provider_committed: bool) -> Intent {
             .expect("the provider commits the refund");
     }
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         case.app.clock.now_ms()
     };
     let db = case.app.state.db.pool();
@@ -632,7 +632,7 @@ async fn fifty_concurrent_worker_passes_make_one_provider_refund() {
     let handles: Vec<_> = (0..50)
         .map(|_| {
             let state = case.app.state.clone();
-            tokio::spawn(async move { app::worker::run_once(&state).await })
+            tokio::spawn(async move { desk::worker::run_once(&state).await })
         })
         .collect();
     for handle in handles {
@@ -655,7 +655,7 @@ async fn serve_and_point_webhooks(app: &TestApp) -> String {
     tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
-    app::webhooks::point_provider_webhooks(&app.mock.base_url(), &url)
+    desk::webhooks::point_provider_webhooks(&app.mock.base_url(), &url)
         .await
         .unwrap();
     url
@@ -663,14 +663,14 @@ async fn serve_and_point_webhooks(app: &TestApp) -> String {
 
 /// Reloads the demo world into the mock with `ch_1001b` refunds created `pending`.
 async fn pending_refund_profile(app: &TestApp) {
-    let path = app::config::default_fixtures_dir().join("billing/demo.json");
+    let path = desk::config::default_fixtures_dir().join("billing/demo.json");
     let mut world: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     for charge in world["charges"].as_array_mut().unwrap() {
         if charge["id"] == CHARGE {
             charge["refund_profile"] = json!("pending");
         }
     }
-    app::world::load_into_provider(&app.mock.base_url(), &world.to_string())
+    desk::world::load_into_provider(&app.mock.base_url(), &world.to_string())
         .await
         .unwrap();
 }
@@ -789,34 +789,34 @@ async fn a_pending_refund_is_polled_after_a_growing_wait_not_on_every_worker_pas
     pending_refund_profile(&app).await;
     let case = approve_in(app).await;
     let state = case.app.state.clone();
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     let submitted = case.intent().await;
     assert_eq!(submitted.status, "pending");
     assert_eq!(case.case_status().await, "refund_pending");
 
     // Within the first wait, passes leave it alone: no read (a read moves the version).
     for _ in 0..3 {
-        app::worker::run_once(&state).await.unwrap();
+        desk::worker::run_once(&state).await.unwrap();
     }
     assert_eq!(case.intent().await.version, submitted.version);
 
     // Past the shortest wait: read once, still pending; the next pass waits again.
     let min_wait = refunds::PENDING_RECHECK_MIN_MS / 1000 + 1;
     case.app.clock.advance(time::Duration::seconds(min_wait));
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     let polled = case.intent().await;
     assert_eq!(
         (polled.status.as_str(), polled.version),
         ("pending", submitted.version + 1)
     );
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     assert_eq!(case.intent().await.version, polled.version);
 
     // An hour in, the wait is a quarter of the age (15 minutes) capped at 10 minutes.
     // (The periodic reconciliation also reads pending refunds, on its own schedule, so
     // the executor's queue is checked directly here.)
     case.app.clock.advance(time::Duration::hours(1));
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     let hour_old = case.intent().await;
     assert!(
         hour_old.version > polled.version,
@@ -838,7 +838,7 @@ async fn a_pending_refund_is_polled_after_a_growing_wait_not_on_every_worker_pas
         .await
         .is_success());
     case.app.clock.advance(time::Duration::minutes(11));
-    app::worker::run_once(&state).await.unwrap();
+    desk::worker::run_once(&state).await.unwrap();
     assert_eq!(case.intent().await.status, "succeeded");
     assert_eq!(case.case_status().await, "refund_succeeded");
     assert_eq!(case.provider_refunds().await.len(), 1);
@@ -925,7 +925,7 @@ async fn bad_signatures_are_rejected_with_400_and_change_nothing() {
     })
     .to_string();
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         case.app.clock.now_ms() / 1000
     };
     let cases = [
@@ -967,7 +967,7 @@ async fn bad_signatures_are_rejected_with_400_and_change_nothing() {
 async fn unknown_event_types_are_acknowledged_and_ignored() {
     let case = approved_case().await;
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         case.app.clock.now_ms() / 1000
     };
     let body =
@@ -1057,7 +1057,7 @@ async fn reconciliation_flags_an_intent_the_provider_lacks_and_a_refund_without_
 #[tokio::test]
 async fn the_periodic_pass_lists_settled_charges_only_in_its_hourly_sweep() {
     let case = approved_case().await;
-    app::worker::drain(&case.app.state).await.unwrap();
+    desk::worker::drain(&case.app.state).await.unwrap();
     assert_eq!(case.intent().await.status, "succeeded");
     let pass = |minutes: i64| {
         let state = case.app.state.clone();
@@ -1146,7 +1146,7 @@ async fn a_signed_webhook_claiming_success_while_the_provider_cannot_be_read_mov
     })
     .to_string();
     let now = {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         case.app.clock.now_ms() / 1000
     };
     let (status, text) = case.app.raw(signed(&body, SECRET, now)).await;
@@ -1178,7 +1178,7 @@ async fn serve_against_a_real_provider_refuses_to_start_with_the_public_default_
         .env("PAYMENTS_API_KEY", "sk_live_from_the_vault")
         .env_remove("PAYMENTS_WEBHOOK_SECRET")
         .env_remove("DATABASE_URL")
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

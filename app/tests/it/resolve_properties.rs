@@ -1,5 +1,5 @@
 //! Property tests of order resolution on ids as people write them (issue 34), over the
-//! public `app::resolve` API only:
+//! public `domain::resolve` API only:
 //!
 //! - every id form (as stored, without `#`, in groups, broken over a line, with any dash
 //!   or the katakana long vowel mark, with an extra dash, with thousands separators,
@@ -17,7 +17,7 @@
 //! Decoys never equal nor contain an order id, read as letters and digits only: a decoy
 //! that spells an order is not a decoy.
 
-use app::resolve::{resolve, OrderCandidate, Resolution, ResolveInput};
+use domain::resolve::{resolve, OrderCandidate, Resolution, ResolveInput};
 use policy_engine::RequestKind;
 use proptest::prelude::*;
 

@@ -26,7 +26,7 @@ const OUTAGE: Duration = Duration::from_secs(10);
 /// Cases to drive: enough that work is in flight whenever the outage starts.
 const CASES: usize = 40;
 /// Every case must be at rest this long after the database is back: a step cut off by
-/// the outage keeps its work lease (`app::lease`, `WORK_LEASE_SECS`) before it is resumed.
+/// the outage keeps its work lease (`desk::lease`, `WORK_LEASE_SECS`) before it is resumed.
 const REST_LIMIT: Duration = Duration::from_secs(180);
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
 const SUPERVISOR: &str = "restart-supervisor@refund-desk.test";
@@ -124,13 +124,13 @@ fn refund_agent(data: &std::path::Path, database_url: &str, payments: &str) -> C
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("RUST_LOG", "warn")
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env("DATABASE_URL", database_url)
         .env("PAYMENTS_URL", payments)
-        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         )
         // Eight claim loops (default 4 on PostgreSQL) hold more connections mid-step, so
         // the stop is more likely to cut a worker's transaction, not only wait its acquire.

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::support::browser::{serve, Browser};
 use crate::support::{spawn_app, TestApp};
-use app::auth::{self, StaffRole};
-use app::clock::Clock;
-use app::rollout::{guards, in_canary};
 use axum::http::StatusCode;
+use desk::auth::{self, StaffRole};
+use desk::clock::Clock;
+use desk::rollout::{guards, in_canary};
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -173,7 +173,7 @@ async fn mode_changes_need_an_admin_are_audited_and_bad_input_changes_nothing() 
     );
     assert_eq!(scopes[0]["guards"].as_array().unwrap().len(), 6);
 
-    let audit = app::audit::case_timeline(&app.state.db, app::rollout::modes::AUDIT_SUBJECT)
+    let audit = desk::audit::case_timeline(&app.state.db, desk::rollout::modes::AUDIT_SUBJECT)
         .await
         .unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
@@ -192,15 +192,15 @@ async fn the_canary_split_is_deterministic_and_the_same_on_two_instances_sharing
     let admin = admin_token(&first).await;
     // A second instance: its own data dir, index and pool, on the first one's database.
     let dir = tempfile::tempdir().unwrap();
-    let mut config = app::config::Config::from_env(dir.path());
+    let mut config = desk::config::Config::from_env(dir.path());
     config.database_url = first.database_url.clone();
     config.payments_url = Some(first.mock.base_url());
-    config.fixtures_dir = app::config::default_fixtures_dir();
-    let model = Arc::new(app::agent::investigator::Investigator);
-    let second = app::build_state(&config, &first.mock.base_url(), first.clock.clone(), model)
+    config.fixtures_dir = desk::config::default_fixtures_dir();
+    let model = Arc::new(desk::agent::investigator::Investigator);
+    let second = desk::build_state(&config, &first.mock.base_url(), first.clock.clone(), model)
         .await
         .unwrap();
-    let second_router = app::web::router(second.clone());
+    let second_router = web::router(second.clone());
 
     let body = json!({"scope": "all", "mode": "canary", "percent": 50});
     assert_eq!(set_rollout(&first, &admin, body).await.0, StatusCode::OK);
@@ -228,7 +228,7 @@ async fn the_canary_split_is_deterministic_and_the_same_on_two_instances_sharing
             case_ids.push(ticket["case"]["id"].as_str().unwrap().to_string());
         }
     }
-    app::worker::drain(&second).await.unwrap();
+    desk::worker::drain(&second).await.unwrap();
     first.drain().await;
     for case_id in &case_ids {
         let case = first.case(case_id).await;
@@ -236,7 +236,7 @@ async fn the_canary_split_is_deterministic_and_the_same_on_two_instances_sharing
         assert_eq!(case["rollout"]["gets_proposal"], expected, "{case:#}");
         assert_eq!(case["rollout"]["mode"], "canary");
         // Both instances hold the same view of the case, whichever opened or decided it.
-        let on_second = app::rollout::modes::case_rollout(&second.db, case_id)
+        let on_second = desk::rollout::modes::case_rollout(&second.db, case_id)
             .await
             .unwrap()
             .unwrap();
@@ -255,7 +255,7 @@ async fn a_tripped_guard_demotes_its_scope_within_one_evaluation_period_and_no_p
     let mut app = spawn_app().await;
     // Two overridden proposals are enough here; the defaults need 20 (README).
     app.state.rollout_guards.override_rate.min_sample = 2;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let admin = admin_token(&app).await;
     let body = json!({"scope": "product:annual_plan", "mode": "assist", "reason": "go"});
     assert_eq!(set_rollout(&app, &admin, body).await.0, StatusCode::OK);
@@ -268,7 +268,7 @@ async fn a_tripped_guard_demotes_its_scope_within_one_evaluation_period_and_no_p
 
     app.clock
         .advance(time::Duration::milliseconds(guards::EVALUATION_PERIOD_MS));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
 
     let status = rollout_status(&app).await;
     let cn = scope(&status, "product:annual_plan");
@@ -276,13 +276,13 @@ async fn a_tripped_guard_demotes_its_scope_within_one_evaluation_period_and_no_p
     assert_eq!(cn["updated_by"], "guard:override_rate");
     // The evaluation that tripped is stored (the console draws it); the scope's readings
     // start afresh from the demotion, a new mode being judged on its own cases.
-    let scope_name = app::rollout::Scope::parse("product:annual_plan").unwrap();
+    let scope_name = desk::rollout::Scope::parse("product:annual_plan").unwrap();
     let points = guards::history(&app.state.db, scope_name, "override_rate", 0)
         .await
         .unwrap();
     let tripped = points.last().unwrap();
     assert!(tripped.tripped && tripped.value == Some(1.0), "{points:?}");
-    let audit = app::audit::case_timeline(&app.state.db, app::rollout::modes::AUDIT_SUBJECT)
+    let audit = desk::audit::case_timeline(&app.state.db, desk::rollout::modes::AUDIT_SUBJECT)
         .await
         .unwrap();
     let last = audit.last().unwrap();
@@ -443,7 +443,7 @@ async fn reject_two_proposals(app: &TestApp) {
 async fn an_admin_promotes_a_scope_in_the_browser_and_watches_a_tripped_guard_demote_it() {
     let mut app = spawn_app().await;
     app.state.rollout_guards.override_rate.min_sample = 2;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     admin_token(&app).await;
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
@@ -466,7 +466,7 @@ async fn an_admin_promotes_a_scope_in_the_browser_and_watches_a_tripped_guard_de
     reject_two_proposals(&app).await;
     app.clock
         .advance(time::Duration::milliseconds(guards::EVALUATION_PERIOD_MS));
-    app::worker::run_once(&app.state).await.unwrap();
+    desk::worker::run_once(&app.state).await.unwrap();
 
     browser.goto(&format!("{base}/console/rollout")).await;
     assert_eq!(browser.text(card).await, "shadow");

@@ -20,14 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::agent::investigator::Investigator;
-use app::auth::{self, StaffRole};
-use app::clock::{Clock, ManualClock};
-use app::config::Config;
-use app::state::AppState;
-use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::investigator::Investigator;
+use desk::auth::{self, StaffRole};
+use desk::clock::{Clock, ManualClock};
+use desk::config::Config;
+use desk::state::AppState;
+use desk::world::World;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 use sqlx::Row;
@@ -93,13 +93,13 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("a temp dir");
         let mock = crate::support::start_mock(dir.path()).await;
         let world = duplicate_charge_world(customers).to_string();
-        app::world::load_into_provider(&mock.base_url(), &world)
+        desk::world::load_into_provider(&mock.base_url(), &world)
             .await
             .expect("world loads into the mock");
         let postgres = crate::support::fresh_postgres_url("rd_scale").await;
         let is_postgres = postgres.is_some();
         let database_url =
-            postgres.unwrap_or_else(|| app::store::Db::sqlite_url(&dir.path().join("shared")));
+            postgres.unwrap_or_else(|| store::Db::sqlite_url(&dir.path().join("shared")));
         std::fs::create_dir_all(dir.path().join("shared")).unwrap();
         let clock = Arc::new(ManualClock::new(
             time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
@@ -113,11 +113,11 @@ impl Cluster {
             config.database_url = database_url.clone();
             config.payments_url = Some(mock.base_url());
             config.webhook_secret = SECRET.to_string();
-            config.fixtures_dir = app::config::default_fixtures_dir();
+            config.fixtures_dir = desk::config::default_fixtures_dir();
             config.provider_backoff = Duration::from_millis(5);
             config.provider_timeout = Duration::from_secs(5);
             // Every instance runs the migrations at start-up, as `serve` does.
-            let mut state = app::build_state(
+            let mut state = desk::build_state(
                 &config,
                 &mock.base_url(),
                 clock.clone(),
@@ -126,7 +126,7 @@ impl Cluster {
             .await
             .expect("state builds");
             state.instance_id = format!("instance-{i}");
-            let router = app::web::router(state.clone());
+            let router = web::router(state.clone());
             built.push(Instance { state, router });
         }
         let db = &built[0].state.db;
@@ -161,7 +161,7 @@ impl Cluster {
         }
     }
 
-    fn db(&self) -> &app::store::Db {
+    fn db(&self) -> &store::Db {
         &self.instances[0].state.db
     }
 
@@ -260,7 +260,7 @@ impl Cluster {
     async fn race_workers(&self, instances: &[usize]) -> Vec<String> {
         let passes = instances.iter().map(|&i| {
             let state = self.instances[i].state.clone();
-            async move { app::worker::run_once(&state).await }
+            async move { desk::worker::run_once(&state).await }
         });
         join_all(passes)
             .await
@@ -357,7 +357,7 @@ impl Cluster {
 
     /// Moves the shared clock past every lease (runs and cases).
     fn expire_leases(&self) {
-        assert!(61_000 > app::lease::ms());
+        assert!(61_000 > desk::lease::ms());
         self.clock.advance(time::Duration::seconds(61));
     }
 
@@ -537,11 +537,13 @@ async fn cluster_with_unknown_refund() -> (Cluster, String, (i64, String)) {
         .install_faults(json!([{"mode": "server_error_after_begin", "commit": true,
             "method": "POST", "path": "/v1/refunds"}]))
         .await;
-    app::refunds::execute_case(cluster.instances[0].state.executor(), &case_id)
+    desk::refunds::execute_case(cluster.instances[0].state.executor(), &case_id)
         .await
         .unwrap();
     cluster.clear_faults().await;
-    let intents = app::refunds::intents(cluster.db(), &case_id).await.unwrap();
+    let intents = desk::refunds::intents(cluster.db(), &case_id)
+        .await
+        .unwrap();
     assert_eq!(intents[0].status, "pending_verification", "{intents:?}");
     (cluster, case_id, (amount, currency))
 }
@@ -602,7 +604,7 @@ async fn several_instances_racing_over_one_database_refund_every_approved_case_e
 
     // Instance 0 starts executing and dies inside the hung provider call.
     let doomed = cluster.instances[0].state.clone();
-    let task = tokio::spawn(async move { app::worker::run_once(&doomed).await });
+    let task = tokio::spawn(async move { desk::worker::run_once(&doomed).await });
     cluster.until_fault_fired().await;
     task.abort();
     let _ = task.await;
@@ -639,7 +641,7 @@ async fn several_instances_racing_over_one_database_refund_every_approved_case_e
         },
         failures.len() + more.len()
     );
-    let intent = &app::refunds::intents(cluster.db(), orphan).await.unwrap()[0];
+    let intent = &desk::refunds::intents(cluster.db(), orphan).await.unwrap()[0];
     assert!(
         intent.attempts >= 2,
         "the orphan's key was sent again: {intent:?}"
@@ -655,12 +657,12 @@ async fn of_many_instances_claiming_one_run_at_once_exactly_one_gets_it() {
     let claims = cluster.instances.iter().map(|i| {
         let db = i.state.db.clone();
         let owner = i.state.instance_id.clone();
-        async move { app::runs::claim_next(&db, &owner, now).await.unwrap() }
+        async move { desk::runs::claim_next(&db, &owner, now).await.unwrap() }
     });
     let won: Vec<_> = join_all(claims).await.into_iter().flatten().collect();
     assert_eq!(won.len(), 1, "{won:?}");
     // Nobody takes it while the lease holds; after it expires, one instance does.
-    assert!(app::runs::claim_next(cluster.db(), "late", now + 1)
+    assert!(desk::runs::claim_next(cluster.db(), "late", now + 1)
         .await
         .unwrap()
         .is_none());
@@ -669,7 +671,7 @@ async fn of_many_instances_claiming_one_run_at_once_exactly_one_gets_it() {
     let claims = cluster.instances.iter().map(|i| {
         let db = i.state.db.clone();
         let owner = i.state.instance_id.clone();
-        async move { app::runs::claim_next(&db, &owner, later).await.unwrap() }
+        async move { desk::runs::claim_next(&db, &owner, later).await.unwrap() }
     });
     let taken: Vec<_> = join_all(claims).await.into_iter().flatten().collect();
     assert_eq!(taken.len(), 1, "{taken:?}");
@@ -695,7 +697,7 @@ async fn concurrent_executions_of_one_case_on_every_instance_make_one_provider_r
         (0..5).map(move |_| {
             let state = state.clone();
             let case_id = case_id.clone();
-            async move { app::refunds::execute_case(state.executor(), &case_id).await }
+            async move { desk::refunds::execute_case(state.executor(), &case_id).await }
         })
     });
     let failures: Vec<_> = join_all(runs)
@@ -722,7 +724,7 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
             "path": "/v1/refunds", "times": 1}]))
         .await;
     let doomed = cluster.instances[0].state.clone();
-    let task = tokio::spawn(async move { app::reconcile::run_if_due(doomed.reconciler()).await });
+    let task = tokio::spawn(async move { desk::reconcile::run_if_due(doomed.reconciler()).await });
     cluster.until_fault_fired().await;
     task.abort();
     let _ = task.await;
@@ -730,18 +732,20 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
     // This period's pass is taken, and the case is leased to the dead reconciler:
     // instance 1 neither reruns the pass nor touches the case.
     let survivor = &cluster.instances[1].state;
-    assert!(app::reconcile::run_if_due(survivor.reconciler())
+    assert!(desk::reconcile::run_if_due(survivor.reconciler())
         .await
         .unwrap()
         .is_none());
-    app::worker::run_once(survivor).await.unwrap();
-    let intent = &app::refunds::intents(cluster.db(), &case_id).await.unwrap()[0];
+    desk::worker::run_once(survivor).await.unwrap();
+    let intent = &desk::refunds::intents(cluster.db(), &case_id)
+        .await
+        .unwrap()[0];
     assert_eq!(intent.status, "pending_verification");
 
     // Past the lease (and the period), instance 1 resolves it against the provider.
     cluster.expire_leases();
     cluster.race_until_quiet(&[1]).await;
-    let report = app::reconcile::run(survivor.reconciler()).await.unwrap();
+    let report = desk::reconcile::run(survivor.reconciler()).await.unwrap();
     assert!(report.is_clean(), "{report:#?}");
     cluster
         .assert_invariants(&BTreeMap::from([(case_id, approved)]))
@@ -750,7 +754,7 @@ async fn a_reconciliation_pass_killed_mid_run_is_finished_by_another_instance_af
 
 /// A signed `refund.updated` event for the provider's refund on `charge`.
 async fn refund_event(cluster: &Cluster, case_id: &str, event_id: &str) -> String {
-    let intent = &app::refunds::intents(cluster.db(), case_id).await.unwrap()[0];
+    let intent = &desk::refunds::intents(cluster.db(), case_id).await.unwrap()[0];
     let list: Value = cluster
         .http
         .get(format!(
@@ -887,7 +891,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
     let passes = cluster
         .instances
         .iter()
-        .map(|i| app::reconcile::run_if_due(i.state.reconciler()));
+        .map(|i| desk::reconcile::run_if_due(i.state.reconciler()));
     let ran = join_all(passes)
         .await
         .into_iter()
@@ -898,7 +902,7 @@ async fn the_periodic_reconciliation_runs_on_one_instance_per_period() {
     let passes = cluster
         .instances
         .iter()
-        .map(|i| app::reconcile::run_if_due(i.state.reconciler()));
+        .map(|i| desk::reconcile::run_if_due(i.state.reconciler()));
     let ran = join_all(passes)
         .await
         .into_iter()
@@ -914,7 +918,7 @@ async fn instances_starting_together_on_a_fresh_database_migrate_it_once() {
         // sqlx's migrator holds `pg_advisory_lock` while it migrates: the first
         // instance applies the migrations, the others wait and find nothing to do.
         Some(url) => {
-            let connects = (0..6).map(|_| app::store::Db::connect(&url));
+            let connects = (0..6).map(|_| store::Db::connect(&url));
             for db in join_all(connects).await {
                 db.expect("every instance starts");
             }
@@ -922,9 +926,9 @@ async fn instances_starting_together_on_a_fresh_database_migrate_it_once() {
         // SQLite has no such lock (and is for one instance); starting one after
         // another is what is supported there.
         None => {
-            let url = app::store::Db::sqlite_url(dir.path());
+            let url = store::Db::sqlite_url(dir.path());
             for _ in 0..3 {
-                app::store::Db::connect(&url)
+                store::Db::connect(&url)
                     .await
                     .expect("every start succeeds");
             }
@@ -941,7 +945,7 @@ async fn one_instance_with_four_claim_loops_investigates_and_refunds_each_case_o
     let case_ids = cluster.open_tickets().await;
     let state = cluster.instances[0].state.clone();
     // A single pass drains the queue: the loops share it instead of waiting for a tick.
-    app::worker::run_once(&state)
+    desk::worker::run_once(&state)
         .await
         .expect("a pass with four claim loops succeeds");
     let investigated: i64 =
@@ -958,7 +962,7 @@ async fn one_instance_with_four_claim_loops_investigates_and_refunds_each_case_o
             StatusCode::OK
         );
     }
-    app::worker::run_once(&state)
+    desk::worker::run_once(&state)
         .await
         .expect("the refund pass succeeds");
     let approved: BTreeMap<String, (i64, String)> = approvable

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
+use desk::agent::investigator::Investigator;
 
 async fn policies_and_index(
     dir: &std::path::Path,
 ) -> (policy_engine::PolicySet, Arc<rag_index::PolicyIndex>) {
-    let fixtures = app::config::default_fixtures_dir();
-    let policies = app::policies::load_policy_set(&fixtures.join("policies")).unwrap();
-    let index = app::policies::open_index(&dir.join("index"), &policies).unwrap();
+    let fixtures = desk::config::default_fixtures_dir();
+    let policies = desk::policies::load_policy_set(&fixtures.join("policies")).unwrap();
+    let index = desk::policies::open_index(&dir.join("index"), &policies).unwrap();
     (policies, Arc::new(index))
 }
 
@@ -19,13 +19,13 @@ async fn shadow_agrees_with_every_human_decision_and_writes_the_spec_report() {
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
     let text =
-        std::fs::read_to_string(app::config::default_fixtures_dir().join("history/tickets.jsonl"))
+        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
             .unwrap();
     // One garbage line and one well-formed line with an unknown field, in the middle.
     let mut lines: Vec<&str> = text.lines().collect();
     lines.insert(3, "{not json");
     lines.insert(10, r#"{"id":"X","surprise":true}"#);
-    let (tickets, bad) = app::replay::parse_history(&lines.join("\n"));
+    let (tickets, bad) = desk::replay::parse_history(&lines.join("\n"));
     assert_eq!(bad.iter().map(|l| l.line).collect::<Vec<_>>(), [4, 11]);
     assert!(tickets.len() >= 60);
 
@@ -89,15 +89,15 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
     let text =
-        std::fs::read_to_string(app::config::default_fixtures_dir().join("history/tickets.jsonl"))
+        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
             .unwrap();
-    let (mut tickets, _) = app::replay::parse_history(&text);
+    let (mut tickets, _) = desk::replay::parse_history(&text);
     // Pretend a human refused a refund the policy allows.
     let ticket = tickets
         .iter_mut()
-        .find(|t| t.human.outcome == app::replay::CaseOutcome::Refund)
+        .find(|t| t.human.outcome == desk::replay::CaseOutcome::Refund)
         .unwrap();
-    ticket.human.outcome = app::replay::CaseOutcome::NoRefund;
+    ticket.human.outcome = desk::replay::CaseOutcome::NoRefund;
     ticket.human.refunds.clear();
     let id = ticket.id.clone();
     let report = app::shadow::run(
@@ -138,20 +138,20 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
 /// by run, event by event.)
 #[tokio::test]
 async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals() {
-    use app::agent::{Model, ModelReply, Usage};
+    use desk::agent::{Model, ModelReply, Usage};
     use refund_evals::scripted::{self, call, calls, ScriptedModel};
 
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
     let text =
-        std::fs::read_to_string(app::config::default_fixtures_dir().join("history/tickets.jsonl"))
+        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
             .unwrap();
-    let (tickets, _) = app::replay::parse_history(&text);
+    let (tickets, _) = desk::replay::parse_history(&text);
     // Tickets a human did not escalate, so the agent's escalation is a disagreement and
     // the report keeps its trace.
     let tickets: Vec<_> = tickets
         .into_iter()
-        .filter(|t| t.human.outcome != app::replay::CaseOutcome::Escalate)
+        .filter(|t| t.human.outcome != desk::replay::CaseOutcome::Escalate)
         .take(3)
         .collect();
     let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
@@ -200,7 +200,7 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
         .await;
         assert_eq!(report.total, tickets.len());
         for row in &report.tickets {
-            assert_eq!(row.agent.outcome, app::replay::CaseOutcome::Escalate);
+            assert_eq!(row.agent.outcome, desk::replay::CaseOutcome::Escalate);
             assert!(row.agent.refunds.is_empty());
             let trace = row.trace.as_ref().expect("a disagreement keeps its trace");
             assert_eq!(trace["escalation"], reason, "{}", row.id);
@@ -215,13 +215,13 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
 mod replay_loop {
     use std::sync::Arc;
 
-    use app::agent::{Model, ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
-    use app::clock::ManualClock;
-    use app::replay::{
+    use desk::agent::{Model, ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
+    use desk::clock::ManualClock;
+    use desk::replay::{
         investigate, investigate_with_clock, verdict, CaseOutcome, HistoricalMessage,
         HistoricalTicket, HumanDecision, Investigation,
     };
-    use app::world::World;
+    use desk::world::World;
     use policy_engine::ReasonCode;
     use rag_index::PolicyIndex;
     use refund_evals::scripted::{self, call, calls, ScriptedModel};
@@ -237,7 +237,7 @@ mod replay_loop {
 
     /// The demo customer's ticket ("charged twice"), the demo world as its snapshot.
     fn demo_ticket() -> HistoricalTicket {
-        let fixtures = app::config::default_fixtures_dir();
+        let fixtures = desk::config::default_fixtures_dir();
         let text = std::fs::read_to_string(fixtures.join("billing/demo.json"))
             .expect("the demo world ships in fixtures/");
         HistoricalTicket {
@@ -264,11 +264,11 @@ mod replay_loop {
     }
 
     fn index() -> (tempfile::TempDir, Arc<PolicyIndex>) {
-        let fixtures = app::config::default_fixtures_dir();
-        let policies = app::policies::load_policy_set(&fixtures.join("policies"))
+        let fixtures = desk::config::default_fixtures_dir();
+        let policies = desk::policies::load_policy_set(&fixtures.join("policies"))
             .expect("fixtures/policies loads");
         let dir = tempfile::tempdir().expect("a temp dir");
-        let index = app::policies::open_index(&dir.path().join("index"), &policies)
+        let index = desk::policies::open_index(&dir.path().join("index"), &policies)
             .expect("the index builds");
         (dir, Arc::new(index))
     }
@@ -299,7 +299,7 @@ mod replay_loop {
         });
         let escalates = ScriptedModel::new("scripted-escalates")
             .turn(calls(vec![call("get_customer", json!({}))]))
-            .turn(app::agent::ModelTurn::HandOff {
+            .turn(desk::agent::ModelTurn::HandOff {
                 reason: "the customer needs a phone call".into(),
             });
         let cases: Vec<(Box<dyn Model>, &str)> = vec![
@@ -414,14 +414,14 @@ mod replay_loop {
 /// A customer cannot be named in the arguments: a typed error, the loop goes on.
 #[tokio::test]
 async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tickets_are_unknown() {
-    use app::agent::ModelTurn;
+    use desk::agent::ModelTurn;
     use refund_evals::scripted::{call, calls, ScriptedModel};
     use serde_json::json;
 
     let dir = tempfile::tempdir().unwrap();
     let (_, index) = policies_and_index(dir.path()).await;
     let world: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(app::config::default_fixtures_dir().join("billing/demo.json"))
+        &std::fs::read_to_string(desk::config::default_fixtures_dir().join("billing/demo.json"))
             .unwrap(),
     )
     .unwrap();
@@ -432,7 +432,7 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
         "world": world,
         "human": { "outcome": "escalate", "reason": "other", "refunds": [], "decided_by": "agent:test" },
     });
-    let (tickets, bad) = app::replay::parse_history(&line.to_string());
+    let (tickets, bad) = desk::replay::parse_history(&line.to_string());
     assert!(bad.is_empty(), "{bad:?}");
     let model = ScriptedModel::new("scripted-history")
         .turn(calls(vec![call("list_customer_history", json!({}))]))
@@ -443,7 +443,7 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
         .turn(ModelTurn::HandOff {
             reason: "read the history".into(),
         });
-    let investigation = app::replay::investigate(&model, &index, &tickets[0])
+    let investigation = desk::replay::investigate(&model, &index, &tickets[0])
         .await
         .unwrap();
 

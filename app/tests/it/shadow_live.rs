@@ -6,19 +6,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::support::{spawn_app, TestApp};
-use app::agent::BoxFuture;
-use app::billing::{BillingSource, CustomerRecord, Order};
-use app::payments::{ProviderCharge, ProviderRefund};
-use app::tickets::OtherTickets;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::BoxFuture;
+use desk::billing::{BillingSource, CustomerRecord, Order};
+use desk::payments::{ProviderCharge, ProviderRefund};
+use desk::tickets::OtherTickets;
 use serde_json::json;
 use tokio::sync::Notify;
 
 async fn shadow_app() -> TestApp {
     let mut app = spawn_app().await;
     app.state.shadow_mode = true;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     app
 }
 
@@ -166,7 +166,7 @@ async fn a_hand_refund_the_policy_forbids_is_recorded_as_a_disagreement_and_move
         assert!(body["fingerprint"].is_null(), "nothing to approve: {body}");
         let why = body["void_reason"].as_str().unwrap();
         assert!(why.contains("does not allow"), "{why}");
-        let report = app::shadow_live::report(&app.state.db).await.unwrap();
+        let report = desk::shadow_live::report(&app.state.db).await.unwrap();
         assert_eq!((report.decided, report.pending), (1, 0));
         assert_eq!(report.exact_agreement, 0.0, "counted as a disagreement");
         assert_eq!(report.disagreements.len(), 1);
@@ -201,7 +201,7 @@ async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approva
     assert_eq!(app.case(case_id).await["status"], "refund_succeeded");
     assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
 
-    let report = app::shadow_live::report(&app.state.db).await.unwrap();
+    let report = desk::shadow_live::report(&app.state.db).await.unwrap();
     assert_eq!((report.decided, report.pending), (1, 0));
     assert_eq!(report.exact_agreement, 1.0);
     let (status, _) = decide(
@@ -234,7 +234,7 @@ async fn disagreements_are_recorded_and_shown_on_the_shadow_page() {
     assert_eq!(app.case(&case_id).await["status"], "denied");
     assert!(app.provider_refunds("ch_1001b").await.is_empty());
 
-    let report = app::shadow_live::report(&app.state.db).await.unwrap();
+    let report = desk::shadow_live::report(&app.state.db).await.unwrap();
     assert_eq!(report.confusion["no_refund"]["refund"], 1);
     assert_eq!(report.disagreements.len(), 1);
     let (status, html) = app
@@ -325,11 +325,11 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     });
     let mut reviewer_state = app.state.clone();
     reviewer_state.billing = billing.clone();
-    let reviewer = app::auth::staff_by_email(&app.state.db, "supervisor@test.example")
+    let reviewer = desk::auth::staff_by_email(&app.state.db, "supervisor@test.example")
         .await
         .unwrap()
         .unwrap();
-    let manual: app::shadow_live::ManualDecision = serde_json::from_value(json!({
+    let manual: desk::shadow_live::ManualDecision = serde_json::from_value(json!({
         "outcome": "refund", "reason": "duplicate_charge",
         "refunds": [{"charge_id": "ch_1001b", "amount": "198.00", "currency": "CNY"}],
     }))
@@ -337,7 +337,7 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     let hand_decision = tokio::spawn({
         let case_id = case_id.clone();
         async move {
-            app::shadow_live::decide_by_hand(reviewer_state.desk(), &reviewer, &case_id, manual)
+            desk::shadow_live::decide_by_hand(reviewer_state.desk(), &reviewer, &case_id, manual)
                 .await
         }
     });
@@ -359,14 +359,14 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
 
     billing.release.notify_one();
     let error = hand_decision.await.unwrap().unwrap_err();
-    assert!(app::cases::is_case_changed(&error), "{error:?}");
+    assert!(desk::cases::is_case_changed(&error), "{error:?}");
     assert_eq!(
         app.case(&case_id).await,
         reopened,
         "no proposal, fingerprint or status from the stale hand decision"
     );
     assert!(
-        app::shadow_pairs::pending(&app.state.db, &case_id)
+        desk::shadow_pairs::pending(&app.state.db, &case_id)
             .await
             .unwrap(),
         "the hand verdict was rolled back with it"

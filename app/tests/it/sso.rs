@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use app::auth::oidc::{Oidc, OidcSettings};
-use app::auth::provisioning::GroupRoles;
-use app::auth::StaffRole;
-use app::clock::Clock;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use desk::auth::oidc::{Oidc, OidcSettings};
+use desk::auth::provisioning::GroupRoles;
+use desk::auth::StaffRole;
+use desk::clock::Clock;
 
 use crate::support::idp::{Plan, TestIdp, CLIENT_ID, CLIENT_SECRET};
 use crate::support::{spawn_app, TestApp};
@@ -30,7 +30,7 @@ async fn desk_with_idp(create_staff: bool) -> (TestApp, TestIdp) {
     app.state.oidc = Some(Arc::new(Oidc::new(settings).unwrap()));
     app.state.public_url = Some(DESK.into());
     app.state.group_roles = Arc::new(GroupRoles::parse("support=agent,leads=supervisor").unwrap());
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     (app, idp)
 }
 
@@ -103,7 +103,7 @@ async fn come_back(app: &TestApp, callback: &str) -> Back {
 }
 
 async fn role_of(app: &TestApp, email: &str) -> Option<StaffRole> {
-    app::auth::staff_by_email(&app.state.db, email)
+    desk::auth::staff_by_email(&app.state.db, email)
         .await
         .unwrap()
         .map(|s| s.role)
@@ -178,7 +178,7 @@ async fn an_invited_person_gets_in_once_through_the_provider_and_creation_on_fir
 ) {
     let (app, idp) = desk_with_idp(false).await;
     let now = app.clock.now_ms();
-    app::auth::accounts::invite(
+    desk::auth::accounts::invite(
         &app.state.db,
         "test",
         "new@test.example",
@@ -305,11 +305,11 @@ async fn a_deactivated_person_is_refused_by_the_provider_route_too() {
     let (app, _idp) = desk_with_idp(false).await;
     let back = sign_in(&app).await;
     let session = back.cookie.unwrap().split(';').next().unwrap().to_string();
-    let agent = app::auth::staff_by_email(&app.state.db, "agent@test.example")
+    let agent = desk::auth::staff_by_email(&app.state.db, "agent@test.example")
         .await
         .unwrap()
         .unwrap();
-    app::auth::accounts::deactivate(&app.state.db, "test", &agent.id, app.clock.now_ms())
+    desk::auth::accounts::deactivate(&app.state.db, "test", &agent.id, app.clock.now_ms())
         .await
         .unwrap();
     let (status, _) = app
@@ -330,7 +330,7 @@ async fn a_deactivated_person_is_refused_by_the_provider_route_too() {
 async fn with_password_sign_in_off_only_the_provider_signs_staff_in() {
     let (mut app, _idp) = desk_with_idp(false).await;
     app.state.password_sign_in = false;
-    app.router = app::web::router(app.state.clone());
+    app.router = web::router(app.state.clone());
     let (status, page) = app
         .raw(
             Request::post("/console/login")
@@ -386,7 +386,7 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     // The provider dates its tokens by the real clock: so does the desk here.
-    app.state.clock = Arc::new(app::clock::SystemClock);
+    app.state.clock = Arc::new(desk::clock::SystemClock);
     let settings = OidcSettings {
         issuer,
         client_id: "refund-desk".into(),
@@ -403,11 +403,11 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
         "lee@support.example",
         "nora@support.example",
     ] {
-        app::auth::accounts::invite(&app.state.db, "test", email, StaffRole::Agent, now)
+        desk::auth::accounts::invite(&app.state.db, "test", email, StaffRole::Agent, now)
             .await
             .unwrap();
     }
-    let router = app::web::router(app.state.clone());
+    let router = web::router(app.state.clone());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
 
     for (login, landing, role) in [

@@ -5,7 +5,7 @@
 //! PostgreSQL database with `TEST_DATABASE_URL`.
 
 use crate::support::{spawn_app, TestApp};
-use app::runs::{self, Run, RunStatus, StepWrite};
+use desk::runs::{self, Run, RunStatus, StepWrite};
 use serde_json::json;
 use sqlx::Row;
 
@@ -15,7 +15,7 @@ async fn claimed_runs(app: &TestApp, customers: &[&str]) -> Vec<Run> {
     for customer in customers {
         app.post_ticket(customer, "I was charged twice for my annual plan")
             .await;
-        let now = app::clock::Clock::now_ms(app.state.clock.as_ref());
+        let now = desk::clock::Clock::now_ms(app.state.clock.as_ref());
         let run = runs::claim_next(&app.state.db, "test-worker", now)
             .await
             .unwrap()
@@ -38,7 +38,7 @@ fn step(run: &Run, kind: &'static str, note: &str) -> StepWrite {
 
 /// The events stored for `run_id`, as (kind, note), read on a connection of their own.
 async fn stored(app: &TestApp, run_id: &str) -> Vec<(String, String)> {
-    let db = app::store::Db::connect(&app.database_url).await.unwrap();
+    let db = store::Db::connect(&app.database_url).await.unwrap();
     let rows = sqlx::query("SELECT kind, payload FROM run_events WHERE run_id = $1 ORDER BY seq")
         .bind(run_id)
         .fetch_all(db.reader())
@@ -142,7 +142,7 @@ async fn concurrent_steps_through_the_writer_are_each_stored_once_when_their_com
                     .await
                     .expect("the step commits");
                 // Committed before the answer: a connection of its own sees it now.
-                let db = app::store::Db::connect(&url).await.unwrap();
+                let db = store::Db::connect(&url).await.unwrap();
                 let seen: i64 = sqlx::query(
                     "SELECT COUNT(*) AS n FROM run_events WHERE run_id = $1 AND seq = $2",
                 )

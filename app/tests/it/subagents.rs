@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::serve::{self, sigkill, start, Serve};
-use app::agent::llm::LlmModel;
-use app::runs::{self, RunStatus};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use desk::agent::llm::LlmModel;
+use desk::runs::{self, RunStatus};
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -242,7 +242,7 @@ fn scripts(billing: Vec<Step>, policy: Vec<Step>) -> Vec<(Caller, Vec<Step>)> {
 }
 
 /// A run's events as the harness recorded them.
-async fn events(db: &app::store::Db, run_id: &str) -> Vec<runs::Event> {
+async fn events(db: &store::Db, run_id: &str) -> Vec<runs::Event> {
     runs::events(db, run_id).await.unwrap()
 }
 
@@ -255,7 +255,7 @@ fn kinds(events: &[runs::Event], kind: &str) -> Vec<Value> {
 }
 
 /// The parent run's children by name.
-async fn children(db: &app::store::Db, parent: &str) -> HashMap<String, runs::ChildRun> {
+async fn children(db: &store::Db, parent: &str) -> HashMap<String, runs::ChildRun> {
     let children = runs::children(db, parent).await.unwrap();
     children.into_iter().map(|c| (c.name.clone(), c)).collect()
 }
@@ -535,7 +535,7 @@ async fn withdrawing_while_a_readers_model_call_is_slow_makes_no_further_child_c
         .await;
     assert_eq!(status, StatusCode::CREATED, "{ticket}");
     let state = app.state.clone();
-    let worker = tokio::spawn(async move { app::worker::drain(&state).await });
+    let worker = tokio::spawn(async move { desk::worker::drain(&state).await });
     for _ in 0..500 {
         if !server.requests(Caller::Billing).is_empty()
             && !server.requests(Caller::Policy).is_empty()
@@ -626,7 +626,7 @@ async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_a
     let replay_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
     let model = replay_server.model();
 
-    let replayed = app::replay::investigate(
+    let replayed = desk::replay::investigate(
         &model,
         &app.state.index,
         &crate::support::demo_historical(CHARGED_TWICE),
@@ -729,12 +729,12 @@ fn command(data: &std::path::Path, database: &str, payments: &str, llm: &str) ->
         .arg(data)
         .env("DATABASE_URL", database)
         .env("PAYMENTS_URL", payments)
-        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         )
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env("LLM_BASE_URL", llm)
         .env("LLM_MODEL", "tiny")
         // The shortest work lease: the restarted process resumes after 5 s, not a minute.
@@ -761,14 +761,14 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(mut found: impl Fn
 
 /// The children hold no lease, yet no worker may claim them and the watchdog does not
 /// watch them: they run inside their parent, whose dead holder's lease still stands.
-async fn assert_only_the_parent_is_claimable_or_watched(db: &app::store::Db, parent_id: &str) {
+async fn assert_only_the_parent_is_claimable_or_watched(db: &store::Db, parent_id: &str) {
     let now = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
     let claimed = runs::claim_next(db, "probe", now).await.unwrap();
     assert!(claimed.is_none(), "{claimed:?}");
     let watched = runs::stalled_runs(
         db,
         &runs::status::ACTIVE,
-        &app::watchdog::PROGRESS,
+        &desk::watchdog::PROGRESS,
         now + 3_600_000,
         10,
     )
@@ -796,11 +796,11 @@ async fn a_serve_killed_after_one_child_answered_resumes_without_asking_it_again
     std::fs::create_dir_all(&data).unwrap();
     let database = match crate::support::fresh_postgres_url("rd_subagents").await {
         Some(url) => url,
-        None => app::store::Db::sqlite_url(&data),
+        None => store::Db::sqlite_url(&data),
     };
     let cmd = || command(&data, &database, &mock.base_url(), &server.base_url);
     let (agent, customer) = serve::seed(&mut cmd());
-    let db = app::store::Db::connect(&database).await.unwrap();
+    let db = store::Db::connect(&database).await.unwrap();
     let http = reqwest::Client::new();
 
     let mut serve = start(&mut cmd()).await;

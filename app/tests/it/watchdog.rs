@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use crate::support::{spawn_app, spawn_app_with_model, TestApp};
-use app::agent::{ModelTurn, Proposal};
-use app::runs::{self, NewEvent, Run};
-use app::watchdog::{self, ScanReport};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::{ModelTurn, Proposal};
+use desk::runs::{self, NewEvent, Run};
+use desk::watchdog::{self, ScanReport};
 use refund_evals::scripted::ScriptedModel;
 use serde_json::{json, Value};
 use sqlx::Row;
@@ -134,7 +134,7 @@ trait ClockNow {
 
 impl ClockNow for TestApp {
     fn clock_now(&self) -> i64 {
-        use app::clock::Clock;
+        use desk::clock::Clock;
         self.clock.now_ms()
     }
 }
@@ -145,7 +145,7 @@ async fn a_run_whose_worker_died_is_flagged_after_the_first_period_and_handed_to
     let app = spawn_app().await;
     assert_eq!(
         app.state.watchdog,
-        app::config::WatchdogPeriods::from_minutes(15, 30)
+        desk::config::WatchdogPeriods::from_minutes(15, 30)
     );
     let (case_id, run_id) = queued_case(&app).await;
     worker_starts_model_call(&app, "inst_dead").await;
@@ -399,8 +399,8 @@ impl harness::Model<Proposal> for HungModel {
 
     fn next_turn<'a>(
         &'a self,
-        _ctx: &'a app::agent::ModelContext<'a>,
-    ) -> app::agent::BoxFuture<'a, anyhow::Result<ModelTurn>> {
+        _ctx: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, anyhow::Result<ModelTurn>> {
         Box::pin(std::future::pending())
     }
 }
@@ -421,7 +421,7 @@ async fn wait_for_event(app: &TestApp, run_id: &str, kind: &str) -> Value {
 async fn the_serve_worker_flags_a_run_stuck_on_a_hung_model_and_hands_it_off() {
     let app = spawn_app_with_model(Arc::new(HungModel)).await;
     let (case_id, run_id) = queued_case(&app).await;
-    let worker = tokio::spawn(app::worker::run_forever(app.state.clone()));
+    let worker = tokio::spawn(desk::worker::run_forever(app.state.clone()));
     // The worker committed `model_running` and is waiting on the model.
     let started = std::time::Instant::now();
     loop {

@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use app::billing::WorldBilling;
-use app::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
-use app::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
+use desk::billing::WorldBilling;
+use desk::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
+use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 use policy_engine::{Currency, Money, PolicySet, Product, Region, RequestKind};
 use time::{Duration, OffsetDateTime};
 
@@ -443,7 +443,7 @@ impl Draft {
                 .collect(),
             world: self.world,
             human: HumanDecision {
-                outcome: app::replay::CaseOutcome::RequestInfo,
+                outcome: desk::replay::CaseOutcome::RequestInfo,
                 reason: policy_engine::ReasonCode::InsufficientInfo,
                 refunds: Vec::new(),
                 decided_by: DECIDED_BY.to_string(),
@@ -452,8 +452,8 @@ impl Draft {
             extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
-        let live = app::replay::live_ticket(&ticket);
-        let facts = ready(app::workflow::gather_facts(
+        let live = desk::replay::live_ticket(&ticket);
+        let facts = ready(desk::workflow::gather_facts(
             &billing,
             &live,
             self.request,

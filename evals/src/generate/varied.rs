@@ -20,7 +20,7 @@
 //! a ticket whose text identifies no order among several is labelled on no order. Each
 //! line carries a `features` field (an extra field, docs/spec/interfaces.md) for per-feature reports.
 
-use app::replay::HistoricalTicket;
+use desk::replay::HistoricalTicket;
 use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
@@ -41,8 +41,8 @@ use writing::{full_width, letters_and_digits, with_typo, write_amount, write_dat
 /// `n` varied tickets from `seed`, labelled under the fixture policies (panics if they
 /// cannot be read: a generator for tests and benches run from a checkout).
 pub fn varied_history(seed: u64, n: usize) -> Vec<HistoricalTicket> {
-    let dir = app::config::default_fixtures_dir().join("policies");
-    let policies = app::policies::load_policy_set(&dir)
+    let dir = desk::config::default_fixtures_dir().join("policies");
+    let policies = desk::policies::load_policy_set(&dir)
         .expect("the fixture policies ship with the repository");
     varied_history_with(&policies, seed, n)
 }
@@ -130,7 +130,7 @@ pub fn varied_history_iter(
             // Labels come from the engine on the records alone; an injection goes where
             // the label is not to ask (see `Letter::render`).
             let inject = letter.injection.is_some()
-                && ticket.human.outcome != app::replay::CaseOutcome::RequestInfo;
+                && ticket.human.outcome != desk::replay::CaseOutcome::RequestInfo;
             last.text = letter.render(inject);
             let mut forms = letter.forms.clone();
             if inject {
@@ -188,7 +188,7 @@ fn pick_ident(rng: &mut SplitMix64, scenario: Scenario) -> Ident {
 /// Whether a product, amount or date singles out the target among the customer's
 /// orders (the plain scenarios can hold two orders of one price).
 fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
-    let own: Vec<&app::world::WorldOrder> = draft
+    let own: Vec<&desk::world::WorldOrder> = draft
         .world
         .orders
         .iter()
@@ -198,7 +198,7 @@ fn fits_alone(draft: &Draft, ident: Ident, target: Option<&str>) -> bool {
         return !matches!(ident, Ident::Product | Ident::Amount | Ident::Date);
     };
     let count =
-        |same: &dyn Fn(&app::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
+        |same: &dyn Fn(&desk::world::WorldOrder) -> bool| own.iter().filter(|o| same(o)).count();
     match ident {
         Ident::Product => count(&|o| o.product == order.product) == 1,
         Ident::Amount => count(&|o| o.amount == order.amount) == 1,
@@ -367,7 +367,7 @@ fn vary(
 /// What the mail forms may name: the world's ids and amounts, the target and the
 /// customer's other orders.
 fn subject<'a>(draft: &Draft, bank: &'a Bank, mail: &'a MailBank) -> Subject<'a> {
-    let own = |o: &&app::world::WorldOrder| o.customer_id == draft.customer_id;
+    let own = |o: &&desk::world::WorldOrder| o.customer_id == draft.customer_id;
     let target = draft
         .world
         .orders
@@ -512,7 +512,7 @@ mod tests {
             let Some(order) = t.world.orders.iter().find(|o| o.id == target) else {
                 panic!("{}: the intended order {target} is in the world", t.id);
             };
-            let same = |same_as: &dyn Fn(&app::world::WorldOrder) -> bool| {
+            let same = |same_as: &dyn Fn(&desk::world::WorldOrder) -> bool| {
                 own.iter().filter(|o| same_as(o)).count()
             };
             match f["ident"].as_str() {

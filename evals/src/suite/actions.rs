@@ -38,7 +38,7 @@ impl Env {
             let mut doomed = self.state.clone();
             doomed.instance_id = "eval-doomed-worker".into();
             let crashed = tokio::select! {
-                result = app::worker::run_once(&doomed) => {
+                result = desk::worker::run_once(&doomed) => {
                     result.map_err(|e| anyhow!("the worker failed: {e}"))?;
                     false
                 }
@@ -52,7 +52,7 @@ impl Env {
                 ));
             }
             self.clock
-                .advance(time::Duration::milliseconds(app::lease::ms() + 1_000));
+                .advance(time::Duration::milliseconds(desk::lease::ms() + 1_000));
         }
         self.drain(&self.state.clone()).await?;
         self.trace.first_fingerprint = self.case_view().await?["fingerprint"]
@@ -158,7 +158,7 @@ impl Env {
             Action::Workers { n } => self.concurrent_workers(*n).await?,
             Action::Reconcile => {
                 self.trace.reconcile = Some(
-                    app::reconcile::run(self.state.reconciler())
+                    desk::reconcile::run(self.state.reconciler())
                         .await
                         .map_err(|e| anyhow!("reconciliation failed: {e}"))?,
                 );
@@ -254,7 +254,7 @@ impl Env {
             .map(|i| {
                 let mut state = self.state.clone();
                 state.instance_id = format!("eval-worker-{i}");
-                tokio::spawn(async move { app::worker::run_once(&state).await })
+                tokio::spawn(async move { desk::worker::run_once(&state).await })
             })
             .collect();
         for handle in handles {
@@ -373,7 +373,7 @@ impl Env {
             false
         };
         let crashed = tokio::select! {
-            result = app::worker::run_once(&doomed) => {
+            result = desk::worker::run_once(&doomed) => {
                 result.map_err(|e| anyhow!("the worker failed: {e}"))?;
                 false
             }

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use app::agent::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
-use app::auth::{self, StaffRole};
-use app::clock::{Clock, ManualClock};
-use app::config::Config;
-use app::state::AppState;
-use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
+use desk::auth::{self, StaffRole};
+use desk::clock::{Clock, ManualClock};
+use desk::config::Config;
+use desk::state::AppState;
+use desk::world::World;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tower::ServiceExt;
@@ -35,9 +35,9 @@ impl Shared {
     pub(crate) async fn build(fixtures_dir: &Path) -> anyhow::Result<Shared> {
         let root = temp_dir("suite")?;
         let index_dir = root.path().join("policy-index");
-        let policies = app::policies::load_policy_set(&fixtures_dir.join("policies"))?;
+        let policies = desk::policies::load_policy_set(&fixtures_dir.join("policies"))?;
         let dir = index_dir.clone();
-        tokio::task::spawn_blocking(move || app::policies::open_index(&dir, &policies)).await??;
+        tokio::task::spawn_blocking(move || desk::policies::open_index(&dir, &policies)).await??;
         Ok(Shared {
             fixtures_dir: fixtures_dir.to_path_buf(),
             index_dir,
@@ -61,7 +61,7 @@ pub(crate) struct CrashingModel {
     pub(crate) tripped: tokio::sync::Notify,
 }
 
-impl harness::Model<app::agent::Proposal> for CrashingModel {
+impl harness::Model<desk::agent::Proposal> for CrashingModel {
     fn name(&self) -> String {
         self.inner.name()
     }
@@ -102,7 +102,7 @@ pub(crate) struct Trace {
     /// Disturbances that could not be applied as written.
     pub(crate) disturbance_notes: Vec<String>,
     pub(crate) first_fingerprint: Option<String>,
-    pub(crate) reconcile: Option<app::reconcile::ReconcileReport>,
+    pub(crate) reconcile: Option<desk::reconcile::ReconcileReport>,
 }
 
 /// Everything one scenario runs against, and what happened to it.
@@ -132,7 +132,7 @@ impl Drop for AbortOnDrop {
     }
 }
 
-pub(crate) const API_KEY: &str = app::config::DEFAULT_PAYMENTS_KEY;
+pub(crate) const API_KEY: &str = desk::config::DEFAULT_PAYMENTS_KEY;
 
 impl Env {
     pub(crate) async fn start(
@@ -148,7 +148,7 @@ impl Env {
         .await
         .map_err(|e| anyhow!("starting the payments mock: {e}"))?;
         let world_text = scenario.world.to_string();
-        app::world::load_into_provider(&mock.base_url(), &world_text).await?;
+        desk::world::load_into_provider(&mock.base_url(), &world_text).await?;
         let world = World::parse(&world_text)?;
         let config = scenario_config(shared, scenario, dir.path(), &mock.base_url())?;
         let crash = scenario.disturbances.crash_at_model_call.map(|n| {
@@ -164,10 +164,10 @@ impl Env {
             None => model,
         };
         let clock = Arc::new(ManualClock::new(scenario.now));
-        let state = app::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
+        let state = desk::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
         world.load_into(&state.db).await?;
         let (agent_id, supervisor_id) = add_staff(&state.db, clock.now_ms()).await?;
-        let router = app::web::router(state.clone());
+        let router = web::router(state.clone());
         let mut env = Env {
             _dir: dir,
             mock,
@@ -213,7 +213,7 @@ impl Env {
         self.webhook_server = Some(AbortOnDrop(tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         })));
-        app::webhooks::point_provider_webhooks(&self.mock.base_url(), &url).await?;
+        desk::webhooks::point_provider_webhooks(&self.mock.base_url(), &url).await?;
         self.install_faults(&[
             json!({"mode": "webhook_retry_policy", "attempts": 20, "backoff_ms": 50}),
         ])
@@ -318,28 +318,28 @@ impl Env {
     }
 
     pub(crate) async fn drain(&self, state: &AppState) -> anyhow::Result<()> {
-        app::worker::drain(state)
+        desk::worker::drain(state)
             .await
             .map_err(|e| anyhow!("the worker failed: {e}"))
     }
 
     pub(crate) async fn case_view(&self) -> anyhow::Result<Value> {
         let id = self.case_id.as_deref().context("no case was opened")?;
-        let case = app::cases::load_case(&self.state.db, id)
+        let case = desk::cases::load_case(&self.state.db, id)
             .await?
             .context("the case vanished")?;
         Ok(serde_json::to_value(
-            app::views::case_view(&self.state.db, &case).await?,
+            desk::views::case_view(&self.state.db, &case).await?,
         )?)
     }
 
     pub(crate) async fn ticket_view(&self) -> anyhow::Result<Value> {
         let id = self.ticket_id.as_deref().context("no ticket was opened")?;
-        let ticket = app::tickets::load_ticket(&self.state.db, id)
+        let ticket = desk::tickets::load_ticket(&self.state.db, id)
             .await?
             .context("the ticket vanished")?;
         Ok(serde_json::to_value(
-            app::customer::ticket_view(&self.state.db, &ticket).await?,
+            desk::customer::ticket_view(&self.state.db, &ticket).await?,
         )?)
     }
 
@@ -395,7 +395,7 @@ fn scenario_config(
     #[cfg(unix)]
     std::os::unix::fs::symlink(&shared.index_dir, dir.join("policy-index"))?;
     let mut config = Config::from_env(dir);
-    config.database_url = app::store::Db::sqlite_url(dir);
+    config.database_url = store::Db::sqlite_url(dir);
     config.payments_url = Some(provider_url.to_string());
     config.fixtures_dir = shared.fixtures_dir.clone();
     config.provider_backoff = Duration::from_millis(5);
@@ -405,7 +405,7 @@ fn scenario_config(
 }
 
 /// The scenario's two reviewers: an agent and a supervisor (their ids).
-async fn add_staff(db: &app::store::Db, now: i64) -> anyhow::Result<(String, String)> {
+async fn add_staff(db: &store::Db, now: i64) -> anyhow::Result<(String, String)> {
     let agent = auth::upsert_staff(
         db,
         "agent@eval.example",

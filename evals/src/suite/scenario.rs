@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use app::agent::investigator::Investigator;
-use app::agent::Model;
-use app::replies::Language;
-use app::world::World;
+use desk::agent::investigator::Investigator;
+use desk::agent::Model;
+use desk::replies::Language;
+use desk::world::World;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;

@@ -180,7 +180,7 @@ fn refund_evals_generate_history_writes_what_the_generator_makes() {
     assert!(output.status.success(), "{output:?}");
     let written = std::fs::read_to_string(&out).expect("the history was written");
     let policies =
-        app::policies::load_policy_set(&workspace().join("fixtures/policies")).expect("policies");
+        desk::policies::load_policy_set(&workspace().join("fixtures/policies")).expect("policies");
     let expected = refund_evals::generate::to_jsonl(&refund_evals::generate::varied_history_from(
         &policies,
         5,

@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
-use app::agent::{BoxFuture, Model, ModelContext, ModelTurn, ToolCall};
-use app::replay::{
+use desk::agent::investigator::Investigator;
+use desk::agent::{BoxFuture, Model, ModelContext, ModelTurn, ToolCall};
+use desk::replay::{
     parse_history, policy_diff, replay_ticket, CaseOutcome, HistoricalMessage, HistoricalTicket,
     ReplayResult,
 };
@@ -37,11 +37,11 @@ struct Env {
 }
 
 fn env() -> Env {
-    let fixtures = app::config::default_fixtures_dir();
-    let policies = app::policies::load_policy_set(&fixtures.join("policies"))
+    let fixtures = desk::config::default_fixtures_dir();
+    let policies = desk::policies::load_policy_set(&fixtures.join("policies"))
         .expect("fixtures/policies loads");
     let dir = tempfile::tempdir().expect("a temp dir");
-    let index = app::policies::open_index(&dir.path().join("index"), &policies)
+    let index = desk::policies::open_index(&dir.path().join("index"), &policies)
         .expect("the policy index builds");
     Env {
         policies,
@@ -51,7 +51,7 @@ fn env() -> Env {
 }
 
 fn history() -> Vec<HistoricalTicket> {
-    let path = app::config::default_fixtures_dir().join("history/tickets.jsonl");
+    let path = desk::config::default_fixtures_dir().join("history/tickets.jsonl");
     let text = std::fs::read_to_string(&path).expect("fixtures/history/tickets.jsonl exists");
     let (tickets, errors) = parse_history(&text);
     assert!(
@@ -148,7 +148,7 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
     let chinese = tickets
         .iter()
         .filter(|t| {
-            app::replies::detect_language(&t.messages[0].text, None) == app::replies::Language::Zh
+            desk::replies::detect_language(&t.messages[0].text, None) == desk::replies::Language::Zh
         })
         .count();
     assert!(
@@ -164,7 +164,7 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
 
 #[test]
 fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
-    let path = app::config::default_fixtures_dir().join("history/tickets.jsonl");
+    let path = desk::config::default_fixtures_dir().join("history/tickets.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let good: Vec<&str> = text.lines().take(3).collect();
     let mut bad_amount: serde_json::Value = serde_json::from_str(good[1]).unwrap();
@@ -207,7 +207,7 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
         "{}",
         errors[5].message
     );
-    let counts = app::replay::extra_field_counts(&tickets);
+    let counts = desk::replay::extra_field_counts(&tickets);
     assert_eq!(counts.get("approved_by_manager"), Some(&1));
     assert_eq!(counts.get("messages[].channel"), Some(&1));
     assert_eq!(counts.len(), 2, "{counts:?}");
@@ -383,7 +383,7 @@ struct Misbehaving {
     propose_after: Option<usize>,
 }
 
-impl harness::Model<app::agent::Proposal> for Misbehaving {
+impl harness::Model<desk::agent::Proposal> for Misbehaving {
     fn name(&self) -> String {
         "misbehaving".into()
     }
@@ -852,7 +852,7 @@ fn external_accuracy(file: &str) -> (f64, BTreeMap<String, (usize, usize)>, Vec<
         let s: ExternalSentence = serde_json::from_str(line).expect("one sentence per line");
         let (want, got) = (
             external_kind(&s.kind),
-            app::agent::investigator::classify(&s.text),
+            desk::agent::investigator::classify(&s.text),
         );
         let entry = per_lang.entry(s.lang.clone()).or_default();
         entry.1 += 1;
@@ -908,7 +908,7 @@ const HELD_OUT_FLOOR: f64 = 86.0;
 async fn external_shadow(bank: refund_evals::generate::ComplaintBank) -> (f64, f64, String) {
     let env = env();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
-    let policies = app::policies::load_policy_set(&dir).expect("fixture policies");
+    let policies = desk::policies::load_policy_set(&dir).expect("fixture policies");
     let tickets = refund_evals::generate::varied_history_from(&policies, VARIED_SEED, 300, bank);
     let report = shadow_report(&env, &tickets).await;
     (
@@ -972,7 +972,7 @@ async fn records_read_for_unclear_words_never_refund_what_the_human_refused_nor_
             .proposal
             .as_ref()
             .and_then(|p| p.request_source)
-            == Some(app::resolve::RequestSource::Records);
+            == Some(domain::resolve::RequestSource::Records);
         // RP-003: a customer who did not ask to cancel is never refunded as one.
         assert_ne!(
             r.agent.reason,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use refund_evals::suite::{self as evals, Action, EvalReport, ModelChoice, Scenario, StatusSet};
 
 fn fixtures() -> PathBuf {
-    app::config::default_fixtures_dir()
+    desk::config::default_fixtures_dir()
 }
 
 fn scenarios_dir() -> PathBuf {

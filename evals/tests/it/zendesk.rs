@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use app::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryOptions};
+use desk::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryOptions};
 use refund_evals::generate::zendesk::{zendesk_set, ORDER_KEY};
 
 #[tokio::test]
@@ -18,13 +18,13 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     )
     .await
     .expect("the mock starts");
-    app::world::load_into_provider(&mock.base_url(), &set.account.to_string())
+    desk::world::load_into_provider(&mock.base_url(), &set.account.to_string())
         .await
         .expect("the account loads");
-    let db = app::store::Db::connect(&app::store::Db::sqlite_url(dir.path()))
+    let db = store::Db::connect(&store::Db::sqlite_url(dir.path()))
         .await
         .expect("a database");
-    let payments = app::payments::PaymentsClient::new(
+    let payments = desk::payments::PaymentsClient::new(
         &mock.base_url(),
         "sk_test_refund_desk",
         std::time::Duration::from_secs(5),
@@ -40,7 +40,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         std::fs::write(dir.path().join(name), text).expect("a file");
     }
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
-    let customers = app::onboarding::import::import_customers(
+    let customers = desk::onboarding::import::import_customers(
         &db,
         Some(&payments),
         &dir.path().join("customers.csv"),
@@ -50,7 +50,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     )
     .await
     .expect("customers import");
-    app::onboarding::import::import_orders(
+    desk::onboarding::import::import_orders(
         &db,
         &dir.path().join("orders.csv"),
         None,
@@ -73,10 +73,10 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         .await
         .expect("the history imports");
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
-    let (tickets, bad) = app::replay::parse_history(&text);
+    let (tickets, bad) = desk::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
 
-    let inferred: HashMap<&str, &app::replay::HistoricalTicket> =
+    let inferred: HashMap<&str, &desk::replay::HistoricalTicket> =
         tickets.iter().map(|t| (t.id.as_str(), t)).collect();
     let matched: Vec<_> = set.truth.iter().filter(|t| t.matched).collect();
     assert_eq!(
@@ -117,13 +117,13 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     let accuracy = right as f64 / matched.len() as f64;
 
     let policies =
-        app::policies::load_policy_set(&app::config::default_fixtures_dir().join("policies"))
+        desk::policies::load_policy_set(&desk::config::default_fixtures_dir().join("policies"))
             .expect("the fixture policies");
     let index = std::sync::Arc::new(
-        app::policies::open_index(&dir.path().join("index"), &policies).expect("an index"),
+        desk::policies::open_index(&dir.path().join("index"), &policies).expect("an index"),
     );
     let shadow = app::shadow::run(
-        &app::agent::investigator::Investigator,
+        &desk::agent::investigator::Investigator,
         &policies,
         &index,
         &tickets,

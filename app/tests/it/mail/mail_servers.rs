@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
+use desk::agent::investigator::Investigator;
 use serde_json::{json, Value};
 
 use super::{kinds_for, outbox, ticket_messages};
@@ -40,7 +40,7 @@ async fn app_on(servers: &MailServers) -> TestApp {
 /// One pass of the mailbox watcher over the support mailbox.
 async fn take_mailbox(app: &TestApp) -> anyhow::Result<usize> {
     let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
-    app::mail::imap_watch::run_once(app.state.intake(), &target).await
+    desk::mail::imap_watch::run_once(app.state.intake(), &target).await
 }
 
 /// The ids of the mails a user holds, each once; panics on a Message-ID seen twice.
@@ -67,14 +67,14 @@ async fn only_ticket(app: &TestApp) -> String {
 /// The demo world reloaded into the mock with `ch_1001b` refunds created pending, so a
 /// refund is first submitted and only later completed (RP-005's two mails).
 async fn pending_refunds(app: &TestApp) {
-    let path = app::config::default_fixtures_dir().join("billing/demo.json");
+    let path = desk::config::default_fixtures_dir().join("billing/demo.json");
     let mut world: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     for charge in world["charges"].as_array_mut().unwrap() {
         if charge["id"] == "ch_1001b" {
             charge["refund_profile"] = json!("pending");
         }
     }
-    app::world::load_into_provider(&app.mock.base_url(), &world.to_string())
+    desk::world::load_into_provider(&app.mock.base_url(), &world.to_string())
         .await
         .unwrap();
 }
@@ -159,7 +159,7 @@ async fn charged_twice_by_mail_is_answered_with_a_link_approved_and_both_refund_
             .await
             .unwrap();
     settle_at_provider(&app, &refund_id).await;
-    app::reconcile::run(app.state.reconciler()).await.unwrap();
+    desk::reconcile::run(app.state.reconciler()).await.unwrap();
     app.drain().await;
     assert_eq!(app.case(&case_id).await["status"], "refund_succeeded");
     let mails = servers.wait_for(LI_WEI, 5);
@@ -251,7 +251,7 @@ async fn while_smtp_is_down_nothing_is_lost_and_afterwards_every_mail_arrives_on
         "{tried:?}"
     );
     // A second pass inside the backoff sends nothing and changes nothing.
-    let report = app::mail::send::run_once(app.state.postman())
+    let report = desk::mail::send::run_once(app.state.postman())
         .await
         .unwrap();
     assert_eq!(report.handled(), 0, "{report:?}");
@@ -310,7 +310,7 @@ async fn while_imap_is_down_no_mail_is_lost_and_a_mail_taken_but_not_flagged_ope
         "127.0.0.1",
         &servers.imap_port.to_string(),
         SUPPORT,
-        app::mail::imap_watch::TAKEN_FLAG,
+        desk::mail::imap_watch::TAKEN_FLAG,
     ]);
     assert_eq!(
         take_mailbox(&app).await.unwrap(),
@@ -373,7 +373,7 @@ async fn an_out_of_office_a_bounce_and_our_own_address_get_no_reply_through_post
     let reasons: Vec<String> = reasons.into_iter().filter_map(|r| r.0).collect();
     assert_eq!(reasons, ["auto_reply", "bounce", "our_own_address"]);
     // The bounce marked Emma's address undeliverable, as staff see it.
-    let marked = app::mailbox::addresses::undeliverable(&app.state.db, EMMA)
+    let marked = desk::mailbox::addresses::undeliverable(&app.state.db, EMMA)
         .await
         .unwrap();
     assert!(marked.is_some());
@@ -452,12 +452,12 @@ fn serve_command(
     cmd.arg("--data-dir")
         .arg(data)
         .env("PAYMENTS_URL", payments)
-        .env("PAYMENTS_API_KEY", app::config::DEFAULT_PAYMENTS_KEY)
+        .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(
             "PAYMENTS_WEBHOOK_SECRET",
-            app::config::DEFAULT_WEBHOOK_SECRET,
+            desk::config::DEFAULT_WEBHOOK_SECRET,
         )
-        .env("FIXTURES_DIR", app::config::default_fixtures_dir())
+        .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env("SMTP_URL", servers.smtp_url())
         .env("MAIL_FROM", SUPPORT)
         .env("PUBLIC_URL", "http://desk.test")
@@ -472,7 +472,7 @@ fn serve_command(
 
 /// The kill test's outbox, read from the process's SQLite file: `(id, status)`.
 async fn outbox_of(data: &std::path::Path) -> Vec<(String, String)> {
-    let pool = sqlx::SqlitePool::connect(&app::store::Db::sqlite_url(data))
+    let pool = sqlx::SqlitePool::connect(&store::Db::sqlite_url(data))
         .await
         .unwrap();
     let rows = sqlx::query_as(
@@ -579,7 +579,7 @@ async fn settle_investigations(app: &TestApp) {
             return;
         }
         app.clock.advance(time::Duration::milliseconds(
-            app::runs::DEPENDENCY_RETRY_MS + 1,
+            desk::runs::DEPENDENCY_RETRY_MS + 1,
         ));
     }
 }
@@ -611,10 +611,10 @@ async fn every_dev_set_ticket_sent_as_mail_through_postfix_reaches_the_same_deci
     let by_api = spawn_app_configured(Arc::new(Investigator), mail::api_only).await;
     let by_mail = app_on(&servers).await;
     for app in [&by_api, &by_mail] {
-        app::world::load_into_provider(&app.mock.base_url(), &world)
+        desk::world::load_into_provider(&app.mock.base_url(), &world)
             .await
             .unwrap();
-        app::world::World::parse(&world)
+        desk::world::World::parse(&world)
             .unwrap()
             .load_into(&app.state.db)
             .await

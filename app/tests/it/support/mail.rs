@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use app::config::{Config, MailConfig};
+use desk::config::{Config, MailConfig};
 use serde_json::Value;
 
 use super::serve::free_port;

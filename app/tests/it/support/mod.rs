@@ -12,15 +12,15 @@ pub mod serve;
 
 use std::sync::Arc;
 
-use app::agent::investigator::Investigator;
-use app::agent::Model;
-use app::auth::{self, StaffRole};
-use app::clock::ManualClock;
-use app::config::Config;
-use app::state::AppState;
-use app::world::World;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::investigator::Investigator;
+use desk::agent::Model;
+use desk::auth::{self, StaffRole};
+use desk::clock::ManualClock;
+use desk::config::Config;
+use desk::state::AppState;
+use desk::world::World;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -40,7 +40,7 @@ pub struct TestApp {
 }
 
 fn demo_world_text() -> String {
-    std::fs::read_to_string(app::config::default_fixtures_dir().join("billing/demo.json"))
+    std::fs::read_to_string(desk::config::default_fixtures_dir().join("billing/demo.json"))
         .expect("the demo world ships in fixtures/")
 }
 
@@ -92,7 +92,7 @@ pub async fn spawn_app_configured(
 ) -> TestApp {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
-    app::world::load_into_provider(&mock.base_url(), &demo_world_text())
+    desk::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
     let database_url = test_database_url(dir.path()).await;
@@ -109,7 +109,7 @@ pub async fn spawn_app_configured(
 pub async fn test_database_url(dir: &std::path::Path) -> String {
     match fresh_postgres_url("rd_test").await {
         Some(url) => url,
-        None => app::store::Db::sqlite_url(dir),
+        None => store::Db::sqlite_url(dir),
     }
 }
 
@@ -125,7 +125,7 @@ pub async fn app_on(
     let mut config = Config::from_env(dir.path());
     config.database_url = database_url;
     config.payments_url = Some(mock.base_url());
-    config.fixtures_dir = app::config::default_fixtures_dir();
+    config.fixtures_dir = desk::config::default_fixtures_dir();
     config.provider_backoff = std::time::Duration::from_millis(5);
     config.provider_timeout = std::time::Duration::from_secs(5);
     // Tests read the gauges right after the change they count.
@@ -135,7 +135,7 @@ pub async fn app_on(
     let clock = Arc::new(ManualClock::new(
         time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339).unwrap(),
     ));
-    let state = app::build_state(&config, &mock.base_url(), clock.clone(), model)
+    let state = desk::build_state(&config, &mock.base_url(), clock.clone(), model)
         .await
         .expect("state builds");
 
@@ -155,7 +155,7 @@ pub async fn app_on(
                 .0,
         );
     }
-    let router = app::web::router(state.clone());
+    let router = web::router(state.clone());
     TestApp {
         database_url: config.database_url.clone(),
         state,
@@ -170,7 +170,7 @@ pub async fn app_on(
 }
 
 fn clock_ms(clock: &ManualClock) -> i64 {
-    use app::clock::Clock;
+    use desk::clock::Clock;
     clock.now_ms()
 }
 
@@ -379,7 +379,7 @@ impl TestApp {
                 break;
             }
             self.clock.advance(time::Duration::milliseconds(
-                app::runs::DEPENDENCY_RETRY_MS + 1,
+                desk::runs::DEPENDENCY_RETRY_MS + 1,
             ));
             self.drain().await;
             case = self.case(&case_id).await;
@@ -484,7 +484,7 @@ impl TestApp {
     }
 
     pub async fn drain(&self) {
-        app::worker::drain(&self.state)
+        desk::worker::drain(&self.state)
             .await
             .expect("the worker drains without error");
     }
@@ -550,23 +550,23 @@ pub async fn poll_json(
 /// tests' tickets, and the demo world (the one loaded into the app and the mock) as its
 /// snapshot, so a replay and a live run read the same records.
 #[allow(dead_code)] // Used by the test binaries that replay (harness, subagents).
-pub fn demo_historical(message: &str) -> app::replay::HistoricalTicket {
+pub fn demo_historical(message: &str) -> desk::replay::HistoricalTicket {
     let now = time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
         .expect("NOW is RFC 3339");
-    app::replay::HistoricalTicket {
+    desk::replay::HistoricalTicket {
         id: "H-DEMO".into(),
         created_at: now,
         customer_id: "C-100".into(),
         order_id: None,
-        messages: vec![app::replay::HistoricalMessage {
+        messages: vec![desk::replay::HistoricalMessage {
             from: "customer".into(),
             text: message.into(),
             at: now,
             extra: Default::default(),
         }],
-        world: app::world::World::parse(&demo_world_text()).expect("the demo world parses"),
-        human: app::replay::HumanDecision {
-            outcome: app::replay::CaseOutcome::Refund,
+        world: desk::world::World::parse(&demo_world_text()).expect("the demo world parses"),
+        human: desk::replay::HumanDecision {
+            outcome: desk::replay::CaseOutcome::Refund,
             reason: policy_engine::ReasonCode::DuplicateCharge,
             refunds: vec![],
             decided_by: "agent:test".into(),
@@ -600,16 +600,16 @@ impl TestApp {
         &self,
         tool: &str,
         arguments: Value,
-    ) -> (app::agent::ToolOutcome, app::auth::Staff) {
-        let staff = app::auth::staff_by_email(&self.state.db, "supervisor@test.example")
+    ) -> (desk::agent::ToolOutcome, desk::auth::Staff) {
+        let staff = desk::auth::staff_by_email(&self.state.db, "supervisor@test.example")
             .await
             .expect("staff lookup")
             .expect("the supervisor is seeded");
-        let surface = app::web::mcp::Surface::Stdio;
-        let called = app::web::mcp::call(&self.state, &staff, surface, tool, arguments)
+        let surface = web::mcp::Surface::Stdio;
+        let called = web::mcp::call(&self.state, &staff, surface, tool, arguments)
             .await
             .expect("the call is answered");
-        let app::web::mcp::Called::Outcome(outcome) = called else {
+        let web::mcp::Called::Outcome(outcome) = called else {
             panic!("{tool} is a tool: {called:?}");
         };
         (outcome, staff)

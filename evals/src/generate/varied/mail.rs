@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use app::world::WorldOrder;
+use desk::world::WorldOrder;
 use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 

@@ -2,7 +2,7 @@
 //! provider's ledger, the app's refunds there, the case's intents and the run's log.
 
 use anyhow::anyhow;
-use app::refunds::Intent;
+use desk::refunds::Intent;
 use serde_json::Value;
 
 use super::super::env::Env;
@@ -33,11 +33,11 @@ impl Observed {
         let ticket = env.ticket_view().await?;
         let ledger = env.ledger().await?;
         let app_refunds = env.app_refunds().await?;
-        let intents = app::refunds::intents(&env.state.db, env.case_id.as_deref().unwrap_or(""))
+        let intents = desk::refunds::intents(&env.state.db, env.case_id.as_deref().unwrap_or(""))
             .await
             .map_err(|e| anyhow!("{e}"))?;
         let events: Vec<Value> = match case["run_id"].as_str() {
-            Some(run_id) => app::runs::events(&env.state.db, run_id)
+            Some(run_id) => desk::runs::events(&env.state.db, run_id)
                 .await
                 .map_err(|e| anyhow!("{e}"))?
                 .into_iter()

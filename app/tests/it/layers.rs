@@ -1,0 +1,181 @@
+//! The crate graph is the architecture (ARCHITECTURE.md, "Code map"): arrows point down
+//! only. Read from `cargo metadata`, the resolved graph cargo itself builds from, so a new
+//! `use` of a crate the layer must not know fails here before review.
+//!
+//! Two kinds of rule: the product's crates stand on floors and a normal dependency never
+//! points to a crate on the same floor or above; and a few crates must never reach (even
+//! through another crate) the outside crates named beside them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The product's crates, bottom floor first. A crate may depend on any crate of a lower
+/// floor, never on one of its own floor or above.
+const FLOORS: &[&[&str]] = &[
+    &["workspace-hack"],
+    &["policy-engine"],
+    &["harness", "rag-index", "payments-mock", "domain", "store"],
+    &["desk"],
+    &["web"],
+    &["app"],
+    &["refund-evals"],
+];
+
+/// Outside crates a crate must never reach, directly or through any other crate (a normal
+/// dependency: what ships in the binary, not what its tests use).
+const NEVER_REACHES: &[(&str, &[&str])] = &[
+    // Pure rules: no I/O of any kind.
+    (
+        "domain",
+        &[
+            "sqlx", "axum", "reqwest", "askama", "tokio", "tantivy", "hyper",
+        ],
+    ),
+    (
+        "policy-engine",
+        &["sqlx", "axum", "reqwest", "tokio", "hyper"],
+    ),
+    // The agent harness knows agents, not refunds' storage or HTTP.
+    (
+        "harness",
+        &["sqlx", "axum", "reqwest", "policy-engine", "hyper"],
+    ),
+    // The database layer answers queries; it serves no HTTP and renders nothing.
+    ("store", &["axum", "askama", "reqwest", "policy-engine"]),
+    // The workflow knows refunds, not the web edge (its HTTP is the provider's client).
+    ("desk", &["axum", "rmcp"]),
+];
+
+/// The normal (non-dev, non-build) dependencies of every package in the resolved graph,
+/// by package name.
+fn normal_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata is JSON");
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or(""),
+                p["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let mut graph = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().expect("resolve.nodes") {
+        let from = name_of[node["id"].as_str().expect("node id")].to_string();
+        let deps: BTreeSet<String> = node["deps"]
+            .as_array()
+            .expect("node deps")
+            .iter()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].is_null()))
+            })
+            .map(|d| name_of[d["pkg"].as_str().expect("dep pkg")].to_string())
+            .collect();
+        graph.entry(from).or_insert_with(BTreeSet::new).extend(deps);
+    }
+    graph
+}
+
+fn reachable(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![from.to_string()];
+    while let Some(next) = stack.pop() {
+        for dep in graph.get(&next).into_iter().flatten() {
+            if seen.insert(dep.clone()) {
+                stack.push(dep.clone());
+            }
+        }
+    }
+    seen
+}
+
+fn floor_of(name: &str) -> Option<usize> {
+    FLOORS.iter().position(|floor| floor.contains(&name))
+}
+
+#[test]
+fn every_product_crate_depends_only_on_crates_of_lower_floors() {
+    let graph = normal_graph();
+    let mut upward = Vec::new();
+    for (from, deps) in &graph {
+        let Some(from_floor) = floor_of(from) else {
+            continue;
+        };
+        for dep in deps {
+            if let Some(dep_floor) = floor_of(dep) {
+                if dep_floor >= from_floor {
+                    upward.push(format!(
+                        "{from} (floor {from_floor}) -> {dep} (floor {dep_floor})"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "arrows that do not point down: {upward:#?}"
+    );
+    for floor in FLOORS.iter().flat_map(|f| f.iter()) {
+        assert!(
+            graph.contains_key(*floor),
+            "{floor} is not in the workspace: update FLOORS"
+        );
+    }
+}
+
+#[test]
+fn no_crate_reaches_the_outside_crates_its_layer_must_not_know() {
+    let graph = normal_graph();
+    let mut found = Vec::new();
+    for (krate, forbidden) in NEVER_REACHES {
+        let reach = reachable(&graph, krate);
+        for name in *forbidden {
+            if reach.contains(*name) {
+                found.push(format!("{krate} reaches {name}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "forbidden edges: {found:#?}");
+}
+
+#[test]
+fn the_workspace_has_no_crate_outside_the_floors() {
+    // A new crate has to be given a floor, or the rules above would not see it.
+    let meta = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    let meta: Value = serde_json::from_slice(&meta.stdout).expect("cargo metadata is JSON");
+    let unplaced: Vec<&str> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .filter(|name| floor_of(name).is_none())
+        .collect();
+    assert!(unplaced.is_empty(), "crates without a floor: {unplaced:?}");
+}

@@ -1,0 +1,377 @@
+//! Publishing a draft (issue 22): the draft becomes an immutable published version with
+//! an effective date — today or a later day —, the draft is gone, the audit records who,
+//! when and the what-if that was checked, this instance swaps its policies at once
+//! (others on their next worker pass, `live`), and approvals that the new policies
+//! would decide differently are voided (docs/spec/invariants.md #2).
+//!
+//! A scheduled version is in the set from the moment it is published: the engine picks
+//! the version in force on each ticket's date, so it takes effect exactly at its date
+//! on every instance that holds it. Because the version is chosen by the ticket's date,
+//! its date arriving changes no decision made under a set that held it; what can
+//! change is a decision an instance made under the set it held before it noticed the
+//! publish. `follow`, run by every worker pass, sweeps those once per generation.
+
+use std::sync::Arc;
+
+use policy_engine::{Facts, PolicySet};
+use rag_index::PolicyIndex;
+use serde::Serialize;
+use time::Date;
+
+use super::drafts::{self, Draft};
+use super::{set_front_matter, Policies};
+use crate::auth::Staff;
+use crate::cases::{self, CaseQuery, CaseStatus};
+use crate::clock::Clock;
+use crate::error::{DomainError, DomainResult};
+use store::Db;
+
+/// What publishing needs of the instance besides the store and the clock.
+#[derive(Clone, Copy)]
+pub struct Publisher<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub policies: &'a Policies,
+    pub index: &'a Arc<PolicyIndex>,
+    pub versions: &'a harness::Versions,
+    /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
+    pub second_approver: bool,
+}
+
+/// The outcome of a publish.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Published {
+    /// `RP-001@3`.
+    pub version: String,
+    pub effective_from: String,
+    pub published_by: String,
+    /// Cases sent back to investigation because their approval no longer holds.
+    pub voided_cases: Vec<String>,
+}
+
+/// What a publisher says they reviewed: the draft version, and the what-if run on
+/// exactly that version (`None` from the CLI: the one stored with the draft).
+#[derive(Debug, Clone, Copy)]
+pub struct Reviewed {
+    pub draft_version: i64,
+    pub whatif_version: Option<i64>,
+}
+
+/// Publishes the draft of `doc_id` as saved at the version the publisher reviewed, in
+/// force from `at` (default: the draft's own `effective_from` when that is later than
+/// today, else today — issue 38: a draft dated next week is not put in force today).
+pub async fn publish(
+    p: Publisher<'_>,
+    staff: &Staff,
+    doc_id: &str,
+    reviewed: Reviewed,
+    at: Option<Date>,
+) -> DomainResult<Published> {
+    drafts::check_author(staff)?;
+    let draft = drafts::load_draft(p.db, p.clock, doc_id).await?;
+    check_publishable(&draft, reviewed)?;
+    check_four_eyes(p, staff, &draft).await?;
+    let draft_version = reviewed.draft_version;
+    let today = p.clock.now().date();
+    let own = policy_engine::PolicyDocument::parse(&draft.text.markdown)
+        .ok()
+        .map(|d| d.meta.effective_from)
+        .filter(|from| *from > today);
+    let effective = at.or(own).unwrap_or(today);
+    if effective < today {
+        return Err(DomainError::bad_request(
+            "effective_date_in_past",
+            format!("effective date {effective} is in the past (today is {today})"),
+        ));
+    }
+    let markdown = set_front_matter(&draft.text.markdown, "status", Some("\"published\""));
+    let markdown = set_front_matter(
+        &markdown,
+        "effective_from",
+        Some(&format!("\"{effective}\"")),
+    );
+    let markdown = set_front_matter(&markdown, "effective_to", None);
+    let version_ref = format!("{doc_id}@{}", draft.policy_version);
+    check_set_loads(p.db, &draft, &markdown).await?;
+
+    store_version(p, staff, &draft, &markdown, (draft_version, effective)).await?;
+    tracing::info!(version = %version_ref, effective_from = %effective, by = %staff.email, "policy published");
+
+    p.policies.refresh(p.db, p.index).await?;
+    // Swept at once, so the publisher sees what was voided, yet not marked swept: a pass
+    // of this instance in flight since before the publish may still decide under the
+    // old set, and the next pass's `follow` sweeps after it.
+    let (_one_sweep_at_a_time, current) = p.policies.sweep_lock().await;
+    let why = format!("policy {version_ref} published: the decision would change");
+    let voided_cases = void_changed_approvals(p, &current, &why).await?;
+    Ok(Published {
+        version: version_ref,
+        effective_from: effective.to_string(),
+        published_by: staff.email.clone(),
+        voided_cases,
+    })
+}
+
+/// The published row, the draft gone and the audit line with the what-if, in one
+/// transaction: a second publish of one number, or a draft saved since `draft_version`,
+/// writes nothing.
+async fn store_version(
+    p: Publisher<'_>,
+    staff: &Staff,
+    draft: &Draft,
+    markdown: &str,
+    (draft_version, effective): (i64, Date),
+) -> DomainResult<()> {
+    let now = p.clock.now_ms();
+    let doc_id = draft.doc_id.as_str();
+    let version_ref = format!("{doc_id}@{}", draft.policy_version);
+    let effective_at = crate::clock::to_ms(effective.midnight().assume_utc());
+    let mut tx = p.db.begin().await?;
+    // A published row is immutable: only a draft-status row of the same number (a seeded
+    // draft file) gives way; a second publish of one number changes nothing.
+    let written = sqlx::query(
+        "INSERT INTO policy_versions (doc_id, version, file_name, markdown, rules, status, effective_at, published_by, published_at, whatif)
+         VALUES ($1, $2, $3, $4, $5, 'published', $6, $7, $8, $9)
+         ON CONFLICT (doc_id, version) DO UPDATE SET file_name = excluded.file_name,
+             markdown = excluded.markdown, rules = excluded.rules, status = 'published',
+             effective_at = excluded.effective_at, published_by = excluded.published_by,
+             published_at = excluded.published_at, whatif = excluded.whatif
+         WHERE policy_versions.status = 'draft'",
+    )
+    .bind(doc_id)
+    .bind(i64::from(draft.policy_version))
+    .bind(draft.file_name())
+    .bind(markdown)
+    .bind(&draft.text.rules)
+    .bind(effective_at)
+    .bind(&staff.id)
+    .bind(now)
+    .bind(draft.whatif.as_ref().map(|w| w.to_string()))
+    .execute(&mut *tx)
+    .await?;
+    if written.rows_affected() == 0 {
+        return Err(DomainError::conflict(
+            "already_published",
+            format!("{version_ref} is already published"),
+        ));
+    }
+    let gone = sqlx::query("DELETE FROM policy_drafts WHERE doc_id = $1 AND version = $2")
+        .bind(doc_id)
+        .bind(draft_version)
+        .execute(&mut *tx)
+        .await?;
+    if gone.rows_affected() == 0 {
+        return Err(draft_changed());
+    }
+    sqlx::query("DELETE FROM policy_draft_authors WHERE doc_id = $1")
+        .bind(doc_id)
+        .execute(&mut *tx)
+        .await?;
+    let detail = serde_json::json!({
+        "effective_from": effective.to_string(),
+        "draft_version": draft_version,
+        "authors": draft.authors,
+        "whatif": draft.whatif,
+        "whatif_version": draft.whatif_version,
+    });
+    crate::audit::record(
+        &mut tx,
+        &staff.email,
+        "policy_published",
+        &version_ref,
+        &detail.to_string(),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+fn draft_changed() -> DomainError {
+    DomainError::conflict(
+        "draft_changed",
+        "the draft was saved since you looked at it: review it again before publishing",
+    )
+}
+
+/// Saved at the version the publisher saw, without problems, with a what-if run on
+/// exactly that version, which the publisher names when they say which.
+fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
+    let seen = reviewed.draft_version;
+    if draft.version == 0 {
+        return Err(DomainError::conflict(
+            "draft_not_saved",
+            "there is no saved draft to publish",
+        ));
+    }
+    if draft.version != seen {
+        return Err(draft_changed());
+    }
+    if let Some(problem) = draft.problems.first() {
+        return Err(DomainError::bad_request(
+            "invalid_draft",
+            format!(
+                "the draft has problems ({}: {})",
+                problem.field, problem.message
+            ),
+        ));
+    }
+    // Nobody publishes effects they have not seen (docs/spec/policies.md).
+    if draft.whatif_version != Some(seen) || reviewed.whatif_version.is_some_and(|w| w != seen) {
+        return Err(DomainError::conflict(
+            "whatif_required",
+            format!("run a what-if on draft version {seen} and review it before publishing"),
+        ));
+    }
+    Ok(())
+}
+
+/// docs/spec/roles.md: with `POLICY_SECOND_APPROVER=on` nobody publishes a draft they
+/// changed since the last publish. When the desk has a second person who may publish
+/// (a desk with one has no second pair of eyes to ask), nobody publishes a draft they
+/// last changed, and a change to approval authority (who may approve what, RP-004's
+/// thresholds) needs someone who did not edit it.
+async fn check_four_eyes(p: Publisher<'_>, staff: &Staff, draft: &Draft) -> DomainResult<()> {
+    let edited = draft.authors.contains(&staff.email);
+    if p.second_approver && edited {
+        return Err(DomainError::Forbidden(
+            "a second approver is required: nobody who edited this draft since the last publish may publish it".into(),
+        ));
+    }
+    if publishers(p.db).await? < 2 {
+        return Ok(());
+    }
+    if draft.last_saved_by.as_deref() == Some(staff.email.as_str()) {
+        return Err(DomainError::Forbidden(
+            "you saved the latest version of this draft: someone else publishes it".into(),
+        ));
+    }
+    if edited && changes_approval_authority(p.db, draft).await? {
+        return Err(DomainError::Forbidden(
+            "this draft changes who may approve refunds: someone who did not edit it publishes it"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Staff who may publish a policy.
+async fn publishers(db: &Db) -> DomainResult<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT COUNT(*) FROM staff WHERE role IN ('admin', 'policy_author')")
+            .fetch_one(db.reader())
+            .await?,
+    )
+}
+
+/// Whether the draft's `[approval]` rules (who may approve what, and up to which
+/// amount) differ from those of the document's latest published version.
+async fn changes_approval_authority(db: &Db, draft: &Draft) -> DomainResult<bool> {
+    let published: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT rules FROM policy_versions WHERE doc_id = $1 AND status = 'published'
+         ORDER BY version DESC LIMIT 1",
+    )
+    .bind(&draft.doc_id)
+    .fetch_optional(db.reader())
+    .await?;
+    let approval = |rules: Option<&str>| {
+        rules
+            .and_then(|r| r.parse::<toml::Table>().ok())
+            .and_then(|t| t.get("approval").cloned())
+    };
+    Ok(approval(draft.text.rules.as_deref()) != approval(published.flatten().as_deref()))
+}
+
+/// The stored versions with the published text must still form a valid set (no two
+/// versions in force on one day once the predecessor is ended).
+async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult<()> {
+    let mut published = draft.clone();
+    published.text.markdown = markdown.to_string();
+    let sources = super::with_version(
+        super::versions::sources(db).await?,
+        drafts::as_source(&published),
+    );
+    PolicySet::from_sources(super::supersede(sources))
+        .map(|_| ())
+        .map_err(|e| {
+            DomainError::bad_request("invalid_draft", format!("the version does not fit: {e}"))
+        })
+}
+
+/// What every worker pass does first (issue 22): follows the database's policies
+/// (`Policies::refresh`) and, once for each generation this process moves to, voids the
+/// open approvals that generation decides differently — approvals this instance or any
+/// other decided under the set it held before it noticed a publish, here or elsewhere.
+/// The publishing instance swept at publish time and sweeps again at its next pass (a
+/// pass in flight then may have decided under the old set); another instance sweeps
+/// when its pass sees the publish. Instances sweeping at once void each case once: the
+/// void is a versioned update, and the loser skips the case. Returns the voided cases.
+pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
+    p.policies.refresh(p.db, p.index).await?;
+    let (mut swept, current) = p.policies.sweep_lock().await;
+    if *swept == current.sources_hash() {
+        return Ok(Vec::new());
+    }
+    let hash = current.sources_hash();
+    let why = format!(
+        "policies changed (sources {}): the decision would change",
+        &hash[..hash.len().min(12)]
+    );
+    let voided = void_changed_approvals(p, &current, &why).await?;
+    *swept = hash.to_string();
+    Ok(voided)
+}
+
+/// Cases awaiting approval or approved but not yet sent whose decision, on the facts it
+/// was made on, differs under `policies`: their proposal and approval are void and the
+/// case goes back to investigation (docs/spec/invariants.md #2), through `cases::reinvestigate`
+/// as a new customer message does. Cases already decided otherwise keep their decision.
+async fn void_changed_approvals(
+    p: Publisher<'_>,
+    policies: &PolicySet,
+    why: &str,
+) -> DomainResult<Vec<String>> {
+    let open = cases::list_cases(
+        p.db,
+        &CaseQuery {
+            statuses: &[CaseStatus::AwaitingApproval, CaseStatus::Approved],
+            ..CaseQuery::default()
+        },
+    )
+    .await?;
+    let mut voided = Vec::new();
+    for case in open {
+        let (Some(decision), Some(facts)) = (case.decision(), case.facts.as_deref()) else {
+            continue;
+        };
+        let Ok(facts) = serde_json::from_str::<Facts>(facts) else {
+            continue;
+        };
+        if policy_engine::decide(&facts, policies).hash == decision.hash {
+            continue;
+        }
+        let now = p.clock.now_ms();
+        let mut tx = p.db.begin().await?;
+        crate::refunds::void_unsent(&mut tx, &case.id, now).await?;
+        match cases::reinvestigate(&mut tx, p.versions, &case, why, now).await {
+            Ok(()) => {
+                tx.commit().await?;
+                voided.push(case.id.clone());
+            }
+            // Moved on meanwhile (approved and sent, withdrawn): its own path decides it.
+            Err(e) if cases::is_case_changed(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(voided)
+}
+
+/// An effective date as a form, the API or the CLI gives it: blank is "today".
+pub fn parse_effective(text: Option<&str>) -> DomainResult<Option<Date>> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => policy_engine::parse_date(t).map(Some).map_err(|_| {
+            DomainError::bad_request("invalid_date", format!("'{t}' is not a date (YYYY-MM-DD)"))
+        }),
+    }
+}

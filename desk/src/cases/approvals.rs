@@ -1,0 +1,68 @@
+//! A case's approvals: one reviewer's verdict per proposal, bound to its fingerprint
+//! (docs/spec/invariants.md #2), used once by the executor, void when the proposal changes.
+
+use super::Case;
+use crate::error::{DomainError, DomainResult};
+use store::{new_id, Tx};
+
+/// Voids the case's valid approvals: what they approved is no longer what would be
+/// sent (a new proposal, a withdrawal). Used approvals stay as the record of a refund.
+pub(crate) async fn void_approvals(tx: &mut Tx<'_>, case_id: &str) -> DomainResult<()> {
+    sqlx::query("UPDATE approvals SET status = 'void' WHERE case_id = $1 AND status = 'valid'")
+        .bind(case_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Records a reviewer's verdict on the case's current proposal, bound to `fingerprint`
+/// (docs/spec/invariants.md #2). One verdict per proposal: a second reviewer gets
+/// `already_decided` (the unique index decides, not a read before the write).
+pub async fn record_approval(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    fingerprint: &str,
+    staff_id: &str,
+    approved: bool,
+    note: Option<&str>,
+    now: i64,
+) -> DomainResult<String> {
+    let approval_id = new_id("apr");
+    let inserted = sqlx::query(
+        "INSERT INTO approvals (id, case_id, proposal_seq, fingerprint, staff_id, verdict, note, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8)",
+    )
+    .bind(&approval_id)
+    .bind(&case.id)
+    .bind(case.proposal_seq)
+    .bind(fingerprint)
+    .bind(staff_id)
+    .bind(if approved { "approved" } else { "rejected" })
+    .bind(note)
+    .bind(now)
+    .execute(&mut **tx)
+    .await;
+    if let Err(e) = inserted {
+        if let sqlx::Error::Database(db) = &e {
+            if db.is_unique_violation() {
+                return Err(DomainError::conflict(
+                    "already_decided",
+                    "another reviewer already decided this proposal",
+                ));
+            }
+        }
+        return Err(e.into());
+    }
+    Ok(approval_id)
+}
+
+/// Marks the approval the executor is about to carry out as used: it cannot be carried
+/// out twice, and stays as the record of the refund.
+pub async fn use_approval(tx: &mut Tx<'_>, case: &Case) -> DomainResult<()> {
+    sqlx::query("UPDATE approvals SET status = 'used' WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid'")
+        .bind(&case.id)
+        .bind(case.proposal_seq)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

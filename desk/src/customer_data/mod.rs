@@ -1,0 +1,67 @@
+//! The customer's data over its life (issue 40, docs/spec/data.md): what is held about
+//! whom ([`classify`]), handed out ([`export`]), erased ([`erase`]), expired
+//! ([`retention`]), and brought back from a backup without sending a refund twice
+//! ([`restore`]).
+//!
+//! Deliberately not here: who may ask (`web::access`: administer only) and how a case
+//! moves (`cases`, `refunds`).
+
+pub mod classify;
+pub mod erase;
+pub mod export;
+pub mod restore;
+pub mod retention;
+
+use sqlx::Row;
+
+use crate::error::DomainResult;
+use store::{Backend, Db};
+
+/// Every table of the live schema with its TEXT columns (SQLite's catalogue, or
+/// PostgreSQL's `information_schema`), sorted: what [`classify::unclassified`] checks.
+pub async fn schema_text_columns(db: &Db) -> DomainResult<Vec<(String, Vec<String>)>> {
+    let mut schema = std::collections::BTreeMap::<String, Vec<String>>::new();
+    match db.backend() {
+        Backend::Sqlite => {
+            let tables = sqlx::query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            )
+            .fetch_all(db.pool())
+            .await?;
+            for table in tables {
+                let name: String = table.try_get("name")?;
+                let columns = sqlx::query("SELECT name, type FROM pragma_table_info($1)")
+                    .bind(&name)
+                    .fetch_all(db.pool())
+                    .await?;
+                let entry = schema.entry(name).or_default();
+                for column in columns {
+                    let kind: String = column.try_get("type")?;
+                    if kind.eq_ignore_ascii_case("text") {
+                        entry.push(column.try_get("name")?);
+                    }
+                }
+            }
+        }
+        Backend::Postgres => {
+            let rows = sqlx::query(
+                "SELECT CAST(t.table_name AS TEXT) AS tname, CAST(c.column_name AS TEXT) AS cname,
+                        CAST(c.data_type AS TEXT) AS ctype
+                   FROM information_schema.tables t
+                   LEFT JOIN information_schema.columns c
+                     ON c.table_schema = t.table_schema AND c.table_name = t.table_name
+                  WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'",
+            )
+            .fetch_all(db.pool())
+            .await?;
+            for row in rows {
+                let entry = schema.entry(row.try_get("tname")?).or_default();
+                let kind: Option<String> = row.try_get("ctype")?;
+                if kind.as_deref() == Some("text") {
+                    entry.push(row.try_get("cname")?);
+                }
+            }
+        }
+    }
+    Ok(schema.into_iter().collect())
+}

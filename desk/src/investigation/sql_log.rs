@@ -1,0 +1,215 @@
+//! The harness's [`EventLog`] on a `runs` row and its `run_events`: each step one
+//! versioned update of the row plus the step's events, in one transaction
+//! (`runs::record_step`), so a worker that lost its lease (another worker claimed the
+//! run, or the case cancelled it) writes nothing and stops with [`LogError::Lost`].
+//! Used for a case's run (`live`) and for each of its child runs (`children`).
+
+use std::time::Duration;
+
+use harness::{BoxFuture, Counters, EventLog, LogError, Phase, Step};
+
+use crate::clock::Clock;
+use crate::error::{DomainError, DomainResult};
+use crate::runs::{self, Run, RunStatus};
+use store::Db;
+
+/// One step outside the harness's loop (a rest, an end), committed like the loop's.
+pub(super) async fn rest(
+    db: &Db,
+    run: &mut Run,
+    to: RunStatus,
+    now: i64,
+    events: Vec<harness::NewEvent>,
+) -> DomainResult<()> {
+    commit(db, run, to, (0, 0), now, &events).await.map(drop)
+}
+
+/// The run's versioned state change and the step's events, in one transaction
+/// (`runs::record_step`: a worker that lost its lease writes nothing). Returns the
+/// events as stored.
+async fn commit(
+    db: &Db,
+    run: &mut Run,
+    to: RunStatus,
+    (add_steps, add_tool_calls): (i64, i64),
+    now: i64,
+    events: &[harness::NewEvent],
+) -> DomainResult<Vec<runs::Appended>> {
+    let events = run_events(events)?;
+    let mut tx = db.begin().await?;
+    let appended =
+        runs::record_step(&mut tx, run, to, add_steps, add_tool_calls, now, &events).await?;
+    tx.commit().await?;
+    Ok(appended)
+}
+
+/// The harness's events as `runs` appends them; a kind the app does not know (a
+/// harness newer than `runs::EventKind`) is refused before anything is written.
+pub(super) fn run_events(events: &[harness::NewEvent]) -> DomainResult<Vec<runs::NewEvent<'_>>> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(runs::NewEvent {
+                kind: runs::EventKind::parse(e.kind)?,
+                call_id: e.call_id.as_deref(),
+                payload: &e.payload,
+            })
+        })
+        .collect()
+}
+
+/// A run's stored events as the harness folds them.
+pub(super) fn harness_events(events: Vec<runs::Event>) -> Vec<harness::Event> {
+    events
+        .into_iter()
+        .map(|e| harness::Event {
+            seq: e.seq,
+            kind: e.kind.as_str().to_string(),
+            call_id: e.call_id,
+            payload: e.payload,
+        })
+        .collect()
+}
+
+/// The status a step that does not change the run's state keeps: its own, unless the
+/// run was resting (claimed again from `awaiting_dependency`), when it is `ready` — a
+/// run being worked on keeps its lease.
+pub(super) fn working_status(run: &Run) -> RunStatus {
+    if run.status.holds_no_worker() {
+        RunStatus::Ready
+    } else {
+        run.status
+    }
+}
+
+/// The harness's [`EventLog`] on the `runs` row and `run_events`.
+///
+/// The events are read from the store once, then kept: each committed step adds the
+/// events it stored (issue 19: reading the whole log back before every turn was the
+/// largest share of a ticket's statements and of its JSON parsing). That is the store's
+/// log as the loop folds it because only the run's holder appends the events the loop
+/// reads, each in a versioned update of the run — anyone else who ends or takes the run
+/// bumps its version, so this holder's next commit fails (`LogError::Lost`) before it
+/// acts on what it knew. (The watchdog's `watchdog_flagged` note is appended beside a
+/// working run without a version bump; the loop's fold ignores that kind.)
+pub struct SqlLog<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub run: &'a mut Run,
+    known: Option<Vec<harness::Event>>,
+    /// Commits through the group writer (a case's run); `None`: a transaction of its
+    /// own per step (child runs, committed inside their parent's step).
+    writer: Option<&'a runs::StepWriter>,
+}
+
+impl<'a> SqlLog<'a> {
+    pub fn new(db: &'a Db, clock: &'a dyn Clock, run: &'a mut Run) -> Self {
+        SqlLog {
+            db,
+            clock,
+            run,
+            known: None,
+            writer: None,
+        }
+    }
+
+    /// Steps committed in batches with other runs' steps (`runs::StepWriter`).
+    pub fn batched(mut self, writer: &'a runs::StepWriter) -> Self {
+        self.writer = Some(writer);
+        self
+    }
+
+    async fn commit_step(&mut self, step: Step) -> DomainResult<Vec<runs::Appended>> {
+        let to = step
+            .phase
+            .map_or_else(|| working_status(self.run), RunStatus::from);
+        let now = self.clock.now_ms();
+        let counts = (step.add_steps, step.add_tool_calls);
+        let Some(writer) = self.writer else {
+            return commit(self.db, self.run, to, counts, now, &step.events).await;
+        };
+        let write = runs::StepWrite {
+            run: self.run.clone(),
+            status: to,
+            add_steps: counts.0,
+            add_tool_calls: counts.1,
+            now,
+            events: step.events,
+        };
+        let (run, appended) = writer.commit(write).await?;
+        *self.run = run;
+        Ok(appended)
+    }
+}
+
+pub(super) fn from_app(e: DomainError) -> LogError<DomainError> {
+    if runs::is_run_changed(&e) {
+        LogError::Lost
+    } else {
+        LogError::Store(e)
+    }
+}
+
+impl EventLog for SqlLog<'_> {
+    type Error = LogError<DomainError>;
+
+    fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
+        Box::pin(async move {
+            if self.known.is_none() {
+                let events = runs::events(self.db, &self.run.id)
+                    .await
+                    .map_err(from_app)?;
+                self.known = Some(harness_events(events));
+            }
+            Ok(self.known.clone().unwrap_or_default())
+        })
+    }
+
+    fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            let appended = self.commit_step(step).await.map_err(from_app)?;
+            if let Some(known) = &mut self.known {
+                known.extend(appended.into_iter().map(|e| harness::Event {
+                    seq: e.seq,
+                    kind: e.kind.as_str().to_string(),
+                    call_id: e.call_id,
+                    payload: e.payload,
+                }));
+            }
+            Ok(())
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            steps: self.run.steps,
+            tool_calls: self.run.tool_calls,
+        }
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        self.run.status.phase()
+    }
+
+    fn holder(&self) -> Option<String> {
+        self.run.lease_owner.clone()
+    }
+
+    /// Every third of the lease, so a slow model or tool does not let another worker
+    /// take the run. A child run holds no lease (its parent's is kept while it works).
+    fn keep_alive_every(&self) -> Option<Duration> {
+        self.run
+            .lease_owner
+            .as_ref()
+            .map(|_| crate::lease::keep_alive_every())
+    }
+
+    fn keep_alive(&mut self) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            let now = self.clock.now_ms();
+            runs::renew_lease(self.db, self.run, now)
+                .await
+                .map_err(from_app)
+        })
+    }
+}

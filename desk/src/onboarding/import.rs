@@ -1,0 +1,481 @@
+//! `import customers|orders FILE` (docs/spec/history.md, docs/spec/interfaces.md): a shop's export upserted
+//! by id, all of it or nothing.
+//!
+//! Staged, in four steps, so that memory stays flat on a file of any size and nothing is
+//! ever half-imported:
+//! 1. **read and stage** — the file is streamed row by row (`rows`); each row is checked
+//!    (`records`) and the good ones go to a staging table under this import's id, a
+//!    hundred rows a statement; a duplicate id is the staging table's primary key saying
+//!    no. Bad rows are collected with their line (the first [`MAX_REPORTED`], all counted).
+//! 2. **check the set** — in SQL over the staged rows: an order's unknown customer, an
+//!    order moving to another customer, an email or a provider customer given twice or
+//!    already another customer's.
+//! 3. **link** (customers, with a provider) — a given `provider_customer_id` must exist
+//!    at the provider; a customer without one is linked by email through the provider's
+//!    customer list when exactly one provider customer has that email and no other
+//!    customer of ours is linked to it; several, or none, leave it unlinked (counted).
+//! 4. **write** — one transaction upserts the staged rows into `customers` or `orders`.
+//!
+//! Any bad row, or a provider that cannot be asked, stops before step 4: nothing is
+//! written, and the staged rows are deleted (rows a crash left behind are deleted by the
+//! next import once a day old).
+//!
+//! What it deliberately does not do: create provider customers, read charges (linking
+//! charges to orders is by metadata, `onboarding::charges`), or import one row of a file
+//! that has a bad one.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use sqlx::Row;
+
+pub use super::outcome::{ImportError, Links, Progress};
+use super::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
+use super::rows::{Format, RowError, Rows};
+use crate::payments::PaymentsClient;
+use store::Db;
+
+/// At most this many bad rows are kept for the report (every one is counted).
+pub const MAX_REPORTED: usize = 1000;
+/// Rows in one staging statement (9 values each: within every backend's limit).
+const BATCH: usize = 100;
+/// Staged rows committed together.
+const COMMIT_EVERY: usize = 2000;
+/// Staged rows older than this were left by a crash: the next import deletes them.
+const STALE_MS: i64 = 24 * 3600 * 1000;
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// `customers` or `orders`.
+    pub kind: &'static str,
+    pub format: Format,
+    pub rows: u64,
+    pub created: u64,
+    pub updated: u64,
+    /// Customers only: how each came to be linked to the provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<Links>,
+    pub seconds: f64,
+    /// This process's peak resident memory (Linux `VmHWM`), so a run over a large file
+    /// shows it stayed flat; absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_kib: Option<u64>,
+}
+
+/// This process's peak resident memory in KiB, where the kernel reports it (Linux).
+pub fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Bad rows, the first [`MAX_REPORTED`] kept.
+#[derive(Default)]
+struct Bad {
+    errors: Vec<RowError>,
+    count: u64,
+}
+
+impl Bad {
+    fn push(&mut self, line: u64, id: Option<&str>, message: String) {
+        self.count += 1;
+        if self.errors.len() < MAX_REPORTED {
+            self.errors.push(RowError {
+                line,
+                id: id.map(String::from),
+                message,
+            });
+        }
+    }
+
+    fn into_result(mut self) -> Result<(), ImportError> {
+        if self.count == 0 {
+            return Ok(());
+        }
+        self.errors.sort_by_key(|e| e.line);
+        Err(ImportError::Rows {
+            errors: self.errors,
+            count: self.count,
+        })
+    }
+}
+
+/// A record ready to stage: its id and its bound values after `(import_id, id, line)`.
+trait Staged {
+    const TABLE: &'static str;
+    const COLUMNS: &'static str;
+    const WIDTH: usize;
+    fn id(&self) -> &str;
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+}
+
+impl Staged for Customer {
+    const TABLE: &'static str = "import_customers";
+    const COLUMNS: &'static str = "name, email, email_key, region, provider_customer_id, linked_by";
+    const WIDTH: usize = 6;
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        query
+            .bind(&self.name)
+            .bind(&self.email)
+            .bind(self.email_key())
+            .bind(self.region.code())
+            .bind(self.provider_customer_id.as_deref())
+            .bind(self.provider_customer_id.as_ref().map(|_| "given"))
+    }
+}
+
+impl Staged for Order {
+    const TABLE: &'static str = "import_orders";
+    const COLUMNS: &'static str = "customer_id, product, amount_minor, currency, created_at";
+    const WIDTH: usize = 5;
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        query
+            .bind(&self.customer_id)
+            .bind(self.product.as_str())
+            .bind(self.amount.minor_units())
+            .bind(self.amount.currency().code())
+            .bind(crate::clock::to_ms(self.created_at))
+    }
+}
+
+/// Step 1: reads the whole file, staging the good rows under `import_id`. Returns the
+/// number of rows read.
+async fn stage<R, T>(
+    db: &Db,
+    import_id: &str,
+    now: i64,
+    rows: &mut Rows<R>,
+    check: impl Fn(R) -> Result<T, RecordError>,
+    bad: &mut Bad,
+    progress: Progress<'_>,
+) -> Result<u64, ImportError>
+where
+    R: serde::de::DeserializeOwned,
+    T: Staged,
+{
+    let mut count = 0;
+    let mut batch: Vec<(u64, T)> = Vec::with_capacity(BATCH);
+    let mut tx = db.begin().await?;
+    let mut in_tx = 0;
+    while let Some((line, row)) = rows.next_row() {
+        count += 1;
+        match row.and_then(|r| check(r).map_err(|e| e.to_string())) {
+            Ok(record) => batch.push((line, record)),
+            Err(message) => bad.push(line, None, message),
+        }
+        if batch.len() == BATCH {
+            in_tx += insert_batch(&mut tx, import_id, now, &batch, bad).await?;
+            batch.clear();
+            let (done, total) = rows.progress();
+            progress("reading", done, total);
+        }
+        if in_tx >= COMMIT_EVERY {
+            tx.commit().await?;
+            tx = db.begin().await?;
+            in_tx = 0;
+        }
+    }
+    insert_batch(&mut tx, import_id, now, &batch, bad).await?;
+    tx.commit().await?;
+    let (done, total) = rows.progress();
+    progress("reading", done, total);
+    Ok(count)
+}
+
+/// Stages a batch in one statement; a row the primary key refuses is a duplicate id,
+/// reported with the line that has it first.
+async fn insert_batch<T: Staged>(
+    tx: &mut store::Tx<'_>,
+    import_id: &str,
+    now: i64,
+    batch: &[(u64, T)],
+    bad: &mut Bad,
+) -> Result<usize, ImportError> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let width = T::WIDTH + 4;
+    let values: Vec<String> = (0..batch.len())
+        .map(|i| {
+            let params: Vec<String> = (1..=width).map(|j| format!("${}", i * width + j)).collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO {} (import_id, id, line, staged_at, {}) VALUES {} ON CONFLICT (import_id, id) DO NOTHING RETURNING line",
+        T::TABLE,
+        T::COLUMNS,
+        values.join(", ")
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (line, record) in batch {
+        query = record.bind(
+            query
+                .bind(import_id)
+                .bind(record.id())
+                .bind(*line as i64)
+                .bind(now),
+        );
+    }
+    let inserted: std::collections::HashSet<i64> = query
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(|r| r.try_get::<i64, _>("line"))
+        .collect::<Result<_, _>>()?;
+    for (line, record) in batch {
+        if inserted.contains(&(*line as i64)) {
+            continue;
+        }
+        let first: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT line FROM {} WHERE import_id = $1 AND id = $2",
+            T::TABLE
+        )))
+        .bind(import_id)
+        .bind(record.id())
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get("line")?;
+        bad.push(
+            *line,
+            Some(record.id()),
+            format!("duplicate id {} (first on line {first})", record.id()),
+        );
+    }
+    Ok(inserted.len())
+}
+
+/// Runs one set-wide check: `sql` selects `line, id, problem` of the staged rows that
+/// fail it (bound to the import id), each a bad row.
+async fn check_set(db: &Db, import_id: &str, sql: &str, bad: &mut Bad) -> Result<(), ImportError> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .bind(import_id)
+        .fetch_all(db.pool())
+        .await?;
+    for row in rows {
+        let line: i64 = row.try_get("line")?;
+        let id: String = row.try_get("id")?;
+        bad.push(line as u64, Some(&id), row.try_get("problem")?);
+    }
+    Ok(())
+}
+
+/// Deletes this import's staged rows, and any a crash left more than a day ago.
+async fn unstage(db: &Db, table: &str, import_id: &str, now: i64) -> Result<(), ImportError> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {table} WHERE import_id = $1 OR staged_at < $2"
+    )))
+    .bind(import_id)
+    .bind(now - STALE_MS)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+fn open<R: serde::de::DeserializeOwned>(
+    path: &Path,
+    format: Option<Format>,
+) -> Result<(Rows<R>, Format), ImportError> {
+    let format = match format {
+        Some(f) => f,
+        None => Format::detect(path)
+            .map_err(|e| ImportError::File(format!("cannot read {}: {e}", path.display())))?,
+    };
+    let rows = Rows::open(path, format).map_err(|e| ImportError::File(e.message))?;
+    Ok((rows, format))
+}
+
+/// The SQL of the orders' set-wide checks (each selects `line, id, problem`).
+const ORDER_CHECKS: [&str; 2] = [
+    "SELECT s.line, s.id, 'customer ' || s.customer_id || ' does not exist (import customers first)' AS problem
+     FROM import_orders s WHERE s.import_id = $1
+       AND NOT EXISTS (SELECT 1 FROM customers c WHERE c.id = s.customer_id)",
+    "SELECT s.line, s.id, 'order ' || s.id || ' is customer ' || o.customer_id || '''s, not ' || s.customer_id
+            || '''s: an order never moves to another customer' AS problem
+     FROM import_orders s JOIN orders o ON o.id = s.id
+     WHERE s.import_id = $1 AND o.customer_id <> s.customer_id",
+];
+
+/// `import orders FILE`: every row checked, then all upserted in one transaction or
+/// none.
+pub async fn import_orders(
+    db: &Db,
+    path: &Path,
+    format: Option<Format>,
+    now: i64,
+    progress: Progress<'_>,
+) -> Result<ImportReport, ImportError> {
+    let started = Instant::now();
+    let (mut rows, format) = open::<OrderRow>(path, format)?;
+    let import_id = store::new_id("imp");
+    let mut bad = Bad::default();
+    let result = async {
+        let count = stage(
+            db,
+            &import_id,
+            now,
+            &mut rows,
+            OrderRow::check,
+            &mut bad,
+            progress,
+        )
+        .await?;
+        for sql in ORDER_CHECKS {
+            check_set(db, &import_id, sql, &mut bad).await?;
+        }
+        std::mem::take(&mut bad).into_result()?;
+        let (created, updated) =
+            write_staged(db, &import_id, WRITE_ORDERS, "import_orders").await?;
+        Ok(ImportReport {
+            kind: "orders",
+            format,
+            rows: count,
+            created,
+            updated,
+            links: None,
+            seconds: started.elapsed().as_secs_f64(),
+            peak_memory_kib: peak_memory_kib(),
+        })
+    }
+    .await;
+    unstage(db, "import_orders", &import_id, now).await?;
+    result
+}
+
+/// Upserts from staging into the live table, in one transaction; `(created, updated)`.
+async fn write_staged(
+    db: &Db,
+    import_id: &str,
+    (live, upsert): (&str, &str),
+    staging: &str,
+) -> Result<(u64, u64), ImportError> {
+    let mut tx = db.begin().await?;
+    let existing: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) AS n FROM {staging} s JOIN {live} l ON l.id = s.id WHERE s.import_id = $1"
+    )))
+    .bind(import_id)
+    .fetch_one(&mut *tx)
+    .await?
+    .try_get("n")?;
+    let written = sqlx::query(sqlx::AssertSqlSafe(upsert.to_string()))
+        .bind(import_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    tx.commit().await?;
+    let existing = existing as u64;
+    Ok((written.saturating_sub(existing), existing))
+}
+
+/// The live table and the upsert from staging (bound to the import id). SQLite reads
+/// `INSERT … SELECT … ON CONFLICT` only with a `WHERE` in the select: there is one.
+const WRITE_ORDERS: (&str, &str) = (
+    "orders",
+    "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at)
+     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders WHERE import_id = $1
+     ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
+     amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at",
+);
+
+const WRITE_CUSTOMERS: (&str, &str) = (
+    "customers",
+    "INSERT INTO customers (id, name, email, region, provider_customer_id)
+     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers WHERE import_id = $1
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region,
+     provider_customer_id = CASE WHEN excluded.provider_customer_id = '' THEN customers.provider_customer_id
+                                 ELSE excluded.provider_customer_id END",
+);
+
+/// The SQL of the customers' set-wide checks on what the file gives (each selects
+/// `line, id, problem`). An existing customer the file also names is judged by the
+/// file's row for it.
+const CUSTOMER_CHECKS: [&str; 4] = [
+    "SELECT a.line, a.id, 'email ' || a.email || ' is also customer ' || b.id || '''s (line ' || b.line || ')' AS problem
+     FROM import_customers a JOIN import_customers b
+       ON b.import_id = a.import_id AND b.email_key = a.email_key AND b.line < a.line
+     WHERE a.import_id = $1
+       AND b.line = (SELECT MIN(c.line) FROM import_customers c WHERE c.import_id = a.import_id AND c.email_key = a.email_key)",
+    "SELECT s.line, s.id, 'email ' || s.email || ' is already customer ' || c.id || '''s' AS problem
+     FROM import_customers s JOIN customers c ON lower(c.email) = s.email_key AND c.id <> s.id
+     WHERE s.import_id = $1
+       AND NOT EXISTS (SELECT 1 FROM import_customers t WHERE t.import_id = s.import_id AND t.id = c.id AND t.email_key <> s.email_key)",
+    "SELECT a.line, a.id, 'provider customer ' || a.provider_customer_id || ' is also customer ' || b.id || '''s (line ' || b.line || ')' AS problem
+     FROM import_customers a JOIN import_customers b
+       ON b.import_id = a.import_id AND b.provider_customer_id = a.provider_customer_id AND b.line < a.line
+     WHERE a.import_id = $1
+       AND b.line = (SELECT MIN(c.line) FROM import_customers c WHERE c.import_id = a.import_id AND c.provider_customer_id = a.provider_customer_id)",
+    "SELECT s.line, s.id, 'provider customer ' || s.provider_customer_id || ' is already customer ' || c.id || '''s' AS problem
+     FROM import_customers s JOIN customers c ON c.provider_customer_id = s.provider_customer_id AND c.id <> s.id
+     WHERE s.import_id = $1
+       AND NOT EXISTS (SELECT 1 FROM import_customers t WHERE t.import_id = s.import_id AND t.id = c.id
+                       AND COALESCE(t.provider_customer_id, '') <> s.provider_customer_id)",
+];
+
+/// `import customers FILE`: every row checked; with a provider, given provider
+/// customers checked and the others linked by email; then all upserted in one
+/// transaction or none.
+pub async fn import_customers(
+    db: &Db,
+    payments: Option<&PaymentsClient>,
+    path: &Path,
+    format: Option<Format>,
+    now: i64,
+    progress: Progress<'_>,
+) -> Result<ImportReport, ImportError> {
+    let started = Instant::now();
+    let (mut rows, format) = open::<CustomerRow>(path, format)?;
+    let import_id = store::new_id("imp");
+    let mut bad = Bad::default();
+    let result = async {
+        let count = stage(
+            db,
+            &import_id,
+            now,
+            &mut rows,
+            CustomerRow::check,
+            &mut bad,
+            &mut *progress,
+        )
+        .await?;
+        for sql in CUSTOMER_CHECKS {
+            check_set(db, &import_id, sql, &mut bad).await?;
+        }
+        std::mem::take(&mut bad).into_result()?;
+        let links = match payments {
+            Some(p) => super::link::link_staged(db, p, &import_id, progress).await?,
+            None => super::link::unlinked_only(db, &import_id).await?,
+        };
+        let (created, updated) =
+            write_staged(db, &import_id, WRITE_CUSTOMERS, "import_customers").await?;
+        Ok(ImportReport {
+            kind: "customers",
+            format,
+            rows: count,
+            created,
+            updated,
+            links: Some(links),
+            seconds: started.elapsed().as_secs_f64(),
+            peak_memory_kib: peak_memory_kib(),
+        })
+    }
+    .await;
+    unstage(db, "import_customers", &import_id, now).await?;
+    result
+}

@@ -1,0 +1,407 @@
+//! The language a customer is addressed in: its stored code, the browser's choice on
+//! pages shown before sign-in, the region's default.
+
+use std::fmt;
+use std::str::FromStr;
+
+use policy_engine::Region;
+use serde::{Deserialize, Serialize};
+
+/// The language of a ticket and of everything its customer is told. Stored as its
+/// ISO 639-1 code (`en`, `zh`, `ja`, `de`, `fr`, `es`, `it`, `nl`, `pt`, `ko`) in
+/// `tickets.language` (a TEXT column: the seven codes of issue 34 need no migration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    En,
+    Zh,
+    Ja,
+    De,
+    Fr,
+    Es,
+    It,
+    Nl,
+    Pt,
+    Ko,
+}
+
+/// A language code that is none of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown language '{0}' (expected en, zh, ja, de, fr, es, it, nl, pt or ko)")]
+pub struct UnknownLanguage(pub String);
+
+impl Language {
+    pub const ALL: [Language; 10] = [
+        Language::En,
+        Language::Zh,
+        Language::Ja,
+        Language::De,
+        Language::Fr,
+        Language::Es,
+        Language::It,
+        Language::Nl,
+        Language::Pt,
+        Language::Ko,
+    ];
+
+    /// The language's place in [`Language::ALL`], for tables with one text per language.
+    pub const fn index(self) -> usize {
+        match self {
+            Language::En => 0,
+            Language::Zh => 1,
+            Language::Ja => 2,
+            Language::De => 3,
+            Language::Fr => 4,
+            Language::Es => 5,
+            Language::It => 6,
+            Language::Nl => 7,
+            Language::Pt => 8,
+            Language::Ko => 9,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Zh => "zh",
+            Language::Ja => "ja",
+            Language::De => "de",
+            Language::Fr => "fr",
+            Language::Es => "es",
+            Language::It => "it",
+            Language::Nl => "nl",
+            Language::Pt => "pt",
+            Language::Ko => "ko",
+        }
+    }
+
+    /// A stored code. English is the fallback for any other language (issue 15), so a
+    /// code this build does not know (written by a newer one) still gets answers.
+    pub fn from_stored(code: &str) -> Language {
+        code.parse().unwrap_or_else(|e: UnknownLanguage| {
+            tracing::warn!(error = %e, "stored language falls back to English");
+            Language::En
+        })
+    }
+
+    /// The language of a page shown before we know who the customer is (the sign-in
+    /// page): the first of the browser's `Accept-Language` choices, by weight, that is
+    /// one of ours; English when none is.
+    pub fn from_accept_language(header: Option<&str>) -> Language {
+        let mut choices: Vec<(f32, Language)> = header
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|item| {
+                let mut parts = item.split(';');
+                let tag = parts.next()?.trim().to_ascii_lowercase();
+                let primary = tag.split('-').next()?;
+                let weight = parts
+                    .find_map(|p| p.trim().strip_prefix("q="))
+                    .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())?;
+                let lang = primary.parse::<Language>().ok()?;
+                (weight > 0.0).then_some((weight, lang))
+            })
+            .collect();
+        // A stable sort: equal weights keep the browser's order.
+        choices.sort_by(|a, b| b.0.total_cmp(&a.0));
+        choices.first().map_or(Language::En, |(_, lang)| *lang)
+    }
+
+    /// The language a customer is addressed in before they have written anything.
+    pub fn of_region(region: Region) -> Language {
+        match region {
+            Region::CN => Language::Zh,
+            Region::JP => Language::Ja,
+            Region::US | Region::EU => Language::En,
+        }
+    }
+}
+
+impl FromStr for Language {
+    type Err = UnknownLanguage;
+    fn from_str(code: &str) -> Result<Self, Self::Err> {
+        Language::ALL
+            .into_iter()
+            .find(|l| l.as_str() == code)
+            .ok_or_else(|| UnknownLanguage(code.to_string()))
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The language replies to this text are written in (they follow the customer). Only
+/// the customer's new words count (`structure::split`): a quoted reply of ours in
+/// English under a German mail is still a German mail. Then, by script first:
+///
+/// - any Hangul is Korean;
+/// - any kana (Hiragana, Katakana, half-width Katakana) is Japanese: Chinese is never
+///   written with kana, Japanese almost always is;
+/// - Han without kana is Chinese, except from a customer of the JP region, for whom it
+///   is Japanese: short Japanese complaints are often all kanji (`二重請求`, `返金希望`),
+///   a JP customer is far more likely to write Japanese than Chinese, and a Chinese
+///   reader still follows a kanji-heavy Japanese reply better than a Japanese reader
+///   follows a Chinese one;
+/// - Latin script is told apart by its most frequent short words and its letters
+///   (`latin_language`): German, French, Spanish, Italian, Dutch or Portuguese when
+///   their words clearly outnumber English ones, else English, the fallback for every
+///   other language (issue 15).
+pub fn detect_language(text: &str, region: Option<Region>) -> Language {
+    let new_words = domain::structure::split(text).new_text();
+    let text = if new_words.trim().is_empty() {
+        text
+    } else {
+        new_words.as_str()
+    };
+    let han =
+        |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
+    // The Katakana block without U+30FB `・`, a middle dot Chinese text also uses
+    // between the parts of foreign names.
+    let kana = |c: char| {
+        ('\u{3041}'..='\u{309f}').contains(&c)
+            || (('\u{30a1}'..='\u{30ff}').contains(&c) && c != '\u{30fb}')
+            || ('\u{31f0}'..='\u{31ff}').contains(&c)
+            || ('\u{ff66}'..='\u{ff9f}').contains(&c)
+    };
+    let hangul = |c: char| {
+        ('\u{ac00}'..='\u{d7a3}').contains(&c)
+            || ('\u{1100}'..='\u{11ff}').contains(&c)
+            || ('\u{3130}'..='\u{318f}').contains(&c)
+    };
+    if text.chars().any(hangul) {
+        Language::Ko
+    } else if text.chars().any(kana) {
+        Language::Ja
+    } else if text.chars().any(han) {
+        match region {
+            Some(Region::JP) => Language::Ja,
+            _ => Language::Zh,
+        }
+    } else {
+        latin_language(text)
+    }
+}
+
+/// Frequent short words of each Latin-script language, and letters only it uses (or uses
+/// far more than the others). A word shared by two languages (`de`, `que`) counts for
+/// both; what decides is which has clearly more.
+#[rustfmt::skip]
+const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
+    (Language::En, &[
+        "the", "and", "is", "was", "are", "were", "be", "been", "my", "i", "you", "your",
+        "please", "for", "to", "it", "of", "have", "has", "had", "this", "that", "these",
+        "not", "me", "with", "twice", "charged", "order", "orders", "refund", "hi", "hello",
+        "thanks", "thank", "on", "a", "an", "but", "can", "could", "would", "will", "we",
+        "our", "us", "they", "them", "there", "what", "which", "when", "why", "how", "from",
+        "by", "at", "as", "if", "or", "so", "do", "does", "did", "don't", "i'm", "i've",
+        "it's", "can't", "just", "get", "got", "want", "need", "still", "again", "already",
+        "any", "some", "no", "yes",
+    ], &[]),
+    (Language::De, &[
+        "liebes", "liebe", "lieber", "geehrte", "geehrter", "herren", "damen", "gruß", "grüße",
+        "sein", "darf", "dürfen", "höchstens", "zeichen", "nachricht", "nachrichten",
+        "lang", "leer", "erneut", "versuchen", "neu", "laden", "seite", "leider",
+        "gefunden", "kurzer", "zeit", "moment", "inzwischen", "geändert", "schiefgelaufen",
+        "ich", "und", "der", "die", "das", "ist", "nicht", "mein", "meine", "meinen",
+        "meinem", "bitte", "zweimal", "bestellung", "wurde", "wurden", "mit", "für", "fur",
+        "ein", "eine", "einen", "einer", "eines", "habe", "hat", "haben", "den", "dem",
+        "des", "sie", "zu", "auf", "hallo", "danke", "hiermit", "widerrufe", "widerruf",
+        "vertrag", "erstattung", "erstattet", "erstatten", "geld", "zurück", "zuruck",
+        "abgebucht", "ihre", "ihr", "ihnen", "es", "wir", "mir", "mich", "noch", "auch",
+        "doppelt", "guten", "tag", "dieser", "diese", "dieses", "kann", "können", "konnte",
+        "nach", "unserer", "unser", "unsere", "werden", "wird", "sind", "von", "bei", "aus",
+        "über", "uns", "oder", "aber", "wenn", "dass", "als", "nur", "schon", "kein",
+        "keine", "nichts", "etwas", "bereits", "um", "wie", "was", "weil", "sich", "im",
+        "zum", "zur", "vom", "beim", "kauf", "karte", "zahlung", "abbuchung", "richtlinie",
+        "bearbeitung", "anfrage", "gibt", "wieder", "ist's", "freundlichen", "grüßen",
+    ], &['ß', 'ä', 'ö', 'ü']),
+    (Language::Fr, &[
+        "bonsoir", "salut", "chère", "cher", "équipe",
+        "trouvé", "message", "messages", "vide", "caractères", "page", "réessayer",
+        "rechargez", "introuvable", "veuillez", "peu", "temps", "beaucoup", "problème",
+        "survenu", "entre-temps", "font", "je", "et", "le", "la", "les", "est", "pas",
+        "mon", "ma", "mes", "une", "un", "pour", "du", "des", "deux", "fois", "commande",
+        "remboursement", "merci", "bonjour", "avec", "ai", "été", "vous", "votre", "vos",
+        "j'ai", "c'est", "au", "aux", "ne", "sur", "rembourser", "droit", "rétractation",
+        "débité", "prélevé", "annuler", "madame", "monsieur", "cordialement", "ce", "cette",
+        "ces", "qui", "que", "dans", "par", "plus", "mais", "ou", "nous", "notre", "nos",
+        "il", "elle", "ils", "sont", "avait", "être", "avoir", "fait", "faire", "déjà",
+        "encore", "aucun", "rien", "car", "comme", "si", "très", "bien", "sa", "son",
+        "leur", "paiement", "carte", "achat", "politique", "selon", "demande", "n'a",
+        "n'est", "d'un", "d'une", "l'argent", "s'il",
+    ], &['ç', 'è', 'ê', 'œ', 'à', 'ù', 'î', 'ë', 'é']),
+    (Language::Es, &[
+        "quedo", "espera", "respuesta", "estimados", "estimado", "señores", "señor", "buenas", "tardes", "noches", "pronto", "atentamente",
+        "favor", "cuál", "sé", "era", "o", "cancelen", "reembolsen", "pedidos", "devuelvan",
+        "mensaje", "mensajes", "vacío", "caracteres", "página", "intentarlo", "vuelva",
+        "espere", "momento", "encontrado", "tiempo", "poco", "muchos", "algo", "salido",
+        "mal", "tienen", "máximo", "yo", "y", "el", "los", "las", "es", "no", "mi", "mis",
+        "por", "para", "con", "una", "un", "del", "dos", "veces", "pedido", "reembolso",
+        "gracias", "hola", "cobraron", "que", "me", "he", "han", "cargo", "cobro", "quiero",
+        "cancelar", "desistimiento", "compra", "tarjeta", "buenos", "días", "saludos", "su",
+        "sus", "se", "lo", "al", "como", "pero", "más", "este", "esta", "estos", "ya",
+        "hay", "está", "están", "ha", "sido", "ser", "fue", "nada", "ningún", "ninguna",
+        "le", "les", "nos", "nuestro", "nuestra", "según", "política", "solicitud", "pago",
+        "dinero", "también", "muy", "cuando", "porque", "usted",
+    ], &['ñ', '¿', '¡', 'á', 'í', 'ó', 'ú']),
+    (Language::It, &[
+        "e", "i", "soldi", "gentile", "assistenza", "egregi", "spettabile",
+        "trovata", "messaggio", "messaggi", "vuoto", "caratteri", "pagina", "riprovi",
+        "ricarichi", "attenda", "momento", "trovato", "tempo", "poco", "molti", "qualcosa",
+        "andato", "storto", "possono", "massimo", "io", "il", "lo", "gli", "è", "non",
+        "mio", "mia", "miei", "per", "con", "una", "di", "del", "della", "dei", "delle",
+        "due", "volte", "ordine", "rimborso", "grazie", "ciao", "ho", "sono", "che", "mi",
+        "addebitato", "addebito", "carta", "recesso", "annullare", "buongiorno", "salve",
+        "vorrei", "stato", "stata", "sulla", "nel", "nella", "alla", "al", "ai", "questo",
+        "questa", "questi", "già", "ancora", "nessun", "nulla", "niente", "ha", "hanno",
+        "essere", "come", "ma", "anche", "più", "se", "perché", "quando", "suo", "sua",
+        "nostro", "nostra", "secondo", "politica", "richiesta", "pagamento", "acquisto",
+        "rimborsato", "rimborsare", "cordiali", "saluti",
+    ], &['ì', 'ò', 'à', 'è', 'ù']),
+    (Language::Nl, &[
+        "geachte", "heer", "mevrouw", "beste", "klantenservice", "groeten", "vriendelijke",
+        "bericht", "berichten", "leeg", "tekens", "pagina", "opnieuw", "probeer", "wacht",
+        "even", "gevonden", "tijd", "korte", "veel", "iets", "mis", "ging", "maximaal",
+        "lang", "ik", "en", "het", "een", "is", "niet", "mijn", "voor", "met", "van",
+        "twee", "keer", "bestelling", "terugbetaling", "bedankt", "graag", "alstublieft",
+        "heb", "werd", "dubbel", "u", "uw", "je", "dat", "er", "op", "aan", "geld", "terug",
+        "afgeschreven", "herroeping", "annuleren", "hallo", "groet", "wil", "zijn", "bij",
+        "ook", "nog", "goedendag", "deze", "dit", "die", "wordt", "worden", "kan", "kunnen",
+        "naar", "ons", "onze", "we", "wij", "al", "geen", "niets", "maar", "of", "als",
+        "om", "tot", "uit", "door", "hebben", "heeft", "was", "waren", "betaling", "kaart",
+        "aankoop", "beleid", "volgens", "verzoek", "hier", "daar", "wat", "hoe", "wanneer",
+        "omdat", "zou", "moet",
+    ], &[]),
+    (Language::Pt, &[
+        "e", "isto", "diz", "respeito", "fico", "aguardar", "vossa", "resposta", "exmos", "senhores", "boa", "tarde", "assinatura", "cumprimentos", "atenciosamente",
+        "mensagem", "mensagens", "vazia", "caracteres", "página", "tente", "recarregue",
+        "aguarde", "momento", "encontrado", "tempo", "pouco", "muitas", "algo", "correu",
+        "mal", "têm", "máximo", "eu", "o", "os", "as", "é", "não", "meu", "minha", "meus",
+        "minhas", "para", "com", "uma", "um", "do", "da", "dos", "das", "duas", "vezes",
+        "pedido", "reembolso", "obrigado", "obrigada", "olá", "fui", "cobrado", "cobrada",
+        "que", "me", "você", "cartão", "compra", "cancelar", "arrependimento", "estorno",
+        "bom", "dia", "foi", "na", "no", "nas", "nos", "favor", "por", "ao", "aos", "se",
+        "lhe", "já", "ainda", "nada", "nenhum", "nenhuma", "está", "estão", "foram", "ser",
+        "ter", "tem", "como", "mas", "mais", "também", "quando", "porque", "seu", "sua",
+        "nosso", "nossa", "segundo", "política", "encomenda", "pagamento", "dinheiro",
+        "devolução",
+    ], &['ã', 'õ', 'ç', 'á', 'é', 'í', 'ó', 'ú', 'â', 'ê', 'ô']),
+];
+
+/// The Latin-script language of `text`: the one whose words and letters score highest,
+/// if it beats English by a margin; English otherwise.
+fn latin_language(text: &str) -> Language {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphabetic() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let score = |(_, common, letters): &(Language, &[&str], &[char])| -> usize {
+        let by_word = words.iter().filter(|w| common.contains(w)).count() * 2;
+        let by_letter = lower.chars().filter(|c| letters.contains(c)).count().min(6);
+        by_word + by_letter
+    };
+    let english = score(&LATIN_WORDS[0]);
+    let best = LATIN_WORDS[1..]
+        .iter()
+        .map(|entry| (score(entry), entry.0))
+        .max_by_key(|(points, _)| *points);
+    match best {
+        Some((points, lang)) if points > english && points >= 2 => lang,
+        _ => Language::En,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_detection_follows_the_script_and_for_kanji_only_the_region() {
+        use Language::{De, En, Es, Fr, It, Ja, Ko, Nl, Pt, Zh};
+        let jp = Some(Region::JP);
+        let cn = Some(Region::CN);
+        let us = Some(Region::US);
+        let cases: &[(&str, Option<Region>, Language)] = &[
+            // Kana: Japanese, whoever writes it.
+            ("年間プランの料金が二重に請求されました", None, Ja),
+            ("年間プランの料金が二重に請求されました", cn, Ja),
+            ("にじゅうせいきゅう", us, Ja),
+            ("ｷｬﾝｾﾙしたい", None, Ja),
+            // Kanji only: Japanese from a JP customer, Chinese from anyone else.
+            ("二重請求", jp, Ja),
+            ("二重請求", None, Zh),
+            ("二重請求", cn, Zh),
+            ("二重請求", us, Zh),
+            // Mixed scripts: any kana decides.
+            ("月額プラン cancel please, I no longer want it.", jp, Ja),
+            ("O-4001 charged twice です", us, Ja),
+            ("我的订单 O-1001 was charged twice", cn, Zh),
+            // Chinese stays Chinese (the katakana middle dot is punctuation here).
+            ("我的年度会员被扣了两次款", cn, Zh),
+            ("我的年度会员被扣了两次款", None, Zh),
+            ("列夫・托尔斯泰的书被扣了两次款", cn, Zh),
+            // Hangul is Korean, whatever else is mixed in.
+            ("연간 플랜이 두 번 결제되었습니다", None, Ko),
+            ("주문 O-4001 환불해 주세요 please", us, Ko),
+            // Latin script: the language whose short words clearly dominate.
+            ("Hiermit widerrufe ich den Vertrag über meine Bestellung.", None, De),
+            ("Ich wurde zweimal belastet, bitte erstatten Sie den Betrag.", None, De),
+            ("Je souhaite exercer mon droit de rétractation pour la commande.", None, Fr),
+            ("On m'a débité deux fois, merci de me rembourser.", None, Fr),
+            ("Me cobraron dos veces", None, Es),
+            ("Cancelen y reembolsen, por favor: O-34201 o O-34203, no sé cuál era.", None, Es),
+            ("Quiero ejercer mi derecho de desistimiento, por favor.", None, Es),
+            ("Mi avete addebitato due volte l'ordine, vorrei il rimborso.", None, It),
+            ("Ik ben twee keer afgeschreven voor mijn bestelling.", None, Nl),
+            ("Fui cobrado duas vezes pela minha encomenda, quero o reembolso.", None, Pt),
+            // Only the new words count: a quoted English reply under a German mail.
+            ("Bitte erstatten Sie mir das Geld.\n\nOn Mon, 3 Mar 2026, Shop <a@shop.example> wrote:\n> Thank you for your order, it was charged.", None, De),
+            // English, and the fallback for everything without Han, kana or Hangul.
+            ("I was charged twice for my annual plan", jp, En),
+            ("Please refund order 65169, thanks", None, En),
+            ("Hej, jag blev debiterad två gånger", None, En),
+            ("😡😡 refund now!!", None, En),
+            ("🙏", jp, En),
+            ("１２３４５", jp, En),
+            ("", None, En),
+        ];
+        for (text, region, expected) in cases {
+            assert_eq!(
+                detect_language(text, *region),
+                *expected,
+                "{text:?} from {region:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn language_codes_round_trip_and_unknown_codes_fall_back_to_english() {
+        for lang in Language::ALL {
+            assert_eq!(lang.as_str().parse::<Language>(), Ok(lang));
+            assert_eq!(serde_json::to_value(lang).unwrap(), lang.as_str());
+        }
+        for (at, lang) in Language::ALL.into_iter().enumerate() {
+            assert_eq!(lang.index(), at, "{lang}");
+        }
+        assert_eq!("jp".parse::<Language>(), Err(UnknownLanguage("jp".into())));
+        assert_eq!(Language::from_stored("ko"), Language::Ko);
+        assert_eq!(Language::from_stored("sv"), Language::En);
+        let accept = |h: &str| Language::from_accept_language(Some(h));
+        assert_eq!(accept("ja,en-US;q=0.9,en;q=0.8"), Language::Ja);
+        assert_eq!(accept("en-US;q=0.5, zh-CN"), Language::Zh);
+        assert_eq!(accept("fr-FR, ja;q=0.3"), Language::Fr);
+        assert_eq!(accept("sv-SE, ja;q=0.3"), Language::Ja);
+        assert_eq!(accept("ja;q=0, de"), Language::De);
+        assert_eq!(accept("ja;q=0, sv"), Language::En);
+        assert_eq!(accept("pt-BR,pt;q=0.9"), Language::Pt);
+        assert_eq!(accept("ja;q=oops"), Language::En);
+        assert_eq!(Language::from_accept_language(None), Language::En);
+        assert_eq!(Language::of_region(Region::JP), Language::Ja);
+        assert_eq!(Language::of_region(Region::CN), Language::Zh);
+        assert_eq!(Language::of_region(Region::EU), Language::En);
+    }
+}

@@ -1,0 +1,187 @@
+//! What the process runs with: the store, the clock, the provider, the policies and their
+//! index, the model, and the settings read once at start. Built by [`crate::build_state`];
+//! the web layer holds it as axum state, the worker and the CLI hold it too. The domain
+//! never sees it: each domain function takes what it uses (`&Db`, `&dyn Clock`, …), or
+//! one of the small structs below that name a need (`Rules`, `Decider`, `Sender`, …),
+//! which `AppState` lends out. It knows nothing of HTTP.
+
+use std::sync::Arc;
+
+use rag_index::PolicyIndex;
+use tokio::sync::Notify;
+
+use crate::agent::Model;
+use crate::approvals::Desk;
+use crate::billing::BillingSource;
+use crate::clock::Clock;
+use crate::investigation::Investigator;
+use crate::payments::PaymentsClient;
+use crate::reconcile::Reconciler;
+use crate::refunds::{Executor, Sender};
+use crate::runs::Queue;
+use crate::workflow::{Decider, Rules};
+use store::Db;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub clock: Arc<dyn Clock>,
+    pub payments: PaymentsClient,
+    /// The policy set now in force: each copy of the state takes the current
+    /// generation (`authoring::Policies`; a publish swaps it, issue 22).
+    pub policies: crate::authoring::Policies,
+    pub index: Arc<PolicyIndex>,
+    pub model: Arc<dyn Model>,
+    /// What runs are made with (model, prompt and tool schema versions), recorded on each.
+    pub versions: Arc<harness::Versions>,
+    /// Where tools and the workflow read billing records (live: store + provider).
+    pub billing: Arc<dyn BillingSource>,
+    /// Wakes the background worker when new work is queued.
+    pub wake: Arc<Notify>,
+    /// Names this process in leases.
+    pub instance_id: String,
+    /// Whether cookies get `Secure` (served over TLS).
+    pub secure_cookies: bool,
+    /// Age after which an unanswered approval request expires.
+    pub approval_ttl_ms: i64,
+    /// How long message text, run-event payloads and audit details are kept.
+    pub retention: crate::customer_data::retention::Windows,
+    /// Verifies `Stripe-Signature` on provider webhooks.
+    pub webhook_secret: String,
+    /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
+    pub shadow_mode: bool,
+    /// Agent runs one worker pass advances at the same time.
+    pub worker_concurrency: usize,
+    /// When the stuck-run watchdog flags a run, and when it hands the case over.
+    pub watchdog: crate::config::WatchdogPeriods,
+    /// Where policy what-ifs find history files by name (`FIXTURES_DIR/history`).
+    pub history_dir: std::path::PathBuf,
+    /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
+    pub policy_second_approver: bool,
+    /// `METRICS_TOKEN`: when set, `/metrics` needs it as the bearer token.
+    pub metrics_token: Option<String>,
+    /// `PUBLIC_URL`: where links point (invitations, sign-in).
+    pub public_url: Option<String>,
+    /// The company's OpenID Connect provider, when configured.
+    pub oidc: Option<std::sync::Arc<crate::auth::oidc::Oidc>>,
+    /// `GROUP_ROLES`, `SCIM_DEFAULT_ROLE`, `PASSWORD_SIGN_IN`.
+    pub group_roles: std::sync::Arc<crate::auth::provisioning::GroupRoles>,
+    pub scim_default_role: crate::auth::StaffRole,
+    pub password_sign_in: bool,
+    /// The database gauges of `/metrics`, shared by every clone of the state.
+    pub metrics_cache: std::sync::Arc<crate::metrics::GaugeCache>,
+    /// The rollout guards' thresholds and minimum samples (issue 21).
+    pub rollout_guards: crate::rollout::guards::Guards,
+    /// Where agent runs commit their steps: several runs' steps share a transaction
+    /// (issue 19, `runs::StepWriter`).
+    pub steps: crate::runs::StepWriter,
+    /// Mail in and out (issue 37): the support address, SMTP, the watched mailbox, the
+    /// inbound token; each part absent when its setting is.
+    pub mail: Arc<crate::mail::MailSettings>,
+}
+
+/// What the domain's functions are lent: each names one need, borrowed from the state.
+impl AppState {
+    /// Whether staff can sign in through the company's identity provider.
+    pub fn oidc_configured(&self) -> bool {
+        self.oidc.is_some()
+    }
+
+    pub fn rules(&self) -> Rules<'_> {
+        Rules {
+            policies: &self.policies,
+            billing: self.billing.as_ref(),
+        }
+    }
+
+    pub fn decider(&self) -> Decider<'_> {
+        Decider {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            rules: self.rules(),
+            index: &self.index,
+            shadow_mode: self.shadow_mode,
+            versions: &self.versions,
+        }
+    }
+
+    pub fn investigator(&self) -> Investigator<'_> {
+        Investigator {
+            decider: self.decider(),
+            model: self.model.as_ref(),
+            steps: &self.steps,
+        }
+    }
+
+    pub fn queue(&self) -> Queue<'_> {
+        Queue {
+            versions: &self.versions,
+            wake: &self.wake,
+            rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
+        }
+    }
+
+    pub fn sender(&self) -> Sender<'_> {
+        Sender {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            payments: &self.payments,
+        }
+    }
+
+    pub fn executor(&self) -> Executor<'_> {
+        Executor {
+            sender: self.sender(),
+            rules: self.rules(),
+            queue: self.queue(),
+            instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn reconciler(&self) -> Reconciler<'_> {
+        Reconciler {
+            sender: self.sender(),
+            instance_id: &self.instance_id,
+        }
+    }
+
+    pub fn publisher(&self) -> crate::authoring::publish::Publisher<'_> {
+        crate::authoring::publish::Publisher {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            policies: &self.policies,
+            index: &self.index,
+            versions: &self.versions,
+            second_approver: self.policy_second_approver,
+        }
+    }
+
+    /// The outbox's sender (issue 37).
+    pub fn postman(&self) -> crate::mail::send::Postman<'_> {
+        crate::mail::send::Postman {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            settings: &self.mail,
+            instance_id: &self.instance_id,
+        }
+    }
+
+    /// Where customer mail is taken in (issue 37).
+    pub fn intake(&self) -> crate::mail::inbound::Intake<'_> {
+        crate::mail::inbound::Intake {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            queue: self.queue(),
+            settings: &self.mail,
+        }
+    }
+
+    pub fn desk(&self) -> Desk<'_> {
+        Desk {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            rules: self.rules(),
+            wake: &self.wake,
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Refund desk's domain rules that need nothing but their inputs: how a customer's mail is
+//! laid out (`structure`), which of their records a message points at (`resolve`), and the
+//! outcome a decision comes to (`verdict`).
+//!
+//! No I/O: no database, HTTP, clock, file or template. The crates above hand these
+//! functions text and records and get values back; `tests::layers` in the `app` crate
+//! checks over `cargo metadata` that this crate never depends on sqlx, axum, reqwest,
+//! askama, tokio or any crate of the product above it.
+
+pub mod resolve;
+pub mod structure;
+pub mod verdict;

@@ -1,0 +1,788 @@
+//! The console's case page: the proposal, the policy decision with its rules and
+//! citations, the billing facts, the fingerprint a reviewer approves or rejects, taking
+//! an escalated case over, and shadow mode's hand decision.
+//!
+//! Long because the case page has one view and its forms (reply, close, assign, decide,
+//! approve, reject, take over) all answer by re-rendering that view; each handler is short.
+
+use crate::extract::Authed;
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use crate::error::{status_of, AppError};
+use desk::approvals::{self, Verdict};
+use desk::auth::{self, Session};
+use desk::cases::{self, CaseStatus};
+use desk::error::DomainError;
+use desk::refunds::{PastRefund, RefundView};
+use desk::state::AppState;
+use desk::tickets::TicketLine;
+use desk::views::CaseView;
+use desk::world::{parse_plain, serde_plain};
+
+use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
+
+pub(super) struct RuleView {
+    citation: String,
+    link: String,
+    summary: String,
+}
+
+pub(super) struct RefundLineView {
+    charge_id: String,
+    amount: String,
+    payment_method: String,
+}
+
+pub(super) struct DecisionView {
+    outcome: String,
+    reason_code: String,
+    approver: String,
+    refunds: Vec<RefundLineView>,
+    rules: Vec<RuleView>,
+    facts: Vec<String>,
+    versions: String,
+    hash: String,
+}
+
+#[derive(Template)]
+#[template(path = "console_case.html")]
+pub(super) struct CasePage {
+    nav: Nav,
+    staff_role: String,
+    csrf: String,
+    case: CaseView,
+    decision: Option<DecisionView>,
+    proposal: Option<desk::agent::Proposal>,
+    refunds: Vec<RefundView>,
+    awaiting: bool,
+    shadow_pending: bool,
+    /// (order, charge, amount, captured, status, disputed, refunded, created) from the facts.
+    billing: Vec<BillingRow>,
+    reasons: Vec<String>,
+    may_take_over: bool,
+    may_approve: bool,
+    required_role: String,
+    fingerprint: String,
+    error: Option<String>,
+    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    stuck: Option<String>,
+    /// The customer's messages and the internal notes, in time order (issue 17).
+    thread: Vec<ThreadEntry>,
+    status_label: &'static str,
+    /// A supervisor may close this case now (not at rest, no refund in flight).
+    may_close: bool,
+    /// A supervisor or admin may assign the case to somebody else.
+    may_assign_others: bool,
+    /// Whom a supervisor may give the case to (empty for others: they take it).
+    assignable: Vec<String>,
+    /// What the action just done did, after its redirect (`?done=…`).
+    notice: Option<&'static str>,
+    /// The page refreshes itself (static/live.js) until the case is at rest.
+    live: bool,
+    /// The case's history in plain words, oldest first (issue 17).
+    timeline: Vec<(String, String, String)>,
+    /// (case id, ticket id, status in words) of the customer's other open cases on the
+    /// same order: a second refund case about one charge is visible at once.
+    same_order: Vec<(String, String, &'static str)>,
+    /// (case id, ticket id) of the tickets joined into this case (issue 17).
+    joined: Vec<(String, String)>,
+    /// The customer's other tickets and past refunds, newest first (issue 17).
+    other_tickets: Collapsed<TicketLine>,
+    past_refunds: Collapsed<PastRefund>,
+    /// Saved replies for the reply form, and the messages a decision sends (issue 17).
+    tools: super::case_replies::ReplyTools,
+}
+
+/// How many lines of each of the customer's lists the header shows open; the rest wait
+/// behind a "more", so the header stays short on a phone.
+const HEADER_LINES: usize = 5;
+
+/// A list of the case header, cut: the newest [`HEADER_LINES`] shown, the rest of those
+/// read behind a "more", and how many exist beyond what was read.
+pub(super) struct Collapsed<T> {
+    first: Vec<T>,
+    rest: Vec<T>,
+    total: i64,
+    unlisted: i64,
+}
+
+fn collapsed<T>(mut lines: Vec<T>, total: i64) -> Collapsed<T> {
+    let unlisted = (total - lines.len() as i64).max(0);
+    let rest = lines.split_off(lines.len().min(HEADER_LINES));
+    Collapsed {
+        first: lines,
+        rest,
+        total,
+        unlisted,
+    }
+}
+
+/// One entry of the case's thread on the console: a message of the customer's
+/// conversation, or an internal note (marked, never shown to the customer).
+pub(super) struct ThreadEntry {
+    author: String,
+    at: String,
+    body: String,
+    internal: bool,
+    /// `web` or `email` (issue 37: each message's channel).
+    channel: String,
+    /// A mail's quoted thread and signature, shown collapsed.
+    quoted: Option<String>,
+    /// (id, file name, size in bytes) of what the mail attached: download links.
+    attachments: Vec<(String, String, i64)>,
+}
+
+fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
+    let attachments = thread.attachments;
+    let messages = thread.messages.into_iter().map(|m| ThreadEntry {
+        attachments: attachments
+            .iter()
+            .filter(|a| a.message_seq == m.seq)
+            .map(|a| (a.id.clone(), a.filename.clone(), a.size))
+            .collect(),
+        author: m.author,
+        at: m.at,
+        body: m.body,
+        internal: false,
+        channel: m.channel,
+        quoted: m.quoted,
+    });
+    let notes = thread.notes.into_iter().map(|n| ThreadEntry {
+        author: n.author,
+        at: n.at,
+        body: n.body,
+        internal: true,
+        channel: "web".into(),
+        quoted: None,
+        attachments: Vec::new(),
+    });
+    let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
+    // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so
+    // `…54.9Z` sorts after `…54.959Z` as text (issue 38). The sort is stable: entries
+    // of one instant keep their order, messages before notes.
+    entries.sort_by_key(|e| instant_of(&e.at));
+    entries
+}
+
+/// The instant an RFC 3339 time names, in nanoseconds; text that is none sorts first.
+fn instant_of(at: &str) -> i128 {
+    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .map_or(i128::MIN, time::OffsetDateTime::unix_timestamp_nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(at: &str, body: &str) -> desk::cases::NoteView {
+        desk::cases::NoteView {
+            id: body.into(),
+            author: "lead@shop.example".into(),
+            body: body.into(),
+            at: at.into(),
+        }
+    }
+
+    #[test]
+    fn the_thread_sorts_by_time_not_by_text() {
+        let thread = desk::views::CaseThread {
+            case_id: "case_1".into(),
+            messages: vec![],
+            notes: vec![
+                note("2026-12-01T18:32:54.959Z", "second"),
+                note("2026-12-01T18:32:55Z", "third"),
+                note("2026-12-01T18:32:54.9Z", "first"),
+            ],
+            attachments: vec![],
+        };
+        let order: Vec<String> = thread_entries(thread).into_iter().map(|e| e.body).collect();
+        assert_eq!(order, ["first", "second", "third"]);
+    }
+}
+
+/// The words shown at the top of the case page after an action's redirect.
+fn notice_of(done: Option<&str>) -> Option<&'static str> {
+    match done? {
+        "reply" => Some("Reply sent to the customer."),
+        "note" => Some("Internal note added (staff only)."),
+        "closed" => Some("Case closed."),
+        "assigned" => Some("Case assigned."),
+        "handed_up" => Some("Handed up: it waits in the supervisors' queue."),
+        _ => None,
+    }
+}
+
+pub(super) async fn case_page_response(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    error: Option<String>,
+) -> Response {
+    case_page_with(state, session, id, error, (None, None)).await
+}
+
+/// The case page; `notice` after an action's redirect, `saved` the saved reply chosen.
+async fn case_page_with(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    error: Option<String>,
+    shown: (Option<&'static str>, Option<&str>),
+) -> Response {
+    let case = match cases::load_case(&state.db, id).await {
+        Ok(Some(c)) => c,
+        Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    match read_page(state, session, case, error, shown).await {
+        Ok(page) => render(&page),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// Everything the case page shows of `case`.
+async fn read_page(
+    state: &AppState,
+    session: &Session,
+    case: cases::Case,
+    error: Option<String>,
+    (notice, saved): (Option<&'static str>, Option<&str>),
+) -> desk::error::DomainResult<CasePage> {
+    let mut view = desk::views::case_view(&state.db, &case).await?;
+    view.customer_email_undeliverable = desk::views::email_undeliverable(&state.db, &view).await?;
+    let history = desk::views::customer_history(&state.db, &case).await?;
+    let thread = desk::views::thread(&state.db, &case).await?;
+    let around = around(&state.db, &case).await?;
+    let tools = super::case_replies::reply_tools(&state.db, &case, saved).await?;
+    let decision = case.decision().map(|d| decision_view(&d));
+    let proposal = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let shadow_pending = desk::shadow_pairs::pending(&state.db, &case.id)
+        .await
+        .unwrap_or(true);
+    let required_role = case
+        .required_role
+        .clone()
+        .unwrap_or_else(|| "supervisor".into());
+    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
+        .map(|r| session.staff.role.may_approve(r))
+        .unwrap_or(false);
+    let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
+    Ok(CasePage {
+        tools,
+        timeline: around.timeline,
+        same_order: around.same_order,
+        joined: around.joined,
+        other_tickets: collapsed(history.tickets, history.tickets_total),
+        past_refunds: collapsed(history.refunds, history.refunds_total),
+        thread: thread_entries(thread),
+        status_label: case.status.label(),
+        // docs/spec/roles.md: anyone who works cases closes one that moves no money; a
+        // case awaiting a refund only someone who could approve it.
+        may_close: !case.status.is_at_rest()
+            && !case.status.has_refund_in_flight()
+            && (case.status != CaseStatus::AwaitingApproval || may_approve),
+        may_assign_others: supervisor,
+        assignable: match supervisor {
+            true => auth::assignable_staff(&state.db)
+                .await?
+                .into_iter()
+                .map(|s| s.email)
+                .collect(),
+            false => Vec::new(),
+        },
+        notice,
+        live: !case.status.is_at_rest(),
+        nav: Nav::of(session, "/console"),
+        staff_role: session.staff.role.as_str().into(),
+        csrf: session.csrf_token.clone(),
+        refunds: view.refunds.clone(),
+        awaiting: case.status == CaseStatus::AwaitingApproval,
+        shadow_pending,
+        billing: billing_rows(case.facts.as_deref()),
+        reasons: policy_engine::ReasonCode::ALL
+            .iter()
+            .map(|r| r.as_str().to_string())
+            .collect(),
+        may_take_over: case.status == CaseStatus::Escalated
+            && !shadow_pending
+            && session.staff.role >= auth::StaffRole::Supervisor,
+        fingerprint: case.fingerprint.clone().unwrap_or_default(),
+        case: view,
+        decision,
+        proposal,
+        may_approve,
+        required_role,
+        error,
+        stuck: around.stuck,
+    })
+}
+
+/// The decision block of the case page.
+fn decision_view(d: &policy_engine::Decision) -> DecisionView {
+    DecisionView {
+        outcome: serde_plain(&d.outcome),
+        reason_code: serde_plain(&d.reason_code),
+        approver: d
+            .approver_role
+            .map(|r| serde_plain(&r))
+            .unwrap_or_else(|| "—".into()),
+        refunds: d
+            .refunds
+            .iter()
+            .map(|r| RefundLineView {
+                charge_id: r.charge_id.clone(),
+                amount: r.amount.to_string(),
+                payment_method: r.payment_method.clone(),
+            })
+            .collect(),
+        rules: d
+            .rules
+            .iter()
+            .map(|r| RuleView {
+                citation: r.citation.clone(),
+                link: super::policy::citation_link(&r.citation),
+                summary: r.summary.clone(),
+            })
+            .collect(),
+        facts: d.facts_used.clone(),
+        versions: d.policy_versions.join(", "),
+        hash: d.hash.clone(),
+    }
+}
+
+/// What the case page shows around the case: a watchdog flag, the timeline, the other
+/// open cases on its order and the tickets joined into it.
+struct Around {
+    stuck: Option<String>,
+    timeline: Vec<(String, String, String)>,
+    same_order: Vec<(String, String, &'static str)>,
+    joined: Vec<(String, String)>,
+}
+
+async fn around(db: &store::Db, case: &cases::Case) -> desk::error::DomainResult<Around> {
+    let stuck = desk::watchdog::open_flag_of_case(db, &case.id)
+        .await?
+        .map(|f| f.summary);
+    let mut timeline = desk::audit::case_timeline(db, &case.id).await?;
+    // In reverse: the sends of one approval each go right after it, so the first
+    // intent's ends up first.
+    for intent in desk::refunds::intents(db, &case.id).await?.iter().rev() {
+        if let Some(at) = intent.first_submitted_at {
+            insert_send(&mut timeline, at, intent);
+        }
+    }
+    let timeline = timeline
+        .into_iter()
+        .map(|e| (desk::clock::rfc3339(e.at), e.who, e.what))
+        .collect();
+    let same_order = cases::other_open_cases_on_order(db, case)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.ticket_id, c.status.label()))
+        .collect();
+    let joined = cases::joined_cases(db, &case.id)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.ticket_id))
+        .collect();
+    Ok(Around {
+        stuck,
+        timeline,
+        same_order,
+        joined,
+    })
+}
+
+/// Issue 17: the moment a refund went to the provider, read from its intent (the send
+/// writes no audit line: the payment boundary stays one statement). It goes after the
+/// last approval made by then — a send follows its approval, and the log's lines of one
+/// millisecond would otherwise hide which came first — else by time.
+fn insert_send(
+    timeline: &mut Vec<desk::audit::TimelineEntry>,
+    at: i64,
+    intent: &desk::refunds::Intent,
+) {
+    let entry = desk::audit::TimelineEntry {
+        at,
+        who: "system".to_string(),
+        action: "refund_sent".to_string(),
+        what: format!(
+            "Sent the refund of {} on {} to the provider",
+            intent.amount, intent.charge_id
+        ),
+    };
+    let after_approval = timeline
+        .iter()
+        .rposition(|e| e.action == "approved" && e.at <= at)
+        .map(|i| i + 1);
+    let by_time = timeline.partition_point(|e| e.at <= at);
+    timeline.insert(after_approval.unwrap_or(by_time), entry);
+}
+
+#[derive(Deserialize)]
+pub(super) struct CasePageQuery {
+    #[serde(default)]
+    done: Option<String>,
+    /// A saved reply to put into the reply form (issue 17).
+    #[serde(default)]
+    saved: Option<String>,
+}
+
+pub(super) async fn case_page(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Query(query): Query<CasePageQuery>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    let shown = (notice_of(query.done.as_deref()), query.saved.as_deref());
+    case_page_with(&state, &session, &id, None, shown).await
+}
+
+/// After a console action (post/redirect/get): on success the browser is sent to the
+/// case page (a GET, so a reload repeats nothing and never meets a POST-only URL), with
+/// `done` naming what happened; on failure the page is shown with the error, under the
+/// failure's status.
+async fn after_action<T>(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    result: Result<T, DomainError>,
+    done: &str,
+) -> Response {
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}?done={done}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(state, session, id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct MessageForm {
+    csrf: String,
+    text: String,
+    /// The button pressed: `true` for an internal note, `false` for a reply.
+    #[serde(default)]
+    internal: Option<String>,
+}
+
+pub(super) async fn message_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<MessageForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let internal = form.internal.as_deref() == Some("true");
+    let message = desk::conversation::StaffMessage {
+        text: form.text,
+        internal,
+    };
+    let result =
+        desk::conversation::post_message(state.desk(), &session.staff, &id, &message).await;
+    let done = if internal { "note" } else { "reply" };
+    after_action(&state, &session, &id, result, done).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct CloseForm {
+    csrf: String,
+    reason: String,
+    #[serde(default)]
+    reply: Option<String>,
+}
+
+pub(super) async fn close_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<CloseForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = desk::conversation::CloseCase {
+        reason: form.reason,
+        reply: form.reply.filter(|r| !r.trim().is_empty()),
+    };
+    let result = desk::conversation::close(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "closed").await
+}
+
+#[derive(Deserialize)]
+pub(super) struct AssignForm {
+    csrf: String,
+    #[serde(default)]
+    email: Option<String>,
+}
+
+pub(super) async fn assign_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<AssignForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = desk::conversation::AssignCase { email: form.email };
+    let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "assigned").await
+}
+
+#[derive(Deserialize)]
+pub(super) struct DecideForm {
+    csrf: String,
+    fingerprint: String,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+pub(super) async fn decide_submit(
+    state: AppState,
+    session: Result<Session, AppError>,
+    id: String,
+    form: DecideForm,
+    verdict: Verdict,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let note = match verdict {
+        Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
+        Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
+    };
+    if verdict == Verdict::Rejected && note.is_none() {
+        return case_page_response(
+            &state,
+            &session,
+            &id,
+            Some("A rejection needs a reason.".into()),
+        )
+        .await;
+    }
+    match approvals::decide(
+        state.desk(),
+        &session.staff,
+        &id,
+        &form.fingerprint,
+        verdict,
+        note.as_deref(),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+pub(super) async fn approve_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Approved).await
+}
+
+pub(super) async fn reject_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    decide_submit(state, session, id, form, Verdict::Rejected).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct HandUpForm {
+    csrf: String,
+    fingerprint: String,
+    note: String,
+}
+
+/// `POST /console/cases/{id}/handup`: a refund above the caller's limit, handed up to
+/// those who may approve it, with a note.
+pub(super) async fn handup_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<HandUpForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = approvals::HandUp {
+        fingerprint: form.fingerprint,
+        note: form.note,
+    };
+    let result = approvals::hand_up(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "handed_up").await
+}
+
+pub(super) async fn takeover_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match approvals::take_over(state.desk(), &session.staff, &id).await {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+pub(super) type BillingRow = (String, String, String, bool, String, bool, String, String);
+
+/// The charges in a case's facts, for reviewers (records, not conclusions).
+pub(super) fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
+    let Some(facts) = facts.and_then(|f| serde_json::from_str::<policy_engine::Facts>(f).ok())
+    else {
+        return vec![];
+    };
+    let mut rows = Vec::new();
+    for order in &facts.orders {
+        for c in &order.charges {
+            rows.push((
+                format!(
+                    "{} ({}, {})",
+                    order.id,
+                    order.product.as_str(),
+                    order.amount
+                ),
+                c.id.clone(),
+                c.amount.to_string(),
+                c.captured,
+                serde_plain(&c.status),
+                c.disputed,
+                c.amount_refunded.to_string(),
+                c.created_at.to_string(),
+            ));
+        }
+    }
+    rows
+}
+
+#[derive(Deserialize)]
+pub(super) struct HandDecisionForm {
+    csrf: String,
+    outcome: String,
+    reason: String,
+    #[serde(default)]
+    charge_1: String,
+    #[serde(default)]
+    amount_1: String,
+    #[serde(default)]
+    charge_2: String,
+    #[serde(default)]
+    amount_2: String,
+    #[serde(default)]
+    charge_3: String,
+    #[serde(default)]
+    amount_3: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+pub(super) async fn decide_by_hand_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<HandDecisionForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let manual = hand_decision(&form);
+    let result = match manual {
+        Ok(mut manual) => {
+            // Fill each line's currency from the charge in the case's facts.
+            if let Ok(Some(case)) = cases::load_case(&state.db, &id).await {
+                let facts: Option<policy_engine::Facts> = case
+                    .facts
+                    .as_deref()
+                    .and_then(|f| serde_json::from_str(f).ok());
+                for r in &mut manual.refunds {
+                    if let Some(c) = facts
+                        .iter()
+                        .flat_map(|f| f.orders.iter())
+                        .flat_map(|o| o.charges.iter())
+                        .find(|c| c.id == r.charge_id)
+                    {
+                        r.currency = c.amount.currency();
+                    }
+                }
+            }
+            desk::shadow_live::decide_by_hand(state.desk(), &session.staff, &id, manual).await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+/// The form's decision; each refund line's currency is filled from its charge later.
+pub(super) fn hand_decision(
+    form: &HandDecisionForm,
+) -> Result<desk::shadow_live::ManualDecision, DomainError> {
+    let outcome = parse_plain(&form.outcome)
+        .map_err(|e| DomainError::bad_request("invalid_outcome", e.to_string()))?;
+    let reason = parse_plain(&form.reason)
+        .map_err(|e| DomainError::bad_request("invalid_reason", e.to_string()))?;
+    let refunds = [
+        (&form.charge_1, &form.amount_1),
+        (&form.charge_2, &form.amount_2),
+        (&form.charge_3, &form.amount_3),
+    ]
+    .into_iter()
+    .filter(|(charge, _)| !charge.trim().is_empty())
+    .map(|(charge, amount)| desk::replay::RefundRecord {
+        charge_id: charge.trim().to_string(),
+        amount: amount.trim().to_string(),
+        currency: policy_engine::Currency::CNY,
+    })
+    .collect();
+    Ok(desk::shadow_live::ManualDecision {
+        outcome,
+        reason,
+        refunds,
+        note: form.note.clone(),
+    })
+}

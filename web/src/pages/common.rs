@@ -1,0 +1,309 @@
+//! What every page shares: rendering, error pages, cookies, the CSRF check of a form,
+//! and the same-origin check of a state-changing request.
+
+use askama::Template;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use crate::access::Capability;
+use crate::error::AppError;
+use desk::auth::{constant_time_eq, Session};
+use desk::replies::Language;
+use desk::state::AppState;
+
+pub fn render(t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => AppError::from(anyhow::anyhow!("template: {e}")).into_response(),
+    }
+}
+
+/// A script file of ours (the CSP allows scripts from our own files only, issue 16).
+pub fn script(body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A moment for a page (issue 17: times in the viewer's zone): `<time>` with the RFC 3339
+/// moment and, as its text, the moment in UTC words (`2 Dec 2026, 07:10 UTC`), which
+/// `/static/time.js` rewrites in the viewer's zone. Built from the parsed moment only, so
+/// nothing of the input reaches the page unescaped; text that is no RFC 3339 moment is
+/// shown escaped as it is. Templates write it with `|safe`.
+pub fn time_tag(at: &str) -> String {
+    use time::format_description::well_known::Rfc3339;
+    let Ok(moment) = time::OffsetDateTime::parse(at, &Rfc3339) else {
+        return html_escape(at);
+    };
+    let utc = moment.to_offset(time::UtcOffset::UTC);
+    let machine = utc.format(&Rfc3339).unwrap_or_default();
+    let words = format!(
+        "{} {} {}, {:02}:{:02} UTC",
+        utc.day(),
+        &utc.month().to_string()[..3],
+        utc.year(),
+        utc.hour(),
+        utc.minute()
+    );
+    format!("<time datetime=\"{machine}\">{words}</time>")
+}
+
+pub fn error_page(status: StatusCode, message: &str) -> Response {
+    styled_error(status, "en", message, ("/console", "Back to the queue"))
+}
+
+/// A customer page's error, in `lang`, with the way back to their tickets.
+pub fn customer_error_page(status: StatusCode, lang: Language, message: &str) -> Response {
+    let back = ("/tickets", desk::replies::page_text(lang).my_tickets);
+    styled_error(status, lang.as_str(), message, back)
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    status: String,
+    lang: &'a str,
+    message: &'a str,
+    back_href: &'a str,
+    back_label: &'a str,
+}
+
+/// An error as a page of the product (issue 17): the site's layout, what went wrong,
+/// and a link back — never a bare line of text.
+fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str)) -> Response {
+    let page = ErrorPage {
+        status: status.to_string(),
+        lang,
+        message,
+        back_href: back.0,
+        back_label: back.1,
+    };
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(_) => (status, Html(html_escape(message))).into_response(),
+    }
+}
+
+/// The language of a page shown before the customer is known: their browser's.
+pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
+    Language::from_accept_language(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// The answer to a path no route serves: a styled 404 leading back to the customer's
+/// tickets or the console, by where the path points.
+pub async fn page_not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap) -> Response {
+    if uri.path().starts_with("/console") {
+        return error_page(StatusCode::NOT_FOUND, "There is no such page.");
+    }
+    let lang = browser_language(&headers);
+    let message = desk::replies::page_text(lang).no_such_page;
+    customer_error_page(StatusCode::NOT_FOUND, lang, message)
+}
+
+/// The console's header on every staff page (issue 17): the same links, who is signed
+/// in, and Log out (a CSRF-carrying form). `here` marks the page the viewer is on.
+pub(super) struct Nav {
+    pub email: String,
+    pub role: &'static str,
+    pub csrf: String,
+    pub here: &'static str,
+    staff_role: desk::auth::StaffRole,
+}
+
+/// The console's pages as (path, label, what reading it needs), in the header's order.
+const PAGES: [(&str, &str, Capability); 11] = [
+    ("/console", "Queue", Capability::ReadCases),
+    ("/console/shadow", "Shadow", Capability::ReadCases),
+    ("/console/policies", "Policies", Capability::ReadPolicies),
+    ("/console/replies", "Replies", Capability::ReadCases),
+    ("/console/reconcile", "Reconcile", Capability::ReadCases),
+    ("/console/charges", "Charges", Capability::ReadCases),
+    ("/console/audit", "Audit", Capability::ReadCases),
+    ("/console/rollout", "Rollout", Capability::Administer),
+    ("/console/staff", "Staff", Capability::Administer),
+    ("/console/data", "Customer data", Capability::Administer),
+    ("/console/me/tokens", "My tokens", Capability::ReadPolicies),
+];
+
+impl Nav {
+    pub fn of(session: &Session, here: &'static str) -> Nav {
+        Nav {
+            email: session.staff.email.clone(),
+            role: session.staff.role.as_str(),
+            csrf: session.csrf_token.clone(),
+            here,
+            staff_role: session.staff.role,
+        }
+    }
+
+    /// Whether the header offers the search box (it searches cases: those who read them).
+    pub fn may_search(&self) -> bool {
+        Capability::ReadCases.allows(self.staff_role)
+    }
+
+    /// The pages this staff member may open, as (path, label): the access table's
+    /// capabilities, so the header never offers a page that would refuse them.
+    pub fn links(&self) -> Vec<(&'static str, &'static str)> {
+        PAGES
+            .iter()
+            .filter(|(_, _, needs)| needs.allows(self.staff_role))
+            .map(|(path, label, _)| (*path, *label))
+            .collect()
+    }
+}
+
+/// Where a staff member lands after signing in: the queue, or for a role that reads no
+/// cases (a policy author) the policies.
+pub(super) fn home_of(role: desk::auth::StaffRole) -> &'static str {
+    PAGES
+        .iter()
+        .find(|(_, _, needs)| needs.allows(role))
+        .map_or("/console/policies", |(path, _, _)| *path)
+}
+
+/// HTML-escapes text for pages built outside askama templates.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+pub(super) fn set_cookie(
+    state: &AppState,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+    ))
+    .expect("cookie values are hex tokens and always valid header text")
+}
+
+/// A redirect to `to` that sets (or, with an empty value and age 0, clears) a cookie.
+pub(super) fn redirect_with_cookie(
+    state: &AppState,
+    to: &str,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> Response {
+    let mut resp = Redirect::to(to).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(state, name, value, max_age_secs),
+    );
+    resp
+}
+
+/// A browser session whose forms carry a CSRF token.
+pub(super) trait FormSession: Sized {
+    fn csrf(&self) -> &str;
+    /// The page shown when there is no session.
+    fn missing() -> Response;
+    /// The page shown when the form is refused (expired, another site's).
+    fn refused(status: StatusCode, message: &str) -> Response;
+}
+
+impl FormSession for Session {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        Redirect::to("/console/login").into_response()
+    }
+    fn refused(status: StatusCode, message: &str) -> Response {
+        error_page(status, message)
+    }
+}
+
+/// The session of a state-changing form, if there is one and the form's CSRF token is
+/// its own (compared in constant time); else the page to answer with.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
+pub(super) fn verified<S: FormSession>(
+    session: Result<S, AppError>,
+    form_csrf: &str,
+) -> Result<S, Response> {
+    let session = session.map_err(|_| S::missing())?;
+    if !constant_time_eq(form_csrf, session.csrf()) {
+        return Err(S::refused(
+            StatusCode::FORBIDDEN,
+            "The form expired; reload the page and try again.",
+        ));
+    }
+    Ok(session)
+}
+
+/// Re-renders a page with a failed action's message, under the failure's status.
+pub(super) fn with_status(status: StatusCode, mut page: Response) -> Response {
+    *page.status_mut() = status;
+    page
+}
+
+/// Whether a form post came from our own pages (`crate::extract::origin_matches_host`; a request
+/// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
+/// form posted from another site would sign the victim in as the attacker (login CSRF,
+/// issue 16).
+pub(super) struct SameOrigin(pub(super) bool);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(SameOrigin(
+            crate::extract::origin_matches_host(parts) != Some(false),
+        ))
+    }
+}
+
+pub(super) fn cross_site_refused() -> Response {
+    error_page(
+        StatusCode::FORBIDDEN,
+        "This form was sent from another site; open the page here and try again.",
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct CsrfForm {
+    pub(super) csrf: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_tag;
+
+    #[test]
+    fn a_moment_becomes_a_time_tag_in_utc_words_whatever_offset_it_was_written_in() {
+        assert_eq!(
+            time_tag("2026-12-02T16:10:05.123+09:00"),
+            "<time datetime=\"2026-12-02T07:10:05.123Z\">2 Dec 2026, 07:10 UTC</time>"
+        );
+    }
+
+    #[test]
+    fn text_that_is_no_moment_is_shown_escaped_and_never_as_markup() {
+        assert_eq!(
+            time_tag("<script>x</script>"),
+            "&lt;script&gt;x&lt;/script&gt;"
+        );
+    }
+}

@@ -1,0 +1,465 @@
+//! The customer's pages: signing in from a single-use link, the ticket list, a ticket
+//! (its messages, its case's status and refunds), writing to it, withdrawing it.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use crate::access::Caller;
+use crate::error::{status_of, AppError};
+use desk::auth::{self, Principal};
+use desk::customer::{self, TicketView};
+use desk::error::DomainError;
+use desk::replies::{self, Language, PageText};
+use desk::state::AppState;
+use desk::tickets::{self};
+
+use super::common::{
+    browser_language, cross_site_refused, customer_error_page, redirect_with_cookie, render,
+    verified, with_status, CsrfForm, FormSession, SameOrigin,
+};
+
+impl FormSession for CustomerSession {
+    fn csrf(&self) -> &str {
+        &self.csrf_token
+    }
+    fn missing() -> Response {
+        let t = replies::page_text(Language::En);
+        customer_error_page(StatusCode::UNAUTHORIZED, Language::En, t.open_from_link)
+    }
+    fn refused(status: StatusCode, message: &str) -> Response {
+        customer_error_page(status, Language::En, message)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "ticket.html")]
+pub(super) struct TicketPage {
+    ticket: TicketView,
+    /// What the customer typed, kept when their message was refused (issue 17).
+    draft: String,
+    lang: Language,
+    t: &'static PageText,
+    csrf: String,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "tickets.html")]
+pub(super) struct TicketListPage {
+    tickets: Vec<TicketView>,
+    /// What the customer typed, kept when the new ticket was refused (issue 17).
+    draft: String,
+    draft_order: String,
+    lang: Language,
+    t: &'static PageText,
+    csrf: String,
+    error: Option<String>,
+}
+
+/// A customer's browser session (from a sign-in link), with its CSRF token.
+pub(super) struct CustomerSession {
+    customer_id: String,
+    csrf_token: String,
+    token: String,
+}
+
+/// The customer's browser session, as the access layer identified it.
+impl axum::extract::FromRequestParts<AppState> for CustomerSession {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        match parts.extensions.get::<Caller>() {
+            Some(Caller::Customer {
+                customer_id,
+                session: Some(session),
+            }) => Ok(CustomerSession {
+                customer_id: customer_id.clone(),
+                csrf_token: session.csrf_token.clone(),
+                token: session.token.clone(),
+            }),
+            _ => Err(AppError::unauthorized()),
+        }
+    }
+}
+
+impl CustomerSession {
+    fn principal(&self) -> Principal {
+        Principal::Customer {
+            customer_id: self.customer_id.clone(),
+        }
+    }
+}
+
+pub(super) async fn tickets_page(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return open_from_link_page(&headers);
+    };
+    ticket_list_response(&state, &session, None).await
+}
+
+/// A refused form: the error, and what the customer typed so nothing is lost.
+pub(super) struct Refused<'a> {
+    error: &'a DomainError,
+    text: &'a str,
+    order_id: &'a str,
+}
+
+impl<'a> Refused<'a> {
+    /// A refused action that carried no text (withdraw, talk to a person).
+    fn only(error: &'a DomainError) -> Refused<'a> {
+        Refused {
+            error,
+            text: "",
+            order_id: "",
+        }
+    }
+}
+
+pub(super) async fn ticket_list_response(
+    state: &AppState,
+    session: &CustomerSession,
+    refused: Option<Refused<'_>>,
+) -> Response {
+    let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
+        Ok(lang) => lang,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    match customer::customer_tickets(&state.db, &session.customer_id).await {
+        Ok(list) => render(&TicketListPage {
+            tickets: list,
+            draft: refused.as_ref().map_or("", |r| r.text).to_string(),
+            draft_order: refused.as_ref().map_or("", |r| r.order_id).to_string(),
+            lang,
+            t: replies::page_text(lang),
+            csrf: session.csrf_token.clone(),
+            error: refused.map(|r| replies::page_error(lang, r.error)),
+        }),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// The 404 of a ticket the customer may not see, in the customer's language.
+pub(super) async fn ticket_not_found_page(state: &AppState, session: &CustomerSession) -> Response {
+    let lang = tickets::customer_language(&state.db, &session.customer_id)
+        .await
+        .unwrap_or(Language::En);
+    customer_error_page(StatusCode::NOT_FOUND, lang, replies::ticket_not_found(lang))
+}
+
+#[derive(Deserialize)]
+pub(super) struct NewTicketForm {
+    csrf: String,
+    message: String,
+    #[serde(default)]
+    order_id: Option<String>,
+}
+
+pub(super) async fn new_ticket_submit(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<NewTicketForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let input = customer::NewTicket {
+        message: form.message.clone(),
+        order_id: form.order_id.clone(),
+    };
+    match customer::create_ticket(
+        &state.db,
+        state.clock.as_ref(),
+        state.queue(),
+        &session.customer_id,
+        input,
+    )
+    .await
+    {
+        Ok(ticket) => Redirect::to(&format!("/tickets/{}", ticket.id)).into_response(),
+        Err(e) => {
+            let refused = Refused {
+                error: &e,
+                text: &form.message,
+                order_id: form.order_id.as_deref().unwrap_or(""),
+            };
+            let page = ticket_list_response(&state, &session, Some(refused)).await;
+            with_status(status_of(&e), page)
+        }
+    }
+}
+
+pub(super) async fn ticket_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    session: Result<CustomerSession, AppError>,
+) -> Response {
+    let Ok(session) = session else {
+        return open_from_link_page(&headers);
+    };
+    ticket_page_response(&state, &session, &id, None).await
+}
+
+pub(super) async fn ticket_page_response(
+    state: &AppState,
+    session: &CustomerSession,
+    id: &str,
+    refused: Option<Refused<'_>>,
+) -> Response {
+    match customer::visible_ticket_view(&state.db, &session.principal(), id).await {
+        Err(DomainError::NotFound(_)) => ticket_not_found_page(state, session).await,
+        Ok(view) => render(&TicketPage {
+            lang: view.language,
+            t: replies::page_text(view.language),
+            draft: refused.as_ref().map_or("", |r| r.text).to_string(),
+            error: refused.map(|r| replies::page_error(view.language, r.error)),
+            ticket: view,
+            csrf: session.csrf_token.clone(),
+        }),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct MessageForm {
+    csrf: String,
+    text: String,
+}
+
+pub(super) async fn message_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<MessageForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let result = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
+        Ok(ticket) => {
+            customer::add_customer_message(
+                &state.db,
+                state.clock.as_ref(),
+                state.queue(),
+                &ticket,
+                &form.text,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(DomainError::NotFound(_)) => ticket_not_found_page(&state, &session).await,
+        Err(e) => {
+            let refused = Refused {
+                error: &e,
+                text: &form.text,
+                order_id: "",
+            };
+            let page = ticket_page_response(&state, &session, &id, Some(refused)).await;
+            with_status(status_of(&e), page)
+        }
+    }
+}
+
+/// A ticket form's session (CSRF checked) and the ticket it acts on, if the customer
+/// may see it; else the page to answer with.
+async fn ticket_form(
+    state: &AppState,
+    session: Result<CustomerSession, AppError>,
+    csrf: &str,
+    id: &str,
+) -> Result<(CustomerSession, desk::tickets::Ticket), Response> {
+    let session = verified(session, csrf)?;
+    match customer::visible_ticket(&state.db, &session.principal(), id).await {
+        Ok(ticket) => Ok((session, ticket)),
+        Err(_) => Err(ticket_not_found_page(state, &session).await),
+    }
+}
+
+/// `POST /tickets/{id}/person`: the customer asks to talk to a person (issue 17).
+pub(super) async fn person_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
+        Ok(both) => both,
+        Err(page) => return page,
+    };
+    match customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
+        ),
+    }
+}
+
+pub(super) async fn withdraw_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
+        Ok(both) => both,
+        Err(page) => return page,
+    };
+    match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
+        Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(e) => ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+pub(super) struct SignInPage {
+    link: String,
+    next: String,
+    error: Option<String>,
+    lang: Language,
+    t: &'static PageText,
+}
+
+/// The page for a customer page opened without a session, in the browser's language.
+pub fn open_from_link_page(headers: &axum::http::HeaderMap) -> Response {
+    let lang = browser_language(headers);
+    let t = replies::page_text(lang);
+    customer_error_page(StatusCode::UNAUTHORIZED, lang, t.open_from_link)
+}
+
+#[derive(Deserialize)]
+pub(super) struct SignInQuery {
+    #[serde(default)]
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// Where a sign-in may lead: one of the customer's pages, never another site.
+pub(super) fn sign_in_target(next: Option<&str>) -> String {
+    match next {
+        Some(n) if next_is_acceptable(n) => n.to_string(),
+        _ => "/tickets".to_string(),
+    }
+}
+
+/// A `next` a sign-in may send the browser to: a path of the customer's pages, of
+/// visible ASCII only (a CR or LF would split the `Location` header).
+fn next_is_acceptable(next: &str) -> bool {
+    next.starts_with("/tickets")
+        && !next.contains("//")
+        && !next.contains('\\')
+        && next.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
+/// (a GET, which mail scanners and link previews also do) uses nothing up.
+pub(super) async fn sign_in_page(
+    headers: axum::http::HeaderMap,
+    Query(q): Query<SignInQuery>,
+) -> Response {
+    let lang = browser_language(&headers);
+    let t = replies::page_text(lang);
+    let error = q.link.is_empty().then(|| t.signed_out.to_string());
+    render(&SignInPage {
+        next: sign_in_target(q.next.as_deref()),
+        link: q.link,
+        error,
+        lang,
+        t,
+    })
+}
+
+#[derive(Deserialize)]
+pub(super) struct SignInForm {
+    link: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /sign-in`: uses the link once and starts the customer's browser session.
+pub(super) async fn sign_in_submit(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    origin: SameOrigin,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    if !origin.0 {
+        return cross_site_refused();
+    }
+    // Checked before the link is used: a refused sign-in leaves the link unspent.
+    if form
+        .next
+        .as_deref()
+        .is_some_and(|n| !n.is_empty() && !next_is_acceptable(n))
+    {
+        let lang = browser_language(&headers);
+        let message = replies::page_text(lang).link_not_valid;
+        return customer_error_page(StatusCode::BAD_REQUEST, lang, message);
+    }
+    let now = state.clock.now_ms();
+    let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {
+        Ok(Some(id)) => id,
+        Ok(None) => {
+            let lang = browser_language(&headers);
+            let t = replies::page_text(lang);
+            let page = render(&SignInPage {
+                link: String::new(),
+                next: String::new(),
+                error: Some(t.link_not_valid.into()),
+                lang,
+                t,
+            });
+            return with_status(StatusCode::UNAUTHORIZED, page);
+        }
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    // Issue 37: a mail held because its sender failed SPF or DMARC is the customer's once
+    // they sign in through the link mailed for it.
+    desk::mail::inbound::confirmed_by_link(&state.db, &form.link, now).await;
+    match auth::issue_token(&state.db, "session", "customer", &customer_id, now).await {
+        Ok((session, _)) => {
+            let target = sign_in_target(form.next.as_deref());
+            redirect_with_cookie(&state, &target, auth::CUSTOMER_COOKIE, &session, 12 * 3600)
+        }
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+/// `POST /sign-out`: ends the customer's browser session.
+pub(super) async fn sign_out(
+    State(state): State<AppState>,
+    session: Result<CustomerSession, AppError>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let session = match verified(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
+        return AppError::from(e).into_response();
+    }
+    redirect_with_cookie(&state, "/sign-in", auth::CUSTOMER_COOKIE, "", 0)
+}
+
+/// `GET /static/ticket.js`: the ticket page's polling script (no inline script: CSP).
+pub(super) async fn ticket_script() -> Response {
+    super::common::script(include_str!("../../static/ticket.js"))
+}

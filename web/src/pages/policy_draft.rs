@@ -1,0 +1,340 @@
+//! The draft console (issue 22): `/console/policies/{doc}/draft` — the next version's
+//! Markdown and rules in a form, a rendered preview, the validation problems by field,
+//! the last what-if and the publish button. A stale save re-renders the form with the
+//! author's own text, the diff to the saved draft, and the saved version to save over.
+//! Admins and policy authors only.
+
+use crate::access::{Capability, Routes, Rule};
+use crate::extract::Authed;
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use super::common::{error_page, render, verified, with_status, Nav};
+use crate::error::AppError;
+use desk::auth::Session;
+use desk::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
+use desk::authoring::publish;
+use desk::authoring::whatif::{self, WhatIf};
+use desk::state::AppState;
+
+pub fn routes() -> Routes {
+    let author = Rule::Staff(Capability::AuthorPolicies);
+    Routes::new()
+        .get("/console/policies/{doc}/draft", author, draft_page)
+        .post("/console/policies/{doc}/draft", author, save_submit)
+        .post("/console/policies/{doc}/whatif", author, whatif_submit)
+        .post(
+            "/console/policies/{doc}/publish",
+            Rule::Staff(Capability::PublishPolicies),
+            publish_submit,
+        )
+}
+
+#[derive(Template)]
+#[template(path = "policy_draft.html")]
+struct DraftPage {
+    nav: Nav,
+    doc_id: String,
+    policy_version: u32,
+    csrf: String,
+    /// The version a save from this form expects.
+    expected_version: i64,
+    markdown: String,
+    rules: String,
+    authors: String,
+    problems: Vec<ProblemView>,
+    /// The Markdown body as HTML (raw HTML in it is shown as text).
+    preview: String,
+    /// A stale save: the diff from the author's text to the saved draft.
+    conflict_diff: Option<String>,
+    done: Option<String>,
+    /// History files a what-if may run against.
+    histories: Vec<String>,
+    whatif: Option<WhatIfView>,
+    /// A what-if ran on exactly the saved version: publishing may be offered.
+    whatif_is_fresh: bool,
+    /// The draft's own `effective_from` (`YYYY-MM-DD`) when it is later than today: what a
+    /// publish puts in force unless the publisher picks another date (issue 38); empty
+    /// (today) otherwise.
+    draft_effective_from: String,
+}
+
+/// The last what-if, as the publisher reads it.
+struct WhatIfView {
+    against: String,
+    ran_by: String,
+    ran_at: String,
+    total: usize,
+    changed: usize,
+    /// `CNY 198.00 → 0.00 (-198.00)` per currency.
+    money: Vec<String>,
+    /// `T-17: escalate → refund (outcome, refunds)`.
+    tickets: Vec<String>,
+    /// Whether the draft changed since it ran.
+    stale: bool,
+}
+
+fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
+    let whatif: WhatIf = serde_json::from_value(draft.whatif.clone()?).ok()?;
+    let money = |m: &serde_json::Value| -> Vec<String> {
+        m.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let field = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                format!(
+                    "{} {} → {} ({})",
+                    field("currency"),
+                    field("from"),
+                    field("to"),
+                    field("delta")
+                )
+            })
+            .collect()
+    };
+    Some(WhatIfView {
+        stale: draft.whatif_version != Some(draft.version),
+        money: money(&whatif.money),
+        tickets: whatif
+            .tickets
+            .iter()
+            .map(|t| format!("{}: {} → {} ({})", t.id, t.from, t.to, t.changes.join(", ")))
+            .collect(),
+        against: whatif.against,
+        ran_by: whatif.ran_by,
+        ran_at: whatif.ran_at,
+        total: whatif.total,
+        changed: whatif.changed,
+    })
+}
+
+fn page(
+    state: &AppState,
+    session: &Session,
+    draft: &Draft,
+    text: &DraftText,
+    done: Option<String>,
+) -> DraftPage {
+    DraftPage {
+        histories: whatif::history_files(&state.history_dir),
+        whatif: whatif_view(draft),
+        whatif_is_fresh: draft.version > 0 && draft.whatif_version == Some(draft.version),
+        draft_effective_from: policy_engine::PolicyDocument::parse(&draft.text.markdown)
+            .ok()
+            .map(|d| d.meta.effective_from)
+            .filter(|from| *from > state.clock.now().date())
+            .map(|from| from.to_string())
+            .unwrap_or_default(),
+        doc_id: draft.doc_id.clone(),
+        policy_version: draft.policy_version,
+        nav: Nav::of(session, "/console/policies"),
+        csrf: session.csrf_token.clone(),
+        expected_version: draft.version,
+        markdown: text.markdown.clone(),
+        rules: text.rules.clone().unwrap_or_default(),
+        authors: draft.authors.join(", "),
+        problems: draft.problems.clone(),
+        preview: preview(&text.markdown),
+        conflict_diff: None,
+        done,
+    }
+}
+
+/// The body after the front matter, rendered as the policy pages render it.
+fn preview(markdown: &str) -> String {
+    let body = markdown
+        .strip_prefix("+++")
+        .and_then(|rest| rest.find("\n+++").map(|end| &rest[end + 4..]))
+        .unwrap_or(markdown);
+    super::markdown::render(body)
+}
+
+/// The session, else the page to answer with. Who may author is the access layer's rule
+/// (`web::access`).
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response"
+)]
+fn author(session: Result<Session, AppError>) -> Result<Session, Response> {
+    session.map_err(|_| Redirect::to("/console/login").into_response())
+}
+
+/// A form's session: CSRF checked, then the role.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response"
+)]
+fn verified_author(session: Result<Session, AppError>, csrf: &str) -> Result<Session, Response> {
+    author(Ok(verified(session, csrf)?))
+}
+
+#[derive(Deserialize)]
+struct DoneQuery {
+    done: Option<String>,
+}
+
+async fn draft_page(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(doc): Path<String>,
+    query: axum::extract::Query<DoneQuery>,
+) -> Response {
+    let session = match author(session) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match drafts::load_draft(&state.db, state.clock.as_ref(), &doc).await {
+        Ok(draft) => render(&page(&state, &session, &draft, &draft.text, query.0.done)),
+        Err(e) => failure(e),
+    }
+}
+
+fn failure(e: desk::error::DomainError) -> Response {
+    let error = AppError::from(e);
+    error_page(error.status(), &error.to_string())
+}
+
+#[derive(Deserialize)]
+struct SaveForm {
+    csrf: String,
+    expected_version: i64,
+    markdown: String,
+    #[serde(default)]
+    rules: String,
+}
+
+async fn save_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(doc): Path<String>,
+    Form(form): Form<SaveForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    // Browsers send textareas with CRLF line ends; the stored text keeps the files' LF.
+    let text = DraftText {
+        markdown: form.markdown.replace("\r\n", "\n"),
+        rules: Some(form.rules.replace("\r\n", "\n")).filter(|r| !r.trim().is_empty()),
+    };
+    let saved = drafts::save_draft(
+        &state.db,
+        state.clock.as_ref(),
+        &session.staff,
+        &doc,
+        form.expected_version,
+        text,
+    )
+    .await;
+    match saved {
+        Ok(Saved::Saved(_)) => {
+            Redirect::to(&format!("/console/policies/{doc}/draft?done=saved")).into_response()
+        }
+        Ok(Saved::Conflict(conflict)) => {
+            let mut page = page(&state, &session, &conflict.current, &conflict.yours, None);
+            page.conflict_diff = Some(conflict.diff.clone());
+            with_status(StatusCode::CONFLICT, render(&page))
+        }
+        Err(e) => failure(e),
+    }
+}
+
+/// The what-if form: a history file, or (`source=live`) the last `live_days` days of
+/// live decisions.
+#[derive(Deserialize)]
+struct WhatIfForm {
+    csrf: String,
+    #[serde(default)]
+    history: String,
+    #[serde(default)]
+    live_days: String,
+}
+
+async fn whatif_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(doc): Path<String>,
+    Form(form): Form<WhatIfForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    match run_whatif(&state, &session, &doc, &form).await {
+        Ok(_) => {
+            Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
+        }
+        Err(e) => failure(e),
+    }
+}
+
+async fn run_whatif(
+    state: &AppState,
+    session: &Session,
+    doc: &str,
+    form: &WhatIfForm,
+) -> desk::error::DomainResult<WhatIf> {
+    let (db, clock, staff) = (&state.db, state.clock.as_ref(), &session.staff);
+    let days = form.live_days.trim();
+    if !days.is_empty() {
+        let days = days.parse().map_err(|_| {
+            desk::error::DomainError::bad_request(
+                "invalid_days",
+                format!("'{days}' is not a number of days"),
+            )
+        })?;
+        return whatif::run_against_live(db, clock, staff, doc, days).await;
+    }
+    let tickets = whatif::read_history(&state.history_dir, &form.history)?;
+    let against = (form.history.as_str(), tickets.as_slice());
+    whatif::run_against_history(db, clock, &state.index, staff, doc, against).await
+}
+
+#[derive(Deserialize)]
+struct PublishForm {
+    csrf: String,
+    draft_version: i64,
+    whatif_version: i64,
+    #[serde(default)]
+    effective_from: String,
+}
+
+async fn publish_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(doc): Path<String>,
+    Form(form): Form<PublishForm>,
+) -> Response {
+    let session = match verified_author(session, &form.csrf) {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let published = match publish::parse_effective(Some(&form.effective_from)) {
+        Ok(at) => {
+            publish::publish(
+                state.publisher(),
+                &session.staff,
+                &doc,
+                publish::Reviewed {
+                    draft_version: form.draft_version,
+                    whatif_version: Some(form.whatif_version),
+                },
+                at,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match published {
+        Ok(p) => {
+            let version = p.version.rsplit('@').next().unwrap_or_default().to_string();
+            Redirect::to(&format!("/console/policies/{doc}/{version}")).into_response()
+        }
+        Err(e) => failure(e),
+    }
+}

@@ -1,0 +1,297 @@
+//! The console's queue: cases by status, oldest first.
+
+use crate::extract::Authed;
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use crate::error::AppError;
+use desk::auth::Session;
+use desk::cases::{self, CaseStatus};
+use desk::state::AppState;
+use desk::world::parse_plain;
+
+use super::common::{render, Nav};
+use crate::links::query_string;
+
+pub(super) struct QueueRow {
+    id: String,
+    status: String,
+    /// The status in words (`CaseStatus::label`).
+    status_label: &'static str,
+    customer: String,
+    subject: String,
+    assignee: Option<String>,
+    amount: String,
+    reason: String,
+    required_role: String,
+    may_approve: bool,
+    age: String,
+    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    stuck: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console_queue.html")]
+pub(super) struct QueuePage {
+    nav: Nav,
+    rows: Vec<QueueRow>,
+    /// The filter's choices: (value, words).
+    statuses: Vec<(String, String)>,
+    filter: String,
+    search: String,
+    mine: bool,
+    /// The tabs: (filter value, words).
+    tabs: Vec<(&'static str, &'static str)>,
+    newest: bool,
+    /// The link to the next page, when there is one.
+    next: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct QueueQuery {
+    status: Option<String>,
+    #[serde(default)]
+    q: Option<String>,
+    #[serde(default)]
+    mine: Option<String>,
+    /// `newest` for newest first; anything else is oldest first.
+    #[serde(default)]
+    sort: Option<String>,
+    /// The keyset cursor of the next page: `created_at:case_id`.
+    #[serde(default)]
+    after: Option<String>,
+    /// Rows per page, 1 to 100 [default: 50].
+    #[serde(default)]
+    per_page: Option<i64>,
+}
+
+/// Rows on one page of the queue, unless the view asks for another number.
+const PAGE: i64 = 50;
+
+/// The queue's tabs (issue 17), each a filter value.
+const TABS: [(&str, &str); 6] = [
+    ("needs_me", "Needs me"),
+    ("needs_supervisor", "Needs a supervisor"),
+    ("escalated", "Escalated"),
+    ("in_flight", "In flight"),
+    ("done", "Done"),
+    ("all", "All"),
+];
+
+/// The queue's default view: every case waiting for a person — an approval or an
+/// escalation (issue 17: escalated cases are not hidden by default).
+const NEEDS_PERSON: &str = "needs_person";
+
+/// The statuses a filter value selects; `all` and `stuck` select every status (`stuck`
+/// then keeps the flagged cases).
+fn filter_statuses(filter: &str) -> Result<Vec<CaseStatus>, AppError> {
+    use CaseStatus::*;
+    match filter {
+        NEEDS_PERSON | "needs_supervisor" => Ok(vec![AwaitingApproval, Escalated]),
+        "needs_me" => Ok(vec![AwaitingApproval]),
+        "in_flight" => Ok(vec![
+            Approved,
+            Executing,
+            PendingVerification,
+            RefundPending,
+        ]),
+        "done" => Ok(vec![
+            RefundSucceeded,
+            RefundFailed,
+            Denied,
+            Rejected,
+            Replied,
+            Closed,
+            Cancelled,
+        ]),
+        "stuck" => Ok(vec![]),
+        other => Ok(crate::api::cases::status_filter(Some(other))?
+            .into_iter()
+            .collect()),
+    }
+}
+
+pub(super) fn age(now_ms: i64, then_ms: i64) -> String {
+    let minutes = (now_ms - then_ms).max(0) / 60_000;
+    match minutes {
+        m if m < 60 => format!("{m} min"),
+        m if m < 48 * 60 => format!("{} h", m / 60),
+        m => format!("{} d", m / (24 * 60)),
+    }
+}
+
+/// The approver roles a tab asks for (of the cases awaiting approval): "needs me" is
+/// what the viewer's role may approve, "needs a supervisor" what an agent may not.
+fn tab_roles(filter: &str, session: &Session) -> Vec<&'static str> {
+    use policy_engine::Role;
+    let all = [Role::Agent, Role::Supervisor, Role::Admin];
+    match filter {
+        "needs_me" => all
+            .into_iter()
+            .filter(|r| session.staff.role.may_approve(*r))
+            .map(Role::as_str)
+            .collect(),
+        "needs_supervisor" => vec![Role::Supervisor.as_str(), Role::Admin.as_str()],
+        _ => Vec::new(),
+    }
+}
+
+pub(super) async fn queue_page(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Query(q): Query<QueueQuery>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    let search = q.q.clone().unwrap_or_default();
+    // A search without a tab looks through every status (issue 38: the header's box).
+    let filter = q
+        .status
+        .clone()
+        .unwrap_or_else(|| match search.trim().is_empty() {
+            true => NEEDS_PERSON.into(),
+            false => "all".into(),
+        });
+    let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
+    let newest = q.sort.as_deref() == Some("newest");
+    let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
+    let flags = match desk::watchdog::open_flags(&state.db).await {
+        Ok(flags) => flags,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let mut statuses = match filter_statuses(&filter) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
+    if filter == "needs_me" && takes_escalations(&session) {
+        statuses.push(CaseStatus::Escalated);
+    }
+    let roles = tab_roles(&filter, &session);
+    let flagged: Vec<String> = flags.iter().map(|f| f.case_id.clone()).collect();
+    let query = cases::CaseQuery {
+        statuses: &statuses,
+        assignee_id: mine.then_some(session.staff.id.as_str()),
+        search: Some(search.as_str()),
+        required_roles: &roles,
+        newest_first: Some(newest),
+        after: q.after.as_deref().and_then(cases::parse_cursor),
+        // One more than a page says whether there is a next one.
+        limit: Some(page + 1),
+        ids: (filter == "stuck").then_some(flagged.as_slice()),
+    };
+    let mut list = match cases::list_cases(&state.db, &query).await {
+        Ok(l) => l,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let more = list.len() as i64 > page;
+    list.truncate(page as usize);
+    let next = more
+        .then(|| {
+            list.last()
+                .map(|c| next_link(&q, &format!("{}:{}", c.created_at, c.id)))
+        })
+        .flatten();
+    let now = state.clock.now_ms();
+    let stuck: std::collections::HashMap<&str, &str> = flags
+        .iter()
+        .map(|f| (f.case_id.as_str(), f.summary.as_str()))
+        .collect();
+    let lines = match desk::views::case_lines(&state.db, &list).await {
+        Ok(lines) => lines,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let rows = list
+        .iter()
+        .zip(lines)
+        .map(|(c, line)| queue_row(&session, c, line, now, &stuck))
+        .collect();
+    render(&QueuePage {
+        nav: Nav::of(&session, "/console"),
+        rows,
+        statuses: filter_choices(),
+        tabs: TABS.to_vec(),
+        filter,
+        search,
+        mine,
+        newest,
+        next,
+    })
+}
+
+/// The same view's next page: every parameter kept, the cursor moved on.
+fn next_link(q: &QueueQuery, cursor: &str) -> String {
+    let per_page = q.per_page.map(|n| n.to_string());
+    let query = query_string(&[
+        ("status", q.status.as_deref()),
+        ("q", q.q.as_deref()),
+        ("mine", q.mine.as_deref()),
+        ("sort", q.sort.as_deref()),
+        ("per_page", per_page.as_deref()),
+        ("after", Some(cursor)),
+    ]);
+    format!("/console?{query}")
+}
+
+/// Whether this staff member's role takes escalated cases over (supervisors, admins).
+fn takes_escalations(session: &Session) -> bool {
+    crate::access::Capability::TakeOver.allows(session.staff.role)
+}
+
+fn queue_row(
+    session: &Session,
+    c: &cases::Case,
+    line: desk::views::CaseLine,
+    now: i64,
+    stuck: &std::collections::HashMap<&str, &str>,
+) -> QueueRow {
+    // An escalation needs a supervisor to take it over; an approval, the role RP-004 asks.
+    let (required, may_approve) = if c.status == CaseStatus::Escalated {
+        ("supervisor".to_string(), takes_escalations(session))
+    } else {
+        let required = c.required_role.clone().unwrap_or_default();
+        let may = parse_plain::<policy_engine::Role>(&required)
+            .map(|r| session.staff.role.may_approve(r))
+            .unwrap_or(false);
+        (required, may)
+    };
+    QueueRow {
+        id: c.id.clone(),
+        status: c.status.as_str().to_string(),
+        status_label: c.status.label(),
+        customer: line.customer_name.unwrap_or_else(|| c.customer_id.clone()),
+        subject: line.subject,
+        assignee: line.assignee,
+        amount: line.amount.unwrap_or_default(),
+        reason: c.reason_code.clone().unwrap_or_default(),
+        required_role: required,
+        may_approve,
+        age: age(now, c.created_at),
+        stuck: stuck.get(c.id.as_str()).map(|s| s.to_string()),
+    }
+}
+
+/// The queue filter's choices, in words.
+fn filter_choices() -> Vec<(String, String)> {
+    let mut choices = vec![(NEEDS_PERSON.to_string(), "Needs a person".to_string())];
+    for status in [
+        CaseStatus::AwaitingApproval,
+        CaseStatus::Escalated,
+        CaseStatus::PendingVerification,
+        CaseStatus::RefundPending,
+        CaseStatus::RefundSucceeded,
+        CaseStatus::RefundFailed,
+        CaseStatus::Denied,
+        CaseStatus::AwaitingCustomer,
+        CaseStatus::Investigating,
+        CaseStatus::Closed,
+    ] {
+        choices.push((status.as_str().to_string(), status.label().to_string()));
+    }
+    choices.push(("stuck".into(), "Stuck".into()));
+    choices.push(("all".into(), "All".into()));
+    choices
+}

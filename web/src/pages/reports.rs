@@ -1,0 +1,250 @@
+//! Reports: reconciliation (provider against internal) and live shadow agreement.
+
+use crate::extract::Authed;
+use askama::Template;
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+
+use crate::error::AppError;
+use desk::auth::Session;
+use desk::state::AppState;
+use desk::world::serde_plain;
+
+use super::common::{render, verified, CsrfForm, Nav};
+
+#[derive(Template)]
+#[template(path = "reconcile.html")]
+pub(super) struct ReconcilePage {
+    nav: Nav,
+    csrf: String,
+    summary: Option<String>,
+    sections: Vec<Section>,
+}
+
+/// One list of the report as a table: a column per field, cases and provider refunds
+/// linked (issue 17: "reconcile results as linked tables").
+pub(super) struct Section {
+    title: &'static str,
+    /// Matched lines are the good news: their count is not a warning.
+    warns: bool,
+    columns: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
+pub(super) struct Cell {
+    text: String,
+    href: Option<String>,
+}
+
+impl Section {
+    fn of<T: serde::Serialize>(title: &'static str, warns: bool, items: &[T]) -> Section {
+        let objects: Vec<serde_json::Map<String, serde_json::Value>> = items
+            .iter()
+            .filter_map(|item| match serde_json::to_value(item) {
+                Ok(serde_json::Value::Object(fields)) => Some(fields),
+                _ => None,
+            })
+            .collect();
+        let keys: Vec<String> = objects
+            .first()
+            .map(|first| first.keys().cloned().collect())
+            .unwrap_or_default();
+        let rows = objects
+            .iter()
+            .map(|fields| {
+                keys.iter()
+                    .map(|key| Cell::of(key, fields.get(key)))
+                    .collect()
+            })
+            .collect();
+        Section {
+            title,
+            warns,
+            columns: keys.iter().map(|key| column_label(key)).collect(),
+            rows,
+        }
+    }
+}
+
+impl Cell {
+    fn of(key: &str, value: Option<&serde_json::Value>) -> Cell {
+        let text = match value {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+        };
+        let href = (key == "case_id" && !text.is_empty()).then(|| format!("/console/cases/{text}"));
+        Cell { text, href }
+    }
+}
+
+/// `intent_id` → `Intent`, `provider_refund_id` → `Provider refund`.
+fn column_label(key: &str) -> String {
+    let words = key.strip_suffix("_id").unwrap_or(key).replace('_', " ");
+    let mut chars = words.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+pub(super) fn reconcile_view(
+    nav: Nav,
+    report: Option<desk::reconcile::ReconcileReport>,
+) -> ReconcilePage {
+    let Some(r) = report else {
+        return ReconcilePage {
+            csrf: nav.csrf.clone(),
+            nav,
+            summary: None,
+            sections: vec![],
+        };
+    };
+    ReconcilePage {
+        csrf: nav.csrf.clone(),
+        nav,
+        summary: Some(format!("{} — {}", r.generated_at, r.summary())),
+        sections: vec![
+            Section::of(
+                "Intents without a provider refund",
+                true,
+                &r.intent_without_provider,
+            ),
+            Section::of(
+                "Provider refunds without an intent",
+                true,
+                &r.provider_without_intent,
+            ),
+            Section::of("Amount mismatches", true, &r.amount_mismatch),
+            Section::of("Status mismatches", true, &r.status_mismatch),
+            Section::of("Unresolved", true, &r.unresolved),
+            Section::of("Resolved by this run", false, &r.resolved),
+            Section::of("Provider errors", true, &r.errors),
+            Section::of("Matched", false, &r.matched),
+        ],
+    }
+}
+
+/// `GET /console/reconcile`: the last reconciliation report (staff only).
+pub(super) async fn reconcile_page(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    match desk::reconcile::last_report(&state.db).await {
+        Ok(report) => render(&reconcile_view(
+            Nav::of(&session, "/console/reconcile"),
+            report,
+        )),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+pub(super) async fn reconcile_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if let Err(page) = verified(session, &form.csrf) {
+        return page;
+    }
+    // The report is stored; the page shows the last one, so a reload after the run
+    // reads it again rather than running another (issue 17: a redirect after a POST).
+    match desk::reconcile::run(state.reconciler()).await {
+        Ok(_) => Redirect::to("/console/reconcile").into_response(),
+        Err(e) => AppError::from(e).into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "shadow.html")]
+pub(super) struct ShadowPage {
+    nav: Nav,
+    /// Whether live shadow mode is on: with it off, the page says how to turn it on.
+    shadow_on: bool,
+    report: desk::shadow_live::LiveShadowReport,
+    outcome_pct: String,
+    exact_pct: String,
+    chart: String,
+    outcomes: Vec<&'static str>,
+    matrix: Vec<(&'static str, Vec<usize>)>,
+    disagreements: Vec<(String, String, String)>,
+}
+
+/// `GET /console/shadow`: live shadow mode's agreement over time, confusion matrix and
+/// disagreements (staff only).
+pub(super) async fn shadow_page(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+) -> Response {
+    let Ok(session) = session else {
+        return Redirect::to("/console/login").into_response();
+    };
+    // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
+    // canary (issue 21); only with neither does the page say shadow mode is off.
+    let shadow_on = match desk::rollout::modes::list(&state.db).await {
+        Ok(scopes) => {
+            state.shadow_mode || scopes.iter().any(|s| s.mode != desk::rollout::Mode::Assist)
+        }
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let report = match desk::shadow_live::report(&state.db).await {
+        Ok(r) => r,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let outcomes: Vec<&'static str> = desk::replay::CaseOutcome::ALL
+        .iter()
+        .map(|o| o.as_str())
+        .collect();
+    let matrix = outcomes
+        .iter()
+        .map(|h| {
+            (
+                *h,
+                outcomes
+                    .iter()
+                    .map(|a| {
+                        report
+                            .confusion
+                            .get(*h)
+                            .and_then(|r| r.get(*a))
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let text = |v: &desk::replay::CaseVerdict| {
+        let refunds: Vec<String> = v
+            .refunds
+            .iter()
+            .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
+            .collect();
+        format!(
+            "{} ({}) {}",
+            v.outcome.as_str(),
+            serde_plain(&v.reason),
+            refunds.join(", ")
+        )
+    };
+    let disagreements = report
+        .disagreements
+        .iter()
+        .map(|p| (p.case_id.clone(), text(&p.human), text(&p.agent)))
+        .collect();
+    render(&ShadowPage {
+        nav: Nav::of(&session, "/console/shadow"),
+        shadow_on,
+        outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
+        exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
+        chart: desk::shadow_live::agreement_chart(&report.by_day),
+        outcomes,
+        matrix,
+        disagreements,
+        report,
+    })
+}

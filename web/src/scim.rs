@@ -1,0 +1,893 @@
+//! SCIM 2.0 (RFC 7643 and 7644) for the company's identity provider: `/scim/v2/Users` and
+//! `/scim/v2/Groups` (a group mapped to a role in `GROUP_ROLES` gives its members that
+//! role), the discovery documents, and SCIM's own error shape. Only a `scim` service token
+//! reaches it (`web::access`); the rules and rows are `auth::provisioning`'s.
+//!
+//! Deliberately small: no bulk, no sorting, no `/Me`, filters of the form
+//! `attribute eq "value"`, no ETags (`ServiceProviderConfig` says so).
+
+#![allow(
+    clippy::result_large_err,
+    reason = "the error is the SCIM response to answer with: built once per request, never carried"
+)]
+
+use crate::extract::Authed;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::access::{Routes, Rule};
+use crate::error::status_of;
+use desk::auth::provisioning::{
+    self, EqFilter, GroupFields, Provisioner, ScimGroup, ScimUser, UserFields,
+};
+use desk::auth::{Principal, ServiceKind};
+use desk::error::DomainError;
+use desk::state::AppState;
+
+const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+const GROUP_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:Group";
+const LIST_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
+const ERROR_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
+const PATCH_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
+const BASE: &str = "/scim/v2";
+
+/// Every SCIM route, for the `scim` service token only.
+pub fn routes() -> Routes {
+    let scim = Rule::Service(ServiceKind::Scim);
+    Routes::new()
+        .get(
+            "/scim/v2/ServiceProviderConfig",
+            scim,
+            service_provider_config,
+        )
+        .get("/scim/v2/ResourceTypes", scim, resource_types)
+        .get("/scim/v2/ResourceTypes/{id}", scim, resource_type)
+        .get("/scim/v2/Schemas", scim, schemas)
+        .get("/scim/v2/Schemas/{id}", scim, schema)
+        .get("/scim/v2/Users", scim, list_users)
+        .post("/scim/v2/Users", scim, create_user)
+        .get("/scim/v2/Users/{id}", scim, get_user)
+        .put("/scim/v2/Users/{id}", scim, replace_user)
+        .patch("/scim/v2/Users/{id}", scim, patch_user)
+        .delete("/scim/v2/Users/{id}", scim, delete_user)
+        .get("/scim/v2/Groups", scim, list_groups)
+        .post("/scim/v2/Groups", scim, create_group)
+        .get("/scim/v2/Groups/{id}", scim, get_group)
+        .put("/scim/v2/Groups/{id}", scim, replace_group)
+        .patch("/scim/v2/Groups/{id}", scim, patch_group)
+        .delete("/scim/v2/Groups/{id}", scim, delete_group)
+        .post("/scim/v2/Users/.search", scim, search_users)
+        .post("/scim/v2/Groups/.search", scim, search_groups)
+        .post("/scim/v2/.search", scim, search_all)
+        .get("/scim/v2/{*rest}", scim, no_such_endpoint)
+        .post("/scim/v2/{*rest}", scim, no_such_endpoint)
+        .put("/scim/v2/{*rest}", scim, no_such_endpoint)
+        .patch("/scim/v2/{*rest}", scim, no_such_endpoint)
+        .delete("/scim/v2/{*rest}", scim, no_such_endpoint)
+}
+
+/// Any other path under `/scim/v2`: SCIM's own 404.
+async fn no_such_endpoint() -> Response {
+    error(StatusCode::NOT_FOUND, None, "no such SCIM endpoint")
+}
+
+/// Which attributes an answer carries (RFC 7644 §3.4.2.5): `attributes` keeps only
+/// those named (with `id`, `schemas` and `meta`, which are always returned),
+/// `excludedAttributes` drops those named. Names may carry their schema's URN.
+#[derive(Debug, Default, Clone)]
+struct Projection {
+    only: Option<Vec<String>>,
+    excluded: Vec<String>,
+}
+
+impl Projection {
+    fn of(attributes: Option<&str>, excluded: Option<&str>) -> Projection {
+        let names = |text: &str| -> Vec<String> {
+            text.split(',')
+                .map(|a| a.trim())
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    // `urn:…:User:userName` → `username`; `name.givenName` → `name`.
+                    let a = a.rsplit(':').next().unwrap_or(a);
+                    a.split('.').next().unwrap_or(a).to_ascii_lowercase()
+                })
+                .collect()
+        };
+        Projection {
+            only: attributes.map(names),
+            excluded: excluded.map(names).unwrap_or_default(),
+        }
+    }
+
+    fn apply(&self, mut resource: Value) -> Value {
+        if let Value::Object(map) = &mut resource {
+            let always = |k: &str| matches!(k, "id" | "schemas" | "meta");
+            map.retain(|k, _| {
+                let key = k.to_ascii_lowercase();
+                always(k)
+                    || (self.only.as_ref().is_none_or(|only| only.contains(&key))
+                        && !self.excluded.contains(&key))
+            });
+        }
+        resource
+    }
+}
+
+/// A SCIM error response (RFC 7644 §3.12).
+pub fn error(status: StatusCode, scim_type: Option<&str>, detail: &str) -> Response {
+    let mut body = json!({ "schemas": [ERROR_SCHEMA], "status": status.as_u16().to_string(), "detail": detail });
+    if let Some(t) = scim_type {
+        body["scimType"] = t.into();
+    }
+    scim_json(status, body)
+}
+
+fn scim_json(status: StatusCode, body: Value) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/scim+json"),
+    );
+    response
+}
+
+fn failure(e: DomainError) -> Response {
+    let status = status_of(&e);
+    let scim_type = match &e {
+        DomainError::Conflict {
+            code: "uniqueness", ..
+        } => Some("uniqueness"),
+        DomainError::BadRequest {
+            code: "invalid_filter",
+            ..
+        } => Some("invalidFilter"),
+        DomainError::BadRequest {
+            code: "invalid_syntax",
+            ..
+        } => Some("invalidSyntax"),
+        DomainError::BadRequest {
+            code: "invalid_path",
+            ..
+        } => Some("invalidPath"),
+        DomainError::BadRequest {
+            code: "mutability", ..
+        } => Some("mutability"),
+        DomainError::BadRequest { .. } => Some("invalidValue"),
+        _ => None,
+    };
+    if status.is_server_error() {
+        tracing::error!(error = %e, "SCIM request failed");
+    }
+    error(status, scim_type, &e.public_message())
+}
+
+type ScimResult = Result<Response, Response>;
+
+fn provisioner<'a>(state: &'a AppState, principal: &'a Principal) -> Provisioner<'a> {
+    let actor = match principal {
+        Principal::Service(s) => s.name.as_str(),
+        _ => "scim",
+    };
+    Provisioner {
+        db: &state.db,
+        default_role: state.scim_default_role,
+        group_roles: &state.group_roles,
+        actor,
+        now_ms: state.clock.now_ms(),
+    }
+}
+
+fn body_json(body: &Bytes) -> Result<Value, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidSyntax"),
+            &format!("the body is not JSON: {e}"),
+        )
+    })
+}
+
+// --- Users ------------------------------------------------------------------------------
+
+fn user_json(u: &ScimUser) -> Value {
+    let location = format!("{BASE}/Users/{}", u.id);
+    let groups: Vec<Value> = u
+        .groups
+        .iter()
+        .map(|(id, name)| json!({ "value": id, "display": name, "$ref": format!("{BASE}/Groups/{id}") }))
+        .collect();
+    let mut user = json!({
+        "schemas": [USER_SCHEMA],
+        "id": u.id,
+        "userName": u.user_name,
+        "active": u.active,
+        "meta": { "resourceType": "User", "created": u.created, "lastModified": u.last_modified, "location": location },
+    });
+    if let Some(d) = &u.display_name {
+        user["displayName"] = d.clone().into();
+    }
+    if let Some(x) = &u.external_id {
+        user["externalId"] = x.clone().into();
+    }
+    if !groups.is_empty() {
+        user["groups"] = groups.into();
+    }
+    user
+}
+
+/// The user fields of a full resource (POST, PUT): absent optional fields are cleared.
+fn user_fields(body: &Value) -> Result<UserFields, Response> {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
+    if !body.is_object() {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidSyntax"),
+            "a User is a JSON object",
+        ));
+    }
+    if body.get("active").is_some_and(|a| !a.is_boolean()) {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidValue"),
+            "active is a boolean",
+        ));
+    }
+    Ok(UserFields {
+        user_name: Some(text("userName").unwrap_or_default()),
+        display_name: Some(text("displayName")),
+        external_id: Some(text("externalId")),
+        active: Some(body.get("active").and_then(Value::as_bool).unwrap_or(true)),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListQuery {
+    filter: Option<String>,
+    start_index: Option<i64>,
+    count: Option<i64>,
+    attributes: Option<String>,
+    excluded_attributes: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct OneQuery {
+    attributes: Option<String>,
+    excluded_attributes: Option<String>,
+}
+
+/// A `POST …/.search` body (RFC 7644 §3.4.3): the list query in JSON, the attribute lists
+/// as arrays.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct SearchRequest {
+    filter: Option<String>,
+    start_index: Option<i64>,
+    count: Option<i64>,
+    #[serde(default)]
+    attributes: Vec<String>,
+    #[serde(default)]
+    excluded_attributes: Vec<String>,
+}
+
+impl SearchRequest {
+    fn into_query(self) -> ListQuery {
+        let joined = |v: Vec<String>| (!v.is_empty()).then(|| v.join(","));
+        ListQuery {
+            filter: self.filter,
+            start_index: self.start_index,
+            count: self.count,
+            attributes: joined(self.attributes),
+            excluded_attributes: joined(self.excluded_attributes),
+        }
+    }
+}
+
+fn search_request(body: &Bytes) -> Result<ListQuery, Response> {
+    let request: SearchRequest = serde_json::from_slice(body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidSyntax"),
+            &format!("not a SearchRequest: {e}"),
+        )
+    })?;
+    Ok(request.into_query())
+}
+
+fn list_json(resources: Vec<Value>, total: i64, start: i64) -> Response {
+    let items = resources.len();
+    scim_json(
+        StatusCode::OK,
+        json!({ "schemas": [LIST_SCHEMA], "totalResults": total, "startIndex": start,
+                "itemsPerPage": items, "Resources": resources }),
+    )
+}
+
+async fn list_users(State(state): State<AppState>, Query(q): Query<ListQuery>) -> ScimResult {
+    users_page(&state, q).await
+}
+
+async fn search_users(State(state): State<AppState>, body: Bytes) -> ScimResult {
+    users_page(&state, search_request(&body)?).await
+}
+
+/// `POST /scim/v2/.search`: users, then groups, each under the filter when it names one of
+/// their attributes.
+async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
+    let q = search_request(&body)?;
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    let filter_of = |attributes: &[&str]| match q.filter.as_deref() {
+        None => Ok(Some(None)),
+        Some(f) => match EqFilter::parse(f, attributes) {
+            Ok(parsed) => Ok(Some(Some(parsed))),
+            Err(_)
+                if EqFilter::parse(f, &["userName", "externalId", "displayName", "id"]).is_ok() =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(failure(e)),
+        },
+    };
+    let start = q.start_index.unwrap_or(1).max(1);
+    let count = q.count.unwrap_or(100);
+    let mut resources = Vec::new();
+    let mut total = 0;
+    if let Some(filter) = filter_of(&["userName", "externalId", "displayName", "id"])? {
+        let (users, n) = provisioning::list_users(&state.db, filter.as_ref(), 1, count)
+            .await
+            .map_err(failure)?;
+        resources.extend(users.iter().map(|u| projection.apply(user_json(u))));
+        total += n;
+    }
+    if let Some(filter) = filter_of(&["displayName", "externalId", "id"])? {
+        let (groups, n) = provisioning::list_groups(&state.db, filter.as_ref(), 1, count)
+            .await
+            .map_err(failure)?;
+        resources.extend(groups.iter().map(|g| projection.apply(group_json(g))));
+        total += n;
+    }
+    let page: Vec<Value> = resources
+        .into_iter()
+        .skip((start - 1) as usize)
+        .take(count.clamp(0, 200) as usize)
+        .collect();
+    Ok(list_json(page, total, start))
+}
+
+async fn users_page(state: &AppState, q: ListQuery) -> ScimResult {
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    let filter = q
+        .filter
+        .as_deref()
+        .map(|f| EqFilter::parse(f, &["userName", "externalId", "displayName", "id"]))
+        .transpose()
+        .map_err(failure)?;
+    let start = q.start_index.unwrap_or(1).max(1);
+    let (users, total) =
+        provisioning::list_users(&state.db, filter.as_ref(), start, q.count.unwrap_or(100))
+            .await
+            .map_err(failure)?;
+    let users = users
+        .iter()
+        .map(|u| projection.apply(user_json(u)))
+        .collect();
+    Ok(list_json(users, total, start))
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = user_fields(&body_json(&body)?)?;
+    let user = provisioning::create_user(provisioner(&state, &principal), &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::CREATED, user_json(&user)))
+}
+
+async fn get_user(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<OneQuery>,
+) -> ScimResult {
+    let user = provisioning::get_user(&state.db, &id)
+        .await
+        .map_err(failure)?;
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    Ok(scim_json(
+        StatusCode::OK,
+        projection.apply(user_json(&user)),
+    ))
+}
+
+async fn replace_user(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = user_fields(&body_json(&body)?)?;
+    let user = provisioning::update_user(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, user_json(&user)))
+}
+
+async fn patch_user(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let mut fields = UserFields::default();
+    for (op, path, value) in patch_operations(&body_json(&body)?)? {
+        apply_user_op(&mut fields, &op, path.as_deref(), value)?;
+    }
+    let user = provisioning::update_user(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, user_json(&user)))
+}
+
+/// One PATCH operation on a user: `add`/`replace` set, `remove` clears (RFC 7644 §3.5.2).
+fn apply_user_op(
+    fields: &mut UserFields,
+    op: &str,
+    path: Option<&str>,
+    value: Value,
+) -> Result<(), Response> {
+    let Some(path) = path else {
+        // No path: the value is an object of attributes to set.
+        let Value::Object(map) = value else {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("invalidValue"),
+                "a PATCH without a path takes an object",
+            ));
+        };
+        for (key, v) in map {
+            apply_user_op(fields, op, Some(&key), v)?;
+        }
+        return Ok(());
+    };
+    let removing = op.eq_ignore_ascii_case("remove");
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    match path {
+        p if p.eq_ignore_ascii_case("userName") && removing => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("mutability"),
+                "userName is required",
+            ))
+        }
+        p if p.eq_ignore_ascii_case("userName") => {
+            fields.user_name = Some(text(&value).unwrap_or_default())
+        }
+        p if p.eq_ignore_ascii_case("displayName") => {
+            fields.display_name = Some(if removing { None } else { text(&value) })
+        }
+        p if p.eq_ignore_ascii_case("externalId") => {
+            fields.external_id = Some(if removing { None } else { text(&value) })
+        }
+        p if p.eq_ignore_ascii_case("active") => {
+            fields.active = Some(if removing {
+                true
+            } else {
+                value
+                    .as_bool()
+                    .or_else(|| value.as_str().map(|s| s.eq_ignore_ascii_case("true")))
+                    .ok_or_else(|| {
+                        error(
+                            StatusCode::BAD_REQUEST,
+                            Some("invalidValue"),
+                            "active is a boolean",
+                        )
+                    })?
+            })
+        }
+        other => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("invalidPath"),
+                &format!("'{other}' is not an attribute of a User here"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The operations of a PatchOp request: `(op, path, value)`.
+fn patch_operations(body: &Value) -> Result<Vec<(String, Option<String>, Value)>, Response> {
+    let bad = |why: &str| error(StatusCode::BAD_REQUEST, Some("invalidSyntax"), why);
+    let schemas = body["schemas"]
+        .as_array()
+        .ok_or_else(|| bad("a PatchOp names its schema"))?;
+    if !schemas.iter().any(|s| s == PATCH_SCHEMA) {
+        return Err(bad("a PatchOp names its schema"));
+    }
+    let operations = body["Operations"]
+        .as_array()
+        .ok_or_else(|| bad("a PatchOp has Operations"))?;
+    operations
+        .iter()
+        .map(|o| {
+            let op = o["op"]
+                .as_str()
+                .ok_or_else(|| bad("each operation has an op"))?
+                .to_string();
+            if !["add", "remove", "replace"]
+                .iter()
+                .any(|k| op.eq_ignore_ascii_case(k))
+            {
+                return Err(bad("op is add, remove or replace"));
+            }
+            Ok((
+                op,
+                o["path"].as_str().map(str::to_string),
+                o["value"].clone(),
+            ))
+        })
+        .collect()
+}
+
+async fn delete_user(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+) -> ScimResult {
+    provisioning::delete_user(provisioner(&state, &principal), &id)
+        .await
+        .map_err(failure)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// --- Groups -----------------------------------------------------------------------------
+
+fn group_json(g: &ScimGroup) -> Value {
+    let members: Vec<Value> = g
+        .members
+        .iter()
+        .map(|(id, name)| match name {
+            Some(name) => {
+                json!({ "value": id, "display": name, "$ref": format!("{BASE}/Users/{id}") })
+            }
+            None => json!({ "value": id }),
+        })
+        .collect();
+    let mut group = json!({
+        "schemas": [GROUP_SCHEMA],
+        "id": g.id,
+        "displayName": g.display_name,
+        "members": members,
+        "meta": { "resourceType": "Group", "created": g.created, "lastModified": g.last_modified,
+                  "location": format!("{BASE}/Groups/{}", g.id) },
+    });
+    if let Some(x) = &g.external_id {
+        group["externalId"] = x.clone().into();
+    }
+    group
+}
+
+fn member_ids(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["value"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn group_fields(body: &Value) -> Result<GroupFields, Response> {
+    if !body.is_object() {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidSyntax"),
+            "a Group is a JSON object",
+        ));
+    }
+    Ok(GroupFields {
+        display_name: Some(body["displayName"].as_str().unwrap_or_default().to_string()),
+        external_id: Some(body["externalId"].as_str().map(str::to_string)),
+        members: Some(member_ids(&body["members"])),
+        ..GroupFields::default()
+    })
+}
+
+async fn list_groups(State(state): State<AppState>, Query(q): Query<ListQuery>) -> ScimResult {
+    groups_page(&state, q).await
+}
+
+async fn search_groups(State(state): State<AppState>, body: Bytes) -> ScimResult {
+    groups_page(&state, search_request(&body)?).await
+}
+
+async fn groups_page(state: &AppState, q: ListQuery) -> ScimResult {
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    let filter = q
+        .filter
+        .as_deref()
+        .map(|f| EqFilter::parse(f, &["displayName", "externalId", "id"]))
+        .transpose()
+        .map_err(failure)?;
+    let start = q.start_index.unwrap_or(1).max(1);
+    let (groups, total) =
+        provisioning::list_groups(&state.db, filter.as_ref(), start, q.count.unwrap_or(100))
+            .await
+            .map_err(failure)?;
+    let groups = groups
+        .iter()
+        .map(|g| projection.apply(group_json(g)))
+        .collect();
+    Ok(list_json(groups, total, start))
+}
+
+async fn create_group(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = group_fields(&body_json(&body)?)?;
+    let group = provisioning::create_group(provisioner(&state, &principal), &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::CREATED, group_json(&group)))
+}
+
+async fn get_group(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<OneQuery>,
+) -> ScimResult {
+    let group = provisioning::get_group(&state.db, &id)
+        .await
+        .map_err(failure)?;
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    Ok(scim_json(
+        StatusCode::OK,
+        projection.apply(group_json(&group)),
+    ))
+}
+
+async fn replace_group(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = group_fields(&body_json(&body)?)?;
+    let group = provisioning::update_group(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, group_json(&group)))
+}
+
+async fn patch_group(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let mut fields = GroupFields::default();
+    for (op, path, value) in patch_operations(&body_json(&body)?)? {
+        apply_group_op(&mut fields, &op, path.as_deref(), value)?;
+    }
+    let group = provisioning::update_group(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, group_json(&group)))
+}
+
+/// One PATCH operation on a group, members included: `members[value eq "id"]` names one.
+fn apply_group_op(
+    fields: &mut GroupFields,
+    op: &str,
+    path: Option<&str>,
+    value: Value,
+) -> Result<(), Response> {
+    let removing = op.eq_ignore_ascii_case("remove");
+    let replacing = op.eq_ignore_ascii_case("replace");
+    let Some(path) = path else {
+        let Value::Object(map) = value else {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("invalidValue"),
+                "a PATCH without a path takes an object",
+            ));
+        };
+        for (key, v) in map {
+            apply_group_op(fields, op, Some(&key), v)?;
+        }
+        return Ok(());
+    };
+    if let Some(filter) = path
+        .strip_prefix("members[")
+        .and_then(|p| p.strip_suffix(']'))
+    {
+        let one = EqFilter::parse(filter, &["value"]).map_err(failure)?;
+        if removing {
+            fields.remove_members.push(one.value);
+            return Ok(());
+        }
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidPath"),
+            "only remove takes a member filter",
+        ));
+    }
+    match path {
+        p if p.eq_ignore_ascii_case("members") => {
+            let ids = member_ids(&value);
+            if removing && ids.is_empty() {
+                fields.members = Some(Vec::new());
+            } else if removing {
+                fields.remove_members.extend(ids);
+            } else if replacing {
+                fields.members = Some(ids);
+            } else {
+                fields.add_members.extend(ids);
+            }
+        }
+        p if p.eq_ignore_ascii_case("displayName") && removing => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("mutability"),
+                "displayName is required",
+            ))
+        }
+        p if p.eq_ignore_ascii_case("displayName") => {
+            fields.display_name = Some(value.as_str().unwrap_or_default().to_string())
+        }
+        p if p.eq_ignore_ascii_case("externalId") => {
+            fields.external_id = Some(if removing {
+                None
+            } else {
+                value.as_str().map(str::to_string)
+            })
+        }
+        other => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                Some("invalidPath"),
+                &format!("'{other}' is not an attribute of a Group here"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+async fn delete_group(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+) -> ScimResult {
+    provisioning::delete_group(provisioner(&state, &principal), &id)
+        .await
+        .map_err(failure)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// --- Discovery (RFC 7643 §5–7) ----------------------------------------------------------
+
+async fn service_provider_config() -> Response {
+    scim_json(
+        StatusCode::OK,
+        json!({
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
+            "documentationUri": "https://github.com/refund-desk/refund-desk/blob/main/docs/spec/roles.md",
+            "patch": { "supported": true },
+            "bulk": { "supported": false, "maxOperations": 0, "maxPayloadSize": 0 },
+            "filter": { "supported": true, "maxResults": 200 },
+            "changePassword": { "supported": false },
+            "sort": { "supported": false },
+            "etag": { "supported": false },
+            "authenticationSchemes": [{
+                "type": "oauthbearertoken", "name": "Bearer token",
+                "description": "A scim token made with `refund-agent token create --kind scim`", "primary": true
+            }],
+            "meta": { "resourceType": "ServiceProviderConfig", "location": format!("{BASE}/ServiceProviderConfig") },
+        }),
+    )
+}
+
+fn resource_type_json(id: &str) -> Option<Value> {
+    let (endpoint, schema, description) = match id {
+        "User" => ("/Users", USER_SCHEMA, "Staff of the refund desk"),
+        "Group" => (
+            "/Groups",
+            GROUP_SCHEMA,
+            "Groups; a group mapped in GROUP_ROLES gives its members a role",
+        ),
+        _ => return None,
+    };
+    Some(json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ResourceType"],
+        "id": id, "name": id, "endpoint": endpoint, "description": description, "schema": schema,
+        "meta": { "resourceType": "ResourceType", "location": format!("{BASE}/ResourceTypes/{id}") },
+    }))
+}
+
+async fn resource_types() -> Response {
+    let all: Vec<Value> = ["User", "Group"]
+        .iter()
+        .filter_map(|id| resource_type_json(id))
+        .collect();
+    list_json(all, 2, 1)
+}
+
+async fn resource_type(Path(id): Path<String>) -> Response {
+    match resource_type_json(&id) {
+        Some(rt) => scim_json(StatusCode::OK, rt),
+        None => error(StatusCode::NOT_FOUND, None, "no such resource type"),
+    }
+}
+
+fn attribute(name: &str, kind: &str, required: bool, mutability: &str, uniqueness: &str) -> Value {
+    json!({ "name": name, "type": kind, "multiValued": false, "required": required, "caseExact": false,
+            "mutability": mutability, "returned": "default", "uniqueness": uniqueness, "description": name })
+}
+
+fn reference_list(name: &str, mutability: &str, refers_to: &str) -> Value {
+    json!({
+        "name": name, "type": "complex", "multiValued": true, "required": false, "mutability": mutability,
+        "returned": "default", "uniqueness": "none", "description": name,
+        "subAttributes": [
+            { "name": "value", "type": "string", "multiValued": false, "required": false, "caseExact": true,
+              "mutability": "immutable", "returned": "default", "uniqueness": "none", "description": "the id" },
+            { "name": "display", "type": "string", "multiValued": false, "required": false, "caseExact": false,
+              "mutability": "readOnly", "returned": "default", "uniqueness": "none", "description": "its name" },
+            { "name": "$ref", "type": "reference", "referenceTypes": [refers_to], "multiValued": false,
+              "required": false, "caseExact": true, "mutability": "readOnly", "returned": "default",
+              "uniqueness": "none", "description": "its URI" },
+        ],
+    })
+}
+
+fn schema_json(id: &str) -> Option<Value> {
+    let (name, attributes) = match id {
+        USER_SCHEMA => (
+            "User",
+            vec![
+                attribute("userName", "string", true, "readWrite", "server"),
+                attribute("displayName", "string", false, "readWrite", "none"),
+                // Required here: the desk must know whether someone may sign in (a create
+                // without it means active).
+                attribute("active", "boolean", true, "readWrite", "none"),
+                reference_list("groups", "readOnly", "Group"),
+            ],
+        ),
+        GROUP_SCHEMA => (
+            "Group",
+            vec![
+                attribute("displayName", "string", true, "readWrite", "server"),
+                reference_list("members", "readWrite", "User"),
+            ],
+        ),
+        _ => return None,
+    };
+    Some(json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
+        "id": id, "name": name, "description": name, "attributes": attributes,
+        "meta": { "resourceType": "Schema", "location": format!("{BASE}/Schemas/{id}") },
+    }))
+}
+
+async fn schemas() -> Response {
+    let all: Vec<Value> = [USER_SCHEMA, GROUP_SCHEMA]
+        .iter()
+        .filter_map(|id| schema_json(id))
+        .collect();
+    list_json(all, 2, 1)
+}
+
+async fn schema(Path(id): Path<String>) -> Response {
+    match schema_json(&id) {
+        Some(s) => scim_json(StatusCode::OK, s),
+        None => error(StatusCode::NOT_FOUND, None, "no such schema"),
+    }
+}
