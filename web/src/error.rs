@@ -78,12 +78,6 @@ impl From<DomainError> for AppError {
     }
 }
 
-impl From<sqlx::Error> for AppError {
-    fn from(e: sqlx::Error) -> Self {
-        AppError(e.into())
-    }
-}
-
 impl From<anyhow::Error> for AppError {
     fn from(e: anyhow::Error) -> Self {
         AppError(e.into())
@@ -199,7 +193,7 @@ mod tests {
 
     #[test]
     fn other_database_errors_stay_an_opaque_500() {
-        let e = AppError::from(sqlx::Error::RowNotFound);
+        let e = AppError::from(DomainError::from(sqlx::Error::RowNotFound));
         assert_eq!(e.0.code(), "internal");
         assert_eq!(e.0.public_message(), "internal error");
         let (status, retry) = answer(e);

@@ -396,9 +396,8 @@ pub async fn call(
     if detail.chars().count() > 500 {
         detail = detail.chars().take(500).collect::<String>() + "…";
     }
-    let mut tx = state.db.begin().await?;
-    desk::audit::record(
-        &mut tx,
+    desk::audit::record_alone(
+        &state.db,
         &caller.id,
         "mcp_tool_call",
         &subject,
@@ -406,7 +405,6 @@ pub async fn call(
         state.clock.now_ms(),
     )
     .await?;
-    tx.commit().await?;
     Ok(called)
 }
 

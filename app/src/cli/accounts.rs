@@ -126,11 +126,9 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
     let missing = || anyhow::anyhow!("no such customer (run `refund-agent seed` first)");
     match command {
         CustomerCommand::Token { customer_id } => {
-            let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
-                .bind(&customer_id)
-                .fetch_optional(db.pool())
-                .await?;
-            known.ok_or_else(missing)?;
+            if !desk::customer_data::export::customer_exists(&db, &customer_id).await? {
+                return Err(missing());
+            }
             let (token, _) = auth::issue_token(&db, "api", "customer", &customer_id, now).await?;
             println!("{token}");
         }

@@ -48,6 +48,10 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     ("desk", &["axum", "rmcp"]),
 ];
 
+/// Outside crates a crate must not use itself, though a crate below it does: the web edge
+/// asks `desk` and writes no SQL of its own.
+const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[("web", &["sqlx"]), ("app", &["sqlx", "askama"])];
+
 /// The normal (non-dev, non-build) dependencies of every package in the resolved graph,
 /// by package name.
 fn normal_graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -149,6 +153,14 @@ fn no_crate_reaches_the_outside_crates_its_layer_must_not_know() {
         for name in *forbidden {
             if reach.contains(*name) {
                 found.push(format!("{krate} reaches {name}"));
+            }
+        }
+    }
+    for (krate, forbidden) in NEVER_USES_DIRECTLY {
+        let direct = graph.get(*krate).cloned().unwrap_or_default();
+        for name in *forbidden {
+            if direct.contains(*name) {
+                found.push(format!("{krate} uses {name} itself"));
             }
         }
     }

@@ -37,6 +37,22 @@ pub async fn record(
     Ok(())
 }
 
+/// One audit line in a transaction of its own, for an action that changes nothing else
+/// (a tool called over MCP: the call is the event).
+pub async fn record_alone(
+    db: &store::Db,
+    actor: &str,
+    action: &str,
+    subject: &str,
+    detail: &str,
+    now: i64,
+) -> DomainResult<()> {
+    let mut tx = db.begin().await?;
+    record(&mut tx, actor, action, subject, detail, now).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// One line of a case's history, in plain words: who did what, and when.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TimelineEntry {

@@ -88,6 +88,17 @@ pub async fn revoke_token(db: &Db, token: &str) -> DomainResult<()> {
     Ok(())
 }
 
+/// The id of the stored token `token` (a session's own, for "this is you" on the token
+/// list); `None` when it is unknown or the lookup failed.
+pub async fn token_id(db: &Db, token: &str) -> Option<String> {
+    sqlx::query_scalar("SELECT token_id FROM auth_tokens WHERE token_hash = $1")
+        .bind(token_hash(token))
+        .fetch_optional(db.reader())
+        .await
+        .ok()
+        .flatten()
+}
+
 /// How long a customer sign-in link works (issue 16: short-lived, single use).
 pub const SIGN_IN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 

@@ -36,6 +36,16 @@ pub struct ExportDocument {
     pub tables: serde_json::Value,
 }
 
+/// Whether `customer_id` names a customer (an export of an unknown one is a 404, told
+/// before anything is streamed).
+pub async fn customer_exists(db: &Db, customer_id: &str) -> DomainResult<bool> {
+    let known: Option<(String,)> = sqlx::query_as("SELECT id FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(known.is_some())
+}
+
 /// Writes the document for `customer_id` to `out`:
 /// `{"customer_id": …, "exported_at": ms, "tables": {"customers": [{…}], "orders": […], …}}`.
 /// An unknown customer is `NotFound` before anything is written.

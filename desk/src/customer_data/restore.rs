@@ -95,6 +95,16 @@ pub async fn close_gate(db: &Db, now: i64) -> DomainResult<u64> {
     Ok(done.rows_affected())
 }
 
+/// How many restored intents still wait for a look at the provider (the gate is
+/// closed while any does).
+pub async fn waiting(db: &Db) -> DomainResult<i64> {
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM restore_checks WHERE checked_at IS NULL")
+            .fetch_one(db.reader())
+            .await?;
+    Ok(n)
+}
+
 /// Looks up, at the provider, the restored intents not yet checked (a worker pass and
 /// `reconcile` call it); returns how many were checked now. Those the provider could
 /// not answer for stay unchecked, and the gate closed.

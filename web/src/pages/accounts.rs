@@ -469,12 +469,7 @@ pub(super) async fn revoke_submit(
 }
 
 async fn token_id_of_session(state: &AppState, session: &Session) -> Option<String> {
-    sqlx::query_scalar("SELECT token_id FROM auth_tokens WHERE token_hash = $1")
-        .bind(auth::token_hash(&session.token))
-        .fetch_optional(state.db.reader())
-        .await
-        .ok()
-        .flatten()
+    auth::token_id(&state.db, &session.token).await
 }
 
 #[derive(Template)]

@@ -95,10 +95,9 @@ pub(super) async fn unlock_and_audit(
     email: &str,
 ) -> Result<u64, AppError> {
     let n = auth::unlock_staff(&state.db, email).await?;
-    let mut tx = state.db.begin().await?;
     let detail = format!("{n} failed logins forgotten");
-    desk::audit::record(
-        &mut tx,
+    desk::audit::record_alone(
+        &state.db,
         &admin.id,
         "staff_unlocked",
         email,
@@ -106,7 +105,6 @@ pub(super) async fn unlock_and_audit(
         state.clock.now_ms(),
     )
     .await?;
-    tx.commit().await?;
     tracing::info!(actor = %admin.email, email, failures = n, "staff login unlocked");
     Ok(n)
 }

@@ -9,7 +9,6 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
-use sqlx::Row;
 
 use crate::error::AppError;
 use desk::auth::Session;
@@ -61,12 +60,7 @@ async fn page(
     let last_run = retention::last_run(&state.db)
         .await?
         .map_or("not yet".to_string(), desk::clock::rfc3339);
-    let waiting = sqlx::query("SELECT COUNT(*) AS n FROM restore_checks WHERE checked_at IS NULL")
-        .fetch_one(state.db.reader())
-        .await
-        .map_err(desk::error::DomainError::from)?
-        .try_get::<i64, _>("n")
-        .map_err(desk::error::DomainError::from)?;
+    let waiting = desk::customer_data::restore::waiting(&state.db).await?;
     Ok(DataPage {
         nav: Nav::of(session, "/console/data"),
         csrf: session.csrf_token.clone(),
