@@ -8,7 +8,7 @@
 use crate::auth::{constant_time_eq, Staff};
 use crate::cases::{self, CaseStatus};
 use crate::clock::Clock;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::{self, Language};
 use crate::views::CaseView;
 use crate::workflow::Rules;
@@ -43,7 +43,7 @@ pub async fn decide(
 ) -> DomainResult<CaseView> {
     if note.is_some_and(|n| n.chars().count() > 2000) {
         return Err(DomainError::bad_request(
-            "note_too_long",
+            ErrorCode::NoteTooLong,
             "notes are at most 2000 characters",
         ));
     }
@@ -182,7 +182,7 @@ pub async fn hand_up(
     let note = input.note.trim();
     if note.is_empty() || note.chars().count() > 2000 {
         return Err(DomainError::bad_request(
-            "invalid_note",
+            ErrorCode::InvalidNote,
             "handing a refund up needs a note of 1 to 2000 characters",
         ));
     }
@@ -191,7 +191,7 @@ pub async fn hand_up(
     let case = awaiting_with_fingerprint(&mut tx, case_id, &input.fingerprint).await?;
     if staff.role.may_approve(required_role(&case)?) {
         return Err(DomainError::conflict(
-            "within_your_authority",
+            ErrorCode::WithinYourAuthority,
             "you may approve or reject this refund yourself",
         ));
     }
@@ -217,7 +217,7 @@ async fn awaiting_with_fingerprint(
         .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::AwaitingApproval {
         return Err(DomainError::conflict(
-            "invalid_state",
+            ErrorCode::InvalidState,
             format!(
                 "the case is {}, not awaiting approval",
                 case.status.as_str()
@@ -227,7 +227,7 @@ async fn awaiting_with_fingerprint(
     let current = case.fingerprint.clone().unwrap_or_default();
     if current.is_empty() || !constant_time_eq(fingerprint.trim(), &current) {
         return Err(DomainError::conflict(
-            "stale_fingerprint",
+            ErrorCode::StaleFingerprint,
             "the refund changed since it was shown; review the current proposal",
         ));
     }
@@ -248,7 +248,7 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
         .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated {
         return Err(DomainError::conflict(
-            "invalid_state",
+            ErrorCode::InvalidState,
             format!("the case is {}, not escalated", case.status.as_str()),
         ));
     }
@@ -256,7 +256,7 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
     // side hidden; a takeover would show what the agent decided (docs/spec/roles.md).
     if crate::shadow_pairs::pending(desk.db, case_id).await? {
         return Err(DomainError::conflict(
-            "shadow_decision_pending",
+            ErrorCode::ShadowDecisionPending,
             "this case waits for a blind hand decision; decide it by hand first",
         ));
     }
@@ -275,7 +275,7 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
         crate::workflow::decide_now(desk.rules, &ticket, request, order_id.as_deref()).await?;
     if decision.refunds.is_empty() {
         return Err(DomainError::conflict(
-            "policy_allows_no_refund",
+            ErrorCode::PolicyAllowsNoRefund,
             "the policy allows no refund on these facts; answer the customer, or close the case with a reply",
         ));
     }

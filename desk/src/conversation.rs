@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::approvals::Desk;
 use crate::auth::{Staff, StaffRole};
 use crate::cases::{self, Case};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::tickets::validate_message;
 use crate::views::{CaseThread, CaseView};
 
@@ -104,13 +104,13 @@ pub async fn close(
     let reason = input.reason.trim();
     if reason.is_empty() {
         return Err(DomainError::bad_request(
-            "missing_reason",
+            ErrorCode::MissingReason,
             "closing a case needs a reason",
         ));
     }
     if reason.chars().count() > MAX_REASON_CHARS {
         return Err(DomainError::bad_request(
-            "reason_too_long",
+            ErrorCode::ReasonTooLong,
             format!("reasons are at most {MAX_REASON_CHARS} characters"),
         ));
     }
@@ -166,14 +166,17 @@ pub async fn assign(
             crate::auth::staff_by_email(desk.db, &email)
                 .await?
                 .ok_or_else(|| {
-                    DomainError::bad_request("unknown_staff", "no staff member has that email")
+                    DomainError::bad_request(
+                        ErrorCode::UnknownStaff,
+                        "no staff member has that email",
+                    )
                 })?
         }
     };
     // docs/spec/roles.md: a case goes only to someone who may work on it.
     if assignee.role < StaffRole::Agent {
         return Err(DomainError::bad_request(
-            "assignee_cannot_work_cases",
+            ErrorCode::AssigneeCannotWorkCases,
             format!("a {} does not work on cases", assignee.role.as_str()),
         ));
     }

@@ -13,7 +13,7 @@ use crate::auth::Principal;
 use crate::cases::{self, CaseStatus};
 use crate::clock::rfc3339;
 use crate::clock::Clock;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
 use crate::runs::Queue;
@@ -178,7 +178,7 @@ pub struct EmailIn<'a> {
 
 /// The error of a mail whose Message-ID was taken meanwhile (two deliveries at once):
 /// nothing was written.
-pub const DUPLICATE_MAIL: &str = "duplicate_mail";
+pub const DUPLICATE_MAIL: crate::error::ErrorCode = crate::error::ErrorCode::DuplicateMail;
 
 /// Writes the customer's message as it came: a page message, or a mail with its quoted
 /// part, attachments and record (a duplicate record rolls everything back).
@@ -250,7 +250,7 @@ pub async fn open_ticket(
     {
         Some(o) if o.len() > 64 => {
             return Err(DomainError::bad_request(
-                "invalid_order_id",
+                ErrorCode::InvalidOrderId,
                 "order ids are at most 64 characters",
             ))
         }
@@ -513,13 +513,13 @@ pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> Doma
     // The API offers a person on the page's terms (`may_ask_for_person`).
     if case.status.may_go_to_a_person() && !agent_repeated(&said) {
         return Err(DomainError::conflict(
-            "not_offered",
+            ErrorCode::NotOffered,
             "a person is offered once the agent has given the same answer twice; reply to the agent meanwhile",
         ));
     }
     if !case.status.may_go_to_a_person() {
         return Err(DomainError::conflict(
-            "not_with_the_agent",
+            ErrorCode::NotWithTheAgent,
             format!(
                 "the case is {}: a person already has it or it is done",
                 case.status.as_str()
@@ -625,7 +625,7 @@ pub struct Withdrawal {
     /// Why nothing was withdrawn, as an error code (`refund_already_submitted`,
     /// `nothing_to_withdraw`): the API answers 409 with it.
     #[serde(skip)]
-    pub refused: Option<&'static str>,
+    pub refused: Option<ErrorCode>,
 }
 
 /// The customer withdraws their request. Work that has not reached the provider is
@@ -682,7 +682,7 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
         // At its end with no refund under way: saying "already submitted" would be untrue
         // (RP-005), so the customer is told there is nothing to withdraw.
         CaseStatus::Closed | CaseStatus::Replied | CaseStatus::RefundFailed => {
-            refused = Some("nothing_to_withdraw");
+            refused = Some(ErrorCode::NothingToWithdraw);
             let joined_ticket = joined_ticket.as_deref();
             let outcome = WithdrawalReply::NothingToWithdraw { joined_ticket };
             let text = replies::withdrawal_reply(lang, outcome);
@@ -690,7 +690,7 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             (false, text)
         }
         _ => {
-            refused = Some("refund_already_submitted");
+            refused = Some(ErrorCode::RefundAlreadySubmitted);
             let status = replies::status_text(lang, case.status, &refunds);
             let text =
                 replies::withdrawal_reply(lang, WithdrawalReply::TooLate { status: &status });

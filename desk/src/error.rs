@@ -3,11 +3,13 @@
 //! modules return it; the web edge wraps it in `web::error::AppError`, which alone knows
 //! the HTTP status and body of each. Nothing here knows HTTP.
 
+pub use domain::ErrorCode;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DomainError {
     /// Malformed or invalid input (`code` names the problem, e.g. `invalid_json`).
     #[error("{message}")]
-    BadRequest { code: &'static str, message: String },
+    BadRequest { code: ErrorCode, message: String },
     /// No valid credentials: an unknown, expired or revoked token or session.
     #[error("authentication required")]
     Unauthorized,
@@ -19,7 +21,7 @@ pub enum DomainError {
     NotFound(&'static str),
     /// Stale state or a lost race: a changed fingerprint, a case in another status.
     #[error("{message}")]
-    Conflict { code: &'static str, message: String },
+    Conflict { code: ErrorCode, message: String },
     /// A message or body over its size limit.
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -35,31 +37,31 @@ pub enum DomainError {
 }
 
 impl DomainError {
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         DomainError::BadRequest {
             code,
             message: message.into(),
         }
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
         DomainError::Conflict {
             code,
             message: message.into(),
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            DomainError::BadRequest { code, .. } | DomainError::Conflict { code, .. } => code,
-            DomainError::Unauthorized => "unauthorized",
-            DomainError::Forbidden(_) => "forbidden",
-            DomainError::NotFound(_) => "not_found",
-            DomainError::PayloadTooLarge(_) => "payload_too_large",
-            DomainError::TooManyRequests => "rate_limited",
-            DomainError::Provider(_) => "provider_error",
-            DomainError::Internal(_) if self.is_unavailable() => "database_unavailable",
-            DomainError::Internal(_) => "internal",
+            DomainError::BadRequest { code, .. } | DomainError::Conflict { code, .. } => *code,
+            DomainError::Unauthorized => ErrorCode::Unauthorized,
+            DomainError::Forbidden(_) => ErrorCode::Forbidden,
+            DomainError::NotFound(_) => ErrorCode::NotFound,
+            DomainError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            DomainError::TooManyRequests => ErrorCode::RateLimited,
+            DomainError::Provider(_) => ErrorCode::ProviderError,
+            DomainError::Internal(_) if self.is_unavailable() => ErrorCode::DatabaseUnavailable,
+            DomainError::Internal(_) => ErrorCode::Internal,
         }
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::auth::{Staff, StaffRole};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::Language;
 use store::Db;
 
@@ -86,12 +86,12 @@ pub async fn create(
             .trim()
             .parse()
             .map_err(|e: crate::replies::UnknownLanguage| {
-                DomainError::bad_request("invalid_language", e.to_string())
+                DomainError::bad_request(ErrorCode::InvalidLanguage, e.to_string())
             })?;
     let name = input.name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
         return Err(DomainError::bad_request(
-            "invalid_name",
+            ErrorCode::InvalidName,
             format!("a saved reply's name is 1 to {MAX_NAME_CHARS} characters"),
         ));
     }
@@ -117,7 +117,7 @@ pub async fn create(
     .await?;
     if written.rows_affected() == 0 {
         return Err(DomainError::conflict(
-            "saved_reply_exists",
+            ErrorCode::SavedReplyExists,
             format!(
                 "a saved reply named '{}' exists in {}",
                 reply.name,

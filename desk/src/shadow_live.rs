@@ -17,7 +17,7 @@ use crate::agent::Proposal;
 use crate::approvals::Desk;
 use crate::auth::Staff;
 use crate::cases::{self, Case, CaseStatus};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::{self, HandDecision};
 use crate::tickets::{self};
 use crate::views::CaseView;
@@ -65,7 +65,7 @@ pub async fn decide_by_hand(
         || !crate::shadow_pairs::pending(desk.db, case_id).await?
     {
         return Err(DomainError::conflict(
-            "invalid_state",
+            ErrorCode::InvalidState,
             "this case is not waiting for a hand decision",
         ));
     }
@@ -75,7 +75,7 @@ pub async fn decide_by_hand(
     let proposal = crate::shadow_pairs::agent_proposal(desk.db, case_id).await?;
     if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
         return Err(DomainError::bad_request(
-            "invalid_decision",
+            ErrorCode::InvalidDecision,
             "a refund decision lists its refunds; other decisions list none",
         ));
     }
@@ -98,7 +98,7 @@ pub async fn decide_by_hand(
             .await?;
     if !recorded {
         return Err(DomainError::conflict(
-            "already_decided",
+            ErrorCode::AlreadyDecided,
             "another reviewer already decided this case",
         ));
     }
@@ -187,7 +187,7 @@ async fn check_hand_refund(
     for r in &manual.refunds {
         let amount = r
             .money()
-            .map_err(|e| DomainError::bad_request("invalid_amount", e.to_string()))?;
+            .map_err(|e| DomainError::bad_request(ErrorCode::InvalidAmount, e.to_string()))?;
         let Some(limit) = decision.refunds.iter().find(|l| l.charge_id == r.charge_id) else {
             let why = format!("the policy allows no refund on {}", r.charge_id);
             return Ok(HandCheck::Refused(why));

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 
 macro_rules! statuses {
     ($($variant:ident => $name:literal),* $(,)?) => {
@@ -22,7 +22,7 @@ macro_rules! statuses {
             pub fn parse(s: &str) -> DomainResult<CaseStatus> {
                 match s {
                     $($name => Ok(CaseStatus::$variant),)*
-                    _ => Err(DomainError::bad_request("invalid_status", format!("unknown case status '{s}'"))),
+                    _ => Err(DomainError::bad_request(ErrorCode::InvalidStatus, format!("unknown case status '{s}'"))),
                 }
             }
         }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use crate::clock::rfc3339;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::{Language, MAX_MESSAGE_CHARS};
 use crate::states::CaseStatus;
 use store::{Db, Tx};
@@ -40,7 +40,7 @@ pub fn validate_message(text: &str) -> DomainResult<String> {
     let text = text.trim();
     if text.is_empty() {
         return Err(DomainError::bad_request(
-            "empty_message",
+            ErrorCode::EmptyMessage,
             "the message is empty",
         ));
     }

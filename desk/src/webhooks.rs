@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use tokio::sync::Notify;
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::payments::ProviderRefund;
 use crate::refunds::{self, Sender};
 use store::Db;
@@ -136,7 +136,7 @@ pub async fn process_event(
 ) -> DomainResult<Outcome> {
     if event.id.is_empty() || event.id.len() > 255 {
         return Err(DomainError::bad_request(
-            "invalid_event",
+            ErrorCode::InvalidEvent,
             "an event needs an id of at most 255 characters",
         ));
     }
@@ -149,8 +149,10 @@ pub async fn process_event(
     if !REFUND_EVENTS.contains(&event.kind.as_str()) {
         return record_only(s, event, None, None, Outcome::Ignored).await;
     }
-    let refund: ProviderRefund = serde_json::from_value(event.data.object.clone())
-        .map_err(|e| DomainError::bad_request("invalid_event", format!("not a refund: {e}")))?;
+    let refund: ProviderRefund =
+        serde_json::from_value(event.data.object.clone()).map_err(|e| {
+            DomainError::bad_request(ErrorCode::InvalidEvent, format!("not a refund: {e}"))
+        })?;
     let key = event
         .request
         .as_ref()

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::{IntoResponses, ToSchema};
 
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 
 /// Seconds a client is asked to wait when the database is out of reach (503).
 pub const RETRY_AFTER_SECS: &str = "5";
@@ -24,7 +24,7 @@ pub struct AppError(pub DomainError);
 pub type AppResult<T> = Result<T, AppError>;
 
 impl AppError {
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
         AppError(DomainError::bad_request(code, message))
     }
 

@@ -6,6 +6,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::Json;
+use desk::error::ErrorCode;
 
 use crate::access::Caller;
 use crate::error::{AppError, AppResult};
@@ -31,16 +32,16 @@ where
         match Json::<T>::from_request(req, state).await {
             Ok(Json(value)) => Ok(ApiJson(value)),
             Err(JsonRejection::MissingJsonContentType(_)) => Err(AppError::bad_request(
-                "unsupported_media_type",
+                ErrorCode::UnsupportedMediaType,
                 "send the body as application/json",
             )),
             Err(JsonRejection::JsonSyntaxError(e)) => {
-                Err(AppError::bad_request("invalid_json", e.body_text()))
+                Err(AppError::bad_request(ErrorCode::InvalidJson, e.body_text()))
             }
             Err(JsonRejection::JsonDataError(e)) => {
-                Err(AppError::bad_request("invalid_body", e.body_text()))
+                Err(AppError::bad_request(ErrorCode::InvalidBody, e.body_text()))
             }
-            Err(e) => Err(AppError::bad_request("invalid_body", e.body_text())),
+            Err(e) => Err(AppError::bad_request(ErrorCode::InvalidBody, e.body_text())),
         }
     }
 }

@@ -36,7 +36,7 @@ use desk::agent::tools::{self, ToolDeclaration, ToolEnv};
 use desk::agent::{ToolCall, ToolOutcome};
 use desk::auth::{self, Principal, Staff};
 use desk::cases::{self, Case};
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 use desk::tickets::{self, Ticket};
 
@@ -88,9 +88,11 @@ impl Refusal {
     fn into_response(self, id: Value) -> Response {
         let (status, rpc_code, code) = match &self {
             Refusal::Missing | Refusal::Invalid => {
-                (StatusCode::UNAUTHORIZED, -32001, "unauthorized")
+                (StatusCode::UNAUTHORIZED, -32001, ErrorCode::Unauthorized)
             }
-            Refusal::Customer | Refusal::Role(_) => (StatusCode::FORBIDDEN, -32003, "forbidden"),
+            Refusal::Customer | Refusal::Role(_) => {
+                (StatusCode::FORBIDDEN, -32003, ErrorCode::Forbidden)
+            }
             Refusal::Store(e) => (status_of(e), -32603, e.code()),
         };
         let message = match &self {

@@ -25,7 +25,7 @@ use desk::auth::provisioning::{
     self, EqFilter, GroupFields, Provisioner, ScimGroup, ScimUser, UserFields,
 };
 use desk::auth::{Principal, ServiceKind};
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 
 const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
@@ -138,24 +138,15 @@ fn scim_json(status: StatusCode, body: Value) -> Response {
 fn failure(e: DomainError) -> Response {
     let status = status_of(&e);
     let scim_type = match &e {
+        // SCIM's scimType (RFC 7644 §3.12) for the codes `auth::provisioning` returns.
         DomainError::Conflict {
-            code: "uniqueness", ..
+            code: ErrorCode::Uniqueness,
+            ..
         } => Some("uniqueness"),
         DomainError::BadRequest {
-            code: "invalid_filter",
+            code: ErrorCode::InvalidFilter,
             ..
         } => Some("invalidFilter"),
-        DomainError::BadRequest {
-            code: "invalid_syntax",
-            ..
-        } => Some("invalidSyntax"),
-        DomainError::BadRequest {
-            code: "invalid_path",
-            ..
-        } => Some("invalidPath"),
-        DomainError::BadRequest {
-            code: "mutability", ..
-        } => Some("mutability"),
         DomainError::BadRequest { .. } => Some("invalidValue"),
         _ => None,
     };

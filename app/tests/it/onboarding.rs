@@ -748,7 +748,7 @@ async fn one_customer_or_order_is_upserted_with_the_checks_of_an_import() {
         currency: Some(currency.into()),
         created_at: Some("2026-11-25T09:00:00Z".into()),
     };
-    let code = |e: desk::error::DomainError| e.code();
+    let code = |e: desk::error::DomainError| e.code().as_str();
 
     assert_eq!(
         put_customer(&db, "SHOP-7", customer("SHOP-7", "dee@shop.example"))

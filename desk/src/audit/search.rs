@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::Db;
 
 /// The most lines one search returns.
@@ -38,7 +38,7 @@ fn day_bounds(field: &str, day: &str) -> DomainResult<(i64, i64)> {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     let date = time::Date::parse(day.trim(), &format).map_err(|_| {
         DomainError::bad_request(
-            "invalid_date",
+            ErrorCode::InvalidDate,
             format!("{field}: expected a day as YYYY-MM-DD"),
         )
     })?;

@@ -16,7 +16,7 @@ use super::staff::staff_from_row;
 use super::tokens::{issue, NewToken};
 use super::{hash_password_off_runtime, random_token, token_hash, ServiceKind, Staff, StaffRole};
 use crate::clock::rfc3339;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Db, Tx};
 
 /// How long an invitation link works.
@@ -254,7 +254,7 @@ pub fn token_days(days: i64) -> DomainResult<i64> {
         Ok(days)
     } else {
         Err(DomainError::bad_request(
-            "invalid_expiry",
+            ErrorCode::InvalidExpiry,
             format!("a token lives 1 to {MAX_TOKEN_DAYS} days"),
         ))
     }
@@ -265,7 +265,7 @@ fn token_name(name: &str) -> DomainResult<&str> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
         return Err(DomainError::bad_request(
-            "invalid_token_name",
+            ErrorCode::InvalidTokenName,
             "a token's name is 1 to 80 characters",
         ));
     }
@@ -367,7 +367,7 @@ pub async fn invite(
     if let Some(existing) = super::staff_by_email(db, &email).await? {
         if is_active(db, &existing.id).await? {
             return Err(DomainError::conflict(
-                "already_staff",
+                ErrorCode::AlreadyStaff,
                 format!("{email} already has an account"),
             ));
         }

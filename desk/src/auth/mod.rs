@@ -36,7 +36,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 
 pub const SESSION_COOKIE: &str = "rd_session";
 pub const CUSTOMER_COOKIE: &str = "rd_customer";
@@ -63,7 +63,7 @@ impl StaffRole {
             "supervisor" => Ok(StaffRole::Supervisor),
             "admin" => Ok(StaffRole::Admin),
             _ => Err(DomainError::bad_request(
-                "invalid_role",
+                ErrorCode::InvalidRole,
                 format!("unknown role '{s}' (agent, supervisor, admin, policy_author)"),
             )),
         }
@@ -124,7 +124,7 @@ impl ServiceKind {
             "integration" => Ok(ServiceKind::Integration),
             "scim" => Ok(ServiceKind::Scim),
             _ => Err(DomainError::bad_request(
-                "invalid_token_kind",
+                ErrorCode::InvalidTokenKind,
                 format!("unknown token kind '{s}' (integration, scim)"),
             )),
         }

@@ -14,7 +14,7 @@ use super::resolved::forget_resolved;
 use super::staff::staff_from_row;
 use super::{Staff, StaffRole};
 use crate::clock::rfc3339;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Db, Tx};
 
 /// The password hash of a person who signs in only through the identity provider: no
@@ -99,7 +99,7 @@ fn user_name(name: &str) -> DomainResult<String> {
         || name.chars().any(|c| c.is_whitespace() || c.is_control())
     {
         return Err(DomainError::bad_request(
-            "invalid_value",
+            ErrorCode::InvalidValue,
             "userName is 1 to 254 characters without spaces",
         ));
     }
@@ -170,7 +170,7 @@ impl EqFilter {
     pub fn parse(text: &str, attributes: &[&str]) -> DomainResult<EqFilter> {
         let invalid = || {
             DomainError::bad_request(
-                "invalid_filter",
+                ErrorCode::InvalidFilter,
                 format!(
                     "supported filters: <attribute> eq \"value\" with attribute one of {}",
                     attributes.join(", ")
@@ -256,7 +256,7 @@ pub async fn create_user(p: Provisioner<'_>, fields: &UserFields) -> DomainResul
             .await?;
     if taken.is_some_and(|deleted| deleted.is_none()) {
         return Err(DomainError::conflict(
-            "uniqueness",
+            ErrorCode::Uniqueness,
             format!("userName '{name}' is taken"),
         ));
     }
@@ -306,7 +306,7 @@ pub async fn update_user(
                 .await?;
         if other.is_some() {
             return Err(DomainError::conflict(
-                "uniqueness",
+                ErrorCode::Uniqueness,
                 format!("userName '{name}' is taken"),
             ));
         }
@@ -510,7 +510,7 @@ pub async fn create_group(p: Provisioner<'_>, fields: &GroupFields) -> DomainRes
             .await?;
     if taken.is_some() {
         return Err(DomainError::conflict(
-            "uniqueness",
+            ErrorCode::Uniqueness,
             format!("group '{name}' exists"),
         ));
     }
@@ -602,7 +602,7 @@ fn group_name(name: &str) -> DomainResult<String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(DomainError::bad_request(
-            "invalid_value",
+            ErrorCode::InvalidValue,
             "displayName is 1 to 200 characters",
         ));
     }
@@ -651,7 +651,7 @@ async fn add_members(
     for member in members {
         if member.trim().is_empty() || member.len() > 200 || member.chars().any(char::is_control) {
             return Err(DomainError::bad_request(
-                "invalid_value",
+                ErrorCode::InvalidValue,
                 "a member's value is 1 to 200 characters",
             ));
         }

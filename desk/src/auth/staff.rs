@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{hash_password_off_runtime, Staff, StaffRole};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Db};
 
 /// Adds a staff member or updates their role and password. Every session and token the
@@ -57,7 +57,7 @@ pub(crate) fn checked_email(email: &str) -> DomainResult<String> {
         || email.contains(char::is_whitespace)
     {
         return Err(DomainError::bad_request(
-            "invalid_email",
+            ErrorCode::InvalidEmail,
             format!("'{email}' is not an email address"),
         ));
     }
@@ -68,7 +68,7 @@ pub(crate) fn checked_email(email: &str) -> DomainResult<String> {
 pub(crate) fn check_password_strength(password: &str) -> DomainResult<()> {
     if password.chars().count() < 8 {
         return Err(DomainError::bad_request(
-            "weak_password",
+            ErrorCode::WeakPassword,
             "passwords have at least 8 characters",
         ));
     }

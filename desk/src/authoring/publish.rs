@@ -23,7 +23,7 @@ use super::{set_front_matter, Policies};
 use crate::auth::Staff;
 use crate::cases::{self, CaseQuery, CaseStatus};
 use crate::clock::Clock;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::Db;
 
 /// What publishing needs of the instance besides the store and the clock.
@@ -80,7 +80,7 @@ pub async fn publish(
     let effective = at.or(own).unwrap_or(today);
     if effective < today {
         return Err(DomainError::bad_request(
-            "effective_date_in_past",
+            ErrorCode::EffectiveDateInPast,
             format!("effective date {effective} is in the past (today is {today})"),
         ));
     }
@@ -151,7 +151,7 @@ async fn store_version(
     .await?;
     if written.rows_affected() == 0 {
         return Err(DomainError::conflict(
-            "already_published",
+            ErrorCode::AlreadyPublished,
             format!("{version_ref} is already published"),
         ));
     }
@@ -189,7 +189,7 @@ async fn store_version(
 
 fn draft_changed() -> DomainError {
     DomainError::conflict(
-        "draft_changed",
+        ErrorCode::DraftChanged,
         "the draft was saved since you looked at it: review it again before publishing",
     )
 }
@@ -200,7 +200,7 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
     let seen = reviewed.draft_version;
     if draft.version == 0 {
         return Err(DomainError::conflict(
-            "draft_not_saved",
+            ErrorCode::DraftNotSaved,
             "there is no saved draft to publish",
         ));
     }
@@ -209,7 +209,7 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
     }
     if let Some(problem) = draft.problems.first() {
         return Err(DomainError::bad_request(
-            "invalid_draft",
+            ErrorCode::InvalidDraft,
             format!(
                 "the draft has problems ({}: {})",
                 problem.field, problem.message
@@ -219,7 +219,7 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
     // Nobody publishes effects they have not seen (docs/spec/policies.md).
     if draft.whatif_version != Some(seen) || reviewed.whatif_version.is_some_and(|w| w != seen) {
         return Err(DomainError::conflict(
-            "whatif_required",
+            ErrorCode::WhatifRequired,
             format!("run a what-if on draft version {seen} and review it before publishing"),
         ));
     }
@@ -294,7 +294,10 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
     PolicySet::from_sources(super::supersede(sources))
         .map(|_| ())
         .map_err(|e| {
-            DomainError::bad_request("invalid_draft", format!("the version does not fit: {e}"))
+            DomainError::bad_request(
+                ErrorCode::InvalidDraft,
+                format!("the version does not fit: {e}"),
+            )
         })
 }
 
@@ -371,7 +374,10 @@ pub fn parse_effective(text: Option<&str>) -> DomainResult<Option<Date>> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
         Some(t) => policy_engine::parse_date(t).map(Some).map_err(|_| {
-            DomainError::bad_request("invalid_date", format!("'{t}' is not a date (YYYY-MM-DD)"))
+            DomainError::bad_request(
+                ErrorCode::InvalidDate,
+                format!("'{t}' is not a date (YYYY-MM-DD)"),
+            )
         }),
     }
 }

@@ -15,7 +15,7 @@ use super::drafts::{self, Draft};
 use super::{set_front_matter, versions};
 use crate::auth::Staff;
 use crate::clock::{rfc3339, Clock};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
 use store::Db;
 
@@ -53,7 +53,10 @@ pub async fn set_with_draft(db: &Db, draft: &Draft) -> DomainResult<PolicySet> {
     source.markdown = set_front_matter(&source.markdown, "status", Some("\"draft\""));
     let sources = super::with_version(versions::sources(db).await?, source);
     PolicySet::from_sources(super::supersede(sources)).map_err(|e| {
-        DomainError::bad_request("invalid_draft", format!("the draft does not load: {e}"))
+        DomainError::bad_request(
+            ErrorCode::InvalidDraft,
+            format!("the draft does not load: {e}"),
+        )
     })
 }
 
@@ -69,13 +72,13 @@ async fn checked_draft(
     let draft = drafts::load_draft(db, clock, doc_id).await?;
     if draft.version == 0 {
         return Err(DomainError::conflict(
-            "draft_not_saved",
+            ErrorCode::DraftNotSaved,
             "save the draft before a what-if",
         ));
     }
     if let Some(problem) = draft.problems.first() {
         return Err(DomainError::bad_request(
-            "invalid_draft",
+            ErrorCode::InvalidDraft,
             format!(
                 "the draft has problems ({}: {})",
                 problem.field, problem.message
@@ -99,7 +102,7 @@ pub async fn run_against_history(
     let (draft, set, pin) = checked_draft(db, clock, staff, doc_id).await?;
     let report = crate::replay::policy_diff(&set, index, tickets, &[], &pin, |_, _| {})
         .await
-        .map_err(|e| DomainError::bad_request("whatif_failed", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     let against = format!("history {name} ({} tickets)", tickets.len());
     let whatif = summary(&report, &draft, staff, clock, against);
     store(db, doc_id, &whatif).await?;
@@ -126,7 +129,7 @@ pub async fn run_against_live(
 ) -> DomainResult<WhatIf> {
     if !(1..=MAX_LIVE_DAYS).contains(&days) {
         return Err(DomainError::bad_request(
-            "invalid_days",
+            ErrorCode::InvalidDays,
             format!("live days must be 1 to {MAX_LIVE_DAYS}, not {days}"),
         ));
     }
@@ -134,7 +137,7 @@ pub async fn run_against_live(
     let since = clock.now_ms() - i64::from(days) * 86_400_000;
     let (recorded, unreadable) = recorded_cases(db, since).await?;
     let mut report = crate::replay::facts_diff(&set, &recorded, &[], &pin)
-        .map_err(|e| DomainError::bad_request("whatif_failed", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     report.total += unreadable.len();
     report.errors = unreadable;
     let against = format!(
@@ -222,7 +225,7 @@ async fn store(db: &Db, doc_id: &str, whatif: &WhatIf) -> DomainResult<()> {
     .await?;
     if done.rows_affected() == 0 {
         return Err(DomainError::conflict(
-            "draft_changed",
+            ErrorCode::DraftChanged,
             "the draft was saved while the what-if ran; run it again",
         ));
     }
@@ -247,7 +250,7 @@ pub fn history_files(dir: &std::path::Path) -> Vec<String> {
 pub fn read_history(dir: &std::path::Path, name: &str) -> DomainResult<Vec<HistoricalTicket>> {
     if !history_files(dir).iter().any(|n| n == name) {
         return Err(DomainError::bad_request(
-            "unknown_history",
+            ErrorCode::UnknownHistory,
             format!(
                 "no history file '{name}' (known: {})",
                 history_files(dir).join(", ")
@@ -259,7 +262,7 @@ pub fn read_history(dir: &std::path::Path, name: &str) -> DomainResult<Vec<Histo
     let (tickets, errors) = crate::replay::parse_history(&text);
     if let Some(error) = errors.first() {
         return Err(DomainError::bad_request(
-            "invalid_history",
+            ErrorCode::InvalidHistory,
             format!(
                 "{name}: {} line(s) unreadable, first: {error:?}",
                 errors.len()

@@ -2,7 +2,7 @@
 //! (docs/spec/invariants.md #2), used once by the executor, void when the proposal changes.
 
 use super::Case;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Tx};
 
 /// Voids the case's valid approvals: what they approved is no longer what would be
@@ -46,7 +46,7 @@ pub async fn record_approval(
         if let sqlx::Error::Database(db) = &e {
             if db.is_unique_violation() {
                 return Err(DomainError::conflict(
-                    "already_decided",
+                    ErrorCode::AlreadyDecided,
                     "another reviewer already decided this proposal",
                 ));
             }

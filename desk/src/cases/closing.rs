@@ -2,7 +2,7 @@
 //! `cases` columns behind issue 17's close and assign, written only here.
 
 use super::{update_case, void_approvals, Case};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::Tx;
 
 /// Closes a case: a versioned update to `closed` that also clears the fingerprint and
@@ -14,13 +14,13 @@ use store::Tx;
 pub async fn close(tx: &mut Tx<'_>, case: &Case, reason: &str, now: i64) -> DomainResult<()> {
     if case.status.is_at_rest() {
         return Err(DomainError::conflict(
-            "already_closed",
+            ErrorCode::AlreadyClosed,
             format!("the case is already {}", case.status.as_str()),
         ));
     }
     if case.status.has_refund_in_flight() {
         return Err(DomainError::conflict(
-            "refund_in_flight",
+            ErrorCode::RefundInFlight,
             format!(
                 "the case is {}: a refund is on its way to the provider; close it once the provider has answered",
                 case.status.as_str()

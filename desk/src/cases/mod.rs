@@ -199,7 +199,7 @@ pub async fn open_case(
 /// The error code of a versioned case update that found the case changed since it was
 /// read (another worker, reviewer or customer moved it). The caller's transaction must
 /// roll back: nothing it wrote stands.
-pub const CASE_CHANGED: &str = "case_changed";
+pub const CASE_CHANGED: crate::error::ErrorCode = crate::error::ErrorCode::CaseChanged;
 
 /// The conflict a lost versioned case update reports (see [`CASE_CHANGED`]).
 pub fn case_changed() -> DomainError {

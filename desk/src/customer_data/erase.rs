@@ -10,7 +10,7 @@
 use sqlx::Row;
 
 use super::classify::{self, Class, Rows, ERASED, ERASED_JSON};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{Backend, Db, Tx};
 
 /// What an erasure did.
@@ -88,7 +88,7 @@ async fn refuse_while_money_moves(db: &Db, customer_id: &str) -> DomainResult<()
     if let Some(row) = busy {
         let case_id: String = row.try_get("id")?;
         return Err(DomainError::conflict(
-            "refund_in_flight",
+            ErrorCode::RefundInFlight,
             format!("case {case_id} is still moving money; erase once its refund is final"),
         ));
     }
@@ -102,7 +102,7 @@ async fn refuse_while_money_moves(db: &Db, customer_id: &str) -> DomainResult<()
     if let Some(row) = running {
         let case_id: String = row.try_get("case_id")?;
         return Err(DomainError::conflict(
-            "case_in_progress",
+            ErrorCode::CaseInProgress,
             format!("case {case_id} is still open with the agent; erase once it is closed"),
         ));
     }

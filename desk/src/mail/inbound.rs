@@ -23,7 +23,7 @@ use super::parse::{self, Automatic, ParsedMail};
 use super::MailSettings;
 use crate::clock::Clock;
 use crate::customer::{self, EmailIn, NewTicket, Origin};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::mailbox::attachments::Attachment;
 use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
 use crate::mailbox::{addresses, outbox, MailKind};
@@ -107,7 +107,7 @@ pub async fn take(
     let now = intake.clock.now_ms();
     let parsed = match parse::parse(raw) {
         Ok(parsed) => parsed,
-        Err(e) => return Err(DomainError::bad_request("not_a_mail", e.to_string())),
+        Err(e) => return Err(DomainError::bad_request(ErrorCode::NotAMail, e.to_string())),
     };
     if let Some(seen) = record::seen(intake.db, &parsed.message_key).await? {
         return Ok(duplicate(seen));

@@ -9,7 +9,7 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Db, Tx};
 
 /// What a mail tells its reader (the customer-facing changes of docs/spec/email.md, and
@@ -423,7 +423,7 @@ async fn versioned(
         .await?;
     if done.rows_affected() != 1 {
         return Err(DomainError::conflict(
-            "mail_changed",
+            ErrorCode::MailChanged,
             "the outbox row changed meanwhile (another sender took it)",
         ));
     }

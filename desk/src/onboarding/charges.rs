@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::payments::{PaymentsClient, ProviderCharge, ProviderError};
 use store::Db;
 
@@ -357,7 +357,7 @@ async fn may_link(db: &Db, charge: &ProviderCharge, order_id: &str) -> DomainRes
             .is_empty()
         {
             return Err(DomainError::conflict(
-                "charge_already_linked",
+                ErrorCode::ChargeAlreadyLinked,
                 format!("charge {charge_id} names order {named} in its metadata"),
             ));
         }
@@ -370,7 +370,7 @@ async fn may_link(db: &Db, charge: &ProviderCharge, order_id: &str) -> DomainRes
     let other_provider = !order_provider.is_empty() && &order_provider != provider_customer;
     if theirs || other_provider {
         return Err(DomainError::conflict(
-            "charge_owner_mismatch",
+            ErrorCode::ChargeOwnerMismatch,
             format!(
                 "charge {charge_id} is provider customer {provider_customer}'s; order {order_id} is customer {order_customer}'s"
             ),

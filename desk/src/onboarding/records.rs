@@ -21,7 +21,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::clock::to_ms;
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{Db, Tx};
 
 /// The longest id, name or email accepted (ids are opaque to us, docs/spec/domain.md).
@@ -50,10 +50,10 @@ impl RecordError {
     }
 
     /// The error code a caller sees (`unknown_currency`, `invalid_record`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            RecordError::UnknownCurrency(_) => "unknown_currency",
-            RecordError::Missing(_) | RecordError::Invalid { .. } => "invalid_record",
+            RecordError::UnknownCurrency(_) => ErrorCode::UnknownCurrency,
+            RecordError::Missing(_) | RecordError::Invalid { .. } => ErrorCode::InvalidRecord,
         }
     }
 }
@@ -313,7 +313,7 @@ pub(crate) const UPSERT_ORDER: &str =
 fn path_id(path: &str, body: &mut Option<String>) -> DomainResult<()> {
     match body.as_deref() {
         Some(id) if id != path => Err(DomainError::bad_request(
-            "id_mismatch",
+            ErrorCode::IdMismatch,
             format!("the body's id '{id}' is not the path's '{path}'"),
         )),
         _ => {
@@ -330,7 +330,7 @@ pub async fn put_customer(db: &Db, id: &str, mut row: CustomerRow) -> DomainResu
     let customer = row.check()?;
     let mut tx = db.begin().await?;
     if let Some(other) = customer_sharing(&mut tx, &customer).await? {
-        return Err(DomainError::conflict("customer_conflict", other));
+        return Err(DomainError::conflict(ErrorCode::CustomerConflict, other));
     }
     let done = upsert_customer_tx(&mut tx, &customer).await?;
     tx.commit().await?;
@@ -381,14 +381,14 @@ pub async fn put_order(db: &Db, id: &str, mut row: OrderRow) -> DomainResult<Ups
         .await?;
     if customer.is_none() {
         return Err(DomainError::bad_request(
-            "unknown_customer",
+            ErrorCode::UnknownCustomer,
             format!("customer {} does not exist", order.customer_id),
         ));
     }
     if let Some(owner) = order_owner(&mut tx, &order.id).await? {
         if owner != order.customer_id {
             return Err(DomainError::conflict(
-                "order_owner_changed",
+                ErrorCode::OrderOwnerChanged,
                 format!(
                     "order {} is customer {owner}'s; an order never moves to another customer",
                     order.id

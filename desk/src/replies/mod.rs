@@ -388,9 +388,12 @@ mod tests {
     #[test]
     fn page_labels_and_errors_exist_in_every_language() {
         let errors = [
-            DomainError::bad_request("empty_message", "the message is empty"),
+            DomainError::bad_request(
+                crate::error::ErrorCode::EmptyMessage,
+                "the message is empty",
+            ),
             DomainError::PayloadTooLarge("too long".into()),
-            DomainError::bad_request("invalid_order_id", "too long"),
+            DomainError::bad_request(crate::error::ErrorCode::InvalidOrderId, "too long"),
             DomainError::TooManyRequests,
             DomainError::NotFound("ticket"),
             crate::cases::case_changed(),

@@ -1,7 +1,7 @@
 //! The labels and error messages of the customer's ticket pages, per language.
 
 use super::language::Language;
-use crate::error::DomainError;
+use crate::error::{DomainError, ErrorCode};
 
 /// Every label of the customer's ticket list and ticket page, in one language. A struct
 /// rather than strings compared in templates: a language without a label does not compile.
@@ -360,12 +360,12 @@ pub fn page_error(lang: Language, error: &DomainError) -> String {
     let max = super::MAX_MESSAGE_CHARS;
     let [empty, too_long, long_order, rate_limited, changed, generic] = error_words(lang);
     match error.code() {
-        "empty_message" => empty.to_string(),
-        "payload_too_large" => too_long.replace("{max}", &max.to_string()),
-        "invalid_order_id" => long_order.to_string(),
-        "rate_limited" => rate_limited.to_string(),
-        "not_found" => ticket_not_found(lang).to_string(),
-        "case_changed" | "conflict" => changed.to_string(),
+        ErrorCode::EmptyMessage => empty.to_string(),
+        ErrorCode::PayloadTooLarge => too_long.replace("{max}", &max.to_string()),
+        ErrorCode::InvalidOrderId => long_order.to_string(),
+        ErrorCode::RateLimited => rate_limited.to_string(),
+        ErrorCode::NotFound => ticket_not_found(lang).to_string(),
+        ErrorCode::CaseChanged => changed.to_string(),
         _ => generic.to_string(),
     }
 }

@@ -18,7 +18,7 @@ use policy_engine::{Product, Region, RequestKind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 
 /// What a mode applies to. The most specific scope that has a row wins, in this order:
 /// request kind, then product, then region, then all tickets (`Scope::specificity`).
@@ -45,7 +45,7 @@ impl Scope {
     pub fn parse(text: &str) -> DomainResult<Scope> {
         let bad = || {
             DomainError::bad_request(
-                "invalid_scope",
+                ErrorCode::InvalidScope,
                 format!(
                     "unknown scope '{text}': use all, region:CN|US|EU|JP, \
                      product:annual_plan|monthly_plan|addon or request:<request kind>"
@@ -98,15 +98,15 @@ impl Mode {
             ("assist", None) => Ok(Mode::Assist),
             ("canary", Some(p)) if (1..=99).contains(&p) => Ok(Mode::Canary { percent: p as u8 }),
             ("canary", _) => Err(DomainError::bad_request(
-                "invalid_percent",
+                ErrorCode::InvalidPercent,
                 "canary takes a percent from 1 to 99",
             )),
             ("shadow" | "assist", Some(_)) => Err(DomainError::bad_request(
-                "invalid_percent",
+                ErrorCode::InvalidPercent,
                 "only canary takes a percent",
             )),
             (other, _) => Err(DomainError::bad_request(
-                "invalid_mode",
+                ErrorCode::InvalidMode,
                 format!("unknown mode '{other}': use shadow, canary or assist"),
             )),
         }

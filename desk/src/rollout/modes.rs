@@ -6,7 +6,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::{Mode, Scope, Subject};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{Db, Tx};
 
 /// The audit log's subject for rollout changes (`audit::case_timeline` reads them).
@@ -95,7 +95,7 @@ pub async fn set_mode(
     let reason = reason.trim();
     if reason.chars().count() > 500 {
         return Err(DomainError::bad_request(
-            "reason_too_long",
+            ErrorCode::ReasonTooLong,
             "a reason is at most 500 characters",
         ));
     }

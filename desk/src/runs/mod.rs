@@ -41,7 +41,7 @@ pub const DEPENDENCY_RETRY_MS: i64 = 30_000;
 
 /// The error code of a versioned run update that found the run changed: another worker
 /// claimed it after our lease expired, or the case cancelled it. The loser stops.
-pub const RUN_CHANGED: &str = "run_changed";
+pub const RUN_CHANGED: crate::error::ErrorCode = crate::error::ErrorCode::RunChanged;
 
 /// docs/spec/lifecycle.md run states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]

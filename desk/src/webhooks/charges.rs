@@ -24,7 +24,7 @@ use sqlx::Row;
 
 use super::{insert_event, record_only, Event, Outcome};
 use crate::cases::{self, CaseStatus};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::payments::ProviderError;
 use crate::refunds::Sender;
 
@@ -81,7 +81,7 @@ pub async fn process_charge_event(
 ) -> DomainResult<Outcome> {
     let Some(charge_id) = charge_id_of(event) else {
         return Err(DomainError::bad_request(
-            "invalid_event",
+            ErrorCode::InvalidEvent,
             format!("a {} event names no charge", event.kind),
         ));
     };

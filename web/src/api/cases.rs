@@ -8,6 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::{AppError, AppResult};
@@ -62,7 +63,7 @@ pub async fn get_cases(
     let staff = principal.staff()?;
     // A malformed query string answers in the API's error shape, not axum's plain text.
     let Query(filter) =
-        filter.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
+        filter.map_err(|e| AppError::bad_request(ErrorCode::InvalidQuery, e.body_text()))?;
     let status = status_filter(filter.status.as_deref())?;
     let page = ListPage::of(&filter)?;
     let query = cases::CaseQuery {
@@ -111,7 +112,7 @@ impl<'a> ListPage<'a> {
             Some("oldest") => Some(false),
             Some(_) => {
                 return Err(AppError::bad_request(
-                    "invalid_sort",
+                    ErrorCode::InvalidSort,
                     "sort is `newest` or `oldest`",
                 ))
             }
@@ -119,7 +120,7 @@ impl<'a> ListPage<'a> {
         let limit = filter.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=500).contains(&limit) {
             return Err(AppError::bad_request(
-                "invalid_limit",
+                ErrorCode::InvalidLimit,
                 "limit is a whole number from 1 to 500",
             ));
         }
@@ -127,7 +128,7 @@ impl<'a> ListPage<'a> {
             None => None,
             Some(after) => Some(cases::parse_cursor(after).ok_or_else(|| {
                 AppError::bad_request(
-                    "invalid_cursor",
+                    ErrorCode::InvalidCursor,
                     "after is the cursor a Link header gave (`created_at:case_id`)",
                 )
             })?),
@@ -214,7 +215,7 @@ pub async fn post_reject(
     let staff = principal.staff()?;
     if input.reason.trim().is_empty() {
         return Err(AppError::bad_request(
-            "missing_reason",
+            ErrorCode::MissingReason,
             "a rejection needs a reason",
         ));
     }

@@ -10,7 +10,7 @@ use axum::routing::{post, MethodRouter};
 use axum::Json;
 
 use crate::error::{AppError, AppResult};
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 use desk::mail::inbound::{self, InboundOutcome};
 use desk::state::AppState;
 
@@ -37,7 +37,7 @@ pub async fn post_inbound_email(
     let essence = content_type.split(';').next().unwrap_or("").trim();
     if !essence.eq_ignore_ascii_case("message/rfc822") {
         return Err(DomainError::bad_request(
-            "unsupported_media_type",
+            ErrorCode::UnsupportedMediaType,
             "send one raw message as Content-Type: message/rfc822",
         )
         .into());

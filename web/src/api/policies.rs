@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -63,7 +64,7 @@ pub async fn put_draft(
             StatusCode::CONFLICT,
             Json(json!({
                 "error": {
-                    "code": "draft_changed",
+                    "code": ErrorCode::DraftChanged,
                     "message": format!(
                         "the draft was saved meanwhile (now version {}): your text is returned with a diff to the saved one",
                         conflict.current.version
@@ -106,7 +107,7 @@ pub async fn post_whatif(
         (None, Some(days)) => whatif::run_against_live(db, clock, staff, &doc, days).await?,
         _ => {
             return Err(desk::error::DomainError::bad_request(
-                "invalid_whatif",
+                ErrorCode::InvalidWhatif,
                 "give either history (a file name) or live_days, not both",
             )
             .into())

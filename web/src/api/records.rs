@@ -7,6 +7,7 @@ use crate::extract::Authed;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
+use desk::error::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AppError, AppResult};
@@ -61,16 +62,23 @@ pub async fn get_unlinked(
     State(state): State<AppState>,
     query: Result<Query<UnlinkedQuery>, QueryRejection>,
 ) -> AppResult<Json<Vec<UnlinkedCharge>>> {
-    let Query(q) = query.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
+    let Query(q) =
+        query.map_err(|e| AppError::bad_request(ErrorCode::InvalidQuery, e.body_text()))?;
     let after = match q.after.as_deref().filter(|a| !a.is_empty()) {
         None => None,
         Some(cursor) => Some(desk::cases::parse_cursor(cursor).ok_or_else(|| {
-            AppError::bad_request("invalid_cursor", "after is `created_at_ms:charge_id`")
+            AppError::bad_request(
+                ErrorCode::InvalidCursor,
+                "after is `created_at_ms:charge_id`",
+            )
         })?),
     };
     let limit = q.limit.unwrap_or(100);
     if !(1..=500).contains(&limit) {
-        return Err(AppError::bad_request("invalid_limit", "limit is 1 to 500"));
+        return Err(AppError::bad_request(
+            ErrorCode::InvalidLimit,
+            "limit is 1 to 500",
+        ));
     }
     Ok(Json(charges::list_unlinked(&state.db, after, limit).await?))
 }

@@ -6,6 +6,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::{AppError, AppResult};
@@ -31,12 +32,12 @@ pub async fn get_saved_replies(
 ) -> AppResult<Json<Vec<SavedReply>>> {
     principal.staff()?;
     let Query(filter) =
-        filter.map_err(|e| AppError::bad_request("invalid_query", e.body_text()))?;
+        filter.map_err(|e| AppError::bad_request(ErrorCode::InvalidQuery, e.body_text()))?;
     let language = match filter.language.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(code) => Some(
             code.parse::<Language>()
-                .map_err(|e| AppError::bad_request("invalid_language", e.to_string()))?,
+                .map_err(|e| AppError::bad_request(ErrorCode::InvalidLanguage, e.to_string()))?,
         ),
     };
     Ok(Json(saved_replies::list(&state.db, language).await?))

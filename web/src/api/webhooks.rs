@@ -2,6 +2,7 @@
 //! (verified in constant time by `payments::signature`; no bearer token). What an event
 //! does is `webhooks::process_event`.
 
+use desk::error::ErrorCode;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -60,10 +61,16 @@ pub async fn post_payments_webhook(
     {
         tracing::warn!(error = %e, "webhook refused: bad signature");
         desk::metrics::record_webhook("invalid_signature");
-        return Err(AppError::bad_request("invalid_signature", e.to_string()));
+        return Err(AppError::bad_request(
+            ErrorCode::InvalidSignature,
+            e.to_string(),
+        ));
     }
     let event: Event = serde_json::from_slice(&body).map_err(|e| {
-        AppError::bad_request("invalid_event", format!("not a provider event: {e}"))
+        AppError::bad_request(
+            ErrorCode::InvalidEvent,
+            format!("not a provider event: {e}"),
+        )
     })?;
     let outcome = process_event(state.sender(), &state.wake, &state.versions, &event).await?;
     desk::metrics::record_webhook(outcome.as_str());

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::error::{status_of, AppError};
 use desk::auth::accounts::{self, Credential, StaffAccount};
 use desk::auth::{self, ServiceKind, Session, StaffRole};
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 
 use super::common::{error_page, render, verified, with_status, CsrfForm, Nav, SameOrigin};
@@ -211,7 +211,7 @@ pub(super) async fn deactivate_submit(
     };
     let result = if id == session.staff.id {
         Err(DomainError::conflict(
-            "own_account",
+            ErrorCode::OwnAccount,
             "you cannot deactivate yourself",
         ))
     } else {

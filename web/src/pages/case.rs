@@ -17,7 +17,7 @@ use crate::error::{status_of, AppError};
 use desk::approvals::{self, Verdict};
 use desk::auth::{self, Session};
 use desk::cases::{self, CaseStatus};
-use desk::error::DomainError;
+use desk::error::{DomainError, ErrorCode};
 use desk::refunds::{PastRefund, RefundView};
 use desk::state::AppState;
 use desk::tickets::TicketLine;
@@ -763,9 +763,9 @@ pub(super) fn hand_decision(
     form: &HandDecisionForm,
 ) -> Result<desk::shadow_live::ManualDecision, DomainError> {
     let outcome = parse_plain(&form.outcome)
-        .map_err(|e| DomainError::bad_request("invalid_outcome", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request(ErrorCode::InvalidOutcome, e.to_string()))?;
     let reason = parse_plain(&form.reason)
-        .map_err(|e| DomainError::bad_request("invalid_reason", e.to_string()))?;
+        .map_err(|e| DomainError::bad_request(ErrorCode::InvalidReason, e.to_string()))?;
     let refunds = [
         (&form.charge_1, &form.amount_1),
         (&form.charge_2, &form.amount_2),

@@ -8,6 +8,7 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::AppError;
@@ -115,8 +116,11 @@ pub(super) async fn erase_submit(
     };
     let id = form.customer.trim();
     if id.is_empty() || id != form.confirm.trim() {
-        return AppError::bad_request("confirm_mismatch", "type the customer's id twice, alike")
-            .into_response();
+        return AppError::bad_request(
+            ErrorCode::ConfirmMismatch,
+            "type the customer's id twice, alike",
+        )
+        .into_response();
     }
     let now = state.clock.now_ms();
     match desk::customer_data::erase::erase(&state.db, &session.staff.id, id, now).await {

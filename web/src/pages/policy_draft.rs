@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use super::common::{error_page, render, verified, with_status, Nav};
@@ -284,7 +285,7 @@ async fn run_whatif(
     if !days.is_empty() {
         let days = days.parse().map_err(|_| {
             desk::error::DomainError::bad_request(
-                "invalid_days",
+                ErrorCode::InvalidDays,
                 format!("'{days}' is not a number of days"),
             )
         })?;

@@ -8,6 +8,7 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::AppError;
@@ -223,7 +224,7 @@ pub(super) async fn rollout_submit(
             "" => None,
             p => Some(p.parse::<i64>().map_err(|_| {
                 desk::error::DomainError::bad_request(
-                    "invalid_percent",
+                    ErrorCode::InvalidPercent,
                     "the percent is a whole number",
                 )
             })?),
