@@ -13,6 +13,7 @@ pub mod signature;
 #[cfg(test)]
 mod wire_tests;
 
+use domain::backoff::Backoff;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -490,13 +491,10 @@ pub fn create_retry_decision(status: u16, code: Option<&str>, should_retry: Opti
     }
 }
 
-/// `base × (1 + n²)` capped at 5 s, scaled by `jitter` ∈ [0, 1) into 75–100 %, floored
-/// at `base`.
+/// The product's one backoff (`domain::backoff`) from `base`, capped at 5 s, scaled by
+/// `jitter` ∈ [0, 1) into 75–100 %, floored at `base`.
 pub fn backoff_delay(base: Duration, attempt: u32, jitter: f64) -> Duration {
-    let factor = 1 + attempt.saturating_mul(attempt);
-    let capped = base.saturating_mul(factor).min(Duration::from_secs(5));
-    let jittered = capped.mul_f64(0.75 + 0.25 * jitter.clamp(0.0, 1.0));
-    jittered.max(base.min(Duration::from_secs(5)))
+    Backoff::new(base, Duration::from_secs(5)).jittered(attempt, jitter)
 }
 
 fn header_bool(resp: &reqwest::Response, name: &str) -> Option<bool> {
@@ -576,7 +574,7 @@ mod tests {
     fn backoff_grows_is_capped_and_jittered_within_bounds() {
         let base = Duration::from_millis(500);
         assert_eq!(backoff_delay(base, 1, 1.0), Duration::from_millis(1000));
-        assert_eq!(backoff_delay(base, 2, 1.0), Duration::from_millis(2500));
+        assert_eq!(backoff_delay(base, 2, 1.0), Duration::from_millis(2000));
         assert_eq!(backoff_delay(base, 9, 1.0), Duration::from_secs(5));
         assert_eq!(backoff_delay(base, 1, 0.0), Duration::from_millis(750));
         assert_eq!(backoff_delay(base, 0, 0.0), base, "never below the base");

@@ -7,6 +7,7 @@
 //! checks over `cargo metadata` that this crate never depends on sqlx, axum, reqwest,
 //! askama, tokio or any crate of the product above it.
 
+pub mod backoff;
 pub mod error_code;
 pub use error_code::ErrorCode;
 pub mod resolve;

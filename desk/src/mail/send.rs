@@ -10,6 +10,9 @@
 //! second copy with the same Message-ID, which mail clients fold into one.
 //! `run_once` is one pass (tests call it; `serve`'s worker loops it).
 
+use std::time::Duration;
+
+use domain::backoff::Backoff;
 use sqlx::Row;
 
 use super::render::{self, MailContext};
@@ -55,12 +58,13 @@ impl SendReport {
     }
 }
 
-/// The wait before attempt `attempts + 1`: the retry setting, doubled per attempt made.
+/// The wait before attempt `attempts + 1`: the retry setting, doubled per attempt made
+/// (the product's one backoff, `domain::backoff`, in the outbox's milliseconds).
 pub fn backoff_ms(retry_ms: i64, attempts: i64) -> i64 {
-    let doublings = attempts.clamp(0, 20) as u32;
-    retry_ms
-        .saturating_mul(1_i64 << doublings)
-        .min(MAX_RETRY_MS)
+    let millis = |ms: i64| Duration::from_millis(ms.max(0) as u64);
+    let attempt = attempts.clamp(0, i64::from(u32::MAX)) as u32;
+    let wait = Backoff::new(millis(retry_ms), millis(MAX_RETRY_MS)).delay(attempt);
+    wait.as_millis().min(MAX_RETRY_MS as u128) as i64
 }
 
 /// One pass: every due row, sent or scheduled again. Without `SMTP_URL` nothing is sent.

@@ -19,6 +19,7 @@
 
 pub mod reader;
 
+use domain::backoff::Backoff;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
@@ -225,7 +226,7 @@ impl LlmModel {
     }
 
     fn wait_before_retry(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        let exponential = self.backoff.saturating_mul(2u32.saturating_pow(attempt));
+        let exponential = Backoff::new(self.backoff, self.max_backoff).delay(attempt);
         retry_after
             .unwrap_or(exponential)
             .max(self.backoff)
