@@ -1345,6 +1345,8 @@ async fn durable_runs_peer_shape(
 /// The peer's model: `lookup_order` once a turn until 6 results, then an answer.
 struct PeerShape;
 
+impl desk::agent::Model for PeerShape {}
+
 impl harness::Model<desk::agent::Proposal> for PeerShape {
     fn name(&self) -> String {
         "peer-shape".into()

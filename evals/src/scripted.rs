@@ -152,6 +152,8 @@ impl ScriptedModel {
     }
 }
 
+impl desk::agent::Model for ScriptedModel {}
+
 impl harness::Model<desk::agent::Proposal> for ScriptedModel {
     fn name(&self) -> String {
         self.name.clone()
@@ -198,6 +200,8 @@ impl<M: Model> RewritingModel<M> {
         self.calls.load(Ordering::SeqCst)
     }
 }
+
+impl<M: Model> desk::agent::Model for RewritingModel<M> {}
 
 impl<M: Model> harness::Model<desk::agent::Proposal> for RewritingModel<M> {
     fn name(&self) -> String {

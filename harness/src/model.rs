@@ -70,12 +70,6 @@ pub struct ModelContext<'a> {
 pub trait Model<A: Send + 'static>: Send + Sync {
     fn name(&self) -> String;
 
-    /// The concrete model, for a product that runs some models differently (e.g. one
-    /// that also drives sub-agents). `None` unless the model opts in.
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        None
-    }
-
     /// The next turn. Models that do not meter tokens implement only this.
     fn next_turn<'a>(&'a self, ctx: &'a ModelContext<'a>)
         -> BoxFuture<'a, anyhow::Result<Turn<A>>>;

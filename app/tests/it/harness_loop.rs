@@ -1135,6 +1135,8 @@ impl Tripwire {
 
 struct TripModel(Arc<Tripwire>);
 
+impl desk::agent::Model for TripModel {}
+
 impl harness::Model<desk::agent::Proposal> for TripModel {
     fn name(&self) -> String {
         "builtin-investigator".into()
@@ -1319,6 +1321,8 @@ struct GatedModel {
     entered: Notify,
     release: Notify,
 }
+
+impl desk::agent::Model for GatedModel {}
 
 impl harness::Model<desk::agent::Proposal> for GatedModel {
     fn name(&self) -> String {

@@ -191,3 +191,43 @@ fn the_workspace_has_no_crate_outside_the_floors() {
         .collect();
     assert!(unplaced.is_empty(), "crates without a floor: {unplaced:?}");
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .expect("the directory reads")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn the_harness_speaks_of_agents_and_offers_no_downcast() {
+    // The harness knows agents, not refunds (ARCHITECTURE.md, `harness/`): a product
+    // word in it, or a way to reach the concrete model behind the trait, is a layer leak.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness");
+    let mut leaks = Vec::new();
+    for dir in ["src", "tests"] {
+        for file in rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).expect("a source file reads");
+            for (n, line) in text.lines().enumerate() {
+                let lower = line.to_lowercase();
+                if ["refund", "as_any", "downcast"]
+                    .iter()
+                    .any(|w| lower.contains(w))
+                {
+                    leaks.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}

@@ -392,6 +392,8 @@ async fn a_run_awaiting_approval_is_never_flagged_a_human_owns_it() {
 /// renewing its lease, as long as the model call's timeout allows.
 struct HungModel;
 
+impl desk::agent::Model for HungModel {}
+
 impl harness::Model<Proposal> for HungModel {
     fn name(&self) -> String {
         "hung".into()

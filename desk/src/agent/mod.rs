@@ -41,11 +41,17 @@ use serde::{Deserialize, Serialize};
 pub use harness::{context, BoxFuture, Exchange, ModelContext, ToolCall, ToolOutcome, Usage};
 pub use rules::violation;
 
-/// A model of the refund investigation: any harness model whose answer is a
-/// [`Proposal`]. Implement [`harness::Model<Proposal>`]; this trait follows.
-pub trait Model: harness::Model<Proposal> {}
-
-impl<T: harness::Model<Proposal> + ?Sized> Model for T {}
+/// A model of the refund investigation: a harness model whose answer is a [`Proposal`],
+/// and what the product asks of it beyond the harness (`impl Model for X {}` takes the
+/// defaults).
+pub trait Model: harness::Model<Proposal> {
+    /// The LLM whose server also runs the investigation's sub-agent readers
+    /// (`investigation::children`); `None` for a model that investigates alone, as the
+    /// built-in investigator does, live and in replay alike.
+    fn sub_agent_server(&self) -> Option<&llm::LlmModel> {
+        None
+    }
+}
 
 /// What a model may say in one turn.
 pub type ModelTurn = harness::Turn<Proposal>;

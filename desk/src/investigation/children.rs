@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use super::sql_log::{self, SqlLog};
 use crate::agent::findings::{Findings, Reader};
 use crate::agent::llm::reader::LlmReader;
-use crate::agent::llm::{LlmModel, SUBMIT_FINDINGS};
+use crate::agent::llm::SUBMIT_FINDINGS;
 use crate::agent::tools::{self, ToolEnv};
 use crate::agent::{BoxFuture, ModelTurn, Proposal};
 use crate::clock::{Clock, HarnessClock};
@@ -67,7 +67,7 @@ pub type ReaderModel<'a> = (Reader, &'a dyn Model<Findings>);
 /// same model server. `None` for any other model: the built-in investigator runs a
 /// single loop, live and in replay alike.
 pub fn llm_readers(model: &dyn crate::agent::Model) -> Option<[(Reader, LlmReader<'_>); 2]> {
-    let llm = model.as_any()?.downcast_ref::<LlmModel>()?;
+    let llm = model.sub_agent_server()?;
     Some(Reader::ALL.map(|reader| (reader, llm.reader(reader))))
 }
 
@@ -411,6 +411,8 @@ impl Briefed<'_> {
         self.model.next_reply(&briefed).await
     }
 }
+
+impl crate::agent::Model for Briefed<'_> {}
 
 impl Model<Proposal> for Briefed<'_> {
     fn name(&self) -> String {

@@ -61,6 +61,8 @@ pub(crate) struct CrashingModel {
     pub(crate) tripped: tokio::sync::Notify,
 }
 
+impl desk::agent::Model for CrashingModel {}
+
 impl harness::Model<desk::agent::Proposal> for CrashingModel {
     fn name(&self) -> String {
         self.inner.name()

@@ -383,6 +383,8 @@ struct Misbehaving {
     propose_after: Option<usize>,
 }
 
+impl desk::agent::Model for Misbehaving {}
+
 impl harness::Model<desk::agent::Proposal> for Misbehaving {
     fn name(&self) -> String {
         "misbehaving".into()

@@ -26,6 +26,8 @@ use super::{BoxFuture, ModelContext, ModelTurn};
 
 pub struct Investigator;
 
+impl crate::agent::Model for Investigator {}
+
 impl harness::Model<crate::agent::Proposal> for Investigator {
     fn name(&self) -> String {
         "builtin-investigator".to_string()

@@ -234,14 +234,16 @@ impl LlmModel {
     }
 }
 
+/// The live loop runs this model with sub-agents (`investigation::children`).
+impl crate::agent::Model for LlmModel {
+    fn sub_agent_server(&self) -> Option<&LlmModel> {
+        Some(self)
+    }
+}
+
 impl harness::Model<crate::agent::Proposal> for LlmModel {
     fn name(&self) -> String {
         format!("llm:{}", self.model)
-    }
-
-    /// The live loop runs this model with sub-agents (`investigation::children`).
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 
     fn next_turn<'a>(
