@@ -12,7 +12,6 @@ use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::{self, Language};
 use crate::views::CaseView;
 use crate::workflow::Rules;
-use crate::world::parse_plain;
 use store::{Db, Tx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,10 +139,9 @@ async fn may_decide(
 
 /// The role a case's refund needs to be approved (a supervisor when none is recorded).
 fn required_role(case: &cases::Case) -> DomainResult<policy_engine::Role> {
-    match &case.required_role {
-        Some(r) => Ok(parse_plain(r)?),
-        None => Ok(policy_engine::Role::Supervisor),
-    }
+    Ok(case
+        .required_role
+        .unwrap_or(policy_engine::Role::Supervisor))
 }
 
 /// Whether `staff` has the authority RP-004 asks to approve this case's refund — which

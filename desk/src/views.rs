@@ -84,10 +84,10 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         evidence,
         evidence_hash: case.evidence_hash.clone(),
         fingerprint: case.fingerprint.clone(),
-        required_role: case.required_role.clone(),
-        reason_code: case.reason_code.clone(),
+        required_role: case.required_role.map(|r| r.as_str().to_string()),
+        reason_code: case.reason_code.map(|r| r.as_str().to_string()),
         refund_total,
-        currency: case.currency.clone(),
+        currency: case.currency.map(|c| c.to_string()),
         void_reason: case.void_reason.clone(),
         policy_index: case.policy_index.clone(),
         refunds: refunds::refund_views(db, &case.id).await?,
@@ -251,7 +251,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
         .iter()
         .map(|case| CaseLine {
             amount: refund_total(case)
-                .zip(case.currency.as_deref())
+                .zip(case.currency)
                 .map(|(total, currency)| format!("{total} {currency}")),
             ..found.remove(&case.id).unwrap_or_default()
         })
@@ -260,11 +260,9 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
 
 /// A case's refund total as an amount string (`198.00`), once it has one.
 fn refund_total(case: &Case) -> Option<String> {
-    match (case.refund_total_minor, case.currency.as_deref()) {
-        (Some(minor), Some(cur)) => cur
-            .parse::<policy_engine::Currency>()
+    match (case.refund_total_minor, case.currency) {
+        (Some(minor), Some(currency)) => policy_engine::Money::from_minor(minor, currency)
             .ok()
-            .and_then(|c| policy_engine::Money::from_minor(minor, c).ok())
             .map(|m| m.amount_string()),
         _ => None,
     }

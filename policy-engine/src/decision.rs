@@ -86,6 +86,18 @@ impl ReasonCode {
     }
 }
 
+impl std::str::FromStr for ReasonCode {
+    type Err = crate::PolicyError;
+
+    /// The snake-case name (`duplicate_charge`), as `as_str` writes it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ReasonCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == s)
+            .ok_or_else(|| crate::PolicyError::UnknownName("reason code", s.to_string()))
+    }
+}
+
 /// Staff roles, ordered by authority: `Agent < Supervisor < Admin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -103,6 +115,18 @@ impl Role {
             Role::Supervisor => "supervisor",
             Role::Admin => "admin",
         }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = crate::PolicyError;
+
+    /// The snake-case name (`supervisor`), as `as_str` writes it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Role::Agent, Role::Supervisor, Role::Admin]
+            .into_iter()
+            .find(|role| role.as_str() == s)
+            .ok_or_else(|| crate::PolicyError::UnknownName("role", s.to_string()))
     }
 }
 
@@ -315,6 +339,23 @@ impl Sink for Sha256 {
 impl Sink for Vec<u8> {
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::{ReasonCode, Role};
+
+    #[test]
+    fn reason_codes_and_roles_read_back_what_they_write_and_refuse_other_names() {
+        for code in ReasonCode::ALL {
+            assert_eq!(code.as_str().parse::<ReasonCode>().ok(), Some(code));
+        }
+        for role in [Role::Agent, Role::Supervisor, Role::Admin] {
+            assert_eq!(role.as_str().parse::<Role>().ok(), Some(role));
+        }
+        assert!("Duplicate_Charge".parse::<ReasonCode>().is_err());
+        assert!("owner".parse::<Role>().is_err());
     }
 }
 

@@ -138,4 +138,7 @@ pub enum PolicyError {
     /// A what-if run pinned a version that does not exist (`RP-001@9`) or is malformed.
     #[error("unknown policy version '{0}'")]
     UnknownVersion(String),
+    /// A stored or sent name that is not a reason code or a role of `docs/spec/domain.md`.
+    #[error("unknown {0} '{1}'")]
+    UnknownName(&'static str, String),
 }

@@ -125,18 +125,7 @@ fn pg_dump(url: &str) -> String {
 
 #[tokio::test]
 async fn erasing_a_customer_leaves_none_of_their_words_in_the_store_and_keeps_the_money() {
-    let logs = CapturedLogs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .json()
-        .with_current_span(true)
-        .with_span_list(true)
-        .with_writer(logs.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    // Other tests of this binary run without this subscriber: call sites they registered
-    // first are asked again, now that it listens (tokio-rs/tracing#2874).
-    tracing::callsite::rebuild_interest_cache();
+    let (logs, _capturing) = crate::support::logs::capture();
     let app = spawn_app().await;
     let case_id = refunded_customer_with_history(&app).await;
     let totals = refund_totals(&app).await;
@@ -767,27 +756,6 @@ async fn the_admin_console_shows_the_windows_exports_and_erases_a_customer() {
     );
 }
 
-/// Every line the process logs at info and above, as JSON with its spans' fields.
-#[derive(Clone, Default)]
-struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for CapturedLogs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLogs {
-    type Writer = CapturedLogs;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 /// Runs of 13 to 19 digits, spaces or dashes between them allowed: what a card number
 /// looks like in text.
 fn card_like_numbers(text: &str) -> Vec<String> {
@@ -830,18 +798,7 @@ fn card_like_numbers_are_found_with_or_without_separators_and_ids_are_not() {
 
 #[tokio::test]
 async fn a_day_of_traffic_logs_no_customer_name_email_message_or_card_number_at_info() {
-    let logs = CapturedLogs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .json()
-        .with_current_span(true)
-        .with_span_list(true)
-        .with_writer(logs.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    // Other tests of this binary run without this subscriber: call sites they registered
-    // first are asked again, now that it listens (tokio-rs/tracing#2874).
-    tracing::callsite::rebuild_interest_cache();
+    let (logs, _capturing) = crate::support::logs::capture();
 
     let app = spawn_app().await;
     add_customers(&app, 10, "49.00", "49.00", true).await;

@@ -43,10 +43,10 @@ pub struct Case {
     pub decision: Option<String>,
     pub evidence_hash: Option<String>,
     pub fingerprint: Option<String>,
-    pub required_role: Option<String>,
-    pub reason_code: Option<String>,
+    pub required_role: Option<policy_engine::Role>,
+    pub reason_code: Option<policy_engine::ReasonCode>,
     pub refund_total_minor: Option<i64>,
-    pub currency: Option<String>,
+    pub currency: Option<policy_engine::Currency>,
     pub void_reason: Option<String>,
     pub policy_index: Option<String>,
     /// The staff member working on the case (issue 17: take, assign to).
@@ -78,10 +78,10 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         decision: r.try_get("decision")?,
         evidence_hash: r.try_get("evidence_hash")?,
         fingerprint: r.try_get("fingerprint")?,
-        required_role: r.try_get("required_role")?,
-        reason_code: r.try_get("reason_code")?,
+        required_role: stored_name(r, "required_role")?,
+        reason_code: stored_name(r, "reason_code")?,
         refund_total_minor: r.try_get("refund_total_minor")?,
-        currency: r.try_get("currency")?,
+        currency: stored_name(r, "currency")?,
         void_reason: r.try_get("void_reason")?,
         policy_index: r.try_get("policy_index")?,
         assignee_id: r.try_get("assignee_id")?,
@@ -91,6 +91,22 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
+}
+
+/// A nullable column holding a name the engine defines (role, reason code, currency):
+/// read into its type at this edge; a name it does not know is a corrupt row, an
+/// internal error (the writers only ever store `as_str()`).
+fn stored_name<T>(r: &sqlx::any::AnyRow, column: &str) -> DomainResult<Option<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let Some(text) = r.try_get::<Option<String>, _>(column)? else {
+        return Ok(None);
+    };
+    text.parse()
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("cases.{column}: {e}").into())
 }
 
 impl Case {

@@ -267,13 +267,11 @@ async fn read_page(
     let shadow_pending = desk::shadow_pairs::pending(&state.db, &case.id)
         .await
         .unwrap_or(true);
-    let required_role = case
+    let required = case
         .required_role
-        .clone()
-        .unwrap_or_else(|| "supervisor".into());
-    let may_approve = parse_plain::<policy_engine::Role>(&required_role)
-        .map(|r| session.staff.role.may_approve(r))
-        .unwrap_or(false);
+        .unwrap_or(policy_engine::Role::Supervisor);
+    let may_approve = session.staff.role.may_approve(required);
+    let required_role = required.as_str().to_string();
     let supervisor = session.staff.role >= auth::StaffRole::Supervisor;
     Ok(CasePage {
         tools,

@@ -10,7 +10,6 @@ use crate::error::AppError;
 use desk::auth::Session;
 use desk::cases::{self, CaseStatus};
 use desk::state::AppState;
-use desk::world::parse_plain;
 
 use super::common::{render, Nav};
 use crate::links::query_string;
@@ -252,11 +251,14 @@ fn queue_row(
     let (required, may_approve) = if c.status == CaseStatus::Escalated {
         ("supervisor".to_string(), takes_escalations(session))
     } else {
-        let required = c.required_role.clone().unwrap_or_default();
-        let may = parse_plain::<policy_engine::Role>(&required)
-            .map(|r| session.staff.role.may_approve(r))
-            .unwrap_or(false);
-        (required, may)
+        let may = c
+            .required_role
+            .is_some_and(|r| session.staff.role.may_approve(r));
+        (
+            c.required_role
+                .map_or(String::new(), |r| r.as_str().to_string()),
+            may,
+        )
     };
     QueueRow {
         id: c.id.clone(),
@@ -266,7 +268,9 @@ fn queue_row(
         subject: line.subject,
         assignee: line.assignee,
         amount: line.amount.unwrap_or_default(),
-        reason: c.reason_code.clone().unwrap_or_default(),
+        reason: c
+            .reason_code
+            .map_or(String::new(), |r| r.as_str().to_string()),
         required_role: required,
         may_approve,
         age: age(now, c.created_at),

@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod idp;
+pub mod logs;
 pub mod mail;
 pub mod pg_cluster;
 pub mod serve;
