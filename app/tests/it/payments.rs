@@ -8,7 +8,7 @@
 //! provider's ledger (exactly one refund, or none where the provider refused), the case
 //! status and what the customer was told (RP-005).
 //!
-//! Long because it is the fault matrix of the payment boundary (reference/payments.md),
+//! Long because it is the fault matrix of the payment boundary (docs/spec/payments.md),
 //! one case a test, one binary.
 
 use std::time::Duration;
