@@ -84,7 +84,7 @@ pub async fn decide(
         Verdict::Rejected => {
             cases::transition(&mut tx, &case, CaseStatus::Rejected, now).await?;
             let language: String = sqlx::query_scalar("SELECT language FROM tickets WHERE id = $1")
-                .bind(&case.ticket_id)
+                .bind(case.ticket_id.as_str())
                 .fetch_one(&mut *tx)
                 .await?;
             let reply = replies::rejection_reply(Language::from_stored(&language));
@@ -125,7 +125,7 @@ async fn may_decide(
     let proposed = sqlx::query(
         "SELECT COUNT(*) AS n FROM audit_log WHERE subject = $1 AND action = 'proposed_by_staff' AND actor = $2",
     )
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(&staff.id)
     .fetch_one(&mut **tx)
     .await?;

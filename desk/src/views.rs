@@ -72,13 +72,13 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         blind(evidence.as_mut());
     }
     Ok(CaseView {
-        id: case.id.clone(),
-        ticket_id: case.ticket_id.clone(),
-        customer_id: case.customer_id.clone(),
+        id: case.id.to_string(),
+        ticket_id: case.ticket_id.to_string(),
+        customer_id: case.customer_id.to_string(),
         status: case.status.as_str().to_string(),
         version: case.version,
         proposal_version: case.proposal_seq,
-        run_id: case.run_id.clone(),
+        run_id: case.run_id.as_ref().map(|r| r.to_string()),
         proposal: parse(&case.proposal),
         decision: parse(&case.decision),
         evidence,
@@ -191,9 +191,9 @@ async fn header(db: &Db, case: &Case) -> DomainResult<Header> {
                 (SELECT email FROM staff WHERE id = $2) AS assignee,
                 (SELECT body FROM messages WHERE ticket_id = $3 ORDER BY seq LIMIT 1) AS first_message",
     )
-    .bind(&case.customer_id)
+    .bind(case.customer_id.as_str())
     .bind(case.assignee_id.as_deref().unwrap_or(""))
-    .bind(&case.ticket_id)
+    .bind(case.ticket_id.as_str())
     .fetch_one(db.reader())
     .await?;
     Ok(Header {
@@ -234,7 +234,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
     );
     let mut select = sqlx::query(sqlx::AssertSqlSafe(sql));
     for case in cases {
-        select = select.bind(&case.id);
+        select = select.bind(case.id.as_str());
     }
     let mut found = std::collections::HashMap::new();
     for row in select.fetch_all(db.reader()).await? {
@@ -253,7 +253,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
             amount: refund_total(case)
                 .zip(case.currency)
                 .map(|(total, currency)| format!("{total} {currency}")),
-            ..found.remove(&case.id).unwrap_or_default()
+            ..found.remove(case.id.as_str()).unwrap_or_default()
         })
         .collect())
 }
@@ -282,7 +282,7 @@ pub struct CaseThread {
 
 pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
     Ok(CaseThread {
-        case_id: case.id.clone(),
+        case_id: case.id.to_string(),
         messages: tickets::messages(db, &case.ticket_id).await?,
         notes: cases::notes(db, &case.id).await?,
         attachments: crate::mailbox::attachments::of_ticket(db, &case.ticket_id).await?,

@@ -9,6 +9,7 @@
 
 pub mod backoff;
 pub mod error_code;
+pub mod ids;
 pub use error_code::ErrorCode;
 pub mod resolve;
 pub mod structure;

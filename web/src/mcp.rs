@@ -528,7 +528,7 @@ async fn resolve(state: &AppState, named: &Named) -> Result<Scope, ToolOutcome> 
                 .await
                 .map_err(tools::internal)?
                 .ok_or_else(|| unknown("case", id))?;
-            (case.ticket_id.clone(), Some(case))
+            (case.ticket_id.to_string(), Some(case))
         }
     };
     let ticket = tickets::load_ticket(&state.db, &ticket_id)
@@ -588,7 +588,7 @@ async fn run_view(state: &AppState, scope: &Scope, run_id: Option<&str>) -> Tool
         Err(e) => return tools::internal(e),
     }
     let run = match desk::runs::load_run(&state.db, run_id).await {
-        Ok(Some(run)) if run.case_id == case.id => run,
+        Ok(Some(run)) if case.id == *run.case_id => run,
         Ok(_) => {
             return tools::error(
                 "not_found",

@@ -359,7 +359,7 @@ async fn void_changed_approvals(
         match cases::reinvestigate(&mut tx, p.versions, &case, why, now).await {
             Ok(()) => {
                 tx.commit().await?;
-                voided.push(case.id.clone());
+                voided.push(case.id.to_string());
             }
             // Moved on meanwhile (approved and sent, withdrawn): its own path decides it.
             Err(e) if cases::is_case_changed(&e) => continue,

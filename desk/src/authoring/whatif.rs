@@ -164,11 +164,11 @@ async fn recorded_cases(
                 recorded: case
                     .decision()
                     .map_or_else(CaseVerdict::escalated, |d| CaseVerdict::from_decision(&d)),
-                id: case.id,
+                id: case.id.into_string(),
                 facts,
             }),
             Err(e) => unreadable.push(TicketError {
-                id: case.id,
+                id: case.id.into_string(),
                 message: format!("stored facts unreadable: {e}"),
             }),
         }

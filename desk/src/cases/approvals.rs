@@ -33,7 +33,7 @@ pub async fn record_approval(
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'valid', $8)",
     )
     .bind(&approval_id)
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(case.proposal_seq)
     .bind(fingerprint)
     .bind(staff_id)
@@ -60,7 +60,7 @@ pub async fn record_approval(
 /// out twice, and stays as the record of the refund.
 pub async fn use_approval(tx: &mut Tx<'_>, case: &Case) -> DomainResult<()> {
     sqlx::query("UPDATE approvals SET status = 'used' WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid'")
-        .bind(&case.id)
+        .bind(case.id.as_str())
         .bind(case.proposal_seq)
         .execute(&mut **tx)
         .await?;

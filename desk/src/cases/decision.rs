@@ -117,7 +117,7 @@ pub async fn record_decision(
     .bind(void_reason)
     .bind(record.policy_index)
     .bind(record.now)
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(case.version)
     .execute(&mut **tx)
     .await?;

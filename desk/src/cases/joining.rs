@@ -33,9 +33,9 @@ pub async fn claim_order(
         "INSERT INTO order_claims (customer_id, order_id, case_id, claimed_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (customer_id, order_id) DO NOTHING",
     )
-    .bind(&case.customer_id)
+    .bind(case.customer_id.as_str())
     .bind(order_id)
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(now)
     .execute(&mut **tx)
     .await?;
@@ -44,12 +44,12 @@ pub async fn claim_order(
     }
     let row =
         sqlx::query("SELECT case_id FROM order_claims WHERE customer_id = $1 AND order_id = $2")
-            .bind(&case.customer_id)
+            .bind(case.customer_id.as_str())
             .bind(order_id)
             .fetch_one(&mut **tx)
             .await?;
     let holder_id: String = row.try_get("case_id")?;
-    if holder_id == case.id {
+    if case.id == *holder_id {
         return Ok(OrderClaim::Ours);
     }
     if let Some(holder) = load_case_tx(tx, &holder_id).await? {
@@ -63,9 +63,9 @@ pub async fn claim_order(
         "UPDATE order_claims SET case_id = $1, claimed_at = $2
          WHERE customer_id = $3 AND order_id = $4 AND case_id = $5",
     )
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(now)
-    .bind(&case.customer_id)
+    .bind(case.customer_id.as_str())
     .bind(order_id)
     .bind(&holder_id)
     .execute(&mut **tx)

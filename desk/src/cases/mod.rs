@@ -20,6 +20,7 @@ pub use closing::{assign, close};
 pub use joining::{claim_order, join_into, joined_cases, OrderClaim};
 pub(crate) use lease::{claim_case, release_case};
 
+use domain::ids::{CaseId, CustomerId, RunId, TicketId};
 use sqlx::Row;
 
 use crate::error::{DomainError, DomainResult};
@@ -31,13 +32,13 @@ pub use crate::states::CaseStatus;
 
 #[derive(Debug, Clone)]
 pub struct Case {
-    pub id: String,
-    pub ticket_id: String,
-    pub customer_id: String,
+    pub id: CaseId,
+    pub ticket_id: TicketId,
+    pub customer_id: CustomerId,
     pub status: CaseStatus,
     pub version: i64,
     pub proposal_seq: i64,
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub proposal: Option<String>,
     pub facts: Option<String>,
     pub decision: Option<String>,
@@ -66,13 +67,17 @@ const CASE_COLUMNS: &str = "id, ticket_id, customer_id, status, version, proposa
 
 fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
     Ok(Case {
-        id: r.try_get("id")?,
-        ticket_id: r.try_get("ticket_id")?,
-        customer_id: r.try_get("customer_id")?,
+        id: stored_id(r, "id", CaseId::parse)?,
+        ticket_id: stored_id(r, "ticket_id", TicketId::parse)?,
+        customer_id: stored_id(r, "customer_id", CustomerId::parse)?,
         status: CaseStatus::parse(&r.try_get::<String, _>("status")?)?,
         version: r.try_get("version")?,
         proposal_seq: r.try_get("proposal_seq")?,
-        run_id: r.try_get("run_id")?,
+        run_id: r
+            .try_get::<Option<String>, _>("run_id")?
+            .map(RunId::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("cases.run_id: {e}"))?,
         proposal: r.try_get("proposal")?,
         facts: r.try_get("facts")?,
         decision: r.try_get("decision")?,
@@ -91,6 +96,17 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
+}
+
+/// An id column, read into its type at this edge (a stored id that is not one is a
+/// corrupt row, an internal error).
+fn stored_id<T>(
+    r: &sqlx::any::AnyRow,
+    column: &str,
+    parse: fn(String) -> Result<T, domain::ids::IdError>,
+) -> DomainResult<T> {
+    parse(r.try_get::<String, _>(column)?)
+        .map_err(|e| anyhow::anyhow!("cases.{column}: {e}").into())
 }
 
 /// A nullable column holding a name the engine defines (role, reason code, currency):
@@ -260,7 +276,7 @@ async fn update_case(
     }
     let done = query
         .bind(now)
-        .bind(&case.id)
+        .bind(case.id.as_str())
         .bind(case.version)
         .execute(&mut **tx)
         .await?;
@@ -386,7 +402,7 @@ pub async fn reinvestigate(
     .bind(why)
     .bind(&run_id)
     .bind(now)
-    .bind(&case.id)
+    .bind(case.id.as_str())
     .bind(case.version)
     .execute(&mut **tx)
     .await?;
@@ -565,8 +581,8 @@ pub async fn other_open_cases_on_order(db: &Db, case: &Case) -> DomainResult<Vec
          ORDER BY created_at DESC, id LIMIT 200"
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&case.customer_id)
-        .bind(&case.id)
+        .bind(case.customer_id.as_str())
+        .bind(case.id.as_str())
         .fetch_all(db.pool())
         .await?;
     let mut same = Vec::new();

@@ -151,7 +151,7 @@ async fn link_one(
             )
             .bind(&found.id)
             .bind(import_id)
-            .bind(&c.id)
+            .bind(c.id.as_str())
             .execute(db.pool())
             .await?;
             links.by_email += 1;

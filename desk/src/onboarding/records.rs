@@ -254,12 +254,12 @@ pub enum Upserted {
 /// Writes one customer. A customer without a provider link keeps the one it had.
 pub async fn upsert_customer_tx(tx: &mut Tx<'_>, c: &Customer) -> DomainResult<Upserted> {
     let existed = sqlx::query("SELECT id FROM customers WHERE id = $1")
-        .bind(&c.id)
+        .bind(c.id.as_str())
         .fetch_optional(&mut **tx)
         .await?
         .is_some();
     sqlx::query(UPSERT_CUSTOMER)
-        .bind(&c.id)
+        .bind(c.id.as_str())
         .bind(&c.name)
         .bind(&c.email)
         .bind(c.region.code())
@@ -341,7 +341,7 @@ pub async fn put_customer(db: &Db, id: &str, mut row: CustomerRow) -> DomainResu
 async fn customer_sharing(tx: &mut Tx<'_>, c: &Customer) -> DomainResult<Option<String>> {
     let by_email = sqlx::query("SELECT id FROM customers WHERE lower(email) = $1 AND id <> $2")
         .bind(c.email_key())
-        .bind(&c.id)
+        .bind(c.id.as_str())
         .fetch_optional(&mut **tx)
         .await?;
     if let Some(row) = by_email {
@@ -357,7 +357,7 @@ async fn customer_sharing(tx: &mut Tx<'_>, c: &Customer) -> DomainResult<Option<
     let by_provider =
         sqlx::query("SELECT id FROM customers WHERE provider_customer_id = $1 AND id <> $2")
             .bind(provider)
-            .bind(&c.id)
+            .bind(c.id.as_str())
             .fetch_optional(&mut **tx)
             .await?;
     Ok(match by_provider {

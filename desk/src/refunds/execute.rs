@@ -73,7 +73,7 @@ async fn execute_claimed(x: Executor<'_>, case: Case) -> DomainResult<()> {
         // docs/spec/invariants.md #3: re-read the provider and re-run the policy right before the
         // first submission; any change in the fingerprint voids the approval.
         let approval = sqlx::query("SELECT fingerprint FROM approvals WHERE case_id = $1 AND proposal_seq = $2 AND status = 'valid' AND verdict = 'approved'")
-            .bind(&case.id)
+            .bind(case.id.as_str())
             .bind(case.proposal_seq)
             .fetch_optional(x.sender.db.pool())
             .await?;

@@ -164,7 +164,7 @@ pub async fn create_intents(
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'created', 0, 1, $9, $9)",
                 )
                 .bind(new_id("ri"))
-                .bind(&case.id)
+                .bind(case.id.as_str())
                 .bind(approval_id)
                 .bind(&line.charge_id)
                 .bind(KIND_POLICY_REFUND)

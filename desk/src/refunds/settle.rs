@@ -77,7 +77,7 @@ pub async fn settle_case_status_tx(
     cases::transition(tx, &case, target, now).await?;
     if target != CaseStatus::Executing {
         let language: String = sqlx::query("SELECT language FROM tickets WHERE id = $1")
-            .bind(&case.ticket_id)
+            .bind(case.ticket_id.as_str())
             .fetch_one(&mut **tx)
             .await?
             .try_get("language")?;

@@ -42,7 +42,7 @@ pub async fn child_run(
     .bind(&versions.prompt)
     .bind(&versions.tools)
     .bind(now)
-    .bind(&parent.id)
+    .bind(parent.id.as_str())
     .bind(name)
     .execute(&mut *tx)
     .await?;

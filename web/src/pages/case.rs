@@ -384,12 +384,18 @@ async fn around(db: &store::Db, case: &cases::Case) -> desk::error::DomainResult
     let same_order = cases::other_open_cases_on_order(db, case)
         .await?
         .into_iter()
-        .map(|c| (c.id, c.ticket_id, c.status.label()))
+        .map(|c| {
+            (
+                c.id.into_string(),
+                c.ticket_id.into_string(),
+                c.status.label(),
+            )
+        })
         .collect();
     let joined = cases::joined_cases(db, &case.id)
         .await?
         .into_iter()
-        .map(|c| (c.id, c.ticket_id))
+        .map(|c| (c.id.into_string(), c.ticket_id.into_string()))
         .collect();
     Ok(Around {
         stuck,

@@ -261,10 +261,12 @@ fn queue_row(
         )
     };
     QueueRow {
-        id: c.id.clone(),
+        id: c.id.to_string(),
         status: c.status.as_str().to_string(),
         status_label: c.status.label(),
-        customer: line.customer_name.unwrap_or_else(|| c.customer_id.clone()),
+        customer: line
+            .customer_name
+            .unwrap_or_else(|| c.customer_id.to_string()),
         subject: line.subject,
         assignee: line.assignee,
         amount: line.amount.unwrap_or_default(),
