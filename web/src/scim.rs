@@ -353,23 +353,9 @@ async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
 fn apply_user_op(
     fields: &mut UserFields,
     op: &str,
-    path: Option<&str>,
+    path: &str,
     value: Value,
 ) -> Result<(), Response> {
-    let Some(path) = path else {
-        // No path: the value is an object of attributes to set.
-        let Value::Object(map) = value else {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                Some("invalidValue"),
-                "a PATCH without a path takes an object",
-            ));
-        };
-        for (key, v) in map {
-            apply_user_op(fields, op, Some(&key), v)?;
-        }
-        return Ok(());
-    };
     let removing = op.eq_ignore_ascii_case("remove");
     let text = |v: &Value| v.as_str().map(str::to_string);
     match path {
@@ -506,24 +492,11 @@ fn group_fields(body: &Value) -> Result<GroupFields, Response> {
 fn apply_group_op(
     fields: &mut GroupFields,
     op: &str,
-    path: Option<&str>,
+    path: &str,
     value: Value,
 ) -> Result<(), Response> {
     let removing = op.eq_ignore_ascii_case("remove");
     let replacing = op.eq_ignore_ascii_case("replace");
-    let Some(path) = path else {
-        let Value::Object(map) = value else {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                Some("invalidValue"),
-                "a PATCH without a path takes an object",
-            ));
-        };
-        for (key, v) in map {
-            apply_group_op(fields, op, Some(&key), v)?;
-        }
-        return Ok(());
-    };
     if let Some(filter) = path
         .strip_prefix("members[")
         .and_then(|p| p.strip_suffix(']'))
@@ -593,11 +566,11 @@ trait Resource {
     fn json(record: &Self::Record) -> Value;
     /// The fields of a full resource in a POST or PUT body.
     fn fields(body: &Value) -> Result<Self::Fields, Response>;
-    /// One PATCH operation applied to `fields`.
+    /// One PATCH operation with a path, applied to `fields`.
     fn apply_op(
         fields: &mut Self::Fields,
         op: &str,
-        path: Option<&str>,
+        path: &str,
         value: Value,
     ) -> Result<(), Response>;
     fn list(
@@ -695,12 +668,36 @@ async fn patch<R: Resource>(
 ) -> ScimResult {
     let mut fields = R::Fields::default();
     for (op, path, value) in patch_operations(&body_json(&body)?)? {
-        R::apply_op(&mut fields, &op, path.as_deref(), value)?;
+        apply_op::<R>(&mut fields, &op, path.as_deref(), value)?;
     }
     let record = R::update(provisioner(&state, &principal), &id, &fields)
         .await
         .map_err(failure)?;
     Ok(scim_json(StatusCode::OK, R::json(&record)))
+}
+
+/// One PATCH operation (RFC 7644 §3.5.2): with a path, the resource's own; without, the
+/// value is an object of attributes, each applied as if named by a path.
+fn apply_op<R: Resource>(
+    fields: &mut R::Fields,
+    op: &str,
+    path: Option<&str>,
+    value: Value,
+) -> Result<(), Response> {
+    if let Some(path) = path {
+        return R::apply_op(fields, op, path, value);
+    }
+    let Value::Object(map) = value else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidValue"),
+            "a PATCH without a path takes an object",
+        ));
+    };
+    for (key, v) in map {
+        R::apply_op(fields, op, &key, v)?;
+    }
+    Ok(())
 }
 
 async fn delete<R: Resource>(
@@ -714,91 +711,72 @@ async fn delete<R: Resource>(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// `/scim/v2/Users`: staff members.
-struct Users;
+/// A resource type's `Resource` impl from its functions: Users and Groups differ in
+/// these names only, so the impl is written once.
+macro_rules! resource {
+    ($(#[$doc:meta])* $name:ident: $record:ty, $fields:ty, $filterable:expr,
+     $json:path, $parse:path, $apply:path,
+     $list:path, $get:path, $create:path, $update:path, $delete:path) => {
+        $(#[$doc])*
+        struct $name;
 
-impl Resource for Users {
-    type Record = ScimUser;
-    type Fields = UserFields;
-    const FILTERABLE: &'static [&'static str] = &["userName", "externalId", "displayName", "id"];
-    fn json(record: &ScimUser) -> Value {
-        user_json(record)
-    }
-    fn fields(body: &Value) -> Result<UserFields, Response> {
-        user_fields(body)
-    }
-    fn apply_op(
-        fields: &mut UserFields,
-        op: &str,
-        path: Option<&str>,
-        value: Value,
-    ) -> Result<(), Response> {
-        apply_user_op(fields, op, path, value)
-    }
-    async fn list(
-        db: &Db,
-        filter: Option<&EqFilter>,
-        start: i64,
-        count: i64,
-    ) -> DomainResult<(Vec<ScimUser>, i64)> {
-        provisioning::list_users(db, filter, start, count).await
-    }
-    async fn get(db: &Db, id: &str) -> DomainResult<ScimUser> {
-        provisioning::get_user(db, id).await
-    }
-    async fn create(p: Provisioner<'_>, fields: &UserFields) -> DomainResult<ScimUser> {
-        provisioning::create_user(p, fields).await
-    }
-    async fn update(p: Provisioner<'_>, id: &str, fields: &UserFields) -> DomainResult<ScimUser> {
-        provisioning::update_user(p, id, fields).await
-    }
-    async fn delete(p: Provisioner<'_>, id: &str) -> DomainResult<()> {
-        provisioning::delete_user(p, id).await
-    }
+        impl Resource for $name {
+            type Record = $record;
+            type Fields = $fields;
+            const FILTERABLE: &'static [&'static str] = $filterable;
+            fn json(record: &$record) -> Value {
+                $json(record)
+            }
+            fn fields(body: &Value) -> Result<$fields, Response> {
+                $parse(body)
+            }
+            fn apply_op(
+                fields: &mut $fields,
+                op: &str,
+                path: &str,
+                value: Value,
+            ) -> Result<(), Response> {
+                $apply(fields, op, path, value)
+            }
+            async fn list(
+                db: &Db,
+                filter: Option<&EqFilter>,
+                start: i64,
+                count: i64,
+            ) -> DomainResult<(Vec<$record>, i64)> {
+                $list(db, filter, start, count).await
+            }
+            async fn get(db: &Db, id: &str) -> DomainResult<$record> {
+                $get(db, id).await
+            }
+            async fn create(p: Provisioner<'_>, fields: &$fields) -> DomainResult<$record> {
+                $create(p, fields).await
+            }
+            async fn update(p: Provisioner<'_>, id: &str, fields: &$fields) -> DomainResult<$record> {
+                $update(p, id, fields).await
+            }
+            async fn delete(p: Provisioner<'_>, id: &str) -> DomainResult<()> {
+                $delete(p, id).await
+            }
+        }
+    };
 }
 
-/// `/scim/v2/Groups`: groups, a mapped one giving its members a role.
-struct Groups;
+resource!(
+    /// `/scim/v2/Users`: staff members.
+    Users: ScimUser, UserFields, &["userName", "externalId", "displayName", "id"],
+    user_json, user_fields, apply_user_op,
+    provisioning::list_users, provisioning::get_user, provisioning::create_user,
+    provisioning::update_user, provisioning::delete_user
+);
 
-impl Resource for Groups {
-    type Record = ScimGroup;
-    type Fields = GroupFields;
-    const FILTERABLE: &'static [&'static str] = &["displayName", "externalId", "id"];
-    fn json(record: &ScimGroup) -> Value {
-        group_json(record)
-    }
-    fn fields(body: &Value) -> Result<GroupFields, Response> {
-        group_fields(body)
-    }
-    fn apply_op(
-        fields: &mut GroupFields,
-        op: &str,
-        path: Option<&str>,
-        value: Value,
-    ) -> Result<(), Response> {
-        apply_group_op(fields, op, path, value)
-    }
-    async fn list(
-        db: &Db,
-        filter: Option<&EqFilter>,
-        start: i64,
-        count: i64,
-    ) -> DomainResult<(Vec<ScimGroup>, i64)> {
-        provisioning::list_groups(db, filter, start, count).await
-    }
-    async fn get(db: &Db, id: &str) -> DomainResult<ScimGroup> {
-        provisioning::get_group(db, id).await
-    }
-    async fn create(p: Provisioner<'_>, fields: &GroupFields) -> DomainResult<ScimGroup> {
-        provisioning::create_group(p, fields).await
-    }
-    async fn update(p: Provisioner<'_>, id: &str, fields: &GroupFields) -> DomainResult<ScimGroup> {
-        provisioning::update_group(p, id, fields).await
-    }
-    async fn delete(p: Provisioner<'_>, id: &str) -> DomainResult<()> {
-        provisioning::delete_group(p, id).await
-    }
-}
+resource!(
+    /// `/scim/v2/Groups`: groups, a mapped one giving its members a role.
+    Groups: ScimGroup, GroupFields, &["displayName", "externalId", "id"],
+    group_json, group_fields, apply_group_op,
+    provisioning::list_groups, provisioning::get_group, provisioning::create_group,
+    provisioning::update_group, provisioning::delete_group
+);
 
 // --- Discovery (RFC 7643 §5–7) ----------------------------------------------------------
 
