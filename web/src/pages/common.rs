@@ -209,6 +209,19 @@ pub(super) fn redirect_with_cookie(
     resp
 }
 
+/// `let session = or_page!(verified(session, &form.csrf));`: the `Ok` value of a
+/// `Result<T, Response>`, or the handler returns the `Err` page at once (a `?` for
+/// handlers that answer `Response`: the sign-in redirect, an expired form, a role refused).
+macro_rules! or_page {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(page) => return page,
+        }
+    };
+}
+pub(super) use or_page;
+
 /// A browser session whose forms carry a CSRF token.
 pub(super) trait FormSession: Sized {
     fn csrf(&self) -> &str;

@@ -16,7 +16,7 @@ use desk::rollout::{self, guards, modes, Mode, Scope};
 use desk::state::AppState;
 
 use super::admin::admin;
-use super::common::{render, verified, with_status, Nav};
+use super::common::{or_page, render, verified, with_status, Nav};
 
 /// One guard's row: its reading now and its line over time.
 pub(super) struct GuardRow {
@@ -74,10 +74,7 @@ pub(super) async fn rollout_page(
     Authed(session): Authed<Result<Session, AppError>>,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    let session = match admin(session) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(admin(session));
     let notice = query
         .done
         .map(|_| "Rollout changed; the audit below records it.".to_string());
@@ -214,10 +211,7 @@ pub(super) async fn rollout_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<RolloutForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| admin(Ok(s))) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf).and_then(|s| admin(Ok(s))));
     let changed = async {
         let percent = match form.percent.trim() {
             "" => None,
