@@ -5,6 +5,10 @@
 //!
 //! Deliberately small: no bulk, no sorting, no `/Me`, filters of the form
 //! `attribute eq "value"`, no ETags (`ServiceProviderConfig` says so).
+//!
+//! One file because it is one wire protocol: the list, filter, projection, PATCH and error
+//! machinery here serves Users and Groups alike (written once over `Resource`); the rows
+//! are `auth::provisioning`'s.
 
 #![allow(
     clippy::result_large_err,
