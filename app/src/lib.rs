@@ -6,4 +6,19 @@
 //! (`docs/architecture` in ARCHITECTURE.md, checked by the `layers` test).
 
 pub mod cli;
-pub mod shadow;
+
+/// The batch shadow report as `refund-agent shadow` writes it: `desk::shadow` replays the
+/// history and tallies, `web::pages::shadow_report` renders the page; this writes both
+/// files. (A module here rather than a file: the report's code lives in those two crates.)
+pub mod shadow {
+    pub use desk::shadow::*;
+    pub use web::pages::shadow_report::html;
+
+    /// Writes `DIR/report.json` and `DIR/report.html`.
+    pub fn write(report: &ShadowReport, dir: &std::path::Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
+        std::fs::write(dir.join("report.html"), html(report))?;
+        Ok(())
+    }
+}

@@ -2,6 +2,10 @@
 //!
 //! With no configuration at all the product runs on SQLite under `./data`, with the
 //! embedded payments mock and the built-in investigator.
+//!
+//! Long because every setting is one field of `Settings` (a clap flag with an env fallback)
+//! with its parser beside it; one struct is the point, so `--help` and the docs read from
+//! one place.
 
 pub use crate::mail::MailConfig;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,10 @@
 //! A customer sees only their own tickets; an unknown id and someone else's id get the
 //! same 404, so ids cannot be probed. A new customer message on a case waiting for a
 //! decision voids its proposal and sends it back to investigation (docs/spec/invariants.md #2).
+//!
+//! One file because every customer action here (open, write, withdraw, ask for a person)
+//! answers with the same `TicketView` and passes the same rate limits; split, the view's
+//! assembly would serve callers in other files.
 
 use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;

@@ -35,6 +35,7 @@ pub mod rollout;
 pub mod runs;
 pub mod saved_replies;
 pub mod schema;
+pub mod shadow;
 pub mod shadow_live;
 pub mod shadow_pairs;
 pub mod state;

@@ -52,6 +52,9 @@ impl ManualDecision {
 
 /// Records the reviewer's verdict beside the agent's and carries it out: a refund
 /// becomes a proposal awaiting somebody else's approval, after the policy check.
+// Long because the hand verdict, the pair's human side and each outcome's case update are
+// one transaction versioned against the case read at the top: kept whole so the
+// rollback covers everything a reviewer sees in one place.
 pub async fn decide_by_hand(
     desk: Desk<'_>,
     staff: &Staff,

@@ -13,6 +13,10 @@
 //! from arguments (docs/spec/invariants.md #7); customer tokens are refused (invariant 12). Every
 //! tool is `readOnlyHint: true` and none writes business state: nothing here can move
 //! money. The one write is the audit row naming the caller of each call.
+//!
+//! One file because it is one surface: the server, its tool list (the agent's declarations
+//! plus the case and run readers), the token check and the refusals answer the same MCP
+//! client.
 
 use std::sync::Arc;
 

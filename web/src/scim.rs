@@ -5,6 +5,10 @@
 //!
 //! Deliberately small: no bulk, no sorting, no `/Me`, filters of the form
 //! `attribute eq "value"`, no ETags (`ServiceProviderConfig` says so).
+//!
+//! One file because it is one wire protocol: the list, filter, projection, PATCH and error
+//! machinery here serves Users and Groups alike (written once over `Resource`); the rows
+//! are `auth::provisioning`'s.
 
 #![allow(
     clippy::result_large_err,
@@ -25,8 +29,10 @@ use desk::auth::provisioning::{
     self, EqFilter, GroupFields, Provisioner, ScimGroup, ScimUser, UserFields,
 };
 use desk::auth::{Principal, ServiceKind};
-use desk::error::{DomainError, ErrorCode};
+use desk::error::{DomainError, DomainResult, ErrorCode};
 use desk::state::AppState;
+use std::future::Future;
+use store::Db;
 
 const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
 const GROUP_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:Group";
@@ -48,20 +54,20 @@ pub fn routes() -> Routes {
         .get("/scim/v2/ResourceTypes/{id}", scim, resource_type)
         .get("/scim/v2/Schemas", scim, schemas)
         .get("/scim/v2/Schemas/{id}", scim, schema)
-        .get("/scim/v2/Users", scim, list_users)
-        .post("/scim/v2/Users", scim, create_user)
-        .get("/scim/v2/Users/{id}", scim, get_user)
-        .put("/scim/v2/Users/{id}", scim, replace_user)
-        .patch("/scim/v2/Users/{id}", scim, patch_user)
-        .delete("/scim/v2/Users/{id}", scim, delete_user)
-        .get("/scim/v2/Groups", scim, list_groups)
-        .post("/scim/v2/Groups", scim, create_group)
-        .get("/scim/v2/Groups/{id}", scim, get_group)
-        .put("/scim/v2/Groups/{id}", scim, replace_group)
-        .patch("/scim/v2/Groups/{id}", scim, patch_group)
-        .delete("/scim/v2/Groups/{id}", scim, delete_group)
-        .post("/scim/v2/Users/.search", scim, search_users)
-        .post("/scim/v2/Groups/.search", scim, search_groups)
+        .get("/scim/v2/Users", scim, list::<Users>)
+        .post("/scim/v2/Users", scim, create::<Users>)
+        .get("/scim/v2/Users/{id}", scim, get::<Users>)
+        .put("/scim/v2/Users/{id}", scim, replace::<Users>)
+        .patch("/scim/v2/Users/{id}", scim, patch::<Users>)
+        .delete("/scim/v2/Users/{id}", scim, delete::<Users>)
+        .get("/scim/v2/Groups", scim, list::<Groups>)
+        .post("/scim/v2/Groups", scim, create::<Groups>)
+        .get("/scim/v2/Groups/{id}", scim, get::<Groups>)
+        .put("/scim/v2/Groups/{id}", scim, replace::<Groups>)
+        .patch("/scim/v2/Groups/{id}", scim, patch::<Groups>)
+        .delete("/scim/v2/Groups/{id}", scim, delete::<Groups>)
+        .post("/scim/v2/Users/.search", scim, search::<Users>)
+        .post("/scim/v2/Groups/.search", scim, search::<Groups>)
         .post("/scim/v2/.search", scim, search_all)
         .get("/scim/v2/{*rest}", scim, no_such_endpoint)
         .post("/scim/v2/{*rest}", scim, no_such_endpoint)
@@ -299,14 +305,6 @@ fn list_json(resources: Vec<Value>, total: i64, start: i64) -> Response {
     )
 }
 
-async fn list_users(State(state): State<AppState>, Query(q): Query<ListQuery>) -> ScimResult {
-    users_page(&state, q).await
-}
-
-async fn search_users(State(state): State<AppState>, body: Bytes) -> ScimResult {
-    users_page(&state, search_request(&body)?).await
-}
-
 /// `POST /scim/v2/.search`: users, then groups, each under the filter when it names one of
 /// their attributes.
 async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
@@ -316,11 +314,7 @@ async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
         None => Ok(Some(None)),
         Some(f) => match EqFilter::parse(f, attributes) {
             Ok(parsed) => Ok(Some(Some(parsed))),
-            Err(_)
-                if EqFilter::parse(f, &["userName", "externalId", "displayName", "id"]).is_ok() =>
-            {
-                Ok(None)
-            }
+            Err(_) if EqFilter::parse(f, Users::FILTERABLE).is_ok() => Ok(None),
             Err(e) => Err(failure(e)),
         },
     };
@@ -328,18 +322,18 @@ async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
     let count = q.count.unwrap_or(100);
     let mut resources = Vec::new();
     let mut total = 0;
-    if let Some(filter) = filter_of(&["userName", "externalId", "displayName", "id"])? {
-        let (users, n) = provisioning::list_users(&state.db, filter.as_ref(), 1, count)
+    if let Some(filter) = filter_of(Users::FILTERABLE)? {
+        let (users, n) = Users::list(&state.db, filter.as_ref(), 1, count)
             .await
             .map_err(failure)?;
-        resources.extend(users.iter().map(|u| projection.apply(user_json(u))));
+        resources.extend(users.iter().map(|u| projection.apply(Users::json(u))));
         total += n;
     }
-    if let Some(filter) = filter_of(&["displayName", "externalId", "id"])? {
-        let (groups, n) = provisioning::list_groups(&state.db, filter.as_ref(), 1, count)
+    if let Some(filter) = filter_of(Groups::FILTERABLE)? {
+        let (groups, n) = Groups::list(&state.db, filter.as_ref(), 1, count)
             .await
             .map_err(failure)?;
-        resources.extend(groups.iter().map(|g| projection.apply(group_json(g))));
+        resources.extend(groups.iter().map(|g| projection.apply(Groups::json(g))));
         total += n;
     }
     let page: Vec<Value> = resources
@@ -350,103 +344,13 @@ async fn search_all(State(state): State<AppState>, body: Bytes) -> ScimResult {
     Ok(list_json(page, total, start))
 }
 
-async fn users_page(state: &AppState, q: ListQuery) -> ScimResult {
-    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
-    let filter = q
-        .filter
-        .as_deref()
-        .map(|f| EqFilter::parse(f, &["userName", "externalId", "displayName", "id"]))
-        .transpose()
-        .map_err(failure)?;
-    let start = q.start_index.unwrap_or(1).max(1);
-    let (users, total) =
-        provisioning::list_users(&state.db, filter.as_ref(), start, q.count.unwrap_or(100))
-            .await
-            .map_err(failure)?;
-    let users = users
-        .iter()
-        .map(|u| projection.apply(user_json(u)))
-        .collect();
-    Ok(list_json(users, total, start))
-}
-
-async fn create_user(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    body: Bytes,
-) -> ScimResult {
-    let fields = user_fields(&body_json(&body)?)?;
-    let user = provisioning::create_user(provisioner(&state, &principal), &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::CREATED, user_json(&user)))
-}
-
-async fn get_user(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<OneQuery>,
-) -> ScimResult {
-    let user = provisioning::get_user(&state.db, &id)
-        .await
-        .map_err(failure)?;
-    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
-    Ok(scim_json(
-        StatusCode::OK,
-        projection.apply(user_json(&user)),
-    ))
-}
-
-async fn replace_user(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ScimResult {
-    let fields = user_fields(&body_json(&body)?)?;
-    let user = provisioning::update_user(provisioner(&state, &principal), &id, &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::OK, user_json(&user)))
-}
-
-async fn patch_user(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ScimResult {
-    let mut fields = UserFields::default();
-    for (op, path, value) in patch_operations(&body_json(&body)?)? {
-        apply_user_op(&mut fields, &op, path.as_deref(), value)?;
-    }
-    let user = provisioning::update_user(provisioner(&state, &principal), &id, &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::OK, user_json(&user)))
-}
-
 /// One PATCH operation on a user: `add`/`replace` set, `remove` clears (RFC 7644 §3.5.2).
 fn apply_user_op(
     fields: &mut UserFields,
     op: &str,
-    path: Option<&str>,
+    path: &str,
     value: Value,
 ) -> Result<(), Response> {
-    let Some(path) = path else {
-        // No path: the value is an object of attributes to set.
-        let Value::Object(map) = value else {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                Some("invalidValue"),
-                "a PATCH without a path takes an object",
-            ));
-        };
-        for (key, v) in map {
-            apply_user_op(fields, op, Some(&key), v)?;
-        }
-        return Ok(());
-    };
     let removing = op.eq_ignore_ascii_case("remove");
     let text = |v: &Value| v.as_str().map(str::to_string);
     match path {
@@ -527,17 +431,6 @@ fn patch_operations(body: &Value) -> Result<Vec<(String, Option<String>, Value)>
         .collect()
 }
 
-async fn delete_user(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    Path(id): Path<String>,
-) -> ScimResult {
-    provisioning::delete_user(provisioner(&state, &principal), &id)
-        .await
-        .map_err(failure)?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
 // --- Groups -----------------------------------------------------------------------------
 
 fn group_json(g: &ScimGroup) -> Value {
@@ -590,112 +483,15 @@ fn group_fields(body: &Value) -> Result<GroupFields, Response> {
     })
 }
 
-async fn list_groups(State(state): State<AppState>, Query(q): Query<ListQuery>) -> ScimResult {
-    groups_page(&state, q).await
-}
-
-async fn search_groups(State(state): State<AppState>, body: Bytes) -> ScimResult {
-    groups_page(&state, search_request(&body)?).await
-}
-
-async fn groups_page(state: &AppState, q: ListQuery) -> ScimResult {
-    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
-    let filter = q
-        .filter
-        .as_deref()
-        .map(|f| EqFilter::parse(f, &["displayName", "externalId", "id"]))
-        .transpose()
-        .map_err(failure)?;
-    let start = q.start_index.unwrap_or(1).max(1);
-    let (groups, total) =
-        provisioning::list_groups(&state.db, filter.as_ref(), start, q.count.unwrap_or(100))
-            .await
-            .map_err(failure)?;
-    let groups = groups
-        .iter()
-        .map(|g| projection.apply(group_json(g)))
-        .collect();
-    Ok(list_json(groups, total, start))
-}
-
-async fn create_group(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    body: Bytes,
-) -> ScimResult {
-    let fields = group_fields(&body_json(&body)?)?;
-    let group = provisioning::create_group(provisioner(&state, &principal), &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::CREATED, group_json(&group)))
-}
-
-async fn get_group(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<OneQuery>,
-) -> ScimResult {
-    let group = provisioning::get_group(&state.db, &id)
-        .await
-        .map_err(failure)?;
-    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
-    Ok(scim_json(
-        StatusCode::OK,
-        projection.apply(group_json(&group)),
-    ))
-}
-
-async fn replace_group(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ScimResult {
-    let fields = group_fields(&body_json(&body)?)?;
-    let group = provisioning::update_group(provisioner(&state, &principal), &id, &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::OK, group_json(&group)))
-}
-
-async fn patch_group(
-    State(state): State<AppState>,
-    Authed(principal): Authed<Principal>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ScimResult {
-    let mut fields = GroupFields::default();
-    for (op, path, value) in patch_operations(&body_json(&body)?)? {
-        apply_group_op(&mut fields, &op, path.as_deref(), value)?;
-    }
-    let group = provisioning::update_group(provisioner(&state, &principal), &id, &fields)
-        .await
-        .map_err(failure)?;
-    Ok(scim_json(StatusCode::OK, group_json(&group)))
-}
-
 /// One PATCH operation on a group, members included: `members[value eq "id"]` names one.
 fn apply_group_op(
     fields: &mut GroupFields,
     op: &str,
-    path: Option<&str>,
+    path: &str,
     value: Value,
 ) -> Result<(), Response> {
     let removing = op.eq_ignore_ascii_case("remove");
     let replacing = op.eq_ignore_ascii_case("replace");
-    let Some(path) = path else {
-        let Value::Object(map) = value else {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                Some("invalidValue"),
-                "a PATCH without a path takes an object",
-            ));
-        };
-        for (key, v) in map {
-            apply_group_op(fields, op, Some(&key), v)?;
-        }
-        return Ok(());
-    };
     if let Some(filter) = path
         .strip_prefix("members[")
         .and_then(|p| p.strip_suffix(']'))
@@ -752,16 +548,230 @@ fn apply_group_op(
     Ok(())
 }
 
-async fn delete_group(
+// --- The handlers, one set for Users and Groups ----------------------------------------
+
+/// What a SCIM resource type's endpoints differ in: its rows, its JSON, its writable
+/// fields and its PATCH paths. The handlers below are written once over it (RFC 7644 §3
+/// gives every resource type the same list, search, get, replace, patch and delete).
+trait Resource {
+    type Record: Send + Sync;
+    type Fields: Default + Send + Sync;
+    /// The attributes a list filter may name.
+    const FILTERABLE: &'static [&'static str];
+    fn json(record: &Self::Record) -> Value;
+    /// The fields of a full resource in a POST or PUT body.
+    fn fields(body: &Value) -> Result<Self::Fields, Response>;
+    /// One PATCH operation with a path, applied to `fields`.
+    fn apply_op(
+        fields: &mut Self::Fields,
+        op: &str,
+        path: &str,
+        value: Value,
+    ) -> Result<(), Response>;
+    fn list(
+        db: &Db,
+        filter: Option<&EqFilter>,
+        start: i64,
+        count: i64,
+    ) -> impl Future<Output = DomainResult<(Vec<Self::Record>, i64)>> + Send;
+    fn get(db: &Db, id: &str) -> impl Future<Output = DomainResult<Self::Record>> + Send;
+    fn create(
+        p: Provisioner<'_>,
+        fields: &Self::Fields,
+    ) -> impl Future<Output = DomainResult<Self::Record>> + Send;
+    fn update(
+        p: Provisioner<'_>,
+        id: &str,
+        fields: &Self::Fields,
+    ) -> impl Future<Output = DomainResult<Self::Record>> + Send;
+    fn delete(p: Provisioner<'_>, id: &str) -> impl Future<Output = DomainResult<()>> + Send;
+}
+
+async fn list<R: Resource>(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> ScimResult {
+    page::<R>(&state, q).await
+}
+
+async fn search<R: Resource>(State(state): State<AppState>, body: Bytes) -> ScimResult {
+    page::<R>(&state, search_request(&body)?).await
+}
+
+async fn page<R: Resource>(state: &AppState, q: ListQuery) -> ScimResult {
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    let filter = q
+        .filter
+        .as_deref()
+        .map(|f| EqFilter::parse(f, R::FILTERABLE))
+        .transpose()
+        .map_err(failure)?;
+    let start = q.start_index.unwrap_or(1).max(1);
+    let (records, total) = R::list(&state.db, filter.as_ref(), start, q.count.unwrap_or(100))
+        .await
+        .map_err(failure)?;
+    let records = records
+        .iter()
+        .map(|r| projection.apply(R::json(r)))
+        .collect();
+    Ok(list_json(records, total, start))
+}
+
+async fn create<R: Resource>(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = R::fields(&body_json(&body)?)?;
+    let record = R::create(provisioner(&state, &principal), &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::CREATED, R::json(&record)))
+}
+
+async fn get<R: Resource>(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<OneQuery>,
+) -> ScimResult {
+    let record = R::get(&state.db, &id).await.map_err(failure)?;
+    let projection = Projection::of(q.attributes.as_deref(), q.excluded_attributes.as_deref());
+    Ok(scim_json(
+        StatusCode::OK,
+        projection.apply(R::json(&record)),
+    ))
+}
+
+async fn replace<R: Resource>(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let fields = R::fields(&body_json(&body)?)?;
+    let record = R::update(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, R::json(&record)))
+}
+
+async fn patch<R: Resource>(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ScimResult {
+    let mut fields = R::Fields::default();
+    for (op, path, value) in patch_operations(&body_json(&body)?)? {
+        apply_op::<R>(&mut fields, &op, path.as_deref(), value)?;
+    }
+    let record = R::update(provisioner(&state, &principal), &id, &fields)
+        .await
+        .map_err(failure)?;
+    Ok(scim_json(StatusCode::OK, R::json(&record)))
+}
+
+/// One PATCH operation (RFC 7644 §3.5.2): with a path, the resource's own; without, the
+/// value is an object of attributes, each applied as if named by a path.
+fn apply_op<R: Resource>(
+    fields: &mut R::Fields,
+    op: &str,
+    path: Option<&str>,
+    value: Value,
+) -> Result<(), Response> {
+    if let Some(path) = path {
+        return R::apply_op(fields, op, path, value);
+    }
+    let Value::Object(map) = value else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidValue"),
+            "a PATCH without a path takes an object",
+        ));
+    };
+    for (key, v) in map {
+        R::apply_op(fields, op, &key, v)?;
+    }
+    Ok(())
+}
+
+async fn delete<R: Resource>(
     State(state): State<AppState>,
     Authed(principal): Authed<Principal>,
     Path(id): Path<String>,
 ) -> ScimResult {
-    provisioning::delete_group(provisioner(&state, &principal), &id)
+    R::delete(provisioner(&state, &principal), &id)
         .await
         .map_err(failure)?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
+
+/// A resource type's `Resource` impl from its functions: Users and Groups differ in
+/// these names only, so the impl is written once.
+macro_rules! resource {
+    ($(#[$doc:meta])* $name:ident: $record:ty, $fields:ty, $filterable:expr,
+     $json:path, $parse:path, $apply:path,
+     $list:path, $get:path, $create:path, $update:path, $delete:path) => {
+        $(#[$doc])*
+        struct $name;
+
+        impl Resource for $name {
+            type Record = $record;
+            type Fields = $fields;
+            const FILTERABLE: &'static [&'static str] = $filterable;
+            fn json(record: &$record) -> Value {
+                $json(record)
+            }
+            fn fields(body: &Value) -> Result<$fields, Response> {
+                $parse(body)
+            }
+            fn apply_op(
+                fields: &mut $fields,
+                op: &str,
+                path: &str,
+                value: Value,
+            ) -> Result<(), Response> {
+                $apply(fields, op, path, value)
+            }
+            async fn list(
+                db: &Db,
+                filter: Option<&EqFilter>,
+                start: i64,
+                count: i64,
+            ) -> DomainResult<(Vec<$record>, i64)> {
+                $list(db, filter, start, count).await
+            }
+            async fn get(db: &Db, id: &str) -> DomainResult<$record> {
+                $get(db, id).await
+            }
+            async fn create(p: Provisioner<'_>, fields: &$fields) -> DomainResult<$record> {
+                $create(p, fields).await
+            }
+            async fn update(p: Provisioner<'_>, id: &str, fields: &$fields) -> DomainResult<$record> {
+                $update(p, id, fields).await
+            }
+            async fn delete(p: Provisioner<'_>, id: &str) -> DomainResult<()> {
+                $delete(p, id).await
+            }
+        }
+    };
+}
+
+resource!(
+    /// `/scim/v2/Users`: staff members.
+    Users: ScimUser, UserFields, &["userName", "externalId", "displayName", "id"],
+    user_json, user_fields, apply_user_op,
+    provisioning::list_users, provisioning::get_user, provisioning::create_user,
+    provisioning::update_user, provisioning::delete_user
+);
+
+resource!(
+    /// `/scim/v2/Groups`: groups, a mapped one giving its members a role.
+    Groups: ScimGroup, GroupFields, &["displayName", "externalId", "id"],
+    group_json, group_fields, apply_group_op,
+    provisioning::list_groups, provisioning::get_group, provisioning::create_group,
+    provisioning::update_group, provisioning::delete_group
+);
 
 // --- Discovery (RFC 7643 §5–7) ----------------------------------------------------------
 

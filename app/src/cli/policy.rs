@@ -15,33 +15,9 @@ use desk::config::Config;
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
     let policies = || super::offline::policy_set(config);
     match command {
-        PolicyCommand::Check { facts } => {
-            let text = std::fs::read_to_string(&facts)
-                .with_context(|| format!("reading {}", facts.display()))?;
-            let facts: policy_engine::Facts = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
-            let decision = policy_engine::decide(&facts, &policies().await?);
-            println!("{}", serde_json::to_string_pretty(&decision)?);
-            Ok(())
-        }
+        PolicyCommand::Check { facts } => check(&facts, &policies().await?),
         PolicyCommand::Diff { from, to, history } => {
-            let policies = policies().await?;
-            let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
-            let (tickets, _) = read_history(&history)?;
-            let bar = Progress::bar("policy diff", "tickets");
-            let report = desk::replay::policy_diff(
-                &policies,
-                &index,
-                &tickets,
-                &from,
-                &to,
-                |done, total| bar.set(done, total),
-            )
-            .await;
-            bar.finish();
-            let report = report?;
-            println!("{}", serde_json::to_string_pretty(&report)?);
-            Ok(())
+            diff(config, policies().await?, &from, &to, &history).await
         }
         PolicyCommand::Validate { files } => validate_files(&files),
         PolicyCommand::Draft {
@@ -91,27 +67,64 @@ pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::R
                 index.search(&q).map_err(|e| anyhow::anyhow!("{e}"))
             })
             .await??;
-            for (rank, p) in passages.iter().enumerate() {
-                let snippet: String = p
-                    .text
-                    .chars()
-                    .take(160)
-                    .collect::<String>()
-                    .replace('\n', " ");
-                println!(
-                    "{}. {}  {:.3}  {} — {}",
-                    rank + 1,
-                    p.citation(),
-                    p.score,
-                    p.title,
-                    snippet
-                );
-            }
-            if passages.is_empty() {
-                eprintln!("no passages");
-            }
+            print_passages(&passages);
             Ok(())
         }
+    }
+}
+
+/// `policy check FACTS`: the engine's decision on a facts file.
+fn check(facts: &std::path::Path, policies: &policy_engine::PolicySet) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(facts).with_context(|| format!("reading {}", facts.display()))?;
+    let parsed: policy_engine::Facts = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid facts JSON", facts.display()))?;
+    let decision = policy_engine::decide(&parsed, policies);
+    println!("{}", serde_json::to_string_pretty(&decision)?);
+    Ok(())
+}
+
+/// `policy diff FROM TO --history FILE`: the history replayed under two policy versions.
+async fn diff(
+    config: &Config,
+    policies: policy_engine::PolicySet,
+    from: &[String],
+    to: &[String],
+    history: &std::path::Path,
+) -> anyhow::Result<()> {
+    let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
+    let (tickets, _) = read_history(history)?;
+    let bar = Progress::bar("policy diff", "tickets");
+    let report = desk::replay::policy_diff(&policies, &index, &tickets, from, to, |done, total| {
+        bar.set(done, total)
+    })
+    .await;
+    bar.finish();
+    let report = report?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// `policy search`'s answer: one line a passage, rank, citation, score, title, snippet.
+fn print_passages(passages: &[rag_index::Passage]) {
+    for (rank, p) in passages.iter().enumerate() {
+        let snippet: String = p
+            .text
+            .chars()
+            .take(160)
+            .collect::<String>()
+            .replace('\n', " ");
+        println!(
+            "{}. {}  {:.3}  {} — {}",
+            rank + 1,
+            p.citation(),
+            p.score,
+            p.title,
+            snippet
+        );
+    }
+    if passages.is_empty() {
+        eprintln!("no passages");
     }
 }
 

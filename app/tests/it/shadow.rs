@@ -475,3 +475,53 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
         Some("the model escalated: read the history")
     );
 }
+
+/// The report's HTML is askama's (`templates/shadow_report.html`): text from a history
+/// line — a ticket id, the evidence of an inferred human outcome, a skipped line's
+/// message — is escaped wherever it lands (the disagreements table, the trace anchor,
+/// the inference table), never written as markup.
+#[tokio::test]
+async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (policies, index) = policies_and_index(dir.path()).await;
+    let text =
+        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
+            .unwrap();
+    let (mut tickets, _) = desk::replay::parse_history(&text);
+    let ticket = tickets
+        .iter_mut()
+        .find(|t| t.human.outcome == desk::replay::CaseOutcome::Refund)
+        .unwrap();
+    // A disagreement, so the id reaches the table, the anchor and the trace heading.
+    ticket.human.outcome = desk::replay::CaseOutcome::NoRefund;
+    ticket.human.refunds.clear();
+    ticket.id = r#"<script>alert("id")</script>"#.into();
+    ticket.human.extra.insert(
+        "inference".into(),
+        serde_json::json!({
+            "rule": "<img src=x onerror=alert(1)>",
+            "evidence": ["<script>alert('evidence')</script>"],
+            "excluded": ["</td><script>alert(2)</script>"],
+        }),
+    );
+    let bad = vec![desk::replay::LineError {
+        line: 7,
+        message: "<script>alert('line')</script>".into(),
+    }];
+    let report = app::shadow::run(&Investigator, &policies, &index, &tickets, bad, |_, _| {}).await;
+    let html = app::shadow::html(&report);
+    assert!(
+        !html.contains("<script") && !html.contains("<img"),
+        "hostile text written as markup"
+    );
+    // Each hostile text is there, escaped, in each place it belongs.
+    assert!(html.contains("<td>&#60;script&#62;alert(&#34;id&#34;)&#60;/script&#62;</td>"));
+    assert!(html.contains("href=\"#trace-&#60;script&#62;alert(&#34;id&#34;)&#60;/script&#62;\""));
+    assert!(html.contains("<td>&#60;img src=x onerror=alert(1)&#62;</td>"));
+    assert!(html.contains(
+        "&#60;script&#62;alert(&#39;evidence&#39;)&#60;/script&#62;; not counted: &#60;/td&#62;"
+    ));
+    assert!(
+        html.contains("<li>line 7: &#60;script&#62;alert(&#39;line&#39;)&#60;/script&#62;</li>")
+    );
+}

@@ -128,136 +128,93 @@ fn arg<'v>(arguments: &'v Value, name: &str) -> &'v str {
         .unwrap_or_default()
 }
 
-struct GetCustomer<'a>(Scope<'a>);
-struct ListOrders<'a>(Scope<'a>);
-struct ListCharges<'a>(Scope<'a>);
-struct ListRefunds<'a>(Scope<'a>);
-struct ListCustomerHistory<'a>(Scope<'a>);
-struct SearchPolicy<'a>(Scope<'a>);
+/// A read-only tool: its struct over the ticket's `Scope`, its declaration (name,
+/// description, JSON Schema of its arguments; `declared()` serves `declarations`) and the
+/// call it runs. Six tools differ only in these, so the impls are written once.
+macro_rules! tool {
+    ($(#[$doc:meta])* $name:ident, $tool:literal, $description:literal, $parameters:expr,
+     |$at:ident, $arguments:pat_param| $run:expr) => {
+        $(#[$doc])*
+        struct $name<'a>(Scope<'a>);
 
-impl GetCustomer<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "get_customer",
-            "The authenticated customer of this ticket: id and region.",
-            object(json!({}), &[]),
-        )
-    }
+        impl $name<'_> {
+            fn declared() -> ToolDeclaration {
+                declaration($tool, $description, $parameters)
+            }
+        }
+
+        impl Tool for $name<'_> {
+            fn declaration(&self) -> ToolDeclaration {
+                Self::declared()
+            }
+            fn run<'a>(&'a self, $arguments: &'a Value) -> BoxFuture<'a, ToolResult> {
+                let $at = self.0;
+                Box::pin($run)
+            }
+        }
+    };
 }
 
-impl Tool for GetCustomer<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, _: &'a Value) -> BoxFuture<'a, ToolResult> {
-        Box::pin(get_customer(self.0))
-    }
-}
+tool!(
+    GetCustomer,
+    "get_customer",
+    "The authenticated customer of this ticket: id and region.",
+    object(json!({}), &[]),
+    |at, _| get_customer(at)
+);
 
-impl ListOrders<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "list_orders",
-            "The customer's orders: id, product, amount, currency, created_at.",
-            object(json!({}), &[]),
-        )
-    }
-}
+tool!(
+    ListOrders,
+    "list_orders",
+    "The customer's orders: id, product, amount, currency, created_at.",
+    object(json!({}), &[]),
+    |at, _| list_orders(at)
+);
 
-impl Tool for ListOrders<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, _: &'a Value) -> BoxFuture<'a, ToolResult> {
-        Box::pin(list_orders(self.0))
-    }
-}
+tool!(
+    ListCharges,
+    "list_charges",
+    "The payment provider's charges on one of the customer's orders.",
+    object(
+        json!({ "order_id": { "type": "string", "maxLength": 64 } }),
+        &["order_id"],
+    ),
+    |at, arguments| list_charges(at, arg(arguments, "order_id"))
+);
 
-impl ListCharges<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "list_charges",
-            "The payment provider's charges on one of the customer's orders.",
-            object(
-                json!({ "order_id": { "type": "string", "maxLength": 64 } }),
-                &["order_id"],
-            ),
-        )
-    }
-}
+tool!(
+    ListRefunds,
+    "list_refunds",
+    "The payment provider's refunds on one of the customer's charges.",
+    object(
+        json!({ "charge_id": { "type": "string", "maxLength": 64 } }),
+        &["charge_id"],
+    ),
+    |at, arguments| list_refunds(at, arg(arguments, "charge_id"))
+);
 
-impl Tool for ListCharges<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolResult> {
-        Box::pin(list_charges(self.0, arg(arguments, "order_id")))
-    }
-}
+tool!(
+    ListCustomerHistory,
+    "list_customer_history",
+    "The ticket's customer's history, newest first, at most 20 of each with the full counts: their other tickets (subject, created_at, case status in words) and the payment provider's refunds on their charges (charge, amount, currency, status, created_at). No arguments: always the ticket's own customer. Where there is no ticket store (a replay), tickets is null and notes says so.",
+    object(json!({}), &[]),
+    |at, _| list_customer_history(at)
+);
 
-impl ListRefunds<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "list_refunds",
-            "The payment provider's refunds on one of the customer's charges.",
-            object(
-                json!({ "charge_id": { "type": "string", "maxLength": 64 } }),
-                &["charge_id"],
-            ),
-        )
-    }
-}
-
-impl Tool for ListRefunds<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolResult> {
-        Box::pin(list_refunds(self.0, arg(arguments, "charge_id")))
-    }
-}
-
-impl ListCustomerHistory<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "list_customer_history",
-            "The ticket's customer's history, newest first, at most 20 of each with the full counts: their other tickets (subject, created_at, case status in words) and the payment provider's refunds on their charges (charge, amount, currency, status, created_at). No arguments: always the ticket's own customer. Where there is no ticket store (a replay), tickets is null and notes says so.",
-            object(json!({}), &[]),
-        )
-    }
-}
-
-impl Tool for ListCustomerHistory<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, _: &'a Value) -> BoxFuture<'a, ToolResult> {
-        Box::pin(list_customer_history(self.0))
-    }
-}
-
-impl SearchPolicy<'_> {
-    fn declared() -> ToolDeclaration {
-        declaration(
-            "search_policy",
-            "Refund policy passages in force at the ticket's date for the customer's region, cited as doc@version#section.",
-            object(
-                json!({ "query": { "type": "string", "maxLength": 500 }, "product": { "type": "string", "enum": ["annual_plan", "monthly_plan", "addon"] } }),
-                &["query"],
-            ),
-        )
-    }
-}
-
-impl Tool for SearchPolicy<'_> {
-    fn declaration(&self) -> ToolDeclaration {
-        Self::declared()
-    }
-    fn run<'a>(&'a self, arguments: &'a Value) -> BoxFuture<'a, ToolResult> {
-        let product = arguments.get("product").and_then(Value::as_str);
-        Box::pin(search_policy(self.0, arg(arguments, "query"), product))
-    }
-}
+tool!(
+    SearchPolicy,
+    "search_policy",
+    "Refund policy passages in force at the ticket's date for the customer's region, cited as doc@version#section.",
+    object(
+        json!({ "query": { "type": "string", "maxLength": 500 }, "product": { "type": "string", "enum": ["annual_plan", "monthly_plan", "addon"] } }),
+        &["query"],
+    ),
+    |at, arguments| search_policy(
+        at,
+        arg(arguments, "query"),
+        arguments.get("product").and_then(Value::as_str)
+    )
+);
 
 async fn customer(at: Scope<'_>) -> Result<crate::billing::CustomerRecord, ToolError> {
     at.env
@@ -268,18 +225,22 @@ async fn customer(at: Scope<'_>) -> Result<crate::billing::CustomerRecord, ToolE
         .ok_or_else(|| not_found("the ticket's customer has no billing record"))
 }
 
+/// The ticket's customer's orders (a provider failure is `unavailable`, retryable).
+async fn orders(at: Scope<'_>) -> Result<Vec<crate::billing::Order>, ToolError> {
+    at.env
+        .billing
+        .orders(&at.ticket.customer_id)
+        .await
+        .map_err(unavailable)
+}
+
 async fn get_customer(at: Scope<'_>) -> ToolResult {
     let c = customer(at).await?;
     Ok(json!({ "customer": { "id": c.id, "region": c.region } }))
 }
 
 async fn list_orders(at: Scope<'_>) -> ToolResult {
-    let orders = at
-        .env
-        .billing
-        .orders(&at.ticket.customer_id)
-        .await
-        .map_err(unavailable)?;
+    let orders = orders(at).await?;
     let orders: Vec<Value> = orders
         .iter()
         .map(|o| {
@@ -291,12 +252,7 @@ async fn list_orders(at: Scope<'_>) -> ToolResult {
 }
 
 async fn list_charges(at: Scope<'_>, order_id: &str) -> ToolResult {
-    let orders = at
-        .env
-        .billing
-        .orders(&at.ticket.customer_id)
-        .await
-        .map_err(unavailable)?;
+    let orders = orders(at).await?;
     if !orders.iter().any(|o| o.id == order_id) {
         // RP-007: never confirm or deny anything about an order that is not theirs.
         return Err(not_found(

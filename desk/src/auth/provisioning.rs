@@ -6,6 +6,10 @@
 //! A provisioned person has no password (they sign in through the identity provider); a
 //! deleted one is deactivated and no longer a SCIM resource, the row kept for the audit
 //! trail. Every change is audited with the SCIM token's name as the actor.
+//!
+//! One file because users and groups are written in the same transactions (a group's
+//! members take its role, a user's groups are read with them); split, each half would reach
+//! into the other's rows.
 
 use serde::Serialize;
 use sqlx::Row;

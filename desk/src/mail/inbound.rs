@@ -14,6 +14,10 @@
 //!
 //! What it does not do: answer (the outbox rows written with each change do), or read
 //! more into the text than its new words (`new_words`).
+//!
+//! One file because a mail's way in reads in the order its checks run (once per
+//! Message-ID, never answering our own mail or bounces, unknown senders, SPF and DMARC
+//! holds, the rate limit, then the thread): split, that order would be spread over files.
 
 use base64::Engine;
 use serde::Serialize;

@@ -30,29 +30,18 @@ pub struct Words {
     pub ticket_line: String,
 }
 
+/// The HTML part of a mail: the same words as the text part, askama-escaped.
 #[derive(Template)]
 #[template(path = "mail.html")]
 struct HtmlPart<'a> {
-    lang: &'a str,
-    headline: &'a str,
-    paragraphs: &'a [String],
-    link: &'a Option<String>,
-    open_label: &'a str,
-    link_note: &'a str,
-    reply_note: &'a str,
-    ticket_line: &'a str,
+    w: &'a Words,
 }
 
+/// The plain-text part of a mail.
 #[derive(Template)]
 #[template(path = "mail.txt")]
 struct TextPart<'a> {
-    headline: &'a str,
-    paragraphs: &'a [String],
-    link: &'a Option<String>,
-    open_label: &'a str,
-    link_note: &'a str,
-    reply_note: &'a str,
-    ticket_line: &'a str,
+    w: &'a Words,
 }
 
 /// What the store says about a row's mail, read by the sender before rendering.
@@ -126,27 +115,8 @@ pub fn render(
     let lang = Language::from_stored(&mail.language);
     let token = mail.ticket_id.as_deref().unwrap_or("");
     let subject = replies::mail_subject(lang, mail.kind, &context.ticket_subject, token);
-    let html = HtmlPart {
-        lang: words.lang,
-        headline: &words.headline,
-        paragraphs: &words.paragraphs,
-        link: &words.link,
-        open_label: &words.open_label,
-        link_note: &words.link_note,
-        reply_note: &words.reply_note,
-        ticket_line: &words.ticket_line,
-    }
-    .render()?;
-    let text = TextPart {
-        headline: &words.headline,
-        paragraphs: &words.paragraphs,
-        link: &words.link,
-        open_label: &words.open_label,
-        link_note: &words.link_note,
-        reply_note: &words.reply_note,
-        ticket_line: &words.ticket_line,
-    }
-    .render()?;
+    let html = HtmlPart { w: words }.render()?;
+    let text = TextPart { w: words }.render()?;
     let mut builder = MessageBuilder::new()
         .from(from)
         .to(context.recipient.as_str())

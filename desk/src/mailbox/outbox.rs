@@ -143,6 +143,25 @@ struct NewMail<'a> {
     in_reply_to: Option<&'a str>,
 }
 
+impl<'a> NewMail<'a> {
+    /// A mail of `kind` to `recipient` in `language`, about nothing yet and with no body
+    /// of ours (the fields a caller sets say what it is about).
+    fn to(kind: MailKind, recipient: Recipient, language: &'a str) -> Self {
+        NewMail {
+            kind,
+            recipient,
+            customer_id: None,
+            staff_id: None,
+            address: None,
+            ticket_id: None,
+            case_id: None,
+            language,
+            body: "",
+            in_reply_to: None,
+        }
+    }
+}
+
 async fn insert(tx: &mut Tx<'_>, mail: &NewMail<'_>, now: i64) -> DomainResult<String> {
     let id = new_id("out");
     sqlx::query(
@@ -193,16 +212,12 @@ pub async fn to_customer(
     let case_id: Option<String> = row.try_get("case_id")?;
     let last_in: Option<String> = row.try_get("last_in")?;
     let mail = NewMail {
-        kind,
-        recipient: Recipient::Customer,
         customer_id: Some(&customer_id),
-        staff_id: None,
-        address: None,
         ticket_id: Some(ticket_id),
         case_id: case_id.as_deref(),
-        language: &language,
         body,
         in_reply_to: last_in.as_deref(),
+        ..NewMail::to(kind, Recipient::Customer, &language)
     };
     insert(tx, &mail, now).await
 }
@@ -217,16 +232,9 @@ pub async fn to_customer_account(
     now: i64,
 ) -> DomainResult<String> {
     let mail = NewMail {
-        kind,
-        recipient: Recipient::Customer,
         customer_id: Some(customer_id),
-        staff_id: None,
-        address: None,
-        ticket_id: None,
-        case_id: None,
-        language,
-        body: "",
         in_reply_to,
+        ..NewMail::to(kind, Recipient::Customer, language)
     };
     insert(tx, &mail, now).await
 }
@@ -240,16 +248,9 @@ pub async fn to_sender(
     now: i64,
 ) -> DomainResult<String> {
     let mail = NewMail {
-        kind: MailKind::UnknownSender,
-        recipient: Recipient::Sender,
-        customer_id: None,
-        staff_id: None,
         address: Some(address),
-        ticket_id: None,
-        case_id: None,
-        language,
-        body: "",
         in_reply_to,
+        ..NewMail::to(MailKind::UnknownSender, Recipient::Sender, language)
     };
     insert(tx, &mail, now).await
 }
@@ -268,16 +269,11 @@ pub async fn to_staff(
         .fetch_optional(&mut **tx)
         .await?;
     let mail = NewMail {
-        kind,
-        recipient: Recipient::Staff,
-        customer_id: None,
         staff_id: Some(staff_id),
-        address: None,
         ticket_id: ticket_id.as_deref(),
         case_id: Some(case_id),
-        language: "en",
         body,
-        in_reply_to: None,
+        ..NewMail::to(kind, Recipient::Staff, "en")
     };
     insert(tx, &mail, now).await
 }

@@ -259,26 +259,50 @@ async fn linkable_on_page(
     Ok(())
 }
 
+/// The pages of `sql` (keyset paging: `id > $1 ORDER BY id LIMIT $2`), one `next` at a
+/// time, each after the last id of the one before.
+struct Pages<'a> {
+    db: &'a Db,
+    sql: &'static str,
+    after: String,
+}
+
+impl<'a> Pages<'a> {
+    fn of(db: &'a Db, sql: &'static str) -> Self {
+        Pages {
+            db,
+            sql,
+            after: String::new(),
+        }
+    }
+
+    /// The next page, or `None` when there is no more.
+    async fn next(&mut self) -> DomainResult<Option<Vec<sqlx::any::AnyRow>>> {
+        let rows = sqlx::query(self.sql)
+            .bind(self.after.as_str())
+            .bind(PAGE)
+            .fetch_all(self.db.reader())
+            .await?;
+        let Some(last) = rows.last() else {
+            return Ok(None);
+        };
+        self.after = last.try_get("id")?;
+        Ok(Some(rows))
+    }
+}
+
 /// Ours linked to a provider customer no page listed.
 async fn missing_at_provider(
     db: &Db,
     seen: &HashSet<String>,
     report: &mut DriftReport,
 ) -> DomainResult<()> {
-    let mut after = String::new();
-    loop {
-        let rows = sqlx::query(
-            "SELECT id, email, provider_customer_id FROM customers
-             WHERE provider_customer_id <> '' AND id > $1 ORDER BY id LIMIT $2",
-        )
-        .bind(&after)
-        .bind(PAGE)
-        .fetch_all(db.reader())
-        .await?;
-        let Some(last) = rows.last() else {
-            return Ok(());
-        };
-        after = last.try_get("id")?;
+    let mut pages = Pages::of(
+        db,
+        "SELECT id, email, provider_customer_id FROM customers
+         WHERE provider_customer_id <> '' AND id > $1 ORDER BY id LIMIT $2",
+    );
+    while let Some(rows) = pages.next().await? {
         for row in &rows {
             let provider_id: String = row.try_get("provider_customer_id")?;
             if !seen.contains(&provider_id) {
@@ -292,6 +316,7 @@ async fn missing_at_provider(
             }
         }
     }
+    Ok(())
 }
 
 /// The charges pass: the unlisted-charges list refreshed, and each charge naming one of
@@ -402,22 +427,14 @@ async fn orders_without_charge(
     named: &HashSet<String>,
     report: &mut DriftReport,
 ) -> DomainResult<()> {
-    let mut after = String::new();
-    loop {
-        let rows = sqlx::query(
-            "SELECT o.id, o.customer_id FROM orders o
-             WHERE o.amount_minor > 0 AND o.id > $1
-               AND NOT EXISTS (SELECT 1 FROM charge_links l WHERE l.order_id = o.id)
-             ORDER BY o.id LIMIT $2",
-        )
-        .bind(&after)
-        .bind(PAGE)
-        .fetch_all(db.reader())
-        .await?;
-        let Some(last) = rows.last() else {
-            return Ok(());
-        };
-        after = last.try_get("id")?;
+    let mut pages = Pages::of(
+        db,
+        "SELECT o.id, o.customer_id FROM orders o
+         WHERE o.amount_minor > 0 AND o.id > $1
+           AND NOT EXISTS (SELECT 1 FROM charge_links l WHERE l.order_id = o.id)
+         ORDER BY o.id LIMIT $2",
+    );
+    while let Some(rows) = pages.next().await? {
         for row in &rows {
             let order_id: String = row.try_get("id")?;
             if !named.contains(&order_id) {
@@ -433,4 +450,5 @@ async fn orders_without_charge(
             }
         }
     }
+    Ok(())
 }

@@ -236,16 +236,7 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
                     refund.charge.as_deref().unwrap_or("no charge")
                 );
                 tracing::error!(case_id = %case.id, intent_id = %intent.id, reason, "BUG: provider answered with another refund");
-                update_intent(
-                    s.db,
-                    intent,
-                    IntentStatus::NeedsReview,
-                    Some(&refund.id),
-                    Some(&reason),
-                    now,
-                )
-                .await?;
-                return Ok(Step::NeedsReview { reason });
+                return needs_review(s, intent, Some(&refund.id), reason, now).await;
             }
             tracing::info!(case_id = %case.id, refund_id = %refund.id, status = %refund.status(), "provider accepted refund");
             let status = provider_status(&refund);
@@ -263,15 +254,7 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
             // docs/spec/invariants.md #5: unknown stays unknown until the provider's records say.
             let reason = e.to_string();
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "refund outcome unknown; pending verification");
-            update_intent(
-                s.db,
-                intent,
-                IntentStatus::PendingVerification,
-                None,
-                Some(&reason),
-                now,
-            )
-            .await?;
+            pending_verification(s.db, intent, &reason, now).await?;
             if matches!(e, ProviderError::StoredServerError { .. }) {
                 return Ok(Step::NotAtProvider { reason });
             }
@@ -280,31 +263,14 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
         Err(ProviderError::Unavailable(reason)) => {
             // Nothing reached the provider: stay `submitting`; the same key goes again.
             tracing::warn!(case_id = %case.id, intent_id = %intent.id, reason, "provider unavailable; will resend the same key");
-            update_intent(
-                s.db,
-                intent,
-                IntentStatus::Submitting,
-                None,
-                Some(&reason),
-                now,
-            )
-            .await?;
+            with_reason(s.db, intent, IntentStatus::Submitting, &reason, now).await?;
             Ok(Step::NotSent { reason })
         }
         Err(ProviderError::IdempotencyMismatch(why)) => {
             // Our bug (the parameters under this key changed): never a "refund failed".
             tracing::error!(case_id = %case.id, intent_id = %intent.id, key = %intent.idempotency_key, why, "BUG: idempotency key reused with other parameters");
             let reason = format!("bug: idempotency key reused with other parameters: {why}");
-            update_intent(
-                s.db,
-                intent,
-                IntentStatus::NeedsReview,
-                None,
-                Some(&reason),
-                now,
-            )
-            .await?;
-            Ok(Step::NeedsReview { reason })
+            needs_review(s, intent, None, reason, now).await
         }
         Err(e @ (ProviderError::Rejected { .. } | ProviderError::NotFound(_))) => {
             // A business refusal is stored under the key: final for this key. Re-read the
@@ -314,27 +280,61 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
             match find_ours(s, intent).await {
                 Ok(Some(found)) => adopt(s, intent, &found, true).await,
                 Ok(None) => {
-                    update_intent(s.db, intent, IntentStatus::Failed, None, Some(&reason), now)
-                        .await?;
+                    with_reason(s.db, intent, IntentStatus::Failed, &reason, now).await?;
                     Ok(Step::Refused { reason })
                 }
                 Err(read) => {
                     // Refused, but we could not look: unknown until we can.
                     let reason = format!("{reason}; charge not re-read: {read}");
-                    update_intent(
-                        s.db,
-                        intent,
-                        IntentStatus::PendingVerification,
-                        None,
-                        Some(&reason),
-                        now,
-                    )
-                    .await?;
+                    pending_verification(s.db, intent, &reason, now).await?;
                     Ok(Step::Unknown { reason })
                 }
             }
         }
     }
+}
+
+/// The intent set aside for a person (`needs_review`), with the provider's refund when
+/// there is one, and why.
+async fn needs_review(
+    s: Sender<'_>,
+    intent: &Intent,
+    refund_id: Option<&str>,
+    reason: String,
+    now: i64,
+) -> DomainResult<Step> {
+    update_intent(
+        s.db,
+        intent,
+        IntentStatus::NeedsReview,
+        refund_id,
+        Some(&reason),
+        now,
+    )
+    .await?;
+    Ok(Step::NeedsReview { reason })
+}
+
+/// The intent's outcome unknown (`pending_verification`) until the provider's records
+/// say, and why (docs/spec/invariants.md #5).
+async fn pending_verification(
+    db: &Db,
+    intent: &Intent,
+    reason: &str,
+    now: i64,
+) -> DomainResult<bool> {
+    with_reason(db, intent, IntentStatus::PendingVerification, reason, now).await
+}
+
+/// The intent moved to `status` because of `reason` (no provider refund id to record).
+async fn with_reason(
+    db: &Db,
+    intent: &Intent,
+    status: IntentStatus,
+    reason: &str,
+    now: i64,
+) -> DomainResult<bool> {
+    update_intent(db, intent, status, None, Some(reason), now).await
 }
 
 /// Our refund among the charge's refunds, found by `metadata.refund_intent_id`.
@@ -366,16 +366,7 @@ async fn adopt(
             intent.amount.currency().code()
         );
         tracing::error!(intent_id = %intent.id, reason, "amount mismatch at the provider");
-        update_intent(
-            s.db,
-            intent,
-            IntentStatus::NeedsReview,
-            Some(&found.id),
-            Some(&reason),
-            now,
-        )
-        .await?;
-        return Ok(Step::NeedsReview { reason });
+        return needs_review(s, intent, Some(&found.id), reason, now).await;
     }
     let status = provider_status(found);
     tracing::info!(intent_id = %intent.id, refund_id = %found.id, %status, "adopted the provider's refund");

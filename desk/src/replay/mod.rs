@@ -192,6 +192,9 @@ pub async fn investigate(
 /// the events it would commit are folded into the same `RunLog`. It ends where live
 /// hands the case to a human (with the same reason and summary) or sends a proposal to
 /// the policy engine.
+// Long because it mirrors the live loop step for step (readers, briefing, loop, handoff,
+// facts, decision) so replay and live can be compared line by line; split, the two
+// would stop reading alike.
 pub async fn investigate_with_clock(
     model: &dyn Model,
     index: &Arc<PolicyIndex>,

@@ -81,6 +81,9 @@ pub async fn decide_now(
 }
 
 /// Turns a recorded proposal into a decision and the case's next state.
+// Long because it is one transaction whose order of writes is the race detection (the
+// versioned case update first, then run events, reply, mail): split, that order would
+// be spread over functions that each could be called alone.
 pub async fn decide_case(
     d: Decider<'_>,
     run: &mut Run,

@@ -2,6 +2,10 @@
 //! any of the forms `ids` reads (issue 34), and reference-like tokens that match none of
 //! them — noted, and handed back for the workflow to look up among all orders (RP-007).
 //! Knows ids and text, not the records.
+//!
+//! One file because the rules that tell an order reference from a date, an amount, a unit
+//! or another kind of number all read the same `Scan` and are tuned against each other;
+//! split, a change to one would be made without the others in view.
 
 use std::collections::BTreeMap;
 

@@ -191,17 +191,16 @@ pub async fn post_approve(
     ApiJson(input): ApiJson<ApproveInput>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        approvals::decide(
-            state.desk(),
-            staff,
-            &id,
-            &input.fingerprint,
-            Verdict::Approved,
-            input.note.as_deref(),
-        )
-        .await?,
-    ))
+    let view = approvals::decide(
+        state.desk(),
+        staff,
+        &id,
+        &input.fingerprint,
+        Verdict::Approved,
+        input.note.as_deref(),
+    )
+    .await?;
+    Ok(Json(view))
 }
 
 /// `POST /api/v1/cases/{id}/reject`.
@@ -219,17 +218,16 @@ pub async fn post_reject(
             "a rejection needs a reason",
         ));
     }
-    Ok(Json(
-        approvals::decide(
-            state.desk(),
-            staff,
-            &id,
-            &input.fingerprint,
-            Verdict::Rejected,
-            Some(&input.reason),
-        )
-        .await?,
-    ))
+    let view = approvals::decide(
+        state.desk(),
+        staff,
+        &id,
+        &input.fingerprint,
+        Verdict::Rejected,
+        Some(&input.reason),
+    )
+    .await?;
+    Ok(Json(view))
 }
 
 /// `POST /api/v1/cases/{id}/handup` (staff): a refund above the caller's RP-004 limit
@@ -242,9 +240,8 @@ pub async fn post_handup(
     ApiJson(input): ApiJson<approvals::HandUp>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        approvals::hand_up(state.desk(), staff, &id, &input).await?,
-    ))
+    let view = approvals::hand_up(state.desk(), staff, &id, &input).await?;
+    Ok(Json(view))
 }
 
 /// `POST /api/v1/cases/{id}/takeover` (supervisor).
@@ -267,9 +264,8 @@ pub async fn post_decide(
     ApiJson(input): ApiJson<ManualDecision>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        shadow_live::decide_by_hand(state.desk(), staff, &id, input).await?,
-    ))
+    let view = shadow_live::decide_by_hand(state.desk(), staff, &id, input).await?;
+    Ok(Json(view))
 }
 
 /// `POST /api/v1/cases/{id}/messages` (staff): a reply to the customer or an internal note.
@@ -281,9 +277,8 @@ pub async fn post_message(
     ApiJson(input): ApiJson<StaffMessage>,
 ) -> AppResult<Json<CaseThread>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        conversation::post_message(state.desk(), staff, &id, &input).await?,
-    ))
+    let thread = conversation::post_message(state.desk(), staff, &id, &input).await?;
+    Ok(Json(thread))
 }
 
 /// `POST /api/v1/cases/{id}/close` (supervisor): close a case, optionally with a reply.
@@ -295,9 +290,8 @@ pub async fn post_close(
     ApiJson(input): ApiJson<CloseCase>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        conversation::close(state.desk(), staff, &id, &input).await?,
-    ))
+    let view = conversation::close(state.desk(), staff, &id, &input).await?;
+    Ok(Json(view))
 }
 
 /// `POST /api/v1/cases/{id}/assign` (staff): take a case, or (supervisor) assign it.
@@ -309,7 +303,6 @@ pub async fn post_assign(
     ApiJson(input): ApiJson<AssignCase>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    Ok(Json(
-        conversation::assign(state.desk(), staff, &id, &input).await?,
-    ))
+    let view = conversation::assign(state.desk(), staff, &id, &input).await?;
+    Ok(Json(view))
 }

@@ -18,7 +18,9 @@ use desk::auth::{self, ServiceKind, Session, StaffRole};
 use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 
-use super::common::{error_page, render, verified, with_status, CsrfForm, Nav, SameOrigin};
+use super::common::{
+    error_page, or_page, render, verified, with_status, CsrfForm, Nav, SameOrigin,
+};
 
 const ROLES: [&str; 4] = ["agent", "supervisor", "policy_author", "admin"];
 
@@ -135,10 +137,7 @@ pub(super) async fn invite_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<InviteForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let invited = match StaffRole::parse(&form.role) {
         Ok(role) => accounts::invite(&state.db, &session.staff.id, &form.email, role, now).await,
@@ -185,10 +184,7 @@ pub(super) async fn role_submit(
     Path(id): Path<String>,
     Form(form): Form<RoleForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let changed = match StaffRole::parse(&form.role) {
         Ok(role) => accounts::change_role(&state.db, &session.staff.id, &id, role, now).await,
@@ -205,10 +201,7 @@ pub(super) async fn deactivate_submit(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let result = if id == session.staff.id {
         Err(DomainError::conflict(
             ErrorCode::OwnAccount,
@@ -233,10 +226,7 @@ pub(super) async fn reactivate_submit(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let result =
         accounts::reactivate(&state.db, &session.staff.id, &id, state.clock.now_ms()).await;
     done(
@@ -280,10 +270,7 @@ pub(super) async fn service_token_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<ServiceTokenForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let issued = match ServiceKind::parse(&form.kind) {
         Ok(kind) => {
@@ -400,10 +387,7 @@ pub(super) async fn own_token_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<OwnTokenForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let issued = accounts::issue_staff_token(
         &state.db,
@@ -434,10 +418,7 @@ pub(super) async fn revoke_submit(
     Path(token_id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let owner = match accounts::owner_of(&state.db, &token_id).await {
         Ok(owner) => owner,
         Err(e) => return AppError::from(e).into_response(),

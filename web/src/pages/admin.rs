@@ -13,7 +13,7 @@ use desk::audit::AuditFilter;
 use desk::auth::{self, Session};
 use desk::state::AppState;
 
-use super::common::{render, verified, with_status, Nav};
+use super::common::{or_page, render, verified, with_status, Nav};
 use crate::links::query_string;
 
 /// The admin's session, or the page to answer with (login). Who is an admin is the access
@@ -73,10 +73,7 @@ pub(super) async fn unlock_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<UnlockForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| admin(Ok(s))) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf).and_then(|s| admin(Ok(s))));
     match unlock_and_audit(&state, &session.staff, &form.email).await {
         Ok(n) => {
             let query = query_string(&[

@@ -24,7 +24,7 @@ use desk::tickets::TicketLine;
 use desk::views::CaseView;
 use desk::world::{parse_plain, serde_plain};
 
-use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
+use super::common::{error_page, or_page, render, verified, with_status, CsrfForm, Nav};
 
 pub(super) struct RuleView {
     citation: String,
@@ -488,10 +488,7 @@ pub(super) async fn message_submit(
     Path(id): Path<String>,
     Form(form): Form<MessageForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let internal = form.internal.as_deref() == Some("true");
     let message = desk::conversation::StaffMessage {
         text: form.text,
@@ -517,10 +514,7 @@ pub(super) async fn close_submit(
     Path(id): Path<String>,
     Form(form): Form<CloseForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let input = desk::conversation::CloseCase {
         reason: form.reason,
         reply: form.reply.filter(|r| !r.trim().is_empty()),
@@ -542,10 +536,7 @@ pub(super) async fn assign_submit(
     Path(id): Path<String>,
     Form(form): Form<AssignForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let input = desk::conversation::AssignCase { email: form.email };
     let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
     after_action(&state, &session, &id, result, "assigned").await
@@ -568,10 +559,7 @@ pub(super) async fn decide_submit(
     form: DecideForm,
     verdict: Verdict,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let note = match verdict {
         Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
         Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
@@ -636,10 +624,7 @@ pub(super) async fn handup_submit(
     Path(id): Path<String>,
     Form(form): Form<HandUpForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let input = approvals::HandUp {
         fingerprint: form.fingerprint,
         note: form.note,
@@ -654,10 +639,7 @@ pub(super) async fn takeover_submit(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     match approvals::take_over(state.desk(), &session.staff, &id).await {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
@@ -725,10 +707,7 @@ pub(super) async fn decide_by_hand_submit(
     Path(id): Path<String>,
     Form(form): Form<HandDecisionForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let manual = hand_decision(&form);
     let result = match manual {
         Ok(mut manual) => {

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use super::common::{render, verified, with_status, CsrfForm, Nav};
+use super::common::{or_page, render, verified, with_status, CsrfForm, Nav};
 use crate::access::{Capability, Routes, Rule};
 use crate::error::AppError;
 use desk::auth::Session;
@@ -164,10 +164,7 @@ async fn link_submit(
     Path(charge_id): Path<String>,
     Form(form): Form<LinkForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let order_id = form.order_id.trim();
     let now = state.clock.now_ms();
     let linked = charges::link_charge(
@@ -201,10 +198,7 @@ async fn sync_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     match charges::sync_unlinked(&state.db, &state.payments, now, &mut |_| {}).await {
         Ok(report) => Redirect::to(&format!(

@@ -39,7 +39,7 @@ pub fn script(body: &'static str) -> Response {
 pub fn time_tag(at: &str) -> String {
     use time::format_description::well_known::Rfc3339;
     let Ok(moment) = time::OffsetDateTime::parse(at, &Rfc3339) else {
-        return html_escape(at);
+        return escaped(at);
     };
     let utc = moment.to_offset(time::UtcOffset::UTC);
     let machine = utc.format(&Rfc3339).unwrap_or_default();
@@ -86,7 +86,7 @@ fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str
     };
     match page.render() {
         Ok(html) => (status, Html(html)).into_response(),
-        Err(_) => (status, Html(html_escape(message))).into_response(),
+        Err(_) => (status, Html(escaped(message))).into_response(),
     }
 }
 
@@ -171,13 +171,13 @@ pub(super) fn home_of(role: desk::auth::StaffRole) -> &'static str {
         .map_or("/console/policies", |(path, _, _)| *path)
 }
 
-/// HTML-escapes text for pages built outside askama templates.
-pub fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
+/// `text` escaped for HTML by askama's own escaper (the one every template uses), for the
+/// two places that write a fragment without a template: a `<time>` tag's fallback and
+/// the error page's fallback when its template fails.
+fn escaped(text: &str) -> String {
+    askama::filters::escape(text, askama::filters::Html)
+        .map(|safe| safe.to_string())
+        .unwrap_or_default()
 }
 
 pub(super) fn set_cookie(
@@ -208,6 +208,19 @@ pub(super) fn redirect_with_cookie(
     );
     resp
 }
+
+/// `let session = or_page!(verified(session, &form.csrf));`: the `Ok` value of a
+/// `Result<T, Response>`, or the handler returns the `Err` page at once (a `?` for
+/// handlers that answer `Response`: the sign-in redirect, an expired form, a role refused).
+macro_rules! or_page {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(page) => return page,
+        }
+    };
+}
+pub(super) use or_page;
 
 /// A browser session whose forms carry a CSRF token.
 pub(super) trait FormSession: Sized {
@@ -303,7 +316,7 @@ mod tests {
     fn text_that_is_no_moment_is_shown_escaped_and_never_as_markup() {
         assert_eq!(
             time_tag("<script>x</script>"),
-            "&lt;script&gt;x&lt;/script&gt;"
+            "&#60;script&#62;x&#60;/script&#62;"
         );
     }
 }

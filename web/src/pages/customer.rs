@@ -18,8 +18,8 @@ use desk::state::AppState;
 use desk::tickets::{self};
 
 use super::common::{
-    browser_language, cross_site_refused, customer_error_page, redirect_with_cookie, render,
-    verified, with_status, CsrfForm, FormSession, SameOrigin,
+    browser_language, cross_site_refused, customer_error_page, or_page, redirect_with_cookie,
+    render, verified, with_status, CsrfForm, FormSession, SameOrigin,
 };
 
 impl FormSession for CustomerSession {
@@ -170,10 +170,7 @@ pub(super) async fn new_ticket_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<NewTicketForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let input = customer::NewTicket {
         message: form.message.clone(),
         order_id: form.order_id.clone(),
@@ -244,10 +241,7 @@ pub(super) async fn message_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<MessageForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let result = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
         Ok(ticket) => {
             customer::add_customer_message(
@@ -298,10 +292,7 @@ pub(super) async fn person_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
-        Ok(both) => both,
-        Err(page) => return page,
-    };
+    let (session, ticket) = or_page!(ticket_form(&state, session, &form.csrf, &id).await);
     match customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => with_status(
@@ -317,10 +308,7 @@ pub(super) async fn withdraw_submit(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let (session, ticket) = match ticket_form(&state, session, &form.csrf, &id).await {
-        Ok(both) => both,
-        Err(page) => return page,
-    };
+    let (session, ticket) = or_page!(ticket_form(&state, session, &form.csrf, &id).await);
     match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
@@ -449,10 +437,7 @@ pub(super) async fn sign_out(
     session: Result<CustomerSession, AppError>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
         return AppError::from(e).into_response();
     }

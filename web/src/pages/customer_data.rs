@@ -17,7 +17,7 @@ use desk::customer_data::{retention, retention::Windows};
 use desk::state::AppState;
 
 use super::admin::admin;
-use super::common::{render, verified, Nav};
+use super::common::{or_page, render, verified, Nav};
 
 #[derive(Template)]
 #[template(path = "customer_data.html")]
@@ -40,10 +40,7 @@ pub(super) async fn data_page(
     Authed(session): Authed<Result<Session, AppError>>,
     Query(query): Query<DataQuery>,
 ) -> Response {
-    let session = match admin(session) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(admin(session));
     let notice = query
         .erased
         .map(|pseudonym| format!("Erased; their money records are kept as {pseudonym}."));
@@ -110,10 +107,7 @@ pub(super) async fn erase_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<EraseForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| admin(Ok(s))) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf).and_then(|s| admin(Ok(s))));
     let id = form.customer.trim();
     if id.is_empty() || id != form.confirm.trim() {
         return AppError::bad_request(

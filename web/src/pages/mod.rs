@@ -23,9 +23,10 @@ mod reports;
 pub mod rollout;
 mod run;
 mod saved_replies;
+pub mod shadow_report;
 mod sso;
 
-pub use common::{error_page, html_escape, page_not_found, render};
+pub use common::{error_page, page_not_found, render};
 pub use customer::open_from_link_page;
 
 use axum::response::Redirect;

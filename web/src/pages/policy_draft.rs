@@ -14,7 +14,7 @@ use axum::Form;
 use desk::error::ErrorCode;
 use serde::Deserialize;
 
-use super::common::{error_page, render, verified, with_status, Nav};
+use super::common::{error_page, or_page, render, verified, with_status, Nav};
 use crate::error::AppError;
 use desk::auth::Session;
 use desk::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
@@ -184,10 +184,7 @@ async fn draft_page(
     Path(doc): Path<String>,
     query: axum::extract::Query<DoneQuery>,
 ) -> Response {
-    let session = match author(session) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(author(session));
     match drafts::load_draft(&state.db, state.clock.as_ref(), &doc).await {
         Ok(draft) => render(&page(&state, &session, &draft, &draft.text, query.0.done)),
         Err(e) => failure(e),
@@ -214,10 +211,7 @@ async fn save_submit(
     Path(doc): Path<String>,
     Form(form): Form<SaveForm>,
 ) -> Response {
-    let session = match verified_author(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified_author(session, &form.csrf));
     // Browsers send textareas with CRLF line ends; the stored text keeps the files' LF.
     let text = DraftText {
         markdown: form.markdown.replace("\r\n", "\n"),
@@ -262,10 +256,7 @@ async fn whatif_submit(
     Path(doc): Path<String>,
     Form(form): Form<WhatIfForm>,
 ) -> Response {
-    let session = match verified_author(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified_author(session, &form.csrf));
     match run_whatif(&state, &session, &doc, &form).await {
         Ok(_) => {
             Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
@@ -311,10 +302,7 @@ async fn publish_submit(
     Path(doc): Path<String>,
     Form(form): Form<PublishForm>,
 ) -> Response {
-    let session = match verified_author(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified_author(session, &form.csrf));
     let published = match publish::parse_effective(Some(&form.effective_from)) {
         Ok(at) => {
             publish::publish(

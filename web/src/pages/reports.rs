@@ -9,7 +9,6 @@ use axum::Form;
 use crate::error::AppError;
 use desk::auth::Session;
 use desk::state::AppState;
-use desk::world::serde_plain;
 
 use super::common::{render, verified, CsrfForm, Nav};
 
@@ -218,19 +217,7 @@ pub(super) async fn shadow_page(
             )
         })
         .collect();
-    let text = |v: &desk::replay::CaseVerdict| {
-        let refunds: Vec<String> = v
-            .refunds
-            .iter()
-            .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
-            .collect();
-        format!(
-            "{} ({}) {}",
-            v.outcome.as_str(),
-            serde_plain(&v.reason),
-            refunds.join(", ")
-        )
-    };
+    let text = super::shadow_report::verdict_text;
     let disagreements = report
         .disagreements
         .iter()

@@ -17,7 +17,7 @@ use desk::rollout::{self, guards, modes, Mode, Scope};
 use desk::state::AppState;
 
 use super::admin::admin;
-use super::common::{html_escape, render, verified, with_status, Nav};
+use super::common::{or_page, render, verified, with_status, Nav};
 
 /// One guard's row: its reading now and its line over time.
 pub(super) struct GuardRow {
@@ -75,10 +75,7 @@ pub(super) async fn rollout_page(
     Authed(session): Authed<Result<Session, AppError>>,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    let session = match admin(session) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(admin(session));
     let notice = query
         .done
         .map(|_| "Rollout changed; the audit below records it.".to_string());
@@ -215,10 +212,7 @@ pub(super) async fn rollout_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<RolloutForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf).and_then(|s| admin(Ok(s))) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf).and_then(|s| admin(Ok(s))));
     let changed = async {
         let percent = match form.percent.trim() {
             "" => None,
@@ -266,6 +260,17 @@ async fn refused(
 
 /// Where `base.html` takes the banner (the marker is a comment: a page without a
 /// standing demotion shows nothing).
+/// The notice a guard's demotion puts on every console page: each demoted scope and the
+/// guard's reason, escaped by askama (a scope or a reason is text from the database).
+#[derive(Template)]
+#[template(
+    source = r#"<div class="card error" id="rollout-banner" role="alert"><strong>Rollout guard tripped.</strong> {% for (scope, why) in demotions %}{% if !loop.first %}; {% endif %}{{ scope }} demoted to shadow: {{ why }}{% endfor %} — <a href="/console/rollout">rollout</a></div>"#,
+    ext = "html"
+)]
+struct Banner<'a> {
+    demotions: &'a [(String, String)],
+}
+
 pub const BANNER_MARKER: &str = "<!--rollout-banner-->";
 
 /// Puts the rollout banner into every console page while a guard's demotion stands: the
@@ -298,20 +303,14 @@ pub async fn banner(
         return AppError::from(anyhow::anyhow!("page body not read")).into_response();
     };
     let html = String::from_utf8_lossy(&bytes);
-    let lines: Vec<String> = demotions
-        .iter()
-        .map(|(scope, why)| {
-            format!(
-                "{} demoted to shadow: {}",
-                html_escape(scope),
-                html_escape(why)
-            )
-        })
-        .collect();
-    let banner = format!(
-        r#"<div class="card error" id="rollout-banner" role="alert"><strong>Rollout guard tripped.</strong> {} — <a href="/console/rollout">rollout</a></div>"#,
-        lines.join("; ")
-    );
+    let banner = match (Banner {
+        demotions: &demotions,
+    })
+    .render()
+    {
+        Ok(banner) => banner,
+        Err(e) => return AppError::from(anyhow::anyhow!("rollout banner: {e}")).into_response(),
+    };
     parts.headers.remove(axum::http::header::CONTENT_LENGTH);
     Response::from_parts(
         parts,

@@ -11,7 +11,7 @@ use axum::Form;
 use crate::access::{Capability, Routes, Rule};
 use serde::Deserialize;
 
-use super::common::{error_page, render, verified, with_status, CsrfForm, Nav};
+use super::common::{error_page, or_page, render, verified, with_status, CsrfForm, Nav};
 use crate::error::AppError;
 use desk::auth::{Session, StaffRole};
 use desk::replies::Language;
@@ -109,10 +109,7 @@ async fn add_submit(
     Authed(session): Authed<Result<Session, AppError>>,
     Form(form): Form<AddForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let input = NewSavedReply {
         name: form.name.clone(),
         language: form.language.clone(),
@@ -135,10 +132,7 @@ async fn delete_submit(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let session = match verified(session, &form.csrf) {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
+    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     match saved_replies::delete(&state.db, &session.staff, &id, now).await {
         Ok(()) => Redirect::to("/console/replies?done=removed").into_response(),

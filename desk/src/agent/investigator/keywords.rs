@@ -8,6 +8,9 @@
 //! "diritto di recesso", "herroepingsrecht", "direito de livre resolução", "청약철회").
 //! Written from how customers and the law put it, never from the generator's phrase
 //! banks (`evals/history/phrases/`), which this crate does not read.
+//!
+//! Long because it is data, one table of words per kind and language; split by language, a
+//! kind's words would be spread over ten files that must be read together.
 
 use policy_engine::RequestKind;
 

@@ -20,6 +20,10 @@ use crate::agent::{
 };
 use domain::resolve::{self, OrderCandidate, RequestSource, Resolution, ResolveInput};
 
+// Long because it is the built-in investigator's one decision per turn, read top to bottom
+// as its steps (customer and orders, which order, charges, request kind, policy, proposal),
+// each returning early with the turn it needs; the details are in `resolve_order`,
+// `read_charges`, `read_request` and `propose`.
 pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
     let history = ctx.history;
     let tiers = resolve::Tiers::of(ctx.inputs);

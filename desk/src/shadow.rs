@@ -10,9 +10,11 @@
 //! outcome differs, amounts differ), counted per cause. Fields a history line carries
 //! beyond docs/spec/interfaces.md are counted; a `features` object among them (the varied generator
 //! writes one) gives agreement per feature value.
+//!
+//! This module replays and tallies; it renders nothing (the page is
+//! `web::pages::shadow_report`'s, askama-escaped) and writes no file (the CLI does).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,8 +23,8 @@ use rag_index::PolicyIndex;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use desk::agent::Model;
-use desk::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
+use crate::agent::Model;
+use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
@@ -208,47 +210,6 @@ pub struct ShadowReport {
     pub tickets_per_second: f64,
 }
 
-/// One "agreement per …" table of the HTML report.
-fn agreement_table(title: &str, column: &str, rows: &BTreeMap<String, Agreement>) -> String {
-    let mut out = format!(
-        "<h2>Agreement per {title}</h2><table><tr><th>{column}</th><th>agree</th><th>total</th></tr>"
-    );
-    for (key, a) in rows {
-        out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(key),
-            a.agree,
-            a.total
-        );
-    }
-    out + "</table>"
-}
-
-/// The money each side alone would have refunded, one row per currency (amounts of two
-/// currencies are never added together).
-fn money_table(report: &ShadowReport) -> String {
-    let mut currencies: Vec<&Currency> = report.agent_only_money.keys().collect();
-    currencies.extend(report.human_only_money.keys());
-    currencies.sort();
-    currencies.dedup();
-    let mut out = String::from("<h2>Money</h2>");
-    if currencies.is_empty() {
-        out += "<p>Both sides would have refunded the same amounts.</p>";
-        return out;
-    }
-    out += "<table id=\"money\"><tr><th>currency</th><th>agent only</th><th>humans only</th></tr>";
-    for c in currencies {
-        let cell = |m: &BTreeMap<Currency, String>| m.get(c).cloned().unwrap_or_else(|| "0".into());
-        out += &format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            c.code(),
-            cell(&report.agent_only_money),
-            cell(&report.human_only_money)
-        );
-    }
-    out + "</table>"
-}
-
 fn add_money(
     into: &mut BTreeMap<Currency, Decimal>,
     from: &BTreeMap<Currency, Decimal>,
@@ -339,7 +300,7 @@ pub async fn run(
     let mut by_reason: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_run_versions: BTreeMap<String, Agreement> = BTreeMap::new();
-    let run_versions = desk::agent::versions(model).label();
+    let run_versions = crate::agent::versions(model).label();
     let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
     let (mut agree_count, mut exact_count) = (0usize, 0usize);
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
@@ -381,7 +342,7 @@ pub async fn run(
             .entry(agent.outcome.as_str().into())
             .or_default() += 1;
         by_reason
-            .entry(desk::world::serde_plain(&human.reason))
+            .entry(crate::world::serde_plain(&human.reason))
             .or_default()
             .add(agree);
         for v in &versions {
@@ -443,201 +404,4 @@ pub async fn run(
             0.0
         },
     }
-}
-
-use web::pages::html_escape as esc;
-
-fn verdict_text(v: &CaseVerdict) -> String {
-    let refunds: Vec<String> = v
-        .refunds
-        .iter()
-        .map(|r| format!("{} {} {}", r.charge_id, r.amount, r.currency))
-        .collect();
-    format!(
-        "{} ({}) {}",
-        v.outcome.as_str(),
-        desk::world::serde_plain(&v.reason),
-        refunds.join(", ")
-    )
-}
-
-/// Every ticket whose human outcome was inferred from the records (`import history`),
-/// with the rule and the evidence, beside the agent's outcome: what a lead checks
-/// before trusting the agreement figures. Empty when no line carries an inference.
-fn inference_table(report: &ShadowReport) -> String {
-    let rows: Vec<&ShadowTicket> = report
-        .tickets
-        .iter()
-        .filter(|t| t.human_inference.is_some())
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from(
-        "<h2>Human outcomes inferred from the records</h2><table id=\"inferred\"><tr><th>ticket</th><th>human (inferred)</th><th>rule</th><th>evidence</th><th>agent</th><th>agree</th></tr>",
-    );
-    for t in rows {
-        let inference = t.human_inference.as_ref();
-        let field = |name: &str| inference.and_then(|i| i.get(name));
-        let rule = field("rule").and_then(|r| r.as_str()).unwrap_or_default();
-        let lines = |name: &str| -> Vec<String> {
-            field(name)
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|l| l.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut evidence = lines("evidence");
-        evidence.extend(
-            lines("excluded")
-                .into_iter()
-                .map(|l| format!("not counted: {l}")),
-        );
-        out += &format!(
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            if t.agree { "" } else { " class=\"bad\"" },
-            esc(&t.id),
-            esc(&verdict_text(&t.human)),
-            esc(rule),
-            esc(&evidence.join("; ")),
-            esc(&verdict_text(&t.agent)),
-            if t.agree { "yes" } else { "no" }
-        );
-    }
-    out + "</table>"
-}
-
-/// A self-contained HTML page (no external scripts or styles).
-///
-/// Long because it writes one document, section by section, in the order the page
-/// shows them; each section is a few lines of `format!`.
-pub fn html(report: &ShadowReport) -> String {
-    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>Shadow report</title><style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}.bad{background:#fde0e0}</style></head><body>");
-    out += &format!(
-        "<h1>Shadow report</h1><p>{} tickets · outcome agreement <strong>{:.1}%</strong> · exact agreement <strong>{:.1}%</strong> · {:.0} tickets/s</p>",
-        report.total,
-        report.outcome_agreement * 100.0,
-        report.exact_agreement * 100.0,
-        report.tickets_per_second
-    );
-    out += "<h2>Confusion matrix (rows: human, columns: agent)</h2><table><tr><th></th>";
-    for o in CaseOutcome::ALL {
-        out += &format!("<th>{}</th>", o.as_str());
-    }
-    out += "</tr>";
-    for h in CaseOutcome::ALL {
-        out += &format!("<tr><th>{}</th>", h.as_str());
-        for a in CaseOutcome::ALL {
-            let n = report
-                .confusion
-                .get(h.as_str())
-                .and_then(|r| r.get(a.as_str()))
-                .copied()
-                .unwrap_or(0);
-            out += &format!(
-                "<td{}>{n}</td>",
-                if h != a && n > 0 {
-                    " class=\"bad\""
-                } else {
-                    ""
-                }
-            );
-        }
-        out += "</tr>";
-    }
-    out += "</table>";
-    for (title, column, rows) in [
-        ("reason code", "reason", &report.by_reason),
-        ("policy version", "version", &report.by_policy_version),
-        (
-            "model, prompt and tool schema version",
-            "versions",
-            &report.by_run_versions,
-        ),
-    ] {
-        out += &agreement_table(title, column, rows);
-    }
-    out += "<h2>Disagreements by cause</h2><table><tr><th>cause</th><th>tickets</th></tr>";
-    for (why, n) in &report.causes {
-        out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(why));
-    }
-    out += "</table>";
-    if !report.by_feature.is_empty() {
-        out += "<h2>Agreement per feature</h2><table><tr><th>feature</th><th>tickets</th><th>outcome</th><th>exact</th></tr>";
-        for (feature, b) in &report.by_feature {
-            out += &format!(
-                "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
-                esc(feature),
-                b.total,
-                b.outcome_agreement * 100.0,
-                b.exact_agreement * 100.0
-            );
-        }
-        out += "</table>";
-    }
-    if !report.extra_fields.is_empty() {
-        out += "<h2>Fields beyond docs/spec/interfaces.md (ignored)</h2><table><tr><th>field</th><th>tickets</th></tr>";
-        for (field, n) in &report.extra_fields {
-            out += &format!("<tr><td>{}</td><td>{n}</td></tr>", esc(field));
-        }
-        out += "</table>";
-    }
-    out += &money_table(report);
-    out += &inference_table(report);
-    out += "<h2>Disagreements</h2>";
-    let disagreements: Vec<&ShadowTicket> = report.tickets.iter().filter(|t| !t.exact).collect();
-    if disagreements.is_empty() {
-        out += "<p>None.</p>";
-    } else {
-        out += "<table><tr><th>ticket</th><th>cause</th><th>human</th><th>agent</th><th>order (source)</th><th>policy cited</th></tr>";
-        for t in &disagreements {
-            let order = match (&t.order_id, t.order_source) {
-                (Some(id), Some(source)) => format!("{id} ({})", source.as_str()),
-                (Some(id), None) => id.clone(),
-                (None, _) => "none".to_string(),
-            };
-            out += &format!(
-                "<tr><td><a href=\"#trace-{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                t.cause.map_or("", Cause::as_str),
-                esc(&verdict_text(&t.human)),
-                esc(&verdict_text(&t.agent)),
-                esc(&order),
-                esc(&t.citations.join(", ")),
-                id = esc(&t.id)
-            );
-        }
-        out += "</table>";
-        for t in &disagreements {
-            let trace = t
-                .trace
-                .as_ref()
-                .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
-                .unwrap_or_else(|| t.error.clone().unwrap_or_default());
-            out += &format!(
-                "<h3 id=\"trace-{id}\">Trace of {id}</h3><pre>{}</pre>",
-                esc(&trace),
-                id = esc(&t.id)
-            );
-        }
-    }
-    if !report.bad_lines.is_empty() {
-        out += "<h2>Skipped lines</h2><ul>";
-        for l in &report.bad_lines {
-            out += &format!("<li>line {}: {}</li>", l.line, esc(&l.message));
-        }
-        out += "</ul>";
-    }
-    out += "</body></html>";
-    out
-}
-
-/// Writes `DIR/report.json` and `DIR/report.html`.
-pub fn write(report: &ShadowReport, dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
-    std::fs::write(dir.join("report.html"), html(report))?;
-    Ok(())
 }

@@ -1,0 +1,338 @@
+//! Tests of `resolve/mod.rs`: kept apart so the file reads as the code it tests.
+
+use super::*;
+use proptest::prelude::*;
+
+fn order(id: &str, product: &str, amount: &str) -> OrderCandidate {
+    OrderCandidate {
+        id: id.to_string(),
+        product: product.to_string(),
+        amount: amount.parse().unwrap(),
+        currency: "USD".to_string(),
+        date: (2026, 12, 1),
+        charges: None,
+    }
+}
+
+fn resolve_text(orders: &[OrderCandidate], messages: &[&str]) -> Resolution {
+    let messages: Vec<String> = messages.iter().map(|m| m.to_string()).collect();
+    resolve(&ResolveInput {
+        messages: &messages,
+        form_order: None,
+        request: RequestKind::Cancellation,
+        orders,
+    })
+}
+
+/// One id of each scheme the issue names, and the shop-style `O-1001`.
+const SCHEMES: [&str; 6] = [
+    "O-0001-2",
+    "#10234",
+    "ORD-2025-000123",
+    "7000024",
+    "MX5H38",
+    "O-1001",
+];
+
+fn full_width(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '!'..='~' => char::from_u32(c as u32 + 0xFEE0).unwrap_or(c),
+            ' ' => '\u{3000}',
+            _ => c,
+        })
+        .collect()
+}
+
+#[test]
+fn every_customer_message_is_scanned_not_only_the_first() {
+    let orders = [
+        order("#10234", "addon", "5"),
+        order("#10235", "annual_plan", "99"),
+    ];
+    let r = resolve_text(&orders, &["Hi, I need help.", "It's order 10235."]);
+    assert_eq!(r.order_id.as_deref(), Some("#10235"));
+    assert_eq!(r.source, Some(OrderSource::Message));
+}
+
+#[test]
+fn the_form_order_wins_over_what_the_text_says() {
+    let orders = [order("O-1", "addon", "5"), order("O-2", "addon", "5")];
+    let messages = vec!["about O-2".to_string()];
+    let r = resolve(&ResolveInput {
+        messages: &messages,
+        form_order: Some("O-1"),
+        request: RequestKind::DuplicateCharge,
+        orders: &orders,
+    });
+    assert_eq!(
+        (r.order_id.as_deref(), r.source),
+        (Some("O-1"), Some(OrderSource::Form))
+    );
+}
+
+#[test]
+fn an_empty_message_with_several_orders_resolves_nothing_and_says_what_is_missing() {
+    let orders = [order("A1", "addon", "5"), order("A2", "annual_plan", "99")];
+    let r = resolve_text(&orders, &[""]);
+    assert_eq!(r.order_id, None);
+    assert!(r.missing.is_some_and(|m| m.contains("which order")));
+    let r = resolve_text(&[], &[]);
+    assert_eq!(r.order_id, None);
+    assert!(r.missing.is_some());
+}
+
+#[test]
+fn a_message_with_fifty_id_like_tokens_resolves_to_the_customers_order() {
+    let mut text: Vec<String> = (0..50).map(|i| format!("ZX{:04}Q", i * 7)).collect();
+    text.insert(31, "mx5h38".into());
+    let orders = [order("MX5H38", "addon", "5"), order("MX5H39", "addon", "5")];
+    let r = resolve_text(&orders, &[&text.join(" ")]);
+    assert_eq!(r.order_id.as_deref(), Some("MX5H38"));
+    let refs = unmatched_references(&[text.join(" ")], &["MX5H38"]);
+    assert_eq!(refs.len(), MAX_REFERENCES, "look-ups stay bounded");
+}
+
+#[test]
+fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide() {
+    // One order showing the duplicate: it is the one, whatever number was typed.
+    let mut duplicated = order("#10234", "addon", "5");
+    let paid = ChargeSummary {
+        amount: "5".parse().unwrap(),
+        took_money: true,
+        hold: false,
+    };
+    duplicated.charges = Some(vec![paid.clone(), paid.clone()]);
+    let messages = vec!["订单号：88812 重复扣款".to_string()];
+    let r = resolve(&ResolveInput {
+        messages: &messages,
+        form_order: None,
+        request: RequestKind::DuplicateCharge,
+        orders: std::slice::from_ref(&duplicated),
+    });
+    assert_eq!(
+        (r.order_id.as_deref(), r.source),
+        (Some("#10234"), Some(OrderSource::Records))
+    );
+    assert_eq!(
+        r.unmatched,
+        [Reference {
+            text: "88812".into(),
+            strong: true,
+            named: true,
+            labelled_other: false,
+        }]
+    );
+    assert!(lookup_spellings(&r.unmatched[0]).contains(&"#88812".to_string()));
+    // Records that show nothing: asked, even with one order (a typo and someone
+    // else's order must look alike, RP-007), the number still noted.
+    for orders in [
+        vec![order("A1", "addon", "5")],
+        vec![order("A1", "addon", "5"), order("A2", "annual_plan", "99")],
+    ] {
+        let r = resolve_text(&orders, &["please cancel order 88812"]);
+        assert_eq!(r.order_id, None);
+        assert!(r.missing.is_some() && r.unmatched.len() == 1);
+    }
+    // A bare number names nothing: the only order stands.
+    let r = resolve_text(&[order("A1", "addon", "5")], &["call me on 0301234567"]);
+    assert_eq!(r.order_id.as_deref(), Some("A1"));
+}
+
+#[test]
+fn several_named_orders_that_nothing_tells_apart_are_asked_about_never_guessed() {
+    let orders = [
+        order("O-1", "annual_plan", "99"),
+        order("O-2", "annual_plan", "99"),
+        order("O-3", "addon", "5"),
+    ];
+    let r = resolve_text(&orders, &["cancel O-1 or O-2, whichever is newer"]);
+    assert_eq!(r.order_id, None);
+    assert!(r.missing.is_some());
+    let r = resolve_text(&orders, &["refund pls"]);
+    assert_eq!(r.order_id, None, "{r:?}");
+}
+
+#[test]
+fn the_new_words_decide_and_the_quoted_thread_is_only_noted() {
+    let orders = [
+        order("65169", "annual_plan", "99"),
+        order("51110", "addon", "5"),
+    ];
+    let mail = "Please cancel https://shop.example/account/orders/65169?ref=mail\n\n\
+                    On Mon, 3 Mar 2026 at 10:00, Shop <help@shop.example> wrote:\n\
+                    > Your order 51110 has shipped.";
+    assert_eq!(
+        resolve_text(&orders, &[mail]).order_id.as_deref(),
+        Some("65169")
+    );
+    // The new words name nothing: the older order quoted below is not taken.
+    let mail = "Please cancel it.\n\n> Your order 51110 has shipped.";
+    let r = resolve_text(&orders, &[mail]);
+    assert_eq!(r.order_id, None, "{r:?}");
+    // A forwarded receipt names the order when the new words do not.
+    let mail = "Please cancel this one.\n\n---------- Forwarded message ---------\n\
+                    From: Shop\nSubject: Your receipt\nOrder 65169, total $99.00";
+    assert_eq!(
+        resolve_text(&orders, &[mail]).order_id.as_deref(),
+        Some("65169")
+    );
+}
+
+#[test]
+fn numbers_in_a_signature_or_a_pasted_statement_never_name_an_order() {
+    let orders = [order("552", "addon", "5"), order("10115", "addon", "9")];
+    let mail = "I was charged twice, statement below:\n\
+                    03/12/2026  TRADER JOE'S #552  -45.12\n\n\
+                    Best regards,\nAnna\nMusterstr. 1, 10115 Berlin";
+    let r = resolve_text(&orders, &[mail]);
+    assert_eq!(r.order_id, None, "{r:?}");
+}
+
+#[test]
+fn the_forms_of_the_issue_resolve_to_the_order() {
+    let cases: &[(&str, &str)] = &[
+        ("…/account/orders/65169?ref=abc was charged twice", "65169"),
+        (
+            "order 2507 1510 4088 8542 79 charged twice",
+            "250715104088854279",
+        ),
+        ("order 250612-887\n6084 charged twice", "250612-8876084"),
+        ("R-670394232 charged twice", "R670394232"),
+    ];
+    for (text, id) in cases {
+        let orders = [order(id, "addon", "5"), order("O-77", "addon", "9")];
+        assert_eq!(
+            resolve_text(&orders, &[text]).order_id.as_deref(),
+            Some(*id),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn products_amounts_and_dates_choose_among_orders() {
+    let mut a = order("A-100", "annual_plan", "99.00");
+    let mut b = order("A-200", "monthly_plan", "12.00");
+    b.date = (2026, 11, 5);
+    a.date = (2026, 10, 1);
+    let orders = [a, b];
+    assert_eq!(
+        resolve_text(&orders, &["my yearly plan"])
+            .order_id
+            .as_deref(),
+        Some("A-100")
+    );
+    assert_eq!(
+        resolve_text(&orders, &["the $12 one"]).order_id.as_deref(),
+        Some("A-200")
+    );
+    assert_eq!(
+        resolve_text(&orders, &["bought on Nov 5"])
+            .order_id
+            .as_deref(),
+        Some("A-200")
+    );
+    assert_eq!(
+        resolve_text(&orders, &["2026-10-01 の注文"])
+            .order_id
+            .as_deref(),
+        Some("A-100")
+    );
+    assert_eq!(
+        resolve_text(&orders, &["年額プランを解約"])
+            .order_id
+            .as_deref(),
+        Some("A-100")
+    );
+}
+
+#[test]
+fn the_records_settle_a_charge_complaint_or_ask_for_the_charges_first() {
+    let mut a = order("K1", "addon", "5.00");
+    let mut b = order("K2", "addon", "9.00");
+    let messages = vec!["charged twice".to_string()];
+    let input = |orders: &[OrderCandidate]| {
+        resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request: RequestKind::DuplicateCharge,
+            orders,
+        })
+    };
+    assert_eq!(input(&[a.clone(), b.clone()]).needs_charges, ["K1", "K2"]);
+    let paid = |amount: &str| ChargeSummary {
+        amount: amount.parse().unwrap(),
+        took_money: true,
+        hold: false,
+    };
+    a.charges = Some(vec![paid("5.00")]);
+    b.charges = Some(vec![paid("9.00"), paid("9.00")]);
+    let r = input(&[a, b]);
+    assert_eq!(
+        (r.order_id.as_deref(), r.source),
+        (Some("K2"), Some(OrderSource::Records))
+    );
+}
+
+fn prefix_words() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "",
+        "order ",
+        "order no. ",
+        "Order number: ",
+        "order #",
+        "订单号：",
+        "订单",
+        "注文番号",
+        "注文番号は",
+        "ref ",
+    ])
+}
+
+proptest! {
+    /// Every id scheme × case × width × prefix word resolves to exactly that order,
+    /// among orders of every scheme (some of them prefixes of one another).
+    #[test]
+    fn every_scheme_case_width_and_prefix_word_resolves_to_exactly_that_order(
+        scheme in 0usize..SCHEMES.len(),
+        lower in any::<bool>(),
+        wide in any::<bool>(),
+        hash in any::<bool>(),
+        prefix in prefix_words(),
+        follow_up in any::<bool>(),
+    ) {
+        let mut orders: Vec<OrderCandidate> =
+            SCHEMES.iter().map(|id| order(id, "addon", "5")).collect();
+        // Prefix collisions: `O-0001` of `O-0001-2`, `#1023` of `#10234`.
+        orders.push(order("O-0001", "addon", "5"));
+        orders.push(order("#1023", "addon", "5"));
+        let id = SCHEMES[scheme];
+        let mut written = id.trim_start_matches('#').to_string();
+        if hash { written = format!("#{written}"); }
+        if lower { written = written.to_lowercase(); }
+        let mut sentence = format!("Hello, {prefix}{written} was charged twice.");
+        if wide { sentence = full_width(&sentence); }
+        let messages: Vec<&str> = if follow_up {
+            vec!["I have a problem with a payment", &sentence]
+        } else {
+            vec![&sentence]
+        };
+        let r = resolve_text(&orders, &messages);
+        prop_assert_eq!(r.order_id.as_deref(), Some(id));
+        prop_assert_eq!(r.source, Some(OrderSource::Message));
+    }
+
+    /// Any text, any ids: no panic, and the same answer every run.
+    #[test]
+    fn resolution_never_panics_and_is_deterministic(
+        text in ".{0,300}",
+        ids in prop::collection::vec("[#]?[A-Za-z0-9-]{1,12}", 0..6),
+    ) {
+        let orders: Vec<OrderCandidate> =
+            ids.iter().map(|id| order(id, "addon", "5")).collect();
+        let a = resolve_text(&orders, &[&text]);
+        let b = resolve_text(&orders, &[&text]);
+        prop_assert_eq!(a, b);
+    }
+}
