@@ -190,6 +190,20 @@ pub trait EventLog: Send {
     /// Commits one step atomically.
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>>;
 
+    /// Commits several steps, in order, as one: each is what [`EventLog::commit`] makes
+    /// of it, and either all are written or none. The loop calls it only where nothing
+    /// happens outside the log between the steps (no model or tool call), so a crash
+    /// leaves the log where it would have been before the first or after the last. The
+    /// default commits them one by one (a log without transactions; an in-memory log).
+    fn commit_steps(&mut self, steps: Vec<Step>) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            for step in steps {
+                self.commit(step).await?;
+            }
+            Ok(())
+        })
+    }
+
     fn counters(&self) -> Counters;
 
     /// The phase the run is in; `None` when it is resting (waiting for the world) and

@@ -106,11 +106,24 @@ async fn looped<A: Answer, L: EventLog>(
 ) -> Result<Ended<A>, L::Error> {
     resume(log).await?;
     let mut turn_started = None;
+    // A turn's last tool result, not committed yet: it goes with the next model step
+    // when that comes next (`run_tools`), else alone.
+    let mut carried: Option<Step> = None;
     loop {
-        let events = log.load().await?;
+        let mut events = log.load().await?;
+        let mut counters = log.counters();
+        if let Some(step) = &carried {
+            with_carried(&mut events, &mut counters, step);
+        }
         let state = RunLog::<A>::fold(&events);
-        let counters = log.counters();
         let next = rules::next(&state, counters, &run.limits);
+        if !matches!(next, Next::AskModel) {
+            if let Some(step) = carried.take() {
+                // Only a model step takes it along: committed alone, then looked at again.
+                log.commit(step).await?;
+                continue;
+            }
+        }
         if cancelled(run, &next) {
             let event = NewEvent::of(Kind::Cancelled, None, json!({ "by": "parent" }));
             log.commit(Step::events(vec![event])).await?;
@@ -135,7 +148,7 @@ async fn looped<A: Answer, L: EventLog>(
                 return Ok(ended(outcome, state, log));
             }
             Next::RunTools(pending) => {
-                run_tools(run, log, pending.to_vec()).await?;
+                carried = run_tools(run, log, pending.to_vec()).await?;
                 if let Some(started) = turn_started.take() {
                     run.observer.step(elapsed_ms(run.clock, started));
                 }
@@ -150,7 +163,7 @@ async fn looped<A: Answer, L: EventLog>(
             }
             Next::AskModel => {
                 let started = run.clock.now_ms();
-                if model_step(run, log, &state).await? {
+                if model_step(run, log, &state, carried.take()).await? {
                     turn_started = Some(started);
                 } else {
                     run.observer.step(elapsed_ms(run.clock, started));
@@ -219,12 +232,30 @@ async fn keeping<L: EventLog, T>(
     }
 }
 
-/// Runs the recorded intents that have no result yet, one durable step each.
+/// A step not committed yet, as the loop reads the log: its events after the log's
+/// (numbered as the log will number them) and its counts added.
+fn with_carried(events: &mut Vec<Event>, counters: &mut Counters, step: &Step) {
+    let last = events.last().map_or(0, |e| e.seq);
+    events.extend(step.events.iter().zip(last + 1..).map(|(e, seq)| Event {
+        seq,
+        kind: e.kind.to_string(),
+        call_id: e.call_id.clone(),
+        payload: e.payload.clone(),
+    }));
+    counters.steps += step.add_steps;
+    counters.tool_calls += step.add_tool_calls;
+}
+
+/// Runs the recorded intents that have no result yet, one durable step each — except
+/// the last one's result, which a run without a shared budget returns uncommitted: the
+/// loop commits it with the model step that follows it (issue 41: one commit fewer per
+/// turn; nothing happens outside the log between the two, so a crash before that commit
+/// runs the read-only tool again, as a crash before its own commit would have).
 async fn run_tools<A: Send + 'static, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
     pending: Vec<ToolCall>,
-) -> Result<(), L::Error> {
+) -> Result<Option<Step>, L::Error> {
     for (i, call) in pending.iter().enumerate() {
         let next = if i + 1 == pending.len() {
             Phase::Ready
@@ -233,7 +264,7 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         };
         if run.shared.is_some_and(Shared::is_cancelled) {
             // Cancelled mid-turn: the next pass of the loop records it and stops.
-            return Ok(());
+            return Ok(None);
         }
         // The run's own budget first: a call it refuses takes nothing from the shared one.
         let may_run = run.limits.tool_may_run(log.counters())
@@ -257,9 +288,19 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         let mut step = Step::to(next);
         step.add_tool_calls = 1;
         step.events = vec![rules::tool_result(call, &outcome, duration_ms, &run.limits)];
+        if next == Phase::Ready && run.shared.is_none() {
+            return Ok(Some(step));
+        }
         log.commit(step).await?;
     }
-    Ok(())
+    Ok(None)
+}
+
+/// Whether the loop's next step after a turn of tool calls is `tool_running` at once:
+/// nothing can stop the first call (no shared budget to take it from or cancel it, and
+/// the run's own budget allows it), as `run_tools` checks.
+fn runs_tools_at_once<A: Send + 'static>(run: &Run<'_, A>, counters: Counters) -> bool {
+    run.shared.is_none() && run.limits.tool_may_run(counters)
 }
 
 /// Asks the model for a turn and records it, or records why it cannot be used. Returns
@@ -268,13 +309,18 @@ async fn model_step<A: Answer, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
     state: &RunLog<A>,
+    carried: Option<Step>,
 ) -> Result<bool, L::Error> {
     let history = state.model_history(run.limits.tool_result_bytes);
     // The step is counted, and committed, before the model is asked: a crash during the
-    // call leaves `model_running` in the log, and the budget sees the attempt.
+    // call leaves `model_running` in the log, and the budget sees the attempt. The last
+    // tool result, if the loop carried it, is committed with it.
     let mut step = Step::to(Phase::ModelRunning);
     step.add_steps = 1;
-    log.commit(step).await?;
+    match carried {
+        Some(result) => log.commit_steps(vec![result, step]).await?,
+        None => log.commit(step).await?,
+    }
     let ctx = ModelContext {
         inputs: run.inputs,
         tools: run.tools.declarations(),
@@ -313,7 +359,14 @@ async fn model_step<A: Answer, L: EventLog>(
         Phase::Ready
     });
     step.events = turned.events;
-    log.commit(step).await?;
+    if tools_next && runs_tools_at_once(run, log.counters()) {
+        // `tool_pending` then `tool_running` in one commit (issue 41): `run_tools` would
+        // commit the second right after the first, with nothing in between.
+        log.commit_steps(vec![step, Step::to(Phase::ToolRunning)])
+            .await?;
+    } else {
+        log.commit(step).await?;
+    }
     Ok(tools_next)
 }
 

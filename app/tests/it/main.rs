@@ -13,6 +13,7 @@ mod api;
 mod authoring;
 mod browser;
 mod cli;
+mod commits;
 mod console;
 mod conversation;
 mod customer;

@@ -46,6 +46,9 @@ pub async fn run_if_due(db: &Db, windows: Windows, now: i64) -> DomainResult<Opt
 /// Redacts everything past its window now.
 pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> {
     let cutoff = |days: u32| now - i64::from(days) * DAY_MS;
+    // The three redactions in one transaction (issue 41: one commit, not three; and a
+    // pass sees all of them or none).
+    let mut tx = db.begin().await?;
     let messages = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE messages SET body = $1 WHERE created_at < $2 AND body <> $1
            AND ticket_id NOT IN (SELECT c.ticket_id FROM cases c JOIN runs r ON r.case_id = c.id
@@ -53,7 +56,7 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     )))
     .bind(ERASED)
     .bind(cutoff(windows.message_days))
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?
     .rows_affected();
     let run_events = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -62,7 +65,7 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     )))
     .bind(ERASED_JSON)
     .bind(cutoff(windows.run_event_days))
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?
     .rows_affected();
     let audit_details = sqlx::query(
@@ -70,9 +73,10 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     )
     .bind(ERASED)
     .bind(cutoff(windows.audit_days))
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok(Redacted {
         messages,
         run_events,

@@ -142,6 +142,64 @@ impl<'a> SqlLog<'a> {
     }
 }
 
+impl SqlLog<'_> {
+    /// Several steps in one transaction (`harness::EventLog::commit_steps`): each its
+    /// versioned update and its events, as `commit_step` writes it, committed together.
+    async fn commit_chain(&mut self, steps: Vec<Step>) -> DomainResult<Vec<runs::Appended>> {
+        let now = self.clock.now_ms();
+        let mut status = self.run.status;
+        let mut writes = Vec::with_capacity(steps.len());
+        for step in steps {
+            let to = step.phase.map_or(
+                if status.holds_no_worker() {
+                    RunStatus::Ready
+                } else {
+                    status
+                },
+                RunStatus::from,
+            );
+            status = to;
+            writes.push(runs::StepWrite {
+                run: self.run.clone(),
+                status: to,
+                add_steps: step.add_steps,
+                add_tool_calls: step.add_tool_calls,
+                now,
+                events: step.events,
+            });
+        }
+        let committed = match self.writer {
+            Some(writer) => writer.commit_chain(writes).await?,
+            None => commit_alone(self.db, writes).await?,
+        };
+        let mut appended = Vec::new();
+        for (run, events) in committed {
+            *self.run = run;
+            appended.extend(events);
+        }
+        Ok(appended)
+    }
+}
+
+/// A chain of steps in a transaction of its own (a log without the group writer).
+async fn commit_alone(db: &Db, writes: Vec<runs::StepWrite>) -> DomainResult<Vec<runs::Committed>> {
+    let Some(first) = writes.first() else {
+        return Ok(Vec::new());
+    };
+    let mut run = first.run.clone();
+    let mut tx = db.begin().await?;
+    let mut committed = Vec::with_capacity(writes.len());
+    for w in &writes {
+        let events = run_events(&w.events)?;
+        let (to, steps, calls) = (w.status, w.add_steps, w.add_tool_calls);
+        let appended =
+            runs::record_step(&mut tx, &mut run, to, steps, calls, w.now, &events).await?;
+        committed.push((run.clone(), appended));
+    }
+    tx.commit().await?;
+    Ok(committed)
+}
+
 pub(super) fn from_app(e: DomainError) -> LogError<DomainError> {
     if runs::is_run_changed(&e) {
         LogError::Lost
@@ -168,6 +226,21 @@ impl EventLog for SqlLog<'_> {
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
         Box::pin(async move {
             let appended = self.commit_step(step).await.map_err(from_app)?;
+            if let Some(known) = &mut self.known {
+                known.extend(appended.into_iter().map(|e| harness::Event {
+                    seq: e.seq,
+                    kind: e.kind.as_str().to_string(),
+                    call_id: e.call_id,
+                    payload: e.payload,
+                }));
+            }
+            Ok(())
+        })
+    }
+
+    fn commit_steps(&mut self, steps: Vec<Step>) -> BoxFuture<'_, Result<(), Self::Error>> {
+        Box::pin(async move {
+            let appended = self.commit_chain(steps).await.map_err(from_app)?;
             if let Some(known) = &mut self.known {
                 known.extend(appended.into_iter().map(|e| harness::Event {
                     seq: e.seq,

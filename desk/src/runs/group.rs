@@ -40,9 +40,11 @@ pub struct StepWrite {
 /// What a committed step leaves: the run as updated, and its events as stored.
 pub type Committed = (Run, Vec<Appended>);
 
+/// One run's steps, applied in order in one transaction (usually one step; two when
+/// the loop commits a step together with the next, `harness::EventLog::commit_steps`).
 struct Pending {
-    write: StepWrite,
-    reply: oneshot::Sender<DomainResult<Committed>>,
+    chain: Vec<StepWrite>,
+    reply: oneshot::Sender<DomainResult<Vec<Committed>>>,
 }
 
 /// The handle runs commit their steps through; clones share one writer task.
@@ -63,9 +65,18 @@ impl StepWriter {
     /// Commits `write` (in a batch with whatever else is waiting) and returns the run as
     /// updated with the events as stored, once its transaction has committed.
     pub async fn commit(&self, write: StepWrite) -> DomainResult<Committed> {
+        let mut committed = self.commit_chain(vec![write]).await?;
+        committed.pop().ok_or_else(writer_gone)
+    }
+
+    /// Commits one run's steps in order, in one transaction (in a batch with whatever
+    /// else is waiting): the first step's `run` is the run as read; each next step
+    /// applies to the run as the one before left it (their own `run` is not read).
+    /// All or none: a step whose run changed writes none of them.
+    pub async fn commit_chain(&self, chain: Vec<StepWrite>) -> DomainResult<Vec<Committed>> {
         let (reply, answer) = oneshot::channel();
         self.queue
-            .send(Pending { write, reply })
+            .send(Pending { chain, reply })
             .await
             .map_err(|_| writer_gone())?;
         answer.await.map_err(|_| writer_gone())?
@@ -90,9 +101,10 @@ async fn write_batches(db: Db, mut waiting: mpsc::Receiver<Pending>) {
 }
 
 async fn write_batch(db: &Db, batch: Vec<Pending>) {
-    let (writes, replies): (Vec<StepWrite>, Vec<_>) =
-        batch.into_iter().map(|p| (p.write, p.reply)).unzip();
-    let results = commit_batch(db, &writes).await;
+    let (chains, replies): (Vec<Vec<StepWrite>>, Vec<_>) =
+        batch.into_iter().map(|p| (p.chain, p.reply)).unzip();
+    let all: Vec<&[StepWrite]> = chains.iter().map(Vec::as_slice).collect();
+    let results = commit_chains(db, &all).await;
     for (reply, result) in replies.into_iter().zip(results) {
         // A step whose worker stopped waiting (its task was dropped) is committed anyway.
         let _ = reply.send(result);
@@ -102,16 +114,25 @@ async fn write_batch(db: &Db, batch: Vec<Pending>) {
 /// Commits `writes` in one transaction, each step's result in order; if the transaction
 /// fails as a whole, each step alone, so a step fails only for its own reason.
 pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Committed>> {
-    let all: Vec<&StepWrite> = writes.iter().collect();
-    match apply_together(db, &all).await {
+    let chains: Vec<&[StepWrite]> = writes.iter().map(std::slice::from_ref).collect();
+    let results = commit_chains(db, &chains).await;
+    results
+        .into_iter()
+        .map(|r| r.and_then(|mut one| one.pop().ok_or_else(writer_gone)))
+        .collect()
+}
+
+/// [`commit_batch`] of runs' chains of steps (`StepWriter::commit_chain`).
+async fn commit_chains(db: &Db, chains: &[&[StepWrite]]) -> Vec<DomainResult<Vec<Committed>>> {
+    match apply_together(db, chains).await {
         Ok(results) => results,
         Err(e) => {
-            if writes.len() > 1 {
-                tracing::warn!(error = %e, steps = writes.len(), "a batch of run steps failed; committing them one by one");
+            if chains.len() > 1 {
+                tracing::warn!(error = %e, steps = chains.len(), "a batch of run steps failed; committing them one by one");
             }
-            let mut alone = Vec::with_capacity(writes.len());
-            for write in &all {
-                alone.push(match apply_together(db, &[write]).await {
+            let mut alone = Vec::with_capacity(chains.len());
+            for chain in chains {
+                alone.push(match apply_together(db, &[chain]).await {
                     Ok(mut one) => one.remove(0),
                     Err(e) => Err(e),
                 });
@@ -121,16 +142,17 @@ pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Com
     }
 }
 
-/// Applies every step in one transaction and commits it. A step whose run changed is
-/// its own `Err` inside the `Ok`; any other error is the whole batch's.
+/// Applies every chain in one transaction and commits it. A chain whose run changed is
+/// its own `Err` inside the `Ok` (written: none of its steps, as its first step's
+/// versioned update is what fails); any other error is the whole batch's.
 async fn apply_together(
     db: &Db,
-    writes: &[&StepWrite],
-) -> DomainResult<Vec<DomainResult<Committed>>> {
+    chains: &[&[StepWrite]],
+) -> DomainResult<Vec<DomainResult<Vec<Committed>>>> {
     let mut tx = db.begin().await?;
-    let mut results = Vec::with_capacity(writes.len());
-    for write in writes {
-        match apply(&mut tx, write).await {
+    let mut results = Vec::with_capacity(chains.len());
+    for chain in chains {
+        match apply_chain(&mut tx, chain).await {
             Err(e) if !super::is_run_changed(&e) => return Err(e),
             result => results.push(result),
         }
@@ -139,8 +161,21 @@ async fn apply_together(
     Ok(results)
 }
 
-async fn apply(tx: &mut Tx<'_>, write: &StepWrite) -> DomainResult<Committed> {
-    let mut run = write.run.clone();
+/// One run's steps in order, each on the run as the one before left it.
+async fn apply_chain(tx: &mut Tx<'_>, chain: &[StepWrite]) -> DomainResult<Vec<Committed>> {
+    let Some(first) = chain.first() else {
+        return Ok(Vec::new());
+    };
+    let mut run = first.run.clone();
+    let mut committed = Vec::with_capacity(chain.len());
+    for write in chain {
+        let appended = apply(tx, &mut run, write).await?;
+        committed.push((run.clone(), appended));
+    }
+    Ok(committed)
+}
+
+async fn apply(tx: &mut Tx<'_>, run: &mut Run, write: &StepWrite) -> DomainResult<Vec<Appended>> {
     let events = write
         .events
         .iter()
@@ -158,6 +193,5 @@ async fn apply(tx: &mut Tx<'_>, write: &StepWrite) -> DomainResult<Committed> {
         write.add_tool_calls,
         write.now,
     );
-    let appended = record_step(tx, &mut run, status, steps, calls, now, &events).await?;
-    Ok((run, appended))
+    record_step(tx, run, status, steps, calls, now, &events).await
 }

@@ -84,10 +84,17 @@ async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Op
         for row in candidates {
             let id: String = row.try_get("id")?;
             let version: i64 = row.try_get("version")?;
+            if !held::take(&id, now) {
+                // Another claim loop of this process holds it or is claiming it: its
+                // versioned update would only lose (issue 41: no write a read could
+                // replace; it was one lost claim per loop per run).
+                continue;
+            }
             let mut conn = db.pool().acquire().await?;
             if take_run_lease(&mut conn, &id, version, owner, now).await? {
                 return Ok(Some(id));
             }
+            held::give_up(&id);
         }
     }
     Ok(None)
@@ -170,6 +177,9 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
 /// update naming the owner: it does nothing if the run changed since `run` was read or
 /// holds no lease (a run that waits or ended gave its lease up already).
 pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
+    // This process stops holding it whatever the write below does: once its lease is
+    // free or expired, any claim loop may take it again.
+    held::give_up(&run.id);
     if run.lease_owner.is_none() {
         // Nothing to give up (a run that waits or ended released it in its last step).
         return Ok(());
@@ -184,4 +194,38 @@ pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
     .execute(db.pool())
     .await?;
     Ok(())
+}
+
+/// The runs this process's SQLite claim loops hold or are claiming (issue 41): a loop
+/// skips them instead of losing a versioned update to its sibling. Only a hint, and one
+/// that expires with the lease it was taken for: the versioned update still decides
+/// (between processes, and between app states in one process), a run whose holder hung
+/// past its lease is taken over as before, and a run leaves the set when its holder
+/// releases it ([`release`]) or loses the claim.
+mod held {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    fn runs() -> std::sync::MutexGuard<'static, HashMap<String, i64>> {
+        static HELD: OnceLock<Mutex<HashMap<String, i64>>> = OnceLock::new();
+        let held = HELD.get_or_init(Default::default);
+        held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Marks `id` held by this process until its lease taken `now` would expire;
+    /// `false` if it already is.
+    pub(super) fn take(id: &str, now: i64) -> bool {
+        let mut runs = runs();
+        if runs.get(id).is_some_and(|until| *until >= now) {
+            return false;
+        }
+        // Expired hints go with the next claim, so the set stays as small as the work.
+        runs.retain(|_, until| *until >= now);
+        runs.insert(id.to_string(), now + crate::lease::ms());
+        true
+    }
+
+    pub(super) fn give_up(id: &str) {
+        runs().remove(id);
+    }
 }

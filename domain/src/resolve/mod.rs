@@ -131,6 +131,7 @@ pub struct Resolution {
 
 /// What the customer's messages say, by weight: the new words, then what they forwarded
 /// or pasted.
+#[derive(Clone)]
 pub struct Tiers {
     pub decisive: Vec<String>,
     /// Sentences that try to instruct the agent: never evidence of what is asked, but
@@ -141,8 +142,36 @@ pub struct Tiers {
     pub supporting: Vec<String>,
 }
 
+/// How many conversations' tiers each thread remembers ([`Tiers::of`]).
+const TIERS_REMEMBERED: usize = 4;
+
+thread_local! {
+    /// The last conversations split on this thread, with their tiers: the investigator
+    /// reads the same messages at every turn of a run (and `resolve` again within the
+    /// turn), and splitting them was most of a replayed ticket's time (issue 41).
+    static TIERS_SEEN: std::cell::RefCell<Vec<(Vec<String>, Tiers)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Tiers {
+    /// The tiers of `messages`; a pure function of them, remembered for the last
+    /// [`TIERS_REMEMBERED`] conversations split on this thread.
     pub fn of(messages: &[String]) -> Tiers {
+        TIERS_SEEN.with(|seen| {
+            let mut seen = seen.borrow_mut();
+            if let Some((_, tiers)) = seen.iter().find(|(m, _)| m.as_slice() == messages) {
+                return tiers.clone();
+            }
+            let tiers = Tiers::split(messages);
+            if seen.len() >= TIERS_REMEMBERED {
+                seen.remove(0);
+            }
+            seen.push((messages.to_vec(), tiers.clone()));
+            tiers
+        })
+    }
+
+    fn split(messages: &[String]) -> Tiers {
         let parts = structure::split_all(messages);
         Tiers {
             decisive: parts.iter().map(structure::Parts::new_text).collect(),

@@ -402,9 +402,13 @@ fn after_other_number_word(scanned: &Scan, start: usize) -> bool {
                 .chars()
                 .next_back()
                 .is_some_and(|c| w.is_ascii() && is_word(c))
-    }) || OTHER_NUMBER_WORDS
-        .iter()
-        .any(|w| before.ends_with(&format!("{w} no")) || before.ends_with(&format!("{w} nr")))
+    }) || [" no", " nr"].iter().any(|abbreviation| {
+        // "invoice no", "rechnung nr": the word, a space, the abbreviation (compared
+        // without building each spelling: this runs for every number in every turn).
+        before
+            .strip_suffix(abbreviation)
+            .is_some_and(|word| OTHER_NUMBER_WORDS.iter().any(|w| word.ends_with(w)))
+    })
 }
 
 /// After a word of another kind of number that ends with an order word and says more

@@ -8,6 +8,11 @@ use unicode_normalization::UnicodeNormalization;
 /// customers type it without them), dashes folded to `-`, curly quotes to `'`. Kana
 /// voicing marks and Hangul syllables are kept whole.
 pub fn fold_words(text: &str) -> String {
+    // ASCII is its own NFKC, NFD and NFC, has no accents, dashes or quotes to fold:
+    // lower case is the whole fold (most messages; every turn folds them again).
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
     let lower: String = text.nfkc().flat_map(char::to_lowercase).collect();
     let mut out = String::with_capacity(lower.len());
     let mut previous = ' ';

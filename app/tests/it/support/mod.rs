@@ -40,7 +40,7 @@ pub struct TestApp {
     http: reqwest::Client,
 }
 
-fn demo_world_text() -> String {
+pub fn demo_world_text() -> String {
     std::fs::read_to_string(desk::config::default_fixtures_dir().join("billing/demo.json"))
         .expect("the demo world ships in fixtures/")
 }

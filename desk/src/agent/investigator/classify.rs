@@ -62,7 +62,35 @@ pub(super) fn speaks_of_money(text: &str) -> bool {
         .any(|w| contains_phrase(&text, w))
 }
 
+/// How many texts' kinds each thread remembers ([`classify`]).
+const KINDS_REMEMBERED: usize = 8;
+
+thread_local! {
+    /// The last texts classified on this thread, with their kinds: the investigator
+    /// classifies the same words at every turn of a run (issue 41: a sixth of a replayed
+    /// ticket's time was matching these phrases again).
+    static KINDS_SEEN: std::cell::RefCell<Vec<(String, RequestKind)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The request kind the words name (a pure function of them, remembered for the last
+/// [`KINDS_REMEMBERED`] texts classified on this thread).
 pub fn classify(text: &str) -> RequestKind {
+    KINDS_SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if let Some((_, kind)) = seen.iter().find(|(t, _)| t == text) {
+            return *kind;
+        }
+        let kind = classify_words(text);
+        if seen.len() >= KINDS_REMEMBERED {
+            seen.remove(0);
+        }
+        seen.push((text.to_string(), kind));
+        kind
+    })
+}
+
+fn classify_words(text: &str) -> RequestKind {
     let mut text = fold_words(text);
     for negated in NEGATED.iter().chain(NEGATED_MORE) {
         text = text.replace(negated, " ");
