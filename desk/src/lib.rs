@@ -19,6 +19,8 @@ pub mod conversation;
 pub mod customer;
 pub mod customer_data;
 pub mod error;
+pub mod gauges;
+pub mod history_import;
 pub mod investigation;
 pub mod lease;
 pub mod mail;
@@ -117,7 +119,7 @@ pub async fn build_state(
         history_dir: config.fixtures_dir.join("history"),
         policy_second_approver: config.policy_second_approver,
         metrics_token: config.metrics_token.clone(),
-        metrics_cache: Arc::new(metrics::GaugeCache::new(config.metrics_cache)),
+        metrics_cache: Arc::new(gauges::GaugeCache::new(config.metrics_cache)),
         public_url: config.public_url.clone(),
         oidc: match config.oidc.clone() {
             Some(settings) => Some(Arc::new(auth::oidc::Oidc::new(settings)?)),

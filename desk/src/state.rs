@@ -69,7 +69,7 @@ pub struct AppState {
     pub scim_default_role: crate::auth::StaffRole,
     pub password_sign_in: bool,
     /// The database gauges of `/metrics`, shared by every clone of the state.
-    pub metrics_cache: std::sync::Arc<crate::metrics::GaugeCache>,
+    pub metrics_cache: std::sync::Arc<crate::gauges::GaugeCache>,
     /// The rollout guards' thresholds and minimum samples (issue 21).
     pub rollout_guards: crate::rollout::guards::Guards,
     /// Where agent runs commit their steps: several runs' steps share a transaction

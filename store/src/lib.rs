@@ -18,16 +18,12 @@ use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 
+mod backend;
 mod readers;
+pub use backend::Backend;
 pub use readers::{Readers, CHECK_IDLE_AFTER};
 
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
 
 #[derive(Clone)]
 pub struct Db {

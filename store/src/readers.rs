@@ -32,7 +32,7 @@ use sqlx::{
 };
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::Backend;
+use crate::backend::Backend;
 
 /// How long a PostgreSQL reader may sit idle before it is pinged when lent.
 pub const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);

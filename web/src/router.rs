@@ -92,13 +92,13 @@ fn index_matches_policies(state: &AppState) -> bool {
 /// `METRICS_TOKEN` is set (the access layer's `Rule::Metrics`): its labels are route
 /// templates, statuses, declared tool names and kinds, never an id, an amount or a
 /// person (`metrics`). The database gauges come from the read-only connections, cached
-/// for `METRICS_CACHE_SECS` with one computation in flight (`metrics::GaugeCache`).
+/// for `METRICS_CACHE_SECS` with one computation in flight (`gauges::GaugeCache`).
 async fn get_metrics(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let cache = &state.metrics_cache;
-    match desk::metrics::render(&state.db, desk::reconcile::JOB_NAME, cache).await {
+    match desk::gauges::render(&state.db, desk::reconcile::JOB_NAME, cache).await {
         Ok(text) => (
             [(
                 axum::http::header::CONTENT_TYPE,

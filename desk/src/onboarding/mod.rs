@@ -15,7 +15,6 @@
 //! staff made.
 
 pub mod charges;
-pub mod history;
 pub mod import;
 pub mod link;
 mod outcome;

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use desk::onboarding::history::{self, infer::TagMap, source::HistoryFormat, HistoryOptions};
+use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryOptions};
 use refund_evals::generate::zendesk::{zendesk_set, ORDER_KEY};
 
 #[tokio::test]
