@@ -139,19 +139,11 @@ impl EvalReport {
     }
 }
 
+/// `s` escaped for HTML by askama's escaper, the one the product's templates use.
 fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    askama::filters::escape(s, askama::filters::Html)
+        .map(|safe| safe.to_string())
+        .unwrap_or_default()
 }
 
 /// The report as one self-contained HTML page (inline CSS, no scripts).
