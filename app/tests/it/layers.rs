@@ -54,7 +54,14 @@ const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[("web", &["sqlx"]), ("app", &[
 
 /// The normal (non-dev, non-build) dependencies of every package in the resolved graph,
 /// by package name.
-fn normal_graph() -> BTreeMap<String, BTreeSet<String>> {
+fn normal_graph() -> &'static BTreeMap<String, BTreeSet<String>> {
+    // Read once for the binary: every rule below asks the same graph.
+    static GRAPH: std::sync::OnceLock<BTreeMap<String, BTreeSet<String>>> =
+        std::sync::OnceLock::new();
+    GRAPH.get_or_init(read_graph)
+}
+
+fn read_graph() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
@@ -118,7 +125,7 @@ fn floor_of(name: &str) -> Option<usize> {
 fn every_product_crate_depends_only_on_crates_of_lower_floors() {
     let graph = normal_graph();
     let mut upward = Vec::new();
-    for (from, deps) in &graph {
+    for (from, deps) in graph {
         let Some(from_floor) = floor_of(from) else {
             continue;
         };
@@ -149,7 +156,7 @@ fn no_crate_reaches_the_outside_crates_its_layer_must_not_know() {
     let graph = normal_graph();
     let mut found = Vec::new();
     for (krate, forbidden) in NEVER_REACHES {
-        let reach = reachable(&graph, krate);
+        let reach = reachable(graph, krate);
         for name in *forbidden {
             if reach.contains(*name) {
                 found.push(format!("{krate} reaches {name}"));
