@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod onboarding;
 pub mod payments;
 pub mod policies;
+pub mod progress;
 pub mod reconcile;
 pub mod refunds;
 pub mod replay;

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use app::cli::progress::Progress;
 use clap::{Parser, Subcommand};
 use desk::config::Config;
+use desk::progress::Progress;
 use refund_evals::generate::{self, ComplaintBank};
 use refund_evals::suite::{self, ModelChoice};
 

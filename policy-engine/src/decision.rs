@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::Money;
+use crate::money::Money;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,14 +87,14 @@ impl ReasonCode {
 }
 
 impl std::str::FromStr for ReasonCode {
-    type Err = crate::PolicyError;
+    type Err = crate::error::PolicyError;
 
     /// The snake-case name (`duplicate_charge`), as `as_str` writes it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         ReasonCode::ALL
             .into_iter()
             .find(|code| code.as_str() == s)
-            .ok_or_else(|| crate::PolicyError::UnknownName("reason code", s.to_string()))
+            .ok_or_else(|| crate::error::PolicyError::UnknownName("reason code", s.to_string()))
     }
 }
 
@@ -119,14 +119,14 @@ impl Role {
 }
 
 impl std::str::FromStr for Role {
-    type Err = crate::PolicyError;
+    type Err = crate::error::PolicyError;
 
     /// The snake-case name (`supervisor`), as `as_str` writes it.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         [Role::Agent, Role::Supervisor, Role::Admin]
             .into_iter()
             .find(|role| role.as_str() == s)
-            .ok_or_else(|| crate::PolicyError::UnknownName("role", s.to_string()))
+            .ok_or_else(|| crate::error::PolicyError::UnknownName("role", s.to_string()))
     }
 }
 
@@ -364,7 +364,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::Currency;
+    use crate::money::Currency;
 
     /// The definition of the canonical encoding: `serde_json::to_vec` of this struct is
     /// what every stored hash covers. `Decision::write_canonical` must give the same

@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 use time::Date;
 
-use crate::{PolicyError, Product, Region};
+use crate::catalog::{Product, Region};
+use crate::error::PolicyError;
 
 /// Whether a version may decide live cases. A draft is only ever used for what-if runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

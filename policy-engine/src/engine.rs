@@ -20,10 +20,11 @@ use time::{Date, Duration, OffsetDateTime, UtcOffset};
 use crate::decision::{
     Decision, Escalation, FiredRule, Outcome, ReasonCode, RefundLine, Role, Team,
 };
+use crate::error::PolicyError;
 use crate::facts::{ChargeFacts, Facts, OrderFacts, Ownership, RequestKind};
-use crate::policy_set::Citations;
-use crate::rules::{clause, ApprovalRules, ChargeRules};
-use crate::{Money, PolicyError, PolicyRules, PolicySet};
+use crate::money::Money;
+use crate::policy_set::{Citations, PolicySet};
+use crate::rules::{clause, ApprovalRules, ChargeRules, PolicyRules};
 
 /// The documents whose rules the engine applies, by policy id.
 const CHARGES_POLICY: &str = "RP-001";
@@ -307,9 +308,9 @@ impl<'a> Engine<'a> {
                 " uncaptured, "
             });
             line.push_str(match charge.status {
-                crate::ChargeStatus::Succeeded => "succeeded",
-                crate::ChargeStatus::Pending => "pending",
-                crate::ChargeStatus::Failed => "failed",
+                crate::facts::ChargeStatus::Succeeded => "succeeded",
+                crate::facts::ChargeStatus::Pending => "pending",
+                crate::facts::ChargeStatus::Failed => "failed",
             });
             line.push_str(", created ");
             Timestamp(charge.created_at).push_to(&mut line);
@@ -982,7 +983,7 @@ impl<'a> Engine<'a> {
     ) -> Result<Verdict, Stop> {
         for failed in sorted_charges(target)
             .into_iter()
-            .filter(|c| c.status == crate::ChargeStatus::Failed)
+            .filter(|c| c.status == crate::facts::ChargeStatus::Failed)
         {
             self.fire(
                 policy,

@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::{Money, PolicyError, Product, Region};
+use crate::catalog::{Product, Region};
+use crate::error::PolicyError;
+use crate::money::Money;
 
 /// Everything a decision may rely on. Timestamps are RFC 3339, amounts decimal strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -25,12 +25,16 @@
 use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime, UtcOffset};
 
-use crate::testkit::{at, fixture_set, fixture_sources};
-use crate::{
-    decide, decide_with, ChargeFacts, ChargeStatus, Currency, CustomerFacts, Decision, Facts,
-    Money, OrderFacts, Ownership, PolicySet, Product, RefundFacts, RefundStatus, Region,
-    RequestKind,
+use crate::catalog::{Product, Region};
+use crate::decision::Decision;
+use crate::engine::{decide, decide_with};
+use crate::facts::{
+    ChargeFacts, ChargeStatus, CustomerFacts, Facts, OrderFacts, Ownership, RefundFacts,
+    RefundStatus, RequestKind,
 };
+use crate::money::{Currency, Money};
+use crate::policy_set::PolicySet;
+use crate::testkit::{at, fixture_set, fixture_sources};
 
 /// SHA-256 over every line [`decision_lines`] produces, captured from the engine as of
 /// the commit that added this test (before the decision path was optimised), and again

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-use crate::PolicyError;
+use crate::error::PolicyError;
 
 /// ISO 4217 currencies the product supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -201,7 +201,10 @@ impl Money {
 
     fn same_currency(&self, other: &Money) -> Result<(), PolicyError> {
         if self.currency != other.currency {
-            return Err(PolicyError::CurrencyMismatch(self.currency, other.currency));
+            return Err(PolicyError::CurrencyMismatch(
+                self.currency.code(),
+                other.currency.code(),
+            ));
         }
         Ok(())
     }

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use time::Date;
 
-use crate::{PolicyDocument, PolicyError, PolicyRules, PolicyStatus};
+use crate::document::{PolicyDocument, PolicyStatus};
+use crate::error::PolicyError;
+use crate::rules::PolicyRules;
 
 /// One policy version as read from disk by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +213,7 @@ mod tests {
     use crate::testkit::{fixture_set, fixture_sources, source};
 
     fn date(s: &str) -> Date {
-        crate::parse_date(s).unwrap()
+        crate::document::parse_date(s).unwrap()
     }
 
     #[test]

@@ -9,12 +9,15 @@ use proptest::prelude::*;
 use rust_decimal::Decimal;
 use time::Duration;
 
+use crate::catalog::{Product, Region};
 use crate::engine::tests::check;
-use crate::testkit::{at, fixture_set};
-use crate::{
-    decide, decide_with, ChargeFacts, ChargeStatus, Currency, CustomerFacts, Facts, Money,
-    OrderFacts, Ownership, Product, RefundFacts, RefundStatus, Region, RequestKind,
+use crate::engine::{decide, decide_with};
+use crate::facts::{
+    ChargeFacts, ChargeStatus, CustomerFacts, Facts, OrderFacts, Ownership, RefundFacts,
+    RefundStatus, RequestKind,
 };
+use crate::money::{Currency, Money};
+use crate::testkit::{at, fixture_set};
 
 const EPOCH: &str = "2026-02-01T00:00:00Z";
 

@@ -16,8 +16,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use time::Duration;
 
+use crate::catalog::{Product, Region};
 use crate::decision::{Role, Team};
-use crate::{Currency, Money, PolicyDocument, PolicyError, Product, Region};
+use crate::document::PolicyDocument;
+use crate::error::PolicyError;
+use crate::money::{Currency, Money};
 
 /// Clause keys: the names rules use in `[clauses]` to say which section they cite.
 pub mod clause {

@@ -2,10 +2,12 @@
 
 use time::OffsetDateTime;
 
-use crate::{
-    ChargeFacts, ChargeStatus, CustomerFacts, Facts, Money, OrderFacts, Ownership, PolicySet,
-    PolicySource, Product, Region, RequestKind,
+use crate::catalog::{Product, Region};
+use crate::facts::{
+    ChargeFacts, ChargeStatus, CustomerFacts, Facts, OrderFacts, Ownership, RequestKind,
 };
+use crate::money::Money;
+use crate::policy_set::{PolicySet, PolicySource};
 
 macro_rules! policy {
     ($name:literal) => {
@@ -69,7 +71,7 @@ pub fn at(rfc3339: &str) -> OffsetDateTime {
         .unwrap_or_else(|e| panic!("{rfc3339}: {e}"))
 }
 
-pub fn money(amount: &str, currency: crate::Currency) -> Money {
+pub fn money(amount: &str, currency: crate::money::Currency) -> Money {
     Money::parse(amount, currency).unwrap()
 }
 
@@ -133,7 +135,7 @@ pub fn facts(
 
 /// The demo scenario of `fixtures/billing/demo.json` (customer C-100).
 pub fn demo_facts() -> Facts {
-    let cny = |s| money(s, crate::Currency::CNY);
+    let cny = |s| money(s, crate::money::Currency::CNY);
     let mut f = facts(
         Region::CN,
         RequestKind::DuplicateCharge,

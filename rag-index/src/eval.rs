@@ -10,7 +10,9 @@ use policy_engine::{Product, Region};
 use serde::{Deserialize, Serialize};
 use time::Date;
 
-use crate::{IndexError, PolicyIndex, SearchQuery};
+use crate::error::IndexError;
+use crate::request::SearchQuery;
+use crate::PolicyIndex;
 
 /// How many results a query looks at; a passage below this rank counts as not found.
 pub const EVAL_DEPTH: usize = 10;

@@ -10,7 +10,7 @@
 use policy_engine::{PolicyDocument, PolicyMeta, PolicySection, PolicyStatus, Product, Region};
 use time::{Date, Duration};
 
-use crate::SearchQuery;
+use crate::request::SearchQuery;
 
 const VOCABULARY: &[&str] = &[
     "refund",

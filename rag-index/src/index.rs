@@ -22,10 +22,13 @@ use tantivy::schema::Value;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use time::Date;
 
+use crate::error::IndexError;
+use crate::passage::Passage;
 use crate::query::{self, VersionScope};
+use crate::request::{SearchQuery, MAX_LIMIT};
 use crate::schema::{self, Fields};
 use crate::store::{self, GenerationMeta};
-use crate::{top, IndexError, Passage, SearchQuery, MAX_LIMIT};
+use crate::top;
 
 /// Memory for the single indexing thread. One thread keeps document order, and so
 /// tie-breaking between equal scores, deterministic.

@@ -17,8 +17,10 @@ use tantivy::query::{BooleanQuery, Occur, Query, QueryParser};
 use tantivy::{Index, Score, TantivyDocument};
 use time::Date;
 
+use crate::error::IndexError;
+use crate::glossary;
+use crate::request::SearchQuery;
 use crate::schema::{Fields, OPEN_ENDED};
-use crate::{glossary, IndexError, SearchQuery};
 
 // Title weights, relative to the section text (1.0). Titles are short fields, so BM25's
 // length normalisation already makes a title match count for much more than the same

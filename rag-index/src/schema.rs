@@ -2,7 +2,7 @@
 //!
 //! One tantivy document per policy section. This module only describes fields; it does
 //! not open directories, write documents or build queries. Any change here that alters
-//! what is stored or how text is analysed must bump [`crate::SCHEMA_VERSION`]: an index
+//! what is stored or how text is analysed must bump [`crate::store::SCHEMA_VERSION`]: an index
 //! with another version is rebuilt from the policy files, never patched.
 
 use tantivy::schema::{
@@ -14,7 +14,7 @@ use tantivy::tokenizer::{
 };
 use tantivy::Index;
 
-use crate::IndexError;
+use crate::error::IndexError;
 
 /// Name under which [`analyzer`] is registered on every index we open or create.
 pub(crate) const ANALYZER: &str = "policy_en";

@@ -21,7 +21,13 @@ use std::path::{Path, PathBuf};
 use policy_engine::PolicyMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::IndexError;
+use crate::error::IndexError;
+
+/// Version of the on-disk layout and of the tantivy schema and analyzer. Bump it on any
+/// change to `schema.rs` or to what is indexed; existing indexes are then rebuilt.
+/// 2: tantivy 0.27, whose English stemmer is `frostem` rather than `rust-stemmers`; terms
+/// written by the old stemmer are not trusted to match queries stemmed by the new one.
+pub const SCHEMA_VERSION: u32 = 2;
 
 const POINTER: &str = "CURRENT";
 const META_FILE: &str = "rag-index.json";
@@ -49,7 +55,7 @@ impl GenerationMeta {
     ) -> Self {
         GenerationMeta {
             format: FORMAT.into(),
-            schema_version: crate::SCHEMA_VERSION,
+            schema_version: SCHEMA_VERSION,
             policy_hash,
             section_count,
             versions,
@@ -59,7 +65,7 @@ impl GenerationMeta {
     /// True when this generation was written by us, with this schema, for these policies.
     pub(crate) fn matches(&self, policy_hash: &str) -> bool {
         self.format == FORMAT
-            && self.schema_version == crate::SCHEMA_VERSION
+            && self.schema_version == SCHEMA_VERSION
             && self.policy_hash == policy_hash
     }
 }

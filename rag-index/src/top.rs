@@ -25,8 +25,9 @@
 use tantivy::query::{EnableScoring, Query, Scorer};
 use tantivy::{DocAddress, DocId, DocSet, Score, Searcher};
 
+use crate::error::IndexError;
 use crate::query::Prunable;
-use crate::{schema, IndexError};
+use crate::schema;
 
 /// The best `limit` sections of `query` whose policy version ordinal `o` has
 /// `allowed[o]`, best first, equal scores in document order, with the scores the

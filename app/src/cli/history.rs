@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::progress::Progress;
 use super::setup::{payments_client, provider};
 use desk::config::Config;
 use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryError};
+use desk::progress::Progress;
 
 /// The flags of `import history`.
 #[derive(clap::Args)]

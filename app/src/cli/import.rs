@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use super::args::{ChargesCommand, ImportCommand};
-use super::progress::Progress;
 use super::setup::{payments_client, provider};
 use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
 use desk::onboarding::import::{self, ImportError};
+use desk::progress::Progress;
 
 pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::Result<()> {
     match command {

@@ -11,7 +11,6 @@ mod import;
 mod offline;
 mod operate;
 mod policy;
-pub mod progress;
 mod seed;
 mod serve;
 mod setup;

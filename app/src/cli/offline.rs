@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use policy_engine::{PolicySet, PolicySource};
 
-use super::progress::Progress;
 use desk::agent::investigator::Investigator;
 use desk::config::Config;
+use desk::progress::Progress;
 
 /// `index`: rebuilds the policy index from the policies (`policy_set`).
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {

@@ -519,8 +519,8 @@ fn varied_dev() -> Vec<HistoricalTicket> {
 }
 
 /// The shadow report of the built-in investigator on `tickets`.
-async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> app::shadow::ShadowReport {
-    app::shadow::run(
+async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> desk::shadow::ShadowReport {
+    desk::shadow::run(
         &Investigator,
         &env.policies,
         &env.index,
@@ -787,7 +787,7 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
         "I saw it on my statement, it is fine, just checking.",
     );
     let cases = [amounts, ambiguous, not_found, misread];
-    let report = app::shadow::run(
+    let report = desk::shadow::run(
         &Investigator,
         &env.policies,
         &env.index,
@@ -813,7 +813,7 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
     assert_eq!(report.causes.values().sum::<usize>(), 4);
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["tickets"][1]["cause"], "order_ambiguous");
-    let html = app::shadow::html(&report);
+    let html = web::pages::shadow_report::html(&report);
     assert!(
         html.contains("Disagreements by cause") && html.contains("<td>request_kind_misread</td>")
     );

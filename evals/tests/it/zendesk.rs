@@ -122,7 +122,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     let index = std::sync::Arc::new(
         desk::policies::open_index(&dir.path().join("index"), &policies).expect("an index"),
     );
-    let shadow = app::shadow::run(
+    let shadow = desk::shadow::run(
         &desk::agent::investigator::Investigator,
         &policies,
         &index,

@@ -1,11 +1,11 @@
-//! Progress of the long offline commands (`index`, `shadow`, `eval`, `import`; issues 20
-//! and 36), drawn
-//! with indicatif on stderr: one bar each, counting sections, tickets or scenarios.
+//! Progress of the long offline commands (`index`, `shadow`, `eval`, `import`), drawn with
+//! indicatif on stderr: one bar each, counting sections, tickets or scenarios. It lives
+//! here, below both binaries (`refund-agent` and `refund-evals`), so neither needs the other.
 //!
 //! indicatif's stderr target draws only when stderr is a terminal; piped or captured
 //! (tests, CI, `2> log`) it draws nothing, so logs never fill with `\r` redraws.
-//! Libraries (`rag-index`, the eval suite) do not depend on this: they report through a
-//! `FnMut(done, total)` callback and the command turns that into a bar here.
+//! The work itself (`rag-index`, import, shadow replay, the eval suite) never calls this: it
+//! reports through a `FnMut(done, total)` callback and the command turns that into a bar.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
