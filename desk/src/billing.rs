@@ -39,25 +39,19 @@ pub struct Order {
     pub created_at: i64,
 }
 
+/// What every question to a billing source returns: an answer later, or why not.
+pub type Answer<'a, T> = BoxFuture<'a, anyhow::Result<T>>;
+
 pub trait BillingSource: Send + Sync {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>>;
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>>;
     /// The customer's orders, oldest first.
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>>;
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>>;
     /// Whether an order id exists for anybody (never says whose).
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>>;
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool>;
     /// The customer's charges, sorted by id.
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>>;
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>>;
     /// Refunds on a charge, sorted by id.
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>>;
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>>;
     /// The customer's tickets other than `except_ticket_id`, newest first, at most
     /// `limit`, with their count; `None` when this source holds no tickets.
     fn other_tickets<'a>(
@@ -65,7 +59,7 @@ pub trait BillingSource: Send + Sync {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>>;
+    ) -> Answer<'a, Option<OtherTickets>>;
 }
 
 /// The live system. Customers and orders are read on the store's read connections
@@ -77,10 +71,7 @@ pub struct LiveBilling {
 }
 
 impl BillingSource for LiveBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
             let row =
                 sqlx::query("SELECT id, region, provider_customer_id FROM customers WHERE id = $1")
@@ -98,7 +89,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id",
@@ -120,7 +111,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         Box::pin(async move {
             Ok(sqlx::query("SELECT id FROM orders WHERE id = $1")
                 .bind(order_id)
@@ -130,10 +121,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             // A customer not linked to the provider (`''`) has no charges we can see:
             // never a list without the customer filter, which is every customer's.
@@ -156,10 +144,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         Box::pin(async move {
             let mut refunds = self.payments.list_refunds(charge_id).await?;
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
@@ -172,7 +157,7 @@ impl BillingSource for LiveBilling {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         Box::pin(async move {
             Ok(Some(
                 tickets::other_tickets(&self.db, customer_id, except_ticket_id, limit).await?,
@@ -193,10 +178,7 @@ impl WorldBilling {
 }
 
 impl BillingSource for WorldBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
             Ok(self
                 .world
@@ -211,7 +193,7 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             let mut orders = Vec::new();
             for o in self
@@ -232,14 +214,11 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         Box::pin(async move { Ok(self.world.orders.iter().any(|o| o.id == order_id)) })
     }
 
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             let mut charges: Vec<ProviderCharge> = self
                 .world
@@ -252,10 +231,7 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         Box::pin(async move {
             let mut refunds: Vec<ProviderRefund> = self
                 .world
@@ -274,7 +250,7 @@ impl BillingSource for WorldBilling {
         _customer_id: &'a str,
         _except_ticket_id: &'a str,
         _limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         Box::pin(async { Ok(None) })
     }
 }

@@ -449,18 +449,6 @@ pub fn parse_cursor(after: &str) -> Option<(i64, &str)> {
     (!id.is_empty()).then_some((at, id))
 }
 
-/// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
-fn like_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// The search condition of [`CaseQuery::search`], its values appended to `binds`. The
 /// text is only ever a bound value, never part of the SQL. Ids are matched whole (an
 /// order or charge id inside the decision's facts as a JSON `"id"` value); names, emails
@@ -472,9 +460,9 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     let json = json.trim_matches('"');
     binds.push(text.clone());
     let exact = binds.len();
-    binds.push(format!("%{}%", like_literal(&text)));
+    binds.push(format!("%{}%", store::like_literal(&text)));
     let part = exact + 1;
-    binds.push(format!("%\"id\":\"{}\"%", like_literal(json)));
+    binds.push(format!("%\"id\":\"{}\"%", store::like_literal(json)));
     let in_facts = exact + 2;
     let messages = match text.chars().count() >= 3 {
         true => format!(

@@ -254,23 +254,19 @@ pub fn is_run_changed(error: &DomainError) -> bool {
     matches!(error, DomainError::Conflict { code, .. } if *code == RUN_CHANGED)
 }
 
-/// Sets the run's state, counting a step or tool call, only while nobody else changed
-/// the run since we read it (a versioned update: a worker whose lease was taken over
-/// fails here, before it writes anything else in the transaction). Renews the lease
-/// while the run stays active; a run that starts waiting or ends gives its lease up
-/// in the same update (docs/spec/lifecycle.md: a waiting run holds no worker). Every change of state
-/// is logged as a `state` event.
+/// Sets the run's state for a change that is no step of the loop (it counts nothing),
+/// only while nobody else changed the run since we read it (a versioned update: a
+/// worker whose lease was taken over fails here, before it writes anything else in the
+/// transaction). Renews the lease while the run stays active; a run that starts waiting
+/// or ends gives its lease up in the same update (docs/spec/lifecycle.md: a waiting run
+/// holds no worker). Every change of state is logged as a `state` event.
 pub async fn set_status(
     tx: &mut Tx<'_>,
     run: &mut Run,
     status: RunStatus,
-    add_steps: i64,
-    add_tool_calls: i64,
     now: i64,
 ) -> DomainResult<()> {
-    record_step(tx, run, status, add_steps, add_tool_calls, now, &[])
-        .await
-        .map(drop)
+    record_step(tx, run, status, 0, 0, now, &[]).await.map(drop)
 }
 
 /// Ends a run that is not running (cancelled when its case was re-investigated, completed
