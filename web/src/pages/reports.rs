@@ -10,7 +10,7 @@ use crate::error::AppError;
 use desk::auth::Session;
 use desk::state::AppState;
 
-use super::common::{render, verified, CsrfForm, Nav};
+use super::common::{render, verified, CsrfForm, Nav, SignedIn};
 
 #[derive(Template)]
 #[template(path = "reconcile.html")]
@@ -128,11 +128,8 @@ pub(super) fn reconcile_view(
 /// `GET /console/reconcile`: the last reconciliation report (staff only).
 pub(super) async fn reconcile_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     match desk::reconcile::last_report(&state.db).await {
         Ok(report) => render(&reconcile_view(
             Nav::of(&session, "/console/reconcile"),
@@ -177,11 +174,8 @@ pub(super) struct ShadowPage {
 /// disagreements (staff only).
 pub(super) async fn shadow_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
     // canary (issue 21); only with neither does the page say shadow mode is off.
     let shadow_on = match desk::rollout::modes::list(&state.db).await {
