@@ -10,6 +10,8 @@
 //! snapshot has no ticket store and says so (`None`), rather than an empty list that
 //! would claim the customer never wrote before.
 
+use crate::columns::stored_id;
+use domain::ids::{CustomerId, OrderId};
 use std::sync::Arc;
 
 use policy_engine::{Money, Region};
@@ -25,7 +27,7 @@ use store::Db;
 
 #[derive(Debug, Clone)]
 pub struct CustomerRecord {
-    pub id: String,
+    pub id: CustomerId,
     pub region: Region,
     /// `''` when the customer is not linked to a provider customer (issue 36).
     pub provider_customer_id: String,
@@ -33,7 +35,7 @@ pub struct CustomerRecord {
 
 #[derive(Debug, Clone)]
 pub struct Order {
-    pub id: String,
+    pub id: OrderId,
     pub product: policy_engine::Product,
     pub amount: Money,
     pub created_at: i64,
@@ -80,7 +82,7 @@ impl BillingSource for LiveBilling {
                     .await?;
             row.map(|r| {
                 Ok(CustomerRecord {
-                    id: r.try_get("id")?,
+                    id: stored_id(&r, "id", CustomerId::parse)?,
                     region: parse_plain(&r.try_get::<String, _>("region")?)?,
                     provider_customer_id: r.try_get("provider_customer_id")?,
                 })
@@ -101,7 +103,7 @@ impl BillingSource for LiveBilling {
                 .map(|r| {
                     let currency = r.try_get::<String, _>("currency")?.parse()?;
                     Ok(Order {
-                        id: r.try_get("id")?,
+                        id: stored_id(r, "id", OrderId::parse)?,
                         product: parse_plain(&r.try_get::<String, _>("product")?)?,
                         amount: Money::from_minor(r.try_get("amount_minor")?, currency)?,
                         created_at: r.try_get("created_at")?,
@@ -180,16 +182,14 @@ impl WorldBilling {
 impl BillingSource for WorldBilling {
     fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
-            Ok(self
-                .world
-                .customers
-                .iter()
-                .find(|c| c.id == customer_id)
-                .map(|c| CustomerRecord {
-                    id: c.id.clone(),
-                    region: c.region,
-                    provider_customer_id: c.id.clone(),
-                }))
+            let Some(c) = self.world.customers.iter().find(|c| c.id == customer_id) else {
+                return Ok(None);
+            };
+            Ok(Some(CustomerRecord {
+                id: CustomerId::parse(c.id.clone())?,
+                region: c.region,
+                provider_customer_id: c.id.clone(),
+            }))
         })
     }
 
@@ -203,7 +203,7 @@ impl BillingSource for WorldBilling {
                 .filter(|o| o.customer_id == customer_id)
             {
                 orders.push(Order {
-                    id: o.id.clone(),
+                    id: OrderId::parse(o.id.clone())?,
                     product: o.product,
                     amount: Money::parse(&o.amount, o.currency)?,
                     created_at: crate::clock::to_ms(o.created_at),

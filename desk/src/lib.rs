@@ -14,6 +14,7 @@ pub mod authoring;
 pub mod billing;
 pub mod cases;
 pub mod clock;
+mod columns;
 pub mod config;
 pub mod conversation;
 pub mod customer;

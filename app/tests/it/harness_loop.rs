@@ -955,7 +955,7 @@ impl BillingSource for FaultyBilling {
             if let Some(template) = orders.first().cloned() {
                 for i in 0..self.extra_orders {
                     orders.push(Order {
-                        id: format!("O-EXTRA-{i:05}"),
+                        id: domain::ids::OrderId::parse(format!("O-EXTRA-{i:05}"))?,
                         ..template.clone()
                     });
                 }

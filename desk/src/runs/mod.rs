@@ -18,6 +18,8 @@ mod kind;
 pub use children::{cancel_children, child_run, children, parent_of, ChildRun};
 pub use kind::EventKind;
 
+use crate::columns::stored_id;
+use domain::ids::{CaseId, RunId};
 use harness::Phase;
 use serde::Serialize;
 use sqlx::Row;
@@ -159,8 +161,8 @@ pub mod status {
 
 #[derive(Debug, Clone)]
 pub struct Run {
-    pub id: String,
-    pub case_id: String,
+    pub id: RunId,
+    pub case_id: CaseId,
     pub status: RunStatus,
     pub version: i64,
     pub steps: i64,
@@ -220,8 +222,8 @@ fn stored_status(name: &str) -> DomainResult<RunStatus> {
 
 fn run_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Run> {
     Ok(Run {
-        id: r.try_get("id")?,
-        case_id: r.try_get("case_id")?,
+        id: stored_id(r, "id", RunId::parse)?,
+        case_id: stored_id(r, "case_id", CaseId::parse)?,
         status: stored_status(&r.try_get::<String, _>("status")?)?,
         version: r.try_get("version")?,
         steps: r.try_get("steps")?,

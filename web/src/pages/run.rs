@@ -113,8 +113,8 @@ pub(super) async fn run_page(
         .collect();
     render(&RunPage {
         nav: Nav::of(&session, "/console"),
-        run_id: run.id,
-        case_id: run.case_id,
+        run_id: run.id.into_string(),
+        case_id: run.case_id.into_string(),
         status: run.status.to_string(),
         steps: run.steps,
         tool_calls: run.tool_calls,
