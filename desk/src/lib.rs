@@ -17,6 +17,7 @@ pub mod clock;
 mod columns;
 pub mod config;
 pub mod conversation;
+pub mod csat;
 pub mod customer;
 pub mod customer_data;
 pub mod error;

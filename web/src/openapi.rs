@@ -170,6 +170,8 @@ impl Modify for BearerAuth {
         crate::api::tickets::post_message,
         crate::api::tickets::post_withdraw,
         crate::api::tickets::post_person,
+        crate::api::csat::post_csat,
+        crate::api::csat::get_csat_report,
         crate::api::cases::get_cases,
         crate::api::cases::get_case,
         crate::api::cases::post_approve,

@@ -182,6 +182,8 @@ fn api_routes(state: &AppState) -> Routes {
         .get("/tickets", customer, tickets::list_tickets)
         .post("/tickets/{id}/withdraw", customer, tickets::post_withdraw)
         .post("/tickets/{id}/person", customer, tickets::post_person)
+        .post("/tickets/{id}/csat", customer, crate::api::csat::post_csat)
+        .get("/reports/csat", read, crate::api::csat::get_csat_report)
         .get("/tickets/{id}", customer, tickets::get_ticket)
         .post("/tickets/{id}/messages", customer, tickets::post_message)
         .get("/cases", read, cases::get_cases)

@@ -16,6 +16,7 @@ mod cli;
 mod commits;
 mod console;
 mod conversation;
+mod csat;
 mod customer;
 mod data_lifecycle;
 mod harness_loop;

@@ -121,9 +121,10 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 11] = [
+const PAGES: [(&str, &str, Capability); 12] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
+    ("/console/csat", "Satisfaction", Capability::ReadCases),
     ("/console/policies", "Policies", Capability::ReadPolicies),
     ("/console/replies", "Replies", Capability::ReadCases),
     ("/console/reconcile", "Reconcile", Capability::ReadCases),

@@ -1,4 +1,5 @@
-//! Reports: reconciliation (provider against internal) and live shadow agreement.
+//! Reports: reconciliation (provider against internal), live shadow agreement and
+//! customer satisfaction.
 
 use crate::extract::Authed;
 use askama::Template;
@@ -228,4 +229,25 @@ pub(super) async fn shadow_page(
         disagreements,
         report,
     })
+}
+
+#[derive(Template)]
+#[template(path = "csat.html")]
+pub(super) struct CsatPage {
+    nav: Nav,
+    report: desk::csat::Report,
+}
+
+/// `GET /console/csat`: customers' ratings after resolution, per person and per reason.
+pub(super) async fn csat_page(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+) -> Response {
+    match desk::csat::report(&state.db).await {
+        Ok(report) => render(&CsatPage {
+            nav: Nav::of(&session, "/console/csat"),
+            report,
+        }),
+        Err(e) => AppError::from(e).into_response(),
+    }
 }
