@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod onboarding;
 pub mod payments;
 pub mod policies;
+pub mod presence;
 pub mod reconcile;
 pub mod refunds;
 pub mod replay;

@@ -180,6 +180,7 @@ impl Modify for BearerAuth {
         crate::api::cases::post_close,
         crate::api::cases::post_assign,
         crate::api::cases::post_handup,
+        crate::api::cases::post_presence,
         crate::api::records::put_customer,
         crate::api::records::put_order,
         crate::api::records::get_unlinked,

@@ -191,6 +191,7 @@ fn api_routes(state: &AppState) -> Routes {
         .post("/cases/{id}/approve", decide, cases::post_approve)
         .post("/cases/{id}/reject", decide, cases::post_reject)
         .post("/cases/{id}/handup", work, cases::post_handup)
+        .post("/cases/{id}/presence", read, cases::post_presence)
         .post(
             "/cases/{id}/takeover",
             Rule::Staff(Capability::TakeOver),

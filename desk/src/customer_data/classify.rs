@@ -292,6 +292,12 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "case_presence",
+        key: &["case_id", "staff_id"],
+        rows: Rows::NoCustomer,
+        columns: &[("case_id", Keep), ("staff_id", Keep), ("activity", Keep)],
+    },
+    Table {
         name: "audit_log",
         key: &["id"],
         rows: Rows::Redact(
