@@ -123,7 +123,7 @@ async fn looped<A: Answer, L: EventLog>(
                 &with_step
             }
         };
-        let next = rules::next(&state, counters, &run.limits);
+        let next = rules::next(state, counters, &run.limits);
         if !matches!(next, Next::AskModel) {
             if let Some(step) = carried.take() {
                 // Only a model step takes it along: committed alone, then looked at again.
