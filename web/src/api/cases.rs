@@ -179,7 +179,12 @@ pub struct ApproveInput {
 #[serde(deny_unknown_fields)]
 pub struct RejectInput {
     pub fingerprint: String,
+    /// Why (kept with staff, never sent).
     pub reason: String,
+    /// The customer's message, in the reviewer's words (issue 38); without it the
+    /// standard rejection in the ticket's language.
+    #[serde(default)]
+    pub reply: Option<String>,
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
@@ -198,6 +203,7 @@ pub async fn post_approve(
         &input.fingerprint,
         Verdict::Approved,
         input.note.as_deref(),
+        None,
     )
     .await?;
     Ok(Json(view))
@@ -225,6 +231,7 @@ pub async fn post_reject(
         &input.fingerprint,
         Verdict::Rejected,
         Some(&input.reason),
+        input.reply.as_deref(),
     )
     .await?;
     Ok(Json(view))
