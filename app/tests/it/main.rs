@@ -10,6 +10,7 @@ mod support;
 mod access;
 mod accounts;
 mod api;
+mod approving;
 mod authoring;
 mod browser;
 mod cli;

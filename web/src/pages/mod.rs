@@ -9,6 +9,7 @@
 mod accounts;
 mod admin;
 mod case;
+mod case_decide;
 mod case_replies;
 mod charges;
 mod common;
@@ -88,12 +89,25 @@ fn console_routes() -> Routes {
     Routes::new()
         .get("/", Rule::Anyone, || async { Redirect::to("/console") })
         .get("/console", read, queue::queue_page)
+        .get(
+            "/static/console-keys.js",
+            Rule::Anyone,
+            script(include_str!("../../static/console-keys.js")),
+        )
         .get("/console/login", Rule::Anyone, login::login_page)
         .post("/console/login", Rule::Anyone, login::login_submit)
         .post("/console/logout", Rule::AnyStaff, login::logout)
         .get("/console/cases/{id}", read, case::case_page)
-        .post("/console/cases/{id}/approve", decide, case::approve_submit)
-        .post("/console/cases/{id}/reject", decide, case::reject_submit)
+        .post(
+            "/console/cases/{id}/approve",
+            decide,
+            case_decide::approve_submit,
+        )
+        .post(
+            "/console/cases/{id}/reject",
+            decide,
+            case_decide::reject_submit,
+        )
         .post("/console/cases/{id}/handup", work, case::handup_submit)
         .post(
             "/console/cases/{id}/takeover",
