@@ -26,6 +26,7 @@ mod run;
 mod saved_replies;
 pub mod shadow_report;
 mod sso;
+mod whatif_words;
 
 pub use common::{error_page, page_not_found, render};
 pub use customer::open_from_link_page;

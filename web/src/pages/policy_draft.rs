@@ -73,8 +73,10 @@ struct WhatIfView {
     changed: usize,
     /// `CNY 198.00 → 0.00 (-198.00)` per currency.
     money: Vec<String>,
-    /// `T-17: escalate → refund (outcome, refunds)`.
+    /// `T-17: refund → refund, approver agent → supervisor, ¥19,800` (issue 38).
     tickets: Vec<String>,
+    /// `agent → supervisor for 3 tickets, ¥58,400`: who must approve, and how much.
+    roles: Vec<String>,
     /// Whether the draft changed since it ran.
     stale: bool,
 }
@@ -103,8 +105,9 @@ fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
         tickets: whatif
             .tickets
             .iter()
-            .map(|t| format!("{}: {} → {} ({})", t.id, t.from, t.to, t.changes.join(", ")))
+            .map(super::whatif_words::ticket_line)
             .collect(),
+        roles: super::whatif_words::role_shifts(&whatif.tickets),
         against: whatif.against,
         ran_by: whatif.ran_by,
         ran_at: whatif.ran_at,
