@@ -23,6 +23,7 @@ mod harness_loop;
 mod history;
 mod kill;
 mod layers;
+mod leads;
 mod lifecycle;
 mod llm;
 mod mail;

@@ -19,6 +19,7 @@ mod login;
 mod markdown;
 pub mod policy;
 mod policy_draft;
+mod policy_thresholds;
 mod queue;
 mod reports;
 pub mod rollout;
