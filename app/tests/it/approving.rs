@@ -428,3 +428,86 @@ fn escaped(text: &str) -> String {
         .replace('"', "&#34;")
         .replace('\'', "&#39;")
 }
+
+/// A console form post as `cookie`'s staff member; returns the status and `Location`.
+async fn post_for_location(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    form: &str,
+) -> (StatusCode, String) {
+    let request = axum::http::Request::post(path)
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(form.to_string()))
+        .unwrap();
+    let response = app.response(request).await;
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (response.status(), location)
+}
+
+#[tokio::test]
+async fn a_supervisor_assigns_and_closes_ticked_cases_in_bulk_and_no_refund_is_closed_that_way() {
+    let (app, ids) = queue_of_refunds(3).await;
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+    let ticked = |ids: &[&String]| {
+        ids.iter()
+            .map(|id| format!("&case={id}"))
+            .collect::<String>()
+    };
+    let form = format!(
+        "csrf={csrf}&status=needs_me&action=assign&email=agent%40test.example{}",
+        ticked(&[&ids[0], &ids[1]])
+    );
+    let (status, location) = post_for_location(&app, &cookie, "/console/bulk", &form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(
+        location.ends_with("status=needs_me&bulk=assigned&n=2&skipped=0"),
+        "{location}"
+    );
+    for id in &ids[..2] {
+        assert_eq!(app.case(id).await["assignee"], "agent@test.example");
+    }
+    assert!(app.case(&ids[2]).await["assignee"].is_null());
+
+    // Close (no money): the rejected case closes; the refund awaiting approval does not.
+    let fingerprint = app.case(&ids[2]).await["fingerprint"].clone();
+    let (status, body) = app
+        .request(
+            "POST",
+            &format!("/api/v1/cases/{}/reject", ids[2]),
+            Some(&app.supervisor_token),
+            Some(json!({"fingerprint": fingerprint, "reason": "paid by bank"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let form = format!(
+        "csrf={csrf}&status=all&action=close&reason=handled+by+phone&reply={}{}",
+        urlencoding("We settled this by phone."),
+        ticked(&[&ids[1], &ids[2]])
+    );
+    let (status, location) = post_for_location(&app, &cookie, "/console/bulk", &form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(
+        location.ends_with("bulk=closed&n=1&skipped=1"),
+        "{location}"
+    );
+    assert_eq!(app.case(&ids[2]).await["status"], "closed");
+    assert_eq!(app.case(&ids[1]).await["status"], "awaiting_approval");
+    let (_, queue) = console_get(&app, &cookie, &location).await;
+    assert!(
+        queue.contains("Closed 1 case(s). 1 left as they were"),
+        "{queue}"
+    );
+
+    // A forged bulk form without the session's CSRF token changes nothing.
+    let form = format!("csrf=forged&action=assign{}", ticked(&[&ids[2]]));
+    let (status, _) = post_for_location(&app, &cookie, "/console/bulk", &form).await;
+    assert_ne!(status, StatusCode::SEE_OTHER);
+    assert!(app.case(&ids[2]).await["assignee"].is_null());
+}

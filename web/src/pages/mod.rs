@@ -21,6 +21,7 @@ pub mod policy;
 mod policy_draft;
 mod policy_thresholds;
 mod queue;
+mod queue_bulk;
 mod reports;
 pub mod rollout;
 mod run;
@@ -91,6 +92,7 @@ fn console_routes() -> Routes {
     Routes::new()
         .get("/", Rule::Anyone, || async { Redirect::to("/console") })
         .get("/console", read, queue::queue_page)
+        .post("/console/bulk", work, queue_bulk::bulk_submit)
         .get(
             "/static/console-keys.js",
             Rule::Anyone,

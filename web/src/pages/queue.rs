@@ -47,6 +47,11 @@ pub(super) struct QueuePage {
     newest: bool,
     /// The link to the next page, when there is one.
     next: Option<String>,
+    /// Bulk actions (issue 38): the form's CSRF token, whom a supervisor may assign to
+    /// (empty for others: they take cases themselves), and what the last one did.
+    csrf: String,
+    assignable: Vec<String>,
+    notice: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -65,6 +70,13 @@ pub(super) struct QueueQuery {
     /// Rows per page, 1 to 100 [default: 50].
     #[serde(default)]
     per_page: Option<i64>,
+    /// After a bulk action: `assigned` or `closed`, how many, how many left as they were.
+    #[serde(default)]
+    bulk: Option<String>,
+    #[serde(default)]
+    n: Option<usize>,
+    #[serde(default)]
+    skipped: Option<usize>,
 }
 
 /// Rows on one page of the queue, unless the view asks for another number.
@@ -202,6 +214,10 @@ pub(super) async fn queue_page(
         Ok(tabs) => tabs,
         Err(e) => return e.into_response(),
     };
+    let assignable = match assignable(&state, &session).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     render(&QueuePage {
         nav: Nav::of(&session, "/console"),
         rows,
@@ -212,7 +228,37 @@ pub(super) async fn queue_page(
         mine,
         newest,
         next,
+        csrf: session.csrf_token.clone(),
+        assignable,
+        notice: bulk_notice(&q),
     })
+}
+
+/// Whom the bulk form offers to assign to: the staff who work cases, for a supervisor
+/// or admin (docs/spec/roles.md: agents only take cases themselves).
+async fn assignable(state: &AppState, session: &Session) -> Result<Vec<String>, AppError> {
+    if session.staff.role < desk::auth::StaffRole::Supervisor {
+        return Ok(Vec::new());
+    }
+    let staff = desk::auth::assignable_staff(&state.db).await?;
+    Ok(staff.into_iter().map(|s| s.email).collect())
+}
+
+/// What the last bulk action did, in words (counts only: nothing from the address is
+/// shown as text).
+fn bulk_notice(q: &QueueQuery) -> Option<String> {
+    let verb = match q.bulk.as_deref()? {
+        "closed" => "Closed",
+        _ => "Assigned",
+    };
+    let (n, skipped) = (q.n.unwrap_or(0), q.skipped.unwrap_or(0));
+    let mut words = format!("{verb} {n} case(s).");
+    if skipped > 0 {
+        words.push_str(&format!(
+            " {skipped} left as they were: a refund awaiting approval is decided on its own page, and money in flight is never closed."
+        ));
+    }
+    Some(words)
 }
 
 /// The cases one tab (a filter value) of the queue holds, for the viewer: its statuses,
