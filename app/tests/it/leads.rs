@@ -78,3 +78,45 @@ async fn a_policy_author_sets_approval_thresholds_through_a_form_and_a_bad_amoun
         "no problem in the rules: {page}"
     );
 }
+
+#[tokio::test]
+async fn a_refused_whatif_or_publish_is_told_beside_its_form_on_the_draft_page() {
+    let app = spawn_app().await;
+    let now = app.clock.now_ms();
+    let email = "author@test.example";
+    auth::upsert_staff(
+        &app.state.db,
+        email,
+        StaffRole::PolicyAuthor,
+        "correct horse battery",
+        now,
+    )
+    .await
+    .unwrap();
+    let (cookie, csrf) = app.staff_session(email).await;
+    // Before: a typo in the days replaced the console with a bare error page.
+    let form = format!("csrf={csrf}&live_days=thirty");
+    let path = "/console/policies/RP-001/whatif";
+    let (status, page) = console_post(&app, &cookie, path, &form).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let whatif = page.split("id=\"whatif\"").nth(1).unwrap_or_default();
+    assert!(
+        whatif.contains("id=\"whatif-error\"")
+            && whatif.contains("&#39;thirty&#39; is not a number of days"),
+        "beside the what-if form: {page}"
+    );
+    assert!(
+        page.contains("id=\"draft-form\""),
+        "the draft page, not an error page"
+    );
+
+    let form = format!("csrf={csrf}&draft_version=7&whatif_version=7&effective_from=2027-01-15");
+    let path = "/console/policies/RP-001/publish";
+    let (status, page) = console_post(&app, &cookie, path, &form).await;
+    assert!(status.is_client_error(), "{status}");
+    let publish = page.split("id=\"publish\"").nth(1).unwrap_or_default();
+    assert!(
+        publish.contains("id=\"publish-error\""),
+        "beside the publish form: {page}"
+    );
+}

@@ -74,6 +74,10 @@ struct DraftPage {
     thresholds: Option<Thresholds>,
     /// Why the thresholds form was refused, shown beside it.
     thresholds_error: Option<String>,
+    /// Why a what-if or a publish was refused (issue 38: errors beside their form, not
+    /// a page of their own).
+    whatif_error: Option<String>,
+    publish_error: Option<String>,
     roles: [&'static str; 3],
 }
 
@@ -160,6 +164,8 @@ fn page(
         done,
         thresholds: policy_thresholds::read(&text.markdown, text.rules.as_deref().unwrap_or("")),
         thresholds_error: None,
+        whatif_error: None,
+        publish_error: None,
         roles: ["agent", "supervisor", "admin"],
     }
 }
@@ -345,7 +351,7 @@ async fn whatif_submit(
         Ok(_) => {
             Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
         }
-        Err(e) => failure(e),
+        Err(e) => refused_beside(&state, &session, &doc, "whatif", e, None).await,
     }
 }
 
@@ -408,6 +414,35 @@ async fn publish_submit(
             let version = p.version.rsplit('@').next().unwrap_or_default().to_string();
             Redirect::to(&format!("/console/policies/{doc}/{version}")).into_response()
         }
-        Err(e) => failure(e),
+        Err(e) => {
+            let typed = Some(form.effective_from.clone());
+            refused_beside(&state, &session, &doc, "publish", e, typed).await
+        }
     }
+}
+
+/// A refused what-if or publish: the draft page again, the reason beside the form that
+/// was sent, a typed date kept (issue 38); a draft that cannot be read, a page of its own.
+async fn refused_beside(
+    state: &AppState,
+    session: &Session,
+    doc: &str,
+    form: &'static str,
+    error: desk::error::DomainError,
+    effective_from: Option<String>,
+) -> Response {
+    let draft = match drafts::load_draft(&state.db, state.clock.as_ref(), doc).await {
+        Ok(draft) => draft,
+        Err(_) => return failure(error),
+    };
+    let status = crate::error::status_of(&error);
+    let mut page = page(state, session, &draft, &draft.text, None);
+    match form {
+        "whatif" => page.whatif_error = Some(error.public_message()),
+        _ => page.publish_error = Some(error.public_message()),
+    }
+    if let Some(date) = effective_from.filter(|d| !d.trim().is_empty()) {
+        page.draft_effective_from = date;
+    }
+    with_status(status, render(&page))
 }

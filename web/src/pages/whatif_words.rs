@@ -84,7 +84,7 @@ pub(super) fn role_shifts(tickets: &[ChangedTicket]) -> Vec<String> {
             (count, format!("{from} → {to} for {count} {tickets}{money}"))
         })
         .collect();
-    lines.sort_by(|a, b| b.0.cmp(&a.0));
+    lines.sort_by_key(|line| std::cmp::Reverse(line.0));
     lines.into_iter().map(|(_, line)| line).collect()
 }
 
