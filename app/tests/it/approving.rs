@@ -511,3 +511,22 @@ async fn a_supervisor_assigns_and_closes_ticked_cases_in_bulk_and_no_refund_is_c
     assert_ne!(status, StatusCode::SEE_OTHER);
     assert!(app.case(&ids[2]).await["assignee"].is_null());
 }
+
+#[tokio::test]
+async fn the_api_sends_no_reply_or_closing_words_still_holding_a_brace_word_but_a_note_may() {
+    let (app, ids) = queue_of_refunds(1).await;
+    let path = format!("/api/v1/cases/{}/messages", ids[0]);
+    let token = Some(app.agent_token.as_str());
+    let reply = json!({"text": "Hi {first_name}, done.", "internal": false});
+    let (status, body) = app.request("POST", &path, token, Some(reply)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "unfilled_variable");
+    let note = json!({"text": "template said {first_name}", "internal": true});
+    let (status, body) = app.request("POST", &path, token, Some(note)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let close = json!({"reason": "done", "reply": "Bye {name}"});
+    let path = format!("/api/v1/cases/{}/close", ids[0]);
+    let (status, body) = app.request("POST", &path, token, Some(close)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(app.case(&ids[0]).await["status"], "awaiting_approval");
+}

@@ -284,6 +284,11 @@ pub async fn post_message(
     ApiJson(input): ApiJson<StaffMessage>,
 ) -> AppResult<Json<CaseThread>> {
     let staff = principal.staff()?;
+    // Issue 38: a customer never receives a literal `{name}` (a saved reply's variable
+    // left unfilled, or one typed by hand); an internal note may hold anything.
+    if !input.internal {
+        desk::saved_replies::check_no_placeholder(&input.text)?;
+    }
     let thread = conversation::post_message(state.desk(), staff, &id, &input).await?;
     Ok(Json(thread))
 }
@@ -297,6 +302,9 @@ pub async fn post_close(
     ApiJson(input): ApiJson<CloseCase>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
+    if let Some(reply) = &input.reply {
+        desk::saved_replies::check_no_placeholder(reply)?;
+    }
     let view = conversation::close(state.desk(), staff, &id, &input).await?;
     Ok(Json(view))
 }
