@@ -102,6 +102,17 @@ async fn an_agent_approves_ten_queued_refunds_with_at_most_two_actions_each() {
         .await;
     let (scroll, inner) = browser.widths().await;
     assert!(scroll <= inner, "one column at 390 px: {scroll} > {inner}");
+    let order = browser
+        .execute(
+            "const top = s => document.querySelector(s).getBoundingClientRect().top; \
+             return [top('#thread') < top('#decide'), top('#decide') < top('#timeline')];",
+        )
+        .await;
+    assert_eq!(
+        order,
+        json!([true, true]),
+        "on a phone the decision follows the conversation"
+    );
     browser
         .screenshot(&shots.join("approving-case-phone.png"))
         .await;
