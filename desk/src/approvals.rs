@@ -31,7 +31,10 @@ pub struct Desk<'a> {
     pub wake: &'a tokio::sync::Notify,
 }
 
-/// Records a verdict. Returns the case as it stands afterwards.
+/// Records a verdict. Returns the case as it stands afterwards. A rejection sends the
+/// customer `reply` when there is one (issue 38: the reviewer's own words in the same
+/// submit), else the standard rejection in their language; either is the reviewer's
+/// message, labelled with their name, never the AI agent's.
 pub async fn decide(
     desk: Desk<'_>,
     staff: &Staff,
@@ -39,12 +42,20 @@ pub async fn decide(
     fingerprint: &str,
     verdict: Verdict,
     note: Option<&str>,
+    reply: Option<&str>,
 ) -> DomainResult<CaseView> {
     if note.is_some_and(|n| n.chars().count() > 2000) {
         return Err(DomainError::bad_request(
             ErrorCode::NoteTooLong,
             "notes are at most 2000 characters",
         ));
+    }
+    let reply = reply
+        .filter(|r| !r.trim().is_empty() && verdict == Verdict::Rejected)
+        .map(crate::tickets::validate_message)
+        .transpose()?;
+    if let Some(text) = &reply {
+        crate::saved_replies::check_no_placeholder(text)?;
     }
     let now = desk.clock.now_ms();
     let mut tx = desk.db.begin().await?;
@@ -87,8 +98,10 @@ pub async fn decide(
                 .bind(case.ticket_id.as_str())
                 .fetch_one(&mut *tx)
                 .await?;
-            let reply = replies::rejection_reply(Language::from_stored(&language));
-            crate::tickets::append_message(&mut tx, &case.ticket_id, "agent", &reply, now).await?;
+            let reply =
+                reply.unwrap_or_else(|| replies::rejection_reply(Language::from_stored(&language)));
+            let ticket = &case.ticket_id;
+            crate::tickets::append_staff_reply(&mut tx, ticket, &staff.id, &reply, now).await?;
             let kind = crate::mailbox::MailKind::Rejected;
             crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, &reply, now)
                 .await?;

@@ -58,7 +58,9 @@ pub struct TicketView {
 pub struct CustomerMessageView {
     #[serde(flatten)]
     pub message: MessageView,
-    pub author_label: &'static str,
+    /// The author in the ticket's language; a staff member's message names the person
+    /// by their display name when they have one (issue 38).
+    pub author_label: String,
     /// What the customer wrote now (issue 34, `structure::split`): their new words, pasted
     /// records and everything else of theirs; the whole body for our own messages.
     pub new_text: String,
@@ -75,7 +77,10 @@ impl CustomerMessageView {
             (message.body.clone(), None)
         };
         CustomerMessageView {
-            author_label: replies::page_text(lang).author(&message.author),
+            author_label: match (&message.staff_name, message.author.as_str()) {
+                (Some(name), "staff") => name.clone(),
+                _ => replies::page_text(lang).author(&message.author).to_string(),
+            },
             new_text,
             earlier,
             message,
@@ -343,7 +348,10 @@ macro_rules! ticket_view_sql {
             packed_field!("m.body"),
             " || ",
             packed_field!("COALESCE(m.channel, 'web')"),
-            ", '' ORDER BY m.seq) FROM messages m WHERE m.ticket_id = t.id) AS said, ",
+            " || ",
+            packed_field!("COALESCE(s.display_name, '')"),
+            ", '' ORDER BY m.seq) FROM messages m LEFT JOIN staff s ON s.id = m.staff_id ",
+            "WHERE m.ticket_id = t.id) AS said, ",
             "(SELECT string_agg(",
             packed_field!("r.amount_minor"),
             " || ",
@@ -430,6 +438,8 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
         let (seq, created_at) = (packed.integer()?, packed.integer()?);
         let (author, body) = (packed.field()?, packed.field()?);
         let channel = packed.field()?;
+        // Issue 38: the display name only, never a staff email, on a customer surface.
+        let staff_name = packed.field()?;
         messages.push(MessageView {
             seq,
             author: author.to_string(),
@@ -437,6 +447,7 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
             at: rfc3339(created_at),
             channel: channel.to_string(),
             quoted: None,
+            staff_name: (!staff_name.is_empty()).then(|| staff_name.to_string()),
         });
     }
     let stored: Option<String> = row.try_get("refunds")?;

@@ -2,6 +2,10 @@
 //! language, text — that staff insert into a reply on a case whose ticket is in that
 //! language and edit before sending. Writer of `saved_replies`. It sends nothing: a
 //! saved reply reaches a customer only as a staff reply (`conversation`).
+//!
+//! Issue 38: a text may hold variables (`domain::reply_template`: `{first_name}`,
+//! `{order_id}`, `{refund_amount}`, `{ticket_link}`), checked when it is saved and
+//! filled for a case (`values_for_case`, `fill`) when the case page offers it.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -80,25 +84,11 @@ pub async fn create(
     now: i64,
 ) -> DomainResult<SavedReply> {
     check_manager(staff)?;
-    let language: Language =
-        input
-            .language
-            .trim()
-            .parse()
-            .map_err(|e: crate::replies::UnknownLanguage| {
-                DomainError::bad_request(ErrorCode::InvalidLanguage, e.to_string())
-            })?;
-    let name = input.name.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(DomainError::bad_request(
-            ErrorCode::InvalidName,
-            format!("a saved reply's name is 1 to {MAX_NAME_CHARS} characters"),
-        ));
-    }
-    let text = crate::tickets::validate_message(&input.text)?;
+    let (name, language) = checked_name(input)?;
+    let text = checked_text(&input.text)?;
     let reply = SavedReply {
         id: store::new_id("reply"),
-        name: name.to_string(),
+        name,
         language,
         text,
     };
@@ -137,6 +127,167 @@ pub async fn create(
     .await?;
     tx.commit().await?;
     Ok(reply)
+}
+
+/// A saved reply's text, as long as a staff reply may be, with only known variables
+/// and no brace that opens or closes nothing (issue 38).
+fn checked_text(text: &str) -> DomainResult<String> {
+    let text = crate::tickets::validate_message(text)?;
+    domain::reply_template::check(&text)
+        .map_err(|e| DomainError::bad_request(ErrorCode::InvalidTemplate, e.to_string()))?;
+    Ok(text)
+}
+
+/// Checks the name and language of `input`; returns them.
+fn checked_name(input: &NewSavedReply) -> DomainResult<(String, Language)> {
+    let language: Language =
+        input
+            .language
+            .trim()
+            .parse()
+            .map_err(|e: crate::replies::UnknownLanguage| {
+                DomainError::bad_request(ErrorCode::InvalidLanguage, e.to_string())
+            })?;
+    let name = input.name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(DomainError::bad_request(
+            ErrorCode::InvalidName,
+            format!("a saved reply's name is 1 to {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    Ok((name.to_string(), language))
+}
+
+/// Replaces a saved reply's name, language and text, with its audit line (issue 38).
+/// The same checks as `create`; a name another reply of the language has is a conflict.
+pub async fn update(
+    db: &Db,
+    staff: &Staff,
+    id: &str,
+    input: &NewSavedReply,
+    now: i64,
+) -> DomainResult<SavedReply> {
+    check_manager(staff)?;
+    let (name, language) = checked_name(input)?;
+    let text = checked_text(&input.text)?;
+    let mut tx = db.begin().await?;
+    let taken: Option<String> = sqlx::query_scalar(
+        "SELECT id FROM saved_replies WHERE language = $1 AND name = $2 AND id <> $3",
+    )
+    .bind(language.as_str())
+    .bind(&name)
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if taken.is_some() {
+        return Err(DomainError::conflict(
+            ErrorCode::SavedReplyExists,
+            format!(
+                "a saved reply named '{name}' exists in {}",
+                language.as_str()
+            ),
+        ));
+    }
+    let written =
+        sqlx::query("UPDATE saved_replies SET name = $1, language = $2, body = $3 WHERE id = $4")
+            .bind(&name)
+            .bind(language.as_str())
+            .bind(&text)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    if written.rows_affected() == 0 {
+        return Err(DomainError::NotFound("saved reply"));
+    }
+    let detail = format!("{name} ({})", language.as_str());
+    crate::audit::record(&mut tx, &staff.id, "saved_reply_changed", id, &detail, now).await?;
+    tx.commit().await?;
+    Ok(SavedReply {
+        id: id.to_string(),
+        name,
+        language,
+        text,
+    })
+}
+
+/// What a saved reply's variables stand for on one case (issue 38); `None` where the
+/// case has no value yet (no order named, no refund decided).
+#[derive(Debug, Clone, Default)]
+pub struct CaseValues {
+    pub first_name: Option<String>,
+    pub order_id: Option<String>,
+    pub refund_amount: Option<String>,
+    pub ticket_link: Option<String>,
+}
+
+/// Reads `case`'s values: the customer's first name, the ticket's order (else the
+/// proposal's), the refund decided in the ticket's language (`domain::money_text`), and
+/// the ticket page on `public_url` (`PUBLIC_URL`).
+pub async fn values_for_case(
+    db: &Db,
+    case: &crate::cases::Case,
+    public_url: &str,
+) -> DomainResult<CaseValues> {
+    let ticket = crate::tickets::load_ticket(db, &case.ticket_id).await?;
+    let name: Option<Option<String>> =
+        sqlx::query_scalar("SELECT name FROM customers WHERE id = $1")
+            .bind(case.customer_id.as_str())
+            .fetch_optional(db.reader())
+            .await?;
+    let language = ticket.as_ref().map_or(Language::En, |t| t.language);
+    let proposal_order = case
+        .proposal
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<crate::agent::Proposal>(p).ok())
+        .and_then(|p| p.order_id);
+    let refund_amount = match (case.refund_total_minor, case.currency) {
+        (Some(minor), Some(currency)) => policy_engine::Money::from_minor(minor, currency)
+            .ok()
+            .map(|m| domain::money_text::localized(&m, language.as_str())),
+        _ => None,
+    };
+    Ok(CaseValues {
+        first_name: name.flatten().as_deref().and_then(first_name),
+        order_id: ticket
+            .as_ref()
+            .and_then(|t| t.order_id.clone())
+            .or(proposal_order),
+        refund_amount,
+        ticket_link: Some(format!(
+            "{}/tickets/{}",
+            public_url.trim_end_matches('/'),
+            case.ticket_id
+        )),
+    })
+}
+
+/// The first word of a name ("Mia Chen" → "Mia"); a name written without spaces (as
+/// Chinese and Japanese names often are) whole.
+fn first_name(name: &str) -> Option<String> {
+    name.split_whitespace().next().map(str::to_string)
+}
+
+/// `text` filled with `values`; what has no value stays `{name}`, listed in `missing`.
+pub fn fill(text: &str, values: &CaseValues) -> domain::reply_template::Filled {
+    use domain::reply_template::Variable;
+    domain::reply_template::fill(text, |var| match var {
+        Variable::FirstName => values.first_name.clone(),
+        Variable::OrderId => values.order_id.clone(),
+        Variable::RefundAmount => values.refund_amount.clone(),
+        Variable::TicketLink => values.ticket_link.clone(),
+    })
+}
+
+/// Refuses a message for a customer that still holds a `{word}` (issue 38: a customer
+/// received "Hi {name},"): a variable nobody filled, or one typed by hand.
+pub fn check_no_placeholder(text: &str) -> DomainResult<()> {
+    match domain::reply_template::placeholders(text).first() {
+        None => Ok(()),
+        Some(word) => Err(DomainError::bad_request(
+            ErrorCode::UnfilledVariable,
+            format!("the message still holds {word}: write what it stands for, or remove it"),
+        )),
+    }
 }
 
 /// Removes a saved reply, with its audit line.

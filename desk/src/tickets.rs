@@ -25,6 +25,12 @@ pub struct MessageView {
     /// signature — which staff see collapsed; never shown on a customer surface.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quoted: Option<String>,
+    /// Of a staff member's message (issue 38: labelled with the person, not "agent",
+    /// which is the AI's label): their name as the reader may see it — on staff
+    /// surfaces the display name, else the email; on a customer's, the display name
+    /// only (never a staff email).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staff_name: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -195,7 +201,10 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
 
 pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>> {
     let rows = sqlx::query(
-        "SELECT seq, author, body, created_at, channel, quoted FROM messages WHERE ticket_id = $1 ORDER BY seq",
+        "SELECT m.seq, m.author, m.body, m.created_at, m.channel, m.quoted,
+                COALESCE(s.display_name, s.email) AS staff_name
+         FROM messages m LEFT JOIN staff s ON s.id = m.staff_id
+         WHERE m.ticket_id = $1 ORDER BY m.seq",
     )
     .bind(ticket_id)
     .fetch_all(db.reader())
@@ -210,6 +219,7 @@ pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>
                 at: rfc3339(r.try_get("created_at")?),
                 channel: channel.unwrap_or_else(|| "web".to_string()),
                 quoted: r.try_get("quoted")?,
+                staff_name: r.try_get("staff_name")?,
             })
         })
         .collect()

@@ -10,6 +10,8 @@
 pub mod backoff;
 pub mod error_code;
 pub mod ids;
+pub mod money_text;
+pub mod reply_template;
 pub use error_code::ErrorCode;
 pub mod resolve;
 pub mod structure;

@@ -505,7 +505,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
 
 /// Where `phone_and_desktop_pages` writes its PNGs: `SCREENSHOT_DIR` when set
 /// (`scripts/screenshots` sets it to `docs/screenshots`), else `target/screenshots`.
-fn screenshot_dir() -> std::path::PathBuf {
+pub(crate) fn screenshot_dir() -> std::path::PathBuf {
     std::env::var_os("SCREENSHOT_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| desk::config::default_fixtures_dir().join("../target/screenshots"))

@@ -43,6 +43,13 @@ pub struct ChangedTicket {
     pub from: String,
     pub to: String,
     pub money: serde_json::Value,
+    /// Who must approve on each side (`agent`, `supervisor`, `admin`; none for a
+    /// decision that refunds nothing): issue 38's "agent → supervisor". Absent from
+    /// what-ifs stored before it.
+    #[serde(default)]
+    pub from_role: Option<String>,
+    #[serde(default)]
+    pub to_role: Option<String>,
 }
 
 /// The stored versions plus `draft` as a draft version (replacing a stored draft file of
@@ -192,6 +199,8 @@ fn summary(
                 from: crate::world::serde_plain(&t.from.verdict.outcome),
                 to: crate::world::serde_plain(&t.to.verdict.outcome),
                 money: json(&t.money),
+                from_role: t.from.approver_role.map(|r| r.as_str().to_string()),
+                to_role: t.to.approver_role.map(|r| r.as_str().to_string()),
             })
             .collect(),
         errors: report.errors.len(),

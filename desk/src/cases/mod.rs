@@ -451,9 +451,8 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     )
 }
 
-/// Cases as `query` selects them, at most 500: oldest first within chosen statuses (a
-/// queue), newest first across all.
-pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case>> {
+/// The `WHERE` conditions of a case list, their bound values, and its order.
+fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, &'static str) {
     let mut binds: Vec<String> = Vec::new();
     let mut conditions = vec!["1 = 1".to_string()];
     if !query.statuses.is_empty() {
@@ -505,6 +504,13 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
             "(c.created_at {after} {at} OR (c.created_at = {at} AND c.id {after} ${id}))"
         ));
     }
+    (conditions, binds, order)
+}
+
+/// Cases as `query` selects them, at most 500: oldest first within chosen statuses (a
+/// queue), newest first across all.
+pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case>> {
+    let (conditions, binds, order) = list_conditions(query);
     let limit = query.limit.unwrap_or(500).clamp(1, 500);
     let columns: Vec<String> = CASE_COLUMNS
         .split(',')
@@ -523,6 +529,27 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
     }
     let rows = select.fetch_all(db.reader()).await?;
     rows.iter().map(case_from_row).collect()
+}
+
+/// How many cases a list would hold without its limit and cursor (issue 38: the queue's
+/// tab counts), in one read.
+pub async fn count_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<i64> {
+    let whole = CaseQuery {
+        after: None,
+        limit: None,
+        ..*query
+    };
+    let (conditions, binds, _) = list_conditions(&whole);
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM cases c JOIN tickets t ON t.id = c.ticket_id
+         LEFT JOIN customers cu ON cu.id = c.customer_id WHERE {}",
+        conditions.join(" AND ")
+    );
+    let mut select = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for value in &binds {
+        select = select.bind(value);
+    }
+    Ok(select.fetch_one(db.reader()).await?.try_get("n")?)
 }
 
 /// The customer's other cases about the same order that are still open (not closed or

@@ -179,7 +179,12 @@ pub struct ApproveInput {
 #[serde(deny_unknown_fields)]
 pub struct RejectInput {
     pub fingerprint: String,
+    /// Why (kept with staff, never sent).
     pub reason: String,
+    /// The customer's message, in the reviewer's words (issue 38); without it the
+    /// standard rejection in the ticket's language.
+    #[serde(default)]
+    pub reply: Option<String>,
 }
 
 /// `POST /api/v1/cases/{id}/approve`.
@@ -198,6 +203,7 @@ pub async fn post_approve(
         &input.fingerprint,
         Verdict::Approved,
         input.note.as_deref(),
+        None,
     )
     .await?;
     Ok(Json(view))
@@ -225,6 +231,7 @@ pub async fn post_reject(
         &input.fingerprint,
         Verdict::Rejected,
         Some(&input.reason),
+        input.reply.as_deref(),
     )
     .await?;
     Ok(Json(view))
@@ -277,6 +284,11 @@ pub async fn post_message(
     ApiJson(input): ApiJson<StaffMessage>,
 ) -> AppResult<Json<CaseThread>> {
     let staff = principal.staff()?;
+    // Issue 38: a customer never receives a literal `{name}` (a saved reply's variable
+    // left unfilled, or one typed by hand); an internal note may hold anything.
+    if !input.internal {
+        desk::saved_replies::check_no_placeholder(&input.text)?;
+    }
     let thread = conversation::post_message(state.desk(), staff, &id, &input).await?;
     Ok(Json(thread))
 }
@@ -290,6 +302,9 @@ pub async fn post_close(
     ApiJson(input): ApiJson<CloseCase>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
+    if let Some(reply) = &input.reply {
+        desk::saved_replies::check_no_placeholder(reply)?;
+    }
     let view = conversation::close(state.desk(), staff, &id, &input).await?;
     Ok(Json(view))
 }

@@ -14,7 +14,7 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
-use desk::approvals::{self, Verdict};
+use desk::approvals;
 use desk::auth::{self, Session};
 use desk::cases::{self, CaseStatus};
 use desk::error::{DomainError, ErrorCode};
@@ -96,6 +96,35 @@ pub(super) struct CasePage {
     past_refunds: Collapsed<PastRefund>,
     /// Saved replies for the reply form, and the messages a decision sends (issue 17).
     tools: super::case_replies::ReplyTools,
+    /// The queue tab the reviewer came from (issue 38): "& next" and `j`/`k` move in it.
+    tab: String,
+    /// (previous, next, where "next" goes at the tab's end) in that tab.
+    previous_case: Option<String>,
+    next_case: Option<String>,
+    then_case: Option<String>,
+    /// A refused form: which one (`write`, `decide`, `close`), why, in words next to its
+    /// button, and what was typed, kept.
+    refusal: Refusal,
+}
+
+/// What a refused console form is answered with on the case page (issue 38: errors
+/// inline, what was typed kept).
+#[derive(Default)]
+pub(super) struct Refusal {
+    pub form: &'static str,
+    pub message: Option<String>,
+    pub kept: Kept,
+}
+
+/// What the case page's forms held when one was refused.
+#[derive(Default)]
+pub(super) struct Kept {
+    pub reply: Option<String>,
+    pub note: String,
+    pub reason: String,
+    pub reject_reply: Option<String>,
+    pub close_reason: String,
+    pub close_reply: Option<String>,
 }
 
 /// How many lines of each of the customer's lists the header shows open; the rest wait
@@ -126,6 +155,8 @@ fn collapsed<T>(mut lines: Vec<T>, total: i64) -> Collapsed<T> {
 /// conversation, or an internal note (marked, never shown to the customer).
 pub(super) struct ThreadEntry {
     author: String,
+    /// Who wrote it, in words: a staff member by name (issue 38), else the author.
+    label: String,
     at: String,
     body: String,
     internal: bool,
@@ -145,6 +176,7 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
             .filter(|a| a.message_seq == m.seq)
             .map(|a| (a.id.clone(), a.filename.clone(), a.size))
             .collect(),
+        label: m.staff_name.unwrap_or_else(|| m.author.clone()),
         author: m.author,
         at: m.at,
         body: m.body,
@@ -153,6 +185,7 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
         quoted: m.quoted,
     });
     let notes = thread.notes.into_iter().map(|n| ThreadEntry {
+        label: n.author.clone(),
         author: n.author,
         at: n.at,
         body: n.body,
@@ -213,6 +246,10 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "closed" => Some("Case closed."),
         "assigned" => Some("Case assigned."),
         "handed_up" => Some("Handed up: it waits in the supervisors' queue."),
+        "approved" => Some("Approved. The refund goes to the provider."),
+        "rejected" => Some("Rejected; the customer has your message."),
+        "approved_next" => Some("Approved the last case; here is the next one."),
+        "rejected_next" => Some("Rejected the last case; here is the next one."),
         _ => None,
     }
 }
@@ -223,42 +260,87 @@ pub(super) async fn case_page_response(
     id: &str,
     error: Option<String>,
 ) -> Response {
-    case_page_with(state, session, id, error, (None, None)).await
+    let refusal = Refusal {
+        message: error,
+        ..Refusal::default()
+    };
+    case_page_with(state, session, id, Shown::refused(refusal)).await
 }
 
-/// The case page; `notice` after an action's redirect, `saved` the saved reply chosen.
-async fn case_page_with(
+/// What the case page shows beside the case itself.
+#[derive(Default)]
+pub(super) struct Shown<'a> {
+    /// After an action's redirect.
+    pub notice: Option<&'static str>,
+    /// The saved reply chosen, and the form it goes into (`reply`, `reject`, `close`).
+    pub saved: Option<&'a str>,
+    pub into: Option<&'a str>,
+    /// The queue tab the reviewer works in.
+    pub tab: Option<&'a str>,
+    pub refusal: Refusal,
+}
+
+impl Shown<'_> {
+    pub(super) fn refused(refusal: Refusal) -> Self {
+        Shown {
+            refusal,
+            ..Shown::default()
+        }
+    }
+}
+
+/// The case page, with what `shown` adds.
+pub(super) async fn case_page_with(
     state: &AppState,
     session: &Session,
     id: &str,
-    error: Option<String>,
-    shown: (Option<&'static str>, Option<&str>),
+    shown: Shown<'_>,
 ) -> Response {
     let case = match cases::load_case(&state.db, id).await {
         Ok(Some(c)) => c,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such case."),
         Err(e) => return AppError::from(e).into_response(),
     };
-    match read_page(state, session, case, error, shown).await {
-        Ok(page) => render(&page),
+    let tab = shown
+        .tab
+        .filter(|t| super::queue::known_filter(t))
+        .unwrap_or(DEFAULT_TAB)
+        .to_string();
+    let neighbours = match super::queue::neighbours(state, session, &tab, &case).await {
+        Ok(n) => n,
+        Err(e) => return e.into_response(),
+    };
+    match read_page(state, session, case, shown).await {
+        Ok(mut page) => {
+            (page.previous_case, page.next_case, page.then_case) = neighbours;
+            page.tab = tab;
+            render(&page)
+        }
         Err(e) => AppError::from(e).into_response(),
     }
 }
+
+/// The queue's default view, where a case page opened from elsewhere moves on in.
+const DEFAULT_TAB: &str = "needs_person";
 
 /// Everything the case page shows of `case`.
 async fn read_page(
     state: &AppState,
     session: &Session,
     case: cases::Case,
-    error: Option<String>,
-    (notice, saved): (Option<&'static str>, Option<&str>),
+    shown: Shown<'_>,
 ) -> desk::error::DomainResult<CasePage> {
+    let (notice, error) = (shown.notice, shown.refusal.message.clone());
     let mut view = desk::views::case_view(&state.db, &case).await?;
     view.customer_email_undeliverable = desk::views::email_undeliverable(&state.db, &view).await?;
     let history = desk::views::customer_history(&state.db, &case).await?;
     let thread = desk::views::thread(&state.db, &case).await?;
     let around = around(&state.db, &case).await?;
-    let tools = super::case_replies::reply_tools(&state.db, &case, saved).await?;
+    let chosen = super::case_replies::Chosen {
+        saved: shown.saved,
+        into: shown.into,
+    };
+    let tools = super::case_replies::reply_tools(state, &case, chosen, &shown.refusal.kept).await?;
     let decision = case.decision().map(|d| decision_view(&d));
     let proposal = case
         .proposal
@@ -320,6 +402,11 @@ async fn read_page(
         required_role,
         error,
         stuck: around.stuck,
+        tab: String::new(),
+        previous_case: None,
+        next_case: None,
+        then_case: None,
+        refusal: shown.refusal,
     })
 }
 
@@ -438,6 +525,12 @@ pub(super) struct CasePageQuery {
     /// A saved reply to put into the reply form (issue 17).
     #[serde(default)]
     saved: Option<String>,
+    /// The form the saved reply goes into: `reply` (the default), `reject` or `close`.
+    #[serde(default)]
+    into: Option<String>,
+    /// The queue tab the reviewer works in (issue 38).
+    #[serde(default)]
+    tab: Option<String>,
 }
 
 pub(super) async fn case_page(
@@ -449,8 +542,14 @@ pub(super) async fn case_page(
     let Ok(session) = session else {
         return Redirect::to("/console/login").into_response();
     };
-    let shown = (notice_of(query.done.as_deref()), query.saved.as_deref());
-    case_page_with(&state, &session, &id, None, shown).await
+    let shown = Shown {
+        notice: notice_of(query.done.as_deref()),
+        saved: query.saved.as_deref(),
+        into: query.into.as_deref(),
+        tab: query.tab.as_deref(),
+        refusal: Refusal::default(),
+    };
+    case_page_with(&state, &session, &id, shown).await
 }
 
 /// After a console action (post/redirect/get): on success the browser is sent to the
@@ -464,12 +563,28 @@ async fn after_action<T>(
     result: Result<T, DomainError>,
     done: &str,
 ) -> Response {
+    let refused = |_: &DomainError| Refusal::default();
+    after_form(state, session, id, result, done, refused).await
+}
+
+/// As [`after_action`], for a form whose refusal is shown next to it with what was
+/// typed kept (issue 38): `refusal` says which form and what it held.
+async fn after_form<T>(
+    state: &AppState,
+    session: &Session,
+    id: &str,
+    result: Result<T, DomainError>,
+    done: &str,
+    refusal: impl FnOnce(&DomainError) -> Refusal,
+) -> Response {
     match result {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}?done={done}")).into_response(),
-        Err(e) => with_status(
-            status_of(&e),
-            case_page_response(state, session, id, Some(e.public_message())).await,
-        ),
+        Err(e) => {
+            let mut refused = refusal(&e);
+            refused.message = Some(e.public_message());
+            let page = case_page_with(state, session, id, Shown::refused(refused)).await;
+            with_status(status_of(&e), page)
+        }
     }
 }
 
@@ -491,13 +606,30 @@ pub(super) async fn message_submit(
     let session = or_page!(verified(session, &form.csrf));
     let internal = form.internal.as_deref() == Some("true");
     let message = desk::conversation::StaffMessage {
-        text: form.text,
+        text: form.text.replace("\r\n", "\n"),
         internal,
     };
-    let result =
-        desk::conversation::post_message(state.desk(), &session.staff, &id, &message).await;
+    // Issue 38: a customer never receives a literal `{name}`.
+    let result = match internal {
+        true => Ok(()),
+        false => desk::saved_replies::check_no_placeholder(&message.text),
+    };
+    let result = match result {
+        Ok(()) => desk::conversation::post_message(state.desk(), &session.staff, &id, &message)
+            .await
+            .map(|_| ()),
+        Err(e) => Err(e),
+    };
     let done = if internal { "note" } else { "reply" };
-    after_action(&state, &session, &id, result, done).await
+    let kept = |_: &DomainError| Refusal {
+        form: "write",
+        kept: Kept {
+            reply: Some(message.text.clone()),
+            ..Kept::default()
+        },
+        ..Refusal::default()
+    };
+    after_form(&state, &session, &id, result, done, kept).await
 }
 
 #[derive(Deserialize)]
@@ -515,12 +647,35 @@ pub(super) async fn close_submit(
     Form(form): Form<CloseForm>,
 ) -> Response {
     let session = or_page!(verified(session, &form.csrf));
+    let reply = form
+        .reply
+        .as_deref()
+        .map(|r| r.replace("\r\n", "\n"))
+        .filter(|r| !r.trim().is_empty());
     let input = desk::conversation::CloseCase {
-        reason: form.reason,
-        reply: form.reply.filter(|r| !r.trim().is_empty()),
+        reason: form.reason.clone(),
+        reply: reply.clone(),
     };
-    let result = desk::conversation::close(state.desk(), &session.staff, &id, &input).await;
-    after_action(&state, &session, &id, result, "closed").await
+    let checked = match &reply {
+        Some(text) => desk::saved_replies::check_no_placeholder(text),
+        None => Ok(()),
+    };
+    let result = match checked {
+        Ok(()) => desk::conversation::close(state.desk(), &session.staff, &id, &input)
+            .await
+            .map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let kept = |_: &DomainError| Refusal {
+        form: "close",
+        kept: Kept {
+            close_reason: form.reason.clone(),
+            close_reply: Some(reply.unwrap_or_default()),
+            ..Kept::default()
+        },
+        ..Refusal::default()
+    };
+    after_form(&state, &session, &id, result, "closed", kept).await
 }
 
 #[derive(Deserialize)]
@@ -540,73 +695,6 @@ pub(super) async fn assign_submit(
     let input = desk::conversation::AssignCase { email: form.email };
     let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
     after_action(&state, &session, &id, result, "assigned").await
-}
-
-#[derive(Deserialize)]
-pub(super) struct DecideForm {
-    csrf: String,
-    fingerprint: String,
-    #[serde(default)]
-    note: Option<String>,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-pub(super) async fn decide_submit(
-    state: AppState,
-    session: Result<Session, AppError>,
-    id: String,
-    form: DecideForm,
-    verdict: Verdict,
-) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
-    let note = match verdict {
-        Verdict::Approved => form.note.filter(|n| !n.trim().is_empty()),
-        Verdict::Rejected => form.reason.filter(|n| !n.trim().is_empty()),
-    };
-    if verdict == Verdict::Rejected && note.is_none() {
-        return case_page_response(
-            &state,
-            &session,
-            &id,
-            Some("A rejection needs a reason.".into()),
-        )
-        .await;
-    }
-    match approvals::decide(
-        state.desk(),
-        &session.staff,
-        &id,
-        &form.fingerprint,
-        verdict,
-        note.as_deref(),
-    )
-    .await
-    {
-        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => with_status(
-            status_of(&e),
-            case_page_response(&state, &session, &id, Some(e.public_message())).await,
-        ),
-    }
-}
-
-pub(super) async fn approve_submit(
-    State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Path(id): Path<String>,
-    Form(form): Form<DecideForm>,
-) -> Response {
-    decide_submit(state, session, id, form, Verdict::Approved).await
-}
-
-pub(super) async fn reject_submit(
-    State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Path(id): Path<String>,
-    Form(form): Form<DecideForm>,
-) -> Response {
-    decide_submit(state, session, id, form, Verdict::Rejected).await
 }
 
 #[derive(Deserialize)]

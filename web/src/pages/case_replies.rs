@@ -3,19 +3,45 @@
 //! without a script), and the exact message the customer will receive when the case is
 //! approved, rejected or decided by hand — the text `replies` would send, in their
 //! language (a close sends the staff member's own reply, as written).
+//!
+//! Issue 38: the saved replies come filled for the case (`saved_replies::fill`), and
+//! are offered in the reply, reject and close forms; a rejection's message is the
+//! reviewer's to edit, the standard one to start from.
 
 use desk::cases::{Case, CaseStatus};
 use desk::error::DomainResult;
 use desk::replies::{self, CustomerRefundView, HandDecision, Language};
-use desk::saved_replies::{self, SavedReply};
-use store::Db;
+use desk::saved_replies;
+use desk::state::AppState;
+
+/// A saved reply as the case page offers it: filled for the case.
+pub(super) struct FilledReply {
+    pub id: String,
+    pub name: String,
+    pub text: String,
+    /// The variables this case has no value for (left as `{name}`), in words.
+    pub missing: String,
+}
+
+/// The saved reply picked through the page's GET (`?saved=ID&into=FORM`).
+pub(super) struct Chosen<'a> {
+    pub saved: Option<&'a str>,
+    pub into: Option<&'a str>,
+}
 
 pub(super) struct ReplyTools {
-    /// The saved replies in the ticket's language.
-    pub saved: Vec<SavedReply>,
-    /// The reply form's text: the chosen saved reply's, else empty.
+    /// The saved replies in the ticket's language, filled for the case.
+    pub saved: Vec<FilledReply>,
+    /// The reply form's text: what was typed (a refused submit), else the chosen saved
+    /// reply's, else empty.
     pub prefill: String,
+    /// The rejection's message to the customer: likewise, else the standard rejection.
+    pub reject_prefill: String,
+    /// The close form's reply: likewise, else empty.
+    pub close_prefill: String,
     pub chosen: String,
+    /// The chosen saved reply goes into the rejection (its form is shown open).
+    pub chosen_into_reject: bool,
     pub language: &'static str,
     /// The message an approval leads to: the refund submitted to the provider.
     pub on_approve: Option<String>,
@@ -26,32 +52,63 @@ pub(super) struct ReplyTools {
     pub on_hand: Vec<(&'static str, String)>,
 }
 
-/// The tools for `case`'s page; `chosen` is the saved reply picked (`?saved=ID`). A
-/// reply of another language, or an unknown id, pre-fills nothing.
+/// The tools for `case`'s page; `chosen` is the saved reply picked and the form it goes
+/// into. A reply of another language, or an unknown id, pre-fills nothing; what a
+/// refused form held (`kept`) comes back as it was typed.
 pub(super) async fn reply_tools(
-    db: &Db,
+    state: &AppState,
     case: &Case,
-    chosen: Option<&str>,
+    chosen: Chosen<'_>,
+    kept: &super::case::Kept,
 ) -> DomainResult<ReplyTools> {
+    let db = &state.db;
     let language = desk::tickets::load_ticket(db, &case.ticket_id)
         .await?
         .map_or(Language::En, |t| t.language);
-    let saved = saved_replies::list(db, Some(language)).await?;
-    let chosen = chosen.unwrap_or_default();
-    let prefill = saved
-        .iter()
-        .find(|r| r.id == chosen)
-        .map(|r| r.text.clone())
-        .unwrap_or_default();
+    let values = saved_replies::values_for_case(db, case, &state.mail.public_url).await?;
+    let saved: Vec<FilledReply> = saved_replies::list(db, Some(language))
+        .await?
+        .into_iter()
+        .map(|r| {
+            let filled = saved_replies::fill(&r.text, &values);
+            let missing: Vec<&str> = filled.missing.iter().map(|v| v.name()).collect();
+            FilledReply {
+                id: r.id,
+                name: r.name,
+                text: filled.text,
+                missing: missing.join(", "),
+            }
+        })
+        .collect();
+    let id = chosen.saved.unwrap_or_default();
+    let picked = saved.iter().find(|r| r.id == id).map(|r| r.text.clone());
+    let into = |form: &str| {
+        picked
+            .clone()
+            .filter(|_| chosen.into.unwrap_or("reply") == form)
+    };
     let awaiting = case.status == CaseStatus::AwaitingApproval;
     let on_approve = awaiting.then(|| approve_message(language, case)).flatten();
+    let on_reject = awaiting.then(|| replies::rejection_reply(language));
     Ok(ReplyTools {
+        prefill: kept.reply.clone().or(into("reply")).unwrap_or_default(),
+        reject_prefill: kept
+            .reject_reply
+            .clone()
+            .or(into("reject"))
+            .or(on_reject.clone())
+            .unwrap_or_default(),
+        close_prefill: kept
+            .close_reply
+            .clone()
+            .or(into("close"))
+            .unwrap_or_default(),
         saved,
-        prefill,
-        chosen: chosen.to_string(),
+        chosen_into_reject: picked.is_some() && chosen.into == Some("reject"),
+        chosen: id.to_string(),
         language: language.as_str(),
         on_approve,
-        on_reject: awaiting.then(|| replies::rejection_reply(language)),
+        on_reject,
         on_hand: hand_messages(language),
     })
 }

@@ -9,6 +9,7 @@
 mod accounts;
 mod admin;
 mod case;
+mod case_decide;
 mod case_replies;
 mod charges;
 mod common;
@@ -18,13 +19,16 @@ mod login;
 mod markdown;
 pub mod policy;
 mod policy_draft;
+mod policy_thresholds;
 mod queue;
+mod queue_bulk;
 mod reports;
 pub mod rollout;
 mod run;
 mod saved_replies;
 pub mod shadow_report;
 mod sso;
+mod whatif_words;
 
 pub use common::{error_page, page_not_found, render};
 pub use customer::open_from_link_page;
@@ -88,12 +92,26 @@ fn console_routes() -> Routes {
     Routes::new()
         .get("/", Rule::Anyone, || async { Redirect::to("/console") })
         .get("/console", read, queue::queue_page)
+        .post("/console/bulk", work, queue_bulk::bulk_submit)
+        .get(
+            "/static/console-keys.js",
+            Rule::Anyone,
+            script(include_str!("../../static/console-keys.js")),
+        )
         .get("/console/login", Rule::Anyone, login::login_page)
         .post("/console/login", Rule::Anyone, login::login_submit)
         .post("/console/logout", Rule::AnyStaff, login::logout)
         .get("/console/cases/{id}", read, case::case_page)
-        .post("/console/cases/{id}/approve", decide, case::approve_submit)
-        .post("/console/cases/{id}/reject", decide, case::reject_submit)
+        .post(
+            "/console/cases/{id}/approve",
+            decide,
+            case_decide::approve_submit,
+        )
+        .post(
+            "/console/cases/{id}/reject",
+            decide,
+            case_decide::reject_submit,
+        )
         .post("/console/cases/{id}/handup", work, case::handup_submit)
         .post(
             "/console/cases/{id}/takeover",

@@ -2,7 +2,8 @@
 //! Markdown and rules in a form, a rendered preview, the validation problems by field,
 //! the last what-if and the publish button. A stale save re-renders the form with the
 //! author's own text, the diff to the saved draft, and the saved version to save over.
-//! Admins and policy authors only.
+//! Admins and policy authors only. Issue 38: a draft with approval rules has a form for
+//! its thresholds (`policy_thresholds`), so nobody types TOML for them.
 
 use crate::access::{Capability, Routes, Rule};
 use crate::extract::Authed;
@@ -22,12 +23,19 @@ use desk::authoring::publish;
 use desk::authoring::whatif::{self, WhatIf};
 use desk::state::AppState;
 
+use super::policy_thresholds::{self, Thresholds};
+
 pub fn routes() -> Routes {
     let author = Rule::Staff(Capability::AuthorPolicies);
     Routes::new()
         .get("/console/policies/{doc}/draft", author, draft_page)
         .post("/console/policies/{doc}/draft", author, save_submit)
         .post("/console/policies/{doc}/whatif", author, whatif_submit)
+        .post(
+            "/console/policies/{doc}/thresholds",
+            author,
+            thresholds_submit,
+        )
         .post(
             "/console/policies/{doc}/publish",
             Rule::Staff(Capability::PublishPolicies),
@@ -62,6 +70,15 @@ struct DraftPage {
     /// publish puts in force unless the publisher picks another date (issue 38); empty
     /// (today) otherwise.
     draft_effective_from: String,
+    /// The approval thresholds form (a draft with `[approval]` rules), as read or typed.
+    thresholds: Option<Thresholds>,
+    /// Why the thresholds form was refused, shown beside it.
+    thresholds_error: Option<String>,
+    /// Why a what-if or a publish was refused (issue 38: errors beside their form, not
+    /// a page of their own).
+    whatif_error: Option<String>,
+    publish_error: Option<String>,
+    roles: [&'static str; 3],
 }
 
 /// The last what-if, as the publisher reads it.
@@ -73,8 +90,10 @@ struct WhatIfView {
     changed: usize,
     /// `CNY 198.00 → 0.00 (-198.00)` per currency.
     money: Vec<String>,
-    /// `T-17: escalate → refund (outcome, refunds)`.
+    /// `T-17: refund → refund, approver agent → supervisor, ¥19,800` (issue 38).
     tickets: Vec<String>,
+    /// `agent → supervisor for 3 tickets, ¥58,400`: who must approve, and how much.
+    roles: Vec<String>,
     /// Whether the draft changed since it ran.
     stale: bool,
 }
@@ -103,8 +122,9 @@ fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
         tickets: whatif
             .tickets
             .iter()
-            .map(|t| format!("{}: {} → {} ({})", t.id, t.from, t.to, t.changes.join(", ")))
+            .map(super::whatif_words::ticket_line)
             .collect(),
+        roles: super::whatif_words::role_shifts(&whatif.tickets),
         against: whatif.against,
         ran_by: whatif.ran_by,
         ran_at: whatif.ran_at,
@@ -142,6 +162,11 @@ fn page(
         preview: preview(&text.markdown),
         conflict_diff: None,
         done,
+        thresholds: policy_thresholds::read(&text.markdown, text.rules.as_deref().unwrap_or("")),
+        thresholds_error: None,
+        whatif_error: None,
+        publish_error: None,
+        roles: ["agent", "supervisor", "admin"],
     }
 }
 
@@ -239,6 +264,71 @@ async fn save_submit(
     }
 }
 
+#[derive(Deserialize)]
+struct ThresholdsForm {
+    csrf: String,
+    /// Text: a flattened form reads every value as a string.
+    expected_version: String,
+    #[serde(flatten)]
+    thresholds: Thresholds,
+}
+
+/// `POST /console/policies/{doc}/thresholds`: the form's values written into the
+/// draft's rules and saved as the author's draft; a refusal shows the draft page again
+/// with the reason beside the form and what was typed.
+async fn thresholds_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(doc): Path<String>,
+    Form(form): Form<ThresholdsForm>,
+) -> Response {
+    let session = or_page!(verified_author(session, &form.csrf));
+    let (db, clock) = (&state.db, state.clock.as_ref());
+    let draft = match drafts::load_draft(db, clock, &doc).await {
+        Ok(draft) => draft,
+        Err(e) => return failure(e),
+    };
+    let rules = draft.text.rules.clone().unwrap_or_default();
+    let written = policy_thresholds::apply(&draft.text.markdown, &rules, &form.thresholds);
+    let rules = match written {
+        Ok(rules) => rules,
+        Err(why) => {
+            let mut page = page(&state, &session, &draft, &draft.text, None);
+            page.thresholds = Some(form.thresholds);
+            page.thresholds_error = Some(why);
+            return with_status(StatusCode::BAD_REQUEST, render(&page));
+        }
+    };
+    let text = DraftText {
+        markdown: draft.text.markdown.clone(),
+        rules: Some(rules),
+    };
+    let staff = &session.staff;
+    let expected = form.expected_version.trim().parse().unwrap_or(-1);
+    match drafts::save_draft(db, clock, staff, &doc, expected, text).await {
+        Ok(Saved::Saved(_)) => {
+            let to = format!("/console/policies/{doc}/draft?done=thresholds+saved");
+            Redirect::to(&to).into_response()
+        }
+        Ok(Saved::Conflict(conflict)) => {
+            let mut page = page(
+                &state,
+                &session,
+                &conflict.current,
+                &conflict.current.text,
+                None,
+            );
+            page.thresholds = Some(form.thresholds);
+            page.thresholds_error = Some(format!(
+                "someone saved this draft meanwhile; your thresholds are kept: save them again\n{}",
+                conflict.diff
+            ));
+            with_status(StatusCode::CONFLICT, render(&page))
+        }
+        Err(e) => failure(e),
+    }
+}
+
 /// The what-if form: a history file, or (`source=live`) the last `live_days` days of
 /// live decisions.
 #[derive(Deserialize)]
@@ -261,7 +351,7 @@ async fn whatif_submit(
         Ok(_) => {
             Redirect::to(&format!("/console/policies/{doc}/draft?done=checked")).into_response()
         }
-        Err(e) => failure(e),
+        Err(e) => refused_beside(&state, &session, &doc, "whatif", e, None).await,
     }
 }
 
@@ -324,6 +414,35 @@ async fn publish_submit(
             let version = p.version.rsplit('@').next().unwrap_or_default().to_string();
             Redirect::to(&format!("/console/policies/{doc}/{version}")).into_response()
         }
-        Err(e) => failure(e),
+        Err(e) => {
+            let typed = Some(form.effective_from.clone());
+            refused_beside(&state, &session, &doc, "publish", e, typed).await
+        }
     }
+}
+
+/// A refused what-if or publish: the draft page again, the reason beside the form that
+/// was sent, a typed date kept (issue 38); a draft that cannot be read, a page of its own.
+async fn refused_beside(
+    state: &AppState,
+    session: &Session,
+    doc: &str,
+    form: &'static str,
+    error: desk::error::DomainError,
+    effective_from: Option<String>,
+) -> Response {
+    let draft = match drafts::load_draft(&state.db, state.clock.as_ref(), doc).await {
+        Ok(draft) => draft,
+        Err(_) => return failure(error),
+    };
+    let status = crate::error::status_of(&error);
+    let mut page = page(state, session, &draft, &draft.text, None);
+    match form {
+        "whatif" => page.whatif_error = Some(error.public_message()),
+        _ => page.publish_error = Some(error.public_message()),
+    }
+    if let Some(date) = effective_from.filter(|d| !d.trim().is_empty()) {
+        page.draft_effective_from = date;
+    }
+    with_status(status, render(&page))
 }

@@ -1,4 +1,5 @@
-//! The console's queue: cases by status, oldest first.
+//! The console's queue: cases by status, oldest first, in tabs with their counts; and
+//! a case's neighbours in a tab (issue 38: "approve & next", `j`/`k` on the case page).
 
 use crate::extract::Authed;
 use askama::Template;
@@ -41,11 +42,16 @@ pub(super) struct QueuePage {
     filter: String,
     search: String,
     mine: bool,
-    /// The tabs: (filter value, words).
-    tabs: Vec<(&'static str, &'static str)>,
+    /// The tabs: (filter value, words, how many cases it holds).
+    tabs: Vec<(&'static str, &'static str, i64)>,
     newest: bool,
     /// The link to the next page, when there is one.
     next: Option<String>,
+    /// Bulk actions (issue 38): the form's CSRF token, whom a supervisor may assign to
+    /// (empty for others: they take cases themselves), and what the last one did.
+    csrf: String,
+    assignable: Vec<String>,
+    notice: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -64,6 +70,13 @@ pub(super) struct QueueQuery {
     /// Rows per page, 1 to 100 [default: 50].
     #[serde(default)]
     per_page: Option<i64>,
+    /// After a bulk action: `assigned` or `closed`, how many, how many left as they were.
+    #[serde(default)]
+    bulk: Option<String>,
+    #[serde(default)]
+    n: Option<usize>,
+    #[serde(default)]
+    skipped: Option<usize>,
 }
 
 /// Rows on one page of the queue, unless the view asks for another number.
@@ -157,30 +170,18 @@ pub(super) async fn queue_page(
     let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
     let newest = q.sort.as_deref() == Some("newest");
     let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
-    let flags = match desk::watchdog::open_flags(&state.db).await {
-        Ok(flags) => flags,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let mut statuses = match filter_statuses(&filter) {
-        Ok(s) => s,
+    let tab = match Tab::of(&state, &session, &filter).await {
+        Ok(tab) => tab,
         Err(e) => return e.into_response(),
     };
-    // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
-    if filter == "needs_me" && takes_escalations(&session) {
-        statuses.push(CaseStatus::Escalated);
-    }
-    let roles = tab_roles(&filter, &session);
-    let flagged: Vec<String> = flags.iter().map(|f| f.case_id.clone()).collect();
     let query = cases::CaseQuery {
-        statuses: &statuses,
         assignee_id: mine.then_some(session.staff.id.as_str()),
         search: Some(search.as_str()),
-        required_roles: &roles,
         newest_first: Some(newest),
         after: q.after.as_deref().and_then(cases::parse_cursor),
         // One more than a page says whether there is a next one.
         limit: Some(page + 1),
-        ids: (filter == "stuck").then_some(flagged.as_slice()),
+        ..tab.query()
     };
     let mut list = match cases::list_cases(&state.db, &query).await {
         Ok(l) => l,
@@ -195,7 +196,8 @@ pub(super) async fn queue_page(
         })
         .flatten();
     let now = state.clock.now_ms();
-    let stuck: std::collections::HashMap<&str, &str> = flags
+    let stuck: std::collections::HashMap<&str, &str> = tab
+        .flags
         .iter()
         .map(|f| (f.case_id.as_str(), f.summary.as_str()))
         .collect();
@@ -208,17 +210,150 @@ pub(super) async fn queue_page(
         .zip(lines)
         .map(|(c, line)| queue_row(&session, c, line, now, &stuck))
         .collect();
+    let tabs = match tab_counts(&state, &session).await {
+        Ok(tabs) => tabs,
+        Err(e) => return e.into_response(),
+    };
+    let assignable = match assignable(&state, &session).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     render(&QueuePage {
         nav: Nav::of(&session, "/console"),
         rows,
         statuses: filter_choices(),
-        tabs: TABS.to_vec(),
+        tabs,
         filter,
         search,
         mine,
         newest,
         next,
+        csrf: session.csrf_token.clone(),
+        assignable,
+        notice: bulk_notice(&q),
     })
+}
+
+/// Whom the bulk form offers to assign to: the staff who work cases, for a supervisor
+/// or admin (docs/spec/roles.md: agents only take cases themselves).
+async fn assignable(state: &AppState, session: &Session) -> Result<Vec<String>, AppError> {
+    if session.staff.role < desk::auth::StaffRole::Supervisor {
+        return Ok(Vec::new());
+    }
+    let staff = desk::auth::assignable_staff(&state.db).await?;
+    Ok(staff.into_iter().map(|s| s.email).collect())
+}
+
+/// What the last bulk action did, in words (counts only: nothing from the address is
+/// shown as text).
+fn bulk_notice(q: &QueueQuery) -> Option<String> {
+    let verb = match q.bulk.as_deref()? {
+        "closed" => "Closed",
+        _ => "Assigned",
+    };
+    let (n, skipped) = (q.n.unwrap_or(0), q.skipped.unwrap_or(0));
+    let mut words = format!("{verb} {n} case(s).");
+    if skipped > 0 {
+        words.push_str(&format!(
+            " {skipped} left as they were: a refund awaiting approval is decided on its own page, and money in flight is never closed."
+        ));
+    }
+    Some(words)
+}
+
+/// The cases one tab (a filter value) of the queue holds, for the viewer: its statuses,
+/// the approver roles it asks for, and the watchdog's open flags (the `stuck` tab's ids).
+pub(super) struct Tab {
+    statuses: Vec<CaseStatus>,
+    roles: Vec<&'static str>,
+    flags: Vec<desk::watchdog::Flag>,
+    flagged: Option<Vec<String>>,
+}
+
+impl Tab {
+    pub(super) async fn of(
+        state: &AppState,
+        session: &Session,
+        filter: &str,
+    ) -> Result<Tab, AppError> {
+        let flags = desk::watchdog::open_flags(&state.db).await?;
+        let mut statuses = filter_statuses(filter)?;
+        // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
+        if filter == "needs_me" && takes_escalations(session) {
+            statuses.push(CaseStatus::Escalated);
+        }
+        let flagged =
+            (filter == "stuck").then(|| flags.iter().map(|f| f.case_id.clone()).collect());
+        Ok(Tab {
+            statuses,
+            roles: tab_roles(filter, session),
+            flags,
+            flagged,
+        })
+    }
+
+    /// Every case of the tab, oldest first.
+    pub(super) fn query(&self) -> cases::CaseQuery<'_> {
+        cases::CaseQuery {
+            statuses: &self.statuses,
+            required_roles: &self.roles,
+            newest_first: Some(false),
+            ids: self.flagged.as_deref(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Each tab with how many cases it holds now (issue 38: counts on the tabs).
+async fn tab_counts(
+    state: &AppState,
+    session: &Session,
+) -> Result<Vec<(&'static str, &'static str, i64)>, AppError> {
+    let mut tabs = Vec::with_capacity(TABS.len());
+    for (value, words) in TABS {
+        let tab = Tab::of(state, session, value).await?;
+        tabs.push((
+            value,
+            words,
+            cases::count_cases(&state.db, &tab.query()).await?,
+        ));
+    }
+    Ok(tabs)
+}
+
+/// A case's neighbours in the tab `filter`, oldest first: (the previous, the next, and
+/// the tab's first case other than it — where "next" goes at the end of the tab).
+pub(super) async fn neighbours(
+    state: &AppState,
+    session: &Session,
+    filter: &str,
+    case: &cases::Case,
+) -> Result<(Option<String>, Option<String>, Option<String>), AppError> {
+    let tab = Tab::of(state, session, filter).await?;
+    let cursor = Some((case.created_at, case.id.as_str()));
+    let one = |newest_first, after| cases::CaseQuery {
+        newest_first: Some(newest_first),
+        after,
+        limit: Some(2),
+        ..tab.query()
+    };
+    let id_of = |list: Vec<cases::Case>| {
+        list.into_iter()
+            .map(|c| c.id.into_string())
+            .find(|id| id != case.id.as_str())
+    };
+    let previous = id_of(cases::list_cases(&state.db, &one(true, cursor)).await?);
+    let next = id_of(cases::list_cases(&state.db, &one(false, cursor)).await?);
+    let first = match &next {
+        Some(next) => Some(next.clone()),
+        None => id_of(cases::list_cases(&state.db, &one(false, None)).await?),
+    };
+    Ok((previous, next, first))
+}
+
+/// Whether `filter` names a tab or a filter of the queue (what a case page's `tab` may be).
+pub(super) fn known_filter(filter: &str) -> bool {
+    filter == NEEDS_PERSON || filter == "stuck" || filter_statuses(filter).is_ok()
 }
 
 /// The same view's next page: every parameter kept, the cursor moved on.

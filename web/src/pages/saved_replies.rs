@@ -1,6 +1,8 @@
 //! `/console/replies` (issue 17): the saved replies by language; supervisors and admins
-//! add and remove them. Every staff member sees them here and uses them on the case
-//! page's reply form.
+//! add, edit (issue 38: `?edit=ID` fills the form, which then saves that reply) and
+//! remove them. Every staff member sees them here and uses them on the case page's
+//! reply, reject and close forms, filled for the case. A text with an unknown variable
+//! or a lone brace is refused next to the form, what was typed kept.
 
 use crate::extract::Authed;
 use askama::Template;
@@ -27,6 +29,7 @@ pub fn routes() -> Routes {
             replies_page,
         )
         .post("/console/replies", manage, add_submit)
+        .post("/console/replies/{id}", manage, edit_submit)
         .post("/console/replies/{id}/delete", manage, delete_submit)
 }
 
@@ -40,43 +43,79 @@ struct RepliesPage {
     may_manage: bool,
     notice: Option<&'static str>,
     error: Option<String>,
-    /// The add form's values, kept when it is refused.
+    /// The form's values, kept when it is refused.
     name: String,
     language: String,
     text: String,
+    /// The saved reply the form edits; `None` adds one.
+    editing: Option<String>,
+    /// The variables a text may hold, for the form's help.
+    variables: Vec<&'static str>,
 }
 
 #[derive(Deserialize)]
 struct DoneQuery {
     done: Option<String>,
+    /// A saved reply to edit in the form.
+    #[serde(default)]
+    edit: Option<String>,
+}
+
+/// What the form shows: a refused submit's values and error, or a reply being edited.
+struct FormState<'a> {
+    error: Option<String>,
+    values: Option<&'a AddForm>,
+    editing: Option<String>,
 }
 
 async fn page(
     state: &AppState,
     session: &Session,
     notice: Option<&'static str>,
-    refused: Option<(String, &AddForm)>,
+    form: FormState<'_>,
 ) -> Response {
     let replies = match saved_replies::list(&state.db, None).await {
         Ok(r) => r,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let (error, form) = match refused {
-        Some((e, form)) => (Some(e), Some(form)),
-        None => (None, None),
+    // Editing without a refused submit: the form starts from the stored reply.
+    let stored = form
+        .editing
+        .as_deref()
+        .filter(|_| form.values.is_none())
+        .and_then(|id| replies.iter().find(|r| r.id == id));
+    let field = |f: fn(&AddForm) -> &String| form.values.map(f).cloned().unwrap_or_default();
+    let (name, language, text) = match stored {
+        Some(r) => (
+            r.name.clone(),
+            r.language.as_str().to_string(),
+            r.text.clone(),
+        ),
+        None => (
+            field(|f| &f.name),
+            field(|f| &f.language),
+            field(|f| &f.text),
+        ),
     };
-    let field = |f: fn(&AddForm) -> &String| form.map(f).cloned().unwrap_or_default();
+    let editing = form
+        .editing
+        .filter(|id| replies.iter().any(|r| &r.id == id));
     render(&RepliesPage {
         nav: Nav::of(session, "/console/replies"),
         csrf: session.csrf_token.clone(),
-        replies,
         languages: Language::ALL.iter().map(|l| l.as_str()).collect(),
         may_manage: session.staff.role >= StaffRole::Supervisor,
         notice,
-        error,
-        name: field(|f| &f.name),
-        language: field(|f| &f.language),
-        text: field(|f| &f.text),
+        error: form.error,
+        name,
+        language,
+        text,
+        editing,
+        variables: domain::reply_template::Variable::ALL
+            .iter()
+            .map(|v| v.name())
+            .collect(),
+        replies,
     })
 }
 
@@ -90,10 +129,16 @@ async fn replies_page(
     };
     let notice = match query.0.done.as_deref() {
         Some("added") => Some("Saved reply added."),
+        Some("changed") => Some("Saved reply changed."),
         Some("removed") => Some("Saved reply removed."),
         _ => None,
     };
-    page(&state, &session, notice, None).await
+    let form = FormState {
+        error: None,
+        values: None,
+        editing: query.0.edit.clone(),
+    };
+    page(&state, &session, notice, form).await
 }
 
 #[derive(Deserialize)]
@@ -116,12 +161,52 @@ async fn add_submit(
         text: form.text.replace("\r\n", "\n"),
     };
     let now = state.clock.now_ms();
-    match saved_replies::create(&state.db, &session.staff, &input, now).await {
-        Ok(_) => Redirect::to("/console/replies?done=added").into_response(),
+    let result = saved_replies::create(&state.db, &session.staff, &input, now).await;
+    after_save(&state, &session, result, &form, None).await
+}
+
+/// `POST /console/replies/{id}`: the edited reply replaces the stored one (issue 38).
+async fn edit_submit(
+    State(state): State<AppState>,
+    Authed(session): Authed<Result<Session, AppError>>,
+    Path(id): Path<String>,
+    Form(form): Form<AddForm>,
+) -> Response {
+    let session = or_page!(verified(session, &form.csrf));
+    let input = NewSavedReply {
+        name: form.name.clone(),
+        language: form.language.clone(),
+        text: form.text.replace("\r\n", "\n"),
+    };
+    let now = state.clock.now_ms();
+    let result = saved_replies::update(&state.db, &session.staff, &id, &input, now).await;
+    after_save(&state, &session, result, &form, Some(id)).await
+}
+
+/// A saved add or edit goes back to the list; a refused one shows the form again with
+/// the error beside it and what was typed.
+async fn after_save(
+    state: &AppState,
+    session: &Session,
+    result: desk::error::DomainResult<SavedReply>,
+    form: &AddForm,
+    editing: Option<String>,
+) -> Response {
+    let done = if editing.is_some() {
+        "changed"
+    } else {
+        "added"
+    };
+    match result {
+        Ok(_) => Redirect::to(&format!("/console/replies?done={done}")).into_response(),
         Err(e) => {
             let error = AppError::from(e);
-            let refused = Some((error.to_string(), &form));
-            with_status(error.status(), page(&state, &session, None, refused).await)
+            let refused = FormState {
+                error: Some(error.to_string()),
+                values: Some(form),
+                editing,
+            };
+            with_status(error.status(), page(state, session, None, refused).await)
         }
     }
 }

@@ -199,6 +199,15 @@ impl Browser {
         .await;
     }
 
+    /// Presses and releases `key` on whatever has the focus, as a person at the keyboard
+    /// does (W3C WebDriver key actions), e.g. `"a"` or `"?"`.
+    pub async fn press_key(&self, key: &str) {
+        let keys = json!([{ "type": "keyDown", "value": key }, { "type": "keyUp", "value": key }]);
+        let actions = json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": keys }] });
+        self.call(reqwest::Method::POST, "/actions", Some(actions))
+            .await;
+    }
+
     pub async fn text(&self, css: &str) -> String {
         let id = self.element(css).await;
         self.call(reqwest::Method::GET, &format!("/element/{id}/text"), None)
