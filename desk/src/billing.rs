@@ -10,6 +10,8 @@
 //! snapshot has no ticket store and says so (`None`), rather than an empty list that
 //! would claim the customer never wrote before.
 
+use crate::columns::stored_id;
+use domain::ids::{CustomerId, OrderId};
 use std::sync::Arc;
 
 use policy_engine::{Money, Region};
@@ -25,7 +27,7 @@ use store::Db;
 
 #[derive(Debug, Clone)]
 pub struct CustomerRecord {
-    pub id: String,
+    pub id: CustomerId,
     pub region: Region,
     /// `''` when the customer is not linked to a provider customer (issue 36).
     pub provider_customer_id: String,
@@ -33,31 +35,25 @@ pub struct CustomerRecord {
 
 #[derive(Debug, Clone)]
 pub struct Order {
-    pub id: String,
+    pub id: OrderId,
     pub product: policy_engine::Product,
     pub amount: Money,
     pub created_at: i64,
 }
 
+/// What every question to a billing source returns: an answer later, or why not.
+pub type Answer<'a, T> = BoxFuture<'a, anyhow::Result<T>>;
+
 pub trait BillingSource: Send + Sync {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>>;
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>>;
     /// The customer's orders, oldest first.
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>>;
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>>;
     /// Whether an order id exists for anybody (never says whose).
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>>;
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool>;
     /// The customer's charges, sorted by id.
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>>;
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>>;
     /// Refunds on a charge, sorted by id.
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>>;
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>>;
     /// The customer's tickets other than `except_ticket_id`, newest first, at most
     /// `limit`, with their count; `None` when this source holds no tickets.
     fn other_tickets<'a>(
@@ -65,7 +61,7 @@ pub trait BillingSource: Send + Sync {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>>;
+    ) -> Answer<'a, Option<OtherTickets>>;
 }
 
 /// The live system. Customers and orders are read on the store's read connections
@@ -77,10 +73,7 @@ pub struct LiveBilling {
 }
 
 impl BillingSource for LiveBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
             let row =
                 sqlx::query("SELECT id, region, provider_customer_id FROM customers WHERE id = $1")
@@ -89,7 +82,7 @@ impl BillingSource for LiveBilling {
                     .await?;
             row.map(|r| {
                 Ok(CustomerRecord {
-                    id: r.try_get("id")?,
+                    id: stored_id(&r, "id", CustomerId::parse)?,
                     region: parse_plain(&r.try_get::<String, _>("region")?)?,
                     provider_customer_id: r.try_get("provider_customer_id")?,
                 })
@@ -98,7 +91,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT id, product, amount_minor, currency, created_at FROM orders WHERE customer_id = $1 ORDER BY created_at, id",
@@ -110,7 +103,7 @@ impl BillingSource for LiveBilling {
                 .map(|r| {
                     let currency = r.try_get::<String, _>("currency")?.parse()?;
                     Ok(Order {
-                        id: r.try_get("id")?,
+                        id: stored_id(r, "id", OrderId::parse)?,
                         product: parse_plain(&r.try_get::<String, _>("product")?)?,
                         amount: Money::from_minor(r.try_get("amount_minor")?, currency)?,
                         created_at: r.try_get("created_at")?,
@@ -120,7 +113,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         Box::pin(async move {
             Ok(sqlx::query("SELECT id FROM orders WHERE id = $1")
                 .bind(order_id)
@@ -130,10 +123,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             // A customer not linked to the provider (`''`) has no charges we can see:
             // never a list without the customer filter, which is every customer's.
@@ -156,10 +146,7 @@ impl BillingSource for LiveBilling {
         })
     }
 
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         Box::pin(async move {
             let mut refunds = self.payments.list_refunds(charge_id).await?;
             refunds.sort_by(|a, b| a.id.cmp(&b.id));
@@ -172,7 +159,7 @@ impl BillingSource for LiveBilling {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         Box::pin(async move {
             Ok(Some(
                 tickets::other_tickets(&self.db, customer_id, except_ticket_id, limit).await?,
@@ -193,25 +180,20 @@ impl WorldBilling {
 }
 
 impl BillingSource for WorldBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
-            Ok(self
-                .world
-                .customers
-                .iter()
-                .find(|c| c.id == customer_id)
-                .map(|c| CustomerRecord {
-                    id: c.id.clone(),
-                    region: c.region,
-                    provider_customer_id: c.id.clone(),
-                }))
+            let Some(c) = self.world.customers.iter().find(|c| c.id == customer_id) else {
+                return Ok(None);
+            };
+            Ok(Some(CustomerRecord {
+                id: CustomerId::parse(c.id.clone())?,
+                region: c.region,
+                provider_customer_id: c.id.clone(),
+            }))
         })
     }
 
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             let mut orders = Vec::new();
             for o in self
@@ -221,7 +203,7 @@ impl BillingSource for WorldBilling {
                 .filter(|o| o.customer_id == customer_id)
             {
                 orders.push(Order {
-                    id: o.id.clone(),
+                    id: OrderId::parse(o.id.clone())?,
                     product: o.product,
                     amount: Money::parse(&o.amount, o.currency)?,
                     created_at: crate::clock::to_ms(o.created_at),
@@ -232,14 +214,11 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         Box::pin(async move { Ok(self.world.orders.iter().any(|o| o.id == order_id)) })
     }
 
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             let mut charges: Vec<ProviderCharge> = self
                 .world
@@ -252,10 +231,7 @@ impl BillingSource for WorldBilling {
         })
     }
 
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         Box::pin(async move {
             let mut refunds: Vec<ProviderRefund> = self
                 .world
@@ -274,7 +250,7 @@ impl BillingSource for WorldBilling {
         _customer_id: &'a str,
         _except_ticket_id: &'a str,
         _limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         Box::pin(async { Ok(None) })
     }
 }

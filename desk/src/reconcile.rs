@@ -344,9 +344,9 @@ pub async fn run_scoped(r: Reconciler<'_>, scope: Scope) -> DomainResult<Reconci
                 .ok_or(DomainError::NotFound("refund intent"))?;
             if after.status != intent.status {
                 report.resolved.push(Resolved {
-                    intent_id: intent.id.clone(),
-                    case_id: intent.case_id.clone(),
-                    charge_id: intent.charge_id.clone(),
+                    intent_id: intent.id.to_string(),
+                    case_id: intent.case_id.to_string(),
+                    charge_id: intent.charge_id.to_string(),
                     from: intent.status.to_string(),
                     to: after.status.to_string(),
                     refund_id: after.provider_refund_id.clone(),
@@ -415,7 +415,7 @@ fn compare(
         if !refunds::refund_matches_intent(refund, intent) {
             let (provider_amount, provider_currency) = money(refund.amount, &refund.currency);
             report.amount_mismatch.push(AmountMismatch {
-                intent_id: intent.id.clone(),
+                intent_id: intent.id.to_string(),
                 refund_id: refund.id.clone(),
                 charge_id: charge_id.to_string(),
                 intent_amount: intent.amount.amount_string(),
@@ -430,8 +430,8 @@ fn compare(
             && intent.provider_refund_id.as_deref() == Some(refund.id.as_str())
         {
             report.matched.push(Matched {
-                intent_id: intent.id.clone(),
-                case_id: intent.case_id.clone(),
+                intent_id: intent.id.to_string(),
+                case_id: intent.case_id.to_string(),
                 charge_id: charge_id.to_string(),
                 refund_id: refund.id.clone(),
                 amount: intent.amount.amount_string(),
@@ -440,7 +440,7 @@ fn compare(
             });
         } else {
             report.status_mismatch.push(StatusMismatch {
-                intent_id: intent.id.clone(),
+                intent_id: intent.id.to_string(),
                 refund_id: refund.id.clone(),
                 charge_id: charge_id.to_string(),
                 intent_status: intent.status.to_string(),
@@ -453,9 +453,9 @@ fn compare(
             matches!(intent.status.as_str(), "succeeded" | "pending" | "canceled")
                 || (intent.status == IntentStatus::Failed && intent.provider_refund_id.is_some());
         let line = |note: Option<String>| IntentLine {
-            intent_id: intent.id.clone(),
-            case_id: intent.case_id.clone(),
-            charge_id: intent.charge_id.clone(),
+            intent_id: intent.id.to_string(),
+            case_id: intent.case_id.to_string(),
+            charge_id: intent.charge_id.to_string(),
             amount: intent.amount.amount_string(),
             currency: intent.amount.currency().code().to_string(),
             status: intent.status.to_string(),

@@ -1,6 +1,10 @@
 //! Shapes of policy-engine types as the OpenAPI document describes them: the engine
 //! knows no utoipa, so the request and response types that carry its values name these
 //! in `#[schema(value_type = …)]`. Never constructed.
+//!
+//! Each enum here repeats the engine's variants (a pair the `duplicates` count shows, on
+//! purpose: the engine and `domain` stay free of
+//! utoipa); the tests below fail the day they differ.
 
 use utoipa::ToSchema;
 
@@ -53,4 +57,41 @@ pub struct RefundLine {
     /// `"198.00"`, `"1980"` for JPY.
     pub amount: String,
     pub currency: Currency,
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    /// The values the OpenAPI document lists for a mirrored enum.
+    fn documented<T: PartialSchema>() -> Vec<String> {
+        let schema = serde_json::to_value(T::schema()).unwrap();
+        let values = schema["enum"].as_array().cloned().unwrap_or_default();
+        values
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// What the engine writes on the wire for each value.
+    fn wire<T: serde::Serialize>(values: &[T]) -> Vec<String> {
+        let text = |v| {
+            serde_json::to_value(v)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        values.iter().map(text).collect()
+    }
+
+    #[test]
+    fn the_documented_reason_codes_outcomes_and_currencies_are_the_engines() {
+        use policy_engine::{Currency, ReasonCode};
+        assert_eq!(documented::<super::ReasonCode>(), wire(&ReasonCode::ALL));
+        let outcomes = domain::verdict::CaseOutcome::ALL;
+        assert_eq!(documented::<super::Outcome>(), wire(&outcomes));
+        let currencies = [Currency::CNY, Currency::USD, Currency::EUR, Currency::JPY];
+        assert_eq!(documented::<super::Currency>(), wire(&currencies));
+    }
 }

@@ -71,6 +71,32 @@ impl CaseStatus {
             )
     }
 
+    /// A case that came to a resolution the customer can rate (CSAT): refunded, answered,
+    /// closed, or decided against. A withdrawn or failed case is not one. Exhaustive, so a
+    /// new status must say.
+    pub fn is_resolved(self) -> bool {
+        match self {
+            CaseStatus::RefundSucceeded
+            | CaseStatus::Replied
+            | CaseStatus::Closed
+            | CaseStatus::Rejected
+            | CaseStatus::Denied => true,
+            CaseStatus::Open
+            | CaseStatus::Investigating
+            | CaseStatus::AwaitingCustomer
+            | CaseStatus::Proposed
+            | CaseStatus::Decided
+            | CaseStatus::Escalated
+            | CaseStatus::AwaitingApproval
+            | CaseStatus::Approved
+            | CaseStatus::Executing
+            | CaseStatus::PendingVerification
+            | CaseStatus::RefundPending
+            | CaseStatus::RefundFailed
+            | CaseStatus::Cancelled => false,
+        }
+    }
+
     /// Whether the customer can still withdraw: nothing has reached the provider and the
     /// case is not at its end. Exhaustive, so a new status must say.
     pub fn may_be_withdrawn(self) -> bool {

@@ -281,7 +281,7 @@ async fn flag_of(db: &Db, stalled: &Stalled) -> DomainResult<Option<Flag>> {
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {FLAG_COLUMNS} FROM watchdog_flags WHERE run_id = $1 AND stalled_since = $2"
     )))
-    .bind(&stalled.run.id)
+    .bind(stalled.run.id.as_str())
     .bind(stalled.last_progress_at)
     .fetch_optional(db.pool())
     .await?;
@@ -334,9 +334,9 @@ async fn flag(db: &Db, stalled: &Stalled, now: i64) -> DomainResult<bool> {
         "INSERT INTO watchdog_flags (run_id, stalled_since, case_id, waiting_on, summary, diagnosis, flagged_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, stalled_since) DO NOTHING",
     )
-    .bind(&stalled.run.id)
+    .bind(stalled.run.id.as_str())
     .bind(stalled.last_progress_at)
-    .bind(&stalled.run.case_id)
+    .bind(stalled.run.case_id.as_str())
     .bind(diagnosis.waiting_on.label())
     .bind(&diagnosis.summary)
     .bind(json!(diagnosis).to_string())
@@ -403,7 +403,7 @@ async fn hand_off(db: &Db, clock: &dyn Clock, stalled: &Stalled, now: i64) -> Do
          WHERE run_id = $2 AND stalled_since = $3 AND handed_off_at IS NULL",
     )
     .bind(now)
-    .bind(&stalled.run.id)
+    .bind(stalled.run.id.as_str())
     .bind(stalled.last_progress_at)
     .execute(db.pool())
     .await?;
@@ -442,11 +442,12 @@ async fn clear_moved_on(db: &Db, now: i64) -> DomainResult<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use domain::ids::{CaseId, RunId};
 
     fn run(status: &str, lease: Option<(&str, i64)>) -> Run {
         Run {
-            id: "run_1".into(),
-            case_id: "case_1".into(),
+            id: RunId::parse("run_1").unwrap(),
+            case_id: CaseId::parse("case_1").unwrap(),
             status: RunStatus::parse(status).unwrap_or(RunStatus::Failed),
             version: 3,
             steps: 1,

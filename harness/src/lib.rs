@@ -31,7 +31,7 @@ pub use budget::{Exhausted, Limits};
 pub use log::{
     Counters, Event, EventLog, Kind, LogError, MemoryLog, NewEvent, Phase, RunLog, Step,
 };
-pub use model::{Answer, BoxFuture, Model, ModelContext, Reply, Turn, Usage};
+pub use model::{Answer, BoxFuture, Model, ModelCall, ModelContext, Reply, Turn, Usage};
 pub use rules::{record_turn, skipped_tool_result, tool_result, TurnKind, Turned};
 pub use rules::{NoRules, Rules};
 pub use run::{ask, run_loop, Clock, Ended, Observer, Outcome, Run, Unobserved};

@@ -328,6 +328,50 @@ impl<A> Default for RunLog<A> {
     }
 }
 
+/// A [`RunLog`] kept current as the log grows: each event is folded once. The log is
+/// append-only and ordered by seq, so folding what is new since the last look gives the
+/// state a fold of every event gives (issue 41: the loop no longer re-parses the whole
+/// log on each turn).
+#[derive(Debug)]
+pub(crate) struct Folded<A> {
+    pub(crate) log: RunLog<A>,
+    last_seq: Option<i64>,
+}
+
+impl<A: Answer> Folded<A> {
+    pub(crate) fn new() -> Self {
+        Folded {
+            log: RunLog::default(),
+            last_seq: None,
+        }
+    }
+
+    fn is_new(&self, e: &Event) -> bool {
+        self.last_seq.is_none_or(|last| e.seq > last)
+    }
+
+    /// Folds the events after the last one folded.
+    pub(crate) fn catch_up(&mut self, events: &[Event]) {
+        for e in events {
+            if self.is_new(e) {
+                self.log
+                    .apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+                self.last_seq = Some(e.seq);
+            }
+        }
+    }
+
+    /// The state with `events`' new ones folded in too, leaving this one as it is (a step
+    /// not committed yet is looked at, not kept).
+    pub(crate) fn with(&self, events: &[Event]) -> RunLog<A> {
+        let mut log = self.log.clone();
+        for e in events.iter().filter(|e| self.is_new(e)) {
+            log.apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+        }
+        log
+    }
+}
+
 impl<A: Answer> RunLog<A> {
     pub fn fold(events: &[Event]) -> Self {
         let mut log = RunLog::default();
@@ -469,5 +513,62 @@ mod tests {
             None,
             "an answer's kind is the product's"
         );
+    }
+
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Done {
+        text: String,
+    }
+
+    impl Answer for Done {
+        const EVENT: &'static str = "done";
+    }
+
+    fn event(seq: i64, kind: &str, call_id: Option<&str>, payload: Value) -> Event {
+        let call_id = call_id.map(str::to_string);
+        Event {
+            seq,
+            kind: kind.to_string(),
+            call_id,
+            payload,
+        }
+    }
+
+    /// A run's log with a turn of two tool calls, a domain event and an answer.
+    fn a_log() -> Vec<Event> {
+        let usage = serde_json::json!({ "type": "tool_calls", "calls": [], "usage": { "prompt_tokens": 7 }, "latency_ms": 3 });
+        let call =
+            |id: &str| serde_json::json!({ "id": id, "name": "lookup", "arguments": { "q": id } });
+        let result =
+            |n: i64| serde_json::json!({ "ok": true, "content": { "n": n }, "duration_ms": n });
+        vec![
+            event(1, "model_output", None, usage),
+            event(2, "tool_intent", Some("a"), call("a")),
+            event(3, "tool_intent", Some("b"), call("b")),
+            event(4, "tool_result", Some("b"), result(2)),
+            event(5, "dependency_unavailable", None, serde_json::json!({})),
+            event(6, "tool_result", Some("a"), result(1)),
+            event(7, "done", None, serde_json::json!({ "text": "found it" })),
+        ]
+    }
+
+    #[test]
+    fn folding_what_is_new_at_every_split_gives_the_fold_of_the_whole_log() {
+        let events = a_log();
+        let whole = format!("{:?}", RunLog::<Done>::fold(&events));
+        for split in 0..=events.len() {
+            let mut folded = Folded::<Done>::new();
+            folded.catch_up(&events[..split]);
+            // A look at the rest does not fold it into the kept state…
+            let looked = folded.with(&events);
+            assert_eq!(format!("{looked:?}"), whole, "split {split}");
+            let prefix = format!("{:?}", RunLog::<Done>::fold(&events[..split]));
+            assert_eq!(format!("{:?}", folded.log), prefix, "split {split}");
+            // …and catching up, even with the old events again, folds each once.
+            folded.catch_up(&events);
+            folded.catch_up(&events);
+            assert_eq!(format!("{:?}", folded.log), whole, "split {split}");
+        }
+        assert_eq!(RunLog::<Done>::fold(&events).exchanges.len(), 2);
     }
 }

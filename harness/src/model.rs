@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 pub use crate::tool::BoxFuture;
 use crate::tool::{Exchange, ToolCall, ToolDeclaration};
 
+/// One call to a model: its turn (or why there is none), later.
+pub type ModelCall<'a, T> = BoxFuture<'a, anyhow::Result<T>>;
+
 /// The domain's answer type: what a run produces when the model is done.
 pub trait Answer: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// The event kind that records an answer in the run's log (a product names it in
@@ -71,15 +74,11 @@ pub trait Model<A: Send + 'static>: Send + Sync {
     fn name(&self) -> String;
 
     /// The next turn. Models that do not meter tokens implement only this.
-    fn next_turn<'a>(&'a self, ctx: &'a ModelContext<'a>)
-        -> BoxFuture<'a, anyhow::Result<Turn<A>>>;
+    fn next_turn<'a>(&'a self, ctx: &'a ModelContext<'a>) -> ModelCall<'a, Turn<A>>;
 
     /// The next turn with its token usage; the harness calls only this. Models that
     /// meter tokens (an LLM) override it, and may implement `next_turn` by calling it.
-    fn next_reply<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Reply<A>>> {
+    fn next_reply<'a>(&'a self, ctx: &'a ModelContext<'a>) -> ModelCall<'a, Reply<A>> {
         Box::pin(async move {
             let turn = self.next_turn(ctx).await?;
             Ok(Reply {

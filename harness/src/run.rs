@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::budget::{Limits, Shared};
-use crate::log::{Counters, Event, EventLog, Kind, NewEvent, Phase, RunLog, Step};
+use crate::log::{Counters, Event, EventLog, Folded, Kind, NewEvent, Phase, RunLog, Step};
 use crate::model::{Answer, Model, ModelContext, Reply, Usage};
 use crate::rules::{self, Next, Rules, TurnKind};
 use crate::tool::{ToolCall, Toolset};
@@ -109,14 +109,21 @@ async fn looped<A: Answer, L: EventLog>(
     // A turn's last tool result, not committed yet: it goes with the next model step
     // when that comes next (`run_tools`), else alone.
     let mut carried: Option<Step> = None;
+    let mut folded = Folded::<A>::new();
     loop {
         let mut events = log.load().await?;
         let mut counters = log.counters();
-        if let Some(step) = &carried {
-            with_carried(&mut events, &mut counters, step);
-        }
-        let state = RunLog::<A>::fold(&events);
-        let next = rules::next(&state, counters, &run.limits);
+        folded.catch_up(&events);
+        let with_step;
+        let state = match &carried {
+            None => &folded.log,
+            Some(step) => {
+                with_carried(&mut events, &mut counters, step);
+                with_step = folded.with(&events);
+                &with_step
+            }
+        };
+        let next = rules::next(state, counters, &run.limits);
         if !matches!(next, Next::AskModel) {
             if let Some(step) = carried.take() {
                 // Only a model step takes it along: committed alone, then looked at again.
@@ -127,7 +134,7 @@ async fn looped<A: Answer, L: EventLog>(
         if cancelled(run, &next) {
             let event = NewEvent::of(Kind::Cancelled, None, json!({ "by": "parent" }));
             log.commit(Step::events(vec![event])).await?;
-            return Ok(ended(Outcome::Cancelled, state, log));
+            return Ok(ended(Outcome::Cancelled, state.clone(), log));
         }
         if let (Next::AskModel, Some(exhausted)) = (&next, run.shared.and_then(Shared::exhausted)) {
             log.commit(Step::events(vec![exhausted.event()])).await?;
@@ -139,13 +146,13 @@ async fn looped<A: Answer, L: EventLog>(
                 let summary = if summarised {
                     recorded_summary(&events)
                 } else {
-                    let summary = run.rules.handoff_summary(&reason, &state, counters);
+                    let summary = run.rules.handoff_summary(&reason, state, counters);
                     let event = NewEvent::of(Kind::Handoff, None, summary.clone());
                     log.commit(Step::events(vec![event])).await?;
                     summary
                 };
                 let outcome = Outcome::HandedOff { reason, summary };
-                return Ok(ended(outcome, state, log));
+                return Ok(ended(outcome, state.clone(), log));
             }
             Next::RunTools(pending) => {
                 carried = run_tools(run, log, pending.to_vec()).await?;
@@ -155,7 +162,7 @@ async fn looped<A: Answer, L: EventLog>(
             }
             Next::Answered(answer) => {
                 let outcome = Outcome::Answered(answer.clone());
-                return Ok(ended(outcome, state, log));
+                return Ok(ended(outcome, state.clone(), log));
             }
             Next::Exhaust(exhausted) => {
                 tracing::warn!(budget = %exhausted.budget, used = exhausted.used, limit = exhausted.limit, "run budget exhausted");
@@ -163,7 +170,7 @@ async fn looped<A: Answer, L: EventLog>(
             }
             Next::AskModel => {
                 let started = run.clock.now_ms();
-                if model_step(run, log, &state, carried.take()).await? {
+                if model_step(run, log, state, carried.take()).await? {
                     turn_started = Some(started);
                 } else {
                     run.observer.step(elapsed_ms(run.clock, started));

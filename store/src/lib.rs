@@ -225,6 +225,19 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
+/// `text` as a LIKE pattern that matches it literally (`\` is the escape character: a
+/// query using it says `ESCAPE '\'`).
+pub fn like_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +295,14 @@ mod tests {
             .expect_err("the reader pool is read-only");
         assert!(refused.to_string().contains("readonly"), "{refused}");
         assert_eq!(committed_staff(&db).await, 2);
+    }
+}
+
+#[cfg(test)]
+mod like_tests {
+    #[test]
+    fn like_patterns_match_percent_underscore_and_backslash_literally() {
+        assert_eq!(super::like_literal(r"50%_off\x"), r"50\%\_off\\x");
+        assert_eq!(super::like_literal("plain"), "plain");
     }
 }

@@ -182,6 +182,8 @@ fn api_routes(state: &AppState) -> Routes {
         .get("/tickets", customer, tickets::list_tickets)
         .post("/tickets/{id}/withdraw", customer, tickets::post_withdraw)
         .post("/tickets/{id}/person", customer, tickets::post_person)
+        .post("/tickets/{id}/csat", customer, crate::api::csat::post_csat)
+        .get("/reports/csat", read, crate::api::csat::get_csat_report)
         .get("/tickets/{id}", customer, tickets::get_ticket)
         .post("/tickets/{id}/messages", customer, tickets::post_message)
         .get("/cases", read, cases::get_cases)
@@ -189,6 +191,7 @@ fn api_routes(state: &AppState) -> Routes {
         .post("/cases/{id}/approve", decide, cases::post_approve)
         .post("/cases/{id}/reject", decide, cases::post_reject)
         .post("/cases/{id}/handup", work, cases::post_handup)
+        .post("/cases/{id}/presence", read, cases::post_presence)
         .post(
             "/cases/{id}/takeover",
             Rule::Staff(Capability::TakeOver),

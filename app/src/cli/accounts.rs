@@ -126,7 +126,7 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
     let missing = || anyhow::anyhow!("no such customer (run `refund-agent seed` first)");
     match command {
         CustomerCommand::Token { customer_id } => {
-            if !desk::customer_data::export::customer_exists(&db, &customer_id).await? {
+            if !desk::onboarding::records::customer_exists(&db, &customer_id).await? {
                 return Err(missing());
             }
             let (token, _) = auth::issue_token(&db, "api", "customer", &customer_id, now).await?;

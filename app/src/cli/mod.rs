@@ -29,17 +29,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let log_format = cli.settings.log_format;
     init_logging(log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
+    match desk::terminal::block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // With JSON logs the last word is a JSON line too, for the collector.

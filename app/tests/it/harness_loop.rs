@@ -19,7 +19,7 @@ use desk::agent::{
     BoxFuture, Model, ModelContext, ModelTurn, Proposal, Usage, MAX_STEPS, MAX_TOOL_CALLS,
     MAX_TOOL_RESULT_BYTES,
 };
-use desk::billing::{BillingSource, CustomerRecord, Order};
+use desk::billing::{Answer, BillingSource, CustomerRecord, Order};
 use desk::clock::ManualClock;
 use desk::payments::{ProviderCharge, ProviderRefund};
 use desk::runs;
@@ -946,19 +946,16 @@ struct FaultyBilling {
 }
 
 impl BillingSource for FaultyBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         self.inner.customer(customer_id)
     }
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             let mut orders = self.inner.orders(customer_id).await?;
             if let Some(template) = orders.first().cloned() {
                 for i in 0..self.extra_orders {
                     orders.push(Order {
-                        id: format!("O-EXTRA-{i:05}"),
+                        id: domain::ids::OrderId::parse(format!("O-EXTRA-{i:05}"))?,
                         ..template.clone()
                     });
                 }
@@ -966,13 +963,10 @@ impl BillingSource for FaultyBilling {
             Ok(orders)
         })
     }
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         self.inner.order_exists(order_id)
     }
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             if self.provider_down.load(Ordering::SeqCst) {
                 anyhow::bail!("provider unavailable: 503 Service Unavailable");
@@ -980,10 +974,7 @@ impl BillingSource for FaultyBilling {
             self.inner.charges(customer).await
         })
     }
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         self.inner.refunds(charge_id)
     }
     fn other_tickets<'a>(
@@ -991,7 +982,7 @@ impl BillingSource for FaultyBilling {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         self.inner
             .other_tickets(customer_id, except_ticket_id, limit)
     }
@@ -1159,40 +1150,31 @@ struct TripBilling {
 }
 
 impl BillingSource for TripBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.customer(customer_id).await
         })
     }
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.orders(customer_id).await
         })
     }
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.order_exists(order_id).await
         })
     }
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.charges(customer).await
         })
     }
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner.refunds(charge_id).await
@@ -1203,7 +1185,7 @@ impl BillingSource for TripBilling {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         Box::pin(async move {
             self.wire.pass().await;
             self.inner
@@ -1485,8 +1467,6 @@ async fn a_lease_is_renewed_while_held_and_lost_once_taken_over() {
         &mut tx,
         &mut run,
         runs::RunStatus::ModelRunning,
-        1,
-        0,
         app.clock_ms(),
     )
     .await

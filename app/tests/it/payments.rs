@@ -268,7 +268,7 @@ async fn run_scenario(s: Scenario) {
         let resolved = report
             .resolved
             .iter()
-            .find(|r| r.intent_id == intent.id)
+            .find(|r| intent.id == r.intent_id.as_str())
             .unwrap_or_else(|| panic!("reconciliation resolves the intent: {report:#?}"));
         assert_eq!(resolved.from, "pending_verification");
     }
@@ -471,7 +471,7 @@ async fn kill_mid_call(case: &Approved, provider_committed: bool) -> Intent {
     let db = case.app.state.db.pool();
     sqlx::query("UPDATE refund_intents SET status = 'submitting', attempts = 1, first_submitted_at = $1, version = version + 1 WHERE id = $2")
         .bind(now)
-        .bind(&intent.id)
+        .bind(intent.id.as_str())
         .execute(db)
         .await
         .unwrap();

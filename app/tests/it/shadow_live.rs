@@ -8,8 +8,7 @@ use std::sync::Arc;
 use crate::support::{spawn_app, TestApp};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use desk::agent::BoxFuture;
-use desk::billing::{BillingSource, CustomerRecord, Order};
+use desk::billing::{Answer, BillingSource, CustomerRecord, Order};
 use desk::payments::{ProviderCharge, ProviderRefund};
 use desk::tickets::OtherTickets;
 use serde_json::json;
@@ -265,10 +264,7 @@ struct GatedBilling {
 }
 
 impl BillingSource for GatedBilling {
-    fn customer<'a>(
-        &'a self,
-        customer_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Option<CustomerRecord>>> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
         Box::pin(async move {
             if !self.gated.swap(true, Ordering::SeqCst) {
                 self.entered.notify_one();
@@ -277,22 +273,16 @@ impl BillingSource for GatedBilling {
             self.inner.customer(customer_id).await
         })
     }
-    fn orders<'a>(&'a self, customer_id: &'a str) -> BoxFuture<'a, anyhow::Result<Vec<Order>>> {
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
         self.inner.orders(customer_id)
     }
-    fn order_exists<'a>(&'a self, order_id: &'a str) -> BoxFuture<'a, anyhow::Result<bool>> {
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
         self.inner.order_exists(order_id)
     }
-    fn charges<'a>(
-        &'a self,
-        customer: &'a CustomerRecord,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderCharge>>> {
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         self.inner.charges(customer)
     }
-    fn refunds<'a>(
-        &'a self,
-        charge_id: &'a str,
-    ) -> BoxFuture<'a, anyhow::Result<Vec<ProviderRefund>>> {
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
         self.inner.refunds(charge_id)
     }
     fn other_tickets<'a>(
@@ -300,7 +290,7 @@ impl BillingSource for GatedBilling {
         customer_id: &'a str,
         except_ticket_id: &'a str,
         limit: i64,
-    ) -> BoxFuture<'a, anyhow::Result<Option<OtherTickets>>> {
+    ) -> Answer<'a, Option<OtherTickets>> {
         self.inner
             .other_tickets(customer_id, except_ticket_id, limit)
     }

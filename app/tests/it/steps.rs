@@ -146,7 +146,7 @@ async fn concurrent_steps_through_the_writer_are_each_stored_once_when_their_com
                 let seen: i64 = sqlx::query(
                     "SELECT COUNT(*) AS n FROM run_events WHERE run_id = $1 AND seq = $2",
                 )
-                .bind(&run.id)
+                .bind(run.id.as_str())
                 .bind(appended[0].seq)
                 .fetch_one(db.reader())
                 .await

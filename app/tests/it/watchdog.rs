@@ -37,9 +37,17 @@ async fn worker_starts_model_call(app: &TestApp, owner: &str) -> Run {
         .unwrap()
         .expect("the queued run is claimable");
     let mut tx = app.state.db.begin().await.unwrap();
-    runs::set_status(&mut tx, &mut run, runs::RunStatus::ModelRunning, 1, 0, now)
-        .await
-        .unwrap();
+    runs::record_step(
+        &mut tx,
+        &mut run,
+        runs::RunStatus::ModelRunning,
+        1,
+        0,
+        now,
+        &[],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     run
 }

@@ -39,6 +39,8 @@ pub async fn record(
 
 /// One audit line in a transaction of its own, for an action that changes nothing else
 /// (a tool called over MCP: the call is the event).
+// The same parameters as `record` on purpose (a pair the `duplicates` count shows): one
+// audit line, written in the caller's transaction or in its own.
 pub async fn record_alone(
     db: &store::Db,
     actor: &str,

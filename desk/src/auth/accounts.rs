@@ -86,52 +86,14 @@ pub async fn account(db: &Db, staff_id: &str, now_ms: i64) -> DomainResult<Staff
 /// Deactivates a staff member: from this commit on, none of their sessions or tokens works
 /// and they cannot sign in (password or identity provider). Harmless twice.
 pub async fn deactivate(db: &Db, actor: &str, staff_id: &str, now_ms: i64) -> DomainResult<()> {
-    let mut tx = db.begin().await?;
-    let staff = staff_in(&mut tx, staff_id).await?;
-    sqlx::query("UPDATE staff SET deactivated_at = COALESCE(deactivated_at, $1), updated_at = $1 WHERE id = $2")
-        .bind(now_ms)
-        .bind(staff_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("DELETE FROM auth_tokens WHERE subject_kind = 'staff' AND subject_id = $1")
-        .bind(staff_id)
-        .execute(&mut *tx)
-        .await?;
-    crate::audit::record(
-        &mut tx,
-        actor,
-        "staff_deactivated",
-        staff_id,
-        &staff.email,
-        now_ms,
-    )
-    .await?;
-    tx.commit().await?;
-    forget_resolved();
+    change(db, actor, staff_id, now_ms, Change::Deactivate).await?;
     tracing::info!(staff_id, "staff member deactivated");
     Ok(())
 }
 
 /// Lets a deactivated staff member sign in again (with new credentials).
 pub async fn reactivate(db: &Db, actor: &str, staff_id: &str, now_ms: i64) -> DomainResult<()> {
-    let mut tx = db.begin().await?;
-    let staff = staff_in(&mut tx, staff_id).await?;
-    sqlx::query("UPDATE staff SET deactivated_at = NULL, updated_at = $1 WHERE id = $2")
-        .bind(now_ms)
-        .bind(staff_id)
-        .execute(&mut *tx)
-        .await?;
-    crate::audit::record(
-        &mut tx,
-        actor,
-        "staff_reactivated",
-        staff_id,
-        &staff.email,
-        now_ms,
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
+    change(db, actor, staff_id, now_ms, Change::Reactivate).await
 }
 
 /// Gives a staff member another role, from their next request on (a role is read with
@@ -143,29 +105,56 @@ pub async fn change_role(
     role: StaffRole,
     now_ms: i64,
 ) -> DomainResult<()> {
+    change(db, actor, staff_id, now_ms, Change::Role(role)).await
+}
+
+/// What an admin (or the identity provider) changes about a staff member.
+enum Change {
+    Deactivate,
+    Reactivate,
+    Role(StaffRole),
+}
+
+/// One change to a staff member and its audit line, in one transaction; then the cache of
+/// resolved credentials is dropped, so the next request reads the change.
+async fn change(
+    db: &Db,
+    actor: &str,
+    staff_id: &str,
+    now_ms: i64,
+    change: Change,
+) -> DomainResult<()> {
     let mut tx = db.begin().await?;
     let staff = staff_in(&mut tx, staff_id).await?;
-    sqlx::query("UPDATE staff SET role = $1, updated_at = $2 WHERE id = $3")
-        .bind(role.as_str())
-        .bind(now_ms)
-        .bind(staff_id)
-        .execute(&mut *tx)
-        .await?;
-    let detail = format!(
-        "{}: {} → {}",
-        staff.email,
-        staff.role.as_str(),
-        role.as_str()
-    );
-    crate::audit::record(
-        &mut tx,
-        actor,
-        "staff_role_changed",
-        staff_id,
-        &detail,
-        now_ms,
-    )
-    .await?;
+    let (sql, action, detail) = match &change {
+        Change::Deactivate => (
+            "UPDATE staff SET deactivated_at = COALESCE(deactivated_at, $1), updated_at = $1 WHERE id = $2",
+            "staff_deactivated",
+            staff.email.clone(),
+        ),
+        Change::Reactivate => (
+            "UPDATE staff SET deactivated_at = NULL, updated_at = $1 WHERE id = $2",
+            "staff_reactivated",
+            staff.email.clone(),
+        ),
+        Change::Role(role) => (
+            "UPDATE staff SET role = $3, updated_at = $1 WHERE id = $2",
+            "staff_role_changed",
+            format!("{}: {} → {}", staff.email, staff.role.as_str(), role.as_str()),
+        ),
+    };
+    let mut query = sqlx::query(sql).bind(now_ms).bind(staff_id);
+    if let Change::Role(role) = &change {
+        query = query.bind(role.as_str());
+    }
+    query.execute(&mut *tx).await?;
+    if let Change::Deactivate = change {
+        sqlx::query("DELETE FROM auth_tokens WHERE subject_kind = 'staff' AND subject_id = $1")
+            .bind(staff_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    crate::audit::record(&mut tx, actor, action, staff_id, &detail, now_ms).await?;
     tx.commit().await?;
     forget_resolved();
     Ok(())
@@ -289,17 +278,7 @@ pub async fn issue_staff_token(
         name: Some(token_name(name)?),
         ttl_ms: token_days(days)? * DAY_MS,
     };
-    let issued = issue(db, &new, now_ms).await?;
-    audit_now(
-        db,
-        actor,
-        "token_issued",
-        &issued.token_id,
-        &staff.email,
-        now_ms,
-    )
-    .await?;
-    Ok((issued.token, issued.token_id))
+    issue_audited(db, actor, &new, &staff.email, now_ms).await
 }
 
 /// A named service token (`integration` for a shop backend, `scim` for the identity
@@ -320,31 +299,20 @@ pub async fn issue_service_token(
         name: Some(name),
         ttl_ms: token_days(days)? * DAY_MS,
     };
-    let issued = issue(db, &new, now_ms).await?;
-    audit_now(
-        db,
-        actor,
-        "token_issued",
-        &issued.token_id,
-        kind.as_str(),
-        now_ms,
-    )
-    .await?;
-    Ok((issued.token, issued.token_id))
+    issue_audited(db, actor, &new, kind.as_str(), now_ms).await
 }
 
-async fn audit_now(
+/// Issues a token and writes its audit line (who issued it, for whom).
+async fn issue_audited(
     db: &Db,
     actor: &str,
-    action: &str,
-    subject: &str,
+    new: &NewToken<'_>,
     detail: &str,
     now_ms: i64,
-) -> DomainResult<()> {
-    let mut tx = db.begin().await?;
-    crate::audit::record(&mut tx, actor, action, subject, detail, now_ms).await?;
-    tx.commit().await?;
-    Ok(())
+) -> DomainResult<(String, String)> {
+    let issued = issue(db, new, now_ms).await?;
+    crate::audit::record_alone(db, actor, "token_issued", &issued.token_id, detail, now_ms).await?;
+    Ok((issued.token, issued.token_id))
 }
 
 /// An invitation as its link shows it.

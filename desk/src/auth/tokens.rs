@@ -6,7 +6,7 @@ use super::login::LOGIN_WINDOW_MS;
 use super::resolved::{cached, forget_resolved, generation, remember, Resolved};
 use super::staff::staff_from_row;
 use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
-use crate::error::{DomainError, DomainResult};
+use crate::error::DomainResult;
 use store::Db;
 
 /// Issues a bearer token (`kind = api`) or a console session (`kind = session`, with a
@@ -106,13 +106,7 @@ pub const SIGN_IN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 /// not an API token: `resolve` never accepts it, and only `redeem_sign_in_link` (the
 /// POST from the sign-in page) turns it into a browser session, once.
 pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> DomainResult<String> {
-    let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
-        .bind(customer_id)
-        .fetch_optional(db.pool())
-        .await?;
-    if known.is_none() {
-        return Err(DomainError::NotFound("customer"));
-    }
+    crate::onboarding::records::require_customer(db, customer_id).await?;
     let token = random_token();
     sqlx::query(
         "INSERT INTO sign_in_links (token_hash, customer_id, expires_at, created_at) VALUES ($1, $2, $3, $4)",

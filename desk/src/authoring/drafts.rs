@@ -11,7 +11,7 @@ use sqlx::Row;
 use super::{set_front_matter, validate, VersionText};
 use crate::auth::Staff;
 use crate::clock::{rfc3339, Clock};
-use crate::error::{DomainError, DomainResult};
+use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::Db;
 
 /// The largest Markdown or rules text a draft takes (the longest fixture is ~6 KiB).
@@ -56,6 +56,21 @@ pub struct Draft {
 }
 
 impl Draft {
+    /// A draft with problems is neither run nor published: its first problem, as the
+    /// author sees it.
+    pub fn check_problems(&self) -> DomainResult<()> {
+        match self.problems.first() {
+            None => Ok(()),
+            Some(problem) => Err(DomainError::bad_request(
+                ErrorCode::InvalidDraft,
+                format!(
+                    "the draft has problems ({}: {})",
+                    problem.field, problem.message
+                ),
+            )),
+        }
+    }
+
     /// `RP-001-v3.md`: the file this draft becomes.
     pub fn file_name(&self) -> String {
         format!("{}-v{}.md", self.doc_id, self.policy_version)

@@ -207,15 +207,7 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
     if draft.version != seen {
         return Err(draft_changed());
     }
-    if let Some(problem) = draft.problems.first() {
-        return Err(DomainError::bad_request(
-            ErrorCode::InvalidDraft,
-            format!(
-                "the draft has problems ({}: {})",
-                problem.field, problem.message
-            ),
-        ));
-    }
+    draft.check_problems()?;
     // Nobody publishes effects they have not seen (docs/spec/policies.md).
     if draft.whatif_version != Some(seen) || reviewed.whatif_version.is_some_and(|w| w != seen) {
         return Err(DomainError::conflict(

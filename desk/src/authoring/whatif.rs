@@ -83,15 +83,7 @@ async fn checked_draft(
             "save the draft before a what-if",
         ));
     }
-    if let Some(problem) = draft.problems.first() {
-        return Err(DomainError::bad_request(
-            ErrorCode::InvalidDraft,
-            format!(
-                "the draft has problems ({}: {})",
-                problem.field, problem.message
-            ),
-        ));
-    }
+    draft.check_problems()?;
     let set = set_with_draft(db, &draft).await?;
     let pin = vec![format!("{doc_id}@{}", draft.policy_version)];
     Ok((draft, set, pin))

@@ -20,6 +20,7 @@ pub use closing::{assign, close};
 pub use joining::{claim_order, join_into, joined_cases, OrderClaim};
 pub(crate) use lease::{claim_case, release_case};
 
+use crate::columns::{stored_id, stored_name, stored_opt_id};
 use domain::ids::{CaseId, CustomerId, RunId, TicketId};
 use sqlx::Row;
 
@@ -73,11 +74,7 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         status: CaseStatus::parse(&r.try_get::<String, _>("status")?)?,
         version: r.try_get("version")?,
         proposal_seq: r.try_get("proposal_seq")?,
-        run_id: r
-            .try_get::<Option<String>, _>("run_id")?
-            .map(RunId::parse)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("cases.run_id: {e}"))?,
+        run_id: stored_opt_id(r, "run_id", RunId::parse)?,
         proposal: r.try_get("proposal")?,
         facts: r.try_get("facts")?,
         decision: r.try_get("decision")?,
@@ -96,33 +93,6 @@ fn case_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Case> {
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
-}
-
-/// An id column, read into its type at this edge (a stored id that is not one is a
-/// corrupt row, an internal error).
-fn stored_id<T>(
-    r: &sqlx::any::AnyRow,
-    column: &str,
-    parse: fn(String) -> Result<T, domain::ids::IdError>,
-) -> DomainResult<T> {
-    parse(r.try_get::<String, _>(column)?)
-        .map_err(|e| anyhow::anyhow!("cases.{column}: {e}").into())
-}
-
-/// A nullable column holding a name the engine defines (role, reason code, currency):
-/// read into its type at this edge; a name it does not know is a corrupt row, an
-/// internal error (the writers only ever store `as_str()`).
-fn stored_name<T>(r: &sqlx::any::AnyRow, column: &str) -> DomainResult<Option<T>>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    let Some(text) = r.try_get::<Option<String>, _>(column)? else {
-        return Ok(None);
-    };
-    text.parse()
-        .map(Some)
-        .map_err(|e| anyhow::anyhow!("cases.{column}: {e}").into())
 }
 
 impl Case {
@@ -449,18 +419,6 @@ pub fn parse_cursor(after: &str) -> Option<(i64, &str)> {
     (!id.is_empty()).then_some((at, id))
 }
 
-/// `text` as a LIKE pattern that matches it literally (`\` is the escape character).
-fn like_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// The search condition of [`CaseQuery::search`], its values appended to `binds`. The
 /// text is only ever a bound value, never part of the SQL. Ids are matched whole (an
 /// order or charge id inside the decision's facts as a JSON `"id"` value); names, emails
@@ -472,9 +430,9 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     let json = json.trim_matches('"');
     binds.push(text.clone());
     let exact = binds.len();
-    binds.push(format!("%{}%", like_literal(&text)));
+    binds.push(format!("%{}%", store::like_literal(&text)));
     let part = exact + 1;
-    binds.push(format!("%\"id\":\"{}\"%", like_literal(json)));
+    binds.push(format!("%\"id\":\"{}\"%", store::like_literal(json)));
     let in_facts = exact + 2;
     let messages = match text.chars().count() >= 3 {
         true => format!(

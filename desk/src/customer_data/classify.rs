@@ -129,6 +129,18 @@ pub const TABLES: &[Table] = &[
             ("quoted", Text),
         ],
     },
+    Table {
+        name: "csat_answers",
+        key: &["ticket_id"],
+        rows: Rows::Redact("ticket_id IN (SELECT id FROM tickets WHERE customer_id = $1)"),
+        columns: &[
+            ("ticket_id", Keep),
+            ("case_id", Keep),
+            ("comment", Text),
+            ("resolved_by", Keep),
+            ("reason_code", Keep),
+        ],
+    },
     // Issue 37: the mails we send. A customer's own (the address on record, the text of
     // their ticket) and staff's about their cases, which may quote them.
     Table {
@@ -278,6 +290,12 @@ pub const TABLES: &[Table] = &[
             ("provider_refund_id", Keep),
             ("last_error", Keep),
         ],
+    },
+    Table {
+        name: "case_presence",
+        key: &["case_id", "staff_id"],
+        rows: Rows::NoCustomer,
+        columns: &[("case_id", Keep), ("staff_id", Keep), ("activity", Keep)],
     },
     Table {
         name: "audit_log",

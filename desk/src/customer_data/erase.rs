@@ -30,13 +30,7 @@ const MONEY_IN_FLIGHT: &str = "('approved', 'executing', 'refund_pending', 'pend
 /// Erases `customer_id`'s personal data. `actor` is who asked (a staff id, or `cli`).
 pub async fn erase(db: &Db, actor: &str, customer_id: &str, now: i64) -> DomainResult<Erased> {
     let previous = pseudonym_of(db, customer_id).await?;
-    let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
-        .bind(customer_id)
-        .fetch_optional(db.pool())
-        .await?;
-    if known.is_none() {
-        return Err(DomainError::NotFound("customer"));
-    }
+    crate::onboarding::records::require_customer(db, customer_id).await?;
     refuse_while_money_moves(db, customer_id).await?;
     revoke_credentials(db, actor, customer_id, now).await?;
     let again = previous.is_some();

@@ -36,16 +36,6 @@ pub struct ExportDocument {
     pub tables: serde_json::Value,
 }
 
-/// Whether `customer_id` names a customer (an export of an unknown one is a 404, told
-/// before anything is streamed).
-pub async fn customer_exists(db: &Db, customer_id: &str) -> DomainResult<bool> {
-    let known: Option<(String,)> = sqlx::query_as("SELECT id FROM customers WHERE id = $1")
-        .bind(customer_id)
-        .fetch_optional(db.reader())
-        .await?;
-    Ok(known.is_some())
-}
-
 /// Writes the document for `customer_id` to `out`:
 /// `{"customer_id": …, "exported_at": ms, "tables": {"customers": [{…}], "orders": […], …}}`.
 /// An unknown customer is `NotFound` before anything is written.
@@ -55,13 +45,7 @@ pub async fn export<W: AsyncWrite + Unpin>(
     now: i64,
     out: &mut W,
 ) -> DomainResult<Exported> {
-    let known = sqlx::query("SELECT id FROM customers WHERE id = $1")
-        .bind(customer_id)
-        .fetch_optional(db.reader())
-        .await?;
-    if known.is_none() {
-        return Err(DomainError::NotFound("customer"));
-    }
+    crate::onboarding::records::require_customer(db, customer_id).await?;
     let mut done = Exported::default();
     let head = format!(
         "{{\"customer_id\":{},\"exported_at\":{now},\"tables\":{{",

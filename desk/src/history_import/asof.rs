@@ -43,12 +43,12 @@ pub async fn fetch(
     .await?;
     let region: Region = parse_plain(&row.try_get::<String, _>("region")?)?;
     let record = CustomerRecord {
-        id: row.try_get("id")?,
+        id: crate::columns::stored_id(&row, "id", domain::ids::CustomerId::parse)?,
         region,
         provider_customer_id: row.try_get("provider_customer_id")?,
     };
     let customer = WorldCustomer {
-        id: record.id.clone(),
+        id: record.id.to_string(),
         name: row.try_get("name")?,
         email: row.try_get("email")?,
         region,

@@ -29,7 +29,7 @@ use crate::agent::findings::{Findings, Reader};
 use crate::agent::llm::reader::LlmReader;
 use crate::agent::llm::SUBMIT_FINDINGS;
 use crate::agent::tools::{self, ToolEnv};
-use crate::agent::{BoxFuture, ModelTurn, Proposal};
+use crate::agent::{ModelTurn, Proposal};
 use crate::clock::{Clock, HarnessClock};
 use crate::error::DomainResult;
 use crate::runs::{self, Run, RunStatus};
@@ -245,7 +245,7 @@ async fn record(
             harness::Outcome::HandedOff { .. } => RunStatus::Failed,
             harness::Outcome::Cancelled => RunStatus::Cancelled,
         };
-        runs::set_status(&mut tx, row, to, 0, 0, now).await?;
+        runs::set_status(&mut tx, row, to, now).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -419,17 +419,14 @@ impl Model<Proposal> for Briefed<'_> {
         self.model.name()
     }
 
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<ModelTurn>> {
+    fn next_turn<'a>(&'a self, ctx: &'a ModelContext<'a>) -> harness::ModelCall<'a, ModelTurn> {
         Box::pin(async move { self.reply(ctx).await.map(|r| r.turn) })
     }
 
     fn next_reply<'a>(
         &'a self,
         ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Reply<Proposal>>> {
+    ) -> harness::ModelCall<'a, Reply<Proposal>> {
         Box::pin(self.reply(ctx))
     }
 }

@@ -62,13 +62,24 @@ pub(super) fn run_events(events: &[harness::NewEvent]) -> DomainResult<Vec<runs:
 pub(super) fn harness_events(events: Vec<runs::Event>) -> Vec<harness::Event> {
     events
         .into_iter()
-        .map(|e| harness::Event {
-            seq: e.seq,
-            kind: e.kind.as_str().to_string(),
-            call_id: e.call_id,
-            payload: e.payload,
-        })
+        .map(|e| harness_event(e.seq, e.kind, e.call_id, e.payload))
         .collect()
+}
+
+/// One of our events as the harness reads it (its kind as text: the harness knows no
+/// refund words).
+fn harness_event(
+    seq: i64,
+    kind: runs::EventKind,
+    call_id: Option<String>,
+    payload: serde_json::Value,
+) -> harness::Event {
+    harness::Event {
+        seq,
+        kind: kind.as_str().to_string(),
+        call_id,
+        payload,
+    }
 }
 
 /// The status a step that does not change the run's state keeps: its own, unless the
@@ -143,6 +154,17 @@ impl<'a> SqlLog<'a> {
 }
 
 impl SqlLog<'_> {
+    /// Adds what a commit appended to the events this log has loaded (if it has).
+    fn remember(&mut self, appended: Vec<runs::Appended>) {
+        if let Some(known) = &mut self.known {
+            known.extend(
+                appended
+                    .into_iter()
+                    .map(|e| harness_event(e.seq, e.kind, e.call_id, e.payload)),
+            );
+        }
+    }
+
     /// Several steps in one transaction (`harness::EventLog::commit_steps`): each its
     /// versioned update and its events, as `commit_step` writes it, committed together.
     async fn commit_chain(&mut self, steps: Vec<Step>) -> DomainResult<Vec<runs::Appended>> {
@@ -226,14 +248,7 @@ impl EventLog for SqlLog<'_> {
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
         Box::pin(async move {
             let appended = self.commit_step(step).await.map_err(from_app)?;
-            if let Some(known) = &mut self.known {
-                known.extend(appended.into_iter().map(|e| harness::Event {
-                    seq: e.seq,
-                    kind: e.kind.as_str().to_string(),
-                    call_id: e.call_id,
-                    payload: e.payload,
-                }));
-            }
+            self.remember(appended);
             Ok(())
         })
     }
@@ -241,14 +256,7 @@ impl EventLog for SqlLog<'_> {
     fn commit_steps(&mut self, steps: Vec<Step>) -> BoxFuture<'_, Result<(), Self::Error>> {
         Box::pin(async move {
             let appended = self.commit_chain(steps).await.map_err(from_app)?;
-            if let Some(known) = &mut self.known {
-                known.extend(appended.into_iter().map(|e| harness::Event {
-                    seq: e.seq,
-                    kind: e.kind.as_str().to_string(),
-                    call_id: e.call_id,
-                    payload: e.payload,
-                }));
-            }
+            self.remember(appended);
             Ok(())
         })
     }

@@ -102,29 +102,24 @@ impl Bad {
     }
 }
 
+/// A query on either backend, binding values as it goes.
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
 /// A record ready to stage: its id and its bound values after `(import_id, id, line)`.
 trait Staged {
     const TABLE: &'static str;
     const COLUMNS: &'static str;
-    const WIDTH: usize;
     fn id(&self) -> &str;
-    fn bind<'q>(
-        &'q self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+    fn bind<'q>(&'q self, query: AnyQuery<'q>) -> AnyQuery<'q>;
 }
 
 impl Staged for Customer {
     const TABLE: &'static str = "import_customers";
     const COLUMNS: &'static str = "name, email, email_key, region, provider_customer_id, linked_by";
-    const WIDTH: usize = 6;
     fn id(&self) -> &str {
         &self.id
     }
-    fn bind<'q>(
-        &'q self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    fn bind<'q>(&'q self, query: AnyQuery<'q>) -> AnyQuery<'q> {
         query
             .bind(&self.name)
             .bind(&self.email)
@@ -138,14 +133,10 @@ impl Staged for Customer {
 impl Staged for Order {
     const TABLE: &'static str = "import_orders";
     const COLUMNS: &'static str = "customer_id, product, amount_minor, currency, created_at";
-    const WIDTH: usize = 5;
     fn id(&self) -> &str {
         &self.id
     }
-    fn bind<'q>(
-        &'q self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    fn bind<'q>(&'q self, query: AnyQuery<'q>) -> AnyQuery<'q> {
         query
             .bind(&self.customer_id)
             .bind(self.product.as_str())
@@ -211,7 +202,7 @@ async fn insert_batch<T: Staged>(
     if batch.is_empty() {
         return Ok(0);
     }
-    let width = T::WIDTH + 4;
+    let width = T::COLUMNS.split(',').count() + 4;
     let values: Vec<String> = (0..batch.len())
         .map(|i| {
             let params: Vec<String> = (1..=width).map(|j| format!("${}", i * width + j)).collect();
@@ -322,8 +313,57 @@ pub async fn import_orders(
     now: i64,
     progress: Progress<'_>,
 ) -> Result<ImportReport, ImportError> {
+    let plan = (&ORDERS, Linking::None);
+    run(db, plan, path, format, now, OrderRow::check, progress).await
+}
+
+/// What one kind of import stages, checks and writes.
+struct Plan {
+    kind: &'static str,
+    staging: &'static str,
+    /// Set-wide checks, each selecting `line, id, problem`.
+    checks: &'static [&'static str],
+    write: (&'static str, &'static str),
+}
+
+const ORDERS: Plan = Plan {
+    kind: "orders",
+    staging: "import_orders",
+    checks: &ORDER_CHECKS,
+    write: WRITE_ORDERS,
+};
+
+const CUSTOMERS: Plan = Plan {
+    kind: "customers",
+    staging: "import_customers",
+    checks: &CUSTOMER_CHECKS,
+    write: WRITE_CUSTOMERS,
+};
+
+/// Customers are linked to the provider's customers before they are written.
+enum Linking<'a> {
+    None,
+    Customers(Option<&'a PaymentsClient>),
+}
+
+/// The steps of every import: stage the file's good rows, run the set-wide checks, link
+/// (customers), write all in one transaction or none, and drop the staging rows whatever
+/// happened.
+async fn run<R, T>(
+    db: &Db,
+    (plan, linking): (&Plan, Linking<'_>),
+    path: &Path,
+    format: Option<Format>,
+    now: i64,
+    check: impl Fn(R) -> Result<T, RecordError>,
+    progress: Progress<'_>,
+) -> Result<ImportReport, ImportError>
+where
+    R: serde::de::DeserializeOwned,
+    T: Staged,
+{
     let started = Instant::now();
-    let (mut rows, format) = open::<OrderRow>(path, format)?;
+    let (mut rows, format) = open::<R>(path, format)?;
     let import_id = store::new_id("imp");
     let mut bad = Bad::default();
     let result = async {
@@ -332,30 +372,36 @@ pub async fn import_orders(
             &import_id,
             now,
             &mut rows,
-            OrderRow::check,
+            check,
             &mut bad,
-            progress,
+            &mut *progress,
         )
         .await?;
-        for sql in ORDER_CHECKS {
+        for sql in plan.checks {
             check_set(db, &import_id, sql, &mut bad).await?;
         }
         std::mem::take(&mut bad).into_result()?;
-        let (created, updated) =
-            write_staged(db, &import_id, WRITE_ORDERS, "import_orders").await?;
+        let links = match linking {
+            Linking::None => None,
+            Linking::Customers(Some(p)) => {
+                Some(super::link::link_staged(db, p, &import_id, progress).await?)
+            }
+            Linking::Customers(None) => Some(super::link::unlinked_only(db, &import_id).await?),
+        };
+        let (created, updated) = write_staged(db, &import_id, plan.write, plan.staging).await?;
         Ok(ImportReport {
-            kind: "orders",
+            kind: plan.kind,
             format,
             rows: count,
             created,
             updated,
-            links: None,
+            links,
             seconds: started.elapsed().as_secs_f64(),
             peak_memory_kib: peak_memory_kib(),
         })
     }
     .await;
-    unstage(db, "import_orders", &import_id, now).await?;
+    unstage(db, plan.staging, &import_id, now).await?;
     result
 }
 
@@ -439,43 +485,6 @@ pub async fn import_customers(
     now: i64,
     progress: Progress<'_>,
 ) -> Result<ImportReport, ImportError> {
-    let started = Instant::now();
-    let (mut rows, format) = open::<CustomerRow>(path, format)?;
-    let import_id = store::new_id("imp");
-    let mut bad = Bad::default();
-    let result = async {
-        let count = stage(
-            db,
-            &import_id,
-            now,
-            &mut rows,
-            CustomerRow::check,
-            &mut bad,
-            &mut *progress,
-        )
-        .await?;
-        for sql in CUSTOMER_CHECKS {
-            check_set(db, &import_id, sql, &mut bad).await?;
-        }
-        std::mem::take(&mut bad).into_result()?;
-        let links = match payments {
-            Some(p) => super::link::link_staged(db, p, &import_id, progress).await?,
-            None => super::link::unlinked_only(db, &import_id).await?,
-        };
-        let (created, updated) =
-            write_staged(db, &import_id, WRITE_CUSTOMERS, "import_customers").await?;
-        Ok(ImportReport {
-            kind: "customers",
-            format,
-            rows: count,
-            created,
-            updated,
-            links: Some(links),
-            seconds: started.elapsed().as_secs_f64(),
-            peak_memory_kib: peak_memory_kib(),
-        })
-    }
-    .await;
-    unstage(db, "import_customers", &import_id, now).await?;
-    result
+    let plan = (&CUSTOMERS, Linking::Customers(payments));
+    run(db, plan, path, format, now, CustomerRow::check, progress).await
 }

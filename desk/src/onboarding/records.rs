@@ -413,6 +413,24 @@ async fn order_owner(tx: &mut Tx<'_>, order_id: &str) -> DomainResult<Option<Str
     Ok(row.map(|r| r.try_get("customer_id")).transpose()?)
 }
 
+/// Whether `customer_id` is a customer of ours (read on a reader: committed rows).
+pub async fn customer_exists(db: &Db, customer_id: &str) -> DomainResult<bool> {
+    let known: Option<(String,)> = sqlx::query_as("SELECT id FROM customers WHERE id = $1")
+        .bind(customer_id)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(known.is_some())
+}
+
+/// `NotFound("customer")` unless `customer_id` is a customer of ours.
+pub async fn require_customer(db: &Db, customer_id: &str) -> DomainResult<()> {
+    if customer_exists(db, customer_id).await? {
+        Ok(())
+    } else {
+        Err(DomainError::NotFound("customer"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

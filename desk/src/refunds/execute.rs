@@ -214,7 +214,7 @@ async fn submit(s: Sender<'_>, case: &Case, intent: &Intent) -> DomainResult<Ste
          WHERE id = $2 AND version = $3 AND status IN ('created', 'submitting', 'pending_verification')",
     )
     .bind(now)
-    .bind(&intent.id)
+    .bind(intent.id.as_str())
     .bind(intent.version)
     .execute(s.db.pool())
     .await?;

@@ -31,6 +31,8 @@ pub use views::{
     RefundView,
 };
 
+use crate::columns::stored_id;
+use domain::ids::{CaseId, ChargeId, RefundId};
 use std::collections::BTreeMap;
 
 use policy_engine::{Currency, Decision, Money};
@@ -76,9 +78,9 @@ const KEY_SAFE_AGE_MS: i64 = 23 * 3600 * 1000;
 
 #[derive(Debug, Clone)]
 pub struct Intent {
-    pub id: String,
-    pub case_id: String,
-    pub charge_id: String,
+    pub id: RefundId,
+    pub case_id: CaseId,
+    pub charge_id: ChargeId,
     pub amount: Money,
     pub idempotency_key: String,
     pub status: IntentStatus,
@@ -104,9 +106,9 @@ fn intent_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Intent> {
         .parse()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Intent {
-        id: r.try_get("id")?,
-        case_id: r.try_get("case_id")?,
-        charge_id: r.try_get("charge_id")?,
+        id: stored_id(r, "id", RefundId::parse)?,
+        case_id: stored_id(r, "case_id", CaseId::parse)?,
+        charge_id: stored_id(r, "charge_id", ChargeId::parse)?,
         amount: Money::from_minor(r.try_get("amount_minor")?, currency)
             .map_err(|e| anyhow::anyhow!("{e}"))?,
         idempotency_key: r.try_get("idempotency_key")?,
@@ -325,10 +327,10 @@ pub fn key_age_ms(intent: &Intent, now: i64) -> i64 {
 /// parameters, so the provider replays rather than repeats (docs/spec/invariants.md #4).
 pub fn refund_request(intent: &Intent) -> RefundRequest {
     let mut metadata = BTreeMap::new();
-    metadata.insert("refund_intent_id".to_string(), intent.id.clone());
-    metadata.insert("case_id".to_string(), intent.case_id.clone());
+    metadata.insert("refund_intent_id".to_string(), intent.id.to_string());
+    metadata.insert("case_id".to_string(), intent.case_id.to_string());
     RefundRequest {
-        charge_id: intent.charge_id.clone(),
+        charge_id: intent.charge_id.to_string(),
         amount: intent.amount,
         idempotency_key: intent.idempotency_key.clone(),
         metadata,

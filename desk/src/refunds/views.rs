@@ -32,8 +32,8 @@ pub async fn refund_views(db: &Db, case_id: &str) -> DomainResult<Vec<RefundView
         .into_iter()
         .map(|i| RefundView {
             id: i.provider_refund_id,
-            intent_id: i.id,
-            charge_id: i.charge_id,
+            intent_id: i.id.into_string(),
+            charge_id: i.charge_id.into_string(),
             amount: i.amount.amount_string(),
             currency: i.amount.currency().code().to_string(),
             status: i.status.to_string(),

@@ -37,7 +37,7 @@ pub async fn child_run(
          VALUES ($1, $2, 'ready', 1, $3, $4, $5, 0, 0, $6, $6, $7, $8)",
     )
     .bind(&id)
-    .bind(&parent.case_id)
+    .bind(parent.case_id.as_str())
     .bind(&versions.model)
     .bind(&versions.prompt)
     .bind(&versions.tools)

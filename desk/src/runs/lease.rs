@@ -160,7 +160,7 @@ pub async fn renew_lease(db: &Db, run: &mut Run, now: i64) -> DomainResult<()> {
          WHERE id = $2 AND version = $3 AND lease_owner = $4",
     )
     .bind(now + crate::lease::ms())
-    .bind(&run.id)
+    .bind(run.id.as_str())
     .bind(run.version)
     .bind(&owner)
     .execute(db.pool())
@@ -188,7 +188,7 @@ pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
         "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, version = version + 1
          WHERE id = $1 AND version = $2 AND lease_owner = $3",
     )
-    .bind(&run.id)
+    .bind(run.id.as_str())
     .bind(run.version)
     .bind(&run.lease_owner)
     .execute(db.pool())

@@ -63,7 +63,7 @@ pub async fn record_step(
     .bind(now)
     .bind(&lease_owner)
     .bind(lease_expires_at)
-    .bind(&run.id)
+    .bind(run.id.as_str())
     .bind(run.version)
     .execute(&mut **tx)
     .await?;

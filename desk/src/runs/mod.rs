@@ -18,6 +18,8 @@ mod kind;
 pub use children::{cancel_children, child_run, children, parent_of, ChildRun};
 pub use kind::EventKind;
 
+use crate::columns::stored_id;
+use domain::ids::{CaseId, RunId};
 use harness::Phase;
 use serde::Serialize;
 use sqlx::Row;
@@ -159,8 +161,8 @@ pub mod status {
 
 #[derive(Debug, Clone)]
 pub struct Run {
-    pub id: String,
-    pub case_id: String,
+    pub id: RunId,
+    pub case_id: CaseId,
     pub status: RunStatus,
     pub version: i64,
     pub steps: i64,
@@ -220,8 +222,8 @@ fn stored_status(name: &str) -> DomainResult<RunStatus> {
 
 fn run_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Run> {
     Ok(Run {
-        id: r.try_get("id")?,
-        case_id: r.try_get("case_id")?,
+        id: stored_id(r, "id", RunId::parse)?,
+        case_id: stored_id(r, "case_id", CaseId::parse)?,
         status: stored_status(&r.try_get::<String, _>("status")?)?,
         version: r.try_get("version")?,
         steps: r.try_get("steps")?,
@@ -254,23 +256,19 @@ pub fn is_run_changed(error: &DomainError) -> bool {
     matches!(error, DomainError::Conflict { code, .. } if *code == RUN_CHANGED)
 }
 
-/// Sets the run's state, counting a step or tool call, only while nobody else changed
-/// the run since we read it (a versioned update: a worker whose lease was taken over
-/// fails here, before it writes anything else in the transaction). Renews the lease
-/// while the run stays active; a run that starts waiting or ends gives its lease up
-/// in the same update (docs/spec/lifecycle.md: a waiting run holds no worker). Every change of state
-/// is logged as a `state` event.
+/// Sets the run's state for a change that is no step of the loop (it counts nothing),
+/// only while nobody else changed the run since we read it (a versioned update: a
+/// worker whose lease was taken over fails here, before it writes anything else in the
+/// transaction). Renews the lease while the run stays active; a run that starts waiting
+/// or ends gives its lease up in the same update (docs/spec/lifecycle.md: a waiting run
+/// holds no worker). Every change of state is logged as a `state` event.
 pub async fn set_status(
     tx: &mut Tx<'_>,
     run: &mut Run,
     status: RunStatus,
-    add_steps: i64,
-    add_tool_calls: i64,
     now: i64,
 ) -> DomainResult<()> {
-    record_step(tx, run, status, add_steps, add_tool_calls, now, &[])
-        .await
-        .map(drop)
+    record_step(tx, run, status, 0, 0, now, &[]).await.map(drop)
 }
 
 /// Ends a run that is not running (cancelled when its case was re-investigated, completed

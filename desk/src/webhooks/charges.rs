@@ -193,7 +193,7 @@ async fn awaiting_cases_naming(
     let mut found = Vec::new();
     for id in ids.iter().flatten() {
         let json = serde_json::to_string(id).map_err(anyhow::Error::from)?;
-        let pattern = format!("%\"id\":{}%", like_literal(&json));
+        let pattern = format!("%\"id\":{}%", store::like_literal(&json));
         let rows = sqlx::query(
             "SELECT id FROM cases WHERE status = 'awaiting_approval' AND facts LIKE $1 ESCAPE '\\'
              ORDER BY id",
@@ -209,18 +209,6 @@ async fn awaiting_cases_naming(
         }
     }
     Ok(found)
-}
-
-/// `text` as a LIKE pattern matching it literally (`\` escapes).
-fn like_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 #[cfg(test)]

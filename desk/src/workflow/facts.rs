@@ -91,7 +91,7 @@ async fn gather_records(
             charge_list.push(charge_facts(c, &refunds)?);
         }
         order_facts.push(OrderFacts {
-            id: order.id.clone(),
+            id: order.id.to_string(),
             product: order.product,
             amount: order.amount,
             created_at: from_ms(order.created_at),

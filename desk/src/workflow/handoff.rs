@@ -69,7 +69,7 @@ pub async fn escalate_to_human(
         now,
     )
     .await?;
-    runs::set_status(&mut tx, run, runs::RunStatus::Failed, 0, 0, now).await?;
+    runs::set_status(&mut tx, run, runs::RunStatus::Failed, now).await?;
     tx.commit().await?;
     tracing::warn!(case_id = %case.id, why, "case escalated to a human");
     Ok(())

@@ -108,7 +108,7 @@ pub async fn decide_case(
         // worker whose run was advanced elsewhere (its lease lost to the one that decided)
         // writes nothing and stops with `run_changed`, instead of cancelling the run it no
         // longer holds.
-        runs::set_status(&mut tx, run, runs::RunStatus::Cancelled, 0, 0, now).await?;
+        runs::set_status(&mut tx, run, runs::RunStatus::Cancelled, now).await?;
         tx.commit().await?;
         return Ok(());
     }
@@ -117,7 +117,7 @@ pub async fn decide_case(
     // versioned case update below, as before.
     let order = facts.order_id.as_deref();
     if let Some(into) = join::claim_or_join(&mut tx, d_versions, &case, ticket, order, now).await? {
-        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
+        runs::set_status(&mut tx, run, runs::RunStatus::Completed, now).await?;
         tx.commit().await?;
         tracing::info!(case_id = %case.id, into = %into.id, "second ticket on an order joined its open case");
         return Ok(());
@@ -136,7 +136,7 @@ pub async fn decide_case(
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
         crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
-        runs::set_status(&mut tx, run, runs::RunStatus::Completed, 0, 0, now).await?;
+        runs::set_status(&mut tx, run, runs::RunStatus::Completed, now).await?;
         tx.commit().await?;
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
@@ -170,7 +170,7 @@ pub async fn decide_case(
     } else {
         runs::RunStatus::Completed
     };
-    runs::set_status(&mut tx, run, run_status, 0, 0, now).await?;
+    runs::set_status(&mut tx, run, run_status, now).await?;
     let reply = crate::replies::decision_reply(ticket.language, status, decision);
     tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
     // Issue 37: the decision's reply goes out by mail with it; an escalation waits for

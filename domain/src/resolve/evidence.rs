@@ -322,23 +322,10 @@ const DAY_MONTH_GAPS: &[&str] = &[
 
 /// Digit runs of a text: `(start, end, value)`, byte offsets.
 fn numbers(s: &str) -> Vec<(usize, usize, u32)> {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_digit() {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if let Ok(n) = s[start..i].parse::<u32>() {
-                out.push((start, i, n));
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out
+    crate::structure::pasted::digit_runs(s)
+        .into_iter()
+        .filter_map(|(start, end)| Some((start, end, s[start..end].parse().ok()?)))
+        .collect()
 }
 
 fn valid(m: u32, d: u32) -> bool {

@@ -41,7 +41,7 @@ mod html;
 mod instructions;
 mod lines;
 mod markers;
-mod pasted;
+pub(crate) mod pasted;
 mod person;
 
 use serde::Serialize;

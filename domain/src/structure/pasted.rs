@@ -67,8 +67,8 @@ pub(super) fn first_person(folded: &str) -> bool {
     latin || FIRST_PERSON_CJK.iter().any(|w| folded.contains(w))
 }
 
-/// Digit runs of a line with their byte spans.
-fn numbers(text: &str) -> Vec<(usize, usize)> {
+/// Digit runs of a text with their byte spans.
+pub(crate) fn digit_runs(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -104,7 +104,7 @@ const UNITS: [&str; 11] = [
 
 /// A currency sign or code next to a number, a number with two decimals, `円`/`元`/`원`.
 fn has_amount(folded: &str) -> bool {
-    let nums = numbers(folded);
+    let nums = digit_runs(folded);
     nums.iter().enumerate().any(|(k, &(s, e))| {
         let two_decimals = matches!(folded[e..].chars().next(), Some('.' | ','))
             && nums
@@ -128,7 +128,7 @@ fn money_at(folded: &str, s: usize, e: usize) -> bool {
 /// `12/03`, `12.03.2026`, `2026-03-12`, `3月12日`, `3월 12일`.
 /// An amount (`99.00ドル`, `$12.50`) is not a date, though its digits read like one.
 fn has_date(folded: &str) -> bool {
-    let nums = numbers(folded);
+    let nums = digit_runs(folded);
     nums.windows(2).any(|w| {
         let gap = &folded[w[0].1..w[1].0];
         let money = money_at(folded, w[0].0, w[0].1) || money_at(folded, w[1].0, w[1].1);

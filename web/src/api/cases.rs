@@ -321,3 +321,31 @@ pub async fn post_assign(
     let view = conversation::assign(state.desk(), staff, &id, &input).await?;
     Ok(Json(view))
 }
+
+/// What the caller is doing on the case.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresenceMark {
+    pub activity: desk::presence::Activity,
+}
+
+/// Who else is on the case now.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct PresenceView {
+    pub others: Vec<desk::presence::Present>,
+}
+
+/// `POST /api/v1/cases/{id}/presence` (staff): "I am viewing / replying"; answers who else
+/// is on the case (a hint for people, never a lock: `desk::presence`).
+#[utoipa::path(post, path = "/api/v1/cases/{id}/presence", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "case id")), request_body = PresenceMark, responses((status = 200, description = "the others on the case", body = PresenceView), crate::error::ApiErrors))]
+pub async fn post_presence(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<PresenceMark>,
+) -> AppResult<Json<PresenceView>> {
+    let staff = principal.staff()?;
+    let now = state.clock.now_ms();
+    let others = desk::presence::mark(&state.db, staff, &id, input.activity, now).await?;
+    Ok(Json(PresenceView { others }))
+}

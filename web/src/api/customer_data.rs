@@ -33,7 +33,7 @@ pub async fn get_export(
 /// The export as a streamed JSON response (the API's and the console's): 404 for an
 /// unknown customer before anything is sent.
 pub(crate) async fn stream_export(state: AppState, id: String) -> AppResult<Response> {
-    if !customer_data::export::customer_exists(&state.db, &id).await? {
+    if !desk::onboarding::records::customer_exists(&state.db, &id).await? {
         return Err(DomainError::NotFound("customer").into());
     }
     let disposition = format!("attachment; filename=\"customer-{}.json\"", safe_name(&id));

@@ -2,6 +2,7 @@
 //! principal and the input, calls the domain, and picks the status code.
 
 pub mod cases;
+pub mod csat;
 pub mod customer_data;
 pub mod mail;
 pub mod policies;

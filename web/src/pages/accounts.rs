@@ -4,7 +4,6 @@
 //! may open each page is `web::access`'s table. A secret (a token, an invitation link) is
 //! shown once, on the page that made it, never in an address.
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -19,7 +18,7 @@ use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 
 use super::common::{
-    error_page, or_page, render, verified, with_status, CsrfForm, Nav, SameOrigin,
+    error_page, has_csrf, render, with_status, CsrfForm, Nav, SameOrigin, SignedIn, Verified,
 };
 
 const ROLES: [&str; 4] = ["agent", "supervisor", "policy_author", "admin"];
@@ -134,10 +133,8 @@ pub(super) struct InviteForm {
 /// `POST /console/staff/invite` (admin): the link is shown once on the page.
 pub(super) async fn invite_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Form(form): Form<InviteForm>,
+    Verified(session, form): Verified<InviteForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let invited = match StaffRole::parse(&form.role) {
         Ok(role) => accounts::invite(&state.db, &session.staff.id, &form.email, role, now).await,
@@ -180,11 +177,9 @@ pub(super) struct RoleForm {
 /// `POST /console/staff/{id}/role` (admin).
 pub(super) async fn role_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<RoleForm>,
+    Verified(session, form): Verified<RoleForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let changed = match StaffRole::parse(&form.role) {
         Ok(role) => accounts::change_role(&state.db, &session.staff.id, &id, role, now).await,
@@ -197,11 +192,9 @@ pub(super) async fn role_submit(
 /// working at once. An admin cannot deactivate themselves (the desk would lose its admin).
 pub(super) async fn deactivate_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let result = if id == session.staff.id {
         Err(DomainError::conflict(
             ErrorCode::OwnAccount,
@@ -222,11 +215,9 @@ pub(super) async fn deactivate_submit(
 /// `POST /console/staff/{id}/reactivate` (admin).
 pub(super) async fn reactivate_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let result =
         accounts::reactivate(&state.db, &session.staff.id, &id, state.clock.now_ms()).await;
     done(
@@ -267,10 +258,8 @@ pub(super) struct ServiceTokenForm {
 /// `POST /console/tokens` (admin): a service token, shown once.
 pub(super) async fn service_token_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Form(form): Form<ServiceTokenForm>,
+    Verified(session, form): Verified<ServiceTokenForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let issued = match ServiceKind::parse(&form.kind) {
         Ok(kind) => {
@@ -318,12 +307,9 @@ struct CredentialsPage {
 /// `GET /console/staff/{id}` (admin): one person's sessions and tokens.
 pub(super) async fn person_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Path(id): Path<String>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let now = state.clock.now_ms();
     let found = tokio::try_join!(
         accounts::account(&state.db, &id, now),
@@ -346,11 +332,8 @@ pub(super) async fn person_page(
 /// `GET /console/me/tokens` (any staff): their own sessions and API tokens.
 pub(super) async fn own_tokens_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     own_tokens_response(&state, &session, None, None).await
 }
 
@@ -381,13 +364,13 @@ pub(super) struct OwnTokenForm {
     days: i64,
 }
 
+has_csrf!(InviteForm, RoleForm, ServiceTokenForm, OwnTokenForm);
+
 /// `POST /console/me/tokens` (any staff): a named API token of their own, shown once.
 pub(super) async fn own_token_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Form(form): Form<OwnTokenForm>,
+    Verified(session, form): Verified<OwnTokenForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     let issued = accounts::issue_staff_token(
         &state.db,
@@ -414,11 +397,9 @@ pub(super) async fn own_token_submit(
 /// anyone's and every service token.
 pub(super) async fn revoke_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(token_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let owner = match accounts::owner_of(&state.db, &token_id).await {
         Ok(owner) => owner,
         Err(e) => return AppError::from(e).into_response(),

@@ -13,7 +13,7 @@ use desk::audit::AuditFilter;
 use desk::auth::{self, Session};
 use desk::state::AppState;
 
-use super::common::{or_page, render, verified, with_status, Nav};
+use super::common::{or_page, render, verified, with_status, Nav, SignedIn};
 use crate::links::query_string;
 
 /// The admin's session, or the page to answer with (login). Who is an admin is the access
@@ -166,12 +166,9 @@ impl AuditQuery {
 /// `GET /console/audit`: who did what, and when, filtered (staff only, issue 17).
 pub(super) async fn audit_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Query(query): Query<AuditQuery>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let filter = query.filter();
     let (lines, error) = match desk::audit::search(&state.db, &filter).await {
         Ok(lines) => (lines, None),

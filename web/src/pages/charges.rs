@@ -4,14 +4,12 @@
 //! rules are `onboarding::charges`'). An admin reads every provider charge again with
 //! "Sync". The same list and actions are in the API (`web::api::records`).
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use serde::Deserialize;
 
-use super::common::{or_page, render, verified, with_status, CsrfForm, Nav};
+use super::common::{has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
 use crate::access::{Capability, Routes, Rule};
 use crate::error::AppError;
 use desk::auth::Session;
@@ -142,12 +140,9 @@ fn next_cursor(page: &[UnlinkedCharge]) -> Option<String> {
 
 async fn charges_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let notice = notice_of(&query);
     page(&state, &session, query.after.as_deref(), notice, None).await
 }
@@ -158,13 +153,13 @@ struct LinkForm {
     order_id: String,
 }
 
+has_csrf!(LinkForm);
+
 async fn link_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(charge_id): Path<String>,
-    Form(form): Form<LinkForm>,
+    Verified(session, form): Verified<LinkForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let order_id = form.order_id.trim();
     let now = state.clock.now_ms();
     let linked = charges::link_charge(
@@ -195,10 +190,8 @@ async fn link_submit(
 
 async fn sync_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     match charges::sync_unlinked(&state.db, &state.payments, now, &mut |_| {}).await {
         Ok(report) => Redirect::to(&format!(

@@ -121,9 +121,10 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 11] = [
+const PAGES: [(&str, &str, Capability); 12] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
+    ("/console/csat", "Satisfaction", Capability::ReadCases),
     ("/console/policies", "Policies", Capability::ReadPolicies),
     ("/console/replies", "Replies", Capability::ReadCases),
     ("/console/reconcile", "Reconcile", Capability::ReadCases),
@@ -298,6 +299,76 @@ pub(super) fn cross_site_refused() -> Response {
 #[derive(Deserialize)]
 pub(super) struct CsrfForm {
     pub(super) csrf: String,
+}
+
+/// A console or customer form: it carries the session's CSRF token.
+pub(super) trait HasCsrf {
+    fn csrf(&self) -> &str;
+}
+
+/// Declares that each named form's `csrf` field is its CSRF token.
+macro_rules! has_csrf {
+    ($($form:ty),* $(,)?) => {$(
+        impl $crate::pages::common::HasCsrf for $form {
+            fn csrf(&self) -> &str {
+                &self.csrf
+            }
+        }
+    )*};
+}
+pub(super) use has_csrf;
+
+has_csrf!(CsrfForm);
+
+/// A page's visitor with a session: [`FormSession::missing`] (the sign-in page) for
+/// anyone without one.
+pub(super) struct SignedIn<S = Session>(pub S);
+
+impl<S> axum::extract::FromRequestParts<AppState> for SignedIn<S>
+where
+    S: FormSession + Send,
+    crate::extract::Authed<Result<S, AppError>>:
+        axum::extract::FromRequestParts<AppState, Rejection = std::convert::Infallible>,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Response> {
+        let Ok(crate::extract::Authed(session)) =
+            crate::extract::Authed::<Result<S, AppError>>::from_request_parts(parts, state).await;
+        session.map(SignedIn).map_err(|_| S::missing())
+    }
+}
+
+/// A state-changing form and the session that posted it, the form's CSRF token checked
+/// against the session's: [`verified`] as an extractor. It refuses with the page
+/// `verified` answers with (the sign-in page, or "the form expired").
+pub(super) struct Verified<F, S = Session>(pub S, pub F);
+
+impl<F, S> axum::extract::FromRequest<AppState> for Verified<F, S>
+where
+    F: serde::de::DeserializeOwned + HasCsrf + Send,
+    S: FormSession + Send,
+    crate::extract::Authed<Result<S, AppError>>:
+        axum::extract::FromRequestParts<AppState, Rejection = std::convert::Infallible>,
+{
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, Response> {
+        use axum::extract::FromRequestParts;
+        let (mut parts, body) = req.into_parts();
+        let Ok(crate::extract::Authed(session)) =
+            crate::extract::Authed::<Result<S, AppError>>::from_request_parts(&mut parts, state)
+                .await;
+        let request = axum::extract::Request::from_parts(parts, body);
+        let axum::Form(form) = axum::Form::<F>::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let session = verified(session, form.csrf())?;
+        Ok(Verified(session, form))
+    }
 }
 
 #[cfg(test)]

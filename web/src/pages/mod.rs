@@ -171,6 +171,7 @@ fn console_routes() -> Routes {
         .get("/console/reconcile", read, reports::reconcile_page)
         .post("/console/reconcile", work, reports::reconcile_submit)
         .get("/console/shadow", read, reports::shadow_page)
+        .get("/console/csat", read, reports::csat_page)
         .get("/console/rollout", admin, rollout::rollout_page)
         .post("/console/rollout", admin, rollout::rollout_submit)
         .get("/console/data", admin, customer_data::data_page)

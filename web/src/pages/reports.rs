@@ -1,4 +1,5 @@
-//! Reports: reconciliation (provider against internal) and live shadow agreement.
+//! Reports: reconciliation (provider against internal), live shadow agreement and
+//! customer satisfaction.
 
 use crate::extract::Authed;
 use askama::Template;
@@ -10,7 +11,7 @@ use crate::error::AppError;
 use desk::auth::Session;
 use desk::state::AppState;
 
-use super::common::{render, verified, CsrfForm, Nav};
+use super::common::{render, verified, CsrfForm, Nav, SignedIn};
 
 #[derive(Template)]
 #[template(path = "reconcile.html")]
@@ -128,11 +129,8 @@ pub(super) fn reconcile_view(
 /// `GET /console/reconcile`: the last reconciliation report (staff only).
 pub(super) async fn reconcile_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     match desk::reconcile::last_report(&state.db).await {
         Ok(report) => render(&reconcile_view(
             Nav::of(&session, "/console/reconcile"),
@@ -177,11 +175,8 @@ pub(super) struct ShadowPage {
 /// disagreements (staff only).
 pub(super) async fn shadow_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
     // canary (issue 21); only with neither does the page say shadow mode is off.
     let shadow_on = match desk::rollout::modes::list(&state.db).await {
@@ -234,4 +229,25 @@ pub(super) async fn shadow_page(
         disagreements,
         report,
     })
+}
+
+#[derive(Template)]
+#[template(path = "csat.html")]
+pub(super) struct CsatPage {
+    nav: Nav,
+    report: desk::csat::Report,
+}
+
+/// `GET /console/csat`: customers' ratings after resolution, per person and per reason.
+pub(super) async fn csat_page(
+    State(state): State<AppState>,
+    SignedIn(session): SignedIn,
+) -> Response {
+    match desk::csat::report(&state.db).await {
+        Ok(report) => render(&CsatPage {
+            nav: Nav::of(&session, "/console/csat"),
+            report,
+        }),
+        Err(e) => AppError::from(e).into_response(),
+    }
 }

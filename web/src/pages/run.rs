@@ -1,20 +1,18 @@
 //! A run's trace: its event log, step by step (hidden in shadow mode until a reviewer
 //! decided the case).
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 
 use harness::Kind;
 
 use crate::error::AppError;
-use desk::auth::Session;
 use desk::runs::EventKind;
 use desk::state::AppState;
 
-use super::common::{error_page, render, Nav};
+use super::common::{error_page, render, Nav, SignedIn};
 
 pub(super) struct EventRow {
     seq: i64,
@@ -45,12 +43,9 @@ pub(super) struct RunPage {
 /// so evidence on the case page links to the record it came from (staff only).
 pub(super) async fn run_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Path(id): Path<String>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let run = match desk::runs::load_run(&state.db, &id).await {
         Ok(Some(r)) => r,
         Ok(None) => return error_page(StatusCode::NOT_FOUND, "No such run."),
@@ -118,8 +113,8 @@ pub(super) async fn run_page(
         .collect();
     render(&RunPage {
         nav: Nav::of(&session, "/console"),
-        run_id: run.id,
-        case_id: run.case_id,
+        run_id: run.id.into_string(),
+        case_id: run.case_id.into_string(),
         status: run.status.to_string(),
         steps: run.steps,
         tool_calls: run.tool_calls,

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use harness::context::Prompt;
 
 use super::context::{self, ContextBudget};
-use super::{BoxFuture, ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
+use super::{ModelContext, ModelReply, ModelTurn, ToolCall, Usage};
 
 /// Name of the answer tool that ends a run with a proposal.
 pub const SUBMIT_PROPOSAL: &str = "submit_proposal";
@@ -246,19 +246,13 @@ impl harness::Model<crate::agent::Proposal> for LlmModel {
         format!("llm:{}", self.model)
     }
 
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<ModelTurn>> {
+    fn next_turn<'a>(&'a self, ctx: &'a ModelContext<'a>) -> harness::ModelCall<'a, ModelTurn> {
         Box::pin(async move { self.reply(ctx).await.map(|r| r.turn) })
     }
 
     /// The turn with the `usage` object of the response (zero when the server sends
     /// none, as some local servers do).
-    fn next_reply<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<ModelReply>> {
+    fn next_reply<'a>(&'a self, ctx: &'a ModelContext<'a>) -> harness::ModelCall<'a, ModelReply> {
         Box::pin(self.reply(ctx))
     }
 }

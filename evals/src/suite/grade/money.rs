@@ -40,7 +40,7 @@ pub(super) async fn approval_before_money(
         let approval: Option<(String, String)> = sqlx::query_as(
             "SELECT a.verdict, a.status FROM approvals a JOIN refund_intents ri ON ri.approval_id = a.id WHERE ri.id = $1",
         )
-        .bind(&intent.id)
+        .bind(intent.id.as_str())
         .fetch_optional(env.state.db.pool())
         .await?;
         match approval {

@@ -1,13 +1,26 @@
-//! Progress of the long offline commands (`index`, `shadow`, `eval`, `import`), drawn with
-//! indicatif on stderr: one bar each, counting sections, tickets or scenarios. It lives
-//! here, below both binaries (`refund-agent` and `refund-evals`), so neither needs the other.
+//! What both binaries (`refund-agent` and `refund-evals`) do at the terminal, here below
+//! them so neither needs the other: the runtime a command runs on ([`block_on`]), and the
+//! progress of the long offline commands (`index`, `shadow`, `eval`, `import`), drawn with
+//! indicatif on stderr: one bar each, counting sections, tickets or scenarios.
 //!
 //! indicatif's stderr target draws only when stderr is a terminal; piped or captured
 //! (tests, CI, `2> log`) it draws nothing, so logs never fill with `\r` redraws.
 //! The work itself (`rag-index`, import, shadow replay, the eval suite) never calls this: it
 //! reports through a `FnMut(done, total)` callback and the command turns that into a bar.
 
+use std::future::Future;
+
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Runs a command to its end on a multi-threaded runtime; an error says what stopped it.
+pub fn block_on(command: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(command)
+}
 
 /// A bar on stderr, hidden when stderr is no tty.
 pub struct Progress(ProgressBar);

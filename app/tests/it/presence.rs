@@ -1,0 +1,63 @@
+//! Presence on a case (issue 38): staff see who else is viewing or replying, the mark fades
+//! when a page stops saying so, and bad input is refused.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::support::spawn_app;
+
+#[tokio::test]
+async fn staff_see_who_else_views_or_replies_and_a_silent_page_fades_out() {
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let path = format!("/api/v1/cases/{}/presence", case["id"].as_str().unwrap());
+    let mark = |token: String, activity: &'static str| {
+        let path = path.clone();
+        let app = &app;
+        async move {
+            app.request(
+                "POST",
+                &path,
+                Some(&token),
+                Some(json!({ "activity": activity })),
+            )
+            .await
+        }
+    };
+    let (status, body) = mark(app.agent_token.clone(), "viewing").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["others"], json!([]));
+    let (_, body) = mark(app.supervisor_token.clone(), "replying").await;
+    assert_eq!(
+        body["others"],
+        json!([{ "name": "agent@test.example", "activity": "viewing" }])
+    );
+    let (_, body) = mark(app.agent_token.clone(), "viewing").await;
+    assert_eq!(
+        body["others"],
+        json!([{ "name": "supervisor@test.example", "activity": "replying" }])
+    );
+
+    // The supervisor's page stops saying so: after the freshness window they are gone.
+    app.clock
+        .advance(time::Duration::milliseconds(desk::presence::FRESH_MS + 1));
+    let (_, body) = mark(app.agent_token.clone(), "replying").await;
+    assert_eq!(body["others"], json!([]), "{body}");
+
+    let (status, body) = mark(app.agent_token.clone(), "typing").await;
+    assert!(status.is_client_error(), "{status} {body}");
+    let (status, _) = app
+        .request(
+            "POST",
+            "/api/v1/cases/case_nope/presence",
+            Some(&app.agent_token),
+            Some(json!({ "activity": "viewing" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let customer = app.customer_token("C-100").await;
+    let (status, _) = mark(customer, "viewing").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
