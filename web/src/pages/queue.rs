@@ -210,7 +210,7 @@ pub(super) async fn queue_page(
         .zip(lines)
         .map(|(c, line)| queue_row(&session, c, line, now, &stuck))
         .collect();
-    let tabs = match tab_counts(&state, &session).await {
+    let tabs = match tab_counts(&state, &session, &tab.flags).await {
         Ok(tabs) => tabs,
         Err(e) => return e.into_response(),
     };
@@ -277,6 +277,16 @@ impl Tab {
         filter: &str,
     ) -> Result<Tab, AppError> {
         let flags = desk::watchdog::open_flags(&state.db).await?;
+        Tab::with_flags(flags, session, filter)
+    }
+
+    /// The tab with the watchdog's open flags already read (the queue counts six tabs
+    /// on one read of them).
+    fn with_flags(
+        flags: Vec<desk::watchdog::Flag>,
+        session: &Session,
+        filter: &str,
+    ) -> Result<Tab, AppError> {
         let mut statuses = filter_statuses(filter)?;
         // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
         if filter == "needs_me" && takes_escalations(session) {
@@ -308,10 +318,11 @@ impl Tab {
 async fn tab_counts(
     state: &AppState,
     session: &Session,
+    flags: &[desk::watchdog::Flag],
 ) -> Result<Vec<(&'static str, &'static str, i64)>, AppError> {
     let mut tabs = Vec::with_capacity(TABS.len());
     for (value, words) in TABS {
-        let tab = Tab::of(state, session, value).await?;
+        let tab = Tab::with_flags(flags.to_vec(), session, value)?;
         tabs.push((
             value,
             words,
