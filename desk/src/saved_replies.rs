@@ -83,15 +83,7 @@ pub async fn create(
     input: &NewSavedReply,
     now: i64,
 ) -> DomainResult<SavedReply> {
-    check_manager(staff)?;
-    let (name, language) = checked_name(input)?;
-    let text = checked_text(&input.text)?;
-    let reply = SavedReply {
-        id: store::new_id("reply"),
-        name,
-        language,
-        text,
-    };
+    let reply = checked(staff, store::new_id("reply"), input)?;
     let mut tx = db.begin().await?;
     let written = sqlx::query(
         "INSERT INTO saved_replies (id, name, language, body, created_by, created_at)
@@ -99,7 +91,7 @@ pub async fn create(
     )
     .bind(&reply.id)
     .bind(&reply.name)
-    .bind(language.as_str())
+    .bind(reply.language.as_str())
     .bind(&reply.text)
     .bind(&staff.id)
     .bind(now)
@@ -111,11 +103,11 @@ pub async fn create(
             format!(
                 "a saved reply named '{}' exists in {}",
                 reply.name,
-                language.as_str()
+                reply.language.as_str()
             ),
         ));
     }
-    let detail = format!("{} ({})", reply.name, language.as_str());
+    let detail = format!("{} ({})", reply.name, reply.language.as_str());
     crate::audit::record(
         &mut tx,
         &staff.id,
@@ -158,6 +150,19 @@ fn checked_name(input: &NewSavedReply) -> DomainResult<(String, Language)> {
     Ok((name.to_string(), language))
 }
 
+/// `input` as the reply `id`, if `staff` may manage saved replies and every field is good.
+fn checked(staff: &Staff, id: String, input: &NewSavedReply) -> DomainResult<SavedReply> {
+    check_manager(staff)?;
+    let (name, language) = checked_name(input)?;
+    let text = checked_text(&input.text)?;
+    Ok(SavedReply {
+        id,
+        name,
+        language,
+        text,
+    })
+}
+
 /// Replaces a saved reply's name, language and text, with its audit line (issue 38).
 /// The same checks as `create`; a name another reply of the language has is a conflict.
 pub async fn update(
@@ -167,9 +172,12 @@ pub async fn update(
     input: &NewSavedReply,
     now: i64,
 ) -> DomainResult<SavedReply> {
-    check_manager(staff)?;
-    let (name, language) = checked_name(input)?;
-    let text = checked_text(&input.text)?;
+    let SavedReply {
+        name,
+        language,
+        text,
+        ..
+    } = checked(staff, id.to_string(), input)?;
     let mut tx = db.begin().await?;
     let taken: Option<String> = sqlx::query_scalar(
         "SELECT id FROM saved_replies WHERE language = $1 AND name = $2 AND id <> $3",

@@ -5,12 +5,10 @@
 //! Long because the case page has one view and its forms (reply, close, assign, decide,
 //! approve, reject, take over) all answer by re-rendering that view; each handler is short.
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
@@ -24,7 +22,7 @@ use desk::tickets::TicketLine;
 use desk::views::CaseView;
 use desk::world::{parse_plain, serde_plain};
 
-use super::common::{error_page, or_page, render, verified, with_status, CsrfForm, Nav};
+use super::common::{error_page, has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
 
 pub(super) struct RuleView {
     citation: String,
@@ -535,13 +533,10 @@ pub(super) struct CasePageQuery {
 
 pub(super) async fn case_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Path(id): Path<String>,
     Query(query): Query<CasePageQuery>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let shown = Shown {
         notice: notice_of(query.done.as_deref()),
         saved: query.saved.as_deref(),
@@ -599,11 +594,9 @@ pub(super) struct MessageForm {
 
 pub(super) async fn message_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<MessageForm>,
+    Verified(session, form): Verified<MessageForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let internal = form.internal.as_deref() == Some("true");
     let message = desk::conversation::StaffMessage {
         text: form.text.replace("\r\n", "\n"),
@@ -642,11 +635,9 @@ pub(super) struct CloseForm {
 
 pub(super) async fn close_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<CloseForm>,
+    Verified(session, form): Verified<CloseForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let reply = form
         .reply
         .as_deref()
@@ -687,11 +678,9 @@ pub(super) struct AssignForm {
 
 pub(super) async fn assign_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<AssignForm>,
+    Verified(session, form): Verified<AssignForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let input = desk::conversation::AssignCase { email: form.email };
     let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
     after_action(&state, &session, &id, result, "assigned").await
@@ -708,11 +697,9 @@ pub(super) struct HandUpForm {
 /// those who may approve it, with a note.
 pub(super) async fn handup_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<HandUpForm>,
+    Verified(session, form): Verified<HandUpForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let input = approvals::HandUp {
         fingerprint: form.fingerprint,
         note: form.note,
@@ -723,11 +710,9 @@ pub(super) async fn handup_submit(
 
 pub(super) async fn takeover_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _form): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     match approvals::take_over(state.desk(), &session.staff, &id).await {
         Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
         Err(e) => with_status(
@@ -789,13 +774,19 @@ pub(super) struct HandDecisionForm {
     note: Option<String>,
 }
 
+has_csrf!(
+    MessageForm,
+    CloseForm,
+    AssignForm,
+    HandUpForm,
+    HandDecisionForm
+);
+
 pub(super) async fn decide_by_hand_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<HandDecisionForm>,
+    Verified(session, form): Verified<HandDecisionForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let manual = hand_decision(&form);
     let result = match manual {
         Ok(mut manual) => {

@@ -3,17 +3,14 @@
 //! line diff between two versions of one document. Staff only; read-only.
 
 use crate::access::{Capability, Routes, Rule};
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
-use super::common::{error_page, render, Nav};
-use crate::error::AppError;
-use desk::auth::Session;
+use super::common::{error_page, render, Nav, SignedIn};
 use desk::state::AppState;
 use desk::world::serde_plain;
 
@@ -69,13 +66,7 @@ fn row(d: &PolicyDocument) -> VersionRow {
     }
 }
 
-async fn list_page(
-    State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
+async fn list_page(State(state): State<AppState>, SignedIn(session): SignedIn) -> Response {
     let docs = state.policies.documents();
     let mut documents: Vec<(String, Vec<u32>)> = Vec::new();
     for d in docs {
@@ -108,12 +99,9 @@ struct VersionPage {
 
 async fn version_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Path((id, version)): Path<(String, String)>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let Some(doc) = version
         .parse::<u32>()
         .ok()
@@ -175,13 +163,10 @@ pub fn diff_lines(old: &str, new: &str) -> Vec<(char, String)> {
 
 async fn diff_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Path(id): Path<String>,
     query: Result<Query<DiffQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let Ok(Query(q)) = query else {
         return error_page(StatusCode::BAD_REQUEST, "Give two versions: ?from=1&to=2");
     };

@@ -1,10 +1,9 @@
 //! The console's queue: cases by status, oldest first, in tabs with their counts; and
 //! a case's neighbours in a tab (issue 38: "approve & next", `j`/`k` on the case page).
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::error::AppError;
@@ -12,7 +11,7 @@ use desk::auth::Session;
 use desk::cases::{self, CaseStatus};
 use desk::state::AppState;
 
-use super::common::{render, Nav};
+use super::common::{render, Nav, SignedIn};
 use crate::links::query_string;
 
 pub(super) struct QueueRow {
@@ -152,12 +151,9 @@ fn tab_roles(filter: &str, session: &Session) -> Vec<&'static str> {
 
 pub(super) async fn queue_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     Query(q): Query<QueueQuery>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let search = q.q.clone().unwrap_or_default();
     // A search without a tab looks through every status (issue 38: the header's box).
     let filter = q

@@ -4,16 +4,14 @@
 //! reply, reject and close forms, filled for the case. A text with an unknown variable
 //! or a lone brace is refused next to the form, what was typed kept.
 
-use crate::extract::Authed;
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 
 use crate::access::{Capability, Routes, Rule};
 use serde::Deserialize;
 
-use super::common::{error_page, or_page, render, verified, with_status, CsrfForm, Nav};
+use super::common::{error_page, has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
 use crate::error::AppError;
 use desk::auth::{Session, StaffRole};
 use desk::replies::Language;
@@ -121,12 +119,9 @@ async fn page(
 
 async fn replies_page(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
+    SignedIn(session): SignedIn,
     query: axum::extract::Query<DoneQuery>,
 ) -> Response {
-    let Ok(session) = session else {
-        return Redirect::to("/console/login").into_response();
-    };
     let notice = match query.0.done.as_deref() {
         Some("added") => Some("Saved reply added."),
         Some("changed") => Some("Saved reply changed."),
@@ -149,18 +144,24 @@ struct AddForm {
     text: String,
 }
 
+has_csrf!(AddForm);
+
+impl AddForm {
+    /// The reply as typed, with the browser's line ends made plain.
+    fn reply(&self) -> NewSavedReply {
+        NewSavedReply {
+            name: self.name.clone(),
+            language: self.language.clone(),
+            text: self.text.replace("\r\n", "\n"),
+        }
+    }
+}
+
 async fn add_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
-    Form(form): Form<AddForm>,
+    Verified(session, form): Verified<AddForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
-    let input = NewSavedReply {
-        name: form.name.clone(),
-        language: form.language.clone(),
-        text: form.text.replace("\r\n", "\n"),
-    };
-    let now = state.clock.now_ms();
+    let (input, now) = (form.reply(), state.clock.now_ms());
     let result = saved_replies::create(&state.db, &session.staff, &input, now).await;
     after_save(&state, &session, result, &form, None).await
 }
@@ -168,17 +169,10 @@ async fn add_submit(
 /// `POST /console/replies/{id}`: the edited reply replaces the stored one (issue 38).
 async fn edit_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<AddForm>,
+    Verified(session, form): Verified<AddForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
-    let input = NewSavedReply {
-        name: form.name.clone(),
-        language: form.language.clone(),
-        text: form.text.replace("\r\n", "\n"),
-    };
-    let now = state.clock.now_ms();
+    let (input, now) = (form.reply(), state.clock.now_ms());
     let result = saved_replies::update(&state.db, &session.staff, &id, &input, now).await;
     after_save(&state, &session, result, &form, Some(id)).await
 }
@@ -213,11 +207,9 @@ async fn after_save(
 
 async fn delete_submit(
     State(state): State<AppState>,
-    Authed(session): Authed<Result<Session, AppError>>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _form): Verified<CsrfForm>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let now = state.clock.now_ms();
     match saved_replies::delete(&state.db, &session.staff, &id, now).await {
         Ok(()) => Redirect::to("/console/replies?done=removed").into_response(),
