@@ -18,6 +18,7 @@ mod console;
 mod conversation;
 mod customer;
 mod data_lifecycle;
+mod day;
 mod harness_loop;
 mod history;
 mod kill;
