@@ -111,8 +111,8 @@ pub struct CustomerCaseView {
     pub refunds: Vec<CustomerRefundLine>,
     /// Whether a withdrawal can still happen (nothing reached the provider).
     pub may_withdraw: bool,
-    /// Whether to offer "talk to a person": the agent answered the customer itself and
-    /// has said the same thing twice (issue 17).
+    /// Whether to offer "talk to a person": the agent answered the customer itself
+    /// (issue 17; since issue 38 it never repeats itself, so there is no repeat to wait for).
     pub may_ask_for_person: bool,
 }
 
@@ -464,7 +464,9 @@ fn assemble(
         CustomerCaseView {
             status_text: replies::status_text(lang, status, &refunds),
             may_withdraw: c.status.may_be_withdrawn(),
-            may_ask_for_person: c.status.may_go_to_a_person() && agent_repeated(&said),
+            // Issue 38: the agent never repeats itself (a repeat hands the case over at
+            // once), so a person is offered wherever the agent answered on its own.
+            may_ask_for_person: c.status.may_go_to_a_person(),
             id: c.id,
             status: status.as_str().to_string(),
             refunds: refunds
@@ -491,36 +493,15 @@ fn assemble(
     }
 }
 
-/// Whether the agent's last reply says what one of its earlier replies said: the
-/// customer is going round in a circle with it.
-fn agent_repeated(said: &[MessageView]) -> bool {
-    let mut agent = said
-        .iter()
-        .filter(|m| m.author == "agent")
-        .map(|m| m.body.trim());
-    match agent.next_back() {
-        Some(last) => agent.any(|earlier| earlier == last),
-        None => false,
-    }
-}
-
 /// The customer asks for a person (issue 17): a case the agent answered itself goes to
 /// the staff queue, escalated, with the whole conversation; the customer is told so.
 /// Refused, changing nothing, where a person is not the next step (`may_go_to_a_person`).
 pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<()> {
-    let said = crate::tickets::messages(db, &ticket.id).await?;
     let now = clock.now_ms();
     let mut tx = db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    // The API offers a person on the page's terms (`may_ask_for_person`).
-    if case.status.may_go_to_a_person() && !agent_repeated(&said) {
-        return Err(DomainError::conflict(
-            ErrorCode::NotOffered,
-            "a person is offered once the agent has given the same answer twice; reply to the agent meanwhile",
-        ));
-    }
     if !case.status.may_go_to_a_person() {
         return Err(DomainError::conflict(
             ErrorCode::NotWithTheAgent,

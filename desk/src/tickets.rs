@@ -193,6 +193,20 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
     .transpose()
 }
 
+/// The agent's replies on a ticket, oldest first, read inside `tx` (issue 38: the
+/// workflow checks its next reply against them in the transaction that would send it).
+pub async fn agent_replies_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT body FROM messages WHERE ticket_id = $1 AND author = 'agent' ORDER BY seq",
+    )
+    .bind(ticket_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|r| Ok(r.try_get::<String, _>("body")?))
+        .collect()
+}
+
 pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>> {
     let rows = sqlx::query(
         "SELECT seq, author, body, created_at, channel, quoted FROM messages WHERE ticket_id = $1 ORDER BY seq",

@@ -31,6 +31,7 @@ mod observability;
 mod onboarding;
 mod openapi;
 mod payments;
+mod repeats;
 mod resolve_properties;
 mod restart;
 mod rollout;

@@ -14,6 +14,7 @@ mod language;
 mod mail;
 mod pages;
 mod refunds;
+mod repeats;
 mod reviews;
 mod status;
 mod withdrawal;
@@ -23,6 +24,7 @@ pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
+pub use repeats::repeats_an_earlier_answer;
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
 pub use reviews::{
     hand_decision_reply, person_reply, rejection_reply, shadow_review_reply, HandDecision,
