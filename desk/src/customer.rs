@@ -114,6 +114,27 @@ pub struct CustomerCaseView {
     /// Whether to offer "talk to a person": the agent answered the customer itself
     /// (issue 17; since issue 38 it never repeats itself, so there is no repeat to wait for).
     pub may_ask_for_person: bool,
+    /// Whether the case waits for us, and in which team's queue (issue 38: the page says
+    /// when we usually answer). Not sent: which team decides is internal (RP-005).
+    #[serde(skip)]
+    pub waits_in: Option<crate::cases::TeamQueue>,
+    /// "We usually answer within 4 hours", from the target of the queue the case waits
+    /// in (issue 38); `null` when the next word is the customer's or the case is done.
+    /// Filled by [`TicketView::with_reply_time`], where the settings are known.
+    pub reply_time_text: Option<String>,
+}
+
+impl TicketView {
+    /// The view with its expected reply time, from the team queues' targets.
+    pub fn with_reply_time(mut self, targets: crate::config::ReplyTargets) -> TicketView {
+        let lang = self.language;
+        if let Some(case) = self.case.as_mut() {
+            case.reply_time_text = case
+                .waits_in
+                .map(|queue| replies::reply_time_text(lang, targets.of(queue)));
+        }
+        self
+    }
 }
 
 /// A refund on the customer's side, with its status in the ticket's language.
@@ -122,6 +143,8 @@ pub struct CustomerRefundLine {
     #[serde(flatten)]
     pub refund: replies::CustomerRefundView,
     pub status_text: &'static str,
+    /// The amount as the ticket's language writes it (issue 38: ¥19,800, 1.234,56 €).
+    pub amount_text: String,
 }
 
 /// Refuses a customer who is flooding us (429), counting across all their tickets.
@@ -319,6 +342,7 @@ struct CaseGlance {
     id: String,
     status: CaseStatus,
     reason_code: Option<String>,
+    required_role: Option<policy_engine::Role>,
 }
 
 /// The one row a ticket view is read from (issue 19: the view was three reads, and
@@ -332,7 +356,7 @@ macro_rules! ticket_view_sql {
     ($who:literal) => {
         concat!(
             "SELECT t.customer_id, t.order_id, t.language, t.created_at, ",
-            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, ",
+            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, c.required_role AS case_role, ",
             "(SELECT string_agg(",
             packed_field!("m.seq"),
             " || ",
@@ -420,6 +444,7 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
             id,
             status: CaseStatus::parse(&row.try_get::<String, _>("case_status")?)?,
             reason_code: row.try_get("case_reason")?,
+            required_role: crate::columns::stored_name(row, "case_role")?,
         }),
         None => None,
     };
@@ -463,7 +488,12 @@ fn assemble(
         let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
         CustomerCaseView {
             status_text: replies::status_text(lang, status, &refunds),
-            may_withdraw: c.status.may_be_withdrawn(),
+            // Issue 38: a declined ticket offers no withdrawal: there is nothing left to
+            // withdraw from the customer's side.
+            may_withdraw: c.status.may_be_withdrawn()
+                && !matches!(c.status, CaseStatus::Denied | CaseStatus::Rejected),
+            waits_in: waits_in(c.status, c.required_role),
+            reply_time_text: None,
             // Issue 38: the agent never repeats itself (a repeat hands the case over at
             // once), so a person is offered wherever the agent answered on its own.
             may_ask_for_person: c.status.may_go_to_a_person(),
@@ -473,6 +503,7 @@ fn assemble(
                 .into_iter()
                 .map(|refund| CustomerRefundLine {
                     status_text: replies::refund_status_text(lang, &refund.status),
+                    amount_text: replies::money_text(lang, &refund.amount, &refund.currency),
                     refund,
                 })
                 .collect(),
@@ -490,6 +521,19 @@ fn assemble(
         language: lang,
         created_at: rfc3339(ticket.created_at),
         case,
+    }
+}
+
+/// The team whose answer a case waits for: its team queue, or the agents' while the
+/// case is new or being investigated (a first answer); `None` when the next word is the
+/// customer's or the case is at its end.
+fn waits_in(
+    status: CaseStatus,
+    required_role: Option<policy_engine::Role>,
+) -> Option<crate::cases::TeamQueue> {
+    match status {
+        CaseStatus::Open | CaseStatus::Investigating => Some(crate::cases::TeamQueue::Agents),
+        _ => crate::cases::team_queue_of(status, required_role),
     }
 }
 

@@ -914,7 +914,7 @@ async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happe
     let (_, html) = app.raw(customer_page(&cookie, &path, None)).await;
     assert!(html.contains("data-status=\"refund_succeeded\""), "{html}");
     assert!(
-        !html.contains("withdraw-box"),
+        html.contains("id=\"withdraw-box\" hidden"),
         "not once the refund was sent"
     );
 }

@@ -17,6 +17,7 @@ mod commits;
 mod console;
 mod conversation;
 mod customer;
+mod customer_page;
 mod data_lifecycle;
 mod day;
 mod harness_loop;

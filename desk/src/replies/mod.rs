@@ -12,24 +12,28 @@ mod decisions;
 mod joined;
 mod language;
 mod mail;
+mod money;
 mod pages;
 mod refunds;
 mod repeats;
 mod reviews;
 mod status;
+mod waiting;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
 pub use joined::joined_reply;
 pub use language::{detect_language, Language, UnknownLanguage};
 pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
+pub use money::money_text;
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
-pub use repeats::repeats_an_earlier_answer;
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
+pub use repeats::repeats_an_earlier_answer;
 pub use reviews::{
     hand_decision_reply, person_reply, rejection_reply, shadow_review_reply, HandDecision,
 };
 pub use status::status_text;
+pub use waiting::reply_time_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
 
 /// Longest message a customer may send, in characters: the limit `tickets` enforces and

@@ -40,9 +40,8 @@ pub async fn get_ticket(
     Authed(principal): Authed<Principal>,
     Path(id): Path<String>,
 ) -> AppResult<Json<TicketView>> {
-    Ok(Json(
-        customer::visible_ticket_view(&state.db, &principal, &id).await?,
-    ))
+    let view = customer::visible_ticket_view(&state.db, &principal, &id).await?;
+    Ok(Json(view.with_reply_time(state.reply_targets)))
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).

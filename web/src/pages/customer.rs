@@ -45,6 +45,9 @@ pub(super) struct TicketPage {
     t: &'static PageText,
     csrf: String,
     error: Option<String>,
+    /// What the page says once a person has the case (issue 38: shown live by
+    /// `ticket.js` when the case goes to a person while the page is open).
+    with_a_person: String,
 }
 
 #[derive(Template)]
@@ -222,7 +225,8 @@ pub(super) async fn ticket_page_response(
             t: replies::page_text(view.language),
             draft: refused.as_ref().map_or("", |r| r.text).to_string(),
             error: refused.map(|r| replies::page_error(view.language, r.error)),
-            ticket: view,
+            with_a_person: replies::person_reply(view.language),
+            ticket: view.with_reply_time(state.reply_targets),
             csrf: session.csrf_token.clone(),
         }),
         Err(e) => AppError::from(e).into_response(),
@@ -338,6 +342,10 @@ pub(super) struct SignInQuery {
     link: String,
     #[serde(default)]
     next: Option<String>,
+    /// The page's language (`?lang=de`), ahead of the browser's Accept-Language
+    /// (issue 38); a code that is none of ours is ignored.
+    #[serde(default)]
+    lang: Option<String>,
 }
 
 /// Where a sign-in may lead: one of the customer's pages, never another site.
@@ -363,7 +371,11 @@ pub(super) async fn sign_in_page(
     headers: axum::http::HeaderMap,
     Query(q): Query<SignInQuery>,
 ) -> Response {
-    let lang = browser_language(&headers);
+    let asked = q
+        .lang
+        .as_deref()
+        .and_then(|code| code.parse::<Language>().ok());
+    let lang = asked.unwrap_or_else(|| browser_language(&headers));
     let t = replies::page_text(lang);
     let error = q.link.is_empty().then(|| t.signed_out.to_string());
     render(&SignInPage {
