@@ -35,6 +35,21 @@ pub(super) enum Command {
         )]
         addr: SocketAddr,
     },
+    /// `serve` with the demo world and staff (seeded on first run) and made-up customers
+    /// writing, answering, withdrawing and asking for a person, so the desk is never empty.
+    Demo {
+        /// The address to listen on.
+        #[arg(
+            long,
+            env = "BIND_ADDR",
+            value_name = "BIND_ADDR",
+            default_value = "127.0.0.1:8080"
+        )]
+        addr: SocketAddr,
+        /// Customer actions a minute (0.1 to 600).
+        #[arg(long, default_value_t = 4.0, value_parser = demo_rate)]
+        rate: f64,
+    },
     /// Load a billing world into the app and the payment provider, and create demo staff.
     Seed {
         /// The billing world to load [default: FIXTURES_DIR/billing/demo.json].
@@ -442,5 +457,15 @@ impl From<RoleArg> for StaffRole {
             RoleArg::Admin => StaffRole::Admin,
             RoleArg::PolicyAuthor => StaffRole::PolicyAuthor,
         }
+    }
+}
+
+/// `--rate`: customer actions a minute, 0.1 to 600.
+fn demo_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.1..=600.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "'{text}' is not a rate from 0.1 to 600 actions a minute"
+        )),
     }
 }

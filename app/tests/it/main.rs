@@ -20,6 +20,7 @@ mod customer;
 mod customer_page;
 mod data_lifecycle;
 mod day;
+mod demo;
 mod harness_loop;
 mod history;
 mod kill;
