@@ -188,6 +188,9 @@ pub enum Origin<'a> {
     Web,
     /// A mail: recorded with the message in its transaction, so it is taken once.
     Email(&'a EmailIn<'a>),
+    /// A file the customer attached on the ticket page (issue 38, `customer_files`): kept
+    /// with the message that names it, in its transaction.
+    Upload(&'a crate::mailbox::attachments::Attachment),
 }
 
 /// What a customer's mail brings besides its new words.
@@ -217,9 +220,19 @@ async fn append_customer_words(
     outcome: &str,
     now: i64,
 ) -> DomainResult<()> {
-    let Origin::Email(mail) = origin else {
-        append_message(tx, ticket_id, "customer", text, now).await?;
-        return Ok(());
+    let mail = match origin {
+        Origin::Web => {
+            append_message(tx, ticket_id, "customer", text, now).await?;
+            return Ok(());
+        }
+        Origin::Upload(file) => {
+            let seq = append_message(tx, ticket_id, "customer", text, now).await?;
+            let (name, kind) = (&file.filename, &file.content_type);
+            crate::mailbox::attachments::store(tx, ticket_id, seq, name, kind, &file.bytes, now)
+                .await?;
+            return Ok(());
+        }
+        Origin::Email(mail) => mail,
     };
     let seq = crate::tickets::append_email_message(tx, ticket_id, text, mail.quoted, now).await?;
     for a in mail.attachments {

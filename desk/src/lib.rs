@@ -19,6 +19,7 @@ pub mod config;
 pub mod conversation;
 pub mod customer;
 pub mod customer_data;
+pub mod customer_files;
 pub mod error;
 pub mod gauges;
 pub mod history_import;

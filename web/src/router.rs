@@ -184,6 +184,17 @@ fn api_routes(state: &AppState) -> Routes {
         .post("/tickets/{id}/person", customer, tickets::post_person)
         .get("/tickets/{id}", customer, tickets::get_ticket)
         .post("/tickets/{id}/messages", customer, tickets::post_message)
+        // Issue 38: a customer's images and PDFs on their ticket, served back as downloads.
+        .method_router(
+            "/tickets/{id}/attachments",
+            &[(Method::POST, customer)],
+            tickets::attachment_upload_route(),
+        )
+        .get(
+            "/tickets/{id}/attachments/{file}",
+            customer,
+            tickets::get_attachment,
+        )
         .get("/cases", read, cases::get_cases)
         .get("/cases/{id}", read, cases::get_case)
         .post("/cases/{id}/approve", decide, cases::post_approve)

@@ -70,4 +70,24 @@
     } catch (e) { /* offline: try again at the next tick */ }
   }
   setInterval(poll, 2000);
+  // Issue 38: a file goes up as its bytes to the ticket's API (the session's CSRF token
+  // in X-CSRF-Token); the page then shows it in the list. The server reads the type from
+  // the bytes and refuses what is not an image or a PDF.
+  const upload = document.getElementById("upload-form");
+  if (upload) upload.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const input = document.getElementById("file");
+    const error = document.getElementById("upload-error");
+    const csrf = document.querySelector("#chat input[name=csrf]");
+    if (!input.files.length) return;
+    const file = input.files[0];
+    const resp = await fetch(upload.dataset.uploadUrl + "?name=" + encodeURIComponent(file.name), {
+      method: "POST", credentials: "same-origin", body: file,
+      headers: { "content-type": "application/octet-stream", "x-csrf-token": csrf ? csrf.value : "" },
+    });
+    if (resp.ok) { location.reload(); return; }
+    let message = resp.status + "";
+    try { message = (await resp.json()).error.message; } catch (e) { /* not JSON */ }
+    error.textContent = message; error.hidden = false;
+  });
 })();

@@ -21,6 +21,7 @@ mod customer_page;
 mod data_lifecycle;
 mod day;
 mod demo;
+mod files;
 mod harness_loop;
 mod history;
 mod kill;

@@ -32,6 +32,8 @@ pub struct PageText {
     pub talk_to_person: &'static str,
     pub withdraw_confirm: &'static str,
     pub withdraw_yes: &'static str,
+    /// The ticket page's file upload (issue 38): its button.
+    pub attach: &'static str,
     /// The fold of a message's quoted thread, forwarded mail and signature (issue 34).
     pub earlier_text: &'static str,
 }
@@ -63,6 +65,7 @@ const EN_PAGE: PageText = PageText {
     talk_to_person: "Talk to a person",
     withdraw_confirm: "Withdraw this request? Work on it stops; nothing already sent to your bank can be taken back.",
     withdraw_yes: "Yes, withdraw it",
+    attach: "Attach an image or PDF",
     earlier_text: "Quoted and forwarded text",
 };
 
@@ -92,6 +95,7 @@ const ZH_PAGE: PageText = PageText {
     talk_to_person: "联系人工客服",
     withdraw_confirm: "确定撤回此请求吗？处理将停止；已提交给银行的款项无法撤回。",
     withdraw_yes: "是的，撤回",
+    attach: "添加图片或 PDF",
     earlier_text: "引用和转发的内容",
 };
 
@@ -121,6 +125,7 @@ const JA_PAGE: PageText = PageText {
     talk_to_person: "担当者と話す",
     withdraw_confirm: "このお問い合わせを取り下げますか？対応は停止します。すでに銀行へ送られた処理は取り消せません。",
     withdraw_yes: "はい、取り下げます",
+    attach: "画像または PDF を添付",
     earlier_text: "引用・転送された内容",
 };
 
@@ -150,6 +155,7 @@ const DE_PAGE: PageText = PageText {
     talk_to_person: "Mit einer Person sprechen",
     withdraw_confirm: "Diese Anfrage zurückziehen? Die Bearbeitung endet; was bereits an Ihre Bank gegangen ist, kann nicht zurückgenommen werden.",
     withdraw_yes: "Ja, zurückziehen",
+    attach: "Bild oder PDF anhängen",
     earlier_text: "Zitierter und weitergeleiteter Text",
 };
 
@@ -179,6 +185,7 @@ const FR_PAGE: PageText = PageText {
     talk_to_person: "Parler à une personne",
     withdraw_confirm: "Retirer cette demande ? Son traitement s'arrête ; ce qui a déjà été envoyé à votre banque ne peut pas être annulé.",
     withdraw_yes: "Oui, la retirer",
+    attach: "Joindre une image ou un PDF",
     earlier_text: "Texte cité et transféré",
 };
 
@@ -208,6 +215,7 @@ const ES_PAGE: PageText = PageText {
     talk_to_person: "Hablar con una persona",
     withdraw_confirm: "¿Retirar esta solicitud? Su tramitación se detiene; lo que ya se haya enviado a su banco no se puede deshacer.",
     withdraw_yes: "Sí, retirarla",
+    attach: "Adjuntar una imagen o un PDF",
     earlier_text: "Texto citado y reenviado",
 };
 
@@ -237,6 +245,7 @@ const IT_PAGE: PageText = PageText {
     talk_to_person: "Parla con una persona",
     withdraw_confirm: "Ritirare questa richiesta? La lavorazione si interrompe; ciò che è già stato inviato alla sua banca non può essere annullato.",
     withdraw_yes: "Sì, ritirala",
+    attach: "Allega un'immagine o un PDF",
     earlier_text: "Testo citato e inoltrato",
 };
 
@@ -266,6 +275,7 @@ const NL_PAGE: PageText = PageText {
     talk_to_person: "Met een medewerker praten",
     withdraw_confirm: "Dit verzoek intrekken? De behandeling stopt; wat al naar uw bank is gestuurd, kan niet worden teruggedraaid.",
     withdraw_yes: "Ja, intrekken",
+    attach: "Afbeelding of pdf bijvoegen",
     earlier_text: "Geciteerde en doorgestuurde tekst",
 };
 
@@ -295,6 +305,7 @@ const PT_PAGE: PageText = PageText {
     talk_to_person: "Falar com uma pessoa",
     withdraw_confirm: "Retirar este pedido? O tratamento para; o que já foi enviado ao seu banco não pode ser anulado.",
     withdraw_yes: "Sim, retirar",
+    attach: "Anexar uma imagem ou um PDF",
     earlier_text: "Texto citado e encaminhado",
 };
 
@@ -324,6 +335,7 @@ const KO_PAGE: PageText = PageText {
     talk_to_person: "상담원과 이야기하기",
     withdraw_confirm: "이 요청을 철회하시겠습니까? 처리가 중단되며, 이미 은행으로 전송된 처리는 되돌릴 수 없습니다.",
     withdraw_yes: "예, 철회합니다",
+    attach: "이미지 또는 PDF 첨부",
     earlier_text: "인용 및 전달된 내용",
 };
 

@@ -48,6 +48,8 @@ pub(super) struct TicketPage {
     /// What the page says once a person has the case (issue 38: shown live by
     /// `ticket.js` when the case goes to a person while the page is open).
     with_a_person: String,
+    /// The files the customer attached (issue 38), each a download.
+    files: Vec<desk::mailbox::attachments::AttachmentLine>,
 }
 
 #[derive(Template)]
@@ -218,9 +220,19 @@ pub(super) async fn ticket_page_response(
     id: &str,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    match customer::visible_ticket_view(&state.db, &session.principal(), id).await {
+    let view = customer::visible_ticket_view(&state.db, &session.principal(), id).await;
+    let files = match &view {
+        Ok(_) => desk::mailbox::attachments::of_ticket(&state.db, id).await,
+        Err(_) => Ok(Vec::new()),
+    };
+    let files = match files {
+        Ok(files) => files,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    match view {
         Err(DomainError::NotFound(_)) => ticket_not_found_page(state, session).await,
         Ok(view) => render(&TicketPage {
+            files,
             lang: view.language,
             t: replies::page_text(view.language),
             draft: refused.as_ref().map_or("", |r| r.text).to_string(),
