@@ -74,12 +74,22 @@ async fn when_the_agent_would_repeat_itself_the_open_page_shows_a_person_has_it_
         );
         assert!(!shown(&browser, "#with-a-person").await);
 
-        // The customer asks the same again, typing and sending as a person does.
+        // The customer asks the same again, typing and sending as a person does; the
+        // form's answer is a new document, which is the one marked (never the old one
+        // that the redirect is about to replace).
+        browser
+            .execute("window.__before_send = true; return true;")
+            .await;
         browser
             .type_into("#chat textarea[name=text]", "Please refund me")
             .await;
         browser.click("#send").await;
-        browser.wait_until_loaded().await;
+        let sent = "return window.__before_send !== true && document.readyState === 'complete' \
+                    && document.querySelectorAll('#messages .msg.customer').length === 2;";
+        assert!(
+            wait_until(&browser, sent).await,
+            "{width}px: the message was sent"
+        );
         mark_the_page(&browser).await;
         app.drain().await;
         let handed = "return !document.getElementById('with-a-person').hidden;";
