@@ -250,6 +250,15 @@ pub struct Settings {
     #[arg(long, global = true, env = "WATCHDOG_HANDOFF_MINUTES", value_name = "WATCHDOG_HANDOFF_MINUTES", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 60))]
     pub watchdog_handoff_minutes: u64,
+
+    /// Hours within which the agents' queue usually answers: the customer's page says so (issue 38).
+    #[arg(long, global = true, env = "REPLY_TARGET_AGENTS_HOURS", value_name = "REPLY_TARGET_AGENTS_HOURS", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=24 * 14))]
+    pub reply_target_agents_hours: u32,
+    /// Hours within which the supervisors' queue (escalations, larger refunds) usually answers.
+    #[arg(long, global = true, env = "REPLY_TARGET_SUPERVISORS_HOURS", value_name = "REPLY_TARGET_SUPERVISORS_HOURS", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=24 * 14))]
+    pub reply_target_supervisors_hours: u32,
 }
 
 /// `LOG_FORMAT`: the shape of the log lines (`RUST_LOG` still chooses which).
@@ -421,6 +430,26 @@ pub struct Config {
     pub defaulted_secrets: Vec<&'static str>,
     /// `WATCHDOG_STUCK_MINUTES` (default 15) and `WATCHDOG_HANDOFF_MINUTES` (default 30).
     pub watchdog: WatchdogPeriods,
+    /// `REPLY_TARGET_AGENTS_HOURS` (default 4) and `REPLY_TARGET_SUPERVISORS_HOURS` (default 8).
+    pub reply_targets: ReplyTargets,
+}
+
+/// The hours each team queue usually answers within (issue 38): what the customer's
+/// page promises, in "usually" words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTargets {
+    pub agents_hours: u32,
+    pub supervisors_hours: u32,
+}
+
+impl ReplyTargets {
+    /// The target of a team queue.
+    pub fn of(self, queue: crate::cases::TeamQueue) -> u32 {
+        match queue {
+            crate::cases::TeamQueue::Agents => self.agents_hours,
+            crate::cases::TeamQueue::Supervisors => self.supervisors_hours,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -504,6 +533,10 @@ impl Config {
                 settings.watchdog_stuck_minutes,
                 settings.watchdog_handoff_minutes,
             ),
+            reply_targets: ReplyTargets {
+                agents_hours: settings.reply_target_agents_hours,
+                supervisors_hours: settings.reply_target_supervisors_hours,
+            },
             data_dir,
         }
     }

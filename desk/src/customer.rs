@@ -116,9 +116,30 @@ pub struct CustomerCaseView {
     pub refunds: Vec<CustomerRefundLine>,
     /// Whether a withdrawal can still happen (nothing reached the provider).
     pub may_withdraw: bool,
-    /// Whether to offer "talk to a person": the agent answered the customer itself and
-    /// has said the same thing twice (issue 17).
+    /// Whether to offer "talk to a person": the agent answered the customer itself
+    /// (issue 17; since issue 38 it never repeats itself, so there is no repeat to wait for).
     pub may_ask_for_person: bool,
+    /// Whether the case waits for us, and in which team's queue (issue 38: the page says
+    /// when we usually answer). Not sent: which team decides is internal (RP-005).
+    #[serde(skip)]
+    pub waits_in: Option<crate::cases::TeamQueue>,
+    /// "We usually answer within 4 hours", from the target of the queue the case waits
+    /// in (issue 38); `null` when the next word is the customer's or the case is done.
+    /// Filled by [`TicketView::with_reply_time`], where the settings are known.
+    pub reply_time_text: Option<String>,
+}
+
+impl TicketView {
+    /// The view with its expected reply time, from the team queues' targets.
+    pub fn with_reply_time(mut self, targets: crate::config::ReplyTargets) -> TicketView {
+        let lang = self.language;
+        if let Some(case) = self.case.as_mut() {
+            case.reply_time_text = case
+                .waits_in
+                .map(|queue| replies::reply_time_text(lang, targets.of(queue)));
+        }
+        self
+    }
 }
 
 /// A refund on the customer's side, with its status in the ticket's language.
@@ -127,6 +148,8 @@ pub struct CustomerRefundLine {
     #[serde(flatten)]
     pub refund: replies::CustomerRefundView,
     pub status_text: &'static str,
+    /// The amount as the ticket's language writes it (issue 38: ¥19,800, 1.234,56 €).
+    pub amount_text: String,
 }
 
 /// Refuses a customer who is flooding us (429), counting across all their tickets.
@@ -170,6 +193,9 @@ pub enum Origin<'a> {
     Web,
     /// A mail: recorded with the message in its transaction, so it is taken once.
     Email(&'a EmailIn<'a>),
+    /// A file the customer attached on the ticket page (issue 38, `customer_files`): kept
+    /// with the message that names it, in its transaction.
+    Upload(&'a crate::mailbox::attachments::Attachment),
 }
 
 /// What a customer's mail brings besides its new words.
@@ -199,9 +225,19 @@ async fn append_customer_words(
     outcome: &str,
     now: i64,
 ) -> DomainResult<()> {
-    let Origin::Email(mail) = origin else {
-        append_message(tx, ticket_id, "customer", text, now).await?;
-        return Ok(());
+    let mail = match origin {
+        Origin::Web => {
+            append_message(tx, ticket_id, "customer", text, now).await?;
+            return Ok(());
+        }
+        Origin::Upload(file) => {
+            let seq = append_message(tx, ticket_id, "customer", text, now).await?;
+            let (name, kind) = (&file.filename, &file.content_type);
+            crate::mailbox::attachments::store(tx, ticket_id, seq, name, kind, &file.bytes, now)
+                .await?;
+            return Ok(());
+        }
+        Origin::Email(mail) => mail,
     };
     let seq = crate::tickets::append_email_message(tx, ticket_id, text, mail.quoted, now).await?;
     for a in mail.attachments {
@@ -324,6 +360,7 @@ struct CaseGlance {
     id: String,
     status: CaseStatus,
     reason_code: Option<String>,
+    required_role: Option<policy_engine::Role>,
 }
 
 /// The one row a ticket view is read from (issue 19: the view was three reads, and
@@ -337,7 +374,7 @@ macro_rules! ticket_view_sql {
     ($who:literal) => {
         concat!(
             "SELECT t.customer_id, t.order_id, t.language, t.created_at, ",
-            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, ",
+            "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, c.required_role AS case_role, ",
             "(SELECT string_agg(",
             packed_field!("m.seq"),
             " || ",
@@ -428,6 +465,7 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
             id,
             status: CaseStatus::parse(&row.try_get::<String, _>("case_status")?)?,
             reason_code: row.try_get("case_reason")?,
+            required_role: crate::columns::stored_name(row, "case_role")?,
         }),
         None => None,
     };
@@ -474,14 +512,22 @@ fn assemble(
         let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
         CustomerCaseView {
             status_text: replies::status_text(lang, status, &refunds),
-            may_withdraw: c.status.may_be_withdrawn(),
-            may_ask_for_person: c.status.may_go_to_a_person() && agent_repeated(&said),
+            // Issue 38: a declined ticket offers no withdrawal: there is nothing left to
+            // withdraw from the customer's side.
+            may_withdraw: c.status.may_be_withdrawn()
+                && !matches!(c.status, CaseStatus::Denied | CaseStatus::Rejected),
+            waits_in: waits_in(c.status, c.required_role),
+            reply_time_text: None,
+            // Issue 38: the agent never repeats itself (a repeat hands the case over at
+            // once), so a person is offered wherever the agent answered on its own.
+            may_ask_for_person: c.status.may_go_to_a_person(),
             id: c.id,
             status: status.as_str().to_string(),
             refunds: refunds
                 .into_iter()
                 .map(|refund| CustomerRefundLine {
                     status_text: replies::refund_status_text(lang, &refund.status),
+                    amount_text: replies::money_text(lang, &refund.amount, &refund.currency),
                     refund,
                 })
                 .collect(),
@@ -502,16 +548,16 @@ fn assemble(
     }
 }
 
-/// Whether the agent's last reply says what one of its earlier replies said: the
-/// customer is going round in a circle with it.
-fn agent_repeated(said: &[MessageView]) -> bool {
-    let mut agent = said
-        .iter()
-        .filter(|m| m.author == "agent")
-        .map(|m| m.body.trim());
-    match agent.next_back() {
-        Some(last) => agent.any(|earlier| earlier == last),
-        None => false,
+/// The team whose answer a case waits for: its team queue, or the agents' while the
+/// case is new or being investigated (a first answer); `None` when the next word is the
+/// customer's or the case is at its end.
+fn waits_in(
+    status: CaseStatus,
+    required_role: Option<policy_engine::Role>,
+) -> Option<crate::cases::TeamQueue> {
+    match status {
+        CaseStatus::Open | CaseStatus::Investigating => Some(crate::cases::TeamQueue::Agents),
+        _ => crate::cases::team_queue_of(status, required_role),
     }
 }
 
@@ -519,19 +565,11 @@ fn agent_repeated(said: &[MessageView]) -> bool {
 /// the staff queue, escalated, with the whole conversation; the customer is told so.
 /// Refused, changing nothing, where a person is not the next step (`may_go_to_a_person`).
 pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<()> {
-    let said = crate::tickets::messages(db, &ticket.id).await?;
     let now = clock.now_ms();
     let mut tx = db.begin().await?;
     let case = cases::case_for_ticket_tx(&mut tx, &ticket.id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    // The API offers a person on the page's terms (`may_ask_for_person`).
-    if case.status.may_go_to_a_person() && !agent_repeated(&said) {
-        return Err(DomainError::conflict(
-            ErrorCode::NotOffered,
-            "a person is offered once the agent has given the same answer twice; reply to the agent meanwhile",
-        ));
-    }
     if !case.status.may_go_to_a_person() {
         return Err(DomainError::conflict(
             ErrorCode::NotWithTheAgent,

@@ -20,6 +20,7 @@ pub mod conversation;
 pub mod csat;
 pub mod customer;
 pub mod customer_data;
+pub mod customer_files;
 pub mod error;
 pub mod gauges;
 pub mod history_import;
@@ -120,6 +121,7 @@ pub async fn build_state(
             .worker_concurrency
             .unwrap_or(DEFAULT_WORKER_CONCURRENCY),
         watchdog: config.watchdog,
+        reply_targets: config.reply_targets,
         history_dir: config.fixtures_dir.join("history"),
         policy_second_approver: config.policy_second_approver,
         metrics_token: config.metrics_token.clone(),

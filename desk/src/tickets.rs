@@ -169,12 +169,17 @@ async fn insert_message(
 
 /// The customer's messages on a ticket, oldest first, read inside a transaction.
 pub async fn customer_messages_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Vec<String>> {
-    let rows = sqlx::query(
-        "SELECT body FROM messages WHERE ticket_id = $1 AND author = 'customer' ORDER BY seq",
-    )
-    .bind(ticket_id)
-    .fetch_all(&mut **tx)
-    .await?;
+    bodies_by(tx, ticket_id, "customer").await
+}
+
+/// The bodies `author` wrote on a ticket, oldest first, read inside `tx`.
+async fn bodies_by(tx: &mut Tx<'_>, ticket_id: &str, author: &str) -> DomainResult<Vec<String>> {
+    let rows =
+        sqlx::query("SELECT body FROM messages WHERE ticket_id = $1 AND author = $2 ORDER BY seq")
+            .bind(ticket_id)
+            .bind(author)
+            .fetch_all(&mut **tx)
+            .await?;
     rows.iter()
         .map(|r| Ok(r.try_get::<String, _>("body")?))
         .collect()
@@ -197,6 +202,12 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
         })
     })
     .transpose()
+}
+
+/// The agent's replies on a ticket, oldest first, read inside `tx` (issue 38: the
+/// workflow checks its next reply against them in the transaction that would send it).
+pub async fn agent_replies_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Vec<String>> {
+    bodies_by(tx, ticket_id, "agent").await
 }
 
 pub async fn messages(db: &Db, ticket_id: &str) -> DomainResult<Vec<MessageView>> {

@@ -48,6 +48,9 @@ pub struct CaseView {
     pub subject: String,
     /// The email of the staff member the case is assigned to.
     pub assignee: Option<String>,
+    /// The team queue the case waits in (`agents`, `supervisors`), or `null` when no
+    /// team is asked to act (docs/spec/interfaces.md; issue 38).
+    pub queue: Option<String>,
     /// Why a supervisor closed the case, once closed by hand.
     pub close_reason: Option<String>,
     /// The case this one was joined into: its ticket was a second one about the same
@@ -97,6 +100,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         customer_region: header.customer_region,
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
+        queue: cases::team_queue(case).map(|q| q.as_str().to_string()),
         close_reason: case.close_reason.clone(),
         joined_into: case.joined_into.clone(),
         rollout: crate::rollout::modes::case_rollout(db, &case.id).await?,

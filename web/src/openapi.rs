@@ -169,6 +169,8 @@ impl Modify for BearerAuth {
         crate::api::tickets::get_ticket,
         crate::api::tickets::post_message,
         crate::api::tickets::post_withdraw,
+        crate::api::tickets::post_attachment,
+        crate::api::tickets::get_attachment,
         crate::api::tickets::post_person,
         crate::api::csat::post_csat,
         crate::api::csat::get_csat_report,

@@ -186,6 +186,17 @@ fn api_routes(state: &AppState) -> Routes {
         .get("/reports/csat", read, crate::api::csat::get_csat_report)
         .get("/tickets/{id}", customer, tickets::get_ticket)
         .post("/tickets/{id}/messages", customer, tickets::post_message)
+        // Issue 38: a customer's images and PDFs on their ticket, served back as downloads.
+        .method_router(
+            "/tickets/{id}/attachments",
+            &[(Method::POST, customer)],
+            tickets::attachment_upload_route(),
+        )
+        .get(
+            "/tickets/{id}/attachments/{file}",
+            customer,
+            tickets::get_attachment,
+        )
         .get("/cases", read, cases::get_cases)
         .get("/cases/{id}", read, cases::get_case)
         .post("/cases/{id}/approve", decide, cases::post_approve)

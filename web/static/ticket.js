@@ -28,11 +28,20 @@
       const t = await resp.json();
       if (t.case && statusEl) { statusEl.textContent = t.case.status_text; statusEl.dataset.status = t.case.status; }
       if (t.case) every = AT_REST.includes(t.case.status) ? 30000 : 2000;
+      // Issue 38: the offers and the "a person has it" note follow the case live.
+      const show = (id, on) => { const el = document.getElementById(id); if (el) el.hidden = !on; };
+      if (t.case) {
+        show("person-form", t.case.may_ask_for_person);
+        show("withdraw-box", t.case.may_withdraw);
+        show("with-a-person", t.case.status === "escalated");
+        const wait = document.getElementById("reply-time");
+        if (wait) { wait.textContent = t.case.reply_time_text || ""; wait.hidden = !t.case.reply_time_text; }
+      }
       const refunds = document.getElementById("refunds");
       if (t.case && refunds) {
         refunds.replaceChildren(...t.case.refunds.map(r => {
           const tr = document.createElement("tr");
-          const a = document.createElement("td"); a.textContent = r.amount + " " + r.currency;
+          const a = document.createElement("td"); a.textContent = r.amount_text; a.dataset.amount = r.amount + " " + r.currency;
           const b = document.createElement("td"); b.textContent = r.status_text; b.dataset.refundStatus = r.status;
           tr.append(a, b); return tr;
         }));
@@ -61,4 +70,24 @@
     } catch (e) { /* offline: try again at the next tick */ }
   }
   setInterval(poll, 2000);
+  // Issue 38: a file goes up as its bytes to the ticket's API (the session's CSRF token
+  // in X-CSRF-Token); the page then shows it in the list. The server reads the type from
+  // the bytes and refuses what is not an image or a PDF.
+  const upload = document.getElementById("upload-form");
+  if (upload) upload.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const input = document.getElementById("file");
+    const error = document.getElementById("upload-error");
+    const csrf = document.querySelector("#chat input[name=csrf]");
+    if (!input.files.length) return;
+    const file = input.files[0];
+    const resp = await fetch(upload.dataset.uploadUrl + "?name=" + encodeURIComponent(file.name), {
+      method: "POST", credentials: "same-origin", body: file,
+      headers: { "content-type": "application/octet-stream", "x-csrf-token": csrf ? csrf.value : "" },
+    });
+    if (resp.ok) { location.reload(); return; }
+    let message = resp.status + "";
+    try { message = (await resp.json()).error.message; } catch (e) { /* not JSON */ }
+    error.textContent = message; error.hidden = false;
+  });
 })();

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use desk::auth::StaffRole;
 
@@ -22,18 +22,34 @@ pub(super) struct Cli {
     pub(super) command: Command,
 }
 
+/// Where `serve` and `demo` listen.
+#[derive(Args)]
+pub(super) struct Listen {
+    /// The address to listen on.
+    #[arg(
+        long,
+        env = "BIND_ADDR",
+        value_name = "BIND_ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub(super) addr: SocketAddr,
+}
+
 #[derive(Subcommand)]
 pub(super) enum Command {
     /// Run the web app (and the embedded payments mock unless PAYMENTS_URL is set).
     Serve {
-        /// The address to listen on.
-        #[arg(
-            long,
-            env = "BIND_ADDR",
-            value_name = "BIND_ADDR",
-            default_value = "127.0.0.1:8080"
-        )]
-        addr: SocketAddr,
+        #[command(flatten)]
+        listen: Listen,
+    },
+    /// `serve` with the demo world and staff (seeded on first run) and made-up customers
+    /// writing, answering, withdrawing and asking for a person, so the desk is never empty.
+    Demo {
+        #[command(flatten)]
+        listen: Listen,
+        /// Customer actions a minute (0.1 to 600).
+        #[arg(long, default_value_t = 4.0, value_parser = demo_rate)]
+        rate: f64,
     },
     /// Load a billing world into the app and the payment provider, and create demo staff.
     Seed {
@@ -442,5 +458,15 @@ impl From<RoleArg> for StaffRole {
             RoleArg::Admin => StaffRole::Admin,
             RoleArg::PolicyAuthor => StaffRole::PolicyAuthor,
         }
+    }
+}
+
+/// `--rate`: customer actions a minute, 0.1 to 600.
+fn demo_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if (0.1..=600.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "'{text}' is not a rate from 0.1 to 600 actions a minute"
+        )),
     }
 }

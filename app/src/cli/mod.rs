@@ -5,6 +5,7 @@
 mod accounts;
 mod args;
 mod authoring;
+mod demo;
 mod evals;
 mod history;
 mod import;
@@ -21,6 +22,7 @@ use clap::Parser;
 
 pub use accounts::sign_in_url;
 use args::{Cli, Command};
+pub use demo::{DemoTraffic, TrafficStep};
 use desk::config::Config;
 
 pub fn main() -> ExitCode {
@@ -63,7 +65,17 @@ fn init_logging(format: desk::config::LogFormat) {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_settings(&cli.settings);
     match cli.command {
-        Command::Serve { addr } => serve::serve(&config, addr).await,
+        Command::Serve { listen } => serve::serve(&config, listen.addr).await,
+        Command::Demo { listen, rate } => {
+            let addr = listen.addr;
+            // The printed sign-in link points where this demo listens (issue 38).
+            let mut seeding = config.clone();
+            seeding
+                .public_url
+                .get_or_insert_with(|| format!("http://{addr}"));
+            seed::seed_once(&seeding).await?;
+            serve::serve_with(&config, addr, Some(rate)).await
+        }
         Command::Seed {
             world,
             reset_passwords,

@@ -77,6 +77,22 @@ pub(super) async fn seed(
     Ok(())
 }
 
+/// `demo`'s first run seeds the demo world and staff as `seed` does; a later run on the
+/// same data directory keeps them (and their passwords) as they are.
+pub(super) async fn seed_once(config: &Config) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let db = store::Db::connect(&config.database_url).await?;
+    let seeded = auth::staff_by_email(&db, DEMO_STAFF[0].0).await?.is_some();
+    db.close().await;
+    match seeded {
+        true => {
+            eprintln!("demo staff exist already: their passwords are unchanged (`seed --reset-passwords` prints new ones)");
+            Ok(())
+        }
+        false => seed(config, None, false, false).await,
+    }
+}
+
 /// New demo staff passwords and tokens, and a customer sign-in link, on stdout (one
 /// line each, for scripts).
 async fn print_demo_credentials(

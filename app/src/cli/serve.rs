@@ -16,6 +16,16 @@ use desk::state::AppState;
 const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
 pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<()> {
+    serve_with(config, addr, None).await
+}
+
+/// `serve`, and with `demo_rate` the demo's made-up customers at that many actions a
+/// minute (issue 38, `demo`), stopped with the rest.
+pub(super) async fn serve_with(
+    config: &Config,
+    addr: SocketAddr,
+    demo_rate: Option<f64>,
+) -> anyhow::Result<()> {
     config.check_secrets()?;
     let (url, mock) = provider(config).await?;
     if mock.is_some() && !config.defaulted_secrets.is_empty() {
@@ -42,6 +52,10 @@ pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<(
     let stop = desk::worker::StopSignal::default();
     let worker = tokio::spawn(desk::worker::run_until_stopped(state.clone(), stop.clone()));
     let purge = tokio::spawn(purge_forever(state.clone()));
+    let traffic = demo_rate.map(|rate| {
+        let (state, url, stop) = (state.clone(), url.clone(), stop.clone());
+        tokio::spawn(super::demo::keep_coming(state, url, rate, stop))
+    });
     // The peer address reaches handlers as `ConnectInfo`: logins are throttled per client.
     let app = web::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let server_stop = stop.clone();
@@ -64,6 +78,9 @@ pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<(
     }
     stop.request();
     purge.abort();
+    if let Some(traffic) = traffic {
+        traffic.abort();
+    }
     drain(server, worker).await;
     // Closing the pools waits for their connections to finish and says goodbye to the
     // database, instead of leaving it to notice dropped sockets.

@@ -590,16 +590,6 @@ async fn a_request_for_a_person_survives_the_customers_next_message() {
     assert_eq!(first["status"], "awaiting_customer", "{first:#}");
     let token = app.customer_token("C-500").await;
     let path = format!("/api/v1/tickets/{ticket}");
-    // Not offered yet: the API answers on the page's terms.
-    let (status, early) = app
-        .request("POST", &format!("{path}/person"), Some(&token), None)
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{early}");
-    assert_eq!(early["error"]["code"], "not_offered");
-    let said = json!({ "text": "I told you, refund me" });
-    let (status, _) = post_json(&app, &token, &format!("{path}/messages"), said).await;
-    assert_eq!(status, StatusCode::OK);
-    app.drain().await;
     let (status, asked) = app
         .request("POST", &format!("{path}/person"), Some(&token), None)
         .await;

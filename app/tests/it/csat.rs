@@ -136,3 +136,65 @@ async fn the_console_shows_satisfaction_per_person_and_reason_and_an_erasure_rem
         Some(desk::customer_data::classify::ERASED)
     );
 }
+
+#[tokio::test]
+async fn the_ticket_page_asks_once_after_resolution_and_thanks_in_the_customers_words() {
+    use axum::body::Body;
+    use axum::http::Request;
+    let app = spawn_app().await;
+    let (ticket, _) = app.refunded_ticket("C-100").await;
+    let (cookie, csrf) = app.customer_cookie("C-100").await;
+    let page = |cookie: String| {
+        let request = Request::get(format!("/tickets/{ticket}"))
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap();
+        app.raw(request)
+    };
+    let post = |cookie: String, body: String| {
+        let request = Request::post(format!("/tickets/{ticket}/csat"))
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(body))
+            .unwrap();
+        app.raw(request)
+    };
+    let (status, html) = page(cookie.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("id=\"csat-form\"") && !html.contains("id=\"csat-thanks\""),
+        "{html}"
+    );
+
+    // A forged form (another site's, without the session's token) records nothing.
+    let (status, _) = post(cookie.clone(), "csrf=forged&rating=1".into()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        desk::csat::answer_of(&app.state.db, &ticket).await.unwrap(),
+        None
+    );
+    // Out of range: refused on the page, nothing recorded.
+    let (status, _) = post(cookie.clone(), format!("csrf={csrf}&rating=9")).await;
+    assert!(status.is_client_error(), "{status}");
+    assert_eq!(
+        desk::csat::answer_of(&app.state.db, &ticket).await.unwrap(),
+        None
+    );
+
+    let (status, _) = post(
+        cookie.clone(),
+        format!("csrf={csrf}&rating=5&comment=great"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        desk::csat::answer_of(&app.state.db, &ticket).await.unwrap(),
+        Some(5)
+    );
+    let (_, html) = page(cookie).await;
+    assert!(
+        !html.contains("id=\"csat-form\"") && html.contains("id=\"csat-thanks\""),
+        "{html}"
+    );
+}

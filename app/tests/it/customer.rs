@@ -914,16 +914,17 @@ async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happe
     let (_, html) = app.raw(customer_page(&cookie, &path, None)).await;
     assert!(html.contains("data-status=\"refund_succeeded\""), "{html}");
     assert!(
-        !html.contains("withdraw-box"),
+        html.contains("id=\"withdraw-box\" hidden"),
         "not once the refund was sent"
     );
 }
 
-/// Issue 17: when the agent says the same thing twice, the customer is offered a
-/// person; asking sends the case to the staff queue with the conversation. Where a
-/// person already decides, asking is a typed conflict that changes nothing.
+/// Issue 17, as issue 38 left it: wherever the agent answered on its own, the customer
+/// is offered a person (the agent never repeats itself, so there is no repeat to wait
+/// for); asking sends the case to the staff queue with the conversation. Where a person
+/// already decides, asking is a typed conflict that changes nothing.
 #[tokio::test]
-async fn a_customer_the_agent_repeats_itself_to_can_ask_for_a_person() {
+async fn a_customer_the_agent_answered_can_ask_for_a_person_and_asking_twice_is_a_conflict() {
     let app = spawn_app().await;
     let (ticket, first) = app.open_ticket("C-500", "Please refund me").await;
     assert_eq!(first["status"], "awaiting_customer", "{first:#}");
@@ -931,24 +932,6 @@ async fn a_customer_the_agent_repeats_itself_to_can_ask_for_a_person() {
     let path = format!("/api/v1/tickets/{ticket}");
     let (status, view) = app.request("GET", &path, Some(&token), None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        view["case"]["may_ask_for_person"], false,
-        "not after one reply"
-    );
-
-    let said = json!({ "text": "I told you, refund me" });
-    let (status, _) = app
-        .request(
-            "POST",
-            &format!("{path}/messages"),
-            Some(&token),
-            Some(said),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    app.drain().await;
-    let (_, view) = app.request("GET", &path, Some(&token), None).await;
-    assert_eq!(view["case"]["status"], "awaiting_customer", "{view:#}");
     assert_eq!(view["case"]["may_ask_for_person"], true, "{view:#}");
     let (cookie, csrf) = app.customer_cookie("C-500").await;
     let page = format!("/tickets/{ticket}");

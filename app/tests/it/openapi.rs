@@ -118,8 +118,10 @@ async fn every_operation_documents_its_success_and_error_bodies() {
                 .iter()
                 .find(|(code, _)| code.starts_with('2'))
                 .unwrap_or_else(|| panic!("{method} {path} documents no success"));
-            if path == "/api/v1/attachments/{id}" {
-                // Issue 37: a customer's file, served only as a download, never as JSON.
+            if path == "/api/v1/attachments/{id}"
+                || path == "/api/v1/tickets/{id}/attachments/{file}"
+            {
+                // Issues 37, 38: a customer's file, served only as a download, never as JSON.
                 assert!(
                     success.1["content"]["application/octet-stream"]["schema"].is_object(),
                     "{method} {path}: a download"
@@ -149,6 +151,12 @@ async fn every_operation_documents_its_success_and_error_bodies() {
                 assert!(
                     op["requestBody"]["content"]["message/rfc822"]["schema"].is_object(),
                     "{method} {path}: a raw message"
+                );
+            } else if path == "/api/v1/tickets/{id}/attachments" {
+                // Issue 38: one file's bytes, its type read from them.
+                assert!(
+                    op["requestBody"]["content"]["application/octet-stream"]["schema"].is_object(),
+                    "{method} {path}: a file's bytes"
                 );
             } else if method == "post"
                 && !path.ends_with("withdraw")

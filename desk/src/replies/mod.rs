@@ -14,8 +14,10 @@ mod language;
 mod mail;
 mod pages;
 mod refunds;
+mod repeats;
 mod reviews;
 mod status;
+mod waiting;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
@@ -24,15 +26,30 @@ pub use language::{detect_language, Language, UnknownLanguage};
 pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
+pub use repeats::repeats_an_earlier_answer;
 pub use reviews::{
     hand_decision_reply, person_reply, rejection_reply, shadow_review_reply, HandDecision,
 };
 pub use status::status_text;
+pub use waiting::reply_time_text;
 pub use withdrawal::{withdrawal_reply, WithdrawalReply};
 
 /// Longest message a customer may send, in characters: the limit `tickets` enforces and
 /// the pages state.
 pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+/// An amount as the customer's language writes it (`domain::money_text`: ¥19,800,
+/// 1.234,56 €); as stored when it is not a known currency's amount.
+pub fn money_text(lang: Language, amount: &str, currency: &str) -> String {
+    currency
+        .parse::<policy_engine::Currency>()
+        .ok()
+        .and_then(|c| policy_engine::Money::parse(amount, c).ok())
+        .map_or_else(
+            || format!("{amount} {currency}"),
+            |m| domain::money_text::localized(&m, lang.as_str()),
+        )
+}
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,11 @@ pub struct PageText {
     pub talk_to_person: &'static str,
     pub withdraw_confirm: &'static str,
     pub withdraw_yes: &'static str,
+    /// The one question after resolution (CSAT), and the word after it is answered.
+    pub csat_question: &'static str,
+    pub csat_thanks: &'static str,
+    /// The ticket page's file upload (issue 38): its button.
+    pub attach: &'static str,
     /// The fold of a message's quoted thread, forwarded mail and signature (issue 34).
     pub earlier_text: &'static str,
 }
@@ -63,6 +68,9 @@ const EN_PAGE: PageText = PageText {
     talk_to_person: "Talk to a person",
     withdraw_confirm: "Withdraw this request? Work on it stops; nothing already sent to your bank can be taken back.",
     withdraw_yes: "Yes, withdraw it",
+    csat_question: "How did we do? 1 is very unhappy, 5 very happy.",
+    csat_thanks: "Thank you for rating us.",
+    attach: "Attach an image or PDF",
     earlier_text: "Quoted and forwarded text",
 };
 
@@ -92,6 +100,9 @@ const ZH_PAGE: PageText = PageText {
     talk_to_person: "联系人工客服",
     withdraw_confirm: "确定撤回此请求吗？处理将停止；已提交给银行的款项无法撤回。",
     withdraw_yes: "是的，撤回",
+    csat_question: "我们做得怎么样？1 表示非常不满意，5 表示非常满意。",
+    csat_thanks: "感谢您的评价。",
+    attach: "添加图片或 PDF",
     earlier_text: "引用和转发的内容",
 };
 
@@ -121,6 +132,9 @@ const JA_PAGE: PageText = PageText {
     talk_to_person: "担当者と話す",
     withdraw_confirm: "このお問い合わせを取り下げますか？対応は停止します。すでに銀行へ送られた処理は取り消せません。",
     withdraw_yes: "はい、取り下げます",
+    csat_question: "今回の対応はいかがでしたか？1 はとても不満、5 はとても満足です。",
+    csat_thanks: "ご評価ありがとうございました。",
+    attach: "画像または PDF を添付",
     earlier_text: "引用・転送された内容",
 };
 
@@ -150,6 +164,9 @@ const DE_PAGE: PageText = PageText {
     talk_to_person: "Mit einer Person sprechen",
     withdraw_confirm: "Diese Anfrage zurückziehen? Die Bearbeitung endet; was bereits an Ihre Bank gegangen ist, kann nicht zurückgenommen werden.",
     withdraw_yes: "Ja, zurückziehen",
+    csat_question: "Wie zufrieden sind Sie mit uns? 1 ist sehr unzufrieden, 5 sehr zufrieden.",
+    csat_thanks: "Danke für Ihre Bewertung.",
+    attach: "Bild oder PDF anhängen",
     earlier_text: "Zitierter und weitergeleiteter Text",
 };
 
@@ -179,6 +196,9 @@ const FR_PAGE: PageText = PageText {
     talk_to_person: "Parler à une personne",
     withdraw_confirm: "Retirer cette demande ? Son traitement s'arrête ; ce qui a déjà été envoyé à votre banque ne peut pas être annulé.",
     withdraw_yes: "Oui, la retirer",
+    csat_question: "Êtes-vous satisfait de notre aide ? 1 : très insatisfait, 5 : très satisfait.",
+    csat_thanks: "Merci pour votre évaluation.",
+    attach: "Joindre une image ou un PDF",
     earlier_text: "Texte cité et transféré",
 };
 
@@ -208,6 +228,9 @@ const ES_PAGE: PageText = PageText {
     talk_to_person: "Hablar con una persona",
     withdraw_confirm: "¿Retirar esta solicitud? Su tramitación se detiene; lo que ya se haya enviado a su banco no se puede deshacer.",
     withdraw_yes: "Sí, retirarla",
+    csat_question: "¿Qué tal lo hicimos? 1 es muy insatisfecho, 5 muy satisfecho.",
+    csat_thanks: "Gracias por su valoración.",
+    attach: "Adjuntar una imagen o un PDF",
     earlier_text: "Texto citado y reenviado",
 };
 
@@ -237,6 +260,9 @@ const IT_PAGE: PageText = PageText {
     talk_to_person: "Parla con una persona",
     withdraw_confirm: "Ritirare questa richiesta? La lavorazione si interrompe; ciò che è già stato inviato alla sua banca non può essere annullato.",
     withdraw_yes: "Sì, ritirala",
+    csat_question: "Com'è andata? 1 è molto insoddisfatto, 5 molto soddisfatto.",
+    csat_thanks: "Grazie per la sua valutazione.",
+    attach: "Allega un'immagine o un PDF",
     earlier_text: "Testo citato e inoltrato",
 };
 
@@ -266,6 +292,9 @@ const NL_PAGE: PageText = PageText {
     talk_to_person: "Met een medewerker praten",
     withdraw_confirm: "Dit verzoek intrekken? De behandeling stopt; wat al naar uw bank is gestuurd, kan niet worden teruggedraaid.",
     withdraw_yes: "Ja, intrekken",
+    csat_question: "Hoe hebben we het gedaan? 1 is zeer ontevreden, 5 zeer tevreden.",
+    csat_thanks: "Bedankt voor uw beoordeling.",
+    attach: "Afbeelding of pdf bijvoegen",
     earlier_text: "Geciteerde en doorgestuurde tekst",
 };
 
@@ -295,6 +324,9 @@ const PT_PAGE: PageText = PageText {
     talk_to_person: "Falar com uma pessoa",
     withdraw_confirm: "Retirar este pedido? O tratamento para; o que já foi enviado ao seu banco não pode ser anulado.",
     withdraw_yes: "Sim, retirar",
+    csat_question: "Como correu? 1 é muito insatisfeito, 5 muito satisfeito.",
+    csat_thanks: "Obrigado pela sua avaliação.",
+    attach: "Anexar uma imagem ou um PDF",
     earlier_text: "Texto citado e encaminhado",
 };
 
@@ -324,6 +356,9 @@ const KO_PAGE: PageText = PageText {
     talk_to_person: "상담원과 이야기하기",
     withdraw_confirm: "이 요청을 철회하시겠습니까? 처리가 중단되며, 이미 은행으로 전송된 처리는 되돌릴 수 없습니다.",
     withdraw_yes: "예, 철회합니다",
+    csat_question: "저희 응대는 어떠셨나요? 1은 매우 불만족, 5는 매우 만족입니다.",
+    csat_thanks: "평가해 주셔서 감사합니다.",
+    attach: "이미지 또는 PDF 첨부",
     earlier_text: "인용 및 전달된 내용",
 };
 

@@ -27,7 +27,7 @@ use crate::error::{DomainError, DomainResult};
 use crate::runs::{self, EventKind, Run};
 use crate::tickets::{self, Ticket};
 use crate::world::serde_plain;
-use store::Db;
+use store::{Db, Tx};
 
 /// What the policy engine decides with: the policies in force, and where the billing
 /// records behind the facts are read (live: store + provider; replay: a world snapshot).
@@ -143,6 +143,11 @@ pub async fn decide_case(
     }
     let instructed = instructed(&d.customer_messages);
     let (status, note) = case_status_for(decision, invalid, instructed);
+    let answer = next_answer(&mut tx, ticket, status, decision).await?;
+    let (status, note) = match answer {
+        Answer::HandOver(_) => (CaseStatus::Escalated, Some(REPEAT_NOTE.to_string())),
+        _ => (status, note),
+    };
     cases::record_decision(
         &mut tx,
         &case,
@@ -171,12 +176,20 @@ pub async fn decide_case(
         runs::RunStatus::Completed
     };
     runs::set_status(&mut tx, run, run_status, now).await?;
-    let reply = crate::replies::decision_reply(ticket.language, status, decision);
-    tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-    // Issue 37: the decision's reply goes out by mail with it; an escalation waits for
-    // a supervisor, who hears of it.
-    let kind = crate::mailbox::MailKind::of_decided(status);
-    crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+    if matches!(answer, Answer::HandOver(_)) {
+        // Issue 38: from now on the case stays with people, whatever the customer says.
+        let decided = cases::load_case_tx(&mut tx, &case.id)
+            .await?
+            .ok_or(DomainError::NotFound("case"))?;
+        cases::escalate_to_person(&mut tx, &decided, REPEAT_NOTE, now).await?;
+    }
+    if let Some(reply) = answer.words() {
+        tickets::append_message(&mut tx, &ticket.id, "agent", reply, now).await?;
+        // Issue 37: the decision's reply goes out by mail with it; an escalation waits
+        // for a supervisor, who hears of it.
+        let kind = crate::mailbox::MailKind::of_decided(status);
+        crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, reply, now).await?;
+    }
     if status == CaseStatus::Escalated {
         let why = note.as_deref().unwrap_or("escalated by policy");
         crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
@@ -293,6 +306,54 @@ pub fn instructed(customer_messages: &[String]) -> bool {
 /// The case status a decision puts the case in, and the note it keeps: a proposal citing
 /// evidence no tool returned goes to a human whatever the engine said, and so does a
 /// question to a customer whose messages try to instruct the agent.
+/// Why a case went to a person when the agent's answer would have repeated itself.
+pub const REPEAT_NOTE: &str =
+    "the agent's answer would have repeated one it already sent: a person answers now";
+
+/// What the agent says after a decision (issue 38: it never sends the same answer twice).
+enum Answer {
+    /// The decision's reply, new on this ticket.
+    Reply(String),
+    /// The reply would repeat an earlier one and the agent was answering on its own: the
+    /// case goes to a person, and the customer is told so in these words.
+    HandOver(String),
+    /// The reply would repeat an earlier one and a person already has the case (an
+    /// approval, an escalation): the customer is told a person has it, once; `None` when
+    /// they were told already.
+    PersonHasIt(Option<String>),
+}
+
+impl Answer {
+    fn words(&self) -> Option<&str> {
+        match self {
+            Answer::Reply(text) | Answer::HandOver(text) => Some(text),
+            Answer::PersonHasIt(text) => text.as_deref(),
+        }
+    }
+}
+
+/// The decision's reply, unless it repeats what the agent already said on the ticket
+/// (the same text or the same policy paragraph): then a short honest line in the
+/// customer's language that a person takes over. Reads inside `tx`, writes nothing.
+async fn next_answer(
+    tx: &mut Tx<'_>,
+    ticket: &Ticket,
+    status: CaseStatus,
+    decision: &Decision,
+) -> DomainResult<Answer> {
+    let reply = crate::replies::decision_reply(ticket.language, status, decision);
+    let earlier = tickets::agent_replies_tx(tx, &ticket.id).await?;
+    if !crate::replies::repeats_an_earlier_answer(&earlier, &reply) {
+        return Ok(Answer::Reply(reply));
+    }
+    let person = crate::replies::person_reply(ticket.language);
+    if status.may_go_to_a_person() {
+        return Ok(Answer::HandOver(person));
+    }
+    let told = crate::replies::repeats_an_earlier_answer(&earlier, &person);
+    Ok(Answer::PersonHasIt((!told).then_some(person)))
+}
+
 fn case_status_for(
     decision: &Decision,
     invalid: &[String],

@@ -60,6 +60,16 @@ pub async fn get_attachment(
     let (line, bytes) = desk::mailbox::attachments::load(&state.db, &id)
         .await?
         .ok_or(DomainError::NotFound("attachment"))?;
+    download(&line, bytes)
+}
+
+/// A stored file as a download: opaque bytes, `Content-Disposition: attachment`,
+/// `nosniff` and a sandboxing CSP, whatever it claims to be (issue 37; issue 38's
+/// customer files are served the same way).
+pub fn download(
+    line: &desk::mailbox::attachments::AttachmentLine,
+    bytes: Vec<u8>,
+) -> AppResult<Response> {
     let filename = desk::mail::parse::safe_filename(&line.filename);
     let ascii: String = filename
         .chars()

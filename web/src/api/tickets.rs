@@ -2,8 +2,13 @@
 //! status code; what they do is `customer`.
 
 use crate::extract::Authed;
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::response::Response;
+use axum::routing::{post, MethodRouter};
 use axum::Json;
+use desk::customer_files::MAX_FILE_BYTES;
+use desk::mailbox::attachments::AttachmentLine;
 
 use crate::error::AppResult;
 use crate::extract::ApiJson;
@@ -40,9 +45,8 @@ pub async fn get_ticket(
     Authed(principal): Authed<Principal>,
     Path(id): Path<String>,
 ) -> AppResult<Json<TicketView>> {
-    Ok(Json(
-        customer::visible_ticket_view(&state.db, &principal, &id).await?,
-    ))
+    let view = customer::visible_ticket_view(&state.db, &principal, &id).await?;
+    Ok(Json(view.with_reply_time(state.reply_targets)))
 }
 
 /// `POST /api/v1/tickets/{id}/messages` (the ticket's customer).
@@ -111,4 +115,54 @@ pub async fn list_tickets(
     Ok(Json(
         customer::customer_tickets(&state.db, &customer_id).await?,
     ))
+}
+
+/// The upload route, with a body limit of one file (the app's default is 64 KiB): one
+/// byte over the limit still arrives, so a file too large gets our typed error.
+pub fn attachment_upload_route() -> MethodRouter<AppState> {
+    post(post_attachment).layer(DefaultBodyLimit::max(MAX_FILE_BYTES + 1))
+}
+
+/// The file's name, as the customer's device calls it.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+pub struct FileName {
+    /// Shown to staff and offered as the download's name (made safe first).
+    name: String,
+}
+
+/// `POST /api/v1/tickets/{id}/attachments?name=FILE` (the ticket's customer; issue 38):
+/// the file's bytes as the body. Images (PNG, JPEG, GIF, WebP) and PDF, at most 5 MiB,
+/// the type read from the bytes; anything else is refused and nothing is written.
+#[utoipa::path(post, path = "/api/v1/tickets/{id}/attachments", tag = "customer", security(("bearer" = [])),
+    params(("id" = String, Path, description = "ticket id"), FileName),
+    request_body(content = Vec<u8>, description = "the file's bytes", content_type = "application/octet-stream"),
+    responses((status = 201, description = "attached, with a message naming it", body = AttachmentLine), crate::error::ApiErrors))]
+pub async fn post_attachment(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path(id): Path<String>,
+    Query(file): Query<FileName>,
+    body: Bytes,
+) -> AppResult<(axum::http::StatusCode, Json<AttachmentLine>)> {
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    let clock = state.clock.as_ref();
+    let line =
+        desk::customer_files::attach(&state.db, clock, state.queue(), &ticket, &file.name, &body)
+            .await?;
+    Ok((axum::http::StatusCode::CREATED, Json(line)))
+}
+
+/// `GET /api/v1/tickets/{id}/attachments/{file}` (the ticket's customer): one of the
+/// ticket's files, as a download (`nosniff`, `Content-Disposition: attachment`).
+#[utoipa::path(get, path = "/api/v1/tickets/{id}/attachments/{file}", tag = "customer", security(("bearer" = [])),
+    params(("id" = String, Path, description = "ticket id"), ("file" = String, Path, description = "attachment id")),
+    responses((status = 200, description = "the file, as a download", content_type = "application/octet-stream", body = Vec<u8>), crate::error::ApiErrors))]
+pub async fn get_attachment(
+    State(state): State<AppState>,
+    Authed(principal): Authed<Principal>,
+    Path((id, file)): Path<(String, String)>,
+) -> AppResult<Response> {
+    let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
+    let (line, bytes) = desk::customer_files::file_of_ticket(&state.db, &ticket, &file).await?;
+    crate::api::mail::download(&line, bytes)
 }

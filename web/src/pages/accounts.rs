@@ -247,6 +247,8 @@ async fn done(
     }
 }
 
+// Declared field by field like `InviteForm` (a pair the `duplicates` count shows): each
+// console form is the list of what its page posts, read by serde where it is used.
 #[derive(Deserialize)]
 pub(super) struct ServiceTokenForm {
     csrf: String,

@@ -18,8 +18,8 @@ use desk::state::AppState;
 use desk::tickets::{self};
 
 use super::common::{
-    browser_language, cross_site_refused, customer_error_page, or_page, redirect_with_cookie,
-    render, verified, with_status, CsrfForm, FormSession, SameOrigin,
+    browser_language, cross_site_refused, customer_error_page, has_csrf, or_page,
+    redirect_with_cookie, render, with_status, CsrfForm, FormSession, SameOrigin, Verified,
 };
 
 impl FormSession for CustomerSession {
@@ -45,6 +45,14 @@ pub(super) struct TicketPage {
     t: &'static PageText,
     csrf: String,
     error: Option<String>,
+    /// What the page says once a person has the case (issue 38: shown live by
+    /// `ticket.js` when the case goes to a person while the page is open).
+    with_a_person: String,
+    /// The files the customer attached (issue 38), each a download.
+    files: Vec<desk::mailbox::attachments::AttachmentLine>,
+    /// CSAT: asked once the case is resolved (`csat_asked`), thanked once answered.
+    csat_asked: bool,
+    csat_answered: bool,
 }
 
 #[derive(Template)]
@@ -86,6 +94,22 @@ impl axum::extract::FromRequestParts<AppState> for CustomerSession {
             }),
             _ => Err(AppError::unauthorized()),
         }
+    }
+}
+
+/// The same session for `Verified` and `SignedIn`, which read a visitor through `Authed`.
+impl axum::extract::FromRequestParts<AppState>
+    for crate::extract::Authed<Result<CustomerSession, AppError>>
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(crate::extract::Authed(
+            CustomerSession::from_request_parts(parts, state).await,
+        ))
     }
 }
 
@@ -167,10 +191,8 @@ pub(super) struct NewTicketForm {
 
 pub(super) async fn new_ticket_submit(
     State(state): State<AppState>,
-    session: Result<CustomerSession, AppError>,
-    Form(form): Form<NewTicketForm>,
+    Verified(session, form): Verified<NewTicketForm, CustomerSession>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let input = customer::NewTicket {
         message: form.message.clone(),
         order_id: form.order_id.clone(),
@@ -215,15 +237,35 @@ pub(super) async fn ticket_page_response(
     id: &str,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    match customer::visible_ticket_view(&state.db, &session.principal(), id).await {
+    let view = customer::visible_ticket_view(&state.db, &session.principal(), id).await;
+    let files = match &view {
+        Ok(_) => desk::mailbox::attachments::of_ticket(&state.db, id).await,
+        Err(_) => Ok(Vec::new()),
+    };
+    let files = match files {
+        Ok(files) => files,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    let (csat_asked, csat_answered) = match &view {
+        Ok(_) => match csat_state(state, id).await {
+            Ok(asked) => asked,
+            Err(e) => return AppError::from(e).into_response(),
+        },
+        Err(_) => (false, false),
+    };
+    match view {
         Err(DomainError::NotFound(_)) => ticket_not_found_page(state, session).await,
         Ok(view) => render(&TicketPage {
+            files,
             lang: view.language,
             t: replies::page_text(view.language),
             draft: refused.as_ref().map_or("", |r| r.text).to_string(),
             error: refused.map(|r| replies::page_error(view.language, r.error)),
-            ticket: view,
+            with_a_person: replies::person_reply(view.language),
+            ticket: view.with_reply_time(state.reply_targets),
             csrf: session.csrf_token.clone(),
+            csat_asked,
+            csat_answered,
         }),
         Err(e) => AppError::from(e).into_response(),
     }
@@ -238,10 +280,8 @@ pub(super) struct MessageForm {
 pub(super) async fn message_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    session: Result<CustomerSession, AppError>,
-    Form(form): Form<MessageForm>,
+    Verified(session, form): Verified<MessageForm, CustomerSession>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     let result = match customer::visible_ticket(&state.db, &session.principal(), &id).await {
         Ok(ticket) => {
             customer::add_customer_message(
@@ -270,18 +310,15 @@ pub(super) async fn message_submit(
     }
 }
 
-/// A ticket form's session (CSRF checked) and the ticket it acts on, if the customer
-/// may see it; else the page to answer with.
-async fn ticket_form(
+/// The ticket a form acts on, if the customer may see it; else the page to answer with.
+async fn visible(
     state: &AppState,
-    session: Result<CustomerSession, AppError>,
-    csrf: &str,
+    session: &CustomerSession,
     id: &str,
-) -> Result<(CustomerSession, desk::tickets::Ticket), Response> {
-    let session = verified(session, csrf)?;
+) -> Result<desk::tickets::Ticket, Response> {
     match customer::visible_ticket(&state.db, &session.principal(), id).await {
-        Ok(ticket) => Ok((session, ticket)),
-        Err(_) => Err(ticket_not_found_page(state, &session).await),
+        Ok(ticket) => Ok(ticket),
+        Err(_) => Err(ticket_not_found_page(state, session).await),
     }
 }
 
@@ -289,10 +326,9 @@ async fn ticket_form(
 pub(super) async fn person_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    session: Result<CustomerSession, AppError>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm, CustomerSession>,
 ) -> Response {
-    let (session, ticket) = or_page!(ticket_form(&state, session, &form.csrf, &id).await);
+    let ticket = or_page!(visible(&state, &session, &id).await);
     match customer::ask_for_person(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => with_status(
@@ -305,10 +341,9 @@ pub(super) async fn person_submit(
 pub(super) async fn withdraw_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    session: Result<CustomerSession, AppError>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm, CustomerSession>,
 ) -> Response {
-    let (session, ticket) = or_page!(ticket_form(&state, session, &form.csrf, &id).await);
+    let ticket = or_page!(visible(&state, &session, &id).await);
     match customer::withdraw(&state.db, state.clock.as_ref(), &ticket).await {
         Ok(_) => Redirect::to(&format!("/tickets/{id}")).into_response(),
         Err(e) => ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
@@ -338,6 +373,10 @@ pub(super) struct SignInQuery {
     link: String,
     #[serde(default)]
     next: Option<String>,
+    /// The page's language (`?lang=de`), ahead of the browser's Accept-Language
+    /// (issue 38); a code that is none of ours is ignored.
+    #[serde(default)]
+    lang: Option<String>,
 }
 
 /// Where a sign-in may lead: one of the customer's pages, never another site.
@@ -363,7 +402,11 @@ pub(super) async fn sign_in_page(
     headers: axum::http::HeaderMap,
     Query(q): Query<SignInQuery>,
 ) -> Response {
-    let lang = browser_language(&headers);
+    let asked = q
+        .lang
+        .as_deref()
+        .and_then(|code| code.parse::<Language>().ok());
+    let lang = asked.unwrap_or_else(|| browser_language(&headers));
     let t = replies::page_text(lang);
     let error = q.link.is_empty().then(|| t.signed_out.to_string());
     render(&SignInPage {
@@ -434,10 +477,8 @@ pub(super) async fn sign_in_submit(
 /// `POST /sign-out`: ends the customer's browser session.
 pub(super) async fn sign_out(
     State(state): State<AppState>,
-    session: Result<CustomerSession, AppError>,
-    Form(form): Form<CsrfForm>,
+    Verified(session, _): Verified<CsrfForm, CustomerSession>,
 ) -> Response {
-    let session = or_page!(verified(session, &form.csrf));
     if let Err(e) = auth::revoke_token(&state.db, &session.token).await {
         return AppError::from(e).into_response();
     }
@@ -447,4 +488,45 @@ pub(super) async fn sign_out(
 /// `GET /static/ticket.js`: the ticket page's polling script (no inline script: CSP).
 pub(super) async fn ticket_script() -> Response {
     super::common::script(include_str!("../../static/ticket.js"))
+}
+
+has_csrf!(NewTicketForm, MessageForm);
+
+/// Whether the page asks the CSAT question, and whether it was answered.
+async fn csat_state(state: &AppState, ticket_id: &str) -> Result<(bool, bool), DomainError> {
+    let answered = desk::csat::answer_of(&state.db, ticket_id).await?.is_some();
+    let asked = !answered && desk::csat::may_ask(&state.db, ticket_id).await?;
+    Ok((asked, answered))
+}
+
+#[derive(Deserialize)]
+pub(super) struct CsatForm {
+    csrf: String,
+    rating: i64,
+    #[serde(default)]
+    comment: String,
+}
+
+has_csrf!(CsatForm);
+
+/// `POST /tickets/{id}/csat`: the customer's one answer after resolution.
+pub(super) async fn csat_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Verified(session, form): Verified<CsatForm, CustomerSession>,
+) -> Response {
+    let answered = match desk::csat::Answer::new(form.rating, Some(&form.comment)) {
+        Ok(answer) => {
+            let now = state.clock.now_ms();
+            desk::csat::answer(&state.db, &session.principal(), &id, &answer, now).await
+        }
+        Err(e) => Err(e),
+    };
+    match answered {
+        Ok(()) => Redirect::to(&format!("/tickets/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            ticket_page_response(&state, &session, &id, Some(Refused::only(&e))).await,
+        ),
+    }
 }

@@ -82,6 +82,7 @@ fn customer_routes() -> Routes {
             customer::withdraw_submit,
         )
         .post("/tickets/{id}/person", customer, customer::person_submit)
+        .post("/tickets/{id}/csat", customer, customer::csat_submit)
 }
 
 fn console_routes() -> Routes {

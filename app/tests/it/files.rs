@@ -1,0 +1,160 @@
+//! A customer's files on their ticket (issue 38): images and PDF within a size limit,
+//! the type read from the bytes, served back only as downloads (`nosniff`,
+//! `Content-Disposition: attachment`), visible to staff on the case page; anything else
+//! is refused with a typed error and nothing is written. The last test does it in
+//! headless Chromium, as a customer would, at a desktop width and at 390 px.
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+
+use crate::support::browser::{serve, Browser};
+use crate::support::{spawn_app, TestApp};
+
+const PNG: &[u8] =
+    b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+
+/// The customer's upload through the API with their bearer token.
+async fn upload(
+    app: &TestApp,
+    token: &str,
+    ticket: &str,
+    name: &str,
+    bytes: &[u8],
+) -> (StatusCode, String) {
+    let request = Request::post(format!("/api/v1/tickets/{ticket}/attachments?name={name}"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(bytes.to_vec()))
+        .unwrap();
+    app.raw(request).await
+}
+
+async fn stored_files(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM mail_attachments")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+}
+
+/// A download's headers say: bytes, to be saved, never sniffed or rendered.
+fn assert_download(response: &axum::response::Response, name: &str) {
+    let headers = response.headers();
+    assert_eq!(headers[header::CONTENT_TYPE], "application/octet-stream");
+    assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    let disposition = headers[header::CONTENT_DISPOSITION].to_str().unwrap();
+    assert!(
+        disposition.starts_with("attachment;") && disposition.contains(name),
+        "{disposition}"
+    );
+}
+
+#[tokio::test]
+async fn a_customers_screenshot_is_kept_served_as_a_download_and_shown_to_staff_on_the_case() {
+    let app = spawn_app().await;
+    let (ticket, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let token = app.customer_token("C-100").await;
+    let (status, body) = upload(&app, &token, &ticket, "bank%20statement.png", PNG).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let line: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(line["content_type"], "image/png");
+    let id = line["id"].as_str().unwrap();
+
+    // The customer gets their bytes back, as a download.
+    let mine = Request::get(format!("/api/v1/tickets/{ticket}/attachments/{id}"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.response(mine).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_download(&response, "bank statement.png");
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(&bytes[..], PNG);
+
+    // Another customer does not find it, as for an unknown file (RP-007).
+    let other = app.customer_token("C-200").await;
+    let theirs = Request::get(format!("/api/v1/tickets/{ticket}/attachments/{id}"))
+        .header(header::AUTHORIZATION, format!("Bearer {other}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.response(theirs).await.status(), StatusCode::NOT_FOUND);
+
+    // Staff see it beside the customer's message on the case page, and download it.
+    let (cookie, _) = app.staff_session("agent@test.example").await;
+    let page = Request::get(format!("/console/cases/{}", case["id"].as_str().unwrap()))
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (_, html) = app.raw(page).await;
+    assert!(
+        html.contains(&format!("/api/v1/attachments/{id}")),
+        "{html}"
+    );
+    assert!(html.contains("bank statement.png"), "{html}");
+    let staff = Request::get(format!("/api/v1/attachments/{id}"))
+        .header(header::AUTHORIZATION, format!("Bearer {}", app.agent_token))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.response(staff).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_download(&response, "bank statement.png");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_an_image_or_pdf_or_is_too_large_is_refused_and_nothing_is_written() {
+    let app = spawn_app().await;
+    let (ticket, _) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let token = app.customer_token("C-100").await;
+    let (_, before) = app.customer_ticket("C-100", &ticket).await;
+    let said = before["messages"].as_array().unwrap().len();
+
+    let svg = b"<svg xmlns='http://www.w3.org/2000/svg' onload='alert(1)'/>";
+    let (status, body) = upload(&app, &token, &ticket, "photo.png", svg).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("unsupported_media_type"), "{body}");
+    let mut big = b"%PDF-1.7\n".to_vec();
+    big.resize(desk::customer_files::MAX_FILE_BYTES + 1, b' ');
+    let (status, body) = upload(&app, &token, &ticket, "scan.pdf", &big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+
+    assert_eq!(stored_files(&app).await, 0);
+    let (_, after) = app.customer_ticket("C-100", &ticket).await;
+    assert_eq!(
+        after["messages"].as_array().unwrap().len(),
+        said,
+        "no message either"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_attaches_a_screenshot_on_the_ticket_page_at_desktop_and_phone_widths() {
+    for (width, height) in [(1200, 1000), (390, 844)] {
+        let app = spawn_app().await;
+        let (ticket, _) = app
+            .open_ticket("C-100", "I was charged twice for my annual plan")
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("screenshot.png");
+        std::fs::write(&file, PNG).unwrap();
+        let base = serve(app.router.clone()).await;
+        let browser = Browser::start().await;
+        let path = format!("/tickets/{ticket}");
+        let link = app.sign_in_link("C-100", &path).await;
+        browser.sign_in(&base, &link, &path).await;
+        browser.set_window_size(width, height).await;
+        browser.type_into("#file", file.to_str().unwrap()).await;
+        browser.click("#upload").await;
+        browser.wait_for("#files").await;
+        let listed = browser.text("#files").await;
+        assert!(listed.contains("screenshot.png"), "{width}px: {listed}");
+        let (content, window) = browser.widths().await;
+        assert!(content <= window, "{width}px: no sideways scrolling");
+        browser.close().await;
+        assert_eq!(stored_files(&app).await, 1);
+    }
+}
