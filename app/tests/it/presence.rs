@@ -61,3 +61,54 @@ async fn staff_see_who_else_views_or_replies_and_a_silent_page_fades_out() {
     let (status, _) = mark(customer, "viewing").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
+
+/// The case page says who else is on the case, and tells the others its own reader is
+/// there, without a reload (Chromium, at a phone's width too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_case_page_shows_who_else_is_replying_and_announces_its_reader() {
+    use crate::support::browser::{serve, Browser};
+    let app = spawn_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/cases/{case_id}/presence");
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    browser.set_window_size(390, 844).await;
+    browser.console_login(&base, "agent@test.example").await;
+    // The supervisor is writing an answer on the same case.
+    let replying = json!({ "activity": "replying" });
+    let (status, _) = app
+        .request(
+            "POST",
+            &path,
+            Some(&app.supervisor_token),
+            Some(replying.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    let mut shown = String::new();
+    for _ in 0..60 {
+        if browser.find("#presence").await.is_some() {
+            shown = browser.text("#presence").await;
+            if shown.contains("supervisor@test.example is replying") {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(shown, "supervisor@test.example is replying");
+    // And the page told the server its reader is there: the supervisor sees the agent.
+    let (_, body) = app
+        .request("POST", &path, Some(&app.supervisor_token), Some(replying))
+        .await;
+    assert_eq!(
+        body["others"],
+        json!([{ "name": "agent@test.example", "activity": "viewing" }]),
+        "{body}"
+    );
+}

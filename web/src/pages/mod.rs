@@ -99,6 +99,11 @@ fn console_routes() -> Routes {
             Rule::Anyone,
             script(include_str!("../../static/console-keys.js")),
         )
+        .get(
+            "/static/presence.js",
+            Rule::Anyone,
+            script(include_str!("../../static/presence.js")),
+        )
         .get("/console/login", Rule::Anyone, login::login_page)
         .post("/console/login", Rule::Anyone, login::login_submit)
         .post("/console/logout", Rule::AnyStaff, login::logout)
