@@ -49,6 +49,7 @@ error_codes! {
     ChargeAlreadyLinked => "charge_already_linked",
     ChargeOwnerMismatch => "charge_owner_mismatch",
     ConfirmMismatch => "confirm_mismatch",
+    ConfirmationRequired => "confirmation_required",
     CustomerConflict => "customer_conflict",
     DraftChanged => "draft_changed",
     DraftNotSaved => "draft_not_saved",

@@ -819,6 +819,11 @@ async fn an_author_edits_checks_and_publishes_a_draft_in_the_browser() {
             "document.querySelector('input[name=effective_from]').value = '{today}'; return true;"
         ))
         .await;
+    // Unticked, the browser itself keeps the form (the box is required) …
+    browser.click("#publish-button").await;
+    assert!(browser.text("#publish-date").await.contains("2027-01-01"));
+    // … ticked, it publishes.
+    browser.click("#publish-confirm").await;
     browser.click("#publish-button").await;
     browser
         .wait_for_url_ending("/console/policies/RP-001/3")

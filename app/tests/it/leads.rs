@@ -112,8 +112,14 @@ async fn a_refused_whatif_or_publish_is_told_beside_its_form_on_the_draft_page()
 
     let form = format!("csrf={csrf}&draft_version=7&whatif_version=7&effective_from=2027-01-15");
     let path = "/console/policies/RP-001/publish";
+    // Unconfirmed, a publish is refused before anything else is looked at (issue 38).
     let (status, page) = console_post(&app, &cookie, path, &form).await;
     assert!(status.is_client_error(), "{status}");
+    assert!(page.contains("Tick the box to confirm"), "{page}");
+    let form = format!("{form}&confirm=yes");
+    let (status, page) = console_post(&app, &cookie, path, &form).await;
+    assert!(status.is_client_error(), "{status}");
+    assert!(!page.contains("Tick the box to confirm"), "{page}");
     let publish = page.split("id=\"publish\"").nth(1).unwrap_or_default();
     assert!(
         publish.contains("id=\"publish-error\""),

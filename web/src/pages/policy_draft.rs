@@ -384,6 +384,10 @@ struct PublishForm {
     whatif_version: i64,
     #[serde(default)]
     effective_from: String,
+    /// The author's tick beside the date the policy goes in force (issue 38: publishing
+    /// asks to confirm; the API, a deliberate call, does not).
+    #[serde(default)]
+    confirm: String,
 }
 
 async fn publish_submit(
@@ -393,7 +397,14 @@ async fn publish_submit(
     Form(form): Form<PublishForm>,
 ) -> Response {
     let session = or_page!(verified_author(session, &form.csrf));
-    let published = match publish::parse_effective(Some(&form.effective_from)) {
+    let confirmed = match form.confirm.as_str() {
+        "yes" => publish::parse_effective(Some(&form.effective_from)),
+        _ => Err(desk::error::DomainError::bad_request(
+            ErrorCode::ConfirmationRequired,
+            "Tick the box to confirm the date it goes in force, then publish.",
+        )),
+    };
+    let published = match confirmed {
         Ok(at) => {
             publish::publish(
                 state.publisher(),
