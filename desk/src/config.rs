@@ -7,6 +7,7 @@
 //! with its parser beside it; one struct is the point, so `--help` and the docs read from
 //! one place.
 
+pub use crate::cases::ReplyTargets;
 pub use crate::mail::MailConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -432,24 +433,6 @@ pub struct Config {
     pub watchdog: WatchdogPeriods,
     /// `REPLY_TARGET_AGENTS_HOURS` (default 4) and `REPLY_TARGET_SUPERVISORS_HOURS` (default 8).
     pub reply_targets: ReplyTargets,
-}
-
-/// The hours each team queue usually answers within (issue 38): what the customer's
-/// page promises, in "usually" words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplyTargets {
-    pub agents_hours: u32,
-    pub supervisors_hours: u32,
-}
-
-impl ReplyTargets {
-    /// The target of a team queue.
-    pub fn of(self, queue: crate::cases::TeamQueue) -> u32 {
-        match queue {
-            crate::cases::TeamQueue::Agents => self.agents_hours,
-            crate::cases::TeamQueue::Supervisors => self.supervisors_hours,
-        }
-    }
 }
 
 #[derive(Debug, Clone)]

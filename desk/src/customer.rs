@@ -131,7 +131,7 @@ pub struct CustomerCaseView {
 
 impl TicketView {
     /// The view with its expected reply time, from the team queues' targets.
-    pub fn with_reply_time(mut self, targets: crate::config::ReplyTargets) -> TicketView {
+    pub fn with_reply_time(mut self, targets: crate::cases::ReplyTargets) -> TicketView {
         let lang = self.language;
         if let Some(case) = self.case.as_mut() {
             case.reply_time_text = case

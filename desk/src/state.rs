@@ -55,7 +55,7 @@ pub struct AppState {
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
     /// What the customer's page says about when we usually answer (issue 38).
-    pub reply_targets: crate::config::ReplyTargets,
+    pub reply_targets: crate::cases::ReplyTargets,
     /// Where policy what-ifs find history files by name (`FIXTURES_DIR/history`).
     pub history_dir: std::path::PathBuf,
     /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.

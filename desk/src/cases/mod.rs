@@ -15,7 +15,7 @@ mod notes;
 pub use notes::{add_note, notes, NoteView};
 mod closing;
 mod queues;
-pub use queues::{open_in_nobodys_queue, team_queue, team_queue_of, TeamQueue};
+pub use queues::{open_in_nobodys_queue, team_queue, team_queue_of, ReplyTargets, TeamQueue};
 mod joining;
 pub(crate) use approvals::void_approvals;
 pub use closing::{assign, close};

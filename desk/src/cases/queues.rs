@@ -84,3 +84,21 @@ pub async fn open_in_nobodys_queue(db: &Db) -> DomainResult<Vec<CaseId>> {
         .map(|r| stored_id(r, "id", CaseId::parse))
         .collect()
 }
+
+/// The hours each team queue usually answers within (issue 38): what the customer's
+/// page promises, in "usually" words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTargets {
+    pub agents_hours: u32,
+    pub supervisors_hours: u32,
+}
+
+impl ReplyTargets {
+    /// The target of a team queue.
+    pub fn of(self, queue: TeamQueue) -> u32 {
+        match queue {
+            TeamQueue::Agents => self.agents_hours,
+            TeamQueue::Supervisors => self.supervisors_hours,
+        }
+    }
+}

@@ -111,18 +111,7 @@ pub(super) struct CasePage {
 pub(super) struct Refusal {
     pub form: &'static str,
     pub message: Option<String>,
-    pub kept: Kept,
-}
-
-/// What the case page's forms held when one was refused.
-#[derive(Default)]
-pub(super) struct Kept {
-    pub reply: Option<String>,
-    pub note: String,
-    pub reason: String,
-    pub reject_reply: Option<String>,
-    pub close_reason: String,
-    pub close_reply: Option<String>,
+    pub kept: super::case_replies::Kept,
 }
 
 /// How many lines of each of the customer's lists the header shows open; the rest wait
@@ -616,9 +605,9 @@ pub(super) async fn message_submit(
     let done = if internal { "note" } else { "reply" };
     let kept = |_: &DomainError| Refusal {
         form: "write",
-        kept: Kept {
+        kept: super::case_replies::Kept {
             reply: Some(message.text.clone()),
-            ..Kept::default()
+            ..super::case_replies::Kept::default()
         },
         ..Refusal::default()
     };
@@ -659,10 +648,10 @@ pub(super) async fn close_submit(
     };
     let kept = |_: &DomainError| Refusal {
         form: "close",
-        kept: Kept {
+        kept: super::case_replies::Kept {
             close_reason: form.reason.clone(),
             close_reply: Some(reply.unwrap_or_default()),
-            ..Kept::default()
+            ..super::case_replies::Kept::default()
         },
         ..Refusal::default()
     };

@@ -19,7 +19,8 @@ use desk::auth::Session;
 use desk::error::{DomainError, ErrorCode};
 use desk::state::AppState;
 
-use super::case::{case_page_with, Kept, Refusal, Shown};
+use super::case::{case_page_with, Refusal, Shown};
+use super::case_replies::Kept;
 use super::common::{or_page, verified, with_status};
 
 #[derive(Deserialize)]

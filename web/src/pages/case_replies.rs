@@ -15,6 +15,17 @@ use desk::saved_replies;
 use desk::state::AppState;
 
 /// A saved reply as the case page offers it: filled for the case.
+/// What the case page's forms held when one was refused.
+#[derive(Default)]
+pub(super) struct Kept {
+    pub reply: Option<String>,
+    pub note: String,
+    pub reason: String,
+    pub reject_reply: Option<String>,
+    pub close_reason: String,
+    pub close_reply: Option<String>,
+}
+
 pub(super) struct FilledReply {
     pub id: String,
     pub name: String,
@@ -59,7 +70,7 @@ pub(super) async fn reply_tools(
     state: &AppState,
     case: &Case,
     chosen: Chosen<'_>,
-    kept: &super::case::Kept,
+    kept: &Kept,
 ) -> DomainResult<ReplyTools> {
     let db = &state.db;
     let language = desk::tickets::load_ticket(db, &case.ticket_id)
