@@ -158,3 +158,21 @@ async fn a_customer_attaches_a_screenshot_on_the_ticket_page_at_desktop_and_phon
         assert_eq!(stored_files(&app).await, 1);
     }
 }
+
+/// Schemathesis found it: an upload without `?name=` was answered in axum's plain text.
+#[tokio::test]
+async fn an_upload_without_a_file_name_is_refused_in_the_apis_error_shape() {
+    let app = spawn_app().await;
+    let ticket = app.post_ticket("C-100", "I was charged twice").await;
+    let ticket = ticket["id"].as_str().unwrap().to_string();
+    let token = app.customer_token("C-100").await;
+    let request = Request::post(format!("/api/v1/tickets/{ticket}/attachments"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from(PNG.to_vec()))
+        .unwrap();
+    let (status, body) = app.raw(request).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let body: serde_json::Value = serde_json::from_str(&body).expect("a JSON error body");
+    assert_eq!(body["error"]["code"], "invalid_query", "{body}");
+    assert_eq!(stored_files(&app).await, 0);
+}

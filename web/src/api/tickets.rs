@@ -141,9 +141,13 @@ pub async fn post_attachment(
     State(state): State<AppState>,
     Authed(principal): Authed<Principal>,
     Path(id): Path<String>,
-    Query(file): Query<FileName>,
+    file: Result<Query<FileName>, axum::extract::rejection::QueryRejection>,
     body: Bytes,
 ) -> AppResult<(axum::http::StatusCode, Json<AttachmentLine>)> {
+    // A missing or malformed `name` answers in the API's error shape, not axum's text.
+    let Query(file) = file.map_err(|e| {
+        crate::error::AppError::bad_request(desk::error::ErrorCode::InvalidQuery, e.body_text())
+    })?;
     let ticket = customer::visible_ticket(&state.db, &principal, &id).await?;
     let clock = state.clock.as_ref();
     let line =
