@@ -740,7 +740,7 @@ async fn tickets_end_to_end(
             },
         )
         .await?;
-        tickets.push((ticket.id, ticket.customer_id));
+        tickets.push((ticket.id.into_string(), ticket.customer_id.into_string()));
     }
     let create = started.elapsed();
 

@@ -280,7 +280,10 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
         .and_then(|p| serde_json::from_str(p).ok());
     let (request, order_id) = match &proposal {
         Some(p) => (p.request, p.order_id.clone()),
-        None => (policy_engine::RequestKind::Unclear, ticket.order_id.clone()),
+        None => (
+            policy_engine::RequestKind::Unclear,
+            ticket.order_id.as_ref().map(|o| o.to_string()),
+        ),
     };
     let (facts, decision) =
         crate::workflow::decide_now(desk.rules, &ticket, request, order_id.as_deref()).await?;

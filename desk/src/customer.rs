@@ -9,6 +9,7 @@
 //! answers with the same `TicketView` and passes the same rate limits; split, the view's
 //! assembly would serve callers in other files.
 
+use domain::ids::{CustomerId, OrderId, TicketId};
 use serde::{Deserialize, Serialize};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -307,9 +308,12 @@ pub async fn open_ticket(
     let subject =
         crate::rollout::modes::subject_at_opening(db, region, order_id.as_deref()).await?;
     let ticket = Ticket {
-        id: new_id("tkt"),
-        customer_id: customer_id.to_string(),
-        order_id,
+        id: TicketId::parse(new_id("tkt"))?,
+        customer_id: CustomerId::parse(customer_id)?,
+        order_id: order_id
+            .map(OrderId::parse)
+            .transpose()
+            .map_err(|e| DomainError::bad_request(ErrorCode::InvalidOrderId, e.to_string()))?,
         language: detect_language(&message, region),
         created_at: now,
     };
@@ -347,7 +351,9 @@ pub async fn visible_ticket(
         .ok_or(DomainError::NotFound("ticket"))?;
     match principal {
         Principal::Staff(_) => Ok(ticket),
-        Principal::Customer { customer_id } if *customer_id == ticket.customer_id => Ok(ticket),
+        Principal::Customer { customer_id } if ticket.customer_id == customer_id.as_str() => {
+            Ok(ticket)
+        }
         // Same answer as an unknown id (RP-007: never confirm another customer's records).
         Principal::Customer { .. } | Principal::Service(_) => Err(DomainError::NotFound("ticket")),
     }
@@ -454,9 +460,9 @@ async fn read_view(
 /// The view from the row of [`ticket_view_sql`].
 fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
     let ticket = Ticket {
-        id: ticket_id.to_string(),
-        customer_id: row.try_get("customer_id")?,
-        order_id: row.try_get("order_id")?,
+        id: TicketId::parse(ticket_id)?,
+        customer_id: crate::columns::stored_id(row, "customer_id", CustomerId::parse)?,
+        order_id: crate::columns::stored_opt_id(row, "order_id", OrderId::parse)?,
         language: Language::from_stored(&row.try_get::<String, _>("language")?),
         created_at: row.try_get("created_at")?,
     };
@@ -539,9 +545,9 @@ fn assemble(
             .into_iter()
             .map(|message| CustomerMessageView::new(message, lang))
             .collect(),
-        id: ticket.id,
-        customer_id: ticket.customer_id,
-        order_id: ticket.order_id,
+        id: ticket.id.into_string(),
+        customer_id: ticket.customer_id.into_string(),
+        order_id: ticket.order_id.map(OrderId::into_string),
         language: lang,
         created_at: rfc3339(ticket.created_at),
         case,

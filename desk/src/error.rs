@@ -106,6 +106,14 @@ fn database_out_of_reach(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Text offered as an id that is not one (empty, overlong, a control character): bad
+/// input, refused before anything is written.
+impl From<domain::ids::IdError> for DomainError {
+    fn from(e: domain::ids::IdError) -> Self {
+        DomainError::bad_request(ErrorCode::InvalidBody, e.to_string())
+    }
+}
+
 impl From<sqlx::Error> for DomainError {
     fn from(e: sqlx::Error) -> Self {
         DomainError::Internal(anyhow::Error::new(e).context("database"))

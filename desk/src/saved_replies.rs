@@ -258,7 +258,7 @@ pub async fn values_for_case(
         first_name: name.flatten().as_deref().and_then(first_name),
         order_id: ticket
             .as_ref()
-            .and_then(|t| t.order_id.clone())
+            .and_then(|t| t.order_id.as_ref().map(|o| o.to_string()))
             .or(proposal_order),
         refund_amount,
         ticket_link: Some(format!(

@@ -2,6 +2,8 @@
 //! tables. What a customer does with a ticket (open it, write, withdraw) and what they
 //! are shown of it is `customer`; the case opened for it is `cases`.
 
+use crate::columns::{stored_id, stored_opt_id};
+use domain::ids::{CustomerId, OrderId, TicketId};
 use policy_engine::Region;
 use serde::Serialize;
 use sqlx::Row;
@@ -35,9 +37,9 @@ pub struct MessageView {
 
 #[derive(Debug, Clone)]
 pub struct Ticket {
-    pub id: String,
-    pub customer_id: String,
-    pub order_id: Option<String>,
+    pub id: TicketId,
+    pub customer_id: CustomerId,
+    pub order_id: Option<OrderId>,
     pub language: Language,
     pub created_at: i64,
 }
@@ -88,9 +90,9 @@ pub async fn customer_region(db: &Db, customer_id: &str) -> DomainResult<Option<
 /// Stores a new ticket (its first message is `append_message`'s).
 pub async fn insert_ticket(tx: &mut Tx<'_>, ticket: &Ticket) -> DomainResult<()> {
     sqlx::query("INSERT INTO tickets (id, customer_id, order_id, language, created_at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(&ticket.id)
-        .bind(&ticket.customer_id)
-        .bind(&ticket.order_id)
+        .bind(ticket.id.as_str())
+        .bind(ticket.customer_id.as_str())
+        .bind(ticket.order_id.as_deref())
         .bind(ticket.language.as_str())
         .bind(ticket.created_at)
         .execute(&mut **tx)
@@ -194,9 +196,9 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
     .await?;
     row.map(|r| {
         Ok(Ticket {
-            id: r.try_get("id")?,
-            customer_id: r.try_get("customer_id")?,
-            order_id: r.try_get("order_id")?,
+            id: stored_id(&r, "id", TicketId::parse)?,
+            customer_id: stored_id(&r, "customer_id", CustomerId::parse)?,
+            order_id: stored_opt_id(&r, "order_id", OrderId::parse)?,
             language: Language::from_stored(&r.try_get::<String, _>("language")?),
             created_at: r.try_get("created_at")?,
         })

@@ -188,7 +188,7 @@ impl DemoTraffic {
         .await;
         let step = match opened {
             Ok(ticket) => TrafficStep::Opened {
-                ticket_id: ticket.id.clone(),
+                ticket_id: ticket.id.to_string(),
             },
             Err(e) => TrafficStep::Refused { why: e.to_string() },
         };

@@ -1264,3 +1264,26 @@ async fn reads_are_answered_after_the_server_cut_every_idle_reader() {
     assert_eq!(status, StatusCode::OK, "{ticket}");
     assert_eq!(ticket["id"], ticket_id.as_str());
 }
+
+/// Ids are types (`domain::ids`): an order id with a control character is no id, refused
+/// with a typed error before anything is written.
+#[tokio::test]
+async fn a_ticket_naming_an_order_id_that_is_no_id_is_refused_and_nothing_is_written() {
+    let app = spawn_app().await;
+    let token = app.customer_token("C-100").await;
+    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tickets")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    let body = json!({ "message": "charged twice", "order_id": "O-1\u{7}001" });
+    let (status, answer) = app
+        .request("POST", "/api/v1/tickets", Some(&token), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_order_id", "{answer}");
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tickets")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert_eq!(before, after);
+}

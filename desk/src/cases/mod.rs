@@ -186,8 +186,8 @@ pub async fn open_case(
          VALUES ($1, $2, $3, 'investigating', 1, 1, $4, $4)",
     )
     .bind(&case_id)
-    .bind(&ticket.id)
-    .bind(&ticket.customer_id)
+    .bind(ticket.id.as_str())
+    .bind(ticket.customer_id.as_str())
     .bind(now)
     .execute(&mut **tx)
     .await?;

@@ -381,7 +381,7 @@ async fn append(
     customer::add_message_from(intake.db, intake.clock, intake.queue, ticket, text, origin).await?;
     tracing::info!(ticket_id = %ticket.id, "mail appended to its ticket");
     Ok(InboundOutcome {
-        ticket_id: Some(ticket.id.clone()),
+        ticket_id: Some(ticket.id.to_string()),
         outcome: Outcome::Appended,
         reason: None,
     })
@@ -409,7 +409,7 @@ async fn open(
     .await?;
     tracing::info!(ticket_id = %ticket.id, "mail opened a ticket");
     Ok(InboundOutcome {
-        ticket_id: Some(ticket.id),
+        ticket_id: Some(ticket.id.into_string()),
         outcome: Outcome::Opened,
         reason: None,
     })

@@ -129,6 +129,7 @@ fn validate(t: &HistoricalTicket) -> Result<(), String> {
     if t.id.trim().is_empty() {
         return Err("ticket id is empty".into());
     }
+    live_ticket(t).map_err(|e| format!("ticket {}: {e}", t.id))?;
     if !t.world.customers.iter().any(|c| c.id == t.customer_id) {
         return Err(format!(
             "ticket {}: customer {} is not in the ticket's world",
@@ -168,8 +169,9 @@ fn validate(t: &HistoricalTicket) -> Result<(), String> {
     Ok(())
 }
 
-/// The `Ticket` a live case would have for this historical one.
-pub fn live_ticket(h: &HistoricalTicket) -> Ticket {
+/// The `Ticket` a live case would have for this historical one; an id that is not one
+/// (empty, overlong, a control character) is refused.
+pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError> {
     let first = h
         .messages
         .iter()
@@ -182,11 +184,15 @@ pub fn live_ticket(h: &HistoricalTicket) -> Ticket {
         .iter()
         .find(|c| c.id == h.customer_id)
         .map(|c| c.region);
-    Ticket {
-        id: h.id.clone(),
-        customer_id: h.customer_id.clone(),
-        order_id: h.order_id.clone(),
+    Ok(Ticket {
+        id: domain::ids::TicketId::parse(h.id.clone())?,
+        customer_id: domain::ids::CustomerId::parse(h.customer_id.clone())?,
+        order_id: h
+            .order_id
+            .clone()
+            .map(domain::ids::OrderId::parse)
+            .transpose()?,
         language: detect_language(first, region),
         created_at: crate::clock::to_ms(h.created_at),
-    }
+    })
 }

@@ -201,7 +201,10 @@ pub async fn investigate_with_clock(
     historical: &HistoricalTicket,
     clock: &dyn Clock,
 ) -> Result<Investigation, ReplayError> {
-    let ticket = live_ticket(historical);
+    let ticket = live_ticket(historical).map_err(|e| ReplayError::Facts {
+        ticket: historical.id.clone(),
+        message: e.to_string(),
+    })?;
     let billing = WorldBilling::new(Arc::new(historical.world.clone()));
     let env = tools::ToolEnv {
         billing: &billing,

@@ -101,7 +101,7 @@ async fn gather_records(
     Ok(Facts {
         reported_at: from_ms(ticket.created_at),
         customer: CustomerFacts {
-            id: ticket.customer_id.clone(),
+            id: ticket.customer_id.to_string(),
             region: customer.region,
         },
         request,
@@ -310,9 +310,9 @@ mod tests {
 
     fn ticket(form: Option<&str>) -> Ticket {
         Ticket {
-            id: "T-1".into(),
-            customer_id: "C-1".into(),
-            order_id: form.map(String::from),
+            id: domain::ids::TicketId::parse("T-1").unwrap(),
+            customer_id: domain::ids::CustomerId::parse("C-1").unwrap(),
+            order_id: form.map(|f| domain::ids::OrderId::parse(f).unwrap()),
             language: crate::replies::Language::En,
             created_at: crate::clock::to_ms(time::macros::datetime!(2026-11-25 10:00 UTC)),
         }

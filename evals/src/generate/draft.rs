@@ -452,7 +452,7 @@ impl Draft {
             extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
-        let live = desk::replay::live_ticket(&ticket);
+        let live = desk::replay::live_ticket(&ticket).expect("generated ids are ids");
         let facts = ready(desk::workflow::gather_facts(
             &billing,
             &live,
