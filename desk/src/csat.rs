@@ -55,7 +55,10 @@ pub async fn may_ask(db: &Db, ticket_id: &str) -> DomainResult<bool> {
     let Some(case) = crate::cases::case_for_ticket(db, ticket_id).await? else {
         return Ok(false);
     };
-    Ok(case.status.is_resolved() && answer_of(db, ticket_id).await?.is_none())
+    if !case.status.is_resolved() {
+        return Ok(false);
+    }
+    Ok(answer_of(db, ticket_id).await?.is_none())
 }
 
 /// The rating given on a ticket, if any.

@@ -651,13 +651,13 @@ async fn wait_for_text(browser: &Browser, css: &str, needle: &str) -> String {
 }
 
 /// Marks the open document; `still_marked` is true only if it was not reloaded since.
-async fn mark_the_page(browser: &Browser) {
+pub(crate) async fn mark_the_page(browser: &Browser) {
     browser
         .execute("window.__not_reloaded = true; return true;")
         .await;
 }
 
-async fn still_marked(browser: &Browser) -> bool {
+pub(crate) async fn still_marked(browser: &Browser) -> bool {
     browser
         .execute("return window.__not_reloaded === true;")
         .await

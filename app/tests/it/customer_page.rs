@@ -5,6 +5,7 @@
 //! customer's language writes it; the page says when we usually answer; a declined ticket
 //! offers no withdrawal; the sign-in page speaks the customer's language.
 
+use crate::browser::{mark_the_page, still_marked};
 use serde_json::json;
 
 use crate::support::browser::{serve, Browser};
@@ -29,20 +30,6 @@ async fn shown(browser: &Browser, css: &str) -> bool {
         "const e = document.querySelector({css:?}); return !!e && !e.closest('[hidden]') && e.getClientRects().length > 0;"
     );
     browser.execute(&script).await.as_bool() == Some(true)
-}
-
-async fn mark_the_page(browser: &Browser) {
-    browser
-        .execute("window.__not_reloaded = true; return true;")
-        .await;
-}
-
-async fn still_marked(browser: &Browser) -> bool {
-    browser
-        .execute("return window.__not_reloaded === true;")
-        .await
-        .as_bool()
-        .unwrap_or(false)
 }
 
 /// No sideways scrolling at this width.

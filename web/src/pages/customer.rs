@@ -247,7 +247,7 @@ pub(super) async fn ticket_page_response(
         Err(e) => return AppError::from(e).into_response(),
     };
     let (csat_asked, csat_answered) = match &view {
-        Ok(_) => match csat_state(state, id).await {
+        Ok(view) => match csat_state(state, view).await {
             Ok(asked) => asked,
             Err(e) => return AppError::from(e).into_response(),
         },
@@ -492,11 +492,19 @@ pub(super) async fn ticket_script() -> Response {
 
 has_csrf!(NewTicketForm, MessageForm);
 
-/// Whether the page asks the CSAT question, and whether it was answered.
-async fn csat_state(state: &AppState, ticket_id: &str) -> Result<(bool, bool), DomainError> {
-    let answered = desk::csat::answer_of(&state.db, ticket_id).await?.is_some();
-    let asked = !answered && desk::csat::may_ask(&state.db, ticket_id).await?;
-    Ok((asked, answered))
+/// Whether the page asks the CSAT question, and whether it was answered: from the case
+/// status the view already holds, reading the answer only for a resolved case.
+async fn csat_state(state: &AppState, view: &TicketView) -> Result<(bool, bool), DomainError> {
+    let resolved = view
+        .case
+        .as_ref()
+        .and_then(|c| desk::cases::CaseStatus::parse(&c.status).ok())
+        .is_some_and(desk::cases::CaseStatus::is_resolved);
+    if !resolved {
+        return Ok((false, false));
+    }
+    let answered = desk::csat::answer_of(&state.db, &view.id).await?.is_some();
+    Ok((!answered, answered))
 }
 
 #[derive(Deserialize)]
