@@ -10,6 +10,9 @@
 //! Order of the checks: ownership (RP-007) before anything that could reveal an order,
 //! then which order (RP-002 §4), then disputes (RP-006), then the remedy (RP-001 for
 //! charges, RP-003 for holds, RP-002 for cancellations) and finally approval (RP-004).
+//!
+//! Long because the decision is one pure function over one set of facts: its parts (charges,
+//! windows, approvals) read each other's results in order.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -4,6 +4,9 @@
 //! The expected answers come from this file's own copy of the role table ([`spec_allows`]),
 //! not from the code under test, so a rule changed in `web::access` without the spec fails
 //! here. Runs on PostgreSQL when `TEST_DATABASE_URL` is set.
+//!
+//! Long because it is the one walk of every route with every caller (docs/spec/roles.md) and
+//! the attacks around it; split, the matrix would be checked in pieces.
 
 use crate::support::{spawn_app, TestApp};
 use axum::body::Body;

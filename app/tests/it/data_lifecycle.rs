@@ -3,6 +3,9 @@
 //! PostgreSQL dump while the money records still add up, export as one JSON document,
 //! backups restored without sending a refund twice, retention, and logs without
 //! personal data. Each test runs on SQLite, or on PostgreSQL under `TEST_DATABASE_URL`.
+//!
+//! Long because export, erasure, retention and restore are checked against each other on one
+//! customer's world (what export lists, erasure must clear).
 
 use std::path::Path;
 

@@ -5,6 +5,9 @@
 //! and refunded end to end; bad files changing nothing; missing payment records going
 //! to a person; unlinked charges listed and linked; `seed` and a real provider; charge,
 //! dispute and refund webhooks keeping proposals current; reconciliation's drift.
+//!
+//! Long because import, linking and the shop's PUT API apply one set of rules
+//! (docs/spec/history.md) to the same fixtures.
 
 use crate::support;
 

@@ -7,6 +7,9 @@
 //! These need the servers installed and root (the daemons drop privileges):
 //! `.ci/run` runs `scripts/mail-servers install` and sets `TEST_MAIL_SERVERS=1`; without
 //! it each test says so and passes without running.
+//!
+//! Long because every test needs the real Postfix and Dovecot set up the same way; the helpers
+//! that do it stay beside the tests that use them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -1,6 +1,9 @@
 //! `spawn_app()`: a fresh database (SQLite file, or a fresh PostgreSQL database when
 //! `TEST_DATABASE_URL` is set), the real payments mock on a loopback port, the policy
 //! index built from `fixtures/`, the demo world loaded, and typed helpers.
+//!
+//! Long because it is the one place the shared test helpers live: one helper per need, no
+//! copies in the test files.
 
 #![allow(dead_code)]
 
