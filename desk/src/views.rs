@@ -219,6 +219,9 @@ pub struct CaseLine {
     pub assignee: Option<String>,
     /// `198.00 USD`, once the case has a refund total.
     pub amount: Option<String>,
+    /// Since when the customer has waited for a person, while a reply clock runs
+    /// (`cases::sla`).
+    pub waiting: Option<cases::sla::Waiting>,
 }
 
 /// The list lines of `cases`, in their order, in one read however many there are (a
@@ -230,10 +233,12 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
     let placeholders: Vec<String> = (1..=cases.len()).map(|n| format!("${n}")).collect();
     let sql = format!(
         "SELECT c.id, cu.name AS customer_name, s.email AS assignee,
-                (SELECT body FROM messages m WHERE m.ticket_id = c.ticket_id ORDER BY m.seq LIMIT 1) AS first_message
+                (SELECT body FROM messages m WHERE m.ticket_id = c.ticket_id ORDER BY m.seq LIMIT 1) AS first_message,
+                {}
          FROM cases c LEFT JOIN customers cu ON cu.id = c.customer_id
          LEFT JOIN staff s ON s.id = c.assignee_id
          WHERE c.id IN ({})",
+        cases::sla::waiting_columns(),
         placeholders.join(", ")
     );
     let mut select = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -248,6 +253,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
             subject: subject_of(first.as_deref().unwrap_or("")),
             assignee: row.try_get("assignee")?,
             amount: None,
+            waiting: cases::sla::waiting_from_row(&row)?,
         };
         found.insert(row.try_get::<String, _>("id")?, line);
     }

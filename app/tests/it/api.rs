@@ -78,7 +78,7 @@ async fn duplicate_charge_is_refunded_exactly_once_after_an_agent_approves_it() 
         .unwrap()
         .to_string();
     assert!(
-        last.contains("198.00 CNY") && last.contains("completed"),
+        last.contains("CN¥198.00") && last.contains("completed"),
         "{last}"
     );
 
@@ -110,7 +110,7 @@ async fn the_ticket_page_shows_the_true_status_to_its_customer_only() {
     let (status, html) = app.raw(page).await;
     assert_eq!(status, StatusCode::OK);
     assert!(
-        html.contains("Refund completed") && html.contains("198.00 CNY"),
+        html.contains("Refund completed") && html.contains("CN¥198.00"),
         "{html}"
     );
 
@@ -519,7 +519,7 @@ async fn a_chinese_ticket_gets_chinese_replies() {
         .unwrap()
         .to_string();
     assert!(
-        reply.contains("退款") && reply.contains("198.00 CNY"),
+        reply.contains("退款") && reply.contains("¥198.00") && !reply.contains("CN¥"),
         "{reply}"
     );
 }

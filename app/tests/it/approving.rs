@@ -45,7 +45,7 @@ fn duplicate_charge_world(n: usize) -> String {
 
 /// An app whose queue holds `n` refunds awaiting an agent's approval, a second apart;
 /// returns it with the cases' ids, oldest first.
-async fn queue_of_refunds(n: usize) -> (TestApp, Vec<String>) {
+pub(crate) async fn queue_of_refunds(n: usize) -> (TestApp, Vec<String>) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
     let world = duplicate_charge_world(n);

@@ -229,7 +229,7 @@ async fn a_customer_opens_a_ticket_watches_it_go_to_review_a_second_ticket_joins
     );
     let text = browser.text("#case-status").await;
     assert!(text.contains("Refund completed"), "{text}");
-    assert!(browser.text("#messages").await.contains("198.00 CNY"));
+    assert!(browser.text("#messages").await.contains("CN¥198.00"));
     browser
         .screenshot(
             &desk::config::default_fixtures_dir().join("../target/screenshots/ticket-page.png"),
@@ -321,7 +321,7 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     assert_eq!(browser.text("#case-status").await, "返金審査中");
     let messages = browser.text("#messages").await;
     assert!(
-        messages.contains("19800 JPY の返金について、担当チームが審査しています")
+        messages.contains("¥19,800 の返金について、担当チームが審査しています")
             && messages.contains("サポート ·"),
         "{messages}"
     );
@@ -337,7 +337,7 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     assert_eq!(browser.text("#case-status").await, "返金完了");
     let messages = browser.text("#messages").await;
     assert!(
-        messages.contains("19800 JPY の返金は決済事業者で完了し"),
+        messages.contains("¥19,800 の返金は決済事業者で完了し"),
         "the completion is said in Japanese without a reload: {messages}"
     );
     assert!(browser.text("#refunds").await.contains("完了"));

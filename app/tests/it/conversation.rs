@@ -905,7 +905,7 @@ async fn the_case_page_offers_the_saved_replies_of_the_tickets_language_and_show
 
     // The exact messages the customer receives on approval and on rejection.
     let approve =
-        "Your refund of 198.00 CNY has been submitted to the payment provider and is pending.";
+        "Your refund of CN¥198.00 has been submitted to the payment provider and is pending.";
     assert!(
         page.contains("id=\"preview-approve\"") && page.contains(approve),
         "{page}"

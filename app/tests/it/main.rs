@@ -45,6 +45,7 @@ mod rollout;
 mod scale;
 mod shadow;
 mod shadow_live;
+mod sla;
 mod sso;
 mod steps;
 mod subagents;

@@ -302,7 +302,7 @@ async fn run_scenario(s: Scenario) {
             assert_eq!(intent.status, "succeeded");
             assert_eq!(status, "refund_succeeded");
             assert!(
-                reply.contains("198.00 CNY") && reply.contains("completed"),
+                reply.contains("CN¥198.00") && reply.contains("completed"),
                 "{reply}"
             );
             assert_eq!(report.matched.len(), 1, "{report:#?}");

@@ -15,6 +15,7 @@ mod notes;
 pub use notes::{add_note, notes, NoteView};
 mod closing;
 mod queues;
+pub mod sla;
 pub use queues::{open_in_nobodys_queue, team_queue, team_queue_of, ReplyTargets, TeamQueue};
 mod joining;
 pub(crate) use approvals::void_approvals;
@@ -404,6 +405,10 @@ pub struct CaseQuery<'a> {
     /// The order: `None` is oldest first within chosen statuses (a queue) and newest
     /// first across all; `Some(true)` newest first, `Some(false)` oldest first.
     pub newest_first: Option<bool>,
+    /// The most urgent reply first (issue 38: SLA sort), by the reply clock's due time
+    /// under these targets ([`sla::ReplyClock::sort_key`]), the cases with no clock last.
+    /// Overrides `newest_first`; the cursor's time is then the sort key.
+    pub due_first: Option<ReplyTargets>,
     /// Keyset pagination: only cases after this `(created_at, id)` in the list's order.
     pub after: Option<(i64, &'a str)>,
     /// At most this many cases (1 to 500); `None` is 500.
@@ -454,7 +459,7 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
 }
 
 /// The `WHERE` conditions of a case list, their bound values, and its order.
-fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, &'static str) {
+fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, String) {
     let mut binds: Vec<String> = Vec::new();
     let mut conditions = vec!["1 = 1".to_string()];
     if !query.statuses.is_empty() {
@@ -492,10 +497,18 @@ fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, &'static
         ));
     }
     let newest_first = query.newest_first.unwrap_or(query.statuses.is_empty());
-    let (order, after) = if newest_first {
-        ("c.created_at DESC, c.id DESC", "<")
-    } else {
-        ("c.created_at, c.id", ">")
+    let (key, order, after) = match (query.due_first, newest_first) {
+        (Some(targets), _) => {
+            let key = sla::due_key_sql(targets);
+            let order = format!("{key}, c.id");
+            (key, order, ">")
+        }
+        (None, true) => (
+            "c.created_at".into(),
+            "c.created_at DESC, c.id DESC".into(),
+            "<",
+        ),
+        (None, false) => ("c.created_at".into(), "c.created_at, c.id".into(), ">"),
     };
     // The cursor's time is an i64 (parsed before it gets here), so it is written into
     // the SQL as a number; its id is bound like every other value.
@@ -503,7 +516,7 @@ fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, &'static
         binds.push(id.to_string());
         let id = binds.len();
         conditions.push(format!(
-            "(c.created_at {after} {at} OR (c.created_at = {at} AND c.id {after} ${id}))"
+            "({key} {after} {at} OR ({key} = {at} AND c.id {after} ${id}))"
         ));
     }
     (conditions, binds, order)

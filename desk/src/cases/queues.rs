@@ -59,7 +59,7 @@ const IN_A_TEAM_QUEUE: &str = "(c.status = 'escalated'
 /// A case needs a person when it waits for one (an approval, an escalation), when it is
 /// with the agent but no run of the agent is alive to move it, or when the customer had
 /// the last word and no agent run will answer it (docs/spec/lifecycle.md: the customer is heard).
-const NEEDS_A_PERSON: &str = "(c.status IN ('awaiting_approval', 'escalated')
+pub(super) const NEEDS_A_PERSON: &str = "(c.status IN ('awaiting_approval', 'escalated')
      OR (c.status IN ('open', 'investigating', 'proposed', 'decided')
          AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id AND r.status IN
              ('ready', 'model_running', 'tool_pending', 'tool_running', 'awaiting_approval', 'awaiting_dependency')))

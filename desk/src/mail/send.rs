@@ -164,7 +164,11 @@ async fn render_and_keep(
                 Some(ticket) => format!("/tickets/{ticket}"),
                 None => "/tickets".to_string(),
             };
-            Some(format!("{public}/sign-in?link={token}&next={next}"))
+            // The sign-in page speaks the mail's language (issue 38), not the browser's.
+            let lang = crate::replies::Language::from_stored(&mail.language).as_str();
+            Some(format!(
+                "{public}/sign-in?link={token}&next={next}&lang={lang}"
+            ))
         }
         _ => None,
     };

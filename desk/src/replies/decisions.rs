@@ -20,12 +20,12 @@ fn policy_of(decision: &Decision) -> String {
 }
 
 /// The decided refunds, each with its currency (RP-005: "quote amounts with their
-/// currency"; `Money` displays as `198.00 CNY`).
-fn amounts(decision: &Decision) -> String {
+/// currency"), as the customer's language writes it (issue 38: `CN¥198.00`, `¥19,800`).
+fn amounts(lang: Language, decision: &Decision) -> String {
     decision
         .refunds
         .iter()
-        .map(|r| r.amount.to_string())
+        .map(|r| domain::money_text::localized(&r.amount, lang.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -48,7 +48,7 @@ pub fn customer_status(status: CaseStatus, reason_code: Option<&str>) -> CaseSta
 pub fn decision_reply(lang: Language, status: CaseStatus, decision: &Decision) -> String {
     let status = customer_status(status, Some(decision.reason_code.as_str()));
     match status {
-        CaseStatus::AwaitingApproval => review_reply(lang, &amounts(decision)),
+        CaseStatus::AwaitingApproval => review_reply(lang, &amounts(lang, decision)),
         // The engine says what it is missing (RP-002 §4): the order, or what the request
         // is about when the one order shows nothing the words could name.
         CaseStatus::AwaitingCustomer if decision.missing.as_deref() == Some("request") => {

@@ -121,7 +121,7 @@ mod tests {
         for (status, expected) in cases {
             let text = refund_reply(Language::En, &[refund(status)]);
             assert!(
-                text.contains(expected) && text.contains("198.00 CNY"),
+                text.contains(expected) && text.contains("CN¥198.00"),
                 "{status}: {text}"
             );
             assert!(
@@ -186,7 +186,10 @@ mod tests {
                 let text = refund_reply(lang, &[refund(status)]);
                 assert_eq!(written_in(&text), lang, "{status} in {lang}: {text}");
                 assert!(text.contains(must), "{status} in {lang}: {text}");
-                assert!(text.contains("198.00 CNY"), "amount and currency: {text}");
+                assert!(
+                    text.contains(&money_text(lang, "198.00", "CNY")),
+                    "amount and currency: {text}"
+                );
                 for word in never {
                     assert!(
                         !text.contains(word),
@@ -276,7 +279,10 @@ mod tests {
             let (s, c, v) = (text("submitted"), text("completed"), text("being_verified"));
             for t in [&s, &c, &v] {
                 assert_eq!(written_in(t), lang, "{t}");
-                assert!(t.contains("198.00 CNY"), "amount and currency: {t}");
+                assert!(
+                    t.contains(&money_text(lang, "198.00", "CNY")),
+                    "amount and currency: {t}"
+                );
             }
             assert!(
                 s.contains(submitted) && !s.contains(completed),
@@ -313,7 +319,8 @@ mod tests {
         );
         for lang in Language::ALL {
             let under_review = decision_reply(lang, CaseStatus::AwaitingApproval, &allow);
-            assert!(under_review.contains("19800 JPY"), "{lang}: {under_review}");
+            let yen = money_text(lang, "19800", "JPY");
+            assert!(under_review.contains(&yen), "{lang}: {under_review}");
             let denied = decision_reply(lang, CaseStatus::Denied, &hold);
             assert!(denied.contains("RP-003"), "the policy is named: {denied}");
             assert!(

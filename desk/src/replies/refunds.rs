@@ -7,7 +7,11 @@ use serde::Serialize;
 /// The reply after the provider answered (or did not).
 pub fn refund_reply(lang: Language, refunds: &[CustomerRefundView]) -> String {
     let all = |status: &str| !refunds.is_empty() && refunds.iter().all(|r| r.status == status);
-    let list = refunds.iter().map(money).collect::<Vec<_>>().join(", ");
+    let list = refunds
+        .iter()
+        .map(|r| money(lang, r))
+        .collect::<Vec<_>>()
+        .join(", ");
     // RP-005: while an outcome is unknown, the refund is being verified — never failed.
     if refunds.iter().any(|r| r.status == "being_verified") {
         return being_verified(lang, &list);
@@ -80,13 +84,14 @@ fn submitted(lang: Language, list: &str) -> String {
     }
 }
 
-fn money(r: &CustomerRefundView) -> String {
-    format!("{} {}", r.amount, r.currency)
+/// A refund's amount as the customer's language writes it (issue 38: ¥19,800).
+fn money(lang: Language, r: &CustomerRefundView) -> String {
+    super::money_text(lang, &r.amount, &r.currency)
 }
 
 /// One refund of a mixed outcome, in RP-005's words.
 fn refund_phrase(lang: Language, r: &CustomerRefundView) -> String {
-    let m = money(r);
+    let m = money(lang, r);
     let [completed, submitted, in_review, not_completed] = phrase_words(lang);
     let words = match r.status.as_str() {
         "completed" => completed,

@@ -69,6 +69,8 @@ pub(super) struct CasePage {
     error: Option<String>,
     /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
     stuck: Option<String>,
+    /// The reply clock in words, and whether it is overdue (issue 38: SLA).
+    reply: Option<(String, bool)>,
     /// The customer's messages and the internal notes, in time order (issue 17).
     thread: Vec<ThreadEntry>,
     status_label: &'static str,
@@ -323,6 +325,7 @@ async fn read_page(
     let history = desk::views::customer_history(&state.db, &case).await?;
     let thread = desk::views::thread(&state.db, &case).await?;
     let around = around(&state.db, &case).await?;
+    let reply = reply_clock(state, &case).await?;
     let chosen = super::case_replies::Chosen {
         saved: shown.saved,
         into: shown.into,
@@ -389,12 +392,26 @@ async fn read_page(
         required_role,
         error,
         stuck: around.stuck,
+        reply,
         tab: String::new(),
         previous_case: None,
         next_case: None,
         then_case: None,
         refusal: shown.refusal,
     })
+}
+
+/// The case's reply clock in words and whether it is overdue, while one runs.
+async fn reply_clock(
+    state: &AppState,
+    case: &cases::Case,
+) -> desk::error::DomainResult<Option<(String, bool)>> {
+    let lines = desk::views::case_lines(&state.db, std::slice::from_ref(case)).await?;
+    let now = state.clock.now_ms();
+    Ok(lines.first().and_then(|line| line.waiting).map(|waiting| {
+        let clock = cases::sla::ReplyClock::of(case, waiting, state.reply_targets);
+        (clock.words(now), clock.is_breached(now))
+    }))
 }
 
 /// The decision block of the case page.

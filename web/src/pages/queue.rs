@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::error::AppError;
 use desk::auth::Session;
+use desk::cases::sla::ReplyClock;
 use desk::cases::{self, CaseStatus};
 use desk::state::AppState;
 
@@ -27,6 +28,8 @@ pub(super) struct QueueRow {
     required_role: String,
     may_approve: bool,
     age: String,
+    /// The reply clock in words, and whether it is overdue (issue 38: SLA badges).
+    reply: Option<(String, bool)>,
     /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
     stuck: Option<String>,
 }
@@ -41,9 +44,10 @@ pub(super) struct QueuePage {
     filter: String,
     search: String,
     mine: bool,
+    /// The order: `oldest`, `newest` or `due` (the most urgent reply first).
+    sort: &'static str,
     /// The tabs: (filter value, words, how many cases it holds).
     tabs: Vec<(&'static str, &'static str, i64)>,
-    newest: bool,
     /// The link to the next page, when there is one.
     next: Option<String>,
     /// Bulk actions (issue 38): the form's CSRF token, whom a supervisor may assign to
@@ -60,7 +64,8 @@ pub(super) struct QueueQuery {
     q: Option<String>,
     #[serde(default)]
     mine: Option<String>,
-    /// `newest` for newest first; anything else is oldest first.
+    /// `newest` for newest first, `due` for the most urgent reply first (issue 38: SLA);
+    /// anything else is oldest first.
     #[serde(default)]
     sort: Option<String>,
     /// The keyset cursor of the next page: `created_at:case_id`.
@@ -164,7 +169,11 @@ pub(super) async fn queue_page(
             false => "all".into(),
         });
     let mine = q.mine.as_deref().is_some_and(|m| !m.is_empty());
-    let newest = q.sort.as_deref() == Some("newest");
+    let sort = match q.sort.as_deref() {
+        Some("newest") => "newest",
+        Some("due") => "due",
+        _ => "oldest",
+    };
     let page = q.per_page.unwrap_or(PAGE).clamp(1, 100);
     let tab = match Tab::of(&state, &session, &filter).await {
         Ok(tab) => tab,
@@ -173,7 +182,8 @@ pub(super) async fn queue_page(
     let query = cases::CaseQuery {
         assignee_id: mine.then_some(session.staff.id.as_str()),
         search: Some(search.as_str()),
-        newest_first: Some(newest),
+        newest_first: Some(sort == "newest"),
+        due_first: (sort == "due").then_some(state.reply_targets),
         after: q.after.as_deref().and_then(cases::parse_cursor),
         // One more than a page says whether there is a next one.
         limit: Some(page + 1),
@@ -185,12 +195,6 @@ pub(super) async fn queue_page(
     };
     let more = list.len() as i64 > page;
     list.truncate(page as usize);
-    let next = more
-        .then(|| {
-            list.last()
-                .map(|c| next_link(&q, &format!("{}:{}", c.created_at, c.id)))
-        })
-        .flatten();
     let now = state.clock.now_ms();
     let stuck: std::collections::HashMap<&str, &str> = tab
         .flags
@@ -201,10 +205,29 @@ pub(super) async fn queue_page(
         Ok(lines) => lines,
         Err(e) => return AppError::from(e).into_response(),
     };
+    let clocks: Vec<Option<ReplyClock>> = list
+        .iter()
+        .zip(&lines)
+        .map(|(c, line)| {
+            line.waiting
+                .map(|w| ReplyClock::of(c, w, state.reply_targets))
+        })
+        .collect();
+    let next = more
+        .then(|| {
+            let (last, clock) = list.last().zip(clocks.last())?;
+            let at = match sort {
+                "due" => ReplyClock::sort_key(clock.as_ref()),
+                _ => last.created_at,
+            };
+            Some(next_link(&q, &format!("{at}:{}", last.id)))
+        })
+        .flatten();
     let rows = list
         .iter()
         .zip(lines)
-        .map(|(c, line)| queue_row(&session, c, line, now, &stuck))
+        .zip(clocks)
+        .map(|((c, line), clock)| queue_row(&session, c, line, clock, now, &stuck))
         .collect();
     let tabs = match tab_counts(&state, &session, &tab.flags).await {
         Ok(tabs) => tabs,
@@ -222,7 +245,7 @@ pub(super) async fn queue_page(
         filter,
         search,
         mine,
-        newest,
+        sort,
         next,
         csrf: session.csrf_token.clone(),
         assignable,
@@ -386,6 +409,7 @@ fn queue_row(
     session: &Session,
     c: &cases::Case,
     line: desk::views::CaseLine,
+    clock: Option<ReplyClock>,
     now: i64,
     stuck: &std::collections::HashMap<&str, &str>,
 ) -> QueueRow {
@@ -418,6 +442,7 @@ fn queue_row(
         required_role: required,
         may_approve,
         age: age(now, c.created_at),
+        reply: clock.map(|k| (k.words(now), k.is_breached(now))),
         stuck: stuck.get(c.id.as_str()).map(|s| s.to_string()),
     }
 }

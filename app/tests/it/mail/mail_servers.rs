@@ -136,6 +136,18 @@ async fn charged_twice_by_mail_is_answered_with_a_link_approved_and_both_refund_
             .contains("href=\"http://desk.test/"),
         "{reply:#}"
     );
+    // The link opens the sign-in page in the ticket's language (issue 38).
+    let language: String = sqlx::query_scalar("SELECT language FROM tickets WHERE id = $1")
+        .bind(&ticket_id)
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    let text = reply["text"].as_str().unwrap();
+    let link = text
+        .split_whitespace()
+        .find(|word| word.contains("/sign-in?link="))
+        .unwrap_or_else(|| panic!("no sign-in link in {text}"));
+    assert!(link.ends_with(&format!("&lang={language}")), "{link}");
     // The case waits in the queue; a supervisor approves it.
     let case_id: String = sqlx::query_scalar("SELECT id FROM cases WHERE ticket_id = $1")
         .bind(&ticket_id)
