@@ -23,6 +23,7 @@ mod customer_page;
 mod data_lifecycle;
 mod day;
 mod demo;
+mod falls_through;
 mod files;
 mod harness_loop;
 mod history;
