@@ -34,6 +34,7 @@ mod lifecycle;
 mod llm;
 mod mail;
 mod mcp;
+mod newcomer;
 mod observability;
 mod onboarding;
 mod openapi;
