@@ -87,8 +87,8 @@ impl ReplyClock {
             ReplyKind::Next => "Next reply",
         };
         match self.state(now_ms) {
-            ClockState::DueIn(ms) => format!("{kind} due in {}", span(ms)),
-            ClockState::Breached(ms) => format!("{kind} overdue by {}", span(ms)),
+            ClockState::DueIn(ms) => format!("{kind} due in {}", span(ms, true)),
+            ClockState::Breached(ms) => format!("{kind} overdue by {}", span(ms, false)),
         }
     }
 
@@ -103,12 +103,22 @@ impl ReplyClock {
 const NO_CLOCK: i64 = i64::MAX / 2;
 
 /// A span in the queue's words: minutes under an hour, hours under two days, then days.
-fn span(ms: i64) -> String {
-    let minutes = ms.max(0).div_euclid(60_000);
+/// Time left is rounded up to the minute and to the nearest hour or day (3 h 59 min left
+/// reads "4 h", never "3 h"); time late is counted in whole units passed.
+fn span(ms: i64, left: bool) -> String {
+    let ms = ms.max(0);
+    let minutes = match left {
+        true => (ms + 59_999) / 60_000,
+        false => ms / 60_000,
+    };
+    let (hour, day) = match left {
+        true => ((minutes + 30) / 60, (minutes + 720) / (24 * 60)),
+        false => (minutes / 60, minutes / (24 * 60)),
+    };
     match minutes {
         m if m < 60 => format!("{m} min"),
-        m if m < 48 * 60 => format!("{} h", m / 60),
-        m => format!("{} d", m / (24 * 60)),
+        m if m < 48 * 60 => format!("{hour} h"),
+        _ => format!("{day} d"),
     }
 }
 
@@ -180,5 +190,12 @@ mod tests {
             "Next reply overdue by 20 min"
         );
         assert!(ReplyClock::sort_key(Some(&clock)) < ReplyClock::sort_key(None));
+        // Time left rounds up, time late down.
+        assert_eq!(clock.words(60_000), "First reply due in 4 h");
+        assert_eq!(clock.words(4 * HOUR_MS - 1), "First reply due in 1 min");
+        assert_eq!(
+            clock.words(5 * HOUR_MS - 1),
+            "First reply overdue by 59 min"
+        );
     }
 }
