@@ -57,7 +57,7 @@ use desk::agent::investigator::Investigator;
 use desk::clock::{Clock, ManualClock, SystemClock};
 use desk::config::Config;
 use desk::customer::NewTicket;
-use desk::state::AppState;
+use desk::state::Services;
 use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder};
 use policy_engine::{Currency, Facts, Money, Product, Region};
 use serde_json::{json, Value};
@@ -404,7 +404,7 @@ fn bench_now() -> OffsetDateTime {
 /// loopback port (real HTTP), the store, the fixture policies and index, the built-in
 /// investigator, a manual clock.
 struct Rig {
-    state: AppState,
+    state: Services,
     mock: payments_mock::RunningMock,
     db: FreshDb,
     _dir: tempfile::TempDir,
@@ -626,7 +626,7 @@ async fn raw_commits(db: &Db, n: usize) -> anyhow::Result<f64> {
 
 /// Durable agent steps/s: `runs::append_event` (read the last seq, insert) in its own
 /// transaction, as the harness records an intent or a result.
-async fn durable_steps(state: &AppState, run_id: &str, n: usize) -> anyhow::Result<f64> {
+async fn durable_steps(state: &Services, run_id: &str, n: usize) -> anyhow::Result<f64> {
     let payload = event_payload();
     let now = state.clock.now_ms();
     let started = Instant::now();

@@ -61,7 +61,7 @@ use crate::agent::Model;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::payments::PaymentsClient;
-use crate::state::AppState;
+use crate::state::Services;
 use store::Db;
 
 /// Claim loops per worker when `WORKER_CONCURRENCY` is not set.
@@ -73,7 +73,7 @@ pub async fn build_state(
     payments_url: &str,
     clock: Arc<dyn Clock>,
     model: Arc<dyn Model>,
-) -> anyhow::Result<AppState> {
+) -> anyhow::Result<Services> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
     // Issue 22: the database is the source of truth; the files seed an empty one.
@@ -95,7 +95,7 @@ pub async fn build_state(
         payments: payments.clone(),
     });
     lease::set(config.work_lease);
-    Ok(AppState {
+    Ok(Services {
         steps: runs::StepWriter::start(db.clone()),
         clock,
         payments,

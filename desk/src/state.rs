@@ -1,9 +1,10 @@
 //! What the process runs with: the store, the clock, the provider, the policies and their
 //! index, the model, and the settings read once at start. Built by [`crate::build_state`];
-//! the web layer holds it as axum state, the worker and the CLI hold it too. The domain
+//! the web layer wraps it in its own `AppState` (axum state, assembled there and never
+//! imported here), the worker and the CLI hold it as it is. The domain
 //! never sees it: each domain function takes what it uses (`&Db`, `&dyn Clock`, …), or
 //! one of the small structs below that name a need (`Rules`, `Decider`, `Sender`, …),
-//! which `AppState` lends out. It knows nothing of HTTP.
+//! which `Services` lends out. It knows nothing of HTTP.
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::workflow::{Decider, Rules};
 use store::Db;
 
 #[derive(Clone)]
-pub struct AppState {
+pub struct Services {
     pub db: Db,
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
@@ -83,7 +84,7 @@ pub struct AppState {
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
-impl AppState {
+impl Services {
     /// Whether staff can sign in through the company's identity provider.
     pub fn oidc_configured(&self) -> bool {
         self.oidc.is_some()

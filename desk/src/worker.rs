@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::error::DomainResult;
-use crate::state::AppState;
+use crate::state::Services;
 
 /// Asks the worker to stop claiming work (issue 20: a graceful stop). What it holds is
 /// finished, not abandoned: the step in flight commits and its lease is released, so
@@ -51,12 +51,12 @@ impl StopSignal {
 }
 
 /// One pass over runnable runs and approved cases. Returns the number of items handled.
-pub async fn run_once(state: &AppState) -> DomainResult<usize> {
+pub async fn run_once(state: &Services) -> DomainResult<usize> {
     run_pass(state, &StopSignal::default()).await
 }
 
 /// One pass that claims nothing more once `stop` is requested.
-async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
+async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // Issue 22: each pass first follows the database's policies (a publish on another
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
@@ -125,7 +125,7 @@ async fn run_pass(state: &AppState, stop: &StopSignal) -> DomainResult<usize> {
 
 /// Claims and advances runs until none is runnable or a stop is requested; stops at the
 /// first failed step.
-async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> {
+async fn advance_runs(state: Services, stop: StopSignal) -> DomainResult<usize> {
     let state = &state;
     let mut handled = 0;
     while !stop.is_requested() {
@@ -154,7 +154,7 @@ async fn advance_runs(state: AppState, stop: StopSignal) -> DomainResult<usize> 
 /// waiting out its lease (`WORK_LEASE_SECS`). A stop request ends the waiting; the lease
 /// then expires as it would have.
 async fn release_when_reachable(
-    state: &AppState,
+    state: &Services,
     run: &crate::runs::Run,
     stop: &StopSignal,
 ) -> DomainResult<()> {
@@ -175,7 +175,7 @@ async fn release_when_reachable(
 }
 
 /// Sends cases whose approval request is older than the TTL back to investigation.
-pub async fn expire_stale_approvals(state: &AppState) -> DomainResult<usize> {
+pub async fn expire_stale_approvals(state: &Services) -> DomainResult<usize> {
     use sqlx::Row;
     let cutoff = state.clock.now_ms() - state.approval_ttl_ms;
     let rows = sqlx::query(
@@ -203,7 +203,7 @@ pub async fn expire_stale_approvals(state: &AppState) -> DomainResult<usize> {
 }
 
 /// Runs passes until one finds nothing that changes (bounded, for tests and the CLI).
-pub async fn drain(state: &AppState) -> DomainResult<()> {
+pub async fn drain(state: &Services) -> DomainResult<()> {
     for _ in 0..50 {
         let before = progress_marker(state).await?;
         run_once(state).await?;
@@ -214,7 +214,7 @@ pub async fn drain(state: &AppState) -> DomainResult<()> {
     Ok(())
 }
 
-async fn progress_marker(state: &AppState) -> DomainResult<(i64, i64, i64)> {
+async fn progress_marker(state: &Services) -> DomainResult<(i64, i64, i64)> {
     use sqlx::Row;
     let row = sqlx::query(
         "SELECT (SELECT COUNT(*) FROM run_events) AS events, (SELECT CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM cases) AS cases,
@@ -231,7 +231,7 @@ async fn progress_marker(state: &AppState) -> DomainResult<(i64, i64, i64)> {
 
 /// The serve loop: a pass on every wake-up or tick, until `stop` is requested; then it
 /// returns once the pass in flight has finished what it claimed.
-pub async fn run_until_stopped(state: AppState, stop: StopSignal) {
+pub async fn run_until_stopped(state: Services, stop: StopSignal) {
     // The watchdog runs beside the passes, not after them: a pass stuck on a hung model
     // or tool is exactly what it must see (issue 18). Joined, not spawned, so aborting
     // this task (tests) stops both.
@@ -242,7 +242,7 @@ pub async fn run_until_stopped(state: AppState, stop: StopSignal) {
     );
 }
 
-async fn work_until_stopped(state: &AppState, stop: &StopSignal) {
+async fn work_until_stopped(state: &Services, stop: &StopSignal) {
     while !stop.is_requested() {
         if let Err(e) = run_pass(state, stop).await {
             tracing::error!(error = %e, "worker pass failed");
@@ -257,7 +257,7 @@ async fn work_until_stopped(state: &AppState, stop: &StopSignal) {
 
 /// The stuck-run watchdog's scan every `watchdog::SCAN_PERIOD_MS` of the app clock,
 /// looked at once a second (so a test's moved clock is seen at once).
-async fn watch_until_stopped(state: &AppState, stop: &StopSignal) {
+async fn watch_until_stopped(state: &Services, stop: &StopSignal) {
     let mut next_scan = 0;
     while !stop.is_requested() {
         let now = state.clock.now_ms();
@@ -278,7 +278,7 @@ async fn watch_until_stopped(state: &AppState, stop: &StopSignal) {
 
 /// Issue 37: the support mailbox at `IMAP_URL`, watched until the stop (nothing to do
 /// without one).
-async fn watch_mailbox(state: &AppState, stop: &StopSignal) {
+async fn watch_mailbox(state: &Services, stop: &StopSignal) {
     if let Some(target) = &state.mail.imap {
         crate::mail::imap_watch::watch_until_stopped(state.intake(), target, stop.requested())
             .await;
@@ -286,6 +286,6 @@ async fn watch_mailbox(state: &AppState, stop: &StopSignal) {
 }
 
 /// The serve loop with nothing to stop it (tests that abort the task).
-pub async fn run_forever(state: AppState) {
+pub async fn run_forever(state: Services) {
     run_until_stopped(state, StopSignal::default()).await
 }

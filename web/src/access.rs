@@ -27,8 +27,8 @@ use axum::response::IntoResponse;
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::Router;
 
+use crate::state::AppState;
 use desk::auth::{Principal, Service, ServiceKind, Staff, StaffRole};
-use desk::state::AppState;
 
 /// What a staff member may do, one row of docs/spec/roles.md each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,8 +10,8 @@ use desk::error::ErrorCode;
 
 use crate::access::Caller;
 use crate::error::{AppError, AppResult};
+use crate::state::AppState;
 use desk::auth::{constant_time_eq, Principal, Session};
-use desk::state::AppState;
 
 /// Who is asking, read off a request the access layer let through: `Authed<Principal>`
 /// or `Authed<Session>` in a handler's arguments. A wrapper because the types belong to

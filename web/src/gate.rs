@@ -18,8 +18,8 @@ use crate::access::{
     decide, AccessTable, BrowserSession, Caller, Refusal, RefusedByAccess, Rule, Surface,
 };
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::{self, Principal, CUSTOMER_COOKIE, SESSION_COOKIE};
-use desk::state::AppState;
 
 /// The middleware: the route's rule, the caller, the verdict.
 pub async fn check(

@@ -14,5 +14,6 @@ pub mod openapi;
 pub mod pages;
 pub mod router;
 pub mod scim;
+pub mod state;
 
 pub use router::{router, router_from, routes, CONTENT_SECURITY_POLICY, REQUEST_ID_HEADER};

@@ -41,7 +41,7 @@ use desk::agent::{ToolCall, ToolOutcome};
 use desk::auth::{self, Principal, Staff};
 use desk::cases::{self, Case};
 use desk::error::{DomainError, ErrorCode};
-use desk::state::AppState;
+use desk::state::Services;
 use desk::tickets::{self, Ticket};
 
 /// The environment variable `refund-agent mcp` reads its staff token from.
@@ -118,7 +118,7 @@ impl Refusal {
 
 /// The staff member a bearer token names. Customers' tokens and unknown tokens are
 /// refused (docs/spec/invariants.md #12: identity from the credential alone).
-pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<Staff, Refusal> {
+pub async fn staff_for_token(state: &Services, token: Option<&str>) -> Result<Staff, Refusal> {
     let token = token
         .map(str::trim)
         .filter(|t| !t.is_empty())
@@ -144,7 +144,7 @@ pub async fn staff_for_token(state: &AppState, token: Option<&str>) -> Result<St
 /// docs/spec/interfaces.md, "Storage and scale"). Who may call it is `web::access`'s rule (read cases); refusals come back through
 /// [`refused_by_access`] as JSON-RPC errors.
 pub fn service(
-    state: &AppState,
+    state: &Services,
 ) -> StreamableHttpService<InvestigationServer, NeverSessionManager> {
     let for_service = state.clone();
     // The SDK's Host allowlist guards unauthenticated local servers against DNS
@@ -198,7 +198,7 @@ fn is_customer(request: &Request) -> bool {
 
 /// `refund-agent mcp`: the tools on stdin/stdout for the staff member `token` names
 /// (resolved once, here), until the client closes stdin.
-pub async fn serve_stdio(state: AppState, token: Option<&str>) -> anyhow::Result<()> {
+pub async fn serve_stdio(state: Services, token: Option<&str>) -> anyhow::Result<()> {
     let staff = staff_for_token(&state, token)
         .await
         .map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
@@ -215,7 +215,7 @@ pub async fn serve_stdio(state: AppState, token: Option<&str>) -> anyhow::Result
 /// The MCP server: the investigation tools for one caller.
 #[derive(Clone)]
 pub struct InvestigationServer {
-    state: AppState,
+    state: Services,
     surface: Surface,
     /// stdio: the staff member resolved at start. HTTP: `None`; each request carries
     /// its own, put there by `web::gate::check`.
@@ -223,7 +223,7 @@ pub struct InvestigationServer {
 }
 
 impl InvestigationServer {
-    pub fn new(state: AppState, surface: Surface, caller: Option<Staff>) -> Self {
+    pub fn new(state: Services, surface: Surface, caller: Option<Staff>) -> Self {
         InvestigationServer {
             state,
             surface,
@@ -375,7 +375,7 @@ pub enum Called {
 /// audited with its caller, whatever its outcome. Errs only when the audit row cannot
 /// be written (then nothing read is returned).
 pub async fn call(
-    state: &AppState,
+    state: &Services,
     caller: &Staff,
     surface: Surface,
     name: &str,
@@ -416,7 +416,7 @@ pub async fn call(
 
 /// Runs a call; returns the audit subject (the case, or the id the call named) and
 /// what it came to.
-async fn run(state: &AppState, name: &str, arguments: &Value) -> (String, Called) {
+async fn run(state: &Services, name: &str, arguments: &Value) -> (String, Called) {
     let declarations = declarations();
     let Some(declaration) = declarations.iter().find(|d| d.name == name) else {
         let names: Vec<_> = declarations.iter().map(|d| d.name).collect();
@@ -518,7 +518,7 @@ struct Scope {
     case: Option<Case>,
 }
 
-async fn resolve(state: &AppState, named: &Named) -> Result<Scope, ToolOutcome> {
+async fn resolve(state: &Services, named: &Named) -> Result<Scope, ToolOutcome> {
     let unknown = |what: &str, id: &str| {
         tools::error(
             "not_found",
@@ -560,7 +560,7 @@ fn no_case(scope: &Scope) -> ToolOutcome {
 }
 
 /// `get_case`: the staff view of `GET /api/v1/cases/{id}` and the ticket's messages.
-async fn case_view(state: &AppState, scope: &Scope) -> ToolOutcome {
+async fn case_view(state: &Services, scope: &Scope) -> ToolOutcome {
     let Some(case) = &scope.case else {
         return no_case(scope);
     };
@@ -574,7 +574,7 @@ async fn case_view(state: &AppState, scope: &Scope) -> ToolOutcome {
 
 /// `get_run`: the case's run and its event log — hidden, as on the console, while a
 /// shadow-mode reviewer has not decided the case (no anchoring on the agent's side).
-async fn run_view(state: &AppState, scope: &Scope, run_id: Option<&str>) -> ToolOutcome {
+async fn run_view(state: &Services, scope: &Scope, run_id: Option<&str>) -> ToolOutcome {
     let Some(case) = &scope.case else {
         return no_case(scope);
     };

@@ -8,7 +8,8 @@ use crate::access::{self, Capability, Routes, Rule};
 use desk::auth::ServiceKind;
 
 use crate::error::AppError;
-use desk::state::AppState;
+use crate::state::AppState;
+use desk::state::Services;
 
 /// `GET /healthz`: the process is alive and serving. It queries nothing, so a database
 /// outage does not make a supervisor restart a process that would reconnect by itself
@@ -138,7 +139,11 @@ async fn not_found() -> AppError {
 
 /// Every route of the app with its access rule (docs/spec/roles.md), the router built
 /// from them, and the table the access layer reads. Tests walk the same table.
-pub fn routes(state: &AppState) -> Routes {
+pub fn routes(services: &Services) -> Routes {
+    routes_of(&AppState::new(services.clone()))
+}
+
+fn routes_of(state: &AppState) -> Routes {
     let mcp = || {
         Routes::new().service(
             "/mcp",
@@ -278,13 +283,15 @@ fn api_routes(state: &AppState) -> Routes {
         .get("/openapi.json", Rule::Anyone, crate::openapi::get_openapi)
 }
 
-pub fn router(state: AppState) -> Router {
-    router_from(routes(&state), state)
+/// The product's router over the process's services (its `AppState` is made here).
+pub fn router(services: Services) -> Router {
+    router_from(routes(&services), services)
 }
 
 /// The router of `routes`, behind the request layers and the access layer that reads
 /// their rules.
-pub fn router_from(routes: Routes, state: AppState) -> Router {
+pub fn router_from(routes: Routes, services: Services) -> Router {
+    let state = AppState::new(services);
     let hsts = state.secure_cookies;
     let (router, table) = routes
         .map_router(|r| r.fallback(crate::pages::page_not_found))

@@ -25,12 +25,12 @@ use serde_json::{json, Value};
 
 use crate::access::{Routes, Rule};
 use crate::error::status_of;
+use crate::state::AppState;
 use desk::auth::provisioning::{
     self, EqFilter, GroupFields, Provisioner, ScimGroup, ScimUser, UserFields,
 };
 use desk::auth::{Principal, ServiceKind};
 use desk::error::{DomainError, DomainResult, ErrorCode};
-use desk::state::AppState;
 use std::future::Future;
 use store::Db;
 

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use desk::customer::{self, NewTicket};
-use desk::state::AppState;
+use desk::state::Services;
 use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder};
 use policy_engine::{Currency, Product, Region};
 use time::OffsetDateTime;
@@ -144,7 +144,7 @@ impl DemoTraffic {
     /// ticket answers, withdraws or asks for a person.
     pub async fn step(
         &mut self,
-        state: &AppState,
+        state: &Services,
         provider_url: &str,
     ) -> anyhow::Result<TrafficStep> {
         let with_ticket: Vec<usize> = (0..self.visitors.len())
@@ -163,7 +163,7 @@ impl DemoTraffic {
     }
 
     /// A new customer with an order (its charges at the provider) opens a ticket.
-    async fn open(&mut self, state: &AppState, provider_url: &str) -> anyhow::Result<TrafficStep> {
+    async fn open(&mut self, state: &Services, provider_url: &str) -> anyhow::Result<TrafficStep> {
         self.serial += 1;
         let lang = self.next(WORDS.len() as u64) as usize;
         let kind = self.next(4) as usize;
@@ -254,7 +254,7 @@ impl DemoTraffic {
     /// Visitor `who` writes line `line` of their language on their ticket.
     async fn write(
         &mut self,
-        state: &AppState,
+        state: &Services,
         who: usize,
         line: usize,
     ) -> anyhow::Result<TrafficStep> {
@@ -282,7 +282,7 @@ impl DemoTraffic {
     }
 
     /// Visitor `who` withdraws their ticket; they write no more after.
-    async fn withdraw(&mut self, state: &AppState, who: usize) -> anyhow::Result<TrafficStep> {
+    async fn withdraw(&mut self, state: &Services, who: usize) -> anyhow::Result<TrafficStep> {
         let ticket_id = self.visitors[who].ticket_id.take().unwrap_or_default();
         let Some(ticket) = desk::tickets::load_ticket(&state.db, &ticket_id).await? else {
             return Ok(TrafficStep::Refused {
@@ -304,7 +304,7 @@ pub(super) fn pace(rate: f64) -> Duration {
 
 /// Steps the traffic at `rate` a minute until `stop`, logging each.
 pub(super) async fn keep_coming(
-    state: AppState,
+    state: Services,
     provider_url: String,
     rate: f64,
     stop: desk::worker::StopSignal,

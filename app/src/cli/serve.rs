@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::setup::{provider, state};
 use desk::auth;
 use desk::config::Config;
-use desk::state::AppState;
+use desk::state::Services;
 
 /// How long a stop may take to drain before what is left is aborted: inside the 10 s a
 /// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call
@@ -146,7 +146,7 @@ async fn stop_signal() -> &'static str {
 
 /// Every ten minutes, deletes expired tokens, sessions, sign-in links and old failed
 /// logins (`auth::purge_expired`); any instance may run it, deleting twice is harmless.
-async fn purge_forever(state: AppState) {
+async fn purge_forever(state: Services) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));
     loop {
         tick.tick().await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use desk::agent::investigator::Investigator;
 use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
-use desk::state::AppState;
+use desk::state::Services;
 
 /// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
 /// feature; the app reaches `payments-mock` only to start it here).
@@ -91,7 +91,7 @@ pub(super) fn payments_client(
     .with_order_key(&config.payments_order_key))
 }
 
-pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<AppState> {
+pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<Services> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     desk::build_state(config, payments_url, clock, model(config)?).await
 }

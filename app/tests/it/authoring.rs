@@ -507,7 +507,7 @@ async fn policy_voids(app: &TestApp, case_id: &str) -> i64 {
 /// A worker pass of `instance` that began before it noticed a publish: its copy of the
 /// state holds the old generation and decides with it (what `worker::run_once` does
 /// after its refresh, under the set it took then).
-async fn decide_with_stale_set(stale: &desk::state::AppState) {
+async fn decide_with_stale_set(stale: &desk::state::Services) {
     while let Some(mut run) =
         desk::runs::claim_next(&stale.db, &stale.instance_id, stale.clock.now_ms())
             .await
@@ -626,11 +626,11 @@ async fn with_a_second_approver_required_the_only_author_may_not_publish() {
 
 /// Another instance over the same database: its own data directory (so its own index),
 /// the same provider and clock.
-async fn second_instance(app: &TestApp) -> desk::state::AppState {
+async fn second_instance(app: &TestApp) -> desk::state::Services {
     instance(app, "second").await
 }
 
-async fn instance(app: &TestApp, name: &str) -> desk::state::AppState {
+async fn instance(app: &TestApp, name: &str) -> desk::state::Services {
     let mut config = desk::config::Config::from_env(&app.dir.path().join(name));
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());

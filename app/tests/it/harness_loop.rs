@@ -4,7 +4,7 @@
 //!
 //! Each test drives the real loop (`worker::run_once` / `investigation::advance`) against a fresh
 //! database, the real payments mock and the policy engine; faults are injected by
-//! wrapping the model or the billing source in the test's own `AppState` clone.
+//! wrapping the model or the billing source in the test's own `Services` clone.
 //!
 //! Long because it is one area (the agent loop against misbehaving models and a kill at
 //! every step): one binary, each test its own scenario.
@@ -23,7 +23,7 @@ use desk::billing::{Answer, BillingSource, CustomerRecord, Order};
 use desk::clock::ManualClock;
 use desk::payments::{ProviderCharge, ProviderRefund};
 use desk::runs;
-use desk::state::AppState;
+use desk::state::Services;
 use desk::tickets::OtherTickets;
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
@@ -991,7 +991,7 @@ impl BillingSource for FaultyBilling {
 fn with_billing(
     app: &TestApp,
     extra_orders: usize,
-) -> (AppState, Arc<std::sync::atomic::AtomicBool>) {
+) -> (Services, Arc<std::sync::atomic::AtomicBool>) {
     let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut state = app.state.clone();
     state.billing = Arc::new(FaultyBilling {

@@ -238,3 +238,37 @@ fn the_harness_speaks_of_agents_and_offers_no_downcast() {
     }
     assert!(leaks.is_empty(), "{leaks:#?}");
 }
+
+#[test]
+fn only_the_web_layer_names_app_state() {
+    // `AppState` is assembled in `web` and never imported below it (ARCHITECTURE.md):
+    // the workflow takes what it uses, or the `Services` the process runs with. A line
+    // of code below `web` naming it is a layer leak; a comment may say why it is absent.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let below_web = FLOORS
+        .iter()
+        .take_while(|floor| !floor.contains(&"web"))
+        .flat_map(|floor| floor.iter());
+    let mut leaks = Vec::new();
+    for krate in below_web {
+        let dir = root.join(krate).join("src");
+        if !dir.exists() {
+            continue;
+        }
+        for file in rust_files(&dir) {
+            let text = std::fs::read_to_string(&file).expect("a source file reads");
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains("AppState") {
+                    leaks.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "{leaks:#?}");
+    let web = std::fs::read_to_string(root.join("web/src/state.rs")).expect("web/src/state.rs");
+    assert!(
+        web.contains("pub struct AppState"),
+        "web assembles AppState"
+    );
+}

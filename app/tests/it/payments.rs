@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use desk::payments::PaymentsClient;
 use desk::reconcile;
 use desk::refunds::{self, Intent};
-use desk::state::AppState;
+use desk::state::Services;
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -157,7 +157,7 @@ impl Approved {
     }
 
     /// Drains the worker, then reconciles, until nothing moves.
-    async fn drain_and_reconcile(&self, state: &AppState) -> reconcile::ReconcileReport {
+    async fn drain_and_reconcile(&self, state: &Services) -> reconcile::ReconcileReport {
         desk::worker::drain(state)
             .await
             .expect("the worker drains without error");
@@ -173,7 +173,7 @@ impl Approved {
 
 /// A copy of the app's state whose provider client gives up after `timeout` (the test
 /// default is 5 s; latency faults use a shorter one to keep the suite fast).
-fn with_timeout(app: &TestApp, timeout: Duration) -> AppState {
+fn with_timeout(app: &TestApp, timeout: Duration) -> Services {
     let mut state = app.state.clone();
     state.payments = PaymentsClient::new(
         &app.mock.base_url(),

@@ -1,5 +1,5 @@
 //! Several instances, one database (docs/spec/interfaces.md, "Storage and scale"): each test builds a small "cluster" of
-//! `AppState`s — each with its own data dir and policy index, all on ONE database
+//! `Services`s — each with its own data dir and policy index, all on ONE database
 //! (a fresh PostgreSQL database when `TEST_DATABASE_URL` is set, else one SQLite file
 //! shared by every instance's pool) and one payments mock — and races their workers,
 //! approvals and webhook receivers against each other. Instances are "killed" by
@@ -26,7 +26,7 @@ use desk::agent::investigator::Investigator;
 use desk::auth::{self, StaffRole};
 use desk::clock::{Clock, ManualClock};
 use desk::config::Config;
-use desk::state::AppState;
+use desk::state::Services;
 use desk::world::World;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
@@ -39,7 +39,7 @@ const SECRET: &str = "whsec_test_refund_desk";
 
 /// One instance of the app: its state (own data dir, own index, own pool) and router.
 struct Instance {
-    state: AppState,
+    state: Services,
     router: axum::Router,
 }
 

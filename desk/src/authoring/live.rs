@@ -1,6 +1,6 @@
 //! The policy set an instance decides with, and how it follows the database (issue 22).
 //!
-//! `Policies` is what `AppState` holds: a snapshot of the current generation (a
+//! `Policies` is what `Services` holds: a snapshot of the current generation (a
 //! `PolicySet` and the hash of the sources it was built from) plus the cell every copy
 //! of the state shares. Cloning takes the cell's current generation, so each request
 //! (axum clones the state per request) and each worker pass works on one consistent

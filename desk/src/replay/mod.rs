@@ -18,7 +18,7 @@
 //! counterpart: the snapshot is never unavailable.
 //!
 //! What this module deliberately does not have: a database, a payments client or an
-//! `AppState`. No function here takes one, so a replay cannot write a record, move money
+//! `Services`. No function here takes one, so a replay cannot write a record, move money
 //! or send a reply by construction (docs/spec/invariants.md #7). The one clock it reads is a
 //! stopwatch for the wall-time budget (the system clock unless a caller injects one,
 //! [`investigate_with_clock`]); the ticket's date comes from the ticket. The built-in

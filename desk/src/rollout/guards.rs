@@ -38,7 +38,7 @@ pub struct Threshold {
     pub min_sample: i64,
 }
 
-/// Every guard's threshold. `AppState` holds one; tests lower the samples.
+/// Every guard's threshold. `Services` holds one; tests lower the samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Guards {
     /// The reviewer rejected the agent's proposal, or took the case over.

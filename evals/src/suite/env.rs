@@ -16,7 +16,7 @@ use desk::agent::{BoxFuture, Model, ModelContext, ModelReply, ModelTurn};
 use desk::auth::{self, StaffRole};
 use desk::clock::{Clock, ManualClock};
 use desk::config::Config;
-use desk::state::AppState;
+use desk::state::Services;
 use desk::world::World;
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -111,7 +111,7 @@ pub(crate) struct Trace {
 pub(crate) struct Env {
     _dir: TempDir,
     pub(crate) mock: payments_mock::RunningMock,
-    pub(crate) state: AppState,
+    pub(crate) state: Services,
     pub(crate) router: axum::Router,
     pub(crate) clock: Arc<ManualClock>,
     pub(crate) agent_id: String,
@@ -319,7 +319,7 @@ impl Env {
             .collect())
     }
 
-    pub(crate) async fn drain(&self, state: &AppState) -> anyhow::Result<()> {
+    pub(crate) async fn drain(&self, state: &Services) -> anyhow::Result<()> {
         desk::worker::drain(state)
             .await
             .map_err(|e| anyhow!("the worker failed: {e}"))

@@ -5,7 +5,7 @@
 //! engine). The agent must reach the same outcome, reason and refunds on all of them.
 //!
 //! Nothing here starts a database, a payments mock or a model server: replay takes no
-//! `AppState`, only a model, the policy set, the index and the ticket with its own world.
+//! `Services`, only a model, the policy set, the index and the ticket with its own world.
 //!
 //! Long because it holds the generators' properties and the shadow-accuracy checks over
 //! the never-tuned sets together; one area, one binary.

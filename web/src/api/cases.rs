@@ -13,12 +13,12 @@ use serde::Deserialize;
 
 use crate::error::{AppError, AppResult};
 use crate::extract::ApiJson;
+use crate::state::AppState;
 use desk::approvals::{self, Verdict};
 use desk::auth::Principal;
 use desk::cases::{self, CaseStatus};
 use desk::conversation::{self, AssignCase, CloseCase, StaffMessage};
 use desk::shadow_live::{self, ManualDecision};
-use desk::state::AppState;
 use desk::views::{CaseThread, CaseView};
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -9,9 +9,9 @@ use serde::Deserialize;
 
 use crate::error::AppResult;
 use crate::extract::{ApiJson, Authed};
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::csat::{self, Report};
-use desk::state::AppState;
 
 /// A customer's answer to "How did we do?".
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

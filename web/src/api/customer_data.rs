@@ -11,10 +11,10 @@ use axum::Json;
 use tokio::io::AsyncReadExt;
 
 use crate::error::AppResult;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::customer_data::{self, erase::Erased};
 use desk::error::DomainError;
-use desk::state::AppState;
 
 /// Bytes handed to the client at a time (and the pipe between export and response).
 const CHUNK: usize = 16 * 1024;

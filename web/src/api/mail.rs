@@ -10,9 +10,9 @@ use axum::routing::{post, MethodRouter};
 use axum::Json;
 
 use crate::error::{AppError, AppResult};
+use crate::state::AppState;
 use desk::error::{DomainError, ErrorCode};
 use desk::mail::inbound::{self, InboundOutcome};
-use desk::state::AppState;
 
 /// The inbound route, with a body limit of one whole mail (the app's default is 64 KiB).
 pub fn inbound_route() -> MethodRouter<AppState> {

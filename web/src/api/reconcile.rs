@@ -5,9 +5,9 @@ use axum::extract::State;
 use axum::Json;
 
 use crate::error::AppResult;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::reconcile::{self, ReconcileReport};
-use desk::state::AppState;
 
 /// `POST /api/v1/reconcile` (staff): runs a full reconciliation and returns its report.
 #[utoipa::path(post, path = "/api/v1/reconcile", tag = "staff", security(("bearer" = [])), responses((status = 200, description = "provider against internal, every charge", body = ReconcileReport), crate::error::ApiErrors))]

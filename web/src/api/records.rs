@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AppError, AppResult};
 use crate::extract::ApiJson;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::onboarding::charges::{self, SyncReport, UnlinkedCharge};
 use desk::onboarding::records::{self, CustomerRow, OrderRow, Upserted};
-use desk::state::AppState;
 
 /// What an upsert did.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use crate::error::AppResult;
 use crate::extract::ApiJson;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::rollout::{self, modes, Mode, RolloutStatus, Scope};
-use desk::state::AppState;
 
 /// `POST /api/v1/rollout`: a scope's new mode.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

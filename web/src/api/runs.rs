@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 
 use crate::error::{AppError, AppResult};
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::runs::{self, Event};
-use desk::state::AppState;
 
 /// `GET /api/v1/runs/{id}/events` (staff).
 #[utoipa::path(get, path = "/api/v1/runs/{id}/events", tag = "staff", security(("bearer" = [])), params(("id" = String, Path, description = "run id")), responses((status = 200, description = "the run's event log, in order", body = Vec<Event>), crate::error::ApiErrors))]

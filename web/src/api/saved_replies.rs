@@ -11,10 +11,10 @@ use serde::Deserialize;
 
 use crate::error::{AppError, AppResult};
 use crate::extract::ApiJson;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::replies::Language;
 use desk::saved_replies::{self, NewSavedReply, SavedReply};
-use desk::state::AppState;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -12,9 +12,9 @@ use desk::mailbox::attachments::AttachmentLine;
 
 use crate::error::AppResult;
 use crate::extract::ApiJson;
+use crate::state::AppState;
 use desk::auth::Principal;
 use desk::customer::{self, NewMessage, NewTicket, TicketView, Withdrawal};
-use desk::state::AppState;
 
 /// `POST /api/v1/tickets` (customer).
 #[utoipa::path(post, path = "/api/v1/tickets", tag = "customer", security(("bearer" = [])), request_body = NewTicket, responses((status = 201, description = "the ticket, its case opened", body = TicketView), crate::error::ApiErrors))]

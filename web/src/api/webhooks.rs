@@ -13,7 +13,7 @@ use axum::{Extension, Json};
 use serde::Serialize;
 
 use crate::error::{AppError, AppResult};
-use desk::state::AppState;
+use crate::state::AppState;
 use desk::webhooks::{process_event, Event, Outcome, TOLERANCE_SECS};
 
 /// The secret that signs provider webhooks. Its `Debug` never shows it.

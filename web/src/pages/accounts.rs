@@ -12,10 +12,10 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
+use crate::state::AppState;
 use desk::auth::accounts::{self, Credential, StaffAccount};
 use desk::auth::{self, ServiceKind, Session, StaffRole};
 use desk::error::{DomainError, ErrorCode};
-use desk::state::AppState;
 
 use super::common::{
     error_page, has_csrf, render, with_status, CsrfForm, Nav, SameOrigin, SignedIn, Verified,

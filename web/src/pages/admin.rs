@@ -9,9 +9,9 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::audit::AuditFilter;
 use desk::auth::{self, Session};
-use desk::state::AppState;
 
 use super::common::{or_page, render, verified, with_status, Nav, SignedIn};
 use crate::links::query_string;

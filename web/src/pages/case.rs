@@ -12,12 +12,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
+use crate::state::AppState;
 use desk::approvals;
 use desk::auth::{self, Session};
 use desk::cases::{self, CaseStatus};
 use desk::error::{DomainError, ErrorCode};
 use desk::refunds::{PastRefund, RefundView};
-use desk::state::AppState;
 use desk::tickets::TicketLine;
 use desk::views::CaseView;
 use desk::world::{parse_plain, serde_plain};

@@ -14,10 +14,10 @@ use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
 use crate::extract::Authed;
+use crate::state::AppState;
 use desk::approvals::{self, Verdict};
 use desk::auth::Session;
 use desk::error::{DomainError, ErrorCode};
-use desk::state::AppState;
 
 use super::case::{case_page_with, Refusal, Shown};
 use super::case_replies::Kept;

@@ -8,11 +8,11 @@
 //! are offered in the reply, reject and close forms; a rejection's message is the
 //! reviewer's to edit, the standard one to start from.
 
+use crate::state::AppState;
 use desk::cases::{Case, CaseStatus};
 use desk::error::DomainResult;
 use desk::replies::{self, CustomerRefundView, HandDecision, Language};
 use desk::saved_replies;
-use desk::state::AppState;
 
 /// A saved reply as the case page offers it: filled for the case.
 /// What the case page's forms held when one was refused.

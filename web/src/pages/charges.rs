@@ -12,9 +12,9 @@ use serde::Deserialize;
 use super::common::{has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
 use crate::access::{Capability, Routes, Rule};
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::Session;
 use desk::onboarding::charges::{self, UnlinkedCharge};
-use desk::state::AppState;
 
 /// Charges shown on one page, newest first.
 const PAGE_SIZE: i64 = 100;

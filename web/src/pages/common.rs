@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use crate::access::Capability;
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::{constant_time_eq, Session};
 use desk::replies::Language;
-use desk::state::AppState;
 
 pub fn render(t: &impl Template) -> Response {
     match t.render() {

@@ -10,11 +10,11 @@ use serde::Deserialize;
 
 use crate::access::Caller;
 use crate::error::{status_of, AppError};
+use crate::state::AppState;
 use desk::auth::{self, Principal};
 use desk::customer::{self, TicketView};
 use desk::error::DomainError;
 use desk::replies::{self, Language, PageText};
-use desk::state::AppState;
 use desk::tickets::{self};
 
 use super::common::{

@@ -12,9 +12,9 @@ use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::Session;
 use desk::customer_data::{retention, retention::Windows};
-use desk::state::AppState;
 
 use super::admin::admin;
 use super::common::{or_page, render, verified, Nav};

@@ -9,8 +9,8 @@ use axum::Form;
 use serde::Deserialize;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::{self, constant_time_eq, Session};
-use desk::state::AppState;
 
 use super::common::{
     cross_site_refused, redirect_with_cookie, render, with_status, CsrfForm, SameOrigin,

@@ -36,7 +36,7 @@ pub use customer::open_from_link_page;
 use axum::response::Redirect;
 
 use crate::access::{Capability, Routes, Rule};
-use desk::state::AppState;
+use crate::state::AppState;
 
 /// Every page: the customer's, and the console's under the rollout banner
 /// (`rollout::banner`, issue 21). Customer pages never show the banner, so they skip

@@ -11,7 +11,7 @@ use policy_engine::PolicyDocument;
 use serde::Deserialize;
 
 use super::common::{error_page, render, Nav, SignedIn};
-use desk::state::AppState;
+use crate::state::AppState;
 use desk::world::serde_plain;
 
 pub fn routes() -> Routes {

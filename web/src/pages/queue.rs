@@ -7,10 +7,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::Session;
 use desk::cases::sla::ReplyClock;
 use desk::cases::{self, CaseStatus};
-use desk::state::AppState;
 
 use super::common::{render, Nav, SignedIn};
 use crate::links::query_string;

@@ -12,9 +12,9 @@ use axum::Form;
 
 use crate::error::AppError;
 use crate::extract::Authed;
+use crate::state::AppState;
 use desk::auth::Session;
 use desk::cases::{self, CaseStatus};
-use desk::state::AppState;
 
 use super::common::{or_page, verified};
 

@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::Session;
-use desk::state::AppState;
 
 use super::common::{render, verified, CsrfForm, Nav, SignedIn};
 

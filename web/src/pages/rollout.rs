@@ -12,9 +12,9 @@ use desk::error::ErrorCode;
 use serde::Deserialize;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::Session;
 use desk::rollout::{self, guards, modes, Mode, Scope};
-use desk::state::AppState;
 
 use super::admin::admin;
 use super::common::{or_page, render, verified, with_status, Nav};

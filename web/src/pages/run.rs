@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use harness::Kind;
 
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::runs::EventKind;
-use desk::state::AppState;
 
 use super::common::{error_page, render, Nav, SignedIn};
 

@@ -13,10 +13,10 @@ use serde::Deserialize;
 
 use super::common::{error_page, has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
 use crate::error::AppError;
+use crate::state::AppState;
 use desk::auth::{Session, StaffRole};
 use desk::replies::Language;
 use desk::saved_replies::{self, NewSavedReply, SavedReply};
-use desk::state::AppState;
 
 pub fn routes() -> Routes {
     let manage = Rule::Staff(Capability::ManageSavedReplies);

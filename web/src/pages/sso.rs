@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use crate::state::AppState;
 use desk::auth::{self, oidc::Refused};
-use desk::state::AppState;
 
 use super::common::{home_of, redirect_with_cookie, render, with_status};
 use super::login::LoginPage;

@@ -23,7 +23,7 @@ use desk::agent::Model;
 use desk::auth::{self, StaffRole};
 use desk::clock::ManualClock;
 use desk::config::Config;
-use desk::state::AppState;
+use desk::state::Services;
 use desk::world::World;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -31,7 +31,7 @@ use tower::ServiceExt;
 pub const NOW: &str = "2026-11-29T10:00:00Z";
 
 pub struct TestApp {
-    pub state: AppState,
+    pub state: Services,
     pub router: axum::Router,
     pub mock: payments_mock::RunningMock,
     pub clock: Arc<ManualClock>,
