@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod error_code;
 pub mod ids;
 pub mod money_text;
+pub mod phrases;
 pub mod reply_template;
 pub use error_code::ErrorCode;
 pub mod resolve;

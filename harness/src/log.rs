@@ -187,6 +187,17 @@ pub trait EventLog: Send {
     /// The run's events so far, in order.
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>>;
 
+    /// The events after `after` (every one for `None`), in order: the loop reads only
+    /// what it has not folded yet (issue 41: a turn no longer copies the whole log). The
+    /// default loads them all and keeps the new ones; a log that can do better does.
+    fn load_after(&mut self, after: Option<i64>) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>> {
+        Box::pin(async move {
+            let mut events = self.load().await?;
+            events.retain(|e| after.is_none_or(|seq| e.seq > seq));
+            Ok(events)
+        })
+    }
+
     /// Commits one step atomically.
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>>;
 
@@ -247,10 +258,18 @@ impl EventLog for MemoryLog {
     type Error = std::convert::Infallible;
 
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>> {
+        self.load_after(None)
+    }
+
+    /// The events are numbered by their place (seq `n` is the `n`-th), so the new ones
+    /// are a tail of the list: only they are copied.
+    fn load_after(&mut self, after: Option<i64>) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>> {
+        let skip = after.map_or(0, |seq| usize::try_from(seq).unwrap_or(0));
         let events = self
             .events
             .iter()
             .enumerate()
+            .skip(skip)
             .map(|(i, e)| Event {
                 seq: i as i64 + 1,
                 kind: e.kind.to_string(),
@@ -344,6 +363,11 @@ impl<A: Answer> Folded<A> {
             log: RunLog::default(),
             last_seq: None,
         }
+    }
+
+    /// The seq of the last event folded, if any (what [`EventLog::load_after`] is asked).
+    pub(crate) fn last_seq(&self) -> Option<i64> {
+        self.last_seq
     }
 
     fn is_new(&self, e: &Event) -> bool {

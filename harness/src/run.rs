@@ -111,14 +111,15 @@ async fn looped<A: Answer, L: EventLog>(
     let mut carried: Option<Step> = None;
     let mut folded = Folded::<A>::new();
     loop {
-        let mut events = log.load().await?;
+        // Only the events not folded yet: the state is kept folded between turns.
+        let mut events = log.load_after(folded.last_seq()).await?;
         let mut counters = log.counters();
         folded.catch_up(&events);
         let with_step;
         let state = match &carried {
             None => &folded.log,
             Some(step) => {
-                with_carried(&mut events, &mut counters, step);
+                with_carried(&mut events, folded.last_seq(), &mut counters, step);
                 with_step = folded.with(&events);
                 &with_step
             }
@@ -144,7 +145,8 @@ async fn looped<A: Answer, L: EventLog>(
             Next::HandOff { reason, summarised } => {
                 let reason = reason.to_string();
                 let summary = if summarised {
-                    recorded_summary(&events)
+                    // The summary was recorded earlier in the run: read the whole log.
+                    recorded_summary(&log.load().await?)
                 } else {
                     let summary = run.rules.handoff_summary(&reason, state, counters);
                     let event = NewEvent::of(Kind::Handoff, None, summary.clone());
@@ -241,8 +243,15 @@ async fn keeping<L: EventLog, T>(
 
 /// A step not committed yet, as the loop reads the log: its events after the log's
 /// (numbered as the log will number them) and its counts added.
-fn with_carried(events: &mut Vec<Event>, counters: &mut Counters, step: &Step) {
-    let last = events.last().map_or(0, |e| e.seq);
+/// `events` (the new ones, after `folded` — the last seq folded) with the carried step's
+/// events after them, numbered on.
+fn with_carried(
+    events: &mut Vec<Event>,
+    folded: Option<i64>,
+    counters: &mut Counters,
+    step: &Step,
+) {
+    let last = events.last().map(|e| e.seq).or(folded).unwrap_or(0);
     events.extend(step.events.iter().zip(last + 1..).map(|(e, seq)| Event {
         seq,
         kind: e.kind.to_string(),

@@ -234,6 +234,15 @@ impl EventLog for SqlLog<'_> {
     type Error = LogError<DomainError>;
 
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
+        self.load_after(None)
+    }
+
+    /// Read from the database once, then kept as this process commits: only the events
+    /// after `after` are copied out (issue 41).
+    fn load_after(
+        &mut self,
+        after: Option<i64>,
+    ) -> BoxFuture<'_, Result<Vec<harness::Event>, Self::Error>> {
         Box::pin(async move {
             if self.known.is_none() {
                 let events = runs::events(self.db, &self.run.id)
@@ -241,7 +250,9 @@ impl EventLog for SqlLog<'_> {
                     .map_err(from_app)?;
                 self.known = Some(harness_events(events));
             }
-            Ok(self.known.clone().unwrap_or_default())
+            let known = self.known.as_deref().unwrap_or_default();
+            let new = known.partition_point(|e| after.is_some_and(|seq| e.seq <= seq));
+            Ok(known[new..].to_vec())
         })
     }
 

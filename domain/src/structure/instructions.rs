@@ -234,8 +234,14 @@ const MARKERS: &[&str] = &[
 
 /// Whether a sentence is an instruction.
 pub fn is_instruction(sentence: &str) -> bool {
+    static FOUND: std::sync::LazyLock<crate::phrases::PhraseSet> =
+        std::sync::LazyLock::new(|| crate::phrases::PhraseSet::new(MARKERS.iter().copied()));
     let folded = fold_words(sentence);
-    MARKERS.iter().any(|m| contains_marker(&folded, m))
+    let present = FOUND.present(&folded);
+    MARKERS
+        .iter()
+        .zip(present)
+        .any(|(m, here)| here && contains_marker(&folded, m))
 }
 
 fn contains_marker(text: &str, marker: &str) -> bool {
