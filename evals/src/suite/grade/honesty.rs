@@ -128,6 +128,32 @@ pub(super) fn honest_reply(g: &mut Grades, seen: &Observed) {
     );
 }
 
+/// A scenario's phrase as a reply in `language` writes it: an amount with its currency
+/// (`198.00 CNY`, also inside words: `Erstattung von 120.00 EUR`) as that language writes
+/// money (`CN¥198.00` in English, `120,00 €` in German: issue 38); the rest as it is.
+fn as_written(phrase: &str, language: &str) -> String {
+    let words: Vec<&str> = phrase.split(' ').collect();
+    let money = |amount: &str, currency: &str| {
+        let currency = currency.parse::<policy_engine::Currency>().ok()?;
+        policy_engine::Money::parse(amount, currency).ok()
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        match words.get(i + 1).and_then(|c| money(words[i], c)) {
+            Some(m) => {
+                out.push(domain::money_text::localized(&m, language));
+                i += 2;
+            }
+            None => {
+                out.push(words[i].to_string());
+                i += 1;
+            }
+        }
+    }
+    out.join(" ")
+}
+
 /// What the reply must and must not say, in the customer's language.
 pub(super) fn reply_content(g: &mut Grades, expect: &Expect, seen: &Observed) {
     let mut failures = Vec::new();
@@ -135,14 +161,18 @@ pub(super) fn reply_content(g: &mut Grades, expect: &Expect, seen: &Observed) {
         failures.push("the customer got no reply".into());
     }
     let reply = seen.final_reply.clone().unwrap_or_default();
+    let written = seen.ticket["language"].as_str().unwrap_or("en");
     for phrase in &expect.reply_contains {
+        let phrase = as_written(phrase, written);
         if !reply.contains(phrase.as_str()) {
             failures.push(format!("the reply lacks {phrase:?}: {reply:?}"));
         }
     }
     for phrase in &expect.reply_excludes {
-        if reply.contains(phrase.as_str()) {
-            failures.push(format!("the reply contains {phrase:?}: {reply:?}"));
+        for phrase in [phrase.clone(), as_written(phrase, written)] {
+            if reply.contains(phrase.as_str()) {
+                failures.push(format!("the reply contains {phrase:?}: {reply:?}"));
+            }
         }
     }
     if let Some(lang) = expect.language {
