@@ -229,7 +229,8 @@ struct Replayed {
     agent: CaseVerdict,
     versions: Vec<String>,
     citations: Vec<String>,
-    trace: Option<serde_json::Value>,
+    /// The investigation, turned into the report's trace only where the verdicts differ.
+    trace: Option<Box<replay::Investigation>>,
     error: Option<String>,
     /// What the agent read: the facts, the request kind, the order and where it came from.
     read: (
@@ -262,27 +263,97 @@ async fn replay_one(
                 citations: decision
                     .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
                     .unwrap_or_default(),
-                trace: serde_json::to_value(&result.investigation).ok(),
+                trace: Some(Box::new(result.investigation)),
                 agent: result.agent,
                 error: None,
             }
         }
-        Err(e) => Replayed {
-            agent: CaseVerdict {
-                outcome: CaseOutcome::Escalate,
-                reason: policy_engine::ReasonCode::Other,
-                refunds: vec![],
-            },
-            versions: vec![],
-            citations: vec![],
-            trace: None,
-            error: Some(e.to_string()),
-            read: (None, None, None, None),
-        },
+        Err(e) => failed(e.to_string()),
     }
 }
 
-/// Replays every ticket. `progress(done, total)` is called after each one.
+/// A replay that stopped with `error`: the agent escalates, as live hands over.
+fn failed(error: String) -> Replayed {
+    Replayed {
+        agent: CaseVerdict {
+            outcome: CaseOutcome::Escalate,
+            reason: policy_engine::ReasonCode::Other,
+            refunds: vec![],
+        },
+        versions: vec![],
+        citations: vec![],
+        trace: None,
+        error: Some(error),
+        read: (None, None, None, None),
+    }
+}
+
+/// Tickets replayed between two progress reports.
+const ROUND: usize = 256;
+
+/// Every ticket replayed, each result at its ticket's place, on every core the machine
+/// has (issue 41: a replay is a batch job, and tickets are independent: each has its
+/// own world snapshot, nothing is written). In rounds of [`ROUND`]; `progress` hears
+/// after each. It holds the calling thread until done: each worker thread drives its
+/// share on a runtime of its own.
+fn replay_all(
+    model: &dyn Model,
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    tickets: &[HistoricalTicket],
+    progress: &mut impl FnMut(usize, usize),
+) -> Vec<Replayed> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let mut out = Vec::with_capacity(tickets.len());
+    for round in tickets.chunks(ROUND) {
+        let share = round.len().div_ceil(workers);
+        let parts: Vec<Vec<Replayed>> = std::thread::scope(|scope| {
+            let running: Vec<_> = round
+                .chunks(share)
+                .map(|part| scope.spawn(move || replay_part(model, policies, index, part)))
+                .collect();
+            running
+                .into_iter()
+                .map(|r| {
+                    r.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        });
+        out.extend(parts.into_iter().flatten());
+        progress(out.len(), tickets.len());
+    }
+    out
+}
+
+/// One worker thread's share, in order, on a runtime of its own.
+fn replay_part(
+    model: &dyn Model,
+    policies: &PolicySet,
+    index: &Arc<PolicyIndex>,
+    part: &[HistoricalTicket],
+) -> Vec<Replayed> {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let why = format!("no runtime for the replay: {e}");
+            return part.iter().map(|_| failed(why.clone())).collect();
+        }
+    };
+    runtime.block_on(async {
+        let mut done = Vec::with_capacity(part.len());
+        for ticket in part {
+            done.push(replay_one(model, policies, index, ticket).await);
+        }
+        done
+    })
+}
+
+/// Replays every ticket (on every core: [`replay_all`]) and tallies the report.
+/// `progress(done, total)` is called as the replays go.
 ///
 /// Long because it is one pass that feeds a dozen tallies (confusion, reasons, versions,
 /// causes, features, money either way) from each ticket's replay; the replay itself is
@@ -306,7 +377,8 @@ pub async fn run(
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_feature: BTreeMap<String, Breakdown> = BTreeMap::new();
     let mut rows = Vec::with_capacity(tickets.len());
-    for (i, ticket) in tickets.iter().enumerate() {
+    let replayed = replay_all(model, policies, index, tickets, &mut progress);
+    for (ticket, replayed) in tickets.iter().zip(replayed) {
         let human = ticket.human.verdict();
         let Replayed {
             agent,
@@ -315,7 +387,7 @@ pub async fn run(
             trace,
             error,
             read,
-        } = replay_one(model, policies, index, ticket).await;
+        } = replayed;
         let agree = agent.outcome == human.outcome;
         let exact = agent.agrees_exactly(&human);
         let (facts, request_read, order_id, order_source) = read;
@@ -366,10 +438,12 @@ pub async fn run(
             policy_versions: versions,
             citations,
             human_inference: ticket.human.extra.get("inference").cloned(),
-            trace: if exact { None } else { trace },
+            trace: match exact {
+                true => None,
+                false => trace.and_then(|t| serde_json::to_value(t).ok()),
+            },
             error,
         });
-        progress(i + 1, tickets.len());
     }
     let total = tickets.len();
     let rate = |n: usize| {
