@@ -15,6 +15,8 @@
 //! `web::pages::shadow_report`'s, askama-escaped) and writes no file (the CLI does).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -229,8 +231,9 @@ struct Replayed {
     agent: CaseVerdict,
     versions: Vec<String>,
     citations: Vec<String>,
-    /// The investigation, turned into the report's trace only where the verdicts differ.
-    trace: Option<Box<replay::Investigation>>,
+    /// The investigation as the report's trace, kept only where the verdicts differ
+    /// (the rest is dropped at once: a run holds no investigation it will not show).
+    trace: Option<serde_json::Value>,
     error: Option<String>,
     /// What the agent read: the facts, the request kind, the order and where it came from.
     read: (
@@ -263,7 +266,9 @@ async fn replay_one(
                 citations: decision
                     .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
                     .unwrap_or_default(),
-                trace: Some(Box::new(result.investigation)),
+                trace: (!result.agent.agrees_exactly(&ticket.human.verdict()))
+                    .then(|| serde_json::to_value(&result.investigation).ok())
+                    .flatten(),
                 agent: result.agent,
                 error: None,
             }
@@ -288,14 +293,11 @@ fn failed(error: String) -> Replayed {
     }
 }
 
-/// Tickets replayed between two progress reports.
-const ROUND: usize = 256;
-
 /// Every ticket replayed, each result at its ticket's place, on every core the machine
 /// has (issue 41: a replay is a batch job, and tickets are independent: each has its
-/// own world snapshot, nothing is written). In rounds of [`ROUND`]; `progress` hears
-/// after each. It holds the calling thread until done: each worker thread drives its
-/// share on a runtime of its own.
+/// own world snapshot, nothing is written). Each worker thread takes the next ticket
+/// not taken yet, on a runtime of its own; `progress` hears of each result as it comes.
+/// It holds the calling thread until done.
 fn replay_all(
     model: &dyn Model,
     policies: &PolicySet,
@@ -303,53 +305,76 @@ fn replay_all(
     tickets: &[HistoricalTicket],
     progress: &mut impl FnMut(usize, usize),
 ) -> Vec<Replayed> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let mut out = Vec::with_capacity(tickets.len());
-    for round in tickets.chunks(ROUND) {
-        let share = round.len().div_ceil(workers);
-        let parts: Vec<Vec<Replayed>> = std::thread::scope(|scope| {
-            let running: Vec<_> = round
-                .chunks(share)
-                .map(|part| scope.spawn(move || replay_part(model, policies, index, part)))
-                .collect();
-            running
-                .into_iter()
-                .map(|r| {
-                    r.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
-        out.extend(parts.into_iter().flatten());
-        progress(out.len(), tickets.len());
-    }
-    out
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let workers = cores.min(tickets.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let (sent, results) = std::sync::mpsc::channel();
+    let mut slots: Vec<Option<Replayed>> = tickets.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (sent, next) = (sent.clone(), &next);
+            let share = Share {
+                model,
+                policies,
+                index,
+                tickets,
+                next,
+            };
+            scope.spawn(move || share.replay(sent));
+        }
+        drop(sent);
+        for (done, (at, replayed)) in results.iter().enumerate() {
+            slots[at] = Some(replayed);
+            progress(done + 1, tickets.len());
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.unwrap_or_else(|| failed("the replay's worker stopped".into())))
+        .collect()
 }
 
-/// One worker thread's share, in order, on a runtime of its own.
-fn replay_part(
-    model: &dyn Model,
-    policies: &PolicySet,
-    index: &Arc<PolicyIndex>,
-    part: &[HistoricalTicket],
-) -> Vec<Replayed> {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let why = format!("no runtime for the replay: {e}");
-            return part.iter().map(|_| failed(why.clone())).collect();
-        }
-    };
-    runtime.block_on(async {
-        let mut done = Vec::with_capacity(part.len());
-        for ticket in part {
-            done.push(replay_one(model, policies, index, ticket).await);
-        }
-        done
-    })
+/// What one worker thread of [`replay_all`] works through.
+struct Share<'a> {
+    model: &'a dyn Model,
+    policies: &'a PolicySet,
+    index: &'a Arc<PolicyIndex>,
+    tickets: &'a [HistoricalTicket],
+    /// The next ticket nobody has taken.
+    next: &'a AtomicUsize,
+}
+
+impl Share<'_> {
+    /// Takes ticket after ticket until none is left, sending each result with its place.
+    fn replay(self, sent: Sender<(usize, Replayed)>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let runtime = match runtime {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                let why = format!("no runtime for the replay: {e}");
+                while let Some(at) = self.take() {
+                    let _ = sent.send((at, failed(why.clone())));
+                }
+                return;
+            }
+        };
+        runtime.block_on(async {
+            while let Some(at) = self.take() {
+                let ticket = &self.tickets[at];
+                let replayed = replay_one(self.model, self.policies, self.index, ticket).await;
+                if sent.send((at, replayed)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn take(&self) -> Option<usize> {
+        let at = self.next.fetch_add(1, Ordering::Relaxed);
+        (at < self.tickets.len()).then_some(at)
+    }
 }
 
 /// Replays every ticket (on every core: [`replay_all`]) and tallies the report.
@@ -438,10 +463,7 @@ pub async fn run(
             policy_versions: versions,
             citations,
             human_inference: ticket.human.extra.get("inference").cloned(),
-            trace: match exact {
-                true => None,
-                false => trace.and_then(|t| serde_json::to_value(t).ok()),
-            },
+            trace,
             error,
         });
     }
