@@ -10,7 +10,7 @@
 //! This module does not parse policy files, translate queries or lay out directories
 //! (see `glossary`, `query` and `store`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -52,7 +52,25 @@ pub(crate) struct Generation {
     fields: Fields,
     /// `meta.versions` packed for the filters, by ordinal.
     scopes: Vec<VersionScope>,
+    /// Answers given by this generation, by what decides them (issue 41). A generation
+    /// never changes, so the same words, limit and versions in scope get the same
+    /// passages; a rebuild is a new generation with an empty memory.
+    answers: Mutex<HashMap<AnswerKey, Vec<Passage>>>,
 }
+
+/// What decides a search's answer within one generation: the words, how many, and
+/// which versions are in scope (the filters already applied: the same in-force set is
+/// the same answer, whatever day named it).
+#[derive(PartialEq, Eq, Hash)]
+struct AnswerKey {
+    text: String,
+    limit: usize,
+    allowed: Option<Arc<[bool]>>,
+}
+
+/// Answers a generation keeps; past this it forgets them all and starts again (the
+/// investigator asks a handful of questions; a flood of distinct ones gains nothing).
+const ANSWERS_KEPT: usize = 1024;
 
 impl Generation {
     /// Opens a complete generation; fails on anything unexpected (foreign schema, missing
@@ -83,6 +101,7 @@ impl Generation {
             parser,
             fields,
             scopes,
+            answers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -245,22 +264,71 @@ impl PolicyIndex {
         self.search_with(query, Filtering::EveryMatch)
     }
 
+    /// The answer [`search`](Self::search) would give, when this generation has given it
+    /// before: no index read, so a caller may skip the blocking hand-off.
+    pub fn remembered(&self, query: &SearchQuery) -> Option<Vec<Passage>> {
+        let generation = self.generation();
+        let key = generation.key(query);
+        generation.recall(&key)
+    }
+
     fn search_with(
         &self,
         query: &SearchQuery,
         filtering: Filtering,
     ) -> Result<Vec<Passage>, IndexError> {
+        let generation = self.generation();
+        let key = generation.key(query);
+        if let (Filtering::Pruning, Some(known)) = (filtering, generation.recall(&key)) {
+            return Ok(known);
+        }
+        let passages = generation.search(query, filtering, key.allowed.clone())?;
+        if let Filtering::Pruning = filtering {
+            generation.keep(key, &passages);
+        }
+        Ok(passages)
+    }
+}
+
+impl Generation {
+    fn key(&self, query: &SearchQuery) -> AnswerKey {
+        AnswerKey {
+            text: query.text.clone(),
+            limit: query.limit.min(MAX_LIMIT),
+            allowed: query::allowed_versions(&self.scopes, query),
+        }
+    }
+
+    fn recall(&self, key: &AnswerKey) -> Option<Vec<Passage>> {
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        answers.get(key).cloned()
+    }
+
+    fn keep(&self, key: AnswerKey, passages: &[Passage]) {
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        if answers.len() >= ANSWERS_KEPT {
+            answers.clear();
+        }
+        answers.insert(key, passages.to_vec());
+    }
+
+    /// One search of this generation, `allowed` the versions in scope (`None`: all).
+    fn search(
+        &self,
+        query: &SearchQuery,
+        filtering: Filtering,
+        allowed: Option<Arc<[bool]>>,
+    ) -> Result<Vec<Passage>, IndexError> {
         let limit = query.limit.min(MAX_LIMIT);
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let generation = self.generation();
-        let Some(tantivy_query) = query::build(&generation.parser, query)? else {
+        let Some(tantivy_query) = query::build(&self.parser, query)? else {
             return Ok(Vec::new());
         };
-        let searcher = generation.reader.searcher();
+        let searcher = self.reader.searcher();
         let top_docs = TopDocs::with_limit(limit).order_by_score();
-        let top = match query::allowed_versions(&generation.scopes, query) {
+        let top = match allowed {
             // No filter: plain top-k, which lets tantivy skip blocks (block-max WAND).
             None => searcher.search(&*tantivy_query, &top_docs)?,
             Some(allowed) if !allowed.contains(&true) => return Ok(Vec::new()),
@@ -288,11 +356,13 @@ impl PolicyIndex {
         let mut passages = Vec::with_capacity(top.len());
         for (score, address) in top {
             let stored: TantivyDocument = searcher.doc(address)?;
-            passages.push(to_passage(&generation.fields, &stored, score)?);
+            passages.push(to_passage(&self.fields, &stored, score)?);
         }
         Ok(passages)
     }
+}
 
+impl PolicyIndex {
     /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
     /// the same parser, fields and terms (the glossary's English for Chinese text), and
     /// the same query `search` runs: a union of terms laid out flat as `search` prunes it

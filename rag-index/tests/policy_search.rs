@@ -744,3 +744,62 @@ fn recall_at_3_on_the_eval_set_is_at_least_95_percent() {
     assert_eq!(report.total, queries.len());
     assert!(report.recall_at_3 >= 0.95, "{report:#?}");
 }
+
+#[test]
+fn a_generation_remembers_its_answers_by_what_decides_them_and_a_rebuild_forgets() {
+    let (_dir, index) = fixture_index();
+    let q = SearchQuery {
+        region: Some(Region::US),
+        limit: 3,
+        ..query("authorization hold released", Some(date!(2026 - 11 - 20)))
+    };
+    assert!(index.remembered(&q).is_none(), "nothing asked yet");
+    let answer = index.search(&q).unwrap();
+    assert!(!answer.is_empty());
+    assert_eq!(index.remembered(&q), Some(answer.clone()));
+    // Another day with the same versions in force is the same answer; the oracle agrees.
+    let next_day = SearchQuery {
+        as_of: Some(date!(2026 - 11 - 21)),
+        ..q.clone()
+    };
+    assert_eq!(index.remembered(&next_day), Some(answer.clone()));
+    assert_eq!(
+        index.search_filtering_every_match(&next_day).unwrap(),
+        answer
+    );
+    // Other words or another limit are other questions.
+    for other in [
+        SearchQuery {
+            limit: 2,
+            ..q.clone()
+        },
+        SearchQuery {
+            text: "duplicate charge".into(),
+            ..q.clone()
+        },
+    ] {
+        assert!(index.remembered(&other).is_none());
+    }
+    // Another region is remembered only where the same versions are in scope, and then
+    // it is the answer the oracle gives.
+    for region in [Region::CN, Region::JP, Region::EU] {
+        let there = SearchQuery {
+            region: Some(region),
+            ..q.clone()
+        };
+        if let Some(known) = index.remembered(&there) {
+            assert_eq!(known, index.search_filtering_every_match(&there).unwrap());
+        }
+    }
+    // A day on which another version is in force is another question too.
+    let years_ago = SearchQuery {
+        as_of: Some(date!(2020 - 01 - 01)),
+        ..q.clone()
+    };
+    assert!(index.remembered(&years_ago).is_none());
+    index.rebuild(&fixture_documents()).unwrap();
+    assert!(
+        index.remembered(&q).is_none(),
+        "a new generation starts empty"
+    );
+}

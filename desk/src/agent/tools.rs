@@ -367,10 +367,14 @@ async fn search_policy(at: Scope<'_>, query: &str, product: Option<&str>) -> Too
     q.product = product.and_then(|p| crate::world::parse_plain(p).ok());
     q.limit = 3;
     let index = at.env.index.clone();
-    let passages = tokio::task::spawn_blocking(move || index.search(&q))
-        .await
-        .map_err(unavailable)?
-        .map_err(unavailable)?;
+    // An answer the index has given before needs no index read, so no blocking hand-off.
+    let passages = match index.remembered(&q) {
+        Some(known) => known,
+        None => tokio::task::spawn_blocking(move || index.search(&q))
+            .await
+            .map_err(unavailable)?
+            .map_err(unavailable)?,
+    };
     let passages: Vec<Value> = passages
         .iter()
         .map(|p| json!({ "citation": p.citation(), "title": p.title, "text": p.text }))

@@ -204,7 +204,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         };
     }
     let tiers = Tiers::of(input.messages);
-    let unmatched = noted_references(&tiers, &ids);
+    let unmatched = noted_references_of(input.messages, &tiers, &ids);
     let evidence = [
         structure::fold_words(&tiers.decisive.join("\n")),
         structure::fold_words(&tiers.supporting.join("\n")),
@@ -264,6 +264,38 @@ fn named_elsewhere(texts: &[String], ids: &[&str]) -> bool {
     references::all_unmatched(texts, ids)
         .iter()
         .any(|r| r.names_an_order(ids))
+}
+
+/// A conversation, the order ids asked about, and the references noted in it.
+type Noted = (Vec<String>, Vec<String>, Vec<Reference>);
+
+thread_local! {
+    /// The references last noted on this thread, by conversation and order ids: every
+    /// turn of a run asks again with the same ones (issue 41: scanning them was a fifth
+    /// of a replayed ticket's time once the tiers were remembered).
+    static NOTED_SEEN: std::cell::RefCell<Vec<Noted>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`noted_references`] of `messages` (whose tiers are `tiers`), a pure function of the
+/// two, remembered for the last [`TIERS_REMEMBERED`] asked on this thread.
+fn noted_references_of(messages: &[String], tiers: &Tiers, ids: &[&str]) -> Vec<Reference> {
+    NOTED_SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        let same = |(m, i, _): &&Noted| {
+            m.as_slice() == messages && i.iter().map(String::as_str).eq(ids.iter().copied())
+        };
+        if let Some((_, _, noted)) = seen.iter().find(same) {
+            return noted.clone();
+        }
+        let noted = noted_references(tiers, ids);
+        if seen.len() >= TIERS_REMEMBERED {
+            seen.remove(0);
+        }
+        let ids = ids.iter().map(|id| id.to_string()).collect();
+        seen.push((messages.to_vec(), ids, noted.clone()));
+        noted
+    })
 }
 
 /// References matching none of the customer's orders: those of the new words, then the
