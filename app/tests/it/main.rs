@@ -49,4 +49,5 @@ mod sla;
 mod sso;
 mod steps;
 mod subagents;
+mod team_tools;
 mod watchdog;
