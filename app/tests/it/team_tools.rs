@@ -19,6 +19,16 @@ use crate::support::TestApp;
 const DESKTOP: (u32, u32) = (1280, 800);
 const PHONE: (u32, u32) = (390, 844);
 
+/// Replaces what a field holds with `text` as a person does at the keyboard: select all
+/// (Control+A), then type over it. `\u{E009}` is WebDriver's Control key, `\u{E000}`
+/// releases every key held.
+pub(crate) async fn retype(browser: &Browser, css: &str, text: &str) {
+    browser.click(css).await;
+    browser
+        .type_into(css, &format!("\u{E009}a\u{E000}{text}"))
+        .await;
+}
+
 /// Fails, naming the page, when the page scrolls sideways at the window's width.
 pub(crate) async fn assert_fits(browser: &Browser, what: &str) {
     let (scroll, inner) = browser.widths().await;
@@ -26,6 +36,17 @@ pub(crate) async fn assert_fits(browser: &Browser, what: &str) {
         inner > 0 && scroll <= inner,
         "{what} scrolls sideways at {inner} px: scrollWidth {scroll}"
     );
+}
+
+/// The value of the field `css` as the page holds it now.
+pub(crate) async fn value_of(browser: &Browser, css: &str) -> String {
+    let script = format!("return document.querySelector({css:?}).value;");
+    browser
+        .execute(&script)
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Waits (up to 10 s) until the element `css` exists and its text holds `needle`;
@@ -164,4 +185,193 @@ async fn a_supervisor_ticks_cases_assigns_them_to_an_agent_then_closes_those_tha
         !bodies(&ticket).iter().any(|b| b == reply),
         "the customer whose refund waits heard nothing"
     );
+}
+
+/// Li Wei (C-100 of the demo world) was charged twice, CN¥198.00 each, for one annual
+/// plan: a refund the supervisor may decide.
+const DUPLICATE: &str = "I was charged twice for my annual plan";
+
+/// Picks the saved reply named `name` in the picker `choice` (a select) and presses its
+/// "Use" button `use_button`.
+async fn use_saved_reply(browser: &Browser, choice: &str, name: &str, use_button: &str) {
+    let script = format!(
+        "return [...document.querySelectorAll('{choice} option')].find(o => o.textContent.startsWith({name:?}))?.value ?? '';"
+    );
+    let id = browser.execute(&script).await;
+    let id = id.as_str().unwrap_or_default();
+    assert!(!id.is_empty(), "{name} is offered in {choice}");
+    browser
+        .click(&format!("{choice} option[value='{id}']"))
+        .await;
+    browser.click(use_button).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_reply_refused_for_an_unknown_variable_is_fixed_edited_and_fills_itself_in_three_forms(
+) {
+    let app = crate::support::spawn_app().await;
+    let (ticket_id, case) = app.open_ticket("C-100", DUPLICATE).await;
+    assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+
+    // At a desk the supervisor writes a reply with a typo in a variable: refused beside
+    // the form, everything typed kept.
+    browser.set_window_size(DESKTOP.0, DESKTOP.1).await;
+    browser
+        .console_login(&base, "supervisor@test.example")
+        .await;
+    browser.click("nav a[href='/console/replies']").await;
+    browser.wait_for_url("/console/replies").await;
+    browser.wait_until_loaded().await;
+    browser
+        .type_into("#reply-form input[name=name]", "Refund note")
+        .await;
+    browser
+        .click("#reply-form select[name=language] option[value=en]")
+        .await;
+    let typo = "Hi {nmae}, we refund {refund_amount}.";
+    browser.type_into("#saved-reply-text", typo).await;
+    browser.click("#add-reply-submit").await;
+    let error = text_with(&browser, "#reply-form #action-error", "{nmae}").await;
+    assert!(error.contains("unknown variable {nmae}"), "{error}");
+    assert_eq!(value_of(&browser, "#saved-reply-text").await, typo);
+    assert_eq!(
+        value_of(&browser, "#reply-form input[name=name]").await,
+        "Refund note"
+    );
+    assert_eq!(
+        value_of(&browser, "#reply-form select[name=language]").await,
+        "en",
+        "the language picked is kept too"
+    );
+
+    retype(
+        &browser,
+        "#saved-reply-text",
+        "Hi {first_name}, we refund {refund_amount}.",
+    )
+    .await;
+    browser.click("#add-reply-submit").await;
+    assert!(text_with(&browser, "#notice", "added")
+        .await
+        .contains("Saved reply added."));
+
+    // Edited: the form opens with the stored text; the change replaces it.
+    browser.click("#saved-replies .edit-reply").await;
+    browser.wait_for_url("edit=").await;
+    browser.wait_until_loaded().await;
+    assert!(browser.text("#add-reply h2").await.contains("Edit"));
+    let text = "Hi {first_name}, about your refund of {refund_amount}:";
+    retype(&browser, "#saved-reply-text", text).await;
+    browser.click("#add-reply-submit").await;
+    assert!(text_with(&browser, "#notice", "changed")
+        .await
+        .contains("Saved reply changed."));
+    let listed = browser.text("#saved-replies").await;
+    assert!(
+        listed.contains(text) && !listed.contains("we refund"),
+        "{listed}"
+    );
+    let (_, stored) = app
+        .request(
+            "GET",
+            "/api/v1/saved-replies?language=en",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(stored.as_array().map(Vec::len), Some(1), "{stored}");
+    assert_eq!(stored[0]["text"], text, "{stored}");
+
+    // On a phone, on the case: the reply form, filled for Li in the ticket's way of
+    // writing money; what is typed after it stays.
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    browser
+        .goto(&format!("{base}/console/cases/{case_id}"))
+        .await;
+    browser.wait_until_loaded().await;
+    assert_fits(&browser, "the case page").await;
+    let filled = "Hi Li, about your refund of CN¥198.00:";
+    use_saved_reply(
+        &browser,
+        "#use-saved-reply-choice",
+        "Refund note",
+        "#use-saved-reply",
+    )
+    .await;
+    browser
+        .type_into("#reply-text", " we are checking it today.")
+        .await;
+    let reply = format!("{filled} we are checking it today.");
+    assert_eq!(value_of(&browser, "#reply-text").await, reply);
+    browser.click("#send-reply").await;
+    text_with(&browser, "#thread", "checking it today").await;
+
+    // The rejection: its message starts as the standard one; the saved reply chosen
+    // replaces it (it was put in front of it, the two sent glued together).
+    browser.click("#reject-details summary").await;
+    let standard = browser.text("#preview-reject").await;
+    assert_eq!(value_of(&browser, "#reject-reply").await.trim(), standard);
+    use_saved_reply(
+        &browser,
+        "#use-saved-reply-reject-choice",
+        "Refund note",
+        "#use-saved-reply-reject",
+    )
+    .await;
+    assert_eq!(value_of(&browser, "#reject-reply").await, filled);
+    browser
+        .type_into("#reject-reply", " your bank reversed the second charge.")
+        .await;
+    let rejection = format!("{filled} your bank reversed the second charge.");
+    assert_eq!(value_of(&browser, "#reject-reply").await, rejection);
+    browser
+        .type_into("#reject-reason", "bank reversed it")
+        .await;
+    assert_fits(&browser, "the case page with the rejection open").await;
+    browser.click("#reject").await;
+    text_with(&browser, "#thread", "reversed the second").await;
+    assert_eq!(app.case(&case_id).await["status"], "rejected");
+
+    // The close form: the same reply, filled again.
+    browser.wait_for("#close-reply").await;
+    use_saved_reply(
+        &browser,
+        "#use-saved-reply-close-choice",
+        "Refund note",
+        "#use-saved-reply-close",
+    )
+    .await;
+    browser
+        .type_into("#close-reply", " This closes the case.")
+        .await;
+    let closing = format!("{filled} This closes the case.");
+    assert_eq!(value_of(&browser, "#close-reply").await, closing);
+    browser
+        .type_into("#close input[name=reason]", "settled")
+        .await;
+    browser.click("#close-case").await;
+    text_with(&browser, "#close-reason", "settled").await;
+    assert_eq!(app.case(&case_id).await["status"], "closed");
+
+    // Li, on his phone, reads the three messages filled for him.
+    let ticket = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &ticket).await;
+    browser.sign_in(&base, &link, &ticket).await;
+    let messages = text_with(&browser, "#messages", "closes the case").await;
+    for sent in [&reply, &rejection, &closing] {
+        assert!(messages.contains(sent.as_str()), "{sent} in {messages}");
+    }
+    assert!(
+        !messages.contains('{'),
+        "no variable reached him: {messages}"
+    );
+    assert_fits(&browser, "the customer's ticket page").await;
+    browser.close().await;
+    let said = bodies(&ticket_of(&app, "C-100", &ticket_id).await);
+    for sent in [&reply, &rejection, &closing] {
+        assert!(said.contains(sent), "{sent} in {said:?}");
+    }
 }
