@@ -375,3 +375,88 @@ async fn a_saved_reply_refused_for_an_unknown_variable_is_fixed_edited_and_fills
         assert!(said.contains(sent), "{sent} in {said:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_rates_a_resolved_ticket_on_a_phone_and_the_console_reports_it_per_person_and_reason(
+) {
+    let app = crate::support::spawn_app().await;
+    let (ticket_id, case) = app.refunded_ticket("C-100").await;
+    assert_eq!(case["status"], "refund_succeeded");
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+
+    // Li, on a phone: the resolved ticket asks once; a rating, a few words, send.
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    let ticket = format!("/tickets/{ticket_id}");
+    let link = app.sign_in_link("C-100", &ticket).await;
+    browser.sign_in(&base, &link, &ticket).await;
+    assert_fits(&browser, "the resolved ticket page").await;
+    let question = browser.text("#csat-form legend").await;
+    assert!(question.contains("1 is very unhappy"), "{question}");
+    // The comment box says what it is for: a label a person (and a screen reader) reads.
+    let label = browser
+        .execute(
+            "const t = document.querySelector('#csat-form textarea[name=comment]'); \
+             return t.labels.length ? t.labels[0].textContent.trim() : '';",
+        )
+        .await;
+    assert!(
+        label
+            .as_str()
+            .is_some_and(|l| l.contains("Anything to add")),
+        "the comment box is labelled: {label}"
+    );
+    browser
+        .click("#csat-form input[name=rating][value='4']")
+        .await;
+    let comment = "Quick and clear, thank you";
+    browser
+        .type_into("#csat-form textarea[name=comment]", comment)
+        .await;
+    browser.click("#csat-send").await;
+    let thanks = text_with(&browser, "#csat-thanks", "Thank you").await;
+    assert_eq!(thanks, "Thank you for rating us.");
+    assert!(browser.find("#csat-form").await.is_none(), "asked once");
+    browser.goto(&format!("{base}{ticket}")).await;
+    browser.wait_until_loaded().await;
+    assert!(
+        browser.find("#csat-form").await.is_none() && browser.find("#csat-thanks").await.is_some(),
+        "and never again"
+    );
+    assert_fits(&browser, "the ticket page, thanked").await;
+
+    // At a desk, the agent opens Satisfaction from the console's menu.
+    browser.set_window_size(DESKTOP.0, DESKTOP.1).await;
+    browser.console_login(&base, "agent@test.example").await;
+    browser.click("#console-nav a[href='/console/csat']").await;
+    browser.wait_for_url("/console/csat").await;
+    browser.wait_until_loaded().await;
+    let overall = browser.text("#csat-overall").await;
+    assert!(
+        overall.contains("1 answers") && overall.contains("mean 4.00") && overall.contains("100%"),
+        "{overall}"
+    );
+    let person = browser.text("#csat-by-person").await;
+    assert!(
+        person.contains("supervisor@test.example 1 4.00 100%"),
+        "credited to who approved: {person}"
+    );
+    let reason = browser.text("#csat-by-reason").await;
+    assert!(reason.contains("duplicate_charge 1 4.00 100%"), "{reason}");
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    assert_fits(&browser, "the satisfaction report").await;
+    browser.close().await;
+
+    let (_, report) = app
+        .request("GET", "/api/v1/reports/csat", Some(&app.agent_token), None)
+        .await;
+    assert_eq!(report["overall"]["answers"], 1, "{report}");
+    assert_eq!(report["overall"]["mean"], "4.00", "{report}");
+    let stored: (i64, Option<String>) =
+        sqlx::query_as("SELECT rating, comment FROM csat_answers WHERE ticket_id = $1")
+            .bind(&ticket_id)
+            .fetch_one(app.state.db.reader())
+            .await
+            .unwrap();
+    assert_eq!(stored, (4, Some(comment.to_string())));
+}
