@@ -28,6 +28,7 @@ mod harness_loop;
 mod history;
 mod kill;
 mod layers;
+mod lead_tools;
 mod leads;
 mod lifecycle;
 mod llm;
