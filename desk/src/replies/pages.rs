@@ -35,6 +35,9 @@ pub struct PageText {
     /// The one question after resolution (CSAT), and the word after it is answered.
     pub csat_question: &'static str,
     pub csat_thanks: &'static str,
+    /// The label of the CSAT comment box (issue 38: it had none; a person, and a screen
+    /// reader, saw an unnamed box under the ratings).
+    pub csat_comment: &'static str,
     /// The ticket page's file upload (issue 38): its button.
     pub attach: &'static str,
     /// The fold of a message's quoted thread, forwarded mail and signature (issue 34).
@@ -70,6 +73,7 @@ const EN_PAGE: PageText = PageText {
     withdraw_yes: "Yes, withdraw it",
     csat_question: "How did we do? 1 is very unhappy, 5 very happy.",
     csat_thanks: "Thank you for rating us.",
+    csat_comment: "Anything to add? (optional)",
     attach: "Attach an image or PDF",
     earlier_text: "Quoted and forwarded text",
 };
@@ -102,6 +106,7 @@ const ZH_PAGE: PageText = PageText {
     withdraw_yes: "是的，撤回",
     csat_question: "我们做得怎么样？1 表示非常不满意，5 表示非常满意。",
     csat_thanks: "感谢您的评价。",
+    csat_comment: "还有什么想告诉我们的吗？（选填）",
     attach: "添加图片或 PDF",
     earlier_text: "引用和转发的内容",
 };
@@ -134,6 +139,7 @@ const JA_PAGE: PageText = PageText {
     withdraw_yes: "はい、取り下げます",
     csat_question: "今回の対応はいかがでしたか？1 はとても不満、5 はとても満足です。",
     csat_thanks: "ご評価ありがとうございました。",
+    csat_comment: "ご意見があればお書きください（任意）",
     attach: "画像または PDF を添付",
     earlier_text: "引用・転送された内容",
 };
@@ -166,6 +172,7 @@ const DE_PAGE: PageText = PageText {
     withdraw_yes: "Ja, zurückziehen",
     csat_question: "Wie zufrieden sind Sie mit uns? 1 ist sehr unzufrieden, 5 sehr zufrieden.",
     csat_thanks: "Danke für Ihre Bewertung.",
+    csat_comment: "Möchten Sie noch etwas sagen? (optional)",
     attach: "Bild oder PDF anhängen",
     earlier_text: "Zitierter und weitergeleiteter Text",
 };
@@ -198,6 +205,7 @@ const FR_PAGE: PageText = PageText {
     withdraw_yes: "Oui, la retirer",
     csat_question: "Êtes-vous satisfait de notre aide ? 1 : très insatisfait, 5 : très satisfait.",
     csat_thanks: "Merci pour votre évaluation.",
+    csat_comment: "Un commentaire ? (facultatif)",
     attach: "Joindre une image ou un PDF",
     earlier_text: "Texte cité et transféré",
 };
@@ -230,6 +238,7 @@ const ES_PAGE: PageText = PageText {
     withdraw_yes: "Sí, retirarla",
     csat_question: "¿Qué tal lo hicimos? 1 es muy insatisfecho, 5 muy satisfecho.",
     csat_thanks: "Gracias por su valoración.",
+    csat_comment: "¿Algún comentario? (opcional)",
     attach: "Adjuntar una imagen o un PDF",
     earlier_text: "Texto citado y reenviado",
 };
@@ -262,6 +271,7 @@ const IT_PAGE: PageText = PageText {
     withdraw_yes: "Sì, ritirala",
     csat_question: "Com'è andata? 1 è molto insoddisfatto, 5 molto soddisfatto.",
     csat_thanks: "Grazie per la sua valutazione.",
+    csat_comment: "Qualche commento? (facoltativo)",
     attach: "Allega un'immagine o un PDF",
     earlier_text: "Testo citato e inoltrato",
 };
@@ -294,6 +304,7 @@ const NL_PAGE: PageText = PageText {
     withdraw_yes: "Ja, intrekken",
     csat_question: "Hoe hebben we het gedaan? 1 is zeer ontevreden, 5 zeer tevreden.",
     csat_thanks: "Bedankt voor uw beoordeling.",
+    csat_comment: "Nog iets toe te voegen? (optioneel)",
     attach: "Afbeelding of pdf bijvoegen",
     earlier_text: "Geciteerde en doorgestuurde tekst",
 };
@@ -326,6 +337,7 @@ const PT_PAGE: PageText = PageText {
     withdraw_yes: "Sim, retirar",
     csat_question: "Como correu? 1 é muito insatisfeito, 5 muito satisfeito.",
     csat_thanks: "Obrigado pela sua avaliação.",
+    csat_comment: "Algum comentário? (opcional)",
     attach: "Anexar uma imagem ou um PDF",
     earlier_text: "Texto citado e encaminhado",
 };
@@ -358,6 +370,7 @@ const KO_PAGE: PageText = PageText {
     withdraw_yes: "예, 철회합니다",
     csat_question: "저희 응대는 어떠셨나요? 1은 매우 불만족, 5는 매우 만족입니다.",
     csat_thanks: "평가해 주셔서 감사합니다.",
+    csat_comment: "덧붙이실 말씀이 있나요? (선택)",
     attach: "이미지 또는 PDF 첨부",
     earlier_text: "인용 및 전달된 내용",
 };
