@@ -640,7 +640,7 @@ async fn a_japanese_ticket_gets_japanese_replies_from_review_to_completion() {
     assert_eq!(ticket["case"]["status_text"], "返金審査中");
     let reply = last_agent_reply(&ticket);
     assert!(
-        reply.contains("JPY の返金について、担当チームが審査しています"),
+        reply.contains("¥19,800 の返金について、担当チームが審査しています"),
         "{reply}"
     );
     assert_eq!(ticket["messages"][1]["author_label"], "サポート");
@@ -662,7 +662,7 @@ async fn a_japanese_ticket_gets_japanese_replies_from_review_to_completion() {
     assert_eq!(ticket["case"]["refunds"][0]["status_text"], "完了");
     let reply = last_agent_reply(&ticket);
     assert!(
-        reply.contains("JPY の返金は決済事業者で完了し") && reply.contains("5〜10営業日"),
+        reply.contains("¥19,800 の返金は決済事業者で完了し") && reply.contains("5〜10営業日"),
         "completed, and when it usually appears (RP-005): {reply}"
     );
 

@@ -122,6 +122,9 @@ async fn a_reply_to_a_settled_case_reaches_a_person_who_finds_assigns_and_closes
     let agent = Browser::start().await;
     agent.set_window_size(390, 844).await;
     agent.console_login(&base, "agent@test.example").await;
+    // On the phone the header's box finds it too, by the customer's words.
+    let found = header_search(&agent, "never arrived").await;
+    assert!(found.contains(&case_id), "{found:?}");
     agent.goto(&format!("{base}/console?status=all")).await;
     agent.click("#queue-filter input[name=mine]").await;
     agent.click("#filter").await;

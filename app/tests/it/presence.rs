@@ -102,6 +102,19 @@ async fn the_case_page_shows_who_else_is_replying_and_announces_its_reader() {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
     assert_eq!(shown, "supervisor@test.example is replying");
+    // At a desktop's width the two-column page shows the same line, in view.
+    browser.set_window_size(1280, 800).await;
+    let visible = browser
+        .execute(
+            "const e = document.querySelector('#presence'); const r = e.getBoundingClientRect(); \
+             return !e.hidden && r.width > 0 && r.top >= 0 && r.bottom <= window.innerHeight;",
+        )
+        .await;
+    assert_eq!(
+        visible.as_bool(),
+        Some(true),
+        "the presence line is in view at 1280 px"
+    );
     // And the page told the server its reader is there: the supervisor sees the agent.
     let (_, body) = app
         .request("POST", &path, Some(&app.supervisor_token), Some(replying))
