@@ -1,6 +1,9 @@
 //! Policy search against the real fixture policies: required rankings, filters, lenient
 //! syntax, Chinese queries, index lifecycle (rebuild, atomic swap, corruption) and the
 //! labelled eval set. Every test builds its own index in a fresh temporary directory.
+//!
+//! Long because it is the crate's one integration-test binary (issue 35) and its tests
+//! share the fixture index and query helpers at the top; each test is short.
 
 use std::collections::BTreeSet;
 use std::fs;

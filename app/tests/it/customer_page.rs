@@ -14,16 +14,6 @@ use crate::support::{spawn_app, TestApp};
 /// The two widths every journey is checked at: a desktop and a phone.
 const WIDTHS: [(u32, u32); 2] = [(1200, 1000), (390, 844)];
 
-async fn wait_until(browser: &Browser, script: &str) -> bool {
-    for _ in 0..80 {
-        if browser.execute(script).await.as_bool() == Some(true) {
-            return true;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
-    false
-}
-
 /// Whether the element is drawn: present, not `hidden`, with a box on the page.
 async fn shown(browser: &Browser, css: &str) -> bool {
     let script = format!(
@@ -74,14 +64,14 @@ async fn when_the_agent_would_repeat_itself_the_open_page_shows_a_person_has_it_
         let sent = "return window.__before_send !== true && document.readyState === 'complete' \
                     && document.querySelectorAll('#messages .msg.customer').length === 2;";
         assert!(
-            wait_until(&browser, sent).await,
+            browser.wait_until(sent).await,
             "{width}px: the message was sent"
         );
         mark_the_page(&browser).await;
         app.drain().await;
         let handed = "return !document.getElementById('with-a-person').hidden;";
         assert!(
-            wait_until(&browser, handed).await,
+            browser.wait_until(handed).await,
             "{width}px: {}",
             browser.source().await
         );
@@ -117,7 +107,7 @@ async fn a_customer_clicks_talk_to_a_person_and_the_page_says_a_person_has_it() 
         browser.click("#person").await;
         browser.wait_until_loaded().await;
         let handed = "return !document.getElementById('with-a-person').hidden;";
-        assert!(wait_until(&browser, handed).await, "{width}px");
+        assert!(browser.wait_until(handed).await, "{width}px");
         assert!(browser
             .text("#with-a-person")
             .await
@@ -166,7 +156,7 @@ async fn the_page_is_headed_by_the_subject_says_when_we_answer_and_writes_yen_as
         assert!(status.is_success());
         app.drain().await;
         let refunded = "return document.querySelector('#refunds td') !== null;";
-        assert!(wait_until(&browser, refunded).await, "{width}px");
+        assert!(browser.wait_until(refunded).await, "{width}px");
         assert_eq!(browser.text("#refunds td").await, "¥19,800");
         assert!(
             !shown(&browser, "#reply-time").await,

@@ -24,17 +24,6 @@ async fn queue_ids(browser: &Browser) -> Vec<String> {
         .collect()
 }
 
-/// Waits (up to 20 s) until `script` answers true.
-async fn wait_until(browser: &Browser, script: &str) -> bool {
-    for _ in 0..80 {
-        if browser.execute(script).await.as_bool() == Some(true) {
-            return true;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
-    false
-}
-
 /// Types `words` into the console header's search box on the current page and presses
 /// Enter; returns the case ids found.
 async fn header_search(browser: &Browser, words: &str) -> Vec<String> {
@@ -110,9 +99,7 @@ async fn a_reply_to_a_settled_case_reaches_a_person_who_finds_assigns_and_closes
         .await;
     supervisor.click("#assign-submit").await;
     assert!(
-        wait_until(
-            &supervisor,
-            "const a = document.querySelector('#assignee'); return !!a && a.textContent === 'agent@test.example';"
+        supervisor.wait_until("const a = document.querySelector('#assignee'); return !!a && a.textContent === 'agent@test.example';"
         )
         .await,
         "the case page names the agent"
@@ -157,7 +144,7 @@ async fn a_reply_to_a_settled_case_reaches_a_person_who_finds_assigns_and_closes
     let shows_reply =
         format!("return document.querySelector('#messages').textContent.includes({reply:?});");
     assert!(
-        wait_until(&customer, &shows_reply).await,
+        customer.wait_until(&shows_reply).await,
         "the reply reached the page"
     );
     assert_eq!(app.case(&case_id).await["status"], "closed");

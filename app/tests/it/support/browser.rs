@@ -140,6 +140,17 @@ impl Browser {
         url
     }
 
+    /// Waits (up to 20 s) until `script` answers true; whether it did.
+    pub async fn wait_until(&self, script: &str) -> bool {
+        for _ in 0..80 {
+            if self.execute(script).await.as_bool() == Some(true) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        false
+    }
+
     /// Waits (up to 10 s) until the current document has finished loading.
     pub async fn wait_until_loaded(&self) {
         for _ in 0..100 {

@@ -115,9 +115,8 @@ static PHRASES: LazyLock<PhraseSet> = LazyLock::new(|| {
 /// `text` with each negated hold blanked, in the list's order (a blanking can make a
 /// later hold appear, so the set is looked for again after each one).
 fn without_negations(mut text: String) -> String {
-    let holds: Vec<&str> = NEGATED.iter().chain(NEGATED_MORE).copied().collect();
     let mut present = NEGATIONS.present(&text);
-    for (i, negated) in holds.iter().enumerate() {
+    for (i, negated) in NEGATED.iter().chain(NEGATED_MORE).enumerate() {
         if present[i] {
             text = text.replace(negated, " ");
             present = NEGATIONS.present(&text);
