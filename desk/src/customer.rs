@@ -19,6 +19,7 @@ use crate::cases::{self, CaseStatus};
 use crate::clock::rfc3339;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult, ErrorCode};
+use crate::mailbox::attachments::AttachmentLine;
 use crate::refunds;
 use crate::replies::{self, detect_language, Language, WithdrawalReply};
 use crate::runs::Queue;
@@ -93,6 +94,61 @@ impl CustomerMessageView {
 /// quoted, forwarded or signed, apart. Nothing is dropped: the two together hold every
 /// block of the message.
 fn split_for_page(body: &str) -> (String, Option<String>) {
+    if let Some(split) = PageSplits::lock().get(body) {
+        return split.clone();
+    }
+    let split = split_now(body);
+    PageSplits::lock().keep(body, &split);
+    split
+}
+
+/// The page's splits of customer messages, by text: a message never changes once
+/// written, and its page is read again every few seconds while it is open
+/// (`ticket.js`), so each text is split once (issue 35: splitting was two thirds of the
+/// ticket page's own time). Bounded by [`SPLITS_BYTES`] of text: all are forgotten when
+/// it is full, and when a customer's data is erased or redacted ([`forget_page_splits`]).
+#[derive(Default)]
+struct PageSplits {
+    splits: std::collections::HashMap<String, (String, Option<String>)>,
+    bytes: usize,
+}
+
+/// At most this much text (messages and their splits) is remembered.
+const SPLITS_BYTES: usize = 1 << 20;
+
+static PAGE_SPLITS: std::sync::LazyLock<std::sync::Mutex<PageSplits>> =
+    std::sync::LazyLock::new(Default::default);
+
+impl PageSplits {
+    fn lock() -> std::sync::MutexGuard<'static, PageSplits> {
+        PAGE_SPLITS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, body: &str) -> Option<&(String, Option<String>)> {
+        self.splits.get(body)
+    }
+
+    fn keep(&mut self, body: &str, split: &(String, Option<String>)) {
+        let bytes = body.len() + split.0.len() + split.1.as_ref().map_or(0, String::len);
+        if self.bytes + bytes > SPLITS_BYTES {
+            *self = PageSplits::default();
+        }
+        if bytes <= SPLITS_BYTES {
+            self.bytes += bytes;
+            self.splits.insert(body.to_string(), split.clone());
+        }
+    }
+}
+
+/// Forgets every remembered split: an erasure or a redaction leaves no customer's words
+/// in this process's memory either.
+pub fn forget_page_splits() {
+    *PageSplits::lock() = PageSplits::default();
+}
+
+fn split_now(body: &str) -> (String, Option<String>) {
     use domain::structure::{split, Place};
     let parts = split(body);
     let folded = [Place::Quoted, Place::Forwarded, Place::Signature];
@@ -374,10 +430,11 @@ struct CaseGlance {
 /// server, which cost more than the reading): the ticket and its case, its messages
 /// (`said`: seq, created_at, author, body, by `seq`) and the case's refunds that are not
 /// void (`refunds`: amount in minor units, currency, status, by charge), each list
-/// packed into one column (`store::packed_field`). `$who` narrows the ticket, so a
+/// packed into one column (`store::packed_field`). `$more` adds columns to the same row
+/// (the ticket page's attachments and CSAT answer). `$who` narrows the ticket, so a
 /// customer's read of someone else's ticket reads nothing, as for an unknown id (RP-007).
 macro_rules! ticket_view_sql {
-    ($who:literal) => {
+    ($more:expr, $who:literal) => {
         concat!(
             "SELECT t.customer_id, t.order_id, t.language, t.created_at, ",
             "c.id AS case_id, c.status AS case_status, c.reason_code AS case_reason, c.required_role AS case_role, ",
@@ -402,17 +459,94 @@ macro_rules! ticket_view_sql {
             " || ",
             packed_field!("r.status"),
             ", '' ORDER BY r.charge_id) FROM refund_intents r ",
-            "WHERE r.case_id = c.id AND r.status <> 'void') AS refunds ",
-            "FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
+            "WHERE r.case_id = c.id AND r.status <> 'void') AS refunds",
+            $more,
+            " FROM tickets t LEFT JOIN cases c ON c.ticket_id = t.id WHERE t.id = $1",
             $who
         )
     };
 }
 
 /// A ticket view as its customer reads it (`$2`: the customer).
-const CUSTOMER_TICKET_VIEW: &str = ticket_view_sql!(" AND t.customer_id = $2");
+const CUSTOMER_TICKET_VIEW: &str = ticket_view_sql!("", " AND t.customer_id = $2");
 /// A ticket view as staff read it (any ticket).
-const ANY_TICKET_VIEW: &str = ticket_view_sql!("");
+const ANY_TICKET_VIEW: &str = ticket_view_sql!("", "");
+
+/// The ticket page's two more columns: the ticket's attachments (`files`: id, message
+/// seq, file name, content type, size, in the order `attachments::of_ticket` gives) and
+/// whether the customer answered the CSAT question (`csat_answers`).
+macro_rules! page_columns {
+    () => {
+        concat!(
+            ", (SELECT string_agg(",
+            packed_field!("a.id"),
+            " || ",
+            packed_field!("a.message_seq"),
+            " || ",
+            packed_field!("a.filename"),
+            " || ",
+            packed_field!("a.content_type"),
+            " || ",
+            packed_field!("a.size"),
+            ", '' ORDER BY a.message_seq, a.created_at, a.id) FROM mail_attachments a ",
+            "WHERE a.ticket_id = t.id) AS files, ",
+            "(SELECT COUNT(*) FROM csat_answers q WHERE q.ticket_id = t.id) AS csat_answers"
+        )
+    };
+}
+
+/// The ticket page's read: the customer's view and the page's columns.
+const CUSTOMER_TICKET_PAGE: &str = ticket_view_sql!(page_columns!(), " AND t.customer_id = $2");
+/// The same, as staff read it.
+const ANY_TICKET_PAGE: &str = ticket_view_sql!(page_columns!(), "");
+
+/// What the ticket page shows: the view, the ticket's attachments and whether its
+/// customer has answered the CSAT question — one row, as the view alone is (each read
+/// is a hand-off to the store's connection; the page made three).
+pub struct TicketPageRead {
+    pub view: TicketView,
+    pub files: Vec<AttachmentLine>,
+    pub csat_answered: bool,
+}
+
+/// The ticket `ticket_id` as `principal` may see it on the ticket page, in one read.
+pub async fn visible_ticket_page(
+    db: &Db,
+    principal: &Principal,
+    ticket_id: &str,
+) -> DomainResult<TicketPageRead> {
+    let query = match principal {
+        Principal::Staff(_) => sqlx::query(ANY_TICKET_PAGE).bind(ticket_id),
+        Principal::Customer { customer_id } => sqlx::query(CUSTOMER_TICKET_PAGE)
+            .bind(ticket_id)
+            .bind(customer_id.as_str()),
+        Principal::Service(_) => return Err(DomainError::NotFound("ticket")),
+    };
+    let row = query
+        .fetch_optional(db.reader())
+        .await?
+        .ok_or(DomainError::NotFound("ticket"))?;
+    let stored: Option<String> = row.try_get("files")?;
+    let mut packed = Packed::new(stored.as_deref().unwrap_or(""));
+    let mut files = Vec::new();
+    while !packed.is_empty() {
+        let id = packed.field()?.to_string();
+        let message_seq = packed.integer()?;
+        let (filename, content_type) = (packed.field()?, packed.field()?);
+        files.push(AttachmentLine {
+            id,
+            message_seq,
+            filename: filename.to_string(),
+            content_type: content_type.to_string(),
+            size: packed.integer()?,
+        });
+    }
+    Ok(TicketPageRead {
+        view: view_of_row(ticket_id, &row)?,
+        files,
+        csat_answered: row.try_get::<i64, _>("csat_answers")? > 0,
+    })
+}
 
 /// The ticket `ticket_id` as `principal` may see it (see [`visible_ticket`]), in one
 /// read: the ticket page and `GET /api/v1/tickets/{id}`.
@@ -786,3 +920,31 @@ pub const MAX_MESSAGES_PER_MINUTE: i64 = 10;
 
 /// Tickets one customer may open per hour.
 pub const MAX_TICKETS_PER_HOUR: i64 = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A remembered split is the split itself, however many texts came between, and
+    /// forgetting leaves no text behind.
+    #[test]
+    fn the_page_remembers_each_split_as_it_was_made_and_forgets_on_demand() {
+        let quoted = "Still waiting.\n\nOn Mon, 1 Dec 2026, Support wrote:\n> We are looking into it\n> Thanks";
+        let bodies = [
+            quoted.to_string(),
+            "I was charged twice for O-1001".to_string(),
+            format!("{}\n-- \nAnn", "x".repeat(SPLITS_BYTES / 3)),
+        ];
+        for round in 0..3 {
+            for body in &bodies {
+                assert_eq!(split_for_page(body), split_now(body), "round {round}");
+            }
+        }
+        assert!(split_now(quoted).1.is_some(), "{:?}", split_now(quoted));
+        let huge = "y".repeat(SPLITS_BYTES + 1);
+        assert_eq!(split_for_page(&huge), split_now(&huge));
+        assert!(PageSplits::lock().get(&huge).is_none());
+        forget_page_splits();
+        assert!(PageSplits::lock().get(quoted).is_none());
+    }
+}

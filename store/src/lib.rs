@@ -118,11 +118,13 @@ impl Db {
     }
 
     /// Versions of this build's migrations not recorded as applied (`/readyz`): empty
-    /// when the schema is the one this code was written for.
+    /// when the schema is the one this code was written for. Read on a reader, as every
+    /// page is: a probe neither waits behind the writer nor costs the writers' pool its
+    /// ping on return.
     pub async fn missing_migrations(&self) -> Result<Vec<i64>, sqlx::Error> {
         use sqlx::Row;
         let rows = sqlx::query("SELECT version FROM _sqlx_migrations WHERE success = TRUE")
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?;
         let applied = rows
             .iter()

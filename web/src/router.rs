@@ -85,8 +85,10 @@ async fn readyz(
 /// index of other policies would cite passages the engine does not apply).
 fn index_matches_policies(state: &AppState) -> bool {
     state.index.section_count() > 0
-        && rag_index::policy_hash(state.policies.documents())
-            .is_ok_and(|hash| hash == state.index.policy_hash())
+        && state
+            .policies
+            .index_hash()
+            .is_some_and(|hash| hash == state.index.policy_hash())
 }
 
 /// `GET /metrics`: Prometheus text (docs/spec/interfaces.md). Open like `/healthz` unless

@@ -176,3 +176,64 @@ async fn an_upload_without_a_file_name_is_refused_in_the_apis_error_shape() {
     assert_eq!(body["error"]["code"], "invalid_query", "{body}");
     assert_eq!(stored_files(&app).await, 0);
 }
+
+/// The ticket page reads its files in the view's own row (packed fields): names with
+/// colons, digits and other scripts come back whole and in the order the mailbox's own
+/// list gives, and only on the customer's own ticket.
+#[tokio::test]
+async fn the_ticket_pages_one_read_lists_the_same_files_as_the_mailbox() {
+    let app = spawn_app().await;
+    let (ticket, _) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let token = app.customer_token("C-100").await;
+    for name in ["12:3:a.png", "%E6%98%8E%E7%BB%86%20%3A1.pdf", "z.png"] {
+        let bytes: &[u8] = if name.ends_with(".pdf") {
+            b"%PDF-1.4\n1 0 obj\n<<>>\nendobj\n%%EOF\n"
+        } else {
+            PNG
+        };
+        let (status, body) = upload(&app, &token, &ticket, name, bytes).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {body}");
+    }
+    let listed = desk::mailbox::attachments::of_ticket(&app.state.db, &ticket)
+        .await
+        .unwrap();
+    let customer = desk::auth::Principal::Customer {
+        customer_id: "C-100".into(),
+    };
+    let read = desk::customer::visible_ticket_page(&app.state.db, &customer, &ticket)
+        .await
+        .unwrap();
+    let names = |files: &[desk::mailbox::attachments::AttachmentLine]| {
+        files
+            .iter()
+            .map(|f| {
+                (
+                    f.id.clone(),
+                    f.message_seq,
+                    f.filename.clone(),
+                    f.content_type.clone(),
+                    f.size,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed.len(), 3);
+    assert_eq!(names(&read.files), names(&listed));
+    assert!(
+        read.files.iter().any(|f| f.filename == "明细 :1.pdf"),
+        "{:?}",
+        names(&read.files)
+    );
+    assert!(!read.csat_answered);
+
+    let someone_else = desk::auth::Principal::Customer {
+        customer_id: "C-200".into(),
+    };
+    let refused = desk::customer::visible_ticket_page(&app.state.db, &someone_else, &ticket).await;
+    assert!(matches!(
+        refused,
+        Err(desk::error::DomainError::NotFound(_))
+    ));
+}

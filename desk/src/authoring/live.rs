@@ -22,6 +22,9 @@ use store::Db;
 struct Generation {
     set: Arc<PolicySet>,
     hash: String,
+    /// The policy index's hash of this set's documents, made on first need (`/readyz`
+    /// asks on every probe; hashing every section each time was 7% of its CPU).
+    index_hash: std::sync::OnceLock<Option<String>>,
 }
 
 struct Cell {
@@ -80,6 +83,7 @@ impl Policies {
         let generation = Arc::new(Generation {
             set: Arc::new(set),
             hash: hash.clone(),
+            index_hash: Default::default(),
         });
         Ok(Policies {
             cell: Arc::new(Cell {
@@ -94,6 +98,16 @@ impl Policies {
     /// The set of this snapshot, to hand to work that outlives a borrow.
     pub fn set(&self) -> Arc<PolicySet> {
         self.snapshot.set.clone()
+    }
+
+    /// The hash the policy index records for this snapshot's documents
+    /// (`rag_index::policy_hash`), made once per generation; `None` when they cannot be
+    /// hashed.
+    pub fn index_hash(&self) -> Option<&str> {
+        self.snapshot
+            .index_hash
+            .get_or_init(|| rag_index::policy_hash(self.snapshot.set.documents()).ok())
+            .as_deref()
     }
 
     /// The hash of the sources this snapshot was built from.
@@ -139,6 +153,7 @@ impl Policies {
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(Generation {
             set: Arc::new(set),
             hash: hash.clone(),
+            index_hash: Default::default(),
         });
         *seen = Some(marker);
         tracing::info!(policy_sources = %hash, "policies changed: index rebuilt, set swapped");

@@ -48,6 +48,7 @@ pub async fn erase(db: &Db, actor: &str, customer_id: &str, now: i64) -> DomainR
     }
     record_erasure(&mut tx, actor, customer_id, &pseudonym, now).await?;
     tx.commit().await?;
+    crate::customer::forget_page_splits();
     checkpoint(db).await?;
     tracing::info!(pseudonym = %pseudonym, rows, again, "customer erased");
     Ok(Erased {

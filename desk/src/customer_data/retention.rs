@@ -77,6 +77,9 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     .await?
     .rows_affected();
     tx.commit().await?;
+    if messages > 0 {
+        crate::customer::forget_page_splits();
+    }
     Ok(Redacted {
         messages,
         run_events,

@@ -237,35 +237,24 @@ pub(super) async fn ticket_page_response(
     id: &str,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    let view = customer::visible_ticket_view(&state.db, &session.principal(), id).await;
-    let files = match &view {
-        Ok(_) => desk::mailbox::attachments::of_ticket(&state.db, id).await,
-        Err(_) => Ok(Vec::new()),
-    };
-    let files = match files {
-        Ok(files) => files,
-        Err(e) => return AppError::from(e).into_response(),
-    };
-    let (csat_asked, csat_answered) = match &view {
-        Ok(view) => match csat_state(state, view).await {
-            Ok(asked) => asked,
-            Err(e) => return AppError::from(e).into_response(),
-        },
-        Err(_) => (false, false),
-    };
-    match view {
+    let read = customer::visible_ticket_page(&state.db, &session.principal(), id).await;
+    match read {
         Err(DomainError::NotFound(_)) => ticket_not_found_page(state, session).await,
-        Ok(view) => render(&TicketPage {
+        Ok(customer::TicketPageRead {
+            view,
+            files,
+            csat_answered,
+        }) => render(&TicketPage {
             files,
             lang: view.language,
             t: replies::page_text(view.language),
             draft: refused.as_ref().map_or("", |r| r.text).to_string(),
             error: refused.map(|r| replies::page_error(view.language, r.error)),
             with_a_person: replies::person_reply(view.language),
-            ticket: view.with_reply_time(state.reply_targets),
             csrf: session.csrf_token.clone(),
-            csat_asked,
-            csat_answered,
+            csat_asked: is_resolved(&view) && !csat_answered,
+            csat_answered: is_resolved(&view) && csat_answered,
+            ticket: view.with_reply_time(state.reply_targets),
         }),
         Err(e) => AppError::from(e).into_response(),
     }
@@ -492,19 +481,13 @@ pub(super) async fn ticket_script() -> Response {
 
 has_csrf!(NewTicketForm, MessageForm);
 
-/// Whether the page asks the CSAT question, and whether it was answered: from the case
-/// status the view already holds, reading the answer only for a resolved case.
-async fn csat_state(state: &AppState, view: &TicketView) -> Result<(bool, bool), DomainError> {
-    let resolved = view
-        .case
+/// Whether the ticket's case is resolved, when the page asks the CSAT question (until
+/// answered) or thanks for the answer.
+fn is_resolved(view: &TicketView) -> bool {
+    view.case
         .as_ref()
         .and_then(|c| desk::cases::CaseStatus::parse(&c.status).ok())
-        .is_some_and(desk::cases::CaseStatus::is_resolved);
-    if !resolved {
-        return Ok((false, false));
-    }
-    let answered = desk::csat::answer_of(&state.db, &view.id).await?.is_some();
-    Ok((!answered, answered))
+        .is_some_and(desk::cases::CaseStatus::is_resolved)
 }
 
 #[derive(Deserialize)]
