@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::model::{Answer, BoxFuture, Turn, Usage};
@@ -178,6 +179,9 @@ pub enum LogError<E> {
     Store(E),
 }
 
+/// What [`EventLog::fold_after`] hands each event to: seq, kind, call id, payload.
+pub type FoldEvent<'f> = dyn FnMut(i64, &str, Option<&str>, &Value) + Send + 'f;
+
 /// Where a run's events live. A product's log commits each step atomically against a
 /// version: a worker whose lease is gone gets an error (e.g. [`LogError::Lost`]) and
 /// writes nothing; the loop stops at the first error.
@@ -195,6 +199,22 @@ pub trait EventLog: Send {
             let mut events = self.load().await?;
             events.retain(|e| after.is_none_or(|seq| e.seq > seq));
             Ok(events)
+        })
+    }
+
+    /// Hands each event after `after` to `fold`, in order (seq, kind, call id, payload):
+    /// how the loop folds what is new. The default loads them ([`EventLog::load_after`]);
+    /// a log that holds its events lends them instead of copying them.
+    fn fold_after<'a>(
+        &'a mut self,
+        after: Option<i64>,
+        fold: &'a mut FoldEvent<'_>,
+    ) -> BoxFuture<'a, Result<(), Self::Error>> {
+        Box::pin(async move {
+            for e in self.load_after(after).await? {
+                fold(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+            }
+            Ok(())
         })
     }
 
@@ -249,6 +269,9 @@ impl MemoryLog {
     pub fn new() -> Self {
         MemoryLog {
             phase: Some(Phase::Ready),
+            // Room for a whole investigation's events (about 40): the list is not
+            // copied to a larger one several times per run.
+            events: Vec::with_capacity(64),
             ..MemoryLog::default()
         }
     }
@@ -278,6 +301,24 @@ impl EventLog for MemoryLog {
             })
             .collect();
         Box::pin(async move { Ok(events) })
+    }
+
+    /// Lent, not copied: the folded state copies only what it keeps.
+    fn fold_after<'a>(
+        &'a mut self,
+        after: Option<i64>,
+        fold: &'a mut FoldEvent<'_>,
+    ) -> BoxFuture<'a, Result<(), Self::Error>> {
+        let skip = after.map_or(0, |seq| usize::try_from(seq).unwrap_or(0));
+        for (i, e) in self.events.iter().enumerate().skip(skip) {
+            fold(
+                i as i64 + 1,
+                e.kind,
+                e.call_id.as_deref(),
+                &e.payload,
+            );
+        }
+        Box::pin(async { Ok(()) })
     }
 
     fn commit(&mut self, step: Step) -> BoxFuture<'_, Result<(), Self::Error>> {
@@ -374,14 +415,26 @@ impl<A: Answer> Folded<A> {
         self.last_seq.is_none_or(|last| e.seq > last)
     }
 
-    /// Folds the events after the last one folded.
+    /// Folds the events after the last one folded (the loop folds through
+    /// [`EventLog::fold_after`], one event at a time).
+    #[cfg(test)]
     pub(crate) fn catch_up(&mut self, events: &[Event]) {
         for e in events {
-            if self.is_new(e) {
-                self.log
-                    .apply(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
-                self.last_seq = Some(e.seq);
-            }
+            self.fold_one(e.seq, &e.kind, e.call_id.as_deref(), &e.payload);
+        }
+    }
+
+    /// Folds one event, unless it was folded already.
+    pub(crate) fn fold_one(
+        &mut self,
+        seq: i64,
+        kind: &str,
+        call_id: Option<&str>,
+        payload: &Value,
+    ) {
+        if self.last_seq.is_none_or(|last| seq > last) {
+            self.log.apply(seq, kind, call_id, payload);
+            self.last_seq = Some(seq);
         }
     }
 
@@ -418,7 +471,7 @@ impl<A: Answer> RunLog<A> {
                 }
             }
             Some(Kind::ToolIntent) => {
-                if let Ok(call) = serde_json::from_value::<ToolCall>(payload.clone()) {
+                if let Ok(call) = ToolCall::deserialize(payload) {
                     self.pending.push(call);
                 }
             }
@@ -441,17 +494,18 @@ impl<A: Answer> RunLog<A> {
             Some(Kind::Handoff) => self.handoff_summarised = true,
             // A child's tokens count against its parent (`sub::join`).
             Some(Kind::ChildrenJoined) => self.tokens += payload["tokens"].as_u64().unwrap_or(0),
-            None if kind == A::EVENT => self.answer = serde_json::from_value(payload.clone()).ok(),
+            None if kind == A::EVENT => self.answer = A::deserialize(payload).ok(),
             _ => *self.other.entry(kind.to_string()).or_default() += 1,
         }
     }
 
     fn model_output(&mut self, payload: &Value) {
         if let Some(usage) = payload.get("usage") {
-            let usage: Usage = serde_json::from_value(usage.clone()).unwrap_or_default();
+            let usage = Usage::deserialize(usage).unwrap_or_default();
             self.tokens += usage.total();
         }
-        if let Ok(Turn::<Value>::HandOff { reason }) = serde_json::from_value(payload.clone()) {
+        // Read in place: only a hand-off's reason is kept, so the answer is skipped.
+        if let Ok(Turn::<serde::de::IgnoredAny>::HandOff { reason }) = Turn::deserialize(payload) {
             self.handoff
                 .get_or_insert(format!("the model escalated: {reason}"));
         }
@@ -466,7 +520,7 @@ impl<A: Answer> RunLog<A> {
             return;
         };
         let call = self.pending.remove(pos);
-        let outcome = serde_json::from_value(payload.clone()).unwrap_or(ToolOutcome {
+        let outcome = ToolOutcome::deserialize(payload).unwrap_or_else(|_| ToolOutcome {
             ok: false,
             content: payload.clone(),
         });
@@ -499,10 +553,11 @@ impl<A: Answer> RunLog<A> {
 /// A tool outcome as the model sees it: whole when small, else a truncated copy of its
 /// JSON text with a marker naming the event that holds it whole.
 fn for_model(outcome: &ToolOutcome, seq: i64, max_bytes: usize) -> ToolOutcome {
-    let text = outcome.content.to_string();
-    if text.len() <= max_bytes {
+    // Counted first: the text is written out only for a result that is cut.
+    if crate::tool::json_len(&outcome.content) <= max_bytes {
         return outcome.clone();
     }
+    let text = outcome.content.to_string();
     let mut cut = max_bytes;
     while !text.is_char_boundary(cut) {
         cut -= 1;
@@ -574,6 +629,47 @@ mod tests {
             event(6, "tool_result", Some("a"), result(1)),
             event(7, "done", None, serde_json::json!({ "text": "found it" })),
         ]
+    }
+
+    /// A hand-off turn too, so every fold path reads a payload in place.
+    fn a_memory_log() -> MemoryLog {
+        let mut log = MemoryLog::new();
+        let handoff = serde_json::json!({ "type": "hand_off", "reason": "unsure" });
+        let extra = event(8, "model_output", None, handoff);
+        for e in a_log().into_iter().chain([extra]) {
+            let kind: &'static str = Box::leak(e.kind.into_boxed_str());
+            log.events
+                .push(NewEvent::new(kind, e.call_id.as_deref(), e.payload));
+        }
+        log
+    }
+
+    #[test]
+    fn a_memory_log_lends_at_every_split_what_loading_it_gives() {
+        let mut log = a_memory_log();
+        let Ok(events) = ready(log.load());
+        let whole = format!("{:?}", RunLog::<Done>::fold(&events));
+        assert!(whole.contains("the model escalated: unsure"), "{whole}");
+        for split in 0..=events.len() {
+            let mut folded = Folded::<Done>::new();
+            folded.catch_up(&events[..split]);
+            let after = folded.last_seq();
+            let mut fold = |seq: i64, kind: &str, call_id: Option<&str>, payload: &Value| {
+                folded.fold_one(seq, kind, call_id, payload)
+            };
+            let Ok(()) = ready(log.fold_after(after, &mut fold));
+            assert_eq!(format!("{:?}", folded.log), whole, "split {split}");
+        }
+    }
+
+    /// Polls an in-memory log's future, which is ready at once.
+    fn ready<T>(f: BoxFuture<'_, T>) -> T {
+        let mut f = f;
+        let waker = std::task::Waker::noop();
+        match f.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+            std::task::Poll::Ready(t) => t,
+            std::task::Poll::Pending => panic!("an in-memory log is ready at once"),
+        }
     }
 
     #[test]

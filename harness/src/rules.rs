@@ -188,7 +188,7 @@ pub fn record_turn<A: Answer>(
 /// The `tool_result` of a call that ran, taking `duration_ms` on the caller's clock.
 pub fn tool_result(
     call: &ToolCall,
-    outcome: &ToolOutcome,
+    outcome: ToolOutcome,
     duration_ms: u64,
     limits: &Limits,
 ) -> NewEvent {
@@ -202,20 +202,21 @@ pub fn skipped_tool_result(call: &ToolCall, limits: &Limits) -> NewEvent {
         ok: false,
         content: json!({ "error": "budget_exhausted", "hint": "the run's tool-call budget is spent; this call was not run" }),
     };
-    let mut payload = result_payload(call, &outcome, 0, limits.tool_result_bytes);
+    let mut payload = result_payload(call, outcome, 0, limits.tool_result_bytes);
     payload["skipped"] = json!(true);
     NewEvent::of(Kind::ToolResult, Some(&call.id), payload)
 }
 
-/// A tool result as stored: the outcome whole (stored once, however large), the tool,
-/// how long it took and how big it is.
+/// A tool result as stored: the outcome whole (stored once, however large, and moved in,
+/// not copied), the tool, how long it took and how big its JSON text is (counted, not
+/// written out).
 fn result_payload(
     call: &ToolCall,
-    outcome: &ToolOutcome,
+    outcome: ToolOutcome,
     duration_ms: u64,
     max_bytes: usize,
 ) -> Value {
-    let bytes = outcome.content.to_string().len();
+    let bytes = crate::tool::json_len(&outcome.content);
     let mut payload = json!({
         "ok": outcome.ok,
         "content": outcome.content,
@@ -433,7 +434,7 @@ mod tests {
                 id: events[1].call_id.clone().unwrap_or_default(),
                 ..call("fetch_everything")
             };
-            events.push(tool_result(&intent, &outcome, 0, &limits));
+            events.push(tool_result(&intent, outcome, 0, &limits));
             events
         };
         let slow = |ms: u64| record(1, Err(anyhow::anyhow!("slow")), ms).events;

@@ -112,14 +112,17 @@ async fn looped<A: Answer, L: EventLog>(
     let mut folded = Folded::<A>::new();
     loop {
         // Only the events not folded yet: the state is kept folded between turns.
-        let mut events = log.load_after(folded.last_seq()).await?;
+        let after = folded.last_seq();
+        log.fold_after(after, &mut |seq, kind, call_id, payload| {
+            folded.fold_one(seq, kind, call_id, payload)
+        })
+        .await?;
         let mut counters = log.counters();
-        folded.catch_up(&events);
         let with_step;
         let state = match &carried {
             None => &folded.log,
             Some(step) => {
-                with_carried(&mut events, folded.last_seq(), &mut counters, step);
+                let events = with_carried(folded.last_seq(), &mut counters, step);
                 with_step = folded.with(&events);
                 &with_step
             }
@@ -241,25 +244,22 @@ async fn keeping<L: EventLog, T>(
     }
 }
 
-/// A step not committed yet, as the loop reads the log: its events after the log's
-/// (numbered as the log will number them) and its counts added.
-/// `events` (the new ones, after `folded` — the last seq folded) with the carried step's
-/// events after them, numbered on.
-fn with_carried(
-    events: &mut Vec<Event>,
-    folded: Option<i64>,
-    counters: &mut Counters,
-    step: &Step,
-) {
-    let last = events.last().map(|e| e.seq).or(folded).unwrap_or(0);
-    events.extend(step.events.iter().zip(last + 1..).map(|(e, seq)| Event {
-        seq,
-        kind: e.kind.to_string(),
-        call_id: e.call_id.clone(),
-        payload: e.payload.clone(),
-    }));
+/// A step not committed yet, as the loop reads the log: its events numbered on from
+/// `folded` (the last seq folded), as the log will number them, and its counts added.
+fn with_carried(folded: Option<i64>, counters: &mut Counters, step: &Step) -> Vec<Event> {
+    let last = folded.unwrap_or(0);
     counters.steps += step.add_steps;
     counters.tool_calls += step.add_tool_calls;
+    step.events
+        .iter()
+        .zip(last + 1..)
+        .map(|(e, seq)| Event {
+            seq,
+            kind: e.kind.to_string(),
+            call_id: e.call_id.clone(),
+            payload: e.payload.clone(),
+        })
+        .collect()
 }
 
 /// Runs the recorded intents that have no result yet, one durable step each — except
@@ -303,7 +303,7 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         run.observer.tool_call(&call.name, outcome.ok, duration_ms);
         let mut step = Step::to(next);
         step.add_tool_calls = 1;
-        step.events = vec![rules::tool_result(call, &outcome, duration_ms, &run.limits)];
+        step.events = vec![rules::tool_result(call, outcome, duration_ms, &run.limits)];
         if next == Phase::Ready && run.shared.is_none() {
             return Ok(Some(step));
         }

@@ -246,3 +246,41 @@ impl Versions {
         format!("{} · {} · {}", self.model, self.prompt, self.tools)
     }
 }
+
+/// The length of `value`'s compact JSON text (`value.to_string().len()`), without
+/// the text.
+pub(crate) fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_counted_length_is_the_length_of_the_written_text() {
+        let values = [
+            json!(null),
+            json!("naïve \"quoted\" \\ \n 明细 😀"),
+            json!({"a": [1, 2.5, -3e40, true], "b": {"c": "\u{1}"}, "ü": ""}),
+            json!([]),
+        ];
+        for value in values {
+            assert_eq!(json_len(&value), value.to_string().len(), "{value}");
+        }
+    }
+}

@@ -295,24 +295,46 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
 /// if it beats English by a margin; English otherwise.
 fn latin_language(text: &str) -> Language {
     let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
+    // Each word looked up once: which of LATIN_WORDS' languages list it (a bit each).
+    let mut by_word = [0usize; LATIN_WORDS.len()];
+    let common = common_words();
+    for word in lower
         .split(|c: char| !(c.is_alphabetic() || c == '\''))
         .filter(|w| !w.is_empty())
-        .collect();
-    let score = |(_, common, letters): &(Language, &[&str], &[char])| -> usize {
-        let by_word = words.iter().filter(|w| common.contains(w)).count() * 2;
-        let by_letter = lower.chars().filter(|c| letters.contains(c)).count().min(6);
-        by_word + by_letter
+    {
+        let listed = common.get(word).copied().unwrap_or(0);
+        for (i, points) in by_word.iter_mut().enumerate() {
+            *points += usize::from(listed >> i & 1 == 1) * 2;
+        }
+    }
+    let score = |i: usize| -> usize {
+        let letters = LATIN_WORDS[i].2;
+        by_word[i] + lower.chars().filter(|c| letters.contains(c)).count().min(6)
     };
-    let english = score(&LATIN_WORDS[0]);
-    let best = LATIN_WORDS[1..]
-        .iter()
-        .map(|entry| (score(entry), entry.0))
+    let english = score(0);
+    let best = (1..LATIN_WORDS.len())
+        .map(|i| (score(i), LATIN_WORDS[i].0))
         .max_by_key(|(points, _)| *points);
     match best {
         Some((points, lang)) if points > english && points >= 2 => lang,
         _ => Language::En,
     }
+}
+
+/// Every word of [`LATIN_WORDS`], with a bit set for each language listing it (bit `i`
+/// for entry `i`), made once.
+fn common_words() -> &'static std::collections::HashMap<&'static str, u8> {
+    static WORDS: std::sync::OnceLock<std::collections::HashMap<&'static str, u8>> =
+        std::sync::OnceLock::new();
+    WORDS.get_or_init(|| {
+        let mut words = std::collections::HashMap::new();
+        for (i, (_, common, _)) in LATIN_WORDS.iter().enumerate() {
+            for word in *common {
+                *words.entry(*word).or_insert(0u8) |= 1 << i;
+            }
+        }
+        words
+    })
 }
 
 #[cfg(test)]

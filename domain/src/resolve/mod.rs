@@ -203,25 +203,21 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
             ..Resolution::default()
         };
     }
-    let tiers = Tiers::of(input.messages);
-    let unmatched = noted_references_of(input.messages, &tiers, &ids);
-    let evidence = [
-        structure::fold_words(&tiers.decisive.join("\n")),
-        structure::fold_words(&tiers.supporting.join("\n")),
-    ];
-    // Own ids: in the new words, else a forwarded message, else named in a pasted line.
-    let named_in = [
-        mentioned_ids(&tiers.decisive, &ids),
-        mentioned_ids(&tiers.forwarded, &ids),
-        named_ids(&tiers.pasted, &ids),
-    ];
+    let reading = reading_of(input.messages, &ids);
+    let Reading {
+        unmatched,
+        evidence,
+        named_in,
+        ..
+    } = &*reading;
+    let unmatched = unmatched.clone();
     if let Some(mentioned) = named_in.iter().find(|m| !m.is_empty()) {
         let named: Vec<&OrderCandidate> = input
             .orders
             .iter()
             .filter(|o| mentioned.contains(&o.id))
             .collect();
-        let narrowed = narrow_by_evidence(&evidence, named);
+        let narrowed = narrow_by_evidence(evidence, named);
         let mut r = settle(input.request, narrowed, OrderSource::Message);
         r.unmatched = unmatched;
         return r;
@@ -231,18 +227,18 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     // Their only order or a product they name would be a guess between "a typo" and
     // "someone else's order" (RP-007), and what the customer is told must not depend on
     // which (whether an id exists is not disclosed).
-    if named_elsewhere(&tiers.decisive, &ids) {
+    if reading.named_elsewhere {
         let mut r = by_records(input.request, input.orders.iter().collect());
         r.unmatched = unmatched;
         return r;
     }
-    let narrowed = narrow_by_evidence(&evidence, input.orders.iter().collect());
+    let narrowed = narrow_by_evidence(evidence, input.orders.iter().collect());
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the
     // customer's own words single out (issue 34 item 4: injected targets change nothing
     // proposed); where their words single out nothing, their only order would be a guess
     // as above, so only the records decide.
-    if !by_words && named_elsewhere(&tiers.instructions, &ids) {
+    if !by_words && reading.instructed_elsewhere {
         let mut r = by_records(input.request, input.orders.iter().collect());
         r.unmatched = unmatched;
         return r;
@@ -266,35 +262,70 @@ fn named_elsewhere(texts: &[String], ids: &[&str]) -> bool {
         .any(|r| r.names_an_order(ids))
 }
 
-/// A conversation, the order ids asked about, and the references noted in it.
-type Noted = (Vec<String>, Vec<String>, Vec<Reference>);
+/// What resolution reads in a conversation's words about a customer's order ids; the
+/// records (the candidates' products, amounts and charges) are weighed after it.
+struct Reading {
+    /// References matching none of the ids ([`noted_references`]).
+    unmatched: Vec<Reference>,
+    /// The new words and the supporting text, folded ([`narrow_by_evidence`]).
+    evidence: [String; 2],
+    /// Own ids in the new words, a forwarded message, and named in a pasted line.
+    named_in: [Vec<String>; 3],
+    /// The new words name as an order something none of the ids is.
+    named_elsewhere: bool,
+    /// An instruction does.
+    instructed_elsewhere: bool,
+}
+
+impl Reading {
+    fn of(messages: &[String], ids: &[&str]) -> Reading {
+        let tiers = Tiers::of(messages);
+        Reading {
+            unmatched: noted_references(&tiers, ids),
+            evidence: [
+                structure::fold_words(&tiers.decisive.join("\n")),
+                structure::fold_words(&tiers.supporting.join("\n")),
+            ],
+            named_in: [
+                mentioned_ids(&tiers.decisive, ids),
+                mentioned_ids(&tiers.forwarded, ids),
+                named_ids(&tiers.pasted, ids),
+            ],
+            named_elsewhere: named_elsewhere(&tiers.decisive, ids),
+            instructed_elsewhere: named_elsewhere(&tiers.instructions, ids),
+        }
+    }
+}
+
+/// A conversation, the order ids asked about, and what was read in it.
+type Read = (Vec<String>, Vec<String>, std::sync::Arc<Reading>);
 
 thread_local! {
-    /// The references last noted on this thread, by conversation and order ids: every
-    /// turn of a run asks again with the same ones (issue 41: scanning them was a fifth
-    /// of a replayed ticket's time once the tiers were remembered).
-    static NOTED_SEEN: std::cell::RefCell<Vec<Noted>> =
+    /// The readings last made on this thread, by conversation and order ids: every turn
+    /// of a run asks again with the same ones while only the records it has read grow
+    /// (issue 41: reading the words again was a seventh of a replayed ticket's time).
+    static READ_SEEN: std::cell::RefCell<Vec<Read>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// [`noted_references`] of `messages` (whose tiers are `tiers`), a pure function of the
-/// two, remembered for the last [`TIERS_REMEMBERED`] asked on this thread.
-fn noted_references_of(messages: &[String], tiers: &Tiers, ids: &[&str]) -> Vec<Reference> {
-    NOTED_SEEN.with(|seen| {
+/// [`Reading::of`] `messages` for `ids`, a pure function of the two, remembered for
+/// the last [`TIERS_REMEMBERED`] asked on this thread.
+fn reading_of(messages: &[String], ids: &[&str]) -> std::sync::Arc<Reading> {
+    READ_SEEN.with(|seen| {
         let mut seen = seen.borrow_mut();
-        let same = |(m, i, _): &&Noted| {
+        let same = |(m, i, _): &&Read| {
             m.as_slice() == messages && i.iter().map(String::as_str).eq(ids.iter().copied())
         };
-        if let Some((_, _, noted)) = seen.iter().find(same) {
-            return noted.clone();
+        if let Some((_, _, reading)) = seen.iter().find(same) {
+            return reading.clone();
         }
-        let noted = noted_references(tiers, ids);
+        let reading = std::sync::Arc::new(Reading::of(messages, ids));
         if seen.len() >= TIERS_REMEMBERED {
             seen.remove(0);
         }
         let ids = ids.iter().map(|id| id.to_string()).collect();
-        seen.push((messages.to_vec(), ids, noted.clone()));
-        noted
+        seen.push((messages.to_vec(), ids, reading.clone()));
+        reading
     })
 }
 

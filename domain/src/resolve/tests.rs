@@ -336,3 +336,43 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+/// The words are read once per conversation and set of ids on a thread: asking again
+/// with other ids, or the same ids after other conversations, answers as a fresh read.
+#[test]
+fn a_remembered_reading_answers_as_a_fresh_one() {
+    let words = ["Please cancel order O-2002, not O-1001"];
+    let ann = [
+        order("O-1001", "Pro plan", "10.00"),
+        order("O-2002", "Team plan", "20.00"),
+    ];
+    let bo = [order("O-1001", "Pro plan", "10.00")];
+    let fresh = |orders: &[OrderCandidate]| {
+        let ids: Vec<&str> = orders.iter().map(|o| o.id.as_str()).collect();
+        let messages: Vec<String> = words.iter().map(|m| m.to_string()).collect();
+        let reading = Reading::of(&messages, &ids);
+        (reading.named_in.clone(), format!("{:?}", reading.unmatched))
+    };
+    let first = resolve_text(&ann, &words);
+    let other = resolve_text(&bo, &words);
+    for n in 0..TIERS_REMEMBERED + 2 {
+        resolve_text(&bo, &[&format!("refund order O-{n}")]);
+        assert_eq!(
+            format!("{:?}", resolve_text(&ann, &words)),
+            format!("{first:?}")
+        );
+        assert_eq!(
+            format!("{:?}", resolve_text(&bo, &words)),
+            format!("{other:?}")
+        );
+    }
+    assert_ne!(format!("{first:?}"), format!("{other:?}"));
+    let remembered = reading_of(&words.map(String::from), &["O-1001", "O-2002"]);
+    assert_eq!(
+        (
+            remembered.named_in.clone(),
+            format!("{:?}", remembered.unmatched)
+        ),
+        fresh(&ann)
+    );
+}

@@ -67,10 +67,9 @@ pub(super) fn candidate(order: &Value, history: &[Exchange]) -> OrderCandidate {
         })
         .unwrap_or((0, 0, 0));
     let charges = if let Some(e) = charges_result(history, id) {
-        let list = e.outcome.content["charges"]
+        let list: &[Value] = e.outcome.content["charges"]
             .as_array()
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[], Vec::as_slice);
         Some(
             list.iter()
                 .map(|c| ChargeSummary {

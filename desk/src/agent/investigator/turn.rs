@@ -52,10 +52,9 @@ pub(super) fn next_turn(ctx: &ModelContext<'_>) -> ModelTurn {
             reason: "the customer's billing records could not be read".into(),
         };
     };
-    let orders: Vec<Value> = orders_call.outcome.content["orders"]
+    let orders: &[Value] = orders_call.outcome.content["orders"]
         .as_array()
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[], Vec::as_slice);
     let order_ids: Vec<String> = orders
         .iter()
         .filter_map(|o| o["id"].as_str().map(String::from))
@@ -169,11 +168,10 @@ fn read_order(
             reason: format!("the charges of order {order_id} could not be read"),
         };
     };
-    let charges: Vec<Value> = charges_call.outcome.content["charges"]
+    let charges: &[Value] = charges_call.outcome.content["charges"]
         .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for c in &charges {
+        .map_or(&[], Vec::as_slice);
+    for c in charges {
         if let Some(id) = c["id"].as_str() {
             evidence.push(EvidenceRef {
                 call_id: charges_call.call.id.clone(),
@@ -219,7 +217,7 @@ fn read_order(
         return turn;
     }
 
-    let proposed = own_reading(request, order, &charges, &refunded);
+    let proposed = own_reading(request, order, charges, &refunded);
     let summary = match (request, proposed.len()) {
         (RequestKind::DuplicateCharge, n) if n > 0 => {
             format!("{n} duplicate charge(s) on order {order_id}.{noted}")
