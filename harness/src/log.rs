@@ -311,12 +311,7 @@ impl EventLog for MemoryLog {
     ) -> BoxFuture<'a, Result<(), Self::Error>> {
         let skip = after.map_or(0, |seq| usize::try_from(seq).unwrap_or(0));
         for (i, e) in self.events.iter().enumerate().skip(skip) {
-            fold(
-                i as i64 + 1,
-                e.kind,
-                e.call_id.as_deref(),
-                &e.payload,
-            );
+            fold(i as i64 + 1, e.kind, e.call_id.as_deref(), &e.payload);
         }
         Box::pin(async { Ok(()) })
     }
