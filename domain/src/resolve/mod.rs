@@ -298,7 +298,7 @@ impl Reading {
 }
 
 /// A conversation, the order ids asked about, and what was read in it.
-type Read = (Vec<String>, Vec<String>, std::sync::Arc<Reading>);
+type Read = (Vec<String>, Vec<String>, std::rc::Rc<Reading>);
 
 thread_local! {
     /// The readings last made on this thread, by conversation and order ids: every turn
@@ -310,7 +310,7 @@ thread_local! {
 
 /// [`Reading::of`] `messages` for `ids`, a pure function of the two, remembered for
 /// the last [`TIERS_REMEMBERED`] asked on this thread.
-fn reading_of(messages: &[String], ids: &[&str]) -> std::sync::Arc<Reading> {
+fn reading_of(messages: &[String], ids: &[&str]) -> std::rc::Rc<Reading> {
     READ_SEEN.with(|seen| {
         let mut seen = seen.borrow_mut();
         let same = |(m, i, _): &&Read| {
@@ -319,7 +319,7 @@ fn reading_of(messages: &[String], ids: &[&str]) -> std::sync::Arc<Reading> {
         if let Some((_, _, reading)) = seen.iter().find(same) {
             return reading.clone();
         }
-        let reading = std::sync::Arc::new(Reading::of(messages, ids));
+        let reading = std::rc::Rc::new(Reading::of(messages, ids));
         if seen.len() >= TIERS_REMEMBERED {
             seen.remove(0);
         }
