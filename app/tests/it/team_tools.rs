@@ -52,10 +52,14 @@ pub(crate) async fn value_of(browser: &Browser, css: &str) -> String {
 /// Waits (up to 10 s) until the element `css` exists and its text holds `needle`;
 /// returns the last text seen.
 pub(crate) async fn text_with(browser: &Browser, css: &str, needle: &str) -> String {
+    // Found and read in one script: a page replaced between a find and a read would
+    // leave the read without its element.
+    let script =
+        format!("const e = document.querySelector({css:?}); return e ? e.innerText : null;");
     let mut seen = String::new();
     for _ in 0..100 {
-        if browser.find(css).await.is_some() {
-            seen = browser.text(css).await;
+        if let Some(text) = browser.execute(&script).await.as_str() {
+            seen = text.to_string();
             if seen.contains(needle) {
                 break;
             }

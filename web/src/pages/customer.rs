@@ -244,18 +244,21 @@ pub(super) async fn ticket_page_response(
             view,
             files,
             csat_answered,
-        }) => render(&TicketPage {
-            files,
-            lang: view.language,
-            t: replies::page_text(view.language),
-            draft: refused.as_ref().map_or("", |r| r.text).to_string(),
-            error: refused.map(|r| replies::page_error(view.language, r.error)),
-            with_a_person: replies::person_reply(view.language),
-            csrf: session.csrf_token.clone(),
-            csat_asked: is_resolved(&view) && !csat_answered,
-            csat_answered: is_resolved(&view) && csat_answered,
-            ticket: view.with_reply_time(state.reply_targets),
-        }),
+        }) => {
+            let resolved = is_resolved(&view);
+            render(&TicketPage {
+                files,
+                lang: view.language,
+                t: replies::page_text(view.language),
+                draft: refused.as_ref().map_or("", |r| r.text).to_string(),
+                error: refused.map(|r| replies::page_error(view.language, r.error)),
+                with_a_person: replies::person_reply(view.language),
+                csrf: session.csrf_token.clone(),
+                csat_asked: resolved && !csat_answered,
+                csat_answered: resolved && csat_answered,
+                ticket: view.with_reply_time(state.reply_targets),
+            })
+        }
         Err(e) => AppError::from(e).into_response(),
     }
 }
