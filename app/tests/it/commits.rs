@@ -328,6 +328,26 @@ async fn one_ticket_costs_at_most_fifteen_sqlite_commits_of_its_own_from_creatio
         "{own} commits of its own for one ticket (issue 41: at most 15):\n{}",
         table(&commits, 1)
     );
+    // Each of the investigation loop's steps (a run's update and its events, nothing
+    // else) went to SQLite's connection thread as one text (`runs::one_trip`).
+    let steps: Vec<&Vec<String>> = commits
+        .iter()
+        .filter(|c| {
+            let writes = writes_of(c);
+            writes.starts_with("UPDATE runs + INSERT run_events")
+                && writes
+                    .split(" + ")
+                    .all(|w| w == "UPDATE runs" || w == "INSERT run_events")
+        })
+        .collect();
+    assert!(!steps.is_empty(), "{}", table(&commits, 1));
+    for step in steps {
+        assert!(
+            step.first()
+                .is_some_and(|s| s.starts_with("BEGIN IMMEDIATE")),
+            "a loop step committed statement by statement: {step:?}"
+        );
+    }
 }
 
 #[tokio::test]

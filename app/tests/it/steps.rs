@@ -172,3 +172,247 @@ async fn concurrent_steps_through_the_writer_are_each_stored_once_when_their_com
         assert_eq!(run.steps, 5);
     }
 }
+
+#[tokio::test]
+async fn a_chain_whose_first_step_is_stale_writes_none_of_its_steps() {
+    let app = spawn_app().await;
+    let runs = claimed_runs(&app, &["C-100", "C-200"]).await;
+    let mut stale = runs[0].clone();
+    stale.version -= 1;
+    // The chain's second step would match the version a stale first step expects to
+    // leave: it must not be written either.
+    let mut second = step(&runs[0], "model_output", "second");
+    second.run.version = runs[0].version;
+    let chain = vec![step(&stale, "model_output", "first"), second];
+    let beside = app
+        .state
+        .steps
+        .commit(step(&runs[1], "model_output", "beside"));
+    let (chained, beside) = tokio::join!(app.state.steps.commit_chain(chain), beside);
+    assert!(
+        matches!(&chained, Err(e) if runs::is_run_changed(e)),
+        "{:?}",
+        chained.err()
+    );
+    assert!(beside.is_ok(), "{:?}", beside.err());
+    let notes: Vec<String> = stored(&app, &runs[0].id)
+        .await
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        !notes.iter().any(|n| n == "first" || n == "second"),
+        "{notes:?}"
+    );
+    assert!(stored(&app, &runs[1].id)
+        .await
+        .iter()
+        .any(|(_, n)| n == "beside"));
+}
+
+/// Makes the database itself refuse any run event whose payload mentions `boom`.
+async fn refuse_boom_events(app: &TestApp) {
+    let pool = app.state.db.pool();
+    match app.state.db.backend() {
+        store::Backend::Sqlite => {
+            sqlx::query(
+                "CREATE TRIGGER boom BEFORE INSERT ON run_events WHEN NEW.payload LIKE '%boom%'
+                 BEGIN SELECT RAISE(ABORT, 'boom'); END",
+            )
+            .execute(pool)
+            .await
+            .unwrap();
+        }
+        store::Backend::Postgres => {
+            sqlx::query(
+                "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN IF NEW.payload LIKE '%boom%' THEN RAISE EXCEPTION 'boom'; END IF;
+                 RETURN NEW; END $$",
+            )
+            .execute(pool)
+            .await
+            .unwrap();
+            sqlx::query(
+                "CREATE TRIGGER boom BEFORE INSERT ON run_events FOR EACH ROW EXECUTE FUNCTION boom()",
+            )
+            .execute(pool)
+            .await
+            .unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_batch_the_database_refuses_is_rolled_back_and_the_writer_commits_on() {
+    let app = spawn_app().await;
+    let runs = claimed_runs(&app, &["C-100", "C-200"]).await;
+    refuse_boom_events(&app).await;
+    // The database fails the batch midway (after the first step's update and events):
+    // nothing of it may stay, and the good step still commits alone.
+    let writes = vec![
+        step(&runs[1], "model_output", "good"),
+        step(&runs[0], "model_output", "boom"),
+    ];
+    let results = runs::commit_batch(&app.state.db, &writes).await;
+    assert!(results[0].is_ok(), "{:?}", results[0].as_ref().err());
+    let refused = results[1].as_ref().expect_err("the database refuses it");
+    assert!(!runs::is_run_changed(refused), "{refused}");
+    assert!(!stored(&app, &runs[0].id)
+        .await
+        .iter()
+        .any(|(_, n)| n == "boom"));
+    // The writer connection is not left inside a transaction: a step committed after
+    // the failure is seen at once from a connection of its own, and the refused run
+    // commits at the version it had.
+    let mut run = results[0].as_ref().unwrap().0.clone();
+    for i in 0..3 {
+        let note = format!("after-{i}");
+        let (next, _) = app
+            .state
+            .steps
+            .commit(step(&run, "model_output", &note))
+            .await
+            .expect("the writer commits after a failed batch");
+        run = next;
+        assert!(stored(&app, &run.id).await.iter().any(|(_, n)| *n == note));
+    }
+    let retry = [step(&runs[0], "model_output", "retry")];
+    assert!(runs::commit_batch(&app.state.db, &retry).await[0].is_ok());
+}
+
+/// Each stored event of `run_id` exactly as stored: seq, kind, call id, payload text, time.
+async fn stored_rows(
+    app: &TestApp,
+    run_id: &str,
+) -> Vec<(i64, String, Option<String>, String, i64)> {
+    let rows = sqlx::query(
+        "SELECT seq, kind, call_id, payload, created_at FROM run_events WHERE run_id = $1 ORDER BY seq",
+    )
+    .bind(run_id)
+    .fetch_all(app.state.db.reader())
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r.get("seq"),
+                r.get("kind"),
+                r.get("call_id"),
+                r.get("payload"),
+                r.get("created_at"),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batched_step_stores_exactly_what_a_step_of_its_own_stores() {
+    let app = spawn_app().await;
+    let runs = claimed_runs(&app, &["C-100", "C-200"]).await;
+    let payloads = [
+        json!({ "text": "Zweimal belastet — \"doppelt\" \\ ✓", "amount": "49.00", "n": 1.5e300 }),
+        json!({ "name": "lookup_order", "arguments": { "order_id": "A-1" } }),
+        json!([null, true, -0.0, 12345678901234567_i64]),
+    ];
+    let events = |tag: &str| {
+        vec![
+            harness::NewEvent::new("model_output", None, payloads[0].clone()),
+            harness::NewEvent::new(
+                "tool_intent",
+                Some(format!("call-{tag}").as_str()),
+                payloads[1].clone(),
+            ),
+            harness::NewEvent::new(
+                "tool_result",
+                Some(format!("call-{tag}").as_str()),
+                payloads[2].clone(),
+            ),
+        ]
+    };
+    let write = |run: &Run, tag: &str| StepWrite {
+        run: run.clone(),
+        status: RunStatus::ToolPending,
+        add_steps: 1,
+        add_tool_calls: 1,
+        now: 7,
+        events: events(tag),
+    };
+    // One run's step in the group writer's batch (one trip on SQLite)…
+    let batched = runs::commit_batch(&app.state.db, &[write(&runs[0], "x")]).await;
+    let (batched_run, batched_events) = batched.into_iter().next().unwrap().unwrap();
+    // …the other's with `record_step` in a transaction of its own.
+    let mut alone_run = runs[1].clone();
+    let mut tx = app.state.db.begin().await.unwrap();
+    let kinds = events("x");
+    let own: Vec<runs::NewEvent> = kinds
+        .iter()
+        .map(|e| runs::NewEvent {
+            kind: runs::EventKind::parse(e.kind).unwrap(),
+            call_id: e.call_id.as_deref(),
+            payload: &e.payload,
+        })
+        .collect();
+    let alone_events = runs::record_step(
+        &mut tx,
+        &mut alone_run,
+        RunStatus::ToolPending,
+        1,
+        1,
+        7,
+        &own,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    // The step's own rows (its time is 7; the runs' creation came before).
+    let step_rows = |rows: Vec<(i64, String, Option<String>, String, i64)>| {
+        rows.into_iter().filter(|r| r.4 == 7).collect::<Vec<_>>()
+    };
+    let b = step_rows(stored_rows(&app, &runs[0].id).await);
+    let a = step_rows(stored_rows(&app, &runs[1].id).await);
+    assert_eq!((b.len(), a.len()), (4, 4), "{b:?}");
+    for (b, a) in b.iter().zip(&a) {
+        assert_eq!((b.0, &b.1, &b.2, &b.3, b.4), (a.0, &a.1, &a.2, &a.3, a.4));
+    }
+    let seqs = |e: &[runs::Appended]| e.iter().map(|e| (e.seq, e.kind)).collect::<Vec<_>>();
+    assert_eq!(seqs(&batched_events), seqs(&alone_events));
+    assert_eq!(batched_events.len(), 4, "three events and the state change");
+    assert_eq!(
+        (
+            batched_run.version,
+            batched_run.status,
+            batched_run.steps,
+            batched_run.tool_calls
+        ),
+        (
+            alone_run.version,
+            alone_run.status,
+            alone_run.steps,
+            alone_run.tool_calls
+        )
+    );
+    let row = |id: String| {
+        let db = app.state.db.reader();
+        async move {
+            let r = sqlx::query("SELECT status, version, steps, tool_calls, lease_owner, lease_expires_at, updated_at FROM runs WHERE id = $1")
+                .bind(id)
+                .fetch_one(db)
+                .await
+                .unwrap();
+            (
+                r.get::<String, _>("status"),
+                r.get::<i64, _>("version"),
+                r.get::<i64, _>("steps"),
+                r.get::<i64, _>("tool_calls"),
+                r.get::<Option<String>, _>("lease_owner"),
+                r.get::<Option<i64>, _>("lease_expires_at"),
+                r.get::<i64, _>("updated_at"),
+            )
+        }
+    };
+    assert_eq!(
+        row(runs[0].id.to_string()).await,
+        row(runs[1].id.to_string()).await
+    );
+}

@@ -122,8 +122,19 @@ pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Com
         .collect()
 }
 
-/// [`commit_batch`] of runs' chains of steps (`StepWriter::commit_chain`).
+/// [`commit_batch`] of runs' chains of steps (`StepWriter::commit_chain`). On SQLite in
+/// two round trips to the connection's thread when every step's run is as its holder
+/// read it (`one_trip`); otherwise, and on PostgreSQL, statement by statement.
 async fn commit_chains(db: &Db, chains: &[&[StepWrite]]) -> Vec<DomainResult<Vec<Committed>>> {
+    if db.backend() == store::Backend::Sqlite {
+        match super::one_trip::commit_chains(db, chains).await {
+            Ok(Some(committed)) => return committed.into_iter().map(Ok).collect(),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, steps = chains.len(), "a batch of run steps failed in one trip; committing it statement by statement")
+            }
+        }
+    }
     match apply_together(db, chains).await {
         Ok(results) => results,
         Err(e) => {

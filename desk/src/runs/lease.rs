@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use super::{load_run, run_changed, Run, DEPENDENCY_RETRY_MS};
+use super::{run_changed, run_from_row, Run, DEPENDENCY_RETRY_MS, RUN_COLUMNS};
 use crate::error::DomainResult;
 use store::{Backend, Db};
 
@@ -27,22 +27,22 @@ const CLAIMABLE_RUNS: &str = "(status IN ('ready', 'model_running', 'tool_pendin
 /// transaction, so workers of several instances never queue behind one another's
 /// claims: each takes the oldest run nobody is claiming right now. SQLite has one
 /// writer and no row locks; it reads a few candidates and relies on the versioned
-/// update alone (a lost race just moves on to the next candidate).
+/// update alone (a lost race just moves on to the next candidate). Either way the claim
+/// returns the run as its update left it (no read after it).
 pub async fn claim_next(db: &Db, owner: &str, now: i64) -> DomainResult<Option<Run>> {
     let claimed = match db.backend() {
         Backend::Postgres => claim_next_skip_locked(db, owner, now).await?,
         Backend::Sqlite => claim_next_versioned(db, owner, now).await?,
     };
-    let Some(id) = claimed else {
-        return Ok(None);
-    };
-    tracing::debug!(run_id = %id, owner, "run claimed");
-    load_run(db, &id).await
+    if let Some(run) = &claimed {
+        tracing::debug!(run_id = %run.id, owner, "run claimed");
+    }
+    Ok(claimed)
 }
 
 /// PostgreSQL: lock one claimable run, skipping rows other claims hold, then take its
 /// lease with the versioned update, and commit (the row lock lasts only this long).
-async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
+async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<Option<Run>> {
     let mut tx = db.begin().await?;
     let candidate = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT id, version FROM runs WHERE {CLAIMABLE_RUNS}
@@ -60,7 +60,7 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<
     let version: i64 = row.try_get("version")?;
     let taken = take_run_lease(&mut tx, &id, version, owner, now).await?;
     tx.commit().await?;
-    Ok(taken.then_some(id))
+    Ok(taken)
 }
 
 /// SQLite (and any backend without row locks): a few candidates, each tried with the
@@ -68,15 +68,17 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<
 /// creation order, so each read walks the `(status, created_at)` index instead of
 /// sorting every queued run: runs abandoned mid-step first, then ready runs, then runs
 /// whose dependency wait is over. The five reads are one statement (issue 19: each
-/// statement is a round trip to the connection's thread).
-async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Option<String>> {
+/// statement is a round trip to the connection's thread), on a reader (issue 41: the
+/// writers' pool checks its connection with one more trip when it comes back); a
+/// candidate claimed since is just lost to the versioned update.
+async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Option<Run>> {
     // Every candidate lost means each was claimed or changed since the read: read again
     // (a few times), rather than report an empty queue that is not.
     for _ in 0..5 {
         let candidates = sqlx::query(CANDIDATES_BY_STATUS)
             .bind(now)
             .bind(now - DEPENDENCY_RETRY_MS)
-            .fetch_all(db.pool())
+            .fetch_all(db.reader())
             .await?;
         if candidates.is_empty() {
             return Ok(None);
@@ -91,8 +93,8 @@ async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Op
                 continue;
             }
             let mut conn = db.pool().acquire().await?;
-            if take_run_lease(&mut conn, &id, version, owner, now).await? {
-                return Ok(Some(id));
+            if let Some(run) = take_run_lease(&mut conn, &id, version, owner, now).await? {
+                return Ok(Some(run));
             }
             held::give_up(&id);
         }
@@ -127,26 +129,28 @@ const CANDIDATES_BY_STATUS: &str = "
     ) AS candidates ORDER BY rank, created_at LIMIT 10";
 
 /// The versioned lease update both claim paths end with: it succeeds only if the run
-/// is still at `version` and its lease still free or expired.
+/// is still at `version` and its lease still free or expired. Returns the run as it
+/// left it.
 async fn take_run_lease(
     conn: &mut sqlx::AnyConnection,
     id: &str,
     version: i64,
     owner: &str,
     now: i64,
-) -> DomainResult<bool> {
-    let done = sqlx::query(
+) -> DomainResult<Option<Run>> {
+    let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE runs SET lease_owner = $1, lease_expires_at = $2, version = version + 1
-         WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)",
-    )
+         WHERE id = $3 AND version = $4 AND (lease_expires_at IS NULL OR lease_expires_at < $5)
+         RETURNING {RUN_COLUMNS}"
+    )))
     .bind(owner)
     .bind(now + crate::lease::ms())
     .bind(id)
     .bind(version)
     .bind(now)
-    .execute(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await?;
-    Ok(done.rows_affected() == 1)
+    taken.as_ref().map(run_from_row).transpose()
 }
 
 /// Extends the lease of a run we hold, during a step that takes long (a slow model).

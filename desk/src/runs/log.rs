@@ -1,6 +1,8 @@
 //! A run's append-only event log: one step's events committed with the run's versioned
 //! update (`record_step`), single events, and reading them back.
 
+use std::borrow::Cow;
+
 use sqlx::Row;
 
 use super::{run_changed, Event, EventKind, Run, RunStatus};
@@ -25,13 +27,183 @@ pub struct Appended {
     pub payload: serde_json::Value,
 }
 
+/// An event as a step appends it: its kind, call id and payload (the step's own borrowed,
+/// the `state` event made here owned).
+pub(super) type Planned<'e> = (EventKind, Option<&'e str>, Cow<'e, serde_json::Value>);
+
+/// One step as it will be written, decided before anything is: the versioned update of
+/// the run and the events it appends — its own, then a `state` event when the status
+/// changes. [`record_step`] writes one with two statements; `runs::one_trip` writes a
+/// batch of them in one round trip to SQLite's connection thread.
+pub(super) struct StepPlan<'e> {
+    pub(super) status: RunStatus,
+    pub(super) add_steps: i64,
+    pub(super) add_tool_calls: i64,
+    pub(super) now: i64,
+    pub(super) lease_owner: Option<String>,
+    pub(super) lease_expires_at: Option<i64>,
+    pub(super) events: Vec<Planned<'e>>,
+}
+
+/// A query on either backend, its arguments bound in order.
+pub(super) type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// The versioned update every step makes, its parameters numbered from `$p`: status,
+/// steps and tool calls added, now, lease owner, lease expiry, run id, its version
+/// ([`StepPlan::bind_update`] binds them in this order).
+pub(super) fn push_step_update(sql: &mut String, p: usize) {
+    use std::fmt::Write;
+    let _ = write!(
+        sql,
+        "UPDATE runs SET status = ${p}, steps = steps + ${}, tool_calls = tool_calls + ${},
+             version = version + 1, updated_at = ${}, lease_owner = ${}, lease_expires_at = ${}
+         WHERE id = ${} AND version = ${}",
+        p + 1,
+        p + 2,
+        p + 3,
+        p + 4,
+        p + 5,
+        p + 6,
+        p + 7
+    );
+}
+
+/// The parameters [`push_step_update`] numbers.
+pub(super) const STEP_UPDATE_PARAMS: usize = 8;
+
+/// Appends `n` events after the run's last one in one statement that reads the last
+/// sequence number itself, its parameters numbered from `$p`: the run, the time, then
+/// kind, call id and payload per event ([`bind_events`] binds them in this order).
+/// `returning`: the statement's `RETURNING` list, if any.
+pub(super) fn push_events_insert(sql: &mut String, p: usize, n: usize, returning: Option<&str>) {
+    use std::fmt::Write;
+    let _ = write!(
+        sql,
+        "WITH last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM run_events WHERE run_id = ${p})
+         INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at) "
+    );
+    for i in 0..n {
+        let e = p + 2 + i * 3;
+        if i > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        let _ = write!(
+            sql,
+            "SELECT ${p}, seq + {}, ${e}, ${}, ${}, ${} FROM last",
+            i + 1,
+            e + 1,
+            e + 2,
+            p + 1
+        );
+    }
+    if let Some(returning) = returning {
+        let _ = write!(sql, " RETURNING {returning}");
+    }
+}
+
+/// Binds what [`push_events_insert`] numbers.
+pub(super) fn bind_events<'q>(
+    mut query: AnyQuery<'q>,
+    run_id: &str,
+    now: i64,
+    events: &[Planned<'_>],
+) -> AnyQuery<'q> {
+    query = query.bind(run_id.to_string()).bind(now);
+    for (kind, call_id, payload) in events {
+        query = query
+            .bind(kind.as_str())
+            .bind(call_id.map(String::from))
+            .bind(payload.to_string());
+    }
+    query
+}
+
+impl<'e> StepPlan<'e> {
+    /// The step `record_step` describes, on `run` as it is before it. A run that starts
+    /// waiting or ends gives its lease up; one that keeps working renews it.
+    pub(super) fn new(
+        run: &Run,
+        status: RunStatus,
+        (add_steps, add_tool_calls): (i64, i64),
+        now: i64,
+        events: &[NewEvent<'e>],
+    ) -> StepPlan<'e> {
+        let releases = status.holds_no_worker();
+        let lease_expires_at = if releases {
+            None
+        } else {
+            run.lease_expires_at.map(|_| now + crate::lease::ms())
+        };
+        let lease_owner = if releases {
+            None
+        } else {
+            run.lease_owner.clone()
+        };
+        let mut planned: Vec<Planned<'e>> = events
+            .iter()
+            .map(|e| (e.kind, e.call_id, Cow::Borrowed(e.payload)))
+            .collect();
+        if run.status != status {
+            let (steps, calls) = (run.steps + add_steps, run.tool_calls + add_tool_calls);
+            let state = serde_json::json!({ "from": run.status, "to": status, "steps": steps, "tool_calls": calls });
+            planned.push((EventKind::State, None, Cow::Owned(state)));
+        }
+        StepPlan {
+            status,
+            add_steps,
+            add_tool_calls,
+            now,
+            lease_owner,
+            lease_expires_at,
+            events: planned,
+        }
+    }
+
+    /// Binds what [`push_step_update`] numbers, for `run` as it is before the step.
+    pub(super) fn bind_update<'q>(&self, query: AnyQuery<'q>, run: &Run) -> AnyQuery<'q> {
+        query
+            .bind(self.status.as_str())
+            .bind(self.add_steps)
+            .bind(self.add_tool_calls)
+            .bind(self.now)
+            .bind(self.lease_owner.clone())
+            .bind(self.lease_expires_at)
+            .bind(run.id.as_str().to_string())
+            .bind(run.version)
+    }
+
+    /// `run` as this step leaves it once its update has matched.
+    pub(super) fn apply(&self, run: &mut Run) {
+        run.version += 1;
+        run.status = self.status;
+        run.steps += self.add_steps;
+        run.tool_calls += self.add_tool_calls;
+        run.lease_owner = self.lease_owner.clone();
+        run.lease_expires_at = self.lease_expires_at;
+    }
+
+    /// The events as stored, the first at sequence number `first`.
+    pub(super) fn appended(self, first: i64) -> Vec<Appended> {
+        self.events
+            .into_iter()
+            .zip(first..)
+            .map(|((kind, call_id, payload), seq)| Appended {
+                seq,
+                kind,
+                call_id: call_id.map(String::from),
+                payload: payload.into_owned(),
+            })
+            .collect()
+    }
+}
+
 /// `set_status` with the events the step produced, logged before the `state` event
 /// they led to (so the log reads "model output, intents, then → tool_pending"). The
 /// versioned update still comes first: a worker that lost its lease writes nothing,
 /// and on PostgreSQL the run's row stays locked until the events are committed.
-/// Returns the events as appended (issue 19: a step is three statements — the update,
-/// one read of the last sequence number, one insert of all its events — whatever the
-/// number of events).
+/// Returns the events as appended (issue 19: a step is two statements — the update,
+/// then one insert of all its events that reads the last sequence number itself —
+/// whatever the number of events).
 pub async fn record_step(
     tx: &mut Tx<'_>,
     run: &mut Run,
@@ -41,64 +213,20 @@ pub async fn record_step(
     now: i64,
     events: &[NewEvent<'_>],
 ) -> DomainResult<Vec<Appended>> {
-    let releases = status.holds_no_worker();
-    let lease_expires_at = if releases {
-        None
-    } else {
-        run.lease_expires_at.map(|_| now + crate::lease::ms())
-    };
-    let lease_owner = if releases {
-        None
-    } else {
-        run.lease_owner.clone()
-    };
-    let done = sqlx::query(
-        "UPDATE runs SET status = $1, steps = steps + $2, tool_calls = tool_calls + $3, version = version + 1,
-             updated_at = $4, lease_owner = $5, lease_expires_at = $6
-         WHERE id = $7 AND version = $8",
-    )
-    .bind(status.as_str())
-    .bind(add_steps)
-    .bind(add_tool_calls)
-    .bind(now)
-    .bind(&lease_owner)
-    .bind(lease_expires_at)
-    .bind(run.id.as_str())
-    .bind(run.version)
-    .execute(&mut **tx)
-    .await?;
+    let plan = StepPlan::new(run, status, (add_steps, add_tool_calls), now, events);
+    static UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let mut sql = String::new();
+        push_step_update(&mut sql, 1);
+        sql
+    });
+    let update = sqlx::query(sqlx::AssertSqlSafe(UPDATE.as_str()));
+    let done = plan.bind_update(update, run).execute(&mut **tx).await?;
     if done.rows_affected() != 1 {
         return Err(run_changed());
     }
-    let mut appended: Vec<(
-        EventKind,
-        Option<&str>,
-        std::borrow::Cow<'_, serde_json::Value>,
-    )> = events
-        .iter()
-        .map(|e| (e.kind, e.call_id, std::borrow::Cow::Borrowed(e.payload)))
-        .collect();
-    if run.status != status {
-        let state = serde_json::json!({ "from": run.status, "to": status, "steps": run.steps + add_steps, "tool_calls": run.tool_calls + add_tool_calls });
-        appended.push((EventKind::State, None, std::borrow::Cow::Owned(state)));
-    }
-    let first = insert_events(tx, &run.id, &appended, now).await?;
-    run.version += 1;
-    run.status = status;
-    run.steps += add_steps;
-    run.tool_calls += add_tool_calls;
-    run.lease_owner = lease_owner;
-    run.lease_expires_at = lease_expires_at;
-    Ok(appended
-        .into_iter()
-        .zip(first..)
-        .map(|((kind, call_id, payload), seq)| Appended {
-            seq,
-            kind,
-            call_id: call_id.map(String::from),
-            payload: payload.into_owned(),
-        })
-        .collect())
+    let first = insert_events(tx, &run.id, &plan.events, now).await?;
+    plan.apply(run);
+    Ok(plan.appended(first))
 }
 
 /// Appends one event; returns its sequence number.
@@ -110,7 +238,7 @@ pub async fn append_event(
     payload: &serde_json::Value,
     now: i64,
 ) -> DomainResult<i64> {
-    let event = [(kind, call_id, std::borrow::Cow::Borrowed(payload))];
+    let event = [(kind, call_id, Cow::Borrowed(payload))];
     insert_events(tx, run_id, &event, now).await
 }
 
@@ -120,42 +248,15 @@ pub async fn append_event(
 async fn insert_events(
     tx: &mut Tx<'_>,
     run_id: &str,
-    events: &[(
-        EventKind,
-        Option<&str>,
-        std::borrow::Cow<'_, serde_json::Value>,
-    )],
+    events: &[Planned<'_>],
     now: i64,
 ) -> DomainResult<i64> {
     if events.is_empty() {
         return Ok(0);
     }
-    // `$1` the run, `$2` the time; then kind, call id and payload per event.
-    let mut sql = String::from(
-        "WITH last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM run_events WHERE run_id = $1)
-         INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at) ",
-    );
-    for i in 0..events.len() {
-        let p = 3 + i * 3;
-        if i > 0 {
-            sql.push_str(" UNION ALL ");
-        }
-        sql.push_str(&format!(
-            "SELECT $1, seq + {}, ${}, ${}, ${}, $2 FROM last",
-            i + 1,
-            p,
-            p + 1,
-            p + 2
-        ));
-    }
-    sql.push_str(" RETURNING seq");
-    let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(run_id).bind(now);
-    for (kind, call_id, payload) in events {
-        insert = insert
-            .bind(kind.as_str())
-            .bind(*call_id)
-            .bind(payload.to_string());
-    }
+    let mut sql = String::new();
+    push_events_insert(&mut sql, 1, events.len(), Some("seq"));
+    let insert = bind_events(sqlx::query(sqlx::AssertSqlSafe(sql)), run_id, now, events);
     let rows = insert.fetch_all(&mut **tx).await?;
     let mut first = i64::MAX;
     for row in &rows {
@@ -174,7 +275,7 @@ async fn insert_events(
 pub async fn events(db: &Db, run_id: &str) -> DomainResult<Vec<Event>> {
     let rows = sqlx::query("SELECT seq, kind, call_id, payload, created_at FROM run_events WHERE run_id = $1 ORDER BY seq")
         .bind(run_id)
-        .fetch_all(db.pool())
+        .fetch_all(db.reader())
         .await?;
     rows.iter()
         .map(|r| {

@@ -10,6 +10,7 @@ pub use lease::{claim_next, release, renew_lease};
 mod log;
 pub use log::{append_event, events, record_step, Appended, NewEvent};
 mod group;
+mod one_trip;
 pub use group::{commit_batch, Committed, StepWrite, StepWriter};
 mod stalled;
 pub use stalled::{lock_for_note, progress_of, stalled_runs, Stalled};
