@@ -174,6 +174,50 @@ async fn concurrent_steps_through_the_writer_are_each_stored_once_when_their_com
 }
 
 #[tokio::test]
+async fn steps_that_never_pause_still_leave_the_other_writers_their_turn() {
+    // The writer keeps SQLite's one writer connection while steps follow each other
+    // without a pause (`one_trip::Held`); runs that always have their next step ready
+    // must not keep a ticket from being opened meanwhile.
+    let app = spawn_app().await;
+    let runs = claimed_runs(&app, &["C-100", "C-200", "C-300", "C-400"]).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let loops: Vec<_> = runs
+        .into_iter()
+        .map(|mut run| {
+            let (writer, stop) = (app.state.steps.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut steps = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (updated, _) = writer
+                        .commit(step(&run, "model_output", "again"))
+                        .await
+                        .expect("the step commits");
+                    run = updated;
+                    steps += 1;
+                }
+                steps
+            })
+        })
+        .collect();
+    let opened = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        for customer in ["C-100", "C-200", "C-300"] {
+            app.post_ticket(customer, "Where is my refund?").await;
+        }
+    })
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut steps = 0;
+    for handle in loops {
+        steps += handle.await.unwrap();
+    }
+    assert!(
+        opened.is_ok(),
+        "tickets waited for the writer behind {steps} steps"
+    );
+    assert!(steps > 0, "the runs committed steps meanwhile");
+}
+
+#[tokio::test]
 async fn a_chain_whose_first_step_is_stale_writes_none_of_its_steps() {
     let app = spawn_app().await;
     let runs = claimed_runs(&app, &["C-100", "C-200"]).await;

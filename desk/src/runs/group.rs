@@ -4,9 +4,11 @@
 //! Every step is still what `record_step` makes it — the run's versioned update, then
 //! its events — and a run moves on only once the transaction holding its step has
 //! committed: durable before it goes on, as with a transaction of its own. What is
-//! shared is the transaction's begin and commit (on SQLite two round trips to the one
+//! shared is the transaction's begin and commit (on SQLite round trips to the one
 //! writer connection's thread, on PostgreSQL a WAL flush), which a batch of N steps pays
-//! once instead of N times. A step whose run changed elsewhere (its versioned update
+//! once instead of N times. On SQLite a batch is one round trip (`one_trip`), and the
+//! writer keeps the connection for the next batch when steps follow without a pause
+//! (at most `HOLD_BATCHES` in a row, so other writers still get their turn). A step whose run changed elsewhere (its versioned update
 //! finds another version) writes nothing and is answered `run_changed`; the others in
 //! its batch commit. Any other failure rolls the batch back and commits its steps one
 //! by one, so a step fails only for its own reason.
@@ -17,6 +19,7 @@
 use harness::NewEvent as HarnessEvent;
 use tokio::sync::{mpsc, oneshot};
 
+use super::one_trip::Held;
 use super::{record_step, Appended, EventKind, NewEvent, Run, RunStatus};
 use crate::error::{DomainError, DomainResult};
 use store::{Db, Tx};
@@ -87,24 +90,47 @@ fn writer_gone() -> DomainError {
     DomainError::Internal(anyhow::anyhow!("the run step writer has stopped"))
 }
 
+/// Batches at most written on the writer connection in a row before it goes back to the
+/// pool, however fast steps keep coming: every other writer waits at most this many.
+const HOLD_BATCHES: usize = 8;
+
 async fn write_batches(db: Db, mut waiting: mpsc::Receiver<Pending>) {
     while let Some(first) = waiting.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match waiting.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+        // Steps that follow each other without a pause are written on the connection
+        // the batch before them used (SQLite; `one_trip::Held`): it goes back to the
+        // pool when none is waiting once the runs just answered have had their turn.
+        let mut held = Held::default();
+        let mut next = Some(first);
+        let mut written = 0;
+        while let Some(first) = next.take() {
+            write_batch(&db, &mut held, gather(first, &mut waiting)).await;
+            written += 1;
+            if !held.holds() || written == HOLD_BATCHES {
+                break;
             }
+            tokio::task::yield_now().await;
+            next = waiting.try_recv().ok();
         }
-        write_batch(&db, batch).await;
     }
 }
 
-async fn write_batch(db: &Db, batch: Vec<Pending>) {
+/// `first` and whatever else is waiting, up to a batch.
+fn gather(first: Pending, waiting: &mut mpsc::Receiver<Pending>) -> Vec<Pending> {
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match waiting.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
+    batch
+}
+
+async fn write_batch(db: &Db, held: &mut Held, batch: Vec<Pending>) {
     let (chains, replies): (Vec<Vec<StepWrite>>, Vec<_>) =
         batch.into_iter().map(|p| (p.chain, p.reply)).unzip();
     let all: Vec<&[StepWrite]> = chains.iter().map(Vec::as_slice).collect();
-    let results = commit_chains(db, &all).await;
+    let results = commit_chains(db, held, &all).await;
     for (reply, result) in replies.into_iter().zip(results) {
         // A step whose worker stopped waiting (its task was dropped) is committed anyway.
         let _ = reply.send(result);
@@ -115,7 +141,7 @@ async fn write_batch(db: &Db, batch: Vec<Pending>) {
 /// fails as a whole, each step alone, so a step fails only for its own reason.
 pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Committed>> {
     let chains: Vec<&[StepWrite]> = writes.iter().map(std::slice::from_ref).collect();
-    let results = commit_chains(db, &chains).await;
+    let results = commit_chains(db, &mut Held::default(), &chains).await;
     results
         .into_iter()
         .map(|r| r.and_then(|mut one| one.pop().ok_or_else(writer_gone)))
@@ -123,11 +149,21 @@ pub async fn commit_batch(db: &Db, writes: &[StepWrite]) -> Vec<DomainResult<Com
 }
 
 /// [`commit_batch`] of runs' chains of steps (`StepWriter::commit_chain`). On SQLite in
-/// two round trips to the connection's thread when every step's run is as its holder
-/// read it (`one_trip`); otherwise, and on PostgreSQL, statement by statement.
-async fn commit_chains(db: &Db, chains: &[&[StepWrite]]) -> Vec<DomainResult<Vec<Committed>>> {
+/// one round trip to the connection's thread when every step's run is as its holder
+/// read it (`one_trip`, on the connection `held` keeps); otherwise, and on PostgreSQL,
+/// statement by statement on connections from the pool.
+async fn commit_chains(
+    db: &Db,
+    held: &mut Held,
+    chains: &[&[StepWrite]],
+) -> Vec<DomainResult<Vec<Committed>>> {
     if db.backend() == store::Backend::Sqlite {
-        match super::one_trip::commit_chains(db, chains).await {
+        let one_trip = super::one_trip::commit_chains(db, held, chains).await;
+        // The general path takes its connections from the pool: SQLite's pool has one.
+        if !matches!(one_trip, Ok(Some(_))) {
+            held.release();
+        }
+        match one_trip {
             Ok(Some(committed)) => return committed.into_iter().map(Ok).collect(),
             Ok(None) => {}
             Err(e) => {

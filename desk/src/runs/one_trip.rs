@@ -19,9 +19,13 @@
 //! is exactly what `record_step` would have written.
 //!
 //! The connection never goes back to the pool inside a transaction: a failure rolls
-//! back, and a connection dropped between the two trips (its task cancelled) is closed,
-//! which rolls back in SQLite.
+//! back, and a connection dropped during the trip (its task cancelled) is closed, which
+//! rolls back in SQLite. Between batches that follow each other without a pause the
+//! group writer keeps it ([`Held`]), so a step costs one round trip, not two (the
+//! pool's ping on its return): at one run at a time its next step is usually waiting
+//! once the run has been answered and had its turn.
 
+use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Row};
 
@@ -33,21 +37,27 @@ use store::Db;
 /// Commits `chains` (each one run's steps in order) in one transaction, in one round
 /// trip. `None`: nothing was written, and the general path must decide (a run changed,
 /// an event kind is unknown, or SQLite failed the batch).
+///
+/// The writer connection is taken from `held` when it holds one, and left there once the
+/// batch has committed; after a failure `held` is empty.
 pub(super) async fn commit_chains(
     db: &Db,
+    held: &mut Held,
     chains: &[&[StepWrite]],
 ) -> DomainResult<Option<Vec<Vec<Committed>>>> {
     let Some(planned) = plan(chains) else {
+        held.release();
         return Ok(None);
     };
     let query = batch_query(&planned).map_err(anyhow::Error::from)?;
-    let mut conn = OpenConnection {
-        conn: db.pool().acquire().await?,
-        open: true,
+    let conn = match held.0.take() {
+        Some(conn) => conn,
+        None => db.pool().acquire().await?,
     };
-    match query.fetch_all(&mut *conn.conn).await {
+    let mut conn = OpenConnection::new(conn);
+    match conn.run(query).await {
         Ok(rows) => {
-            conn.done();
+            held.0 = conn.done();
             let seqs = first_seqs(&rows, &planned)?;
             Ok(Some(committed(chains, planned, seqs)))
         }
@@ -56,6 +66,24 @@ pub(super) async fn commit_chains(
             conn.roll_back().await;
             Ok(None)
         }
+    }
+}
+
+/// The one SQLite writer connection, kept by the group writer between batches that
+/// follow each other without a pause, so that it is not returned to the pool (and
+/// pinged there, a round trip to its thread) only to be taken again at once.
+#[derive(Default)]
+pub(super) struct Held(Option<PoolConnection<Any>>);
+
+impl Held {
+    /// Whether a connection is kept.
+    pub(super) fn holds(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Returns the kept connection to the pool, for every other writer.
+    pub(super) fn release(&mut self) {
+        self.0 = None;
     }
 }
 
@@ -150,7 +178,7 @@ fn events_json(plan: &StepPlan<'_>) -> serde_json::Result<String> {
 
 /// Each step's first event's sequence number, from its last one (0 for a step without
 /// events).
-fn first_seqs(rows: &[sqlx::any::AnyRow], planned: &[Planned<'_>]) -> DomainResult<Vec<i64>> {
+fn first_seqs(rows: &[AnyRow], planned: &[Planned<'_>]) -> DomainResult<Vec<i64>> {
     let mut first = vec![0; planned.len()];
     for row in rows {
         let step = usize::try_from(row.try_get::<i64, _>("step")?).unwrap_or(usize::MAX);
@@ -183,32 +211,48 @@ fn committed(
 /// The writer connection while a batch's transaction may be open: closed rather than
 /// returned to the pool if it is dropped before [`OpenConnection::done`].
 struct OpenConnection {
-    conn: PoolConnection<Any>,
+    conn: Option<PoolConnection<Any>>,
     open: bool,
 }
 
 impl OpenConnection {
-    /// Rolls the batch back; a connection that cannot is closed, not reused.
-    async fn roll_back(&mut self) {
-        if sqlx::query("ROLLBACK")
-            .execute(&mut *self.conn)
-            .await
-            .is_ok()
-        {
-            self.done();
+    fn new(conn: PoolConnection<Any>) -> OpenConnection {
+        OpenConnection {
+            conn: Some(conn),
+            open: true,
         }
     }
 
-    /// The transaction is over: the connection may go back to the pool.
-    fn done(&mut self) {
+    /// Runs the batch's text.
+    async fn run(&mut self, query: super::log::AnyQuery<'_>) -> sqlx::Result<Vec<AnyRow>> {
+        match self.conn.as_mut() {
+            Some(conn) => query.fetch_all(&mut **conn).await,
+            None => Err(sqlx::Error::PoolClosed),
+        }
+    }
+
+    /// Rolls the batch back; a connection that cannot is closed, not reused.
+    async fn roll_back(mut self) {
+        let rolled_back = match self.conn.as_mut() {
+            Some(conn) => sqlx::query("ROLLBACK").execute(&mut **conn).await.is_ok(),
+            None => false,
+        };
+        if rolled_back {
+            drop(self.done());
+        }
+    }
+
+    /// The transaction is over: the connection, to keep or to return to the pool.
+    fn done(mut self) -> Option<PoolConnection<Any>> {
         self.open = false;
+        self.conn.take()
     }
 }
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {
-        if self.open {
-            self.conn.close_on_drop();
+        if let (true, Some(conn)) = (self.open, self.conn.as_mut()) {
+            conn.close_on_drop();
         }
     }
 }
