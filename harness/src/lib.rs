@@ -34,7 +34,7 @@ pub use log::{
 pub use model::{Answer, BoxFuture, Model, ModelCall, ModelContext, Reply, Turn, Usage};
 pub use rules::{record_turn, skipped_tool_result, tool_result, TurnKind, Turned};
 pub use rules::{NoRules, Rules};
-pub use run::{ask, run_loop, Clock, Ended, Observer, Outcome, Run, Unobserved};
+pub use run::{ask, run_loop, Clock, Ended, Observer, Outcome, Run, Unobserved, DEFER_TURN};
 pub use tool::{
     schema_version, validate, Exchange, Tool, ToolCall, ToolDeclaration, ToolError, ToolOutcome,
     Toolset, Versions,

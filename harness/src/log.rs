@@ -237,6 +237,15 @@ pub trait EventLog: Send {
 
     fn counters(&self) -> Counters;
 
+    /// How many events the log stores for `step` besides the step's own, after them,
+    /// when the run is in phase `from`: 1 for a log that records each change of phase
+    /// as an event of its own. The loop numbers the events of steps it has not committed
+    /// yet as the log will (a tool result's number is shown to the model).
+    fn added_events(&self, from: Option<Phase>, step: &Step) -> usize {
+        let _ = (from, step);
+        0
+    }
+
     /// The phase the run is in; `None` when it is resting (waiting for the world) and
     /// was picked up again.
     fn phase(&self) -> Option<Phase>;

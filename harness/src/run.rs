@@ -106,9 +106,10 @@ async fn looped<A: Answer, L: EventLog>(
 ) -> Result<Ended<A>, L::Error> {
     resume(log).await?;
     let mut turn_started = None;
-    // A turn's last tool result, not committed yet: it goes with the next model step
-    // when that comes next (`run_tools`), else alone.
-    let mut carried: Option<Step> = None;
+    // Steps not committed yet (`run_tools`, `model_step`): a turn of read-only calls
+    // and its last result go with the next model step, a quick call's turn with its
+    // result; before anything else they are committed alone.
+    let mut carried: Vec<Step> = Vec::new();
     let mut folded = Folded::<A>::new();
     loop {
         // Only the events not folded yet: the state is kept folded between turns.
@@ -119,21 +120,19 @@ async fn looped<A: Answer, L: EventLog>(
         .await?;
         let mut counters = log.counters();
         let with_step;
-        let state = match &carried {
-            None => &folded.log,
-            Some(step) => {
-                let events = with_carried(folded.last_seq(), &mut counters, step);
-                with_step = folded.with(&events);
-                &with_step
-            }
+        let state = if carried.is_empty() {
+            &folded.log
+        } else {
+            let events = with_carried(log, folded.last_seq(), &mut counters, &carried);
+            with_step = folded.with(&events);
+            &with_step
         };
         let next = rules::next(state, counters, &run.limits);
-        if !matches!(next, Next::AskModel) {
-            if let Some(step) = carried.take() {
-                // Only a model step takes it along: committed alone, then looked at again.
-                log.commit(step).await?;
-                continue;
-            }
+        if !carried.is_empty() && !matches!(next, Next::AskModel | Next::RunTools(_)) {
+            // Only a model or tool step takes them along: committed alone, then looked
+            // at again.
+            log.commit_steps(std::mem::take(&mut carried)).await?;
+            continue;
         }
         if cancelled(run, &next) {
             let event = NewEvent::of(Kind::Cancelled, None, json!({ "by": "parent" }));
@@ -160,7 +159,8 @@ async fn looped<A: Answer, L: EventLog>(
                 return Ok(ended(outcome, state.clone(), log));
             }
             Next::RunTools(pending) => {
-                carried = run_tools(run, log, pending.to_vec()).await?;
+                let turn = std::mem::take(&mut carried);
+                carried = run_tools(run, log, pending.to_vec(), turn).await?;
                 if let Some(started) = turn_started.take() {
                     run.observer.step(elapsed_ms(run.clock, started));
                 }
@@ -175,7 +175,10 @@ async fn looped<A: Answer, L: EventLog>(
             }
             Next::AskModel => {
                 let started = run.clock.now_ms();
-                if model_step(run, log, state, carried.take()).await? {
+                let earlier = std::mem::take(&mut carried);
+                let (tools_next, turn) = model_step(run, log, state, earlier).await?;
+                carried = turn;
+                if tools_next {
                     turn_started = Some(started);
                 } else {
                     run.observer.step(elapsed_ms(run.clock, started));
@@ -244,22 +247,32 @@ async fn keeping<L: EventLog, T>(
     }
 }
 
-/// A step not committed yet, as the loop reads the log: its events numbered on from
-/// `folded` (the last seq folded), as the log will number them, and its counts added.
-fn with_carried(folded: Option<i64>, counters: &mut Counters, step: &Step) -> Vec<Event> {
-    let last = folded.unwrap_or(0);
-    counters.steps += step.add_steps;
-    counters.tool_calls += step.add_tool_calls;
-    step.events
-        .iter()
-        .zip(last + 1..)
-        .map(|(e, seq)| Event {
-            seq,
-            kind: e.kind.to_string(),
-            call_id: e.call_id.clone(),
-            payload: e.payload.clone(),
-        })
-        .collect()
+/// Steps not committed yet, as the loop reads the log: their events numbered on from
+/// `folded` (the last seq folded) as `log` will number them, and their counts added.
+fn with_carried<L: EventLog>(
+    log: &L,
+    folded: Option<i64>,
+    counters: &mut Counters,
+    steps: &[Step],
+) -> Vec<Event> {
+    let (mut seq, mut phase) = (folded.unwrap_or(0), log.phase());
+    let mut events = Vec::new();
+    for step in steps {
+        counters.steps += step.add_steps;
+        counters.tool_calls += step.add_tool_calls;
+        for e in &step.events {
+            seq += 1;
+            events.push(Event {
+                seq,
+                kind: e.kind.to_string(),
+                call_id: e.call_id.clone(),
+                payload: e.payload.clone(),
+            });
+        }
+        seq += log.added_events(phase, step) as i64;
+        phase = step.phase.or(phase);
+    }
+    events
 }
 
 /// Runs the recorded intents that have no result yet, one durable step each — except
@@ -267,11 +280,16 @@ fn with_carried(folded: Option<i64>, counters: &mut Counters, step: &Step) -> Ve
 /// loop commits it with the model step that follows it (issue 41: one commit fewer per
 /// turn; nothing happens outside the log between the two, so a crash before that commit
 /// runs the read-only tool again, as a crash before its own commit would have).
+///
+/// `turn`: the model's turn that asked for them, not committed yet (`model_step`, read-
+/// only tools only). It goes with the first call's result, or, when that call takes
+/// longer than [`DEFER_TURN`], is committed while the call runs.
 async fn run_tools<A: Send + 'static, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
     pending: Vec<ToolCall>,
-) -> Result<Option<Step>, L::Error> {
+    mut turn: Vec<Step>,
+) -> Result<Vec<Step>, L::Error> {
     for (i, call) in pending.iter().enumerate() {
         let next = if i + 1 == pending.len() {
             Phase::Ready
@@ -280,7 +298,8 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         };
         if run.shared.is_some_and(Shared::is_cancelled) {
             // Cancelled mid-turn: the next pass of the loop records it and stops.
-            return Ok(None);
+            commit_with(log, &mut turn, None).await?;
+            return Ok(Vec::new());
         }
         // The run's own budget first: a call it refuses takes nothing from the shared one.
         let may_run = run.limits.tool_may_run(log.counters())
@@ -289,27 +308,69 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
             // Every intent gets exactly one result, even one the budget does not run.
             let mut step = Step::to(next);
             step.events = vec![rules::skipped_tool_result(call, &run.limits)];
-            log.commit(step).await?;
+            commit_with(log, &mut turn, Some(step)).await?;
             continue;
         }
-        if log.phase() != Some(Phase::ToolRunning) {
+        if turn.is_empty() && log.phase() != Some(Phase::ToolRunning) {
             log.commit(Step::to(Phase::ToolRunning)).await?;
         }
         let started = run.clock.now_ms();
         let span = tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool", gen_ai.tool.name = %call.name, gen_ai.tool.call.id = %call.id);
         let work = tracing::Instrument::instrument(run.tools.execute(call), span);
-        let outcome = keeping(log, work).await?;
+        let outcome = if turn.is_empty() {
+            keeping(log, work).await?
+        } else {
+            deferring(log, work, &mut turn).await?
+        };
         let duration_ms = elapsed_ms(run.clock, started);
         run.observer.tool_call(&call.name, outcome.ok, duration_ms);
         let mut step = Step::to(next);
         step.add_tool_calls = 1;
         step.events = vec![rules::tool_result(call, outcome, duration_ms, &run.limits)];
         if next == Phase::Ready && run.shared.is_none() {
-            return Ok(Some(step));
+            turn.push(step);
+            return Ok(turn);
         }
-        log.commit(step).await?;
+        commit_with(log, &mut turn, Some(step)).await?;
     }
-    Ok(None)
+    commit_with(log, &mut turn, None).await?;
+    Ok(Vec::new())
+}
+
+/// How long a read-only tool may run before the model's turn that asked for it is
+/// committed (while it runs): a quicker call's turn goes with its result, one commit
+/// instead of two (issue 41). A crash before that commit loses the turn, and the
+/// model is asked again — as a crash while it was being asked would have.
+pub const DEFER_TURN: Duration = Duration::from_millis(50);
+
+/// Runs `work` with the turn that asked for it not committed yet: past [`DEFER_TURN`]
+/// the turn is committed and `work` goes on (keeping the lease).
+async fn deferring<L: EventLog, T>(
+    log: &mut L,
+    work: impl Future<Output = T>,
+    turn: &mut Vec<Step>,
+) -> Result<T, L::Error> {
+    let mut work = std::pin::pin!(work);
+    if let Ok(out) = tokio::time::timeout(DEFER_TURN, &mut work).await {
+        return Ok(out);
+    }
+    log.commit_steps(std::mem::take(turn)).await?;
+    keeping(log, work).await
+}
+
+/// Commits the steps not committed yet (`turn`), then `step`, as one.
+async fn commit_with<L: EventLog>(
+    log: &mut L,
+    turn: &mut Vec<Step>,
+    step: Option<Step>,
+) -> Result<(), L::Error> {
+    let mut steps = std::mem::take(turn);
+    steps.extend(step);
+    match steps.len() {
+        0 => Ok(()),
+        1 => log.commit(steps.remove(0)).await,
+        _ => log.commit_steps(steps).await,
+    }
 }
 
 /// Whether the loop's next step after a turn of tool calls is `tool_running` at once:
@@ -320,23 +381,21 @@ fn runs_tools_at_once<A: Send + 'static>(run: &Run<'_, A>, counters: Counters) -
 }
 
 /// Asks the model for a turn and records it, or records why it cannot be used. Returns
-/// whether the turn left tool calls to run.
+/// whether the turn left tool calls to run, and the turn's steps when they are left
+/// for `run_tools` to commit with the first call's result (every tool read-only).
 async fn model_step<A: Answer, L: EventLog>(
     run: &Run<'_, A>,
     log: &mut L,
     state: &RunLog<A>,
-    carried: Option<Step>,
-) -> Result<bool, L::Error> {
+    mut carried: Vec<Step>,
+) -> Result<(bool, Vec<Step>), L::Error> {
     let history = state.model_history(run.limits.tool_result_bytes);
     // The step is counted, and committed, before the model is asked: a crash during the
     // call leaves `model_running` in the log, and the budget sees the attempt. The last
     // tool result, if the loop carried it, is committed with it.
     let mut step = Step::to(Phase::ModelRunning);
     step.add_steps = 1;
-    match carried {
-        Some(result) => log.commit_steps(vec![result, step]).await?,
-        None => log.commit(step).await?,
-    }
+    commit_with(log, &mut carried, Some(step)).await?;
     let ctx = ModelContext {
         inputs: run.inputs,
         tools: run.tools.declarations(),
@@ -377,13 +436,17 @@ async fn model_step<A: Answer, L: EventLog>(
     step.events = turned.events;
     if tools_next && runs_tools_at_once(run, log.counters()) {
         // `tool_pending` then `tool_running` in one commit (issue 41): `run_tools` would
-        // commit the second right after the first, with nothing in between.
-        log.commit_steps(vec![step, Step::to(Phase::ToolRunning)])
-            .await?;
+        // commit the second right after the first, with nothing in between. When no
+        // tool can act, not even that: they go with the first call's result.
+        let steps = vec![step, Step::to(Phase::ToolRunning)];
+        if run.tools.declarations().iter().all(|d| d.read_only) {
+            return Ok((true, steps));
+        }
+        log.commit_steps(steps).await?;
     } else {
         log.commit(step).await?;
     }
-    Ok(tools_next)
+    Ok((tools_next, Vec::new()))
 }
 
 /// Asks the model for its next turn, bounded by `timeout` (real time; a model that does

@@ -283,6 +283,11 @@ impl EventLog for SqlLog<'_> {
         self.run.status.phase()
     }
 
+    /// A step that changes the run's status stores a `state` event after its own.
+    fn added_events(&self, from: Option<Phase>, step: &Step) -> usize {
+        usize::from(step.phase.is_some_and(|to| from != Some(to)))
+    }
+
     fn holder(&self) -> Option<String> {
         self.run.lease_owner.clone()
     }

@@ -3,3 +3,4 @@
 
 mod run_loop;
 mod spans;
+mod turns;
