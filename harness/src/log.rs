@@ -255,6 +255,13 @@ pub trait EventLog: Send {
         None
     }
 
+    /// Whether the loop should carry a step to commit it with the next one (a log whose
+    /// every commit costs a round trip or a flush). An in-memory log's commits cost
+    /// nothing, and carrying a step costs the loop a copy of the folded run.
+    fn carries_steps(&self) -> bool {
+        true
+    }
+
     /// How often [`EventLog::keep_alive`] must be called while a model or tool works
     /// (a lease's renewal period); `None` when nobody else could take the run.
     fn keep_alive_every(&self) -> Option<Duration> {
@@ -334,6 +341,10 @@ impl EventLog for MemoryLog {
 
     fn counters(&self) -> Counters {
         self.counters
+    }
+
+    fn carries_steps(&self) -> bool {
+        false
     }
 
     fn phase(&self) -> Option<Phase> {

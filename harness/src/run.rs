@@ -1,10 +1,14 @@
 //! [`run_loop`]: the durable agent loop. Every step is committed to the run's
-//! [`EventLog`] before the next begins: the move to `model_running` before the model is
-//! asked; the model's output (with usage and latency) and the tool intents it asked for
-//! before any tool runs; each tool result before the next tool runs. A loop killed at any
-//! point and called again resumes from the log: finished tool calls are not repeated, an
-//! intent without a result is run again (tools are read-only, so that is safe), and once
-//! an answer is recorded the model is never asked again.
+//! [`EventLog`] before anything outside the log depends on it: the move to
+//! `model_running` before the model is asked; the model's output (with usage and
+//! latency) and the tool intents it asked for before a tool that could act runs — with
+//! only read-only tools offered, together with the first call's result, or while that
+//! call runs once it takes longer than [`DEFER_TURN`]; each tool result before the next
+//! tool runs (the last one with the next model step). A loop killed at any point and
+//! called again resumes from the log: finished tool calls are not repeated, an intent
+//! without a result is run again (tools are read-only, so that is safe), a turn not in
+//! the log is asked for again, and once an answer is recorded the model is never asked
+//! again.
 
 use std::future::Future;
 use std::time::Duration;
@@ -276,10 +280,11 @@ fn with_carried<L: EventLog>(
 }
 
 /// Runs the recorded intents that have no result yet, one durable step each — except
-/// the last one's result, which a run without a shared budget returns uncommitted: the
-/// loop commits it with the model step that follows it (issue 41: one commit fewer per
-/// turn; nothing happens outside the log between the two, so a crash before that commit
-/// runs the read-only tool again, as a crash before its own commit would have).
+/// the last one's result, which a run without a shared budget returns uncommitted (on a
+/// log that carries steps, `EventLog::carries_steps`): the loop commits it with the
+/// model step that follows it (issue 41: one commit fewer per turn; nothing happens
+/// outside the log between the two, so a crash before that commit runs the read-only
+/// tool again, as a crash before its own commit would have).
 ///
 /// `turn`: the model's turn that asked for them, not committed yet (`model_step`, read-
 /// only tools only). It goes with the first call's result, or, when that call takes
@@ -327,7 +332,7 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
         let mut step = Step::to(next);
         step.add_tool_calls = 1;
         step.events = vec![rules::tool_result(call, outcome, duration_ms, &run.limits)];
-        if next == Phase::Ready && run.shared.is_none() {
+        if next == Phase::Ready && run.shared.is_none() && log.carries_steps() {
             turn.push(step);
             return Ok(turn);
         }
@@ -439,7 +444,7 @@ async fn model_step<A: Answer, L: EventLog>(
         // commit the second right after the first, with nothing in between. When no
         // tool can act, not even that: they go with the first call's result.
         let steps = vec![step, Step::to(Phase::ToolRunning)];
-        if run.tools.declarations().iter().all(|d| d.read_only) {
+        if log.carries_steps() && run.tools.declarations().iter().all(|d| d.read_only) {
             return Ok((true, steps));
         }
         log.commit_steps(steps).await?;

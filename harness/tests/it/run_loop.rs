@@ -5,31 +5,14 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::common::{Fixed, Note};
 use harness::sub::{join, Child, JoinOutcome, Shared};
 use harness::{
-    Answer, BoxFuture, Clock, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome,
-    Phase, Reply, Run, RunLog, Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn,
-    Usage,
+    BoxFuture, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome, Phase, Reply,
+    Run, RunLog, Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn, Usage,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Note {
-    text: String,
-}
-
-impl Answer for Note {
-    const EVENT: &'static str = "note";
-}
-
-struct Fixed;
-impl Clock for Fixed {
-    fn now_ms(&self) -> i64 {
-        0
-    }
-}
 
 /// A model that plays its turns in order, each costing `tokens`, then hands off. An
 /// optional gate holds its first call until opened.

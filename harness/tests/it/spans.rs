@@ -6,29 +6,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::common::{Fixed, Note};
 use harness::{
-    Answer, BoxFuture, Clock, MemoryLog, Model, ModelContext, Run, Tool, ToolCall, ToolDeclaration,
-    ToolError, Toolset, Turn,
+    BoxFuture, MemoryLog, Model, ModelContext, Run, Tool, ToolCall, ToolDeclaration, ToolError,
+    Toolset, Turn,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Note {
-    text: String,
-}
-
-impl Answer for Note {
-    const EVENT: &'static str = "note";
-}
-
-struct Fixed;
-impl Clock for Fixed {
-    fn now_ms(&self) -> i64 {
-        0
-    }
-}
 
 /// Reads two records, then answers.
 struct Reader;

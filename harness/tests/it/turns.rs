@@ -8,28 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{Fixed, Note};
 use harness::{
-    Answer, BoxFuture, Clock, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome,
-    Phase, Run, Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn,
+    BoxFuture, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome, Phase, Run,
+    Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Note {
-    text: String,
-}
-
-impl Answer for Note {
-    const EVENT: &'static str = "note";
-}
-
-struct Fixed;
-impl Clock for Fixed {
-    fn now_ms(&self) -> i64 {
-        0
-    }
-}
 
 /// Reads `a` in its first turn, then answers.
 struct OneRead;
