@@ -52,6 +52,20 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
 /// asks `desk` and writes no SQL of its own.
 const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[("web", &["sqlx"]), ("app", &["sqlx", "askama"])];
 
+/// The platform this machine builds for, as `rustc -vV` names it.
+fn host_platform() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_string()
+}
+
 /// The normal (non-dev, non-build) dependencies of every package in the resolved graph,
 /// by package name.
 fn normal_graph() -> &'static BTreeMap<String, BTreeSet<String>> {
@@ -63,8 +77,11 @@ fn normal_graph() -> &'static BTreeMap<String, BTreeSet<String>> {
 
 fn read_graph() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // This machine's platform only: a fresh machine has downloaded the crates its build
+    // needs, not those of other platforms' dependencies (`--offline` would fail on them).
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_platform()])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
