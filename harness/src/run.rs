@@ -444,7 +444,7 @@ async fn model_step<A: Answer, L: EventLog>(
         // commit the second right after the first, with nothing in between. When no
         // tool can act, not even that: they go with the first call's result.
         let steps = vec![step, Step::to(Phase::ToolRunning)];
-        if log.carries_steps() && run.tools.declarations().iter().all(|d| d.read_only) {
+        if log.carries_steps() && run.tools.writers().is_empty() {
             return Ok((true, steps));
         }
         log.commit_steps(steps).await?;

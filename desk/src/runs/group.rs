@@ -8,10 +8,11 @@
 //! writer connection's thread, on PostgreSQL a WAL flush), which a batch of N steps pays
 //! once instead of N times. On SQLite a batch is one round trip (`one_trip`), and the
 //! writer keeps the connection for the next batch when steps follow without a pause
-//! (at most `HOLD_BATCHES` in a row, so other writers still get their turn). A step whose run changed elsewhere (its versioned update
-//! finds another version) writes nothing and is answered `run_changed`; the others in
-//! its batch commit. Any other failure rolls the batch back and commits its steps one
-//! by one, so a step fails only for its own reason.
+//! (at most `HOLD_BATCHES` in a row, so other writers still get their turn). A step
+//! whose run changed elsewhere (its versioned update finds another version) writes
+//! nothing and is answered `run_changed`; the others in its batch commit. Any other
+//! failure rolls the batch back and commits its steps one by one, so a step fails only
+//! for its own reason.
 //!
 //! It does not batch anything but run steps, and it never waits for a batch to fill:
 //! the steps that arrived while the previous batch was being written form the next.
@@ -158,12 +159,7 @@ async fn commit_chains(
     chains: &[&[StepWrite]],
 ) -> Vec<DomainResult<Vec<Committed>>> {
     if db.backend() == store::Backend::Sqlite {
-        let one_trip = super::one_trip::commit_chains(db, held, chains).await;
-        // The general path takes its connections from the pool: SQLite's pool has one.
-        if !matches!(one_trip, Ok(Some(_))) {
-            held.release();
-        }
-        match one_trip {
+        match super::one_trip::commit_chains(db, held, chains).await {
             Ok(Some(committed)) => return committed.into_iter().map(Ok).collect(),
             Ok(None) => {}
             Err(e) => {

@@ -38,15 +38,28 @@ use store::Db;
 /// trip. `None`: nothing was written, and the general path must decide (a run changed,
 /// an event kind is unknown, or SQLite failed the batch).
 ///
-/// The writer connection is taken from `held` when it holds one, and left there once the
-/// batch has committed; after a failure `held` is empty.
+/// The writer connection is taken from `held` when it holds one, and left there only
+/// once the batch has committed: otherwise it goes back to the pool, where the general
+/// path takes its connections (SQLite's pool has one).
 pub(super) async fn commit_chains(
     db: &Db,
     held: &mut Held,
     chains: &[&[StepWrite]],
 ) -> DomainResult<Option<Vec<Vec<Committed>>>> {
-    let Some(planned) = plan(chains) else {
+    let result = commit_on(db, held, chains).await;
+    if !matches!(result, Ok(Some(_))) {
         held.release();
+    }
+    result
+}
+
+/// [`commit_chains`] on the connection `held` keeps, or one from the pool.
+async fn commit_on(
+    db: &Db,
+    held: &mut Held,
+    chains: &[&[StepWrite]],
+) -> DomainResult<Option<Vec<Vec<Committed>>>> {
+    let Some(planned) = plan(chains) else {
         return Ok(None);
     };
     let query = batch_query(&planned).map_err(anyhow::Error::from)?;
@@ -82,7 +95,7 @@ impl Held {
     }
 
     /// Returns the kept connection to the pool, for every other writer.
-    pub(super) fn release(&mut self) {
+    fn release(&mut self) {
         self.0 = None;
     }
 }

@@ -5,11 +5,11 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::common::{Fixed, Note};
+use crate::common::{note, reads, Fixed, Note, Reader};
 use harness::sub::{join, Child, JoinOutcome, Shared};
 use harness::{
     BoxFuture, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome, Phase, Reply,
-    Run, RunLog, Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn, Usage,
+    Run, RunLog, Step, Tool, ToolDeclaration, ToolError, Toolset, Turn, Usage,
 };
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -81,28 +81,6 @@ impl Model<Note> for Script {
     }
 }
 
-/// A model whose turn follows from what it sees, as a real one's would: reads `a` and
-/// `b` first, then answers. Asking it again after a crash gives the same turn.
-struct Reader;
-
-impl Model<Note> for Reader {
-    fn name(&self) -> String {
-        "reader".into()
-    }
-
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Turn<Note>>> {
-        let turn = if ctx.history.is_empty() {
-            reads(&["a", "b"])
-        } else {
-            note("done")
-        };
-        Box::pin(async move { Ok(turn) })
-    }
-}
-
 fn unreachable_turn() -> anyhow::Result<Turn<Note>> {
     Err(anyhow::anyhow!("the harness asks for replies, not turns"))
 }
@@ -136,25 +114,6 @@ impl Tool for Counting {
                 .push(id.clone());
             Ok(json!({ "id": id }))
         })
-    }
-}
-
-fn reads(ids: &[&str]) -> Turn<Note> {
-    Turn::ToolCalls {
-        calls: ids
-            .iter()
-            .map(|id| ToolCall {
-                id: id.to_string(),
-                name: "read".into(),
-                arguments: json!({ "id": id }),
-            })
-            .collect(),
-    }
-}
-
-fn note(text: &str) -> Turn<Note> {
-    Turn::Answer {
-        answer: Note { text: text.into() },
     }
 }
 
@@ -203,7 +162,8 @@ async fn a_loop_killed_at_every_step_finishes_each_tool_call_once_and_answers_on
         let tool = Counting::default();
         let tools = Toolset::new().with(tool.clone());
         let mut log = MemoryLog::new();
-        let Ok(ended) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
+        let Ok(ended) =
+            harness::run_loop(&Run::new(&Reader(&["a", "b"]), &tools, &Fixed), &mut log).await;
         assert_eq!(
             ended.outcome,
             Outcome::Answered(Note {
@@ -218,7 +178,7 @@ async fn a_loop_killed_at_every_step_finishes_each_tool_call_once_and_answers_on
         let tools = Toolset::new().with(tool.clone());
         let mut log = MemoryLog::new();
         let killed = harness::run_loop(
-            &Run::new(&Reader, &tools, &Fixed),
+            &Run::new(&Reader(&["a", "b"]), &tools, &Fixed),
             &mut Dying {
                 inner: &mut log,
                 left: k,
@@ -228,7 +188,8 @@ async fn a_loop_killed_at_every_step_finishes_each_tool_call_once_and_answers_on
         if killed.is_ok() {
             continue;
         }
-        let Ok(ended) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
+        let Ok(ended) =
+            harness::run_loop(&Run::new(&Reader(&["a", "b"]), &tools, &Fixed), &mut log).await;
         assert_eq!(
             ended.outcome,
             Outcome::Answered(Note {

@@ -6,45 +6,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::{Fixed, Note};
-use harness::{
-    BoxFuture, MemoryLog, Model, ModelContext, Run, Tool, ToolCall, ToolDeclaration, ToolError,
-    Toolset, Turn,
-};
+use crate::common::{Fixed, Reader};
+use harness::{BoxFuture, MemoryLog, Run, Tool, ToolDeclaration, ToolError, Toolset};
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
-
-/// Reads two records, then answers.
-struct Reader;
-
-impl Model<Note> for Reader {
-    fn name(&self) -> String {
-        "reader".into()
-    }
-
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Turn<Note>>> {
-        let turn = if ctx.history.is_empty() {
-            let call = |id: &str| ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: json!({ "id": id }),
-            };
-            Turn::ToolCalls {
-                calls: vec![call("a"), call("b")],
-            }
-        } else {
-            Turn::Answer {
-                answer: Note {
-                    text: "done".into(),
-                },
-            }
-        };
-        Box::pin(async move { Ok(turn) })
-    }
-}
 
 struct Read;
 
@@ -111,7 +76,7 @@ async fn a_run_is_traced_with_the_genai_span_names() {
     let spans = recorded_spans();
     let tools = Toolset::new().with(Read);
     let mut log = MemoryLog::new();
-    let Ok(_) = harness::run_loop(&Run::new(&Reader, &tools, &Fixed), &mut log).await;
+    let Ok(_) = harness::run_loop(&Run::new(&Reader(&["a", "b"]), &tools, &Fixed), &mut log).await;
     let names = spans();
     let count = |name: &str| names.iter().filter(|n| *n == name).count();
     assert_eq!(count("invoke_agent"), 1, "{names:?}");

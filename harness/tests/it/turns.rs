@@ -8,43 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{Fixed, Note};
+use crate::common::{Fixed, Note, Reader};
 use harness::{
-    BoxFuture, Counters, Event, EventLog, MemoryLog, Model, ModelContext, Outcome, Phase, Run,
-    Step, Tool, ToolCall, ToolDeclaration, ToolError, Toolset, Turn,
+    BoxFuture, Counters, Event, EventLog, MemoryLog, Outcome, Phase, Run, Step, Tool,
+    ToolDeclaration, ToolError, Toolset,
 };
 use serde_json::{json, Value};
-
-/// Reads `a` in its first turn, then answers.
-struct OneRead;
-
-impl Model<Note> for OneRead {
-    fn name(&self) -> String {
-        "one-read".into()
-    }
-
-    fn next_turn<'a>(
-        &'a self,
-        ctx: &'a ModelContext<'a>,
-    ) -> BoxFuture<'a, anyhow::Result<Turn<Note>>> {
-        let turn = if ctx.history.is_empty() {
-            Turn::ToolCalls {
-                calls: vec![ToolCall {
-                    id: "call_a".into(),
-                    name: "read".into(),
-                    arguments: json!({ "id": "a" }),
-                }],
-            }
-        } else {
-            Turn::Answer {
-                answer: Note {
-                    text: "done".into(),
-                },
-            }
-        };
-        Box::pin(async move { Ok(turn) })
-    }
-}
 
 /// A log that records each commit's event kinds and counts its commits where a tool
 /// can see them.
@@ -132,7 +101,7 @@ impl Tool for Read {
     }
 }
 
-/// Runs `OneRead` with a `read` tool as given; returns the log's commits and, for the
+/// Runs a reader of `a` with a `read` tool as given; returns the log's commits and, for the
 /// one call, the commits made when it started and when it finished.
 async fn run_with(takes: Duration, read_only: bool) -> (Vec<Vec<&'static str>>, (usize, usize)) {
     let count = Arc::new(AtomicUsize::new(0));
@@ -145,7 +114,7 @@ async fn run_with(takes: Duration, read_only: bool) -> (Vec<Vec<&'static str>>, 
     };
     let tools = Toolset::new().with(tool);
     let mut log = Recording::new(count);
-    let Ok(ended) = harness::run_loop(&Run::new(&OneRead, &tools, &Fixed), &mut log).await;
+    let Ok(ended) = harness::run_loop(&Run::new(&Reader(&["a"]), &tools, &Fixed), &mut log).await;
     assert_eq!(
         ended.outcome,
         Outcome::Answered(Note {
