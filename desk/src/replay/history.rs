@@ -9,7 +9,7 @@ use policy_engine::{Money, ReasonCode};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::replies::{detect_language, MAX_MESSAGE_CHARS};
+use crate::replies::{detect_language_of, MAX_MESSAGE_CHARS};
 use crate::tickets::Ticket;
 use crate::world::World;
 use domain::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
@@ -172,11 +172,14 @@ fn validate(t: &HistoricalTicket) -> Result<(), String> {
 /// The `Ticket` a live case would have for this historical one; an id that is not one
 /// (empty, overlong, a control character) is refused.
 pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError> {
-    let first = h
-        .messages
-        .iter()
-        .find(|m| m.from == "customer")
-        .map(|m| m.text.as_str())
+    let customer = customer_messages(h);
+    let first = customer.first().map(String::as_str).unwrap_or_default();
+    // The conversation's tiers, split once for the investigator and `resolve` too.
+    let tiers = domain::resolve::Tiers::of(&customer);
+    let new_words = tiers
+        .decisive
+        .first()
+        .map(String::as_str)
         .unwrap_or_default();
     let region = h
         .world
@@ -192,7 +195,17 @@ pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError>
             .clone()
             .map(domain::ids::OrderId::parse)
             .transpose()?,
-        language: detect_language(first, region),
+        language: detect_language_of(new_words, first, region),
         created_at: crate::clock::to_ms(h.created_at),
     })
+}
+
+/// The customer's messages of a historical ticket, oldest first, as the live loop reads
+/// them.
+pub fn customer_messages(h: &HistoricalTicket) -> Vec<String> {
+    h.messages
+        .iter()
+        .filter(|m| m.from == "customer")
+        .map(|m| m.text.clone())
+        .collect()
 }

@@ -211,12 +211,7 @@ pub async fn investigate_with_clock(
         index,
     };
     let toolset = tools::toolset(&env, &ticket);
-    let customer_messages: Vec<String> = historical
-        .messages
-        .iter()
-        .filter(|m| m.from == "customer")
-        .map(|m| m.text.clone())
-        .collect();
+    let customer_messages = history::customer_messages(historical);
     let model_name = model.name();
     let clock = HarnessClock(clock);
     let mut log = MemoryLog::new();

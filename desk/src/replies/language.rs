@@ -150,11 +150,16 @@ impl fmt::Display for Language {
 ///   their words clearly outnumber English ones, else English, the fallback for every
 ///   other language (issue 15).
 pub fn detect_language(text: &str, region: Option<Region>) -> Language {
-    let new_words = domain::structure::split(text).new_text();
+    detect_language_of(&domain::structure::split(text).new_text(), text, region)
+}
+
+/// [`detect_language`] of `text` whose new words (`structure::Parts::new_text`) were
+/// split out already.
+pub fn detect_language_of(new_words: &str, text: &str, region: Option<Region>) -> Language {
     let text = if new_words.trim().is_empty() {
         text
     } else {
-        new_words.as_str()
+        new_words
     };
     let han =
         |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);

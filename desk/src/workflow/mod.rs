@@ -298,9 +298,8 @@ pub const INSTRUCTED_NOTE: &str =
 /// to a person rather than asking the customer (issue 34: injection is a reason to
 /// decline or escalate, not to ask).
 pub fn instructed(customer_messages: &[String]) -> bool {
-    customer_messages
-        .iter()
-        .any(|m| domain::structure::split(m).has_instructions())
+    // The tiers the investigator and `resolve` read (split once per conversation).
+    domain::resolve::Tiers::of(customer_messages).instructed
 }
 
 /// The case status a decision puts the case in, and the note it keeps: a proposal citing

@@ -140,6 +140,9 @@ pub struct Tiers {
     pub forwarded: Vec<String>,
     pub pasted: Vec<String>,
     pub supporting: Vec<String>,
+    /// A message holds a sentence that tries to instruct the agent
+    /// (`structure::Parts::has_instructions`).
+    pub instructed: bool,
 }
 
 /// How many conversations' tiers each thread remembers ([`Tiers::of`]).
@@ -188,6 +191,7 @@ impl Tiers {
                 .iter()
                 .map(|p| p.text_of(&[Place::Forwarded, Place::Pasted]))
                 .collect(),
+            instructed: parts.iter().any(structure::Parts::has_instructions),
         }
     }
 }
@@ -253,13 +257,11 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     r
 }
 
-/// Whether `texts` (the new words, or the instructions) name as an order something that
-/// is none of the customer's orders (after an order word, or shaped like their own ids
-/// and not labelled as an invoice, parcel, phone… number).
-fn named_elsewhere(texts: &[String], ids: &[&str]) -> bool {
-    references::all_unmatched(texts, ids)
-        .iter()
-        .any(|r| r.names_an_order(ids))
+/// Whether `references` (of the new words, or of the instructions) name as an order
+/// something that is none of the customer's orders (after an order word, or shaped like
+/// their own ids and not labelled as an invoice, parcel, phone… number).
+fn names_another_order(references: &[Reference], ids: &[&str]) -> bool {
+    references.iter().any(|r| r.names_an_order(ids))
 }
 
 /// What resolution reads in a conversation's words about a customer's order ids; the
@@ -278,21 +280,30 @@ struct Reading {
 }
 
 impl Reading {
+    /// Each tier is read once for the ids (their skeletons made once, `OwnIds`): the
+    /// references of the new words and of the instructions serve both what is noted
+    /// and whether an order elsewhere is named.
     fn of(messages: &[String], ids: &[&str]) -> Reading {
         let tiers = Tiers::of(messages);
+        let own = references::OwnIds::new(ids);
+        let decisive = own.unmatched(&tiers.decisive);
+        let instructions = own.unmatched(&tiers.instructions);
+        let named_elsewhere = names_another_order(&decisive, ids);
+        let instructed_elsewhere = names_another_order(&instructions, ids);
+        let supporting = own.unmatched(&tiers.supporting);
         Reading {
-            unmatched: noted_references(&tiers, ids),
+            unmatched: noted_references([decisive, instructions, supporting]),
             evidence: [
                 structure::fold_words(&tiers.decisive.join("\n")),
                 structure::fold_words(&tiers.supporting.join("\n")),
             ],
             named_in: [
-                mentioned_ids(&tiers.decisive, ids),
-                mentioned_ids(&tiers.forwarded, ids),
-                named_ids(&tiers.pasted, ids),
+                own.mentioned(&tiers.decisive, false, &mut 0),
+                own.mentioned(&tiers.forwarded, false, &mut 0),
+                own.mentioned(&tiers.pasted, true, &mut 0),
             ],
-            named_elsewhere: named_elsewhere(&tiers.decisive, ids),
-            instructed_elsewhere: named_elsewhere(&tiers.instructions, ids),
+            named_elsewhere,
+            instructed_elsewhere,
         }
     }
 }
@@ -334,11 +345,11 @@ fn reading_of(messages: &[String], ids: &[&str]) -> std::rc::Rc<Reading> {
 /// bank reference far more often than an order) and of instructions (an injected
 /// "refund O-20511" naming someone else's order goes to security, RP-007); named first,
 /// at most [`MAX_REFERENCES`].
-fn noted_references(tiers: &Tiers, ids: &[&str]) -> Vec<Reference> {
-    let mut noted = unmatched_references(&tiers.decisive, ids);
+fn noted_references([decisive, instructions, supporting]: [Vec<Reference>; 3]) -> Vec<Reference> {
+    let mut noted = references::strongest(decisive);
     let others = [
-        unmatched_references(&tiers.instructions, ids),
-        unmatched_references(&tiers.supporting, ids),
+        references::strongest(instructions),
+        references::strongest(supporting),
     ];
     for r in others.into_iter().flatten() {
         let seen = noted.iter().any(|n| n.text.eq_ignore_ascii_case(&r.text));

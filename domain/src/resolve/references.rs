@@ -229,6 +229,23 @@ fn keys<'a>(ids: &[&'a str]) -> Keys<'a> {
     }
 }
 
+/// A customer's order ids made ready to be read for, once: their skeletons (NFKC, case
+/// folded) and letter prefixes, which every reading of a conversation compares against
+/// (issue 41: each reading used to make them again, a tenth of a replayed ticket).
+pub(super) struct OwnIds<'a> {
+    keys: Keys<'a>,
+    prefixes: Vec<String>,
+}
+
+impl<'a> OwnIds<'a> {
+    pub(super) fn new(ids: &[&'a str]) -> OwnIds<'a> {
+        OwnIds {
+            keys: keys(ids),
+            prefixes: letter_prefixes(ids),
+        }
+    }
+}
+
 /// The customer's order ids written in the messages, in order of first appearance;
 /// `work` counts the comparisons made (bounded: see `ids`). Where two of their ids
 /// share a skeleton, the one written exactly wins, else both are named (and resolution
@@ -244,42 +261,55 @@ pub fn named_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
 }
 
 fn mentioned(messages: &[String], ids: &[&str], named_only: bool, work: &mut usize) -> Vec<String> {
-    let keys = keys(ids);
-    let mut found: Vec<((usize, usize), String)> = Vec::new();
-    for (m, message) in messages.iter().enumerate() {
-        let scanned = scan(message);
-        for f in scanned.find(&keys.by_skeleton, work) {
-            let span = scanned.span(f.first, f.last);
-            if named_only && !after_order_word(&scanned, span.0) {
-                continue;
+    OwnIds::new(ids).mentioned(messages, named_only, work)
+}
+
+impl OwnIds<'_> {
+    /// Their ids written in `messages` (after an order word only, if `named_only`), in
+    /// order of first appearance: see [`mentioned_ids_counted`].
+    pub(super) fn mentioned(
+        &self,
+        messages: &[String],
+        named_only: bool,
+        work: &mut usize,
+    ) -> Vec<String> {
+        let keys = &self.keys;
+        let mut found: Vec<((usize, usize), String)> = Vec::new();
+        for (m, message) in messages.iter().enumerate() {
+            let scanned = scan(message);
+            for f in scanned.find(&keys.by_skeleton, work) {
+                let span = scanned.span(f.first, f.last);
+                if named_only && !after_order_word(&scanned, span.0) {
+                    continue;
+                }
+                let written = id_key(&scanned.kept_text(span));
+                let same = &keys.by_skeleton[&f.key];
+                let exact: Vec<&String> = same.iter().filter(|id| id_key(id) == written).collect();
+                let named: Vec<&String> = if exact.len() == 1 {
+                    exact
+                } else {
+                    same.iter().collect()
+                };
+                found.extend(named.into_iter().map(|id| ((m, span.0), id.clone())));
             }
-            let written = id_key(&scanned.kept_text(span));
-            let same = &keys.by_skeleton[&f.key];
-            let exact: Vec<&String> = same.iter().filter(|id| id_key(id) == written).collect();
-            let named: Vec<&String> = if exact.len() == 1 {
-                exact
-            } else {
-                same.iter().collect()
-            };
-            found.extend(named.into_iter().map(|id| ((m, span.0), id.clone())));
-        }
-        if !keys.literal.is_empty() && !named_only {
-            let folded = fold(message);
-            for id in &keys.literal {
-                for (start, _) in occurrences(&folded, &id_key(id)) {
-                    found.push(((m, folded[..start].chars().count()), id.to_string()));
+            if !keys.literal.is_empty() && !named_only {
+                let folded = fold(message);
+                for id in &keys.literal {
+                    for (start, _) in occurrences(&folded, &id_key(id)) {
+                        found.push(((m, folded[..start].chars().count()), id.to_string()));
+                    }
                 }
             }
         }
-    }
-    found.sort();
-    let mut in_order: Vec<String> = Vec::new();
-    for (_, id) in found {
-        if !in_order.contains(&id) {
-            in_order.push(id);
+        found.sort();
+        let mut in_order: Vec<String> = Vec::new();
+        for (_, id) in found {
+            if !in_order.contains(&id) {
+                in_order.push(id);
+            }
         }
+        in_order
     }
-    in_order
 }
 
 /// [`mentioned_ids_counted`] without the count.
@@ -628,35 +658,47 @@ fn reference_strength(token: &str, named: bool) -> Option<bool> {
 /// Reference-like tokens across the messages that match none of `ids`: the strong ones
 /// first, each group in order of appearance, at most [`MAX_REFERENCES`].
 pub fn unmatched_references(messages: &[String], ids: &[&str]) -> Vec<Reference> {
-    let mut all = all_unmatched(messages, ids);
-    all.sort_by_key(|r| !r.strong);
-    all.truncate(MAX_REFERENCES);
-    all
+    strongest(all_unmatched(messages, ids))
 }
 
 /// Every reference-like token matching none of `ids`, once each, in order.
 pub(super) fn all_unmatched(messages: &[String], ids: &[&str]) -> Vec<Reference> {
-    let keys = keys(ids);
-    let prefixes = letter_prefixes(ids);
-    let mut all: Vec<Reference> = Vec::new();
-    let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    for message in messages {
-        let scanned = scan(message);
-        let own: Vec<(usize, usize)> = scanned
-            .find(&keys.by_skeleton, &mut 0)
-            .iter()
-            .map(|f| scanned.span(f.first, f.last))
-            .collect();
-        for reference in reference_tokens(&scanned, &own, &prefixes) {
-            let literal_own = keys
-                .literal
+    OwnIds::new(ids).unmatched(messages)
+}
+
+impl OwnIds<'_> {
+    /// Every reference-like token in `messages` matching none of their ids, once each,
+    /// in order ([`all_unmatched`]).
+    pub(super) fn unmatched(&self, messages: &[String]) -> Vec<Reference> {
+        let keys = &self.keys;
+        let mut all: Vec<Reference> = Vec::new();
+        let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for message in messages {
+            let scanned = scan(message);
+            let own: Vec<(usize, usize)> = scanned
+                .find(&keys.by_skeleton, &mut 0)
                 .iter()
-                .any(|id| id_key(id) == id_key(&reference.text));
-            if !literal_own && seen.insert(reference.text.to_ascii_lowercase()) {
-                all.push(reference);
+                .map(|f| scanned.span(f.first, f.last))
+                .collect();
+            for reference in reference_tokens(&scanned, &own, &self.prefixes) {
+                let literal_own = keys
+                    .literal
+                    .iter()
+                    .any(|id| id_key(id) == id_key(&reference.text));
+                if !literal_own && seen.insert(reference.text.to_ascii_lowercase()) {
+                    all.push(reference);
+                }
             }
         }
+        all
     }
+}
+
+/// The strong references first, each group in order, at most [`MAX_REFERENCES`]: what
+/// [`unmatched_references`] keeps of [`all_unmatched`].
+pub(super) fn strongest(mut all: Vec<Reference>) -> Vec<Reference> {
+    all.sort_by_key(|r| !r.strong);
+    all.truncate(MAX_REFERENCES);
     all
 }
 
