@@ -296,7 +296,8 @@ fn failed(error: String) -> Replayed {
 /// Every ticket replayed, each result at its ticket's place, on every core the machine
 /// has (issue 41: a replay is a batch job, and tickets are independent: each has its
 /// own world snapshot, nothing is written). Each worker thread takes the next ticket
-/// not taken yet, on a runtime of its own; `progress` hears of each result as it comes.
+/// not taken yet, on a runtime of its own, and sends its results a few at a time
+/// ([`SEND_EVERY`], [`SEND_AFTER`]); `progress` hears of each result as it comes.
 /// It holds the calling thread until done.
 fn replay_all(
     model: &dyn Model,
@@ -323,7 +324,7 @@ fn replay_all(
             scope.spawn(move || share.replay(sent));
         }
         drop(sent);
-        for (done, (at, replayed)) in results.iter().enumerate() {
+        for (done, (at, replayed)) in results.iter().flatten().enumerate() {
             slots[at] = Some(replayed);
             progress(done + 1, tickets.len());
         }
@@ -333,6 +334,15 @@ fn replay_all(
         .map(|slot| slot.unwrap_or_else(|| failed("the replay's worker stopped".into())))
         .collect()
 }
+
+/// A worker sends its results once it has this many, or once [`SEND_AFTER`] has passed
+/// since it last sent: waking the collecting thread for every ticket was a twentieth of
+/// a replay's time (issue 41), and a slow model's replay still reports as it goes.
+const SEND_EVERY: usize = 32;
+const SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Results with their tickets' places, as a worker sends them.
+type Batch = Vec<(usize, Replayed)>;
 
 /// What one worker thread of [`replay_all`] works through.
 struct Share<'a> {
@@ -345,8 +355,9 @@ struct Share<'a> {
 }
 
 impl Share<'_> {
-    /// Takes ticket after ticket until none is left, sending each result with its place.
-    fn replay(self, sent: Sender<(usize, Replayed)>) {
+    /// Takes ticket after ticket until none is left, sending the results with their
+    /// places.
+    fn replay(self, sent: Sender<Batch>) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build();
@@ -354,20 +365,29 @@ impl Share<'_> {
             Ok(runtime) => runtime,
             Err(e) => {
                 let why = format!("no runtime for the replay: {e}");
-                while let Some(at) = self.take() {
-                    let _ = sent.send((at, failed(why.clone())));
-                }
+                let failed: Batch = std::iter::from_fn(|| self.take())
+                    .map(|at| (at, failed(why.clone())))
+                    .collect();
+                let _ = sent.send(failed);
                 return;
             }
         };
         runtime.block_on(async {
+            let (mut batch, mut sent_at) = (Batch::new(), Instant::now());
             while let Some(at) = self.take() {
                 let ticket = &self.tickets[at];
-                let replayed = replay_one(self.model, self.policies, self.index, ticket).await;
-                if sent.send((at, replayed)).is_err() {
-                    return;
+                batch.push((
+                    at,
+                    replay_one(self.model, self.policies, self.index, ticket).await,
+                ));
+                if batch.len() >= SEND_EVERY || sent_at.elapsed() >= SEND_AFTER {
+                    if sent.send(std::mem::take(&mut batch)).is_err() {
+                        return;
+                    }
+                    sent_at = Instant::now();
                 }
             }
+            let _ = sent.send(batch);
         });
     }
 

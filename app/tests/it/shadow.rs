@@ -14,6 +14,16 @@ async fn policies_and_index(
     (policies, Arc::new(index))
 }
 
+/// The tickets of `fixtures/history/tickets.jsonl`.
+fn fixture_history() -> Vec<desk::replay::HistoricalTicket> {
+    let text =
+        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
+            .unwrap();
+    let (tickets, bad) = desk::replay::parse_history(&text);
+    assert!(bad.is_empty(), "{bad:?}");
+    tickets
+}
+
 #[tokio::test]
 async fn shadow_agrees_with_every_human_decision_and_writes_the_spec_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,14 +94,63 @@ async fn shadow_agrees_with_every_human_decision_and_writes_the_spec_report() {
     );
 }
 
+/// The built-in investigator, each turn taking a while (a model server's pace), counting
+/// the turns asked.
+struct Unhurried {
+    turns: std::sync::atomic::AtomicUsize,
+}
+
+impl desk::agent::Model for Unhurried {}
+
+impl harness::Model<desk::agent::Proposal> for Unhurried {
+    fn name(&self) -> String {
+        "builtin-investigator".into()
+    }
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, anyhow::Result<desk::agent::ModelTurn>> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+            self.turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            harness::Model::next_turn(&Investigator, ctx).await
+        })
+    }
+}
+
+/// Replay workers send their results a batch at a time (issue 41), but a slow model's
+/// replay still reports as it goes: a worker sends what it has once a tenth of a second
+/// has passed, not only when its batch is full. The first ticket reported comes while
+/// most turns are still to be asked; sent by the batch alone, it would come at the end.
+#[tokio::test]
+async fn a_slow_replay_reports_its_tickets_as_they_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let (policies, index) = policies_and_index(dir.path()).await;
+    let mut tickets = fixture_history();
+    tickets.truncate(8);
+    let model = Unhurried {
+        turns: Default::default(),
+    };
+    let mut turns_at_first = None;
+    let report = app::shadow::run(&model, &policies, &index, &tickets, vec![], |_, _| {
+        let asked = model.turns.load(std::sync::atomic::Ordering::SeqCst);
+        turns_at_first.get_or_insert(asked);
+    })
+    .await;
+    assert_eq!(report.total, 8);
+    let all = model.turns.load(std::sync::atomic::Ordering::SeqCst);
+    let first = turns_at_first.expect("progress was reported");
+    assert!(
+        first * 2 < all,
+        "the first ticket was reported after {first} of {all} turns"
+    );
+}
+
 #[tokio::test]
 async fn a_disagreement_is_reported_with_its_trace_and_money() {
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
-    let text =
-        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
-            .unwrap();
-    let (mut tickets, _) = desk::replay::parse_history(&text);
+    let mut tickets = fixture_history();
     // Pretend a human refused a refund the policy allows.
     let ticket = tickets
         .iter_mut()
@@ -143,10 +202,7 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
 
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
-    let text =
-        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
-            .unwrap();
-    let (tickets, _) = desk::replay::parse_history(&text);
+    let tickets = fixture_history();
     // Tickets a human did not escalate, so the agent's escalation is a disagreement and
     // the report keeps its trace.
     let tickets: Vec<_> = tickets
@@ -484,10 +540,7 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
 async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let (policies, index) = policies_and_index(dir.path()).await;
-    let text =
-        std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
-            .unwrap();
-    let (mut tickets, _) = desk::replay::parse_history(&text);
+    let mut tickets = fixture_history();
     let ticket = tickets
         .iter_mut()
         .find(|t| t.human.outcome == desk::replay::CaseOutcome::Refund)
