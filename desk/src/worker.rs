@@ -70,18 +70,7 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     for _ in 0..state.worker_concurrency.max(1) {
         loops.spawn(advance_runs(state.clone(), stop.clone()));
     }
-    let mut handled = voided.len();
-    let mut first_error = None;
-    while let Some(joined) = loops.join_next().await {
-        match joined {
-            Ok(Ok(n)) => handled += n,
-            Ok(Err(e)) => first_error = first_error.or(Some(e)),
-            Err(panic) => std::panic::resume_unwind(panic.into_panic()),
-        }
-    }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
+    let mut handled = voided.len() + refunds_while_claiming(state, stop, &mut loops).await?;
     if stop.is_requested() {
         return Ok(handled);
     }
@@ -89,15 +78,7 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // docs/spec/data.md: after a restore, the intents the backup had not seen final are
     // looked up at the provider before anything is sent.
     handled += crate::customer_data::restore::check_restored(state.sender()).await?;
-    for case_id in crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await? {
-        // An approved case not yet started stays approved for the next instance; one
-        // started has stored its intent and key first (docs/spec/invariants.md #4).
-        if stop.is_requested() {
-            return Ok(handled);
-        }
-        crate::refunds::execute_case(state.executor(), &case_id).await?;
-        handled += 1;
-    }
+    handled += execute_due_refunds(state, stop).await?;
     if stop.is_requested() {
         return Ok(handled);
     }
@@ -120,6 +101,61 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
         .handled();
     // docs/spec/data.md: text past its retention window, redacted (once per period).
     crate::customer_data::retention::run_if_due(&state.db, state.retention, now).await?;
+    Ok(handled)
+}
+
+/// How often approved refunds are looked for while the claim loops are still busy.
+const REFUNDS_DURING_CLAIMS: Duration = Duration::from_millis(250);
+
+/// Waits for the claim loops, executing the refunds approved meanwhile every
+/// [`REFUNDS_DURING_CLAIMS`]: a backlog of runs to advance must not hold up money a
+/// person has approved (issue 41: under a thousand queued tickets, approved refunds
+/// waited for the whole backlog, a p50 of 16 s from approval to the provider). Returns
+/// what was handled; the first error of a loop or an execution, once all have ended.
+async fn refunds_while_claiming(
+    state: &Services,
+    stop: &StopSignal,
+    loops: &mut tokio::task::JoinSet<DomainResult<usize>>,
+) -> DomainResult<usize> {
+    let (mut handled, mut first_error) = (0, None);
+    loop {
+        tokio::select! {
+            joined = loops.join_next() => match joined {
+                Some(Ok(Ok(n))) => handled += n,
+                Some(Ok(Err(e))) => first_error = first_error.or(Some(e)),
+                Some(Err(panic)) => std::panic::resume_unwind(panic.into_panic()),
+                None => break,
+            },
+            _ = tokio::time::sleep(REFUNDS_DURING_CLAIMS), if !stop.is_requested() => {
+                match execute_due_refunds(state, stop).await {
+                    Ok(n) => handled += n,
+                    Err(e) => first_error = first_error.or(Some(e)),
+                }
+            }
+        }
+    }
+    first_error.map_or(Ok(handled), Err)
+}
+
+/// Executes the approved cases due now, up to `worker_concurrency` at once (each case is
+/// claimed with a lease first, exactly as between instances, so two executions never
+/// hold one case); none is started once a stop is requested. An approved case not yet
+/// started stays approved for the next pass or instance; one started has stored its
+/// intent and key first (docs/spec/invariants.md #4). Returns the first error once all
+/// started have ended.
+async fn execute_due_refunds(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
+    use futures_util::StreamExt;
+    let due = crate::refunds::cases_to_execute(&state.db, state.clock.now_ms()).await?;
+    let ended: Vec<DomainResult<()>> = futures_util::stream::iter(due)
+        .filter(|_| std::future::ready(!stop.is_requested()))
+        .map(
+            |case_id| async move { crate::refunds::execute_case(state.executor(), &case_id).await },
+        )
+        .buffer_unordered(state.worker_concurrency.max(1))
+        .collect()
+        .await;
+    let handled = ended.iter().filter(|r| r.is_ok()).count();
+    ended.into_iter().find(Result::is_err).unwrap_or(Ok(()))?;
     Ok(handled)
 }
 

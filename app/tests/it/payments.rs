@@ -1200,3 +1200,68 @@ async fn serve_against_a_real_provider_refuses_to_start_with_the_public_default_
     assert!(!status.success());
     assert!(stderr.contains("PAYMENTS_WEBHOOK_SECRET"), "{stderr}");
 }
+
+/// The built-in investigator, except that a run whose customer asks us to hold on stops
+/// inside its first model call until released (once).
+struct Holding {
+    entered: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+    held: std::sync::atomic::AtomicBool,
+}
+
+impl desk::agent::Model for Holding {}
+
+impl harness::Model<desk::agent::Proposal> for Holding {
+    fn name(&self) -> String {
+        "builtin-investigator".into()
+    }
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, anyhow::Result<desk::agent::ModelTurn>> {
+        Box::pin(async move {
+            let asked = ctx.inputs.iter().any(|m| m.contains("hold on"));
+            if asked && !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.entered.notify_one();
+                self.release.notified().await;
+            }
+            harness::Model::next_turn(&desk::agent::investigator::Investigator, ctx).await
+        })
+    }
+}
+
+/// Issue 41: money a person approved is not held up by the runs a worker pass is busy
+/// with. Before, a pass advanced every runnable run first and executed refunds only
+/// after: under a backlog, approved refunds waited for all of it. Here one run is held
+/// inside its model call for as long as the test likes; the approved refund still
+/// reaches the provider, once, while it is held.
+#[tokio::test]
+async fn an_approved_refund_goes_out_while_the_worker_is_busy_with_runs() {
+    let model = std::sync::Arc::new(Holding {
+        entered: Default::default(),
+        release: Default::default(),
+        held: Default::default(),
+    });
+    let app = crate::support::spawn_app_with_model(model.clone()).await;
+    let case = approve_in(app).await;
+    let app = &case.app;
+    app.post_ticket("C-200", "hold on, I think I was charged twice")
+        .await;
+    let state = app.state.clone();
+    let pass = tokio::spawn(async move { desk::worker::run_once(&state).await });
+    model.entered.notified().await;
+
+    let waited = std::time::Instant::now();
+    while app.case(&case.case_id).await["status"] != "refund_succeeded" {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the approved refund waited for the held run: {:#}",
+            app.case(&case.case_id).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!pass.is_finished(), "the run was still held");
+    assert_eq!(app.provider_refunds(CHARGE).await.len(), 1);
+    model.release.notify_one();
+    pass.await.unwrap().expect("the pass ends without error");
+}
