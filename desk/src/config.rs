@@ -227,7 +227,7 @@ pub struct Settings {
     #[arg(long, global = true, env = "MAIL_RETRY_SECS", value_name = "MAIL_RETRY_SECS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub mail_retry_secs: u64,
-    /// Agent runs one worker advances at once, 1 to 64 [default: 4].
+    /// Agent runs one worker advances at once (and approved refunds it executes at once), 1 to 64 [default: 4].
     #[arg(long, global = true, env = "WORKER_CONCURRENCY", value_name = "WORKER_CONCURRENCY",
           value_parser = clap::value_parser!(u8).range(1..=64))]
     pub worker_concurrency: Option<u8>,
