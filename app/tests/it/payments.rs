@@ -1201,31 +1201,25 @@ async fn serve_against_a_real_provider_refuses_to_start_with_the_public_default_
     assert!(stderr.contains("PAYMENTS_WEBHOOK_SECRET"), "{stderr}");
 }
 
-/// The built-in investigator, except that a run whose customer asks us to hold on stops
-/// inside its first model call until released (once).
+/// Before the built-in investigator's turn: a run whose customer asks us to hold on
+/// stops inside its first model call until released (once).
 struct Holding {
     entered: tokio::sync::Notify,
     release: tokio::sync::Notify,
     held: std::sync::atomic::AtomicBool,
 }
 
-impl desk::agent::Model for Holding {}
-
-impl harness::Model<desk::agent::Proposal> for Holding {
-    fn name(&self) -> String {
-        "builtin-investigator".into()
-    }
-    fn next_turn<'a>(
+impl crate::support::BeforeTurn for Holding {
+    fn before<'a>(
         &'a self,
         ctx: &'a desk::agent::ModelContext<'a>,
-    ) -> desk::agent::BoxFuture<'a, anyhow::Result<desk::agent::ModelTurn>> {
+    ) -> desk::agent::BoxFuture<'a, ()> {
         Box::pin(async move {
             let asked = ctx.inputs.iter().any(|m| m.contains("hold on"));
             if asked && !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 self.entered.notify_one();
                 self.release.notified().await;
             }
-            harness::Model::next_turn(&desk::agent::investigator::Investigator, ctx).await
         })
     }
 }
@@ -1237,11 +1231,11 @@ impl harness::Model<desk::agent::Proposal> for Holding {
 /// reaches the provider, once, while it is held.
 #[tokio::test]
 async fn an_approved_refund_goes_out_while_the_worker_is_busy_with_runs() {
-    let model = std::sync::Arc::new(Holding {
+    let model = std::sync::Arc::new(crate::support::BeforeTurns(Holding {
         entered: Default::default(),
         release: Default::default(),
         held: Default::default(),
-    });
+    }));
     let app = crate::support::spawn_app_with_model(model.clone()).await;
     let case = approve_in(app).await;
     let app = &case.app;
@@ -1249,7 +1243,7 @@ async fn an_approved_refund_goes_out_while_the_worker_is_busy_with_runs() {
         .await;
     let state = app.state.clone();
     let pass = tokio::spawn(async move { desk::worker::run_once(&state).await });
-    model.entered.notified().await;
+    model.0.entered.notified().await;
 
     let waited = std::time::Instant::now();
     while app.case(&case.case_id).await["status"] != "refund_succeeded" {
@@ -1262,6 +1256,6 @@ async fn an_approved_refund_goes_out_while_the_worker_is_busy_with_runs() {
     }
     assert!(!pass.is_finished(), "the run was still held");
     assert_eq!(app.provider_refunds(CHARGE).await.len(), 1);
-    model.release.notify_one();
+    model.0.release.notify_one();
     pass.await.unwrap().expect("the pass ends without error");
 }

@@ -94,26 +94,20 @@ async fn shadow_agrees_with_every_human_decision_and_writes_the_spec_report() {
     );
 }
 
-/// The built-in investigator, each turn taking a while (a model server's pace), counting
-/// the turns asked.
+/// Each turn of the built-in investigator taking a while (a model server's pace),
+/// counting the turns asked.
 struct Unhurried {
     turns: std::sync::atomic::AtomicUsize,
 }
 
-impl desk::agent::Model for Unhurried {}
-
-impl harness::Model<desk::agent::Proposal> for Unhurried {
-    fn name(&self) -> String {
-        "builtin-investigator".into()
-    }
-    fn next_turn<'a>(
+impl crate::support::BeforeTurn for Unhurried {
+    fn before<'a>(
         &'a self,
-        ctx: &'a desk::agent::ModelContext<'a>,
-    ) -> desk::agent::BoxFuture<'a, anyhow::Result<desk::agent::ModelTurn>> {
+        _: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, ()> {
         Box::pin(async move {
             tokio::time::sleep(std::time::Duration::from_millis(60)).await;
             self.turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            harness::Model::next_turn(&Investigator, ctx).await
         })
     }
 }
@@ -128,17 +122,17 @@ async fn a_slow_replay_reports_its_tickets_as_they_finish() {
     let (policies, index) = policies_and_index(dir.path()).await;
     let mut tickets = fixture_history();
     tickets.truncate(8);
-    let model = Unhurried {
+    let model = crate::support::BeforeTurns(Unhurried {
         turns: Default::default(),
-    };
+    });
     let mut turns_at_first = None;
     let report = app::shadow::run(&model, &policies, &index, &tickets, vec![], |_, _| {
-        let asked = model.turns.load(std::sync::atomic::Ordering::SeqCst);
+        let asked = model.0.turns.load(std::sync::atomic::Ordering::SeqCst);
         turns_at_first.get_or_insert(asked);
     })
     .await;
     assert_eq!(report.total, 8);
-    let all = model.turns.load(std::sync::atomic::Ordering::SeqCst);
+    let all = model.0.turns.load(std::sync::atomic::Ordering::SeqCst);
     let first = turns_at_first.expect("progress was reported");
     assert!(
         first * 2 < all,

@@ -619,3 +619,32 @@ impl TestApp {
         (outcome, staff)
     }
 }
+
+/// What a test model does before each turn of the built-in investigator: wait a while,
+/// count, stop at a gate. [`BeforeTurns`] makes it a model.
+pub trait BeforeTurn: Send + Sync {
+    fn before<'a>(
+        &'a self,
+        ctx: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, ()>;
+}
+
+/// The built-in investigator, with `B::before` awaited ahead of each of its turns.
+pub struct BeforeTurns<B>(pub B);
+
+impl<B: BeforeTurn> Model for BeforeTurns<B> {}
+
+impl<B: BeforeTurn> harness::Model<desk::agent::Proposal> for BeforeTurns<B> {
+    fn name(&self) -> String {
+        "builtin-investigator".into()
+    }
+    fn next_turn<'a>(
+        &'a self,
+        ctx: &'a desk::agent::ModelContext<'a>,
+    ) -> desk::agent::BoxFuture<'a, anyhow::Result<desk::agent::ModelTurn>> {
+        Box::pin(async move {
+            self.0.before(ctx).await;
+            harness::Model::next_turn(&Investigator, ctx).await
+        })
+    }
+}
