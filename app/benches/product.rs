@@ -1379,6 +1379,8 @@ impl harness::Model<desk::agent::Proposal> for PeerShape {
                     summary: "Refund approved: policy R-12 applies.".into(),
                     order_source: None,
                     request_source: None,
+                    repeat_of: None,
+                    other_readings: Vec::new(),
                 },
             }
         };

@@ -278,15 +278,17 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
         .proposal
         .as_deref()
         .and_then(|p| serde_json::from_str(p).ok());
-    let (request, order_id) = match &proposal {
-        Some(p) => (p.request, p.order_id.clone()),
+    let (request, order_id, repeat_of) = match &proposal {
+        Some(p) => (p.request, p.order_id.clone(), p.repeat_of.clone()),
         None => (
             policy_engine::RequestKind::Unclear,
             ticket.order_id.as_ref().map(|o| o.to_string()),
+            None,
         ),
     };
+    let target = (order_id.as_deref(), repeat_of.as_deref());
     let (facts, decision) =
-        crate::workflow::decide_now(desk.rules, &ticket, request, order_id.as_deref()).await?;
+        crate::workflow::decide_now(desk.rules, &ticket, request, target).await?;
     if decision.refunds.is_empty() {
         return Err(DomainError::conflict(
             ErrorCode::PolicyAllowsNoRefund,

@@ -141,6 +141,10 @@ pub struct Settings {
     /// Where users reach the app; `https://…` makes cookies `Secure` and adds HSTS [default: unset].
     #[arg(long, global = true, env = "PUBLIC_URL", value_name = "PUBLIC_URL", value_parser = http_url)]
     pub public_url: Option<String>,
+    /// The language customers who write in one we do not answer in are answered in: en, zh, ja, de, fr, es, it, nl, pt or ko.
+    #[arg(long, global = true, env = "DEFAULT_LANGUAGE", value_name = "DEFAULT_LANGUAGE", default_value = "en",
+          value_parser = default_language)]
+    pub default_language: crate::replies::Language,
     /// Live shadow mode (on/off): the agent runs beside human decisions and proposes nothing.
     #[arg(long, global = true, env = "SHADOW_MODE", value_name = "SHADOW_MODE", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
@@ -301,6 +305,14 @@ fn staff_role(value: &str) -> Result<crate::auth::StaffRole, String> {
     crate::auth::StaffRole::parse(value).map_err(|e| e.to_string())
 }
 
+fn default_language(value: &str) -> Result<crate::replies::Language, String> {
+    value
+        .trim()
+        .to_ascii_lowercase()
+        .parse()
+        .map_err(|e: crate::replies::UnknownLanguage| e.to_string())
+}
+
 fn http_url(value: &str) -> Result<String, String> {
     let trimmed = value.trim();
     if trimmed.is_empty() || trimmed.starts_with("http://") || trimmed.starts_with("https://") {
@@ -401,6 +413,9 @@ pub struct Config {
     pub retention: RetentionWindows,
     /// `PUBLIC_URL`: where users reach the app; `https://…` makes cookies `Secure`.
     pub public_url: Option<String>,
+    /// `DEFAULT_LANGUAGE` (default en): what a customer writing in a language we do not
+    /// answer in is answered in (docs/spec/domain.md, "Languages").
+    pub default_language: crate::replies::Language,
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
     /// approval queue.
     pub shadow_mode: bool,
@@ -484,6 +499,7 @@ impl Config {
                 audit_days: settings.audit_retention_days,
             },
             public_url: set(&settings.public_url),
+            default_language: settings.default_language,
             shadow_mode: settings.shadow_mode,
             policy_second_approver: settings.policy_second_approver,
             metrics_token: set(&settings.metrics_token),

@@ -202,7 +202,7 @@ pub async fn open_ticket(
             .map(OrderId::parse)
             .transpose()
             .map_err(|e| DomainError::bad_request(ErrorCode::InvalidOrderId, e.to_string()))?,
-        language: detect_language(&message, region),
+        language: detect_language(&message, region, queue.default_language),
         created_at: now,
     };
     let mut tx = db.begin().await?;

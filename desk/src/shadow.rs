@@ -144,6 +144,7 @@ pub fn cause(
             gives_human(&Facts {
                 order_id: Some(o.id.clone()),
                 order_ownership: Ownership::Owned,
+                repeat_of: None,
                 ..facts.clone()
             })
         });

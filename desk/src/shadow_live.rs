@@ -179,13 +179,8 @@ async fn check_hand_refund(
     proposal: &Proposal,
     manual: &ManualDecision,
 ) -> DomainResult<HandCheck> {
-    let (facts, decision) = crate::workflow::decide_now(
-        rules,
-        ticket,
-        proposal.request,
-        proposal.order_id.as_deref(),
-    )
-    .await?;
+    let (facts, decision) =
+        crate::workflow::decide_now(rules, ticket, proposal.request, proposal.target()).await?;
     let mut lines = Vec::new();
     for r in &manual.refunds {
         let amount = r
@@ -272,6 +267,8 @@ async fn propose_hand_refund(
         ),
         order_source: proposal.order_source,
         request_source: proposal.request_source,
+        repeat_of: proposal.repeat_of.clone(),
+        other_readings: Vec::new(),
     };
     let record = cases::DecisionRecord {
         status: CaseStatus::AwaitingApproval,

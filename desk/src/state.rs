@@ -51,6 +51,9 @@ pub struct Services {
     pub webhook_secret: String,
     /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
     pub shadow_mode: bool,
+    /// `DEFAULT_LANGUAGE`: what a customer writing in a language we do not answer in is
+    /// answered in.
+    pub default_language: crate::replies::Language,
     /// Agent runs one worker pass advances at the same time.
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
@@ -121,6 +124,7 @@ impl Services {
             versions: &self.versions,
             wake: &self.wake,
             rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
+            default_language: self.default_language,
         }
     }
 

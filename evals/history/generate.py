@@ -455,13 +455,16 @@ def not_duplicates():
     t.charge(o2, "198.00", at("2026-09-13T02:00:01Z"))
     add(t.line([f"订单{o2}是重复扣款，我已经买过年度会员了。"], human("no_refund", "not_duplicate")))
 
-    # Five minutes apart but before 2026-07-01: RP-001 v1 has no repeat-purchase rule.
+    # Five minutes apart but before 2026-07-01: RP-001 v1 has no repeat-purchase rule, so
+    # no duplicate refund (v1 §4.1); but "the customer may still qualify under RP-002":
+    # undoing the later annual plan inside its 30-day cooling-off period is a
+    # cancellation, refunded in full (docs/spec/domain.md, "One thing bought twice").
     t = new("H-NDP-04", "2026-06-20T09:00:00Z", "US")
     o1 = t.order("annual_plan", "99.00", at("2026-06-19T09:00:00Z"))
     t.charge(o1, "99.00", at("2026-06-19T09:00:01Z"))
     o2 = t.order("annual_plan", "99.00", at("2026-06-19T09:05:00Z"))
-    t.charge(o2, "99.00", at("2026-06-19T09:05:01Z"))
-    add(t.line([f"I bought it again by accident, order {o2} is a duplicate of my first order."], human("no_refund", "not_duplicate")))
+    c2 = t.charge(o2, "99.00", at("2026-06-19T09:05:01Z"))
+    add(t.line([f"I bought it again by accident, order {o2} is a duplicate of my first order."], human("refund", "cooling_off", [t.refund_line(c2, "99.00")])))
 
     # Eleven minutes apart under v2: not an accidental repeat purchase (v2 §4.1).
     t = new("H-NDP-05", "2026-10-08T09:00:00Z", "JP")

@@ -114,6 +114,7 @@ fn scenario(
         request,
         order_id: Some("O-1".into()),
         order_ownership: Ownership::Owned,
+        repeat_of: None,
         orders,
     }
 }

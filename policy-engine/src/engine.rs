@@ -386,7 +386,9 @@ impl<'a> Engine<'a> {
             Err(ask) => return Ok(ask),
         };
         match facts.request {
-            RequestKind::Cancellation => self.cancellation(target),
+            // One thing bought twice is weighed as RP-001 says first, whatever the words
+            // called it ("cancel the second one"): §1, then §4.1.
+            RequestKind::Cancellation if facts.repeat_of.is_none() => self.cancellation(target),
             _ => self.charges(target),
         }
     }
@@ -978,6 +980,59 @@ impl<'a> Engine<'a> {
     }
 
     /// Nothing on the order is refundable under RP-001 and there is no hold.
+    /// RP-001 §4.1 for a later order the customer says repeats an earlier one of theirs
+    /// (`Facts::repeat_of`) and that is no accidental repeat purchase under the version in
+    /// force (none defined, or placed too long after): the same purchase bought twice "may
+    /// still qualify under RP-002", so the later order is weighed as a cancellation; two
+    /// different purchases get nothing here. `None` when the request names no repeat.
+    fn repeat_claim(
+        &mut self,
+        policy: Bound<'a>,
+        target: &'a OrderFacts,
+    ) -> Result<Option<Verdict>, Stop> {
+        let facts = self.facts;
+        let Some(earlier) = facts.repeat_of.as_ref().and_then(|id| {
+            facts
+                .orders
+                .iter()
+                .find(|o| &o.id == id && o.id != target.id)
+        }) else {
+            return Ok(None);
+        };
+        self.note_order(earlier);
+        let repeat = same_purchase(earlier, target)
+            && earlier.is_paid()
+            && (earlier.created_at, &earlier.id) < (target.created_at, &target.id);
+        if !repeat {
+            self.fire(
+                policy,
+                clause::DIFFERENT_ORDERS,
+                format!(
+                    "orders {} and {} are two different purchases, not one bought twice: no \
+                     refund under RP-001",
+                    earlier.id, target.id
+                ),
+            );
+            return Ok(Some(Verdict::deny(ReasonCode::NotDuplicate)));
+        }
+        self.fire(
+            policy,
+            clause::DIFFERENT_ORDERS,
+            format!(
+                "order {} repeats order {} but is not an accidental repeat purchase: the later \
+                 order may still be cancelled under RP-002",
+                target.id, earlier.id
+            ),
+        );
+        // What was asked is a duplicate refund: where RP-002 refunds nothing either, the
+        // answer stays that the later order is no duplicate (both rules are in the trace).
+        let verdict = self.cancellation(target)?;
+        Ok(Some(match (verdict.outcome, verdict.reason_code) {
+            (Outcome::Deny, ReasonCode::NotEligible) => Verdict::deny(ReasonCode::NotDuplicate),
+            _ => verdict,
+        }))
+    }
+
     fn no_finding(
         &mut self,
         policy: Bound<'a>,
@@ -993,6 +1048,9 @@ impl<'a> Engine<'a> {
                 clause::DEFINITIONS,
                 format!("{} failed and took no money", failed.id),
             );
+        }
+        if let Some(verdict) = self.repeat_claim(policy, target)? {
+            return Ok(verdict);
         }
         match self.facts.request {
             RequestKind::DuplicateCharge => {

@@ -26,6 +26,12 @@ pub struct Facts {
     pub order_id: Option<String>,
     #[serde(default)]
     pub order_ownership: Ownership,
+    /// The customer's earlier order that `order_id` repeats, when they bought one thing
+    /// twice ("I bought the annual plan twice, refund the second"): RP-001 decides an
+    /// accidental repeat purchase, and otherwise (§4.1) RP-002 may still refund the later
+    /// order as a cancellation. `None` for every other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_of: Option<String>,
     /// All of this customer's orders, each with its charges.
     #[serde(default)]
     pub orders: Vec<OrderFacts>,

@@ -220,6 +220,7 @@ fn generated_facts(stream: &mut Stream, index: usize) -> Facts {
         } else {
             Ownership::Owned
         },
+        repeat_of: None,
         orders,
     }
 }

@@ -181,6 +181,7 @@ fn facts() -> impl Strategy<Value = Facts> {
                 request,
                 order_id,
                 order_ownership: Ownership::Owned,
+                repeat_of: None,
                 orders,
             }
         })

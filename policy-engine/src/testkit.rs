@@ -129,6 +129,7 @@ pub fn facts(
         request,
         order_id: order_id.map(str::to_string),
         order_ownership: Ownership::Owned,
+        repeat_of: None,
         orders,
     }
 }

@@ -639,6 +639,8 @@ fn duplicate_charge_proposal() -> Proposal {
         summary: "charged twice for the annual plan".into(),
         order_source: None,
         request_source: None,
+        repeat_of: None,
+        other_readings: Vec::new(),
     }
 }
 
@@ -887,7 +889,7 @@ async fn a_decision_recorded_on_a_stale_read_of_its_case_is_a_case_conflict_and_
         app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
-        Some("O-1001"),
+        (Some("O-1001"), None),
     )
     .await
     .unwrap();
@@ -953,7 +955,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
         app.state.rules(),
         &ticket,
         RequestKind::DuplicateCharge,
-        Some("O-1001"),
+        (Some("O-1001"), None),
     )
     .await
     .unwrap();

@@ -4,9 +4,12 @@
 //! Long because every customer surface (page and API) is attacked through the same
 //! running app and helpers; split by surface, each file would repeat the set-up.
 
-use crate::support::{spawn_app, TestApp};
+use std::sync::Arc;
+
+use crate::support::{spawn_app, spawn_app_configured, TestApp};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use desk::agent::investigator::Investigator;
 use serde_json::json;
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";
@@ -434,6 +437,129 @@ async fn another_customers_order_with_records_that_decide_nothing_goes_to_a_pers
     assert_eq!(case["reason_code"], "ownership_mismatch");
     let (_, seen) = app.customer_ticket("C-500", &ticket).await;
     assert_eq!(seen["case"]["status"], "awaiting_customer", "{seen:#}");
+}
+
+/// What the customer is shown of a ticket, with its own ids taken out: the API's view,
+/// the page's status line and agent messages, and the mails written to them.
+async fn seen_by_the_customer(app: &TestApp, customer: &str, ticket: &str) -> Vec<String> {
+    let (_, api) = app.customer_ticket(customer, ticket).await;
+    let mut seen = vec![format!("status {}", api["case"]["status"])];
+    for m in api["messages"].as_array().into_iter().flatten() {
+        seen.push(format!("{}: {}", m["author"], m["body"]));
+    }
+    let (cookie, _) = app.customer_cookie(customer).await;
+    let request = Request::get(format!("/tickets/{ticket}"))
+        .header("cookie", cookie)
+        .body(Body::empty())
+        .unwrap();
+    let (_, html) = app.raw(request).await;
+    let start = html.find("id=\"case-status\"").expect("a status line");
+    let end = start + html[start..].find("</span>").expect("the status line ends");
+    seen.push(format!("page {}", &html[start..end]));
+    let mails: Vec<(String, String)> = sqlx::query_as(
+        "SELECT kind, body FROM mail_outbox WHERE ticket_id = $1 AND recipient_kind = 'customer' \
+         ORDER BY created_at, seq, id",
+    )
+    .bind(ticket)
+    .fetch_all(app.state.db.pool())
+    .await
+    .unwrap();
+    seen.extend(
+        mails
+            .into_iter()
+            .map(|(kind, body)| format!("mail {kind}: {body}")),
+    );
+    seen.iter()
+        .map(|line| line.replace(ticket, "<ticket>"))
+        .collect()
+}
+
+/// RP-007 ("do not confirm or deny anything"): naming another customer's order looks to
+/// the customer exactly as naming an order that does not exist — the same status, the
+/// same words on the page and in the mail — while inside it is escalated and flagged.
+#[tokio::test]
+async fn another_customers_order_looks_to_the_customer_exactly_like_an_order_that_does_not_exist() {
+    let app = spawn_app().await;
+    let (theirs, case) = app
+        .open_ticket("C-500", "Please refund order O-2001, I was charged twice.")
+        .await;
+    assert_eq!(case["status"], "escalated", "{case:#}");
+    assert_eq!(case["reason_code"], "ownership_mismatch");
+    assert_eq!(case["queue"], "supervisors", "{case:#}");
+    let (nobodys, case) = app
+        .open_ticket("C-500", "Please refund order O-2999, I was charged twice.")
+        .await;
+    assert_eq!(case["status"], "awaiting_customer", "{case:#}");
+    let (a, b) = (
+        seen_by_the_customer(&app, "C-500", &theirs).await,
+        seen_by_the_customer(&app, "C-500", &nobodys).await,
+    );
+    let same = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.replace("O-2001", "<order>").replace("O-2999", "<order>"))
+            .collect()
+    };
+    assert_eq!(
+        same(&a),
+        same(&b),
+        "another customer's order:\n{a:#?}\nno such order:\n{b:#?}"
+    );
+    assert!(a.iter().any(|l| l.starts_with("mail ")), "{a:#?}");
+    let escalated = app.case(case_id_of(&app, &theirs).await.as_str()).await;
+    assert_eq!(escalated["reason_code"], "ownership_mismatch");
+}
+
+/// docs/spec/domain.md, "Languages": a customer writing in a language we read but do not
+/// answer in is answered in the team's default (`DEFAULT_LANGUAGE`), never a third one —
+/// a Polish mail once got Spanish, a Swedish one German. One ticket per language, each
+/// naming the customer's duplicated order, with the default English and then German.
+#[tokio::test]
+async fn a_customer_writing_in_a_language_we_do_not_answer_in_hears_the_default_language() {
+    let written = [
+        ("pl", "Dzień dobry, za zamówienie O-1001 pobrano ode mnie dwa razy. Proszę o zwrot drugiej płatności."),
+        ("sv", "Hej! Jag har blivit debiterad två gånger för beställning O-1001. Vänligen betala tillbaka."),
+        ("tr", "Merhaba, O-1001 siparişim için kartımdan iki kez ücret çekildi. Fazla olanı iade eder misiniz?"),
+        ("cs", "Dobrý den, za objednávku O-1001 mi byla dvakrát stržena platba. Prosím o vrácení peněz."),
+    ];
+    for (default, words) in [(None, "We found"), (Some("de"), "Wir haben")] {
+        let app = spawn_app_configured(Arc::new(Investigator), |c| {
+            if let Some(code) = default {
+                c.default_language = code.parse().expect("a language of ours");
+            }
+        })
+        .await;
+        for (lang, text) in written {
+            let (ticket, case) = app.open_ticket("C-100", text).await;
+            // Read all the same: the duplicate is found and proposed.
+            assert_eq!(case["status"], "awaiting_approval", "{lang}: {case:#}");
+            let (_, seen) = app.customer_ticket("C-100", &ticket).await;
+            let expected = default.unwrap_or("en");
+            assert_eq!(seen["language"], expected, "{lang}: {seen:#}");
+            let reply = seen["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["author"] == "agent"))
+                .map(|m| m["body"].as_str().unwrap_or_default().to_string())
+                .unwrap_or_default();
+            assert!(reply.contains(words), "{lang} with {expected}: {reply}");
+            // Withdrawn, so the next language's ticket on the same order opens its own case.
+            app.request(
+                "POST",
+                &format!("/api/v1/tickets/{ticket}/withdraw"),
+                Some(&app.customer_token("C-100").await),
+                None,
+            )
+            .await;
+        }
+    }
+}
+
+async fn case_id_of(app: &TestApp, ticket: &str) -> String {
+    sqlx::query_scalar("SELECT id FROM cases WHERE ticket_id = $1")
+        .bind(ticket)
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -1025,7 +1151,7 @@ async fn a_quoted_reply_and_a_signature_are_folded_away_and_a_french_customer_is
     );
     let reply = last_agent_reply(&ticket);
     assert_eq!(
-        desk::replies::detect_language(&reply, None),
+        desk::replies::detect_language(&reply, None, desk::replies::Language::En),
         desk::replies::Language::Fr,
         "{reply}"
     );

@@ -1058,6 +1058,8 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
                 summary: "the customer reports a duplicate charge on O-1001".into(),
                 order_source: None,
                 request_source: None,
+                repeat_of: None,
+                other_readings: Vec::new(),
             },
         }),
     );

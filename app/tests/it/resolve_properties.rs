@@ -47,7 +47,8 @@ fn candidates() -> Vec<OrderCandidate> {
             product: "addon".into(),
             amount: rust_decimal::Decimal::new(500 + k as i64, 2),
             currency: "USD".into(),
-            date: (2026, 11, 1 + k as u8),
+            placed_at: time::macros::datetime!(2026-11-01 12:00 UTC)
+                + time::Duration::days(k as i64),
             charges: None,
         })
         .collect()
@@ -224,6 +225,7 @@ fn resolve_text(text: &str) -> Resolution {
         // A cancellation reads no charges: the text decides, or the customer is asked.
         request: RequestKind::Cancellation,
         orders: &orders,
+        moment: None,
     })
 }
 

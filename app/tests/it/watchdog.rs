@@ -350,6 +350,8 @@ async fn a_run_resting_on_the_payment_provider_is_diagnosed_as_waiting_on_it() {
             summary: "the customer reports a duplicate charge on O-1001".into(),
             order_source: None,
             request_source: None,
+            repeat_of: None,
+            other_readings: Vec::new(),
         },
     });
     let app = spawn_app_with_model(Arc::new(proposer)).await;

@@ -131,6 +131,18 @@ pub struct Proposal {
     /// absent for a model that does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_source: Option<domain::resolve::RequestSource>,
+    /// The customer's earlier order `order_id` repeats when they bought one thing twice
+    /// (`Facts::repeat_of`): set by the workflow with the order, never taken from the
+    /// model, so every later re-decision weighs the same claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_of: Option<String>,
+    /// Other kinds the customer's words can be read as, where they disagree on money
+    /// ("cancel it … charged twice": a cancellation refunds the plan, a duplicate one
+    /// charge). The workflow decides each and never proposes more than the smallest
+    /// refund any of them allows (docs/spec/domain.md, "Never more than the text
+    /// supports").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_readings: Vec<policy_engine::RequestKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +156,13 @@ pub struct ProposedRefund {
 pub struct EvidenceRef {
     pub call_id: String,
     pub record_id: String,
+}
+
+impl Proposal {
+    /// The order a re-decision is about and the earlier order it repeats, as recorded.
+    pub fn target(&self) -> (Option<&str>, Option<&str>) {
+        (self.order_id.as_deref(), self.repeat_of.as_deref())
+    }
 }
 
 impl harness::Answer for Proposal {

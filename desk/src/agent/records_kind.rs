@@ -39,7 +39,7 @@ pub fn kinds_shown(order: &OrderCandidate, all: &[OrderCandidate]) -> Vec<Reques
     let mut kinds = Vec::new();
     let repeat = {
         let refs: Vec<&OrderCandidate> = all.iter().collect();
-        resolve::repeat_purchase(&refs).is_some_and(|o| o.id == order.id)
+        resolve::repeat_purchase(&refs).is_some_and(|(later, _)| later.id == order.id)
     };
     if taken.len() >= 2 || repeat {
         kinds.push(RequestKind::DuplicateCharge);
@@ -117,7 +117,7 @@ mod tests {
             product: product.into(),
             amount: price.parse().expect("test price"),
             currency: "USD".into(),
-            date: (2026, 1, 1),
+            placed_at: time::macros::datetime!(2026-01-01 12:00 UTC),
             charges: Some(charges),
         }
     }

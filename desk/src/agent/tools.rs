@@ -234,9 +234,12 @@ async fn orders(at: Scope<'_>) -> Result<Vec<crate::billing::Order>, ToolError> 
         .map_err(unavailable)
 }
 
+/// The customer, and when their ticket was opened: the day "yesterday" or "on
+/// Saturday" counts from (docs/spec/domain.md, "Reading a customer's words").
 async fn get_customer(at: Scope<'_>) -> ToolResult {
     let c = customer(at).await?;
-    Ok(json!({ "customer": { "id": c.id, "region": c.region } }))
+    Ok(json!({ "customer": { "id": c.id, "region": c.region },
+               "ticket_opened_at": crate::clock::rfc3339(at.ticket.created_at) }))
 }
 
 async fn list_orders(at: Scope<'_>) -> ToolResult {

@@ -242,7 +242,8 @@ async fn unknown_sender(
         return duplicate_now(intake.db, base.message_key).await;
     }
     if addresses::take_unknown_sender_reply(&mut tx, base.sender, now).await? {
-        let language = detect_language(&format!("{} {}", parsed.subject, parsed.text), None);
+        let words = format!("{} {}", parsed.subject, parsed.text);
+        let language = detect_language(&words, None, intake.queue.default_language);
         let answered = parsed.has_message_id.then_some(base.message_key);
         outbox::to_sender(&mut tx, base.sender, language.as_str(), answered, now).await?;
     }

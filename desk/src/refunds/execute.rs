@@ -86,13 +86,9 @@ async fn execute_claimed(x: Executor<'_>, case: Case) -> DomainResult<()> {
                 .await;
         };
         let approved_fingerprint: String = approval.try_get("fingerprint")?;
-        let (facts, decision) = crate::workflow::decide_now(
-            x.rules,
-            &ticket,
-            proposal.request,
-            proposal.order_id.as_deref(),
-        )
-        .await?;
+        let (facts, decision) =
+            crate::workflow::decide_now(x.rules, &ticket, proposal.request, proposal.target())
+                .await?;
         let fresh = cases::decision_fingerprint(
             &case.id,
             case.proposal_seq,

@@ -195,7 +195,8 @@ pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError>
             .clone()
             .map(domain::ids::OrderId::parse)
             .transpose()?,
-        language: detect_language_of(new_words, first, region),
+        // A replay answers nobody; a language we do not answer in reads as English.
+        language: detect_language_of(new_words, first, region, crate::replies::Language::En),
         created_at: crate::clock::to_ms(h.created_at),
     })
 }

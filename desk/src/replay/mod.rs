@@ -98,6 +98,9 @@ pub struct Investigation {
     /// The customer's messages try to instruct the agent (`workflow::instructed`): a
     /// question to them becomes an escalation, as live.
     pub instructed: bool,
+    /// The request could not be read at all, in a language we do not answer in
+    /// (`workflow::unreadable`): a question to them becomes an escalation, as live.
+    pub unreadable: bool,
     /// The order the decision is about, as the workflow resolved it.
     pub order_id: Option<String>,
     /// Where that order came from (`form`, `message`, `records`, `agent`).
@@ -281,6 +284,7 @@ pub async fn investigate_with_clock(
         violations: state.violations,
         evidence_rejected: Vec::new(),
         instructed: crate::workflow::instructed(&customer_messages),
+        unreadable: false,
         order_id: None,
         order_source: None,
         facts: None,
@@ -311,11 +315,15 @@ pub async fn investigate_with_clock(
             ticket: historical.id.clone(),
             message: e.to_string(),
         })?;
+        let facts = crate::workflow::repeat_as_claimed(facts, &proposal, order_source);
         investigation.evidence_rejected =
             crate::workflow::invalid_evidence(&proposal, &investigation.exchanges);
+        investigation.unreadable =
+            crate::workflow::unreadable(&customer_messages, proposal.request);
         investigation.order_id = facts.order_id.clone();
         investigation.order_source = order_source;
         proposal.order_source = order_source;
+        proposal.repeat_of = facts.repeat_of.clone();
         investigation.facts = Some(facts);
         investigation.proposal = Some(proposal);
     }
@@ -331,11 +339,18 @@ pub fn decide(
     let Some(facts) = &investigation.facts else {
         return Ok(None);
     };
-    Ok(Some(if pins.is_empty() {
-        policy_engine::decide(facts, policies)
-    } else {
-        policy_engine::decide_with(facts, policies, pins)?
-    }))
+    let others = investigation
+        .proposal
+        .as_ref()
+        .map_or(&[][..], |p| p.other_readings.as_slice());
+    let (_, decision) = crate::workflow::smallest_reading(facts.clone(), others, |f| {
+        if pins.is_empty() {
+            Ok(policy_engine::decide(f, policies))
+        } else {
+            policy_engine::decide_with(f, policies, pins)
+        }
+    })?;
+    Ok(Some(decision))
 }
 
 /// What the case would have come to: the decision's verdict, unless the agent gave up
@@ -352,7 +367,10 @@ pub fn verdict(investigation: &Investigation, decision: Option<&Decision>) -> Ca
         },
         // Issue 34, as live (`workflow::case_status_for`): never ask a customer whose
         // messages try to instruct the agent; a person looks.
-        Some(d) if investigation.instructed && d.outcome == policy_engine::Outcome::RequestInfo => {
+        Some(d)
+            if (investigation.instructed || investigation.unreadable)
+                && d.outcome == policy_engine::Outcome::RequestInfo =>
+        {
             CaseVerdict {
                 outcome: CaseOutcome::Escalate,
                 reason: d.reason_code,

@@ -149,13 +149,24 @@ impl fmt::Display for Language {
 ///   (`latin_language`): German, French, Spanish, Italian, Dutch or Portuguese when
 ///   their words clearly outnumber English ones, else English, the fallback for every
 ///   other language (issue 15).
-pub fn detect_language(text: &str, region: Option<Region>) -> Language {
-    detect_language_of(&domain::structure::split(text).new_text(), text, region)
+pub fn detect_language(text: &str, region: Option<Region>, default: Language) -> Language {
+    written_in(&domain::structure::split(text).new_text(), text, region).unwrap_or(default)
 }
 
 /// [`detect_language`] of `text` whose new words (`structure::Parts::new_text`) were
 /// split out already.
-pub fn detect_language_of(new_words: &str, text: &str, region: Option<Region>) -> Language {
+pub fn detect_language_of(
+    new_words: &str,
+    text: &str,
+    region: Option<Region>,
+    default: Language,
+) -> Language {
+    written_in(new_words, text, region).unwrap_or(default)
+}
+
+/// The language of ours `text` is written in, or `None` for a language we read but do
+/// not answer in (`unclaimed`): its customer is answered in the team's default.
+pub fn written_in(new_words: &str, text: &str, region: Option<Region>) -> Option<Language> {
     let text = if new_words.trim().is_empty() {
         text
     } else {
@@ -177,14 +188,14 @@ pub fn detect_language_of(new_words: &str, text: &str, region: Option<Region>) -
             || ('\u{3130}'..='\u{318f}').contains(&c)
     };
     if text.chars().any(hangul) {
-        Language::Ko
+        Some(Language::Ko)
     } else if text.chars().any(kana) {
-        Language::Ja
+        Some(Language::Ja)
     } else if text.chars().any(han) {
-        match region {
+        Some(match region {
             Some(Region::JP) => Language::Ja,
             _ => Language::Zh,
-        }
+        })
     } else {
         latin_language(text)
     }
@@ -297,8 +308,9 @@ const LATIN_WORDS: [(Language, &[&str], &[char]); 7] = [
 ];
 
 /// The Latin-script language of `text`: the one whose words and letters score highest,
-/// if it beats English by a margin; English otherwise.
-fn latin_language(text: &str) -> Language {
+/// if it beats English by a margin; `None` when a language we do not answer in scores
+/// higher still; English otherwise.
+fn latin_language(text: &str) -> Option<Language> {
     let lower = text.to_lowercase();
     // Each word looked up once: which of LATIN_WORDS' languages list it (a bit each).
     let mut by_word = [0usize; LATIN_WORDS.len()];
@@ -320,10 +332,15 @@ fn latin_language(text: &str) -> Language {
     let best = (1..LATIN_WORDS.len())
         .map(|i| (score(i), LATIN_WORDS[i].0))
         .max_by_key(|(points, _)| *points);
-    match best {
+    let ours = best.map_or(0, |(points, _)| points).max(english);
+    let unclaimed = super::unclaimed::best_score(&lower);
+    if unclaimed > ours && unclaimed >= 4 {
+        return None;
+    }
+    Some(match best {
         Some((points, lang)) if points > english && points >= 2 => lang,
         _ => Language::En,
-    }
+    })
 }
 
 /// Every word of [`LATIN_WORDS`], with a bit set for each language listing it (bit `i`
@@ -390,6 +407,7 @@ mod tests {
             // English, and the fallback for everything without Han, kana or Hangul.
             ("I was charged twice for my annual plan", jp, En),
             ("Please refund order 65169, thanks", None, En),
+            // A language we do not answer in gets the team's default (here English).
             ("Hej, jag blev debiterad två gånger", None, En),
             ("😡😡 refund now!!", None, En),
             ("🙏", jp, En),
@@ -398,10 +416,47 @@ mod tests {
         ];
         for (text, region, expected) in cases {
             assert_eq!(
-                detect_language(text, *region),
+                detect_language(text, *region, Language::En),
                 *expected,
                 "{text:?} from {region:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_language_we_do_not_answer_in_gets_the_default_never_a_third_one() {
+        let unclaimed = [
+            "Dzień dobry, chciałabym odstąpić od umowy na abonament roczny. Proszę o zwrot pieniędzy.",
+            "Cześć, wczoraj przez przypadek kupiłem dodatek dwa razy, czy możecie zwrócić za drugi?",
+            "Hej, jag vill utnyttja min ångerrätt för årsabonnemanget. Vänligen betala tillbaka.",
+            "Merhaba, 21 Kasım'daki yıllık abonelik ödemem iki kez çekildi. İade eder misiniz?",
+            "Merhaba, yillik uyeligimi iptal edip cayma hakki kapsaminda paramin iadesini istiyorum.",
+            "Dobrý den, byla mi dvakrát stržena platba za předplatné. Prosím o vrácení peněz.",
+        ];
+        for text in unclaimed {
+            assert_eq!(written_in(text, text, None), None, "{text}");
+            for default in [Language::En, Language::De] {
+                assert_eq!(detect_language(text, None, default), default, "{text}");
+            }
+        }
+        // Ours stay ours, whatever the default.
+        for (text, lang) in [
+            (
+                "Ich wurde zweimal belastet, bitte erstatten Sie den Betrag.",
+                Language::De,
+            ),
+            ("Me cobraron dos veces, quiero el reembolso", Language::Es),
+            (
+                "Mi avete addebitato due volte l'ordine, vorrei il rimborso.",
+                Language::It,
+            ),
+            (
+                "Fui cobrado duas vezes pela minha encomenda, quero o reembolso.",
+                Language::Pt,
+            ),
+            ("I was charged twice for my annual plan", Language::En),
+        ] {
+            assert_eq!(detect_language(text, None, Language::Ko), lang, "{text}");
         }
     }
 

@@ -17,12 +17,13 @@ mod refunds;
 mod repeats;
 mod reviews;
 mod status;
+mod unclaimed;
 mod waiting;
 mod withdrawal;
 
 pub use decisions::{customer_status, decision_reply, escalation_reply};
 pub use joined::joined_reply;
-pub use language::{detect_language, detect_language_of, Language, UnknownLanguage};
+pub use language::{detect_language, detect_language_of, written_in, Language, UnknownLanguage};
 pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
 pub use pages::{page_error, page_text, ticket_not_found, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
@@ -101,7 +102,7 @@ mod tests {
     /// The script a text is written in, the way a reader tells the three apart: kana
     /// only in Japanese, Han without kana in Chinese, neither in English.
     fn written_in(text: &str) -> Language {
-        detect_language(text, None)
+        detect_language(text, None, Language::En)
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub struct Queue<'a> {
     pub versions: &'a harness::Versions,
     pub wake: &'a tokio::sync::Notify,
     pub rollout_default: crate::rollout::Mode,
+    /// The language a new ticket written in one we do not answer in is answered in.
+    pub default_language: crate::replies::Language,
 }
 
 /// How long a run waiting on a dependency (the payment provider being down when facts

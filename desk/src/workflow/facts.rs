@@ -54,15 +54,18 @@ fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Resul
 }
 
 /// Gathers the facts for a decision, fresh from the billing source: the ticket's
-/// customer, all their orders, every charge and refund, and the order `order_id` names.
+/// customer, all their orders, every charge and refund, the order `order_id` names, and
+/// the earlier order it repeats when the proposal says one thing was bought twice.
 pub async fn gather_facts(
     billing: &dyn BillingSource,
     ticket: &Ticket,
     request: RequestKind,
-    order_id: Option<&str>,
+    (order_id, repeat_of): (Option<&str>, Option<&str>),
 ) -> DomainResult<Facts> {
     let facts = gather_records(billing, ticket, request).await?;
-    with_order(billing, facts, order_id).await
+    let mut facts = with_order(billing, facts, order_id).await?;
+    facts.repeat_of = repeat_of.map(String::from);
+    Ok(facts)
 }
 
 /// The facts without an order: customer, orders, charges and refunds.
@@ -107,6 +110,7 @@ async fn gather_records(
         request,
         order_id: None,
         order_ownership: Ownership::Owned,
+        repeat_of: None,
         orders: order_facts,
     })
 }
@@ -126,6 +130,25 @@ async fn with_order(
     };
     facts.order_id = order_id.map(String::from);
     Ok(facts)
+}
+
+/// The facts as a proposal weighs them: a repeat purchase is the customer's claim only
+/// when their words made it (named the orders, said they bought it twice). One the
+/// records alone show — no order named (`order_source` not `message`) and the request
+/// kind read from the records (`RequestSource::Records`) — is weighed by RP-001 §1 only
+/// (an accidental repeat purchase is refunded as a duplicate), never as a cancellation of
+/// the later order they did not ask for (RP-002).
+pub fn repeat_as_claimed(
+    mut facts: Facts,
+    proposal: &Proposal,
+    order_source: Option<OrderSource>,
+) -> Facts {
+    let records_only = proposal.request_source == Some(domain::resolve::RequestSource::Records)
+        && order_source != Some(OrderSource::Message);
+    if records_only {
+        facts.repeat_of = None;
+    }
+    facts
 }
 
 /// The facts of a decision with the order resolved, where it came from, and another
@@ -176,10 +199,20 @@ pub async fn gather_facts_resolved(
         form_order: ticket.order_id.as_deref(),
         request,
         orders: &candidates,
+        moment: Some(resolve::Moment {
+            reported_at: facts.reported_at,
+            region: Some(facts.customer.region),
+        }),
     });
     let named_elsewhere = lookup_references(billing, &resolution.unmatched)
         .await?
         .filter(|id| !owned(id));
+    // The earlier order of one thing bought twice goes with the order resolution chose,
+    // and only with it.
+    let repeat_of = match &resolution.order_id {
+        Some(id) if owned(id) => resolution.repeat_of.clone(),
+        _ => None,
+    };
     let (order_id, order_source, others_order) = match resolution.order_id {
         Some(id) if owned(&id) => (Some(id), resolution.source, named_elsewhere),
         _ => match named_elsewhere {
@@ -191,7 +224,8 @@ pub async fn gather_facts_resolved(
             }
         },
     };
-    let facts = with_order(billing, facts, order_id.as_deref()).await?;
+    let mut facts = with_order(billing, facts, order_id.as_deref()).await?;
+    facts.repeat_of = repeat_of;
     Ok(Resolved {
         facts,
         order_source,

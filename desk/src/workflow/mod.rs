@@ -7,10 +7,15 @@
 //! The same `gather_facts` runs again at the payment boundary (docs/spec/invariants.md #3).
 
 mod facts;
-pub use facts::{evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence, Resolved};
+pub use facts::{
+    evidence_hash, gather_facts, gather_facts_resolved, invalid_evidence, repeat_as_claimed,
+    Resolved,
+};
 mod handoff;
 mod join;
+mod readings;
 pub use handoff::{escalate_to_human, hand_to_reviewer, SHADOW_NOTE};
+pub use readings::smallest_reading;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -68,14 +73,15 @@ fn decision_event(decision: &Decision, policy_index: &str) -> Value {
     value
 }
 
-/// The decision for a case as the facts stand now.
+/// The decision for a case as the facts stand now; `target` is the order and the earlier
+/// order it repeats, as the proposal recorded them (`Proposal::target`).
 pub async fn decide_now(
     rules: Rules<'_>,
     ticket: &Ticket,
     request: RequestKind,
-    order_id: Option<&str>,
+    target: (Option<&str>, Option<&str>),
 ) -> DomainResult<(Facts, Decision)> {
-    let facts = gather_facts(rules.billing, ticket, request, order_id).await?;
+    let facts = gather_facts(rules.billing, ticket, request, target).await?;
     let decision = policy_engine::decide(&facts, rules.policies);
     Ok((facts, decision))
 }
@@ -141,8 +147,14 @@ pub async fn decide_case(
         tracing::info!(case_id = %case.id, "shadow mode: agent decision recorded, case handed to a reviewer");
         return Ok(());
     }
-    let instructed = instructed(&d.customer_messages);
-    let (status, note) = case_status_for(decision, invalid, instructed);
+    let to_a_person = if instructed(&d.customer_messages) {
+        Some(INSTRUCTED_NOTE)
+    } else if unreadable(&d.customer_messages, proposal.request) {
+        Some(UNREADABLE_NOTE)
+    } else {
+        None
+    };
+    let (status, note) = case_status_for(decision, invalid, to_a_person);
     let answer = next_answer(&mut tx, ticket, status, decision).await?;
     let (status, note) = match answer {
         Answer::HandOver(_) => (CaseStatus::Escalated, Some(REPEAT_NOTE.to_string())),
@@ -187,7 +199,10 @@ pub async fn decide_case(
         tickets::append_message(&mut tx, &ticket.id, "agent", reply, now).await?;
         // Issue 37: the decision's reply goes out by mail with it; an escalation waits
         // for a supervisor, who hears of it.
-        let kind = crate::mailbox::MailKind::of_decided(status);
+        // The mail as the customer's page shows the case: RP-007, another customer's order
+        // reads exactly like one that does not exist (a question), never as a decision.
+        let shown = crate::replies::customer_status(status, Some(decision.reason_code.as_str()));
+        let kind = crate::mailbox::MailKind::of_decided(shown);
         crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, reply, now).await?;
     }
     if status == CaseStatus::Escalated {
@@ -255,10 +270,15 @@ async fn decide_on_fresh_facts(
         proposal.order_id.as_deref(),
     )
     .await?;
+    let facts = repeat_as_claimed(facts, proposal, order_source);
     let mut proposal = proposal.clone();
     proposal.order_id = facts.order_id.clone();
     proposal.order_source = order_source;
-    let decision = policy_engine::decide(&facts, decider.rules.policies);
+    proposal.repeat_of = facts.repeat_of.clone();
+    let policies = decider.rules.policies;
+    let decide = |f: &Facts| Ok::<_, std::convert::Infallible>(policy_engine::decide(f, policies));
+    let Ok((facts, decision)) = smallest_reading(facts, &proposal.other_readings, decide);
+    proposal.request = facts.request;
     let evidence_hash = evidence_hash(&facts);
     let invalid = invalid_evidence(&proposal, exchanges);
     let policy_index = policy_index_version(decider.index);
@@ -300,6 +320,26 @@ pub const INSTRUCTED_NOTE: &str =
 pub fn instructed(customer_messages: &[String]) -> bool {
     // The tiers the investigator and `resolve` read (split once per conversation).
     domain::resolve::Tiers::of(customer_messages).instructed
+}
+
+/// Why a case that would ask the customer goes to a person instead: the customer writes
+/// in a language we do not answer in and their words name nothing we could read, not even
+/// money (docs/spec/domain.md, "Languages").
+pub const UNREADABLE_NOTE: &str =
+    "the customer writes in a language we do not answer in and their request could not be read";
+
+/// Whether the customer's request could not be read at all: no kind (`Unclear`), in a
+/// language we do not answer in, without a word about money. Asking them in the default
+/// language what they mean would likely not be read either; a person looks.
+pub fn unreadable(customer_messages: &[String], request: RequestKind) -> bool {
+    if request != RequestKind::Unclear {
+        return false;
+    }
+    let words = domain::resolve::Tiers::of(customer_messages)
+        .decisive
+        .join("\n");
+    crate::replies::written_in(&words, &words, None).is_none()
+        && !crate::agent::investigator::speaks_of_money(&words)
 }
 
 /// The case status a decision puts the case in, and the note it keeps: a proposal citing
@@ -356,7 +396,7 @@ async fn next_answer(
 fn case_status_for(
     decision: &Decision,
     invalid: &[String],
-    instructed: bool,
+    to_a_person: Option<&str>,
 ) -> (CaseStatus, Option<String>) {
     if !invalid.is_empty() {
         return (
@@ -364,8 +404,8 @@ fn case_status_for(
             Some("the proposal cites evidence no tool returned".into()),
         );
     }
-    if instructed && decision.outcome == Outcome::RequestInfo {
-        return (CaseStatus::Escalated, Some(INSTRUCTED_NOTE.into()));
+    if let Some(why) = to_a_person.filter(|_| decision.outcome == Outcome::RequestInfo) {
+        return (CaseStatus::Escalated, Some(why.into()));
     }
     match decision.outcome {
         Outcome::Allow => (CaseStatus::AwaitingApproval, None),

@@ -52,6 +52,20 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "연간",
             "1년",
             "연 구독",
+            "jahres-abo",
+            "roczny",
+            "roczna",
+            "roczne",
+            "rocznego",
+            "rocznej",
+            "rocznym",
+            "arsabonnemang",
+            "arsabonnemanget",
+            "arsplan",
+            "arsplanen",
+            "yillik",
+            "rocni",
+            "rocniho",
         ],
     ),
     (
@@ -87,6 +101,17 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "월 구독",
             "월정액",
             "매월",
+            "monats-abo",
+            "miesieczny",
+            "miesieczna",
+            "miesieczne",
+            "miesiecznego",
+            "miesiecznej",
+            "manadsabonnemang",
+            "manadsabonnemanget",
+            "aylik",
+            "mesicni",
+            "mesicniho",
         ],
     ),
     (
@@ -124,9 +149,59 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "부가 서비스",
             "추가 옵션",
             "확장팩",
+            "dodatek",
+            "dodatku",
+            "tillagg",
+            "tillagget",
+            "eklenti",
+            "ek paket",
+            "doplnek",
+            "doplnku",
         ],
     ),
 ];
+
+/// Words that say something was bought by mistake, folded: with two of their orders
+/// named, one thing bought twice (RP-001 §1 and §4.1), whatever else the words say.
+const BY_MISTAKE: &[&str] = &[
+    "by accident",
+    "accidentally",
+    "by mistake",
+    "mistakenly",
+    "versehentlich",
+    "aus versehen",
+    "par erreur",
+    "par accident",
+    "par megarde",
+    "por error",
+    "sin querer",
+    "per errore",
+    "per sbaglio",
+    "per ongeluk",
+    "per vergissing",
+    "por engano",
+    "sem querer",
+    "不小心",
+    "误买",
+    "誤買",
+    "手滑",
+    "点错",
+    "誤って",
+    "間違えて",
+    "실수로",
+    "잘못 눌",
+    "przez przypadek",
+    "przez pomylke",
+    "av misstag",
+    "rakade",
+    "yanlislikla",
+    "omylem",
+];
+
+/// Whether `folded` says something was bought by mistake.
+pub(super) fn says_by_mistake(folded: &str) -> bool {
+    BY_MISTAKE.iter().any(|w| contains_phrase(folded, w))
+}
 
 /// The products the text names (`annual_plan`…); `text` need not be folded.
 pub fn mentioned_products(text: &str) -> Vec<&'static str> {
@@ -264,54 +339,34 @@ pub(super) fn mentioned_currencies(text: &str) -> Vec<&'static str> {
 }
 
 /// Month names, folded, per month: English (and its abbreviations), German, French,
-/// Spanish, Italian, Dutch, Portuguese.
+/// Spanish, Italian, Dutch, Portuguese; then Polish (nominative and genitive, "20
+/// października"), Swedish, Turkish and Czech (nominative and genitive), languages we do
+/// not answer in but whose dates still point at an order.
+#[rustfmt::skip]
 const MONTHS: [&[&str]; 12] = [
-    &[
-        "jan", "january", "januar", "janvier", "janv", "enero", "gennaio", "januari", "janeiro",
-    ],
-    &[
-        "feb",
-        "february",
-        "februar",
-        "fevrier",
-        "fev",
-        "febrero",
-        "febbraio",
-        "februari",
-        "fevereiro",
-    ],
-    &["mar", "march", "marz", "mars", "marzo", "maart", "marco"],
-    &["apr", "april", "avril", "avr", "abril", "aprile"],
-    &["may", "mai", "mayo", "maggio", "mei", "maio"],
-    &["jun", "june", "juni", "juin", "junio", "giugno", "junho"],
-    &[
-        "jul", "july", "juli", "juillet", "juil", "julio", "luglio", "julho",
-    ],
-    &["aug", "august", "aout", "agosto", "augustus"],
-    &[
-        "sep",
-        "sept",
-        "september",
-        "septembre",
-        "septiembre",
-        "setiembre",
-        "settembre",
-        "setembro",
-    ],
-    &[
-        "oct", "october", "oktober", "okt", "octobre", "octubre", "ottobre", "outubro",
-    ],
-    &["nov", "november", "novembre", "noviembre", "novembro"],
-    &[
-        "dec",
-        "december",
-        "dezember",
-        "dez",
-        "decembre",
-        "diciembre",
-        "dicembre",
-        "dezembro",
-    ],
+    &["jan", "january", "januar", "janvier", "janv", "enero", "gennaio", "januari", "janeiro",
+      "styczen", "stycznia", "ocak", "leden", "ledna"],
+    &["feb", "february", "februar", "fevrier", "fev", "febrero", "febbraio", "februari",
+      "fevereiro", "luty", "lutego", "subat", "unor", "unora"],
+    &["mar", "march", "marz", "mars", "marzo", "maart", "marco", "marzec", "marca", "mart",
+      "brezen", "brezna"],
+    &["apr", "april", "avril", "avr", "abril", "aprile", "kwiecien", "kwietnia", "nisan",
+      "duben", "dubna"],
+    &["may", "mai", "mayo", "maggio", "mei", "maio", "maj", "maja", "mayis", "kveten", "kvetna"],
+    &["jun", "june", "juni", "juin", "junio", "giugno", "junho", "czerwiec", "czerwca",
+      "haziran", "cerven", "cervna"],
+    &["jul", "july", "juli", "juillet", "juil", "julio", "luglio", "julho", "lipiec", "lipca",
+      "temmuz", "cervenec", "cervence"],
+    &["aug", "august", "aout", "agosto", "augustus", "sierpien", "sierpnia", "augusti",
+      "agustos", "srpen", "srpna"],
+    &["sep", "sept", "september", "septembre", "septiembre", "setiembre", "settembre",
+      "setembro", "wrzesien", "wrzesnia", "eylul", "zari"],
+    &["oct", "october", "oktober", "okt", "octobre", "octubre", "ottobre", "outubro",
+      "pazdziernik", "pazdziernika", "ekim", "rijen", "rijna"],
+    &["nov", "november", "novembre", "noviembre", "novembro", "listopad", "listopada", "kasim",
+      "listopadu"],
+    &["dec", "december", "dezember", "dez", "decembre", "diciembre", "dicembre", "dezembro",
+      "grudzien", "grudnia", "aralik", "prosinec", "prosince"],
 ];
 
 /// What may stand between a day and its month name ("5. Dezember", "5 de diciembre",
@@ -355,9 +410,31 @@ fn numeric_dates(text: &str, nums: &[(usize, usize, u32)]) -> Vec<(Option<i32>, 
         if year(a) && valid(b, c) && ymd {
             dates.push((Some(a as i32), b as u8, c as u8));
         }
-        // Day first with dots (05.12.2026), as much of Europe writes it.
-        if year(c) && valid(b, a) && sep1 == "." && sep2 == "." {
+        // Day first with dots, slashes or dashes (05.12.2026, 03/10/2026, 03-10-2026), as
+        // much of the world writes it; with slashes also month first, as the US does.
+        let same = sep1 == sep2 && matches!(sep1, "." | "/" | "-");
+        if year(c) && same && valid(b, a) {
             dates.push((Some(c as i32), b as u8, a as u8));
+        }
+        if year(c) && same && sep1 == "/" && a != b && valid(a, b) {
+            dates.push((Some(c as i32), a as u8, b as u8));
+        }
+    }
+    // A day and month alone with a slash ("a compra do dia 10/08"): either order, since
+    // only the records can tell which the customer meant.
+    for (i, w) in nums.windows(2).enumerate() {
+        let [(s1, e1, a), (s2, e2, b)] = [w[0], w[1]];
+        let joined = |from: usize, to: usize| text[from..to].trim() == "/";
+        let part_of_more = (i > 0 && joined(nums[i - 1].1, s1))
+            || nums.get(i + 2).is_some_and(|n| joined(e2, n.0));
+        if text[e1..s2].trim() != "/" || part_of_more || e1 - s1 > 2 || e2 - s2 > 2 {
+            continue;
+        }
+        if valid(b, a) {
+            dates.push((None, b as u8, a as u8));
+        }
+        if a != b && valid(a, b) {
+            dates.push((None, a as u8, b as u8));
         }
     }
     for w in nums.windows(2) {

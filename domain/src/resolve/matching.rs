@@ -3,10 +3,10 @@
 
 use policy_engine::{OrderFacts, RequestKind};
 use rust_decimal::Decimal;
+use time::{Duration, OffsetDateTime};
 
-use super::evidence::{
-    mentioned_amounts, mentioned_currencies, mentioned_dates, mentioned_products,
-};
+use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products};
+use super::when::{mentioned_days, Moment};
 
 /// A charge as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +27,8 @@ pub struct OrderCandidate {
     pub amount: Decimal,
     /// ISO 4217, upper case.
     pub currency: String,
-    /// `(year, month, day)` the order was placed.
-    pub date: (i32, u8, u8),
+    /// When the order was placed (the day it was on is the customer's, `when`).
+    pub placed_at: OffsetDateTime,
     /// The order's charges; `None` when not read yet.
     pub charges: Option<Vec<ChargeSummary>>,
 }
@@ -36,13 +36,12 @@ pub struct OrderCandidate {
 impl OrderCandidate {
     /// From the policy engine's facts (every charge is known there).
     pub fn from_facts(order: &OrderFacts) -> Self {
-        let d = order.created_at.date();
         OrderCandidate {
             id: order.id.clone(),
             product: order.product.as_str().to_string(),
             amount: order.amount.amount(),
             currency: order.amount.currency().code().to_string(),
-            date: (d.year(), u8::from(d.month()), d.day()),
+            placed_at: order.created_at,
             charges: Some(
                 order
                     .charges
@@ -72,15 +71,17 @@ fn narrow(
 }
 
 /// Narrows candidates by what the customer wrote besides ids: products, currencies,
-/// amounts, dates. Each kind of evidence narrows only when some candidate fits it.
+/// amounts, days (dates always; weekdays and "yesterday" when the ticket's moment is
+/// known). Each kind of evidence narrows only when some candidate fits it.
 pub(super) fn by_secondary_evidence<'a>(
     text: &str,
     candidates: Vec<&'a OrderCandidate>,
+    moment: Option<&Moment>,
 ) -> Vec<&'a OrderCandidate> {
     let products = mentioned_products(text);
     let currencies = mentioned_currencies(text);
     let amounts = mentioned_amounts(text);
-    let dates = mentioned_dates(text);
+    let days = mentioned_days(text);
     let mut c = candidates;
     if !products.is_empty() {
         c = narrow(c, |o| products.contains(&o.product.as_str()));
@@ -91,11 +92,22 @@ pub(super) fn by_secondary_evidence<'a>(
     if !amounts.is_empty() {
         c = narrow(c, |o| amounts.contains(&o.amount.normalize()));
     }
-    if !dates.is_empty() {
+    let utc = Moment {
+        reported_at: OffsetDateTime::UNIX_EPOCH,
+        region: None,
+    };
+    let days: Vec<_> = match moment {
+        Some(_) => days,
+        // Without the ticket's moment only calendar dates can be placed (in UTC).
+        None => days
+            .into_iter()
+            .filter(|d| matches!(d, super::when::Day::Date { .. }))
+            .collect(),
+    };
+    if !days.is_empty() {
+        let moment = moment.unwrap_or(&utc);
         c = narrow(c, |o| {
-            dates.iter().any(|(y, m, d)| {
-                y.is_none_or(|y| y == o.date.0) && *m == o.date.1 && *d == o.date.2
-            })
+            days.iter().any(|d| moment.placed_on(o.placed_at, *d))
         });
     }
     c
@@ -119,10 +131,29 @@ pub fn shows_problem(request: RequestKind, order: &OrderCandidate) -> bool {
     }
 }
 
-/// "I bought it twice": the later of two identical paid orders, when exactly one is.
-/// Whether that is an accidental repeat purchase (RP-001 v2 §1) or two purchases
-/// (v1 §4.1) is the engine's call, on the version in force.
-pub fn repeat_purchase<'a>(candidates: &[&'a OrderCandidate]) -> Option<&'a OrderCandidate> {
+/// How far apart two identical orders can be for a customer to have bought one thing
+/// twice ("I bought it again on my laptop", "half an hour later"): within a day. A plan
+/// renewed a month or a year later is another purchase, never a repeat.
+pub const REPEAT_WITHIN: Duration = Duration::hours(24);
+
+/// Whether `later` repeats `earlier`: the same product, amount and currency, placed
+/// after it and less than [`REPEAT_WITHIN`] later.
+pub fn repeats(later: &OrderCandidate, earlier: &OrderCandidate) -> bool {
+    let gap = later.placed_at - earlier.placed_at;
+    later.product == earlier.product
+        && later.amount == earlier.amount
+        && later.currency == earlier.currency
+        && (later.placed_at, &later.id) > (earlier.placed_at, &earlier.id)
+        && gap < REPEAT_WITHIN
+}
+
+/// "I bought it twice": the later of two identical paid orders placed within a day of
+/// each other, with the order it repeats, when exactly one order is such a repeat.
+/// Whether that is an accidental repeat purchase (RP-001 v2 §1) or a purchase that may
+/// still be cancelled (RP-001 §4.1, RP-002) is the engine's call, on the version in force.
+pub fn repeat_purchase<'a>(
+    candidates: &[&'a OrderCandidate],
+) -> Option<(&'a OrderCandidate, &'a OrderCandidate)> {
     let paid: Vec<&OrderCandidate> = candidates
         .iter()
         .copied()
@@ -134,18 +165,48 @@ pub fn repeat_purchase<'a>(candidates: &[&'a OrderCandidate]) -> Option<&'a Orde
                 .any(|c| c.took_money)
         })
         .collect();
-    let repeats: Vec<&OrderCandidate> = paid
+    let repeated: Vec<(&OrderCandidate, &OrderCandidate)> = paid
         .iter()
-        .enumerate()
-        .filter(|(i, o)| {
-            paid[..*i]
+        .filter_map(|later| {
+            // The nearest earlier order it repeats.
+            let earlier = paid
                 .iter()
-                .any(|e| e.product == o.product && e.amount == o.amount && e.currency == o.currency)
+                .filter(|e| repeats(later, e))
+                .max_by_key(|e| (e.placed_at, &e.id))?;
+            Some((*later, *earlier))
         })
-        .map(|(_, o)| *o)
         .collect();
-    match repeats.as_slice() {
-        [only] => Some(only),
+    match repeated.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
+/// "Charged twice" where no order shows a duplicate and nothing identical was bought
+/// twice: the one pair of paid orders placed within [`REPEAT_WITHIN`] of each other, later
+/// first, when exactly one such pair exists. The engine then says whether they are one
+/// thing bought twice or two purchases (RP-001 §4.1).
+pub fn near_pair<'a>(
+    candidates: &[&'a OrderCandidate],
+) -> Option<(&'a OrderCandidate, &'a OrderCandidate)> {
+    let mut paid: Vec<&OrderCandidate> = candidates
+        .iter()
+        .copied()
+        .filter(|o| {
+            o.charges
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.took_money)
+        })
+        .collect();
+    paid.sort_by(|a, b| (a.placed_at, &a.id).cmp(&(b.placed_at, &b.id)));
+    let mut pairs = paid
+        .windows(2)
+        .filter(|w| w[1].placed_at - w[0].placed_at < REPEAT_WITHIN)
+        .map(|w| (w[1], w[0]));
+    match (pairs.next(), pairs.next()) {
+        (Some(pair), None) => Some(pair),
         _ => None,
     }
 }

@@ -36,6 +36,7 @@ mod ids;
 mod matching;
 mod normalise;
 mod references;
+mod when;
 
 use policy_engine::RequestKind;
 use serde::{Deserialize, Serialize};
@@ -43,12 +44,16 @@ use serde::{Deserialize, Serialize};
 use crate::structure::{self, Place};
 
 pub use evidence::{mentioned_amounts, mentioned_products};
-pub use matching::{repeat_purchase, shows_problem, ChargeSummary, OrderCandidate};
+pub use matching::{
+    near_pair, repeat_purchase, repeats, shows_problem, ChargeSummary, OrderCandidate,
+    REPEAT_WITHIN,
+};
 pub use normalise::{contains_phrase, fold};
 pub use references::{
     lookup_spellings, mentioned_ids, mentioned_ids_counted, named_ids, unmatched_references,
     Reference, MAX_REFERENCES,
 };
+pub use when::{mentioned_days, Day, Moment};
 
 use matching::by_secondary_evidence;
 
@@ -113,6 +118,9 @@ pub struct ResolveInput<'a> {
     pub form_order: Option<&'a str>,
     pub request: RequestKind,
     pub orders: &'a [OrderCandidate],
+    /// When the ticket was opened and the customer's region: the frame the days they
+    /// name are counted in (`when`). Without it only written dates with a year narrow.
+    pub moment: Option<Moment>,
 }
 
 /// The outcome of resolution.
@@ -127,6 +135,11 @@ pub struct Resolution {
     pub needs_charges: Vec<String>,
     /// What the customer must tell us when no order could be chosen.
     pub missing: Option<&'static str>,
+    /// The earlier order the chosen one repeats, when the customer bought one thing
+    /// twice (`repeat_purchase`) or named two orders in a duplicate complaint: the
+    /// engine decides whether that is an accidental repeat purchase, a cancellation of
+    /// the later order, or two purchases (RP-001 §1 and §4.1, RP-002).
+    pub repeat_of: Option<String>,
 }
 
 /// What the customer's messages say, by weight: the new words, then what they forwarded
@@ -201,9 +214,13 @@ impl Tiers {
 pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     let ids: Vec<&str> = input.orders.iter().map(|o| o.id.as_str()).collect();
     if let Some(form) = input.form_order.filter(|f| ids.contains(f)) {
+        let duplicate = input.request == RequestKind::DuplicateCharge;
         return Resolution {
             order_id: Some(form.to_string()),
             source: Some(OrderSource::Form),
+            repeat_of: duplicate
+                .then(|| repeated_earlier(input.orders, Some(form)))
+                .flatten(),
             ..Resolution::default()
         };
     }
@@ -221,8 +238,17 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
             .iter()
             .filter(|o| mentioned.contains(&o.id))
             .collect();
-        let narrowed = narrow_by_evidence(evidence, named);
-        let mut r = settle(input.request, narrowed, OrderSource::Message);
+        // Two of their orders named with "by mistake" are one thing bought twice, read as
+        // a duplicate complaint whatever kind the words name.
+        let request = match reading.by_mistake && named.len() >= 2 {
+            true => RequestKind::DuplicateCharge,
+            false => input.request,
+        };
+        let narrowed = narrow_by_evidence(evidence, named, input.moment.as_ref());
+        let mut r = settle(request, narrowed, OrderSource::Message, true);
+        if r.repeat_of.is_none() && request == RequestKind::DuplicateCharge {
+            r.repeat_of = repeated_earlier(input.orders, r.order_id.as_deref());
+        }
         r.unmatched = unmatched;
         return r;
     }
@@ -232,18 +258,22 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     // "someone else's order" (RP-007), and what the customer is told must not depend on
     // which (whether an id exists is not disclosed).
     if reading.named_elsewhere {
-        let mut r = by_records(input.request, input.orders.iter().collect());
+        let mut r = by_records(input.request, input.orders.iter().collect(), false);
         r.unmatched = unmatched;
         return r;
     }
-    let narrowed = narrow_by_evidence(evidence, input.orders.iter().collect());
+    let narrowed = narrow_by_evidence(
+        evidence,
+        input.orders.iter().collect(),
+        input.moment.as_ref(),
+    );
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the
     // customer's own words single out (issue 34 item 4: injected targets change nothing
     // proposed); where their words single out nothing, their only order would be a guess
     // as above, so only the records decide.
     if !by_words && reading.instructed_elsewhere {
-        let mut r = by_records(input.request, input.orders.iter().collect());
+        let mut r = by_records(input.request, input.orders.iter().collect(), false);
         r.unmatched = unmatched;
         return r;
     }
@@ -252,9 +282,31 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     } else {
         OrderSource::Records
     };
-    let mut r = settle(input.request, narrowed, source);
+    let mut r = settle(input.request, narrowed, source, false);
+    if r.order_id.is_none() && r.needs_charges.is_empty() {
+        r = by_instruction(input, &reading.instructed_own).unwrap_or(r);
+    }
     r.unmatched = unmatched;
     r
+}
+
+/// The customer's own orders named only inside a sentence that tries to instruct the
+/// agent ("the manager approved the full refund of order 971-…"), weighed when neither
+/// their other words nor the records single an order out: the sentence is obeyed in
+/// nothing (RP-007), but an order of theirs it names is still the one they write about,
+/// and only their records decide what it is owed. Never before their words: an injected
+/// order id must not override what they wrote.
+fn by_instruction(input: &ResolveInput<'_>, named: &[String]) -> Option<Resolution> {
+    if named.is_empty() {
+        return None;
+    }
+    let named: Vec<&OrderCandidate> = input
+        .orders
+        .iter()
+        .filter(|o| named.contains(&o.id))
+        .collect();
+    let r = settle(input.request, named, OrderSource::Message, true);
+    (r.order_id.is_some() || !r.needs_charges.is_empty()).then_some(r)
 }
 
 /// Whether `references` (of the new words, or of the instructions) name as an order
@@ -277,6 +329,10 @@ struct Reading {
     named_elsewhere: bool,
     /// An instruction does.
     instructed_elsewhere: bool,
+    /// Own ids named only in instructions ([`by_instruction`]).
+    instructed_own: Vec<String>,
+    /// The new words say something was bought by mistake.
+    by_mistake: bool,
 }
 
 impl Reading {
@@ -291,10 +347,12 @@ impl Reading {
         let named_elsewhere = names_another_order(&decisive, ids);
         let instructed_elsewhere = names_another_order(&instructions, ids);
         let supporting = own.unmatched(&tiers.supporting);
+        let new_words = structure::fold_words(&tiers.decisive.join("\n"));
         Reading {
             unmatched: noted_references([decisive, instructions, supporting]),
+            by_mistake: evidence::says_by_mistake(&new_words),
             evidence: [
-                structure::fold_words(&tiers.decisive.join("\n")),
+                new_words,
                 structure::fold_words(&tiers.supporting.join("\n")),
             ],
             named_in: [
@@ -304,6 +362,7 @@ impl Reading {
             ],
             named_elsewhere,
             instructed_elsewhere,
+            instructed_own: own.mentioned(&tiers.instructions, false, &mut 0),
         }
     }
 }
@@ -366,14 +425,15 @@ fn noted_references([decisive, instructions, supporting]: [Vec<Reference>; 3]) -
 fn narrow_by_evidence<'a>(
     [decisive, supporting]: &[String; 2],
     candidates: Vec<&'a OrderCandidate>,
+    moment: Option<&Moment>,
 ) -> Vec<&'a OrderCandidate> {
     let narrowed = if candidates.len() > 1 {
-        by_secondary_evidence(decisive, candidates)
+        by_secondary_evidence(decisive, candidates, moment)
     } else {
         candidates
     };
     if narrowed.len() > 1 {
-        by_secondary_evidence(supporting, narrowed)
+        by_secondary_evidence(supporting, narrowed, moment)
     } else {
         narrowed
     }
@@ -381,11 +441,13 @@ fn narrow_by_evidence<'a>(
 
 /// The last steps: one candidate left, else the records (the one order showing the
 /// problem, the repeat purchase), else nothing and what is missing (RP-002 §4: several
-/// orders that could fit are asked about).
+/// orders that could fit are asked about). `named` says the candidates are the orders
+/// whose ids the customer wrote.
 fn settle(
     request: RequestKind,
     candidates: Vec<&OrderCandidate>,
     source: OrderSource,
+    named: bool,
 ) -> Resolution {
     if let [only] = candidates.as_slice() {
         return Resolution {
@@ -394,12 +456,16 @@ fn settle(
             ..Resolution::default()
         };
     }
-    by_records(request, candidates)
+    by_records(request, candidates, named)
 }
 
-/// The one order whose charges show the problem described, or the repeat purchase;
-/// else nothing and what is missing.
-fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>) -> Resolution {
+/// The one order whose charges show the problem described, or the later order of one
+/// thing bought twice (with the order it repeats, for the engine: RP-001 §1 and §4.1);
+/// else nothing and what is missing. Two orders the customer named are such a pair
+/// whatever the words call it ("cancel the second one", or a "blocked" page read as a
+/// hold), and two they named in a duplicate complaint are weighed as one (the engine
+/// says whether they are one purchase bought twice or two purchases).
+fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>, named: bool) -> Resolution {
     let unresolved = Resolution {
         missing: Some(if candidates.is_empty() {
             "an order: the customer has none on record"
@@ -408,8 +474,8 @@ fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>) -> Resolut
         }),
         ..Resolution::default()
     };
-    if candidates.is_empty() || matches!(request, RequestKind::Cancellation | RequestKind::Unclear)
-    {
+    let pairs_only = matches!(request, RequestKind::Cancellation | RequestKind::Unclear);
+    if candidates.is_empty() || (pairs_only && !named) {
         return unresolved;
     }
     let unread: Vec<String> = candidates
@@ -423,24 +489,74 @@ fn by_records(request: RequestKind, candidates: Vec<&OrderCandidate>) -> Resolut
             ..Resolution::default()
         };
     }
+    let source = if named {
+        OrderSource::Message
+    } else {
+        OrderSource::Records
+    };
+    let repeat = |(later, earlier): (&OrderCandidate, &OrderCandidate)| Resolution {
+        order_id: Some(later.id.clone()),
+        source: Some(source),
+        repeat_of: Some(earlier.id.clone()),
+        ..Resolution::default()
+    };
+    if pairs_only {
+        return repeat_purchase(&candidates).map_or(unresolved, repeat);
+    }
     let showing: Vec<&OrderCandidate> = candidates
         .iter()
         .copied()
         .filter(|o| shows_problem(request, o))
         .collect();
-    let pick = match showing.as_slice() {
-        [only] => Some(*only),
-        [] if request == RequestKind::DuplicateCharge => repeat_purchase(&candidates),
-        _ => None,
-    };
-    match pick {
-        Some(o) => Resolution {
-            order_id: Some(o.id.clone()),
+    match showing.as_slice() {
+        [only] => Resolution {
+            order_id: Some(only.id.clone()),
             source: Some(OrderSource::Records),
             ..Resolution::default()
         },
-        None => unresolved,
+        [] => {
+            let duplicate = request == RequestKind::DuplicateCharge;
+            let pair = repeat_purchase(&candidates).filter(|_| named || duplicate);
+            let other = match named {
+                true => named_pair(&candidates),
+                false => near_pair(&candidates),
+            };
+            pair.or_else(|| other.filter(|_| duplicate))
+                .map_or(unresolved, repeat)
+        }
+        _ => unresolved,
     }
+}
+
+/// "Order B is a duplicate of my first order": the earlier order the one named repeats
+/// (the same purchase, paid, within [`REPEAT_WITHIN`]) when its own charges show no
+/// duplicate. Both orders' charges must have been read.
+fn repeated_earlier(orders: &[OrderCandidate], named: Option<&str>) -> Option<String> {
+    let order = orders.iter().find(|o| Some(o.id.as_str()) == named)?;
+    if order.charges.is_none() || shows_problem(RequestKind::DuplicateCharge, order) {
+        return None;
+    }
+    let paid = |o: &OrderCandidate| {
+        o.charges
+            .as_deref()
+            .is_some_and(|c| c.iter().any(|c| c.took_money))
+    };
+    orders
+        .iter()
+        .filter(|e| paid(e) && repeats(order, e))
+        .max_by_key(|e| (e.placed_at, &e.id))
+        .map(|e| e.id.clone())
+}
+
+/// Two orders the customer named in a duplicate complaint, later first.
+fn named_pair<'a>(
+    candidates: &[&'a OrderCandidate],
+) -> Option<(&'a OrderCandidate, &'a OrderCandidate)> {
+    let [a, b] = candidates else {
+        return None;
+    };
+    let later_first = (a.placed_at, &a.id) > (b.placed_at, &b.id);
+    Some(if later_first { (*a, *b) } else { (*b, *a) })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ fn order(id: &str, product: &str, amount: &str) -> OrderCandidate {
         product: product.to_string(),
         amount: amount.parse().unwrap(),
         currency: "USD".to_string(),
-        date: (2026, 12, 1),
+        placed_at: time::macros::datetime!(2026-12-01 12:00 UTC),
         charges: None,
     }
 }
@@ -21,6 +21,7 @@ fn resolve_text(orders: &[OrderCandidate], messages: &[&str]) -> Resolution {
         form_order: None,
         request: RequestKind::Cancellation,
         orders,
+        moment: None,
     })
 }
 
@@ -64,6 +65,7 @@ fn the_form_order_wins_over_what_the_text_says() {
         form_order: Some("O-1"),
         request: RequestKind::DuplicateCharge,
         orders: &orders,
+        moment: None,
     });
     assert_eq!(
         (r.order_id.as_deref(), r.source),
@@ -109,6 +111,7 @@ fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide
         form_order: None,
         request: RequestKind::DuplicateCharge,
         orders: std::slice::from_ref(&duplicated),
+        moment: None,
     });
     assert_eq!(
         (r.order_id.as_deref(), r.source),
@@ -148,9 +151,82 @@ fn several_named_orders_that_nothing_tells_apart_are_asked_about_never_guessed()
     ];
     let r = resolve_text(&orders, &["cancel O-1 or O-2, whichever is newer"]);
     assert_eq!(r.order_id, None);
+    // Two named orders are read first for one thing bought twice…
+    assert_eq!(r.needs_charges, ["O-1", "O-2"]);
+    // …and two purchases a month apart are asked about.
+    let paid = Some(vec![ChargeSummary {
+        amount: "99".parse().unwrap(),
+        took_money: true,
+        hold: false,
+    }]);
+    let mut apart = orders.clone();
+    apart[0].placed_at -= time::Duration::days(30);
+    apart[0].charges = paid.clone();
+    apart[1].charges = paid;
+    let r = resolve_text(&apart, &["cancel O-1 or O-2, whichever is newer"]);
+    assert_eq!((r.order_id, r.repeat_of), (None, None));
     assert!(r.missing.is_some());
     let r = resolve_text(&orders, &["refund pls"]);
     assert_eq!(r.order_id, None, "{r:?}");
+}
+
+#[test]
+fn one_thing_bought_twice_is_the_later_order_with_the_one_it_repeats() {
+    let paid = |amount: &str| {
+        Some(vec![ChargeSummary {
+            amount: amount.parse().unwrap(),
+            took_money: true,
+            hold: false,
+        }])
+    };
+    let mut first = order("R-1", "annual_plan", "109");
+    let mut second = order("R-2", "annual_plan", "109");
+    let mut monthly = order("R-3", "monthly_plan", "11");
+    second.placed_at = first.placed_at + time::Duration::minutes(40);
+    monthly.placed_at = first.placed_at - time::Duration::days(40);
+    for o in [&mut first, &mut second] {
+        o.charges = paid("109");
+    }
+    monthly.charges = paid("11");
+    let orders = [monthly.clone(), first.clone(), second.clone()];
+    // Named, whatever the words call it; and from the records alone for a duplicate.
+    for (text, request) in [
+        (
+            "I bought it twice: R-1 and R-2, refund the second",
+            RequestKind::DuplicateCharge,
+        ),
+        (
+            "R-1 and R-2: please cancel the second one",
+            RequestKind::Cancellation,
+        ),
+        (
+            "I accidentally bought the same plan twice",
+            RequestKind::DuplicateCharge,
+        ),
+    ] {
+        let messages = vec![text.to_string()];
+        let r = resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request,
+            orders: &orders,
+            moment: None,
+        });
+        assert_eq!(r.order_id.as_deref(), Some("R-2"), "{text}");
+        assert_eq!(r.repeat_of.as_deref(), Some("R-1"), "{text}");
+    }
+    // A plan renewed a month later is another purchase, never a repeat.
+    let mut renewal = second.clone();
+    renewal.placed_at = first.placed_at + time::Duration::days(30);
+    let messages = vec!["I was charged twice".to_string()];
+    let r = resolve(&ResolveInput {
+        messages: &messages,
+        form_order: None,
+        request: RequestKind::DuplicateCharge,
+        orders: &[first, renewal],
+        moment: None,
+    });
+    assert_eq!((r.order_id, r.repeat_of), (None, None));
 }
 
 #[test]
@@ -214,8 +290,8 @@ fn the_forms_of_the_issue_resolve_to_the_order() {
 fn products_amounts_and_dates_choose_among_orders() {
     let mut a = order("A-100", "annual_plan", "99.00");
     let mut b = order("A-200", "monthly_plan", "12.00");
-    b.date = (2026, 11, 5);
-    a.date = (2026, 10, 1);
+    b.placed_at = time::macros::datetime!(2026-11-05 12:00 UTC);
+    a.placed_at = time::macros::datetime!(2026-10-01 12:00 UTC);
     let orders = [a, b];
     assert_eq!(
         resolve_text(&orders, &["my yearly plan"])
@@ -258,6 +334,7 @@ fn the_records_settle_a_charge_complaint_or_ask_for_the_charges_first() {
             form_order: None,
             request: RequestKind::DuplicateCharge,
             orders,
+            moment: None,
         })
     };
     assert_eq!(input(&[a.clone(), b.clone()]).needs_charges, ["K1", "K2"]);

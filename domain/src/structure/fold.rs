@@ -4,7 +4,7 @@
 use unicode_normalization::UnicodeNormalization;
 
 /// The form words are compared in, in every language: NFKC (full width to ASCII),
-/// lower case, Latin accents dropped (`rétractation` reads as `retractation`, as
+/// lower case, Latin accents dropped (`rétractation` reads as `retractation`, `zł` as `zl`, as
 /// customers type it without them), dashes folded to `-`, curly quotes to `'`. Kana
 /// voicing marks and Hangul syllables are kept whole.
 pub fn fold_words(text: &str) -> String {
@@ -26,6 +26,11 @@ pub fn fold_words(text: &str) -> String {
             // The katakana prolonged sound mark is a dash only inside an id (`670ー394`).
             '\u{30fc}' if previous.is_ascii_alphanumeric() => '-',
             '\u{2018}' | '\u{2019}' | '\u{00b4}' => '\'',
+            // Letters Unicode does not decompose into a base and an accent: Polish `ł`,
+            // Turkish dotless `ı`, Danish and Norwegian `ø` are typed without it too.
+            'ł' => 'l',
+            'ı' => 'i',
+            'ø' => 'o',
             _ => c,
         };
         out.push(folded);

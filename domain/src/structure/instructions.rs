@@ -89,6 +89,23 @@ fn carries_on(sentence: &str) -> bool {
 
 /// Phrases of an instruction, folded (lower case, no accents), per language.
 const MARKERS: &[&str] = &[
+    // Text the sender hid from the reader (`html::HIDDEN_MARK`).
+    "【hidden】",
+    // Addressed to the agent, in any language: "[SYSTEM]", "assistant:", "AI assistant".
+    "[system]",
+    "<system>",
+    "assistant:",
+    "ai assistant",
+    "ai-assistent",
+    "ki-assistent",
+    "assistant ia",
+    "assistente ia",
+    "assistente de ia",
+    "asistente de ia",
+    "ai助手",
+    "ai 助手",
+    "aiアシスタント",
+    "ai 어시스턴트",
     // English
     "system note",
     "system message",
@@ -118,6 +135,19 @@ const MARKERS: &[&str] = &[
     "no review needed",
     "without review",
     "override:",
+    "note for the assistant",
+    "note for the ai",
+    "instructions for the assistant",
+    "internal instruction",
+    "do not escalate",
+    "do not ask questions",
+    "do not mention this",
+    "approved by finance",
+    "approved by a supervisor",
+    "supervisor has already approved",
+    "manager already approved",
+    "already authorized",
+    "verbal approval",
     // Chinese
     "系统指令",
     "系统通知",
@@ -134,6 +164,11 @@ const MARKERS: &[&str] = &[
     "不需要审核",
     "无需审核",
     "管理员模式",
+    "助手的说明",
+    "内部指令",
+    "主管批准",
+    "已由主管",
+    "不要转人工",
     // Japanese
     "システム通知",
     "システムメッセージ",
@@ -148,6 +183,8 @@ const MARKERS: &[&str] = &[
     "審査不要",
     "管理者モード",
     "あなたは今",
+    "上長承認",
+    "確認不要",
     // German
     "systemhinweis",
     "systemnachricht",
@@ -162,6 +199,11 @@ const MARKERS: &[&str] = &[
     "ohne prufung",
     "admin-modus",
     "adminmodus",
+    "hinweis fur den assistenten",
+    "interne anweisung",
+    "schon freigegeben",
+    "bereits freigegeben",
+    "nicht erwahnen",
     // French
     "message systeme",
     "note systeme",
@@ -175,6 +217,10 @@ const MARKERS: &[&str] = &[
     "a approuve ce",
     "sans verification",
     "mode administrateur",
+    "note pour l'assistant",
+    "consigne interne",
+    "instruction interne",
+    "ne pas mentionner",
     // Spanish
     "mensaje del sistema",
     "nota del sistema",
@@ -188,6 +234,10 @@ const MARKERS: &[&str] = &[
     "ya ha aprobado",
     "sin revision",
     "modo administrador",
+    "nota para el asistente",
+    "instruccion interna",
+    "aprobacion verbal",
+    "no hace falta revisar",
     // Italian
     "messaggio di sistema",
     "nota di sistema",
@@ -199,6 +249,9 @@ const MARKERS: &[&str] = &[
     "ha gia approvato",
     "senza revisione",
     "modalita amministratore",
+    "nota per l'assistente",
+    "istruzione interna",
+    "non menzionare",
     // Dutch
     "systeembericht",
     "systeemmelding",
@@ -209,6 +262,8 @@ const MARKERS: &[&str] = &[
     "reeds goedgekeurd",
     "zonder controle",
     "beheerdersmodus",
+    "notitie voor de assistent",
+    "interne instructie",
     // Portuguese
     "mensagem do sistema",
     "nota do sistema",
@@ -219,7 +274,9 @@ const MARKERS: &[&str] = &[
     "ja aprovado",
     "ja aprovou",
     "sem revisao",
-    "modo administrador",
+    "nota para o assistente",
+    "instrucao interna",
+    "nao precisa checar",
     // Korean
     "시스템 알림",
     "시스템 메시지",
@@ -230,6 +287,7 @@ const MARKERS: &[&str] = &[
     "승인되었습니다",
     "검토 없이",
     "관리자 모드",
+    "내부 지시",
 ];
 
 /// Whether a sentence is an instruction.

@@ -31,6 +31,9 @@ pub(super) struct Draft {
     /// What the customer asks, and about which order, as the scenario means it.
     pub(super) request: RequestKind,
     pub(super) order_id: Option<String>,
+    /// The earlier order `order_id` repeats, when the customer says they bought it
+    /// twice: the engine weighs RP-001 §1, then §4.1 and RP-002 (`Facts::repeat_of`).
+    pub(super) repeat_of: Option<String>,
     /// Unique number prefix for this ticket's record ids.
     pub(super) serial: u64,
     /// The scenario the world was built for (the varied style rewrites its text).
@@ -70,6 +73,7 @@ impl Draft {
             messages: Vec::new(),
             request: RequestKind::Unclear,
             order_id: None,
+            repeat_of: None,
             serial,
             next_record: 0,
             scenario: Scenario::Duplicate,
@@ -257,6 +261,7 @@ impl Draft {
                 self.charge(&second, price, at + gap + Duration::seconds(1));
                 self.request = RequestKind::DuplicateCharge;
                 self.order_id = Some(second.clone());
+                self.repeat_of = Some(first.clone());
                 self.say(
                     zh,
                     format!("我不小心买了两次，订单{second}是重复的，请退款。"),
@@ -457,7 +462,7 @@ impl Draft {
             &billing,
             &live,
             self.request,
-            self.order_id.as_deref(),
+            (self.order_id.as_deref(), self.repeat_of.as_deref()),
         ))
         .expect("a generated world is consistent, so its facts can be gathered");
         let decision = policy_engine::decide(&facts, policies);

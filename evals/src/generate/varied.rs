@@ -243,6 +243,7 @@ fn vary(
     let renamed = rename_orders(draft, rng, scheme);
     let target = target.map(|id| renamed.get(&id).cloned().unwrap_or(id));
     draft.order_id = target.clone();
+    draft.repeat_of = (draft.repeat_of.take()).map(|id| renamed.get(&id).cloned().unwrap_or(id));
     draft.form_order_id = (ident == Ident::Form).then(|| target.clone()).flatten();
 
     let language = pick_language(rng, draft, !external.is_empty());
@@ -334,12 +335,18 @@ fn vary(
             *m = full_width(m);
         }
     }
-    if ident == Ident::Nothing {
+    // Naming nothing leaves the order to the records; "I bought it again" names the later
+    // of the two identical orders all the same (docs/spec/domain.md, "One thing bought
+    // twice"), so that ticket keeps its order and the one it repeats.
+    if ident == Ident::Nothing && !matches!(scenario, Scenario::RepeatPurchase) {
         draft.order_id = None;
     }
     // Half the tickets carry the order in the ticket form; an email never does.
     let field = ident == Ident::Form
-        || (draft.order_id.is_some() && !matches!(scenario, Scenario::Ownership) && rng.chance(45));
+        || (ident != Ident::Nothing
+            && draft.order_id.is_some()
+            && !matches!(scenario, Scenario::Ownership)
+            && rng.chance(45));
     draft.form_order_id = field.then(|| draft.order_id.clone()).flatten();
     let last_words = messages.pop().unwrap_or_default();
     let letter = letter(rng, &subject(draft, bank, &mails[language]), last_words);

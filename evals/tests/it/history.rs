@@ -27,40 +27,9 @@ use desk::replay::{
     ReplayResult,
 };
 use policy_engine::{PolicySet, ReasonCode};
-use rag_index::PolicyIndex;
 use serde_json::json;
 
-struct Env {
-    policies: PolicySet,
-    index: Arc<PolicyIndex>,
-    _dir: tempfile::TempDir,
-}
-
-fn env() -> Env {
-    let fixtures = desk::config::default_fixtures_dir();
-    let policies = desk::policies::load_policy_set(&fixtures.join("policies"))
-        .expect("fixtures/policies loads");
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let index = desk::policies::open_index(&dir.path().join("index"), &policies)
-        .expect("the policy index builds");
-    Env {
-        policies,
-        index: Arc::new(index),
-        _dir: dir,
-    }
-}
-
-fn history() -> Vec<HistoricalTicket> {
-    let path = desk::config::default_fixtures_dir().join("history/tickets.jsonl");
-    let text = std::fs::read_to_string(&path).expect("fixtures/history/tickets.jsonl exists");
-    let (tickets, errors) = parse_history(&text);
-    assert!(
-        errors.is_empty(),
-        "bad lines in {}: {errors:?}",
-        path.display()
-    );
-    tickets
-}
+use super::common::{env, history, shadow_report, varied_dev, Env, VARIED_DEV, VARIED_SEED};
 
 async fn replay(env: &Env, model: &dyn Model, ticket: &HistoricalTicket) -> ReplayResult {
     replay_ticket(model, &env.policies, &env.index, ticket)
@@ -148,7 +117,8 @@ fn the_history_covers_every_reason_code_both_policy_versions_both_languages_and_
     let chinese = tickets
         .iter()
         .filter(|t| {
-            desk::replies::detect_language(&t.messages[0].text, None) == desk::replies::Language::Zh
+            desk::replies::detect_language(&t.messages[0].text, None, desk::replies::Language::En)
+                == desk::replies::Language::Zh
         })
         .count();
     assert!(
@@ -505,31 +475,6 @@ async fn replay_is_deterministic() {
 // ---------------------------------------------------------------------------------------
 // The varied dev set (issue 15): tickets written apart from the investigator.
 // ---------------------------------------------------------------------------------------
-
-/// The committed dev set: `generate-history --style varied --seed 2026 --count 1800`.
-const VARIED_DEV: &str = "../evals/history/varied-dev.jsonl";
-const VARIED_SEED: u64 = 2026;
-
-fn varied_dev() -> Vec<HistoricalTicket> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(VARIED_DEV);
-    let text = std::fs::read_to_string(&path).expect("the varied dev set is committed");
-    let (tickets, errors) = parse_history(&text);
-    assert!(errors.is_empty(), "bad lines: {errors:?}");
-    tickets
-}
-
-/// The shadow report of the built-in investigator on `tickets`.
-async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> desk::shadow::ShadowReport {
-    desk::shadow::run(
-        &Investigator,
-        &env.policies,
-        &env.index,
-        tickets,
-        vec![],
-        |_, _| {},
-    )
-    .await
-}
 
 #[test]
 fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {

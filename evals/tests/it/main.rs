@@ -2,6 +2,8 @@
 //! file); each module is one area. Run one with a filter: `cargo test -p refund-evals --test it <module>::`.
 
 mod cli;
+mod common;
 mod history;
+mod mail_dev;
 mod suite;
 mod zendesk;

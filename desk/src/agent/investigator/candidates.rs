@@ -3,6 +3,8 @@
 
 use rust_decimal::Decimal;
 use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 use crate::agent::{Exchange, ToolCall};
 use domain::resolve::{ChargeSummary, OrderCandidate};
@@ -57,15 +59,10 @@ fn is_hold(charge: &Value) -> bool {
 /// empty list when the read failed, so it is not asked again).
 pub(super) fn candidate(order: &Value, history: &[Exchange]) -> OrderCandidate {
     let id = order["id"].as_str().unwrap_or_default();
-    let date = order["created_at"]
+    let placed_at = order["created_at"]
         .as_str()
-        .and_then(|s| {
-            let y = s.get(0..4)?.parse().ok()?;
-            let m = s.get(5..7)?.parse().ok()?;
-            let d = s.get(8..10)?.parse().ok()?;
-            Some((y, m, d))
-        })
-        .unwrap_or((0, 0, 0));
+        .and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
     let charges = if let Some(e) = charges_result(history, id) {
         let list: &[Value] = e.outcome.content["charges"]
             .as_array()
@@ -92,7 +89,7 @@ pub(super) fn candidate(order: &Value, history: &[Exchange]) -> OrderCandidate {
             .as_str()
             .unwrap_or_default()
             .to_uppercase(),
-        date,
+        placed_at,
         charges,
     }
 }

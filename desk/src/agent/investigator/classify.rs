@@ -8,6 +8,7 @@
 use policy_engine::RequestKind;
 
 use super::keywords::{KEYWORDS, MONEY_WORDS, MONEY_WORDS_MORE, NEGATED, NEGATED_MORE};
+use super::keywords_other::MONEY_WORDS_OTHER;
 use std::sync::LazyLock;
 
 use domain::phrases::PhraseSet;
@@ -57,11 +58,14 @@ fn in_order(sentence: &str, phrase: &str) -> bool {
     true
 }
 
-pub(super) fn speaks_of_money(text: &str) -> bool {
+/// Whether the words speak of money at all (a payment, a charge, a refund), in any
+/// language we read.
+pub fn speaks_of_money(text: &str) -> bool {
     let text = fold_words(text);
     MONEY_WORDS
         .iter()
         .chain(MONEY_WORDS_MORE)
+        .chain(MONEY_WORDS_OTHER)
         .any(|w| contains_phrase(&text, w))
 }
 
@@ -140,6 +144,27 @@ fn phrase_kind(text: &str) -> Option<RequestKind> {
             found
         })
         .map(|(kind, _)| *kind)
+}
+
+/// Every kind one of whose phrases the words hold, in `KEYWORDS` order (holds blanked
+/// first, as `classify`). The first is what `classify` reads; the others are other
+/// readings of the same words ("cancel it, I was charged twice"), which the workflow
+/// weighs so that a proposal never refunds more than every reading allows.
+pub fn kinds_named(text: &str) -> Vec<RequestKind> {
+    let text = without_negations(fold_words(text));
+    let mut present = PHRASES.present(&text).into_iter();
+    KEYWORDS
+        .iter()
+        .filter_map(|(kind, lists)| {
+            let mut found = false;
+            for phrase in lists.iter().flat_map(|l| l.iter()) {
+                // Every phrase takes its place in `present`, found or not, in order.
+                let here = present.next().unwrap_or(true);
+                found = found || (here && contains_phrase(&text, phrase));
+            }
+            found.then_some(*kind)
+        })
+        .collect()
 }
 
 fn classify_words(text: &str) -> RequestKind {
@@ -241,6 +266,22 @@ mod tests {
         }
         assert!(texts.len() > 1000, "{}", texts.len());
         assert!(disagreements.is_empty(), "{disagreements:#?}");
+    }
+
+    #[test]
+    fn a_charge_pointed_at_is_a_duplicate_reading_beside_the_wish_to_cancel() {
+        use RequestKind::*;
+        for text in [
+            "Merci d'annuler le second débit svp",
+            "cancelar el segundo cobro por favor",
+            "두 번째 결제 취소해 주세요",
+            "第二笔扣款请取消",
+            "Proszę anulować drugie obciążenie",
+        ] {
+            assert_eq!(kinds_named(text), [DuplicateCharge, Cancellation], "{text}");
+            assert_eq!(classify(text), DuplicateCharge, "{text}");
+        }
+        assert_eq!(kinds_named("I want to cancel my plan"), [Cancellation]);
     }
 
     #[test]

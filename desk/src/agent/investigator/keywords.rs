@@ -14,24 +14,41 @@
 
 use policy_engine::RequestKind;
 
+use super::keywords_other::{CANCELLATION_OTHER, DUPLICATE_OTHER, HOLD_OTHER, OVERCHARGE_OTHER};
+use super::pointers::CHARGE_POINTERS;
+
 /// Phrases per request kind, checked in this order (the first kind with a match wins).
 /// Holds come first: a customer who sees a hold next to a payment often calls it a
 /// double charge. Charge complaints come before cancellations, so "please cancel the
 /// extra charge" is read as the charge complaint it is. ASCII phrases match on word
 /// boundaries ("hold" is not in "cardholder").
 pub(super) const KEYWORDS: &[(RequestKind, &[&[&str]])] = &[
-    (RequestKind::AuthorizationHold, &[HOLD, HOLD_EU, HOLD_KO]),
+    (
+        RequestKind::AuthorizationHold,
+        &[HOLD, HOLD_EU, HOLD_KO, HOLD_OTHER],
+    ),
     (
         RequestKind::DuplicateCharge,
-        &[DUPLICATE, DUPLICATE_EU, DUPLICATE_KO],
+        &[
+            DUPLICATE,
+            DUPLICATE_EU,
+            DUPLICATE_KO,
+            DUPLICATE_OTHER,
+            CHARGE_POINTERS,
+        ],
     ),
     (
         RequestKind::Overcharge,
-        &[OVERCHARGE, OVERCHARGE_EU, OVERCHARGE_KO],
+        &[OVERCHARGE, OVERCHARGE_EU, OVERCHARGE_KO, OVERCHARGE_OTHER],
     ),
     (
         RequestKind::Cancellation,
-        &[CANCELLATION, CANCELLATION_EU, CANCELLATION_KO],
+        &[
+            CANCELLATION,
+            CANCELLATION_EU,
+            CANCELLATION_KO,
+            CANCELLATION_OTHER,
+        ],
     ),
 ];
 
@@ -169,6 +186,15 @@ const DUPLICATE: &[&str] = &[
     "再購入",
     "二重購入",
     "同じプラン",
+    "买了两个",
+    "两个一样",
+    "買咗兩",
+    "撳咗兩次",
+    "兩次",
+    "同じもの",
+    "同じ商品",
+    "two of the same",
+    "same thing twice",
 ];
 
 const OVERCHARGE: &[&str] = &[
@@ -264,6 +290,13 @@ const CANCELLATION: &[&str] = &[
     "end my subscription",
     "不想用了",
     "不用了",
+    "不想续",
+    "不续了",
+    "不再续",
+    "不续费",
+    "退訂",
+    "唔想要",
+    "唔要了",
     "やめて",
     "退会",
     "解除",
@@ -283,6 +316,23 @@ const CANCELLATION: &[&str] = &[
     "cancel within 14 days",
     "14-day",
     "14 day",
+    "return the subscription",
+    "return my subscription",
+    "return the plan",
+    "return my plan",
+    "return the annual",
+    "return my annual",
+    "undo the purchase",
+    "undo my purchase",
+    "undo it",
+    "regret buying",
+    "regret the purchase",
+    "regret purchasing",
+    "i want out",
+    "opt out",
+    "后悔",
+    "反悔",
+    "後悔",
 ];
 
 /// Words that say a message is about money at all (stems end in `*`): only then may
@@ -599,6 +649,12 @@ const DUPLICATE_EU: &[&str] = &[
 ];
 
 const DUPLICATE_KO: &[&str] = &[
+    "두 개",
+    "두개",
+    "2개",
+    "똑같은",
+    "같은 걸",
+    "같은 거",
     "두 번",
     "두번",
     "2번",
@@ -750,6 +806,8 @@ const CANCELLATION_EU: &[&str] = &[
     "will ich nicht mehr",
     "es mir anders uberlegt",
     "brauche … nicht mehr",
+    "bereue",
+    "ruckgangig",
     // French (Code de la consommation: "droit de rétractation")
     "retractation",
     "me retracter",
@@ -763,6 +821,8 @@ const CANCELLATION_EU: &[&str] = &[
     "plus besoin",
     "change d'avis",
     "renonce",
+    "regrette mon achat",
+    "regrette cet achat",
     // Spanish (Ley General de Consumidores: "derecho de desistimiento")
     "desistimiento",
     "desisto",
@@ -780,6 +840,8 @@ const CANCELLATION_EU: &[&str] = &[
     "me arrepenti",
     "cambie de opinion",
     "he cambiado de opinion",
+    "me arrepiento",
+    "deshacer la compra",
     // Italian (Codice del consumo: "diritto di recesso")
     "recesso",
     "recedere",
@@ -792,6 +854,7 @@ const CANCELLATION_EU: &[&str] = &[
     "non mi serve piu",
     "cambiato idea",
     "ripensamento",
+    "mi sono pentit*",
     // Dutch ("herroepingsrecht", "bedenktijd")
     "herroep*",
     "bedenktijd",
@@ -804,6 +867,8 @@ const CANCELLATION_EU: &[&str] = &[
     "wil het niet meer",
     "niet meer nodig",
     "van gedachten veranderd",
+    "ongedaan maken",
+    "heb spijt",
     "zeg … op",
     // Portuguese ("direito de livre resolução", Brazil's "direito de arrependimento")
     "livre resolucao",
@@ -824,6 +889,9 @@ const CANCELLATION_EU: &[&str] = &[
 
 /// Korean ("청약철회": the withdrawal of the E-Commerce Act).
 const CANCELLATION_KO: &[&str] = &[
+    "안 쓸",
+    "후회",
+    "되돌",
     "청약철회",
     "청약 철회",
     "철회",

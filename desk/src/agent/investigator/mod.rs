@@ -15,12 +15,15 @@
 //! cancellation), and the proposal records which (`request_source`). It proposes, with
 //! evidence and citations; the policy engine decides.
 
+mod asks;
 mod candidates;
 mod classify;
 mod keywords;
+mod keywords_other;
+mod pointers;
 mod turn;
 
-pub use classify::classify;
+pub use classify::{classify, speaks_of_money};
 
 use super::{BoxFuture, ModelContext, ModelTurn};
 

@@ -12,13 +12,14 @@ use policy_engine::RequestKind;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::asks::asks_for_money_back;
 use super::candidates::{attempted, call, candidate, charges_result, decimal, results, took_money};
-use super::classify::{classify, speaks_of_money};
+use super::classify::{classify, kinds_named, speaks_of_money};
 use crate::agent::records_kind;
 use crate::agent::{
     EvidenceRef, Exchange, ModelContext, ModelTurn, Proposal, ProposedRefund, ToolCall,
 };
-use domain::resolve::{self, OrderCandidate, RequestSource, Resolution, ResolveInput};
+use domain::resolve::{self, OrderCandidate, OrderSource, RequestSource, Resolution, ResolveInput};
 
 // Long because it is the built-in investigator's one decision per turn, read top to bottom
 // as its steps (customer and orders, which order, charges, request kind, policy, proposal),
@@ -250,6 +251,22 @@ fn resolve_order(
         form_order: None,
         request,
         orders: candidates,
+        moment: moment(ctx.history),
+    })
+}
+
+/// When the ticket was opened and where the customer lives, from `get_customer`: the
+/// frame of the days the customer names.
+fn moment(history: &[Exchange]) -> Option<resolve::Moment> {
+    let answer = &results(history, "get_customer").next()?.outcome.content;
+    let opened = answer["ticket_opened_at"].as_str()?;
+    Some(resolve::Moment {
+        reported_at: time::OffsetDateTime::parse(
+            opened,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .ok()?,
+        region: serde_json::from_value(answer["customer"]["region"].clone()).ok(),
     })
 }
 
@@ -301,7 +318,14 @@ fn read_request(
         return Err(Box::new(turn));
     }
     let Some((kind, order)) = records_kind::read_kind(text_kind, &scope, candidates) else {
-        return kept(resolution);
+        return match (text_kind, own) {
+            (RequestKind::Unclear, Some(order)) if words_point_at(text, &resolution, order) => {
+                let instructed = resolve::Tiers::of(ctx.inputs).instructed;
+                let kind = unclear_about_one_order(text, instructed);
+                Ok((kind, RequestSource::Text, resolution))
+            }
+            _ => kept(resolution),
+        };
     };
     if own.is_some() {
         return Ok((kind, RequestSource::Records, resolution));
@@ -311,6 +335,47 @@ fn read_request(
         Ok((kind, RequestSource::Records, again))
     } else {
         kept(resolution)
+    }
+}
+
+/// The other kinds the customer's new words name where they disagree on money: a wish
+/// to cancel beside a charge complaint ("annulez le second débit", "cancel it, charged
+/// twice"). The workflow decides each reading and keeps the smallest refund allowed.
+fn other_readings(ctx: &ModelContext<'_>, request: RequestKind) -> Vec<RequestKind> {
+    use RequestKind::{Cancellation, DuplicateCharge, Overcharge};
+    let named = kinds_named(&resolve::Tiers::of(ctx.inputs).decisive.join("\n"));
+    let charge = named.contains(&DuplicateCharge) || named.contains(&Overcharge);
+    if !(charge && named.contains(&Cancellation)) {
+        return Vec::new();
+    }
+    named
+        .into_iter()
+        .filter(|k| matches!(k, Cancellation | DuplicateCharge | Overcharge) && *k != request)
+        .collect()
+}
+
+/// Whether the customer's words single out `order`: its id, or (when it is their only
+/// order, so nothing was left to narrow) its product or amount.
+fn words_point_at(text: &str, resolution: &Resolution, order: &OrderCandidate) -> bool {
+    resolution.source == Some(OrderSource::Message)
+        || resolve::mentioned_products(text).contains(&order.product.as_str())
+        || resolve::mentioned_amounts(&domain::structure::fold_words(text))
+            .contains(&order.amount.normalize())
+}
+
+/// What words that name no kind ask about one order of theirs the customer singled out
+/// and whose records show nothing wrong: money back undoes the purchase (a cancellation,
+/// RP-002 decides what it is owed), anything else about money asks whether it was
+/// charged right (a charge complaint, RP-001 answers that nothing is duplicated). Asking
+/// the customer what they mean would ask what the records already answer. In a message
+/// that also tries to instruct the agent, "money back" may be the instruction's own
+/// words slipped past its marking, so only the charge is checked (RP-007: injection is
+/// never a reason to refund).
+fn unclear_about_one_order(text: &str, instructed: bool) -> RequestKind {
+    if !instructed && asks_for_money_back(text) {
+        RequestKind::Cancellation
+    } else {
+        RequestKind::DuplicateCharge
     }
 }
 
@@ -440,6 +505,8 @@ fn propose(
             summary: summary.to_string(),
             order_source: None,
             request_source: Some(request_source),
+            repeat_of: None,
+            other_readings: other_readings(ctx, request),
         },
     }
 }

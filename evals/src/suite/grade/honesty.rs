@@ -183,7 +183,7 @@ pub(super) fn reply_content(g: &mut Grades, expect: &Expect, seen: &Observed) {
             ));
         }
         // Told apart by script: kana only in Japanese, Han without kana in Chinese.
-        if desk::replies::detect_language(&reply, None) != lang {
+        if desk::replies::detect_language(&reply, None, desk::replies::Language::En) != lang {
             failures.push(format!("the reply is not in {lang}: {reply:?}"));
         }
     }

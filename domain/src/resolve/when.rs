@@ -1,0 +1,793 @@
+//! When the customer says an order was placed: an explicit date ("3. November",
+//! `21 Kasım`, `10/08`), a weekday ("am Samstag", "afgelopen zaterdag", "上周六"), or a
+//! day counted back from the ticket ("yesterday", "前天", "wczoraj") — always a calendar
+//! day of the customer's own, since they count days where they live
+//! (docs/spec/domain.md, "Reading a customer's words").
+//!
+//! An order is an instant; which day it was on depends on the customer's time zone,
+//! which the records do not hold. Their region bounds it ([`Moment::offsets`]), and an
+//! order matches a day when one of those offsets puts both the order and the ticket
+//! where the words say. Weekdays and relative days are read against the ticket's own
+//! date, never a clock, so a replay decides the same at any later date.
+
+use policy_engine::Region;
+use time::{Date, Duration, OffsetDateTime, UtcOffset, Weekday};
+
+use super::evidence::mentioned_dates;
+use super::normalise::contains_phrase;
+
+/// When the ticket was opened and where its customer lives: the frame the customer's
+/// days are counted in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moment {
+    pub reported_at: OffsetDateTime,
+    pub region: Option<Region>,
+}
+
+/// A day the customer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Day {
+    /// A calendar date; the year only when written.
+    Date {
+        year: Option<i32>,
+        month: u8,
+        day: u8,
+    },
+    /// The most recent such weekday, on or before the ticket's day.
+    Weekday(Weekday),
+    /// That weekday in the week before the ticket's ("上周六", "先週の土曜日").
+    LastWeeks(Weekday),
+    /// So many days before the ticket's day (0 today, 1 yesterday).
+    DaysAgo(u8),
+    /// Between so many days before the ticket's day, both included ("3 days ago" is 2
+    /// to 4 days back: people round; "a few days ago" 1 to 6).
+    Within(u8, u8),
+    /// Last week: the Monday-to-Sunday week before the ticket's, or five to nine days
+    /// back (how "last week" is said loosely).
+    LastWeek,
+}
+
+impl Moment {
+    /// UTC offsets, in hours, a customer of the region may live at (daylight saving
+    /// included): the records name a region, never a zone. UTC is always one of them: a
+    /// receipt or a provider's dashboard may show the day in UTC, and customers copy it.
+    fn offsets(&self) -> &'static [i8] {
+        match self.region {
+            Some(Region::CN) => &[8, 0],
+            Some(Region::JP) => &[9, 0],
+            Some(Region::EU) => &[0, 1, 2, 3],
+            Some(Region::US) => &[-10, -9, -8, -7, -6, -5, -4, 0],
+            None => &[0],
+        }
+    }
+
+    /// Whether an order placed at `placed_at` was placed on `day`, as the customer
+    /// counts days (for one of their region's offsets).
+    pub fn placed_on(&self, placed_at: OffsetDateTime, day: Day) -> bool {
+        self.offsets().iter().any(|hours| {
+            let Ok(offset) = UtcOffset::from_hms(*hours, 0, 0) else {
+                return false;
+            };
+            let placed = placed_at.to_offset(offset).date();
+            if let Day::Date { year, month, day } = day {
+                return year.is_none_or(|y| y == placed.year())
+                    && u8::from(placed.month()) == month
+                    && placed.day() == day;
+            }
+            let today = self.reported_at.to_offset(offset).date();
+            days_meant(day, today).contains(&placed)
+        })
+    }
+}
+
+/// The dates a weekday or a day back can mean when the customer writes on `today`. A weekday that is
+/// today's own may mean today or a week ago; "last week's" is in the Monday-to-Sunday
+/// week before this one.
+fn days_meant(day: Day, today: Date) -> Vec<Date> {
+    let back = |n: i64| today.checked_sub(Duration::days(n));
+    match day {
+        // Calendar dates are compared as written (`Moment::placed_on`).
+        Day::Date { .. } => Vec::new(),
+        Day::Weekday(w) => {
+            let since = days_since(today.weekday(), w);
+            let mut out: Vec<Date> = back(since).into_iter().collect();
+            if since == 0 {
+                out.extend(back(7));
+            }
+            out
+        }
+        Day::LastWeeks(w) => {
+            let monday = i64::from(today.weekday().number_days_from_monday());
+            back(monday + 7 - i64::from(w.number_days_from_monday()))
+                .into_iter()
+                .collect()
+        }
+        Day::DaysAgo(n) => back(i64::from(n)).into_iter().collect(),
+        Day::Within(from, to) => (from..=to).filter_map(|n| back(i64::from(n))).collect(),
+        Day::LastWeek => {
+            let monday = i64::from(today.weekday().number_days_from_monday());
+            (monday + 1..=monday + 7)
+                .chain(5..=9)
+                .filter_map(back)
+                .collect()
+        }
+    }
+}
+
+fn days_since(today: Weekday, then: Weekday) -> i64 {
+    let (t, w) = (
+        i64::from(today.number_days_from_monday()),
+        i64::from(then.number_days_from_monday()),
+    );
+    (t - w).rem_euclid(7)
+}
+
+/// Weekday names, folded (`structure::fold_words`), Monday first: English, German,
+/// French, Spanish, Italian, Dutch, Portuguese, Polish, Swedish, Turkish, Czech. A
+/// name ending in `*` is a stem (Polish, Czech and Turkish inflect them: "w sobotę",
+/// "v sobotu", "cumartesi günü"). Portuguese weekdays are written with `-feira`, since
+/// "segunda" alone is "the second" (the second charge).
+const WEEKDAY_WORDS: [&[&str]; 7] = [
+    &[
+        "monday",
+        "montag",
+        "lundi",
+        "lunes",
+        "lunedi",
+        "maandag",
+        "segunda-feira",
+        "poniedzial*",
+        "mandag",
+        "pazartesi",
+        "pondel*",
+    ],
+    &[
+        "tuesday",
+        "dienstag",
+        "mardi",
+        "martes",
+        "martedi",
+        "dinsdag",
+        "terca-feira",
+        "wtor*",
+        "tisdag",
+        "sali",
+        "uter*",
+    ],
+    &[
+        "wednesday",
+        "mittwoch",
+        "mercredi",
+        "miercoles",
+        "mercoledi",
+        "woensdag",
+        "quarta-feira",
+        "srod*",
+        "onsdag",
+        "carsamba",
+        "stred*",
+    ],
+    &[
+        "thursday",
+        "donnerstag",
+        "jeudi",
+        "jueves",
+        "giovedi",
+        "donderdag",
+        "quinta-feira",
+        "czwart*",
+        "torsdag",
+        "persembe",
+        "ctvrt*",
+    ],
+    &[
+        "friday",
+        "freitag",
+        "vendredi",
+        "viernes",
+        "venerdi",
+        "vrijdag",
+        "sexta-feira",
+        "piat*",
+        "fredag",
+        "cuma",
+        "patek",
+        "patku",
+    ],
+    &[
+        "saturday",
+        "samstag",
+        "sonnabend",
+        "samedi",
+        "sabado",
+        "sabato",
+        "zaterdag",
+        "sobot*",
+        "lordag*",
+        "cumartesi*",
+    ],
+    &[
+        "sunday",
+        "sonntag",
+        "dimanche",
+        "domingo",
+        "domenica",
+        "zondag",
+        "niedziel*",
+        "sondag*",
+        "pazar",
+        "nedel*",
+    ],
+];
+
+/// The CJK and Hangul weekday names, Monday first, each with the forms that mean "of
+/// last week" (`上周六`, `先週の土曜`, `지난주 토요일`) listed apart.
+const WEEKDAY_CJK: [(&[&str], &[&str]); 7] = [
+    (
+        &[
+            "周一",
+            "星期一",
+            "礼拜一",
+            "禮拜一",
+            "週一",
+            "月曜",
+            "월요일",
+        ],
+        &[
+            "上周一",
+            "上星期一",
+            "上週一",
+            "先週の月曜",
+            "先週月曜",
+            "지난주 월요일",
+        ],
+    ),
+    (
+        &[
+            "周二",
+            "星期二",
+            "礼拜二",
+            "禮拜二",
+            "週二",
+            "火曜",
+            "화요일",
+        ],
+        &[
+            "上周二",
+            "上星期二",
+            "上週二",
+            "先週の火曜",
+            "先週火曜",
+            "지난주 화요일",
+        ],
+    ),
+    (
+        &[
+            "周三",
+            "星期三",
+            "礼拜三",
+            "禮拜三",
+            "週三",
+            "水曜",
+            "수요일",
+        ],
+        &[
+            "上周三",
+            "上星期三",
+            "上週三",
+            "先週の水曜",
+            "先週水曜",
+            "지난주 수요일",
+        ],
+    ),
+    (
+        &[
+            "周四",
+            "星期四",
+            "礼拜四",
+            "禮拜四",
+            "週四",
+            "木曜",
+            "목요일",
+        ],
+        &[
+            "上周四",
+            "上星期四",
+            "上週四",
+            "先週の木曜",
+            "先週木曜",
+            "지난주 목요일",
+        ],
+    ),
+    (
+        &[
+            "周五",
+            "星期五",
+            "礼拜五",
+            "禮拜五",
+            "週五",
+            "金曜",
+            "금요일",
+        ],
+        &[
+            "上周五",
+            "上星期五",
+            "上週五",
+            "先週の金曜",
+            "先週金曜",
+            "지난주 금요일",
+        ],
+    ),
+    (
+        &[
+            "周六",
+            "星期六",
+            "礼拜六",
+            "禮拜六",
+            "週六",
+            "土曜",
+            "토요일",
+        ],
+        &[
+            "上周六",
+            "上星期六",
+            "上週六",
+            "先週の土曜",
+            "先週土曜",
+            "지난주 토요일",
+        ],
+    ),
+    (
+        &[
+            "周日",
+            "周天",
+            "星期日",
+            "星期天",
+            "礼拜天",
+            "禮拜天",
+            "週日",
+            "日曜",
+            "일요일",
+        ],
+        &[
+            "上周日",
+            "上周天",
+            "上星期日",
+            "上星期天",
+            "上週日",
+            "先週の日曜",
+            "先週日曜",
+            "지난주 일요일",
+        ],
+    ),
+];
+
+/// Days counted back from the ticket's, folded: today, yesterday, the day before.
+/// French "hier" is left out: it is "here" in German and Dutch; "hier soir" is not.
+const DAYS_AGO: [(u8, &[&str]); 3] = [
+    (
+        0,
+        &[
+            "today",
+            "this morning",
+            "this afternoon",
+            "this evening",
+            "earlier today",
+            "heute",
+            "aujourd'hui",
+            "ce matin",
+            "cet apres-midi",
+            "hoy",
+            "esta manana",
+            "esta tarde",
+            "oggi",
+            "stamattina",
+            "stamani",
+            "vandaag",
+            "vanochtend",
+            "vanmiddag",
+            "hoje",
+            "dzisiaj",
+            "dzis",
+            "idag",
+            "bugun",
+            "dnes",
+            "今天",
+            "今日",
+            "今朝",
+            "本日",
+            "头先",
+            "頭先",
+            "오늘",
+        ],
+    ),
+    (
+        1,
+        &[
+            "yesterday",
+            "gestern",
+            "hier soir",
+            "hier matin",
+            "hier apres-midi",
+            "ayer",
+            "ieri",
+            "gisteren",
+            "ontem",
+            "wczoraj",
+            "igar",
+            "dun",
+            "vcera",
+            "昨天",
+            "昨日",
+            "昨晚",
+            "琴日",
+            "尋日",
+            "寻日",
+            "어제",
+            "어젯밤",
+        ],
+    ),
+    (
+        2,
+        &[
+            "day before yesterday",
+            "vorgestern",
+            "avant-hier",
+            "anteayer",
+            "antier",
+            "l'altro ieri",
+            "altroieri",
+            "eergisteren",
+            "anteontem",
+            "przedwczoraj",
+            "i forrgar",
+            "evvelsi gun",
+            "predevcirem",
+            "前天",
+            "前日",
+            "一昨日",
+            "おととい",
+            "그저께",
+            "그제",
+        ],
+    ),
+];
+
+/// "N days ago" around a number, folded: `(before, after)` per language (EN, DE, FR,
+/// ES, IT, NL, PT, ZH, JA, KO, PL, SV, TR, CS).
+const DAYS_AGO_AROUND: &[(&str, &str)] = &[
+    ("", " days ago"),
+    ("", " day ago"),
+    ("vor ", " tagen"),
+    ("il y a ", " jours"),
+    ("hace ", " dias"),
+    ("", " giorni fa"),
+    ("", " dagen geleden"),
+    ("ha ", " dias"),
+    ("faz ", " dias"),
+    ("", " dias atras"),
+    ("", "天前"),
+    ("", "日前"),
+    ("", "일 전"),
+    ("", "일전"),
+    ("", " dni temu"),
+    ("for ", " dagar sedan"),
+    ("", " gun once"),
+    ("pred ", " dny"),
+];
+
+/// Numbers written as words, one to ten, folded, in the languages of
+/// [`DAYS_AGO_AROUND`] with number words of their own.
+const NUMBER_WORDS: [&[&str]; 10] = [
+    &["one", "a", "einem", "un", "uno", "een", "um", "一", "jeden"],
+    &[
+        "two", "zwei", "deux", "dos", "due", "twee", "dois", "二", "两", "dwa", "tva", "iki", "dva",
+    ],
+    &[
+        "three", "drei", "trois", "tres", "tre", "drie", "三", "trzy", "tre", "uc", "tri",
+    ],
+    &[
+        "four", "vier", "quatre", "cuatro", "quattro", "quatro", "四", "cztery", "fyra", "dort",
+    ],
+    &[
+        "five", "funf", "cinq", "cinco", "cinque", "vijf", "五", "piec", "fem", "bes", "pet",
+    ],
+    &[
+        "six", "sechs", "seis", "sei", "zes", "六", "szesc", "sex", "alti", "sest",
+    ],
+    &[
+        "seven", "sieben", "sept", "siete", "sette", "zeven", "sete", "七", "siedem", "sju", "yedi",
+    ],
+    &[
+        "eight", "acht", "huit", "ocho", "otto", "oito", "八", "osiem", "atta", "sekiz", "osm",
+    ],
+    &[
+        "nine", "neun", "neuf", "nueve", "nove", "negen", "九", "dziewiec", "nio", "dokuz", "devet",
+    ],
+    &[
+        "ten", "zehn", "dix", "diez", "dieci", "tien", "dez", "十", "dziesiec", "tio", "on",
+        "deset",
+    ],
+];
+
+/// Spans of days back named without a number, folded.
+const DAYS_BACK: &[(Day, &[&str])] = &[
+    (
+        Day::Within(1, 6),
+        &[
+            "a few days ago",
+            "couple of days ago",
+            "couple days ago",
+            "vor ein paar tagen",
+            "vor einigen tagen",
+            "vor wenigen tagen",
+            "il y a quelques jours",
+            "hace unos dias",
+            "hace algunos dias",
+            "hace unos pocos dias",
+            "qualche giorno fa",
+            "pochi giorni fa",
+            "een paar dagen geleden",
+            "enkele dagen geleden",
+            "ha alguns dias",
+            "ha uns dias",
+            "faz uns dias",
+            "uns dias atras",
+            "几天前",
+            "前几天",
+            "前幾天",
+            "數日前",
+            "数日前",
+            "며칠 전",
+            "며칠전",
+            "kilka dni temu",
+            "for nagra dagar sedan",
+            "birkac gun once",
+            "pred par dny",
+            "pred nekolika dny",
+        ],
+    ),
+    (
+        Day::LastWeek,
+        &[
+            "last week",
+            "a week ago",
+            "one week ago",
+            "letzte woche",
+            "letzten woche",
+            "vorige woche",
+            "vor einer woche",
+            "la semaine derniere",
+            "il y a une semaine",
+            "la semana pasada",
+            "hace una semana",
+            "la settimana scorsa",
+            "una settimana fa",
+            "vorige week",
+            "afgelopen week",
+            "een week geleden",
+            "semana passada",
+            "ha uma semana",
+            "uma semana atras",
+            "上周",
+            "上星期",
+            "上週",
+            "一周前",
+            "一个星期前",
+            "一個星期前",
+            "先週",
+            "一週間前",
+            "1週間前",
+            "지난주",
+            "지난 주",
+            "일주일 전",
+            "1주일 전",
+            "w zeszlym tygodniu",
+            "tydzien temu",
+            "forra veckan",
+            "for en vecka sedan",
+            "gecen hafta",
+            "bir hafta once",
+            "minuly tyden",
+            "pred tydnem",
+        ],
+    ),
+    (
+        Day::Weekday(Weekday::Saturday),
+        &[
+            "weekend",
+            "wochenende",
+            "week-end",
+            "fin de semana",
+            "fine settimana",
+            "fim de semana",
+            "周末",
+            "週末",
+            "주말",
+            "helgen",
+            "hafta sonu",
+            "vikend",
+        ],
+    ),
+];
+
+/// Every phrase of [`DAYS_AGO_AROUND`] × [`NUMBER_WORDS`] (digits are read apart), with
+/// its day, and the one-pass set that finds them.
+static NUMBERED: std::sync::LazyLock<(Vec<(String, Day)>, crate::phrases::PhraseSet)> =
+    std::sync::LazyLock::new(|| {
+        let mut phrases = Vec::new();
+        for (before, after) in DAYS_AGO_AROUND {
+            for (i, words) in NUMBER_WORDS.iter().enumerate() {
+                let n = i as u8 + 1;
+                for word in *words {
+                    let joined = format!("{before}{word}{after}");
+                    phrases.push((joined, Day::Within(n.saturating_sub(1), n + 1)));
+                }
+            }
+        }
+        let set = crate::phrases::PhraseSet::new(phrases.iter().map(|(p, _)| p.as_str()));
+        (phrases, set)
+    });
+
+/// "3 days ago", "vor 3 Tagen", "3天前" with digits: days back around the number.
+fn days_ago_in_digits(folded: &str) -> Vec<Day> {
+    let mut out = Vec::new();
+    for (start, end) in crate::structure::pasted::digit_runs(folded) {
+        let Ok(n) = folded[start..end].parse::<u8>() else {
+            continue;
+        };
+        let (head, tail) = (&folded[..start], &folded[end..]);
+        if n > 0
+            && DAYS_AGO_AROUND
+                .iter()
+                .any(|(before, after)| head.ends_with(before) && tail.starts_with(after))
+        {
+            out.push(Day::Within(n - 1, n.saturating_add(1)));
+        }
+    }
+    out
+}
+
+/// The days `folded` names (`structure::fold_words` applied): dates, weekdays, days ago.
+pub fn mentioned_days(folded: &str) -> Vec<Day> {
+    let mut days: Vec<Day> = mentioned_dates(folded)
+        .into_iter()
+        .map(|(year, month, day)| Day::Date { year, month, day })
+        .collect();
+    for (i, weekday) in WEEKDAYS.iter().enumerate() {
+        let (plain, last_weeks) = WEEKDAY_CJK[i];
+        if last_weeks.iter().any(|w| folded.contains(w)) {
+            days.push(Day::LastWeeks(*weekday));
+        } else if plain.iter().any(|w| folded.contains(w))
+            || WEEKDAY_WORDS[i].iter().any(|w| names(folded, w))
+        {
+            days.push(Day::Weekday(*weekday));
+        }
+    }
+    for (ago, words) in DAYS_AGO {
+        if words.iter().any(|w| names(folded, w)) {
+            days.push(Day::DaysAgo(ago));
+        }
+    }
+    let specific_weekday = days.iter().any(|d| matches!(d, Day::LastWeeks(_)));
+    for (day, words) in DAYS_BACK {
+        // "上周六" is last week's Saturday, not any day of last week.
+        if (*day != Day::LastWeek || !specific_weekday) && words.iter().any(|w| names(folded, w)) {
+            days.push(*day);
+            if *day == Day::Weekday(Weekday::Saturday) {
+                days.push(Day::Weekday(Weekday::Sunday));
+            }
+        }
+    }
+    let (numbered, set) = &*NUMBERED;
+    for ((phrase, day), here) in numbered.iter().zip(set.present(folded)) {
+        if here && names(folded, phrase) {
+            days.push(*day);
+        }
+    }
+    days.extend(days_ago_in_digits(folded));
+    days.dedup();
+    days
+}
+
+const WEEKDAYS: [Weekday; 7] = [
+    Weekday::Monday,
+    Weekday::Tuesday,
+    Weekday::Wednesday,
+    Weekday::Thursday,
+    Weekday::Friday,
+    Weekday::Saturday,
+    Weekday::Sunday,
+];
+
+/// A whole word or phrase, or with a trailing `*` a word's start.
+fn names(folded: &str, word: &str) -> bool {
+    match word.strip_suffix('*') {
+        Some(stem) => folded.match_indices(stem).any(|(at, _)| {
+            !folded[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
+        }),
+        None => contains_phrase(folded, word),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::structure::fold_words;
+    use time::macros::datetime;
+
+    fn days(text: &str) -> Vec<Day> {
+        mentioned_days(&fold_words(text))
+    }
+
+    /// Wednesday 11 November 2026, 09:40 UTC, from the EU.
+    const WEDNESDAY: Moment = Moment {
+        reported_at: datetime!(2026-11-11 09:40 UTC),
+        region: Some(Region::EU),
+    };
+
+    #[test]
+    fn weekdays_are_read_in_every_language_we_meet() {
+        for text in [
+            "das Abo, das ich am Samstag abgeschlossen habe",
+            "afgelopen zaterdag",
+            "samedi dernier",
+            "el sábado pasado",
+            "w sobotę kupiłem",
+            "i lördags",
+            "cumartesi günü",
+            "v sobotu",
+            "土曜日に購入",
+            "토요일에 결제",
+            "周六买的",
+        ] {
+            assert_eq!(days(text), [Day::Weekday(Weekday::Saturday)], "{text}");
+        }
+        assert_eq!(days("上周六的订单"), [Day::LastWeeks(Weekday::Saturday)]);
+        assert_eq!(days("a segunda cobrança"), []);
+    }
+
+    #[test]
+    fn a_weekday_is_the_last_one_before_the_ticket_in_the_customers_time() {
+        let saturday = Day::Weekday(Weekday::Saturday);
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-07 08:40 UTC), saturday));
+        assert!(!WEDNESDAY.placed_on(datetime!(2026-10-31 08:40 UTC), saturday));
+        // Friday 23:30 UTC is already Saturday in Berlin.
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-06 23:30 UTC), saturday));
+        // Last week's Saturday, counted from Wednesday, is four days back as well.
+        let last_weeks = Day::LastWeeks(Weekday::Saturday);
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-07 08:40 UTC), last_weeks));
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-10 12:00 UTC), Day::DaysAgo(1)));
+        assert!(!WEDNESDAY.placed_on(datetime!(2026-11-09 12:00 UTC), Day::DaysAgo(1)));
+    }
+
+    #[test]
+    fn dates_and_days_back_are_read_with_the_weekdays() {
+        assert_eq!(
+            days("21 Kasım'daki ödeme"),
+            [Day::Date {
+                year: None,
+                month: 11,
+                day: 21
+            }]
+        );
+        assert_eq!(days("wczoraj przez przypadek"), [Day::DaysAgo(1)]);
+        assert_eq!(days("hier ist meine Bestellung"), []);
+        assert_eq!(days("我今天中午12:05下了一单"), [Day::DaysAgo(0)]);
+        assert_eq!(days("I bought it 3 days ago"), [Day::Within(2, 4)]);
+        assert_eq!(days("hace tres días"), [Day::Within(2, 4)]);
+        assert_eq!(days("comprei faz uns dias"), [Day::Within(1, 6)]);
+        assert_eq!(days("五天前开通的"), [Day::Within(4, 6)]);
+        assert_eq!(days("last week"), [Day::LastWeek]);
+        assert_eq!(
+            days("am Wochenende"),
+            [
+                Day::Weekday(Weekday::Saturday),
+                Day::Weekday(Weekday::Sunday)
+            ]
+        );
+    }
+}
