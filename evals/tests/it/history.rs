@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use desk::agent::investigator::Investigator;
 use desk::agent::{BoxFuture, Model, ModelContext, ModelTurn, ToolCall};
@@ -26,7 +25,7 @@ use desk::replay::{
     parse_history, policy_diff, replay_ticket, CaseOutcome, HistoricalMessage, HistoricalTicket,
     ReplayResult,
 };
-use policy_engine::{PolicySet, ReasonCode};
+use policy_engine::ReasonCode;
 use serde_json::json;
 
 use super::common::{env, history, shadow_report, varied_dev, Env, VARIED_DEV, VARIED_SEED};

@@ -242,13 +242,16 @@ async fn proposed_beyond_the_label(
     (beyond.len(), listed)
 }
 
+/// A set of tickets: its name, its tickets, and which of its ids may be shown.
+type Set<'a> = (&'a str, Vec<HistoricalTicket>, &'a dyn Fn(&str) -> bool);
+
 #[tokio::test]
 async fn no_ticket_of_any_set_is_proposed_more_than_its_label_refunds() {
     let (mail_dev, meta) = corpus();
     let hidden = unread(&meta);
     let varied = varied_dev();
     let twin = refund_evals::generate::varied_history(TWIN_SEED, varied.len());
-    let sets: [(&str, Vec<HistoricalTicket>, &dyn Fn(&str) -> bool); 4] = [
+    let sets: [Set; 4] = [
         ("mail-dev", mail_dev, &|id| !hidden.contains(id)),
         ("fixtures/history", history(), &|_| true),
         ("varied dev", varied, &|_| true),
