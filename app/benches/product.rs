@@ -1381,6 +1381,7 @@ impl harness::Model<desk::agent::Proposal> for PeerShape {
                     request_source: None,
                     repeat_of: None,
                     other_readings: Vec::new(),
+                    reading: None,
                 },
             }
         };

@@ -269,6 +269,7 @@ async fn propose_hand_refund(
         request_source: proposal.request_source,
         repeat_of: proposal.repeat_of.clone(),
         other_readings: Vec::new(),
+        reading: proposal.reading.clone(),
     };
     let record = cases::DecisionRecord {
         status: CaseStatus::AwaitingApproval,

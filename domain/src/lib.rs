@@ -12,6 +12,7 @@ pub mod error_code;
 pub mod ids;
 pub mod money_text;
 pub mod phrases;
+pub mod reading;
 pub mod reply_template;
 pub use error_code::ErrorCode;
 pub mod resolve;

@@ -641,6 +641,7 @@ fn duplicate_charge_proposal() -> Proposal {
         request_source: None,
         repeat_of: None,
         other_readings: Vec::new(),
+        reading: None,
     }
 }
 

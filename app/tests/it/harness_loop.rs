@@ -1060,6 +1060,7 @@ async fn a_run_waits_for_the_provider_without_holding_a_worker_and_resumes() {
                 request_source: None,
                 repeat_of: None,
                 other_readings: Vec::new(),
+                reading: None,
             },
         }),
     );

@@ -352,6 +352,7 @@ async fn a_run_resting_on_the_payment_provider_is_diagnosed_as_waiting_on_it() {
             request_source: None,
             repeat_of: None,
             other_readings: Vec::new(),
+            reading: None,
         },
     });
     let app = spawn_app_with_model(Arc::new(proposer)).await;

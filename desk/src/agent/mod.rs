@@ -143,6 +143,10 @@ pub struct Proposal {
     /// supports").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_readings: Vec<policy_engine::RequestKind>,
+    /// What the investigator read in the customer's words, for the reviewer
+    /// (`domain::reading`); absent for a model that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<domain::reading::Reading>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -199,7 +199,7 @@ const BY_MISTAKE: &[&str] = &[
 ];
 
 /// Whether `folded` says something was bought by mistake.
-pub(super) fn says_by_mistake(folded: &str) -> bool {
+pub fn says_by_mistake(folded: &str) -> bool {
     BY_MISTAKE.iter().any(|w| contains_phrase(folded, w))
 }
 

@@ -36,6 +36,7 @@ mod ids;
 mod matching;
 mod normalise;
 mod references;
+mod someone_else;
 mod when;
 
 use policy_engine::RequestKind;
@@ -43,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::structure::{self, Place};
 
-pub use evidence::{mentioned_amounts, mentioned_products};
+pub use evidence::{mentioned_amounts, mentioned_products, says_by_mistake};
 pub use matching::{
     near_pair, repeat_purchase, repeats, shows_problem, ChargeSummary, OrderCandidate,
     REPEAT_WITHIN,
@@ -53,6 +54,7 @@ pub use references::{
     lookup_spellings, mentioned_ids, mentioned_ids_counted, named_ids, unmatched_references,
     Reference, MAX_REFERENCES,
 };
+pub use someone_else::mentions_someone_else;
 pub use when::{mentioned_days, Day, Moment};
 
 use matching::by_secondary_evidence;

@@ -44,13 +44,13 @@ mod markers;
 pub(crate) mod pasted;
 mod person;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use fold::fold_words;
 pub use person::asks_for_a_person;
 
 /// Where a block of text stands in the customer's message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Place {
     /// What the customer writes now.

@@ -21,6 +21,7 @@ mod classify;
 mod keywords;
 mod keywords_other;
 mod pointers;
+mod reading;
 mod turn;
 
 pub use classify::{classify, speaks_of_money};

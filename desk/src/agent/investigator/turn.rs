@@ -494,6 +494,7 @@ fn propose(
         (_, _) if order_id.is_none() => "insufficient_info",
         _ => "other",
     };
+    let others = other_readings(ctx, request);
     ModelTurn::Answer {
         answer: Proposal {
             request,
@@ -506,7 +507,8 @@ fn propose(
             order_source: None,
             request_source: Some(request_source),
             repeat_of: None,
-            other_readings: other_readings(ctx, request),
+            other_readings: others.clone(),
+            reading: Some(super::reading::reading_of(ctx, request, &others)),
         },
     }
 }
