@@ -198,6 +198,23 @@ const BY_MISTAKE: &[&str] = &[
     "omylem",
 ];
 
+/// Words that point at the customer's newest order ("my most recent order", "dernière
+/// commande", "最新的订单"), folded.
+#[rustfmt::skip]
+const LATEST: &[&str] = &[
+    "most recent order", "latest order", "last order", "most recent purchase", "latest purchase",
+    "last purchase", "newest order", "letzte bestellung", "letzten bestellung", "neueste bestellung",
+    "derniere commande", "dernier achat", "ultimo pedido", "ultima compra", "ultimo ordine",
+    "ultimo acquisto", "laatste bestelling", "laatste aankoop", "ultima encomenda", "最近一次",
+    "最新的订单", "最近的订单", "最新の注文", "最後の注文", "直近の注文", "마지막 주문",
+    "최근 주문", "ostatnie zamowienie", "senaste bestallningen", "son siparis", "posledni objednavk",
+];
+
+/// Whether `folded` points at the customer's newest order.
+pub(super) fn says_latest(folded: &str) -> bool {
+    LATEST.iter().any(|w| contains_phrase(folded, w))
+}
+
 /// Whether `folded` says something was bought by mistake.
 pub fn says_by_mistake(folded: &str) -> bool {
     BY_MISTAKE.iter().any(|w| contains_phrase(folded, w))

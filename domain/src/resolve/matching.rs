@@ -5,7 +5,7 @@ use policy_engine::{OrderFacts, RequestKind};
 use rust_decimal::Decimal;
 use time::{Duration, OffsetDateTime};
 
-use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products};
+use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products, says_latest};
 use super::when::{mentioned_days, Moment};
 
 /// A charge as resolution needs it.
@@ -72,7 +72,8 @@ fn narrow(
 
 /// Narrows candidates by what the customer wrote besides ids: products, currencies,
 /// amounts, days (dates always; weekdays and "yesterday" when the ticket's moment is
-/// known). Each kind of evidence narrows only when some candidate fits it.
+/// known), "my most recent order". Each kind of evidence narrows only when some
+/// candidate fits it.
 pub(super) fn by_secondary_evidence<'a>(
     text: &str,
     candidates: Vec<&'a OrderCandidate>,
@@ -109,6 +110,10 @@ pub(super) fn by_secondary_evidence<'a>(
         c = narrow(c, |o| {
             days.iter().any(|d| moment.placed_on(o.placed_at, *d))
         });
+    }
+    if says_latest(text) {
+        let newest = c.iter().map(|o| o.placed_at).max();
+        c = narrow(c, |o| Some(o.placed_at) == newest);
     }
     c
 }

@@ -453,3 +453,41 @@ fn a_remembered_reading_answers_as_a_fresh_one() {
         fresh(&ann)
     );
 }
+
+#[test]
+fn a_day_or_the_newest_order_named_in_words_singles_an_order_out() {
+    let mut old = order("D-1", "monthly_plan", "11");
+    let mut saturday = order("D-2", "annual_plan", "109");
+    let mut newest = order("D-3", "addon", "6.5");
+    old.placed_at = time::macros::datetime!(2026-10-01 10:00 UTC);
+    saturday.placed_at = time::macros::datetime!(2026-11-07 08:40 UTC);
+    newest.placed_at = time::macros::datetime!(2026-11-10 18:00 UTC);
+    let orders = [old, saturday, newest];
+    let moment = Moment {
+        reported_at: time::macros::datetime!(2026-11-11 09:40 UTC),
+        region: Some(policy_engine::Region::EU),
+    };
+    for (text, expected) in [
+        (
+            "das Abo, das ich am Samstag abgeschlossen habe, möchte ich kündigen",
+            "D-2",
+        ),
+        ("cancel what I bought 4 days ago", "D-2"),
+        (
+            "Cancel my most recent order please, I changed my mind",
+            "D-3",
+        ),
+        ("annulez ma dernière commande", "D-3"),
+    ] {
+        let messages = vec![text.to_string()];
+        let r = resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request: RequestKind::Cancellation,
+            orders: &orders,
+            moment: Some(moment),
+        });
+        assert_eq!(r.order_id.as_deref(), Some(expected), "{text}");
+        assert_eq!(r.source, Some(OrderSource::Message), "{text}");
+    }
+}
