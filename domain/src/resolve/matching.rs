@@ -6,7 +6,7 @@ use rust_decimal::Decimal;
 use time::{Duration, OffsetDateTime};
 
 use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products, says_latest};
-use super::when::{mentioned_days, Moment};
+use super::when::{mentioned_days, Day, Moment};
 
 /// A charge as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,48 +70,67 @@ fn narrow(
     }
 }
 
+/// What the customer wrote besides ids that can single an order out, read once per
+/// conversation (`Reading::of`): products, currencies, amounts, days, "my most recent
+/// order".
+#[derive(Debug, Clone, Default)]
+pub(super) struct Secondary {
+    products: Vec<&'static str>,
+    currencies: Vec<&'static str>,
+    amounts: Vec<Decimal>,
+    days: Vec<Day>,
+    latest: bool,
+}
+
+impl Secondary {
+    /// The evidence in `folded` (`structure::fold_words` applied).
+    pub(super) fn of(folded: &str) -> Secondary {
+        Secondary {
+            products: mentioned_products(folded),
+            currencies: mentioned_currencies(folded),
+            amounts: mentioned_amounts(folded),
+            days: mentioned_days(folded),
+            latest: says_latest(folded),
+        }
+    }
+}
+
 /// Narrows candidates by what the customer wrote besides ids: products, currencies,
 /// amounts, days (dates always; weekdays and "yesterday" when the ticket's moment is
 /// known), "my most recent order". Each kind of evidence narrows only when some
 /// candidate fits it.
 pub(super) fn by_secondary_evidence<'a>(
-    text: &str,
+    evidence: &Secondary,
     candidates: Vec<&'a OrderCandidate>,
     moment: Option<&Moment>,
 ) -> Vec<&'a OrderCandidate> {
-    let products = mentioned_products(text);
-    let currencies = mentioned_currencies(text);
-    let amounts = mentioned_amounts(text);
-    let days = mentioned_days(text);
     let mut c = candidates;
-    if !products.is_empty() {
-        c = narrow(c, |o| products.contains(&o.product.as_str()));
+    if !evidence.products.is_empty() {
+        c = narrow(c, |o| evidence.products.contains(&o.product.as_str()));
     }
-    if !currencies.is_empty() {
-        c = narrow(c, |o| currencies.contains(&o.currency.as_str()));
+    if !evidence.currencies.is_empty() {
+        c = narrow(c, |o| evidence.currencies.contains(&o.currency.as_str()));
     }
-    if !amounts.is_empty() {
-        c = narrow(c, |o| amounts.contains(&o.amount.normalize()));
+    if !evidence.amounts.is_empty() {
+        c = narrow(c, |o| evidence.amounts.contains(&o.amount.normalize()));
     }
     let utc = Moment {
         reported_at: OffsetDateTime::UNIX_EPOCH,
         region: None,
     };
-    let days: Vec<_> = match moment {
-        Some(_) => days,
-        // Without the ticket's moment only calendar dates can be placed (in UTC).
-        None => days
-            .into_iter()
-            .filter(|d| matches!(d, super::when::Day::Date { .. }))
-            .collect(),
-    };
+    // Without the ticket's moment only calendar dates can be placed (in UTC).
+    let days: Vec<&Day> = evidence
+        .days
+        .iter()
+        .filter(|d| moment.is_some() || matches!(d, Day::Date { .. }))
+        .collect();
     if !days.is_empty() {
         let moment = moment.unwrap_or(&utc);
         c = narrow(c, |o| {
-            days.iter().any(|d| moment.placed_on(o.placed_at, *d))
+            days.iter().any(|d| moment.placed_on(o.placed_at, **d))
         });
     }
-    if says_latest(text) {
+    if evidence.latest {
         let newest = c.iter().map(|o| o.placed_at).max();
         c = narrow(c, |o| Some(o.placed_at) == newest);
     }

@@ -57,7 +57,7 @@ pub use references::{
 pub use someone_else::mentions_someone_else;
 pub use when::{mentioned_days, Day, Moment};
 
-use matching::by_secondary_evidence;
+use matching::{by_secondary_evidence, Secondary};
 
 /// Where the order of a decision came from, recorded with the case so a reviewer sees
 /// why this order.
@@ -323,8 +323,9 @@ fn names_another_order(references: &[Reference], ids: &[&str]) -> bool {
 struct Reading {
     /// References matching none of the ids ([`noted_references`]).
     unmatched: Vec<Reference>,
-    /// The new words and the supporting text, folded ([`narrow_by_evidence`]).
-    evidence: [String; 2],
+    /// What the new words and the supporting text say besides ids
+    /// ([`narrow_by_evidence`]).
+    evidence: [Secondary; 2],
     /// Own ids in the new words, a forwarded message, and named in a pasted line.
     named_in: [Vec<String>; 3],
     /// The new words name as an order something none of the ids is.
@@ -354,8 +355,8 @@ impl Reading {
             unmatched: noted_references([decisive, instructions, supporting]),
             by_mistake: evidence::says_by_mistake(&new_words),
             evidence: [
-                new_words,
-                structure::fold_words(&tiers.supporting.join("\n")),
+                Secondary::of(&new_words),
+                Secondary::of(&structure::fold_words(&tiers.supporting.join("\n"))),
             ],
             named_in: [
                 own.mentioned(&tiers.decisive, false, &mut 0),
@@ -425,7 +426,7 @@ fn noted_references([decisive, instructions, supporting]: [Vec<Reference>; 3]) -
 
 /// Narrowed by what the new words say besides ids, then by what supports them.
 fn narrow_by_evidence<'a>(
-    [decisive, supporting]: &[String; 2],
+    [decisive, supporting]: &[Secondary; 2],
     candidates: Vec<&'a OrderCandidate>,
     moment: Option<&Moment>,
 ) -> Vec<&'a OrderCandidate> {

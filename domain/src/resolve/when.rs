@@ -311,25 +311,36 @@ pub fn mentioned_days(folded: &str) -> Vec<Day> {
         .into_iter()
         .map(|(year, month, day)| Day::Date { year, month, day })
         .collect();
+    // Every word below is looked for once, in one pass (`WORDS`); a word present still
+    // goes through `names` (word edges, stems).
+    let (_, set) = &*WORDS;
+    let mut present = set.present(folded).into_iter();
+    let mut said = |words: &[&str]| {
+        let mut found = false;
+        for w in words {
+            let here = present.next().unwrap_or(true);
+            found = found || (here && names(folded, w));
+        }
+        found
+    };
     for (i, weekday) in WEEKDAYS.iter().enumerate() {
         let (plain, last_weeks) = WEEKDAY_CJK[i];
-        if last_weeks.iter().any(|w| folded.contains(w)) {
+        let (last_weeks, plain, words) = (said(last_weeks), said(plain), said(WEEKDAY_WORDS[i]));
+        if last_weeks {
             days.push(Day::LastWeeks(*weekday));
-        } else if plain.iter().any(|w| folded.contains(w))
-            || WEEKDAY_WORDS[i].iter().any(|w| names(folded, w))
-        {
+        } else if plain || words {
             days.push(Day::Weekday(*weekday));
         }
     }
     for (ago, words) in DAYS_AGO {
-        if words.iter().any(|w| names(folded, w)) {
+        if said(words) {
             days.push(Day::DaysAgo(ago));
         }
     }
     let specific_weekday = days.iter().any(|d| matches!(d, Day::LastWeeks(_)));
     for (day, words) in DAYS_BACK {
         // "上周六" is last week's Saturday, not any day of last week.
-        if (*day != Day::LastWeek || !specific_weekday) && words.iter().any(|w| names(folded, w)) {
+        if said(words) && (*day != Day::LastWeek || !specific_weekday) {
             days.push(*day);
             if *day == Day::Weekday(Weekday::Saturday) {
                 days.push(Day::Weekday(Weekday::Sunday));
@@ -346,6 +357,28 @@ pub fn mentioned_days(folded: &str) -> Vec<Day> {
     days.dedup();
     days
 }
+
+/// Every word `mentioned_days` looks for, by its literal part (a stem without its `*`),
+/// in the order it asks for them, found in one pass.
+static WORDS: std::sync::LazyLock<(Vec<&'static str>, crate::phrases::PhraseSet)> =
+    std::sync::LazyLock::new(|| {
+        let mut words: Vec<&'static str> = Vec::new();
+        for i in 0..7 {
+            let (plain, last_weeks) = WEEKDAY_CJK[i];
+            words.extend(
+                last_weeks
+                    .iter()
+                    .chain(plain)
+                    .chain(WEEKDAY_WORDS[i])
+                    .copied(),
+            );
+        }
+        words.extend(DAYS_AGO.iter().flat_map(|(_, w)| w.iter().copied()));
+        words.extend(DAYS_BACK.iter().flat_map(|(_, w)| w.iter().copied()));
+        let literal = words.iter().map(|w| w.strip_suffix('*').unwrap_or(w));
+        let set = crate::phrases::PhraseSet::new(literal);
+        (words, set)
+    });
 
 const WEEKDAYS: [Weekday; 7] = [
     Weekday::Monday,
