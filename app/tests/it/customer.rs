@@ -383,11 +383,17 @@ async fn naming_another_customers_order_looks_exactly_like_naming_an_order_that_
         cases.push((app, case));
     }
     assert_eq!(seen[0], seen[1], "RP-007: confirm or deny nothing");
-    // Their own order shows the duplicate: the records decide it, either way (issue 34).
-    for (_, case) in &cases {
-        assert_eq!(case["status"], "awaiting_approval", "{case:#}");
-        assert_eq!(case["proposal"]["order_id"], "O-1001", "{case:#}");
-    }
+    // The order in question is not theirs either way: their own duplicate (O-1001)
+    // decides nothing until they say which order they mean; someone else's order is
+    // escalated inside (RP-007), nobody's is asked about (RP-002 §4).
+    assert_eq!(cases[0].1["status"], "escalated", "{:#}", cases[0].1);
+    assert_eq!(cases[0].1["reason_code"], "ownership_mismatch");
+    assert_eq!(
+        cases[1].1["status"], "awaiting_customer",
+        "{:#}",
+        cases[1].1
+    );
+    assert_eq!(seen[0].0 .0, "awaiting_customer");
     // Inside, someone else's order named is flagged for security, and only that one.
     let theirs = security_flags(&cases[0].0, &cases[0].1).await;
     assert!(

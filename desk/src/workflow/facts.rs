@@ -215,9 +215,12 @@ pub async fn gather_facts_resolved(
     };
     let (order_id, order_source, others_order) = match resolution.order_id {
         Some(id) if owned(&id) => (Some(id), resolution.source, named_elsewhere),
-        _ => match named_elsewhere {
-            Some(other) => (Some(other), Some(OrderSource::Message), None),
-            None => {
+        _ => match (named_elsewhere, resolution.named_not_theirs) {
+            (Some(other), _) => (Some(other), Some(OrderSource::Message), None),
+            // Named as an order, and nobody's: kept as written, so the engine asks which
+            // order they mean (RP-002 §4), as the customer naming someone else's is asked.
+            (None, Some(named)) => (Some(named), Some(OrderSource::Message), None),
+            (None, None) => {
                 let (id, source) =
                     others_order(billing, model_order.filter(|id| !owned(id))).await?;
                 (id, source, None)

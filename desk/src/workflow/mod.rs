@@ -215,9 +215,17 @@ pub async fn decide_case(
         serde_plain(&decision.reason_code)
     );
     crate::audit::record(&mut tx, "agent", "decided", &case.id, &what, now).await?;
-    if let Some(other) = &d.others_order {
-        // RP-007: the security team hears of it; the customer is told nothing of it.
-        let why = format!("the customer named order {other}, which is another customer's; decided on their own order, which their records show");
+    // RP-007: the security team hears of another customer's order named; the customer
+    // is told nothing of it.
+    let flag = match (&d.others_order, d.facts.order_ownership) {
+        (Some(other), _) => Some(format!("the customer named order {other}, which is another customer's, beside their own order the case is about")),
+        (None, policy_engine::Ownership::OtherCustomer) => Some(format!(
+            "the customer named order {}, which is another customer's: escalated, nothing disclosed",
+            d.facts.order_id.as_deref().unwrap_or("?")
+        )),
+        _ => None,
+    };
+    if let Some(why) = flag {
         crate::audit::record(&mut tx, "agent", "security_flag", &case.id, &why, now).await?;
     }
     tx.commit().await?;

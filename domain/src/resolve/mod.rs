@@ -137,6 +137,10 @@ pub struct Resolution {
     pub needs_charges: Vec<String>,
     /// What the customer must tell us when no order could be chosen.
     pub missing: Option<&'static str>,
+    /// The number the customer's words name as an order that is none of theirs, as
+    /// written: the workflow looks it up (another customer's is escalated, RP-007) and
+    /// otherwise asks about it as named (RP-002 §4), never deciding on their own records.
+    pub named_not_theirs: Option<String>,
     /// The earlier order the chosen one repeats, when the customer bought one thing
     /// twice (`repeat_purchase`) or named two orders in a duplicate complaint: the
     /// engine decides whether that is an accidental repeat purchase, a cancellation of
@@ -254,11 +258,23 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         r.unmatched = unmatched;
         return r;
     }
-    // A number the customer names as an order (after an order word or `#`, or shaped
-    // like a code) that is none of theirs: only records showing the problem decide.
-    // Their only order or a product they name would be a guess between "a typo" and
-    // "someone else's order" (RP-007), and what the customer is told must not depend on
-    // which (whether an id exists is not disclosed).
+    // A number the customer calls an order (after an order word or `#`) that is none of
+    // theirs: the order in question is not theirs. Someone else's is escalated to
+    // security (RP-007), one that exists nowhere is asked about (RP-002 §4) — and the
+    // customer is told the same in both cases, so their own records do not decide
+    // either (a refund of their own duplicate would tell the two apart, and whether an
+    // id exists is never disclosed).
+    if let Some(called) = &reading.called_elsewhere {
+        return Resolution {
+            unmatched,
+            named_not_theirs: Some(called.clone()),
+            missing: Some("which order: the order named is none of the customer's"),
+            ..Resolution::default()
+        };
+    }
+    // A number only shaped like their ids (an invoice, a card slip's reference): only
+    // records showing the problem decide; their only order or a product they name would
+    // be a guess between "a typo" and "someone else's order" (RP-007).
     if reading.named_elsewhere {
         let mut r = by_records(input.request, input.orders.iter().collect(), false);
         r.unmatched = unmatched;
@@ -318,6 +334,12 @@ fn names_another_order(references: &[Reference], ids: &[&str]) -> bool {
     references.iter().any(|r| r.names_an_order(ids))
 }
 
+/// The first of `references` written after an order word ("order no.", "注文番号", `#`)
+/// that is none of the customer's orders, as written.
+fn calls_an_order(references: &[Reference]) -> Option<String> {
+    references.iter().find(|r| r.named).map(|r| r.text.clone())
+}
+
 /// What resolution reads in a conversation's words about a customer's order ids; the
 /// records (the candidates' products, amounts and charges) are weighed after it.
 struct Reading {
@@ -328,7 +350,11 @@ struct Reading {
     evidence: [Secondary; 2],
     /// Own ids in the new words, a forwarded message, and named in a pasted line.
     named_in: [Vec<String>; 3],
-    /// The new words name as an order something none of the ids is.
+    /// What the new words call an order (after an order word) that is none of the ids,
+    /// as written.
+    called_elsewhere: Option<String>,
+    /// The new words name as an order something none of the ids is (called one, or
+    /// shaped like their ids).
     named_elsewhere: bool,
     /// An instruction does.
     instructed_elsewhere: bool,
@@ -349,6 +375,7 @@ impl Reading {
         let instructions = own.unmatched(&tiers.instructions);
         let named_elsewhere = names_another_order(&decisive, ids);
         let instructed_elsewhere = names_another_order(&instructions, ids);
+        let called_elsewhere = calls_an_order(&decisive);
         let supporting = own.unmatched(&tiers.supporting);
         let new_words = structure::fold_words(&tiers.decisive.join("\n"));
         Reading {
@@ -363,6 +390,7 @@ impl Reading {
                 own.mentioned(&tiers.forwarded, false, &mut 0),
                 own.mentioned(&tiers.pasted, true, &mut 0),
             ],
+            called_elsewhere,
             named_elsewhere,
             instructed_elsewhere,
             instructed_own: own.mentioned(&tiers.instructions, false, &mut 0),

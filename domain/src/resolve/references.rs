@@ -198,6 +198,10 @@ const OTHER_NUMBER_WORDS: &[&str] = &[
     "郵便番号",
     "電話番号",
     "注文者番号",
+    "請求書番号",
+    "領収書番号",
+    "承認番号",
+    "取引番号",
 ];
 
 /// At most this many unmatched references are handed back (bounded lookups).

@@ -96,8 +96,10 @@ fn a_message_with_fifty_id_like_tokens_resolves_to_the_customers_order() {
 }
 
 #[test]
-fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide() {
-    // One order showing the duplicate: it is the one, whatever number was typed.
+fn an_order_named_that_is_none_of_theirs_is_the_order_in_question_even_beside_their_duplicate() {
+    // Their one order shows a duplicate, but the order they name is not theirs: that is
+    // the order in question (RP-007 for someone else's, RP-002 §4 for nobody's); their
+    // own records do not decide, or what they are told would tell the two apart.
     let mut duplicated = order("#10234", "addon", "5");
     let paid = ChargeSummary {
         amount: "5".parse().unwrap(),
@@ -113,10 +115,8 @@ fn a_reference_to_no_order_of_the_customer_is_noted_and_the_records_still_decide
         orders: std::slice::from_ref(&duplicated),
         moment: None,
     });
-    assert_eq!(
-        (r.order_id.as_deref(), r.source),
-        (Some("#10234"), Some(OrderSource::Records))
-    );
+    assert_eq!((r.order_id.as_deref(), r.source), (None, None));
+    assert_eq!(r.named_not_theirs.as_deref(), Some("88812"));
     assert_eq!(
         r.unmatched,
         [Reference {
