@@ -17,6 +17,8 @@ use sqlx::Row;
 
 use crate::support::{spawn_app, TestApp};
 
+mod erase_places;
+
 const SECRET_PHRASE: &str = "Marmaduke the ginger cat watched me pay";
 
 #[tokio::test]
