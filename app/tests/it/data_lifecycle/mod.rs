@@ -18,6 +18,7 @@ use sqlx::Row;
 use crate::support::{spawn_app, TestApp};
 
 mod erase_places;
+mod erased_reconcile;
 
 const SECRET_PHRASE: &str = "Marmaduke the ginger cat watched me pay";
 
@@ -921,6 +922,17 @@ fn refund_agent(data: &Path, payments: &str) -> std::process::Command {
         .env_remove("LLM_BASE_URL")
         .env("RUST_LOG", "warn");
     cmd
+}
+
+/// `refund-agent` with `payments` as the provider, run to its end within a minute,
+/// without blocking the test's runtime (the payments mock answers on it meanwhile).
+async fn run_for_a_minute(data: &Path, payments: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = tokio::process::Command::from(refund_agent(data, payments));
+    cmd.args(args).kill_on_drop(true);
+    tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("refund-agent {args:?} still ran after a minute"))
+        .unwrap()
 }
 
 fn run_ok(cmd: &mut std::process::Command) -> String {
