@@ -615,6 +615,13 @@ pub const TABLES: &[Table] = &[
         columns: &[("intent_id", Keep), ("outcome", Keep)],
     },
     Table {
+        // What an adoption after a restore found: counts and ids.
+        name: "restores",
+        key: &["id"],
+        rows: Rows::NoCustomer,
+        columns: &[("id", Keep), ("report", Keep)],
+    },
+    Table {
         name: "erasure_vacuum_due",
         key: &["reason"],
         rows: Rows::NoCustomer,
