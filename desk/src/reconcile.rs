@@ -16,7 +16,8 @@
 //! claimed through `job_runs` rows so one instance runs it per period), [`last_report`].
 //!
 //! [`run_with_drift`] (the CLI's `reconcile`) adds `drift`: the customers and orders
-//! that drifted from the provider's customers and charges (issue 36).
+//! that drifted from the provider's customers and charges, and the erased customers
+//! (known, never drift: docs/spec/data.md).
 //!
 //! What it deliberately does not do: create refunds with a new key, or change anything
 //! for a refund made elsewhere or a mismatch — those are reported for a human.
@@ -108,8 +109,8 @@ impl ReconcileReport {
     pub fn summary(&self) -> String {
         let drift = self.drift.as_ref().map_or(String::new(), |d| {
             format!(
-                "; drift: {} customers, {} orders, {} charges naming no order",
-                d.customers.count, d.orders.count, d.unlinked_charges
+                "; drift: {} customers, {} orders, {} charges naming no order; {} erased customers (known, not drift)",
+                d.customers.count, d.orders.count, d.unlinked_charges, d.erased.count
             )
         });
         format!(

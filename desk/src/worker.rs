@@ -57,6 +57,18 @@ pub async fn run_once(state: &Services) -> DomainResult<usize> {
 
 /// One pass that claims nothing more once `stop` is requested.
 async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
+    // docs/spec/data.md, "Backups": after a restore nothing is executed (no run
+    // advanced, no refund sent) until the refunds the provider made since the backup
+    // are adopted; each pass tries until the provider answers.
+    if crate::customer_data::adoption::pending(&state.db)
+        .await?
+        .is_some()
+    {
+        if let Err(e) = crate::customer_data::adoption::adopt_after_restore(state.sender()).await {
+            tracing::warn!(error = %e, "a restore waits for its adoption at the provider: nothing is executed");
+            return Ok(0);
+        }
+    }
     // Issue 22: each pass first follows the database's policies (a publish on another
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.

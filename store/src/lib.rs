@@ -34,6 +34,8 @@ pub struct Db {
     /// connection; in-memory SQLite reads through `pool`.
     reader: std::sync::Arc<Readers>,
     backend: Backend,
+    /// The url it was opened with (a checkpoint opens its own SQLite connection).
+    url: std::sync::Arc<str>,
 }
 
 /// Read-only connections (on SQLite, WAL lets them read while the writer writes). More
@@ -87,7 +89,29 @@ impl Db {
             pool,
             reader: std::sync::Arc::new(reader),
             backend,
+            url: url.into(),
         })
+    }
+
+    /// On SQLite, folds the write-ahead log into the database file and truncates the log
+    /// to nothing (`wal_checkpoint(TRUNCATE)`, waiting up to the busy timeout for
+    /// readers of an older snapshot): `true` when done, `false` when a reader still held
+    /// old pages. Always `true` on PostgreSQL (no such log in the data directory). Run
+    /// on a connection of its own: the Any driver cannot read a PRAGMA's answer.
+    pub async fn checkpoint_truncate(&self) -> anyhow::Result<bool> {
+        use sqlx::{ConnectOptions, Connection};
+        if self.backend != Backend::Sqlite || self.url.contains(":memory:") {
+            return Ok(true);
+        }
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&self.url)?
+            .busy_timeout(std::time::Duration::from_secs(5));
+        let mut conn = options.connect().await?;
+        let (busy, _log, _done): (i64, i64, i64) =
+            sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&mut conn)
+                .await?;
+        conn.close().await?;
+        Ok(busy == 0)
     }
 
     pub fn sqlite_url(data_dir: &Path) -> String {
@@ -144,7 +168,10 @@ impl Db {
     }
 }
 
-/// The one SQLite connection that writes (WAL, so readers read beside it).
+/// The one SQLite connection that writes (WAL, so readers read beside it). Every text it
+/// frees — a row deleted or rewritten, an expired message, an erased customer — is
+/// zeroed in the page it leaves (`secure_delete`): docs/spec/data.md, erasure leaves no
+/// copy in the database's free space.
 async fn sqlite_writer(options: AnyConnectOptions) -> Result<AnyPool, sqlx::Error> {
     AnyPoolOptions::new()
         .max_connections(1)
@@ -158,6 +185,7 @@ async fn sqlite_writer(options: AnyConnectOptions) -> Result<AnyPool, sqlx::Erro
                 conn.execute("PRAGMA synchronous = NORMAL").await?;
                 conn.execute("PRAGMA busy_timeout = 5000").await?;
                 conn.execute("PRAGMA foreign_keys = ON").await?;
+                conn.execute("PRAGMA secure_delete = ON").await?;
                 Ok(())
             })
         })

@@ -99,13 +99,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("backup written to {}", file.display());
             Ok(())
         }
-        Command::Restore { file } => {
-            use desk::clock::Clock;
-            let now = desk::clock::SystemClock.now_ms();
-            let waiting =
-                desk::customer_data::restore::restore(&config.database_url, &file, now).await?;
-            eprintln!("restored; {waiting} refund intents wait for a check at the provider before anything is sent");
-            Ok(())
-        }
+        Command::Restore { file } => operate::restore(&config, &file).await,
     }
 }

@@ -1,6 +1,7 @@
 //! The commands that work on the live desk once it is set up: `investigate` (one ticket's
-//! trace), `mcp` (the MCP server on stdio), `reconcile` (against the provider) and
-//! `rollout status|set` (the agent's rollout per scope; the database alone).
+//! trace), `mcp` (the MCP server on stdio), `reconcile` (against the provider), `restore`
+//! (a backup brought back, and what the provider did since adopted) and `rollout
+//! status|set` (the agent's rollout per scope; the database alone).
 
 use anyhow::Context;
 
@@ -49,6 +50,11 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
+    if let Some(adoption) =
+        desk::customer_data::adoption::adopt_after_restore(state.sender()).await?
+    {
+        eprintln!("after the restore: {}", adoption.summary());
+    }
     let restored = desk::customer_data::restore::check_restored(state.sender()).await?;
     if restored > 0 {
         eprintln!("{restored} restored refund intents checked at the provider");
@@ -63,6 +69,44 @@ pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
         anyhow::bail!("reconciliation found differences that need a human");
     }
     Ok(())
+}
+
+/// `restore FILE`: the backup brought back into the empty data directory (or database),
+/// then, before anything can be served or executed, the refunds the provider made on the
+/// restored charges since the backup adopted (docs/spec/data.md, "Backups"). A provider
+/// out of reach is an error that says what happens next: the data is in place, and
+/// `serve` adopts first.
+pub(super) async fn restore(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
+    use desk::clock::{Clock, SystemClock};
+    let now = SystemClock.now_ms();
+    let waiting = desk::customer_data::restore::restore(&config.database_url, file, now).await?;
+    eprintln!(
+        "restored {} ({waiting} refund intents the backup had not seen final); asking the provider what it refunded since",
+        file.display()
+    );
+    let (url, mock) = provider(config).await?;
+    let adopted = async {
+        let state = state(config, &url).await?;
+        let adopted = desk::customer_data::adoption::adopt_after_restore(state.sender()).await;
+        state.db.close().await;
+        Ok::<_, anyhow::Error>(adopted?)
+    }
+    .await;
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    match adopted {
+        Ok(Some(adoption)) => {
+            eprintln!("adopted: {}", adoption.summary());
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) => anyhow::bail!(
+            "the data is restored, but the payment provider could not be asked what it refunded since the backup ({e:#}); \
+             nothing is served or executed until it is: `serve` asks first and starts once the provider answers \
+             (or run `refund-agent reconcile`)"
+        ),
+    }
 }
 
 /// `rollout status|set`: reads or sets the rollout in the database (no provider needed).

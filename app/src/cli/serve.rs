@@ -35,6 +35,15 @@ pub(super) async fn serve_with(
         );
     }
     let state = state(config, &url).await?;
+    // docs/spec/data.md, "Backups": a restored desk serves and executes nothing until
+    // the refunds the provider made since the backup are adopted.
+    match desk::customer_data::adoption::adopt_after_restore(state.sender()).await {
+        Ok(Some(adoption)) => tracing::info!(summary = %adoption.summary(), "restore adopted"),
+        Ok(None) => {}
+        Err(e) => anyhow::bail!(
+            "not serving: a restore waits for the refunds the payment provider made since the backup, and the provider could not be asked ({e}); start serve again once it can be reached"
+        ),
+    }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;

@@ -66,3 +66,49 @@ pub async fn use_approval(tx: &mut Tx<'_>, case: &Case) -> DomainResult<()> {
         .await?;
     Ok(())
 }
+
+/// The approval the case's current proposal was approved with, if any (valid or used).
+pub async fn approval_carried_out(tx: &mut Tx<'_>, case: &Case) -> DomainResult<Option<String>> {
+    let id = sqlx::query_scalar(
+        "SELECT id FROM approvals WHERE case_id = $1 AND proposal_seq = $2 AND verdict = 'approved'",
+    )
+    .bind(case.id.as_str())
+    .bind(case.proposal_seq)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if id.is_some() {
+        use_approval(tx, case).await?;
+    }
+    Ok(id)
+}
+
+/// Records, for a refund the provider made after a backup (docs/spec/data.md,
+/// "Backups"), the approval it was made under — given after the backup and lost with it —
+/// kept under `signer`, a used approval whose `note` says so. Under the case's current
+/// proposal, or the next free one when that already holds a verdict.
+pub async fn record_found_approval(
+    tx: &mut Tx<'_>,
+    case: &Case,
+    signer: &str,
+    note: &str,
+    now: i64,
+) -> DomainResult<String> {
+    let approval_id = new_id("apr");
+    sqlx::query(
+        "INSERT INTO approvals (id, case_id, proposal_seq, fingerprint, staff_id, verdict, note, status, created_at)
+         VALUES ($1, $2,
+                 CASE WHEN EXISTS (SELECT 1 FROM approvals WHERE case_id = $2 AND proposal_seq = $3)
+                      THEN (SELECT MAX(proposal_seq) + 1 FROM approvals WHERE case_id = $2) ELSE $3 END,
+                 $4, $5, 'approved', $6, 'used', $7)",
+    )
+    .bind(&approval_id)
+    .bind(case.id.as_str())
+    .bind(case.proposal_seq)
+    .bind(case.fingerprint.as_deref().unwrap_or(""))
+    .bind(signer)
+    .bind(note)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(approval_id)
+}

@@ -5,7 +5,7 @@
 //! approval to the exact refund parameters (docs/spec/invariants.md #2).
 
 mod approvals;
-pub use approvals::{record_approval, use_approval};
+pub use approvals::{approval_carried_out, record_approval, record_found_approval, use_approval};
 mod fingerprint;
 pub use fingerprint::{decision_fingerprint, fingerprint, FingerprintInput, FingerprintRefund};
 mod decision;

@@ -32,6 +32,10 @@ pub enum Class {
     Summary,
     /// Staff's own data (their email, their saved templates): not a customer's.
     Staff,
+    /// A Message-ID of the customer's mail (their mail client writes their host, often
+    /// their name, into it): replaced by [`ERASED`] and the row's own key, so a column
+    /// that must stay unique (intake once per Message-ID) still is.
+    MessageId,
 }
 
 /// What replaces erased or expired text.
@@ -69,12 +73,24 @@ use Class::*;
 /// A ticket of the customer's (the mail tables name tickets).
 const TICKETS_OF: &str = "ticket_id IN (SELECT id FROM tickets WHERE customer_id = $1)";
 
-/// The schema, table by table (migrations 0001 to 0035). In order: erasure rewrites the
-/// tables one after another, so a table found through the customer's email comes before
-/// `customers`, whose email it replaces.
+/// The schema, table by table. In order: erasure rewrites the tables one after another,
+/// so a table found through the customer's email comes before `customers`, whose email
+/// it replaces.
 pub const TABLES: &[Table] = &[
-    // Issue 37: what we know of an address (a bounce, the last reply to an unknown
-    // sender), keyed by the address itself.
+    Table {
+        // Reports of periodic jobs: counts and ids — except reconciliation's drift,
+        // which names a customer and quotes their email (ours and the provider's). A
+        // report naming the customer is replaced whole; the next run writes a new one.
+        name: "job_runs",
+        key: &["name"],
+        rows: Rows::Redact(
+            "last_report IS NOT NULL AND (last_report LIKE '%' || $1 || '%'
+               OR last_report LIKE '%' || (SELECT email FROM customers WHERE id = $1) || '%')",
+        ),
+        columns: &[("name", Keep), ("last_report", Payload)],
+    },
+    // What we know of an address (a bounce, the last reply to an unknown sender), keyed
+    // by the address itself.
     Table {
         name: "mail_addresses",
         key: &["address"],
@@ -124,7 +140,7 @@ pub const TABLES: &[Table] = &[
             ("author", Keep),
             ("body", Text),
             ("staff_id", Keep),
-            // Issue 37: `web` or `email`, and a mail's quoted thread and signature.
+            // `web` or `email`, and a mail's quoted thread and signature.
             ("channel", Keep),
             ("quoted", Text),
         ],
@@ -141,7 +157,7 @@ pub const TABLES: &[Table] = &[
             ("reason_code", Keep),
         ],
     },
-    // Issue 37: the mails we send. A customer's own (the address on record, the text of
+    // The mails we send. A customer's own (the address on record, the text of
     // their ticket) and staff's about their cases, which may quote them.
     Table {
         name: "mail_outbox",
@@ -160,7 +176,8 @@ pub const TABLES: &[Table] = &[
             ("case_id", Keep),
             ("language", Keep),
             ("body", Text),
-            ("in_reply_to", Keep),
+            // The customer's mail this one answers.
+            ("in_reply_to", MessageId),
             ("status", Keep),
             ("last_error", Text),
             ("recipient", Email),
@@ -168,7 +185,7 @@ pub const TABLES: &[Table] = &[
             ("lease_owner", Keep),
         ],
     },
-    // Issue 37: the mails we took in, raw.
+    // The mails we took in, raw.
     Table {
         name: "mail_inbound",
         key: &["id"],
@@ -177,7 +194,7 @@ pub const TABLES: &[Table] = &[
         ),
         columns: &[
             ("id", Keep),
-            ("message_key", Keep),
+            ("message_key", MessageId),
             ("sender", Email),
             ("source", Keep),
             ("status", Keep),
@@ -190,7 +207,7 @@ pub const TABLES: &[Table] = &[
             ("imap_uid", Keep),
         ],
     },
-    // Issue 37: a mail's attachments (base64 text): their names and contents.
+    // A mail's attachments (base64 text): their names and contents.
     Table {
         name: "mail_attachments",
         key: &["id"],
@@ -330,13 +347,6 @@ pub const TABLES: &[Table] = &[
             ("intent_id", Keep),
             ("outcome", Keep),
         ],
-    },
-    Table {
-        // Reports of periodic jobs: counts and intent ids, never a name or a message.
-        name: "job_runs",
-        key: &["name"],
-        rows: Rows::NoCustomer,
-        columns: &[("name", Keep), ("last_report", Keep)],
     },
     Table {
         name: "shadow_pairs",
@@ -604,6 +614,48 @@ pub const TABLES: &[Table] = &[
         rows: Rows::NoCustomer,
         columns: &[("intent_id", Keep), ("outcome", Keep)],
     },
+    Table {
+        // What an adoption after a restore found: counts and ids.
+        name: "restores",
+        key: &["id"],
+        rows: Rows::NoCustomer,
+        columns: &[("id", Keep), ("report", Keep)],
+    },
+    Table {
+        name: "erasure_vacuum_due",
+        key: &["reason"],
+        rows: Rows::NoCustomer,
+        columns: &[("reason", Keep)],
+    },
+];
+
+/// Where customer data lives besides the tables' rows, and what erasure does there
+/// (docs/spec/data.md, "Erasure"). The tests search every one of these after erasing.
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "database free space (SQLite)",
+        "zeroed as it is freed (secure_delete on every writer); a database older than that is rebuilt once (VACUUM)",
+    ),
+    (
+        "write-ahead log (SQLite -wal)",
+        "folded into the database and truncated to nothing after the erasure",
+    ),
+    (
+        "dead row versions (PostgreSQL)",
+        "left to VACUUM: docs/guides/customer-data.md says what the operator runs",
+    ),
+    (
+        "policy index (index/)",
+        "holds policies only, never a customer's words",
+    ),
+    (
+        "attachments and files",
+        "kept in mail_attachments (a table above), never as files",
+    ),
+    (
+        "payments provider (payments/ under the embedded mock)",
+        "the provider's own copy; the desk keeps a tombstone under the pseudonym",
+    ),
 ];
 
 /// Tables the schema holds that are not the product's data (sqlx's migration record).

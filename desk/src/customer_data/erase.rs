@@ -4,8 +4,16 @@
 //! approvals, decisions, policy versions, idempotency keys) kept, with the customer
 //! known from then on by a pseudonym. Audited; erasing again does it again, harmlessly.
 //!
-//! Deliberately not here: the provider's copy of the customer, and a case still moving
-//! money (refused with a typed conflict until it is at rest).
+//! On SQLite every writer zeroes what it frees (`secure_delete`, set where the store
+//! opens its writer), so the rewritten rows leave nothing in the file's free space; a
+//! database older than that is rebuilt once (`VACUUM`, [`vacuum_if_due`]); then the
+//! write-ahead log is folded in and truncated ([`checkpoint`]). On PostgreSQL the old
+//! row versions are VACUUM's (docs/guides/customer-data.md says what the operator runs).
+//!
+//! Deliberately not here: the provider's copy of the customer (the desk keeps a
+//! tombstone: the provider's customer id under the pseudonym, which `reconcile` reports
+//! as erased), and a case still moving money (refused with a typed conflict until it is
+//! at rest).
 
 use sqlx::Row;
 
@@ -49,6 +57,7 @@ pub async fn erase(db: &Db, actor: &str, customer_id: &str, now: i64) -> DomainR
     record_erasure(&mut tx, actor, customer_id, &pseudonym, now).await?;
     tx.commit().await?;
     crate::customer::forget_page_splits();
+    vacuum_if_due(db).await?;
     checkpoint(db).await?;
     tracing::info!(pseudonym = %pseudonym, rows, again, "customer erased");
     Ok(Erased {
@@ -145,17 +154,23 @@ async fn erase_table(
     let mut sets = Vec::new();
     let mut values: Vec<&str> = Vec::new();
     for (column, class) in table.columns {
-        let value = match class {
-            Class::Name => pseudonym,
-            Class::Email => email.as_str(),
-            Class::Text => ERASED,
-            Class::Payload => ERASED_JSON,
+        let (value, unique) = match class {
+            Class::Name => (pseudonym, false),
+            Class::Email => (email.as_str(), false),
+            Class::Text => (ERASED, false),
+            Class::Payload => (ERASED_JSON, false),
+            Class::MessageId => (ERASED, true),
             Class::Keep | Class::Staff | Class::Summary => continue,
         };
         values.push(value);
         let n = values.len() + 1;
+        // A unique column (a Message-ID intake is keyed by) gets the row's own key too.
+        let replacement = match unique {
+            true => format!("${n} || ' ' || {}", table.key[0]),
+            false => format!("${n}"),
+        };
         sets.push(format!(
-            "{column} = CASE WHEN {column} IS NULL THEN NULL ELSE ${n} END"
+            "{column} = CASE WHEN {column} IS NULL THEN NULL ELSE {replacement} END"
         ));
     }
     let mut rows = 0;
@@ -266,15 +281,53 @@ async fn record_erasure(
     crate::audit::record(tx, actor, "customer_erased", customer_id, pseudonym, now).await
 }
 
-/// On SQLite, the write-ahead log is folded into the file and truncated, so the old
-/// pages are gone from both (readers holding an old snapshot are waited for).
-pub(super) async fn checkpoint(db: &Db) -> DomainResult<()> {
-    if db.backend() == Backend::Sqlite {
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(db.pool())
-            .await?;
+/// On SQLite, a database that held text before every writer zeroed what it frees is
+/// rebuilt once (`erasure_vacuum_due`, migration 0066): VACUUM writes every live row into
+/// fresh pages, so no free page or free space in a page keeps an older text. It takes
+/// as long as copying the file, and other writers wait meanwhile: once, not on every
+/// erasure.
+async fn vacuum_if_due(db: &Db) -> DomainResult<()> {
+    if db.backend() != Backend::Sqlite {
+        return Ok(());
     }
+    let due = sqlx::query("SELECT reason FROM erasure_vacuum_due LIMIT 1")
+        .fetch_optional(db.pool())
+        .await?;
+    if due.is_none() {
+        return Ok(());
+    }
+    sqlx::query("VACUUM").execute(db.pool()).await?;
+    sqlx::query("DELETE FROM erasure_vacuum_due")
+        .execute(db.pool())
+        .await?;
+    tracing::info!("database rebuilt once: text freed before zeroing is gone");
     Ok(())
+}
+
+/// How often, and how far apart, the write-ahead log is asked to fold in and truncate
+/// while another connection still reads an older snapshot (each try also waits the
+/// connection's busy timeout).
+const CHECKPOINT_TRIES: u32 = 5;
+const CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// On SQLite, the write-ahead log is folded into the file and truncated, so the old
+/// pages are gone from both. A reader holding an older snapshot is waited for; one that
+/// outlasts every try makes this an error (the erasure itself is committed: erasing
+/// again finishes it).
+pub(super) async fn checkpoint(db: &Db) -> DomainResult<()> {
+    if db.backend() != Backend::Sqlite {
+        return Ok(());
+    }
+    for _ in 0..CHECKPOINT_TRIES {
+        if db.checkpoint_truncate().await? {
+            return Ok(());
+        }
+        tokio::time::sleep(CHECKPOINT_PAUSE).await;
+    }
+    Err(anyhow::anyhow!(
+        "erased, but the write-ahead log is still read by another connection and still holds the old pages: erase again to truncate it"
+    )
+    .into())
 }
 
 #[cfg(test)]

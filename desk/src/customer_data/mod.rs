@@ -1,11 +1,12 @@
-//! The customer's data over its life (issue 40, docs/spec/data.md): what is held about
-//! whom ([`classify`]), handed out ([`export`]), erased ([`erase`]), expired
-//! ([`retention`]), and brought back from a backup without sending a refund twice
-//! ([`restore`]).
+//! The customer's data over its life (docs/spec/data.md): what is held about whom and
+//! where ([`classify`]), handed out ([`export`]), erased ([`erase`]), expired
+//! ([`retention`]), and brought back from a backup ([`restore`]) with the refunds made
+//! since adopted from the provider before anything is served ([`adoption`]).
 //!
 //! Deliberately not here: who may ask (`web::access`: administer only) and how a case
 //! moves (`cases`, `refunds`).
 
+pub mod adoption;
 pub mod classify;
 pub mod erase;
 pub mod export;

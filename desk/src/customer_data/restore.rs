@@ -3,9 +3,10 @@
 //! A backup is a consistent copy taken while `serve` runs: on SQLite `VACUUM INTO` (one
 //! read transaction, so writers go on in WAL mode); on PostgreSQL `pg_dump
 //! --format=custom` (one snapshot). A restore brings it back into an empty data
-//! directory (or empty database: `pg_restore`), runs the migrations, then records every
-//! refund intent the backup had not seen final in `restore_checks`: until each is looked
-//! up at the provider ([`check_restored`], in every worker pass), nothing is sent
+//! directory (or empty database: `pg_restore`), runs the migrations, then closes the
+//! gate: a `restores` row, and every refund intent the backup had not seen final in
+//! `restore_checks`. Until `adoption::adopt_after_restore` has looked them up and read
+//! every refund on the restored charges at the provider, nothing is served or executed
 //! (`refunds::restore_gate_closed`). A refund made after the backup is adopted, never
 //! sent again — even when the provider has forgotten its idempotency key.
 //!
@@ -82,16 +83,24 @@ pub async fn restore(database_url: &str, file: &Path, now: i64) -> anyhow::Resul
     Ok(waiting?)
 }
 
-/// Every intent not final in the restored data waits for a look at the provider.
+/// The restore waits for its adoption (a `restores` row), and every intent not final
+/// in the restored data for a look at the provider. Returns how many intents wait.
 pub async fn close_gate(db: &Db, now: i64) -> DomainResult<u64> {
+    let mut tx = db.begin().await?;
+    sqlx::query("INSERT INTO restores (id, restored_at) VALUES ($1, $2)")
+        .bind(store::new_id("restore"))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
     let done = sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO restore_checks (intent_id, restored_at)
          SELECT id, $1 FROM refund_intents WHERE status IN {NOT_FINAL}
          ON CONFLICT (intent_id) DO UPDATE SET restored_at = $1, checked_at = NULL, outcome = NULL"
     )))
     .bind(now)
-    .execute(db.pool())
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(done.rows_affected())
 }
 

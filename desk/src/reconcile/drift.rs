@@ -1,6 +1,7 @@
-//! Drift between the shop's records and the provider's (issue 36): the customers and
-//! orders the desk holds, checked against every provider customer and charge, so a lead
-//! sees what an import or a webhook missed before it shows in a case.
+//! Drift between the shop's records and the provider's (docs/spec/interfaces.md,
+//! `reconcile`): the customers and orders the desk holds, checked against every provider
+//! customer and charge, so a lead sees what an import or a webhook missed before it
+//! shows in a case.
 //!
 //! Customers: one linked to a provider customer the provider no longer lists
 //! (`missing_at_provider`), or whose email differs from that provider customer's
@@ -11,6 +12,12 @@
 //! paid order no charge names nor staff linked (`no_charge`: its case would escalate as
 //! payment records missing). The same pass over the charges refreshes the list of
 //! charges naming no order (`onboarding::charges`).
+//!
+//! An erased customer (docs/spec/data.md, "Erasure") is a known state, not drift: the
+//! desk keeps a tombstone — the provider's customer id under the pseudonym — and the
+//! provider its own copy. Each is listed under `erased` (pseudonym and provider id only:
+//! the provider's copy of their email is never written into a report), whether the
+//! provider still lists them or not.
 //!
 //! Memory stays bounded by one provider page and the ids of the desk's own linked
 //! customers and named orders, never the provider's whole account; each list keeps its
@@ -44,6 +51,9 @@ pub struct DriftReport {
     pub unlinked_charges: u64,
     pub customers: Listed<CustomerDrift>,
     pub orders: Listed<OrderDrift>,
+    /// Erased customers' tombstones: known, not drift (never makes a report unclean).
+    #[serde(default)]
+    pub erased: Listed<ErasedCustomer>,
     /// A pass the provider could not serve; the lists above are then partial.
     pub errors: Vec<String>,
 }
@@ -99,6 +109,17 @@ pub struct CustomerDrift {
     /// Our email; the provider's, when it has one.
     pub email: String,
     pub provider_email: Option<String>,
+}
+
+/// An erased customer as the desk still knows them: the pseudonym their money records
+/// are kept under and the provider's customer id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ErasedCustomer {
+    pub pseudonym: String,
+    pub provider_customer_id: String,
+    /// Whether the provider still lists that customer (its copy is the provider's to
+    /// erase).
+    pub at_provider: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -185,10 +206,9 @@ async fn linked_on_page(
         return Ok(());
     }
     let rows = in_list(
-        // An erased customer's email is a pseudonym (docs/spec/data.md): never compared,
-        // so the provider's copy of it is not written into a report.
-        "SELECT id, email, provider_customer_id FROM customers
-          WHERE id NOT IN (SELECT customer_id FROM erasures) AND provider_customer_id",
+        "SELECT c.id, c.email, c.provider_customer_id, e.pseudonym FROM customers c
+           LEFT JOIN erasures e ON e.customer_id = c.id
+          WHERE c.provider_customer_id",
         &ids,
     )
     .fetch_all(db.reader())
@@ -200,6 +220,16 @@ async fn linked_on_page(
             continue;
         };
         seen.insert(provider_id.clone());
+        if let Some(pseudonym) = row.try_get::<Option<String>, _>("pseudonym")? {
+            // docs/spec/data.md: erased, not drift; their email is a pseudonym, never
+            // compared, so the provider's copy of it is not written into a report.
+            report.erased.push(ErasedCustomer {
+                pseudonym,
+                provider_customer_id: provider_id,
+                at_provider: true,
+            });
+            continue;
+        }
         let provider_email = theirs.email.clone().filter(|e| !e.is_empty());
         if provider_email
             .as_deref()
@@ -299,13 +329,24 @@ async fn missing_at_provider(
 ) -> DomainResult<()> {
     let mut pages = Pages::of(
         db,
-        "SELECT id, email, provider_customer_id FROM customers
-         WHERE provider_customer_id <> '' AND id > $1 ORDER BY id LIMIT $2",
+        "SELECT c.id, c.email, c.provider_customer_id, e.pseudonym FROM customers c
+           LEFT JOIN erasures e ON e.customer_id = c.id
+         WHERE c.provider_customer_id <> '' AND c.id > $1 ORDER BY c.id LIMIT $2",
     );
     while let Some(rows) = pages.next().await? {
         for row in &rows {
             let provider_id: String = row.try_get("provider_customer_id")?;
-            if !seen.contains(&provider_id) {
+            if seen.contains(&provider_id) {
+                continue;
+            }
+            if let Some(pseudonym) = row.try_get::<Option<String>, _>("pseudonym")? {
+                // Erased here and gone at the provider too: still known, not drift.
+                report.erased.push(ErasedCustomer {
+                    pseudonym,
+                    provider_customer_id: provider_id,
+                    at_provider: false,
+                });
+            } else {
                 report.customers.push(CustomerDrift {
                     kind: CustomerDriftKind::MissingAtProvider,
                     customer_id: row.try_get("id")?,

@@ -464,12 +464,16 @@ pub async fn reconcile_intent(s: Sender<'_>, case: &Case, intent: &Intent) -> Do
     Ok(step)
 }
 
-/// Whether a restore left intents not yet looked up at the provider (the table is
-/// written by `customer_data::restore`; read here, at the payment boundary).
+/// Whether a restore still waits for its adoption, or left intents not yet looked up at
+/// the provider (the tables are written by `customer_data`; read here, at the payment
+/// boundary).
 pub async fn restore_gate_closed(db: &Db) -> DomainResult<bool> {
-    let open = sqlx::query("SELECT intent_id FROM restore_checks WHERE checked_at IS NULL LIMIT 1")
-        .fetch_optional(db.pool())
-        .await?;
+    let open = sqlx::query(
+        "SELECT intent_id FROM restore_checks WHERE checked_at IS NULL
+         UNION ALL SELECT id FROM restores WHERE adopted_at IS NULL LIMIT 1",
+    )
+    .fetch_optional(db.pool())
+    .await?;
     Ok(open.is_some())
 }
 
@@ -498,7 +502,7 @@ pub async fn check_restored(
     match found {
         Ok(Some(refund)) => {
             adopt(s, &intent, &refund, intent.provider_refund_id.is_none()).await?;
-            settle_adopted(s, &intent.case_id).await?;
+            settle_adopted(s, &intent.case_id, &refund).await?;
             Ok(Some(RestoredIntent::Adopted))
         }
         Ok(None) => Ok(Some(RestoredIntent::Absent)),
@@ -531,8 +535,9 @@ impl RestoredIntent {
 }
 
 /// A case whose refunds the provider made after the backup: its approval is used (the
-/// money moved under it) and its status follows its intents, as after a submission.
-async fn settle_adopted(s: Sender<'_>, case_id: &str) -> DomainResult<()> {
+/// money moved under it), its status follows its intents, as after a submission, and
+/// the adoption is audited (docs/spec/data.md, "Backups").
+async fn settle_adopted(s: Sender<'_>, case_id: &str, refund: &ProviderRefund) -> DomainResult<()> {
     let mut tx = s.db.begin().await?;
     if let Some(case) = cases::load_case_tx(&mut tx, case_id).await? {
         if case.status == CaseStatus::Approved {
@@ -540,6 +545,14 @@ async fn settle_adopted(s: Sender<'_>, case_id: &str) -> DomainResult<()> {
         }
     }
     super::settle_case_status_tx(&mut tx, s.clock, case_id).await?;
+    let detail = format!(
+        "refund {} ({}) {}",
+        refund.id,
+        refund.status(),
+        super::FOUND_AFTER_RESTORE
+    );
+    let now = s.clock.now_ms();
+    crate::audit::record(&mut tx, "system", "refund_adopted", case_id, &detail, now).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -23,6 +23,8 @@ pub use execute::{
     cases_to_execute, check_restored, execute_case, reconcile_intent, restore_gate_closed,
     RestoredIntent, PENDING_RECHECK_MAX_MS, PENDING_RECHECK_MIN_MS,
 };
+mod found;
+pub use found::{adopt_found_refund, Found, FOUND_AFTER_RESTORE};
 mod settle;
 pub use settle::{settle_case, settle_case_status_tx};
 mod views;

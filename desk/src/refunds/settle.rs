@@ -36,6 +36,20 @@ fn status_for(intent_statuses: &[IntentStatus]) -> Option<CaseStatus> {
     })
 }
 
+/// Whether a case in `status` is in the refund part of its life, where its status
+/// follows its intents.
+pub(super) fn follows_intents(status: CaseStatus) -> bool {
+    matches!(
+        status,
+        CaseStatus::Approved
+            | CaseStatus::Executing
+            | CaseStatus::PendingVerification
+            | CaseStatus::RefundPending
+            | CaseStatus::RefundSucceeded
+            | CaseStatus::RefundFailed
+    )
+}
+
 /// Derives the case status from its intents inside `tx`, and tells the customer when it
 /// changed (the reply is written in the same transaction). Returns the new status.
 pub async fn settle_case_status_tx(
@@ -57,16 +71,7 @@ pub async fn settle_case_status_tx(
     let case = cases::load_case_tx(tx, case_id)
         .await?
         .ok_or(DomainError::NotFound("case"))?;
-    // Only a case in the refund part of its life follows its intents.
-    let settled_states = [
-        CaseStatus::Approved,
-        CaseStatus::Executing,
-        CaseStatus::PendingVerification,
-        CaseStatus::RefundPending,
-        CaseStatus::RefundSucceeded,
-        CaseStatus::RefundFailed,
-    ];
-    if case.status == target || !settled_states.contains(&case.status) {
+    if case.status == target || !follows_intents(case.status) {
         return Ok(None);
     }
     if case.status == CaseStatus::Approved && target == CaseStatus::Executing {

@@ -84,6 +84,18 @@ pub async fn start_mock(dir: &std::path::Path) -> payments_mock::RunningMock {
     .expect("the payments mock starts")
 }
 
+/// `spawn_app()`, on a payments mock whose configuration `edit` changed first (its
+/// idempotency window, say).
+pub async fn spawn_app_with_provider(edit: impl FnOnce(&mut payments_mock::MockConfig)) -> TestApp {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut config = payments_mock::MockConfig::new(dir.path().join("payments"));
+    edit(&mut config);
+    let mock = payments_mock::start(config, "127.0.0.1:0".parse().expect("a socket address"))
+        .await
+        .expect("the payments mock starts");
+    spawn_app_on(dir, mock, Arc::new(Investigator), |_| {}).await
+}
+
 pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
     spawn_app_configured(model, |_| {}).await
 }
@@ -96,6 +108,16 @@ pub async fn spawn_app_configured(
 ) -> TestApp {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
+    spawn_app_on(dir, mock, model, edit).await
+}
+
+/// The demo world loaded into `mock` and into a fresh database in `dir`, and the app on both.
+async fn spawn_app_on(
+    dir: tempfile::TempDir,
+    mock: payments_mock::RunningMock,
+    model: Arc<dyn Model>,
+    edit: impl FnOnce(&mut Config),
+) -> TestApp {
     desk::world::load_into_provider(&mock.base_url(), &demo_world_text())
         .await
         .expect("world loads into the mock");
