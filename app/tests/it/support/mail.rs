@@ -36,8 +36,20 @@ pub fn mailtool(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// One plain message built by Python's `email` package, with extra `headers`.
+/// One plain message built by Python's `email` package, with extra `headers`, as the
+/// trusted receiving server hands it on: with its DMARC pass for the From domain.
 pub fn build(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8> {
+    proven(&build_as_written(from, subject, body, headers), from)
+}
+
+/// `raw` with the trusted server's DMARC pass for `from`'s domain on top.
+pub fn proven(raw: &[u8], from: &str) -> Vec<u8> {
+    let domain = from.rsplit('@').next().unwrap_or("").trim_end_matches('>');
+    stamped(raw, &format!("dmarc=pass header.from={domain}"))
+}
+
+/// [`build`] as the sender wrote it: nothing added on the way.
+pub fn build_as_written(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8> {
     let mut args = vec!["build", from, SUPPORT, subject, body];
     for h in headers {
         args.push("--header");
@@ -46,11 +58,28 @@ pub fn build(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8>
     mailtool(&args)
 }
 
+/// The authserv-id of the receiving server the tests' apps trust (`MAIL_AUTHSERV_ID`).
+pub const AUTHSERV_ID: &str = "mx.shop.test";
+
+/// `raw` as the trusted receiving server hands it on: its own `Authentication-Results`
+/// with `results` prepended above everything the sender wrote (RFC 8601 §5).
+pub fn stamped(raw: &[u8], results: &str) -> Vec<u8> {
+    let eol = if raw.windows(2).any(|w| w == b"\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut out = format!("Authentication-Results: {AUTHSERV_ID}; {results}{eol}").into_bytes();
+    out.extend_from_slice(raw);
+    out
+}
+
 /// The mail settings of an app that takes mail through the API only (no servers).
 pub fn api_only(config: &mut Config) {
     config.mail = MailConfig {
         from: Some(SUPPORT.into()),
         inbound_token: Some(INBOUND_TOKEN.into()),
+        authserv_id: Some(AUTHSERV_ID.into()),
         retry: Duration::from_secs(30),
         ..MailConfig::default()
     };
