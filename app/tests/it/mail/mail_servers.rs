@@ -475,6 +475,7 @@ fn serve_command(
         .env("FIXTURES_DIR", desk::config::default_fixtures_dir())
         .env("SMTP_URL", servers.smtp_url())
         .env("MAIL_FROM", SUPPORT)
+        .env("MAIL_AUTHSERV_ID", mail::AUTHSERV_ID)
         .env("PUBLIC_URL", "http://desk.test")
         // The first retry after a second, so the restarted process sends soon.
         .env("MAIL_RETRY_SECS", "1")

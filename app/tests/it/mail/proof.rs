@@ -194,3 +194,105 @@ async fn sign_in(app: &TestApp, token: &str) {
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
 }
+
+/// Every form above through real Postfix and Dovecot (`scripts/mail-servers`): Postfix
+/// writes the receiving server's verdict for each envelope sender (`form-N@relay.test`),
+/// as a border server does after its checks, above a mail in Li Wei's name; the desk takes
+/// the support mailbox over IMAP. Every one opens its ticket and proposes nothing; one
+/// Postfix proves (its SPF pass for example.cn) goes on to its proposal.
+///
+/// Seen failing before the fix: each unproven form "went on" to `awaiting_approval` (the
+/// API test above); the forged pass below Postfix's own fail was held with no ticket.
+#[tokio::test]
+async fn every_form_of_authentication_results_through_postfix_proves_only_what_it_says() {
+    let mut rules = String::new();
+    let mut forms: Vec<(String, String, Vec<u8>)> = Vec::new();
+    for (n, (what, headers)) in UNPROVEN.iter().enumerate() {
+        let sender = format!("form-{n}@relay.test");
+        // The forms' fields as Postfix's verdict: it writes the first, on top.
+        let rule = match headers.first() {
+            Some(field) => format!("PREPEND {field}"),
+            None => "DUNNO".to_string(),
+        };
+        rules.push_str(&format!("/^form-{n}@relay\\.test$/ {rule}\n"));
+        forms.push((what.to_string(), sender, in_li_weis_name(&[])));
+    }
+    rules.push_str("/^forged@relay\\.test$/ PREPEND Authentication-Results: mx.shop.test; spf=fail smtp.mailfrom=example.cn\n");
+    forms.push((
+        "a forged pass below Postfix's own fail".into(),
+        "forged@relay.test".into(),
+        in_li_weis_name(&[
+            "Authentication-Results: mx.shop.test; dmarc=pass header.from=example.cn",
+        ]),
+    ));
+    if std::env::var("TEST_MAIL_SERVERS").is_err() {
+        eprintln!("\n*** NOT RUN: set TEST_MAIL_SERVERS=1 after scripts/mail-servers install (.ci/run does) ***\n");
+        return;
+    }
+    let servers = mail::MailServers::start_with_sender_results(&rules);
+    let app = crate::support::spawn_app_configured(
+        std::sync::Arc::new(desk::agent::investigator::Investigator),
+        |c| servers.configure(c),
+    )
+    .await;
+    let mut failures = Vec::new();
+    for (n, (what, sender, raw)) in forms.iter().enumerate() {
+        // A new hour for each: under the one customer's tickets-per-hour limit.
+        app.clock.advance(time::Duration::minutes(61));
+        servers.send(sender, raw);
+        servers.wait_for(SUPPORT, n + 1);
+        let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
+        desk::mail::imap_watch::run_once(app.state.intake(), &target)
+            .await
+            .unwrap();
+        app.drain().await;
+        if let Err(why) = newest_ticket_waits(&app).await {
+            failures.push(format!("{what}: {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    // Postfix's SPF pass for the envelope sender's domain, aligned with the From domain.
+    app.clock.advance(time::Duration::minutes(61));
+    servers.send("li.wei@example.cn", &in_li_weis_name(&[]));
+    servers.wait_for(SUPPORT, forms.len() + 1);
+    let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
+    desk::mail::imap_watch::run_once(app.state.intake(), &target)
+        .await
+        .unwrap();
+    app.drain().await;
+    let ticket_id = newest_ticket(&app).await;
+    let case = case_of(&app, &ticket_id).await;
+    assert_ne!(case["status"], "awaiting_customer", "{case:#}");
+    assert!(!case["fingerprint"].is_null(), "proven: proposed {case:#}");
+}
+
+async fn newest_ticket(app: &TestApp) -> String {
+    sqlx::query_scalar("SELECT id FROM tickets ORDER BY created_at DESC, id DESC LIMIT 1")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap()
+}
+
+/// The newest ticket's case waits for the customer, nothing proposed.
+async fn newest_ticket_waits(app: &TestApp) -> Result<(), String> {
+    let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tickets")
+        .fetch_one(app.state.db.pool())
+        .await
+        .unwrap();
+    let reasons: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT status, reason FROM mail_inbound ORDER BY seq DESC LIMIT 1")
+            .fetch_all(app.state.db.pool())
+            .await
+            .unwrap();
+    if reasons.first().and_then(|(_, r)| r.as_deref()) != Some("unverified_sender") {
+        return Err(format!("taken as {reasons:?} ({tickets} tickets)"));
+    }
+    let case = case_of(app, &newest_ticket(app).await).await;
+    if case["status"] != "awaiting_customer" || !case["fingerprint"].is_null() {
+        return Err(format!(
+            "case went on: {} {}",
+            case["status"], case["fingerprint"]
+        ));
+    }
+    Ok(())
+}

@@ -101,6 +101,13 @@ pub struct MailServers {
 impl MailServers {
     /// Starts a pair on free ports under a fresh directory (returns once both greet).
     pub fn start() -> MailServers {
+        MailServers::start_with_sender_results("")
+    }
+
+    /// [`MailServers::start`] with Postfix's verdicts for some envelope senders: lines
+    /// of a Postfix regexp table (`/^form-1@relay\.test$/ PREPEND Authentication-Results:
+    /// …`), read before the default SPF pass (`scripts/mail-servers`).
+    pub fn start_with_sender_results(rules: &str) -> MailServers {
         assert!(
             Path::new("/usr/sbin/postfix").exists(),
             "Postfix is not installed: run scripts/mail-servers install (scripts/test does)"
@@ -113,6 +120,8 @@ impl MailServers {
             sent: Default::default(),
             read: Default::default(),
         };
+        std::fs::create_dir_all(&servers.dir).unwrap();
+        std::fs::write(servers.dir.join("sender-results"), rules).unwrap();
         servers.run("start");
         servers
     }
@@ -123,6 +132,8 @@ impl MailServers {
             .env("MAILTEST_DIR", &self.dir)
             .env("SMTP_PORT", self.smtp_port.to_string())
             .env("IMAP_PORT", self.imap_port.to_string())
+            .env("MAILTEST_AUTHSERV_ID", AUTHSERV_ID)
+            .env("MAILTEST_SENDER_RESULTS", self.dir.join("sender-results"))
             .output()
             .expect("scripts/mail-servers runs");
         assert!(
