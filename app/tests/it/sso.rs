@@ -38,6 +38,8 @@ fn plan(app: &TestApp, sub: &str, email: &str, groups: &[&str]) -> Plan {
     Plan::person(sub, email, groups, app.clock.now_ms() / 1000)
 }
 
+mod identity;
+
 /// What the desk answered the provider's redirect back.
 struct Back {
     status: StatusCode,
@@ -48,12 +50,24 @@ struct Back {
     callback: String,
 }
 
-/// Starts a sign-in at the desk, goes through the provider, and comes back.
+/// Starts a sign-in at the desk, goes through the provider, and comes back in the same
+/// browser (with the cookie the start set).
 async fn sign_in(app: &TestApp) -> Back {
+    let (callback, binding) = to_provider_and_back(app).await;
+    come_back_with(app, &callback, binding.as_deref()).await
+}
+
+/// Starts a sign-in and goes through the provider: the callback's path and query, and
+/// the cookie the start set (`name=value`), if any.
+async fn to_provider_and_back(app: &TestApp) -> (String, Option<String>) {
     let start = app
         .response(Request::get("/console/sso").body(Body::empty()).unwrap())
         .await;
     assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let binding = start
+        .headers()
+        .get(header::SET_COOKIE)
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
     let to_idp = start.headers()[header::LOCATION]
         .to_str()
         .unwrap()
@@ -72,13 +86,21 @@ async fn sign_in(app: &TestApp) -> Back {
         .unwrap()
         .trim_start_matches(DESK)
         .to_string();
-    come_back(app, &callback).await
+    (callback, binding)
 }
 
+/// Opens a callback in a browser with no cookie of ours.
 async fn come_back(app: &TestApp, callback: &str) -> Back {
-    let response = app
-        .response(Request::get(callback).body(Body::empty()).unwrap())
-        .await;
+    come_back_with(app, callback, None).await
+}
+
+/// Opens a callback in a browser holding `cookie` (`name=value`).
+async fn come_back_with(app: &TestApp, callback: &str, cookie: Option<&str>) -> Back {
+    let mut request = Request::get(callback);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    let response = app.response(request.body(Body::empty()).unwrap()).await;
     let header = |name| {
         response
             .headers()
