@@ -13,6 +13,7 @@ use sqlx::Row;
 use crate::support::mail::{self, INBOUND_TOKEN, SUPPORT};
 use crate::support::{spawn_app_configured, TestApp};
 
+mod bounces;
 mod mail_servers;
 mod proof;
 
@@ -348,16 +349,31 @@ async fn auto_replies_bounces_and_our_own_address_get_no_reply_and_a_bounce_mark
         .await
         .unwrap();
     assert_eq!(tickets, 0);
-    // Staff see the address is undeliverable on the customer's case.
+    // A bounce of our own mail marks the address, and staff see it on the case.
     let (_, case) = app
         .open_ticket("C-100", "I was charged twice for my annual plan")
         .await;
+    let ours: String = sqlx::query_scalar(
+        "SELECT id FROM mail_outbox WHERE customer_id = 'C-100' ORDER BY seq DESC LIMIT 1",
+    )
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    let ours = desk::mailbox::message_id(&ours, "shop.test");
+    let bounce = mail::mailtool(&[
+        "bounce",
+        SUPPORT,
+        "li.wei@example.cn",
+        "--message-id",
+        &ours,
+    ]);
+    inbound(&app, &bounce).await;
     let case = app.case(case["id"].as_str().unwrap()).await;
     assert!(
         case["customer_email_undeliverable"]
             .as_str()
             .unwrap()
-            .contains("delivery failure"),
+            .contains("bounced for good"),
         "{case:#}"
     );
 }

@@ -171,7 +171,7 @@ fn duplicate(seen: record::Seen) -> InboundOutcome {
 }
 
 /// Why a mail must never be answered (docs/spec/email.md: no loops), if it must not.
-/// A bounce marks the address it failed for undeliverable.
+/// A bounce of a mail of ours marks the address it failed for (`bounces`).
 async fn never_answered(
     intake: Intake<'_>,
     parsed: &ParsedMail,
@@ -184,12 +184,8 @@ async fn never_answered(
         return Ok(Some("our_own_address"));
     }
     match &parsed.automatic {
-        Some(Automatic::Bounce { failed }) => {
-            for address in failed {
-                let why = "a delivery failure report came back";
-                addresses::mark_undeliverable(intake.db, address, why, now).await?;
-                tracing::warn!(address = %address, "mail bounced: address marked undeliverable");
-            }
+        Some(Automatic::Bounce(bounce)) => {
+            super::bounces::take(intake, bounce, now).await?;
             Ok(Some("bounce"))
         }
         Some(Automatic::AutoReply(_)) => Ok(Some("auto_reply")),

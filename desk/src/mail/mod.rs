@@ -7,6 +7,7 @@
 //! - [`authentication`]: whether a mail proves its sender (the trusted server's
 //!   `Authentication-Results`, RFC 8601, and DMARC's alignment);
 //! - [`unverified`]: a mail that does not: its ticket waits for the customer's sign-in;
+//! - [`bounces`]: a delivery-status notification about a mail of ours (hard or soft);
 //! - [`inbound`]: what a mail does — who wrote, which ticket, held or taken — for both
 //!   `POST /api/v1/inbound/email` and the watched mailbox;
 //! - [`imap_watch`]: the mailbox at `IMAP_URL` (IDLE where offered, else polling);
@@ -17,6 +18,7 @@
 //! (a mail only opens or continues a ticket, as the page does), or answer automatic mail.
 
 pub mod authentication;
+pub mod bounces;
 pub mod imap_watch;
 pub mod inbound;
 pub mod new_words;
