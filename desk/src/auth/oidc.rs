@@ -12,10 +12,10 @@
 //! invitation or an account with no link yet; a second subject for a linked account is
 //! refused and audited, never moved over.
 //!
-//! The state, nonce and PKCE verifier of a sign-in in flight are kept in `oidc_logins`
-//! (by the state's hash), used once, and bound to the browser that started it (the hash
-//! of a random value it holds in a short-lived HttpOnly cookie): a replayed, forged or
-//! planted callback (login CSRF) finds nothing.
+//! The state, nonce and PKCE verifier of a sign-in in flight are kept in `oidc_logins`,
+//! used once, and bound to the browser that started it: the row's key is the hash of the
+//! state together with a random value that browser holds in a short-lived HttpOnly
+//! cookie, so a replayed, forged or planted callback (login CSRF) finds nothing.
 
 use std::time::{Duration, Instant};
 
@@ -224,14 +224,12 @@ impl Oidc {
             .url();
         let browser_binding = super::random_token();
         sqlx::query(
-            "INSERT INTO oidc_logins (state_hash, nonce, pkce_verifier, created_at, browser_hash)
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO oidc_logins (state_hash, nonce, pkce_verifier, created_at) VALUES ($1, $2, $3, $4)",
         )
-        .bind(token_hash(state.secret()))
+        .bind(login_key(state.secret(), &browser_binding))
         .bind(nonce.secret())
         .bind(verifier.secret())
         .bind(now_ms)
-        .bind(token_hash(&browser_binding))
         .execute(db.pool())
         .await?;
         Ok(Started {
@@ -325,20 +323,27 @@ impl Oidc {
     }
 }
 
+/// The key a sign-in in flight is kept by: the hash of its state together with the
+/// value its browser holds, so only that state from that browser finds it.
+fn login_key(state: &str, browser_binding: &str) -> String {
+    token_hash(&format!("{state}\n{browser_binding}"))
+}
+
 /// The nonce and PKCE verifier of the sign-in `state` names, deleted as they are read: a
-/// second callback with the same state finds nothing. Taken only with the browser value
+/// second callback with the same state finds nothing. Found only with the browser value
 /// its start handed out: a callback opened in another browser (an attacker's code and
-/// state planted on a victim) is refused, and spends the attacker's sign-in too.
+/// state planted on a victim) finds nothing.
 async fn take_login(
     db: &Db,
     state: &str,
     browser_binding: Option<&str>,
     now_ms: i64,
 ) -> Result<(String, String), Refused> {
-    let hash = token_hash(state);
+    let browser_binding = browser_binding.ok_or(Refused::UnknownState)?;
+    let hash = login_key(state, browser_binding);
     let mut tx = db.begin().await?;
     let row = sqlx::query(
-        "SELECT nonce, pkce_verifier, created_at, browser_hash FROM oidc_logins WHERE state_hash = $1",
+        "SELECT nonce, pkce_verifier, created_at FROM oidc_logins WHERE state_hash = $1",
     )
     .bind(&hash)
     .fetch_optional(&mut *tx)
@@ -350,12 +355,7 @@ async fn take_login(
         .await?;
     tx.commit().await?;
     let created_at: i64 = row.try_get("created_at")?;
-    let bound: Option<String> = row.try_get("browser_hash")?;
-    let same_browser = match (bound, browser_binding) {
-        (Some(bound), Some(binding)) => super::constant_time_eq(&bound, &token_hash(binding)),
-        _ => false,
-    };
-    if gone.rows_affected() != 1 || now_ms - created_at > LOGIN_TTL_MS || !same_browser {
+    if gone.rows_affected() != 1 || now_ms - created_at > LOGIN_TTL_MS {
         return Err(Refused::UnknownState);
     }
     Ok((row.try_get("nonce")?, row.try_get("pkce_verifier")?))
