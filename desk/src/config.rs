@@ -227,6 +227,14 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub inbound_email_token: Option<String>,
+    /// The authserv-id of the receiving mail server whose `Authentication-Results` (RFC 8601) is believed, e.g. `mx.shop.example`: only its DMARC pass, or its SPF or DKIM pass aligned with the From domain, proves a mail's sender; any other mail opens its ticket unverified, nothing proposed until the customer confirms through a link [default: unset, no mail proves its sender].
+    #[arg(
+        long,
+        global = true,
+        env = "MAIL_AUTHSERV_ID",
+        value_name = "MAIL_AUTHSERV_ID"
+    )]
+    pub mail_authserv_id: Option<String>,
     /// Seconds before the first retry of a mail the SMTP server did not take; each later retry waits twice as long, up to an hour.
     #[arg(long, global = true, env = "MAIL_RETRY_SECS", value_name = "MAIL_RETRY_SECS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -509,6 +517,7 @@ impl Config {
                 from: set(&settings.mail_from),
                 imap_url: set(&settings.imap_url),
                 inbound_token: set(&settings.inbound_email_token),
+                authserv_id: set(&settings.mail_authserv_id),
                 retry: Duration::from_secs(settings.mail_retry_secs),
             },
             group_roles: settings.group_roles.clone().unwrap_or_default(),

@@ -215,10 +215,18 @@ pub async fn open_ticket(
     }
     crate::tickets::insert_ticket(&mut tx, &ticket).await?;
     append_customer_words(&mut tx, &ticket.id, &message, origin, "opened", now).await?;
-    // Issue 37: "we received your request", by mail, whichever way it came.
-    let received = crate::mailbox::MailKind::Received;
-    crate::mailbox::outbox::to_customer(&mut tx, received, &ticket.id, "", now).await?;
-    let case_id = cases::open_case(&mut tx, queue.versions, &ticket, now).await?;
+    let case_id = if waits_for_sender(origin) {
+        // docs/spec/email.md: a mail that does not prove its sender opens its ticket, but
+        // nothing is investigated until the customer confirms through the mailed link.
+        let confirm = crate::mailbox::MailKind::ConfirmSender;
+        crate::mailbox::outbox::to_customer(&mut tx, confirm, &ticket.id, "", now).await?;
+        cases::open_case_waiting_for_sender(&mut tx, &ticket, now).await?
+    } else {
+        // docs/spec/email.md: "we received your request", by mail, whichever way it came.
+        let received = crate::mailbox::MailKind::Received;
+        crate::mailbox::outbox::to_customer(&mut tx, received, &ticket.id, "", now).await?;
+        cases::open_case(&mut tx, queue.versions, &ticket, now).await?
+    };
     // Issue 21: the mode in force when the case opened is stored with it.
     crate::rollout::modes::assign_case(&mut tx, &case_id, &subject, queue.rollout_default, now)
         .await?;
@@ -226,6 +234,12 @@ pub async fn open_ticket(
     tracing::info!(ticket_id = %ticket.id, customer_id, "ticket opened");
     queue.wake.notify_one();
     Ok(ticket)
+}
+
+/// Whether the words come in a mail that does not prove its sender (`mail::unverified`).
+fn waits_for_sender(origin: Origin<'_>) -> bool {
+    matches!(origin, Origin::Email(mail)
+        if mail.taken.status == crate::mailbox::inbound::InboundStatus::Unverified)
 }
 
 /// Loads a ticket the principal may see: its customer, or any staff member.

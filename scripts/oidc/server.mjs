@@ -1,7 +1,9 @@
 // A real OpenID Connect provider for the desk's sign-in tests and for trying the
 // "Sign in with your identity provider" steps of README.md: `oidc-provider` (npm, a
 // certified implementation) on 127.0.0.1, with one client for the desk and three people:
-// ann (group "support"), lee (groups "support" and "leads"), nora (no group). Its
+// ann (group "support"), lee (groups "support" and "leads"), nora (no group), uma (group
+// "support", her address not verified) and ann2 (group "support", a second identity
+// showing ann's address, verified: the desk refuses it once ann is linked). Its
 // development login page takes any password. Never for production: keys are generated
 // at each start and nothing is stored.
 //
@@ -14,6 +16,8 @@ const people = {
   ann: { email: 'ann@support.example', groups: ['support'] },
   lee: { email: 'lee@support.example', groups: ['support', 'leads'] },
   nora: { email: 'nora@support.example', groups: [] },
+  uma: { email: 'uma@support.example', groups: ['support'], unverified: true },
+  ann2: { email: 'ann@support.example', groups: ['support'] },
 };
 
 const provider = new Provider(issuer, {
@@ -36,7 +40,7 @@ const provider = new Provider(issuer, {
     return {
       accountId: id,
       async claims() {
-        return { sub: id, email: person.email, email_verified: true, name: id, groups: person.groups };
+        return { sub: id, email: person.email, email_verified: !person.unverified, name: id, groups: person.groups };
       },
     };
   },

@@ -12,9 +12,11 @@ the product sent is read back with `imaplib`: clients nobody on this project wro
       show); prints the counts.
   mailtool.py build FROM TO SUBJECT BODY [--header 'Name: value']... [--charset C]
       one plain message on stdout (bytes).
-  mailtool.py bounce TO FAILED_ADDRESS
+  mailtool.py bounce TO FAILED_ADDRESS [--status X.Y.Z] [--message-id ID]
       a delivery status notification (RFC 3464, multipart/report) from MAILER-DAEMON
-      saying FAILED_ADDRESS could not be delivered, as a mail server writes one (stdout).
+      saying FAILED_ADDRESS could not be delivered (Status 5.1.1 unless given), as a mail
+      server writes one (stdout); with --message-id, the returned message's headers
+      (text/rfc822-headers) carry that Message-ID, as the bounce of a mail of ours does.
   mailtool.py history JSONL OUT_DIR TO [EVERY]
       turns every EVERY-th history ticket (default 1: all) into raw mails as its
       customer's client would send them: one .eml per customer message (the first line
@@ -160,8 +162,9 @@ def build(args):
     sys.stdout.buffer.write(msg.as_bytes())
 
 
-def bounce(to, failed):
+def bounce(to, failed, *rest):
     from email.message import Message
+    options = dict(zip(rest[0::2], rest[1::2]))
     m = MIMEMultipart("report", report_type="delivery-status")
     header(m, "Mail Delivery System <MAILER-DAEMON@mx.example.cn>", to,
            "Undelivered Mail Returned to Sender")
@@ -173,9 +176,12 @@ def bounce(to, failed):
     per_recipient = Message()
     per_recipient["Final-Recipient"] = f"rfc822; {failed}"
     per_recipient["Action"] = "failed"
-    per_recipient["Status"] = "5.1.1"
+    per_recipient["Status"] = options.get("--status", "5.1.1")
     status.set_payload([per_message, per_recipient])
     m.attach(status)
+    if "--message-id" in options:
+        returned = MIMEText(f"From: {to}\nTo: {failed}\nMessage-ID: <{options['--message-id']}>\nSubject: Your refund\n", "rfc822-headers")
+        m.attach(returned)
     sys.stdout.buffer.write(m.as_bytes())
 
 

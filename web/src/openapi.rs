@@ -204,6 +204,8 @@ impl Modify for BearerAuth {
         crate::api::saved_replies::post_saved_reply,
         crate::api::mail::post_inbound_email,
         crate::api::mail::get_attachment,
+        crate::api::mail::get_customer_mail,
+        crate::api::mail::delete_undeliverable,
         payments_webhook,
         mcp,
         healthz,

@@ -251,6 +251,17 @@ fn api_routes(state: &AppState) -> Routes {
             crate::api::mail::inbound_route(),
         )
         .get("/attachments/{id}", read, crate::api::mail::get_attachment)
+        // docs/spec/email.md: staff see and clear a customer's undeliverable mark.
+        .get(
+            "/customers/{id}/mail",
+            read,
+            crate::api::mail::get_customer_mail,
+        )
+        .delete(
+            "/customers/{id}/mail/undeliverable",
+            work,
+            crate::api::mail::delete_undeliverable,
+        )
         .get("/saved-replies", read, saved_replies::get_saved_replies)
         .post(
             "/saved-replies",

@@ -27,6 +27,7 @@ mod falls_through;
 mod files;
 mod harness_loop;
 mod history;
+mod invitations;
 mod kill;
 mod layers;
 mod lead_tools;

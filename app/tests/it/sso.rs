@@ -38,6 +38,8 @@ fn plan(app: &TestApp, sub: &str, email: &str, groups: &[&str]) -> Plan {
     Plan::person(sub, email, groups, app.clock.now_ms() / 1000)
 }
 
+mod identity;
+
 /// What the desk answered the provider's redirect back.
 struct Back {
     status: StatusCode,
@@ -48,12 +50,24 @@ struct Back {
     callback: String,
 }
 
-/// Starts a sign-in at the desk, goes through the provider, and comes back.
+/// Starts a sign-in at the desk, goes through the provider, and comes back in the same
+/// browser (with the cookie the start set).
 async fn sign_in(app: &TestApp) -> Back {
+    let (callback, binding) = to_provider_and_back(app).await;
+    come_back_with(app, &callback, binding.as_deref()).await
+}
+
+/// Starts a sign-in and goes through the provider: the callback's path and query, and
+/// the cookie the start set (`name=value`), if any.
+async fn to_provider_and_back(app: &TestApp) -> (String, Option<String>) {
     let start = app
         .response(Request::get("/console/sso").body(Body::empty()).unwrap())
         .await;
     assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let binding = start
+        .headers()
+        .get(header::SET_COOKIE)
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_string());
     let to_idp = start.headers()[header::LOCATION]
         .to_str()
         .unwrap()
@@ -72,13 +86,21 @@ async fn sign_in(app: &TestApp) -> Back {
         .unwrap()
         .trim_start_matches(DESK)
         .to_string();
-    come_back(app, &callback).await
+    (callback, binding)
 }
 
+/// Opens a callback in a browser with no cookie of ours.
 async fn come_back(app: &TestApp, callback: &str) -> Back {
-    let response = app
-        .response(Request::get(callback).body(Body::empty()).unwrap())
-        .await;
+    come_back_with(app, callback, None).await
+}
+
+/// Opens a callback in a browser holding `cookie` (`name=value`).
+async fn come_back_with(app: &TestApp, callback: &str, cookie: Option<&str>) -> Back {
+    let mut request = Request::get(callback);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    let response = app.response(request.body(Body::empty()).unwrap()).await;
     let header = |name| {
         response
             .headers()
@@ -349,7 +371,9 @@ async fn with_password_sign_in_off_only_the_provider_signs_staff_in() {
 
 /// The real provider (`scripts/oidc-provider`: `oidc-provider` from npm) and headless
 /// Chromium: ann (group support) signs in as an agent, lee (support and leads) as a
-/// supervisor, nora (no group) is refused with a clear page. Needs the provider
+/// supervisor, nora (no group) is refused with a clear page, uma (invited, her address
+/// not verified at the provider) is refused, and ann2 (another subject showing ann's
+/// verified address) is refused once ann is linked, the link staying ann's. Needs the provider
 /// installed: `TEST_OIDC_PROVIDER` names its directory (`.ci/run` sets it; otherwise
 /// this test says loudly that it did not run).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,6 +426,7 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
         "ann@support.example",
         "lee@support.example",
         "nora@support.example",
+        "uma@support.example",
     ] {
         desk::auth::accounts::invite(&app.state.db, "test", email, StaffRole::Agent, now)
             .await
@@ -410,10 +435,12 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
     let router = web::router(app.state.clone());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
 
-    for (login, landing, role) in [
-        ("ann", Some("/console"), Some(StaffRole::Agent)),
-        ("lee", Some("/console"), Some(StaffRole::Supervisor)),
-        ("nora", None, None),
+    for (login, landing, role, refusal) in [
+        ("ann", Some("/console"), Some(StaffRole::Agent), ""),
+        ("lee", Some("/console"), Some(StaffRole::Supervisor), ""),
+        ("nora", None, None, "no group of the refund desk"),
+        ("uma", None, None, "not verified"),
+        ("ann2", None, None, "already linked"),
     ] {
         let browser = crate::support::browser::Browser::start().await;
         browser.goto(&format!("{desk}/console/login")).await;
@@ -427,7 +454,7 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
         browser.click("button[type=submit]").await;
         browser.wait_for("input[name=prompt][value=consent]").await;
         browser.click("button[type=submit]").await;
-        let email = format!("{login}@support.example");
+        let email = format!("{}@support.example", login.trim_end_matches('2'));
         match landing {
             Some(landing) => {
                 let at = browser.wait_for_url_ending(landing).await;
@@ -438,12 +465,19 @@ async fn people_sign_in_through_a_real_provider_in_the_browser_and_their_groups_
                 let at = browser.wait_for_url_ending("/console/sso/callback").await;
                 assert!(at.contains("/console/sso/callback"), "{login} is at {at}");
                 let said = browser.text("#login-error").await;
-                assert!(
-                    said.contains("no group of the refund desk"),
-                    "{login}: {said}"
-                );
+                assert!(said.contains(refusal), "{login}: {said}");
             }
         }
     }
+    let ann: Option<String> =
+        sqlx::query_scalar("SELECT oidc_subject FROM staff WHERE email = 'ann@support.example'")
+            .fetch_one(app.state.db.pool())
+            .await
+            .unwrap();
+    assert!(
+        ann.is_some_and(|s| s.ends_with(" ann")),
+        "the link stays ann's"
+    );
+    assert_eq!(role_of(&app, "uma@support.example").await, None);
     provider.kill().await.ok();
 }

@@ -1,6 +1,8 @@
 //! Managing who may sign in (docs/spec/roles.md: "rollout, staff" is an admin's): staff
-//! invited by a single-use link, their role changed, deactivated (every session and token
-//! of theirs gone at once) and reactivated; sessions and tokens listed and revoked by
+//! invited by a single-use link — a capability for one person in one state: any change to
+//! that person (accepted, deactivated, re-invited, role changed, provisioned) voids every
+//! open link of theirs, and a link never changes an active account — their role changed,
+//! deactivated (every session and token of theirs gone at once) and reactivated; sessions and tokens listed and revoked by
 //! their public id; named tokens with an expiry, for staff and for services (a shop
 //! backend's `integration` token, the identity provider's `scim` token). Every change is
 //! audited with who made it, in its own transaction.
@@ -154,6 +156,7 @@ async fn change(
             .execute(&mut *tx)
             .await?;
     }
+    void_invitations(&mut tx, &staff.email, now_ms).await?;
     crate::audit::record(&mut tx, actor, action, staff_id, &detail, now_ms).await?;
     tx.commit().await?;
     forget_resolved();
@@ -342,6 +345,8 @@ pub async fn invite(
     }
     let token = random_token();
     let mut tx = db.begin().await?;
+    // Re-inviting voids the earlier links: only the newest names the person's state.
+    void_invitations(&mut tx, &email, now_ms).await?;
     sqlx::query(
         "INSERT INTO staff_invites (token_hash, email, role, invited_by, expires_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -403,6 +408,12 @@ pub async fn accept_invite(
     if spent.rows_affected() != 1 {
         return Err(DomainError::NotFound("invitation"));
     }
+    // A link never changes an active account (it may only have been made before the
+    // account became active, by another way in): refused, nothing spent.
+    if active_by_email(&mut tx, &invite.email).await? {
+        return Err(DomainError::NotFound("invitation"));
+    }
+    void_invitations(&mut tx, &invite.email, now_ms).await?;
     let staff = create_or_revive(&mut tx, &invite.email, invite.role, &hash, now_ms).await?;
     crate::audit::record(
         &mut tx,
@@ -415,6 +426,49 @@ pub async fn accept_invite(
     .await?;
     tx.commit().await?;
     Ok(staff)
+}
+
+/// Voids every open invitation link of `email` (docs/spec/roles.md: a link is for one
+/// person in one state; any change to them ends it).
+pub(super) async fn void_invitations(
+    tx: &mut Tx<'_>,
+    email: &str,
+    now_ms: i64,
+) -> DomainResult<()> {
+    sqlx::query("UPDATE staff_invites SET used_at = $1 WHERE email = $2 AND used_at IS NULL")
+        .bind(now_ms)
+        .bind(email)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// [`void_invitations`] for the staff member `staff_id`.
+pub(super) async fn void_invitations_of(
+    tx: &mut Tx<'_>,
+    staff_id: &str,
+    now_ms: i64,
+) -> DomainResult<()> {
+    sqlx::query(
+        "UPDATE staff_invites SET used_at = $1 WHERE used_at IS NULL
+           AND email = (SELECT email FROM staff WHERE id = $2)",
+    )
+    .bind(now_ms)
+    .bind(staff_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Whether an active staff member has `email`.
+async fn active_by_email(tx: &mut Tx<'_>, email: &str) -> DomainResult<bool> {
+    let active: Option<i64> = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM staff WHERE email = $1 AND deactivated_at IS NULL",
+    )
+    .bind(email)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(active.unwrap_or(0) > 0)
 }
 
 /// Creates a staff member, or brings an inactive one with that email back with `role`

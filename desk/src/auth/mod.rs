@@ -10,6 +10,7 @@
 //! right password out for long.
 
 pub mod accounts;
+mod linking;
 pub mod oidc;
 pub mod provisioning;
 mod staff;

@@ -6,8 +6,16 @@
 //! existing staff, or (with `OIDC_CREATE_STAFF=on`) someone in a mapped group; the role
 //! from `GROUP_ROLES` when groups are mapped, else the staff record's.
 //!
-//! The state, nonce and PKCE verifier of a sign-in in flight are kept in `oidc_logins`
-//! (by the state's hash), used once: a replayed or forged callback finds nothing.
+//! **Who is who** (docs/spec/roles.md): a staff identity is the provider's (issuer,
+//! subject). An e-mail address links a provider identity to an account once, and only
+//! when the provider says it is verified (`email_verified: true`) and it names an open
+//! invitation or an account with no link yet; a second subject for a linked account is
+//! refused and audited, never moved over.
+//!
+//! The state, nonce and PKCE verifier of a sign-in in flight are kept in `oidc_logins`,
+//! used once, and bound to the browser that started it: the row's key is the hash of the
+//! state together with a random value that browser holds in a short-lived HttpOnly
+//! cookie, so a replayed, forged or planted callback (login CSRF) finds nothing.
 
 use std::time::{Duration, Instant};
 
@@ -26,11 +34,10 @@ use openidconnect::{
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::provisioning::{GroupRoles, NO_PASSWORD};
-use super::staff::staff_from_row;
-use super::{token_hash, Staff, StaffRole};
+pub use super::linking::staff_for;
+use super::token_hash;
 use crate::error::DomainError;
-use store::{new_id, Db};
+use store::Db;
 
 /// `OIDC_ISSUER`, `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET`, `OIDC_GROUPS_CLAIM`,
 /// `OIDC_CREATE_STAFF`: the provider and how its people become staff.
@@ -89,17 +96,28 @@ type DeskClient = Client<
     EndpointMaybeSet,
 >;
 
-/// Why a sign-in through the provider was refused. Each leaves no session behind.
+/// Why a sign-in through the provider was refused. Each leaves no session behind. The
+/// messages are the console's words; what the provider said is logged, never shown.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
-    #[error("the sign-in was not started here, was used already or took too long; start again")]
+    #[error("the sign-in was not started in this browser, was used already or took too long; start again")]
     UnknownState,
-    #[error("the identity provider refused the sign-in: {0}")]
+    /// The provider turned the sign-in down (its `error`, a code it would not exchange:
+    /// used already, expired, another verifier). Its words, for the log.
+    #[error("the identity provider did not accept this sign-in; start again")]
     Provider(String),
-    #[error("the identity provider's answer could not be trusted: {0}")]
+    /// The provider could not be reached or read (discovery, the network).
+    #[error("the identity provider cannot be reached just now; try again in a moment")]
+    Unreachable(String),
+    /// The ID token failed a check. What failed, for the log.
+    #[error("the identity provider's answer could not be trusted; start again")]
     Token(String),
     #[error("your account has no email address at the identity provider")]
     NoEmail,
+    #[error("your email address is not verified at the identity provider; verify it there, then sign in again")]
+    EmailNotVerified,
+    #[error("this account is already linked to another sign-in at the identity provider; ask your administrator")]
+    LinkedToAnother,
     #[error("you are in no group of the refund desk; ask your administrator")]
     NoGroup,
     #[error("you have not been invited to the refund desk; ask your administrator")]
@@ -119,10 +137,19 @@ impl From<sqlx::Error> for Refused {
 /// Who the provider says signed in.
 #[derive(Debug, Clone)]
 pub struct Identity {
-    /// `issuer sub`: stable at the provider.
+    /// `issuer sub`: stable at the provider, the identity itself.
     pub subject: String,
     pub email: String,
+    /// The provider's `email_verified` claim (absent: false).
+    pub email_verified: bool,
     pub groups: Vec<String>,
+}
+
+/// A sign-in just started: where to send the browser, and the value the browser keeps
+/// (in a cookie) to finish it.
+pub struct Started {
+    pub url: String,
+    pub browser_binding: String,
 }
 
 /// The provider: its settings, an HTTP client that follows no redirects (discovery and
@@ -156,10 +183,10 @@ impl Oidc {
             }
         }
         let issuer = IssuerUrl::new(self.settings.issuer.clone())
-            .map_err(|e| Refused::Provider(format!("OIDC_ISSUER: {e}")))?;
+            .map_err(|e| Refused::Unreachable(format!("OIDC_ISSUER: {e}")))?;
         let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
             .await
-            .map_err(|e| Refused::Provider(format!("discovery: {e}")))?;
+            .map_err(|e| Refused::Unreachable(format!("discovery: {e}")))?;
         *cached = Some((Instant::now(), metadata.clone()));
         Ok(metadata)
     }
@@ -170,7 +197,7 @@ impl Oidc {
         redirect: &str,
     ) -> Result<DeskClient, Refused> {
         let redirect = RedirectUrl::new(redirect.to_string())
-            .map_err(|e| Refused::Provider(format!("redirect URL: {e}")))?;
+            .map_err(|e| Refused::Unreachable(format!("redirect URL: {e}")))?;
         Ok(DeskClient::from_provider_metadata(
             metadata,
             ClientId::new(self.settings.client_id.clone()),
@@ -180,8 +207,9 @@ impl Oidc {
     }
 
     /// Starts a sign-in: the provider's authorization URL to send the browser to, with
-    /// a fresh state, nonce and PKCE challenge kept (by the state's hash) for the return.
-    pub async fn begin(&self, db: &Db, redirect: &str, now_ms: i64) -> Result<String, Refused> {
+    /// a fresh state, nonce and PKCE challenge kept (by the state's hash) for the return,
+    /// bound to the browser by a fresh random value it is to keep.
+    pub async fn begin(&self, db: &Db, redirect: &str, now_ms: i64) -> Result<Started, Refused> {
         let client = self.client(self.metadata(false).await?, redirect)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (url, state, nonce) = client
@@ -194,37 +222,48 @@ impl Oidc {
             .add_scope(Scope::new("profile".into()))
             .set_pkce_challenge(challenge)
             .url();
+        let browser_binding = super::random_token();
         sqlx::query(
             "INSERT INTO oidc_logins (state_hash, nonce, pkce_verifier, created_at) VALUES ($1, $2, $3, $4)",
         )
-        .bind(token_hash(state.secret()))
+        .bind(login_key(state.secret(), &browser_binding))
         .bind(nonce.secret())
         .bind(verifier.secret())
         .bind(now_ms)
         .execute(db.pool())
-        .await
-        ?;
-        Ok(url.to_string())
+        .await?;
+        Ok(Started {
+            url: url.to_string(),
+            browser_binding,
+        })
     }
 
-    /// Finishes a sign-in: the state used once, the code exchanged with its PKCE verifier,
+    /// Finishes a sign-in: the state used once and only by the browser that started it
+    /// (`browser_binding`, from its cookie), the code exchanged with its PKCE verifier,
     /// the ID token checked; returns who signed in.
     pub async fn finish(
         &self,
         db: &Db,
         redirect: &str,
-        (code, state): (&str, &str),
+        (code, state, browser_binding): (&str, &str, Option<&str>),
         now_ms: i64,
     ) -> Result<Identity, Refused> {
-        let (nonce, verifier) = take_login(db, state, now_ms).await?;
+        let (nonce, verifier) = take_login(db, state, browser_binding, now_ms).await?;
         let client = self.client(self.metadata(false).await?, redirect)?;
         let response = client
             .exchange_code(AuthorizationCode::new(code.to_string()))
-            .map_err(|e| Refused::Provider(e.to_string()))?
+            .map_err(|e| Refused::Unreachable(e.to_string()))?
             .set_pkce_verifier(PkceCodeVerifier::new(verifier))
             .request_async(&self.http)
             .await
-            .map_err(|e| Refused::Provider(format!("token request: {e}")))?;
+            .map_err(|e| match e {
+                // Out of reach: no answer at all. Any answer that is no token is a refusal
+                // of this sign-in (a code used already, expired, or for another verifier).
+                openidconnect::RequestTokenError::Request(inner) => {
+                    Refused::Unreachable(format!("token request: {inner}"))
+                }
+                other => Refused::Provider(format!("token request: {other}")),
+            })?;
         let nonce = Nonce::new(nonce);
         match self.identity(&client, &response, &nonce, now_ms) {
             // A key we do not hold: the provider may have rotated its keys since we read
@@ -278,15 +317,30 @@ impl Oidc {
         Ok(Identity {
             subject: format!("{} {}", claims.issuer().as_str(), claims.subject().as_str()),
             email,
+            email_verified: claims.email_verified() == Some(true),
             groups,
         })
     }
 }
 
+/// The key a sign-in in flight is kept by: the hash of its state together with the
+/// value its browser holds, so only that state from that browser finds it.
+fn login_key(state: &str, browser_binding: &str) -> String {
+    token_hash(&format!("{state}\n{browser_binding}"))
+}
+
 /// The nonce and PKCE verifier of the sign-in `state` names, deleted as they are read: a
-/// second callback with the same state finds nothing.
-async fn take_login(db: &Db, state: &str, now_ms: i64) -> Result<(String, String), Refused> {
-    let hash = token_hash(state);
+/// second callback with the same state finds nothing. Found only with the browser value
+/// its start handed out: a callback opened in another browser (an attacker's code and
+/// state planted on a victim) finds nothing.
+async fn take_login(
+    db: &Db,
+    state: &str,
+    browser_binding: Option<&str>,
+    now_ms: i64,
+) -> Result<(String, String), Refused> {
+    let browser_binding = browser_binding.ok_or(Refused::UnknownState)?;
+    let hash = login_key(state, browser_binding);
     let mut tx = db.begin().await?;
     let row = sqlx::query(
         "SELECT nonce, pkce_verifier, created_at FROM oidc_logins WHERE state_hash = $1",
@@ -305,130 +359,4 @@ async fn take_login(db: &Db, state: &str, now_ms: i64) -> Result<(String, String
         return Err(Refused::UnknownState);
     }
     Ok((row.try_get("nonce")?, row.try_get("pkce_verifier")?))
-}
-
-/// Who the signed-in person is at the desk: existing staff (by the provider's subject,
-/// else their email), an invited person (the invitation spent), or — with
-/// `create_staff` — someone in a mapped group. With groups mapped, the role follows them
-/// (someone in no mapped group is refused); without, the staff record's role stands.
-pub async fn staff_for(
-    db: &Db,
-    settings: &OidcSettings,
-    group_roles: &GroupRoles,
-    identity: &Identity,
-    now_ms: i64,
-) -> Result<Staff, Refused> {
-    let mapped = if group_roles.is_empty() {
-        None
-    } else {
-        Some(
-            group_roles
-                .role_of(identity.groups.iter().map(String::as_str))
-                .ok_or(Refused::NoGroup)?,
-        )
-    };
-    let mut tx = db.begin().await?;
-    let row = sqlx::query(
-        "SELECT id, email, role, deactivated_at FROM staff WHERE oidc_subject = $1 OR email = $2
-         ORDER BY CASE WHEN oidc_subject = $1 THEN 0 ELSE 1 END LIMIT 1",
-    )
-    .bind(&identity.subject)
-    .bind(&identity.email)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let staff = match row {
-        Some(row) => {
-            if row.try_get::<Option<i64>, _>("deactivated_at")?.is_some() {
-                return Err(Refused::Deactivated);
-            }
-            staff_from_row(&row)?
-        }
-        None => {
-            let invited = spend_invite(&mut tx, &identity.email, now_ms).await?;
-            let role = match (invited, mapped) {
-                (_, Some(role)) if invited.is_some() || settings.create_staff => role,
-                (Some(role), None) => role,
-                _ => return Err(Refused::NotInvited),
-            };
-            sqlx::query(
-                "INSERT INTO staff (id, email, role, password_hash, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)",
-            )
-            .bind(new_id("staff"))
-            .bind(&identity.email)
-            .bind(role.as_str())
-            .bind(NO_PASSWORD)
-            .bind(now_ms)
-            .execute(&mut *tx)
-            .await
-            ?;
-            let row = sqlx::query("SELECT id, email, role FROM staff WHERE email = $1")
-                .bind(&identity.email)
-                .fetch_one(&mut *tx)
-                .await?;
-            let staff = staff_from_row(&row)?;
-            crate::audit::record(
-                &mut tx,
-                &staff.id,
-                "staff_joined_by_sso",
-                &staff.id,
-                &staff.email,
-                now_ms,
-            )
-            .await?;
-            staff
-        }
-    };
-    let role = mapped.unwrap_or(staff.role);
-    sqlx::query("UPDATE staff SET oidc_subject = $1, role = $2, updated_at = $3 WHERE id = $4")
-        .bind(&identity.subject)
-        .bind(role.as_str())
-        .bind(now_ms)
-        .bind(&staff.id)
-        .execute(&mut *tx)
-        .await?;
-    if role != staff.role {
-        let detail = format!(
-            "{}: {} → {} (groups)",
-            staff.email,
-            staff.role.as_str(),
-            role.as_str()
-        );
-        crate::audit::record(
-            &mut tx,
-            "sso",
-            "staff_role_changed",
-            &staff.id,
-            &detail,
-            now_ms,
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    super::resolved::forget_resolved();
-    Ok(Staff { role, ..staff })
-}
-
-/// Spends the open invitation for `email`, if any; returns its role.
-async fn spend_invite(
-    tx: &mut store::Tx<'_>,
-    email: &str,
-    now_ms: i64,
-) -> Result<Option<StaffRole>, Refused> {
-    let row = sqlx::query(
-        "SELECT token_hash, role FROM staff_invites WHERE email = $1 AND used_at IS NULL AND expires_at > $2
-         ORDER BY created_at DESC LIMIT 1",
-    )
-    .bind(email)
-    .bind(now_ms)
-    .fetch_optional(&mut **tx)
-    .await
-    ?;
-    let Some(row) = row else { return Ok(None) };
-    let hash: String = row.try_get("token_hash")?;
-    sqlx::query("UPDATE staff_invites SET used_at = $1 WHERE token_hash = $2")
-        .bind(now_ms)
-        .bind(&hash)
-        .execute(&mut **tx)
-        .await?;
-    Ok(Some(StaffRole::parse(&row.try_get::<String, _>("role")?)?))
 }

@@ -380,7 +380,8 @@ async fn apply(
         .bind(id)
         .execute(&mut **tx)
         .await?;
-    Ok(())
+    // docs/spec/roles.md: any change to a person voids every open invitation of theirs.
+    super::accounts::void_invitations_of(tx, id, p.now_ms).await
 }
 
 /// Deletes a provisioned person: deactivated, out of every group, no longer a SCIM
@@ -696,6 +697,7 @@ async fn reassign_roles(
             .bind(staff_id)
             .execute(&mut **tx)
             .await?;
+        super::accounts::void_invitations_of(tx, staff_id, p.now_ms).await?;
     }
     Ok(())
 }

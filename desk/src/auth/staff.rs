@@ -40,6 +40,7 @@ pub async fn upsert_staff(
     .bind(&email)
     .execute(&mut *tx)
     .await?;
+    super::accounts::void_invitations(&mut tx, &email, now_ms).await?;
     tx.commit().await?;
     super::resolved::forget_resolved();
     staff_by_email(db, &email)

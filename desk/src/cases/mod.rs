@@ -203,6 +203,49 @@ pub async fn open_case(
     Ok(case_id)
 }
 
+/// Opens the case of a ticket whose first words are a mail that does not prove its
+/// sender (docs/spec/email.md): it waits for the customer with no agent run, so nothing
+/// is investigated or proposed until [`start_investigation`].
+pub async fn open_case_waiting_for_sender(
+    tx: &mut Tx<'_>,
+    ticket: &Ticket,
+    now: i64,
+) -> DomainResult<String> {
+    let case_id = new_id("case");
+    sqlx::query(
+        "INSERT INTO cases (id, ticket_id, customer_id, status, version, proposal_seq, created_at, updated_at)
+         VALUES ($1, $2, $3, 'awaiting_customer', 1, 1, $4, $4)",
+    )
+    .bind(&case_id)
+    .bind(ticket.id.as_str())
+    .bind(ticket.customer_id.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(case_id)
+}
+
+/// A case that waited with no run starts its first investigation (a versioned update).
+pub async fn start_investigation(
+    tx: &mut Tx<'_>,
+    versions: &harness::Versions,
+    case: &Case,
+    now: i64,
+) -> DomainResult<()> {
+    let run_id = runs::create_run(tx, versions, &case.id, now).await?;
+    let done = sqlx::query(
+        "UPDATE cases SET status = 'investigating', version = version + 1, run_id = $1, updated_at = $2
+         WHERE id = $3 AND version = $4",
+    )
+    .bind(&run_id)
+    .bind(now)
+    .bind(case.id.as_str())
+    .bind(case.version)
+    .execute(&mut **tx)
+    .await?;
+    expect_versioned(&done)
+}
+
 /// The error code of a versioned case update that found the case changed since it was
 /// read (another worker, reviewer or customer moved it). The caller's transaction must
 /// roll back: nothing it wrote stands.

@@ -58,12 +58,15 @@ const IN_A_TEAM_QUEUE: &str = "(c.status = 'escalated'
 
 /// A case needs a person when it waits for one (an approval, an escalation), when it is
 /// with the agent but no run of the agent is alive to move it, or when the customer had
-/// the last word and no agent run will answer it (docs/spec/lifecycle.md: the customer is heard).
+/// the last word and no agent run will answer it (docs/spec/lifecycle.md: the customer is heard)
+/// — unless their words are a mail that waits for its sender's confirmation
+/// (docs/spec/email.md): that case waits for the customer, not for a person.
 pub(super) const NEEDS_A_PERSON: &str = "(c.status IN ('awaiting_approval', 'escalated')
      OR (c.status IN ('open', 'investigating', 'proposed', 'decided')
          AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id AND r.status IN
              ('ready', 'model_running', 'tool_pending', 'tool_running', 'awaiting_approval', 'awaiting_dependency')))
      OR (c.status NOT IN ('open', 'investigating', 'proposed', 'decided')
+         AND NOT EXISTS (SELECT 1 FROM mail_inbound i WHERE i.ticket_id = c.ticket_id AND i.status = 'unverified')
          AND EXISTS (SELECT 1 FROM messages m WHERE m.ticket_id = c.ticket_id AND m.author = 'customer'
              AND m.seq = (SELECT MAX(m2.seq) FROM messages m2 WHERE m2.ticket_id = c.ticket_id))))";
 

@@ -1,4 +1,4 @@
-//! What a customer's mail does (issue 37, docs/spec/email.md), whether it came through
+//! What a customer's mail does (docs/spec/email.md), whether it came through
 //! `POST /api/v1/inbound/email` or the watched mailbox: each message once (by Message-ID,
 //! or its bytes' hash), recorded in the same transaction as the ticket it opens or
 //! continues.
@@ -6,8 +6,9 @@
 //! In order: a mail seen before is a duplicate; our own mail, auto-replies and bounces
 //! are never answered (a bounce marks the failed address undeliverable); a sender whose
 //! address is on no customer's record gets one reply in their language and no ticket; a
-//! mail that failed SPF or DMARC waits until the customer signs in through the link we
-//! mail to the address on record; a sender over the rate limit is held and processed
+//! mail that does not prove its sender (`authentication`) goes to `unverified`: its
+//! ticket waits, nothing proposed, until the customer signs in through the link we mail
+//! to the address on record; a sender over the rate limit is held and processed
 //! later, in order, nothing dropped. Then the thread decides: our Message-IDs or theirs
 //! in `In-Reply-To`/`References`, else the ticket token in the subject, else a new
 //! ticket (which joins an open case on the same order, as the page's do).
@@ -16,12 +17,13 @@
 //! more into the text than its new words (`new_words`).
 //!
 //! One file because a mail's way in reads in the order its checks run (once per
-//! Message-ID, never answering our own mail or bounces, unknown senders, SPF and DMARC
-//! holds, the rate limit, then the thread): split, that order would be spread over files.
+//! Message-ID, never answering our own mail or bounces, unknown senders, the sender's
+//! proof, the rate limit, then the thread): split, that order would be spread over files.
 
 use base64::Engine;
 use serde::Serialize;
 
+use super::authentication::{sender_proof, SenderProof};
 use super::new_words;
 use super::parse::{self, Automatic, ParsedMail};
 use super::MailSettings;
@@ -30,7 +32,7 @@ use crate::customer::{self, EmailIn, NewTicket, Origin};
 use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::mailbox::attachments::Attachment;
 use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
-use crate::mailbox::{addresses, outbox, MailKind};
+use crate::mailbox::{addresses, outbox};
 use crate::replies::{detect_language, MAX_MESSAGE_CHARS};
 use crate::runs::Queue;
 use crate::tickets::Ticket;
@@ -88,7 +90,7 @@ impl Outcome {
     }
 }
 
-fn ignored(reason: &str) -> InboundOutcome {
+pub(super) fn ignored(reason: &str) -> InboundOutcome {
     InboundOutcome {
         ticket_id: None,
         outcome: Outcome::Ignored,
@@ -136,8 +138,14 @@ pub async fn take(
     let Some(customer_id) = customer_of(intake.db, base.sender).await? else {
         return unknown_sender(intake, &parsed, &base, now).await;
     };
-    if parsed.authentication_failed {
-        return hold_unverified(intake, &parsed, &base, raw, &customer_id).await;
+    let trusted = intake.settings.authserv_id.as_deref();
+    let proof = sender_proof(&parsed.authentication_results, trusted, base.sender);
+    if let SenderProof::Unproven(why) = proof {
+        let mail = Incoming {
+            parsed: &parsed,
+            customer_id: &customer_id,
+        };
+        return super::unverified::take(intake, &mail, base, raw, &why).await;
     }
     let (recent, held) = record::sender_load(intake.db, base.sender, now - HOLD_MS).await?;
     if held || recent >= MAILS_PER_SENDER_PER_MINUTE {
@@ -163,7 +171,7 @@ fn duplicate(seen: record::Seen) -> InboundOutcome {
 }
 
 /// Why a mail must never be answered (docs/spec/email.md: no loops), if it must not.
-/// A bounce marks the address it failed for undeliverable.
+/// A bounce of a mail of ours marks the address it failed for (`bounces`).
 async fn never_answered(
     intake: Intake<'_>,
     parsed: &ParsedMail,
@@ -176,12 +184,8 @@ async fn never_answered(
         return Ok(Some("our_own_address"));
     }
     match &parsed.automatic {
-        Some(Automatic::Bounce { failed }) => {
-            for address in failed {
-                let why = "a delivery failure report came back";
-                addresses::mark_undeliverable(intake.db, address, why, now).await?;
-                tracing::warn!(address = %address, "mail bounced: address marked undeliverable");
-            }
+        Some(Automatic::Bounce(bounce)) => {
+            super::bounces::take(intake, bounce, now).await?;
             Ok(Some("bounce"))
         }
         Some(Automatic::AutoReply(_)) => Ok(Some("auto_reply")),
@@ -205,7 +209,7 @@ async fn finish_ignored(db: &Db, base: &Taken<'_>, reason: &str) -> DomainResult
 }
 
 /// The duplicate answer for a key another delivery recorded meanwhile.
-async fn duplicate_now(db: &Db, key: &str) -> DomainResult<InboundOutcome> {
+pub(super) async fn duplicate_now(db: &Db, key: &str) -> DomainResult<InboundOutcome> {
     match record::seen(db, key).await? {
         Some(seen) => Ok(duplicate(seen)),
         None => Err(DomainError::Internal(anyhow::anyhow!(
@@ -251,52 +255,8 @@ async fn unknown_sender(
     Ok(ignored("unknown_sender"))
 }
 
-/// A mail in a customer's name that failed SPF or DMARC: kept, not acted on, and the
-/// customer (at the address on record) asked to sign in through a link to confirm it.
-async fn hold_unverified(
-    intake: Intake<'_>,
-    parsed: &ParsedMail,
-    base: &Taken<'_>,
-    raw: &[u8],
-    customer_id: &str,
-) -> DomainResult<InboundOutcome> {
-    let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
-    let taken = Taken {
-        status: InboundStatus::Unverified,
-        outcome: None,
-        reason: Some("unverified_sender"),
-        customer_id: Some(customer_id),
-        raw: Some(&encoded),
-        ..base.clone()
-    };
-    let mut tx = intake.db.begin().await?;
-    if record::record(&mut tx, &taken).await?.is_none() {
-        return duplicate_now(intake.db, base.message_key).await;
-    }
-    // The customer is addressed in their own language, not the unverified mail's.
-    let language = crate::tickets::customer_language(intake.db, customer_id).await?;
-    let _ = parsed;
-    let kind = MailKind::ConfirmSender;
-    let now = base.received_at;
-    outbox::to_customer_account(
-        &mut tx,
-        kind,
-        customer_id,
-        language.as_str(),
-        Some(base.message_key),
-        now,
-    )
-    .await?;
-    tx.commit().await?;
-    tracing::warn!(
-        customer_id,
-        "mail failed SPF or DMARC: held until the customer signs in"
-    );
-    Ok(ignored("held_unverified_sender"))
-}
-
 /// Holds a mail of a sender over the rate limit: kept whole, processed later.
-async fn hold(
+pub(super) async fn hold(
     db: &Db,
     base: &Taken<'_>,
     raw: &[u8],
@@ -323,14 +283,15 @@ async fn hold(
 }
 
 /// A customer's mail on its way to a ticket.
-struct Incoming<'a> {
-    parsed: &'a ParsedMail,
-    customer_id: &'a str,
+pub(super) struct Incoming<'a> {
+    pub(super) parsed: &'a ParsedMail,
+    pub(super) customer_id: &'a str,
 }
 
 /// Opens or continues the ticket, recording the mail with it (`held_id`: a held mail's
-/// record, finished instead of written anew).
-async fn deliver(
+/// record, finished instead of written anew). A mail whose record is `Unverified` opens
+/// its ticket waiting for the sender's confirmation (`customer::open_ticket`).
+pub(super) async fn deliver(
     intake: Intake<'_>,
     mail: &Incoming<'_>,
     base: Taken<'_>,
@@ -356,6 +317,10 @@ async fn deliver(
     };
     match result {
         Ok(outcome) => Ok(outcome),
+        Err(DomainError::TooManyRequests) if email.taken.status == InboundStatus::Unverified => {
+            // Held as rate limited it would later be taken as proven: it waits as unverified.
+            super::unverified::hold(intake, &email.taken, raw, mail.customer_id).await
+        }
         Err(DomainError::TooManyRequests) => {
             // The page's own flood limit (the customer also writes there): held, not lost.
             let now = intake.clock.now_ms();
@@ -418,7 +383,7 @@ async fn open(
 
 /// The ticket a mail continues: its thread (our Message-IDs or the customer's earlier
 /// mails), else the `[#tkt_…]` token in its subject; only ever the sender's own ticket.
-async fn thread_ticket(
+pub(super) async fn thread_ticket(
     db: &Db,
     customer_id: &str,
     parsed: &ParsedMail,
@@ -590,19 +555,4 @@ async fn process_one_held(
     };
     let outcome = deliver(intake, &mail, base, Some(id), raw).await?;
     Ok(outcome.reason.as_deref() != Some("held_rate_limited"))
-}
-
-/// After a customer signed in through a link: the unverified mail that link was mailed
-/// for is released, to be processed as theirs on the worker's next pass. Never fails the
-/// sign-in (it is logged).
-pub async fn confirmed_by_link(db: &Db, link_token: &str, now: i64) {
-    let hash = crate::auth::token_hash(link_token);
-    match record::release_confirmed(db, &hash, now).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(
-            released = n,
-            "unverified mail confirmed by its customer's sign-in"
-        ),
-        Err(e) => tracing::error!(error = %e, "releasing confirmed mail failed; it stays held"),
-    }
 }

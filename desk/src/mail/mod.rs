@@ -1,9 +1,13 @@
-//! Email (issue 37, docs/spec/email.md): customers write to the support address and
+//! Email (docs/spec/email.md): customers write to the support address and
 //! hear back by mail, whichever way they came in.
 //!
 //! - [`parse`]: one raw message read (charsets, encodings, parts, automatic mail);
 //! - [`new_words`]: the seam that splits new words from the quoted thread (issue 34's
 //!   reader replaces its body);
+//! - [`authentication`]: whether a mail proves its sender (the trusted server's
+//!   `Authentication-Results`, RFC 8601, and DMARC's alignment);
+//! - [`unverified`]: a mail that does not: its ticket waits for the customer's sign-in;
+//! - [`bounces`]: a delivery-status notification about a mail of ours (hard or soft);
 //! - [`inbound`]: what a mail does — who wrote, which ticket, held or taken — for both
 //!   `POST /api/v1/inbound/email` and the watched mailbox;
 //! - [`imap_watch`]: the mailbox at `IMAP_URL` (IDLE where offered, else polling);
@@ -13,12 +17,15 @@
 //! The rows themselves are `mailbox`'s. What this module does not do: decide refunds
 //! (a mail only opens or continues a ticket, as the page does), or answer automatic mail.
 
+pub mod authentication;
+pub mod bounces;
 pub mod imap_watch;
 pub mod inbound;
 pub mod new_words;
 pub mod parse;
 pub mod render;
 pub mod send;
+pub mod unverified;
 
 use std::time::Duration;
 
@@ -101,6 +108,9 @@ pub struct MailSettings {
     pub imap: Option<ImapTarget>,
     /// `INBOUND_EMAIL_TOKEN`.
     pub inbound_token: Option<String>,
+    /// `MAIL_AUTHSERV_ID`: the one receiving server whose `Authentication-Results` can
+    /// prove a sender; unset, none can.
+    pub authserv_id: Option<String>,
     /// The first retry's wait, in ms; each later one doubles it, up to an hour.
     pub retry_ms: i64,
 }
@@ -113,6 +123,7 @@ impl std::fmt::Debug for MailSettings {
             .field("smtp", &self.smtp.is_some())
             .field("imap", &self.imap.as_ref().map(|i| (&i.host, i.port)))
             .field("inbound_token", &self.inbound_token.is_some())
+            .field("authserv_id", &self.authserv_id)
             .finish()
     }
 }
@@ -153,6 +164,7 @@ impl MailSettings {
             smtp,
             imap,
             inbound_token: config.inbound_token.clone(),
+            authserv_id: config.authserv_id.clone(),
             retry_ms: i64::try_from(config.retry.as_millis()).unwrap_or(30_000),
         })
     }
@@ -165,6 +177,7 @@ impl MailSettings {
             smtp: None,
             imap: None,
             inbound_token: None,
+            authserv_id: None,
             retry_ms: 30_000,
         }
     }
@@ -215,6 +228,9 @@ pub struct MailConfig {
     pub from: Option<String>,
     pub imap_url: Option<String>,
     pub inbound_token: Option<String>,
+    /// `MAIL_AUTHSERV_ID`: the receiving server whose `Authentication-Results` is read
+    /// (`authentication`).
+    pub authserv_id: Option<String>,
     /// The first retry's wait; each later one doubles it (`mail::send`).
     pub retry: Duration,
 }

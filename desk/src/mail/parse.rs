@@ -1,9 +1,10 @@
-//! One raw RFC 5322 message read into what the mail channel decides with (issue 37):
+//! One raw RFC 5322 message read into what the mail channel decides with (docs/spec/email.md):
 //! who sent it, its ids and thread, its text (every charset and transfer encoding
 //! mail-parser decodes: UTF-8, ISO-2022-JP, Shift_JIS, GB18030/GBK, Big5, ISO-8859-x,
 //! Windows-125x; quoted-printable and base64; plain text preferred over HTML, HTML turned
 //! into text when it is all there is), the messages it forwards, its attachments, and the
-//! marks of automatic mail (auto-replies, bounces) and of failed sender authentication.
+//! marks of automatic mail (auto-replies, bounces) and the receiving servers'
+//! `Authentication-Results` fields as written (`authentication` reads them).
 //!
 //! Pure: no I/O and no clock. What it does not do: decide anything (`mail::inbound`) or
 //! split new words from the quoted thread (`mail::new_words`).
@@ -29,8 +30,9 @@ pub struct ParsedMail {
     pub attachments: Vec<RawAttachment>,
     /// Why this is automatic mail that must never be answered, if it is.
     pub automatic: Option<Automatic>,
-    /// Whether the receiving server's `Authentication-Results` says SPF or DMARC failed.
-    pub authentication_failed: bool,
+    /// Every `Authentication-Results` field's raw value, topmost first: what proves the
+    /// sender is decided over them by `mail::authentication`, against the trusted server.
+    pub authentication_results: Vec<String>,
 }
 
 /// One attachment as the mail carried it.
@@ -47,8 +49,22 @@ pub enum Automatic {
     /// An auto-reply or bulk mail (`Auto-Submitted`, `Precedence`, `X-Autoreply`,
     /// `X-Auto-Response-Suppress`, a mailing list).
     AutoReply(String),
-    /// A delivery failure report, with the addresses it says failed.
-    Bounce { failed: Vec<String> },
+    /// A delivery report or a mail from the mailer daemon (never answered). Only a
+    /// delivery-status notification (RFC 3464) says which addresses failed, how, and
+    /// which mail it returns; anything else says nothing.
+    Bounce(Bounce),
+}
+
+/// What a delivery-status notification says (RFC 3464). Empty for any other bounce-like
+/// mail: a sender's words are never read as a report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bounce {
+    /// Each `Final-Recipient` with its `Status` (`5.1.1` hard, `4.2.2` soft; empty when
+    /// the report gives none).
+    pub failed: Vec<(String, String)>,
+    /// The Message-IDs of the returned mail (its headers, or the whole mail, in the
+    /// report's third part), without angle brackets.
+    pub returned_ids: Vec<String>,
 }
 
 /// A message that could not be read as mail at all.
@@ -84,7 +100,10 @@ pub fn parse(raw: &[u8]) -> Result<ParsedMail, ParseError> {
         text: String::new(),
         attachments: Vec::new(),
         automatic: None,
-        authentication_failed: authentication_failed(&message),
+        authentication_results: header_values(&message, "Authentication-Results")
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
     };
     parsed.automatic = automatic(&message, parsed.from.as_deref());
     parsed.text = text_of(&message);
@@ -155,8 +174,8 @@ fn header_values<'a>(message: &'a Message<'_>, name: &str) -> Vec<&'a str> {
 /// Why a mail is automatic (RFC 3834 and the headers the big mail systems set), or a
 /// bounce (a delivery report, or a mail from the mailer daemon).
 fn automatic(message: &Message<'_>, from: Option<&str>) -> Option<Automatic> {
-    if let Some(failed) = bounce(message, from) {
-        return Some(Automatic::Bounce { failed });
+    if let Some(bounce) = bounce(message, from) {
+        return Some(Automatic::Bounce(bounce));
     }
     let has = |name: &str| !header_values(message, name).is_empty();
     for value in header_values(message, "Auto-Submitted") {
@@ -183,11 +202,11 @@ fn automatic(message: &Message<'_>, from: Option<&str>) -> Option<Automatic> {
     None
 }
 
-/// The failed recipients of a delivery report: `Final-Recipient` (RFC 3464) in its
-/// status part, else `X-Failed-Recipients`, else the report's `To` (ours: useless), so
-/// an empty list. `None` when the mail is no bounce.
-fn bounce(message: &Message<'_>, from: Option<&str>) -> Option<Vec<String>> {
-    let report = message.root_part().content_type().is_some_and(|ct| {
+/// A bounce: a `multipart/report`, or a mail from the mailer daemon or postmaster.
+/// `None` when the mail is no bounce. Only a report of type `delivery-status` is read
+/// (`delivery_status`); the rest says nothing.
+fn bounce(message: &Message<'_>, from: Option<&str>) -> Option<Bounce> {
+    let report = message.root_part().content_type().filter(|ct| {
         ct.c_type.eq_ignore_ascii_case("multipart")
             && ct
                 .c_subtype
@@ -198,47 +217,82 @@ fn bounce(message: &Message<'_>, from: Option<&str>) -> Option<Vec<String>> {
         let local = f.split('@').next().unwrap_or("");
         local.eq_ignore_ascii_case("mailer-daemon") || local.eq_ignore_ascii_case("postmaster")
     });
-    if !report && !daemon {
+    if report.is_none() && !daemon {
         return None;
     }
-    let mut failed = Vec::new();
-    for part in &message.parts {
-        let text = String::from_utf8_lossy(part.contents());
-        for line in text.lines() {
-            let Some((name, value)) = line.split_once(':') else {
-                continue;
-            };
-            if name.trim().eq_ignore_ascii_case("Final-Recipient") {
-                let address = value.rsplit(';').next().unwrap_or("").trim();
-                let address = crate::mailbox::normalise_address(address);
-                if address.contains('@') && !failed.contains(&address) {
-                    failed.push(address);
-                }
-            }
-        }
-    }
-    for value in header_values(message, "X-Failed-Recipients") {
-        for address in value.split(',').map(crate::mailbox::normalise_address) {
-            if address.contains('@') && !failed.contains(&address) {
-                failed.push(address);
-            }
-        }
-    }
-    Some(failed)
+    let delivery_status = report
+        .and_then(|ct| ct.attribute("report-type"))
+        .is_some_and(|t| t.eq_ignore_ascii_case("delivery-status"));
+    Some(if delivery_status {
+        delivery_status_of(message)
+    } else {
+        Bounce::default()
+    })
 }
 
-/// Whether an `Authentication-Results` header (RFC 8601) says `spf=fail` or
-/// `dmarc=fail`. A sender can add such headers of its own, but only ever to make its
-/// mail look worse: a forged `pass` is never read as one.
-fn authentication_failed(message: &Message<'_>) -> bool {
-    header_values(message, "Authentication-Results")
-        .iter()
-        .any(|value| {
-            let value = value.to_ascii_lowercase();
-            value
-                .split(|c: char| c == ';' || c.is_whitespace())
-                .any(|term| term == "spf=fail" || term == "dmarc=fail")
-        })
+/// RFC 3464: the `message/delivery-status` part's recipients and statuses, and the
+/// returned mail's Message-ID (`text/rfc822-headers` or `message/rfc822`).
+fn delivery_status_of(message: &Message<'_>) -> Bounce {
+    let mut bounce = Bounce::default();
+    for part in message.parts.iter().skip(1) {
+        let (c_type, c_subtype) = part
+            .content_type()
+            .map(|ct| {
+                let sub = ct.c_subtype.as_deref().unwrap_or("").to_ascii_lowercase();
+                (ct.c_type.to_ascii_lowercase(), sub)
+            })
+            .unwrap_or_default();
+        match (c_type.as_str(), c_subtype.as_str(), &part.body) {
+            ("message", "delivery-status", _) => recipients(part.contents(), &mut bounce),
+            (_, _, PartType::Message(returned)) => {
+                if let Some(id) = returned.message_id() {
+                    bounce.returned_ids.push(bare_id(id));
+                }
+            }
+            ("text" | "message", "rfc822-headers", _) => {
+                let text = String::from_utf8_lossy(part.contents());
+                let ids = text.lines().filter_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.trim()
+                        .eq_ignore_ascii_case("Message-ID")
+                        .then(|| bare_id(value))
+                });
+                bounce.returned_ids.extend(ids);
+            }
+            _ => {}
+        }
+    }
+    bounce.returned_ids.retain(|id| !id.is_empty());
+    bounce
+}
+
+fn bare_id(id: &str) -> String {
+    id.trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .to_string()
+}
+
+/// The per-recipient fields of a `message/delivery-status` body: each `Final-Recipient`
+/// (`rfc822; address`) with the `Status` that follows it.
+fn recipients(body: &[u8], bounce: &mut Bounce) {
+    for line in String::from_utf8_lossy(body).lines() {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("Final-Recipient") {
+            let address = value.rsplit(';').next().unwrap_or("");
+            let address = crate::mailbox::normalise_address(address);
+            if address.contains('@') {
+                bounce.failed.push((address, String::new()));
+            }
+        } else if name.eq_ignore_ascii_case("Status") {
+            if let Some((_, status)) = bounce.failed.last_mut() {
+                *status = value.trim().to_string();
+            }
+        }
+    }
 }
 
 /// The customer's text: every text part of the body (plain preferred; HTML turned into
@@ -395,35 +449,37 @@ mod tests {
     fn a_delivery_report_is_a_bounce_naming_the_failed_recipient() {
         let raw = mail(
             "From: Mail Delivery System <MAILER-DAEMON@mx.example.cn>\r\nSubject: Undelivered\r\nMIME-Version: 1.0\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\"b\"",
-            "--b\r\nContent-Type: text/plain\r\n\r\nIt bounced.\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.cn\r\n\r\nFinal-Recipient: rfc822; Li.Wei@Example.CN\r\nAction: failed\r\nStatus: 5.1.1\r\n--b--\r\n",
+            "--b\r\nContent-Type: text/plain\r\n\r\nIt bounced.\r\n--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.cn\r\n\r\nFinal-Recipient: rfc822; Li.Wei@Example.CN\r\nAction: failed\r\nStatus: 5.1.1\r\n--b\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: support@shop.test\r\nMessage-ID: <out_1@shop.test>\r\n--b--\r\n",
         );
         let parsed = parse(&raw).unwrap();
         assert_eq!(
             parsed.automatic,
-            Some(Automatic::Bounce {
-                failed: vec!["li.wei@example.cn".into()]
-            })
+            Some(Automatic::Bounce(Bounce {
+                failed: vec![("li.wei@example.cn".into(), "5.1.1".into())],
+                returned_ids: vec!["out_1@shop.test".into()],
+            }))
+        );
+        // The same words from the mailer daemon, not in a report, say nothing.
+        let plain = mail(
+            "From: MAILER-DAEMON@mx.example.cn\r\nSubject: Undelivered",
+            "Final-Recipient: rfc822; li.wei@example.cn\r\nStatus: 5.1.1\r\nMessage-ID: <out_1@shop.test>",
+        );
+        assert_eq!(
+            parse(&plain).unwrap().automatic,
+            Some(Automatic::Bounce(Bounce::default()))
         );
     }
 
     #[test]
-    fn failed_spf_or_dmarc_is_read_and_a_pass_or_softfail_is_not_a_failure() {
-        let with = |results: &str| {
-            parse(&mail(
-                &format!("From: a@b.test\r\nAuthentication-Results: {results}\r\nSubject: x"),
-                "y",
-            ))
-            .unwrap()
-            .authentication_failed
-        };
-        assert!(with("mx.shop.test; spf=fail smtp.mailfrom=b.test"));
-        assert!(with(
-            "mx.shop.test; spf=pass smtp.mailfrom=b.test; dmarc=fail header.from=b.test"
-        ));
-        assert!(!with(
-            "mx.shop.test; spf=pass smtp.mailfrom=b.test; dmarc=pass"
-        ));
-        assert!(!with("mx.shop.test; spf=softfail smtp.mailfrom=b.test"));
+    fn every_authentication_results_field_is_kept_topmost_first_and_received_spf_is_not() {
+        let raw = mail(
+            "Authentication-Results: mx.shop.test; spf=fail\r\nReceived-SPF: Pass\r\nFrom: a@b.test\r\nAuthentication-Results: mx.shop.test;\r\n dmarc=pass header.from=b.test\r\nSubject: x",
+            "y",
+        );
+        let fields = parse(&raw).unwrap().authentication_results;
+        assert_eq!(fields.len(), 2, "{fields:?}");
+        assert!(fields[0].contains("spf=fail"), "{fields:?}");
+        assert!(fields[1].contains("dmarc=pass"), "{fields:?}");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! What we know of an address: that it bounced (undeliverable, shown to staff and never
-//! written to again until it changes), and when an unknown sender was last told to write
+//! written to again until it changes or staff clear it), and when an unknown sender was last told to write
 //! from their account's address (docs/spec/email.md: one reply, no loop).
 
 use sqlx::Row;
@@ -28,6 +28,18 @@ pub async fn mark_undeliverable(
     .execute(db.pool())
     .await?;
     Ok(())
+}
+
+/// Mail goes to `address` again (staff cleared its mark). Returns whether it was marked.
+pub async fn clear_undeliverable(tx: &mut Tx<'_>, address: &str) -> DomainResult<bool> {
+    let done = sqlx::query(
+        "UPDATE mail_addresses SET undeliverable_at = NULL, undeliverable_reason = NULL
+         WHERE address = $1 AND undeliverable_at IS NOT NULL",
+    )
+    .bind(super::normalise_address(address))
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Why `address` is undeliverable, and since when; `None` when it is not known to be.

@@ -16,7 +16,8 @@ use store::{new_id, Db, Tx};
 pub enum InboundStatus {
     /// Held by the rate limit: processed at `process_after`.
     Held,
-    /// In a customer's name but failed SPF or DMARC: waits for the customer's sign-in.
+    /// In a customer's name but not proven to be theirs: waits for the customer's sign-in
+    /// (with its ticket when it opened one, else held whole).
     Unverified,
     /// Processed (opened, appended or ignored).
     Done,
@@ -234,29 +235,39 @@ pub async fn unverified_by_key(tx: &mut Tx<'_>, message_key: &str) -> DomainResu
     .await?)
 }
 
-/// The customer signed in through the link mailed for an unverified mail: it is
-/// released to be processed as theirs (docs/spec/email.md: no path to money until then).
-/// Returns how many were released.
-pub async fn release_confirmed(db: &Db, link_hash: &str, now: i64) -> DomainResult<u64> {
-    let done = sqlx::query(
-        "UPDATE mail_inbound SET status = 'held', reason = 'confirmed', process_after = $1
-         WHERE confirm_link_hash = $2 AND status = 'unverified'",
+/// The customer signed in through the link mailed for an unverified mail
+/// (docs/spec/email.md: no path to money until then): a mail that opened a waiting ticket
+/// is done (its tickets are returned, for their cases to go on); a held one is released
+/// to be processed as theirs. Returns `(tickets, how many held were released)`.
+pub async fn release_confirmed(
+    tx: &mut Tx<'_>,
+    link_hash: &str,
+    now: i64,
+) -> DomainResult<(Vec<String>, usize)> {
+    let tickets: Vec<String> = sqlx::query_scalar(
+        "SELECT ticket_id FROM mail_inbound
+         WHERE confirm_link_hash = $1 AND status = 'unverified' AND ticket_id IS NOT NULL",
+    )
+    .bind(link_hash)
+    .fetch_all(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE mail_inbound SET status = 'done', reason = 'confirmed', processed_at = $1
+         WHERE confirm_link_hash = $2 AND status = 'unverified' AND ticket_id IS NOT NULL",
     )
     .bind(now)
     .bind(link_hash)
-    .execute(db.pool())
+    .execute(&mut **tx)
     .await?;
-    Ok(done.rows_affected())
-}
-
-/// Whether a held mail was released by its customer's sign-in (so it is theirs).
-pub async fn was_confirmed(db: &Db, id: &str) -> DomainResult<bool> {
-    let reason: Option<Option<String>> =
-        sqlx::query_scalar("SELECT reason FROM mail_inbound WHERE id = $1")
-            .bind(id)
-            .fetch_optional(db.pool())
-            .await?;
-    Ok(reason.flatten().as_deref() == Some("confirmed"))
+    let held = sqlx::query(
+        "UPDATE mail_inbound SET status = 'held', reason = 'confirmed', process_after = $1
+         WHERE confirm_link_hash = $2 AND status = 'unverified' AND ticket_id IS NULL",
+    )
+    .bind(now)
+    .bind(link_hash)
+    .execute(&mut **tx)
+    .await?;
+    Ok((tickets, held.rows_affected() as usize))
 }
 
 /// What the mail channel did with each mail, for `/metrics`-style counts in tests and

@@ -296,6 +296,29 @@ pub async fn to_supervisors(
     Ok(supervisors.len())
 }
 
+/// The addresses the row `outbox_id` went (or goes) to, normalised: the one it was
+/// rendered for, the customer's address on record, an unknown sender's address. Empty
+/// when there is no such row.
+pub async fn addresses_of(db: &Db, outbox_id: &str) -> DomainResult<Vec<String>> {
+    let row = sqlx::query(
+        "SELECT o.recipient, o.address, c.email FROM mail_outbox o
+         LEFT JOIN customers c ON c.id = o.customer_id WHERE o.id = $1",
+    )
+    .bind(outbox_id)
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for column in ["recipient", "address", "email"] {
+        if let Some(address) = row.try_get::<Option<String>, _>(column)? {
+            found.push(super::normalise_address(&address));
+        }
+    }
+    Ok(found)
+}
+
 /// A row claimed for sending.
 #[derive(Debug, Clone)]
 pub struct OutboxMail {

@@ -115,3 +115,35 @@ fn percent_encode(name: &str) -> String {
         })
         .collect()
 }
+
+/// `GET /api/v1/customers/{id}/mail` (staff who read cases): the customer's address on
+/// record and whether mail to it is held as undeliverable (docs/spec/email.md).
+#[utoipa::path(get, path = "/api/v1/customers/{id}/mail", tag = "mail", security(("bearer" = [])),
+    params(("id" = String, Path, description = "customer id")),
+    responses((status = 200, description = "the address and its mark", body = desk::mail::bounces::CustomerMail), crate::error::ApiErrors))]
+pub async fn get_customer_mail(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> AppResult<Json<desk::mail::bounces::CustomerMail>> {
+    Ok(Json(
+        desk::mail::bounces::customer_mail(&state.db, &id).await?,
+    ))
+}
+
+/// `DELETE /api/v1/customers/{id}/mail/undeliverable` (staff who work cases): clears the
+/// mark, so mail goes to the address again; audited. 200 with the address as it is now.
+#[utoipa::path(delete, path = "/api/v1/customers/{id}/mail/undeliverable", tag = "mail", security(("bearer" = [])),
+    params(("id" = String, Path, description = "customer id")),
+    responses((status = 200, description = "cleared: the address, no mark", body = desk::mail::bounces::CustomerMail), crate::error::ApiErrors))]
+pub async fn delete_undeliverable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    crate::extract::Authed(principal): crate::extract::Authed<desk::auth::Principal>,
+) -> AppResult<Json<desk::mail::bounces::CustomerMail>> {
+    let staff = principal.staff()?;
+    let now = desk::clock::Clock::now_ms(state.clock.as_ref());
+    desk::mail::bounces::clear(&state.db, &staff.id, &id, now).await?;
+    Ok(Json(
+        desk::mail::bounces::customer_mail(&state.db, &id).await?,
+    ))
+}

@@ -31,6 +31,8 @@ pub const CLIENT_SECRET: &str = "desk-secret";
 pub struct Plan {
     pub sub: String,
     pub email: String,
+    /// The `email_verified` claim; `None` leaves it out of the token.
+    pub email_verified: Option<bool>,
     pub groups: Vec<String>,
     /// Sign with this key id (`k1`, `k2`) or a key the provider never publishes (`stranger`).
     pub key: &'static str,
@@ -48,6 +50,7 @@ impl Plan {
         Plan {
             sub: sub.into(),
             email: email.into(),
+            email_verified: Some(true),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             key: "k1",
             audience: CLIENT_ID.into(),
@@ -205,11 +208,14 @@ async fn token(State(idp): State<Idp>, Form(form): Form<TokenForm>) -> Response 
             .into_response();
     }
     let plan = pending.plan;
-    let claims = json!({
+    let mut claims = json!({
         "iss": idp.issuer, "sub": plan.sub, "aud": plan.audience, "email": plan.email,
         "groups": plan.groups, "iat": plan.now, "exp": plan.now + plan.expires_in,
         "nonce": plan.nonce.clone().unwrap_or(pending.nonce),
     });
+    if let Some(verified) = plan.email_verified {
+        claims["email_verified"] = json!(verified);
+    }
     let id_token = sign(
         &idp.keys[plan.key],
         if plan.key == "stranger" {

@@ -36,8 +36,20 @@ pub fn mailtool(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// One plain message built by Python's `email` package, with extra `headers`.
+/// One plain message built by Python's `email` package, with extra `headers`, as the
+/// trusted receiving server hands it on: with its DMARC pass for the From domain.
 pub fn build(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8> {
+    proven(&build_as_written(from, subject, body, headers), from)
+}
+
+/// `raw` with the trusted server's DMARC pass for `from`'s domain on top.
+pub fn proven(raw: &[u8], from: &str) -> Vec<u8> {
+    let domain = from.rsplit('@').next().unwrap_or("").trim_end_matches('>');
+    stamped(raw, &format!("dmarc=pass header.from={domain}"))
+}
+
+/// [`build`] as the sender wrote it: nothing added on the way.
+pub fn build_as_written(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8> {
     let mut args = vec!["build", from, SUPPORT, subject, body];
     for h in headers {
         args.push("--header");
@@ -46,11 +58,28 @@ pub fn build(from: &str, subject: &str, body: &str, headers: &[&str]) -> Vec<u8>
     mailtool(&args)
 }
 
+/// The authserv-id of the receiving server the tests' apps trust (`MAIL_AUTHSERV_ID`).
+pub const AUTHSERV_ID: &str = "mx.shop.test";
+
+/// `raw` as the trusted receiving server hands it on: its own `Authentication-Results`
+/// with `results` prepended above everything the sender wrote (RFC 8601 §5).
+pub fn stamped(raw: &[u8], results: &str) -> Vec<u8> {
+    let eol = if raw.windows(2).any(|w| w == b"\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut out = format!("Authentication-Results: {AUTHSERV_ID}; {results}{eol}").into_bytes();
+    out.extend_from_slice(raw);
+    out
+}
+
 /// The mail settings of an app that takes mail through the API only (no servers).
 pub fn api_only(config: &mut Config) {
     config.mail = MailConfig {
         from: Some(SUPPORT.into()),
         inbound_token: Some(INBOUND_TOKEN.into()),
+        authserv_id: Some(AUTHSERV_ID.into()),
         retry: Duration::from_secs(30),
         ..MailConfig::default()
     };
@@ -72,6 +101,13 @@ pub struct MailServers {
 impl MailServers {
     /// Starts a pair on free ports under a fresh directory (returns once both greet).
     pub fn start() -> MailServers {
+        MailServers::start_with_sender_results("")
+    }
+
+    /// [`MailServers::start`] with Postfix's verdicts for some envelope senders: lines
+    /// of a Postfix regexp table (`/^form-1@relay\.test$/ PREPEND Authentication-Results:
+    /// …`), read before the default SPF pass (`scripts/mail-servers`).
+    pub fn start_with_sender_results(rules: &str) -> MailServers {
         assert!(
             Path::new("/usr/sbin/postfix").exists(),
             "Postfix is not installed: run scripts/mail-servers install (scripts/test does)"
@@ -84,6 +120,8 @@ impl MailServers {
             sent: Default::default(),
             read: Default::default(),
         };
+        std::fs::create_dir_all(&servers.dir).unwrap();
+        std::fs::write(servers.dir.join("sender-results"), rules).unwrap();
         servers.run("start");
         servers
     }
@@ -94,6 +132,8 @@ impl MailServers {
             .env("MAILTEST_DIR", &self.dir)
             .env("SMTP_PORT", self.smtp_port.to_string())
             .env("IMAP_PORT", self.imap_port.to_string())
+            .env("MAILTEST_AUTHSERV_ID", AUTHSERV_ID)
+            .env("MAILTEST_SENDER_RESULTS", self.dir.join("sender-results"))
             .output()
             .expect("scripts/mail-servers runs");
         assert!(

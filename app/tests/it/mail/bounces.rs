@@ -1,0 +1,133 @@
+//! A bounce counts only when it is a delivery-status notification (RFC 3464) about a
+//! mail the desk sent (its Message-ID), hard (5.x.x) told from soft (4.x.x), and staff
+//! see and clear the mark (docs/spec/email.md, "No loops").
+
+use axum::http::StatusCode;
+
+use super::{inbound, mail_app};
+use crate::support::mail::{self, SUPPORT};
+use crate::support::TestApp;
+
+const LI_WEI: &str = "li.wei@example.cn";
+
+async fn undeliverable(app: &TestApp) -> bool {
+    desk::mailbox::addresses::undeliverable(&app.state.db, LI_WEI)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+/// The Message-ID of the newest mail the desk wrote to Li Wei.
+async fn our_message_id(app: &TestApp) -> String {
+    let id: String = sqlx::query_scalar(
+        "SELECT id FROM mail_outbox WHERE customer_id = 'C-100' ORDER BY seq DESC LIMIT 1",
+    )
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    desk::mailbox::message_id(&id, "shop.test")
+}
+
+/// Seen failing before the fix: each forged bounce (a report naming no mail of ours, a
+/// plain mail from MAILER-DAEMON, a report naming a Message-ID we never sent) marked Li
+/// Wei's address undeliverable, silencing every later mail to her.
+#[tokio::test]
+async fn a_bounce_about_no_mail_of_ours_marks_nothing() {
+    let app = mail_app().await;
+    app.open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let forged = [
+        mail::mailtool(&["bounce", SUPPORT, LI_WEI]),
+        mail::build(
+            "MAILER-DAEMON@mx.attacker.test",
+            "Undelivered Mail Returned to Sender",
+            "Final-Recipient: rfc822; li.wei@example.cn\nStatus: 5.1.1",
+            &[],
+        ),
+        mail::mailtool(&[
+            "bounce",
+            SUPPORT,
+            LI_WEI,
+            "--message-id",
+            "out_made_up@shop.test",
+        ]),
+    ];
+    for raw in forged {
+        let (status, body) = inbound(&app, &raw).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["outcome"], "ignored", "{body}");
+        assert!(
+            !undeliverable(&app).await,
+            "marked by {}",
+            String::from_utf8_lossy(&raw)
+        );
+    }
+}
+
+/// Seen failing before the fix: the soft (4.2.2) bounce marked the address.
+#[tokio::test]
+async fn a_hard_bounce_of_our_mail_marks_the_address_a_soft_one_does_not_and_staff_clear_it() {
+    let app = mail_app().await;
+    app.open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let ours = our_message_id(&app).await;
+    let soft = mail::mailtool(&[
+        "bounce",
+        SUPPORT,
+        LI_WEI,
+        "--status",
+        "4.2.2",
+        "--message-id",
+        &ours,
+    ]);
+    let (_, body) = inbound(&app, &soft).await;
+    assert_eq!(body["reason"], "bounce", "{body}");
+    assert!(!undeliverable(&app).await, "a soft bounce marks nothing");
+    let hard = mail::mailtool(&[
+        "bounce",
+        SUPPORT,
+        LI_WEI,
+        "--status",
+        "5.1.1",
+        "--message-id",
+        &ours,
+    ]);
+    inbound(&app, &hard).await;
+    assert!(
+        undeliverable(&app).await,
+        "a hard bounce of our mail marks the address"
+    );
+    // Staff see it on the customer, and clear it.
+    let (status, customer) = app
+        .request(
+            "GET",
+            "/api/v1/customers/C-100/mail",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{customer}");
+    assert!(
+        customer["undeliverable"]["reason"].is_string(),
+        "{customer}"
+    );
+    let (status, _) = app
+        .request(
+            "DELETE",
+            "/api/v1/customers/C-100/mail/undeliverable",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!undeliverable(&app).await, "cleared");
+    let (_, customer) = app
+        .request(
+            "GET",
+            "/api/v1/customers/C-100/mail",
+            Some(&app.agent_token),
+            None,
+        )
+        .await;
+    assert!(customer["undeliverable"].is_null(), "{customer}");
+}
