@@ -786,7 +786,9 @@ async fn a_rejection_an_escalation_and_an_assignment_mail_the_customer_and_the_s
         )]
     );
     // An escalation (another customer's order named in the chat) waits for the
-    // supervisors: each hears of it by mail, the customer gets its reply.
+    // supervisors: each hears of it by mail; the customer gets exactly what an
+    // order that exists nowhere would get (RP-007: neither confirm nor deny),
+    // the question which order they mean.
     let (ticket2, case2) = app
         .open_ticket(
             "C-200",
@@ -796,7 +798,7 @@ async fn a_rejection_an_escalation_and_an_assignment_mail_the_customer_and_the_s
     assert_eq!(case2["status"], "escalated", "{case2:#}");
     assert_eq!(
         kinds_for(&outbox(&app).await, &ticket2),
-        ["received", "reply"]
+        ["received", "question"]
     );
     let escalations: Vec<(String, String)> = sqlx::query_as("SELECT o.case_id, s.role FROM mail_outbox o JOIN staff s ON s.id = o.staff_id WHERE o.kind = 'staff_escalation'")
         .fetch_all(app.state.db.pool())
