@@ -5,11 +5,14 @@
 //! for malformed input only.
 //!
 //! - [`document`] parses a policy version (Markdown with TOML front matter).
-//! - [`rules`] parses the parameters beside it (`*.rules.toml`): windows, periods,
+//! - [`parameters`] parses the numbers beside it (`*.rules.toml`): windows, periods,
 //!   thresholds and the clause each rule cites. No policy number lives in code.
 //! - [`policy_set`] holds every version and answers "which version is in force".
 //! - [`facts`] is the input of a decision, [`decision`] its output.
-//! - [`engine`] is the decision itself: [`decide`] (live) and [`decide_with`] (what-if).
+//! - [`engine`] is the decision itself: [`decide`] (live) and [`decide_with`] (what-if),
+//!   the order in which the policies are weighed; `rules/` holds one file per policy, its
+//!   part of the decision; `trace` what every rule records (fired rules, facts, the
+//!   decision built from them), `selection` which version of each policy applies.
 
 pub mod catalog;
 pub mod decision;
@@ -18,8 +21,11 @@ pub mod engine;
 pub mod error;
 pub mod facts;
 pub mod money;
+pub mod parameters;
 pub mod policy_set;
-pub mod rules;
+mod rules;
+mod selection;
+mod trace;
 
 #[cfg(test)]
 mod golden;
@@ -36,8 +42,8 @@ pub use facts::{
     RefundStatus, RequestKind,
 };
 pub use money::{Currency, Money};
+pub use parameters::PolicyRules;
 pub use policy_set::{PolicySet, PolicySource};
-pub use rules::PolicyRules;
 
 pub use catalog::{Product, Region};
 pub use error::PolicyError;

@@ -11,7 +11,7 @@ use time::Date;
 
 use crate::document::{PolicyDocument, PolicyStatus};
 use crate::error::PolicyError;
-use crate::rules::PolicyRules;
+use crate::parameters::PolicyRules;
 
 /// One policy version as read from disk by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,8 @@
 //! What the customer is told when the policy engine has decided (RP-005): under review,
 //! which order, a denial with its plain reason and policy, or a specialist's look.
+//!
+//! A reason code becomes the customer's words here, by an exhaustive `match`. It never tells a
+//! threshold, a rule's own text or anything about another customer's order (RP-007).
 
 use policy_engine::{Decision, ReasonCode};
 
@@ -20,7 +23,7 @@ fn policy_of(decision: &Decision) -> String {
 }
 
 /// The decided refunds, each with its currency (RP-005: "quote amounts with their
-/// currency"), as the customer's language writes it (issue 38: `CN¥198.00`, `¥19,800`).
+/// currency"), as the customer's language writes it (`CN¥198.00`, `¥19,800`).
 fn amounts(lang: Language, decision: &Decision) -> String {
     decision
         .refunds
@@ -139,14 +142,26 @@ fn what_happened_reply(lang: Language) -> String {
     .to_string()
 }
 
-/// A denial in plain words (RP-005), never the threshold behind it.
+/// A denial in plain words (RP-005), never the threshold behind it. Every reason code
+/// is named here, so a new one does not compile until its words are chosen; each
+/// sentence below has a line for every language.
 fn deny_reason(lang: Language, decision: &Decision) -> String {
     match decision.reason_code {
         ReasonCode::AuthorizationHold => hold_reason(lang, decision.hold_release.as_deref()),
         ReasonCode::AlreadyRefunded => already_refunded(lang).to_string(),
         ReasonCode::NotDuplicate => not_duplicate(lang).to_string(),
         ReasonCode::NotEligible => not_eligible(lang).to_string(),
-        _ => nothing_to_refund(lang).to_string(),
+        // The engine gives these with a refund, a question or an escalation, never with
+        // a denial; a denial that carried one says only that nothing qualifies.
+        ReasonCode::DuplicateCharge
+        | ReasonCode::Overcharge
+        | ReasonCode::RepeatPurchase
+        | ReasonCode::CoolingOff
+        | ReasonCode::OutsideWindow
+        | ReasonCode::OwnershipMismatch
+        | ReasonCode::DisputeOpen
+        | ReasonCode::InsufficientInfo
+        | ReasonCode::Other => nothing_to_refund(lang).to_string(),
     }
 }
 

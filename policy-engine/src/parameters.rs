@@ -9,6 +9,9 @@
 //! Families (one TOML table each; a file has the ones its policy defines):
 //! `[charges]` (RP-001), `[cancellation]` (RP-002), `[holds]` (RP-003),
 //! `[approval]` (RP-004), `[disputes]` (RP-006), `[ownership]` (RP-007).
+//!
+//! It decides nothing: the rules that read these numbers are in `rules/`, one file per
+//! policy. A new rule's clause key goes in [`clause`] and in its family's required keys.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -187,7 +190,8 @@ struct RawApproval {
 }
 
 impl PolicyRules {
-    /// Parses a rules file and checks it against the document it sits beside.
+    /// Parses a rules file and checks it against the document it sits beside. Each
+    /// family present adds the clause keys its rules cite; all must be mapped.
     pub fn parse(source: &str, document: &PolicyDocument) -> Result<Self, PolicyError> {
         let raw: RawRules =
             toml::from_str(source).map_err(|e| PolicyError::Rules(e.to_string()))?;
@@ -204,111 +208,35 @@ impl PolicyRules {
             }
         }
         let mut required: Vec<&str> = Vec::new();
-
-        let charges = match raw.charges {
-            None => None,
-            Some(c) => {
-                if c.reporting_window_days == 0 {
-                    return Err(err("reporting_window_days must be positive".into()));
-                }
-                if c.repeat_purchase_window_minutes == Some(0) {
-                    return Err(err("repeat_purchase_window_minutes must be positive".into()));
-                }
-                required.extend([
-                    clause::DEFINITIONS,
-                    clause::DUPLICATE,
-                    clause::OVERCHARGE,
-                    clause::CURRENCY,
-                    clause::CAP,
-                    clause::WINDOW,
-                    clause::DIFFERENT_ORDERS,
-                    clause::HOLD,
-                    clause::DISPUTE,
-                ]);
-                if c.repeat_purchase_window_minutes.is_some() {
-                    required.push(clause::REPEAT_PURCHASE);
-                }
-                if !c.auto_approve_below.is_empty() {
-                    required.push(clause::AUTO_APPROVE);
-                }
-                Some(ChargeRules {
-                    reporting_window_days: c.reporting_window_days,
-                    repeat_purchase_window_minutes: c.repeat_purchase_window_minutes,
-                    outside_window_escalate_to: c.outside_window_escalate_to,
-                    auto_approve_below: money_table(&c.auto_approve_below, false)
-                        .map_err(|e| err(format!("auto_approve_below: {e}")))?,
-                })
-            }
-        };
-
-        let cancellation = match raw.cancellation {
-            None => None,
-            Some(c) => {
-                let days = region_table(c.cooling_off_days)
-                    .map_err(|e| err(format!("cooling_off_days: {e}")))?;
-                if days.values().any(|d| *d == 0) {
-                    return Err(err("cooling_off_days must be positive".into()));
-                }
-                required.extend([clause::COOLING_OFF, clause::AMBIGUOUS_ORDER]);
-                for product in Product::ALL {
-                    if !c.cooling_off_products.contains(&product) {
-                        required.push(product.as_str());
-                    }
-                }
-                Some(CancellationRules {
-                    cooling_off_products: c.cooling_off_products,
-                    cooling_off_days: days,
-                })
-            }
-        };
-
-        let holds = match raw.holds {
-            None => None,
-            Some(h) => {
-                let release =
-                    region_table(h.release).map_err(|e| err(format!("holds.release: {e}")))?;
-                if release
-                    .values()
-                    .any(|r| r.days == 0 || r.text.trim().is_empty())
-                {
-                    return Err(err(
-                        "every hold release needs a text and positive days".into()
-                    ));
-                }
-                required.extend([clause::HOLD_RELEASE, clause::HOLD_OVERDUE]);
-                Some(HoldRules {
-                    overdue_escalate_to: h.overdue_escalate_to,
-                    release,
-                })
-            }
-        };
-
-        let approval = match raw.approval {
-            None => None,
-            Some(a) => {
-                required.extend([clause::THRESHOLD, clause::OUTSIDE_WINDOW_APPROVAL]);
-                Some(ApprovalRules {
-                    up_to_threshold: a.up_to_threshold,
-                    above_threshold: a.above_threshold,
-                    outside_window: a.outside_window,
-                    thresholds: money_table(&a.thresholds, true)
-                        .map_err(|e| err(format!("approval.thresholds: {e}")))?,
-                })
-            }
-        };
-
+        let charges = raw
+            .charges
+            .map(|c| ChargeRules::parse(c, &mut required))
+            .transpose()
+            .map_err(err)?;
+        let cancellation = raw
+            .cancellation
+            .map(|c| CancellationRules::parse(c, &mut required))
+            .transpose()
+            .map_err(err)?;
+        let holds = raw
+            .holds
+            .map(|h| HoldRules::parse(h, &mut required))
+            .transpose()
+            .map_err(err)?;
+        let approval = raw
+            .approval
+            .map(|a| ApprovalRules::parse(a, &mut required))
+            .transpose()
+            .map_err(err)?;
         if raw.disputes.is_some() {
             required.push(clause::DISPUTE_ESCALATION);
         }
         if raw.ownership.is_some() {
             required.push(clause::OTHER_CUSTOMER);
         }
-        for key in required {
-            if !raw.clauses.contains_key(key) {
-                return Err(err(format!("[clauses] is missing '{key}'")));
-            }
+        if let Some(key) = required.iter().find(|key| !raw.clauses.contains_key(**key)) {
+            return Err(err(format!("[clauses] is missing '{key}'")));
         }
-
         Ok(PolicyRules {
             policy: raw.policy,
             clauses: raw.clauses,
@@ -324,6 +252,96 @@ impl PolicyRules {
     /// The anchor a rule cites (`"2.1"`), if the file maps it.
     pub fn clause(&self, key: &str) -> Option<&str> {
         self.clauses.get(key).map(String::as_str)
+    }
+}
+
+impl ChargeRules {
+    /// RP-001's `[charges]`, and the clause keys its rules cite.
+    fn parse(c: RawCharges, required: &mut Vec<&'static str>) -> Result<Self, String> {
+        if c.reporting_window_days == 0 {
+            return Err("reporting_window_days must be positive".into());
+        }
+        if c.repeat_purchase_window_minutes == Some(0) {
+            return Err("repeat_purchase_window_minutes must be positive".into());
+        }
+        required.extend([
+            clause::DEFINITIONS,
+            clause::DUPLICATE,
+            clause::OVERCHARGE,
+            clause::CURRENCY,
+            clause::CAP,
+            clause::WINDOW,
+            clause::DIFFERENT_ORDERS,
+            clause::HOLD,
+            clause::DISPUTE,
+        ]);
+        if c.repeat_purchase_window_minutes.is_some() {
+            required.push(clause::REPEAT_PURCHASE);
+        }
+        if !c.auto_approve_below.is_empty() {
+            required.push(clause::AUTO_APPROVE);
+        }
+        Ok(ChargeRules {
+            reporting_window_days: c.reporting_window_days,
+            repeat_purchase_window_minutes: c.repeat_purchase_window_minutes,
+            outside_window_escalate_to: c.outside_window_escalate_to,
+            auto_approve_below: money_table(&c.auto_approve_below, false)
+                .map_err(|e| format!("auto_approve_below: {e}"))?,
+        })
+    }
+}
+
+impl CancellationRules {
+    /// RP-002's `[cancellation]`; a product without cooling-off cites the clause named
+    /// after it.
+    fn parse(c: RawCancellation, required: &mut Vec<&'static str>) -> Result<Self, String> {
+        let days =
+            region_table(c.cooling_off_days).map_err(|e| format!("cooling_off_days: {e}"))?;
+        if days.values().any(|d| *d == 0) {
+            return Err("cooling_off_days must be positive".into());
+        }
+        required.extend([clause::COOLING_OFF, clause::AMBIGUOUS_ORDER]);
+        for product in Product::ALL {
+            if !c.cooling_off_products.contains(&product) {
+                required.push(product.as_str());
+            }
+        }
+        Ok(CancellationRules {
+            cooling_off_products: c.cooling_off_products,
+            cooling_off_days: days,
+        })
+    }
+}
+
+impl HoldRules {
+    /// RP-003's `[holds]`: a text and positive days for every region.
+    fn parse(h: RawHolds, required: &mut Vec<&'static str>) -> Result<Self, String> {
+        let release = region_table(h.release).map_err(|e| format!("holds.release: {e}"))?;
+        if release
+            .values()
+            .any(|r| r.days == 0 || r.text.trim().is_empty())
+        {
+            return Err("every hold release needs a text and positive days".into());
+        }
+        required.extend([clause::HOLD_RELEASE, clause::HOLD_OVERDUE]);
+        Ok(HoldRules {
+            overdue_escalate_to: h.overdue_escalate_to,
+            release,
+        })
+    }
+}
+
+impl ApprovalRules {
+    /// RP-004's `[approval]`: a threshold for every currency.
+    fn parse(a: RawApproval, required: &mut Vec<&'static str>) -> Result<Self, String> {
+        required.extend([clause::THRESHOLD, clause::OUTSIDE_WINDOW_APPROVAL]);
+        Ok(ApprovalRules {
+            up_to_threshold: a.up_to_threshold,
+            above_threshold: a.above_threshold,
+            outside_window: a.outside_window,
+            thresholds: money_table(&a.thresholds, true)
+                .map_err(|e| format!("approval.thresholds: {e}"))?,
+        })
     }
 }
 
