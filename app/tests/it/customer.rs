@@ -447,7 +447,11 @@ async fn another_customers_order_with_records_that_decide_nothing_goes_to_a_pers
 
 /// What the customer is shown of a ticket, with its own ids taken out: the API's view,
 /// the page's status line and agent messages, and the mails written to them.
-async fn seen_by_the_customer(app: &TestApp, customer: &str, ticket: &str) -> Vec<String> {
+pub(crate) async fn seen_by_the_customer(
+    app: &TestApp,
+    customer: &str,
+    ticket: &str,
+) -> Vec<String> {
     let (_, api) = app.customer_ticket(customer, ticket).await;
     let mut seen = vec![format!("status {}", api["case"]["status"])];
     for m in api["messages"].as_array().into_iter().flatten() {
@@ -560,7 +564,7 @@ async fn a_customer_writing_in_a_language_we_do_not_answer_in_hears_the_default_
     }
 }
 
-async fn case_id_of(app: &TestApp, ticket: &str) -> String {
+pub(crate) async fn case_id_of(app: &TestApp, ticket: &str) -> String {
     sqlx::query_scalar("SELECT id FROM cases WHERE ticket_id = $1")
         .bind(ticket)
         .fetch_one(app.state.db.pool())

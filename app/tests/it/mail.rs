@@ -812,3 +812,58 @@ async fn a_rejection_an_escalation_and_an_assignment_mail_the_customer_and_the_s
         )]
     );
 }
+
+/// RP-007 on the mail channel (docs/spec/domain.md, "Whose order"): a proven mail naming
+/// another customer's order is escalated to the supervisors and flagged, while the
+/// customer's mails and page say exactly what a mail naming an order that exists nowhere
+/// gets — the question which order they mean.
+#[tokio::test]
+async fn a_mail_naming_another_customers_order_reads_to_the_customer_like_an_unknown_order() {
+    let app = mail_app().await;
+    let mut opened = Vec::new();
+    for order in ["O-2001", "O-2999"] {
+        let raw = mail::build(
+            "\"Zhang Min\" <zhang.min@example.cn>",
+            "Charged twice",
+            &format!("Hello, please refund order {order}, I was charged twice.\n\nZhang Min"),
+            &[],
+        );
+        let (status, body) = inbound(&app, &raw).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["outcome"], "opened", "{body}");
+        opened.push(body["ticket_id"].as_str().unwrap().to_string());
+    }
+    app.drain().await;
+    let case_of = |ticket| crate::customer::case_id_of(&app, ticket);
+    let theirs = app.case(&case_of(&opened[0]).await).await;
+    assert_eq!(theirs["status"], "escalated", "{theirs:#}");
+    assert_eq!(theirs["reason_code"], "ownership_mismatch");
+    assert_eq!(theirs["queue"], "supervisors", "{theirs:#}");
+    let nobodys = app.case(&case_of(&opened[1]).await).await;
+    assert_eq!(nobodys["status"], "awaiting_customer", "{nobodys:#}");
+    let seen = |ticket| crate::customer::seen_by_the_customer(&app, "C-500", ticket);
+    let same = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.replace("O-2001", "<order>").replace("O-2999", "<order>"))
+            .collect()
+    };
+    let (a, b) = (seen(&opened[0]).await, seen(&opened[1]).await);
+    assert!(
+        a.iter().filter(|l| l.starts_with("mail ")).count() >= 2,
+        "{a:#?}"
+    );
+    assert_eq!(
+        same(a.clone()),
+        same(b.clone()),
+        "another customer's order:\n{a:#?}\nno such order:\n{b:#?}"
+    );
+    let flagged: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'security_flag' AND subject = $1",
+    )
+    .bind(theirs["id"].as_str().unwrap())
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    assert_eq!(flagged, 1, "the escalation is audited as a security flag");
+}
