@@ -136,7 +136,9 @@ async fn re_inviting_or_changing_the_persons_role_voids_every_earlier_link() {
 
 /// Deactivation by another process (the CLI's `staff deactivate`, as a second instance
 /// on the same database would do it) ends the console session and the API token within
-/// seconds. Seen failing before the fix: the session and the token still worked.
+/// seconds. The attack saw the session and the token still work after
+/// `staff deactivate --email`; on this code it did not reproduce on SQLite, so the test
+/// stands as the guard, and runs again on PostgreSQL in CI's PostgreSQL stage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deactivation_from_another_process_ends_every_session_and_token_within_seconds() {
     let app = spawn_app().await;

@@ -234,6 +234,7 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "note" => Some("Internal note added (staff only)."),
         "closed" => Some("Case closed."),
         "assigned" => Some("Case assigned."),
+        "mail_cleared" => Some("Mail goes to the customer's address again."),
         "handed_up" => Some("Handed up: it waits in the supervisors' queue."),
         "approved" => Some("Approved. The refund goes to the provider."),
         "rejected" => Some("Rejected; the customer has your message."),
@@ -690,6 +691,25 @@ pub(super) async fn assign_submit(
     let input = desk::conversation::AssignCase { email: form.email };
     let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
     after_action(&state, &session, &id, result, "assigned").await
+}
+
+/// `POST /console/cases/{id}/customer-mail`: the case's customer's address marked
+/// undeliverable by a bounce is cleared, so mail goes to it again; audited
+/// (docs/spec/email.md, "Bounces").
+pub(super) async fn clear_undeliverable_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Verified(session, _): Verified<super::common::CsrfForm>,
+) -> Response {
+    let now = desk::clock::Clock::now_ms(state.clock.as_ref());
+    let result = match desk::cases::load_case(&state.db, &id).await {
+        Ok(Some(case)) => {
+            desk::mail::bounces::clear(&state.db, &session.staff.id, &case.customer_id, now).await
+        }
+        Ok(None) => Err(DomainError::NotFound("case")),
+        Err(e) => Err(e),
+    };
+    after_action(&state, &session, &id, result, "mail_cleared").await
 }
 
 #[derive(Deserialize)]

@@ -132,6 +132,11 @@ fn console_routes() -> Routes {
         )
         .post("/console/cases/{id}/assign", work, case::assign_submit)
         .post(
+            "/console/cases/{id}/customer-mail",
+            work,
+            case::clear_undeliverable_submit,
+        )
+        .post(
             "/console/cases/{id}/decide",
             work,
             case::decide_by_hand_submit,

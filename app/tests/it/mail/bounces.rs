@@ -131,3 +131,53 @@ async fn a_hard_bounce_of_our_mail_marks_the_address_a_soft_one_does_not_and_sta
         .await;
     assert!(customer["undeliverable"].is_null(), "{customer}");
 }
+
+/// The case page shows the mark beside the customer and a person who works the case
+/// clears it with one button (CSRF-checked, audited); mail goes to the address again.
+#[tokio::test]
+async fn the_case_page_shows_an_undeliverable_address_and_its_button_clears_the_mark() {
+    use axum::body::Body;
+    use axum::http::Request;
+    let app = mail_app().await;
+    let (_, case) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let case_id = case["id"].as_str().unwrap().to_string();
+    let ours = our_message_id(&app).await;
+    let hard = mail::mailtool(&["bounce", SUPPORT, LI_WEI, "--message-id", &ours]);
+    inbound(&app, &hard).await;
+    assert!(undeliverable(&app).await);
+    let (cookie, csrf) = app.staff_session("agent@test.example").await;
+    let page = |cookie: String| {
+        Request::get(format!("/console/cases/{case_id}"))
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (_, html) = app.raw(page(cookie.clone())).await;
+    assert!(html.contains("id=\"email-undeliverable\""), "{html}");
+    assert!(html.contains("id=\"clear-undeliverable\""), "{html}");
+    let post = |csrf: &str| {
+        Request::post(format!("/console/cases/{case_id}/customer-mail"))
+            .header("cookie", cookie.clone())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(format!("csrf={csrf}")))
+            .unwrap()
+    };
+    // Without the session's CSRF token nothing changes.
+    let (status, _) = app.raw(post("forged")).await;
+    assert!(status.is_client_error(), "{status}");
+    assert!(undeliverable(&app).await, "a forged form clears nothing");
+    let (status, _) = app.raw(post(&csrf)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(!undeliverable(&app).await, "cleared from the case page");
+    let (_, html) = app.raw(page(cookie.clone())).await;
+    assert!(!html.contains("id=\"email-undeliverable\""), "{html}");
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'undeliverable_cleared' AND subject = 'C-100'",
+    )
+    .fetch_one(app.state.db.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+}
