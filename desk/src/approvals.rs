@@ -79,9 +79,9 @@ pub async fn decide(
         Verdict::Approved => {
             crate::refunds::create_intents(&mut tx, &case, &approval_id, &decision, now).await?;
             cases::transition(&mut tx, &case, CaseStatus::Approved, now).await?;
-            // Issue 37: "approved" by mail, in its own words (not sent yet, RP-005).
-            let kind = crate::mailbox::MailKind::Approved;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+            // "Approved", in its own words (not sent yet, RP-005).
+            let kind = crate::channels::Notice::Approved;
+            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
             crate::audit::record(
                 &mut tx,
                 &staff.id,
@@ -102,9 +102,8 @@ pub async fn decide(
                 reply.unwrap_or_else(|| replies::rejection_reply(Language::from_stored(&language)));
             let ticket = &case.ticket_id;
             crate::tickets::append_staff_reply(&mut tx, ticket, &staff.id, &reply, now).await?;
-            let kind = crate::mailbox::MailKind::Rejected;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, &reply, now)
-                .await?;
+            let kind = crate::channels::Notice::Rejected;
+            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, &reply, now).await?;
             crate::audit::record(
                 &mut tx,
                 &staff.id,
@@ -210,8 +209,8 @@ pub async fn hand_up(
     let note_id = cases::add_note(&mut tx, &case.id, &staff.id, &text, now).await?;
     cases::assign(&mut tx, &case.id, None).await?;
     crate::audit::record(&mut tx, &staff.id, "handed_up", &case.id, &note_id, now).await?;
-    // Issue 37: a refund handed up waits for a supervisor: they hear of it by mail.
-    crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, note, now).await?;
+    // A refund handed up waits for a supervisor: they are told of it.
+    crate::channels::tell_supervisors(&mut tx, &case.id, note, now).await?;
     tx.commit().await?;
     tracing::info!(case_id = %case.id, staff_id = %staff.id, "refund handed up");
     crate::views::current_view(desk.db, case_id).await

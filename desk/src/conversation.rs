@@ -69,9 +69,9 @@ pub async fn post_message(
         crate::audit::record(&mut tx, &staff.id, "internal_note", &case.id, &note_id, now).await?;
     } else {
         reply(&mut tx, &case, staff, &text, now).await?;
-        // Issue 37: the customer hears the reply by mail too.
-        let kind = crate::mailbox::MailKind::Reply;
-        crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, &text, now).await?;
+        // The customer is told of the reply on every channel (docs/spec/email.md).
+        let kind = crate::channels::Notice::Reply;
+        crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, &text, now).await?;
     }
     tx.commit().await?;
     tracing::info!(case_id = %case.id, staff_id = %staff.id, internal = message.internal, "staff message recorded");
@@ -133,10 +133,10 @@ pub async fn close(
     if let Some(text) = &reply_text {
         reply(&mut tx, &case, staff, text, now).await?;
     }
-    // Issue 37: one mail says the case is closed, with the last reply when there is one.
+    // One notice says the case is closed, with the last reply when there is one.
     let body = reply_text.as_deref().unwrap_or("");
-    let kind = crate::mailbox::MailKind::Closed;
-    crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, body, now).await?;
+    let kind = crate::channels::Notice::Closed;
+    crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, body, now).await?;
     tx.commit().await?;
     crate::views::current_view(desk.db, case_id).await
 }
@@ -187,8 +187,8 @@ pub async fn assign(
     // Issue 37: staff hear by mail of a case someone else assigned to them.
     if assignee.id != staff.id {
         let why = format!("{} assigned this case to you", staff.email);
-        let kind = crate::mailbox::MailKind::StaffAssigned;
-        crate::mailbox::outbox::to_staff(&mut tx, kind, &assignee.id, &case.id, &why, now).await?;
+        let kind = crate::channels::Notice::StaffAssigned;
+        crate::channels::tell_staff(&mut tx, kind, &assignee.id, &case.id, &why, now).await?;
     }
     crate::audit::record(
         &mut tx,

@@ -218,13 +218,13 @@ pub async fn open_ticket(
     let case_id = if waits_for_sender(origin) {
         // docs/spec/email.md: a mail that does not prove its sender opens its ticket, but
         // nothing is investigated until the customer confirms through the mailed link.
-        let confirm = crate::mailbox::MailKind::ConfirmSender;
-        crate::mailbox::outbox::to_customer(&mut tx, confirm, &ticket.id, "", now).await?;
+        let confirm = crate::channels::Notice::ConfirmSender;
+        crate::channels::tell_customer(&mut tx, confirm, &ticket.id, "", now).await?;
         cases::open_case_waiting_for_sender(&mut tx, &ticket, now).await?
     } else {
-        // docs/spec/email.md: "we received your request", by mail, whichever way it came.
-        let received = crate::mailbox::MailKind::Received;
-        crate::mailbox::outbox::to_customer(&mut tx, received, &ticket.id, "", now).await?;
+        // docs/spec/email.md: "we received your request", whichever way it came.
+        let received = crate::channels::Notice::Received;
+        crate::channels::tell_customer(&mut tx, received, &ticket.id, "", now).await?;
         cases::open_case(&mut tx, queue.versions, &ticket, now).await?
     };
     // Issue 21: the mode in force when the case opened is stored with it.
@@ -288,10 +288,10 @@ pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> Doma
     .await?;
     let reply = replies::person_reply(ticket.language);
     append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-    let kind = crate::mailbox::MailKind::Reply;
-    crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+    let kind = crate::channels::Notice::Reply;
+    crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
     let why = "the customer asked to talk to a person";
-    crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
+    crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
     let customer = &ticket.customer_id;
     crate::audit::record(&mut tx, customer, "asked_for_person", &case.id, "", now).await?;
     tx.commit().await?;
@@ -343,9 +343,9 @@ pub async fn add_message_from(
         if domain::structure::asks_for_a_person(&text) && case.status.may_go_to_a_person() {
             hand_to_a_person(&mut tx, &case, ticket, now).await?;
         } else if cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await? {
-            // Issue 37: the customer hears that their words reopened the case.
-            let kind = crate::mailbox::MailKind::Reopened;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+            // The customer is told that their words reopened the case.
+            let kind = crate::channels::Notice::Reopened;
+            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
         }
     }
     tx.commit().await?;
@@ -428,8 +428,8 @@ pub async fn withdraw(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResu
             .await?;
             let text = replies::withdrawal_reply(lang, WithdrawalReply::Withdrawn);
             append_message(&mut tx, &ticket.id, "agent", &text, now).await?;
-            let kind = crate::mailbox::MailKind::Closed;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &text, now).await?;
+            let kind = crate::channels::Notice::Closed;
+            crate::channels::tell_customer(&mut tx, kind, &ticket.id, &text, now).await?;
             (true, text)
         }
         // At its end with no refund under way: saying "already submitted" would be untrue

@@ -1,10 +1,12 @@
-//! Refund desk: the web app, the agent harness, the refund workflow and the
-//! `refund-agent` CLI.
+//! The desk: the order of things — open a ticket, investigate, decide, approve, execute,
+//! settle, reconcile — and the adapters for what lies outside (the payment provider, the
+//! model, mail, the identity provider).
 //!
 //! The model investigates through read-only tools (`agent`), the policy engine decides
-//! (`workflow`), a human approves a fingerprinted refund (`approvals`), and only
-//! `refunds` talks to the payment provider to move money (through `payments`). This
-//! crate is the only one that knows HTTP, SQL, templates and wire formats.
+//! (`workflow`), a human approves a fingerprinted refund (`approvals`), only `refunds`
+//! moves money (through `payments`), and people are told through `channels`. Pure rules
+//! live below it in `domain` and `policy-engine`, the pool and migrations in `store`,
+//! HTTP in `web` (ARCHITECTURE.md, "Code map").
 
 pub mod agent;
 pub mod approvals;
@@ -13,6 +15,7 @@ pub mod auth;
 pub mod authoring;
 pub mod billing;
 pub mod cases;
+pub mod channels;
 pub mod clock;
 mod columns;
 pub mod config;

@@ -122,15 +122,15 @@ pub async fn decide_by_hand(
             cases::transition(&mut tx, &case, CaseStatus::Denied, now).await?;
             let reply = replies::hand_decision_reply(lang, HandDecision::NotEligible);
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
-            let kind = crate::mailbox::MailKind::Reply;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+            let kind = crate::channels::Notice::Reply;
+            crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
         }
         (CaseOutcome::RequestInfo, _) => {
             cases::transition(&mut tx, &case, CaseStatus::AwaitingCustomer, now).await?;
             let reply = replies::hand_decision_reply(lang, HandDecision::RequestInfo);
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
-            let kind = crate::mailbox::MailKind::Question;
-            crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+            let kind = crate::channels::Notice::Question;
+            crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
         }
         (CaseOutcome::Refund, Some(HandCheck::Refused(why))) => {
             // Issue 17: the reviewer's verdict stands in the pair (a disagreement with
@@ -295,8 +295,8 @@ async fn propose_hand_refund(
     let reply =
         replies::hand_decision_reply(lang, HandDecision::AwaitingApproval { amounts: &amounts });
     tickets::append_message(tx, &ticket.id, "staff", &reply, now).await?;
-    let kind = crate::mailbox::MailKind::Reply;
-    crate::mailbox::outbox::to_customer(tx, kind, &ticket.id, &reply, now).await?;
+    let kind = crate::channels::Notice::Reply;
+    crate::channels::tell_customer(tx, kind, &ticket.id, &reply, now).await?;
     Ok(())
 }
 

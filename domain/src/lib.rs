@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod error_code;
 pub mod ids;
 pub mod money_text;
+pub mod notice;
 pub mod phrases;
 pub mod reading;
 pub mod reply_template;

@@ -4,8 +4,8 @@
 //!
 //! It sits on the ground floors, beside `tickets`, so that every transaction that makes a
 //! customer-facing change — in `customer`, `conversation`, `approvals`, `refunds`,
-//! `workflow`, `cases` — writes its mail with one call ([`outbox::to_customer`]) and the
-//! mail commits or rolls back with the change. What it deliberately does not do: render,
+//! `workflow`, `cases` — tells the customer through `channels`, whose mail channel writes
+//! the row here ([`outbox::to_customer`]), so the mail commits or rolls back with the change. What it deliberately does not do: render,
 //! send or parse mail (that is `mail`, floors above), or decide who wrote a mail.
 
 pub mod addresses;

@@ -12,89 +12,11 @@ use sqlx::Row;
 use crate::error::{DomainError, DomainResult, ErrorCode};
 use store::{new_id, Db, Tx};
 
-/// What a mail tells its reader (the customer-facing changes of docs/spec/email.md, and
-/// staff's two).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MailKind {
-    /// A ticket was opened (page, API or mail).
-    Received,
-    /// A reply from the agent or a person.
-    Reply,
-    /// The agent needs something from the customer.
-    Question,
-    /// A person approved the refund (not yet at the provider: RP-005).
-    Approved,
-    /// The provider has the refund and it is pending.
-    Submitted,
-    /// The provider completed the refund.
-    Completed,
-    /// The outcome is being verified with the provider.
-    Verifying,
-    /// The provider could not complete the refund.
-    Failed,
-    /// A person turned the refund down.
-    Rejected,
-    /// The case was closed.
-    Closed,
-    /// A new message sent a decided case back to investigation.
-    Reopened,
-    /// A mail from an address that is no customer's: write from the account's address.
-    UnknownSender,
-    /// A mail in the customer's name that failed SPF or DMARC: sign in to confirm it.
-    ConfirmSender,
-    /// Staff: a case was assigned to you.
-    StaffAssigned,
-    /// Staff: an escalation waits for a supervisor.
-    StaffEscalation,
-}
+pub use domain::notice::Notice as MailKind;
 
-macro_rules! kinds {
-    ($($variant:ident => $name:literal),* $(,)?) => {
-        impl MailKind {
-            pub const ALL: &'static [MailKind] = &[$(MailKind::$variant),*];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $(MailKind::$variant => $name),* }
-            }
-
-            pub fn parse(s: &str) -> DomainResult<MailKind> {
-                match s {
-                    $($name => Ok(MailKind::$variant),)*
-                    _ => Err(DomainError::Internal(anyhow::anyhow!("unknown mail kind '{s}'"))),
-                }
-            }
-        }
-    };
-}
-
-kinds! {
-    Received => "received", Reply => "reply", Question => "question", Approved => "approved",
-    Submitted => "submitted", Completed => "completed", Verifying => "verifying",
-    Failed => "failed", Rejected => "rejected", Closed => "closed", Reopened => "reopened",
-    UnknownSender => "unknown_sender", ConfirmSender => "confirm_sender",
-    StaffAssigned => "staff_assigned", StaffEscalation => "staff_escalation",
-}
-
-impl MailKind {
-    /// The refund status a settled case's mail reports (`refunds::settle`).
-    pub fn of_settled(status: crate::states::CaseStatus) -> MailKind {
-        use crate::states::CaseStatus::*;
-        match status {
-            RefundSucceeded => MailKind::Completed,
-            RefundPending => MailKind::Submitted,
-            PendingVerification => MailKind::Verifying,
-            RefundFailed => MailKind::Failed,
-            _ => MailKind::Reply,
-        }
-    }
-
-    /// The mail a decision's reply goes out as (`workflow::decide_case`).
-    pub fn of_decided(status: crate::states::CaseStatus) -> MailKind {
-        match status {
-            crate::states::CaseStatus::AwaitingCustomer => MailKind::Question,
-            _ => MailKind::Reply,
-        }
-    }
+fn parse_kind(s: &str) -> DomainResult<MailKind> {
+    MailKind::parse(s)
+        .ok_or_else(|| DomainError::Internal(anyhow::anyhow!("unknown mail kind '{s}'")))
 }
 
 /// Who a row is for.
@@ -349,7 +271,7 @@ fn mail_of_row(row: &AnyRow) -> DomainResult<OutboxMail> {
     let raw: Option<String> = row.try_get("raw")?;
     Ok(OutboxMail {
         id: row.try_get("id")?,
-        kind: MailKind::parse(&row.try_get::<String, _>("kind")?)?,
+        kind: parse_kind(&row.try_get::<String, _>("kind")?)?,
         recipient: Recipient::parse(&row.try_get::<String, _>("recipient_kind")?)?,
         customer_id: row.try_get("customer_id")?,
         staff_id: row.try_get("staff_id")?,

@@ -90,9 +90,9 @@ pub async fn settle_case_status_tx(
         let language = crate::replies::Language::from_stored(&language);
         let reply = crate::replies::refund_reply(language, &views);
         tickets::append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
-        // Issue 37: the customer hears of each refund status by mail, with the change.
-        let kind = crate::mailbox::MailKind::of_settled(target);
-        crate::mailbox::outbox::to_customer(tx, kind, &case.ticket_id, &reply, now).await?;
+        // The customer is told of each refund status, with the change (docs/spec/email.md).
+        let kind = crate::channels::of_settled(target);
+        crate::channels::tell_customer(tx, kind, &case.ticket_id, &reply, now).await?;
     }
     if let Some(run_id) = &case.run_id {
         if matches!(

@@ -55,9 +55,9 @@ pub async fn escalate_to_human(
         cases::escalate(&mut tx, &case, why, now).await?;
         let reply = crate::replies::escalation_reply(ticket.language);
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
-        let kind = crate::mailbox::MailKind::Reply;
-        crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
-        crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
+        let kind = crate::channels::Notice::Reply;
+        crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+        crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }
     runs::append_event(
@@ -94,8 +94,8 @@ pub async fn hand_to_reviewer(
     crate::shadow_pairs::record_agent_side(tx, &case.id, decision, proposal, now).await?;
     let reply = replies::shadow_review_reply(ticket.language);
     tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
-    let kind = crate::mailbox::MailKind::Reply;
-    crate::mailbox::outbox::to_customer(tx, kind, &ticket.id, &reply, now).await?;
+    let kind = crate::channels::Notice::Reply;
+    crate::channels::tell_customer(tx, kind, &ticket.id, &reply, now).await?;
     crate::audit::record(
         tx,
         "agent",

@@ -39,8 +39,8 @@ pub(super) async fn claim_or_join(
     cases::join_into(tx, case, &into, now).await?;
     let reply = crate::replies::joined_reply(ticket.language, &into.ticket_id);
     tickets::append_message(tx, &ticket.id, "agent", &reply, now).await?;
-    let kind = crate::mailbox::MailKind::Reply;
-    crate::mailbox::outbox::to_customer(tx, kind, &ticket.id, &reply, now).await?;
+    let kind = crate::channels::Notice::Reply;
+    crate::channels::tell_customer(tx, kind, &ticket.id, &reply, now).await?;
     let what = format!(
         "ticket {} about order {order_id} joined this case",
         ticket.id

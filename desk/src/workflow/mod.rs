@@ -197,17 +197,17 @@ pub async fn decide_case(
     }
     if let Some(reply) = answer.words() {
         tickets::append_message(&mut tx, &ticket.id, "agent", reply, now).await?;
-        // Issue 37: the decision's reply goes out by mail with it; an escalation waits
-        // for a supervisor, who hears of it.
-        // The mail as the customer's page shows the case: RP-007, another customer's order
-        // reads exactly like one that does not exist (a question), never as a decision.
+        // The decision's words go out with it; an escalation waits for a supervisor, who
+        // is told of it. The notice is what the customer's page shows of the case: RP-007,
+        // another customer's order reads exactly like one that does not exist (a
+        // question), never as a decision.
         let shown = crate::replies::customer_status(status, Some(decision.reason_code.as_str()));
-        let kind = crate::mailbox::MailKind::of_decided(shown);
-        crate::mailbox::outbox::to_customer(&mut tx, kind, &ticket.id, reply, now).await?;
+        let kind = crate::channels::of_decided(shown);
+        crate::channels::tell_customer(&mut tx, kind, &ticket.id, reply, now).await?;
     }
     if status == CaseStatus::Escalated {
         let why = note.as_deref().unwrap_or("escalated by policy");
-        crate::mailbox::outbox::to_supervisors(&mut tx, &case.id, why, now).await?;
+        crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
     }
     let what = format!(
         "{} ({})",
