@@ -51,7 +51,7 @@ pub async fn decide(
         ));
     }
     let reply = reply
-        .filter(|r| !r.trim().is_empty() && verdict == Verdict::Rejected)
+        .filter(|r| !r.trim().is_empty())
         .map(crate::tickets::validate_message)
         .transpose()?;
     if let Some(text) = &reply {
@@ -65,6 +65,10 @@ pub async fn decide(
         .decision()
         .ok_or_else(|| anyhow::anyhow!("case {} awaits approval without a decision", case.id))?;
     may_decide(&mut tx, staff, &case).await?;
+    let person_awaited = cases::person_awaited(&mut tx, &case).await?;
+    if verdict == Verdict::Approved && person_awaited && reply.is_none() {
+        return Err(person_requested(&case));
+    }
     let approval_id = cases::record_approval(
         &mut tx,
         &case,
@@ -79,9 +83,15 @@ pub async fn decide(
         Verdict::Approved => {
             crate::refunds::create_intents(&mut tx, &case, &approval_id, &decision, now).await?;
             cases::transition(&mut tx, &case, CaseStatus::Approved, now).await?;
-            // "Approved", in its own words (not sent yet, RP-005).
+            // "Approved", in its own words (not sent yet, RP-005); with the reviewer's
+            // reply when the customer asked for a person, or when one was written.
+            let words = reply.as_deref().unwrap_or("");
+            if !words.is_empty() {
+                let ticket = &case.ticket_id;
+                crate::tickets::append_staff_reply(&mut tx, ticket, &staff.id, words, now).await?;
+            }
             let kind = crate::channels::Notice::Approved;
-            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, words, now).await?;
             crate::audit::record(
                 &mut tx,
                 &staff.id,
@@ -119,6 +129,17 @@ pub async fn decide(
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
     desk.wake.notify_one();
     crate::views::current_view(desk.db, case_id).await
+}
+
+/// The refusal of an approval without a word to a customer who asked for a person.
+fn person_requested(case: &cases::Case) -> DomainError {
+    DomainError::conflict(
+        ErrorCode::PersonRequested,
+        format!(
+            "the customer asked for a person on case {}: write them a reply with the approval",
+            case.id
+        ),
+    )
 }
 
 /// Whether `staff` may give a verdict (RP-004): approving and rejecting both need the

@@ -339,13 +339,26 @@ pub async fn add_message_from(
             None => case,
         };
         let why = "new customer message";
-        // Issue 38: asked for a person in so many words, they get one at once.
-        if domain::structure::asks_for_a_person(&text) && case.status.may_go_to_a_person() {
+        let asks = domain::structure::asks_for_a_person(&text);
+        // Asked for a person in so many words, they get one at once (docs/spec/roles.md).
+        if asks && case.status.may_go_to_a_person() {
             hand_to_a_person(&mut tx, &case, ticket, now).await?;
-        } else if cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await? {
-            // The customer is told that their words reopened the case.
-            let kind = crate::channels::Notice::Reopened;
-            crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+        } else {
+            let reopened =
+                cases::take_customer_message(&mut tx, queue.versions, &case, why, now).await?;
+            if asks {
+                // A case that keeps its course (a refund awaiting approval) keeps the
+                // request too: nobody approves it without a word to the customer first.
+                let case = cases::load_case_tx(&mut tx, &case.id)
+                    .await?
+                    .ok_or(DomainError::NotFound("case"))?;
+                cases::mark_person_requested(&mut tx, &case, now).await?;
+            }
+            if reopened {
+                // The customer is told that their words reopened the case.
+                let kind = crate::channels::Notice::Reopened;
+                crate::channels::tell_customer(&mut tx, kind, &case.ticket_id, "", now).await?;
+            }
         }
     }
     tx.commit().await?;

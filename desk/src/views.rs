@@ -44,6 +44,11 @@ pub struct CaseView {
     /// receiving server refused it), when it does not (issue 37); one case only, `null`
     /// in lists.
     pub customer_email_undeliverable: Option<String>,
+    /// The customer asked for a person and no person has written to them since: an
+    /// approval then needs a reply with it (docs/spec/roles.md). Read for one case, not
+    /// for lists (`false` there).
+    #[serde(default)]
+    pub person_requested: bool,
     /// The ticket's subject: the first line of its first message, shortened.
     pub subject: String,
     /// The email of the staff member the case is assigned to.
@@ -97,6 +102,7 @@ pub async fn case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
         customer_name: header.customer_name,
         customer_email: header.customer_email,
         customer_email_undeliverable: None,
+        person_requested: false,
         customer_region: header.customer_region,
         subject: subject_of(header.first_message.as_deref().unwrap_or("")),
         assignee: header.assignee,
@@ -116,6 +122,7 @@ pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     let mut view = case_view(db, case).await?;
     view.customer_history = Some(customer_history(db, case).await?);
     view.customer_email_undeliverable = email_undeliverable(db, &view).await?;
+    view.person_requested = cases::person_awaited_now(db, case).await?;
     Ok(view)
 }
 

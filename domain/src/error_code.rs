@@ -103,6 +103,7 @@ error_codes! {
     NoteTooLong => "note_too_long",
     OrderOwnerChanged => "order_owner_changed",
     OwnAccount => "own_account",
+    PersonRequested => "person_requested",
     PolicyAllowsNoRefund => "policy_allows_no_refund",
     ReasonTooLong => "reason_too_long",
     RefundAlreadySubmitted => "refund_already_submitted",

@@ -1186,3 +1186,92 @@ async fn a_quoted_reply_and_a_signature_are_folded_away_and_a_french_customer_is
         "the quoted order is behind the fold: {html}"
     );
 }
+
+/// docs/spec/roles.md, "A person requested": a customer who asks for a person while their
+/// refund awaits approval is told a person will answer — so the request stays on the
+/// case, shown on its queue row and page, and nobody approves it without writing to them.
+/// Seen failing before: the case was back in `awaiting_approval` with nothing to show for
+/// the request, and one `a` approved the refund without a human word.
+#[tokio::test]
+async fn a_person_requested_while_a_refund_awaits_approval_is_answered_before_it_is_approved() {
+    let app = spawn_app().await;
+    let (ticket, _) = app
+        .open_ticket("C-100", "I was charged twice for my annual plan")
+        .await;
+    let token = app.customer_token("C-100").await;
+    let (status, _) = app
+        .request(
+            "POST",
+            &format!("/api/v1/tickets/{ticket}/messages"),
+            Some(&token),
+            Some(json!({"text": "I want to talk to a real person please"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.drain().await;
+    let case_id = case_id_of(&app, &ticket).await;
+    let case = app.case(&case_id).await;
+    assert_eq!(case["status"], "awaiting_approval", "{case:#}");
+    assert_eq!(case["person_requested"], true, "{case:#}");
+    // Shown on the queue row and the case page.
+    let (cookie, csrf) = app.staff_session("supervisor@test.example").await;
+    let get = |path: String| {
+        Request::get(path)
+            .header("cookie", cookie.clone())
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (_, queue) = app
+        .raw(get("/console?status=awaiting_approval".into()))
+        .await;
+    assert!(queue.contains("data-person-requested"), "{queue}");
+    let (_, page) = app.raw(get(format!("/console/cases/{case_id}"))).await;
+    assert!(page.contains("id=\"person-requested\""), "{page}");
+    assert!(page.contains("id=\"approve-reply\""), "{page}");
+    // An approval without a word to the customer is refused, by the API and the console.
+    let fingerprint = case["fingerprint"].as_str().unwrap().to_string();
+    let approve = format!("/api/v1/cases/{case_id}/approve");
+    let (status, body) = app
+        .request(
+            "POST",
+            &approve,
+            Some(&app.supervisor_token),
+            Some(json!({"fingerprint": fingerprint})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "person_requested", "{body}");
+    let form = Request::post(format!("/console/cases/{case_id}/approve"))
+        .header("cookie", cookie.clone())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(format!(
+            "csrf={csrf}&fingerprint={fingerprint}&then=next"
+        )))
+        .unwrap();
+    let (_, refused) = app.raw(form).await;
+    assert!(refused.contains("asked for a person"), "{refused}");
+    assert_eq!(app.case(&case_id).await["status"], "awaiting_approval");
+    // With a reply, approved: the customer reads the person's words with the approval.
+    let words = "Hello, I am Sam from the billing team: your refund is approved.";
+    let (status, body) = app
+        .request(
+            "POST",
+            &approve,
+            Some(&app.supervisor_token),
+            Some(json!({"fingerprint": fingerprint, "reply": words})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["person_requested"], false, "{body}");
+    let seen = seen_by_the_customer(&app, "C-100", &ticket).await;
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("\"staff\": ") && l.contains(words)),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("mail approved: ") && l.contains(words)),
+        "{seen:#?}"
+    );
+}

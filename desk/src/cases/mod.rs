@@ -344,6 +344,48 @@ pub async fn escalate_to_person(
     .await
 }
 
+/// The customer asked for a person on a case that stays where it is (a refund awaiting
+/// approval goes back to investigation and returns there): the request is kept on the
+/// case, shown on its row and page, until a person writes to them (docs/spec/roles.md,
+/// "A person requested"). Versioned.
+pub async fn mark_person_requested(tx: &mut Tx<'_>, case: &Case, now: i64) -> DomainResult<()> {
+    let at = now.to_string();
+    let sets = "person_requested_at = CAST($1 AS BIGINT)";
+    update_case(tx, case, sets, &[&at], now).await
+}
+
+/// Whether the customer asked for a person and no person has written to them since:
+/// no staff message after the customer's last message at the time of the request.
+pub async fn person_awaited(tx: &mut Tx<'_>, case: &Case) -> DomainResult<bool> {
+    let Some(at) = case.person_requested_at else {
+        return Ok(false);
+    };
+    let answered: i64 = sqlx::query_scalar(ANSWERED_SINCE)
+        .bind(case.ticket_id.as_str())
+        .bind(at)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(answered == 0)
+}
+
+/// [`person_awaited`] outside a transaction (the case page).
+pub async fn person_awaited_now(db: &Db, case: &Case) -> DomainResult<bool> {
+    let Some(at) = case.person_requested_at else {
+        return Ok(false);
+    };
+    let answered: i64 = sqlx::query_scalar(ANSWERED_SINCE)
+        .bind(case.ticket_id.as_str())
+        .bind(at)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(answered == 0)
+}
+
+/// Staff messages on ticket `$1` after the customer's last message at time `$2`.
+const ANSWERED_SINCE: &str = "SELECT COUNT(*) FROM messages s WHERE s.ticket_id = $1
+     AND s.author = 'staff' AND s.seq > COALESCE((SELECT MAX(m.seq) FROM messages m
+         WHERE m.ticket_id = $1 AND m.author = 'customer' AND m.created_at <= $2), 0)";
+
 /// Live shadow mode: the case goes to a reviewer holding the facts (billing records, not
 /// conclusions) and nothing else of the agent's — no proposal, decision, reason or
 /// fingerprint a reviewer could anchor on. Versioned: a lost race is `case_changed`.

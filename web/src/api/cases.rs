@@ -173,6 +173,11 @@ pub struct ApproveInput {
     pub fingerprint: String,
     #[serde(default)]
     pub note: Option<String>,
+    /// A message to the customer, sent with the approval as written, signed with the
+    /// reviewer's name. Required when the customer asked for a person and no person has
+    /// written to them since (`person_requested` on the case; else 409 `person_requested`).
+    #[serde(default)]
+    pub reply: Option<String>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -203,7 +208,7 @@ pub async fn post_approve(
         &input.fingerprint,
         Verdict::Approved,
         input.note.as_deref(),
-        None,
+        input.reply.as_deref(),
     )
     .await?;
     Ok(Json(view))

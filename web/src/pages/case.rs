@@ -323,6 +323,7 @@ async fn read_page(
     let (notice, error) = (shown.notice, shown.refusal.message.clone());
     let mut view = desk::views::case_view(&state.db, &case).await?;
     view.customer_email_undeliverable = desk::views::email_undeliverable(&state.db, &view).await?;
+    view.person_requested = cases::person_awaited_now(&state.db, &case).await?;
     let history = desk::views::customer_history(&state.db, &case).await?;
     let thread = desk::views::thread(&state.db, &case).await?;
     let around = around(&state.db, &case).await?;

@@ -31,7 +31,8 @@ pub(super) struct DecideForm {
     note: Option<String>,
     #[serde(default)]
     reason: Option<String>,
-    /// A rejection's message to the customer, in the reviewer's words.
+    /// The message to the customer, in the reviewer's words: a rejection's, or an
+    /// approval's when the customer asked for a person.
     #[serde(default)]
     reply: Option<String>,
     /// The queue tab the reviewer works in.
@@ -74,7 +75,7 @@ async fn decide_submit(
             .filter(|t| !t.trim().is_empty())
     };
     let (note, reply) = match verdict {
-        Verdict::Approved => (text(&form.note), None),
+        Verdict::Approved => (text(&form.note), text(&form.reply)),
         Verdict::Rejected => (text(&form.reason), text(&form.reply)),
     };
     let result = match (verdict, &note) {

@@ -32,6 +32,9 @@ pub(super) struct QueueRow {
     reply: Option<(String, bool)>,
     /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
     stuck: Option<String>,
+    /// The customer asked for a person and waits for one (their request is among the
+    /// messages the reply clock counts from).
+    person_requested: bool,
 }
 
 #[derive(Template)]
@@ -444,6 +447,10 @@ fn queue_row(
         age: age(now, c.created_at),
         reply: clock.map(|k| (k.words(now), k.is_breached(now))),
         stuck: stuck.get(c.id.as_str()).map(|s| s.to_string()),
+        person_requested: c
+            .person_requested_at
+            .zip(clock)
+            .is_some_and(|(at, k)| k.since_ms <= at),
     }
 }
 
