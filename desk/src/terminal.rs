@@ -1,7 +1,8 @@
 //! What both binaries (`refund-agent` and `refund-evals`) do at the terminal, here below
 //! them so neither needs the other: the runtime a command runs on ([`block_on`]), and the
 //! progress of the long offline commands (`index`, `shadow`, `eval`, `import`), drawn with
-//! indicatif on stderr: one bar each, counting sections, tickets or scenarios.
+//! indicatif on stderr: one bar each, counting sections, tickets or scenarios, or one bar
+//! per stage of a command that has several ([`Stages`]: `import`).
 //!
 //! indicatif's stderr target draws only when stderr is a terminal; piped or captured
 //! (tests, CI, `2> log`) it draws nothing, so logs never fill with `\r` redraws.
@@ -58,5 +59,43 @@ impl Progress {
     /// Removes the bar, so the summary line that follows starts on a clean line.
     pub fn finish(self) {
         self.0.finish_and_clear();
+    }
+}
+
+/// The bars of a command that goes through stages one after another (`import`: reading,
+/// checking, linking, writing): one bar on screen at a time, the last stage's cleared
+/// when the next begins, so two bars never draw over each other's line.
+pub struct Stages {
+    current: Option<(&'static str, Progress)>,
+    bar_for: fn(&'static str) -> Progress,
+}
+
+impl Stages {
+    /// `bar_for(stage)` makes the bar of a stage when it begins.
+    pub fn new(bar_for: fn(&'static str) -> Progress) -> Stages {
+        Stages {
+            current: None,
+            bar_for,
+        }
+    }
+
+    /// `done` of `total` of `stage` finished: the shape of the import's progress callback.
+    pub fn set(&mut self, stage: &'static str, done: u64, total: u64) {
+        if self.current.as_ref().map(|(s, _)| *s) != Some(stage) {
+            if let Some((_, bar)) = self.current.take() {
+                bar.finish();
+            }
+            self.current = Some((stage, (self.bar_for)(stage)));
+        }
+        if let Some((_, bar)) = &self.current {
+            bar.set(done as usize, total as usize);
+        }
+    }
+
+    /// Removes the last stage's bar.
+    pub fn finish(self) {
+        if let Some((_, bar)) = self.current {
+            bar.finish();
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::setup::{payments_client, provider};
 use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
 use desk::onboarding::import::{self, ImportError};
-use desk::terminal::Progress;
+use desk::terminal::{Progress, Stages};
 
 pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::Result<()> {
     match command {
@@ -37,14 +37,8 @@ async fn customers(
         let (url, mock) = provider(config).await?;
         (Some(payments_client(config, &url)?), mock)
     };
-    let (reading, linking) = (
-        Progress::bytes("reading"),
-        Progress::bar("linking", "customers"),
-    );
-    let mut progress = |stage: &'static str, done: u64, total: u64| match stage {
-        "reading" => reading.set(done as usize, total as usize),
-        _ => linking.set(done as usize, total as usize),
-    };
+    let mut bars = Stages::new(|stage| bar_for(stage, "customers"));
+    let mut progress = |stage: &'static str, done: u64, total: u64| bars.set(stage, done, total);
     let result = import::import_customers(
         &db,
         payments.as_ref(),
@@ -54,8 +48,7 @@ async fn customers(
         &mut progress,
     )
     .await;
-    reading.finish();
-    linking.finish();
+    bars.finish();
     if let Some(m) = mock {
         m.shutdown().await;
     }
@@ -70,14 +63,25 @@ async fn orders(
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = store::Db::connect(&config.database_url).await?;
-    let reading = Progress::bytes("reading");
-    let mut progress =
-        |_: &'static str, done: u64, total: u64| reading.set(done as usize, total as usize);
+    let mut bars = Stages::new(|stage| bar_for(stage, "orders"));
+    let mut progress = |stage: &'static str, done: u64, total: u64| bars.set(stage, done, total);
     let result =
         import::import_orders(&db, file, format, SystemClock.now_ms(), &mut progress).await;
-    reading.finish();
+    bars.finish();
     db.close().await;
     report(file, result)
+}
+
+/// The bar of one stage of an import (`desk::onboarding::import`): the file's bytes
+/// while it is read, then the set-wide checks, the customers asked about at the
+/// provider, and the rows written. Drawn only when stderr is a terminal.
+fn bar_for(stage: &'static str, rows: &'static str) -> Progress {
+    match stage {
+        "reading" => Progress::bytes(stage),
+        "checking" => Progress::bar(stage, "checks"),
+        "linking" => Progress::bar(stage, "customers"),
+        _ => Progress::bar(stage, rows),
+    }
 }
 
 /// The summary on stdout, or each bad row on stderr and an error.

@@ -14,7 +14,11 @@
 //!    at the provider; a customer without one is linked by email through the provider's
 //!    customer list when exactly one provider customer has that email and no other
 //!    customer of ours is linked to it; several, or none, leave it unlinked (counted).
-//! 4. **write** — one transaction upserts the staged rows into `customers` or `orders`.
+//! 4. **write** — one transaction upserts the staged rows into `customers` or `orders`,
+//!    ten thousand lines of the file a statement.
+//!
+//! Each step is linear in the file's rows, and reports its progress (`reading` bytes,
+//! `checking` checks, `linking` customers, `writing` rows) for the command's bars.
 //!
 //! Any bad row, or a provider that cannot be asked, stops before step 4: nothing is
 //! written, and the staged rows are deleted (rows a crash left behind are deleted by the
@@ -254,13 +258,14 @@ async fn insert_batch<T: Staged>(
 }
 
 /// Runs one set-wide check: `sql` selects `line, id, problem` of the staged rows that
-/// fail it (bound to the import id), each a bad row.
+/// fail it (bound to the import id), each a bad row. Streamed: a file whose every row
+/// fails keeps only the first [`MAX_REPORTED`] in memory.
 async fn check_set(db: &Db, import_id: &str, sql: &str, bad: &mut Bad) -> Result<(), ImportError> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+    use futures_util::TryStreamExt;
+    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
         .bind(import_id)
-        .fetch_all(db.pool())
-        .await?;
-    for row in rows {
+        .fetch(db.pool());
+    while let Some(row) = rows.try_next().await? {
         let line: i64 = row.try_get("line")?;
         let id: String = row.try_get("id")?;
         bad.push(line as u64, Some(&id), row.try_get("problem")?);
@@ -377,9 +382,12 @@ where
             &mut *progress,
         )
         .await?;
-        for sql in plan.checks {
+        let checks = plan.checks.len() as u64;
+        for (done, sql) in (0..).zip(plan.checks) {
+            progress("checking", done, checks);
             check_set(db, &import_id, sql, &mut bad).await?;
         }
+        progress("checking", checks, checks);
         std::mem::take(&mut bad).into_result()?;
         let links = match linking {
             Linking::None => None,
@@ -388,7 +396,7 @@ where
             }
             Linking::Customers(None) => Some(super::link::unlinked_only(db, &import_id).await?),
         };
-        let (created, updated) = write_staged(db, &import_id, plan.write, plan.staging).await?;
+        let (created, updated) = write_staged(db, &import_id, plan, progress).await?;
         Ok(ImportReport {
             kind: plan.kind,
             format,
@@ -405,37 +413,66 @@ where
     result
 }
 
-/// Upserts from staging into the live table, in one transaction; `(created, updated)`.
+/// Lines of the file upserted per statement, so the write reports its progress.
+const WRITE_LINES: i64 = 10_000;
+
+/// Upserts from staging into the live table, in one transaction (all or nothing), a
+/// window of [`WRITE_LINES`] lines at a time through the staging table's line index;
+/// `(created, updated)`.
 async fn write_staged(
     db: &Db,
     import_id: &str,
-    (live, upsert): (&str, &str),
-    staging: &str,
+    plan: &Plan,
+    progress: Progress<'_>,
 ) -> Result<(u64, u64), ImportError> {
+    let (rows, last) = staged_extent(db, plan.staging, import_id).await?;
+    let (live, upsert) = plan.write;
+    let existing_sql = format!(
+        "SELECT COUNT(*) AS n FROM {} s JOIN {live} l ON l.id = s.id
+         WHERE s.import_id = $1 AND s.line > $2 AND s.line <= $3",
+        plan.staging
+    );
     let mut tx = db.begin().await?;
-    let existing: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT COUNT(*) AS n FROM {staging} s JOIN {live} l ON l.id = s.id WHERE s.import_id = $1"
-    )))
-    .bind(import_id)
-    .fetch_one(&mut *tx)
-    .await?
-    .try_get("n")?;
-    let written = sqlx::query(sqlx::AssertSqlSafe(upsert.to_string()))
-        .bind(import_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    let (mut written, mut existing) = (0u64, 0u64);
+    progress("writing", 0, rows);
+    for from in (0..last).step_by(WRITE_LINES as usize) {
+        let window = |sql: &str| {
+            sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+                .bind(import_id)
+                .bind(from)
+                .bind(from + WRITE_LINES)
+        };
+        let n: i64 = window(&existing_sql)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("n")?;
+        existing += n as u64;
+        written += window(upsert).execute(&mut *tx).await?.rows_affected();
+        progress("writing", written, rows);
+    }
     tx.commit().await?;
-    let existing = existing as u64;
     Ok((written.saturating_sub(existing), existing))
 }
 
-/// The live table and the upsert from staging (bound to the import id). SQLite reads
-/// `INSERT … SELECT … ON CONFLICT` only with a `WHERE` in the select: there is one.
+/// How many rows this import staged, and the last line among them.
+async fn staged_extent(db: &Db, staging: &str, import_id: &str) -> Result<(u64, i64), ImportError> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) AS n, COALESCE(MAX(line), 0) AS last FROM {staging} WHERE import_id = $1"
+    )))
+    .bind(import_id)
+    .fetch_one(db.pool())
+    .await?;
+    Ok((row.try_get::<i64, _>("n")? as u64, row.try_get("last")?))
+}
+
+/// The live table and the upsert from staging (bound to the import id and a window of
+/// lines, `line > $2 AND line <= $3`). SQLite reads `INSERT … SELECT … ON CONFLICT` only
+/// with a `WHERE` in the select: there is one.
 const WRITE_ORDERS: (&str, &str) = (
     "orders",
     "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at)
-     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders WHERE import_id = $1
+     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders
+     WHERE import_id = $1 AND line > $2 AND line <= $3
      ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
      amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at",
 );
@@ -443,7 +480,8 @@ const WRITE_ORDERS: (&str, &str) = (
 const WRITE_CUSTOMERS: (&str, &str) = (
     "customers",
     "INSERT INTO customers (id, name, email, region, provider_customer_id)
-     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers WHERE import_id = $1
+     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers
+     WHERE import_id = $1 AND line > $2 AND line <= $3
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region,
      provider_customer_id = CASE WHEN excluded.provider_customer_id = '' THEN customers.provider_customer_id
                                  ELSE excluded.provider_customer_id END",
