@@ -377,6 +377,96 @@ async fn a_hundred_thousand_orders_import_in_flat_memory_and_one_bad_row_stops_t
     assert_eq!(orders, 100_000);
 }
 
+/// A CSV of `n` customers, each with an email of their own, and the `spoiled` lines
+/// (line number, text) written in place of the generated ones.
+fn many_customers(path: &Path, n: usize, spoiled: &[(usize, &str)]) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("a file"));
+    writeln!(out, "id,name,email,region,provider_customer_id").expect("written");
+    for i in 0..n {
+        match spoiled.iter().find(|(line, _)| *line == i + 2) {
+            Some((_, text)) => writeln!(out, "{text}"),
+            None => writeln!(
+                out,
+                "SHOP-C{i:06},Customer {i},c{i}@many.example,{},",
+                ["CN", "US", "EU", "JP"][i % 4]
+            ),
+        }
+        .expect("written");
+    }
+}
+
+/// The `import customers --offline` of a file in the shop's directory.
+fn import_offline(shop: &Shop, file: &str) -> Output {
+    run(shop
+        .cli()
+        .args(["import", "customers", "--offline"])
+        .arg(shop.dir.path().join(file)))
+}
+
+/// Five bad rows far apart in a large file, one for each kind of check (docs/spec/history.md):
+/// an id given twice, an email given twice (in another case) or already another
+/// customer's, an unknown region, and a provider customer given twice — line 70,000 has
+/// it first and is good.
+const SPOILED_CUSTOMERS: [(usize, &str); 6] = [
+    (20_000, "SHOP-C000008,Again,again@many.example,US,"),
+    (40_000, "SHOP-C039998,Twin,C0@MANY.example,EU,"),
+    (60_000, "SHOP-C059998,Ann again,ann@shop.example,US,"),
+    (70_000, "SHOP-C069998,First,p1@many.example,US,cus_many_1"),
+    (77_777, "SHOP-C077775,Nowhere,nowhere@many.example,XX,"),
+    (80_000, "SHOP-C079998,Second,p2@many.example,US,cus_many_1"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_customers_import_in_flat_memory_and_bad_rows_stop_them_all() {
+    let shop = Shop::new().await;
+    summary(&shop.import("customers", "customers.csv"));
+    let dir = shop.dir.path().to_path_buf();
+    many_customers(&dir.join("bad.csv"), 100_000, &SPOILED_CUSTOMERS);
+    let output = import_offline(&shop, "bad.csv");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    for expected in [
+        "bad.csv:20000: [SHOP-C000008] duplicate id SHOP-C000008 (first on line 10)",
+        "bad.csv:40000: [SHOP-C039998] email C0@MANY.example is also customer SHOP-C000000's (line 2)",
+        "bad.csv:60000: [SHOP-C059998] email ann@shop.example is already customer SHOP-1's",
+        "bad.csv:77777: region: unknown region 'XX'",
+        "bad.csv:80000: [SHOP-C079998] provider customer cus_many_1 is also customer SHOP-C069998's (line 70000)",
+        "5 bad rows; nothing was imported",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr}");
+    }
+
+    many_customers(&dir.join("small.csv"), 10_000, &[]);
+    many_customers(&dir.join("large.csv"), 100_000, &[]);
+    let small = summary(&import_offline(&shop, "small.csv"));
+    let large = summary(&import_offline(&shop, "large.csv"));
+    assert_eq!(
+        (large["created"].clone(), large["updated"].clone()),
+        (json!(90_000), json!(10_000))
+    );
+    // Same-run ratio: ten times the rows, not ten times the memory.
+    let kib = |s: &Value| s["peak_memory_kib"].as_f64().expect("Linux reports VmHWM");
+    let (small_kib, large_kib) = (kib(&small), kib(&large));
+    eprintln!("peak memory: 10,000 customers {small_kib} KiB, 100,000 customers {large_kib} KiB");
+    assert!(
+        large_kib < small_kib * 1.5,
+        "memory grew with the file: {small_kib} KiB → {large_kib} KiB"
+    );
+    let app = shop.app().await;
+    let count = |sql: &'static str| {
+        let pool = app.state.db.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .expect("a count")
+        }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM customers").await, 100_003);
+    assert_eq!(count("SELECT COUNT(*) FROM import_customers").await, 0);
+}
+
 /// A provider that is not the mock, as Stripe answers a request without a key: 401 to
 /// everything. Records each request's method and path.
 async fn real_provider() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
