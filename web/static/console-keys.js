@@ -1,6 +1,7 @@
 // The case page's keyboard (issue 38), served as a file so the Content-Security-Policy
 // can forbid inline script (issue 16): j / k the next and previous case of the queue tab,
-// a approve and go on to the next case, r open the rejection (its reason), n the next
+// a approve and go on to the next case (first the reply, when the customer asked for a
+// person), r open the rejection (its reason), n the next
 // case (from the tab's end, its first), ? this help. A key never fires while the reader
 // types in a field, holds a modifier, or repeats it by holding it down. Every action is
 // an ordinary link or button of the page, so nothing here works without the page.
@@ -25,7 +26,15 @@
     if (button && !button.disabled) { button.click(); return true; }
     return false;
   }
-  function reject() {
+  // A customer who asked for a person is written to before their refund is approved
+  // (docs/spec/roles.md): `a` then opens the reply, and approves once it is written.
+  function replyFirst() {
+    const reply = document.getElementById("approve-reply");
+    if (!reply || reply.value.trim() !== "") return false;
+    reply.focus();
+    return true;
+  }
+    function reject() {
     const details = document.getElementById("reject-details");
     if (details) details.open = true;
     const reason = document.getElementById("reject-reason");
@@ -36,7 +45,7 @@
     j: () => go("next-case"),
     k: () => go("previous-case"),
     n: () => go("next-case") || go("then-case"),
-    a: () => press("approve-next"),
+    a: () => replyFirst() || press("approve-next"),
     r: reject,
     "?": () => { help(); return true; },
     Escape: () => { help(false); return true; },

@@ -541,3 +541,68 @@ async fn the_api_sends_no_reply_or_closing_words_still_holding_a_brace_word_but_
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(app.case(&ids[0]).await["status"], "awaiting_approval");
 }
+
+/// docs/spec/roles.md, "A person requested", in Chromium at a desktop and a phone width: the
+/// customer asks for a person while their refund awaits approval; the queue row and the
+/// case say so; `a` opens the reply instead of approving; the written reply goes out with
+/// the approval, signed by the agent. Seen failing before: no mark on the row or the case,
+/// and `a` approved the refund without a word to the customer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_who_asked_for_a_person_is_written_to_before_the_refund_is_approved() {
+    let shots = screenshot_dir();
+    for (width, height, name) in [(1280, 800, "desktop"), (390, 844, "phone")] {
+        let (app, ids) = queue_of_refunds(1).await;
+        let case = app.case(&ids[0]).await;
+        let ticket = case["ticket_id"].as_str().unwrap().to_string();
+        let token = app.customer_token("A-0").await;
+        let (status, body) = app
+            .request(
+                "POST",
+                &format!("/api/v1/tickets/{ticket}/messages"),
+                Some(&token),
+                Some(json!({"text": "Can I speak to a human please?"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        app.drain().await;
+        assert_eq!(app.case(&ids[0]).await["status"], "awaiting_approval");
+
+        let base = serve(app.router.clone()).await;
+        let browser = Browser::start().await;
+        browser.set_window_size(width, height).await;
+        browser.console_login(&base, "agent@test.example").await;
+        let row = format!("#queue tr[data-case] [data-person-requested]");
+        assert!(browser.find(&row).await.is_some(), "{name}: the row says so");
+        let page = format!("{base}/console/cases/{}?tab=needs_me", ids[0]);
+        browser.goto(&page).await;
+        browser.wait_until_loaded().await;
+        assert!(browser.find("#person-requested").await.is_some(), "{name}");
+        let (scroll, inner) = browser.widths().await;
+        assert!(scroll <= inner, "{name}: no sideways scroll");
+        browser
+            .screenshot(&shots.join(format!("person-requested-{name}.png")))
+            .await;
+        // `a` asks for the reply first: nothing is approved, the reply box has the focus.
+        browser.press_key("a").await;
+        let focused = browser
+            .execute("return document.activeElement && document.activeElement.id;")
+            .await;
+        assert_eq!(focused, json!("approve-reply"), "{name}");
+        assert_eq!(browser.url().await, page, "{name}: still on the case");
+        assert_eq!(app.case(&ids[0]).await["status"], "awaiting_approval");
+        let words = "Hello, this is Avery's agent: I checked it myself, the refund is approved.";
+        browser.type_into("#approve-reply", words).await;
+        browser.click("#approve-next").await;
+        browser.wait_for_url("/console").await;
+        browser.wait_until_loaded().await;
+        assert_eq!(app.case(&ids[0]).await["status"], "approved", "{name}");
+        let seen = customer_ticket(&app, "A-0", &ticket).await;
+        let said = seen["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["author"] == "staff" && m["body"] == words);
+        assert!(said, "{name}: {seen:#}");
+        browser.close().await;
+    }
+}
