@@ -145,6 +145,10 @@ pub struct Settings {
     #[arg(long, global = true, env = "DEFAULT_LANGUAGE", value_name = "DEFAULT_LANGUAGE", default_value = "en",
           value_parser = default_language)]
     pub default_language: crate::replies::Language,
+    /// How escalations the agents handle are shared out: round_robin (to the present agent with the least waiting on them) or queue (agents take them).
+    #[arg(long, global = true, env = "ESCALATION_ROUTING", value_name = "ESCALATION_ROUTING", default_value = "round_robin",
+          value_parser = escalation_routing)]
+    pub escalation_routing: crate::cases::routing::Routing,
     /// Live shadow mode (on/off): the agent runs beside human decisions and proposes nothing.
     #[arg(long, global = true, env = "SHADOW_MODE", value_name = "SHADOW_MODE", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
@@ -321,6 +325,11 @@ fn default_language(value: &str) -> Result<crate::replies::Language, String> {
         .map_err(|e: crate::replies::UnknownLanguage| e.to_string())
 }
 
+fn escalation_routing(value: &str) -> Result<crate::cases::routing::Routing, String> {
+    crate::cases::routing::Routing::parse(value)
+        .ok_or_else(|| format!("'{value}' is no routing: round_robin or queue"))
+}
+
 fn http_url(value: &str) -> Result<String, String> {
     let trimmed = value.trim();
     if trimmed.is_empty() || trimmed.starts_with("http://") || trimmed.starts_with("https://") {
@@ -424,6 +433,9 @@ pub struct Config {
     /// `DEFAULT_LANGUAGE` (default en): what a customer writing in a language we do not
     /// answer in is answered in (docs/spec/domain.md, "Languages").
     pub default_language: crate::replies::Language,
+    /// `ESCALATION_ROUTING` (default round_robin): how the agents' escalations are shared
+    /// out (docs/spec/roles.md, "Where an escalation goes").
+    pub escalation_routing: crate::cases::routing::Routing,
     /// `SHADOW_MODE=on`: the agent runs beside human decisions and never proposes to the
     /// approval queue.
     pub shadow_mode: bool,
@@ -508,6 +520,7 @@ impl Config {
             },
             public_url: set(&settings.public_url),
             default_language: settings.default_language,
+            escalation_routing: settings.escalation_routing,
             shadow_mode: settings.shadow_mode,
             policy_second_approver: settings.policy_second_approver,
             metrics_token: set(&settings.metrics_token),

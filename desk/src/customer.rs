@@ -291,7 +291,7 @@ pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> Doma
     let kind = crate::channels::Notice::Reply;
     crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
     let why = "the customer asked to talk to a person";
-    crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
+    cases::routing::escalated(&mut tx, &case.id, why, now).await?;
     let customer = &ticket.customer_id;
     crate::audit::record(&mut tx, customer, "asked_for_person", &case.id, "", now).await?;
     tx.commit().await?;
@@ -378,6 +378,7 @@ async fn hand_to_a_person(
     cases::escalate_to_person(tx, case, why, now).await?;
     let reply = replies::person_reply(ticket.language);
     append_message(tx, &case.ticket_id, "agent", &reply, now).await?;
+    cases::routing::escalated(tx, &case.id, why, now).await?;
     let customer = &ticket.customer_id;
     crate::audit::record(tx, customer, "asked_for_person", &case.id, why, now).await
 }

@@ -118,6 +118,7 @@ pub async fn build_state(
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
         default_language: config.default_language,
+        escalation_routing: config.escalation_routing,
         // Four claim loops on either backend: their steps share transactions through the
         // group writer (`runs::StepWriter`), and one loop's provider and tool calls overlap
         // another's writes (issue 19: on SQLite 117 → 138 tickets/s, BENCHMARKS.md).

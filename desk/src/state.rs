@@ -54,6 +54,8 @@ pub struct Services {
     /// `DEFAULT_LANGUAGE`: what a customer writing in a language we do not answer in is
     /// answered in.
     pub default_language: crate::replies::Language,
+    /// `ESCALATION_ROUTING`: how the agents' escalations are shared out.
+    pub escalation_routing: crate::cases::routing::Routing,
     /// Agent runs one worker pass advances at the same time.
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.

@@ -105,6 +105,9 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     let now = state.clock.now_ms();
     let rollout = crate::rollout::guards::evaluate_if_due(&state.db, &state.rollout_guards, now);
     handled += rollout.await?.demoted.len();
+    // docs/spec/roles.md, "Where an escalation goes": the agents' escalations nobody holds
+    // go to the present agents, round robin (unless ESCALATION_ROUTING=queue).
+    handled += crate::cases::routing::share_out(&state.db, state.escalation_routing, now).await?;
     // Issue 37: mail held by the per-sender limit (or confirmed by its sender) is taken
     // in, then the outbox — every mail this pass's changes wrote — is sent.
     handled += crate::mail::inbound::process_held(state.intake()).await?;

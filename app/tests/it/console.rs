@@ -1672,11 +1672,19 @@ async fn a_customers_words_on_a_closed_case_reopen_it_for_a_person_and_never_fal
     let reopened = app.case(&case_id).await;
     assert_eq!(reopened["status"], "escalated", "{reopened:#}");
 
-    // In the supervisors' "Needs me", and the next words stay with the person.
+    // In the agents' "Needs me" (words after a settled refund are the agents': docs/spec/
+    // roles.md, "Where an escalation goes"), not the supervisors'; the next words stay
+    // with the person.
+    let agent = session_cookie(&app, "agent@test.example").await;
+    let (_, page) = console_get(&app, "/console?status=needs_me", &agent).await;
+    assert!(
+        queue_rows(&page).iter().any(|(id, _)| *id == case_id),
+        "{page}"
+    );
     let supervisor = session_cookie(&app, "supervisor@test.example").await;
     let (_, page) = console_get(&app, "/console?status=needs_me", &supervisor).await;
     assert!(
-        queue_rows(&page).iter().any(|(id, _)| *id == case_id),
+        !queue_rows(&page).iter().any(|(id, _)| *id == case_id),
         "{page}"
     );
     let (status, _) = app

@@ -64,14 +64,16 @@ async fn a_reply_to_a_settled_case_reaches_a_person_who_finds_assigns_and_closes
     assert!(content <= window, "the ticket page fits 390 px");
     app.drain().await;
 
-    // A supervisor at a desk: the case waits in their "Needs me".
+    // A supervisor at a desk: the case waits in the agents' queue (docs/spec/roles.md,
+    // "Where an escalation goes"; no agent is signed in to be given it), under
+    // "Escalated".
     let supervisor = Browser::start().await;
     supervisor.set_window_size(1280, 800).await;
     supervisor
         .console_login(&base, "supervisor@test.example")
         .await;
     supervisor
-        .goto(&format!("{base}/console?status=needs_me"))
+        .goto(&format!("{base}/console?status=escalated"))
         .await;
     assert!(queue_ids(&supervisor).await.contains(&case_id));
     // From another page, the header's box finds it by anything the team knows it by.

@@ -46,6 +46,7 @@ mod repeats;
 mod resolve_properties;
 mod restart;
 mod rollout;
+mod routing;
 mod scale;
 mod shadow;
 mod shadow_live;

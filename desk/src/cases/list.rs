@@ -4,7 +4,8 @@
 
 use sqlx::Row;
 
-use super::{case_from_row, sla, Case, CaseStatus, ReplyTargets, CASE_COLUMNS};
+use super::queues::{IN_AGENTS_QUEUE, IN_SUPERVISORS_QUEUE, NEEDS_A_PERSON};
+use super::{case_from_row, sla, Case, CaseStatus, ReplyTargets, TeamQueue, CASE_COLUMNS};
 use crate::error::DomainResult;
 use store::Db;
 
@@ -35,6 +36,13 @@ pub struct CaseQuery<'a> {
     /// Only these cases (the queue's "stuck" tab: the cases with an open watchdog flag),
     /// so pages and their cursor count only them; `None` is any case.
     pub ids: Option<&'a [String]>,
+    /// Of the escalated cases, only those in this team's queue (docs/spec/roles.md,
+    /// "Where an escalation goes"); `None` is every escalation.
+    pub escalations_of: Option<TeamQueue>,
+    /// Besides what the statuses, roles and escalations select, every case assigned to
+    /// this staff member that needs a person ("needs me": a case they took stays theirs,
+    /// whatever it waits for).
+    pub or_assigned_to: Option<&'a str>,
 }
 
 /// A list cursor, `created_at:case_id` ([`CaseQuery::after`]), as a next-page link
@@ -81,13 +89,16 @@ fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
 fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, String) {
     let mut binds: Vec<String> = Vec::new();
     let mut conditions = vec!["1 = 1".to_string()];
-    if !query.statuses.is_empty() {
-        let mut placeholders = Vec::new();
-        for status in query.statuses {
-            binds.push(status.as_str().to_string());
-            placeholders.push(format!("${}", binds.len()));
+    let tab = tab_condition(query, &mut binds);
+    match query.or_assigned_to {
+        Some(staff_id) => {
+            binds.push(staff_id.to_string());
+            let mine = binds.len();
+            conditions.push(format!(
+                "({tab} OR (c.assignee_id = ${mine} AND {NEEDS_A_PERSON}))"
+            ));
         }
-        conditions.push(format!("c.status IN ({})", placeholders.join(", ")));
+        None => conditions.push(tab),
     }
     if let Some(assignee) = query.assignee_id {
         binds.push(assignee.to_string());
@@ -104,6 +115,21 @@ fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, String) 
         }
         conditions.push(format!("c.id IN ({})", placeholders.join(", ")));
     }
+    order_and_cursor(query, conditions, binds)
+}
+
+/// What a tab selects by state: the statuses, the approver roles of the cases awaiting
+/// approval, and whose escalations.
+fn tab_condition(query: &CaseQuery<'_>, binds: &mut Vec<String>) -> String {
+    let mut conditions = vec!["1 = 1".to_string()];
+    if !query.statuses.is_empty() {
+        let mut placeholders = Vec::new();
+        for status in query.statuses {
+            binds.push(status.as_str().to_string());
+            placeholders.push(format!("${}", binds.len()));
+        }
+        conditions.push(format!("c.status IN ({})", placeholders.join(", ")));
+    }
     if !query.required_roles.is_empty() {
         let mut placeholders = Vec::new();
         for role in query.required_roles {
@@ -115,6 +141,22 @@ fn list_conditions(query: &CaseQuery<'_>) -> (Vec<String>, Vec<String>, String) 
             "(c.status <> 'awaiting_approval' OR c.required_role IN ({roles}))"
         ));
     }
+    if let Some(team) = query.escalations_of {
+        let queue = match team {
+            TeamQueue::Agents => IN_AGENTS_QUEUE,
+            TeamQueue::Supervisors => IN_SUPERVISORS_QUEUE,
+        };
+        conditions.push(format!("(c.status <> 'escalated' OR {queue})"));
+    }
+    format!("({})", conditions.join(" AND "))
+}
+
+/// The order of a list and the condition of its cursor.
+fn order_and_cursor(
+    query: &CaseQuery<'_>,
+    mut conditions: Vec<String>,
+    mut binds: Vec<String>,
+) -> (Vec<String>, Vec<String>, String) {
     let newest_first = query.newest_first.unwrap_or(query.statuses.is_empty());
     let (key, order, after) = match (query.due_first, newest_first) {
         (Some(targets), _) => {

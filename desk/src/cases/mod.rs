@@ -16,6 +16,7 @@ pub use notes::{add_note, notes, NoteView};
 mod closing;
 mod list;
 mod queues;
+pub mod routing;
 pub use list::{count_cases, list_cases, parse_cursor, CaseQuery};
 pub mod sla;
 pub use queues::{open_in_nobodys_queue, team_queue, team_queue_of, ReplyTargets, TeamQueue};

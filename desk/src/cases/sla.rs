@@ -10,7 +10,7 @@
 //! What it deliberately does not do: page anyone or move a case. It reads; the queue sorts
 //! and badges by it.
 
-use super::queues::NEEDS_A_PERSON;
+use super::queues::{IN_SUPERVISORS_QUEUE, NEEDS_A_PERSON};
 use super::{team_queue, Case, ReplyTargets, TeamQueue};
 
 /// When the customer started waiting for a person, as one read finds it (the queue reads
@@ -151,10 +151,6 @@ pub fn waiting_from_row(row: &sqlx::any::AnyRow) -> Result<Option<Waiting>, sqlx
         answered_before: answered != 0,
     }))
 }
-
-/// `team_queue(case) == Some(TeamQueue::Supervisors)` as SQL over `cases c`.
-const IN_SUPERVISORS_QUEUE: &str = "(c.status = 'escalated'
-     OR (c.status = 'awaiting_approval' AND c.required_role IN ('supervisor', 'admin')))";
 
 /// [`ReplyClock::sort_key`] as SQL over `cases c`: the same due time, from the same
 /// targets, written into the SQL as numbers (they are settings, never request text).

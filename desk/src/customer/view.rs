@@ -439,7 +439,11 @@ fn assemble(
             // withdraw from the customer's side.
             may_withdraw: c.status.may_be_withdrawn()
                 && !matches!(c.status, CaseStatus::Denied | CaseStatus::Rejected),
-            waits_in: waits_in(c.status, c.required_role),
+            waits_in: waits_in(
+                c.status,
+                c.required_role,
+                c.reason_code.as_deref().and_then(|r| r.parse().ok()),
+            ),
             reply_time_text: None,
             // Issue 38: the agent never repeats itself (a repeat hands the case over at
             // once), so a person is offered wherever the agent answered on its own.
@@ -477,10 +481,11 @@ fn assemble(
 fn waits_in(
     status: CaseStatus,
     required_role: Option<policy_engine::Role>,
+    reason: Option<policy_engine::ReasonCode>,
 ) -> Option<crate::cases::TeamQueue> {
     match status {
         CaseStatus::Open | CaseStatus::Investigating => Some(crate::cases::TeamQueue::Agents),
-        _ => crate::cases::team_queue_of(status, required_role),
+        _ => crate::cases::team_queue_of(status, required_role, reason),
     }
 }
 

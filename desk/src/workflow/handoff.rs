@@ -57,7 +57,7 @@ pub async fn escalate_to_human(
         tickets::append_message(&mut tx, &ticket.id, "agent", &reply, now).await?;
         let kind = crate::channels::Notice::Reply;
         crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
-        crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
+        cases::routing::escalated(&mut tx, &case.id, why, now).await?;
         crate::audit::record(&mut tx, "agent", "escalated", &case.id, why, now).await?;
     }
     runs::append_event(

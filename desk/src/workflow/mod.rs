@@ -207,7 +207,7 @@ pub async fn decide_case(
     }
     if status == CaseStatus::Escalated {
         let why = note.as_deref().unwrap_or("escalated by policy");
-        crate::channels::tell_supervisors(&mut tx, &case.id, why, now).await?;
+        cases::routing::escalated(&mut tx, &case.id, why, now).await?;
     }
     let what = format!(
         "{} ({})",

@@ -290,6 +290,10 @@ pub(super) struct Tab {
     roles: Vec<&'static str>,
     flags: Vec<desk::watchdog::Flag>,
     flagged: Option<Vec<String>>,
+    /// Whose escalations the tab shows (`None`: every one).
+    escalations_of: Option<cases::TeamQueue>,
+    /// "Needs me": also every case assigned to the viewer that needs a person.
+    mine: Option<String>,
 }
 
 impl Tab {
@@ -310,8 +314,18 @@ impl Tab {
         filter: &str,
     ) -> Result<Tab, AppError> {
         let mut statuses = filter_statuses(filter)?;
-        // Escalations are the supervisors' (issue 38): in their "Needs me", not nobody's.
-        if filter == "needs_me" && takes_escalations(session) {
+        // docs/spec/roles.md, "Where an escalation goes": each escalation is in one team's
+        // queue, and in that team's "Needs me"; a case someone took stays in theirs.
+        let own_team = match takes_escalations(session) {
+            true => cases::TeamQueue::Supervisors,
+            false => cases::TeamQueue::Agents,
+        };
+        let escalations_of = match filter {
+            "needs_me" => Some(own_team),
+            "needs_supervisor" => Some(cases::TeamQueue::Supervisors),
+            _ => None,
+        };
+        if filter == "needs_me" {
             statuses.push(CaseStatus::Escalated);
         }
         let flagged =
@@ -321,6 +335,8 @@ impl Tab {
             roles: tab_roles(filter, session),
             flags,
             flagged,
+            escalations_of,
+            mine: (filter == "needs_me").then(|| session.staff.id.to_string()),
         })
     }
 
@@ -331,6 +347,8 @@ impl Tab {
             required_roles: &self.roles,
             newest_first: Some(false),
             ids: self.flagged.as_deref(),
+            escalations_of: self.escalations_of,
+            or_assigned_to: self.mine.as_deref(),
             ..Default::default()
         }
     }
