@@ -571,8 +571,11 @@ async fn a_customer_who_asked_for_a_person_is_written_to_before_the_refund_is_ap
         let browser = Browser::start().await;
         browser.set_window_size(width, height).await;
         browser.console_login(&base, "agent@test.example").await;
-        let row = format!("#queue tr[data-case] [data-person-requested]");
-        assert!(browser.find(&row).await.is_some(), "{name}: the row says so");
+        let row = "#queue tr[data-case] [data-person-requested]";
+        assert!(
+            browser.find(row).await.is_some(),
+            "{name}: the row says so"
+        );
         let page = format!("{base}/console/cases/{}?tab=needs_me", ids[0]);
         browser.goto(&page).await;
         browser.wait_until_loaded().await;
