@@ -274,7 +274,7 @@ async fn a_rejection_and_a_close_send_the_reviewers_own_words_in_one_submit_sign
         page.contains("<span class=\"author\">Mia Chen</span>"),
         "{page}"
     );
-    assert!(!page.contains(standard) || !page.contains("class=\"author\">agent<"));
+    assert!(!page.contains(standard) || !page.contains("class=\"author\">assistant<"));
 
     // Close (no money) with a reply: likewise one submit, likewise signed.
     let words = "We have closed this: the duplicate was refunded by your bank.";
@@ -572,10 +572,7 @@ async fn a_customer_who_asked_for_a_person_is_written_to_before_the_refund_is_ap
         browser.set_window_size(width, height).await;
         browser.console_login(&base, "agent@test.example").await;
         let row = "#queue tr[data-case] [data-person-requested]";
-        assert!(
-            browser.find(row).await.is_some(),
-            "{name}: the row says so"
-        );
+        assert!(browser.find(row).await.is_some(), "{name}: the row says so");
         let page = format!("{base}/console/cases/{}?tab=needs_me", ids[0]);
         browser.goto(&page).await;
         browser.wait_until_loaded().await;

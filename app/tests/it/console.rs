@@ -1783,4 +1783,13 @@ async fn the_case_page_says_what_the_agent_read_in_the_customers_words() {
     ] {
         assert!(shown.contains(line), "{line}\n{shown}");
     }
+    // The AI's messages are the assistant's, never "agent" (the human role's name).
+    assert!(
+        html.contains("<span class=\"author\">assistant</span>"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<span class=\"author\">agent</span>"),
+        "{html}"
+    );
 }

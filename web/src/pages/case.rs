@@ -157,6 +157,15 @@ pub(super) struct ThreadEntry {
     attachments: Vec<(String, String, i64)>,
 }
 
+/// Who wrote a message, in the console's words: the AI is "the assistant", never "agent"
+/// (the human role's name).
+fn label_of(author: &str) -> &str {
+    match author {
+        "agent" => "assistant",
+        other => other,
+    }
+}
+
 fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
     let attachments = thread.attachments;
     let messages = thread.messages.into_iter().map(|m| ThreadEntry {
@@ -165,7 +174,9 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
             .filter(|a| a.message_seq == m.seq)
             .map(|a| (a.id.clone(), a.filename.clone(), a.size))
             .collect(),
-        label: m.staff_name.unwrap_or_else(|| m.author.clone()),
+        label: m
+            .staff_name
+            .unwrap_or_else(|| label_of(&m.author).to_string()),
         author: m.author,
         at: m.at,
         body: m.body,
