@@ -606,3 +606,37 @@ async fn a_customer_who_asked_for_a_person_is_written_to_before_the_refund_is_ap
         browser.close().await;
     }
 }
+
+/// On a phone the approve buttons stay on screen wherever the reviewer is on the case page
+/// — at the top, and scrolled to the bottom — and the page never scrolls sideways. Seen
+/// failing before: approving meant scrolling 1.4 screens down a 3,653 px page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_phone_the_approve_bar_stays_on_screen_while_the_case_is_read() {
+    let (app, ids) = queue_of_refunds(1).await;
+    let base = serve(app.router.clone()).await;
+    let browser = Browser::start().await;
+    browser.set_window_size(390, 844).await;
+    browser.console_login(&base, "agent@test.example").await;
+    browser
+        .goto(&format!("{base}/console/cases/{}?tab=needs_me", ids[0]))
+        .await;
+    browser.wait_until_loaded().await;
+    for (place, scroll) in [("top", "0"), ("bottom", "document.body.scrollHeight")] {
+        browser
+            .execute(&format!("window.scrollTo(0, {scroll}); return true;"))
+            .await;
+        assert!(
+            on_screen(&browser, "#approve-next").await,
+            "Approve & next on screen at the {place}"
+        );
+        let (scroll, inner) = browser.widths().await;
+        assert!(scroll <= inner, "no sideways scroll: {scroll} > {inner}");
+    }
+    browser
+        .screenshot(&screenshot_dir().join("approve-bar-phone.png"))
+        .await;
+    browser.click("#approve-next").await;
+    browser.wait_for_url("/console").await;
+    assert_eq!(app.case(&ids[0]).await["status"], "approved");
+    browser.close().await;
+}
