@@ -226,6 +226,8 @@ pub struct CaseLine {
     pub assignee: Option<String>,
     /// `198.00 USD`, once the case has a refund total.
     pub amount: Option<String>,
+    /// The language the customer is answered in (`en`, `zh`, …).
+    pub language: String,
     /// Since when the customer has waited for a person, while a reply clock runs
     /// (`cases::sla`).
     pub waiting: Option<cases::sla::Waiting>,
@@ -240,6 +242,7 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
     let placeholders: Vec<String> = (1..=cases.len()).map(|n| format!("${n}")).collect();
     let sql = format!(
         "SELECT c.id, cu.name AS customer_name, s.email AS assignee,
+                (SELECT t.language FROM tickets t WHERE t.id = c.ticket_id) AS language,
                 (SELECT body FROM messages m WHERE m.ticket_id = c.ticket_id ORDER BY m.seq LIMIT 1) AS first_message,
                 {}
          FROM cases c LEFT JOIN customers cu ON cu.id = c.customer_id
@@ -260,6 +263,9 @@ pub async fn case_lines(db: &Db, cases: &[Case]) -> DomainResult<Vec<CaseLine>> 
             subject: subject_of(first.as_deref().unwrap_or("")),
             assignee: row.try_get("assignee")?,
             amount: None,
+            language: row
+                .try_get::<Option<String>, _>("language")?
+                .unwrap_or_default(),
             waiting: cases::sla::waiting_from_row(&row)?,
         };
         found.insert(row.try_get::<String, _>("id")?, line);

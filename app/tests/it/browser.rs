@@ -40,7 +40,7 @@ async fn an_agent_approves_in_the_console_and_the_status_changes_but_cannot_appr
             .ends_with("/console"),
         "logged in and sent to the queue"
     );
-    let queue = browser.text("#queue").await;
+    let queue = queue_case_ids(&browser).await;
     assert!(
         queue.contains(&case_id) && queue.contains(&big_id),
         "{queue}"
@@ -442,7 +442,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
         .await;
     browser.click("#filter").await;
     browser.wait_for_url("q=OLIVIA").await;
-    let found = browser.text("#queue").await;
+    let found = queue_case_ids(&browser).await;
     assert!(
         found.contains(&disputed_id) && !found.contains(&case_id),
         "{found}"
@@ -711,8 +711,10 @@ async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_ag
         .open_ticket("C-400", "I was charged twice for my annual plan")
         .await;
     let later_id = later["id"].as_str().unwrap();
-    let queue = wait_for_text(&browser, "#queue", later_id).await;
-    assert!(queue.contains(later_id), "{queue}");
+    let row = browser
+        .wait_for(&format!("#queue tr[data-case='{later_id}']"))
+        .await;
+    assert!(!row.is_empty(), "the new case's row appeared");
     assert!(still_marked(&browser).await, "the queue was not reloaded");
 
     // Another reviewer approves: the open case page says so by itself.
@@ -756,4 +758,17 @@ async fn the_console_case_page_and_queue_refresh_themselves_and_keep_what_the_ag
         .await;
     assert_eq!(typed, "Half a sentence");
     browser.close().await;
+}
+
+/// The case ids of the queue's rows (rows link by subject; the id is the row's
+/// `data-case`), space-separated.
+async fn queue_case_ids(browser: &Browser) -> String {
+    let script =
+        "return [...document.querySelectorAll('#queue tr[data-case]')].map(r => r.dataset.case).join(' ');";
+    browser
+        .execute(script)
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }

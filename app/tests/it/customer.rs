@@ -1225,6 +1225,12 @@ async fn a_person_requested_while_a_refund_awaits_approval_is_answered_before_it
         .raw(get("/console?status=awaiting_approval".into()))
         .await;
     assert!(queue.contains("data-person-requested"), "{queue}");
+    // The row links by its subject (never the case's hash) and says the language.
+    assert!(
+        queue.contains("I was charged twice for my annual plan</a>"),
+        "{queue}"
+    );
+    assert!(queue.contains("data-language=\"en\""), "{queue}");
     let (_, page) = app.raw(get(format!("/console/cases/{case_id}"))).await;
     assert!(page.contains("id=\"person-requested\""), "{page}");
     assert!(page.contains("id=\"approve-reply\""), "{page}");

@@ -22,6 +22,8 @@ pub(super) struct QueueRow {
     status_label: &'static str,
     customer: String,
     subject: String,
+    /// The language the customer is answered in.
+    language: String,
     assignee: Option<String>,
     amount: String,
     reason: String,
@@ -455,6 +457,7 @@ fn queue_row(
             .customer_name
             .unwrap_or_else(|| c.customer_id.to_string()),
         subject: line.subject,
+        language: line.language,
         assignee: line.assignee,
         amount: line.amount.unwrap_or_default(),
         reason: c
