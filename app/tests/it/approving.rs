@@ -607,7 +607,7 @@ async fn a_customer_who_asked_for_a_person_is_written_to_before_the_refund_is_ap
     }
 }
 
-/// On a phone the approve buttons stay on screen wherever the reviewer is on the case page
+/// On a phone the approve buttons stay on screen (a bar at the top) wherever the reviewer is on the case page
 /// — at the top, and scrolled to the bottom — and the page never scrolls sideways. Seen
 /// failing before: approving meant scrolling 1.4 screens down a 3,653 px page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
