@@ -58,7 +58,8 @@ pub async fn escalated(tx: &mut Tx<'_>, case_id: &str, why: &str, now: i64) -> D
 /// agent, round robin, oldest case first; returns how many were given. Nothing under
 /// [`Routing::Queue`].
 pub async fn share_out(db: &Db, routing: Routing, now: i64) -> DomainResult<usize> {
-    if routing == Routing::Queue {
+    // Nobody signed in (a night, a benchmark): nothing to read the queue for.
+    if routing == Routing::Queue || !anyone_present(db, now).await? {
         return Ok(0);
     }
     let mut given = 0;
@@ -73,6 +74,19 @@ pub async fn share_out(db: &Db, routing: Routing, now: i64) -> DomainResult<usiz
         tx.commit().await?;
     }
     Ok(given)
+}
+
+/// Whether any agent is signed in to the console now.
+async fn anyone_present(db: &Db, now: i64) -> DomainResult<bool> {
+    let present: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM auth_tokens t JOIN staff s ON s.id = t.subject_id
+         WHERE t.kind = 'session' AND t.subject_kind = 'staff' AND t.expires_at > $1
+           AND s.role = 'agent' AND s.deactivated_at IS NULL LIMIT 1",
+    )
+    .bind(now)
+    .fetch_optional(db.reader())
+    .await?;
+    Ok(present.is_some())
 }
 
 /// The agents' queue's unassigned cases that need a person, oldest first.
