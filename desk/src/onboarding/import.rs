@@ -492,13 +492,13 @@ const WRITE_CUSTOMERS: (&str, &str) = (
 /// file's row for it.
 ///
 /// Each runs in time linear in the file whatever the planner knows of the tables'
-/// sizes (SQLite keeps no statistics unless `ANALYZE` runs, and the staging table is
-/// empty between imports; docs/spec/history.md). A value given twice is found by one
-/// sorted pass (a window over the value, by line), not by joining the staged rows to
-/// themselves: SQLite ran that join as a scan of every earlier row for each row, so
-/// 20,000 rows took minutes. `email_key || ''` has no column affinity, which lets SQLite
-/// compare it with `lower(c.email)` through `customers_by_email_key` rather than scan
-/// `customers` for each staged row.
+/// sizes: SQLite keeps no statistics unless `ANALYZE` runs, and the staging table is
+/// empty between imports. A value given twice is found by one sorted pass (a window over
+/// the value, by line), not by joining the staged rows to themselves: SQLite ran that
+/// join as a scan of every earlier row for each row, so 20,000 rows took minutes
+/// (BENCHMARKS.md, "Importing customers"). `email_key || ''` has no column affinity,
+/// which lets SQLite compare it with `lower(c.email)` through `customers_by_email_key`
+/// rather than scan `customers` for each staged row.
 const CUSTOMER_CHECKS: [&str; 4] = [
     "SELECT line, id, 'email ' || email || ' is also customer ' || first_id || '''s (line ' || first_line || ')' AS problem
      FROM (SELECT line, id, email, FIRST_VALUE(id) OVER w AS first_id, FIRST_VALUE(line) OVER w AS first_line
