@@ -1,5 +1,5 @@
 //! Large, deterministic sets of historical tickets (docs/spec/interfaces.md "Files") for load: the
-//! shadow-replay benchmark (`app/benches/product.rs`) and anyone who needs thousands of
+//! shadow-replay benchmark (`app/benches/product/`) and anyone who needs thousands of
 //! realistic tickets rather than the 70 hand-labelled ones in `fixtures/history/`.
 //!
 //! Each ticket has its own small billing world (a customer, one to three orders, their

@@ -2,7 +2,7 @@
 //! in microseconds"). The policies are the real fixture files, embedded at compile time.
 //!
 //! Two mixes: the hand-built scenarios below, and `testdata/product_mix.json`, 200 of
-//! the facts the product benchmark (`app/benches/product.rs`) decides, so the product's
+//! the facts the product benchmark (`app/benches/product/`) decides, so the product's
 //! "policy decisions/s" figure can be approximated here in seconds.
 //!
 //! `cargo bench -p policy-engine --bench decisions` prints criterion's figures and a

@@ -7,7 +7,7 @@
 //!
 //! The inputs are fixed data, independent of any dependency's random generator:
 //! - `testdata/product_mix.json`: 1 in 5 of the facts the product benchmark
-//!   (`app/benches/product.rs`, `facts_mix`: history seed 91, 1,000 tickets) decides,
+//!   (`app/benches/product/`, `facts_mix`: history seed 91, 1,000 tickets) decides,
 //!   written once with serde_json;
 //! - facts drawn from a SplitMix64 stream by [`generated`] below, built to reach every
 //!   branch of the engine (every request kind, ownership, ambiguous and unknown orders,
