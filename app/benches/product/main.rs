@@ -1,6 +1,6 @@
 //! How fast the product is (BENCHMARKS.md): one program, one table of figures, each beside a
-//! baseline measured in the same run on the same machine. Long because every figure
-//! and its baseline share one setup and one report table; one program, one file.
+//! baseline measured in the same run on the same machine: one program, so every figure and
+//! its baseline share one setup and one report table; a module per phase.
 //!
 //! `cargo bench -p app --bench product` (or `scripts/bench`). SQLite always (a temp
 //! file); PostgreSQL too when `BENCH_DATABASE_URL` is set (a fresh database per phase is
@@ -19,6 +19,7 @@
 //! | durable tickets/s | the peer: the OpenAI Agents SDK's runs/s, same 6-tool shape, fake model (`phase_peer`) |
 //! | shadow replay tickets/s | parsing the same history file |
 //! | staff-write p50 beside four `/metrics` scrapers, 1 M runs (`metrics_scrape`) | the same writes beside four `/healthz` clients |
+//! | tickets through the API until every case awaits approval, 1 / 8 / 32 clients (`api`); writing transactions and PostgreSQL CPU per ticket | the Agents SDK's runs/s, before and after ours |
 //! | `import customers` of 400,000 rows: wall time and peak memory (`import`) | the same import of 100,000 rows |
 //!
 //! The HTTP load comes from `wrk` (an external process; in-process reqwest tasks only
@@ -29,7 +30,7 @@
 //! the smaller one projects it past `BENCH_PHASE_BUDGET_SECS`.
 //!
 //! `BENCH_PHASES` (comma separated, default all) runs only the named phases:
-//! `decisions`, `search`, `shadow`, `peer`, `steps`, `tickets`, `http`, `import`,
+//! `decisions`, `search`, `shadow`, `peer`, `steps`, `tickets`, `http`, `api`, `import`,
 //! `login_flood`, `metrics_scrape`. For example
 //! `BENCH_PHASES=decisions cargo bench -p app --bench product` measures the policy
 //! decisions alone in seconds instead of the whole run's minutes. `tickets` also runs
@@ -66,6 +67,7 @@ use sqlx::Row;
 use store::Db;
 use time::OffsetDateTime;
 
+mod api;
 mod http;
 mod import;
 mod login_flood;
@@ -78,6 +80,7 @@ mod serve;
 mod shadow;
 mod tickets;
 
+use api::*;
 use http::*;
 use import::*;
 use login_flood::*;
@@ -126,10 +129,14 @@ pub(crate) struct Settings {
     pub(crate) phases: Vec<String>,
     /// Rows of the customer files imported (`BENCH_IMPORT`, comma separated).
     pub(crate) imports: Vec<usize>,
+    /// Tickets opened through the API (`BENCH_API_TICKETS`), by each count of clients
+    /// (`BENCH_API_CLIENTS`, comma separated).
+    pub(crate) api_tickets: usize,
+    pub(crate) api_clients: Vec<usize>,
 }
 
 /// Every phase, in the order the run measures them.
-pub(crate) const PHASES: [&str; 10] = [
+pub(crate) const PHASES: [&str; 11] = [
     "decisions",
     "search",
     "shadow",
@@ -137,6 +144,7 @@ pub(crate) const PHASES: [&str; 10] = [
     "steps",
     "tickets",
     "http",
+    "api",
     "import",
     "login_flood",
     "metrics_scrape",
@@ -195,6 +203,8 @@ impl Settings {
                 .filter(|v: &Vec<String>| !v.is_empty())
                 .unwrap_or_else(|| PHASES.iter().map(|p| p.to_string()).collect()),
             imports: env_list("BENCH_IMPORT", &[100_000, 400_000]),
+            api_tickets: env_usize("BENCH_API_TICKETS", 300),
+            api_clients: env_list("BENCH_API_CLIENTS", &[1, 8, 32]),
         }
     }
 
@@ -267,7 +277,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     }
     let mut ours: Option<f64> = None;
 
-    let database_phases = ["steps", "tickets", "http", "import"];
+    let database_phases = ["steps", "tickets", "http", "api", "import"];
     if database_phases.iter().any(|p| settings.runs(p)) {
         let mut backends = vec![Backend::Sqlite];
         if let Some(url) = &settings.postgres {
@@ -289,6 +299,9 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             }
             if settings.runs("http") {
                 phase_http(backend, &settings, &mut report).await?;
+            }
+            if settings.runs("api") {
+                phase_api(backend, &settings, &mut report).await?;
             }
             if settings.runs("import") {
                 phase_import(backend, &settings, &mut report).await?;

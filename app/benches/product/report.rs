@@ -49,7 +49,9 @@ impl Report {
     pub(crate) fn note(&mut self, note: impl Into<String>) {
         let note = note.into();
         eprintln!("  note: {note}");
-        self.notes.push(note);
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
     }
 
     pub(crate) fn print(&self) {

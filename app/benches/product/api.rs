@@ -1,0 +1,314 @@
+//! Tickets through the API (`api`), the shape a user meets: `BENCH_API_TICKETS` (300)
+//! duplicate-charge tickets opened with `POST /api/v1/tickets` by 1, 8 and 32 clients
+//! (`BENCH_API_CLIENTS`) against the release `serve` as a second process, the clock running
+//! from the first request until every case awaits approval. Beside it, in the same run, the
+//! Agents SDK's 6-tool script (`../shared/bench/agents_overhead.py`, fake model, nothing
+//! persisted), measured before and after ours. On PostgreSQL it also counts the writing
+//! transactions (transaction ids assigned) and the server's CPU per ticket.
+
+use super::*;
+
+/// One run: tickets/s from the first request until every case awaits approval, and on
+/// PostgreSQL the writing transactions and the server's CPU milliseconds per ticket.
+pub(crate) struct ApiRun {
+    pub(crate) per_second: f64,
+    pub(crate) opened_in: Duration,
+    pub(crate) writes_per_ticket: Option<f64>,
+    pub(crate) pg_cpu_ms_per_ticket: Option<f64>,
+}
+
+pub(crate) async fn phase_api(
+    backend: &Backend,
+    settings: &Settings,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    eprintln!(
+        "[{}] tickets through the API until every case awaits approval",
+        backend.name()
+    );
+    let before = phase_peer(settings, report).await?.map(|(plain, _)| plain);
+    let mut runs = Vec::new();
+    for &clients in &settings.api_clients {
+        runs.push((
+            clients,
+            api_run(backend, settings.api_tickets, clients).await?,
+        ));
+    }
+    let after = match before {
+        Some(_) => phase_peer(settings, report).await?.map(|(plain, _)| plain),
+        None => None,
+    };
+    let sdk = match (before, after) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        (a, b) => a.or(b),
+    };
+    for (clients, run) in runs {
+        report_api_run(backend, settings.api_tickets, clients, &run, sdk, report);
+    }
+    Ok(())
+}
+
+fn report_api_run(
+    backend: &Backend,
+    tickets: usize,
+    clients: usize,
+    run: &ApiRun,
+    sdk: Option<f64>,
+    report: &mut Report,
+) {
+    let name = backend.name();
+    report.add(
+        format!("[{name}] {tickets} tickets through the API until every case awaits approval, {} (all opened in {:.2} s)", clients_of(clients), run.opened_in.as_secs_f64()),
+        fmt_rate(run.per_second, "tickets/s"),
+        sdk.map_or("the SDK not measured".into(), |s| format!("the Agents SDK {} (6 tool calls, fake model, nothing persisted; mean of before and after)", fmt_rate(s, "runs/s"))),
+        sdk.map_or(String::new(), |s| format!("{:.2}", run.per_second / s)),
+        "≥ 3× the SDK",
+        sdk.map(|s| run.per_second / s >= 3.0),
+    );
+    if let Some(writes) = run.writes_per_ticket {
+        report.add(
+            format!(
+                "[{name}] writing transactions per ticket, {} (transaction ids assigned)",
+                clients_of(clients)
+            ),
+            format!("{writes:.1}"),
+            "",
+            "",
+            "",
+            None,
+        );
+    }
+    if let Some(cpu) = run.pg_cpu_ms_per_ticket {
+        report.add(
+            format!(
+                "[{name}] PostgreSQL CPU per ticket, {} (every postgres process, user + system)",
+                clients_of(clients)
+            ),
+            format!("{cpu:.1} ms"),
+            "",
+            "",
+            "≤ 9 ms",
+            Some(cpu <= 9.0),
+        );
+    }
+}
+
+fn clients_of(n: usize) -> String {
+    match n {
+        1 => "one client".into(),
+        n => format!("{n} clients"),
+    }
+}
+
+/// A fresh database and `serve` with `n` customers who each have a duplicate charge; `n`
+/// tickets opened by `clients` clients at once; then the wait until every case awaits
+/// approval (read on a connection of our own, which writes nothing).
+pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyhow::Result<ApiRun> {
+    let dir = tempfile::tempdir()?;
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir)?;
+    let db = FreshDb::new(backend, &data_dir).await?;
+    let (messages, tokens) = seeded_customers(&dir, &data_dir, &db.url, n).await?;
+    let server = start_serve(
+        SERVE_BIN,
+        &data_dir,
+        &db.url,
+        &dir.path().join("serve.log"),
+        &[],
+    )?;
+    let result = drive_api(&server, &db.url, backend, &messages, &tokens, clients).await;
+    if result.is_err() {
+        let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+        eprintln!(
+            "serve log (tail): {}",
+            &log[log.len().saturating_sub(3_000)..]
+        );
+    }
+    server.stop().await;
+    db.drop_database().await;
+    result
+}
+
+/// `refund-agent seed --world` with `n` duplicate-charge customers, and an API token each.
+async fn seeded_customers(
+    dir: &tempfile::TempDir,
+    data_dir: &Path,
+    db_url: &str,
+    n: usize,
+) -> anyhow::Result<(Vec<(String, String)>, Vec<String>)> {
+    let (world, messages) = duplicate_world(n, OffsetDateTime::now_utc());
+    let world_path = dir.path().join("world.json");
+    std::fs::write(&world_path, serde_json::to_vec(&world)?)?;
+    let seed = cli(data_dir, db_url)
+        .arg("seed")
+        .arg("--world")
+        .arg(&world_path)
+        .output()
+        .await?;
+    if !seed.status.success() {
+        bail!(
+            "refund-agent seed failed: {}",
+            String::from_utf8_lossy(&seed.stderr)
+        );
+    }
+    let store = Db::connect(db_url).await?;
+    let now = SystemClock.now_ms();
+    let mut tokens = Vec::with_capacity(n);
+    for (customer, _) in &messages {
+        tokens.push(
+            desk::auth::issue_token(&store, "api", "customer", customer, now)
+                .await?
+                .0,
+        );
+    }
+    store.close().await;
+    Ok((messages, tokens))
+}
+
+async fn drive_api(
+    server: &Server,
+    db_url: &str,
+    backend: &Backend,
+    messages: &[(String, String)],
+    tokens: &[String],
+    clients: usize,
+) -> anyhow::Result<ApiRun> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()?;
+    wait_for_healthz(&client, server).await?;
+    let watch = Db::connect(db_url).await?;
+    let pg_before = postgres_counters(&watch, backend).await?;
+    let started = Instant::now();
+    open_tickets(&client, &server.base, messages, tokens, clients).await?;
+    let opened_in = started.elapsed();
+    let awaiting = "SELECT COUNT(*) FROM cases WHERE status = 'awaiting_approval'";
+    while (count(&watch, awaiting).await? as usize) < messages.len() {
+        if started.elapsed() > Duration::from_secs(900) {
+            bail!("the cases did not all reach awaiting_approval within 900 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    let pg_after = postgres_counters(&watch, backend).await?;
+    watch.close().await;
+    let n = messages.len() as f64;
+    let per_ticket = |f: fn(&PgCounters) -> f64| {
+        pg_before
+            .as_ref()
+            .zip(pg_after.as_ref())
+            .map(|(b, a)| (f(a) - f(b)) / n)
+    };
+    Ok(ApiRun {
+        per_second: rate(messages.len(), elapsed),
+        opened_in,
+        writes_per_ticket: per_ticket(|c| c.xid),
+        pg_cpu_ms_per_ticket: per_ticket(|c| c.cpu_ms),
+    })
+}
+
+/// `clients` tasks take the next ticket until none is left; each must answer 201.
+async fn open_tickets(
+    client: &reqwest::Client,
+    base: &str,
+    messages: &[(String, String)],
+    tokens: &[String],
+    clients: usize,
+) -> anyhow::Result<()> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let work: Arc<Vec<(String, String)>> = Arc::new(
+        messages
+            .iter()
+            .zip(tokens)
+            .map(|((_, text), token)| (text.clone(), token.clone()))
+            .collect(),
+    );
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..clients.max(1) {
+        let (client, next, work, url) = (
+            client.clone(),
+            next.clone(),
+            work.clone(),
+            format!("{base}/api/v1/tickets"),
+        );
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((text, token)) = work.get(i) else {
+                    return anyhow::Ok(());
+                };
+                let resp = client
+                    .post(&url)
+                    .bearer_auth(token)
+                    .json(&json!({ "message": text }))
+                    .send()
+                    .await?;
+                if resp.status() != reqwest::StatusCode::CREATED {
+                    bail!(
+                        "POST /api/v1/tickets: {} {}",
+                        resp.status(),
+                        resp.text().await?
+                    );
+                }
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// What PostgreSQL has done so far: transaction ids assigned (writing transactions; a
+/// read-only one takes none) and the CPU of every `postgres` process on this machine,
+/// exited backends included (their time is in the postmaster's children's time).
+pub(crate) struct PgCounters {
+    xid: f64,
+    cpu_ms: f64,
+}
+
+async fn postgres_counters(db: &Db, backend: &Backend) -> anyhow::Result<Option<PgCounters>> {
+    if !matches!(backend, Backend::Postgres(_)) {
+        return Ok(None);
+    }
+    // `txid_current_snapshot()`'s xmax: the next id to be assigned, without taking one.
+    let xid: String =
+        sqlx::query("SELECT CAST(txid_snapshot_xmax(txid_current_snapshot()) AS TEXT)")
+            .fetch_one(db.pool())
+            .await?
+            .try_get(0)?;
+    Ok(Some(PgCounters {
+        xid: xid.parse()?,
+        cpu_ms: postgres_cpu_ms(),
+    }))
+}
+
+/// User + system time of every process named `postgres`, with its reaped children's.
+fn postgres_cpu_ms() -> f64 {
+    let ticks_per_second = 100.0; // USER_HZ on Linux
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let mut ticks = 0.0;
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if !head.ends_with("(postgres") {
+            continue;
+        }
+        // After the name: state is field 3; utime, stime, cutime, cstime are 14–17.
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() < 15 {
+            continue;
+        }
+        ticks += fields[11..15]
+            .iter()
+            .filter_map(|f| f.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    ticks * 1000.0 / ticks_per_second
+}
