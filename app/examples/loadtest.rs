@@ -73,6 +73,55 @@ struct Args {
     /// 20; `pg_ctlcluster`, so root); 0 skips the outage.
     #[arg(long, default_value_t = 10)]
     db_outage_secs: u64,
+    /// Caps each `serve` instance at this share of one CPU (0.25 = a quarter), each in a
+    /// cgroup (v1 `cpu` controller, `cpu.cfs_quota_us`; root) of its own, so that the
+    /// instances, not the machine's cores, are what a scale-out run measures. Off when unset.
+    #[arg(long)]
+    cpu_quota: Option<f64>,
+}
+
+/// The `cpu` cgroups (v1) the instances run in, one each, removed when dropped.
+struct CpuCaps(Vec<PathBuf>);
+
+impl CpuCaps {
+    const ROOT: &'static str = "/sys/fs/cgroup/cpu";
+    const PERIOD_US: u64 = 100_000;
+
+    /// Puts the process `pid` in a new cgroup allowed `share` of one CPU.
+    fn cap(&mut self, pid: u32, share: f64) -> anyhow::Result<()> {
+        anyhow::ensure!(share > 0.0, "--cpu-quota must be above 0");
+        let dir = PathBuf::from(Self::ROOT).join(format!("refund-loadtest-{pid}"));
+        std::fs::create_dir_all(&dir).with_context(|| {
+            format!(
+                "creating {} (cgroup v1 cpu controller; needs root)",
+                dir.display()
+            )
+        })?;
+        self.0.push(dir.clone());
+        let quota = (share * Self::PERIOD_US as f64).round().max(1_000.0) as u64;
+        std::fs::write(dir.join("cpu.cfs_period_us"), Self::PERIOD_US.to_string())?;
+        std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
+        // `cgroup.procs` moves every thread of the process.
+        std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+        eprintln!("serve {pid} capped at {share} of a CPU ({})", dir.display());
+        Ok(())
+    }
+}
+
+impl Drop for CpuCaps {
+    fn drop(&mut self) {
+        // A cgroup is removed once its processes have gone; the instances are killed
+        // before this runs (declared before them, so dropped after), a moment's wait covers the
+        // reaping.
+        for dir in &self.0 {
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
 }
 
 /// Children are SIGKILLed when dropped, so every exit path cleans up.
@@ -253,6 +302,8 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         .timeout(Duration::from_secs(30))
         .pool_max_idle_per_host(args.concurrency)
         .build()?;
+    // Declared first so it is dropped last: the cgroups go once the instances have.
+    let mut caps = CpuCaps(Vec::new());
     let mut processes = Processes(Vec::new());
 
     // The payments mock, its own process; its webhooks go to the last instance (which
@@ -356,7 +407,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         }
     }
 
-    // The instances.
+    // The instances, each capped when asked.
     let mut instances = Vec::new();
     for (i, port) in ports.iter().enumerate() {
         let data_dir = dir.path().join(format!("instance-{i}"));
@@ -371,6 +422,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
             .kill_on_drop(true)
             .spawn()
             .context("starting refund-agent serve")?;
+        if let Some(share) = args.cpu_quota {
+            let pid = child.id().context("a running child has a pid")?;
+            caps.cap(pid, share)?;
+        }
         let url = format!("http://127.0.0.1:{port}");
         wait_until_up(&http, &format!("{url}/api/v1/healthz"), &mut child).await?;
         processes.0.push((format!("instance-{i}"), child));
@@ -734,6 +789,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let created = created.load(Ordering::Relaxed);
     let report = json!({
         "instances": args.instances,
+        "cpu_quota_per_instance": args.cpu_quota,
         "killed_instance_after_tickets": killed,
         "tickets_requested": args.tickets,
         "tickets_created": created,
