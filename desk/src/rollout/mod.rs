@@ -90,6 +90,45 @@ pub enum Mode {
     Assist,
 }
 
+/// A mode's name as the API, the pages and `rollout_cases.mode` carry it (`Mode` also
+/// carries a canary's percent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeName {
+    Shadow,
+    Canary,
+    Assist,
+}
+
+impl ModeName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModeName::Shadow => "shadow",
+            ModeName::Canary => "canary",
+            ModeName::Assist => "assist",
+        }
+    }
+
+    /// A stored name; anything else is a typed error naming it.
+    pub fn parse(name: &str) -> DomainResult<ModeName> {
+        match name {
+            "shadow" => Ok(ModeName::Shadow),
+            "canary" => Ok(ModeName::Canary),
+            "assist" => Ok(ModeName::Assist),
+            other => Err(DomainError::bad_request(
+                ErrorCode::InvalidMode,
+                format!("unknown mode '{other}': use shadow, canary or assist"),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ModeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Mode {
     /// Builds a mode from its name and a percentage (canary only, 1..=99).
     pub fn parse(name: &str, percent: Option<i64>) -> DomainResult<Mode> {
@@ -113,10 +152,15 @@ impl Mode {
     }
 
     pub fn name(self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// Its name without the percent.
+    pub fn kind(self) -> ModeName {
         match self {
-            Mode::Shadow => "shadow",
-            Mode::Canary { .. } => "canary",
-            Mode::Assist => "assist",
+            Mode::Shadow => ModeName::Shadow,
+            Mode::Canary { .. } => ModeName::Canary,
+            Mode::Assist => ModeName::Assist,
         }
     }
 
@@ -275,8 +319,7 @@ mod tests {
 pub struct ScopeStatus {
     /// `all`, `region:EU`, `product:annual_plan`, `request:duplicate_charge`.
     pub scope: String,
-    /// `shadow`, `canary` or `assist`.
-    pub mode: String,
+    pub mode: ModeName,
     pub percent: Option<u8>,
     /// Who set it: a staff id, `cli`, or `guard:<name>` for a demotion.
     pub updated_by: String,
@@ -291,7 +334,7 @@ pub struct ScopeStatus {
 pub struct RolloutStatus {
     /// The mode of every case no scope row applies to (`SHADOW_MODE`: on → shadow, off →
     /// assist).
-    pub default_mode: String,
+    pub default_mode: ModeName,
     /// How often the guards are evaluated, in milliseconds of the app clock.
     pub evaluation_period_ms: i64,
     /// Scopes with a mode of their own, most specific first.
@@ -309,7 +352,7 @@ pub async fn status(
     for m in modes::list(db).await? {
         scopes.push(ScopeStatus {
             scope: m.scope.to_string(),
-            mode: m.mode.name().to_string(),
+            mode: m.mode.kind(),
             percent: m.mode.percent(),
             updated_by: m.updated_by,
             reason: m.reason,
@@ -318,7 +361,7 @@ pub async fn status(
         });
     }
     Ok(RolloutStatus {
-        default_mode: default.name().to_string(),
+        default_mode: default.kind(),
         evaluation_period_ms: guards::EVALUATION_PERIOD_MS,
         scopes,
     })

@@ -207,8 +207,7 @@ pub async fn demote(
 pub struct CaseRollout {
     /// The scope whose mode applied (`default`: the start-up switch).
     pub scope: String,
-    /// `shadow`, `canary` or `assist`.
-    pub mode: String,
+    pub mode: super::ModeName,
     pub percent: Option<i64>,
     /// Whether the reviewer works from the agent's proposal.
     pub gets_proposal: bool,
@@ -221,7 +220,7 @@ impl CaseRollout {
     pub fn describe(&self) -> String {
         let mode = match self.percent {
             Some(p) => format!("{} {p}%", self.mode),
-            None => self.mode.clone(),
+            None => self.mode.to_string(),
         };
         let works = if self.gets_proposal {
             "the reviewer works from the agent's proposal"
@@ -289,7 +288,8 @@ pub async fn case_rollout(db: &Db, case_id: &str) -> DomainResult<Option<CaseRol
 fn case_row(r: &sqlx::any::AnyRow) -> DomainResult<CaseRollout> {
     Ok(CaseRollout {
         scope: r.try_get("scope")?,
-        mode: r.try_get("mode")?,
+        mode: super::ModeName::parse(&r.try_get::<String, _>("mode")?)
+            .map_err(|e| anyhow::anyhow!("stored rollout mode of a case: {e}"))?,
         percent: r.try_get("percent")?,
         gets_proposal: r.try_get::<i64, _>("gets_proposal")? == 1,
         note: r.try_get("note")?,

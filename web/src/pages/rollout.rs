@@ -41,7 +41,7 @@ pub(super) struct ScopeRow {
 pub(super) struct RolloutPage {
     nav: Nav,
     csrf: String,
-    default_mode: String,
+    default_mode: desk::rollout::ModeName,
     scopes: Vec<ScopeRow>,
     audit: Vec<(String, String, String)>,
     preview: guards::CanaryPreview,
@@ -105,7 +105,7 @@ async fn page(
         }
         let mode = match s.percent {
             Some(p) => format!("{} {p}%", s.mode),
-            None => s.mode.clone(),
+            None => s.mode.to_string(),
         };
         scopes.push(ScopeRow {
             scope: s.scope,
