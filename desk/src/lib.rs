@@ -49,7 +49,6 @@ pub mod shadow_live;
 pub mod shadow_pairs;
 pub mod state;
 pub mod states;
-pub mod terminal;
 pub mod tickets;
 pub mod views;
 pub mod watchdog;

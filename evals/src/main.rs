@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use desk::config::Config;
-use desk::terminal::Progress;
 use refund_evals::generate::{self, ComplaintBank};
 use refund_evals::suite::{self, ModelChoice};
+use terminal::Progress;
 
 #[derive(Parser)]
 #[command(
@@ -115,7 +115,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match desk::terminal::block_on(run(cli)) {
+    match terminal::block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

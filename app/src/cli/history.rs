@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::setup::{payments_client, provider};
 use desk::config::Config;
 use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryError};
-use desk::terminal::Progress;
+use terminal::Progress;
 
 /// The flags of `import history`.
 #[derive(clap::Args)]

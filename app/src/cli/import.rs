@@ -9,7 +9,7 @@ use super::setup::{payments_client, provider};
 use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
 use desk::onboarding::import::{self, ImportError};
-use desk::terminal::{Progress, Stages};
+use terminal::{Progress, Stages};
 
 pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::Result<()> {
     match command {

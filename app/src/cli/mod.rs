@@ -31,7 +31,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let log_format = cli.settings.log_format;
     init_logging(log_format);
-    match desk::terminal::block_on(run(cli)) {
+    match terminal::block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // With JSON logs the last word is a JSON line too, for the collector.

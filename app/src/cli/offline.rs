@@ -10,7 +10,7 @@ use policy_engine::{PolicySet, PolicySource};
 
 use desk::agent::investigator::Investigator;
 use desk::config::Config;
-use desk::terminal::Progress;
+use terminal::Progress;
 
 /// `index`: rebuilds the policy index from the policies (`policy_set`).
 pub(super) async fn rebuild_index(config: &Config) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::args::PolicyCommand;
 use super::offline::{open_index_blocking, read_history};
 use desk::config::Config;
-use desk::terminal::Progress;
+use terminal::Progress;
 
 pub(super) async fn policy(config: &Config, command: PolicyCommand) -> anyhow::Result<()> {
     let policies = || super::offline::policy_set(config);

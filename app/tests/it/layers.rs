@@ -16,7 +16,14 @@ use serde_json::Value;
 const FLOORS: &[&[&str]] = &[
     &["workspace-hack"],
     &["policy-engine"],
-    &["harness", "rag-index", "payments-mock", "domain", "store"],
+    &[
+        "harness",
+        "rag-index",
+        "payments-mock",
+        "domain",
+        "store",
+        "terminal",
+    ],
     &["desk"],
     &["web"],
     // The two binaries side by side: neither depends on the other.
@@ -30,7 +37,16 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     (
         "domain",
         &[
-            "sqlx", "axum", "reqwest", "askama", "tokio", "tantivy", "hyper",
+            "sqlx",
+            "axum",
+            "reqwest",
+            "askama",
+            "tokio",
+            "tantivy",
+            "hyper",
+            "lettre",
+            "openidconnect",
+            "indicatif",
         ],
     ),
     (
@@ -44,8 +60,9 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     ),
     // The database layer answers queries; it serves no HTTP and renders nothing.
     ("store", &["axum", "askama", "reqwest", "policy-engine"]),
-    // The workflow knows refunds, not the web edge (its HTTP is the provider's client).
-    ("desk", &["axum", "rmcp"]),
+    // The workflow knows refunds, not the web edge (its HTTP is the provider's client),
+    // and draws nothing at a terminal (the binaries' `terminal` crate does).
+    ("desk", &["axum", "rmcp", "indicatif"]),
 ];
 
 /// Outside crates a crate must not use itself, though a crate below it does: the web edge

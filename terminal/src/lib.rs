@@ -1,5 +1,6 @@
-//! What both binaries (`refund-agent` and `refund-evals`) do at the terminal, here below
-//! them so neither needs the other: the runtime a command runs on ([`block_on`]), and the
+//! What both binaries (`refund-agent` and `refund-evals`) do at the terminal, in a crate
+//! of its own below them so neither needs the other and the workflow (`desk`) draws
+//! nothing: the runtime a command runs on ([`block_on`]), and the
 //! progress of the long offline commands (`index`, `shadow`, `eval`, `import`), drawn with
 //! indicatif on stderr: one bar each, counting sections, tickets or scenarios, or one bar
 //! per stage of a command that has several ([`Stages`]: `import`).
