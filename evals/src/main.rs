@@ -1,7 +1,7 @@
 //! The `refund-evals` command line: the scenario eval suite (`eval`, also reached as
 //! `refund-agent eval`, which hands its command line over unchanged) and the
 //! historical-ticket generator (`generate-history`). Both take the same settings as
-//! `refund-agent` (`desk::config::Settings`: flags with environment fallbacks); the
+//! `refund-agent` (`settings::Settings`: flags with environment fallbacks); the
 //! report's path and nothing else goes to stdout.
 
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ use terminal::Progress;
 struct Cli {
     /// Every setting of `refund-agent` (the suite reads FIXTURES_DIR and LLM_*).
     #[command(flatten)]
-    settings: desk::config::Settings,
+    settings: settings::Settings,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,7 +125,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::from_settings(&cli.settings);
+    let config = settings::config_of(&cli.settings);
     match cli.command {
         Command::Eval {
             scenarios, k, out, ..

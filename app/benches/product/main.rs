@@ -57,7 +57,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use desk::agent::investigator::Investigator;
 use desk::clock::{Clock, ManualClock, SystemClock};
-use desk::config::Config;
 use desk::customer::NewTicket;
 use desk::state::Services;
 use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder};

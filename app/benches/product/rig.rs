@@ -90,7 +90,7 @@ impl Rig {
         .await
         .map_err(|e| anyhow::anyhow!("starting the payments mock: {e}"))?;
         let db = FreshDb::new(backend, dir.path()).await?;
-        let mut config = Config::from_env(dir.path());
+        let mut config = settings::config_from_env(dir.path());
         config.database_url = db.url.clone();
         config.payments_url = Some(mock.base_url());
         config.fixtures_dir = desk::config::default_fixtures_dir();

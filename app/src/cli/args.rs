@@ -15,9 +15,9 @@ use desk::auth::StaffRole;
     about = "Refund desk: an AI refund agent a support team can trust with money"
 )]
 pub(super) struct Cli {
-    /// Every setting, each a flag with an environment fallback (`config::Settings`).
+    /// Every setting, each a flag with an environment fallback (`settings::Settings`).
     #[command(flatten)]
-    pub(super) settings: desk::config::Settings,
+    pub(super) settings: settings::Settings,
     #[command(subcommand)]
     pub(super) command: Command,
 }
@@ -156,7 +156,7 @@ pub(super) enum ImportCommand {
         /// A CSV file with a header row, or JSON lines.
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = row_format())]
         format: Option<desk::onboarding::rows::Format>,
         /// Ask the provider nothing: given provider customers are taken as written and
         /// the others stay unlinked.
@@ -170,7 +170,7 @@ pub(super) enum ImportCommand {
         /// A CSV file with a header row, or JSON lines.
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = row_format())]
         format: Option<desk::onboarding::rows::Format>,
     },
     /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
@@ -469,4 +469,12 @@ fn demo_rate(text: &str) -> Result<f64, String> {
             "'{text}' is not a rate from 0.1 to 600 actions a minute"
         )),
     }
+}
+
+/// `--format` of `import customers|orders`: one of the names the rows module reads, listed
+/// in `--help` and in clap's message for any other.
+fn row_format() -> impl clap::builder::TypedValueParser<Value = desk::onboarding::rows::Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(desk::onboarding::rows::Format::NAMES)
+        .try_map(|name| name.parse::<desk::onboarding::rows::Format>())
 }

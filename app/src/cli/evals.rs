@@ -7,7 +7,7 @@ use anyhow::Context;
 /// `refund-agent eval` (docs/spec/interfaces.md) runs the scenario suite, which lives in the
 /// `refund-evals` binary outside the production library (issue 18: cargo forbids the
 /// app depending on a crate built on it). The command line is handed over unchanged —
-/// both binaries parse the same `config::Settings` and `eval` flags — and the suite's
+/// both binaries parse the same `settings::Settings` and `eval` flags — and the suite's
 /// exit status becomes ours.
 pub(super) async fn forward_to_refund_evals() -> anyhow::Result<()> {
     let program = refund_evals_binary()?;

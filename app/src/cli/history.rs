@@ -12,12 +12,19 @@ use desk::config::Config;
 use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryError};
 use terminal::Progress;
 
+/// `--format`: one of the names the history reader takes, listed in `--help`.
+fn history_format() -> impl clap::builder::TypedValueParser<Value = HistoryFormat> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(HistoryFormat::NAMES)
+        .try_map(|name| name.parse::<HistoryFormat>())
+}
+
 /// The flags of `import history`.
 #[derive(clap::Args)]
 pub(super) struct HistoryArgs {
     /// `zendesk` (tickets with comments and users: the API's pages or the JSON export's
     /// lines) or `csv` (ticket_id, created_at, requester_email, subject, body, tags).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = history_format())]
     format: HistoryFormat,
     /// The export.
     file: PathBuf,

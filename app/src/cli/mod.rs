@@ -23,7 +23,6 @@ use clap::Parser;
 pub use accounts::sign_in_url;
 use args::{Cli, Command};
 pub use demo::{DemoTraffic, TrafficStep};
-use desk::config::Config;
 
 pub fn main() -> ExitCode {
     // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
@@ -36,10 +35,10 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // With JSON logs the last word is a JSON line too, for the collector.
             match log_format {
-                desk::config::LogFormat::Json => {
+                settings::LogFormat::Json => {
                     tracing::error!(error = %format!("{e:#}"), "stopped by an error")
                 }
-                desk::config::LogFormat::Text => eprintln!("error: {e:#}"),
+                settings::LogFormat::Text => eprintln!("error: {e:#}"),
             }
             ExitCode::FAILURE
         }
@@ -49,21 +48,21 @@ pub fn main() -> ExitCode {
 /// Logs to stderr, filtered by `RUST_LOG`, as text or as JSON lines (`LOG_FORMAT`). The
 /// JSON form carries each event's span fields (the request id, the route), so a log
 /// collector can follow one request.
-fn init_logging(format: desk::config::LogFormat) {
+fn init_logging(format: settings::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
-        desk::config::LogFormat::Text => builder.init(),
-        desk::config::LogFormat::Json => builder.json().with_current_span(true).init(),
+        settings::LogFormat::Text => builder.init(),
+        settings::LogFormat::Json => builder.json().with_current_span(true).init(),
     }
 }
 
 /// Each command to its module.
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::from_settings(&cli.settings);
+    let config = settings::config_of(&cli.settings);
     match cli.command {
         Command::Serve { listen } => serve::serve(&config, listen.addr).await,
         Command::Demo { listen, rate } => {

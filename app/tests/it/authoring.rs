@@ -631,7 +631,7 @@ async fn second_instance(app: &TestApp) -> desk::state::Services {
 }
 
 async fn instance(app: &TestApp, name: &str) -> desk::state::Services {
-    let mut config = desk::config::Config::from_env(&app.dir.path().join(name));
+    let mut config = settings::config_from_env(&app.dir.path().join(name));
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());
     config.fixtures_dir = desk::config::default_fixtures_dir();

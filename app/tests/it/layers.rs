@@ -25,7 +25,8 @@ const FLOORS: &[&[&str]] = &[
         "terminal",
     ],
     &["desk"],
-    &["web"],
+    // The HTTP edge, and the settings both binaries parse: side by side.
+    &["web", "settings"],
     // The two binaries side by side: neither depends on the other.
     &["app", "refund-evals"],
 ];
@@ -62,7 +63,7 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     ("store", &["axum", "askama", "reqwest", "policy-engine"]),
     // The workflow knows refunds, not the web edge (its HTTP is the provider's client),
     // and draws nothing at a terminal (the binaries' `terminal` crate does).
-    ("desk", &["axum", "rmcp", "indicatif"]),
+    ("desk", &["axum", "rmcp", "indicatif", "clap"]),
 ];
 
 /// Outside crates a crate must not use itself, though a crate below it does: the web edge

@@ -192,7 +192,7 @@ async fn the_canary_split_is_deterministic_and_the_same_on_two_instances_sharing
     let admin = admin_token(&first).await;
     // A second instance: its own data dir, index and pool, on the first one's database.
     let dir = tempfile::tempdir().unwrap();
-    let mut config = desk::config::Config::from_env(dir.path());
+    let mut config = settings::config_from_env(dir.path());
     config.database_url = first.database_url.clone();
     config.payments_url = Some(first.mock.base_url());
     config.fixtures_dir = desk::config::default_fixtures_dir();

@@ -25,7 +25,6 @@ use axum::http::{Request, StatusCode};
 use desk::agent::investigator::Investigator;
 use desk::auth::{self, StaffRole};
 use desk::clock::{Clock, ManualClock};
-use desk::config::Config;
 use desk::state::Services;
 use desk::world::World;
 use futures_util::future::join_all;
@@ -109,7 +108,7 @@ impl Cluster {
         for i in 0..instances {
             // Per instance: data dir (and so the policy index). Shared: the database,
             // the provider, the policy files, the webhook secret.
-            let mut config = Config::from_env(&dir.path().join(format!("instance-{i}")));
+            let mut config = settings::config_from_env(&dir.path().join(format!("instance-{i}")));
             config.database_url = database_url.clone();
             config.payments_url = Some(mock.base_url());
             config.webhook_secret = SECRET.to_string();

@@ -48,11 +48,28 @@ pub struct SourceMessage {
 }
 
 /// The two shapes of `import history --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HistoryFormat {
     Zendesk,
     Csv,
+}
+
+impl HistoryFormat {
+    /// Every name `--format` takes.
+    pub const NAMES: [&'static str; 2] = ["zendesk", "csv"];
+}
+
+impl std::str::FromStr for HistoryFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<HistoryFormat, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "zendesk" => Ok(HistoryFormat::Zendesk),
+            "csv" => Ok(HistoryFormat::Csv),
+            other => Err(format!("unknown format '{other}': zendesk or csv")),
+        }
+    }
 }
 
 /// A Zendesk id: a number in the API, sometimes a string in exports.

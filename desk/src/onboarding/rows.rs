@@ -14,11 +14,28 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 /// The two shapes a file may have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     Csv,
     Jsonl,
+}
+
+impl Format {
+    /// Every name `--format` takes.
+    pub const NAMES: [&'static str; 2] = ["csv", "jsonl"];
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Format, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "csv" => Ok(Format::Csv),
+            "jsonl" => Ok(Format::Jsonl),
+            other => Err(format!("unknown format '{other}': csv or jsonl")),
+        }
+    }
 }
 
 impl Format {

@@ -396,7 +396,7 @@ fn scenario_config(
     // The shared index, linked in: opening an index reads it and writes nothing.
     #[cfg(unix)]
     std::os::unix::fs::symlink(&shared.index_dir, dir.join("policy-index"))?;
-    let mut config = Config::from_env(dir);
+    let mut config = settings::config_from_env(dir);
     config.database_url = store::Db::sqlite_url(dir);
     config.payments_url = Some(provider_url.to_string());
     config.fixtures_dir = shared.fixtures_dir.clone();

@@ -148,7 +148,7 @@ pub async fn app_on(
     model: Arc<dyn Model>,
     configure: impl FnOnce(&mut Config),
 ) -> TestApp {
-    let mut config = Config::from_env(dir.path());
+    let mut config = settings::config_from_env(dir.path());
     config.database_url = database_url;
     config.payments_url = Some(mock.base_url());
     config.fixtures_dir = desk::config::default_fixtures_dir();
