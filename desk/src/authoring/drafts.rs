@@ -7,6 +7,7 @@
 use policy_engine::PolicySource;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
+use time::Date;
 
 use super::{set_front_matter, validate, VersionText};
 use crate::auth::Staff;
@@ -134,7 +135,7 @@ pub async fn load_draft(db: &Db, clock: &dyn Clock, doc_id: &str) -> DomainResul
                 .and_then(|w| serde_json::from_str(&w).ok()),
             whatif_version: r.try_get("whatif_version")?,
         },
-        None => fresh_draft(db, doc_id).await?,
+        None => fresh_draft(db, doc_id, clock.now().date()).await?,
     };
     draft.problems = problems(&draft, clock);
     Ok(draft)
@@ -164,7 +165,10 @@ fn problems(draft: &Draft, clock: &dyn Clock) -> Vec<ProblemView> {
         .collect()
 }
 
-async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
+/// A draft of the next version starts valid (docs/spec/policies.md, "Authoring"): in
+/// force from tomorrow in the desk's clock, since a draft may not start in the past and
+/// the version it copies started long ago; the author changes the date in the form.
+async fn fresh_draft(db: &Db, doc_id: &str, today: Date) -> DomainResult<Draft> {
     let row = sqlx::query(
         "SELECT version, markdown, rules, status FROM policy_versions WHERE doc_id = $1
          ORDER BY version DESC LIMIT 1",
@@ -185,6 +189,12 @@ async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
         let markdown = set_front_matter(&markdown, "version", Some(&next.to_string()));
         let markdown = set_front_matter(&markdown, "status", Some("\"draft\""));
         let markdown = set_front_matter(&markdown, "effective_to", None);
+        let tomorrow = today.next_day().unwrap_or(today);
+        let markdown = set_front_matter(
+            &markdown,
+            "effective_from",
+            Some(&format!("\"{tomorrow}\"")),
+        );
         let markdown = set_front_matter(
             &markdown,
             "supersedes",
