@@ -313,3 +313,79 @@ async fn a_whatif_of_a_jpy_only_edit_lists_only_jpy_tickets() {
     );
     assert!(!page.contains("H-COL-07"), "{page}");
 }
+
+#[test]
+fn the_command_line_refuses_to_publish_a_mismatch_with_the_cell_and_a_failing_exit() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let command = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_refund-agent"));
+        cmd.current_dir(dir.path())
+            .arg("--data-dir")
+            .arg(&data)
+            .env("FIXTURES_DIR", &fixtures)
+            .env_remove("DATABASE_URL")
+            .env_remove("LLM_BASE_URL")
+            .env_remove("PAYMENTS_URL")
+            .env("RUST_LOG", "warn")
+            .args(args);
+        cmd
+    };
+    let mut add = command(&[
+        "staff",
+        "add",
+        "--email",
+        LEAD,
+        "--role",
+        "policy_author",
+        "--password-stdin",
+    ])
+    .stdin(std::process::Stdio::piped())
+    .spawn()
+    .expect("staff add");
+    add.stdin
+        .take()
+        .unwrap()
+        .write_all(b"correct horse battery\n")
+        .unwrap();
+    assert!(add.wait().unwrap().success());
+
+    // RP-004 v3 by hand: the rules say ¥20,000, the text still ¥15,000.
+    let v2 = std::fs::read_to_string(fixtures.join("policies/RP-004-v2.md")).unwrap();
+    let markdown = v2
+        .replace("version = 2", "version = 3")
+        .replace("status = \"published\"", "status = \"draft\"")
+        .replace(
+            "effective_from = \"2026-07-01\"",
+            "effective_from = \"2030-01-01\"",
+        );
+    let rules = std::fs::read_to_string(fixtures.join("policies/RP-004-v2.rules.toml"))
+        .unwrap()
+        .replace("RP-004@2", "RP-004@3")
+        .replace("JPY = \"15000\"", "JPY = \"20000\"");
+    let draft = dir.path().join("RP-004-v3.md");
+    std::fs::write(&draft, markdown).unwrap();
+    std::fs::write(dir.path().join("RP-004-v3.rules.toml"), rules).unwrap();
+    let draft = draft.to_str().unwrap();
+    let saved = command(&["policy", "draft", "RP-004", "--from", draft, "--as", LEAD])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&saved.stdout);
+    assert!(
+        said.contains("threshold (JPY)"),
+        "the problem is listed: {saved:?}"
+    );
+
+    let refused = command(&["policy", "publish", "RP-004", "--as", LEAD])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("row JPY") && stderr.contains("15,000") && stderr.contains("20,000"),
+        "{stderr}"
+    );
+}
