@@ -277,7 +277,7 @@ fn grouped(amount: &str) -> String {
     let digits: Vec<char> = whole.chars().collect();
     let mut out = String::new();
     for (i, digit) in digits.iter().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(*digit);
@@ -389,9 +389,8 @@ fn cells(line: &str) -> Vec<std::ops::Range<usize>> {
             pipes.push(i);
         }
     }
-    if line.trim_end().ends_with('|') {
-        // The closing pipe ends the last cell.
-    } else {
+    // Without a closing pipe, the last cell runs to the end of the line.
+    if !line.trim_end().ends_with('|') {
         pipes.push(line.len());
     }
     pipes

@@ -58,7 +58,7 @@ pub enum ValidationError {
     /// docs/spec/policies.md, "One source of truth": a table cell of the text states
     /// another number than the rules the engine enforces.
     #[error("the text and the rules disagree: {0}")]
-    TextDisagrees(Disagreement),
+    TextDisagrees(Box<Disagreement>),
 }
 
 /// A problem located: which file, which field, which line (1-based) where known.
@@ -160,7 +160,11 @@ fn disagreements(markdown: &str, rules: &PolicyRules) -> Vec<Located> {
         .into_iter()
         .map(|d| {
             let field = format!("{} ({})", d.column, d.row);
-            (field, Some(d.line), ValidationError::TextDisagrees(d))
+            (
+                field,
+                Some(d.line),
+                ValidationError::TextDisagrees(Box::new(d)),
+            )
         })
         .collect()
 }
