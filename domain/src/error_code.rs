@@ -105,6 +105,7 @@ error_codes! {
     OwnAccount => "own_account",
     PersonRequested => "person_requested",
     PolicyAllowsNoRefund => "policy_allows_no_refund",
+    PolicyTextDisagrees => "policy_text_disagrees",
     ReasonTooLong => "reason_too_long",
     RefundAlreadySubmitted => "refund_already_submitted",
     RefundInFlight => "refund_in_flight",

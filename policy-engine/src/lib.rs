@@ -7,6 +7,8 @@
 //! - [`document`] parses a policy version (Markdown with TOML front matter).
 //! - [`parameters`] parses the numbers beside it (`*.rules.toml`): windows, periods,
 //!   thresholds and the clause each rule cites. No policy number lives in code.
+//! - [`agreement`] checks that a text's tables state the numbers of its rules, and
+//!   renders them from the rules.
 //! - [`policy_set`] holds every version and answers "which version is in force".
 //! - [`facts`] is the input of a decision, [`decision`] its output.
 //! - [`engine`] is the decision itself: [`decide`] (live) and [`decide_with`] (what-if),
@@ -14,6 +16,7 @@
 //!   part of the decision; `trace` what every rule records (fired rules, facts, the
 //!   decision built from them), `selection` which version of each policy applies.
 
+pub mod agreement;
 pub mod catalog;
 pub mod decision;
 pub mod document;

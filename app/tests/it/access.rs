@@ -502,10 +502,20 @@ async fn a_co_authors_one_space_save_does_not_let_the_first_author_raise_the_app
         .collect::<Vec<_>>()
         .join("\n");
     assert_ne!(raised, rules);
-    let markdown = start["markdown"].as_str().unwrap().replace(
-        "effective_from = \"2026-07-01\"",
-        "effective_from = \"2026-12-01\"",
-    );
+    // The text's table states the rules' numbers, or publish refuses it
+    // (docs/spec/policies.md, "One source of truth").
+    let markdown: String = start["markdown"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|line| match line.split(" | ").next() {
+            Some(cell) if ["| CNY", "| USD", "| EUR", "| JPY"].contains(&cell) => {
+                format!("{cell} | 99,999,999 |")
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     let markdown = markdown.as_str();
     let saved = save_draft(&app, &first, "RP-004", 0, markdown, &json!(raised)).await;
     assert_eq!(saved["problems"], json!([]), "{saved}");

@@ -100,15 +100,19 @@ async fn a_policy_author_sets_thresholds_in_a_form_reads_the_whatif_in_words_and
         "saved into the draft's rules, the rest kept: {rules}"
     );
 
-    // At a desk: the draft keeps v2's date, already past; the author types the new one.
+    // At a desk: a new draft starts valid, in force from tomorrow (docs/spec/policies.md);
+    // the author types the date it should go in force.
     browser.set_window_size(1280, 800).await;
-    let problems = browser.text("#problems").await;
-    assert!(problems.contains("effective_from"), "{problems}");
+    assert!(
+        browser.find("#valid").await.is_some(),
+        "{}",
+        browser.text("#problems").await
+    );
     edit_line(
         &browser,
         "#draft-form textarea[name=markdown]",
         "effective_from",
-        "2026-07-01\"".len(),
+        "2026-11-30\"".len(),
         &format!("{IN_FORCE_FROM}\""),
     )
     .await;
@@ -126,11 +130,15 @@ async fn a_policy_author_sets_thresholds_in_a_form_reads_the_whatif_in_words_and
     browser.wait_for_url("done=checked").await;
     browser.wait_until_loaded().await;
     let roles = browser.text("#whatif-roles").await;
-    // Each history ticket's old side is the version in force on its date
-    // (docs/spec/policies.md, "Which version decides"): H-COL-04 and H-DUP-04 (¥9,800
-    // each) and H-RPT-03 (¥12,000) cross the new ¥5,000; H-COL-07 (€120.00, May 2026)
-    // was under RP-004@1's €150.00 and is above the draft's €100.00.
-    assert_eq!(roles, "agent → supervisor for 4 tickets, €120.00 + ¥31,600");
+    // The old side is RP-004@2, the version the draft edits (docs/spec/policies.md,
+    // "What-if"): H-COL-04 and H-DUP-04 (¥9,800 each) and H-RPT-03 (¥12,000) cross the
+    // new ¥5,000, and nothing but JPY changed.
+    assert_eq!(roles, "agent → supervisor for 3 tickets, ¥31,600");
+    let summary = browser.text("#whatif-summary").await;
+    assert!(
+        summary.contains("against RP-004 v2, the version this draft edits"),
+        "{summary}"
+    );
     let tickets = browser.text("#whatif-tickets").await;
     assert!(
         tickets.contains("H-RPT-03: refund → refund, approver agent → supervisor, ¥12,000"),
@@ -164,14 +172,18 @@ async fn a_policy_author_sets_thresholds_in_a_form_reads_the_whatif_in_words_and
     browser.close().await;
 
     // Records: v3 holds the new threshold and is in force from its own date, not today.
-    let (status, rules): (String, String) = sqlx::query_as(
-        "SELECT status, rules FROM policy_versions WHERE doc_id = 'RP-004' AND version = 3",
+    let (status, rules, markdown): (String, String, String) = sqlx::query_as(
+        "SELECT status, rules, markdown FROM policy_versions WHERE doc_id = 'RP-004' AND version = 3",
     )
     .fetch_one(app.state.db.reader())
     .await
     .unwrap();
     assert_eq!(status, "published");
     assert!(rules.contains("JPY = \"5000\""), "{rules}");
+    assert!(
+        markdown.contains("| JPY | 5,000 |"),
+        "the text says it too: {markdown}"
+    );
     let policies = app.state.clone().policies;
     let today = app.clock.now().date();
     let version_on = |date: time::Date| policies.in_force("RP-004", date).map(|d| d.meta.version);

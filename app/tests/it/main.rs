@@ -41,6 +41,7 @@ mod observability;
 mod onboarding;
 mod openapi;
 mod payments;
+mod policy_truth;
 mod presence;
 mod repeats;
 mod resolve_properties;

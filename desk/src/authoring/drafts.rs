@@ -4,9 +4,10 @@
 //! draft, a unified diff from the saver's text to it, and the saver's own text back —
 //! two authors never overwrite each other and nothing typed is lost.
 
-use policy_engine::PolicySource;
+use policy_engine::{PolicyDocument, PolicyRules, PolicySource};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
+use time::Date;
 
 use super::{set_front_matter, validate, VersionText};
 use crate::auth::Staff;
@@ -134,7 +135,7 @@ pub async fn load_draft(db: &Db, clock: &dyn Clock, doc_id: &str) -> DomainResul
                 .and_then(|w| serde_json::from_str(&w).ok()),
             whatif_version: r.try_get("whatif_version")?,
         },
-        None => fresh_draft(db, doc_id).await?,
+        None => fresh_draft(db, doc_id, clock.now().date()).await?,
     };
     draft.problems = problems(&draft, clock);
     Ok(draft)
@@ -164,7 +165,10 @@ fn problems(draft: &Draft, clock: &dyn Clock) -> Vec<ProblemView> {
         .collect()
 }
 
-async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
+/// A draft of the next version starts valid (docs/spec/policies.md, "Authoring"): in
+/// force from tomorrow in the desk's clock, since a draft may not start in the past and
+/// the version it copies started long ago; the author changes the date in the form.
+async fn fresh_draft(db: &Db, doc_id: &str, today: Date) -> DomainResult<Draft> {
     let row = sqlx::query(
         "SELECT version, markdown, rules, status FROM policy_versions WHERE doc_id = $1
          ORDER BY version DESC LIMIT 1",
@@ -185,6 +189,12 @@ async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
         let markdown = set_front_matter(&markdown, "version", Some(&next.to_string()));
         let markdown = set_front_matter(&markdown, "status", Some("\"draft\""));
         let markdown = set_front_matter(&markdown, "effective_to", None);
+        let tomorrow = today.next_day().unwrap_or(today);
+        let markdown = set_front_matter(
+            &markdown,
+            "effective_from",
+            Some(&format!("\"{tomorrow}\"")),
+        );
         let markdown = set_front_matter(
             &markdown,
             "supersedes",
@@ -196,6 +206,7 @@ async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
                 &format!("policy = \"{doc_id}@{next}\""),
             )
         });
+        let markdown = tables_from_rules(markdown, rules.as_deref());
         (next, DraftText { markdown, rules })
     };
     Ok(Draft {
@@ -210,6 +221,19 @@ async fn fresh_draft(db: &Db, doc_id: &str) -> DomainResult<Draft> {
         whatif: None,
         whatif_version: None,
     })
+}
+
+/// The copied text with its tables stated from the copied rules — what the engine
+/// enforces — so a draft of a version stored before the two had to agree starts valid
+/// too (docs/spec/policies.md, "One source of truth"); an agreeing text is unchanged.
+fn tables_from_rules(markdown: String, rules: Option<&str>) -> String {
+    let Ok(document) = PolicyDocument::parse(&markdown) else {
+        return markdown;
+    };
+    match rules.map(|r| PolicyRules::parse(r, &document)) {
+        Some(Ok(rules)) => policy_engine::agreement::render(&markdown, &rules),
+        _ => markdown,
+    }
 }
 
 async fn authors(db: &Db, doc_id: &str) -> DomainResult<Vec<String>> {
@@ -355,5 +379,23 @@ pub fn as_source(draft: &Draft) -> PolicySource {
         name: draft.file_name(),
         markdown: draft.text.markdown.clone(),
         rules: draft.text.rules.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RP004: &str = include_str!("../../../fixtures/policies/RP-004-v2.md");
+    const RP004_RULES: &str = include_str!("../../../fixtures/policies/RP-004-v2.rules.toml");
+
+    #[test]
+    fn a_fresh_draft_of_a_contradicting_version_states_the_rules_numbers() {
+        let enforced = RP004_RULES.replace("JPY = \"15000\"", "JPY = \"20000\"");
+        let text = tables_from_rules(RP004.to_string(), Some(&enforced));
+        assert_eq!(text, RP004.replace("| JPY | 15,000 |", "| JPY | 20,000 |"));
+        let agreeing = tables_from_rules(RP004.to_string(), Some(RP004_RULES));
+        assert_eq!(agreeing, RP004);
+        assert_eq!(tables_from_rules(RP004.to_string(), None), RP004);
     }
 }

@@ -84,7 +84,7 @@ pub(crate) fn with_version(
 
 /// `markdown` with front matter `key = value` (`value` a TOML literal) set, replacing
 /// the line that sets it or added after `effective_from`; `None` removes the line.
-pub(crate) fn set_front_matter(markdown: &str, key: &str, value: Option<&str>) -> String {
+pub fn set_front_matter(markdown: &str, key: &str, value: Option<&str>) -> String {
     let Some(rest) = markdown.strip_prefix("+++") else {
         return markdown.to_string();
     };

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use policy_engine::{Facts, PolicySet};
+use policy_engine::{Facts, PolicyDocument, PolicyRules, PolicySet};
 use rag_index::PolicyIndex;
 use serde::Serialize;
 use time::Date;
@@ -207,6 +207,7 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
     if draft.version != seen {
         return Err(draft_changed());
     }
+    check_agreement(draft)?;
     draft.check_problems()?;
     // Nobody publishes effects they have not seen (docs/spec/policies.md).
     if draft.whatif_version != Some(seen) || reviewed.whatif_version.is_some_and(|w| w != seen) {
@@ -216,6 +217,30 @@ fn check_publishable(draft: &Draft, reviewed: Reviewed) -> DomainResult<()> {
         ));
     }
     Ok(())
+}
+
+/// docs/spec/policies.md, "One source of truth": a version whose text states another
+/// number than its rules is never published — the citation would show one number, the
+/// engine enforce another. Refused with its own code, naming the first cell.
+fn check_agreement(draft: &Draft) -> DomainResult<()> {
+    let markdown = &draft.text.markdown;
+    let (Ok(document), Some(rules)) = (PolicyDocument::parse(markdown), &draft.text.rules) else {
+        return Ok(()); // Not a version yet: `check_problems` names what is wrong.
+    };
+    let Ok(rules) = PolicyRules::parse(rules, &document) else {
+        return Ok(());
+    };
+    let found = policy_engine::agreement::check(markdown, &rules);
+    match found.first() {
+        None => Ok(()),
+        Some(first) => Err(DomainError::bad_request(
+            ErrorCode::PolicyTextDisagrees,
+            format!(
+                "the text and the rules disagree in {} cell(s); first: {first}. Edit the thresholds form (it writes both) or make the text state the rules' numbers",
+                found.len()
+            ),
+        )),
+    }
 }
 
 /// docs/spec/roles.md: with `POLICY_SECOND_APPROVER=on` nobody publishes a draft they

@@ -1,6 +1,7 @@
 //! Validation of one policy version before anything else is done with it (issue 22):
 //! the front matter, the section numbering, the rules file, every rule's citation, and
-//! the effective date against the clock. Each problem names its file, its field and,
+//! the effective date against the clock, and that the text's tables state the rules'
+//! numbers (`policy_engine::agreement`). Each problem names its file, its field and,
 //! where the text shows it, its line; the kinds are a typed enum, never bare strings.
 //!
 //! It reads strings, never files (the CLI and the draft store do the I/O), and it
@@ -12,6 +13,7 @@
 
 use std::fmt;
 
+use policy_engine::agreement::{self, Disagreement};
 use policy_engine::{PolicyDocument, PolicyRules, PolicyStatus};
 use time::Date;
 
@@ -53,6 +55,10 @@ pub enum ValidationError {
     EffectiveDateInPast { date: Date, today: Date },
     #[error("this draft is {expected}, the front matter says {found}")]
     NotThisVersion { expected: String, found: String },
+    /// docs/spec/policies.md, "One source of truth": a table cell of the text states
+    /// another number than the rules the engine enforces.
+    #[error("the text and the rules disagree: {0}")]
+    TextDisagrees(Box<Disagreement>),
 }
 
 /// A problem located: which file, which field, which line (1-based) where known.
@@ -136,8 +142,31 @@ pub fn validate(text: VersionText<'_>, today: Date) -> Vec<Problem> {
                 .into_iter()
                 .map(|(f, l, e)| problem(&name, &f, l, e)),
         );
+        if let (true, Ok(parsed)) = (problems.is_empty(), PolicyRules::parse(rules, &document)) {
+            problems.extend(
+                disagreements(text.markdown, &parsed)
+                    .into_iter()
+                    .map(|(f, l, e)| problem(md, &f, l, e)),
+            );
+        }
     }
     problems
+}
+
+/// Every table cell of the text that states another number than the rules, located in
+/// the Markdown: the field names the column and the row (`threshold (JPY)`).
+fn disagreements(markdown: &str, rules: &PolicyRules) -> Vec<Located> {
+    agreement::check(markdown, rules)
+        .into_iter()
+        .map(|d| {
+            let field = format!("{} ({})", d.column, d.row);
+            (
+                field,
+                Some(d.line),
+                ValidationError::TextDisagrees(Box::new(d)),
+            )
+        })
+        .collect()
 }
 
 /// A draft's front matter must name the document and version it is the draft of: a

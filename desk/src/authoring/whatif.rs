@@ -1,13 +1,16 @@
 //! What-if (issue 22): a saved draft against historical tickets, decided through
 //! `replay::policy_diff` — the machinery of `refund-agent policy diff` — or against
 //! the facts live cases of the last N days were decided on (`replay::facts_diff`), with
-//! the draft pinned on the new side and the versions in force on the old. The report
-//! is stored with the draft together with the draft version it checked, so whoever
-//! publishes sees what was checked and whether the text changed since.
+//! the draft pinned on the new side and the draft's base — the version it edits — pinned
+//! on the old (docs/spec/policies.md, "What-if"): the same tickets under the base and
+//! under the draft, so every difference listed is caused by the edit, not by a ticket
+//! dated under an older version. The report is stored with the draft together with the
+//! draft version it checked, so whoever publishes sees what was checked and whether the
+//! text changed since.
 
 use std::sync::Arc;
 
-use policy_engine::{Facts, PolicySet};
+use policy_engine::{Facts, PolicyDocument, PolicySet, PolicyStatus};
 use rag_index::PolicyIndex;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +37,11 @@ pub struct WhatIf {
     /// Each changed ticket: id, what changed, the outcome on each side.
     pub tickets: Vec<ChangedTicket>,
     pub errors: usize,
+    /// The version the draft was compared with (`RP-004@2`, the one it edits); absent
+    /// for a document with no published version, and from what-ifs stored before it,
+    /// which compared with the versions in force on each ticket's date.
+    #[serde(default)]
+    pub base: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,14 +75,44 @@ pub async fn set_with_draft(db: &Db, draft: &Draft) -> DomainResult<PolicySet> {
     })
 }
 
-/// The saved draft of `doc_id`, if a what-if may run on it, and the set pinning it. A
+/// The version a draft edits: the published version its `supersedes` names, else the
+/// document's latest published version below the draft's number; `None` for a document
+/// never published.
+pub fn base_version(set: &PolicySet, draft: &Draft) -> Option<String> {
+    let published = |d: &PolicyDocument| {
+        d.meta.id == draft.doc_id
+            && d.meta.status == PolicyStatus::Published
+            && d.meta.version < draft.policy_version
+    };
+    let named = PolicyDocument::parse(&draft.text.markdown)
+        .ok()
+        .and_then(|d| d.meta.supersedes)
+        .filter(|r| set.resolve_ref(r).is_ok_and(published));
+    named.or_else(|| {
+        set.documents()
+            .iter()
+            .filter(|d| published(d))
+            .max_by_key(|d| d.meta.version)
+            .map(|d| d.meta.version_ref())
+    })
+}
+
+/// What one what-if compares: the set, the draft's base pinned on the old side (none:
+/// the versions in force), the draft pinned on the new.
+struct Sides {
+    set: PolicySet,
+    base: Vec<String>,
+    draft: Vec<String>,
+}
+
+/// The saved draft of `doc_id`, if a what-if may run on it, and the sides it compares. A
 /// draft with validation problems is refused: there is nothing sound to check.
 async fn checked_draft(
     db: &Db,
     clock: &dyn Clock,
     staff: &Staff,
     doc_id: &str,
-) -> DomainResult<(Draft, PolicySet, Vec<String>)> {
+) -> DomainResult<(Draft, Sides)> {
     drafts::check_author(staff)?;
     let draft = drafts::load_draft(db, clock, doc_id).await?;
     if draft.version == 0 {
@@ -85,8 +123,14 @@ async fn checked_draft(
     }
     draft.check_problems()?;
     let set = set_with_draft(db, &draft).await?;
+    let base = base_version(&set, &draft).into_iter().collect();
     let pin = vec![format!("{doc_id}@{}", draft.policy_version)];
-    Ok((draft, set, pin))
+    let sides = Sides {
+        set,
+        base,
+        draft: pin,
+    };
+    Ok((draft, sides))
 }
 
 /// Runs the saved draft of `doc_id` against `tickets` and stores the result with it.
@@ -98,12 +142,13 @@ pub async fn run_against_history(
     doc_id: &str,
     (name, tickets): (&str, &[HistoricalTicket]),
 ) -> DomainResult<WhatIf> {
-    let (draft, set, pin) = checked_draft(db, clock, staff, doc_id).await?;
-    let report = crate::replay::policy_diff(&set, index, tickets, &[], &pin, |_, _| {})
+    let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
+    let (set, base, pin) = (&sides.set, &sides.base, &sides.draft);
+    let report = crate::replay::policy_diff(set, index, tickets, base, pin, |_, _| {})
         .await
         .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     let against = format!("history {name} ({} tickets)", tickets.len());
-    let whatif = summary(&report, &draft, staff, clock, against);
+    let whatif = summary(&report, (&draft, &sides), staff, clock, against);
     store(db, doc_id, &whatif).await?;
     Ok(whatif)
 }
@@ -132,10 +177,10 @@ pub async fn run_against_live(
             format!("live days must be 1 to {MAX_LIVE_DAYS}, not {days}"),
         ));
     }
-    let (draft, set, pin) = checked_draft(db, clock, staff, doc_id).await?;
+    let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
     let since = clock.now_ms() - i64::from(days) * 86_400_000;
     let (recorded, unreadable) = recorded_cases(db, since).await?;
-    let mut report = crate::replay::facts_diff(&set, &recorded, &[], &pin)
+    let mut report = crate::replay::facts_diff(&sides.set, &recorded, &sides.base, &sides.draft)
         .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     report.total += unreadable.len();
     report.errors = unreadable;
@@ -143,7 +188,7 @@ pub async fn run_against_live(
         "live decisions of the last {days} day(s) ({} cases)",
         report.total
     );
-    let whatif = summary(&report, &draft, staff, clock, against);
+    let whatif = summary(&report, (&draft, &sides), staff, clock, against);
     store(db, doc_id, &whatif).await?;
     Ok(whatif)
 }
@@ -177,7 +222,7 @@ async fn recorded_cases(
 
 fn summary(
     report: &DiffReport,
-    draft: &Draft,
+    (draft, sides): (&Draft, &Sides),
     staff: &Staff,
     clock: &dyn Clock,
     against: String,
@@ -204,6 +249,7 @@ fn summary(
             })
             .collect(),
         errors: report.errors.len(),
+        base: sides.base.first().cloned(),
     }
 }
 

@@ -1,11 +1,11 @@
-//! Policy Markdown as HTML (issue 17): rendered with pulldown-cmark, raw HTML turned into
-//! text (an author's `<script>` is shown, never run), and every numbered clause
-//! (a paragraph that starts `2.1`, `3.2.1`…) given an anchor `c2.1`, so a citation
+//! Policy Markdown as HTML (issue 17): rendered with pulldown-cmark (tables included),
+//! raw HTML turned into text (an author's `<script>` is shown, never run), and every
+//! numbered clause (a paragraph that starts `2.1`, `3.2.1`…) given an anchor `c2.1`, so a citation
 //! `RP-001@2#2.1` lands on its clause. Links go only where a policy may point — a
 //! relative path, `#`, `http(s):` or `mailto:` — and no image is fetched from another
 //! site (a policy page is read by staff signed in to the console).
 
-use pulldown_cmark::{CowStr, Event, Parser, Tag, TagEnd};
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 
 /// Whether a link target is one a policy may use: a relative path or `#fragment`, or an
 /// `http:`, `https:` or `mailto:` address. Browsers ignore tabs and line breaks inside a
@@ -71,7 +71,9 @@ fn clause_number(text: &str) -> Option<&str> {
 pub(super) fn render(markdown: &str) -> String {
     // A remote image's end becomes the `]` closing its `[image: alt` text.
     let mut remote_image = Vec::new();
-    let events: Vec<Event> = Parser::new(markdown)
+    // Tables on: the policies state their thresholds and periods in tables, which a
+    // reader must see as tables, not rows of pipes (docs/spec/policies.md).
+    let events: Vec<Event> = Parser::new_ext(markdown, Options::ENABLE_TABLES)
         .map(|event| {
             if let Event::Start(Tag::Image { dest_url, .. }) = &event {
                 remote_image.push(!local_image(dest_url));
@@ -151,6 +153,15 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("<img src=\"/static/logo.png\""), "{html}");
+    }
+
+    #[test]
+    fn a_policy_table_is_an_html_table() {
+        let html = render("| currency | threshold |\n|---|---|\n| JPY | 15,000 |\n");
+        assert!(html.contains("<table>"), "{html}");
+        assert!(html.contains("<th>currency</th>"), "{html}");
+        assert!(html.contains("<td>JPY</td><td>15,000</td>"), "{html}");
+        assert!(!html.contains("|---|"), "{html}");
     }
 
     #[test]

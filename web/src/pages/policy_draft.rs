@@ -84,6 +84,8 @@ struct DraftPage {
 /// The last what-if, as the publisher reads it.
 struct WhatIfView {
     against: String,
+    /// `against RP-004 v2, the version this draft edits`.
+    compared: String,
     ran_by: String,
     ran_at: String,
     total: usize,
@@ -125,6 +127,7 @@ fn whatif_view(draft: &Draft) -> Option<WhatIfView> {
             .map(super::whatif_words::ticket_line)
             .collect(),
         roles: super::whatif_words::role_shifts(&whatif.tickets),
+        compared: super::whatif_words::compared_with(whatif.base.as_deref()),
         against: whatif.against,
         ran_by: whatif.ran_by,
         ran_at: whatif.ran_at,
@@ -290,8 +293,8 @@ async fn thresholds_submit(
     };
     let rules = draft.text.rules.clone().unwrap_or_default();
     let written = policy_thresholds::apply(&draft.text.markdown, &rules, &form.thresholds);
-    let rules = match written {
-        Ok(rules) => rules,
+    let written = match written {
+        Ok(written) => written,
         Err(why) => {
             let mut page = page(&state, &session, &draft, &draft.text, None);
             page.thresholds = Some(form.thresholds);
@@ -299,9 +302,11 @@ async fn thresholds_submit(
             return with_status(StatusCode::BAD_REQUEST, render(&page));
         }
     };
+    // The rules and the text's tables together: docs/spec/policies.md, "One source of
+    // truth".
     let text = DraftText {
-        markdown: draft.text.markdown.clone(),
-        rules: Some(rules),
+        markdown: written.markdown,
+        rules: Some(written.rules),
     };
     let staff = &session.staff;
     let expected = form.expected_version.trim().parse().unwrap_or(-1);

@@ -2,13 +2,18 @@
 //! role up to the threshold, the role above it and the amount per currency, written
 //! into the draft's rules file for its author — only those lines change, every comment
 //! and other rule stays — then read back through the policy engine's own parser
-//! (`PolicyRules::parse`), so what the form saves is what the engine will read. A
-//! refused form is shown again with the reason beside it and what was typed.
+//! (`PolicyRules::parse`), so what the form saves is what the engine will read. The
+//! text's threshold table is rendered from those rules (`policy_engine::agreement`:
+//! only the cells that changed are rewritten), so the number staff read and the agent
+//! cites is the number enforced (docs/spec/policies.md, "One source of truth"); the
+//! date the version goes in force is a field of the form too. A refused form is shown
+//! again with the reason beside it and what was typed.
 //!
 //! It decides nothing and publishes nothing: the result is a saved draft, checked,
 //! what-iffed and published as any other.
 
-use policy_engine::{Currency, Money, PolicyDocument, PolicyRules, Role};
+use desk::authoring::set_front_matter;
+use policy_engine::{agreement, Currency, Money, PolicyDocument, PolicyRules, Role};
 
 /// The currencies the desk refunds in (docs/spec/domain.md), the form's rows.
 pub(super) const CURRENCIES: [Currency; 4] =
@@ -27,6 +32,16 @@ pub(super) struct Thresholds {
     pub eur: String,
     #[serde(default, rename = "JPY")]
     pub jpy: String,
+    /// `YYYY-MM-DD`: the front matter's `effective_from`; blank keeps the draft's.
+    #[serde(default)]
+    pub effective_from: String,
+}
+
+/// What the form writes: the draft's text (tables and date) and its rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Written {
+    pub markdown: String,
+    pub rules: String,
 }
 
 impl Thresholds {
@@ -68,12 +83,14 @@ pub(super) fn read(markdown: &str, rules: &str) -> Option<Thresholds> {
         usd: amount(Currency::USD),
         eur: amount(Currency::EUR),
         jpy: amount(Currency::JPY),
+        effective_from: document.meta.effective_from.to_string(),
     })
 }
 
 /// The draft's rules with the form's values written in, checked field by field and then
-/// through the engine's parser; the error names the field, in words.
-pub(super) fn apply(markdown: &str, rules: &str, form: &Thresholds) -> Result<String, String> {
+/// through the engine's parser, and its text with the tables rendered from those rules
+/// and the date set; the error names the field, in words.
+pub(super) fn apply(markdown: &str, rules: &str, form: &Thresholds) -> Result<Written, String> {
     let role = |field: &str, value: &str| {
         value
             .trim()
@@ -100,9 +117,20 @@ pub(super) fn apply(markdown: &str, rules: &str, form: &Thresholds) -> Result<St
             &money.amount_string(),
         );
     }
-    let document = PolicyDocument::parse(markdown).map_err(|e| format!("the document: {e}"))?;
-    PolicyRules::parse(&rules, &document).map_err(|e| format!("the rules: {e}"))?;
-    Ok(rules)
+    let markdown = match form.effective_from.trim() {
+        "" => markdown.to_string(),
+        typed => {
+            let date = policy_engine::parse_date(typed)
+                .map_err(|_| format!("in force from: '{typed}' is not a date (YYYY-MM-DD)"))?;
+            set_front_matter(markdown, "effective_from", Some(&format!("\"{date}\"")))
+        }
+    };
+    let document = PolicyDocument::parse(&markdown).map_err(|e| format!("the document: {e}"))?;
+    let parsed = PolicyRules::parse(&rules, &document).map_err(|e| format!("the rules: {e}"))?;
+    Ok(Written {
+        markdown: agreement::render(&markdown, &parsed),
+        rules,
+    })
 }
 
 /// `rules` with `key = "value"` in `[section]`: the line replaced where it is, else
@@ -176,6 +204,7 @@ mod tests {
             usd: "100.00".into(),
             eur: "100.00".into(),
             jpy: jpy.into(),
+            effective_from: String::new(),
         }
     }
 
@@ -184,13 +213,38 @@ mod tests {
         let read = read(MARKDOWN, RULES).expect("RP-004 has approval rules");
         assert_eq!(read.jpy, "15000");
         assert_eq!(read.up_to_threshold, "agent");
-        let written = apply(MARKDOWN, RULES, &form("agent", "20000")).unwrap();
+        let both = apply(MARKDOWN, RULES, &form("agent", "20000")).unwrap();
+        let written = both.rules;
         assert!(written.contains("JPY = \"20000\"") && written.contains("CNY = \"800.00\""));
         assert!(!written.contains("JPY = \"15000\""));
         let kept: Vec<&str> = RULES.lines().filter(|l| l.starts_with('#')).collect();
         assert!(kept.iter().all(|c| written.contains(c)), "comments stay");
         assert_eq!(written.lines().count(), RULES.lines().count());
         assert_eq!(read_back(&written).jpy, "20000");
+        // The text's table says what the rules say; nothing else in it moved.
+        let expected = MARKDOWN
+            .replace("| JPY | 15,000 |", "| JPY | 20,000 |")
+            .replace("| CNY | 500.00 |", "| CNY | 800.00 |");
+        assert_eq!(both.markdown, expected);
+    }
+
+    #[test]
+    fn the_form_sets_the_date_the_version_goes_in_force() {
+        let mut typed = form("agent", "15000");
+        typed.effective_from = "2027-02-01".into();
+        let both = apply(MARKDOWN, RULES, &typed).unwrap();
+        assert_eq!(
+            both.markdown,
+            MARKDOWN
+                .replace(
+                    "effective_from = \"2026-07-01\"",
+                    "effective_from = \"2027-02-01\""
+                )
+                .replace("| CNY | 500.00 |", "| CNY | 800.00 |")
+        );
+        typed.effective_from = "next week".into();
+        let error = apply(MARKDOWN, RULES, &typed).unwrap_err();
+        assert!(error.starts_with("in force from: 'next week'"), "{error}");
     }
 
     fn read_back(rules: &str) -> Thresholds {

@@ -1,6 +1,7 @@
 //! A what-if in a lead's words (issue 38): who must approve how much more or less —
 //! "agent → supervisor for 3 tickets, ¥58,400" — instead of the field names that
-//! changed ("refund → refund (approver_role)").
+//! changed ("refund → refund (approver_role)"), and what the draft was compared with
+//! ("against RP-004 v2, the version this draft edits").
 //!
 //! Reads the stored `WhatIf` only; decides nothing and formats money through
 //! `domain::money_text` (English, as the console is).
@@ -9,6 +10,16 @@ use std::collections::BTreeMap;
 
 use desk::authoring::whatif::ChangedTicket;
 use policy_engine::{Currency, Money};
+
+/// What the draft was compared with, in words: `against RP-004 v2, the version this
+/// draft edits`; a what-if stored before the base was pinned compared with the versions
+/// in force on each ticket's date, and says so.
+pub(super) fn compared_with(base: Option<&str>) -> String {
+    match base.and_then(|b| b.split_once('@')) {
+        Some((doc, version)) => format!("against {doc} v{version}, the version this draft edits"),
+        None => "against the versions in force on each ticket's date".into(),
+    }
+}
 
 /// The role a side asks for, in words; "no approval" when it refunds nothing.
 fn role_word(role: &Option<String>) -> &str {
@@ -154,6 +165,15 @@ mod tests {
             ticket_line(&tickets[0]),
             "T-1: refund → refund, approver agent → supervisor, ¥19,800"
         );
+    }
+
+    #[test]
+    fn the_comparison_names_the_base_version() {
+        assert_eq!(
+            compared_with(Some("RP-004@2")),
+            "against RP-004 v2, the version this draft edits"
+        );
+        assert!(compared_with(None).contains("in force on each ticket's date"));
     }
 
     #[test]

@@ -275,3 +275,44 @@ fn a_draft_starting_today_is_not_in_the_past() {
     );
     assert_eq!(problems(&today, Some(&rules)), vec![]);
 }
+
+#[test]
+fn a_table_cell_that_states_another_number_than_the_rules_is_a_problem_of_the_text() {
+    const RP004: &str = include_str!("../../../../fixtures/policies/RP-004-v2.md");
+    const RP004_RULES: &str = include_str!("../../../../fixtures/policies/RP-004-v2.rules.toml");
+    let markdown = RP004
+        .replace("version = 2", "version = 3")
+        .replace("status = \"published\"", "status = \"draft\"")
+        .replace(
+            "effective_from = \"2026-07-01\"",
+            "effective_from = \"2027-01-01\"",
+        );
+    let rules = RP004_RULES
+        .replace("RP-004@2", "RP-004@3")
+        .replace("JPY = \"15000\"", "JPY = \"20000\"");
+    let text = |rules| VersionText {
+        markdown_name: "RP-004-v3.md",
+        markdown: &markdown,
+        rules: Some(rules),
+    };
+    let found = validate(text(&rules), today());
+    let line = markdown
+        .lines()
+        .position(|l| l == "| JPY | 15,000 |")
+        .map(|l| l + 1);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (
+            found[0].file.as_str(),
+            found[0].field.as_str(),
+            found[0].line
+        ),
+        ("RP-004-v3.md", "threshold (JPY)", line)
+    );
+    assert!(
+        matches!(&found[0].error, ValidationError::TextDisagrees(d) if d.text == "15,000" && d.rules == "20,000"),
+        "{found:?}"
+    );
+    let agreeing = RP004_RULES.replace("RP-004@2", "RP-004@3");
+    assert_eq!(validate(text(&agreeing), today()), vec![]);
+}
