@@ -19,6 +19,7 @@ mod console;
 mod conversation;
 mod csat;
 mod customer;
+mod customer_language;
 mod customer_page;
 mod data_lifecycle;
 mod day;

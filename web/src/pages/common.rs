@@ -90,6 +90,15 @@ fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str
     }
 }
 
+/// The browser's `Accept-Language` choice, `None` when it names none of ours.
+pub(super) fn browser_choice(headers: &axum::http::HeaderMap) -> Option<Language> {
+    Language::accepted(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
 /// The language of a page shown before the customer is known: their browser's.
 pub(super) fn browser_language(headers: &axum::http::HeaderMap) -> Language {
     Language::from_accept_language(
@@ -174,8 +183,9 @@ pub(super) fn home_of(role: desk::auth::StaffRole) -> &'static str {
 
 /// `text` escaped for HTML by askama's own escaper (the one every template uses), for the
 /// two places that write a fragment without a template: a `<time>` tag's fallback and
-/// the error page's fallback when its template fails.
-fn escaped(text: &str) -> String {
+/// the error page's fallback when its template fails; the rollout page's line of who set a
+/// mode when.
+pub(super) fn escaped(text: &str) -> String {
     askama::filters::escape(text, askama::filters::Html)
         .map(|safe| safe.to_string())
         .unwrap_or_default()
