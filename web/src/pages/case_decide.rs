@@ -128,7 +128,9 @@ async fn after_verdict(
             Redirect::to(&format!("/console/cases/{next}?tab={tab}&done={done}_next"))
                 .into_response()
         }
-        Ok(None) => Redirect::to(&format!("/console?status={tab}")).into_response(),
+        // The run's last verdict: the queue says so (it would otherwise look as if
+        // nothing had happened).
+        Ok(None) => Redirect::to(&format!("/console?status={tab}&done={done}")).into_response(),
         Err(e) => e.into_response(),
     }
 }
