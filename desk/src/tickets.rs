@@ -92,9 +92,10 @@ pub struct PageLanguage<'a> {
     pub default: Language,
 }
 
-/// The language of a customer page, mail or error (docs/spec/interfaces.md, "The
-/// customer's language"): a customer's region stands in for the default when it names
-/// a language of its own (CN, JP; US and EU say nothing of one).
+/// The language of a customer page, mail or error (docs/spec/interfaces.md, "Pages"):
+/// a customer's region stands in for the default when it names a language of its own
+/// (CN, JP; US and EU say nothing of one) — after the browser's choice, which is the
+/// person's own.
 pub async fn page_language(db: &Db, asked: PageLanguage<'_>) -> DomainResult<Language> {
     let (tickets, region) = match asked.customer_id {
         Some(id) if asked.link.is_none() => (

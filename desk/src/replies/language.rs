@@ -114,10 +114,9 @@ impl Language {
     }
 
     /// The language of a customer-facing page, mail or error, first known first
-    /// (docs/spec/interfaces.md, "The customer's language"): the link's own (`?lang=`),
-    /// the customer's (their newest ticket's), the browser's `Accept-Language`, and last
-    /// `fallback` (the region's language when the customer's region is known, else the
-    /// team's `DEFAULT_LANGUAGE`).
+    /// (docs/spec/interfaces.md, "Pages"): the link's own (`?lang=`), the customer's
+    /// (their newest ticket's), the browser's `Accept-Language`, and last `fallback`
+    /// (the customer's region's language when it names one, else `DEFAULT_LANGUAGE`).
     pub fn for_customer(
         link: Option<Language>,
         customer: Option<Language>,
