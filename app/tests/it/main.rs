@@ -51,6 +51,7 @@ mod restart;
 mod rollout;
 mod routing;
 mod scale;
+mod served_links;
 mod shadow;
 mod shadow_live;
 mod sla;
