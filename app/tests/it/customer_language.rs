@@ -149,3 +149,32 @@ async fn the_customers_page_writes_times_in_the_browsers_time_zone() {
         browser.close().await;
     }
 }
+
+/// Staff see the language of each customer message on the case (docs/spec/interfaces.md,
+/// "A customer's language on the case"): a German and a Korean message, each named.
+#[tokio::test]
+async fn staff_see_the_language_each_customer_message_is_written_in() {
+    let app = spawn_app().await;
+    let (cookie, _) = app.staff_session("supervisor@test.example").await;
+    for (customer, code, text) in [
+        (
+            "C-300",
+            "de",
+            "Meine Bestellung wurde doppelt abgebucht, bitte erstatten Sie eine Zahlung.",
+        ),
+        (
+            "C-200",
+            "ko",
+            "주문이 두 번 결제되었습니다. 한 번은 환불해 주세요.",
+        ),
+    ] {
+        let ticket = app.post_ticket(customer, text).await;
+        let case = ticket["case"]["id"].as_str().unwrap();
+        let path = format!("/console/cases/{case}");
+        let (status, page) = crate::conversation::console_get(&app, &cookie, &path).await;
+        assert_eq!(status, axum::http::StatusCode::OK);
+        let thread = page.split("id=\"thread\"").nth(1).unwrap_or_default();
+        let marked = format!("<span class=\"lang\" data-language=\"{code}\"");
+        assert!(thread.contains(&marked), "{code}: {thread}");
+    }
+}
