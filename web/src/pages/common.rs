@@ -43,15 +43,21 @@ pub fn time_tag(at: &str) -> String {
     };
     let utc = moment.to_offset(time::UtcOffset::UTC);
     let machine = utc.format(&Rfc3339).unwrap_or_default();
-    let words = format!(
+    format!("<time datetime=\"{machine}\">{}</time>", utc_words(utc))
+}
+
+/// A moment in UTC words (`2 Dec 2026, 07:10 UTC`), for text no script rewrites (a
+/// sentence that names when something happened): it says its zone.
+pub fn utc_words(moment: time::OffsetDateTime) -> String {
+    let utc = moment.to_offset(time::UtcOffset::UTC);
+    format!(
         "{} {} {}, {:02}:{:02} UTC",
         utc.day(),
         &utc.month().to_string()[..3],
         utc.year(),
         utc.hour(),
         utc.minute()
-    );
-    format!("<time datetime=\"{machine}\">{words}</time>")
+    )
 }
 
 pub fn error_page(status: StatusCode, message: &str) -> Response {
