@@ -286,6 +286,30 @@ pub fn fill(text: &str, values: &CaseValues) -> domain::reply_template::Filled {
     })
 }
 
+/// The saved reply named `name` as `case`'s customer is to read it (a bulk close's
+/// reply: each customer in their own language, docs/spec/interfaces.md, "Bulk
+/// actions"): the version in their ticket's language, its variables filled for the
+/// case. `None` when the reply has no version in that language or a variable has no
+/// value on this case — the case is then left as it was, never answered in another
+/// language.
+pub async fn for_case(
+    db: &Db,
+    name: &str,
+    case: &crate::cases::Case,
+    public_url: &str,
+) -> DomainResult<Option<String>> {
+    let Some(ticket) = crate::tickets::load_ticket(db, &case.ticket_id).await? else {
+        return Ok(None);
+    };
+    let versions = list(db, Some(ticket.language)).await?;
+    let Some(reply) = versions.into_iter().find(|r| r.name == name) else {
+        return Ok(None);
+    };
+    let values = values_for_case(db, case, public_url).await?;
+    let filled = fill(&reply.text, &values);
+    Ok(filled.missing.is_empty().then_some(filled.text))
+}
+
 /// Refuses a message for a customer that still holds a `{word}` (issue 38: a customer
 /// received "Hi {name},"): a variable nobody filled, or one typed by hand.
 pub fn check_no_placeholder(text: &str) -> DomainResult<()> {

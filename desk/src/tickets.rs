@@ -60,21 +60,60 @@ pub fn validate_message(text: &str) -> DomainResult<String> {
     Ok(text.replace('\u{0}', ""))
 }
 
-/// The language a customer's pages are in when no ticket decides it (their ticket
-/// list): that of their newest ticket, else their region's.
+/// The language a customer is written to when no ticket decides it (mail about no
+/// ticket): that of their newest ticket, else their region's.
 pub async fn customer_language(db: &Db, customer_id: &str) -> DomainResult<Language> {
+    if let Some(lang) = tickets_language(db, customer_id).await? {
+        return Ok(lang);
+    }
+    Ok(customer_region(db, customer_id)
+        .await?
+        .map_or(Language::En, Language::of_region))
+}
+
+/// The language of the customer's newest ticket, `None` before their first.
+pub async fn tickets_language(db: &Db, customer_id: &str) -> DomainResult<Option<Language>> {
     let newest: Option<String> = sqlx::query_scalar(
         "SELECT language FROM tickets WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 1",
     )
     .bind(customer_id)
     .fetch_optional(db.reader())
     .await?;
-    if let Some(code) = newest {
-        return Ok(Language::from_stored(&code));
-    }
-    Ok(customer_region(db, customer_id)
-        .await?
-        .map_or(Language::En, Language::of_region))
+    Ok(newest.as_deref().map(Language::from_stored))
+}
+
+/// What a customer page's language is chosen from, first known first
+/// ([`Language::for_customer`]): the link's `?lang=`, the customer (when the link or
+/// session names one), the browser's `Accept-Language`, the team's default.
+pub struct PageLanguage<'a> {
+    pub link: Option<Language>,
+    pub customer_id: Option<&'a str>,
+    pub browser: Option<Language>,
+    pub default: Language,
+}
+
+/// The language of a customer page, mail or error (docs/spec/interfaces.md, "Pages"):
+/// a customer's region stands in for the default when it names a language of its own
+/// (CN, JP; US and EU say nothing of one) — after the browser's choice, which is the
+/// person's own.
+pub async fn page_language(db: &Db, asked: PageLanguage<'_>) -> DomainResult<Language> {
+    let (tickets, region) = match asked.customer_id {
+        Some(id) if asked.link.is_none() => (
+            tickets_language(db, id).await?,
+            customer_region(db, id).await?,
+        ),
+        _ => (None, None),
+    };
+    let fallback = region
+        .map(Language::of_region)
+        .filter(|lang| *lang != Language::En)
+        .unwrap_or(asked.default);
+    Ok(Language::for_customer(
+        asked.link,
+        tickets,
+        asked.browser,
+        fallback,
+    ))
 }
 
 /// A customer's region, `None` for an unknown customer or a region this build does not

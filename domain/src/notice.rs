@@ -36,6 +36,8 @@ pub enum Notice {
     StaffAssigned,
     /// Staff: an escalation waits for a supervisor.
     StaffEscalation,
+    /// A person invited to the team: the invitation's link, at their address.
+    StaffInvited,
 }
 
 macro_rules! notices {
@@ -65,6 +67,7 @@ notices! {
     Failed => "failed", Rejected => "rejected", Closed => "closed", Reopened => "reopened",
     UnknownSender => "unknown_sender", ConfirmSender => "confirm_sender",
     StaffAssigned => "staff_assigned", StaffEscalation => "staff_escalation",
+    StaffInvited => "staff_invited",
 }
 
 #[cfg(test)]

@@ -86,8 +86,11 @@
       headers: { "content-type": "application/octet-stream", "x-csrf-token": csrf ? csrf.value : "" },
     });
     if (resp.ok) { location.reload(); return; }
-    let message = resp.status + "";
-    try { message = (await resp.json()).error.message; } catch (e) { /* not JSON */ }
-    error.textContent = message; error.hidden = false;
+    // The page's own words for the error (in the customer's language), by its code;
+    // the API's message is English and for developers.
+    let code = "internal";
+    try { code = (await resp.json()).error.code || code; } catch (e) { /* not JSON */ }
+    error.textContent = upload.getAttribute("data-error-" + code) || upload.getAttribute("data-error-internal");
+    error.hidden = false;
   });
 })();

@@ -57,8 +57,15 @@ pub(super) async fn staff(config: &Config, command: StaffCommand) -> anyhow::Res
             eprintln!("{token_id} revoked");
         }
         StaffCommand::Invite { email, role } => {
-            let token = auth::accounts::invite(&db, "cli", &email, role.into(), now).await?;
-            println!("{}", link_url(config, "/console/invite?token=", &token));
+            let role = role.into();
+            let token = auth::accounts::invite(&db, "cli", &email, role, now).await?;
+            let link = link_url(config, "/console/invite?token=", &token);
+            auth::accounts::send_invitation(&db, &email, role, &link, now).await?;
+            eprintln!(
+                "invitation mailed to {} (sent once SMTP_URL is set)",
+                email.trim()
+            );
+            println!("{link}");
         }
         StaffCommand::Deactivate { email } => {
             let staff = known(&db, &email).await?;
@@ -180,19 +187,37 @@ pub fn sign_in_url(config: &Config, token: &str) -> String {
     link_url(config, "/sign-in?link=", token)
 }
 
-/// `PUBLIC_URL`, else the address `serve` listens on (`BIND_ADDR`, else its default),
-/// + `path` + the token.
+/// The file in `DATA_DIR` where `serve` writes the address it listens on, so a link
+/// printed by another command (`customer link`, `seed`) points where the desk is served
+/// even when `serve --addr` differs from the default.
+const SERVED_AT_FILE: &str = "served-at";
+
+/// `PUBLIC_URL`, else the address `serve` listens on (`BIND_ADDR`, else the one the last
+/// `serve` on this data directory recorded, else the default), + `path` + the token.
 fn link_url(config: &Config, path: &str, token: &str) -> String {
     let base = match config.public_url.as_deref() {
         Some(url) => url.trim_end_matches('/').to_string(),
-        None => serve_url(std::env::var("BIND_ADDR").ok().as_deref()),
+        None => {
+            let recorded = std::fs::read_to_string(config.data_dir.join(SERVED_AT_FILE)).ok();
+            let bind = std::env::var("BIND_ADDR").ok().or(recorded);
+            serve_url(bind.as_deref())
+        }
     };
     format!("{base}{path}{token}")
 }
 
+/// Records where `serve` listens (`bound`: the address it actually bound, port 0
+/// resolved) for the links other commands print; a failure to write is only logged.
+pub fn record_served_address(config: &Config, bound: std::net::SocketAddr) {
+    let file = config.data_dir.join(SERVED_AT_FILE);
+    if let Err(e) = std::fs::write(&file, bound.to_string()) {
+        tracing::warn!(file = %file.display(), error = %e, "could not record the served address");
+    }
+}
+
 /// Where a browser on this machine reaches `serve` at `bind` (an unspecified address
 /// such as `0.0.0.0` is reached at the loopback address).
-fn serve_url(bind: Option<&str>) -> String {
+pub fn serve_url(bind: Option<&str>) -> String {
     let addr = bind
         .map(str::trim)
         .filter(|a| !a.is_empty())

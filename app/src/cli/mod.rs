@@ -51,8 +51,12 @@ pub fn main() -> ExitCode {
 fn init_logging(format: settings::LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,sqlx=warn,tantivy=warn,rmcp=warn".into());
+    // Colour codes only for a person at a terminal: redirected to a file or a pipe,
+    // they are noise in every line (`seed 2> seed.log`).
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(terminal)
         .with_writer(std::io::stderr);
     match format {
         settings::LogFormat::Text => builder.init(),
@@ -71,7 +75,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut seeding = config.clone();
             seeding
                 .public_url
-                .get_or_insert_with(|| format!("http://{addr}"));
+                .get_or_insert_with(|| accounts::serve_url(Some(&addr.to_string())));
             seed::seed_once(&seeding).await?;
             serve::serve_with(&config, addr, Some(rate)).await
         }

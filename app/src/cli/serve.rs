@@ -47,17 +47,16 @@ pub(super) async fn serve_with(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    super::accounts::record_served_address(config, bound);
+    let served = super::accounts::serve_url(Some(&bound.to_string()));
     if mock.is_some() {
         // The embedded provider sends its signed webhooks back to us.
-        let bound = listener.local_addr().unwrap_or(addr);
-        let app_url = config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{bound}"));
+        let app_url = config.public_url.clone().unwrap_or_else(|| served.clone());
         desk::webhooks::point_provider_webhooks(&url, &app_url).await?;
     }
     // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
-    tracing::info!(url = %format!("http://{addr}"), console = %format!("http://{addr}/console"), provider = %url, "Refund desk serving");
+    tracing::info!(url = %served, console = %format!("{served}/console"), provider = %url, "Refund desk serving");
     let stop = desk::worker::StopSignal::default();
     let worker = tokio::spawn(desk::worker::run_until_stopped(state.clone(), stop.clone()));
     let purge = tokio::spawn(purge_forever(state.clone()));

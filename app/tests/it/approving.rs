@@ -321,6 +321,8 @@ async fn an_approval_after_someone_elses_is_explained_in_words_next_to_the_butto
             && decide.contains("Nothing was done: supervisor@test.example approved this case"),
         "the stale verdict is explained next to the buttons: {page}"
     );
+    // When, in words that name their zone (a sentence no script rewrites).
+    assert!(decide.contains(" UTC — before you did."), "{decide}");
     assert!(
         !page.contains("not awaiting approval"),
         "no raw state: {page}"

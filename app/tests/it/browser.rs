@@ -285,7 +285,9 @@ async fn a_japanese_customer_opens_a_ticket_and_sees_the_page_and_the_agents_rep
     let app = spawn_app().await;
     let worker = tokio::spawn(desk::worker::run_forever(app.state.clone()));
     let base = serve(app.router.clone()).await;
-    let browser = Browser::start().await;
+    // A browser in a language we do not answer in (docs/spec/interfaces.md, "Pages": the
+    // browser's choice comes before the region's).
+    let browser = Browser::start_in_language("sv-SE,sv").await;
     // C-400 is a JP customer with no ticket yet: the list page is in Japanese already.
     let link = app.sign_in_link("C-400", "/tickets").await;
     browser.sign_in(&base, &link, "/tickets").await;

@@ -950,7 +950,12 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
             && html.contains("Continuer"),
         "{html}"
     );
+    // A browser language that is none of ours: the customer's region names one (C-400
+    // is in Japan), else the team's default, English (docs/spec/interfaces.md, "Pages").
     let (_, html) = app.raw(get(&link, "sv-SE,sv;q=0.9")).await;
+    assert!(html.contains(r#"<html lang="ja">"#), "{html}");
+    let us_link = app.sign_in_link("C-200", "/tickets").await;
+    let (_, html) = app.raw(get(&us_link, "sv-SE,sv;q=0.9")).await;
     assert!(
         html.contains("Sign in") && html.contains("Continue"),
         "{html}"

@@ -365,6 +365,29 @@ pub async fn invite(
     Ok(token)
 }
 
+/// Sends `email` their invitation: `link` is its absolute address (`PUBLIC_URL`, else
+/// where the desk is served), through the channels (mail: its outbox row, sent once
+/// `SMTP_URL` is set). The link is also shown to whoever invited, once.
+pub async fn send_invitation(
+    db: &Db,
+    email: &str,
+    role: StaffRole,
+    link: &str,
+    now_ms: i64,
+) -> DomainResult<()> {
+    let email = super::staff::checked_email(email)?;
+    let words = format!(
+        "You are invited to join the refund desk as {} {}. Open this link within {} days to choose your password: {link}",
+        if role == StaffRole::Agent || role == StaffRole::Admin { "an" } else { "a" },
+        role.as_str(),
+        INVITE_TTL_MS / (24 * 3600 * 1000),
+    );
+    let mut tx = db.begin().await?;
+    crate::channels::tell_invitee(&mut tx, &email, &words, now_ms).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// The open invitation a link names, or `None` (unknown, used or expired).
 pub async fn open_invite(db: &Db, token: &str, now_ms: i64) -> DomainResult<Option<Invite>> {
     let row = sqlx::query(

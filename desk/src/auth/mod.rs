@@ -25,7 +25,7 @@ pub use resolved::{Resolved, RESOLVED_FRESH};
 mod tokens;
 pub use tokens::{
     issue, issue_mail_sign_in_link, issue_sign_in_link, issue_token, purge_expired,
-    redeem_sign_in_link, resolve, revoke_token, token_id, Issued, NewToken,
+    redeem_sign_in_link, resolve, revoke_token, sign_in_link_customer, token_id, Issued, NewToken,
     MAIL_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS,
 };
 

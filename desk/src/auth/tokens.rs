@@ -170,6 +170,23 @@ pub async fn redeem_sign_in_link(
     Ok(Some(row.try_get("customer_id")?))
 }
 
+/// The customer a sign-in link would sign in, without using it up (the page a GET
+/// shows speaks their language); `None` for a link that is used, expired or unknown.
+pub async fn sign_in_link_customer(
+    db: &Db,
+    token: &str,
+    now_ms: i64,
+) -> DomainResult<Option<String>> {
+    let customer: Option<String> = sqlx::query_scalar(
+        "SELECT customer_id FROM sign_in_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2",
+    )
+    .bind(token_hash(token))
+    .bind(now_ms)
+    .fetch_optional(db.reader())
+    .await?;
+    Ok(customer)
+}
+
 /// Deletes what can no longer be used: expired tokens and sessions, used or expired
 /// sign-in links, and failed logins older than the throttle window. `serve` runs it
 /// periodically; returns the rows removed.

@@ -29,6 +29,16 @@ pub(super) async fn staff(
     Ok(())
 }
 
+pub(super) async fn invitee(
+    tx: &mut Tx<'_>,
+    address: &str,
+    words: &str,
+    now: i64,
+) -> DomainResult<()> {
+    outbox::to_invitee(tx, address, words, now).await?;
+    Ok(())
+}
+
 pub(super) async fn supervisors(
     tx: &mut Tx<'_>,
     case_id: &str,

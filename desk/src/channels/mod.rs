@@ -60,6 +60,21 @@ pub async fn tell_staff(
     Ok(())
 }
 
+/// Tells a person invited to the team how to join: `words` carry the invitation's link.
+pub async fn tell_invitee(
+    tx: &mut Tx<'_>,
+    address: &str,
+    words: &str,
+    now: i64,
+) -> DomainResult<()> {
+    for channel in CHANNELS {
+        match channel {
+            Channel::Mail => mail::invitee(tx, address, words, now).await?,
+        }
+    }
+    Ok(())
+}
+
 /// Tells every supervisor that a case waits for one of them (docs/spec/roles.md:
 /// supervisors resolve escalations), saying `why`.
 pub async fn tell_supervisors(

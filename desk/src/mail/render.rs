@@ -88,7 +88,9 @@ pub fn words(mail: &OutboxMail, link: Option<String>) -> Words {
         },
         link,
         reply_note: match mail.kind {
-            MailKind::UnknownSender | MailKind::ConfirmSender => String::new(),
+            MailKind::UnknownSender | MailKind::ConfirmSender | MailKind::StaffInvited => {
+                String::new()
+            }
             _ if staff => String::new(),
             _ => frame.reply_note.into(),
         },

@@ -177,6 +177,22 @@ pub async fn to_sender(
     insert(tx, &mail, now).await
 }
 
+/// A staff invitation at the invitee's own address (they have no account yet), `body`
+/// carrying its link.
+pub async fn to_invitee(
+    tx: &mut Tx<'_>,
+    address: &str,
+    body: &str,
+    now: i64,
+) -> DomainResult<String> {
+    let mail = NewMail {
+        address: Some(address),
+        body,
+        ..NewMail::to(MailKind::StaffInvited, Recipient::Sender, "en")
+    };
+    insert(tx, &mail, now).await
+}
+
 /// A mail to one staff member about a case (assigned to them).
 pub async fn to_staff(
     tx: &mut Tx<'_>,

@@ -88,6 +88,12 @@ impl Language {
     /// page): the first of the browser's `Accept-Language` choices, by weight, that is
     /// one of ours; English when none is.
     pub fn from_accept_language(header: Option<&str>) -> Language {
+        Language::accepted(header).unwrap_or(Language::En)
+    }
+
+    /// The first of the browser's `Accept-Language` choices, by weight, that is one of
+    /// ours; `None` when none is (or the header is missing).
+    pub fn accepted(header: Option<&str>) -> Option<Language> {
         let mut choices: Vec<(f32, Language)> = header
             .unwrap_or_default()
             .split(',')
@@ -104,7 +110,20 @@ impl Language {
             .collect();
         // A stable sort: equal weights keep the browser's order.
         choices.sort_by(|a, b| b.0.total_cmp(&a.0));
-        choices.first().map_or(Language::En, |(_, lang)| *lang)
+        choices.first().map(|(_, lang)| *lang)
+    }
+
+    /// The language of a customer-facing page, mail or error, first known first
+    /// (docs/spec/interfaces.md, "Pages"): the link's own (`?lang=`), the customer's
+    /// (their newest ticket's), the browser's `Accept-Language`, and last `fallback`
+    /// (the customer's region's language when it names one, else `DEFAULT_LANGUAGE`).
+    pub fn for_customer(
+        link: Option<Language>,
+        customer: Option<Language>,
+        browser: Option<Language>,
+        fallback: Language,
+    ) -> Language {
+        link.or(customer).or(browser).unwrap_or(fallback)
     }
 
     /// The language a customer is addressed in before they have written anything.
@@ -485,5 +504,17 @@ mod tests {
         assert_eq!(Language::of_region(Region::JP), Language::Ja);
         assert_eq!(Language::of_region(Region::CN), Language::Zh);
         assert_eq!(Language::of_region(Region::EU), Language::En);
+    }
+
+    #[test]
+    fn a_customer_page_speaks_the_link_then_the_tickets_then_the_browser_then_the_fallback() {
+        use Language::{De, En, Ja, Ko};
+        let en_us = Language::accepted(Some("en-US,en;q=0.9"));
+        assert_eq!(Language::for_customer(Some(Ja), Some(De), en_us, En), Ja);
+        assert_eq!(Language::for_customer(None, Some(De), en_us, En), De);
+        assert_eq!(Language::for_customer(None, Some(Ko), en_us, En), Ko);
+        assert_eq!(Language::for_customer(None, None, en_us, Ko), En);
+        assert_eq!(Language::accepted(Some("sv-SE")), None);
+        assert_eq!(Language::for_customer(None, None, None, Ko), Ko);
     }
 }

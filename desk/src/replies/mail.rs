@@ -195,6 +195,7 @@ fn headlines(kind: MailKind) -> [&'static str; 10] {
         ],
         StaffAssigned => ["A case was assigned to you"; 10],
         StaffEscalation => ["An escalation waits for a supervisor"; 10],
+        StaffInvited => ["You are invited to the refund desk"; 10],
     }
 }
 

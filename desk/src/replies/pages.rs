@@ -435,6 +435,76 @@ fn error_words(lang: Language) -> [&'static str; 6] {
     }
 }
 
+/// A refused file upload in the customer's words, by the API error's code (the ticket
+/// page's script shows it in place of the API's English message): too large, not an
+/// image or PDF, empty; anything else is the page's generic error.
+pub fn upload_error(lang: Language, code: ErrorCode) -> String {
+    let max_mb = crate::customer_files::MAX_FILE_BYTES / (1024 * 1024);
+    let [too_large, wrong_type, empty] = upload_words(lang);
+    match code {
+        ErrorCode::PayloadTooLarge => too_large.replace("{max}", &max_mb.to_string()),
+        ErrorCode::UnsupportedMediaType => wrong_type.to_string(),
+        ErrorCode::InvalidBody => empty.to_string(),
+        _ => error_words(lang)[5].to_string(),
+    }
+}
+
+/// The upload errors of one language: too large (`{max}` MB), the wrong type, empty.
+fn upload_words(lang: Language) -> [&'static str; 3] {
+    match lang {
+        Language::En => [
+            "A file is at most {max} MB.",
+            "Only images (PNG, JPEG, GIF, WebP) and PDF files can be attached.",
+            "The file is empty.",
+        ],
+        Language::Zh => [
+            "文件最大为 {max} MB。",
+            "只能附加图片（PNG、JPEG、GIF、WebP）和 PDF 文件。",
+            "文件为空。",
+        ],
+        Language::Ja => [
+            "ファイルは{max} MBまでです。",
+            "添付できるのは画像（PNG、JPEG、GIF、WebP）とPDFファイルのみです。",
+            "ファイルが空です。",
+        ],
+        Language::De => [
+            "Eine Datei darf höchstens {max} MB groß sein.",
+            "Nur Bilder (PNG, JPEG, GIF, WebP) und PDF-Dateien können angehängt werden.",
+            "Die Datei ist leer.",
+        ],
+        Language::Fr => [
+            "Un fichier fait au plus {max} Mo.",
+            "Seules les images (PNG, JPEG, GIF, WebP) et les fichiers PDF peuvent être joints.",
+            "Le fichier est vide.",
+        ],
+        Language::Es => [
+            "Un archivo tiene como máximo {max} MB.",
+            "Solo se pueden adjuntar imágenes (PNG, JPEG, GIF, WebP) y archivos PDF.",
+            "El archivo está vacío.",
+        ],
+        Language::It => [
+            "Un file può avere al massimo {max} MB.",
+            "Si possono allegare solo immagini (PNG, JPEG, GIF, WebP) e file PDF.",
+            "Il file è vuoto.",
+        ],
+        Language::Nl => [
+            "Een bestand is maximaal {max} MB.",
+            "Alleen afbeeldingen (PNG, JPEG, GIF, WebP) en pdf-bestanden kunnen worden bijgevoegd.",
+            "Het bestand is leeg.",
+        ],
+        Language::Pt => [
+            "Um ficheiro tem no máximo {max} MB.",
+            "Só é possível anexar imagens (PNG, JPEG, GIF, WebP) e ficheiros PDF.",
+            "O ficheiro está vazio.",
+        ],
+        Language::Ko => [
+            "파일은 최대 {max}MB까지 첨부할 수 있습니다.",
+            "이미지(PNG, JPEG, GIF, WebP)와 PDF 파일만 첨부할 수 있습니다.",
+            "파일이 비어 있습니다.",
+        ],
+    }
+}
+
 /// The page for a ticket that does not exist or is not the customer's: the same words
 /// for both (RP-007: never confirm another customer's records).
 pub fn ticket_not_found(lang: Language) -> &'static str {

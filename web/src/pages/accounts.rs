@@ -133,16 +133,27 @@ pub(super) struct InviteForm {
 /// `POST /console/staff/invite` (admin): the link is shown once on the page.
 pub(super) async fn invite_submit(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     Verified(session, form): Verified<InviteForm>,
 ) -> Response {
     let now = state.clock.now_ms();
     let invited = match StaffRole::parse(&form.role) {
-        Ok(role) => accounts::invite(&state.db, &session.staff.id, &form.email, role, now).await,
+        Ok(role) => accounts::invite(&state.db, &session.staff.id, &form.email, role, now)
+            .await
+            .map(|token| (token, role)),
         Err(e) => Err(e),
     };
     match invited {
-        Ok(token) => {
-            let link = format!("{}/console/invite?token={token}", public_base(&state));
+        Ok((token, role)) => {
+            let base = public_base(&state, &headers);
+            let link = format!("{base}/console/invite?token={token}");
+            // The link is also on the page: a mail that could not be queued is logged,
+            // and the admin still has the link to pass on.
+            if let Err(e) =
+                accounts::send_invitation(&state.db, &form.email, role, &link, now).await
+            {
+                tracing::warn!(error = %e, "the invitation mail was not queued");
+            }
             let secret = Some((format!("Invitation for {}", form.email.trim()), link));
             staff_page_response(
                 &state,
@@ -158,14 +169,23 @@ pub(super) async fn invite_submit(
     }
 }
 
-/// Where links point: `PUBLIC_URL`, else a path on this host.
-fn public_base(state: &AppState) -> String {
-    state
-        .public_url
-        .as_deref()
-        .unwrap_or("")
-        .trim_end_matches('/')
-        .to_string()
+/// Where links point: `PUBLIC_URL`, else the address this request reached the desk at
+/// (its `Host`), so a link copied into a mail opens from anywhere.
+fn public_base(state: &AppState, headers: &axum::http::HeaderMap) -> String {
+    if let Some(url) = state.public_url.as_deref() {
+        return url.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("127.0.0.1:8080");
+    let scheme = if state.secure_cookies {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
 }
 
 #[derive(Deserialize)]

@@ -155,6 +155,9 @@ pub(super) struct ThreadEntry {
     quoted: Option<String>,
     /// (id, file name, size in bytes) of what the mail attached: download links.
     attachments: Vec<(String, String, i64)>,
+    /// The language a customer's message is written in, when its words say (staff may
+    /// not read it: docs/spec/interfaces.md, "Pages").
+    language: Option<&'static str>,
 }
 
 /// Who wrote a message, in the console's words: the AI is "the assistant", never "agent"
@@ -174,6 +177,10 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
             .filter(|a| a.message_seq == m.seq)
             .map(|a| (a.id.clone(), a.filename.clone(), a.size))
             .collect(),
+        language: (m.author == "customer")
+            .then(|| desk::replies::written_in(&m.body, &m.body, None))
+            .flatten()
+            .map(desk::replies::Language::as_str),
         label: m
             .staff_name
             .unwrap_or_else(|| label_of(&m.author).to_string()),
@@ -193,6 +200,7 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
         channel: "web".into(),
         quoted: None,
         attachments: Vec::new(),
+        language: None,
     });
     let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
     // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so

@@ -128,7 +128,9 @@ async fn after_verdict(
             Redirect::to(&format!("/console/cases/{next}?tab={tab}&done={done}_next"))
                 .into_response()
         }
-        Ok(None) => Redirect::to(&format!("/console?status={tab}")).into_response(),
+        // The run's last verdict: the queue says so (it would otherwise look as if
+        // nothing had happened).
+        Ok(None) => Redirect::to(&format!("/console?status={tab}&done={done}")).into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -168,6 +170,12 @@ async fn refused(
     )
 }
 
+/// The moment `at_ms` (milliseconds since the epoch) names; the epoch for one out of range.
+fn moment_of(at_ms: i64) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at_ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+}
+
 /// Why a verdict came too late, in words: who decided first and when, or what changed.
 async fn too_late(state: &AppState, id: &str) -> Option<String> {
     let case = desk::cases::load_case(&state.db, id).await.ok()??;
@@ -182,7 +190,7 @@ async fn too_late(state: &AppState, id: &str) -> Option<String> {
             "{} {} this case at {} — before you did. It is now: {now}.",
             entry.who,
             entry.action,
-            desk::clock::rfc3339(entry.at)
+            super::common::utc_words(moment_of(entry.at))
         ),
         None if case.status == desk::cases::CaseStatus::AwaitingApproval => format!(
             "The refund changed since you opened the page ({}); review it below and decide again.",

@@ -43,15 +43,21 @@ pub fn time_tag(at: &str) -> String {
     };
     let utc = moment.to_offset(time::UtcOffset::UTC);
     let machine = utc.format(&Rfc3339).unwrap_or_default();
-    let words = format!(
+    format!("<time datetime=\"{machine}\">{}</time>", utc_words(utc))
+}
+
+/// A moment in UTC words (`2 Dec 2026, 07:10 UTC`), for text no script rewrites (a
+/// sentence that names when something happened): it says its zone.
+pub fn utc_words(moment: time::OffsetDateTime) -> String {
+    let utc = moment.to_offset(time::UtcOffset::UTC);
+    format!(
         "{} {} {}, {:02}:{:02} UTC",
         utc.day(),
         &utc.month().to_string()[..3],
         utc.year(),
         utc.hour(),
         utc.minute()
-    );
-    format!("<time datetime=\"{machine}\">{words}</time>")
+    )
 }
 
 pub fn error_page(status: StatusCode, message: &str) -> Response {
@@ -88,6 +94,15 @@ fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str
         Ok(html) => (status, Html(html)).into_response(),
         Err(_) => (status, Html(escaped(message))).into_response(),
     }
+}
+
+/// The browser's `Accept-Language` choice, `None` when it names none of ours.
+pub(super) fn browser_choice(headers: &axum::http::HeaderMap) -> Option<Language> {
+    Language::accepted(
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    )
 }
 
 /// The language of a page shown before the customer is known: their browser's.
@@ -174,8 +189,9 @@ pub(super) fn home_of(role: desk::auth::StaffRole) -> &'static str {
 
 /// `text` escaped for HTML by askama's own escaper (the one every template uses), for the
 /// two places that write a fragment without a template: a `<time>` tag's fallback and
-/// the error page's fallback when its template fails.
-fn escaped(text: &str) -> String {
+/// the error page's fallback when its template fails; the rollout page's line of who set a
+/// mode when.
+pub(super) fn escaped(text: &str) -> String {
     askama::filters::escape(text, askama::filters::Html)
         .map(|safe| safe.to_string())
         .unwrap_or_default()

@@ -18,7 +18,7 @@ use desk::replies::{self, Language, PageText};
 use desk::tickets::{self};
 
 use super::common::{
-    browser_language, cross_site_refused, customer_error_page, has_csrf, or_page,
+    browser_choice, browser_language, cross_site_refused, customer_error_page, has_csrf, or_page,
     redirect_with_cookie, render, with_status, CsrfForm, FormSession, SameOrigin, Verified,
 };
 
@@ -53,6 +53,24 @@ pub(super) struct TicketPage {
     /// CSAT: asked once the case is resolved (`csat_asked`), thanked once answered.
     csat_asked: bool,
     csat_answered: bool,
+    /// A refused upload's words by the API error's code (`data-error-…` on the form):
+    /// the script shows these, never the API's English message.
+    upload_errors: Vec<(&'static str, String)>,
+}
+
+/// The upload errors `ticket.js` may show, in the page's language, keyed by error code.
+fn upload_errors(lang: Language) -> Vec<(&'static str, String)> {
+    use desk::error::ErrorCode;
+    let codes = [
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::InvalidBody,
+        ErrorCode::Internal,
+    ];
+    codes
+        .into_iter()
+        .map(|code| (code.as_str(), replies::upload_error(lang, code)))
+        .collect()
 }
 
 #[derive(Template)]
@@ -73,6 +91,8 @@ pub(super) struct CustomerSession {
     customer_id: String,
     csrf_token: String,
     token: String,
+    /// The browser's `Accept-Language` choice, when it names one of ours.
+    browser: Option<Language>,
 }
 
 /// The customer's browser session, as the access layer identified it.
@@ -91,6 +111,7 @@ impl axum::extract::FromRequestParts<AppState> for CustomerSession {
                 customer_id: customer_id.clone(),
                 csrf_token: session.csrf_token.clone(),
                 token: session.token.clone(),
+                browser: browser_choice(&parts.headers),
             }),
             _ => Err(AppError::unauthorized()),
         }
@@ -118,6 +139,18 @@ impl CustomerSession {
         Principal::Customer {
             customer_id: self.customer_id.clone(),
         }
+    }
+
+    /// The language of this customer's pages that no ticket decides (their list, a 404):
+    /// their tickets', else their browser's, else the team's default.
+    async fn language(&self, state: &AppState) -> Result<Language, DomainError> {
+        let asked = tickets::PageLanguage {
+            link: None,
+            customer_id: Some(&self.customer_id),
+            browser: self.browser,
+            default: state.default_language,
+        };
+        tickets::page_language(&state.db, asked).await
     }
 }
 
@@ -155,7 +188,7 @@ pub(super) async fn ticket_list_response(
     session: &CustomerSession,
     refused: Option<Refused<'_>>,
 ) -> Response {
-    let lang = match tickets::customer_language(&state.db, &session.customer_id).await {
+    let lang = match session.language(state).await {
         Ok(lang) => lang,
         Err(e) => return AppError::from(e).into_response(),
     };
@@ -175,9 +208,10 @@ pub(super) async fn ticket_list_response(
 
 /// The 404 of a ticket the customer may not see, in the customer's language.
 pub(super) async fn ticket_not_found_page(state: &AppState, session: &CustomerSession) -> Response {
-    let lang = tickets::customer_language(&state.db, &session.customer_id)
+    let lang = session
+        .language(state)
         .await
-        .unwrap_or(Language::En);
+        .unwrap_or(state.default_language);
     customer_error_page(StatusCode::NOT_FOUND, lang, replies::ticket_not_found(lang))
 }
 
@@ -256,6 +290,7 @@ pub(super) async fn ticket_page_response(
                 csrf: session.csrf_token.clone(),
                 csat_asked: resolved && !csat_answered,
                 csat_answered: resolved && csat_answered,
+                upload_errors: upload_errors(view.language),
                 ticket: view.with_reply_time(state.reply_targets),
             })
         }
@@ -391,14 +426,33 @@ fn next_is_acceptable(next: &str) -> bool {
 /// `GET /sign-in?link=…`: a page whose button POSTs the link back. Opening the link
 /// (a GET, which mail scanners and link previews also do) uses nothing up.
 pub(super) async fn sign_in_page(
+    State(state): State<AppState>,
     headers: axum::http::HeaderMap,
     Query(q): Query<SignInQuery>,
 ) -> Response {
-    let asked = q
+    let link = q
         .lang
         .as_deref()
         .and_then(|code| code.parse::<Language>().ok());
-    let lang = asked.unwrap_or_else(|| browser_language(&headers));
+    // The customer the link names, read without using it up: their tickets' language
+    // comes before the browser's (a German customer on an English laptop).
+    let now = state.clock.now_ms();
+    let customer = match link {
+        None if !q.link.is_empty() => auth::sign_in_link_customer(&state.db, &q.link, now)
+            .await
+            .unwrap_or_default(),
+        _ => None,
+    };
+    let asked = tickets::PageLanguage {
+        link,
+        customer_id: customer.as_deref(),
+        browser: browser_choice(&headers),
+        default: state.default_language,
+    };
+    let lang = match tickets::page_language(&state.db, asked).await {
+        Ok(lang) => lang,
+        Err(e) => return AppError::from(e).into_response(),
+    };
     let t = replies::page_text(lang);
     let error = q.link.is_empty().then(|| t.signed_out.to_string());
     render(&SignInPage {
@@ -433,7 +487,7 @@ pub(super) async fn sign_in_submit(
         .as_deref()
         .is_some_and(|n| !n.is_empty() && !next_is_acceptable(n))
     {
-        let lang = browser_language(&headers);
+        let lang = browser_choice(&headers).unwrap_or(state.default_language);
         let message = replies::page_text(lang).link_not_valid;
         return customer_error_page(StatusCode::BAD_REQUEST, lang, message);
     }
@@ -441,7 +495,7 @@ pub(super) async fn sign_in_submit(
     let customer_id = match auth::redeem_sign_in_link(&state.db, &form.link, now).await {
         Ok(Some(id)) => id,
         Ok(None) => {
-            let lang = browser_language(&headers);
+            let lang = browser_choice(&headers).unwrap_or(state.default_language);
             let t = replies::page_text(lang);
             let page = render(&SignInPage {
                 link: String::new(),

@@ -60,6 +60,9 @@ pub(super) struct QueuePage {
     csrf: String,
     assignable: Vec<String>,
     notice: Option<String>,
+    /// The saved replies a bulk close may send: (name, the languages it has), each
+    /// customer getting the version in their language.
+    saved: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -86,13 +89,17 @@ pub(super) struct QueueQuery {
     n: Option<usize>,
     #[serde(default)]
     skipped: Option<usize>,
+    /// After "& next" found no further case in the tab: `approved` or `rejected`.
+    #[serde(default)]
+    done: Option<String>,
 }
 
 /// Rows on one page of the queue, unless the view asks for another number.
 const PAGE: i64 = 50;
 
-/// The queue's tabs (issue 17), each a filter value.
-const TABS: [(&str, &str); 6] = [
+/// The queue's tabs (issue 17), each a filter value; the first is where the queue lands.
+const TABS: [(&str, &str); 7] = [
+    (NEEDS_PERSON, "Needs a person"),
     ("needs_me", "Needs me"),
     ("needs_supervisor", "Needs a supervisor"),
     ("escalated", "Escalated"),
@@ -234,7 +241,12 @@ pub(super) async fn queue_page(
         .zip(clocks)
         .map(|((c, line), clock)| queue_row(&session, c, line, clock, now, &stuck))
         .collect();
-    let tabs = match tab_counts(&state, &session, &tab.flags).await {
+    // The tab shown counts what its rows are drawn from (the search and "Mine" too).
+    let shown = Shown {
+        filter: &filter,
+        query: &query,
+    };
+    let tabs = match tab_counts(&state, &session, &tab.flags, shown).await {
         Ok(tabs) => tabs,
         Err(e) => return e.into_response(),
     };
@@ -242,7 +254,12 @@ pub(super) async fn queue_page(
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
+    let saved = match saved_reply_names(&state).await {
+        Ok(saved) => saved,
+        Err(e) => return e.into_response(),
+    };
     render(&QueuePage {
+        saved,
         nav: Nav::of(&session, "/console"),
         rows,
         statuses: filter_choices(),
@@ -254,8 +271,19 @@ pub(super) async fn queue_page(
         next,
         csrf: session.csrf_token.clone(),
         assignable,
-        notice: bulk_notice(&q),
+        notice: bulk_notice(&q).or_else(|| last_verdict_notice(&q)),
     })
+}
+
+/// After the last case of an "& next" run: the verdict went through, and the tab is
+/// empty (docs/spec/interfaces.md, "The queue").
+fn last_verdict_notice(q: &QueueQuery) -> Option<String> {
+    let verb = match q.done.as_deref()? {
+        "approved" => "Approved",
+        "rejected" => "Rejected",
+        _ => return None,
+    };
+    Some(format!("{verb} — no more cases in this view."))
 }
 
 /// Whom the bulk form offers to assign to: the staff who work cases, for a supervisor
@@ -266,6 +294,20 @@ async fn assignable(state: &AppState, session: &Session) -> Result<Vec<String>, 
     }
     let staff = desk::auth::assignable_staff(&state.db).await?;
     Ok(staff.into_iter().map(|s| s.email).collect())
+}
+
+/// Each saved reply's name with the languages it is kept in (`en, zh`).
+async fn saved_reply_names(state: &AppState) -> Result<Vec<(String, String)>, AppError> {
+    let mut names: Vec<(String, String)> = Vec::new();
+    for reply in desk::saved_replies::list(&state.db, None).await? {
+        let lang = reply.language.as_str();
+        match names.iter_mut().find(|(name, _)| *name == reply.name) {
+            Some((_, langs)) => *langs = format!("{langs}, {lang}"),
+            None => names.push((reply.name, lang.to_string())),
+        }
+    }
+    names.sort();
+    Ok(names)
 }
 
 /// What the last bulk action did, in words (counts only: nothing from the address is
@@ -279,7 +321,7 @@ fn bulk_notice(q: &QueueQuery) -> Option<String> {
     let mut words = format!("{verb} {n} case(s).");
     if skipped > 0 {
         words.push_str(&format!(
-            " {skipped} left as they were: a refund awaiting approval is decided on its own page, and money in flight is never closed."
+            " {skipped} left as they were: a refund awaiting approval is decided on its own page, money in flight is never closed, and a reply goes only to a customer it can be sent to in their language."
         ));
     }
     Some(words)
@@ -356,20 +398,29 @@ impl Tab {
     }
 }
 
-/// Each tab with how many cases it holds now (issue 38: counts on the tabs).
+/// The tab the queue shows and the query its rows come from.
+struct Shown<'a> {
+    filter: &'a str,
+    query: &'a cases::CaseQuery<'a>,
+}
+
+/// Each tab with how many cases it holds now (issue 38: counts on the tabs): the one
+/// shown counts by its rows' own query (search, "Mine"), so its count is its rows'.
 async fn tab_counts(
     state: &AppState,
     session: &Session,
     flags: &[desk::watchdog::Flag],
+    shown: Shown<'_>,
 ) -> Result<Vec<(&'static str, &'static str, i64)>, AppError> {
     let mut tabs = Vec::with_capacity(TABS.len());
     for (value, words) in TABS {
-        let tab = Tab::with_flags(flags.to_vec(), session, value)?;
-        tabs.push((
-            value,
-            words,
-            cases::count_cases(&state.db, &tab.query()).await?,
-        ));
+        let count = if value == shown.filter {
+            cases::count_cases(&state.db, shown.query).await?
+        } else {
+            let tab = Tab::with_flags(flags.to_vec(), session, value)?;
+            cases::count_cases(&state.db, &tab.query()).await?
+        };
+        tabs.push((value, words, count));
     }
     Ok(tabs)
 }
@@ -475,9 +526,14 @@ fn queue_row(
     }
 }
 
-/// The queue filter's choices, in words.
+/// The queue filter's choices, in words: the tabs first (so the filter names the tab
+/// that is selected), then single statuses.
 fn filter_choices() -> Vec<(String, String)> {
-    let mut choices = vec![(NEEDS_PERSON.to_string(), "Needs a person".to_string())];
+    let mut choices: Vec<(String, String)> = TABS
+        .iter()
+        .filter(|(value, _)| *value != "all")
+        .map(|(value, words)| (value.to_string(), words.to_string()))
+        .collect();
     for status in [
         CaseStatus::AwaitingApproval,
         CaseStatus::Escalated,

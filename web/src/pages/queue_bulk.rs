@@ -5,6 +5,11 @@
 //! with money in flight cannot be closed. Each case goes through the same desk call as
 //! its own page's form (`conversation::assign`, `conversation::close`), so each is
 //! checked and audited on its own; the queue then says how many were done and skipped.
+//!
+//! A close's reply goes to each customer in their own language (docs/spec/interfaces.md,
+//! "Bulk actions"): a saved reply is sent in the version of each ticket's language, its
+//! variables filled per case; a typed reply only to the customers whose language it is
+//! written in. A case it cannot be said to in its customer's language is left open.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -22,7 +27,8 @@ use super::common::{or_page, verified};
 const MAX_CASES: usize = 100;
 
 /// `POST /console/bulk`: `case` once per ticked case, `action` (`assign` or `close`),
-/// `email` (assign to; empty: me), `reason` and `reply` (close), `status` (the tab).
+/// `email` (assign to; empty: me), `reason` and `reply` or `saved` (a saved reply's name)
+/// (close), `status` (the tab).
 pub(super) async fn bulk_submit(
     State(state): State<AppState>,
     Authed(session): Authed<Result<Session, AppError>>,
@@ -47,7 +53,10 @@ pub(super) async fn bulk_submit(
         .unwrap_or("needs_person");
     let (done, skipped) = match field("action") {
         "assign" => assign_all(&state, &session, &ids, field("email")).await,
-        "close" => close_all(&state, &session, &ids, field("reason"), field("reply")).await,
+        "close" => {
+            let reply = Reply::of(field("saved"), field("reply"));
+            close_all(&state, &session, &ids, field("reason"), &reply).await
+        }
         _ => (0, ids.len()),
     };
     let action = match field("action") {
@@ -82,26 +91,68 @@ async fn assign_all(
     (done, ids.len() - done)
 }
 
+/// What a bulk close says to the customers.
+enum Reply {
+    None,
+    /// A saved reply's name: each customer gets the version in their language.
+    Saved(String),
+    /// Typed once, in one language.
+    Typed(String),
+}
+
+impl Reply {
+    fn of(saved: &str, typed: &str) -> Reply {
+        let typed = typed.replace("\r\n", "\n");
+        if !saved.trim().is_empty() {
+            Reply::Saved(saved.to_string())
+        } else if !typed.trim().is_empty() {
+            Reply::Typed(typed)
+        } else {
+            Reply::None
+        }
+    }
+
+    /// The words for `case`'s customer, `Ok(None)` for none; `Err(())` when they cannot
+    /// be said in the customer's language (the case is left as it was).
+    async fn for_case(&self, state: &AppState, case: &cases::Case) -> Result<Option<String>, ()> {
+        match self {
+            Reply::None => Ok(None),
+            Reply::Saved(name) => {
+                let public = &state.mail.public_url;
+                match desk::saved_replies::for_case(&state.db, name, case, public).await {
+                    Ok(Some(text)) => Ok(Some(text)),
+                    _ => Err(()),
+                }
+            }
+            Reply::Typed(text) => {
+                let ticket = desk::tickets::load_ticket(&state.db, &case.ticket_id).await;
+                let Ok(Some(ticket)) = ticket else {
+                    return Err(());
+                };
+                let written =
+                    desk::replies::written_in(text, text, None).unwrap_or(state.default_language);
+                (written == ticket.language)
+                    .then(|| Some(text.clone()))
+                    .ok_or(())
+            }
+        }
+    }
+}
+
 /// Closes each case that moves no money; returns (closed, left open).
 async fn close_all(
     state: &AppState,
     session: &Session,
     ids: &[&str],
     reason: &str,
-    reply: &str,
+    reply: &Reply,
 ) -> (usize, usize) {
-    let reply = Some(reply.replace("\r\n", "\n")).filter(|r| !r.trim().is_empty());
     // Issue 38: a customer never receives a literal `{name}`; a refused reply closes none.
-    if reply
-        .as_deref()
-        .is_some_and(|r| desk::saved_replies::check_no_placeholder(r).is_err())
-    {
-        return (0, ids.len());
+    if let Reply::Typed(text) = reply {
+        if desk::saved_replies::check_no_placeholder(text).is_err() {
+            return (0, ids.len());
+        }
     }
-    let input = desk::conversation::CloseCase {
-        reason: reason.to_string(),
-        reply,
-    };
     let mut done = 0;
     for id in ids {
         // No money: a refund awaiting approval is decided on its own page.
@@ -111,6 +162,13 @@ async fn close_all(
         if case.status == CaseStatus::AwaitingApproval {
             continue;
         }
+        let Ok(words) = reply.for_case(state, &case).await else {
+            continue;
+        };
+        let input = desk::conversation::CloseCase {
+            reason: reason.to_string(),
+            reply: words,
+        };
         if desk::conversation::close(state.desk(), &session.staff, id, &input)
             .await
             .is_ok()

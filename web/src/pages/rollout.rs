@@ -112,9 +112,9 @@ async fn page(
             mode,
             updated: format!(
                 "{} by {}: {}",
-                desk::clock::rfc3339(s.updated_at),
-                s.updated_by,
-                s.reason
+                super::common::time_tag(&desk::clock::rfc3339(s.updated_at)),
+                super::common::escaped(&s.updated_by),
+                super::common::escaped(&s.reason)
             ),
             guards: rows,
         });

@@ -27,6 +27,18 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium session. Panics with the install
     /// command when the Debian packages are missing (scripts/test installs them).
     pub async fn start() -> Browser {
+        Browser::start_with(None).await
+    }
+
+    /// A browser set to `accept` (e.g. `en-US,en`): its user interface (`--lang`) and the
+    /// `Accept-Language` every page request carries, as a browser installed in that
+    /// language would send.
+    #[allow(dead_code)] // Used by the customer-language journeys.
+    pub async fn start_in_language(accept: &str) -> Browser {
+        Browser::start_with(Some(accept)).await
+    }
+
+    async fn start_with(accept: Option<&str>) -> Browser {
         for bin in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
             assert!(std::path::Path::new(bin).exists(), "{bin} is missing: run scripts/browser-up (apt-get install chromium chromium-driver)");
         }
@@ -51,12 +63,32 @@ impl Browser {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let profile = tempfile::tempdir().unwrap().keep();
-        let caps = json!({ "capabilities": { "alwaysMatch": { "browserName": "chrome", "goog:chromeOptions": {
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--window-size=1200,1400", format!("--user-data-dir={}", profile.display())]
-        }}}});
+        let mut args = vec![
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1400",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        args.push(format!("--user-data-dir={}", profile.display()));
+        let mut options = json!({ "binary": "/usr/bin/chromium" });
+        if let Some(accept) = accept {
+            let first = accept.split(',').next().unwrap_or(accept);
+            args.push(format!("--lang={first}"));
+            args.push(format!("--accept-lang={accept}"));
+            options["prefs"] = json!({ "intl": { "accept_languages": accept } });
+        }
+        options["args"] = json!(args);
+        let caps = json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome", "goog:chromeOptions": options
+        }}});
         let resp: Value = http
             .post(format!("{base}/session"))
             .json(&caps)
