@@ -12,6 +12,7 @@ mod accounts;
 mod api;
 mod approving;
 mod authoring;
+mod backtest_report;
 mod browser;
 mod cli;
 mod commits;

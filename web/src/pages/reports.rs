@@ -221,14 +221,24 @@ pub(super) async fn shadow_page(
     render(&ShadowPage {
         nav: Nav::of(&session, "/console/shadow"),
         shadow_on,
-        outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
-        exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
+        outcome_pct: share(report.decided, report.outcome_agreement),
+        exact_pct: share(report.decided, report.exact_agreement),
         chart: desk::shadow_live::agreement_chart(&report.by_day),
         outcomes,
         matrix,
         disagreements,
         report,
     })
+}
+
+/// An agreement share of `decided` pairs: with none decided there is no share to show
+/// (a 0.0% would read as "the agent is always wrong").
+fn share(decided: usize, rate: f64) -> String {
+    if decided == 0 {
+        "none yet (no reviewer has decided a shadow pair)".to_string()
+    } else {
+        format!("{:.1}%", rate * 100.0)
+    }
 }
 
 #[derive(Template)]
