@@ -36,6 +36,7 @@ pub mod onboarding;
 pub mod payments;
 pub mod policies;
 pub mod presence;
+pub mod qa;
 pub mod reconcile;
 pub mod refunds;
 pub mod replay;

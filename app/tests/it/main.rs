@@ -43,6 +43,7 @@ mod onboarding;
 mod openapi;
 mod payments;
 mod presence;
+mod qa;
 mod repeats;
 mod resolve_properties;
 mod restart;
