@@ -392,8 +392,9 @@ pub fn tally(
     std::collections::BTreeMap<String, Group>,
 ) {
     use std::collections::BTreeMap;
-    let mut per_class: BTreeMap<Class, (usize, BTreeMap<String, usize>, Vec<String>)> =
-        BTreeMap::new();
+    // Per class: its count, its tickets per clause, its first examples.
+    type Tallied = (usize, BTreeMap<String, usize>, Vec<String>);
+    let mut per_class: BTreeMap<Class, Tallied> = BTreeMap::new();
     let (mut by_language, mut by_person) = (BTreeMap::new(), BTreeMap::new());
     for t in rows {
         let class = t.class.as_ref();
