@@ -121,7 +121,27 @@ async fn rejecting_a_refund_the_policy_allows_is_outside_it_and_approving_one_wi
         .starts_with("rejected a refund the policy allows"));
 
     let other = spawn_app().await;
-    other.refunded_ticket("C-100").await;
+    let (ticket, _) = other.refunded_ticket("C-100").await;
+    // The customer's comment is read by staff beside the checks.
+    let token = other.customer_token("C-100").await;
+    let rating = json!({ "rating": 2, "comment": "took <b>too</b> long" });
+    let path = format!("/api/v1/tickets/{ticket}/csat");
+    let (status, body) = other
+        .request("POST", &path, Some(&token), Some(rating))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    for (path, id) in [
+        ("/console/qa", "qa-comments"),
+        ("/console/csat", "csat-comments"),
+    ] {
+        let (_, html) = page(&other, "supervisor@test.example", path).await;
+        let comments = from_id(&html, id);
+        assert!(
+            comments
+                .contains("2/5 · supervisor@test.example: took &#60;b&#62;too&#60;/b&#62; long"),
+            "{comments}"
+        );
+    }
     let now = other.state.clock.now_ms();
     let report = desk::qa::report(&other.state.db, now).await.unwrap();
     let approve = &report.by_person["supervisor@test.example"];

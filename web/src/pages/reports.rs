@@ -246,6 +246,8 @@ fn share(decided: usize, rate: f64) -> String {
 pub(super) struct CsatPage {
     nav: Nav,
     report: desk::csat::Report,
+    /// The newest comments, for staff to read (an erasure removes them).
+    comments: Vec<desk::csat::Comment>,
 }
 
 /// `GET /console/csat`: customers' ratings after resolution, per person and per reason.
@@ -253,10 +255,15 @@ pub(super) async fn csat_page(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
 ) -> Response {
+    let comments = match desk::csat::recent_comments(&state.db, 50).await {
+        Ok(comments) => comments,
+        Err(e) => return AppError::from(e).into_response(),
+    };
     match desk::csat::report(&state.db).await {
         Ok(report) => render(&CsatPage {
             nav: Nav::of(&session, "/console/csat"),
             report,
+            comments,
         }),
         Err(e) => AppError::from(e).into_response(),
     }
