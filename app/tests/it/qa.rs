@@ -204,3 +204,21 @@ async fn the_qa_page_at_desktop_and_phone_width() {
         .await;
     browser.close().await;
 }
+
+/// The drift the last `refund-agent reconcile` stored is on the page, beside the checks.
+#[tokio::test]
+async fn the_last_reconcile_drift_is_beside_the_checks() {
+    let app = spawn_app().await;
+    let report = desk::reconcile::run_with_drift(app.state.reconciler())
+        .await
+        .expect("a reconcile");
+    let drift = report.drift.expect("a drift report");
+    let (_, html) = page(&app, "supervisor@test.example", "/console/qa").await;
+    let shown = from_id(&html, "qa-drift");
+    let counts = format!(
+        "{} customers and {} orders drifted from the provider; {} charges name no order",
+        drift.customers.count, drift.orders.count, drift.unlinked_charges
+    );
+    assert!(shown.contains(&counts), "{shown}");
+    assert!(!html.contains("id=\"qa-drift-empty\""));
+}
