@@ -190,8 +190,16 @@ fn class_and_why(d: &Disagreement<'_>, other: Option<&OtherReading>) -> (Class, 
     ) || (h == Refund && a == Refund && other_charges(d.human, d.agent));
     if misread && !deferred(h) {
         let why = match other {
-            Some(o) => format!("the team's verdict follows from {}", o.text),
-            None => "the team acted on other charges than the agent".to_string(),
+            Some(o) => format!(
+                "the agent's reading gives {}: {}; the team's verdict follows from {}",
+                a.as_str(),
+                rules_why(d),
+                o.text
+            ),
+            None => format!(
+                "the team refunded other charges than the agent: {}",
+                rules_why(d)
+            ),
         };
         return (Class::AgentMisread, why);
     }
