@@ -268,7 +268,12 @@ pub async fn record_proposal(
         .filter(|c| !refunded(c))
         .collect();
     let (within, why) = if !invalid.is_empty() {
-        (false, format!("evidence rejected: {}", invalid.join("; ")))
+        // Counted, not quoted: a reference is the model's text (docs/spec/data.md).
+        let why = format!(
+            "{} of its evidence references name no record a tool returned",
+            invalid.len()
+        );
+        (false, why)
     } else if !beyond.is_empty() {
         let why = format!(
             "proposed a refund on {} the policy does not allow: {}",
