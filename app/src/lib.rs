@@ -12,13 +12,16 @@ pub mod cli;
 /// files. (A module here rather than a file: the report's code lives in those two crates.)
 pub mod shadow {
     pub use desk::shadow::*;
+    pub use desk::shadow_classes::csv;
     pub use web::pages::shadow_report::html;
 
-    /// Writes `DIR/report.json` and `DIR/report.html`.
+    /// Writes `DIR/report.json`, `DIR/report.html` and `DIR/report.csv` (every
+    /// disagreement with its class).
     pub fn write(report: &ShadowReport, dir: &std::path::Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
         std::fs::write(dir.join("report.html"), html(report))?;
+        std::fs::write(dir.join("report.csv"), desk::shadow_classes::csv(report))?;
         Ok(())
     }
 }

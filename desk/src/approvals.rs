@@ -79,6 +79,7 @@ pub async fn decide(
         now,
     )
     .await?;
+    record_check(&mut tx, desk, staff, &case, &decision, verdict, now).await?;
     match verdict {
         Verdict::Approved => {
             crate::refunds::create_intents(&mut tx, &case, &approval_id, &decision, now).await?;
@@ -129,6 +130,46 @@ pub async fn decide(
     tracing::info!(case_id = %case.id, staff_id = %staff.id, ?verdict, "verdict recorded");
     desk.wake.notify_one();
     crate::views::current_view(desk.db, case_id).await
+}
+
+/// The verdict checked against the policy in force now (`qa`), in the verdict's
+/// transaction.
+async fn record_check(
+    tx: &mut Tx<'_>,
+    desk: Desk<'_>,
+    staff: &Staff,
+    case: &cases::Case,
+    decision: &policy_engine::Decision,
+    verdict: Verdict,
+    now: i64,
+) -> DomainResult<()> {
+    let approved = verdict == Verdict::Approved;
+    let (within, policy_outcome, why) = crate::qa::check_verdict(
+        desk.rules.policies,
+        case.facts.as_deref(),
+        decision,
+        approved,
+    );
+    let language = crate::qa::ticket_language(tx, case.ticket_id.as_str()).await?;
+    let (action, outcome) = if approved {
+        (crate::qa::Action::Approve, "refund")
+    } else {
+        (crate::qa::Action::Reject, "no_refund")
+    };
+    let reason = crate::world::serde_plain(&decision.reason_code);
+    let check = crate::qa::Check {
+        case_id: case.id.as_str(),
+        actor: &staff.id,
+        action,
+        outcome,
+        reason: &reason,
+        language: &language,
+        within_policy: within,
+        policy_outcome,
+        why: &why,
+        now,
+    };
+    crate::qa::record(tx, &check).await
 }
 
 /// The refusal of an approval without a word to a customer who asked for a person.

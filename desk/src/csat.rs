@@ -166,6 +166,40 @@ pub async fn report(db: &Db) -> DomainResult<Report> {
     })
 }
 
+/// A customer's comment with its rating, for staff (the QA and CSAT pages).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Comment {
+    pub case_id: String,
+    pub rating: i64,
+    pub comment: String,
+    /// The person who decided or owned the case ("(the agent alone)" when none did).
+    pub person: String,
+    pub created_at: i64,
+}
+
+/// The newest `limit` answers that carry a comment, newest first.
+pub async fn recent_comments(db: &Db, limit: i64) -> DomainResult<Vec<Comment>> {
+    let rows = sqlx::query(
+        "SELECT a.case_id, a.rating, a.comment, COALESCE(s.email, '(the agent alone)') AS person, a.created_at
+         FROM csat_answers a LEFT JOIN staff s ON s.id = a.resolved_by
+         WHERE a.comment IS NOT NULL ORDER BY a.created_at DESC LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Comment {
+                case_id: r.try_get("case_id")?,
+                rating: r.try_get("rating")?,
+                comment: r.try_get("comment")?,
+                person: r.try_get("person")?,
+                created_at: r.try_get("created_at")?,
+            })
+        })
+        .collect()
+}
+
 /// One tally per value of `group` (an SQL expression of ours, never input), or one over
 /// every answer. Sums are cast: PostgreSQL sums a BIGINT as NUMERIC.
 async fn tallies(db: &Db, group: Option<&str>) -> DomainResult<Vec<Tally>> {

@@ -27,6 +27,8 @@ use serde::Serialize;
 
 use crate::agent::Model;
 use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
+use crate::shadow_classes::{classify, Disagreement};
+pub use crate::shadow_classes::{Class, ClassSummary, Classified, Group};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
@@ -183,6 +185,15 @@ pub struct ShadowTicket {
     pub trace: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The disagreement's class, what it rests on and the clause (disagreements only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<Classified>,
+    /// The language of the customer's first message (`en`, `de`…).
+    pub language: String,
+    /// Who made the team's decision, when the history says (`human.assignee`, else
+    /// `human.decided_by` unless it was inferred from the records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -199,6 +210,15 @@ pub struct ShadowReport {
     pub by_run_versions: BTreeMap<String, Agreement>,
     /// Disagreements per cause (`order_not_found`…).
     pub causes: BTreeMap<String, usize>,
+    /// Tickets whose verdicts differ (outcome, charges or amounts): the class counts
+    /// add up to it.
+    pub disagreements: usize,
+    /// Every class with at least one disagreement, in [`Class::ALL`]'s order.
+    pub classes: Vec<ClassSummary>,
+    /// Agreement and classes per language of the customer's first message.
+    pub by_language: BTreeMap<String, Group>,
+    /// Agreement and classes per person who made the team's decision (when known).
+    pub by_person: BTreeMap<String, Group>,
     /// Agreement per `feature=value` of the lines' `features` field, when they have one.
     pub by_feature: BTreeMap<String, Breakdown>,
     /// Tickets carrying each field beyond docs/spec/interfaces.md (ignored by the replay).
@@ -236,6 +256,9 @@ struct Replayed {
     /// (the rest is dropped at once: a run holds no investigation it will not show).
     trace: Option<serde_json::Value>,
     error: Option<String>,
+    /// The rules the decision fired and its escalation reason, for the class.
+    rules: Vec<policy_engine::FiredRule>,
+    escalation: Option<String>,
     /// What the agent read: the facts, the request kind, the order and where it came from.
     read: (
         Option<Facts>,
@@ -267,6 +290,10 @@ async fn replay_one(
                 citations: decision
                     .map(|d| d.rules.iter().map(|r| r.citation.clone()).collect())
                     .unwrap_or_default(),
+                rules: decision.map(|d| d.rules.clone()).unwrap_or_default(),
+                escalation: decision
+                    .and_then(|d| d.escalation.as_ref())
+                    .map(|e| e.reason.clone()),
                 trace: (!result.agent.agrees_exactly(&ticket.human.verdict()))
                     .then(|| serde_json::to_value(&result.investigation).ok())
                     .flatten(),
@@ -290,6 +317,8 @@ fn failed(error: String) -> Replayed {
         citations: vec![],
         trace: None,
         error: Some(error),
+        rules: vec![],
+        escalation: None,
         read: (None, None, None, None),
     }
 }
@@ -432,6 +461,8 @@ pub async fn run(
             citations,
             trace,
             error,
+            rules,
+            escalation,
             read,
         } = replayed;
         let agree = agent.outcome == human.outcome;
@@ -441,6 +472,23 @@ pub async fn run(
         if let Some(why) = why {
             *causes.entry(why.as_str().to_string()).or_default() += 1;
         }
+        let inference = ticket.human.extra.get("inference");
+        let class = why.map(|cause| {
+            classify(
+                policies,
+                &Disagreement {
+                    human: &human,
+                    agent: &agent,
+                    cause,
+                    facts: facts.as_ref(),
+                    request_read,
+                    rules: &rules,
+                    policy_escalation: escalation.as_deref(),
+                    error: error.as_deref(),
+                    inference,
+                },
+            )
+        });
         if let Some(features) = ticket.extra.get("features").and_then(|f| f.as_object()) {
             for (name, value) in features {
                 let value = value
@@ -483,11 +531,15 @@ pub async fn run(
             agent,
             policy_versions: versions,
             citations,
-            human_inference: ticket.human.extra.get("inference").cloned(),
+            human_inference: inference.cloned(),
             trace,
             error,
+            class,
+            language: crate::shadow_classes::language(ticket),
+            decided_by: crate::shadow_classes::decided_by(ticket),
         });
     }
+    let (classes, by_language, by_person) = crate::shadow_classes::tally(&rows);
     let total = tickets.len();
     let rate = |n: usize| {
         if total == 0 {
@@ -508,6 +560,10 @@ pub async fn run(
         by_policy_version: by_version,
         by_run_versions,
         causes,
+        disagreements: rows.iter().filter(|t| !t.exact).count(),
+        classes,
+        by_language,
+        by_person,
         by_feature,
         extra_fields: replay::extra_field_counts(tickets),
         agent_only_money: money(agent_only),

@@ -83,6 +83,9 @@ pub async fn decide_by_hand(
         ));
     }
     let now = desk.clock.now_ms();
+    let policy_outcome = crate::shadow_pairs::agent_outcome(desk.db, case_id)
+        .await?
+        .unwrap_or_else(|| "escalate".to_string());
 
     // For a refund: the same policy check an agent's proposal passes, on fresh facts.
     let checked = if manual.outcome == CaseOutcome::Refund {
@@ -106,6 +109,13 @@ pub async fn decide_by_hand(
         ));
     }
     let lang = ticket.language;
+    let hand = HandVerdict {
+        staff,
+        manual: &manual,
+        checked: checked.as_ref(),
+        policy_outcome: &policy_outcome,
+    };
+    record_check(&mut tx, case_id, lang, &hand, now).await?;
     match (manual.outcome, checked) {
         (CaseOutcome::Refund, Some(HandCheck::Allowed(allowed))) => {
             let (facts, decision) = *allowed;
@@ -160,6 +170,57 @@ pub async fn decide_by_hand(
     .await?;
     tx.commit().await?;
     crate::views::current_view(desk.db, case_id).await
+}
+
+/// A hand decision as the quality review checks it.
+struct HandVerdict<'a> {
+    staff: &'a Staff,
+    manual: &'a ManualDecision,
+    /// The hand check of a refund.
+    checked: Option<&'a HandCheck>,
+    /// The policy engine's outcome when the agent decided the case.
+    policy_outcome: &'a str,
+}
+
+/// The hand decision checked against the policy (`qa`): a refund by the hand check; any
+/// other outcome is within the policy when it is the policy's own, when the policy
+/// hands the case to a person, or when the reviewer escalates.
+async fn record_check(
+    tx: &mut store::Tx<'_>,
+    case_id: &str,
+    language: replies::Language,
+    hand: &HandVerdict<'_>,
+    now: i64,
+) -> DomainResult<()> {
+    let outcome = hand.manual.outcome.as_str();
+    let (within, why) = match hand.checked {
+        Some(HandCheck::Allowed(allowed)) => (true, crate::qa::rules_why(&allowed.1)),
+        Some(HandCheck::Refused(why)) => {
+            (false, format!("a refund the policy does not allow: {why}"))
+        }
+        None if outcome == hand.policy_outcome => (true, "the policy's own outcome".to_string()),
+        None if hand.policy_outcome == "escalate" || outcome == "escalate" => {
+            (true, "the policy hands the case to a person".to_string())
+        }
+        None => (
+            false,
+            format!("the policy decides {} on these facts", hand.policy_outcome),
+        ),
+    };
+    let reason = serde_plain(&hand.manual.reason);
+    let check = crate::qa::Check {
+        case_id,
+        actor: &hand.staff.id,
+        action: crate::qa::Action::HandDecision,
+        outcome,
+        reason: &reason,
+        language: language.as_str(),
+        within_policy: within,
+        policy_outcome: hand.policy_outcome,
+        why: &why,
+        now,
+    };
+    crate::qa::record(tx, &check).await
 }
 
 /// What the policy check made of a reviewer's refund.

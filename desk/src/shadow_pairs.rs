@@ -70,6 +70,19 @@ pub async fn agent_proposal(db: &Db, case_id: &str) -> DomainResult<Proposal> {
     )
 }
 
+/// The outcome of the agent's side of a pair: the policy engine's decision on the
+/// case's facts when the agent decided (`qa` checks a hand decision against it).
+pub async fn agent_outcome(db: &Db, case_id: &str) -> DomainResult<Option<String>> {
+    let row = sqlx::query("SELECT agent_outcome FROM shadow_pairs WHERE case_id = $1")
+        .bind(case_id)
+        .fetch_optional(db.pool())
+        .await?;
+    Ok(match row {
+        Some(r) => Some(r.try_get::<String, _>("agent_outcome")?),
+        None => None,
+    })
+}
+
 /// Records the reviewer's side; `false` when another reviewer already decided.
 pub async fn record_human_side(
     tx: &mut Tx<'_>,

@@ -55,11 +55,13 @@ pub enum Capability {
     Administer,
     /// Correct the records: link a provider charge to an order.
     CorrectRecords,
+    /// Review every decision against the policy: the lead's QA page.
+    ReviewDecisions,
 }
 
 impl Capability {
     /// Every capability, for tables and tests.
-    pub const ALL: [Capability; 11] = [
+    pub const ALL: [Capability; 12] = [
         Capability::ReadPolicies,
         Capability::ReadCases,
         Capability::WorkCases,
@@ -71,6 +73,7 @@ impl Capability {
         Capability::PublishPolicies,
         Capability::Administer,
         Capability::CorrectRecords,
+        Capability::ReviewDecisions,
     ];
 
     /// The roles allowed, from docs/spec/roles.md: the one place it is written down.
@@ -82,9 +85,10 @@ impl Capability {
             | Capability::WorkCases
             | Capability::DecideRefunds
             | Capability::CloseCases => &[Agent, Supervisor, Admin],
-            Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
-                &[Supervisor, Admin]
-            }
+            Capability::TakeOver
+            | Capability::ManageSavedReplies
+            | Capability::CorrectRecords
+            | Capability::ReviewDecisions => &[Supervisor, Admin],
             Capability::AuthorPolicies | Capability::PublishPolicies => &[PolicyAuthor, Admin],
             Capability::Administer => &[Admin],
         }
@@ -108,6 +112,7 @@ impl Capability {
             Capability::PublishPolicies => "publish policies",
             Capability::Administer => "administer the desk",
             Capability::CorrectRecords => "link charges to orders",
+            Capability::ReviewDecisions => "review decisions against the policy",
         }
     }
 }

@@ -45,9 +45,10 @@ fn spec_allows(rule: Rule, who: Who) -> bool {
         | Capability::WorkCases
         | Capability::DecideRefunds
         | Capability::CloseCases => matches!(role, Agent | Supervisor | Admin),
-        Capability::TakeOver | Capability::ManageSavedReplies | Capability::CorrectRecords => {
-            matches!(role, Supervisor | Admin)
-        }
+        Capability::TakeOver
+        | Capability::ManageSavedReplies
+        | Capability::CorrectRecords
+        | Capability::ReviewDecisions => matches!(role, Supervisor | Admin),
         Capability::AuthorPolicies | Capability::PublishPolicies => {
             matches!(role, PolicyAuthor | Admin)
         }

@@ -203,10 +203,19 @@ async fn a_zendesk_export_becomes_a_history_shadow_replays_with_each_inference_s
         "{:?}",
         shadow.tickets[0]
     );
+    // The page counts the rules; each row's evidence is in report.json (and, for a
+    // disagreement, in its example and in report.csv).
     let html = app::shadow::html(&shadow);
     assert!(
-        html.contains("Human outcomes inferred from the records")
-            && html.contains("1 day 1 h after the ticket")
+        html.contains("How the team's outcomes were inferred")
+            && html.contains("<td>refund_in_window</td>"),
+        "{html}"
+    );
+    assert!(
+        shadow.tickets[0].human_inference.as_ref().unwrap()["evidence"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("1 day 1 h after the ticket")
     );
     let json = serde_json::to_value(&shadow.tickets[1]).expect("json");
     assert_eq!(json["human_inference"]["rule"], "tag");

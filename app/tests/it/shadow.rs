@@ -528,8 +528,8 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
 
 /// The report's HTML is askama's (`templates/shadow_report.html`): text from a history
 /// line — a ticket id, the evidence of an inferred human outcome, a skipped line's
-/// message — is escaped wherever it lands (the disagreements table, the trace anchor,
-/// the inference table), never written as markup.
+/// message — is escaped wherever it lands (a class's examples, the trace anchor, the
+/// inference rules), never written as markup.
 #[tokio::test]
 async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -562,8 +562,11 @@ async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() 
         "hostile text written as markup"
     );
     // Each hostile text is there, escaped, in each place it belongs.
-    assert!(html.contains("<td>&#60;script&#62;alert(&#34;id&#34;)&#60;/script&#62;</td>"));
-    assert!(html.contains("href=\"#trace-&#60;script&#62;alert(&#34;id&#34;)&#60;/script&#62;\""));
+    let id = "&#60;script&#62;alert(&#34;id&#34;)&#60;/script&#62;";
+    assert!(html.contains(&format!("<a href=\"#trace-{id}\">{id}</a>")));
+    assert!(html.contains(&format!(
+        "<details id=\"trace-{id}\"><summary>Trace of {id}</summary>"
+    )));
     assert!(html.contains("<td>&#60;img src=x onerror=alert(1)&#62;</td>"));
     assert!(html.contains(
         "&#60;script&#62;alert(&#39;evidence&#39;)&#60;/script&#62;; not counted: &#60;/td&#62;"

@@ -365,6 +365,25 @@ pub const TABLES: &[Table] = &[
             ("decided_by", Keep),
         ],
     },
+    // Quality review (`qa`): each decision's check; codes, staff ids, and in `why` the
+    // policy's own words (rule summaries with charge and order ids) — never the
+    // customer's or the model's (a rejected evidence reference is only counted).
+    Table {
+        name: "decision_checks",
+        key: &["id"],
+        rows: Rows::Redact(CASES_OF),
+        columns: &[
+            ("id", Keep),
+            ("case_id", Keep),
+            ("actor", Keep),
+            ("action", Keep),
+            ("outcome", Keep),
+            ("reason", Keep),
+            ("language", Keep),
+            ("policy_outcome", Keep),
+            ("why", Keep),
+        ],
+    },
     Table {
         name: "sign_in_links",
         key: &["token_hash"],

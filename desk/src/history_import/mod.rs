@@ -42,6 +42,9 @@ use store::Db;
 
 /// At most this many bad tickets and unmatched ones are named in the summary.
 const NAMED: usize = 100;
+/// `human.decided_by` of an imported line: the outcome is the inference's, not a
+/// person's (the person, when the helpdesk names one, is `human.assignee`).
+pub const INFERRED_BY: &str = "inferred from the records";
 /// Customers whose records are kept between their tickets.
 const KEPT_CUSTOMERS: usize = 500;
 
@@ -421,6 +424,9 @@ fn historical(
     }
     let mut human_extra = BTreeMap::new();
     human_extra.insert("inference".to_string(), json!(inference.evidence));
+    if let Some(assignee) = &t.assignee {
+        human_extra.insert("assignee".to_string(), json!(assignee));
+    }
     HistoricalTicket {
         id: t.id.clone(),
         created_at: t.created_at,
@@ -432,7 +438,7 @@ fn historical(
             outcome: inference.outcome,
             reason: inference.reason,
             refunds: inference.refunds,
-            decided_by: "inferred from the records".to_string(),
+            decided_by: INFERRED_BY.to_string(),
             extra: human_extra,
         },
         extra,

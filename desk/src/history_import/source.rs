@@ -33,6 +33,9 @@ pub struct SourceTicket {
     pub requester_email: Option<String>,
     pub subject: Option<String>,
     pub tags: Vec<String>,
+    /// Who the ticket was assigned to (Zendesk's `assignee_id`, as the user's email when
+    /// the export has it; a CSV's optional `assignee` column): the report's person.
+    pub assignee: Option<String>,
     /// Oldest first; the requester's are the customer's.
     pub messages: Vec<SourceMessage>,
     /// Where in the file: a CSV row's line; for Zendesk, the ordinal of the JSON value
@@ -118,6 +121,8 @@ struct ZTicket {
     requester: Option<ZUser>,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    assignee_id: Value,
     #[serde(default)]
     comments: Option<Vec<ZComment>>,
 }
@@ -249,6 +254,12 @@ fn ticket(
         .as_ref()
         .and_then(|u| u.email.clone())
         .or_else(|| requester.as_ref().and_then(|r| users.get(r).cloned()));
+    let assignee = id_text(&t.assignee_id).map(|a| {
+        users
+            .get(&a)
+            .cloned()
+            .unwrap_or_else(|| format!("Zendesk user {a}"))
+    });
     let mut messages = Vec::new();
     for c in t.comments.unwrap_or_default() {
         let text = c.plain_body.or(c.body).unwrap_or_default();
@@ -283,6 +294,7 @@ fn ticket(
         requester_email,
         subject: t.subject.filter(|s| !s.trim().is_empty()),
         tags: t.tags,
+        assignee,
         messages,
         line,
     })
@@ -303,6 +315,8 @@ struct CsvTicket {
     body: Option<String>,
     #[serde(default)]
     tags: Option<String>,
+    #[serde(default)]
+    assignee: Option<String>,
 }
 
 fn scan_csv(path: &Path, pass: Pass<'_>) -> std::io::Result<()> {
@@ -355,6 +369,7 @@ fn csv_ticket(row: CsvTicket, line: u64) -> Result<SourceTicket, RowError> {
         requester_email: row.requester_email.filter(|e| !e.trim().is_empty()),
         subject: row.subject.filter(|s| !s.trim().is_empty()),
         tags,
+        assignee: row.assignee.filter(|a| !a.trim().is_empty()),
         messages: vec![SourceMessage {
             from_customer: true,
             text: body,

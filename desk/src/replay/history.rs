@@ -107,13 +107,25 @@ pub fn parse_history(jsonl: &str) -> (Vec<HistoricalTicket>, Vec<LineError>) {
     (tickets, errors)
 }
 
+/// The fields `import history` writes beyond the core format (docs/spec/history.md):
+/// the report reads them (the inference, the person) or keeps them for people (the
+/// source, tags, subject), so they are never reported as ignored.
+pub const IMPORTER_FIELDS: [&str; 5] = [
+    "source",
+    "tags",
+    "subject",
+    "human.inference",
+    "human.assignee",
+];
+
 /// How many tickets carry each field beyond docs/spec/interfaces.md (`messages[].x` and `human.x` for
-/// nested ones), for the shadow report.
+/// nested ones) and beyond [`IMPORTER_FIELDS`], for the shadow report.
 pub fn extra_field_counts(tickets: &[HistoricalTicket]) -> BTreeMap<String, usize> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for t in tickets {
         let mut names: BTreeSet<String> = t.extra.keys().cloned().collect();
         names.extend(t.human.extra.keys().map(|k| format!("human.{k}")));
+        names.retain(|n| !IMPORTER_FIELDS.contains(&n.as_str()));
         for m in &t.messages {
             names.extend(m.extra.keys().map(|k| format!("messages[].{k}")));
         }

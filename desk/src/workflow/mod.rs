@@ -140,6 +140,9 @@ pub async fn decide_case(
     let rollout = crate::rollout::modes::at_decision(&mut tx, &case.id, &subject, default).await?;
     if !rollout.gets_proposal && invalid.is_empty() {
         hand_to_reviewer(&mut tx, &case, ticket, proposal, facts, decision, now).await?;
+        let lang = ticket.language.as_str();
+        crate::qa::record_proposal(&mut tx, &case.id, lang, proposal, decision, invalid, now)
+            .await?;
         crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
         append_decision_events(&mut tx, &run.id, &d, now).await?;
         runs::set_status(&mut tx, run, runs::RunStatus::Completed, now).await?;
@@ -180,6 +183,8 @@ pub async fn decide_case(
         },
     )
     .await?;
+    let lang = ticket.language.as_str();
+    crate::qa::record_proposal(&mut tx, &case.id, lang, proposal, decision, invalid, now).await?;
     crate::rollout::modes::record_decision(&mut tx, &case.id, &rollout, now).await?;
     append_decision_events(&mut tx, &run.id, &d, now).await?;
     let run_status = if status == CaseStatus::AwaitingApproval {

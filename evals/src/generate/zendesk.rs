@@ -49,6 +49,14 @@ pub const ORDER_KEY: &str = "order_ref";
 
 const LANGS: [&str; 6] = ["en", "de", "fr", "es", "zh", "ja"];
 
+/// The team: each ticket is assigned to one of them by its id (no draw from the
+/// stream, so adding them changed no other generated value).
+const AGENTS: [(i64, &str); 3] = [
+    (41, "ana@support.example"),
+    (42, "ben@support.example"),
+    (43, "chen@support.example"),
+];
+
 /// What a customer writes about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -299,6 +307,10 @@ pub fn zendesk_set(seed: u64, tickets: usize) -> ZendeskSet {
             &json!({ "id": 500_000 + n, "email": cust.email, "role": "end-user" }).to_string();
         shop.export.push('\n');
     }
+    for (id, email) in AGENTS {
+        shop.export += &json!({ "id": id, "email": email, "role": "agent" }).to_string();
+        shop.export.push('\n');
+    }
     for t in 0..tickets {
         add_ticket(&mut shop, &mut rng, t);
     }
@@ -462,13 +474,14 @@ fn ticket_line(
     known_user: bool,
 ) -> String {
     let created = at(day, minute);
+    let assignee = AGENTS[(id % 3) as usize].0;
     let comments = json!([
         { "author_id": requester, "plain_body": text, "created_at": created, "public": true },
-        { "author_id": 42, "plain_body": "Thank you, we are looking into it.",
+        { "author_id": assignee, "plain_body": "Thank you, we are looking into it.",
           "created_at": at(day, minute + 30), "public": true }
     ]);
     let ticket = json!({ "id": id, "created_at": created, "subject": format!("Ticket {id}"),
-        "requester_id": requester, "tags": tags, "status": "solved" });
+        "requester_id": requester, "assignee_id": assignee, "tags": tags, "status": "solved" });
     let line = if rng.chance(20) {
         json!({ "ticket": ticket, "comments": comments, "users": [{ "id": requester, "email": email }] })
     } else {

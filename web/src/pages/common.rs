@@ -136,10 +136,11 @@ pub(super) struct Nav {
 }
 
 /// The console's pages as (path, label, what reading it needs), in the header's order.
-const PAGES: [(&str, &str, Capability); 12] = [
+const PAGES: [(&str, &str, Capability); 13] = [
     ("/console", "Queue", Capability::ReadCases),
     ("/console/shadow", "Shadow", Capability::ReadCases),
     ("/console/csat", "Satisfaction", Capability::ReadCases),
+    ("/console/qa", "QA", Capability::ReviewDecisions),
     ("/console/policies", "Policies", Capability::ReadPolicies),
     ("/console/replies", "Replies", Capability::ReadCases),
     ("/console/reconcile", "Reconcile", Capability::ReadCases),

@@ -20,6 +20,7 @@ mod markdown;
 pub mod policy;
 mod policy_draft;
 mod policy_thresholds;
+mod qa;
 mod queue;
 mod queue_bulk;
 mod reports;
@@ -183,6 +184,11 @@ fn console_routes() -> Routes {
         .post("/console/reconcile", work, reports::reconcile_submit)
         .get("/console/shadow", read, reports::shadow_page)
         .get("/console/csat", read, reports::csat_page)
+        .get(
+            "/console/qa",
+            Rule::Staff(Capability::ReviewDecisions),
+            qa::qa_page,
+        )
         .get("/console/rollout", admin, rollout::rollout_page)
         .post("/console/rollout", admin, rollout::rollout_submit)
         .get("/console/data", admin, customer_data::data_page)

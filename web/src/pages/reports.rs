@@ -221,8 +221,8 @@ pub(super) async fn shadow_page(
     render(&ShadowPage {
         nav: Nav::of(&session, "/console/shadow"),
         shadow_on,
-        outcome_pct: format!("{:.1}%", report.outcome_agreement * 100.0),
-        exact_pct: format!("{:.1}%", report.exact_agreement * 100.0),
+        outcome_pct: share(report.decided, report.outcome_agreement),
+        exact_pct: share(report.decided, report.exact_agreement),
         chart: desk::shadow_live::agreement_chart(&report.by_day),
         outcomes,
         matrix,
@@ -231,11 +231,23 @@ pub(super) async fn shadow_page(
     })
 }
 
+/// An agreement share of `decided` pairs: with none decided there is no share to show
+/// (a 0.0% would read as "the agent is always wrong").
+fn share(decided: usize, rate: f64) -> String {
+    if decided == 0 {
+        "none yet (no reviewer has decided a shadow pair)".to_string()
+    } else {
+        format!("{:.1}%", rate * 100.0)
+    }
+}
+
 #[derive(Template)]
 #[template(path = "csat.html")]
 pub(super) struct CsatPage {
     nav: Nav,
     report: desk::csat::Report,
+    /// The newest comments, for staff to read (an erasure removes them).
+    comments: Vec<desk::csat::Comment>,
 }
 
 /// `GET /console/csat`: customers' ratings after resolution, per person and per reason.
@@ -243,10 +255,15 @@ pub(super) async fn csat_page(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
 ) -> Response {
+    let comments = match desk::csat::recent_comments(&state.db, 50).await {
+        Ok(comments) => comments,
+        Err(e) => return AppError::from(e).into_response(),
+    };
     match desk::csat::report(&state.db).await {
         Ok(report) => render(&CsatPage {
             nav: Nav::of(&session, "/console/csat"),
             report,
+            comments,
         }),
         Err(e) => AppError::from(e).into_response(),
     }

@@ -3,13 +3,19 @@
 //! every text that comes from a ticket (its id, the human's evidence, a trace, a skipped
 //! line's message) is escaped by askama and by nothing else.
 //!
-//! It renders only: the tallies are `desk::shadow::run`'s, the file is written by the CLI.
+//! A summary that fits one screen (the headline, one row per class of disagreement),
+//! then drill-down in `<details>`: each class's clause, action and first examples (the
+//! rest are in `report.csv`), per language and per person, the tallies. The page grows
+//! with the number of classes, never with the number of tickets.
+//!
+//! It renders only: the tallies are `desk::shadow::run`'s and `desk::shadow_classes`',
+//! the file is written by the CLI.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
 use desk::replay::{CaseOutcome, CaseVerdict};
-use desk::shadow::{Agreement, Cause, ShadowReport, ShadowTicket};
+use desk::shadow::{Agreement, ClassSummary, Classified, Group, ShadowReport, ShadowTicket};
 use policy_engine::Currency;
 
 /// The page of `report`.
@@ -27,16 +33,50 @@ pub fn html(report: &ShadowReport) -> String {
 #[template(path = "shadow_report.html")]
 struct Page<'a> {
     r: &'a ShadowReport,
-    outcome_pct: String,
-    exact_pct: String,
+    /// The headline, in words: never a percentage of nothing.
+    headline: String,
     per_second: String,
+    classified: usize,
+    classes: Vec<ClassBlock<'a>>,
+    class_columns: Vec<&'static str>,
+    languages: Vec<GroupRow<'a>>,
+    people: Vec<GroupRow<'a>>,
+    inference_rules: Vec<(String, usize)>,
     outcomes: Vec<&'static str>,
     confusion: Vec<ConfusionRow>,
     agreements: Vec<AgreementTable<'a>>,
     features: Vec<FeatureRow<'a>>,
     money: Vec<MoneyRow>,
-    inferred: Vec<InferredRow<'a>>,
-    disagreements: Vec<DisagreementRow<'a>>,
+}
+
+/// One class: its summary line and its examples.
+struct ClassBlock<'a> {
+    s: &'a ClassSummary,
+    anchor: &'static str,
+    share: String,
+    top_clause: String,
+    examples: Vec<Example<'a>>,
+    /// How many of the class's tickets are only in `report.csv`.
+    more: usize,
+}
+
+/// One example ticket of a class.
+struct Example<'a> {
+    id: &'a str,
+    team: String,
+    agent: String,
+    c: &'a Classified,
+    inference: String,
+    /// The agent's trace, pretty JSON, or the error that stopped the replay.
+    trace: String,
+}
+
+/// A language's or a person's row: agreement and a count per class column.
+struct GroupRow<'a> {
+    name: &'a str,
+    g: &'a Group,
+    agreement: String,
+    cells: Vec<usize>,
 }
 
 /// One human outcome's row of the confusion matrix: a cell per agent outcome.
@@ -73,35 +113,45 @@ struct MoneyRow {
     human_only: String,
 }
 
-/// A ticket whose human outcome was inferred from the records (`import history`), with
-/// the rule and the evidence: what a lead checks before trusting the agreement figures.
-struct InferredRow<'a> {
-    id: &'a str,
-    agree: bool,
-    human: String,
-    rule: &'a str,
-    evidence: String,
-    agent: String,
+fn pct(n: usize, of: usize) -> String {
+    format!("{:.1}%", n as f64 * 100.0 / of as f64)
 }
 
-struct DisagreementRow<'a> {
-    id: &'a str,
-    cause: &'static str,
-    human: String,
-    agent: String,
-    order: String,
-    citations: String,
-    /// The agent's trace, pretty JSON, or the error that stopped the replay.
-    trace: String,
+/// The headline: how many tickets agree, in counts and share; with no ticket, says so.
+fn headline(r: &ShadowReport) -> String {
+    if r.total == 0 {
+        return "No tickets were replayed: the history held none that could be read.".into();
+    }
+    let agree = r.tickets.iter().filter(|t| t.agree).count();
+    let exact = r.tickets.iter().filter(|t| t.exact).count();
+    format!(
+        "{} tickets · the agent reached the team's outcome on {agree} ({}) and the same refunds on {exact} ({}) · {} disagreements",
+        r.total,
+        pct(agree, r.total),
+        pct(exact, r.total),
+        r.disagreements
+    )
 }
 
 impl<'a> Page<'a> {
     fn of(r: &'a ShadowReport) -> Self {
+        let by_id: HashMap<&str, &ShadowTicket> =
+            r.tickets.iter().map(|t| (t.id.as_str(), t)).collect();
+        let class_columns: Vec<&'static str> = r.classes.iter().map(|c| c.class.as_str()).collect();
         Page {
             r,
-            outcome_pct: format!("{:.1}", r.outcome_agreement * 100.0),
-            exact_pct: format!("{:.1}", r.exact_agreement * 100.0),
+            headline: headline(r),
             per_second: format!("{:.0}", r.tickets_per_second),
+            classified: r.classes.iter().map(|c| c.count).sum(),
+            classes: r
+                .classes
+                .iter()
+                .map(|s| class_block(r, s, &by_id))
+                .collect(),
+            languages: groups(&r.by_language, &class_columns),
+            people: groups(&r.by_person, &class_columns),
+            class_columns,
+            inference_rules: inference_rules(r),
             outcomes: CaseOutcome::ALL.iter().map(|o| o.as_str()).collect(),
             confusion: confusion(r),
             agreements: vec![
@@ -132,15 +182,84 @@ impl<'a> Page<'a> {
                 })
                 .collect(),
             money: money(r),
-            inferred: r.tickets.iter().filter_map(inferred).collect(),
-            disagreements: r
-                .tickets
-                .iter()
-                .filter(|t| !t.exact)
-                .map(disagreement)
-                .collect(),
         }
     }
+}
+
+fn class_block<'a>(
+    r: &'a ShadowReport,
+    s: &'a ClassSummary,
+    by_id: &HashMap<&str, &'a ShadowTicket>,
+) -> ClassBlock<'a> {
+    let examples: Vec<Example<'a>> = s
+        .examples
+        .iter()
+        .filter_map(|id| by_id.get(id.as_str()).copied())
+        .filter_map(example)
+        .collect();
+    ClassBlock {
+        s,
+        anchor: s.class.as_str(),
+        share: pct(s.count, r.disagreements.max(1)),
+        top_clause: s
+            .clauses
+            .first()
+            .map(|(c, n)| format!("{c} ({n})"))
+            .unwrap_or_else(|| "no clause: no decision was reached".into()),
+        more: s.count - examples.len(),
+        examples,
+    }
+}
+
+fn example(t: &ShadowTicket) -> Option<Example<'_>> {
+    let c = t.class.as_ref()?;
+    Some(Example {
+        id: &t.id,
+        team: verdict_text(&t.human),
+        agent: verdict_text(&t.agent),
+        c,
+        inference: t
+            .human_inference
+            .as_ref()
+            .map(desk::shadow_classes::evidence_text)
+            .unwrap_or_default(),
+        trace: t
+            .trace
+            .as_ref()
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+            .unwrap_or_else(|| t.error.clone().unwrap_or_default()),
+    })
+}
+
+fn groups<'a>(groups: &'a BTreeMap<String, Group>, columns: &[&'static str]) -> Vec<GroupRow<'a>> {
+    groups
+        .iter()
+        .map(|(name, g)| GroupRow {
+            name,
+            g,
+            agreement: pct(g.agree, g.total.max(1)),
+            cells: columns
+                .iter()
+                .map(|c| g.classes.get(*c).copied().unwrap_or(0))
+                .collect(),
+        })
+        .collect()
+}
+
+/// How many team outcomes each inference rule gave (imported histories only).
+fn inference_rules(r: &ShadowReport) -> Vec<(String, usize)> {
+    let mut rules: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &r.tickets {
+        if let Some(rule) = t
+            .human_inference
+            .as_ref()
+            .and_then(|i| i.get("rule"))
+            .and_then(|r| r.as_str())
+        {
+            *rules.entry(rule.to_string()).or_default() += 1;
+        }
+    }
+    rules.into_iter().collect()
 }
 
 fn confusion(r: &ShadowReport) -> Vec<ConfusionRow> {
@@ -183,60 +302,6 @@ fn money(r: &ShadowReport) -> Vec<MoneyRow> {
             human_only: cell(&r.human_only_money, c),
         })
         .collect()
-}
-
-fn inferred(t: &ShadowTicket) -> Option<InferredRow<'_>> {
-    let inference = t.human_inference.as_ref()?;
-    let lines = |name: &str| -> Vec<String> {
-        inference
-            .get(name)
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|l| l.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut evidence = lines("evidence");
-    evidence.extend(
-        lines("excluded")
-            .into_iter()
-            .map(|l| format!("not counted: {l}")),
-    );
-    Some(InferredRow {
-        id: &t.id,
-        agree: t.agree,
-        human: verdict_text(&t.human),
-        rule: inference
-            .get("rule")
-            .and_then(|r| r.as_str())
-            .unwrap_or_default(),
-        evidence: evidence.join("; "),
-        agent: verdict_text(&t.agent),
-    })
-}
-
-fn disagreement(t: &ShadowTicket) -> DisagreementRow<'_> {
-    let order = match (&t.order_id, t.order_source) {
-        (Some(id), Some(source)) => format!("{id} ({})", source.as_str()),
-        (Some(id), None) => id.clone(),
-        (None, _) => "none".to_string(),
-    };
-    let trace = t
-        .trace
-        .as_ref()
-        .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
-        .unwrap_or_else(|| t.error.clone().unwrap_or_default());
-    DisagreementRow {
-        id: &t.id,
-        cause: t.cause.map_or("", Cause::as_str),
-        human: verdict_text(&t.human),
-        agent: verdict_text(&t.agent),
-        order,
-        citations: t.citations.join(", "),
-        trace,
-    }
 }
 
 /// A verdict in one line: outcome, (reason), then each refund's charge, amount and
