@@ -1,4 +1,4 @@
-//! The HTTP peer of issue 19 (not part of the product): the same stack — axum and sqlx on
+//! The HTTP peer (not part of the product): the same stack — axum and sqlx on
 //! SQLite — serving one page from one row, with sqlx's default pool, nothing else. The
 //! bench (`app/benches/product/`, phase `http`) loads it beside `refund-agent serve`
 //! when it is built, so the product's pages have a same-run measure of what the stack

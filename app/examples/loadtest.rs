@@ -336,7 +336,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     std::fs::write(&world_path, world(args.tickets).to_string())?;
     let seed_dir = dir.path().join("seed");
     let seed_dir = seed_dir.to_str().context("a UTF-8 temp path")?;
-    // A provider named by PAYMENTS_URL needs its secrets set (issue 16): the mock's.
+    // A provider named by PAYMENTS_URL needs its secrets set: the mock's.
     let env = [
         ("DATABASE_URL", database_url.as_str()),
         ("PAYMENTS_URL", payments_url.as_str()),
@@ -626,7 +626,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
             ok = false;
         }
     }
-    // Every instance not killed on purpose is still running (issue 20: `serve` rides
+    // Every instance not killed on purpose is still running (`serve` rides
     // out the database restart).
     let killed_name = killed.map(|_| "instance-0");
     let mut died = Vec::new();
@@ -832,7 +832,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     Ok(ok)
 }
 
-/// What the database outage phase saw (issue 20: PostgreSQL stopped under load).
+/// What the database outage phase saw (PostgreSQL stopped under load).
 #[derive(serde::Serialize)]
 struct Outage {
     after_tickets: usize,

@@ -29,6 +29,6 @@ pub mod shadow {
 /// The allocator of every binary built on this crate (the product, its benches and
 /// tests): mimalloc. A replayed ticket or a served request makes thousands of small JSON
 /// values and strings and drops them; under glibc's malloc a third of a shadow replay
-/// went to allocating and freeing (malloc_consolidate alone 4%; BENCHMARKS.md, issue 41).
+/// went to allocating and freeing (malloc_consolidate alone 4%; BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

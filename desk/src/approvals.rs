@@ -32,7 +32,7 @@ pub struct Desk<'a> {
 }
 
 /// Records a verdict. Returns the case as it stands afterwards. A rejection sends the
-/// customer `reply` when there is one (issue 38: the reviewer's own words in the same
+/// customer `reply` when there is one (the reviewer's own words in the same
 /// submit), else the standard rejection in their language; either is the reviewer's
 /// message, labelled with their name, never the AI agent's.
 pub async fn decide(

@@ -6,7 +6,7 @@
 //! a replay runs exactly the code a live case runs. Both sources are read-only.
 //!
 //! Besides billing records, a source answers what it knows of the customer's other
-//! tickets (issue 17, `list_customer_history`): the live system reads our store; a
+//! tickets (`list_customer_history`): the live system reads our store; a
 //! snapshot has no ticket store and says so (`None`), rather than an empty list that
 //! would claim the customer never wrote before.
 
@@ -29,7 +29,7 @@ use store::Db;
 pub struct CustomerRecord {
     pub id: CustomerId,
     pub region: Region,
-    /// `''` when the customer is not linked to a provider customer (issue 36).
+    /// `''` when the customer is not linked to a provider customer.
     pub provider_customer_id: String,
 }
 
@@ -66,7 +66,7 @@ pub trait BillingSource: Send + Sync {
 
 /// The live system. Customers and orders are read on the store's read connections
 /// (`Db::reader`): they are committed records, and on SQLite a read there does not
-/// queue behind the workers' writes on the one writer connection (issue 19).
+/// queue behind the workers' writes on the one writer connection.
 pub struct LiveBilling {
     pub db: Db,
     pub payments: PaymentsClient,

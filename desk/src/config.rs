@@ -77,7 +77,7 @@ pub struct Config {
     /// `METRICS_CACHE_SECS` (default 5): how long `/metrics` keeps its database gauges.
     pub metrics_cache: Duration,
     /// `SMTP_URL`, `MAIL_FROM`, `IMAP_URL`, `INBOUND_EMAIL_TOKEN`, `MAIL_RETRY_SECS`
-    /// (issue 37). Each unset leaves its part off: the product runs without mail.
+    ///. Each unset leaves its part off: the product runs without mail.
     pub mail: MailConfig,
     /// `GROUP_ROLES`: which identity-provider group gives which role.
     pub group_roles: crate::auth::provisioning::GroupRoles,
@@ -115,7 +115,7 @@ pub struct LlmConfig {
 }
 
 impl Config {
-    /// Issue 16: with a real provider (`PAYMENTS_URL` set) the public default secrets
+    /// With a real provider (`PAYMENTS_URL` set) the public default secrets
     /// are refused, naming each variable to set. With the embedded mock they stay, and
     /// `serve` says so in its start-up log.
     pub fn check_secrets(&self) -> Result<(), ConfigError> {
@@ -124,7 +124,7 @@ impl Config {
                 self.defaulted_secrets.clone(),
             ));
         }
-        // Issue 37: mail in or out needs the support address (our own mail is never
+        // Mail in or out needs the support address (our own mail is never
         // answered, and every mail we send comes from it).
         if self.mail.from.is_none() {
             if self.mail.smtp_url.is_some() {

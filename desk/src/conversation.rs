@@ -1,4 +1,4 @@
-//! Staff work on a case's conversation (issue 17): a reply to the customer, an internal
+//! Staff work on a case's conversation: a reply to the customer, an internal
 //! note, closing a case by hand (optionally with a reply), and who works on a case.
 //!
 //! The rules live here; the rows are written by their owners — replies by `tickets`
@@ -184,7 +184,7 @@ pub async fn assign(
     let now = desk.clock.now_ms();
     let mut tx = desk.db.begin().await?;
     cases::assign(&mut tx, &case.id, Some(&assignee.id)).await?;
-    // Issue 37: staff hear by mail of a case someone else assigned to them.
+    // Staff hear by mail of a case someone else assigned to them.
     if assignee.id != staff.id {
         let why = format!("{} assigned this case to you", staff.email);
         let kind = crate::channels::Notice::StaffAssigned;

@@ -75,14 +75,14 @@ async fn check_rate(
     Ok(())
 }
 
-/// Where a customer's words came from (issue 37: one conversation, whichever way).
+/// Where a customer's words came from (one conversation, whichever way).
 #[derive(Debug, Clone, Copy)]
 pub enum Origin<'a> {
     /// The ticket page or the API.
     Web,
     /// A mail: recorded with the message in its transaction, so it is taken once.
     Email(&'a EmailIn<'a>),
-    /// A file the customer attached on the ticket page (issue 38, `customer_files`): kept
+    /// A file the customer attached on the ticket page (`customer_files`): kept
     /// with the message that names it, in its transaction.
     Upload(&'a crate::mailbox::attachments::Attachment),
 }
@@ -227,7 +227,7 @@ pub async fn open_ticket(
         crate::channels::tell_customer(&mut tx, received, &ticket.id, "", now).await?;
         cases::open_case(&mut tx, queue.versions, &ticket, now).await?
     };
-    // Issue 21: the mode in force when the case opened is stored with it.
+    // The mode in force when the case opened is stored with it.
     crate::rollout::modes::assign_case(&mut tx, &case_id, &subject, queue.rollout_default, now)
         .await?;
     tx.commit().await?;
@@ -261,7 +261,7 @@ pub async fn visible_ticket(
     }
 }
 
-/// The customer asks for a person (issue 17): a case the agent answered itself goes to
+/// The customer asks for a person: a case the agent answered itself goes to
 /// the staff queue, escalated, with the whole conversation; the customer is told so.
 /// Refused, changing nothing, where a person is not the next step (`may_go_to_a_person`).
 pub async fn ask_for_person(db: &Db, clock: &dyn Clock, ticket: &Ticket) -> DomainResult<()> {
@@ -326,7 +326,7 @@ pub async fn add_message_from(
     let mut tx = db.begin().await?;
     append_customer_words(&mut tx, &ticket.id, &text, origin, "appended", now).await?;
     if let Some(case) = cases::case_for_ticket_tx(&mut tx, &ticket.id).await? {
-        // A ticket joined into the open case on its order (issue 17): the message goes on
+        // A ticket joined into the open case on its order: the message goes on
         // to that case's conversation, where the work on the order happens.
         let case = match &case.joined_into {
             Some(into) => {

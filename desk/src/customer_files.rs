@@ -1,4 +1,4 @@
-//! Files a customer attaches on their ticket page (issue 38: "a saved reply asks for a
+//! Files a customer attaches on their ticket page ("a saved reply asks for a
 //! screenshot, but nobody can attach one"): images (PNG, JPEG, GIF, WebP) and PDF, at
 //! most [`MAX_FILE_BYTES`], the type read from the bytes — never from the name or the
 //! declared type. Each is kept with a customer message that names it, through the same

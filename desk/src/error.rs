@@ -67,7 +67,7 @@ impl DomainError {
 
     /// Whether this failure is the database being out of reach (stopped, restarting,
     /// no connection free in time) rather than a bug: the same request may succeed when
-    /// retried, so it answers 503 with `Retry-After`, not 500 (issue 20's outage).
+    /// retried, so it answers 503 with `Retry-After`, not 500 (docs/spec/invariants.md: an outage answers 503).
     pub fn is_unavailable(&self) -> bool {
         let DomainError::Internal(e) = self else {
             return false;

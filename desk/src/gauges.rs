@@ -206,13 +206,13 @@ async fn database_gauges(db: &Db, reconcile_job: &str) -> anyhow::Result<String>
     );
     states.register(
         "stuck_runs",
-        "Runs the stuck-run watchdog flags now (issue 18), by what they wait on",
+        "Runs the stuck-run watchdog flags now, by what they wait on",
         stuck_runs(&stuck),
     );
     let (tripped, demoted) = rollout_gauges(db).await?;
     states.register(
         "rollout_guard_tripped",
-        "Whether each rollout guard of each scope tripped at its latest evaluation (issue 21)",
+        "Whether each rollout guard of each scope tripped at its latest evaluation",
         tripped,
     );
     states.register(

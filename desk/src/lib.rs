@@ -80,7 +80,7 @@ pub async fn build_state(
 ) -> anyhow::Result<Services> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
-    // Issue 22: the database is the source of truth; the files seed an empty one.
+    // The database is the source of truth; the files seed an empty one.
     let policies = authoring::load(&db, &config.policies_dir()).await?;
     let index_dir = config.index_dir();
     let policies_for_index = policies.set();
@@ -122,7 +122,7 @@ pub async fn build_state(
         escalation_routing: config.escalation_routing,
         // Four claim loops on either backend: their steps share transactions through the
         // group writer (`runs::StepWriter`), and one loop's provider and tool calls overlap
-        // another's writes (issue 19: on SQLite 117 → 138 tickets/s, BENCHMARKS.md).
+        // another's writes (on SQLite 117 → 138 tickets/s, BENCHMARKS.md).
         worker_concurrency: config
             .worker_concurrency
             .unwrap_or(DEFAULT_WORKER_CONCURRENCY),

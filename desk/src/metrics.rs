@@ -1,5 +1,5 @@
 //! Operational metrics, served as Prometheus text (version 0.0.4) at `GET /metrics`
-//! (docs/spec/interfaces.md, issue 20), with the Prometheus project's own `prometheus-client` crate.
+//! (docs/spec/interfaces.md), with the Prometheus project's own `prometheus-client` crate.
 //!
 //! Two kinds of figures. Events are counted in this process as they happen, through the
 //! small `record_*` functions below (one line at each call site): HTTP requests by

@@ -18,7 +18,7 @@ pub fn load_policy_set(dir: &Path) -> anyhow::Result<PolicySet> {
 /// The policy files in `dir` as sources for a `PolicySet`, sorted by file name: what
 /// `load_policy_set` builds from, and what `authoring` seeds an empty database with.
 pub fn read_sources(dir: &Path) -> anyhow::Result<Vec<PolicySource>> {
-    // Issue 20: an installed binary (`cargo install --path app`) run away from the
+    // An installed binary (`cargo install --path app`) run away from the
     // checkout finds no fixtures; say which setting points at them instead of a bare
     // "No such file or directory".
     if !dir.is_dir() {

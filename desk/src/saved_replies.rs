@@ -1,9 +1,9 @@
-//! Saved replies (issue 17): texts a supervisor or admin keeps per language — name,
+//! Saved replies: texts a supervisor or admin keeps per language — name,
 //! language, text — that staff insert into a reply on a case whose ticket is in that
 //! language and edit before sending. Writer of `saved_replies`. It sends nothing: a
 //! saved reply reaches a customer only as a staff reply (`conversation`).
 //!
-//! Issue 38: a text may hold variables (`domain::reply_template`: `{first_name}`,
+//! A text may hold variables (`domain::reply_template`: `{first_name}`,
 //! `{order_id}`, `{refund_amount}`, `{ticket_link}`), checked when it is saved and
 //! filled for a case (`values_for_case`, `fill`) when the case page offers it.
 
@@ -122,7 +122,7 @@ pub async fn create(
 }
 
 /// A saved reply's text, as long as a staff reply may be, with only known variables
-/// and no brace that opens or closes nothing (issue 38).
+/// and no brace that opens or closes nothing.
 fn checked_text(text: &str) -> DomainResult<String> {
     let text = crate::tickets::validate_message(text)?;
     domain::reply_template::check(&text)
@@ -163,7 +163,7 @@ fn checked(staff: &Staff, id: String, input: &NewSavedReply) -> DomainResult<Sav
     })
 }
 
-/// Replaces a saved reply's name, language and text, with its audit line (issue 38).
+/// Replaces a saved reply's name, language and text, with its audit line.
 /// The same checks as `create`; a name another reply of the language has is a conflict.
 pub async fn update(
     db: &Db,
@@ -218,7 +218,7 @@ pub async fn update(
     })
 }
 
-/// What a saved reply's variables stand for on one case (issue 38); `None` where the
+/// What a saved reply's variables stand for on one case; `None` where the
 /// case has no value yet (no order named, no refund decided).
 #[derive(Debug, Clone, Default)]
 pub struct CaseValues {
@@ -310,7 +310,7 @@ pub async fn for_case(
     Ok(filled.missing.is_empty().then_some(filled.text))
 }
 
-/// Refuses a message for a customer that still holds a `{word}` (issue 38: a customer
+/// Refuses a message for a customer that still holds a `{word}` (a customer
 /// received "Hi {name},"): a variable nobody filled, or one typed by hand.
 pub fn check_no_placeholder(text: &str) -> DomainResult<()> {
     match domain::reply_template::placeholders(text).first() {

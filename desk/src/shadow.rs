@@ -6,7 +6,7 @@
 //! The report gives outcome and exact agreement, a confusion matrix, agreement per
 //! reason code and per policy version, the money each side would have refunded that the
 //! other did not, and every disagreement with the agent's trace and cited policy and
-//! its cause (issue 15: order not found, order ambiguous, request kind misread, policy
+//! its cause (order not found, order ambiguous, request kind misread, policy
 //! outcome differs, amounts differ), counted per cause. Fields a history line carries
 //! beyond docs/spec/interfaces.md are counted; a `features` object among them (the varied generator
 //! writes one) gives agreement per feature value.
@@ -324,7 +324,7 @@ fn failed(error: String) -> Replayed {
 }
 
 /// Every ticket replayed, each result at its ticket's place, on every core the machine
-/// has (issue 41: a replay is a batch job, and tickets are independent: each has its
+/// has (a replay is a batch job, and tickets are independent: each has its
 /// own world snapshot, nothing is written). Each worker thread takes the next ticket
 /// not taken yet, on a runtime of its own, and sends its results a few at a time
 /// ([`SEND_EVERY`], [`SEND_AFTER`]); `progress` hears of each result as it comes.
@@ -367,7 +367,7 @@ fn replay_all(
 
 /// A worker sends its results once it has this many, or once [`SEND_AFTER`] has passed
 /// since it last sent: waking the collecting thread for every ticket was a twentieth of
-/// a replay's time (issue 41), and a slow model's replay still reports as it goes.
+/// a replay's time, and a slow model's replay still reports as it goes.
 const SEND_EVERY: usize = 32;
 const SEND_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
 

@@ -7,7 +7,7 @@
 //! engine allows on fresh facts) and the same approval rules (another person approves
 //! it, bound to a fingerprint) as the agent's would. One the policy does not allow is
 //! still the reviewer's verdict — recorded in the pair, so the statistics count the
-//! disagreement — but it moves no money: the case stays with a supervisor (issue 17).
+//! disagreement — but it moves no money: the case stays with a supervisor.
 
 use policy_engine::{Decision, Outcome, ReasonCode};
 use serde::{Deserialize, Serialize};
@@ -143,7 +143,7 @@ pub async fn decide_by_hand(
             crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
         }
         (CaseOutcome::Refund, Some(HandCheck::Refused(why))) => {
-            // Issue 17: the reviewer's verdict stands in the pair (a disagreement with
+            // The reviewer's verdict stands in the pair (a disagreement with
             // the policy the statistics must see), but no money moves: the case stays
             // with a person, the refund never becomes a proposal (docs/spec/invariants.md #1).
             let note = format!(

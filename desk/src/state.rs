@@ -29,7 +29,7 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
     /// The policy set now in force: each copy of the state takes the current
-    /// generation (`authoring::Policies`; a publish swaps it, issue 22).
+    /// generation (`authoring::Policies`; a publish swaps it).
     pub policies: crate::authoring::Policies,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
@@ -60,7 +60,7 @@ pub struct Services {
     pub worker_concurrency: usize,
     /// When the stuck-run watchdog flags a run, and when it hands the case over.
     pub watchdog: crate::config::WatchdogPeriods,
-    /// What the customer's page says about when we usually answer (issue 38).
+    /// What the customer's page says about when we usually answer.
     pub reply_targets: crate::cases::ReplyTargets,
     /// Where policy what-ifs find history files by name (`FIXTURES_DIR/history`).
     pub history_dir: std::path::PathBuf,
@@ -78,12 +78,12 @@ pub struct Services {
     pub password_sign_in: bool,
     /// The database gauges of `/metrics`, shared by every clone of the state.
     pub metrics_cache: std::sync::Arc<crate::gauges::GaugeCache>,
-    /// The rollout guards' thresholds and minimum samples (issue 21).
+    /// The rollout guards' thresholds and minimum samples.
     pub rollout_guards: crate::rollout::guards::Guards,
     /// Where agent runs commit their steps: several runs' steps share a transaction
-    /// (issue 19, `runs::StepWriter`).
+    /// (`runs::StepWriter`).
     pub steps: crate::runs::StepWriter,
-    /// Mail in and out (issue 37): the support address, SMTP, the watched mailbox, the
+    /// Mail in and out: the support address, SMTP, the watched mailbox, the
     /// inbound token; each part absent when its setting is.
     pub mail: Arc<crate::mail::MailSettings>,
 }
@@ -165,7 +165,7 @@ impl Services {
         }
     }
 
-    /// The outbox's sender (issue 37).
+    /// The outbox's sender.
     pub fn postman(&self) -> crate::mail::send::Postman<'_> {
         crate::mail::send::Postman {
             db: &self.db,
@@ -175,7 +175,7 @@ impl Services {
         }
     }
 
-    /// Where customer mail is taken in (issue 37).
+    /// Where customer mail is taken in.
     pub fn intake(&self) -> crate::mail::inbound::Intake<'_> {
         crate::mail::inbound::Intake {
             db: &self.db,

@@ -52,13 +52,13 @@ statuses! {
 
 impl CaseStatus {
     /// A case that came to its end (closed by hand, withdrawn): nothing more happens to
-    /// it, so it cannot be closed again (issue 17).
+    /// it, so it cannot be closed again.
     pub fn is_at_rest(self) -> bool {
         matches!(self, CaseStatus::Closed | CaseStatus::Cancelled)
     }
 
     /// A case still working on its order: a second ticket about that order joins it
-    /// instead of becoming a second refund case (issue 17). A case at its end — refunded,
+    /// instead of becoming a second refund case. A case at its end — refunded,
     /// failed, rejected, replied, closed, withdrawn — leaves a new ticket its own case.
     pub fn works_on_its_order(self) -> bool {
         !self.is_at_rest()
@@ -123,7 +123,7 @@ impl CaseStatus {
     }
 
     /// Where the agent answered the customer itself and a person can take over when
-    /// the customer asks (issue 17: "talk to a person").
+    /// the customer asks ("talk to a person").
     pub fn may_go_to_a_person(self) -> bool {
         matches!(self, CaseStatus::AwaitingCustomer | CaseStatus::Denied)
     }
@@ -140,7 +140,7 @@ impl CaseStatus {
         )
     }
 
-    /// A case at its end that a customer's new words reopen for a person (issue 38): closed,
+    /// A case at its end that a customer's new words reopen for a person: closed,
     /// replied, rejected, withdrawn, or its refund settled either way. Money still moving
     /// is not here: its case is not at an end.
     pub fn resolved_but_open_to_words(self) -> bool {

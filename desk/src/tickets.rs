@@ -20,14 +20,14 @@ pub struct MessageView {
     pub author: String,
     pub body: String,
     pub at: String,
-    /// How it came or went: `web` (the page or the API) or `email` (issue 37: one
+    /// How it came or went: `web` (the page or the API) or `email` (one
     /// conversation, each message's channel shown).
     pub channel: String,
     /// Of a customer's mail, what is not its new words — the quoted thread and the
     /// signature — which staff see collapsed; never shown on a customer surface.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quoted: Option<String>,
-    /// Of a staff member's message (issue 38: labelled with the person, not "agent",
+    /// Of a staff member's message (labelled with the person, not "agent",
     /// which is the AI's label): their name as the reader may see it — on staff
     /// surfaces the display name, else the email; on a customer's, the display name
     /// only (never a staff email).
@@ -149,7 +149,7 @@ pub async fn append_message(
     insert_message(tx, ticket_id, author, None, body, now).await
 }
 
-/// Appends a customer's mail (issue 37): its new words as the message, the quoted thread
+/// Appends a customer's mail: its new words as the message, the quoted thread
 /// and signature beside them for staff, the channel `email`.
 pub async fn append_email_message(
     tx: &mut Tx<'_>,
@@ -170,7 +170,7 @@ pub async fn append_email_message(
     Ok(seq)
 }
 
-/// Appends a staff member's reply to the customer's conversation (issue 17): author
+/// Appends a staff member's reply to the customer's conversation: author
 /// `staff`, the staff member recorded beside it (never shown to the customer).
 pub async fn append_staff_reply(
     tx: &mut Tx<'_>,
@@ -245,7 +245,7 @@ pub async fn load_ticket(db: &Db, ticket_id: &str) -> DomainResult<Option<Ticket
     .transpose()
 }
 
-/// The agent's replies on a ticket, oldest first, read inside `tx` (issue 38: the
+/// The agent's replies on a ticket, oldest first, read inside `tx` (the
 /// workflow checks its next reply against them in the transaction that would send it).
 pub async fn agent_replies_tx(tx: &mut Tx<'_>, ticket_id: &str) -> DomainResult<Vec<String>> {
     bodies_by(tx, ticket_id, "agent").await
@@ -296,7 +296,7 @@ pub fn subject_of(first_message: &str) -> String {
 }
 
 /// How many lines a customer's history lists of each kind — their other tickets, their
-/// past refunds — newest first (issue 17: the case header and `list_customer_history`).
+/// past refunds — newest first (the case header and `list_customer_history`).
 /// The count of all of them goes beside, so a cut list says that it is one.
 pub const HISTORY_LINES: i64 = 20;
 

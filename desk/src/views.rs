@@ -36,12 +36,12 @@ pub struct CaseView {
     pub policy_index: Option<String>,
     pub refunds: Vec<refunds::RefundView>,
     /// The customer's name, email and region (`CN`, `US`, `EU`, `JP`), from the records
-    /// the app holds (issue 17).
+    /// the app holds.
     pub customer_name: Option<String>,
     pub customer_email: Option<String>,
     pub customer_region: Option<String>,
     /// Why mail to the customer's address on record does not arrive (a bounce, or the
-    /// receiving server refused it), when it does not (issue 37); one case only, `null`
+    /// receiving server refused it), when it does not; one case only, `null`
     /// in lists.
     pub customer_email_undeliverable: Option<String>,
     /// The customer asked for a person and no person has written to them since: an
@@ -54,17 +54,17 @@ pub struct CaseView {
     /// The email of the staff member the case is assigned to.
     pub assignee: Option<String>,
     /// The team queue the case waits in (`agents`, `supervisors`), or `null` when no
-    /// team is asked to act (docs/spec/interfaces.md; issue 38).
+    /// team is asked to act (docs/spec/interfaces.md).
     pub queue: Option<String>,
     /// Why a supervisor closed the case, once closed by hand.
     pub close_reason: Option<String>,
     /// The case this one was joined into: its ticket was a second one about the same
-    /// order, and the work goes on there (issue 17).
+    /// order, and the work goes on there.
     pub joined_into: Option<String>,
-    /// The rollout mode the case was opened in (issue 21), and whether its reviewer works
+    /// The rollout mode the case was opened in, and whether its reviewer works
     /// from the agent's proposal.
     pub rollout: Option<crate::rollout::modes::CaseRollout>,
-    /// The customer's other tickets and past refunds (issue 17), when one case is read
+    /// The customer's other tickets and past refunds, when one case is read
     /// (`GET /cases/{id}` and the answers of its actions); `null` in lists.
     pub customer_history: Option<CustomerHistory>,
     pub created_at: String,
@@ -126,7 +126,7 @@ pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
     Ok(view)
 }
 
-/// Why mail to the case's customer does not arrive, when it does not (issue 37): read
+/// Why mail to the case's customer does not arrive, when it does not: read
 /// for one case, not for lists.
 pub async fn email_undeliverable(db: &Db, view: &CaseView) -> DomainResult<Option<String>> {
     match &view.customer_email {
@@ -156,7 +156,7 @@ pub async fn current_view(db: &Db, case_id: &str) -> DomainResult<CaseView> {
     full_case_view(db, &case).await
 }
 
-/// What the case header shows of the customer's past (issue 17): their other tickets
+/// What the case header shows of the customer's past: their other tickets
 /// with where each case stands, and the refunds made through the desk on their other
 /// cases, each newest first and cut at 20 (`tickets::HISTORY_LINES`) with the full count.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -292,13 +292,13 @@ fn refund_total(case: &Case) -> Option<String> {
 }
 
 /// A case's conversation as staff see it: the customer's thread (what the customer sees
-/// too) and the internal notes (what no customer ever sees), apart (issue 17).
+/// too) and the internal notes (what no customer ever sees), apart.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CaseThread {
     pub case_id: String,
     pub messages: Vec<MessageView>,
     pub notes: Vec<cases::NoteView>,
-    /// What the customer attached to their mail (issue 37), by message; each a download
+    /// What the customer attached to their mail, by message; each a download
     /// at `/api/v1/attachments/{id}`.
     pub attachments: Vec<crate::mailbox::attachments::AttachmentLine>,
 }

@@ -1,4 +1,4 @@
-//! The stuck-run watchdog (issue 18; seed §15.1): a run that makes no progress for
+//! The stuck-run watchdog (seed §15.1): a run that makes no progress for
 //! `WATCHDOG_STUCK_MINUTES` is flagged with a diagnosis — what it waits on and its last
 //! event — shown on the console and logged as a `watchdog_flagged` run event; if it
 //! still has made none `WATCHDOG_HANDOFF_MINUTES` later, the case goes to a human

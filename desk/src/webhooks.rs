@@ -9,12 +9,12 @@
 //! backwards (`refunds::advance_intent`). The provider's current record
 //! (`GET /v1/refunds/{id}`) is what is applied, never the event's copy, so the order of
 //! deliveries does not matter; when the provider cannot be read the event is answered
-//! 502 and not recorded, so the provider delivers it again (issue 16: a signed event
+//! 502 and not recorded, so the provider delivers it again (a signed event
 //! never decides an outcome by its own word). The case status and the customer's reply
 //! follow in the same transaction.
 //!
 //! Charge and dispute events, and refunds made elsewhere, keep what staff are shown
-//! current (issue 36): `charges` reads the charge back and voids the proposals that
+//! current: `charges` reads the charge back and voids the proposals that
 //! rested on it.
 //!
 //! What it deliberately does not do: trust an unsigned or stale body, create intents
@@ -171,7 +171,7 @@ pub async fn process_event(
             return record_only(s, event, Some(&refund.id), None, Outcome::Unmatched).await;
         }
         Err(e) => {
-            // Issue 16, docs/spec/invariants.md #5 in spirit: the event's own copy never decides an
+            // Docs/spec/invariants.md #5 in spirit: the event's own copy never decides an
             // outcome (whoever holds the secret could mark an unsent refund succeeded).
             // Nothing is recorded, so the provider's retry is processed afresh; until then
             // the worker's polling and reconciliation read the provider themselves.

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::error::DomainResult;
 use crate::state::Services;
 
-/// Asks the worker to stop claiming work (issue 20: a graceful stop). What it holds is
+/// Asks the worker to stop claiming work (a graceful stop). What it holds is
 /// finished, not abandoned: the step in flight commits and its lease is released, so
 /// another instance (or this one restarted) resumes at once instead of waiting for the
 /// lease to expire.
@@ -69,7 +69,7 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
             return Ok(0);
         }
     }
-    // Issue 22: each pass first follows the database's policies (a publish on another
+    // Each pass first follows the database's policies (a publish on another
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
     // A new generation also voids the open approvals it decides differently (docs/spec/invariants.md
@@ -108,7 +108,7 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // docs/spec/roles.md, "Where an escalation goes": the agents' escalations nobody holds
     // go to the present agents, round robin (unless ESCALATION_ROUTING=queue).
     handled += crate::cases::routing::share_out(&state.db, state.escalation_routing, now).await?;
-    // Issue 37: mail held by the per-sender limit (or confirmed by its sender) is taken
+    // Mail held by the per-sender limit (or confirmed by its sender) is taken
     // in, then the outbox — every mail this pass's changes wrote — is sent.
     handled += crate::mail::inbound::process_held(state.intake()).await?;
     handled += crate::mail::send::run_once(state.postman())
@@ -124,7 +124,7 @@ const REFUNDS_DURING_CLAIMS: Duration = Duration::from_millis(250);
 
 /// Waits for the claim loops, executing the refunds approved meanwhile every
 /// [`REFUNDS_DURING_CLAIMS`]: a backlog of runs to advance must not hold up money a
-/// person has approved (issue 41: under a thousand queued tickets, approved refunds
+/// person has approved (under a thousand queued tickets, approved refunds
 /// waited for the whole backlog, a p50 of 16 s from approval to the provider). Returns
 /// what was handled; the first error of a loop or an execution, once all have ended.
 async fn refunds_while_claiming(
@@ -284,7 +284,7 @@ async fn progress_marker(state: &Services) -> DomainResult<(i64, i64, i64)> {
 /// returns once the pass in flight has finished what it claimed.
 pub async fn run_until_stopped(state: Services, stop: StopSignal) {
     // The watchdog runs beside the passes, not after them: a pass stuck on a hung model
-    // or tool is exactly what it must see (issue 18). Joined, not spawned, so aborting
+    // or tool is exactly what it must see. Joined, not spawned, so aborting
     // this task (tests) stops both.
     tokio::join!(
         work_until_stopped(&state, &stop),
@@ -327,7 +327,7 @@ async fn watch_until_stopped(state: &Services, stop: &StopSignal) {
     }
 }
 
-/// Issue 37: the support mailbox at `IMAP_URL`, watched until the stop (nothing to do
+/// The support mailbox at `IMAP_URL`, watched until the stop (nothing to do
 /// without one).
 async fn watch_mailbox(state: &Services, stop: &StopSignal) {
     if let Some(target) = &state.mail.imap {

@@ -204,7 +204,7 @@ pub fn parse_plain<T: serde::de::DeserializeOwned>(s: &str) -> anyhow::Result<T>
 #[derive(Debug, thiserror::Error)]
 pub enum WorldLoadError {
     /// The provider is not the payments mock (a real provider has no world to load):
-    /// nothing was written, here or there (issue 36).
+    /// nothing was written, here or there.
     #[error(
         "{url} is not the payments mock ({answer}): a world's charges and refunds can only be loaded into the mock. \
          Nothing was written. `seed --app-only` loads the app's customers and orders without touching the provider; \

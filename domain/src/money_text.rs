@@ -1,7 +1,7 @@
 //! An amount of money as a customer's language writes it: `¥19,800`, `1.234,56 €`,
 //! `$12.34`, `1 234,56 €` — the symbol on its side, the separators of the language, and
 //! exactly the currency's decimals (none for JPY). Used where staff words reach a
-//! customer (a saved reply's `{refund_amount}`, issue 38).
+//! customer (a saved reply's `{refund_amount}`).
 //!
 //! Deliberately small: the four currencies of the desk (docs/spec/domain.md) and the ten
 //! languages of its replies, written out as data; no locale database, no rounding (a

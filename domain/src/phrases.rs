@@ -1,5 +1,5 @@
-//! Which of a fixed list of phrases occur in a text, found in one pass over it (issue 41:
-//! the matchers of `structure` and the investigator's classifier asked `str::contains`
+//! Which of a fixed list of phrases occur in a text, found in one pass over it
+//! (the matchers of `structure` and the investigator's classifier asked `str::contains`
 //! once per phrase, hundreds of times per sentence). A prefilter only: a phrase absent
 //! here is absent from the text; one present still goes through its own matcher (word
 //! edges, stems, `…`-ordered parts), so every answer is the one the matcher alone gives.

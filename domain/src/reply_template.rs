@@ -1,4 +1,4 @@
-//! A saved reply's variables (issue 38): `{first_name}`, `{order_id}`, `{refund_amount}`
+//! A saved reply's variables: `{first_name}`, `{order_id}`, `{refund_amount}`
 //! and `{ticket_link}` in its text, filled for one case before staff edit and send it.
 //! `{{` and `}}` write a brace itself.
 //!

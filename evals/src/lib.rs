@@ -1,4 +1,4 @@
-//! Refund desk's test harness, kept out of the production library (issue 18): the
+//! Refund desk's test harness, kept out of the production library: the
 //! scenario eval suite (`suite`, the `refund-evals eval` command), the historical-ticket
 //! generators (`generate`, `refund-evals generate-history`) and the scripted, partly
 //! misbehaving models that tests and scenarios drive the real agent loop with

@@ -69,7 +69,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = HistoryBank::Own)]
         bank: HistoryBank,
     },
-    /// Write a shop's past for `import history` (issue 36): `account.json` (load it into
+    /// Write a shop's past for `import history`: `account.json` (load it into
     /// the payments mock with `POST /__mock/world`), `customers.csv`, `orders.csv`,
     /// `export.json` (Zendesk-shaped), `tag-map.toml`, and `truth.jsonl` — what the
     /// simulated team decided on each ticket, to measure the inference against.
@@ -103,7 +103,7 @@ enum HistoryStyle {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // `RUST_LOG` always wins; else `eval` is quiet unless `--verbose` (issue 17).
+    // `RUST_LOG` always wins; else `eval` is quiet unless `--verbose`.
     let default = match cli.command {
         Command::Eval { verbose: false, .. } => "error",
         _ => "info,sqlx=warn,tantivy=warn,rmcp=warn",

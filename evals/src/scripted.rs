@@ -7,7 +7,7 @@
 //! its turns, so a test can have an otherwise competent model lie in one specific way.
 //! The functions at the bottom build the misbehaving models the harness must survive.
 //!
-//! Nothing here is used in production, and it lives outside the app (issue 18): the
+//! Nothing here is used in production, and it lives outside the app: the
 //! scenario suite, its tests and the app's integration tests (a dev-dependency) drive
 //! the real loop with the same scripts.
 

@@ -192,7 +192,7 @@ pub trait EventLog: Send {
     fn load(&mut self) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>>;
 
     /// The events after `after` (every one for `None`), in order: the loop reads only
-    /// what it has not folded yet (issue 41: a turn no longer copies the whole log). The
+    /// what it has not folded yet (a turn no longer copies the whole log). The
     /// default loads them all and keeps the new ones; a log that can do better does.
     fn load_after(&mut self, after: Option<i64>) -> BoxFuture<'_, Result<Vec<Event>, Self::Error>> {
         Box::pin(async move {
@@ -402,7 +402,7 @@ impl<A> Default for RunLog<A> {
 
 /// A [`RunLog`] kept current as the log grows: each event is folded once. The log is
 /// append-only and ordered by seq, so folding what is new since the last look gives the
-/// state a fold of every event gives (issue 41: the loop no longer re-parses the whole
+/// state a fold of every event gives (the loop no longer re-parses the whole
 /// log on each turn).
 #[derive(Debug)]
 pub(crate) struct Folded<A> {

@@ -282,7 +282,7 @@ fn with_carried<L: EventLog>(
 /// Runs the recorded intents that have no result yet, one durable step each — except
 /// the last one's result, which a run without a shared budget returns uncommitted (on a
 /// log that carries steps, `EventLog::carries_steps`): the loop commits it with the
-/// model step that follows it (issue 41: one commit fewer per turn; nothing happens
+/// model step that follows it (one commit fewer per turn; nothing happens
 /// outside the log between the two, so a crash before that commit runs the read-only
 /// tool again, as a crash before its own commit would have).
 ///
@@ -344,7 +344,7 @@ async fn run_tools<A: Send + 'static, L: EventLog>(
 
 /// How long a read-only tool may run before the model's turn that asked for it is
 /// committed (while it runs): a quicker call's turn goes with its result, one commit
-/// instead of two (issue 41). A crash before that commit loses the turn, and the
+/// instead of two. A crash before that commit loses the turn, and the
 /// model is asked again — as a crash while it was being asked would have.
 pub const DEFER_TURN: Duration = Duration::from_millis(50);
 
@@ -440,7 +440,7 @@ async fn model_step<A: Answer, L: EventLog>(
     });
     step.events = turned.events;
     if tools_next && runs_tools_at_once(run, log.counters()) {
-        // `tool_pending` then `tool_running` in one commit (issue 41): `run_tools` would
+        // `tool_pending` then `tool_running` in one commit: `run_tools` would
         // commit the second right after the first, with nothing in between. When no
         // tool can act, not even that: they go with the first call's result.
         let steps = vec![step, Step::to(Phase::ToolRunning)];

@@ -113,7 +113,7 @@ struct Ledger {
 /// and side-effect counters.
 /// What answers here: the emulator, which loads test worlds (`POST /__mock/world`). A
 /// client that may write a world asks this first; a real provider has no such route
-/// (issue 36: `seed` refuses a real provider before it writes anything).
+/// (`seed` refuses a real provider before it writes anything).
 pub async fn about() -> Response {
     json_response(
         StatusCode::OK,

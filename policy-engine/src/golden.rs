@@ -39,7 +39,7 @@ use crate::testkit::{at, fixture_set, fixture_sources};
 /// SHA-256 over every line [`decision_lines`] produces, captured from the engine as of
 /// the commit that added this test (before the decision path was optimised), and again
 /// when a paid order with no charge at all began to escalate as missing payment records
-/// (issue 36: 381 of the 7,050 decisions changed, each from a denial or a question to
+/// (381 of the 7,050 decisions changed, each from a denial or a question to
 /// that escalation, and nothing else).
 const EXPECTED_DIGEST: &str = "8de58d16ad58bfff7a5b43db4b15361b4a096a8eff3b34c0b7120fd987cbf023";
 

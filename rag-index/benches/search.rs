@@ -1,6 +1,6 @@
 //! Policy search benchmark: index 10,000 synthetic sections, then time single queries
-//! against raw tantivy on the same index and terms (issue 19's baseline, as in the
-//! product bench) and against the search before issue 19, interleaved query by query.
+//! against raw tantivy on the same index and terms (the baseline, as in the
+//! product bench) and against the search before pruning, interleaved query by query.
 //!
 //! Hand-rolled timer rather than criterion: the figures BENCHMARKS.md asks for are per-query
 //! percentiles (p50/p99 in µs) and an indexing rate, which a plain loop over
@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         index.search_filtering_every_match(query)?;
         index.raw_tantivy_search(&query.text, query.limit)?;
     }
-    // Ours (0), the path before issue 19 (1) and raw tantivy (2), interleaved query by
+    // Ours (0), the path before pruning (1) and raw tantivy (2), interleaved query by
     // query so a pause of this busy machine lands on all three alike, each query in the
     // next of the six orders, so each runs right after each other equally often (one
     // that ran just before leaves the same query's documents and postings in the caches).

@@ -39,7 +39,7 @@ const WRITER_MEMORY_BYTES: usize = 64 * 1024 * 1024;
 enum Filtering {
     /// In tantivy's pruning loop, so block-max WAND applies (`top`).
     Pruning,
-    /// Every matching section scored, then filtered: the path before issue 19.
+    /// Every matching section scored, then filtered: the path before pruning.
     EveryMatch,
 }
 
@@ -52,7 +52,7 @@ pub(crate) struct Generation {
     fields: Fields,
     /// `meta.versions` packed for the filters, by ordinal.
     scopes: Vec<VersionScope>,
-    /// Answers given by this generation, by what decides them (issue 41). A generation
+    /// Answers given by this generation, by what decides them. A generation
     /// never changes, so the same words, limit and versions in scope get the same
     /// passages; a rebuild is a new generation with an empty memory.
     answers: Mutex<HashMap<AnswerKey, Vec<Passage>>>,
@@ -252,7 +252,7 @@ impl PolicyIndex {
         self.search_with(query, Filtering::Pruning)
     }
 
-    /// [`search`](Self::search) as it was before issue 19: a filtered search scores
+    /// [`search`](Self::search) as it was before A filtered search scores
     /// every matching section (`FilterCollector`). Kept as the oracle of the test that
     /// pins `search` to the same answers and for the benchmark's same-run A/B; not for
     /// answering users.
@@ -363,7 +363,7 @@ impl Generation {
 }
 
 impl PolicyIndex {
-    /// Raw tantivy on this index, the baseline `search` is measured against (issue 19):
+    /// Raw tantivy on this index, the baseline `search` is measured against:
     /// the same parser, fields and terms (the glossary's English for Chinese text), and
     /// the same query `search` runs: a union of terms laid out flat as `search` prunes it
     /// (`query::Prunable::flat`: one union of every clause, which tantivy's block-max

@@ -60,7 +60,7 @@ pub(crate) fn build(
     Ok(Some(text_query))
 }
 
-/// A text query laid out for pruning (issue 19). The parser makes `refund charge` a
+/// A text query laid out for pruning. The parser makes `refund charge` a
 /// union of two unions (one clause per field each), and tantivy runs block-max WAND
 /// only over a union whose clauses are all terms, so a query of two or more words
 /// scored every section matching any of them. [`Prunable::flat`] is the same clauses in
@@ -176,7 +176,7 @@ fn is_plain_union(query: &BooleanQuery) -> bool {
 /// What the filters read of one policy version, packed: a query's filter is decided
 /// for every version of the generation, and reading the `PolicyMeta`s themselves — a
 /// large struct each, regions and products behind pointers, tested with branches the
-/// processor cannot predict — took 50-60 µs a query on 1,230 versions (issue 19).
+/// processor cannot predict — took 50-60 µs a query on 1,230 versions.
 /// Built once per generation; [`allowed_versions`] tests it without branches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct VersionScope {

@@ -1,6 +1,6 @@
 //! The top `limit` sections of a query among those in scope, found with tantivy's
 //! dynamic pruning (block-max WAND) still on, and ranked exactly as scoring every
-//! match ranks them (issue 19).
+//! match ranks them.
 //!
 //! tantivy prunes only inside `Weight::for_each_pruning`, which `TopDocs` alone drives,
 //! and only over a union whose clauses are all terms: a `FilterCollector` (or a filter
@@ -64,7 +64,7 @@ pub(crate) fn top_in_scope(
             candidates.threshold()
         })?;
         // Each candidate again, in document order, from one scorer per leaf: the scores
-        // the search before issue 19 reported (see `Prunable::score`).
+        // the search before pruning reported (see `Prunable::score`).
         let mut scorers = leaves
             .iter()
             .map(|leaf| leaf.scorer(segment, 1.0))

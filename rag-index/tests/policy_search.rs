@@ -2,7 +2,7 @@
 //! syntax, Chinese queries, index lifecycle (rebuild, atomic swap, corruption) and the
 //! labelled eval set. Every test builds its own index in a fresh temporary directory.
 //!
-//! Long because it is the crate's one integration-test binary (issue 35) and its tests
+//! Long because it is the crate's one integration-test binary and its tests
 //! share the fixture index and query helpers at the top; each test is short.
 
 use std::collections::BTreeSet;
@@ -386,7 +386,7 @@ fn filters_hold_on_generated_documents() {
     assert!(checked > 100, "only {checked} passages checked");
 }
 
-// ---- the pruning path (issue 19) -------------------------------------------------------
+// ---- the pruning path -------------------------------------------------------
 
 /// The same passages in the same order with the same scores, bit for bit: pruning only
 /// finds the candidates, which are then scored as filtering every match scores them.

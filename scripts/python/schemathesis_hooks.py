@@ -23,7 +23,7 @@ def _described_or_unknown(f, *args, **kwargs):
 lambda_sources._lambda_description = _described_or_unknown
 
 
-# A raw mail (`POST /api/v1/inbound/email` takes `message/rfc822`, issue 37): the bytes of
+# A raw mail (`POST /api/v1/inbound/email` takes `message/rfc822`): the bytes of
 # whatever was generated, so the route is exercised with arbitrary bodies like any other.
 import schemathesis
 

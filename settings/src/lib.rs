@@ -13,7 +13,7 @@ use desk::config::{
     WatchdogPeriods, DEFAULT_PAYMENTS_KEY, DEFAULT_WEBHOOK_SECRET, SECRET_VARS,
 };
 
-/// Every setting, as a clap argument with an environment fallback (issue 20: strict
+/// Every setting, as a clap argument with an environment fallback (strict
 /// configuration). A flag wins over its variable; an invalid value of either stops
 /// start-up with clap's message, which names the variable (each `value_name` is the
 /// variable's name), instead of running on a default nobody asked for.
@@ -131,7 +131,7 @@ pub struct Settings {
     #[arg(long, global = true, env = "SHADOW_MODE", value_name = "SHADOW_MODE", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub shadow_mode: bool,
-    /// Policy publishing needs someone besides a draft's only author (on/off, issue 22).
+    /// Policy publishing needs someone besides a draft's only author (on/off).
     #[arg(long, global = true, env = "POLICY_SECOND_APPROVER", value_name = "POLICY_SECOND_APPROVER", default_value = "off",
           action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub policy_second_approver: bool,
@@ -191,7 +191,7 @@ pub struct Settings {
         hide_env_values = true
     )]
     pub metrics_token: Option<String>,
-    /// Where mail is sent (issue 37): `smtp://host:port`, `smtp://host:port?tls=required` (STARTTLS), `smtps://host:port`, with `user:pass@` when the server asks [default: unset, no mail is sent].
+    /// Where mail is sent: `smtp://host:port`, `smtp://host:port?tls=required` (STARTTLS), `smtps://host:port`, with `user:pass@` when the server asks [default: unset, no mail is sent].
     #[arg(long, global = true, env = "SMTP_URL", value_name = "SMTP_URL", hide_env_values = true, value_parser = smtp_url)]
     pub smtp_url: Option<String>,
     /// The support address mail comes from and customers write to, e.g. `support@shop.example` (required with SMTP_URL or IMAP_URL).
@@ -233,7 +233,7 @@ pub struct Settings {
     #[arg(long, global = true, env = "LOG_FORMAT", value_name = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    // The stuck-run watchdog (issue 18). A healthy run's longest gap between two
+    // The stuck-run watchdog. A healthy run's longest gap between two
     // progress events is a few model calls that time out (2 min each) or the provider's
     // retries (5 × 30 s); 15 minutes is well past both. The hand-off period gives a
     // person time to look at the flag before the case is taken from the agent.
@@ -246,7 +246,7 @@ pub struct Settings {
           value_parser = clap::value_parser!(u64).range(1..=7 * 24 * 60))]
     pub watchdog_handoff_minutes: u64,
 
-    /// Hours within which the agents' queue usually answers: the customer's page says so (issue 38).
+    /// Hours within which the agents' queue usually answers: the customer's page says so.
     #[arg(long, global = true, env = "REPLY_TARGET_AGENTS_HOURS", value_name = "REPLY_TARGET_AGENTS_HOURS", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(1..=24 * 14))]
     pub reply_target_agents_hours: u32,

@@ -68,7 +68,7 @@ impl Db {
                     .max_connections(10)
                     // A request waits this long for a connection, then answers 503
                     // (`database_unavailable`) instead of hanging for sqlx's default 30 s
-                    // while the database is away (issue 20's outage).
+                    // while the database is away (docs/spec/invariants.md: an outage answers 503).
                     .acquire_timeout(ACQUIRE_TIMEOUT)
                     .connect_with(options.clone())
                     .await
@@ -177,7 +177,7 @@ async fn sqlite_writer(options: AnyConnectOptions) -> Result<AnyPool, sqlx::Erro
         .max_connections(1)
         // A SQLite connection is a file handle: no peer can hang up on it, so sqlx's
         // ping before each acquire only costs a round trip to the connection's thread
-        // (issue 19).
+        //.
         .test_before_acquire(false)
         .after_connect(move |conn, _| {
             Box::pin(async move {

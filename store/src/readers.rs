@@ -2,7 +2,7 @@
 //! our own, outside the writers' pool (in-memory SQLite, which exists once per
 //! connection, reads through that pool).
 //!
-//! Why not a sqlx pool (issue 19): a pooled connection is pinged when it goes back to
+//! Why not a sqlx pool: a pooled connection is pinged when it goes back to
 //! the pool — a task and a round trip after every read, to SQLite's connection thread
 //! or to the PostgreSQL server — and that is not a setting; by default it is pinged
 //! before it is lent too. A one-row page measured about 1.5× the requests per second

@@ -132,7 +132,7 @@ pub enum Rule {
     ProviderSigned,
     /// `/metrics`: anyone, or the bearer of `METRICS_TOKEN` when one is set.
     Metrics,
-    /// `POST /api/v1/inbound/email` (issue 37): the bearer of `INBOUND_EMAIL_TOKEN`, and
+    /// `POST /api/v1/inbound/email`: the bearer of `INBOUND_EMAIL_TOKEN`, and
     /// nobody while it is unset (a mail server, not a person).
     InboundMail,
     /// A service token of this kind: a shop backend's `integration` token (customers and

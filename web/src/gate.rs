@@ -150,7 +150,7 @@ fn metrics_token_matches(state: &AppState, request: &Request) -> bool {
 }
 
 /// `INBOUND_EMAIL_TOKEN` as the bearer token (compared in constant time); with none set,
-/// nobody passes (issue 37: a mail server, not a person).
+/// nobody passes (a mail server, not a person).
 fn inbound_token_matches(state: &AppState, request: &Request) -> bool {
     match state.mail.inbound_token.as_deref() {
         None => false,

@@ -193,7 +193,7 @@ fn api_routes(state: &AppState) -> Routes {
         .get("/reports/csat", read, crate::api::csat::get_csat_report)
         .get("/tickets/{id}", customer, tickets::get_ticket)
         .post("/tickets/{id}/messages", customer, tickets::post_message)
-        // Issue 38: a customer's images and PDFs on their ticket, served back as downloads.
+        // A customer's images and PDFs on their ticket, served back as downloads.
         .method_router(
             "/tickets/{id}/attachments",
             &[(Method::POST, customer)],
@@ -244,7 +244,7 @@ fn api_routes(state: &AppState) -> Routes {
             Rule::Staff(Capability::Administer),
             rollout::post_rollout,
         )
-        // Issue 37: mail from a mail server (its own token), and attachments as downloads.
+        // Mail from a mail server (its own token), and attachments as downloads.
         .method_router(
             "/inbound/email",
             &[(Method::POST, Rule::InboundMail)],
@@ -357,17 +357,17 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
 
 /// What every request passes through, outermost first:
-/// - issue 20: an `x-request-id` — the caller's (a proxy's) if it sent one, else a new
+/// - An `x-request-id` — the caller's (a proxy's) if it sent one, else a new
 ///   UUID — set before the `request` span is made, so each log line of the request
 ///   names it, and copied to the response. The span names the route template, never the
 ///   raw URI: sign-in links carry their token in the query;
-/// - issue 16: the security headers, each set only when the handler set none (so
+/// - The security headers, each set only when the handler set none (so
 ///   `/static/ticket.js` keeps its own `Cache-Control`), HSTS only over TLS
 ///   (`PUBLIC_URL` is https);
 /// - the count per route and status, and the body limit.
 ///
 /// One `ServiceBuilder`, applied once: each `Router::layer` boxes every route again, and
-/// axum clones a route's boxed stack per request (issue 19: ten boxes were a measurable
+/// axum clones a route's boxed stack per request (ten boxes were a measurable
 /// share of a ticket page).
 fn with_request_layers(
     router: Router,

@@ -1,5 +1,5 @@
-// The case page's keyboard (issue 38), served as a file so the Content-Security-Policy
-// can forbid inline script (issue 16): j / k the next and previous case of the queue tab,
+// The case page's keyboard, served as a file so the Content-Security-Policy
+// can forbid inline script: j / k the next and previous case of the queue tab,
 // a approve and go on to the next case (first the reply, when the customer asked for a
 // person), r open the rejection (its reason), n the next
 // case (from the tab's end, its first), ? this help. A key never fires while the reader

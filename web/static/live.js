@@ -1,5 +1,5 @@
-// Console pages that refresh themselves while work is in flight (issue 17), served as a
-// file so the Content-Security-Policy can forbid inline script (issue 16).
+// Console pages that refresh themselves while work is in flight, served as a
+// file so the Content-Security-Policy can forbid inline script.
 //
 // The page marks its data with <div id="live" data-live-url=… data-live-every=ms>; this
 // fetches that URL every few seconds and swaps in the new #live when it changed. A page

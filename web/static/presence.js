@@ -1,4 +1,4 @@
-// Presence on a case (issue 38): every 10 s this page says whether its reader is viewing
+// Presence on a case: every 10 s this page says whether its reader is viewing
 // the case or replying (a message box has the focus or holds text), and shows who else is
 // on it: "Ann is replying". A hint for people, never a lock: the verdict's fingerprint and
 // the case's versioned updates decide what a late action may do.

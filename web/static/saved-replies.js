@@ -1,6 +1,6 @@
-// The case page's saved replies (issue 17; issue 38: offered in the reply, reject and
+// The case page's saved replies (Offered in the reply, reject and
 // close forms, each already filled for the case), served as a file so the Content-
-// Security-Policy can forbid inline script (issue 16). Without this script "Use" is a
+// Security-Policy can forbid inline script. Without this script "Use" is a
 // GET that reloads the page with the chosen text in that form; with it, the text is put
 // into the form's message where the cursor is, keeping what was already typed, and the
 // page stays. Listens on the document, so it keeps working after live.js swaps #live.

@@ -1,5 +1,5 @@
 // The ticket page's live status, served as a file so the Content-Security-Policy can
-// forbid inline script (issue 16). The page names its JSON in data-ticket-url.
+// forbid inline script. The page names its JSON in data-ticket-url.
 // Live status: poll the ticket's JSON and redraw the status and the conversation.
 (function () {
   // A refused form is answered with the page itself, so the address bar shows the
@@ -28,7 +28,7 @@
       const t = await resp.json();
       if (t.case && statusEl) { statusEl.textContent = t.case.status_text; statusEl.dataset.status = t.case.status; }
       if (t.case) every = AT_REST.includes(t.case.status) ? 30000 : 2000;
-      // Issue 38: the offers and the "a person has it" note follow the case live.
+      // The offers and the "a person has it" note follow the case live.
       const show = (id, on) => { const el = document.getElementById(id); if (el) el.hidden = !on; };
       if (t.case) {
         show("person-form", t.case.may_ask_for_person);
@@ -54,7 +54,7 @@
           const at = document.createElement("time"); at.setAttribute("datetime", m.at); at.textContent = m.at;
           meta.append(at);
           div.append(meta, document.createTextNode(m.new_text));
-          // Issue 34: what the customer quoted, forwarded or signed is folded away, as
+          // What the customer quoted, forwarded or signed is folded away, as
           // the server renders it.
           if (m.earlier) {
             const fold = document.createElement("details"); fold.className = "earlier";
@@ -70,7 +70,7 @@
     } catch (e) { /* offline: try again at the next tick */ }
   }
   setInterval(poll, 2000);
-  // Issue 38: a file goes up as its bytes to the ticket's API (the session's CSRF token
+  // A file goes up as its bytes to the ticket's API (the session's CSRF token
   // in X-CSRF-Token); the page then shows it in the list. The server reads the type from
   // the bytes and refuses what is not an image or a PDF.
   const upload = document.getElementById("upload-form");

@@ -1,5 +1,5 @@
-// Times in the viewer's own zone (issue 17), served as a file so the
-// Content-Security-Policy can forbid inline script (issue 16).
+// Times in the viewer's own zone, served as a file so the
+// Content-Security-Policy can forbid inline script.
 //
 // The server writes every moment as <time datetime="RFC 3339">… UTC</time>, readable as
 // it stands; this rewrites the text in the zone and language of the browser (the page's

@@ -90,7 +90,7 @@ pub(super) enum Command {
     Reconcile,
     /// Run the scenario eval suite (`evals/scenarios/`): forwarded, arguments and all, to
     /// the `refund-evals` binary (`refund-evals eval --help` lists its flags), which lives
-    /// outside the production library (issue 18).
+    /// outside the production library.
     #[command(disable_help_flag = true)]
     Eval {
         /// Passed to `refund-evals eval` unchanged (`--scenarios DIR`, `--k N`, `--out DIR`).
@@ -445,7 +445,7 @@ pub(super) enum RoleArg {
     Supervisor,
     /// Everything a supervisor does, and manages staff.
     Admin,
-    /// Drafts and publishes policies (issue 22); approves no refund.
+    /// Drafts and publishes policies; approves no refund.
     #[value(name = "policy_author")]
     PolicyAuthor,
 }

@@ -1,4 +1,4 @@
-//! `policy draft|publish|export` (issue 22): the policy author's work from the command
+//! `policy draft|publish|export`: the policy author's work from the command
 //! line, through the same `authoring` functions as the API and the console, on the
 //! database the app runs on. `--as EMAIL` names the staff member; their role decides.
 

@@ -1,6 +1,6 @@
 //! `demo`: the product as `serve` runs it (SQLite, the embedded payments mock, the
 //! built-in investigator, the demo world and staff) with a stream of made-up customers
-//! beside it (issue 38: a newcomer's desk is never empty). Each step is one customer
+//! beside it (a newcomer's desk is never empty). Each step is one customer
 //! doing one thing through the product's own customer functions: opening a ticket about
 //! an order of theirs (charged twice, changed their mind, an old order, no order named),
 //! answering, withdrawing, asking for a person — in English, Chinese, Japanese, German,

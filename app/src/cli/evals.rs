@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 /// `refund-agent eval` (docs/spec/interfaces.md) runs the scenario suite, which lives in the
-/// `refund-evals` binary outside the production library (issue 18: cargo forbids the
+/// `refund-evals` binary outside the production library (cargo forbids the
 /// app depending on a crate built on it). The command line is handed over unchanged —
 /// both binaries parse the same `settings::Settings` and `eval` flags — and the suite's
 /// exit status becomes ours.

@@ -1,5 +1,5 @@
-//! `import history --format zendesk|csv FILE --out HISTORY.jsonl` (issue 36,
-//! docs/spec/history.md): a helpdesk export turned into the history `shadow` replays.
+//! `import history --format zendesk|csv FILE --out HISTORY.jsonl`
+//! (docs/spec/history.md): a helpdesk export turned into the history `shadow` replays.
 //! The summary is JSON on stdout; tickets that cannot be read go to stderr as
 //! `FILE:LINE: [id] message`.
 

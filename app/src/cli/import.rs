@@ -1,4 +1,4 @@
-//! `import customers|orders|history` and `charges unlinked|link` (issue 36): a team's own
+//! `import customers|orders|history` and `charges unlinked|link`: a team's own
 //! data brought in. The summary is JSON on stdout; bad rows go to stderr as
 //! `FILE:LINE: [id] message`, and any bad row means nothing was imported (exit 1).
 

@@ -71,7 +71,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { listen } => serve::serve(&config, listen.addr).await,
         Command::Demo { listen, rate } => {
             let addr = listen.addr;
-            // The printed sign-in link points where this demo listens (issue 38).
+            // The printed sign-in link points where this demo listens.
             let mut seeding = config.clone();
             seeding
                 .public_url

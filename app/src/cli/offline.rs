@@ -108,7 +108,7 @@ pub(super) fn read_history(
     Ok((tickets, bad))
 }
 
-/// The policies an offline command works with (issue 22): the database's when it holds
+/// The policies an offline command works with: the database's when it holds
 /// versions — the source of truth once seeded, what `serve` decides with —, else the
 /// files of `FIXTURES_DIR/policies`. Which one is said on stderr (stdout stays the
 /// command's answer). A SQLite database that does not exist is not created.

@@ -1,6 +1,6 @@
 //! `seed`: a billing world loaded into the app and the provider, and demo staff with new
 //! passwords and tokens printed for scripts. A provider that is not the payments mock
-//! is refused before anything is written (issue 36); `--app-only` loads only the app.
+//! is refused before anything is written; `--app-only` loads only the app.
 
 use std::path::Path;
 
@@ -16,7 +16,7 @@ use desk::world::World;
 const DEMO_STAFF: &[(&str, StaffRole)] = &[
     ("agent@refund-desk.test", StaffRole::Agent),
     ("supervisor@refund-desk.test", StaffRole::Supervisor),
-    // Issue 38: a newcomer sees rollout, staff and policy drafting too.
+    // A newcomer sees rollout, staff and policy drafting too.
     ("admin@refund-desk.test", StaffRole::Admin),
 ];
 
@@ -33,7 +33,7 @@ pub(super) async fn seed(
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let world = World::parse(&text)
         .with_context(|| format!("{} is not a valid billing world", path.display()))?;
-    // Issue 36: a real provider is refused before the data directory, the database or
+    // A real provider is refused before the data directory, the database or
     // the provider is touched; the embedded mock starts only when nothing is configured.
     let provider = if app_only {
         None
@@ -45,7 +45,7 @@ pub(super) async fn seed(
     };
     std::fs::create_dir_all(&config.data_dir)?;
     let db = store::Db::connect(&config.database_url).await?;
-    // Issue 16: a second seed must not silently rotate the passwords (and with them
+    // A second seed must not silently rotate the passwords (and with them
     // every session) of staff who may be using them; checked before anything is loaded.
     if !reset_passwords {
         for (email, _) in DEMO_STAFF {

@@ -1,5 +1,5 @@
 //! `serve`: the web app, the worker and the credential purge, until SIGINT or SIGTERM,
-//! then a drain within the service manager's budget (issue 20).
+//! then a drain within the service manager's budget.
 
 use std::net::SocketAddr;
 
@@ -11,7 +11,7 @@ use desk::config::Config;
 use desk::state::Services;
 
 /// How long a stop may take to drain before what is left is aborted: inside the 10 s a
-/// service manager waits between SIGTERM and SIGKILL (issue 20). An aborted refund call
+/// service manager waits between SIGTERM and SIGKILL. An aborted refund call
 /// is safe anyway: its intent and key were stored first (docs/spec/invariants.md #4).
 const DRAIN_BUDGET: std::time::Duration = std::time::Duration::from_secs(8);
 
@@ -20,7 +20,7 @@ pub(super) async fn serve(config: &Config, addr: SocketAddr) -> anyhow::Result<(
 }
 
 /// `serve`, and with `demo_rate` the demo's made-up customers at that many actions a
-/// minute (issue 38, `demo`), stopped with the rest.
+/// minute (`demo`), stopped with the rest.
 pub(super) async fn serve_with(
     config: &Config,
     addr: SocketAddr,

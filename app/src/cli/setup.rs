@@ -8,7 +8,7 @@ use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
 use desk::state::Services;
 
-/// The embedded payments mock, when this build has one (issue 18: the `embedded-payments`
+/// The embedded payments mock, when this build has one (the `embedded-payments`
 /// feature; the app reaches `payments-mock` only to start it here).
 #[cfg(feature = "embedded-payments")]
 pub(super) type EmbeddedMock = payments_mock::RunningMock;

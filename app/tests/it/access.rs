@@ -234,7 +234,7 @@ async fn every_operation_of_the_openapi_document_has_an_access_rule() {
     assert!(checked > 20);
 }
 
-// --- The attacks a policy author once made (issue 33), each refused now. ---------------
+// --- The attacks a policy author once made, each refused now. ---------------
 
 /// A case of C-400 awaiting approval of ¥19,800, which needs a supervisor (RP-004).
 async fn yen_case(app: &TestApp) -> (String, String, String) {
@@ -595,7 +595,7 @@ async fn whoever_saved_the_latest_version_may_not_publish_it_and_a_publish_names
     assert_eq!(saves, 1, "who saved each version is kept");
 }
 
-// --- Smaller holes (issue 33). -----------------------------------------------------------
+// --- Smaller holes. -----------------------------------------------------------
 
 #[tokio::test]
 async fn a_request_for_a_person_survives_the_customers_next_message() {

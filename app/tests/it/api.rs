@@ -1054,7 +1054,7 @@ async fn each_kind_of_decision_writes_its_proposal_void_reason_and_fingerprint_a
     assert_ne!(now.fingerprint, takeover_fingerprint);
 }
 
-/// Issue 15: the case view shows reviewers which order the decision is about and why
+/// The case view shows reviewers which order the decision is about and why
 /// (written by the customer, or singled out by the records).
 #[tokio::test]
 async fn the_case_view_shows_where_the_order_came_from() {
@@ -1071,7 +1071,7 @@ async fn the_case_view_shows_where_the_order_came_from() {
     assert_eq!(only["proposal"]["order_source"], "records", "{only}");
 }
 
-/// Issue 17 and SPEC invariants 4 and 6 across tickets: two tickets about one duplicate
+/// SPEC invariants 4 and 6 across tickets: two tickets about one duplicate
 /// charge, posted at once and worked by two workers at once, end in one refund case —
 /// the other ticket joins it (its message moves into that case's conversation, the
 /// customer is told where) — and in one refund at the provider.
@@ -1165,7 +1165,7 @@ async fn two_tickets_about_one_charge_posted_at_once_end_in_one_case_and_one_ref
     );
 }
 
-/// Issue 17: `GET /cases/{id}` carries the customer's region, their other tickets (each
+/// `GET /cases/{id}` carries the customer's region, their other tickets (each
 /// with its case and status in words) and the refunds made on their other cases; a
 /// second customer's tickets and refunds never appear, and a list leaves the history out.
 #[tokio::test]
@@ -1232,7 +1232,7 @@ async fn a_case_shows_the_customers_earlier_ticket_and_past_refund_and_never_ano
     assert!(lines.iter().all(|c| c["customer_region"].is_string()));
 }
 
-/// Issue 19: readers are connections of our own, outside sqlx's pool. On PostgreSQL a
+/// Readers are connections of our own, outside sqlx's pool. On PostgreSQL a
 /// server restart or an idle timeout cuts them while they sit idle; the next read must
 /// still be answered (a reader idle for over `CHECK_IDLE_AFTER` is pinged when lent,
 /// and replaced when the ping fails). SQLite readers have no server to lose them.

@@ -1,4 +1,4 @@
-//! Issue 38: a desk a team can approve in. Ten queued refunds approved in Chromium with
+//! A desk a team can approve in. Ten queued refunds approved in Chromium with
 //! at most two actions (clicks and key presses) each, counted; shortcuts that never fire
 //! while typing; the two-column case page at 1280×800 with Approve on screen and one
 //! column at 390 px; a rejection and a close that send the reviewer's own words in one

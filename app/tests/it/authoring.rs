@@ -1,9 +1,9 @@
-//! Policy authoring (issue 22): drafts saved with expected versions, validation by
+//! Policy authoring: drafts saved with expected versions, validation by
 //! field, what-if runs (a history file, the last days of live decisions), publishing —
 //! scheduled versions, approvals voided, instances following the database and sweeping
 //! the approvals a new generation changes — and the files written back.
 //!
-//! Long because it is issue 22's one test binary: each test builds its instances and
+//! Long because it is the one test module: each test builds its instances and
 //! drafts through the real router and worker; splitting would add link time.
 
 use crate::support::{spawn_app, TestApp};

@@ -179,7 +179,7 @@ async fn a_customer_opens_a_ticket_watches_it_go_to_review_a_second_ticket_joins
         .await
         .contains("Refund under review"));
 
-    // Issue 17: a second ticket about the same charge joins the case under review; the
+    // A second ticket about the same charge joins the case under review; the
     // customer is told where the work goes on, and no second refund case exists.
     let first_ticket = url.rsplit('/').next().unwrap().to_string();
     browser.goto(&format!("{base}/tickets")).await;
@@ -367,10 +367,10 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     assert_eq!(disputed["status"], "escalated");
     let base = serve(app.router.clone()).await;
     let browser = Browser::start().await;
-    // Issue 17: times in the viewer's zone; this viewer is in Tokyo (UTC+9).
+    // Times in the viewer's zone; this viewer is in Tokyo (UTC+9).
     browser.set_time_zone("Asia/Tokyo").await;
 
-    // Issue 17: a saved reply in the ticket's language, put into the reply and edited.
+    // A saved reply in the ticket's language, put into the reply and edited.
     let saved = "Thank you for your patience.";
     let (status, body) = app
         .request(
@@ -437,7 +437,7 @@ async fn an_agent_replies_from_the_case_page_and_a_supervisor_closes_an_escalate
     browser
         .console_login(&base, "supervisor@test.example")
         .await;
-    // Issue 17: the queue finds a case by the customer's email.
+    // The queue finds a case by the customer's email.
     browser.goto(&format!("{base}/console?status=all")).await;
     browser
         .type_into("#queue-filter input[name=q]", "OLIVIA.brown@example.com")
@@ -549,7 +549,7 @@ async fn every_console_and_customer_page_fits_a_390_px_phone_without_sideways_sc
         .await;
     let case_id = case["id"].as_str().unwrap().to_string();
     let run_id = case["run_id"].as_str().unwrap().to_string();
-    // Issue 17: a case whose header lists the customer's history, long enough to collapse.
+    // A case whose header lists the customer's history, long enough to collapse.
     app.refunded_ticket("C-400").await;
     let later = app.many_tickets("C-400", 7).await;
     let (_, later) = app.customer_ticket("C-400", later.last().unwrap()).await;

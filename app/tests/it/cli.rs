@@ -1,6 +1,6 @@
-//! The command line as a deployer and a CI job meet it (issue 20): long commands print no
+//! The command line as a deployer and a CI job meet it: long commands print no
 //! progress redraws into captured stderr, and a binary run away from the checkout says
-//! which setting points at the fixtures; policy authoring on the database (issue 22).
+//! which setting points at the fixtures; policy authoring on the database.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -228,7 +228,7 @@ fn policy_draft_publish_and_export_work_on_the_database_from_the_command_line() 
     assert_eq!(published["version"], "RP-001@3", "{published}");
 
     // Offline commands read the database's policies once it holds them, else the files,
-    // and say which (issue 22).
+    // and say which.
     let search = |data: &Path| {
         let output = refund_agent(dir.path(), data)
             .env("FIXTURES_DIR", &fixtures)

@@ -1,4 +1,4 @@
-//! Commits per ticket on SQLite (issue 41): every transaction a ticket costs from its
+//! Commits per ticket on SQLite: every transaction a ticket costs from its
 //! creation (`customer::create_ticket`) until its case awaits approval
 //! (`worker::run_once`), counted by SQLite itself and attributed by what each wrote.
 //!

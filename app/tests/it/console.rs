@@ -338,7 +338,7 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
     assert_eq!(response.headers()["location"], "/console/reconcile");
     let (status, html2) = console_get(&app, "/console/reconcile", &cookie).await;
     assert_eq!(status, StatusCode::OK);
-    // Issue 17: each list is a table, a column per field, the cases linked.
+    // Each list is a table, a column per field, the cases linked.
     let elsewhere = html2
         .split("Provider refunds without an intent")
         .nth(1)
@@ -360,7 +360,7 @@ async fn the_reconcile_page_runs_a_reconciliation_and_shows_refunds_made_elsewhe
 }
 
 // ---------------------------------------------------------------------------------
-// Issue 16: access under attack
+// Access under attack
 // ---------------------------------------------------------------------------------
 
 /// A login form post from `client` (the peer address a served app sees).
@@ -1036,7 +1036,7 @@ async fn the_case_page_tells_its_history_in_plain_words_with_who_and_when() {
     );
 }
 
-/// Issue 17: a second ticket about an order joins the open case on it; each case page
+/// A second ticket about an order joins the open case on it; each case page
 /// links to the other, and neither warns of a second open refund case.
 #[tokio::test]
 async fn a_second_ticket_on_the_same_order_is_joined_and_each_case_page_links_to_the_other() {
@@ -1075,7 +1075,7 @@ async fn a_second_ticket_on_the_same_order_is_joined_and_each_case_page_links_to
     assert!(html[start..].contains(&format!("/console/cases/{first_id}")));
 }
 
-/// Issue 17: every console page has the same navigation, who is signed in and a Log
+/// Every console page has the same navigation, who is signed in and a Log
 /// out form carrying the session's CSRF token; the Staff link only for an admin.
 #[tokio::test]
 async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
@@ -1145,7 +1145,7 @@ async fn every_console_page_has_the_same_navigation_and_a_log_out_form() {
     }
 }
 
-/// Issue 17: with live shadow mode off, the shadow page says so and how to turn it on.
+/// With live shadow mode off, the shadow page says so and how to turn it on.
 #[tokio::test]
 async fn the_shadow_page_says_when_live_shadow_mode_is_off_and_how_to_turn_it_on() {
     let app = spawn_app().await;
@@ -1161,7 +1161,7 @@ async fn the_shadow_page_says_when_live_shadow_mode_is_off_and_how_to_turn_it_on
     assert!(off.contains("SHADOW_MODE=on"), "{off}");
 }
 
-/// Issue 17: error pages are pages of the product: the layout, what went wrong, and a
+/// Error pages are pages of the product: the layout, what went wrong, and a
 /// way back — to the console for staff paths, to the tickets (in the browser's
 /// language) elsewhere.
 #[tokio::test]
@@ -1205,7 +1205,7 @@ async fn unknown_pages_answer_a_styled_404_with_a_way_back() {
     );
 }
 
-/// Issue 17: the audit log filters by who, what, which case and when, and exports the
+/// The audit log filters by who, what, which case and when, and exports the
 /// same lines as CSV; a bad day is a 400 naming the field.
 #[tokio::test]
 async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
@@ -1294,7 +1294,7 @@ async fn the_audit_log_filters_by_actor_action_case_and_day_and_exports_csv() {
     assert!(lines[1..].iter().all(|l| l.contains(",approved,")), "{csv}");
 }
 
-/// Issue 17: the queue's tabs select by what a case needs and who may give it, and the
+/// The queue's tabs select by what a case needs and who may give it, and the
 /// queue pages through every case with a keyset cursor, in either order.
 #[tokio::test]
 async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
@@ -1376,7 +1376,7 @@ async fn the_queue_tabs_select_by_need_and_its_pages_cover_every_case_once() {
     assert!(waiting <= every.len());
 }
 
-/// Issue 17: policy pages render the Markdown, and every clause a rule cites
+/// Policy pages render the Markdown, and every clause a rule cites
 /// (`[clauses]` in each shipped rules file) has its own anchor on its version's page,
 /// so a decision's citation link lands on the cited clause.
 #[tokio::test]
@@ -1426,7 +1426,7 @@ async fn every_clause_a_rule_cites_has_an_anchor_on_its_rendered_policy_page() {
     assert!(checked > 20, "{checked} citations checked");
 }
 
-/// Issue 17: the case header shows the customer's region, their earlier ticket linked to
+/// The case header shows the customer's region, their earlier ticket linked to
 /// its case with its status in words, and the refund made on it; another customer's
 /// tickets and refunds never appear.
 #[tokio::test]
@@ -1486,7 +1486,7 @@ async fn the_case_header_shows_the_region_an_earlier_ticket_and_a_past_refund_an
     }
 }
 
-/// Issue 17: a long history stays short on the page: the newest five open, the rest read
+/// A long history stays short on the page: the newest five open, the rest read
 /// behind a "more", and how many older ones were not read at all.
 #[tokio::test]
 async fn a_long_customer_history_collapses_to_the_newest_five_with_a_count() {

@@ -1,10 +1,10 @@
-//! Issue 17, conversation work: staff replies and internal notes (a note reaches no
+//! Conversation work: staff replies and internal notes (a note reaches no
 //! customer surface), closing a case by hand (a closed case is never approved or
 //! executed afterwards), the queue's `status=all` and search, assignment, saved replies
 //! and the messages a decision sends, previewed — through the same API and console a
 //! support team uses, on the real payments mock.
 //!
-//! Long because it is issue 17's one test binary for the conversation and one case per
+//! Long because it is the one test module for the conversation and one case per
 //! order: each test builds its case through the real router; splitting would add link time.
 
 use crate::support::{spawn_app, TestApp};
@@ -589,7 +589,7 @@ async fn customer_writes(app: &TestApp, customer_id: &str, ticket_id: &str, text
     assert!(status.is_success(), "{status}: {body}");
 }
 
-/// Issue 17 and SPEC invariant 2: a second ticket about the order of a case waiting for
+/// SPEC invariant 2: a second ticket about the order of a case waiting for
 /// approval joins that case; the new message voids the decision a reviewer was shown, so
 /// an approval of the old fingerprint is refused, and the fresh one leads to one refund.
 #[tokio::test]
@@ -703,7 +703,7 @@ async fn tickets_about_two_different_orders_of_one_customer_are_not_joined() {
     assert_eq!(monthly["proposal"]["order_id"], "O-5002", "{monthly:#}");
 }
 
-/// Issue 17: `GET /api/v1/cases` is keyset-paged: `limit` cases an answer, the next
+/// `GET /api/v1/cases` is keyset-paged: `limit` cases an answer, the next
 /// page's address in the `Link` header with every filter kept, no case twice or lost
 /// across pages even when a case opens between two of them; bad paging values are
 /// typed 400s.

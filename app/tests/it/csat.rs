@@ -1,4 +1,4 @@
-//! Customer satisfaction (issue 38): one question to the customer after resolution, its
+//! Customer satisfaction: one question to the customer after resolution, its
 //! refusals, and the results per person and per reason — through the API and the console.
 
 use axum::http::StatusCode;

@@ -348,7 +348,7 @@ async fn the_page_forms_open_tickets_and_refuse_a_missing_csrf_token() {
 }
 
 // ---------------------------------------------------------------------------------
-// Issue 16: links, cookies and oracles
+// Links, cookies and oracles
 // ---------------------------------------------------------------------------------
 
 /// What the customer sees of a ticket: case status, status line and the last reply.
@@ -902,7 +902,7 @@ async fn the_ticket_pages_and_their_errors_speak_the_customers_language() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(html.contains("お問い合わせが見つかりません。"), "{html}");
-    // Issue 17: a styled page in the customer's language, with the way back.
+    // A styled page in the customer's language, with the way back.
     assert!(html.contains("<html lang=\"ja\">"), "{html}");
     assert!(html.contains("href=\"/tickets\" id=\"back\""), "{html}");
 
@@ -985,7 +985,7 @@ fn customer_page(cookie: &str, path: &str, form: Option<String>) -> Request<Body
     }
 }
 
-/// Issue 17: the ticket list names each ticket by its subject, and a refused form comes
+/// The ticket list names each ticket by its subject, and a refused form comes
 /// back with what the customer typed, in their language.
 #[tokio::test]
 async fn the_ticket_list_shows_subjects_and_a_refused_form_keeps_the_typed_text() {
@@ -1028,7 +1028,7 @@ async fn the_ticket_list_shows_subjects_and_a_refused_form_keeps_the_typed_text(
     );
 }
 
-/// Issue 17: withdraw is offered only while it can still happen, behind a confirmation.
+/// Withdraw is offered only while it can still happen, behind a confirmation.
 #[tokio::test]
 async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happen() {
     let app = spawn_app().await;
@@ -1060,7 +1060,7 @@ async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happe
     );
 }
 
-/// Issue 17, as issue 38 left it: wherever the agent answered on its own, the customer
+/// As issue 38 left it: wherever the agent answered on its own, the customer
 /// is offered a person (the agent never repeats itself, so there is no repeat to wait
 /// for); asking sends the case to the staff queue with the conversation. Where a person
 /// already decides, asking is a typed conflict that changes nothing.
@@ -1107,7 +1107,7 @@ async fn a_customer_the_agent_answered_can_ask_for_a_person_and_asking_twice_is_
     assert_eq!(body["error"]["code"], "not_with_the_agent");
 }
 
-/// RP-005 and issue 17: withdrawing a ticket that was joined into another is refused as
+/// RP-005 and Withdrawing a ticket that was joined into another is refused as
 /// "nothing to withdraw" naming the ticket where the work goes on — never "your refund
 /// was already submitted", which would be untrue — and changes no case.
 #[tokio::test]
@@ -1134,7 +1134,7 @@ async fn withdrawing_a_joined_ticket_says_there_is_nothing_to_withdraw_and_names
     );
 }
 
-/// Issue 34: a mail-like message in French — new words, a signature, our earlier reply
+/// A mail-like message in French — new words, a signature, our earlier reply
 /// quoted under it — opens a French ticket; the API and the page keep the new words apart
 /// from what was quoted or signed, the page folding that away, and the stored body is
 /// untouched.

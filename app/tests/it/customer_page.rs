@@ -1,4 +1,4 @@
-//! The customer's ticket page in headless Chromium, as a customer uses it (issue 38: the
+//! The customer's ticket page in headless Chromium, as a customer uses it (the
 //! customer is heard), each journey at a desktop width and at 390 px: the hand-over to a
 //! person appears live when the agent would repeat itself, and the "Talk to a person"
 //! button works by a click; the heading is the ticket's subject; money is written as the

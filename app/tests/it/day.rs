@@ -1,4 +1,4 @@
-//! A day of traffic (issue 38: nothing falls through). Sixty generated customers (evals'
+//! A day of traffic (nothing falls through). Sixty generated customers (evals'
 //! varied generator: ten languages, its own id schemes, it knows nothing of our parser)
 //! write through the real HTTP API; three staff (agent, supervisor, admin) approve,
 //! reject, take over and close; customers reply to resolved and closed cases, withdraw,

@@ -1,4 +1,4 @@
-//! `refund-agent demo`'s traffic (issue 38: the desk is never empty), stepped against a
+//! `refund-agent demo`'s traffic (the desk is never empty), stepped against a
 //! real app — the real database, the payments mock over HTTP, the worker — without its
 //! timer: N steps, then the records show new tickets, answers, withdrawals and requests
 //! for a person, in several languages.

@@ -1,4 +1,4 @@
-//! Nothing falls through, done as people do it in Chromium (issue 38): a customer writes
+//! Nothing falls through, done as people do it in Chromium: a customer writes
 //! from their phone on a ticket whose refund has settled; the case reopens into the
 //! supervisors' "Needs me"; a supervisor at a desk finds it from the search box of another
 //! page by name, email, order, charge, ticket id or the customer's words, and assigns it

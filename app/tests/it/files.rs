@@ -1,4 +1,4 @@
-//! A customer's files on their ticket (issue 38): images and PDF within a size limit,
+//! A customer's files on their ticket: images and PDF within a size limit,
 //! the type read from the bytes, served back only as downloads (`nosniff`,
 //! `Content-Disposition: attachment`), visible to staff on the case page; anything else
 //! is refused with a typed error and nothing is written. The last test does it in

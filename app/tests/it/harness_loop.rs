@@ -478,7 +478,7 @@ async fn a_run_taking_too_long_exhausts_the_wall_time_budget() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Shadow replay runs the live loop (issue 9: shadow mode measures the agent before it is
+// Shadow replay runs the live loop (shadow mode measures the agent before it is
 // trusted, so it must measure the loop production runs). Each model below runs twice on
 // the demo ticket: live (`investigation::advance`, database, payments mock) and replayed in
 // memory (`replay::investigate_with_clock`, on a snapshot of the same world). The two
@@ -1489,7 +1489,7 @@ impl ClockMs for TestApp {
 }
 
 // ---------------------------------------------------------------------------------------
-// What a run was made with (issue 18): model, prompt version, tool schema version.
+// What a run was made with: model, prompt version, tool schema version.
 // ---------------------------------------------------------------------------------------
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! `import history` (issue 36): a Zendesk-shaped export of a shop whose customers and
+//! `import history`: a Zendesk-shaped export of a shop whose customers and
 //! orders were imported, against the payments mock holding the shop's charges and the
 //! refunds the team made after some tickets — the history `shadow` reads, each row's
 //! inferred outcome shown with its evidence; unreadable tickets writing nothing; a

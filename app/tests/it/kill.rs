@@ -14,7 +14,7 @@ fn command(data: &std::path::Path, payments: &str) -> Command {
     cmd.arg("--data-dir")
         .arg(data)
         .env("PAYMENTS_URL", payments)
-        // A provider named by PAYMENTS_URL needs its secrets set (issue 16): the test
+        // A provider named by PAYMENTS_URL needs its secrets set: the test
         // mock's, given explicitly.
         .env("PAYMENTS_API_KEY", desk::config::DEFAULT_PAYMENTS_KEY)
         .env(

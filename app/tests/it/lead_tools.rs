@@ -1,4 +1,4 @@
-//! Issue 38, "Done when", the leads' tools driven in Chromium as a person would: a
+//! "Done when", the leads' tools driven in Chromium as a person would: a
 //! policy author sets RP-004's approval thresholds through the form on a 390 px phone
 //! (a bad amount refused beside the form, what was typed kept; a good one saved into
 //! the draft), dates the draft, runs the what-if at 1280×800 and reads who must approve

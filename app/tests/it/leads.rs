@@ -1,4 +1,4 @@
-//! Issue 38, leads' tools: the approval thresholds of a draft set through a form — no
+//! Leads' tools: the approval thresholds of a draft set through a form — no
 //! TOML typed — written into the draft's rules and read back through the policy
 //! engine's parser; a bad amount refused beside the form with what was typed kept.
 
@@ -112,7 +112,7 @@ async fn a_refused_whatif_or_publish_is_told_beside_its_form_on_the_draft_page()
 
     let form = format!("csrf={csrf}&draft_version=7&whatif_version=7&effective_from=2027-01-15");
     let path = "/console/policies/RP-001/publish";
-    // Unconfirmed, a publish is refused before anything else is looked at (issue 38).
+    // Unconfirmed, a publish is refused before anything else is looked at.
     let (status, page) = console_post(&app, &cookie, path, &form).await;
     assert!(status.is_client_error(), "{status}");
     assert!(page.contains("Tick the box to confirm"), "{page}");

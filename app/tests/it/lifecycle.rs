@@ -1,4 +1,4 @@
-//! Issue 20, lifecycle and configuration: `serve` drains on SIGTERM (the real binary,
+//! Lifecycle and configuration: `serve` drains on SIGTERM (the real binary,
 //! stopped mid-work and restarted), `/readyz` names what is not ready while `/healthz`
 //! only says the process is alive, and an invalid setting stops start-up naming it.
 
@@ -126,7 +126,7 @@ fn an_unknown_log_format_stops_start_up_naming_the_variable() {
     assert_refused("LOG_FORMAT", "bogus");
 }
 
-/// Issue 20: `LOG_FORMAT=json` makes every log line one JSON object, and a request's
+/// `LOG_FORMAT=json` makes every log line one JSON object, and a request's
 /// lines carry the `x-request-id` it was answered with (the request span's field).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_format_json_writes_json_lines_that_carry_the_request_id() {

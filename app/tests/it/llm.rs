@@ -120,7 +120,7 @@ async fn chat_completions(
     response
 }
 
-/// On the LLM path a live run first asks its two sub-agent readers (issue 18, their
+/// On the LLM path a live run first asks its two sub-agent readers (their
 /// own tests in `subagents.rs`); here they answer at once with findings that add
 /// nothing, so these tests script and count the investigator's requests alone.
 fn reader_findings(body: &Value) -> Option<Value> {

@@ -1,4 +1,4 @@
-//! Email (issue 37, docs/spec/email.md): mail in through `POST /api/v1/inbound/email`,
+//! Email (docs/spec/email.md): mail in through `POST /api/v1/inbound/email`,
 //! the outbox written with each change, and — in `mail_servers` — the whole way through
 //! real Postfix and Dovecot. Every test mail is built by Python's `email` package.
 

@@ -560,7 +560,7 @@ async fn a_stdio_call_runs_the_same_tool_and_is_audited_as_stdio_with_its_caller
     assert!(rows[0].2.starts_with("list_orders over stdio"), "{rows:?}");
 }
 
-/// Issue 17: `list_customer_history` answers for the named ticket's own customer — their
+/// `list_customer_history` answers for the named ticket's own customer — their
 /// other tickets with their cases, and the provider's refunds on their charges — over
 /// MCP exactly as the loop's tool does; a second customer's tickets and refunds never
 /// appear, a customer cannot be named, and each call is audited.
@@ -644,7 +644,7 @@ async fn list_customer_history_reads_only_the_tickets_own_customer_and_is_audite
     assert!(rows[1].2.ends_with(": invalid_arguments"), "{rows:#?}");
 }
 
-/// Issue 17: a long history is cut at the newest 20 tickets, with the full count and a
+/// A long history is cut at the newest 20 tickets, with the full count and a
 /// note saying it was cut.
 #[tokio::test]
 async fn list_customer_history_lists_at_most_the_newest_twenty_tickets_with_the_count() {

@@ -1,4 +1,4 @@
-//! A newcomer's first hour (issue 38), from the binary a newcomer runs: `refund-agent demo`
+//! A newcomer's first hour, from the binary a newcomer runs: `refund-agent demo`
 //! with no configuration seeds the demo world and staff, an admin among them, prints the
 //! sign-in details naming the address it listens on, and keeps customers coming. In
 //! Chromium the admin signs in with the printed password and finds rollout, staff and

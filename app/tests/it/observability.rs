@@ -1,6 +1,6 @@
-//! Issue 20, what an operator scrapes and follows: `GET /metrics` read back with a real
+//! What an operator scrapes and follows: `GET /metrics` read back with a real
 //! Prometheus text parser after real requests, refunds, webhooks and logins; the
-//! `x-request-id` every answer carries; and (issue 18) the app's own webhook verifier
+//! `x-request-id` every answer carries; and the app's own webhook verifier
 //! agreeing with the provider mock's signer.
 //!
 //! Counters are per process and this binary's tests run at once, so each test reads

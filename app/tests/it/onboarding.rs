@@ -1,4 +1,4 @@
-//! A team's own data (issue 36): customers and orders imported from the shop's files
+//! A team's own data: customers and orders imported from the shop's files
 //! with the real `refund-agent` binary into an empty data directory, against the
 //! payments mock loaded with a Stripe-shaped account — customers `cus_…`, charges naming
 //! their order under a non-default metadata key — then a ticket investigated, approved

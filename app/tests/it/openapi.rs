@@ -1,4 +1,4 @@
-//! `GET /api/v1/openapi.json` (issue 20): an OpenAPI 3.1 document generated from the
+//! `GET /api/v1/openapi.json`: an OpenAPI 3.1 document generated from the
 //! handlers, that lists exactly the API routes the router serves, each with its
 //! request, response and error schemas.
 
@@ -121,7 +121,7 @@ async fn every_operation_documents_its_success_and_error_bodies() {
             if path == "/api/v1/attachments/{id}"
                 || path == "/api/v1/tickets/{id}/attachments/{file}"
             {
-                // Issues 37, 38: a customer's file, served only as a download, never as JSON.
+                // A customer's file, served only as a download, never as JSON.
                 assert!(
                     success.1["content"]["application/octet-stream"]["schema"].is_object(),
                     "{method} {path}: a download"
@@ -147,13 +147,13 @@ async fn every_operation_documents_its_success_and_error_bodies() {
                 );
             }
             if path == "/api/v1/inbound/email" {
-                // Issue 37: one raw mail, as a mail server forwards it.
+                // One raw mail, as a mail server forwards it.
                 assert!(
                     op["requestBody"]["content"]["message/rfc822"]["schema"].is_object(),
                     "{method} {path}: a raw message"
                 );
             } else if path == "/api/v1/tickets/{id}/attachments" {
-                // Issue 38: one file's bytes, its type read from them.
+                // One file's bytes, its type read from them.
                 assert!(
                     op["requestBody"]["content"]["application/octet-stream"]["schema"].is_object(),
                     "{method} {path}: a file's bytes"

@@ -1117,7 +1117,7 @@ async fn the_periodic_pass_runs_at_most_every_thirty_seconds_of_the_app_clock() 
 }
 
 // ---------------------------------------------------------------------------------
-// Issue 16: a webhook never decides by its own word; no public secret in production
+// A webhook never decides by its own word; no public secret in production
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -1224,7 +1224,7 @@ impl crate::support::BeforeTurn for Holding {
     }
 }
 
-/// Issue 41: money a person approved is not held up by the runs a worker pass is busy
+/// Money a person approved is not held up by the runs a worker pass is busy
 /// with. Before, a pass advanced every runnable run first and executed refunds only
 /// after: under a backlog, approved refunds waited for all of it. Here one run is held
 /// inside its model call for as long as the test likes; the approved refund still

@@ -1,4 +1,4 @@
-//! Presence on a case (issue 38): staff see who else is viewing or replying, the mark fades
+//! Presence on a case: staff see who else is viewing or replying, the mark fades
 //! when a page stops saying so, and bad input is refused.
 
 use axum::http::StatusCode;

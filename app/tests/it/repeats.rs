@@ -1,4 +1,4 @@
-//! The agent never sends the same answer twice (issue 38): where its next reply would
+//! The agent never sends the same answer twice: where its next reply would
 //! repeat one it already sent on the ticket — the same text or the same policy
 //! paragraph — the case goes to a person at once and the customer is told so, in their
 //! language, once.

@@ -1,4 +1,4 @@
-//! Property tests of order resolution on ids as people write them (issue 34), over the
+//! Property tests of order resolution on ids as people write them, over the
 //! public `domain::resolve` API only:
 //!
 //! - every id form (as stored, without `#`, in groups, broken over a line, with any dash

@@ -1,4 +1,4 @@
-//! Issue 20, lifecycle: PostgreSQL restarting under load. A real `refund-agent serve`
+//! Lifecycle: PostgreSQL restarting under load. A real `refund-agent serve`
 //! works through a few dozen duplicate-charge cases (a reviewer approving them as they
 //! arrive) when the database server is stopped for ten seconds, then started. `serve`
 //! must keep running, answer 503 on `/readyz` while the database is away, reconnect by
@@ -21,7 +21,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use sqlx::Row;
 
-/// How long the database server stays down (issue 20: "stopped for 10 s").
+/// How long the database server stays down ("stopped for 10 s").
 const OUTAGE: Duration = Duration::from_secs(10);
 /// Cases to drive: enough that work is in flight whenever the outage starts.
 const CASES: usize = 40;

@@ -1,4 +1,4 @@
-//! Issue 21: the rollout per scope (shadow → canary → assist), its guards, its API and
+//! The rollout per scope (shadow → canary → assist), its guards, its API and
 //! its audit. Real SQLite/PostgreSQL, the real payments mock, the worker run by hand on a
 //! `ManualClock`.
 

@@ -112,7 +112,7 @@ impl crate::support::BeforeTurn for Unhurried {
     }
 }
 
-/// Replay workers send their results a batch at a time (issue 41), but a slow model's
+/// Replay workers send their results a batch at a time, but a slow model's
 /// replay still reports as it goes: a worker sends what it has once a tenth of a second
 /// has passed, not only when its batch is full. The first ticket reported comes while
 /// most turns are still to be asked; sent by the batch alone, it would come at the end.
@@ -171,7 +171,7 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
     );
     let html = app::shadow::html(&report);
     assert!(html.contains(&format!("trace-{id}")));
-    // Issue 17: money per currency in a table, never a debug dump of the map.
+    // Money per currency in a table, never a debug dump of the map.
     let (currency, amount) = report.agent_only_money.iter().next().unwrap();
     let money = &html[html.find("id=\"money\"").expect("a money table")..];
     let row = format!(
@@ -185,7 +185,7 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
     );
 }
 
-/// Shadow mode measures a model on the loop production runs (issue 9): a model that
+/// Shadow mode measures a model on the loop production runs: a model that
 /// misbehaves is stopped by the live budgets and refusals, and the report's trace says
 /// which, in the live handoff's words. (`tests/harness.rs` compares replay and live run
 /// by run, event by event.)
@@ -261,7 +261,7 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
 
 /// The replay loop is the live loop: budgets and refusals end a replay with the live
 /// loop's reason (`tests/harness.rs` compares the two runs event by event). These were
-/// `replay`'s unit tests until the scripted models left the app's library (issue 18).
+/// `replay`'s unit tests until the scripted models left the app's library.
 mod replay_loop {
     use std::sync::Arc;
 
@@ -458,7 +458,7 @@ mod replay_loop {
     }
 }
 
-/// Issue 17: `list_customer_history` works on a replay, where a billing-world snapshot
+/// `list_customer_history` works on a replay, where a billing-world snapshot
 /// is all there is: the customer's past refunds from the world (never another
 /// customer's), and tickets `null` with a note saying they are unknown here, not absent.
 /// A customer cannot be named in the arguments: a typed error, the loop goes on.

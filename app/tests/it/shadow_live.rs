@@ -106,7 +106,7 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
             && !page.contains("run-trace")
             && !page.contains("RP-001@2#2.1")
     );
-    // Issue 17: the blind form anchors on nothing either — no answer is pre-selected.
+    // The blind form anchors on nothing either — no answer is pre-selected.
     let form = &page[page.find("id=\"hand-decision\"").unwrap()..];
     for select in ["name=\"outcome\" required>", "name=\"reason\" required>"] {
         let at = form.find(select).expect(select) + select.len();
@@ -117,7 +117,7 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
         );
     }
     assert!(!form.contains("value=\"refund\" selected"));
-    // Issue 17: what each outcome tells the customer, with no amount to anchor on.
+    // What each outcome tells the customer, with no amount to anchor on.
     let preview = &form[form.find("id=\"preview-hand\"").expect("previews")..];
     let preview = &preview[..preview.find("</details>").unwrap()];
     assert!(
@@ -138,7 +138,7 @@ async fn the_agent_decision_is_hidden_until_a_reviewer_decides_and_nothing_reach
     );
 }
 
-/// Issue 17: a hand refund the policy does not allow (more than it allows, or on the
+/// A hand refund the policy does not allow (more than it allows, or on the
 /// legitimate charge) is the reviewer's verdict all the same — recorded in the pair, so
 /// the statistics count the disagreement — but no money moves: no proposal, nothing to
 /// approve, the case stays escalated for a supervisor.
@@ -374,7 +374,7 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     assert!(app.provider_refunds("ch_1001b").await.is_empty());
 }
 
-// --- Shadow blindness everywhere (issue 33). ---------------------------------------------
+// --- Shadow blindness everywhere. ---------------------------------------------
 
 #[tokio::test]
 async fn a_takeover_is_refused_while_a_shadow_case_waits_for_its_blind_hand_decision() {

@@ -1,4 +1,4 @@
-//! Reply clocks (issue 38: SLA). A waiting customer's clock runs from their oldest
+//! Reply clocks (SLA). A waiting customer's clock runs from their oldest
 //! unanswered message to the target of the queue the case waits in; the queue shows
 //! "first reply" and "next reply" badges, overdue ones marked, and sorts by what is due
 //! first across pages; a person's reply stops the clock and the customer's next word

@@ -1,4 +1,4 @@
-//! Durable run steps committed together (issue 19, `runs::StepWriter`): several runs'
+//! Durable run steps committed together (`runs::StepWriter`): several runs'
 //! steps share one transaction, yet each is what a transaction of its own would have
 //! made it — a step whose run changed elsewhere writes nothing, a step that fails fails
 //! alone, and a step is in the store when its commit returns. On SQLite, or on a fresh

@@ -1,4 +1,4 @@
-//! Sub-agents on the LLM path (issue 18): a live run first spawns two read-only child
+//! Sub-agents on the LLM path: a live run first spawns two read-only child
 //! runs, `billing` (required) and `policy` (optional), on a budget shared out of the
 //! parent's, joins them, and then proposes with their findings in its context. Driven
 //! against a fake OpenAI-compatible server on a loopback port that tells the three

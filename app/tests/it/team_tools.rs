@@ -1,4 +1,4 @@
-//! Issue 38, "Done when": the team's tools driven in Chromium as a person would — clicks
+//! "Done when": the team's tools driven in Chromium as a person would — clicks
 //! and keys, part at 1280×800 and part at 390×844 on a phone, where no page may scroll
 //! sideways. Bulk assign and bulk close (no money) on the queue; saved replies that
 //! fill themselves, refused inline when a variable is unknown, edited, then picked in a
@@ -15,7 +15,7 @@ use crate::approving::queue_of_refunds;
 use crate::support::browser::{serve, Browser};
 use crate::support::TestApp;
 
-/// A desktop window and a phone's (issue 38: "at desktop and at 390 px").
+/// A desktop window and a phone's ("at desktop and at 390 px").
 const DESKTOP: (u32, u32) = (1280, 800);
 const PHONE: (u32, u32) = (390, 844);
 

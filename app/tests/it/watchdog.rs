@@ -1,4 +1,4 @@
-//! The stuck-run watchdog (issue 18; seed §15.1), on the injected clock, against the
+//! The stuck-run watchdog (seed §15.1), on the injected clock, against the
 //! real database (SQLite, or PostgreSQL with `TEST_DATABASE_URL`) and the real payments
 //! mock. A worker that dies mid-step is played by claiming the run and writing its
 //! first step with the same `runs` functions a worker uses, then never again.
@@ -468,7 +468,7 @@ async fn the_serve_worker_flags_a_run_stuck_on_a_hung_model_and_hands_it_off() {
     worker.abort();
 }
 
-/// Issue 17: the stuck tab pages through flagged cases only. A newer case that is not
+/// The stuck tab pages through flagged cases only. A newer case that is not
 /// stuck never takes the place of the stuck one on a page of one (the flag was once
 /// applied after the page was cut, leaving an empty page with a "next" link).
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The LLM path's sub-agents (issue 18, seed §11–12): two read-only readers a live run
+//! The LLM path's sub-agents (seed §11–12): two read-only readers a live run
 //! spawns before its own loop — `billing` (required: the customer's records) and
 //! `policy` (optional: the policy clauses) — and what they answer with, [`Findings`].
 //!

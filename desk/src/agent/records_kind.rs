@@ -1,5 +1,5 @@
-//! The billing records as evidence of what happened to the customer's money (issue 15:
-//! "then the billing records, the one order whose charges show the problem
+//! The billing records as evidence of what happened to the customer's money
+//! ("then the billing records, the one order whose charges show the problem
 //! described"), for when the customer's words leave the request kind unclear or name a
 //! kind the order's charges contradict.
 //!

@@ -48,7 +48,7 @@ pub fn toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
         .with(SearchPolicy(at))
 }
 
-/// The `billing` sub-agent's tools (issue 18): the customer's records, no policy search.
+/// The `billing` sub-agent's tools: the customer's records, no policy search.
 pub fn billing_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
     let at = Scope { env, ticket };
     Toolset::new()
@@ -58,7 +58,7 @@ pub fn billing_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<
         .with(ListRefunds(at))
 }
 
-/// The `policy` sub-agent's tools (issue 18): policy search only.
+/// The `policy` sub-agent's tools: policy search only.
 pub fn policy_toolset<'a>(env: &'a ToolEnv<'a>, ticket: &'a Ticket) -> Toolset<'a> {
     Toolset::new().with(SearchPolicy(Scope { env, ticket }))
 }

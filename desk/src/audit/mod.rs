@@ -69,7 +69,7 @@ pub struct TimelineEntry {
     pub what: String,
 }
 
-/// The history of a case, oldest first, read from the audit log (issue 17: proposal,
+/// The history of a case, oldest first, read from the audit log (proposal,
 /// decision, approvals, rejection, voids, execution, provider status, replies, notes,
 /// close, assign). Nothing is written here: the log stays the one record.
 pub async fn case_timeline(db: &store::Db, case_id: &str) -> DomainResult<Vec<TimelineEntry>> {

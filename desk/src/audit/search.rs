@@ -1,4 +1,4 @@
-//! Reading the audit log for people (issue 17): filtered by who, what, which subject and
+//! Reading the audit log for people: filtered by who, what, which subject and
 //! when, newest first, and as CSV for a spreadsheet or an auditor.
 
 use sqlx::Row;

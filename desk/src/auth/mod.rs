@@ -6,7 +6,7 @@
 //! returned by a tool (docs/spec/invariants.md #7). Only SHA-256 hashes of tokens are stored.
 //! Password hashing runs on the blocking pool behind a small semaphore, so a login
 //! flood cannot stall the runtime; failed logins are counted before the hash is checked
-//! and slow the next attempt per address and per account (issue 16), never locking the
+//! and slow the next attempt per address and per account, never locking the
 //! right password out for long.
 
 pub mod accounts;
@@ -45,7 +45,7 @@ const API_TOKEN_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
 const SESSION_TTL_MS: i64 = 12 * 3600 * 1000;
 
 /// Staff roles, lowest first. Approval limits by role come from RP-004. A
-/// `policy_author` (issue 22) drafts and publishes policies and is below `agent`: the
+/// `policy_author` drafts and publishes policies and is below `agent`: the
 /// role approves no refund and works no case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -79,7 +79,7 @@ impl StaffRole {
         }
     }
 
-    /// Whether this role may edit and publish policy drafts (issue 22).
+    /// Whether this role may edit and publish policy drafts.
     pub fn may_author_policies(self) -> bool {
         matches!(self, StaffRole::Admin | StaffRole::PolicyAuthor)
     }

@@ -1,4 +1,4 @@
-//! Resolved credentials kept in this process for a moment (issue 19).
+//! Resolved credentials kept in this process for a moment.
 //!
 //! A ticket page or API read was five queries, one of them the token lookup. A resolved
 //! token is kept here for at most [`RESOLVED_FRESH`] of real time. Revocation in this

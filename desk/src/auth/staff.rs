@@ -8,7 +8,7 @@ use store::{new_id, Db};
 
 /// Adds a staff member or updates their role and password. Every session and token the
 /// person held is revoked in the same transaction: whoever knew the old password, or
-/// held a token issued under the old role, keeps nothing (issue 16).
+/// held a token issued under the old role, keeps nothing.
 pub async fn upsert_staff(
     db: &Db,
     email: &str,
@@ -102,7 +102,7 @@ pub async fn unlock_staff(db: &Db, email: &str) -> DomainResult<u64> {
     Ok(done.rows_affected())
 }
 
-/// Who may be given a case (issue 38: assignment from a list, not a typed email): active
+/// Who may be given a case (assignment from a list, not a typed email): active
 /// staff whose role works cases (agents, supervisors, admins), by email.
 pub async fn assignable_staff(db: &Db) -> DomainResult<Vec<Staff>> {
     let rows = sqlx::query(

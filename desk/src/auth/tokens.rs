@@ -99,7 +99,7 @@ pub async fn token_id(db: &Db, token: &str) -> Option<String> {
         .flatten()
 }
 
-/// How long a customer sign-in link works (issue 16: short-lived, single use).
+/// How long a customer sign-in link works (short-lived, single use).
 pub const SIGN_IN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
 
 /// A single-use sign-in link token for a customer, valid `SIGN_IN_LINK_TTL_MS`. It is
@@ -120,7 +120,7 @@ pub async fn issue_sign_in_link(db: &Db, customer_id: &str, now_ms: i64) -> Doma
     Ok(token)
 }
 
-/// How long the sign-in link in a mail works (issue 37): single use like any link, but
+/// How long the sign-in link in a mail works: single use like any link, but
 /// mail is read hours or days after it was sent.
 pub const MAIL_SIGN_IN_LINK_TTL_MS: i64 = 3 * 24 * 3600 * 1000;
 

@@ -1,4 +1,4 @@
-//! The policy set an instance decides with, and how it follows the database (issue 22).
+//! The policy set an instance decides with, and how it follows the database.
 //!
 //! `Policies` is what `Services` holds: a snapshot of the current generation (a
 //! `PolicySet` and the hash of the sources it was built from) plus the cell every copy

@@ -1,4 +1,4 @@
-//! Policy authoring (issue 22): the policies in the database (`versions`: the source of
+//! Policy authoring: the policies in the database (`versions`: the source of
 //! truth once seeded from `fixtures/policies/`), drafts of the next version of a
 //! document (`drafts`), their validation (`validate`, pure), what-if runs through
 //! `replay` (`whatif`), publishing (`publish`), and how every instance follows the

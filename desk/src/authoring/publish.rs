@@ -1,4 +1,4 @@
-//! Publishing a draft (issue 22): the draft becomes an immutable published version with
+//! Publishing a draft: the draft becomes an immutable published version with
 //! an effective date — today or a later day —, the draft is gone, the audit records who,
 //! when and the what-if that was checked, this instance swaps its policies at once
 //! (others on their next worker pass, `live`), and approvals that the new policies
@@ -59,7 +59,7 @@ pub struct Reviewed {
 
 /// Publishes the draft of `doc_id` as saved at the version the publisher reviewed, in
 /// force from `at` (default: the draft's own `effective_from` when that is later than
-/// today, else today — issue 38: a draft dated next week is not put in force today).
+/// today, else today — A draft dated next week is not put in force today).
 pub async fn publish(
     p: Publisher<'_>,
     staff: &Staff,
@@ -318,7 +318,7 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
         })
 }
 
-/// What every worker pass does first (issue 22): follows the database's policies
+/// What every worker pass does first: follows the database's policies
 /// (`Policies::refresh`) and, once for each generation this process moves to, voids the
 /// open approvals that generation decides differently — approvals this instance or any
 /// other decided under the set it held before it noticed a publish, here or elsewhere.

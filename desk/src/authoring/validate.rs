@@ -1,4 +1,4 @@
-//! Validation of one policy version before anything else is done with it (issue 22):
+//! Validation of one policy version before anything else is done with it:
 //! the front matter, the section numbering, the rules file, every rule's citation, and
 //! the effective date against the clock, and that the text's tables state the rules'
 //! numbers (`policy_engine::agreement`). Each problem names its file, its field and,

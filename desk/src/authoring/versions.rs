@@ -1,4 +1,4 @@
-//! `policy_versions`: every policy version, the source of truth once seeded (issue 22).
+//! `policy_versions`: every policy version, the source of truth once seeded.
 //! The files of `fixtures/policies/` seed an empty table; `export` writes the rows back
 //! as files, byte for byte. `sources` is what every instance builds its `PolicySet` and
 //! index from, and `sources_hash` is how an instance notices a publish elsewhere.

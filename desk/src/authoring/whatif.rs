@@ -1,4 +1,4 @@
-//! What-if (issue 22): a saved draft against historical tickets, decided through
+//! What-if: a saved draft against historical tickets, decided through
 //! `replay::policy_diff` — the machinery of `refund-agent policy diff` — or against
 //! the facts live cases of the last N days were decided on (`replay::facts_diff`), with
 //! the draft pinned on the new side and the draft's base — the version it edits — pinned

@@ -1,5 +1,5 @@
 //! Bringing a case to an end by hand (`close`) and who works on it (`assign`): the
-//! `cases` columns behind issue 17's close and assign, written only here.
+//! `cases` columns behind closing and assigning a case, written only here.
 
 use super::{update_case, void_approvals, Case};
 use crate::error::{DomainError, DomainResult, ErrorCode};

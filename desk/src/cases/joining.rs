@@ -1,4 +1,4 @@
-//! One case per order (issue 17): which case works on a customer's order
+//! One case per order: which case works on a customer's order
 //! (`order_claims`, written only here) and closing a case into the one that does.
 //!
 //! A case claims its order when its decision is recorded. A later case about the same

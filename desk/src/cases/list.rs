@@ -16,16 +16,16 @@ pub struct CaseQuery<'a> {
     pub statuses: &'a [CaseStatus],
     /// Only cases assigned to this staff member.
     pub assignee_id: Option<&'a str>,
-    /// Search text (issue 17): a case, ticket, customer, order or charge id (whole, any
+    /// Search text: a case, ticket, customer, order or charge id (whole, any
     /// case), or part of the customer's name or email.
     pub search: Option<&'a str>,
     /// Of the cases awaiting approval, only those needing one of these approver roles
-    /// (issue 17's "needs me" and "needs a supervisor" tabs); empty is any role.
+    /// (the queue's "needs me" and "needs a supervisor" tabs); empty is any role.
     pub required_roles: &'a [&'a str],
     /// The order: `None` is oldest first within chosen statuses (a queue) and newest
     /// first across all; `Some(true)` newest first, `Some(false)` oldest first.
     pub newest_first: Option<bool>,
-    /// The most urgent reply first (issue 38: SLA sort), by the reply clock's due time
+    /// The most urgent reply first (SLA sort), by the reply clock's due time
     /// under these targets ([`sla::ReplyClock::sort_key`]), the cases with no clock last.
     /// Overrides `newest_first`; the cursor's time is then the sort key.
     pub due_first: Option<ReplyTargets>,
@@ -57,7 +57,7 @@ pub fn parse_cursor(after: &str) -> Option<(i64, &str)> {
 /// text is only ever a bound value, never part of the SQL. Ids are matched whole (an
 /// order or charge id inside the decision's facts as a JSON `"id"` value); names, emails
 /// and — for three characters or more — the text of the ticket's messages by substring
-/// (issue 38). Lower-cased on both sides: customers type ids in any case.
+///. Lower-cased on both sides: customers type ids in any case.
 fn search_condition(search: &str, binds: &mut Vec<String>) -> String {
     let text = search.trim().to_lowercase();
     let json = serde_json::to_string(&text).unwrap_or_default();
@@ -207,7 +207,7 @@ pub async fn list_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<Vec<Case
     rows.iter().map(case_from_row).collect()
 }
 
-/// How many cases a list would hold without its limit and cursor (issue 38: the queue's
+/// How many cases a list would hold without its limit and cursor (the queue's
 /// tab counts), in one read.
 pub async fn count_cases(db: &Db, query: &CaseQuery<'_>) -> DomainResult<i64> {
     let whole = CaseQuery {

@@ -57,11 +57,11 @@ pub struct Case {
     pub currency: Option<policy_engine::Currency>,
     pub void_reason: Option<String>,
     pub policy_index: Option<String>,
-    /// The staff member working on the case (issue 17: take, assign to).
+    /// The staff member working on the case (take, assign to).
     pub assignee_id: Option<String>,
     /// Why a supervisor closed the case by hand.
     pub close_reason: Option<String>,
-    /// The case this one was joined into: a second ticket about the same order (issue 17).
+    /// The case this one was joined into: a second ticket about the same order.
     pub joined_into: Option<String>,
     /// When the customer asked for a person: the case stays with people from then on.
     pub person_requested_at: Option<i64>,
@@ -132,7 +132,7 @@ async fn load_case_from(
 }
 
 /// Cases holding the facts of a decision and updated since `since_ms` (a what-if of
-/// recent live decisions, issue 22): every case decided in the window is among them, as
+/// recent live decisions): every case decided in the window is among them, as
 /// are cases decided earlier and touched since (replied, closed). Oldest first, at most
 /// `limit`.
 pub async fn with_facts_since(db: &Db, since_ms: i64, limit: i64) -> DomainResult<Vec<Case>> {
@@ -433,7 +433,7 @@ pub async fn take_customer_message(
         reinvestigate(tx, versions, case, why, now).await?;
         return Ok(true);
     }
-    // Nothing falls through (issue 38): words on a resolved or closed case go to a person,
+    // Nothing falls through: words on a resolved or closed case go to a person,
     // into its owner's or the supervisors' queue — never back to an agent run that already
     // answered, never nowhere. A joined case stays closed: its words went to the other.
     if case.status.resolved_but_open_to_words() && case.joined_into.is_none() {
@@ -480,7 +480,7 @@ pub async fn reinvestigate(
 /// The customer's other cases about the same order that are still open (not closed or
 /// withdrawn), newest first: the order is the one the investigator resolved for each
 /// case (`Facts::order_id`), never a pattern matched on ids (docs/spec/domain.md: ids are opaque).
-/// A case not yet investigated has no order and matches nothing (issue 17).
+/// A case not yet investigated has no order and matches nothing.
 pub async fn other_open_cases_on_order(db: &Db, case: &Case) -> DomainResult<Vec<Case>> {
     let Some(order_id) = resolved_order(case) else {
         return Ok(Vec::new());

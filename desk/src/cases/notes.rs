@@ -1,6 +1,6 @@
 //! Internal notes on a case (`case_notes`, its writer): staff-only text kept apart from
 //! the ticket's `messages`, so no customer surface — the ticket page, the ticket API, a
-//! tool — can read one by accident: they only ever read `messages` (issue 17).
+//! tool — can read one by accident: they only ever read `messages`.
 
 use serde::Serialize;
 use sqlx::Row;

@@ -1,4 +1,4 @@
-//! Whose queue a case is in (issue 38: nothing falls through). A case that needs a
+//! Whose queue a case is in (nothing falls through). A case that needs a
 //! person is either its assignee's or in a team queue: `agents` (an approval an agent
 //! may give, an escalation that is theirs) or `supervisors` (an approval above an agent's
 //! limit, an escalation the policy reserves for them), as docs/spec/interfaces.md names
@@ -112,7 +112,7 @@ pub(super) const NEEDS_A_PERSON: &str = "(c.status IN ('awaiting_approval', 'esc
 
 /// Every case that needs a person and is in nobody's queue: no assignee and no team
 /// queue. A case joined into another is not here: its words go on to the other case.
-/// The invariant is that this is empty (issue 38); oldest first.
+/// The invariant is that this is empty; oldest first.
 pub async fn open_in_nobodys_queue(db: &Db) -> DomainResult<Vec<CaseId>> {
     let sql = format!(
         "SELECT c.id FROM cases c
@@ -128,7 +128,7 @@ pub async fn open_in_nobodys_queue(db: &Db) -> DomainResult<Vec<CaseId>> {
         .collect()
 }
 
-/// The hours each team queue usually answers within (issue 38): what the customer's
+/// The hours each team queue usually answers within: what the customer's
 /// page promises, in "usually" words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplyTargets {

@@ -1,4 +1,4 @@
-//! Reply clocks (issue 38: SLA). A case that needs a person and whose customer is waiting
+//! Reply clocks (SLA). A case that needs a person and whose customer is waiting
 //! for a person's answer runs a clock: the *first reply* clock while no person has written
 //! to the customer on the ticket yet, the *next reply* clock after that. It starts at the
 //! customer's oldest message that no person has answered — a second "any news?" does not

@@ -38,9 +38,9 @@ pub struct CustomerMessageView {
     #[serde(flatten)]
     pub message: MessageView,
     /// The author in the ticket's language; a staff member's message names the person
-    /// by their display name when they have one (issue 38).
+    /// by their display name when they have one.
     pub author_label: String,
-    /// What the customer wrote now (issue 34, `structure::split`): their new words, pasted
+    /// What the customer wrote now (`structure::split`): their new words, pasted
     /// records and everything else of theirs; the whole body for our own messages.
     pub new_text: String,
     /// The quoted earlier thread, forwarded mail and signature of a customer's message,
@@ -81,7 +81,7 @@ fn split_for_page(body: &str) -> (String, Option<String>) {
 
 /// The page's splits of customer messages, by text: a message never changes once
 /// written, and its page is read again every few seconds while it is open
-/// (`ticket.js`), so each text is split once (issue 35: splitting was two thirds of the
+/// (`ticket.js`), so each text is split once (splitting was two thirds of the
 /// ticket page's own time). Bounded by [`SPLITS_BYTES`] of text: all are forgotten when
 /// it is full, and when a customer's data is erased or redacted ([`forget_page_splits`]).
 #[derive(Default)]
@@ -151,14 +151,14 @@ pub struct CustomerCaseView {
     /// Whether a withdrawal can still happen (nothing reached the provider).
     pub may_withdraw: bool,
     /// Whether to offer "talk to a person": the agent answered the customer itself
-    /// (issue 17; since issue 38 it never repeats itself, so there is no repeat to wait for).
+    /// (since issue 38 it never repeats itself, so there is no repeat to wait for).
     pub may_ask_for_person: bool,
-    /// Whether the case waits for us, and in which team's queue (issue 38: the page says
+    /// Whether the case waits for us, and in which team's queue (the page says
     /// when we usually answer). Not sent: which team decides is internal (RP-005).
     #[serde(skip)]
     pub waits_in: Option<crate::cases::TeamQueue>,
     /// "We usually answer within 4 hours", from the target of the queue the case waits
-    /// in (issue 38); `null` when the next word is the customer's or the case is done.
+    /// in; `null` when the next word is the customer's or the case is done.
     /// Filled by [`TicketView::with_reply_time`], where the settings are known.
     pub reply_time_text: Option<String>,
 }
@@ -182,12 +182,12 @@ pub struct CustomerRefundLine {
     #[serde(flatten)]
     pub refund: replies::CustomerRefundView,
     pub status_text: &'static str,
-    /// The amount as the ticket's language writes it (issue 38: ¥19,800, 1.234,56 €).
+    /// The amount as the ticket's language writes it (¥19,800, 1.234,56 €).
     pub amount_text: String,
 }
 
 /// What the customer side reads of a ticket's case: its id, status and reason — not the
-/// facts, decision and proposal documents a full case row carries (issue 19: copying
+/// facts, decision and proposal documents a full case row carries (copying
 /// those kilobytes on every page view was a measurable share of the ticket page).
 struct CaseGlance {
     id: String,
@@ -196,7 +196,7 @@ struct CaseGlance {
     required_role: Option<policy_engine::Role>,
 }
 
-/// The one row a ticket view is read from (issue 19: the view was three reads, and
+/// The one row a ticket view is read from (the view was three reads, and
 /// each read — and each row of one — is a hand-off to the store's connection thread or
 /// server, which cost more than the reading): the ticket and its case, its messages
 /// (`said`: seq, created_at, author, body, by `seq`) and the case's refunds that are not
@@ -399,7 +399,7 @@ fn view_of_row(ticket_id: &str, row: &AnyRow) -> DomainResult<TicketView> {
         let (seq, created_at) = (packed.integer()?, packed.integer()?);
         let (author, body) = (packed.field()?, packed.field()?);
         let channel = packed.field()?;
-        // Issue 38: the display name only, never a staff email, on a customer surface.
+        // The display name only, never a staff email, on a customer surface.
         let staff_name = packed.field()?;
         messages.push(MessageView {
             seq,
@@ -435,7 +435,7 @@ fn assemble(
         let status = crate::replies::customer_status(c.status, c.reason_code.as_deref());
         CustomerCaseView {
             status_text: replies::status_text(lang, status, &refunds),
-            // Issue 38: a declined ticket offers no withdrawal: there is nothing left to
+            // A declined ticket offers no withdrawal: there is nothing left to
             // withdraw from the customer's side.
             may_withdraw: c.status.may_be_withdrawn()
                 && !matches!(c.status, CaseStatus::Denied | CaseStatus::Rejected),
@@ -445,7 +445,7 @@ fn assemble(
                 c.reason_code.as_deref().and_then(|r| r.parse().ok()),
             ),
             reply_time_text: None,
-            // Issue 38: the agent never repeats itself (a repeat hands the case over at
+            // The agent never repeats itself (a repeat hands the case over at
             // once), so a person is offered wherever the agent answered on its own.
             may_ask_for_person: c.status.may_go_to_a_person(),
             id: c.id,

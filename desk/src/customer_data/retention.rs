@@ -46,7 +46,7 @@ pub async fn run_if_due(db: &Db, windows: Windows, now: i64) -> DomainResult<Opt
 /// Redacts everything past its window now.
 pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> {
     let cutoff = |days: u32| now - i64::from(days) * DAY_MS;
-    // The three redactions in one transaction (issue 41: one commit, not three; and a
+    // The three redactions in one transaction (one commit, not three; and a
     // pass sees all of them or none).
     let mut tx = db.begin().await?;
     let messages = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -1,4 +1,4 @@
-//! The LLM path's sub-agents as child runs (issue 18, seed §11–12): before a live run's
+//! The LLM path's sub-agents as child runs (seed §11–12): before a live run's
 //! own loop, its two readers ([`Reader`]) run side by side, each a child run with its
 //! own `runs` row and event log ([`SqlLog`]), its own context window and tool subset,
 //! on a [`Shared`] budget drawn from what the parent has left, and are joined

@@ -121,7 +121,7 @@ async fn investigate(
     let clock = HarnessClock(inv.decider.clock);
     let briefing = children(inv, run, (ticket, &env, &inputs)).await?;
     if let Some(why) = briefing.as_ref().and_then(|b| b.incomplete.as_deref()) {
-        // The required billing reader did not answer: a human decides (issue 18).
+        // The required billing reader did not answer: a human decides.
         let evidence = briefing.as_ref().map_or(&[][..], |b| &b.evidence[..]);
         let w = inv.escalate(run, case, ticket, why, evidence);
         return w.await;
@@ -210,7 +210,7 @@ async fn provider_down(
     Ok(false)
 }
 
-/// The LLM path's sub-agents (`children`, issue 18): the billing and policy readers on
+/// The LLM path's sub-agents (`children`): the billing and policy readers on
 /// the same model server, joined before the parent's own loop. `None` for any other
 /// model: the built-in investigator runs a single loop.
 async fn children(

@@ -96,7 +96,7 @@ pub(super) fn working_status(run: &Run) -> RunStatus {
 /// The harness's [`EventLog`] on the `runs` row and `run_events`.
 ///
 /// The events are read from the store once, then kept: each committed step adds the
-/// events it stored (issue 19: reading the whole log back before every turn was the
+/// events it stored (reading the whole log back before every turn was the
 /// largest share of a ticket's statements and of its JSON parsing). That is the store's
 /// log as the loop folds it because only the run's holder appends the events the loop
 /// reads, each in a versioned update of the run — anyone else who ends or takes the run
@@ -238,7 +238,7 @@ impl EventLog for SqlLog<'_> {
     }
 
     /// Read from the database once, then kept as this process commits: only the events
-    /// after `after` are copied out (issue 41).
+    /// after `after` are copied out.
     fn load_after(
         &mut self,
         after: Option<i64>,

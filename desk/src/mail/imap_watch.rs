@@ -1,4 +1,4 @@
-//! The support mailbox at `IMAP_URL`, watched (issue 37): every message not yet taken
+//! The support mailbox at `IMAP_URL`, watched: every message not yet taken
 //! is fetched (`BODY.PEEK[]`, so nothing is marked read by looking), taken through
 //! `mail::inbound` — once, by Message-ID, its UID recorded beside — and only after that
 //! transaction committed is it flagged `\Seen $RefundDeskTaken`. A crash between the two

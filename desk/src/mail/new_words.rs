@@ -21,7 +21,7 @@ pub struct Split {
     pub quoted: String,
 }
 
-/// The places kept apart from the message (issue 34: noted or ignored as evidence).
+/// The places kept apart from the message (noted or ignored as evidence).
 const APART: [Place; 2] = [Place::Quoted, Place::Signature];
 
 /// Splits a mail's text into its new words and the rest.

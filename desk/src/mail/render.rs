@@ -1,4 +1,4 @@
-//! An outbox row turned into the bytes of one mail (issue 37): a text part and an HTML
+//! An outbox row turned into the bytes of one mail: a text part and an HTML
 //! part (askama, `mail.txt` and `mail.html`) in the recipient's language, the Message-ID
 //! derived from the row, `In-Reply-To`/`References` so the customer's client threads it
 //! with the ticket's mails, the ticket's token in the subject, and the sign-in link the

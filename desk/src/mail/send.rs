@@ -1,4 +1,4 @@
-//! The outbox's sender (issue 37, docs/spec/email.md): claims due rows, renders each once
+//! The outbox's sender (docs/spec/email.md): claims due rows, renders each once
 //! — in the transaction that issues its fresh single-use sign-in link, so the bytes and
 //! the link exist together — and sends them over `SMTP_URL`. The server took it: sent,
 //! and the bytes dropped. It did not: tried again after one backoff that doubles per
@@ -164,7 +164,7 @@ async fn render_and_keep(
                 Some(ticket) => format!("/tickets/{ticket}"),
                 None => "/tickets".to_string(),
             };
-            // The sign-in page speaks the mail's language (issue 38), not the browser's.
+            // The sign-in page speaks the mail's language, not the browser's.
             let lang = crate::replies::Language::from_stored(&mail.language).as_str();
             Some(format!(
                 "{public}/sign-in?link={token}&next={next}&lang={lang}"

@@ -1,4 +1,4 @@
-//! The mail tables (issue 37, docs/spec/email.md): the outbox every mail we send is
+//! The mail tables (docs/spec/email.md): the outbox every mail we send is
 //! written to, the mail we took in, the attachments kept from it, and what we know of an
 //! address (undeliverable, already told it is unknown). The one module that writes them.
 //!

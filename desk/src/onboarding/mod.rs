@@ -1,4 +1,4 @@
-//! A team's own data (issue 36, docs/spec/history.md): the shop's customers and orders
+//! A team's own data (docs/spec/history.md): the shop's customers and orders
 //! brought in and kept linked to the payment provider.
 //!
 //! - `records` — one customer or order checked, and upserted (the writer of `customers`

@@ -45,7 +45,7 @@ pub async fn refund_views(db: &Db, case_id: &str) -> DomainResult<Vec<RefundView
 }
 
 /// A refund made through the desk on another of the customer's cases, as the case
-/// header lists it (issue 17). Refunds made elsewhere (the provider's dashboard) are in
+/// header lists it. Refunds made elsewhere (the provider's dashboard) are in
 /// the provider's records, which the investigation's tools read; this page-side list
 /// reads only our store, so a page never waits on the provider.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -186,7 +186,7 @@ fn entry(
     })
 }
 
-/// A live case as a what-if of recent decisions reads it (issue 22): the facts the
+/// A live case as a what-if of recent decisions reads it: the facts the
 /// policy engine decided it on, as the case recorded them, and what it came to.
 #[derive(Debug, Clone)]
 pub struct RecordedCase {

@@ -218,7 +218,7 @@ pub async fn investigate_with_clock(
     let model_name = model.name();
     let clock = HarnessClock(clock);
     let mut log = MemoryLog::new();
-    // The LLM path's readers first, in memory, as the live loop runs them (issue 18).
+    // The LLM path's readers first, in memory, as the live loop runs them.
     let readers = children::llm_readers(model);
     let briefing = match &readers {
         Some(readers) => {
@@ -298,7 +298,7 @@ pub async fn investigate_with_clock(
     };
     if let Some(mut proposal) = proposal {
         // Facts come from the records through code, never from the model's words; the
-        // order is resolved by the workflow, as live (issue 15).
+        // order is resolved by the workflow, as live.
         let crate::workflow::Resolved {
             facts,
             order_source,
@@ -365,7 +365,7 @@ pub fn verdict(investigation: &Investigation, decision: Option<&Decision>) -> Ca
             reason: d.reason_code,
             refunds: Vec::new(),
         },
-        // Issue 34, as live (`workflow::case_status_for`): never ask a customer whose
+        // As live (`workflow::case_status_for`): never ask a customer whose
         // messages try to instruct the agent; a person looks.
         Some(d)
             if (investigation.instructed || investigation.unreadable)

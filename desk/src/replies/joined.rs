@@ -1,5 +1,5 @@
 //! What the customer is told when a second ticket about an order joins the case already
-//! working on it (issue 17).
+//! working on it.
 
 use super::language::Language;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// The language of a ticket and of everything its customer is told. Stored as its
 /// ISO 639-1 code (`en`, `zh`, `ja`, `de`, `fr`, `es`, `it`, `nl`, `pt`, `ko`) in
-/// `tickets.language` (a TEXT column: the seven codes of issue 34 need no migration).
+/// `tickets.language` (a TEXT column: new language codes need no migration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
@@ -75,7 +75,7 @@ impl Language {
         }
     }
 
-    /// A stored code. English is the fallback for any other language (issue 15), so a
+    /// A stored code. English is the fallback for any other language, so a
     /// code this build does not know (written by a newer one) still gets answers.
     pub fn from_stored(code: &str) -> Language {
         code.parse().unwrap_or_else(|e: UnknownLanguage| {
@@ -167,7 +167,7 @@ impl fmt::Display for Language {
 /// - Latin script is told apart by its most frequent short words and its letters
 ///   (`latin_language`): German, French, Spanish, Italian, Dutch or Portuguese when
 ///   their words clearly outnumber English ones, else English, the fallback for every
-///   other language (issue 15).
+///   other language.
 pub fn detect_language(text: &str, region: Option<Region>, default: Language) -> Language {
     written_in(&domain::structure::split(text).new_text(), text, region).unwrap_or(default)
 }

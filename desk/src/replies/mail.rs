@@ -1,4 +1,4 @@
-//! The words of the mails the product sends (issue 37): each mail's subject line, the
+//! The words of the mails the product sends: each mail's subject line, the
 //! sentences of the changes that have no reply text of their own on the ticket (received,
 //! approved, reopened, closed, the unknown sender, the sender to confirm) and the frame
 //! around every mail (the link, how to answer), in the ten languages of

@@ -35,12 +35,12 @@ pub struct PageText {
     /// The one question after resolution (CSAT), and the word after it is answered.
     pub csat_question: &'static str,
     pub csat_thanks: &'static str,
-    /// The label of the CSAT comment box (issue 38: it had none; a person, and a screen
+    /// The label of the CSAT comment box (it had none; a person, and a screen
     /// reader, saw an unnamed box under the ratings).
     pub csat_comment: &'static str,
-    /// The ticket page's file upload (issue 38): its button.
+    /// The ticket page's file upload: its button.
     pub attach: &'static str,
-    /// The fold of a message's quoted thread, forwarded mail and signature (issue 34).
+    /// The fold of a message's quoted thread, forwarded mail and signature.
     pub earlier_text: &'static str,
 }
 

@@ -84,7 +84,7 @@ fn submitted(lang: Language, list: &str) -> String {
     }
 }
 
-/// A refund's amount as the customer's language writes it (issue 38: ¥19,800).
+/// A refund's amount as the customer's language writes it (¥19,800).
 fn money(lang: Language, r: &CustomerRefundView) -> String {
     super::money_text(lang, &r.amount, &r.currency)
 }

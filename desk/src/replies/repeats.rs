@@ -1,5 +1,5 @@
 //! Whether an answer the agent is about to send repeats one it already sent on the same
-//! ticket (issue 38: the customer is heard). A customer who gets the same words twice is
+//! ticket (the customer is heard). A customer who gets the same words twice is
 //! going round in a circle with the agent; the workflow then hands the case to a person
 //! instead of sending them. What it does not do: decide where the case goes, or read
 //! anything — it compares texts it is given.

@@ -1,4 +1,4 @@
-//! How long the customer may expect to wait for our answer (issue 38), from the target
+//! How long the customer may expect to wait for our answer, from the target
 //! of the queue their case waits in. What it does not do: promise. The words say
 //! "usually", as a support team does; the target is a setting, not a measurement.
 

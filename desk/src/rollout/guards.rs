@@ -1,4 +1,4 @@
-//! The rollout's guards (issue 21): measures computed from the records — approvals,
+//! The rollout's guards: measures computed from the records — approvals,
 //! refund intents, the audit log, shadow pairs — for the cases of each scope, each with
 //! a threshold and a minimum sample. Evaluated once per `EVALUATION_PERIOD_MS` of the
 //! app clock by the worker (`evaluate_if_due`); a tripped guard demotes its scope to

@@ -1,4 +1,4 @@
-//! Rolling the agent out (issue 21): a mode per scope — `shadow`, `canary` at a
+//! Rolling the agent out: a mode per scope — `shadow`, `canary` at a
 //! percentage, `assist` — stored (`modes`), and guards computed from the records that
 //! demote a scope to `shadow` on their own (`guards`).
 //!

@@ -1,4 +1,4 @@
-//! Child runs (issue 18: the LLM path's sub-agents, `investigation::children`): rows
+//! Child runs (the LLM path's sub-agents, `investigation::children`): rows
 //! with a `parent_run_id`, found again by name after a crash, cancelled with their
 //! parent.
 

@@ -1,4 +1,4 @@
-//! Group commit of run steps (issue 19): one writer task applies the steps several runs
+//! Group commit of run steps: one writer task applies the steps several runs
 //! are waiting to commit in one transaction, then answers each.
 //!
 //! Every step is still what `record_step` makes it — the run's versioned update, then

@@ -67,8 +67,8 @@ async fn claim_next_skip_locked(db: &Db, owner: &str, now: i64) -> DomainResult<
 /// versioned update until one is won. Candidates are read one status at a time in
 /// creation order, so each read walks the `(status, created_at)` index instead of
 /// sorting every queued run: runs abandoned mid-step first, then ready runs, then runs
-/// whose dependency wait is over. The five reads are one statement (issue 19: each
-/// statement is a round trip to the connection's thread), on a reader (issue 41: the
+/// whose dependency wait is over. The five reads are one statement (each
+/// statement is a round trip to the connection's thread), on a reader (the
 /// writers' pool checks its connection with one more trip when it comes back); a
 /// candidate claimed since is just lost to the versioned update.
 async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Option<Run>> {
@@ -88,7 +88,7 @@ async fn claim_next_versioned(db: &Db, owner: &str, now: i64) -> DomainResult<Op
             let version: i64 = row.try_get("version")?;
             if !held::take(&id, now) {
                 // Another claim loop of this process holds it or is claiming it: its
-                // versioned update would only lose (issue 41: no write a read could
+                // versioned update would only lose (no write a read could
                 // replace; it was one lost claim per loop per run).
                 continue;
             }
@@ -200,7 +200,7 @@ pub async fn release(db: &Db, run: &Run) -> DomainResult<()> {
     Ok(())
 }
 
-/// The runs this process's SQLite claim loops hold or are claiming (issue 41): a loop
+/// The runs this process's SQLite claim loops hold or are claiming: a loop
 /// skips them instead of losing a versioned update to its sibling. Only a hint, and one
 /// that expires with the lease it was taken for: the versioned update still decides
 /// (between processes, and between app states in one process), a run whose holder hung

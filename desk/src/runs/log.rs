@@ -201,7 +201,7 @@ impl<'e> StepPlan<'e> {
 /// they led to (so the log reads "model output, intents, then → tool_pending"). The
 /// versioned update still comes first: a worker that lost its lease writes nothing,
 /// and on PostgreSQL the run's row stays locked until the events are committed.
-/// Returns the events as appended (issue 19: a step is two statements — the update,
+/// Returns the events as appended (a step is two statements — the update,
 /// then one insert of all its events that reads the last sequence number itself —
 /// whatever the number of events).
 pub async fn record_step(
@@ -243,7 +243,7 @@ pub async fn append_event(
 }
 
 /// Appends `events` in order after the run's last one, in one statement that reads the
-/// last sequence number itself (issue 19: one round trip, however many events); returns
+/// last sequence number itself (one round trip, however many events); returns
 /// the first one's sequence number. Nothing for no events.
 async fn insert_events(
     tx: &mut Tx<'_>,

@@ -30,7 +30,7 @@ use store::{new_id, Db, Tx};
 
 /// Where new runs go: the versions (model, prompt, tool schema) each is made with, the
 /// background worker's wake-up, rung once the run is committed, and the rollout mode a
-/// new case opens in where no scope has a row of its own (issue 21: `SHADOW_MODE`).
+/// new case opens in where no scope has a row of its own (`SHADOW_MODE`).
 #[derive(Clone, Copy)]
 pub struct Queue<'a> {
     pub versions: &'a harness::Versions,

@@ -1,4 +1,4 @@
-//! A batch of run steps in one round trip to SQLite's connection thread (issue 41).
+//! A batch of run steps in one round trip to SQLite's connection thread.
 //!
 //! sqlx runs every SQLite statement on the connection's own thread: a statement is a
 //! command sent there and its rows sent back, a transaction's `BEGIN` and `COMMIT` are
@@ -150,7 +150,7 @@ const GUARD: &str =
 /// a row `(k, last seq)`; `COMMIT`. A step's events are one parameter, a JSON array of
 /// `[kind, call id, payload as text]`, so a step's text is the same whatever it appends
 /// and a batch's text depends only on its number of steps: SQLite's connection keeps
-/// each prepared (issue 41: preparing a new text per batch was an eighth of the CPU).
+/// each prepared (preparing a new text per batch was an eighth of the CPU).
 fn batch_query<'q>(planned: &[Planned<'_>]) -> serde_json::Result<super::log::AnyQuery<'q>> {
     let mut sql = String::from("BEGIN IMMEDIATE;\n");
     let mut p = 1;

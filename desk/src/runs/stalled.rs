@@ -1,4 +1,4 @@
-//! The stuck-run watchdog's scan (issue 18; the rules are in `watchdog`): runs in a
+//! The stuck-run watchdog's scan (the rules are in `watchdog`): runs in a
 //! watched state whose last progress event is old enough to look at.
 
 use sqlx::Row;

@@ -1,4 +1,4 @@
-//! Charge and dispute events (issue 36: what the desk shows stays current while it
+//! Charge and dispute events (what the desk shows stays current while it
 //! serves). A charge that succeeded, was captured, refunded (by us or elsewhere),
 //! disputed or otherwise changed at the provider is read back from the provider — the
 //! event's copy never decides anything, as for refunds — and then:

@@ -164,7 +164,7 @@ pub struct Resolved {
 }
 
 /// Gathers the facts with the order resolved by the workflow itself, whatever model
-/// investigated (issues 15 and 34): the ticket form's order, else the customer's own
+/// investigated: the ticket form's order, else the customer's own
 /// order named in their words (or in what they forwarded or pasted), else what the
 /// records show (`resolve`). When none of these settles it, a reference that is none of
 /// theirs is looked up among all orders (another customer's goes the RP-007 way), else
@@ -252,7 +252,7 @@ async fn lookup_references(
 }
 
 /// The model's order when it is another customer's (RP-007 escalates); an order of the
-/// customer's own is never taken from the model (issue 34: ask, never guess), and an id
+/// customer's own is never taken from the model (ask, never guess), and an id
 /// that exists nowhere is dropped.
 async fn others_order(
     billing: &dyn BillingSource,
@@ -411,7 +411,7 @@ mod tests {
     #[tokio::test]
     async fn an_id_only_the_model_wrote_is_used_only_when_it_is_another_customers_order() {
         // Nothing in the text, two orders: the model never chooses among the customer's
-        // own orders (issue 34: ask, never guess).
+        // own orders (ask, never guess).
         assert_eq!(
             resolved(None, "I want to cancel", Some("#10234")).await,
             (None, Ownership::Owned, None)

@@ -1,4 +1,4 @@
-//! One case per order (issue 17): a second ticket about an order that a case is still
+//! One case per order: a second ticket about an order that a case is still
 //! working on joins that case instead of becoming a second refund case. The order is the
 //! one the facts resolved from the billing records (`Facts::order_id`), never a pattern
 //! matched on the customer's words (docs/spec/domain.md: ids are opaque).

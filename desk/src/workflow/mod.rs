@@ -118,7 +118,7 @@ pub async fn decide_case(
         tx.commit().await?;
         return Ok(());
     }
-    // Issue 17: one case per order. The order's claim is written first; a second holder of
+    // One case per order. The order's claim is written first; a second holder of
     // this run waits on it (PostgreSQL) or runs after it (SQLite) and then fails at the
     // versioned case update below, as before.
     let order = facts.order_id.as_deref();
@@ -132,7 +132,7 @@ pub async fn decide_case(
     // detects a race (two holders of this run, a customer message re-opening the case), so
     // a lost race fails there as `case_changed`, before any run event is appended (on
     // PostgreSQL an event appended first would instead collide on its sequence number).
-    // Issue 21: the case's rollout says whether the reviewer works from the agent's
+    // The case's rollout says whether the reviewer works from the agent's
     // proposal or decides blind (read only: the case update below stays the first write).
     // Either way a human approves every refund (RP-004).
     let default = crate::rollout::Mode::default_for(shadow_mode);
@@ -194,7 +194,7 @@ pub async fn decide_case(
     };
     runs::set_status(&mut tx, run, run_status, now).await?;
     if matches!(answer, Answer::HandOver(_)) {
-        // Issue 38: from now on the case stays with people, whatever the customer says.
+        // From now on the case stays with people, whatever the customer says.
         let decided = cases::load_case_tx(&mut tx, &case.id)
             .await?
             .ok_or(DomainError::NotFound("case"))?;
@@ -262,7 +262,7 @@ async fn decide_on_fresh_facts(
     proposal: &Proposal,
     exchanges: &[Exchange],
 ) -> DomainResult<Decided> {
-    // The order is resolved here, not taken from the model (issue 15), and stored in the
+    // The order is resolved here, not taken from the model, and stored in the
     // proposal with where it came from, so every later re-decision (payment boundary,
     // takeover) starts from the same inputs and a reviewer sees why this order.
     let messages: Vec<String> = tickets::messages(decider.db, &ticket.id)
@@ -321,14 +321,14 @@ async fn decide_on_fresh_facts(
     })
 }
 
-/// Why a case that would ask the customer goes to a person instead (issue 34).
+/// Why a case that would ask the customer goes to a person instead.
 pub const INSTRUCTED_NOTE: &str =
     "the customer's message tries to instruct the agent (RP-007) and the records do not decide the case";
 
 /// Whether the customer's messages carry sentences that try to instruct the agent
 /// ("ignore the rules", "the manager approved", 【システム通知】…; `structure`). Nothing
 /// they say is read as evidence; when the records then decide nothing, the case goes
-/// to a person rather than asking the customer (issue 34: injection is a reason to
+/// to a person rather than asking the customer (injection is a reason to
 /// decline or escalate, not to ask).
 pub fn instructed(customer_messages: &[String]) -> bool {
     // The tiers the investigator and `resolve` read (split once per conversation).
@@ -362,7 +362,7 @@ pub fn unreadable(customer_messages: &[String], request: RequestKind) -> bool {
 pub const REPEAT_NOTE: &str =
     "the agent's answer would have repeated one it already sent: a person answers now";
 
-/// What the agent says after a decision (issue 38: it never sends the same answer twice).
+/// What the agent says after a decision (it never sends the same answer twice).
 enum Answer {
     /// The decision's reply, new on this ticket.
     Reply(String),

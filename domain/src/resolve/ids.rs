@@ -1,4 +1,4 @@
-//! Id-like spans as people write them (issue 34): in any case and width, broken by
+//! Id-like spans as people write them: in any case and width, broken by
 //! spaces (`2507 1510 4088 8542 79`) or a line break (`250612-887⏎6084`), with dashes
 //! of every width and the katakana `ー`, with an extra dash (`R-670394232`), with dots,
 //! commas or apostrophes as thousands separators (`65.169`), inside a URL path or query

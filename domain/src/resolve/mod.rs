@@ -1,5 +1,5 @@
 //! Which order a ticket is about, resolved against the customer's own records rather
-//! than against a pattern of what order ids look like (issues 15 and 34; docs/spec/domain.md:
+//! than against a pattern of what order ids look like (docs/spec/domain.md:
 //! ids are opaque strings chosen by the shop).
 //!
 //! Each message is first split by place (`structure`): the customer's new words
@@ -71,7 +71,7 @@ pub enum OrderSource {
     /// The billing records single it out (the only order, the one showing the problem).
     Records,
     /// Named by the model and found to be another customer's order (RP-007); the model
-    /// never chooses among the customer's own orders (issue 34: never guess).
+    /// never chooses among the customer's own orders (never guess).
     Agent,
 }
 
@@ -170,7 +170,7 @@ const TIERS_REMEMBERED: usize = 4;
 thread_local! {
     /// The last conversations split on this thread, with their tiers: the investigator
     /// reads the same messages at every turn of a run (and `resolve` again within the
-    /// turn), and splitting them was most of a replayed ticket's time (issue 41).
+    /// turn), and splitting them was most of a replayed ticket's time.
     static TIERS_SEEN: std::cell::RefCell<Vec<(Vec<String>, Tiers)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -404,7 +404,7 @@ type Read = (Vec<String>, Vec<String>, std::rc::Rc<Reading>);
 thread_local! {
     /// The readings last made on this thread, by conversation and order ids: every turn
     /// of a run asks again with the same ones while only the records it has read grow
-    /// (issue 41: reading the words again was a seventh of a replayed ticket's time).
+    /// (reading the words again was a seventh of a replayed ticket's time).
     static READ_SEEN: std::cell::RefCell<Vec<Read>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }

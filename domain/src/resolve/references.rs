@@ -1,5 +1,5 @@
 //! Order references in the customer's text: their own order ids written anywhere, in
-//! any of the forms `ids` reads (issue 34), and reference-like tokens that match none of
+//! any of the forms `ids` reads, and reference-like tokens that match none of
 //! them — noted, and handed back for the workflow to look up among all orders (RP-007).
 //! Knows ids and text, not the records.
 //!
@@ -235,7 +235,7 @@ fn keys<'a>(ids: &[&'a str]) -> Keys<'a> {
 
 /// A customer's order ids made ready to be read for, once: their skeletons (NFKC, case
 /// folded) and letter prefixes, which every reading of a conversation compares against
-/// (issue 41: each reading used to make them again, a tenth of a replayed ticket).
+/// (each reading used to make them again, a tenth of a replayed ticket).
 pub(super) struct OwnIds<'a> {
     keys: Keys<'a>,
     prefixes: Vec<String>,

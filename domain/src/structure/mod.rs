@@ -1,5 +1,5 @@
 //! What a customer's text is made of, read the way a careful person reads a mail
-//! (issue 34): the new words they write now, the earlier thread they quote, a message
+//!: the new words they write now, the earlier thread they quote, a message
 //! they forward (often our own receipt), a bank statement or SMS they paste, their
 //! signature, and sentences that try to instruct the agent instead of describing the
 //! problem. Each part has a [`Place`], and the place says how much what it contains

@@ -1,4 +1,4 @@
-//! Whether a customer's words ask for a person instead of the agent (issue 38): "a real
+//! Whether a customer's words ask for a person instead of the agent: "a real
 //! person", "人工", "担当者", "einen Menschen", … in the ten languages we answer in.
 //! Compared in `fold_words`' form. What it deliberately does not do: decide anything —
 //! the workflow hands the case to a person when this says so and the case may go there.

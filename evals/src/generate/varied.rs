@@ -1,5 +1,5 @@
 //! `generate-history --style varied`: historical tickets that vary independently of the
-//! investigator (issue 15), for measuring it on tickets it has never seen.
+//! investigator, for measuring it on tickets it has never seen.
 //!
 //! Each ticket starts from a world of the plain generator (its scenario, its intended
 //! request and order) and is then varied: unrelated older orders (1–6 orders per
@@ -58,7 +58,7 @@ pub enum ComplaintBank {
     /// The phrase banks of `evals/history/phrases/`.
     Own,
     /// `evals/history/external/dev.jsonl`: sentences by a writer who never saw the
-    /// code (issue 15), which the investigator's vocabulary was tuned against.
+    /// code, which the investigator's vocabulary was tuned against.
     ExternalDev,
     /// `evals/history/external/heldout.jsonl`: the same writer's sentences that are only
     /// ever measured, never read or tuned against.

@@ -1,4 +1,4 @@
-//! A shop's past as a support team leaves it (issue 36): a payments account (provider
+//! A shop's past as a support team leaves it: a payments account (provider
 //! customers `cus_…`, charges naming their order under `order_ref`, the refunds the team
 //! made), the shop's customers and orders as CSV, a Zendesk-shaped export of tickets
 //! with comments and users, the team's tag map — and, apart, the truth of what the team

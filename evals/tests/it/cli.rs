@@ -112,7 +112,7 @@ fn refund_evals_eval_writes_the_report_and_prints_its_path_alone() {
     assert_eq!(report["passed"], 1);
     assert_eq!(report["scenarios"][0]["name"], SCENARIO);
     assert!(out.path().join("report.html").is_file());
-    // Issue 17: quiet by default — no log lines, and it says where the HTML report is.
+    // Quiet by default — no log lines, and it says where the HTML report is.
     let stderr = String::from_utf8_lossy(&output.stderr);
     let html = out.path().join("report.html").display().to_string();
     assert!(stderr.contains(&format!("HTML report: {html}")), "{stderr}");

@@ -142,7 +142,7 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
     let mut bad_outcome: serde_json::Value = serde_json::from_str(good[2]).unwrap();
     bad_outcome["id"] = json!("H-BAD-OUTCOME");
     bad_outcome["human"]["outcome"] = json!("allow");
-    // Issue 15: real exports carry more fields; they are read, kept aside and counted.
+    // Real exports carry more fields; they are read, kept aside and counted.
     let mut extra_field: serde_json::Value = serde_json::from_str(good[2]).unwrap();
     extra_field["id"] = json!("H-EXTRA-FIELD");
     extra_field["approved_by_manager"] = json!(true);
@@ -224,7 +224,7 @@ async fn prompt_injection_in_english_and_chinese_gets_the_policy_outcome() {
     }
     // And on every ticket: an injected follow-up message changes nothing the records
     // decide; where they decide nothing, a person looks instead of the customer being
-    // asked (issue 34: injection is a reason to escalate, not to ask), refunding nothing.
+    // asked (injection is a reason to escalate, not to ask), refunding nothing.
     for ticket in &tickets {
         let plain = replay(&env, &Investigator, ticket).await;
         for injection in [INJECTION_EN, INJECTION_ZH] {
@@ -472,14 +472,14 @@ async fn replay_is_deterministic() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The varied dev set (issue 15): tickets written apart from the investigator.
+// The varied dev set: tickets written apart from the investigator.
 // ---------------------------------------------------------------------------------------
 
 #[test]
 fn the_committed_varied_dev_set_is_what_the_generator_makes_from_its_seed() {
     let tickets = varied_dev();
     assert!(tickets.len() >= 600, "{} tickets", tickets.len());
-    // Issue 34: half the dev set carries no order field (what every email gets).
+    // Half the dev set carries no order field (what every email gets).
     let without = tickets.iter().filter(|t| t.order_id.is_none()).count();
     assert!(
         2 * without >= tickets.len(),
@@ -642,7 +642,7 @@ async fn the_built_in_investigator_meets_the_targets_on_the_varied_dev_set() {
 }
 
 /// The twin of the dev set: the same generator from a seed nobody tuned against. Only
-/// its figures are printed, never a ticket (issue 34: an unseen-seed twin never tuned to).
+/// its figures are printed, never a ticket (an unseen-seed twin never tuned to).
 const TWIN_SEED: u64 = 34_034;
 
 #[tokio::test]
@@ -834,7 +834,7 @@ fn the_request_kind_of_externally_written_sentences_is_read_right_on_the_dev_set
 
 #[test]
 fn the_held_out_external_sentences_are_measured_without_being_shown() {
-    // Only the figure is printed: the sentences are never tuned against (issue 15).
+    // Only the figure is printed: the sentences are never tuned against.
     let (accuracy, per_lang, _, unclear_as_cancel) = external_accuracy("heldout.jsonl");
     let per_lang: BTreeMap<&String, String> = per_lang
         .iter()

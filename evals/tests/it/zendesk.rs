@@ -1,4 +1,4 @@
-//! `import history` measured (issue 36): a generated shop's past (`generate::zendesk`:
+//! `import history` measured: a generated shop's past (`generate::zendesk`:
 //! 240 tickets of a simulated team, six languages, long mails, tickets naming no order,
 //! refunds a day or a week later, partial refunds) imported through the payments mock;
 //! the inferred human outcomes against the team's truth, then `shadow` on the result.

@@ -1,4 +1,4 @@
-//! When a model's turn is committed (issue 41): a turn whose calls are all read-only and
+//! When a model's turn is committed: a turn whose calls are all read-only and
 //! quick goes into the log with its first result, one commit instead of two; a slow
 //! call's turn is committed while the call runs; a turn offered a tool that can act is
 //! committed before any call runs.

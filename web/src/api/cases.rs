@@ -186,7 +186,7 @@ pub struct RejectInput {
     pub fingerprint: String,
     /// Why (kept with staff, never sent).
     pub reason: String,
-    /// The customer's message, in the reviewer's words (issue 38); without it the
+    /// The customer's message, in the reviewer's words; without it the
     /// standard rejection in the ticket's language.
     #[serde(default)]
     pub reply: Option<String>,
@@ -289,7 +289,7 @@ pub async fn post_message(
     ApiJson(input): ApiJson<StaffMessage>,
 ) -> AppResult<Json<CaseThread>> {
     let staff = principal.staff()?;
-    // Issue 38: a customer never receives a literal `{name}` (a saved reply's variable
+    // A customer never receives a literal `{name}` (a saved reply's variable
     // left unfilled, or one typed by hand); an internal note may hold anything.
     if !input.internal {
         desk::saved_replies::check_no_placeholder(&input.text)?;

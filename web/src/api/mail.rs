@@ -1,4 +1,4 @@
-//! The mail channel's HTTP edge (issue 37): `POST /api/v1/inbound/email`, where a mail
+//! The mail channel's HTTP edge: `POST /api/v1/inbound/email`, where a mail
 //! server or provider forwards one raw message, and `GET /api/v1/attachments/{id}`, where
 //! staff download what a customer attached. What a mail does is `mail::inbound`.
 
@@ -64,7 +64,7 @@ pub async fn get_attachment(
 }
 
 /// A stored file as a download: opaque bytes, `Content-Disposition: attachment`,
-/// `nosniff` and a sandboxing CSP, whatever it claims to be (issue 37; issue 38's
+/// `nosniff` and a sandboxing CSP, whatever it claims to be (issue 38's
 /// customer files are served the same way).
 pub fn download(
     line: &desk::mailbox::attachments::AttachmentLine,

@@ -1,4 +1,4 @@
-//! `/api/v1/policies/{doc}/…` (issue 22): a document's draft — read it, save it with
+//! `/api/v1/policies/{doc}/…`: a document's draft — read it, save it with
 //! an expected version. Admins and policy authors only.
 
 use crate::extract::Authed;

@@ -1,5 +1,5 @@
 //! `GET /api/v1/rollout` (staff) and `POST /api/v1/rollout` (admin): the agent's rollout
-//! per scope and its guards (issue 21). The rules are in `rollout`.
+//! per scope and its guards. The rules are in `rollout`.
 
 use crate::extract::Authed;
 use axum::extract::State;

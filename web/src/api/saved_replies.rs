@@ -1,5 +1,5 @@
 //! `GET /api/v1/saved-replies` (staff) and `POST /api/v1/saved-replies` (supervisor or
-//! admin): the saved replies of issue 17. The rules are in `saved_replies`.
+//! admin): the team's saved replies. The rules are in `saved_replies`.
 
 use crate::extract::Authed;
 use axum::extract::rejection::QueryRejection;

@@ -72,7 +72,7 @@ pub async fn post_message(
 
 /// `POST /api/v1/tickets/{id}/person` (the ticket's customer): talk to a person. The
 /// case the agent answered itself goes to the staff queue; 409 `not_with_the_agent` when
-/// a person already has it or it is done (issue 17).
+/// a person already has it or it is done.
 #[utoipa::path(post, path = "/api/v1/tickets/{id}/person", tag = "customer", security(("bearer" = [])), params(("id" = String, Path, description = "ticket id")), responses((status = 200, description = "the ticket, its case escalated to a person", body = TicketView), crate::error::ApiErrors))]
 pub async fn post_person(
     State(state): State<AppState>,
@@ -130,7 +130,7 @@ pub struct FileName {
     name: String,
 }
 
-/// `POST /api/v1/tickets/{id}/attachments?name=FILE` (the ticket's customer; issue 38):
+/// `POST /api/v1/tickets/{id}/attachments?name=FILE` (the ticket's customer):
 /// the file's bytes as the body. Images (PNG, JPEG, GIF, WebP) and PDF, at most 5 MiB,
 /// the type read from the bytes; anything else is refused and nothing is written.
 #[utoipa::path(post, path = "/api/v1/tickets/{id}/attachments", tag = "customer", security(("bearer" = [])),

@@ -34,7 +34,7 @@ pub(super) struct StaffQuery {
 }
 
 /// `GET /console/staff` (admin): staff and their recent failed logins; after an unlock,
-/// what it did (issue 17: a redirect after every POST, so a reload repeats nothing).
+/// what it did (a redirect after every POST, so a reload repeats nothing).
 pub(super) async fn staff_page(
     State(state): State<AppState>,
     Authed(session): Authed<Result<Session, AppError>>,
@@ -163,7 +163,7 @@ impl AuditQuery {
     }
 }
 
-/// `GET /console/audit`: who did what, and when, filtered (staff only, issue 17).
+/// `GET /console/audit`: who did what, and when, filtered (staff only).
 pub(super) async fn audit_page(
     State(state): State<AppState>,
     SignedIn(session): SignedIn,
@@ -205,7 +205,7 @@ fn audit_row(l: desk::audit::AuditLine) -> AuditRow {
     }
 }
 
-/// `GET /console/audit.csv`: the same filtered lines as CSV (staff only, issue 17).
+/// `GET /console/audit.csv`: the same filtered lines as CSV (staff only).
 pub(super) async fn audit_csv(
     State(state): State<AppState>,
     Authed(session): Authed<Result<Session, AppError>>,

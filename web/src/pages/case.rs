@@ -67,11 +67,11 @@ pub(super) struct CasePage {
     required_role: String,
     fingerprint: String,
     error: Option<String>,
-    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    /// The stuck-run watchdog's diagnosis, while its flag stands.
     stuck: Option<String>,
-    /// The reply clock in words, and whether it is overdue (issue 38: SLA).
+    /// The reply clock in words, and whether it is overdue (SLA).
     reply: Option<(String, bool)>,
-    /// The customer's messages and the internal notes, in time order (issue 17).
+    /// The customer's messages and the internal notes, in time order.
     thread: Vec<ThreadEntry>,
     status_label: &'static str,
     /// A supervisor may close this case now (not at rest, no refund in flight).
@@ -84,19 +84,19 @@ pub(super) struct CasePage {
     notice: Option<&'static str>,
     /// The page refreshes itself (static/live.js) until the case is at rest.
     live: bool,
-    /// The case's history in plain words, oldest first (issue 17).
+    /// The case's history in plain words, oldest first.
     timeline: Vec<(String, String, String)>,
     /// (case id, ticket id, status in words) of the customer's other open cases on the
     /// same order: a second refund case about one charge is visible at once.
     same_order: Vec<(String, String, &'static str)>,
-    /// (case id, ticket id) of the tickets joined into this case (issue 17).
+    /// (case id, ticket id) of the tickets joined into this case.
     joined: Vec<(String, String)>,
-    /// The customer's other tickets and past refunds, newest first (issue 17).
+    /// The customer's other tickets and past refunds, newest first.
     other_tickets: Collapsed<TicketLine>,
     past_refunds: Collapsed<PastRefund>,
-    /// Saved replies for the reply form, and the messages a decision sends (issue 17).
+    /// Saved replies for the reply form, and the messages a decision sends.
     tools: super::case_replies::ReplyTools,
-    /// The queue tab the reviewer came from (issue 38): "& next" and `j`/`k` move in it.
+    /// The queue tab the reviewer came from: "& next" and `j`/`k` move in it.
     tab: String,
     /// (previous, next, where "next" goes at the tab's end) in that tab.
     previous_case: Option<String>,
@@ -107,7 +107,7 @@ pub(super) struct CasePage {
     refusal: Refusal,
 }
 
-/// What a refused console form is answered with on the case page (issue 38: errors
+/// What a refused console form is answered with on the case page (errors
 /// inline, what was typed kept).
 #[derive(Default)]
 pub(super) struct Refusal {
@@ -144,12 +144,12 @@ fn collapsed<T>(mut lines: Vec<T>, total: i64) -> Collapsed<T> {
 /// conversation, or an internal note (marked, never shown to the customer).
 pub(super) struct ThreadEntry {
     author: String,
-    /// Who wrote it, in words: a staff member by name (issue 38), else the author.
+    /// Who wrote it, in words: a staff member by name, else the author.
     label: String,
     at: String,
     body: String,
     internal: bool,
-    /// `web` or `email` (issue 37: each message's channel).
+    /// `web` or `email` (each message's channel).
     channel: String,
     /// A mail's quoted thread and signature, shown collapsed.
     quoted: Option<String>,
@@ -204,7 +204,7 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
     });
     let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
     // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so
-    // `…54.9Z` sorts after `…54.959Z` as text (issue 38). The sort is stable: entries
+    // `…54.9Z` sorts after `…54.959Z` as text. The sort is stable: entries
     // of one instant keep their order, messages before notes.
     entries.sort_by_key(|e| instant_of(&e.at));
     entries
@@ -517,7 +517,7 @@ async fn around(db: &store::Db, case: &cases::Case) -> desk::error::DomainResult
     })
 }
 
-/// Issue 17: the moment a refund went to the provider, read from its intent (the send
+/// The moment a refund went to the provider, read from its intent (the send
 /// writes no audit line: the payment boundary stays one statement). It goes after the
 /// last approval made by then — a send follows its approval, and the log's lines of one
 /// millisecond would otherwise hide which came first — else by time.
@@ -547,13 +547,13 @@ fn insert_send(
 pub(super) struct CasePageQuery {
     #[serde(default)]
     done: Option<String>,
-    /// A saved reply to put into the reply form (issue 17).
+    /// A saved reply to put into the reply form.
     #[serde(default)]
     saved: Option<String>,
     /// The form the saved reply goes into: `reply` (the default), `reject` or `close`.
     #[serde(default)]
     into: Option<String>,
-    /// The queue tab the reviewer works in (issue 38).
+    /// The queue tab the reviewer works in.
     #[serde(default)]
     tab: Option<String>,
 }
@@ -590,7 +590,7 @@ async fn after_action<T>(
 }
 
 /// As [`after_action`], for a form whose refusal is shown next to it with what was
-/// typed kept (issue 38): `refusal` says which form and what it held.
+/// typed kept: `refusal` says which form and what it held.
 async fn after_form<T>(
     state: &AppState,
     session: &Session,
@@ -629,7 +629,7 @@ pub(super) async fn message_submit(
         text: form.text.replace("\r\n", "\n"),
         internal,
     };
-    // Issue 38: a customer never receives a literal `{name}`.
+    // A customer never receives a literal `{name}`.
     let result = match internal {
         true => Ok(()),
         false => desk::saved_replies::check_no_placeholder(&message.text),

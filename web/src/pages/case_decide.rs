@@ -1,4 +1,4 @@
-//! The case page's verdict forms (issue 38): approve, and reject with the reviewer's own
+//! The case page's verdict forms: approve, and reject with the reviewer's own
 //! message to the customer in the same submit; each with "& next", which goes on to the
 //! next case of the queue tab the reviewer works in. A verdict that came too late —
 //! someone else decided first, or the refund changed — is told in words next to the

@@ -1,10 +1,10 @@
-//! What the case page offers around a reply (issue 17): the saved replies in the
+//! What the case page offers around a reply: the saved replies in the
 //! ticket's language (a select that pre-fills the reply through a GET, so it works
 //! without a script), and the exact message the customer will receive when the case is
 //! approved, rejected or decided by hand — the text `replies` would send, in their
 //! language (a close sends the staff member's own reply, as written).
 //!
-//! Issue 38: the saved replies come filled for the case (`saved_replies::fill`), and
+//! The saved replies come filled for the case (`saved_replies::fill`), and
 //! are offered in the reply, reject and close forms; a rejection's message is the
 //! reviewer's to edit, the standard one to start from.
 

@@ -1,4 +1,4 @@
-//! `/console/charges` (issue 36): provider charges that name no order of ours (a till
+//! `/console/charges`: provider charges that name no order of ours (a till
 //! payment, a charge whose metadata names an order the shop never sent us), for staff to
 //! see and — a supervisor or an admin — link to the order they belong to (audited; the
 //! rules are `onboarding::charges`'). An admin reads every provider charge again with

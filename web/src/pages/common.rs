@@ -19,7 +19,7 @@ pub fn render(t: &impl Template) -> Response {
     }
 }
 
-/// A script file of ours (the CSP allows scripts from our own files only, issue 16).
+/// A script file of ours (the CSP allows scripts from our own files only).
 pub fn script(body: &'static str) -> Response {
     (
         [
@@ -31,7 +31,7 @@ pub fn script(body: &'static str) -> Response {
         .into_response()
 }
 
-/// A moment for a page (issue 17: times in the viewer's zone): `<time>` with the RFC 3339
+/// A moment for a page (times in the viewer's zone): `<time>` with the RFC 3339
 /// moment and, as its text, the moment in UTC words (`2 Dec 2026, 07:10 UTC`), which
 /// `/static/time.js` rewrites in the viewer's zone. Built from the parsed moment only, so
 /// nothing of the input reaches the page unescaped; text that is no RFC 3339 moment is
@@ -80,7 +80,7 @@ struct ErrorPage<'a> {
     back_label: &'a str,
 }
 
-/// An error as a page of the product (issue 17): the site's layout, what went wrong,
+/// An error as a page of the product: the site's layout, what went wrong,
 /// and a link back — never a bare line of text.
 fn styled_error(status: StatusCode, lang: &str, message: &str, back: (&str, &str)) -> Response {
     let page = ErrorPage {
@@ -125,7 +125,7 @@ pub async fn page_not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap
     customer_error_page(StatusCode::NOT_FOUND, lang, message)
 }
 
-/// The console's header on every staff page (issue 17): the same links, who is signed
+/// The console's header on every staff page: the same links, who is signed
 /// in, and Log out (a CSRF-carrying form). `here` marks the page the viewer is on.
 pub(super) struct Nav {
     pub email: String,

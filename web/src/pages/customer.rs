@@ -39,16 +39,16 @@ impl FormSession for CustomerSession {
 #[template(path = "ticket.html")]
 pub(super) struct TicketPage {
     ticket: TicketView,
-    /// What the customer typed, kept when their message was refused (issue 17).
+    /// What the customer typed, kept when their message was refused.
     draft: String,
     lang: Language,
     t: &'static PageText,
     csrf: String,
     error: Option<String>,
-    /// What the page says once a person has the case (issue 38: shown live by
+    /// What the page says once a person has the case (shown live by
     /// `ticket.js` when the case goes to a person while the page is open).
     with_a_person: String,
-    /// The files the customer attached (issue 38), each a download.
+    /// The files the customer attached, each a download.
     files: Vec<desk::mailbox::attachments::AttachmentLine>,
     /// CSAT: asked once the case is resolved (`csat_asked`), thanked once answered.
     csat_asked: bool,
@@ -77,7 +77,7 @@ fn upload_errors(lang: Language) -> Vec<(&'static str, String)> {
 #[template(path = "tickets.html")]
 pub(super) struct TicketListPage {
     tickets: Vec<TicketView>,
-    /// What the customer typed, kept when the new ticket was refused (issue 17).
+    /// What the customer typed, kept when the new ticket was refused.
     draft: String,
     draft_order: String,
     lang: Language,
@@ -349,7 +349,7 @@ async fn visible(
     }
 }
 
-/// `POST /tickets/{id}/person`: the customer asks to talk to a person (issue 17).
+/// `POST /tickets/{id}/person`: the customer asks to talk to a person.
 pub(super) async fn person_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -401,7 +401,7 @@ pub(super) struct SignInQuery {
     #[serde(default)]
     next: Option<String>,
     /// The page's language (`?lang=de`), ahead of the browser's Accept-Language
-    /// (issue 38); a code that is none of ours is ignored.
+    ///; a code that is none of ours is ignored.
     #[serde(default)]
     lang: Option<String>,
 }

@@ -1,4 +1,4 @@
-//! Policy Markdown as HTML (issue 17): rendered with pulldown-cmark (tables included),
+//! Policy Markdown as HTML: rendered with pulldown-cmark (tables included),
 //! raw HTML turned into text (an author's `<script>` is shown, never run), and every
 //! numbered clause (a paragraph that starts `2.1`, `3.2.1`…) given an anchor `c2.1`, so a citation
 //! `RP-001@2#2.1` lands on its clause. Links go only where a policy may point — a

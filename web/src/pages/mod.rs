@@ -4,7 +4,7 @@
 //! askama escapes every value. Customers sign in with a single-use, 15-minute link
 //! (`/sign-in?link=…`): the page we serve POSTs it back, from our own origin, and only
 //! that POST starts a browser session (an HttpOnly cookie); an API token in a link signs
-//! nobody in (issue 16). Customers see only their own tickets.
+//! nobody in. Customers see only their own tickets.
 
 mod accounts;
 mod admin;
@@ -40,8 +40,8 @@ use crate::access::{Capability, Routes, Rule};
 use crate::state::AppState;
 
 /// Every page: the customer's, and the console's under the rollout banner
-/// (`rollout::banner`, issue 21). Customer pages never show the banner, so they skip
-/// its layer (issue 19: each layer with state copies the state on every request).
+/// (`rollout::banner`). Customer pages never show the banner, so they skip
+/// its layer (each layer with state copies the state on every request).
 pub fn routes(state: &AppState) -> Routes {
     let banner = axum::middleware::from_fn_with_state(state.clone(), rollout::banner);
     customer_routes().merge(console_routes().map_router(|r| r.layer(banner)))

@@ -1,8 +1,8 @@
-//! The draft console (issue 22): `/console/policies/{doc}/draft` — the next version's
+//! The draft console: `/console/policies/{doc}/draft` — the next version's
 //! Markdown and rules in a form, a rendered preview, the validation problems by field,
 //! the last what-if and the publish button. A stale save re-renders the form with the
 //! author's own text, the diff to the saved draft, and the saved version to save over.
-//! Admins and policy authors only. Issue 38: a draft with approval rules has a form for
+//! Admins and policy authors only. A draft with approval rules has a form for
 //! its thresholds (`policy_thresholds`), so nobody types TOML for them.
 
 use crate::access::{Capability, Routes, Rule};
@@ -67,14 +67,14 @@ struct DraftPage {
     /// A what-if ran on exactly the saved version: publishing may be offered.
     whatif_is_fresh: bool,
     /// The draft's own `effective_from` (`YYYY-MM-DD`) when it is later than today: what a
-    /// publish puts in force unless the publisher picks another date (issue 38); empty
+    /// publish puts in force unless the publisher picks another date; empty
     /// (today) otherwise.
     draft_effective_from: String,
     /// The approval thresholds form (a draft with `[approval]` rules), as read or typed.
     thresholds: Option<Thresholds>,
     /// Why the thresholds form was refused, shown beside it.
     thresholds_error: Option<String>,
-    /// Why a what-if or a publish was refused (issue 38: errors beside their form, not
+    /// Why a what-if or a publish was refused (errors beside their form, not
     /// a page of their own).
     whatif_error: Option<String>,
     publish_error: Option<String>,
@@ -92,7 +92,7 @@ struct WhatIfView {
     changed: usize,
     /// `CNY 198.00 → 0.00 (-198.00)` per currency.
     money: Vec<String>,
-    /// `T-17: refund → refund, approver agent → supervisor, ¥19,800` (issue 38).
+    /// `T-17: refund → refund, approver agent → supervisor, ¥19,800`.
     tickets: Vec<String>,
     /// `agent → supervisor for 3 tickets, ¥58,400`: who must approve, and how much.
     roles: Vec<String>,
@@ -389,7 +389,7 @@ struct PublishForm {
     whatif_version: i64,
     #[serde(default)]
     effective_from: String,
-    /// The author's tick beside the date the policy goes in force (issue 38: publishing
+    /// The author's tick beside the date the policy goes in force (publishing
     /// asks to confirm; the API, a deliberate call, does not).
     #[serde(default)]
     confirm: String,
@@ -438,7 +438,7 @@ async fn publish_submit(
 }
 
 /// A refused what-if or publish: the draft page again, the reason beside the form that
-/// was sent, a typed date kept (issue 38); a draft that cannot be read, a page of its own.
+/// was sent, a typed date kept; a draft that cannot be read, a page of its own.
 async fn refused_beside(
     state: &AppState,
     session: &Session,

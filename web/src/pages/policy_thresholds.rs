@@ -1,4 +1,4 @@
-//! The approval thresholds form on a draft's page (issue 38: nobody types TOML): the
+//! The approval thresholds form on a draft's page (nobody types TOML): the
 //! role up to the threshold, the role above it and the amount per currency, written
 //! into the draft's rules file for its author — only those lines change, every comment
 //! and other rule stays — then read back through the policy engine's own parser

@@ -1,5 +1,5 @@
 //! The console's queue: cases by status, oldest first, in tabs with their counts; and
-//! a case's neighbours in a tab (issue 38: "approve & next", `j`/`k` on the case page).
+//! a case's neighbours in a tab ("approve & next", `j`/`k` on the case page).
 
 use askama::Template;
 use axum::extract::{Query, State};
@@ -30,9 +30,9 @@ pub(super) struct QueueRow {
     required_role: String,
     may_approve: bool,
     age: String,
-    /// The reply clock in words, and whether it is overdue (issue 38: SLA badges).
+    /// The reply clock in words, and whether it is overdue (SLA badges).
     reply: Option<(String, bool)>,
-    /// The stuck-run watchdog's diagnosis, while its flag stands (issue 18).
+    /// The stuck-run watchdog's diagnosis, while its flag stands.
     stuck: Option<String>,
     /// The customer asked for a person and waits for one (their request is among the
     /// messages the reply clock counts from).
@@ -55,7 +55,7 @@ pub(super) struct QueuePage {
     tabs: Vec<(&'static str, &'static str, i64)>,
     /// The link to the next page, when there is one.
     next: Option<String>,
-    /// Bulk actions (issue 38): the form's CSRF token, whom a supervisor may assign to
+    /// Bulk actions: the form's CSRF token, whom a supervisor may assign to
     /// (empty for others: they take cases themselves), and what the last one did.
     csrf: String,
     assignable: Vec<String>,
@@ -72,7 +72,7 @@ pub(super) struct QueueQuery {
     q: Option<String>,
     #[serde(default)]
     mine: Option<String>,
-    /// `newest` for newest first, `due` for the most urgent reply first (issue 38: SLA);
+    /// `newest` for newest first, `due` for the most urgent reply first (SLA);
     /// anything else is oldest first.
     #[serde(default)]
     sort: Option<String>,
@@ -97,7 +97,7 @@ pub(super) struct QueueQuery {
 /// Rows on one page of the queue, unless the view asks for another number.
 const PAGE: i64 = 50;
 
-/// The queue's tabs (issue 17), each a filter value; the first is where the queue lands.
+/// The queue's tabs, each a filter value; the first is where the queue lands.
 const TABS: [(&str, &str); 7] = [
     (NEEDS_PERSON, "Needs a person"),
     ("needs_me", "Needs me"),
@@ -109,7 +109,7 @@ const TABS: [(&str, &str); 7] = [
 ];
 
 /// The queue's default view: every case waiting for a person — an approval or an
-/// escalation (issue 17: escalated cases are not hidden by default).
+/// escalation (escalated cases are not hidden by default).
 const NEEDS_PERSON: &str = "needs_person";
 
 /// The statuses a filter value selects; `all` and `stuck` select every status (`stuck`
@@ -172,7 +172,7 @@ pub(super) async fn queue_page(
     Query(q): Query<QueueQuery>,
 ) -> Response {
     let search = q.q.clone().unwrap_or_default();
-    // A search without a tab looks through every status (issue 38: the header's box).
+    // A search without a tab looks through every status (the header's box).
     let filter = q
         .status
         .clone()
@@ -404,7 +404,7 @@ struct Shown<'a> {
     query: &'a cases::CaseQuery<'a>,
 }
 
-/// Each tab with how many cases it holds now (issue 38: counts on the tabs): the one
+/// Each tab with how many cases it holds now (counts on the tabs): the one
 /// shown counts by its rows' own query (search, "Mine"), so its count is its rows'.
 async fn tab_counts(
     state: &AppState,

@@ -1,4 +1,4 @@
-//! Bulk work on the queue (issue 38): the cases ticked in the queue assigned at once
+//! Bulk work on the queue: the cases ticked in the queue assigned at once
 //! (to the caller, or by a supervisor to someone), or closed at once with one reason
 //! and an optional reply — closes that move no money only: a case awaiting a refund's
 //! approval is left for its own page (closing it would turn the refund down), and one
@@ -147,7 +147,7 @@ async fn close_all(
     reason: &str,
     reply: &Reply,
 ) -> (usize, usize) {
-    // Issue 38: a customer never receives a literal `{name}`; a refused reply closes none.
+    // A customer never receives a literal `{name}`; a refused reply closes none.
     if let Reply::Typed(text) = reply {
         if desk::saved_replies::check_no_placeholder(text).is_err() {
             return (0, ids.len());

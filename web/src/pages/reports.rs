@@ -23,7 +23,7 @@ pub(super) struct ReconcilePage {
 }
 
 /// One list of the report as a table: a column per field, cases and provider refunds
-/// linked (issue 17: "reconcile results as linked tables").
+/// linked ("reconcile results as linked tables").
 pub(super) struct Section {
     title: &'static str,
     /// Matched lines are the good news: their count is not a warning.
@@ -149,7 +149,7 @@ pub(super) async fn reconcile_submit(
         return page;
     }
     // The report is stored; the page shows the last one, so a reload after the run
-    // reads it again rather than running another (issue 17: a redirect after a POST).
+    // reads it again rather than running another (a redirect after a POST).
     match desk::reconcile::run(state.reconciler()).await {
         Ok(_) => Redirect::to("/console/reconcile").into_response(),
         Err(e) => AppError::from(e).into_response(),
@@ -178,7 +178,7 @@ pub(super) async fn shadow_page(
     SignedIn(session): SignedIn,
 ) -> Response {
     // Shadow pairs come from `SHADOW_MODE=on` or from any rollout scope in shadow or
-    // canary (issue 21); only with neither does the page say shadow mode is off.
+    // canary; only with neither does the page say shadow mode is off.
     let shadow_on = match desk::rollout::modes::list(&state.db).await {
         Ok(scopes) => {
             state.shadow_mode || scopes.iter().any(|s| s.mode != desk::rollout::Mode::Assist)

@@ -1,4 +1,4 @@
-//! `/console/rollout` (admin, issue 21): each scope's mode, each guard against its
+//! `/console/rollout` (admin): each scope's mode, each guard against its
 //! threshold with a small server-side SVG of its stored evaluations, the audit of every
 //! change, a promote/demote form (CSRF) and a canary preview from the shadow pairs. And
 //! the banner every console page shows while a guard's demotion stands (`banner`).
@@ -46,7 +46,7 @@ pub(super) struct RolloutPage {
     audit: Vec<(String, String, String)>,
     preview: guards::CanaryPreview,
     notice: Option<String>,
-    /// A refused change, said in words beside the form (issue 38: never a raw JSON page).
+    /// A refused change, said in words beside the form (never a raw JSON page).
     error: Option<String>,
     /// The form as typed, kept when a change is refused.
     typed: Typed,

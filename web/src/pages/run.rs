@@ -33,9 +33,9 @@ pub(super) struct RunPage {
     steps: i64,
     tool_calls: i64,
     events: Vec<EventRow>,
-    /// The run that spawned this one, if it is a child run (issue 18).
+    /// The run that spawned this one, if it is a child run.
     parent_run_id: Option<String>,
-    /// The child runs this run spawned (issue 18).
+    /// The child runs this run spawned.
     children: Vec<desk::runs::ChildRun>,
 }
 

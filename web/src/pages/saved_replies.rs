@@ -1,5 +1,5 @@
-//! `/console/replies` (issue 17): the saved replies by language; supervisors and admins
-//! add, edit (issue 38: `?edit=ID` fills the form, which then saves that reply) and
+//! `/console/replies`: the saved replies by language; supervisors and admins
+//! add, edit (`?edit=ID` fills the form, which then saves that reply) and
 //! remove them. Every staff member sees them here and uses them on the case page's
 //! reply, reject and close forms, filled for the case. A text with an unknown variable
 //! or a lone brace is refused next to the form, what was typed kept.
@@ -166,7 +166,7 @@ async fn add_submit(
     after_save(&state, &session, result, &form, None).await
 }
 
-/// `POST /console/replies/{id}`: the edited reply replaces the stored one (issue 38).
+/// `POST /console/replies/{id}`: the edited reply replaces the stored one.
 async fn edit_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -1,4 +1,4 @@
-//! A what-if in a lead's words (issue 38): who must approve how much more or less —
+//! A what-if in a lead's words: who must approve how much more or less —
 //! "agent → supervisor for 3 tickets, ¥58,400" — instead of the field names that
 //! changed ("refund → refund (approver_role)"), and what the draft was compared with
 //! ("against RP-004 v2, the version this draft edits").

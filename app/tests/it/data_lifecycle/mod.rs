@@ -1,4 +1,4 @@
-//! Issue 40, a customer's data over its life (docs/spec/data.md): every table classified,
+//! A customer's data over its life (docs/spec/data.md): every table classified,
 //! erasure that leaves no trace in the database file, its write-ahead log or a
 //! PostgreSQL dump while the money records still add up, export as one JSON document,
 //! backups restored without sending a refund twice, retention, and logs without

@@ -136,7 +136,7 @@ async fn charged_twice_by_mail_is_answered_with_a_link_approved_and_both_refund_
             .contains("href=\"http://desk.test/"),
         "{reply:#}"
     );
-    // The link opens the sign-in page in the ticket's language (issue 38).
+    // The link opens the sign-in page in the ticket's language.
     let language: String = sqlx::query_scalar("SELECT language FROM tickets WHERE id = $1")
         .bind(&ticket_id)
         .fetch_one(app.state.db.pool())

@@ -1,4 +1,4 @@
-//! Mail for the email tests (issue 37): a private Postfix + Dovecot pair per test
+//! Mail for the email tests: a private Postfix + Dovecot pair per test
 //! (`scripts/mail-servers` with a directory and ports of its own, so a test may stop its
 //! servers without touching another's), and the Python tool that builds, sends and reads
 //! mail with clients nobody here wrote (`scripts/python/mailtool.py`).

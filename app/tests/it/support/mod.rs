@@ -101,7 +101,7 @@ pub async fn spawn_app_with_model(model: Arc<dyn Model>) -> TestApp {
 }
 
 /// `spawn_app_with_model`, with the configuration changed by `edit` before the state is
-/// built (issue 37: the mail settings).
+/// built (the mail settings).
 pub async fn spawn_app_configured(
     model: Arc<dyn Model>,
     edit: impl FnOnce(&mut Config),
@@ -413,7 +413,7 @@ impl TestApp {
         (id, case)
     }
 
-    /// Issue 17: an earlier ticket of `customer_id` whose duplicate charge was refunded
+    /// An earlier ticket of `customer_id` whose duplicate charge was refunded
     /// through the desk (the supervisor approves, the worker sends); then an hour passes,
     /// so the customer may open more. Returns the ticket id and its case.
     #[allow(dead_code)] // Used by the binaries that show a customer's history.
@@ -435,7 +435,7 @@ impl TestApp {
         (ticket_id, case)
     }
 
-    /// Issue 17: `count` more tickets of `customer_id`, an hour apart (under the tickets-
+    /// `count` more tickets of `customer_id`, an hour apart (under the tickets-
     /// per-hour limit), left for the worker; their ids, oldest first.
     #[allow(dead_code)] // Used by the binaries that show a customer's history.
     pub async fn many_tickets(&self, customer_id: &str, count: usize) -> Vec<String> {
@@ -483,7 +483,7 @@ impl TestApp {
 
     /// A supervisor closes a case through the API. Tests that open ticket after ticket
     /// about one order close each case first: a second ticket about an order with an
-    /// open case joins that case (issue 17).
+    /// open case joins that case.
     pub async fn close_case(&self, case_id: &str) {
         let (code, body) = self
             .request(

@@ -74,7 +74,7 @@ const KINDS_REMEMBERED: usize = 8;
 
 thread_local! {
     /// The last texts classified on this thread, with their kinds: the investigator
-    /// classifies the same words at every turn of a run (issue 41: a sixth of a replayed
+    /// classifies the same words at every turn of a run (a sixth of a replayed
     /// ticket's time was matching these phrases again).
     static KINDS_SEEN: std::cell::RefCell<Vec<(String, RequestKind)>> =
         const { std::cell::RefCell::new(Vec::new()) };
@@ -221,7 +221,7 @@ fn one_slip(word: &str, phrase: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// The phrase passes as they were before the one-pass prefilter (issue 41): every
+    /// The phrase passes as they were before the one-pass prefilter: every
     /// hold blanked by `str::replace`, every phrase asked by `contains_phrase`.
     fn phrase_kind_one_by_one(text: &str) -> Option<RequestKind> {
         let mut text = fold_words(text);

@@ -2,7 +2,7 @@
 //! only, matched by `classify` on text folded by `structure::fold_words` (lower case,
 //! accents dropped, so `Rétractation` and `retractation` read alike). English, Chinese
 //! and Japanese stand in the first list of each kind; German, French, Spanish, Italian,
-//! Dutch, Portuguese and Korean in their own lists below (issue 34), each with the
+//! Dutch, Portuguese and Korean in their own lists below, each with the
 //! statutory wording of its jurisdiction for a withdrawal within the cooling-off period
 //! ("Hiermit widerrufe ich", "droit de rétractation", "derecho de desistimiento",
 //! "diritto di recesso", "herroepingsrecht", "direito de livre resolução", "청약철회").

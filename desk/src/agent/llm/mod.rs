@@ -3,7 +3,7 @@
 //!
 //! It sends the prompt built by [`super::context`], the read-only tools and two answer
 //! tools (`submit_proposal`, `escalate_to_human`) that are not actions: they are how the
-//! model ends its investigation. As a sub-agent's reader ([`reader`], issue 18) it sends
+//! model ends its investigation. As a sub-agent's reader ([`reader`]) it sends
 //! that reader's prompt, its tool subset and one answer tool, `submit_findings`
 //! ([`super::findings::Findings`]). It maps the reply to a [`ModelTurn`] and never
 //! panics on what a model writes: arguments that are not JSON become a string the harness's

@@ -1,4 +1,4 @@
-//! [`super::LlmModel`] as one of the sub-agents' readers (issue 18): the reader's own
+//! [`super::LlmModel`] as one of the sub-agents' readers: the reader's own
 //! prompt and tool subset, and one answer tool, `submit_findings`, whose arguments are
 //! the reader's [`Findings`]. The transport, retries and the completion's parsing are
 //! the investigator's (`super`).

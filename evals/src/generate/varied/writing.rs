@@ -46,7 +46,7 @@ pub(super) fn write_id(
     (template.replace("{id}", &shaped), form)
 }
 
-/// The ways an id is written (issue 34): as given, in groups, broken over a line, with
+/// The ways an id is written: as given, in groups, broken over a line, with
 /// another dash (or one more), with thousands separators, inside a URL path or query.
 pub(super) const ID_FORMS: [&str; 7] = [
     "plain",
