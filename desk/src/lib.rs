@@ -52,6 +52,7 @@ pub mod shadow_pairs;
 pub mod state;
 pub mod states;
 pub mod tickets;
+pub mod translations;
 pub mod views;
 pub mod watchdog;
 pub mod webhooks;

@@ -62,4 +62,5 @@ mod sso;
 mod steps;
 mod subagents;
 mod team_tools;
+mod translation;
 mod watchdog;

@@ -145,6 +145,18 @@ pub const TABLES: &[Table] = &[
             ("quoted", Text),
         ],
     },
+    // A model's translation of a customer's message for staff: their words.
+    Table {
+        name: "message_translations",
+        key: &["ticket_id", "seq", "language"],
+        rows: Rows::Redact(TICKETS_OF),
+        columns: &[
+            ("ticket_id", Keep),
+            ("language", Keep),
+            ("text", Text),
+            ("model", Keep),
+        ],
+    },
     Table {
         name: "csat_answers",
         key: &["ticket_id"],

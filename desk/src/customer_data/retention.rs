@@ -59,6 +59,16 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     .execute(&mut *tx)
     .await?
     .rows_affected();
+    // A translation quotes its message in other words: it goes when the message's
+    // text does (docs/spec/data.md).
+    sqlx::query(
+        "DELETE FROM message_translations WHERE EXISTS (SELECT 1 FROM messages m
+           WHERE m.ticket_id = message_translations.ticket_id
+             AND m.seq = message_translations.seq AND m.body = $1)",
+    )
+    .bind(ERASED)
+    .execute(&mut *tx)
+    .await?;
     let run_events = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE run_events SET payload = $1 WHERE created_at < $2 AND payload <> $1
            AND run_id IN (SELECT id FROM runs WHERE status IN {RUN_AT_REST})"

@@ -148,7 +148,7 @@ pub(super) struct ThreadEntry {
     label: String,
     at: String,
     body: String,
-    internal: bool,
+    pub(super) internal: bool,
     /// `web` or `email` (each message's channel).
     channel: String,
     /// A mail's quoted thread and signature, shown collapsed.
@@ -157,7 +157,13 @@ pub(super) struct ThreadEntry {
     attachments: Vec<(String, String, i64)>,
     /// The language a customer's message is written in, when its words say (staff may
     /// not read it: docs/spec/interfaces.md, "Pages").
-    language: Option<&'static str>,
+    pub(super) language: Option<&'static str>,
+    /// The message's place in its ticket (0 for a note).
+    pub(super) seq: i64,
+    /// The assistant's translation into the console's language, when asked for.
+    pub(super) translation: Option<String>,
+    /// Whether the "Translate" button is offered (`case_translate::attach`).
+    pub(super) translatable: bool,
 }
 
 /// Who wrote a message, in the console's words: the AI is "the assistant", never "agent"
@@ -181,6 +187,9 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
             .then(|| desk::replies::written_in(&m.body, &m.body, None))
             .flatten()
             .map(desk::replies::Language::as_str),
+        seq: m.seq,
+        translation: None,
+        translatable: false,
         label: m
             .staff_name
             .unwrap_or_else(|| label_of(&m.author).to_string()),
@@ -201,6 +210,9 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
         quoted: None,
         attachments: Vec::new(),
         language: None,
+        seq: 0,
+        translation: None,
+        translatable: false,
     });
     let mut entries: Vec<ThreadEntry> = messages.chain(notes).collect();
     // By time, not by text: RFC 3339 drops trailing zeros of the fraction, so
@@ -253,6 +265,7 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "note" => Some("Internal note added (staff only)."),
         "closed" => Some("Case closed."),
         "assigned" => Some("Case assigned."),
+        "translated" => Some("Translated by the assistant, beside the original."),
         "mail_cleared" => Some("Mail goes to the customer's address again."),
         "handed_up" => Some("Handed up: it waits in the supervisors' queue."),
         "approved" => Some("Approved. The refund goes to the provider."),
@@ -344,7 +357,8 @@ async fn read_page(
     view.customer_email_undeliverable = desk::views::email_undeliverable(&state.db, &view).await?;
     view.person_requested = cases::person_awaited_now(&state.db, &case).await?;
     let history = desk::views::customer_history(&state.db, &case).await?;
-    let thread = desk::views::thread(&state.db, &case).await?;
+    let mut thread = thread_entries(desk::views::thread(&state.db, &case).await?);
+    super::case_translate::attach(state, &case.ticket_id, &mut thread).await?;
     let around = around(&state.db, &case).await?;
     let reply = reply_clock(state, &case).await?;
     let chosen = super::case_replies::Chosen {
@@ -373,7 +387,7 @@ async fn read_page(
         joined: around.joined,
         other_tickets: collapsed(history.tickets, history.tickets_total),
         past_refunds: collapsed(history.refunds, history.refunds_total),
-        thread: thread_entries(thread),
+        thread,
         status_label: case.status.label(),
         // docs/spec/roles.md: anyone who works cases closes one that moves no money; a
         // case awaiting a refund only someone who could approve it.
@@ -578,7 +592,7 @@ pub(super) async fn case_page(
 /// case page (a GET, so a reload repeats nothing and never meets a POST-only URL), with
 /// `done` naming what happened; on failure the page is shown with the error, under the
 /// failure's status.
-async fn after_action<T>(
+pub(super) async fn after_action<T>(
     state: &AppState,
     session: &Session,
     id: &str,

@@ -11,6 +11,7 @@ mod admin;
 mod case;
 mod case_decide;
 mod case_replies;
+mod case_translate;
 mod charges;
 mod common;
 mod customer;
@@ -132,6 +133,12 @@ fn console_routes() -> Routes {
             case::close_submit,
         )
         .post("/console/cases/{id}/assign", work, case::assign_submit)
+        // Staff only: a customer session never matches a staff rule.
+        .post(
+            "/console/cases/{id}/translate",
+            read,
+            case_translate::translate_submit,
+        )
         .post(
             "/console/cases/{id}/customer-mail",
             work,

@@ -73,6 +73,12 @@ const PLACES: &[Place] = &[
         columns: &[("body", Kind::Text), ("quoted", Kind::Text)],
     },
     Place {
+        table: "message_translations",
+        key: &["ticket_id", "seq", "language"],
+        find: "ticket_id IN (SELECT id FROM tickets WHERE customer_id = $1)",
+        columns: &[("text", Kind::Text)],
+    },
+    Place {
         table: "csat_answers",
         key: &["ticket_id"],
         find: "ticket_id IN (SELECT id FROM tickets WHERE customer_id = $1)",
@@ -228,7 +234,7 @@ async fn customer_everywhere(app: &TestApp) {
     let (ticket, run): (String, String) = (row.get("ticket_id"), row.get("run_id"));
     let pool = app.state.db.pool();
     let message_key = format!("<{}@mail.example.cn>", uuid::Uuid::new_v4().simple());
-    let inserts: [(&str, Vec<String>); 7] = [
+    let inserts: [(&str, Vec<String>); 8] = [
         (
             "INSERT INTO mail_addresses (address, undeliverable_at, undeliverable_reason)
              VALUES ('li.wei@example.cn', 1, '550 no such user')",
@@ -244,6 +250,11 @@ async fn customer_everywhere(app: &TestApp) {
                  customer_id, received_at, process_after, seq)
              VALUES ('in_fixture', $1, 'li.wei@example.cn', 'api', 'done', $2, 'C-100', 1, 1, 1)",
             vec![message_key, ticket.clone()],
+        ),
+        (
+            "INSERT INTO message_translations (ticket_id, seq, language, text, model, created_at)
+             VALUES ($1, 1, 'en', 'charged twice, refund one', 'tiny', 1)",
+            vec![ticket.clone()],
         ),
         (
             "INSERT INTO mail_attachments (id, ticket_id, message_seq, filename, content_type, size, content, created_at)
@@ -409,6 +420,7 @@ erasure_tests! {
     erasure_leaves_no_trace_of_the_customer_in_customers => "customers",
     erasure_leaves_no_trace_of_the_customer_in_messages => "messages",
     erasure_leaves_no_trace_of_the_customer_in_csat_answers => "csat_answers",
+    erasure_leaves_no_trace_of_the_customer_in_message_translations => "message_translations",
     erasure_leaves_no_trace_of_the_customer_in_mail_outbox => "mail_outbox",
     erasure_leaves_no_trace_of_the_customer_in_mail_inbound => "mail_inbound",
     erasure_leaves_no_trace_of_the_customer_in_mail_attachments => "mail_attachments",

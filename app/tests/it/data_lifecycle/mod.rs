@@ -621,6 +621,16 @@ async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money()
         "SELECT COUNT(*) AS n FROM run_events WHERE payload <> '{\"erased\":true}'";
     const DETAILED_AUDIT: &str =
         "SELECT COUNT(*) AS n FROM audit_log WHERE detail <> '[erased]' AND detail <> ''";
+    // A translation quotes its message: it goes with the message's text.
+    const TRANSLATIONS: &str = "SELECT COUNT(*) AS n FROM message_translations";
+    sqlx::query(
+        "INSERT INTO message_translations (ticket_id, seq, language, text, model, created_at)
+         SELECT ticket_id, seq, 'en', 'Marmaduke, translated', 'tiny', 1 FROM messages
+         WHERE body LIKE '%Marmaduke%'",
+    )
+    .execute(app.state.db.pool())
+    .await
+    .unwrap();
     let events_before = count(LIVE_EVENTS).await;
     assert!(events_before > 0);
     let audit_before = count(DETAILED_AUDIT).await;
@@ -645,11 +655,13 @@ async fn the_worker_redacts_text_past_its_retention_window_and_keeps_the_money()
         1,
         "messages have a longer window"
     );
+    assert_eq!(count(TRANSLATIONS).await, 1);
 
     // Past the message window, then the audit window (each once per period).
     app.clock.advance(time::Duration::days(731 - 181));
     desk::worker::run_once(&app.state).await.unwrap();
     assert_eq!(count(SECRET_MESSAGES).await, 0);
+    assert_eq!(count(TRANSLATIONS).await, 0);
     assert_eq!(
         count(DETAILED_AUDIT).await,
         audit_before,

@@ -175,6 +175,42 @@ impl LlmModel {
         parse_response(&response)
     }
 
+    /// One plain chat completion (no tools): `system` and `user` in, the reply's text
+    /// out, at most `max_tokens` long. For the console's machine translations
+    /// (`crate::translations`); a reply cut off, filtered or empty is an `Err`.
+    pub async fn complete(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: u32,
+    ) -> anyhow::Result<String> {
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                { "role": "system", "content": system },
+                { "role": "user", "content": user },
+            ],
+            "max_tokens": max_tokens,
+        });
+        let response = self.post(&body).await?;
+        let choice = response["choices"]
+            .get(0)
+            .ok_or_else(|| anyhow!("model provider returned no choices"))?;
+        match choice["finish_reason"].as_str().unwrap_or_default() {
+            "length" => bail!("model output was cut off at its token limit"),
+            "content_filter" => bail!("model output was withheld by the provider's content filter"),
+            _ => {}
+        }
+        let text = choice["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .trim();
+        if text.is_empty() {
+            bail!("model answered with no text");
+        }
+        Ok(text.to_string())
+    }
+
     /// POSTs with bounded retries; returns the decoded JSON of a 2xx response.
     async fn post(&self, body: &Value) -> anyhow::Result<Value> {
         let mut attempt = 0u32;
