@@ -46,7 +46,6 @@ pub mod runs;
 pub mod saved_replies;
 pub mod schema;
 pub mod shadow;
-pub mod shadow_classes;
 pub mod shadow_live;
 pub mod shadow_pairs;
 pub mod state;

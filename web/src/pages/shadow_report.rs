@@ -8,7 +8,7 @@
 //! rest are in `report.csv`), per language and per person, the tallies. The page grows
 //! with the number of classes, never with the number of tickets.
 //!
-//! It renders only: the tallies are `desk::shadow::run`'s and `desk::shadow_classes`',
+//! It renders only: the tallies are `desk::shadow::run`'s and `desk::shadow::classes`',
 //! the file is written by the CLI.
 
 use std::collections::{BTreeMap, HashMap};
@@ -221,7 +221,7 @@ fn example(t: &ShadowTicket) -> Option<Example<'_>> {
         inference: t
             .human_inference
             .as_ref()
-            .map(desk::shadow_classes::evidence_text)
+            .map(desk::shadow::classes::evidence_text)
             .unwrap_or_default(),
         trace: t
             .trace

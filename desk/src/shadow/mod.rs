@@ -14,6 +14,8 @@
 //! This module replays and tallies; it renders nothing (the page is
 //! `web::pages::shadow_report`'s, askama-escaped) and writes no file (the CLI does).
 
+pub mod classes;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
@@ -27,8 +29,8 @@ use serde::Serialize;
 
 use crate::agent::Model;
 use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
-use crate::shadow_classes::{classify, Disagreement};
-pub use crate::shadow_classes::{Class, ClassSummary, Classified, Group};
+use classes::{classify, Disagreement};
+pub use classes::{Class, ClassSummary, Classified, Group};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
@@ -535,11 +537,11 @@ pub async fn run(
             trace,
             error,
             class,
-            language: crate::shadow_classes::language(ticket),
-            decided_by: crate::shadow_classes::decided_by(ticket),
+            language: classes::language(ticket),
+            decided_by: classes::decided_by(ticket),
         });
     }
-    let (classes, by_language, by_person) = crate::shadow_classes::tally(&rows);
+    let (classes, by_language, by_person) = classes::tally(&rows);
     let total = tickets.len();
     let rate = |n: usize| {
         if total == 0 {
