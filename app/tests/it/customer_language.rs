@@ -101,7 +101,11 @@ async fn a_refused_upload_is_explained_in_the_customers_language() {
         browser.click("#upload").await;
         let shown = "const e = document.getElementById('upload-error'); return !!e && !e.hidden;";
         assert!(browser.wait_until(shown).await, "{width}px: no error shown");
-        let german = upload_error(Language::De, ErrorCode::UnsupportedMediaType);
+        let german = upload_error(
+            Language::De,
+            ErrorCode::UnsupportedMediaType,
+            desk::customer_files::MAX_FILE_BYTES,
+        );
         assert_eq!(browser.text("#upload-error").await, german, "{width}px");
         browser.close().await;
     }

@@ -437,9 +437,10 @@ fn error_words(lang: Language) -> [&'static str; 6] {
 
 /// A refused file upload in the customer's words, by the API error's code (the ticket
 /// page's script shows it in place of the API's English message): too large, not an
-/// image or PDF, empty; anything else is the page's generic error.
-pub fn upload_error(lang: Language, code: ErrorCode) -> String {
-    let max_mb = crate::customer_files::MAX_FILE_BYTES / (1024 * 1024);
+/// image or PDF, empty; anything else is the page's generic error. `max_bytes` is the
+/// limit the files module enforces (the words know no limit of their own).
+pub fn upload_error(lang: Language, code: ErrorCode, max_bytes: usize) -> String {
+    let max_mb = max_bytes / (1024 * 1024);
     let [too_large, wrong_type, empty] = upload_words(lang);
     match code {
         ErrorCode::PayloadTooLarge => too_large.replace("{max}", &max_mb.to_string()),

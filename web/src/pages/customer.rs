@@ -69,7 +69,12 @@ fn upload_errors(lang: Language) -> Vec<(&'static str, String)> {
     ];
     codes
         .into_iter()
-        .map(|code| (code.as_str(), replies::upload_error(lang, code)))
+        .map(|code| {
+            (
+                code.as_str(),
+                replies::upload_error(lang, code, desk::customer_files::MAX_FILE_BYTES),
+            )
+        })
         .collect()
 }
 

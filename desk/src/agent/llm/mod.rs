@@ -177,7 +177,7 @@ impl LlmModel {
 
     /// One plain chat completion (no tools): `system` and `user` in, the reply's text
     /// out, at most `max_tokens` long. For the console's machine translations
-    /// (`crate::translations`); a reply cut off, filtered or empty is an `Err`.
+    /// (a message's translation for staff); a reply cut off, filtered or empty is an `Err`.
     pub async fn complete(
         &self,
         system: &str,
