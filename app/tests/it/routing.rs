@@ -149,3 +149,68 @@ async fn with_queue_routing_or_nobody_signed_in_an_agents_case_waits_in_their_qu
     let (holder, _) = holder_and_staff_mail(&nobody, &case_id).await;
     assert_eq!(holder.as_deref(), Some("agent@test.example"));
 }
+
+/// The case ids a signed-in browser's queue shows under `status`.
+async fn rows_in(
+    browser: &crate::support::browser::Browser,
+    base: &str,
+    status: &str,
+) -> Vec<String> {
+    browser
+        .goto(&format!("{base}/console?status={status}"))
+        .await;
+    browser.wait_until_loaded().await;
+    let ids = browser
+        .execute("return [...document.querySelectorAll('#queue tr[data-case]')].map(r => r.dataset.case);")
+        .await;
+    ids.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The same journey as a person sees it, in Chromium at 1280 and 390 px: a dispute the
+/// assistant escalates lands in the signed-in agent's "Needs me", not the supervisor's;
+/// a case only a supervisor may decide lands in the supervisor's. Before routing, both
+/// were in the supervisor's "Needs me" and the agent's was empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_browser_each_escalation_is_in_the_needs_me_of_whom_it_needs() {
+    use crate::support::browser::{serve, Browser};
+    for (width, height) in [(1280, 800), (390, 844)] {
+        let app = spawn_app().await;
+        let base = serve(app.router.clone()).await;
+        let agent = Browser::start().await;
+        agent.set_window_size(width, height).await;
+        agent.console_login(&base, "agent@test.example").await;
+        let supervisor = Browser::start().await;
+        supervisor.set_window_size(width, height).await;
+        supervisor
+            .console_login(&base, "supervisor@test.example")
+            .await;
+
+        let (_, dispute) = app
+            .open_ticket("C-600", "I was charged twice for my annual plan")
+            .await;
+        assert_eq!(dispute["queue"], "agents", "{dispute:#}");
+        app.drain().await;
+        let dispute = dispute["id"].as_str().unwrap().to_string();
+
+        let agents_rows = rows_in(&agent, &base, "needs_me").await;
+        assert!(
+            agents_rows.contains(&dispute),
+            "{width}px: the agent's Needs me {agents_rows:?}"
+        );
+        let supervisors_rows = rows_in(&supervisor, &base, "needs_me").await;
+        assert!(
+            !supervisors_rows.contains(&dispute),
+            "{width}px: the supervisor's Needs me {supervisors_rows:?}"
+        );
+        let (scroll, inner) = agent.widths().await;
+        assert!(scroll <= inner, "{width}px: {scroll} > {inner}");
+        agent.close().await;
+        supervisor.close().await;
+    }
+}

@@ -134,21 +134,29 @@ async fn staff_read_a_german_message_with_its_translation_beside_it_asked_of_the
     screenshot(&app, &path).await;
 }
 
-/// `docs/screenshots/case-translation-desktop.png`: the translated message at 1280 px.
+/// `docs/screenshots/case-translation-{desktop,phone}.png`: the translated message at
+/// 1280 and 390 px, beside its original and without sideways scrolling.
 async fn screenshot(app: &TestApp, path: &str) {
     let base = serve(app.router.clone()).await;
-    let browser = Browser::start().await;
-    browser.set_window_size(1280, 800).await;
-    browser.console_login(&base, "agent@test.example").await;
-    browser.goto(&format!("{base}{path}")).await;
-    browser.wait_for(".msg .translation").await;
-    browser
-        .execute("document.querySelector('.msg .translation').scrollIntoView({block: 'center'})")
-        .await;
-    browser
-        .screenshot(&screenshot_dir().join("case-translation-desktop.png"))
-        .await;
-    browser.close().await;
+    for (width, height, name) in [
+        (1280, 800, "case-translation-desktop.png"),
+        (390, 844, "case-translation-phone.png"),
+    ] {
+        let browser = Browser::start().await;
+        browser.set_window_size(width, height).await;
+        browser.console_login(&base, "agent@test.example").await;
+        browser.goto(&format!("{base}{path}")).await;
+        browser.wait_for(".msg .translation").await;
+        browser
+            .execute(
+                "document.querySelector('.msg .translation').scrollIntoView({block: 'center'})",
+            )
+            .await;
+        let (scroll, inner) = browser.widths().await;
+        assert!(scroll <= inner, "{width}px: {scroll} > {inner}");
+        browser.screenshot(&screenshot_dir().join(name)).await;
+        browser.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
