@@ -118,11 +118,7 @@ pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyh
     )?;
     let result = drive_api(&server, &db.url, backend, &messages, &tokens, clients).await;
     if result.is_err() {
-        let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
-        eprintln!(
-            "serve log (tail): {}",
-            &log[log.len().saturating_sub(3_000)..]
-        );
+        print_log_tail(&dir.path().join("serve.log"));
     }
     server.stop().await;
     db.drop_database().await;

@@ -74,11 +74,7 @@ pub(crate) async fn phase_http(
     )
     .await;
     if result.is_err() {
-        let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
-        eprintln!(
-            "serve log (tail): {}",
-            &log[log.len().saturating_sub(3_000)..]
-        );
+        print_log_tail(&dir.path().join("serve.log"));
     }
     server.stop().await;
     db.drop_database().await;

@@ -53,6 +53,16 @@ pub(crate) fn start_serve(
     })
 }
 
+/// The last 3,000 bytes of a `serve` log, printed when a phase failed (cut at a character).
+pub(crate) fn print_log_tail(path: &Path) {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let mut start = log.len().saturating_sub(3_000);
+    while !log.is_char_boundary(start) {
+        start += 1;
+    }
+    eprintln!("serve log (tail): {}", &log[start..]);
+}
+
 pub(crate) async fn wait_for_healthz(
     client: &reqwest::Client,
     server: &Server,

@@ -198,11 +198,7 @@ pub(crate) async fn serve_open_cases(
     }
     .await;
     if result.is_err() {
-        let log = std::fs::read_to_string(&log).unwrap_or_default();
-        eprintln!(
-            "serve log (tail): {}",
-            &log[log.len().saturating_sub(3_000)..]
-        );
+        print_log_tail(&log);
     }
     server.stop().await;
     result
