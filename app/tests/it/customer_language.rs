@@ -182,3 +182,39 @@ async fn staff_see_the_language_each_customer_message_is_written_in() {
         assert!(thread.contains(&marked), "{code}: {thread}");
     }
 }
+
+/// A customer's form refused before the customer is known — an expired form (its token
+/// not the session's) or no session at all — answers in the browser's language, not in
+/// English.
+#[tokio::test]
+async fn a_refused_customer_form_speaks_the_browsers_language() {
+    use axum::body::Body;
+    use axum::http::{header, Request, StatusCode};
+    let app = spawn_app().await;
+    let (cookie, _) = app.customer_cookie("C-100").await;
+    let post = |cookie: Option<&str>| {
+        let mut request = Request::post("/tickets")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT_LANGUAGE, "de-DE,de;q=0.9")
+            .header("sec-fetch-site", "same-origin");
+        if let Some(cookie) = cookie {
+            request = request.header(header::COOKIE, cookie);
+        }
+        request
+            .body(Body::from("csrf=not-the-sessions&message=hallo"))
+            .unwrap()
+    };
+    let (status, page) = app.raw(post(Some(&cookie))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
+    assert!(
+        page.contains(&desk::replies::form_expired(Language::De)),
+        "an expired form in German: {page}"
+    );
+    assert!(page.contains("lang=\"de\""), "{page}");
+    let (status, page) = app.raw(post(None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{page}");
+    assert!(
+        page.contains(page_text(Language::De).open_from_link),
+        "no session, in German: {page}"
+    );
+}

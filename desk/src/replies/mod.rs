@@ -25,7 +25,7 @@ pub use decisions::{customer_status, decision_reply, escalation_reply};
 pub use joined::joined_reply;
 pub use language::{detect_language, detect_language_of, written_in, Language, UnknownLanguage};
 pub use mail::{headline, mail_body, mail_frame, mail_subject, MailFrame};
-pub use pages::{page_error, page_text, ticket_not_found, upload_error, PageText};
+pub use pages::{form_expired, page_error, page_text, ticket_not_found, upload_error, PageText};
 pub use refunds::{refund_reply, refund_status_text, CustomerRefundView};
 pub use repeats::repeats_an_earlier_answer;
 pub use reviews::{

@@ -418,6 +418,12 @@ pub fn page_error(lang: Language, error: &DomainError) -> String {
     }
 }
 
+/// A customer's form refused because its token is not the session's (an old tab, another
+/// site's form): reload and try again, in their language.
+pub fn form_expired(lang: Language) -> String {
+    error_words(lang)[4].to_string()
+}
+
 /// The page errors of one language: empty message, message too long (`{max}`
 /// characters), order number too long, rate limited, the case changed, anything else.
 fn error_words(lang: Language) -> [&'static str; 6] {

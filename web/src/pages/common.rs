@@ -243,20 +243,21 @@ pub(super) use or_page;
 /// A browser session whose forms carry a CSRF token.
 pub(super) trait FormSession: Sized {
     fn csrf(&self) -> &str;
-    /// The page shown when there is no session.
-    fn missing() -> Response;
+    /// The page shown when there is no session (`headers`: the request's, for the
+    /// language a customer's page speaks).
+    fn missing(headers: &axum::http::HeaderMap) -> Response;
     /// The page shown when the form is refused (expired, another site's).
-    fn refused(status: StatusCode, message: &str) -> Response;
+    fn refused(headers: &axum::http::HeaderMap, status: StatusCode, message: &str) -> Response;
 }
 
 impl FormSession for Session {
     fn csrf(&self) -> &str {
         &self.csrf_token
     }
-    fn missing() -> Response {
+    fn missing(_: &axum::http::HeaderMap) -> Response {
         Redirect::to("/console/login").into_response()
     }
-    fn refused(status: StatusCode, message: &str) -> Response {
+    fn refused(_: &axum::http::HeaderMap, status: StatusCode, message: &str) -> Response {
         error_page(status, message)
     }
 }
@@ -271,9 +272,23 @@ pub(super) fn verified<S: FormSession>(
     session: Result<S, AppError>,
     form_csrf: &str,
 ) -> Result<S, Response> {
-    let session = session.map_err(|_| S::missing())?;
+    verified_from(&axum::http::HeaderMap::new(), session, form_csrf)
+}
+
+/// [`verified`], the refusal page chosen by the request's `headers`.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the page to answer with, an axum Response: built once per request, never carried"
+)]
+pub(super) fn verified_from<S: FormSession>(
+    headers: &axum::http::HeaderMap,
+    session: Result<S, AppError>,
+    form_csrf: &str,
+) -> Result<S, Response> {
+    let session = session.map_err(|_| S::missing(headers))?;
     if !constant_time_eq(form_csrf, session.csrf()) {
         return Err(S::refused(
+            headers,
             StatusCode::FORBIDDEN,
             "The form expired; reload the page and try again.",
         ));
@@ -355,7 +370,9 @@ where
     ) -> Result<Self, Response> {
         let Ok(crate::extract::Authed(session)) =
             crate::extract::Authed::<Result<S, AppError>>::from_request_parts(parts, state).await;
-        session.map(SignedIn).map_err(|_| S::missing())
+        session
+            .map(SignedIn)
+            .map_err(|_| S::missing(&parts.headers))
     }
 }
 
@@ -379,11 +396,12 @@ where
         let Ok(crate::extract::Authed(session)) =
             crate::extract::Authed::<Result<S, AppError>>::from_request_parts(&mut parts, state)
                 .await;
+        let headers = parts.headers.clone();
         let request = axum::extract::Request::from_parts(parts, body);
         let axum::Form(form) = axum::Form::<F>::from_request(request, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let session = verified(session, form.csrf())?;
+        let session = verified_from(&headers, session, form.csrf())?;
         Ok(Verified(session, form))
     }
 }

@@ -26,12 +26,16 @@ impl FormSession for CustomerSession {
     fn csrf(&self) -> &str {
         &self.csrf_token
     }
-    fn missing() -> Response {
-        let t = replies::page_text(Language::En);
-        customer_error_page(StatusCode::UNAUTHORIZED, Language::En, t.open_from_link)
+    // No session, or not its form: the customer is not known here, so the browser's
+    // language speaks (docs/spec/interfaces.md, "Pages").
+    fn missing(headers: &axum::http::HeaderMap) -> Response {
+        let lang = browser_language(headers);
+        let t = replies::page_text(lang);
+        customer_error_page(StatusCode::UNAUTHORIZED, lang, t.open_from_link)
     }
-    fn refused(status: StatusCode, message: &str) -> Response {
-        customer_error_page(status, Language::En, message)
+    fn refused(headers: &axum::http::HeaderMap, status: StatusCode, _: &str) -> Response {
+        let lang = browser_language(headers);
+        customer_error_page(status, lang, &replies::form_expired(lang))
     }
 }
 
