@@ -162,7 +162,7 @@ pub(super) struct ThreadEntry {
     pub(super) seq: i64,
     /// The assistant's translation into the console's language, when asked for.
     pub(super) translation: Option<String>,
-    /// Whether the "Translate" button is offered (`case_translate::attach`).
+    /// Whether the "Translate" button is offered (`attach_translations`).
     pub(super) translatable: bool,
 }
 
@@ -358,7 +358,7 @@ async fn read_page(
     view.person_requested = cases::person_awaited_now(&state.db, &case).await?;
     let history = desk::views::customer_history(&state.db, &case).await?;
     let mut thread = thread_entries(desk::views::thread(&state.db, &case).await?);
-    super::case_translate::attach(state, &case.ticket_id, &mut thread).await?;
+    attach_translations(state, &case.ticket_id, &mut thread).await?;
     let around = around(&state.db, &case).await?;
     let reply = reply_clock(state, &case).await?;
     let chosen = super::case_replies::Chosen {
@@ -907,4 +907,29 @@ pub(super) fn hand_decision(
         refunds,
         note: form.note.clone(),
     })
+}
+
+/// Marks the thread's customer messages: their stored translation, else whether the
+/// button is offered (a model is configured and the message is in another language).
+async fn attach_translations(
+    state: &AppState,
+    ticket_id: &str,
+    entries: &mut [ThreadEntry],
+) -> desk::error::DomainResult<()> {
+    let stored =
+        desk::translations::stored(&state.db, ticket_id, desk::translations::STAFF_LANGUAGE)
+            .await?;
+    let configured = state.model.sub_agent_server().is_some();
+    for entry in entries.iter_mut().filter(|e| !e.internal) {
+        let language = entry.language.map(desk::replies::Language::from_stored);
+        if !desk::translations::offered(language) {
+            continue;
+        }
+        entry.translation = stored
+            .iter()
+            .find(|t| t.seq == entry.seq)
+            .map(|t| t.text.clone());
+        entry.translatable = configured && entry.translation.is_none();
+    }
+    Ok(())
 }

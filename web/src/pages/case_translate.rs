@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::case::{after_action, ThreadEntry};
+use super::case::after_action;
 use super::common::{has_csrf, Verified};
 use crate::state::AppState;
 use desk::translations::{self, STAFF_LANGUAGE};
@@ -23,32 +23,10 @@ pub(super) struct TranslateForm {
 has_csrf!(TranslateForm);
 
 /// The model that translates: the configured OpenAI-compatible server, or none (the
-/// built-in investigator writes no text).
+/// built-in investigator writes no text). The case page marks its messages by the same
+/// rule (`case::attach_translations`).
 fn model(state: &AppState) -> Option<&desk::agent::llm::LlmModel> {
     state.model.sub_agent_server()
-}
-
-/// Marks the thread's customer messages: their stored translation, else whether the
-/// button is offered (a model is configured and the message is in another language).
-pub(super) async fn attach(
-    state: &AppState,
-    ticket_id: &str,
-    entries: &mut [ThreadEntry],
-) -> desk::error::DomainResult<()> {
-    let stored = translations::stored(&state.db, ticket_id, STAFF_LANGUAGE).await?;
-    let configured = model(state).is_some();
-    for entry in entries.iter_mut().filter(|e| !e.internal) {
-        let language = entry.language.map(desk::replies::Language::from_stored);
-        if !translations::offered(language) {
-            continue;
-        }
-        entry.translation = stored
-            .iter()
-            .find(|t| t.seq == entry.seq)
-            .map(|t| t.text.clone());
-        entry.translatable = configured && entry.translation.is_none();
-    }
-    Ok(())
 }
 
 /// `POST /console/cases/{id}/translate`: the message `seq` in the console's language,
