@@ -125,8 +125,9 @@ pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyh
     result
 }
 
-/// `refund-agent seed --world` with `n` duplicate-charge customers, and an API token each.
-async fn seeded_customers(
+/// `refund-agent seed --world` with `n` duplicate-charge customers (dated relative to now:
+/// `serve` runs on the system clock), and an API token each.
+pub(crate) async fn seeded_customers(
     dir: &tempfile::TempDir,
     data_dir: &Path,
     db_url: &str,

@@ -15,40 +15,19 @@ pub(crate) async fn phase_http(
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir)?;
     let db = FreshDb::new(backend, &data_dir).await?;
-    // `serve` runs on the system clock: the world is dated relative to now.
-    let (world, messages) = duplicate_world(settings.http_tickets, OffsetDateTime::now_utc());
-    let world_path = dir.path().join("world.json");
-    std::fs::write(&world_path, serde_json::to_vec(&world)?)?;
-
-    let seed = cli(&data_dir, &db.url)
-        .arg("seed")
-        .arg("--world")
-        .arg(&world_path)
-        .output()
-        .await?;
-    if !seed.status.success() {
-        bail!(
-            "refund-agent seed failed: {}",
-            String::from_utf8_lossy(&seed.stderr)
-        );
-    }
-
-    // Tokens are written straight into the store (as `refund-agent customer token` does),
+    // `serve` runs on the system clock: the world is dated relative to now. Tokens and
+    // links are written straight into the store (as `refund-agent customer token` does),
     // before the server starts.
+    let (messages, customer_tokens) =
+        seeded_customers(&dir, &data_dir, &db.url, settings.http_tickets).await?;
     let now = SystemClock.now_ms();
     let store = Db::connect(&db.url).await?;
     let staff = desk::auth::staff_by_email(&store, "agent@refund-desk.test")
         .await?
         .context("seed creates the demo agent")?;
     let (staff_token, _) = desk::auth::issue_token(&store, "api", "staff", &staff.id, now).await?;
-    let mut customer_tokens = Vec::new();
     let mut sign_in_links = Vec::new();
     for (customer, _) in &messages {
-        customer_tokens.push(
-            desk::auth::issue_token(&store, "api", "customer", customer, now)
-                .await?
-                .0,
-        );
         sign_in_links.push(desk::auth::issue_sign_in_link(&store, customer, now).await?);
     }
     store.close().await;
