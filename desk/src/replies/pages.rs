@@ -421,7 +421,25 @@ pub fn page_error(lang: Language, error: &DomainError) -> String {
 /// A customer's form refused because its token is not the session's (an old tab, another
 /// site's form): reload and try again, in their language.
 pub fn form_expired(lang: Language) -> String {
-    error_words(lang)[4].to_string()
+    match lang {
+        Language::En => "This form has expired. Reload the page and try again.",
+        Language::Zh => "此表单已过期，请刷新页面后重试。",
+        Language::Ja => {
+            "このフォームの有効期限が切れました。ページを再読み込みして、もう一度お試しください。"
+        }
+        Language::De => {
+            "Dieses Formular ist abgelaufen. Laden Sie die Seite neu und versuchen Sie es erneut."
+        }
+        Language::Fr => "Ce formulaire a expiré. Rechargez la page et réessayez.",
+        Language::Es => "Este formulario ha caducado. Recargue la página y vuelva a intentarlo.",
+        Language::It => "Questo modulo è scaduto. Ricarichi la pagina e riprovi.",
+        Language::Nl => {
+            "Dit formulier is verlopen. Laad de pagina opnieuw en probeer het nog eens."
+        }
+        Language::Pt => "Este formulário expirou. Recarregue a página e tente de novo.",
+        Language::Ko => "이 양식은 만료되었습니다. 페이지를 새로 고친 뒤 다시 시도해 주세요.",
+    }
+    .to_string()
 }
 
 /// The page errors of one language: empty message, message too long (`{max}`
