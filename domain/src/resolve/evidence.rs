@@ -22,6 +22,12 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "1-year",
             "one-year",
             "12-month",
+            "12 month",
+            "twelve-month",
+            "twelve month",
+            "year-long",
+            "yearlong",
+            "another year",
             "年度",
             "年费",
             "包年",
@@ -52,6 +58,12 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "연간",
             "1년",
             "연 구독",
+            "12개월",
+            "일년",
+            "일 년",
+            "연회원",
+            "연 회원",
+            "연 요금제",
             "jahres-abo",
             "roczny",
             "roczna",
@@ -101,6 +113,12 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "월 구독",
             "월정액",
             "매월",
+            "한달",
+            "한 달",
+            "1개월",
+            "월회원",
+            "월 회원",
+            "월 요금제",
             "monats-abo",
             "miesieczny",
             "miesieczna",
@@ -210,9 +228,26 @@ const LATEST: &[&str] = &[
     "최근 주문", "ostatnie zamowienie", "senaste bestallningen", "son siparis", "posledni objednavk",
 ];
 
-/// Whether `folded` points at the customer's newest order.
+/// Words that say a plan renewed itself, folded: a renewal is the newest order of its
+/// plan, never an older one (a year's plan renews as a new order a year later).
+#[rustfmt::skip]
+const RENEWED: &[&str] = &[
+    "renewed", "renewal", "auto-renew", "auto renew", "autorenew", "auto-renewed", "renews",
+    "charged for another year", "verlangert", "verlangerung", "renouvele", "renouvelee",
+    "renouvellement", "reconduit", "reconduction", "se renovo", "renovado", "renovada",
+    "renovacion", "rinnovato", "rinnovata", "rinnovo automatico", "verlengd", "verlenging",
+    "renovou", "renovacao", "自动续费", "续费", "续订", "續費", "續訂", "自動更新", "갱신",
+    "자동연장", "자동 연장", "odnowil", "odnowila", "odnowienie", "fornyades", "fornyelse",
+    "yenilendi", "otomatik yenileme", "obnovilo", "obnoveni",
+];
+
+/// Whether `folded` points at the customer's newest order: says so, or says the plan
+/// renewed.
 pub(super) fn says_latest(folded: &str) -> bool {
-    LATEST.iter().any(|w| contains_phrase(folded, w))
+    LATEST
+        .iter()
+        .chain(RENEWED)
+        .any(|w| contains_phrase(folded, w))
 }
 
 /// Whether `folded` says something was bought by mistake.

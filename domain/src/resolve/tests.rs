@@ -455,6 +455,23 @@ fn a_remembered_reading_answers_as_a_fresh_one() {
 }
 
 #[test]
+fn a_renewal_is_the_newest_order_of_its_plan() {
+    let mut last_year = order("Y-1", "annual_plan", "119");
+    let mut renewal = order("Y-2", "annual_plan", "119");
+    last_year.placed_at = time::macros::datetime!(2025-12-02 10:00 UTC);
+    renewal.placed_at = time::macros::datetime!(2026-12-02 10:00 UTC);
+    let orders = [last_year, renewal];
+    for text in [
+        "my annual plan auto-renewed, please cancel and refund it",
+        "연간 플랜이 자동 갱신돼서 결제됐네요. 환불 부탁드립니다",
+        "mein Jahresabo hat sich verlängert, bitte erstatten",
+    ] {
+        let r = resolve_text(&orders, &[text]);
+        assert_eq!(r.order_id.as_deref(), Some("Y-2"), "{text}");
+    }
+}
+
+#[test]
 fn a_day_or_the_newest_order_named_in_words_singles_an_order_out() {
     let mut old = order("D-1", "monthly_plan", "11");
     let mut saturday = order("D-2", "annual_plan", "109");
@@ -478,6 +495,11 @@ fn a_day_or_the_newest_order_named_in_words_singles_an_order_out() {
             "D-3",
         ),
         ("annulez ma dernière commande", "D-3"),
+        (
+            "the plan renewed itself this morning, please refund it",
+            "D-3",
+        ),
+        ("bought on the 7th, please cancel it", "D-2"),
     ] {
         let messages = vec![text.to_string()];
         let r = resolve(&ResolveInput {

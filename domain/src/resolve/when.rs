@@ -45,6 +45,12 @@ pub enum Day {
     /// Last week: the Monday-to-Sunday week before the ticket's, or five to nine days
     /// back (how "last week" is said loosely).
     LastWeek,
+    /// A day of the month alone ("on the 28th", "am 28.", "28号", "28日に", "28일에"):
+    /// its most recent date on or before the ticket's day.
+    OfMonth(u8),
+    /// A calendar month counted back from the ticket's (0 "this month", 1 "last
+    /// month"): any of its days up to the ticket's.
+    Month(u8),
 }
 
 impl Moment {
@@ -111,7 +117,32 @@ fn days_meant(day: Day, today: Date) -> Vec<Date> {
                 .filter_map(back)
                 .collect()
         }
+        Day::Month(months) => days_of_month(today, months),
+        Day::OfMonth(d) => (0..2)
+            .filter_map(|months| {
+                days_of_month(today, months)
+                    .into_iter()
+                    .find(|x| x.day() == d)
+            })
+            .take(1)
+            .collect(),
     }
+}
+
+/// The days of the month `months` before `today`'s, up to `today`.
+fn days_of_month(today: Date, months: u8) -> Vec<Date> {
+    let mut first = today.replace_day(1).ok();
+    for _ in 0..months {
+        first = first
+            .and_then(|f| f.previous_day())
+            .and_then(|d| d.replace_day(1).ok());
+    }
+    let Some(first) = first else {
+        return Vec::new();
+    };
+    std::iter::successors(Some(first), |d| d.next_day())
+        .take_while(|d| d.month() == first.month() && *d <= today)
+        .collect()
 }
 
 fn days_since(today: Weekday, then: Weekday) -> i64 {
@@ -130,32 +161,38 @@ fn days_since(today: Weekday, then: Weekday) -> i64 {
 #[rustfmt::skip]
 const WEEKDAY_WORDS: [&[&str]; 7] = [
     &[
-        "monday", "montag", "lundi", "lunes", "lunedi", "maandag", "segunda-feira",
-        "poniedzial*", "mandag", "pazartesi", "pondel*",
+        "monday", "on mon", "last mon", "this mon", "mon night", "mon morning", "montag", "lundi",
+        "lunes", "lunedi", "maandag", "segunda-feira", "poniedzial*", "mandag", "pazartesi",
+        "pondel*",
     ],
     &[
-        "tuesday", "dienstag", "mardi", "martes", "martedi", "dinsdag", "terca-feira", "wtor*",
-        "tisdag", "sali", "uter*",
+        "tuesday", "on tue", "last tue", "this tue", "tue night", "tue morning", "on tues",
+        "last tues", "this tues", "tues night", "tues morning", "dienstag", "mardi", "martes",
+        "martedi", "dinsdag", "terca-feira", "wtor*", "tisdag", "sali", "uter*",
     ],
     &[
-        "wednesday", "mittwoch", "mercredi", "miercoles", "mercoledi", "woensdag",
-        "quarta-feira", "srod*", "onsdag", "carsamba", "stred*",
+        "wednesday", "on wed", "last wed", "this wed", "wed night", "wed morning", "mittwoch",
+        "mercredi", "miercoles", "mercoledi", "woensdag", "quarta-feira", "srod*", "onsdag",
+        "carsamba", "stred*",
     ],
     &[
-        "thursday", "donnerstag", "jeudi", "jueves", "giovedi", "donderdag", "quinta-feira",
-        "czwart*", "torsdag", "persembe", "ctvrt*",
+        "thursday", "on thu", "last thu", "this thu", "thu night", "thu morning", "on thur",
+        "last thur", "this thur", "thur night", "thur morning", "on thurs", "last thurs",
+        "this thurs", "thurs night", "thurs morning", "donnerstag", "jeudi", "jueves", "giovedi",
+        "donderdag", "quinta-feira", "czwart*", "torsdag", "persembe", "ctvrt*",
     ],
     &[
-        "friday", "freitag", "vendredi", "viernes", "venerdi", "vrijdag", "sexta-feira",
-        "piat*", "fredag", "cuma", "patek", "patku",
+        "friday", "on fri", "last fri", "this fri", "fri night", "fri morning", "freitag",
+        "vendredi", "viernes", "venerdi", "vrijdag", "sexta-feira", "piat*", "fredag", "cuma",
+        "patek", "patku",
     ],
     &[
-        "saturday", "samstag", "sonnabend", "samedi", "sabado", "sabato", "zaterdag", "sobot*",
-        "lordag*", "cumartesi*",
+        "saturday", "on sat", "last sat", "this sat", "sat night", "sat morning", "samstag",
+        "sonnabend", "samedi", "sabado", "sabato", "zaterdag", "sobot*", "lordag*", "cumartesi*",
     ],
     &[
-        "sunday", "sonntag", "dimanche", "domingo", "domenica", "zondag", "niedziel*",
-        "sondag*", "pazar", "nedel*",
+        "sunday", "on sun", "last sun", "this sun", "sun night", "sun morning", "sonntag",
+        "dimanche", "domingo", "domenica", "zondag", "niedziel*", "sondag*", "pazar", "nedel*",
     ],
 ];
 
@@ -164,32 +201,35 @@ const WEEKDAY_WORDS: [&[&str]; 7] = [
 #[rustfmt::skip]
 const WEEKDAY_CJK: [(&[&str], &[&str]); 7] = [
     (
-        &["周一", "星期一", "礼拜一", "禮拜一", "週一", "月曜", "월요일"],
-        &["上周一", "上星期一", "上週一", "先週の月曜", "先週月曜", "지난주 월요일"],
+        &["周一", "星期一", "礼拜一", "禮拜一", "週一", "月曜", "월요일", "월욜"],
+        &["上周一", "上星期一", "上週一", "先週の月曜", "先週月曜", "지난주 월요일", "저번주 월요일", "저번 주 월요일", "지난 주 월요일"],
     ),
     (
-        &["周二", "星期二", "礼拜二", "禮拜二", "週二", "火曜", "화요일"],
-        &["上周二", "上星期二", "上週二", "先週の火曜", "先週火曜", "지난주 화요일"],
+        &["周二", "星期二", "礼拜二", "禮拜二", "週二", "火曜", "화요일", "화욜"],
+        &["上周二", "上星期二", "上週二", "先週の火曜", "先週火曜", "지난주 화요일", "저번주 화요일", "저번 주 화요일", "지난 주 화요일"],
     ),
     (
-        &["周三", "星期三", "礼拜三", "禮拜三", "週三", "水曜", "수요일"],
-        &["上周三", "上星期三", "上週三", "先週の水曜", "先週水曜", "지난주 수요일"],
+        &["周三", "星期三", "礼拜三", "禮拜三", "週三", "水曜", "수요일", "수욜"],
+        &["上周三", "上星期三", "上週三", "先週の水曜", "先週水曜", "지난주 수요일", "저번주 수요일", "저번 주 수요일", "지난 주 수요일"],
     ),
     (
-        &["周四", "星期四", "礼拜四", "禮拜四", "週四", "木曜", "목요일"],
-        &["上周四", "上星期四", "上週四", "先週の木曜", "先週木曜", "지난주 목요일"],
+        &["周四", "星期四", "礼拜四", "禮拜四", "週四", "木曜", "목요일", "목욜"],
+        &["上周四", "上星期四", "上週四", "先週の木曜", "先週木曜", "지난주 목요일", "저번주 목요일", "저번 주 목요일", "지난 주 목요일"],
     ),
     (
-        &["周五", "星期五", "礼拜五", "禮拜五", "週五", "金曜", "금요일"],
-        &["上周五", "上星期五", "上週五", "先週の金曜", "先週金曜", "지난주 금요일"],
+        &["周五", "星期五", "礼拜五", "禮拜五", "週五", "金曜", "금요일", "금욜"],
+        &["上周五", "上星期五", "上週五", "先週の金曜", "先週金曜", "지난주 금요일", "저번주 금요일", "저번 주 금요일", "지난 주 금요일"],
     ),
     (
-        &["周六", "星期六", "礼拜六", "禮拜六", "週六", "土曜", "토요일"],
-        &["上周六", "上星期六", "上週六", "先週の土曜", "先週土曜", "지난주 토요일"],
+        &["周六", "星期六", "礼拜六", "禮拜六", "週六", "土曜", "토요일", "토욜"],
+        &["上周六", "上星期六", "上週六", "先週の土曜", "先週土曜", "지난주 토요일", "저번주 토요일", "저번 주 토요일", "지난 주 토요일"],
     ),
     (
-        &["周日", "周天", "星期日", "星期天", "礼拜天", "禮拜天", "週日", "日曜", "일요일"],
-        &["上周日", "上周天", "上星期日", "上星期天", "上週日", "先週の日曜", "先週日曜", "지난주 일요일"],
+        &["周日", "周天", "星期日", "星期天", "礼拜天", "禮拜天", "週日", "日曜", "일요일", "일욜"],
+        &[
+            "上周日", "上周天", "上星期日", "上星期天", "上週日", "先週の日曜", "先週日曜", "지난주 일요일", "저번주 일요일",
+            "저번 주 일요일", "지난 주 일요일",
+        ],
     ),
 ];
 
@@ -259,8 +299,20 @@ const DAYS_BACK: &[(Day, &[&str])] = &[
         "la semana pasada", "hace una semana", "la settimana scorsa", "una settimana fa",
         "vorige week", "afgelopen week", "een week geleden", "semana passada", "ha uma semana",
         "uma semana atras", "上周", "上星期", "上週", "一周前", "一个星期前", "一個星期前", "先週", "一週間前", "1週間前",
-        "지난주", "지난 주", "일주일 전", "1주일 전", "w zeszlym tygodniu", "tydzien temu", "forra veckan",
+        "지난주", "지난 주", "저번주", "저번 주", "일주일 전", "1주일 전", "w zeszlym tygodniu", "tydzien temu", "forra veckan",
         "for en vecka sedan", "gecen hafta", "bir hafta once", "minuly tyden", "pred tydnem",
+    ]),
+    (Day::Month(0), &[
+        "this month", "earlier this month", "diesen monat", "dieser monat", "ce mois-ci",
+        "ce mois ci", "este mes", "questo mese", "deze maand", "neste mes", "本月", "这个月",
+        "這個月", "今月", "이번 달", "이번달", "w tym miesiacu", "den har manaden", "bu ay",
+        "tento mesic",
+    ]),
+    (Day::Month(1), &[
+        "last month", "letzten monat", "vorigen monat", "le mois dernier", "el mes pasado",
+        "il mese scorso", "vorige maand", "mes passado", "上个月", "上個月", "先月", "지난달",
+        "지난 달", "저번 달", "저번달", "w zeszlym miesiacu", "forra manaden", "gecen ay",
+        "minuly mesic",
     ]),
     (Day::Weekday(Weekday::Saturday), &[
         "weekend", "wochenende", "week-end", "fin de semana", "fine settimana",
@@ -300,6 +352,45 @@ fn days_ago_in_digits(folded: &str) -> Vec<Day> {
                 .any(|(before, after)| head.ends_with(before) && tail.starts_with(after))
         {
             out.push(Day::Within(n - 1, n.saturating_add(1)));
+        }
+    }
+    out
+}
+
+/// What may stand around a day of the month written alone, folded: `(before, after)`.
+/// English needs "on" before its ordinal ("the 2nd charge" is the second charge);
+/// Japanese and Korean need a particle after the day ("28日前", "28일 전" count days).
+#[rustfmt::skip]
+const DAY_OF_MONTH_AROUND: &[(&str, &[&str])] = &[
+    ("on the ", &["st", "nd", "rd", "th"]), ("on ", &["st", "nd", "rd", "th"]),
+    ("since the ", &["st", "nd", "rd", "th"]), ("am ", &[". ", ".,"]), ("", &["号", "號"]),
+    ("", &["日に", "日の", "日、"]), ("", &["일에", "일날", "일 날", "일자"]),
+];
+
+/// Days of the month written alone, by [`DAY_OF_MONTH_AROUND`].
+fn days_of_month_alone(folded: &str) -> Vec<Day> {
+    let mut out = Vec::new();
+    for (start, end) in crate::structure::pasted::digit_runs(folded) {
+        let Ok(n) = folded[start..end].parse::<u8>() else {
+            continue;
+        };
+        let (head, tail) = (&folded[..start], &folded[end..]);
+        // "28th" ends where the word does; "28. " and "28号" end in themselves.
+        let edge = |after: &str| {
+            !after.ends_with(|c: char| c.is_ascii_alphanumeric())
+                || !tail[after.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric())
+        };
+        let fits = DAY_OF_MONTH_AROUND.iter().any(|(before, afters)| {
+            head.ends_with(before)
+                && (before.is_empty()
+                    || !head[..head.len() - before.len()].ends_with(char::is_alphanumeric))
+                && afters.iter().any(|a| tail.starts_with(a) && edge(a))
+        });
+        if (1..=31).contains(&n) && end - start <= 2 && fits {
+            out.push(Day::OfMonth(n));
         }
     }
     out
@@ -354,6 +445,7 @@ pub fn mentioned_days(folded: &str) -> Vec<Day> {
         }
     }
     days.extend(days_ago_in_digits(folded));
+    days.extend(days_of_month_alone(folded));
     days.dedup();
     days
 }
@@ -479,5 +571,44 @@ mod tests {
                 Day::Weekday(Weekday::Sunday)
             ]
         );
+    }
+
+    #[test]
+    fn abbreviated_and_colloquial_weekdays_are_weekdays() {
+        let sat = Day::Weekday(Weekday::Saturday);
+        assert_eq!(days("I signed up on Sat. but won't use it"), [sat]);
+        assert_eq!(days("토욜에 결제했는데"), [sat]);
+        assert_eq!(
+            days("저번 주 수요일에 결제한 거"),
+            [Day::LastWeeks(Weekday::Wednesday)]
+        );
+        assert_eq!(days("저번주에 샀어요"), [Day::LastWeek]);
+        // "sat" is also the verb: only "on/last/this sat" or "sat night" is a day.
+        assert_eq!(days("I sat down and bought the plan"), []);
+    }
+
+    #[test]
+    fn a_month_and_a_day_of_the_month_are_read() {
+        assert_eq!(days("refund this month please"), [Day::Month(0)]);
+        assert_eq!(days("지난달에 결제한 연간 플랜"), [Day::Month(1)]);
+        assert_eq!(days("it renewed itself on the 28th."), [Day::OfMonth(28)]);
+        assert_eq!(days("am 5. habe ich bestellt"), [Day::OfMonth(5)]);
+        assert_eq!(days("5号买的年费"), [Day::OfMonth(5)]);
+        assert_eq!(days("28일에 결제"), [Day::OfMonth(28)]);
+        // Ordinals of charges and days counted back are not days of the month.
+        assert_eq!(days("refund the 2nd charge"), []);
+        assert_eq!(days("28일 전에"), [Day::Within(27, 29)]);
+        assert_eq!(days("5日前に"), [Day::Within(4, 6)]);
+    }
+
+    #[test]
+    fn a_day_of_the_month_is_its_last_date_before_the_ticket() {
+        // Reported on Wednesday 2026-11-11: "the 28th" is 28 October, "the 5th" 5 November.
+        assert!(WEDNESDAY.placed_on(datetime!(2026-10-28 12:00 UTC), Day::OfMonth(28)));
+        assert!(!WEDNESDAY.placed_on(datetime!(2026-11-28 12:00 UTC), Day::OfMonth(28)));
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-05 12:00 UTC), Day::OfMonth(5)));
+        assert!(WEDNESDAY.placed_on(datetime!(2026-11-02 12:00 UTC), Day::Month(0)));
+        assert!(!WEDNESDAY.placed_on(datetime!(2026-10-30 12:00 UTC), Day::Month(0)));
+        assert!(WEDNESDAY.placed_on(datetime!(2026-10-30 12:00 UTC), Day::Month(1)));
     }
 }

@@ -127,6 +127,10 @@ fn day(d: Day) -> String {
         Day::DaysAgo(n) => format!("{n} days ago"),
         Day::Within(from, to) => format!("{from} to {to} days ago"),
         Day::LastWeek => "last week".into(),
+        Day::Month(0) => "this month".into(),
+        Day::Month(1) => "last month".into(),
+        Day::Month(n) => format!("{n} months ago"),
+        Day::OfMonth(d) => format!("the {d} of the month"),
     }
 }
 
