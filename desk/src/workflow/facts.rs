@@ -202,6 +202,7 @@ pub async fn gather_facts_resolved(
         moment: Some(resolve::Moment {
             reported_at: facts.reported_at,
             region: Some(facts.customer.region),
+            script_offset: None,
         }),
     });
     let named_elsewhere = lookup_references(billing, &resolution.unmatched)

@@ -117,6 +117,7 @@ pub(super) fn by_secondary_evidence<'a>(
     let utc = Moment {
         reported_at: OffsetDateTime::UNIX_EPOCH,
         region: None,
+        script_offset: None,
     };
     // Without the ticket's moment only calendar dates can be placed (in UTC).
     let days: Vec<&Day> = evidence
@@ -129,6 +130,11 @@ pub(super) fn by_secondary_evidence<'a>(
         c = narrow(c, |o| {
             days.iter().any(|d| moment.placed_on(o.placed_at, **d))
         });
+        if c.len() > 1 {
+            c = narrow(c, |o| {
+                days.iter().any(|d| moment.placed_on_at_home(o.placed_at, **d))
+            });
+        }
     }
     if evidence.latest {
         let newest = c.iter().map(|o| o.placed_at).max();

@@ -231,6 +231,9 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         };
     }
     let reading = reading_of(input.messages, &ids);
+    let moment = input
+        .moment
+        .map(|m| m.written_in(&input.messages.concat()));
     let Reading {
         unmatched,
         evidence,
@@ -250,7 +253,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
             true => RequestKind::DuplicateCharge,
             false => input.request,
         };
-        let narrowed = narrow_by_evidence(evidence, named, input.moment.as_ref());
+        let narrowed = narrow_by_evidence(evidence, named, moment.as_ref());
         let mut r = settle(request, narrowed, OrderSource::Message, true);
         if r.repeat_of.is_none() && request == RequestKind::DuplicateCharge {
             r.repeat_of = repeated_earlier(input.orders, r.order_id.as_deref());
@@ -283,7 +286,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     let narrowed = narrow_by_evidence(
         evidence,
         input.orders.iter().collect(),
-        input.moment.as_ref(),
+        moment.as_ref(),
     );
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the

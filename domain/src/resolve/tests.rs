@@ -483,6 +483,7 @@ fn a_day_or_the_newest_order_named_in_words_singles_an_order_out() {
     let moment = Moment {
         reported_at: time::macros::datetime!(2026-11-11 09:40 UTC),
         region: Some(policy_engine::Region::EU),
+        script_offset: None,
     };
     for (text, expected) in [
         (

@@ -22,6 +22,11 @@ use super::normalise::contains_phrase;
 pub struct Moment {
     pub reported_at: OffsetDateTime,
     pub region: Option<Region>,
+    /// The UTC offset, in hours, where the customer's script is written at home
+    /// (Hangul and kana +9, Chinese characters +8), or `None`: the region is where
+    /// their shop or card is, not always where they live (a Korean in Seoul buys from
+    /// the US shop). `resolve` sets it from the customer's words.
+    pub script_offset: Option<i8>,
 }
 
 /// A day the customer names.
@@ -48,42 +53,133 @@ pub enum Day {
     /// A day of the month alone ("on the 28th", "am 28.", "28号", "28日に", "28일에"):
     /// its most recent date on or before the ticket's day.
     OfMonth(u8),
+    /// A shopping day with a name ("Black Friday", "双十一"): its last date on or
+    /// before the ticket's day.
+    Named(NamedDay),
     /// A calendar month counted back from the ticket's (0 "this month", 1 "last
     /// month"): any of its days up to the ticket's.
     Month(u8),
 }
 
+/// The shopping days customers name instead of a date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedDay {
+    /// The fourth Thursday of November (US).
+    Thanksgiving,
+    /// The day after Thanksgiving.
+    BlackFriday,
+    /// The Monday after Thanksgiving.
+    CyberMonday,
+    /// 11 November, Singles' Day (China, Korea's Pepero Day).
+    SinglesDay,
+}
+
+impl NamedDay {
+    /// Its date in `year`.
+    fn in_year(self, year: i32) -> Option<Date> {
+        let thanksgiving = || {
+            let first = Date::from_calendar_date(year, time::Month::November, 1).ok()?;
+            let to_thursday = (3 - i64::from(first.weekday().number_days_from_monday()))
+                .rem_euclid(7);
+            first.checked_add(Duration::days(to_thursday + 21))
+        };
+        match self {
+            NamedDay::Thanksgiving => thanksgiving(),
+            NamedDay::BlackFriday => thanksgiving()?.checked_add(Duration::days(1)),
+            NamedDay::CyberMonday => thanksgiving()?.checked_add(Duration::days(4)),
+            NamedDay::SinglesDay => Date::from_calendar_date(year, time::Month::November, 11).ok(),
+        }
+    }
+
+    /// Its last date on or before `today`.
+    fn last_before(self, today: Date) -> Option<Date> {
+        [today.year(), today.year() - 1]
+            .into_iter()
+            .filter_map(|y| self.in_year(y))
+            .find(|d| *d <= today)
+    }
+}
+
+/// Named shopping days, folded; found before the weekdays, since "Black Friday" is not
+/// any Friday.
+#[rustfmt::skip]
+const NAMED_DAYS: &[(&str, NamedDay)] = &[
+    ("black friday", NamedDay::BlackFriday), ("blackfriday", NamedDay::BlackFriday),
+    ("블랙프라이데이", NamedDay::BlackFriday), ("블랙 프라이데이", NamedDay::BlackFriday),
+    ("黑五", NamedDay::BlackFriday), ("黑色星期五", NamedDay::BlackFriday),
+    ("ブラックフライデー", NamedDay::BlackFriday), ("cyber monday", NamedDay::CyberMonday),
+    ("사이버 먼데이", NamedDay::CyberMonday), ("thanksgiving", NamedDay::Thanksgiving),
+    ("추수감사절", NamedDay::Thanksgiving), ("双十一", NamedDay::SinglesDay),
+    ("雙十一", NamedDay::SinglesDay), ("双11", NamedDay::SinglesDay),
+    ("빼빼로데이", NamedDay::SinglesDay), ("singles day", NamedDay::SinglesDay),
+    ("singles' day", NamedDay::SinglesDay),
+];
+
 impl Moment {
     /// UTC offsets, in hours, a customer of the region may live at (daylight saving
     /// included): the records name a region, never a zone. UTC is always one of them: a
     /// receipt or a provider's dashboard may show the day in UTC, and customers copy it.
-    fn offsets(&self) -> &'static [i8] {
-        match self.region {
+    /// The US region stands for the Americas: South America's -3 is one of them.
+    fn offsets(&self) -> impl Iterator<Item = i8> + '_ {
+        let region: &'static [i8] = match self.region {
             Some(Region::CN) => &[8, 0],
             Some(Region::JP) => &[9, 0],
             Some(Region::EU) => &[0, 1, 2, 3],
-            Some(Region::US) => &[-10, -9, -8, -7, -6, -5, -4, 0],
+            Some(Region::US) => &[-10, -9, -8, -7, -6, -5, -4, -3, 0],
             None => &[0],
+        };
+        let script = self.script_offset.filter(|h| !region.contains(h));
+        region.iter().copied().chain(script)
+    }
+
+    /// This moment with the offset the customer's script suggests (see
+    /// [`Moment::script_offset`]).
+    pub fn written_in(self, text: &str) -> Moment {
+        let script_offset = if text.chars().any(|c| {
+            ('\u{ac00}'..='\u{d7af}').contains(&c) || ('\u{3041}'..='\u{30ff}').contains(&c)
+        }) {
+            Some(9)
+        } else if text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)) {
+            Some(8)
+        } else {
+            None
+        };
+        Moment {
+            script_offset: self.script_offset.or(script_offset),
+            ..self
         }
     }
 
     /// Whether an order placed at `placed_at` was placed on `day`, as the customer
     /// counts days (for one of their region's offsets).
     pub fn placed_on(&self, placed_at: OffsetDateTime, day: Day) -> bool {
-        self.offsets().iter().any(|hours| {
-            let Ok(offset) = UtcOffset::from_hms(*hours, 0, 0) else {
-                return false;
-            };
-            let placed = placed_at.to_offset(offset).date();
-            if let Day::Date { year, month, day } = day {
-                return year.is_none_or(|y| y == placed.year())
-                    && u8::from(placed.month()) == month
-                    && placed.day() == day;
-            }
-            let today = self.reported_at.to_offset(offset).date();
-            days_meant(day, today).contains(&placed)
-        })
+        self.offsets()
+            .any(|hours| on_day_at(self.reported_at, hours, placed_at, day))
     }
+
+    /// Whether an order was placed on `day` where the customer's script is written at
+    /// home ([`Moment::script_offset`]): the likelier reading when the region's many
+    /// offsets leave two orders on the day.
+    pub fn placed_on_at_home(&self, placed_at: OffsetDateTime, day: Day) -> bool {
+        self.script_offset
+            .is_some_and(|hours| on_day_at(self.reported_at, hours, placed_at, day))
+    }
+}
+
+/// Whether `placed_at` falls on `day` counted at UTC offset `hours` from a ticket
+/// reported at `reported_at`.
+fn on_day_at(reported_at: OffsetDateTime, hours: i8, placed_at: OffsetDateTime, day: Day) -> bool {
+    let Ok(offset) = UtcOffset::from_hms(hours, 0, 0) else {
+        return false;
+    };
+    let placed = placed_at.to_offset(offset).date();
+    if let Day::Date { year, month, day } = day {
+        return year.is_none_or(|y| y == placed.year())
+            && u8::from(placed.month()) == month
+            && placed.day() == day;
+    }
+    let today = reported_at.to_offset(offset).date();
+    days_meant(day, today).contains(&placed)
 }
 
 /// The dates a weekday or a day back can mean when the customer writes on `today`. A
@@ -118,6 +214,7 @@ fn days_meant(day: Day, today: Date) -> Vec<Date> {
                 .collect()
         }
         Day::Month(months) => days_of_month(today, months),
+        Day::Named(named) => named.last_before(today).into_iter().collect(),
         Day::OfMonth(d) => (0..2)
             .filter_map(|months| {
                 days_of_month(today, months)
@@ -398,6 +495,26 @@ fn days_of_month_alone(folded: &str) -> Vec<Day> {
 
 /// The days `folded` names (`structure::fold_words` applied): dates, weekdays, days ago.
 pub fn mentioned_days(folded: &str) -> Vec<Day> {
+    let named: Vec<Day> = NAMED_DAYS
+        .iter()
+        .filter(|(words, _)| contains_phrase(folded, words))
+        .map(|(_, day)| Day::Named(*day))
+        .collect();
+    if named.is_empty() {
+        return days_in(folded);
+    }
+    let mut rest = folded.to_string();
+    for (words, _) in NAMED_DAYS {
+        rest = rest.replace(words, " ");
+    }
+    let mut days = named;
+    days.dedup();
+    days.extend(days_in(&rest));
+    days
+}
+
+/// [`mentioned_days`] without the named days.
+fn days_in(folded: &str) -> Vec<Day> {
     let mut days: Vec<Day> = mentioned_dates(folded)
         .into_iter()
         .map(|(year, month, day)| Day::Date { year, month, day })
@@ -447,7 +564,29 @@ pub fn mentioned_days(folded: &str) -> Vec<Day> {
     days.extend(days_ago_in_digits(folded));
     days.extend(days_of_month_alone(folded));
     days.dedup();
-    days
+    last_weeks_weekday(days)
+}
+
+/// "Saturday last week", "letzte Woche Samstag": last week's Saturday, not any day of
+/// last week nor the latest Saturday (they differ on a weekend).
+fn last_weeks_weekday(days: Vec<Day>) -> Vec<Day> {
+    let weekdays: Vec<Weekday> = days
+        .iter()
+        .filter_map(|d| match d {
+            Day::Weekday(w) => Some(*w),
+            _ => None,
+        })
+        .collect();
+    if weekdays.len() != 1 || !days.contains(&Day::LastWeek) {
+        return days;
+    }
+    days.into_iter()
+        .filter_map(|d| match d {
+            Day::LastWeek => None,
+            Day::Weekday(w) => Some(Day::LastWeeks(w)),
+            other => Some(other),
+        })
+        .collect()
 }
 
 /// Every word `mentioned_days` looks for, by its literal part (a stem without its `*`),
@@ -509,6 +648,7 @@ mod tests {
     const WEDNESDAY: Moment = Moment {
         reported_at: datetime!(2026-11-11 09:40 UTC),
         region: Some(Region::EU),
+        script_offset: None,
     };
 
     #[test]
@@ -599,6 +739,65 @@ mod tests {
         assert_eq!(days("refund the 2nd charge"), []);
         assert_eq!(days("28일 전에"), [Day::Within(27, 29)]);
         assert_eq!(days("5日前に"), [Day::Within(4, 6)]);
+    }
+
+    #[test]
+    fn named_shopping_days_are_their_dates_not_weekdays() {
+        assert_eq!(
+            days("bought it on black friday"),
+            [Day::Named(NamedDay::BlackFriday)]
+        );
+        assert_eq!(
+            days("黑五买的年费"),
+            [Day::Named(NamedDay::BlackFriday)]
+        );
+        let december = Moment {
+            reported_at: datetime!(2026-12-07 15:00 UTC),
+            region: Some(Region::US),
+            script_offset: None,
+        };
+        let black_friday = Day::Named(NamedDay::BlackFriday);
+        assert!(december.placed_on(datetime!(2026-11-27 18:00 UTC), black_friday));
+        assert!(!december.placed_on(datetime!(2026-12-04 18:00 UTC), black_friday));
+        let cyber_monday = Day::Named(NamedDay::CyberMonday);
+        assert!(december.placed_on(datetime!(2026-11-30 18:00 UTC), cyber_monday));
+        // In January "Black Friday" is last November's.
+        let january = Moment {
+            reported_at: datetime!(2027-01-10 15:00 UTC),
+            ..december
+        };
+        assert!(january.placed_on(datetime!(2026-11-27 18:00 UTC), black_friday));
+    }
+
+    #[test]
+    fn a_weekday_with_last_week_is_last_weeks() {
+        assert_eq!(
+            days("Saturday last week I bought the plan"),
+            [Day::LastWeeks(Weekday::Saturday)]
+        );
+        // Written on Sunday 2026-11-15: last week's Saturday is the 7th, not yesterday.
+        let sunday = Moment {
+            reported_at: datetime!(2026-11-15 12:00 UTC),
+            ..WEDNESDAY
+        };
+        let day = Day::LastWeeks(Weekday::Saturday);
+        assert!(sunday.placed_on(datetime!(2026-11-07 12:00 UTC), day));
+        assert!(!sunday.placed_on(datetime!(2026-11-14 12:00 UTC), day));
+    }
+
+    #[test]
+    fn a_script_written_at_home_breaks_a_tie_the_region_leaves() {
+        // A Korean customer of the US shop: Saturday 07:30 in Seoul is Friday in the US.
+        let seoul = Moment {
+            reported_at: datetime!(2026-12-07 02:00 UTC),
+            region: Some(Region::US),
+            script_offset: None,
+        }
+        .written_in("토요일 아침에 결제한 연간 플랜");
+        let saturday = Day::Weekday(Weekday::Saturday);
+        assert!(seoul.placed_on(datetime!(2026-12-04 22:30 UTC), saturday));
+        assert!(seoul.placed_on_at_home(datetime!(2026-12-04 22:30 UTC), saturday));
+        assert!(!seoul.placed_on_at_home(datetime!(2026-12-05 16:00 UTC), saturday));
     }
 
     #[test]

@@ -267,6 +267,7 @@ fn moment(history: &[Exchange]) -> Option<resolve::Moment> {
         )
         .ok()?,
         region: serde_json::from_value(answer["customer"]["region"].clone()).ok(),
+        script_offset: None,
     })
 }
 
