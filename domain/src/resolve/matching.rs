@@ -132,7 +132,8 @@ pub(super) fn by_secondary_evidence<'a>(
         });
         if c.len() > 1 {
             c = narrow(c, |o| {
-                days.iter().any(|d| moment.placed_on_at_home(o.placed_at, **d))
+                days.iter()
+                    .any(|d| moment.placed_on_at_home(o.placed_at, **d))
             });
         }
     }

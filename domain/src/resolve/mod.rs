@@ -35,6 +35,7 @@ mod evidence;
 mod ids;
 mod matching;
 mod normalise;
+mod reference_words;
 mod references;
 mod someone_else;
 mod when;
@@ -231,9 +232,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         };
     }
     let reading = reading_of(input.messages, &ids);
-    let moment = input
-        .moment
-        .map(|m| m.written_in(&input.messages.concat()));
+    let moment = input.moment.map(|m| m.written_in(&input.messages.concat()));
     let Reading {
         unmatched,
         evidence,
@@ -283,11 +282,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         r.unmatched = unmatched;
         return r;
     }
-    let narrowed = narrow_by_evidence(
-        evidence,
-        input.orders.iter().collect(),
-        moment.as_ref(),
-    );
+    let narrowed = narrow_by_evidence(evidence, input.orders.iter().collect(), moment.as_ref());
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the
     // customer's own words single out (issue 34 item 4: injected targets change nothing

@@ -5,12 +5,13 @@
 //!
 //! One file because the rules that tell an order reference from a date, an amount, a unit
 //! or another kind of number all read the same `Scan` and are tuned against each other;
-//! split, a change to one would be made without the others in view.
+//! the words they read are data, in `reference_words`.
 
 use std::collections::BTreeMap;
 
 use super::ids::{scan, skeleton, Join, Scan};
 use super::normalise::{fold, id_key, is_word, occurrences};
+use super::reference_words::{ORDER_WORDS, OTHER_NUMBER_WORDS, UNIT_SUFFIXES};
 
 /// A token that reads like an order reference but is none of the customer's orders.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,150 +60,6 @@ fn resembles(text: &str, id: &str) -> bool {
         _ => false,
     }
 }
-
-/// Words, folded, after which a number is said to be something other than an order, in
-/// the ten languages we answer in.
-const OTHER_NUMBER_WORDS: &[&str] = &[
-    "invoice",
-    "rechnung",
-    "rechnungsnr",
-    "rechnungsnummer",
-    "facture",
-    "factura",
-    "fattura",
-    "factuur",
-    "fatura",
-    "tracking",
-    "tracking number",
-    "sendungsnummer",
-    "sendungsnr",
-    "suivi",
-    "seguimiento",
-    "spedizione",
-    "track & trace",
-    "rastreio",
-    "phone",
-    "tel",
-    "tel.",
-    "telefon",
-    "telephone",
-    "telefono",
-    "telefoon",
-    "telefonnummer",
-    "telefoonnummer",
-    "telefonnr",
-    "telemovel",
-    "mobile",
-    "handy",
-    "portable",
-    "movil",
-    "cellulare",
-    "mobiel",
-    "fax",
-    "iban",
-    "bic",
-    "vat",
-    "vat no",
-    "ust-idnr",
-    "ust-id",
-    "tva",
-    "iva",
-    "btw",
-    "nif",
-    "cif",
-    "p.iva",
-    "partita iva",
-    "cnpj",
-    "cpf",
-    "plz",
-    "zip",
-    "postcode",
-    "code postal",
-    "cp",
-    "cap",
-    "customer number",
-    "kundennummer",
-    "kundennr",
-    "numero client",
-    "card",
-    "karte",
-    "carte",
-    "tarjeta",
-    "carta",
-    "kaart",
-    "cartao",
-    "ending",
-    "ending in",
-    "endet auf",
-    "reference",
-    "ref",
-    "referenz",
-    "referencia",
-    "riferimento",
-    "kenmerk",
-    "store",
-    "filiale",
-    "magasin",
-    "tienda",
-    "negozio",
-    "winkel",
-    "loja",
-    "account",
-    "konto",
-    "compte",
-    "cuenta",
-    "conto",
-    "rekening",
-    "conta",
-    "ticket",
-    "case",
-    "vorgang",
-    "dossier",
-    "caso",
-    "pratica",
-    "zaak",
-    "processo",
-    "发票",
-    "請求書",
-    "인보이스",
-    "송장",
-    "운송장",
-    "운송장 번호",
-    "运单",
-    "运单号",
-    "快递单号",
-    "追跡番号",
-    "伝票番号",
-    "电话",
-    "手机",
-    "電話",
-    "携帯",
-    "전화",
-    "연락처",
-    "邮编",
-    "〒",
-    "우편번호",
-    "卡号",
-    "尾号",
-    "カード",
-    "카드",
-    "账户",
-    "口座",
-    "계좌",
-    // "…番号" is any number; these are not orders.
-    "登録番号",
-    "会員番号",
-    "受付番号",
-    "問い合わせ番号",
-    "お問い合わせ番号",
-    "郵便番号",
-    "電話番号",
-    "注文者番号",
-    "請求書番号",
-    "領収書番号",
-    "承認番号",
-    "取引番号",
-];
 
 /// At most this many unmatched references are handed back (bounded lookups).
 pub const MAX_REFERENCES: usize = 5;
@@ -321,49 +178,6 @@ pub fn mentioned_ids(messages: &[String], ids: &[&str]) -> Vec<String> {
     mentioned_ids_counted(messages, ids, &mut 0)
 }
 
-/// Words after which a token names an order, folded, in the ten languages we answer in.
-/// Not "invoice" or "reference": an invoice, a bank or a parcel has numbers of its own.
-const ORDER_WORDS: &[&str] = &[
-    "order",
-    "order no",
-    "order number",
-    "order id",
-    "order ref",
-    "order nr",
-    "orden",
-    "bestellung",
-    "bestellnummer",
-    "bestellnr",
-    "bestell-nr",
-    "bestelnr",
-    "auftrag",
-    "auftragsnummer",
-    "commande",
-    "n° de commande",
-    "numero de commande",
-    "pedido",
-    "numero de pedido",
-    "n.º de pedido",
-    "ordine",
-    "numero d'ordine",
-    "n. ordine",
-    "bestelling",
-    "bestelnummer",
-    "ordernummer",
-    "encomenda",
-    "numero da encomenda",
-    "주문",
-    "주문번호",
-    "订单",
-    "单号",
-    "编号",
-    "注文",
-    "番号",
-    "オーダー",
-    "注文id",
-    "注文no",
-];
-
 /// Characters between an order word and the id that do not break the link.
 fn is_filler(c: char) -> bool {
     c.is_whitespace()
@@ -457,12 +271,6 @@ fn after_longer_other_word(scanned: &Scan, start: usize) -> bool {
                 .any(|o| w.len() > o.len() && w.ends_with(o))
     })
 }
-
-/// Suffixes that make a number a quantity, not an id (`2nd`, `24h`, `12gb`).
-const UNIT_SUFFIXES: &[&str] = &[
-    "st", "nd", "rd", "th", "am", "pm", "h", "hr", "hrs", "min", "mins", "x", "k", "gb", "mb",
-    "kb", "day", "days", "yen", "usd", "eur", "cny", "rmb", "jpy", "pc", "pcs",
-];
 
 /// Reference-like tokens of one message, in order (`#` excluded), with whether each is
 /// strong; the spans of the customer's own ids are left out.

@@ -79,8 +79,8 @@ impl NamedDay {
     fn in_year(self, year: i32) -> Option<Date> {
         let thanksgiving = || {
             let first = Date::from_calendar_date(year, time::Month::November, 1).ok()?;
-            let to_thursday = (3 - i64::from(first.weekday().number_days_from_monday()))
-                .rem_euclid(7);
+            let to_thursday =
+                (3 - i64::from(first.weekday().number_days_from_monday())).rem_euclid(7);
             first.checked_add(Duration::days(to_thursday + 21))
         };
         match self {
@@ -747,10 +747,7 @@ mod tests {
             days("bought it on black friday"),
             [Day::Named(NamedDay::BlackFriday)]
         );
-        assert_eq!(
-            days("黑五买的年费"),
-            [Day::Named(NamedDay::BlackFriday)]
-        );
+        assert_eq!(days("黑五买的年费"), [Day::Named(NamedDay::BlackFriday)]);
         let december = Moment {
             reported_at: datetime!(2026-12-07 15:00 UTC),
             region: Some(Region::US),

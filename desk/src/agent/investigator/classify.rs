@@ -7,7 +7,8 @@
 
 use policy_engine::RequestKind;
 
-use super::keywords::{KEYWORDS, MONEY_WORDS, MONEY_WORDS_MORE, NEGATED, NEGATED_MORE};
+use super::keywords::{KEYWORDS, MONEY_WORDS, NEGATED};
+use super::keywords_more::{MONEY_WORDS_MORE, NEGATED_MORE};
 use super::keywords_other::MONEY_WORDS_OTHER;
 use std::sync::LazyLock;
 

@@ -19,6 +19,7 @@ mod asks;
 mod candidates;
 mod classify;
 mod keywords;
+mod keywords_more;
 mod keywords_other;
 mod pointers;
 mod reading;
