@@ -114,6 +114,20 @@ impl From<domain::ids::IdError> for DomainError {
     }
 }
 
+/// A case status none of ours, named in a request: bad input.
+impl From<domain::states::UnknownCaseStatus> for DomainError {
+    fn from(e: domain::states::UnknownCaseStatus) -> Self {
+        DomainError::bad_request(ErrorCode::InvalidStatus, e.to_string())
+    }
+}
+
+/// A stored intent status none of ours: a corrupt row, never shown.
+impl From<domain::states::CorruptIntentStatus> for DomainError {
+    fn from(e: domain::states::CorruptIntentStatus) -> Self {
+        DomainError::Internal(e.into())
+    }
+}
+
 impl From<sqlx::Error> for DomainError {
     fn from(e: sqlx::Error) -> Self {
         DomainError::Internal(anyhow::Error::new(e).context("database"))

@@ -23,6 +23,7 @@ const MAX_NAME_CHARS: usize = 80;
 pub struct SavedReply {
     pub id: String,
     pub name: String,
+    #[schema(value_type = crate::schema::Language)]
     pub language: Language,
     pub text: String,
 }

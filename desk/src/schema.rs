@@ -59,6 +59,34 @@ pub struct RefundLine {
     pub currency: Currency,
 }
 
+/// The languages of tickets and replies (`domain::replies::Language`), as ISO 639-1 codes.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum Language {
+    En,
+    Zh,
+    Ja,
+    De,
+    Fr,
+    Es,
+    It,
+    Nl,
+    Pt,
+    Ko,
+}
+
+/// A refund as the customer may see it, in RP-005's words
+/// (`domain::replies::CustomerRefundView`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct CustomerRefundView {
+    pub amount: String,
+    pub currency: String,
+    /// `in_review`, `submitted`, `completed`, `being_verified`, `not_completed`.
+    pub status: String,
+}
+
 #[cfg(test)]
 mod tests {
     use utoipa::PartialSchema;
@@ -93,5 +121,26 @@ mod tests {
         assert_eq!(documented::<super::Outcome>(), wire(&outcomes));
         let currencies = [Currency::CNY, Currency::USD, Currency::EUR, Currency::JPY];
         assert_eq!(documented::<super::Currency>(), wire(&currencies));
+        let languages = domain::replies::Language::ALL;
+        assert_eq!(documented::<super::Language>(), wire(&languages));
+    }
+
+    #[test]
+    fn the_documented_customer_refund_view_has_the_domains_fields() {
+        let schema =
+            serde_json::to_value(<super::CustomerRefundView as utoipa::PartialSchema>::schema())
+                .unwrap();
+        let mut documented: Vec<&String> =
+            schema["properties"].as_object().unwrap().keys().collect();
+        documented.sort();
+        let view = domain::replies::CustomerRefundView {
+            amount: "1.00".into(),
+            currency: "USD".into(),
+            status: "completed".into(),
+        };
+        let wire = serde_json::to_value(view).unwrap();
+        let mut fields: Vec<&String> = wire.as_object().unwrap().keys().collect();
+        fields.sort();
+        assert_eq!(documented, fields);
     }
 }

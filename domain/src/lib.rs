@@ -1,6 +1,8 @@
 //! Refund desk's domain rules that need nothing but their inputs: how a customer's mail is
-//! laid out (`structure`), which of their records a message points at (`resolve`), and the
-//! outcome a decision comes to (`verdict`).
+//! laid out (`structure`), which of their records a message points at (`resolve`), the
+//! outcome a decision comes to (`verdict`), the lifecycle states of cases and refund
+//! intents (`states`), and every word the customer is told, in their language
+//! (`replies`).
 //!
 //! No I/O: no database, HTTP, clock, file or template. The crates above hand these
 //! functions text and records and get values back; `tests::layers` in the `app` crate
@@ -14,8 +16,10 @@ pub mod money_text;
 pub mod notice;
 pub mod phrases;
 pub mod reading;
+pub mod replies;
 pub mod reply_template;
 pub use error_code::ErrorCode;
 pub mod resolve;
+pub mod states;
 pub mod structure;
 pub mod verdict;

@@ -24,6 +24,7 @@ pub struct TicketView {
     pub id: String,
     pub customer_id: String,
     pub order_id: Option<String>,
+    #[schema(value_type = crate::schema::Language)]
     pub language: Language,
     pub created_at: String,
     /// The first line of the first message, shortened: what the ticket is about.
@@ -180,6 +181,7 @@ impl TicketView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CustomerRefundLine {
     #[serde(flatten)]
+    #[schema(value_type = crate::schema::CustomerRefundView)]
     pub refund: replies::CustomerRefundView,
     pub status_text: &'static str,
     /// The amount as the ticket's language writes it (¥19,800, 1.234,56 €).

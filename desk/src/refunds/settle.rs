@@ -63,7 +63,11 @@ pub async fn settle_case_status_tx(
         .await?;
     let statuses = rows
         .iter()
-        .map(|r| IntentStatus::from_stored(&r.try_get::<String, _>("status")?))
+        .map(|r| {
+            Ok(IntentStatus::from_stored(
+                &r.try_get::<String, _>("status")?,
+            )?)
+        })
         .collect::<DomainResult<Vec<_>>>()?;
     let Some(target) = status_for(&statuses) else {
         return Ok(None);

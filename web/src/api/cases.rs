@@ -47,7 +47,9 @@ const DEFAULT_LIMIT: i64 = 100;
 pub fn status_filter(status: Option<&str>) -> Result<Option<CaseStatus>, AppError> {
     match status.map(str::trim) {
         None | Some("") | Some("all") => Ok(None),
-        Some(s) => Ok(Some(CaseStatus::parse(s)?)),
+        Some(s) => Ok(Some(
+            CaseStatus::parse(s).map_err(desk::error::DomainError::from)?,
+        )),
     }
 }
 

@@ -209,7 +209,7 @@ pub(super) async fn ticket_list_response(
             lang,
             t: replies::page_text(lang),
             csrf: session.csrf_token.clone(),
-            error: refused.map(|r| replies::page_error(lang, r.error)),
+            error: refused.map(|r| replies::page_error(lang, r.error.code())),
         }),
         Err(e) => AppError::from(e).into_response(),
     }
@@ -294,7 +294,7 @@ pub(super) async fn ticket_page_response(
                 lang: view.language,
                 t: replies::page_text(view.language),
                 draft: refused.as_ref().map_or("", |r| r.text).to_string(),
-                error: refused.map(|r| replies::page_error(view.language, r.error)),
+                error: refused.map(|r| replies::page_error(view.language, r.error.code())),
                 with_a_person: replies::person_reply(view.language),
                 csrf: session.csrf_token.clone(),
                 csat_asked: resolved && !csat_answered,

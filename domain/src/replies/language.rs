@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// The language of a ticket and of everything its customer is told. Stored as its
 /// ISO 639-1 code (`en`, `zh`, `ja`, `de`, `fr`, `es`, `it`, `nl`, `pt`, `ko`) in
 /// `tickets.language` (a TEXT column: new language codes need no migration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     En,
@@ -76,12 +76,10 @@ impl Language {
     }
 
     /// A stored code. English is the fallback for any other language, so a
-    /// code this build does not know (written by a newer one) still gets answers.
+    /// code this build does not know (written by a newer one, or a language we read
+    /// but do not answer in) still gets answers.
     pub fn from_stored(code: &str) -> Language {
-        code.parse().unwrap_or_else(|e: UnknownLanguage| {
-            tracing::warn!(error = %e, "stored language falls back to English");
-            Language::En
-        })
+        code.parse().unwrap_or(Language::En)
     }
 
     /// The language of a page shown before we know who the customer is (the sign-in
@@ -169,7 +167,7 @@ impl fmt::Display for Language {
 ///   their words clearly outnumber English ones, else English, the fallback for every
 ///   other language.
 pub fn detect_language(text: &str, region: Option<Region>, default: Language) -> Language {
-    written_in(&domain::structure::split(text).new_text(), text, region).unwrap_or(default)
+    written_in(&crate::structure::split(text).new_text(), text, region).unwrap_or(default)
 }
 
 /// [`detect_language`] of `text` whose new words (`structure::Parts::new_text`) were

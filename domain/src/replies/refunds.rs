@@ -186,7 +186,7 @@ pub fn refund_status_text(lang: Language, status: &str) -> &'static str {
 }
 
 /// A refund as the customer may see it, in RP-005's words.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CustomerRefundView {
     pub amount: String,
     pub currency: String,

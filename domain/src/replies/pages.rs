@@ -1,7 +1,7 @@
 //! The labels and error messages of the customer's ticket pages, per language.
 
 use super::language::Language;
-use crate::error::{DomainError, ErrorCode};
+use crate::ErrorCode;
 
 /// Every label of the customer's ticket list and ticket page, in one language. A struct
 /// rather than strings compared in templates: a language without a label does not compile.
@@ -404,10 +404,10 @@ impl PageText {
 /// Why a customer's action on the ticket pages failed, in their language. Built from the
 /// error's code, so the API keeps its English messages while the pages speak the
 /// customer's language; internal errors stay opaque.
-pub fn page_error(lang: Language, error: &DomainError) -> String {
+pub fn page_error(lang: Language, code: ErrorCode) -> String {
     let max = super::MAX_MESSAGE_CHARS;
     let [empty, too_long, long_order, rate_limited, changed, generic] = error_words(lang);
-    match error.code() {
+    match code {
         ErrorCode::EmptyMessage => empty.to_string(),
         ErrorCode::PayloadTooLarge => too_long.replace("{max}", &max.to_string()),
         ErrorCode::InvalidOrderId => long_order.to_string(),

@@ -28,7 +28,7 @@ fn amounts(lang: Language, decision: &Decision) -> String {
     decision
         .refunds
         .iter()
-        .map(|r| domain::money_text::localized(&r.amount, lang.as_str()))
+        .map(|r| crate::money_text::localized(&r.amount, lang.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -8,7 +8,7 @@
 //! are in English, as the console is.
 
 use super::Language;
-use crate::mailbox::MailKind;
+use crate::notice::Notice as MailKind;
 
 /// A mail's subject: what happened, then the ticket's own subject, then its token (the
 /// fallback that threads an answer whose client dropped `In-Reply-To`).

@@ -5,7 +5,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{DomainError, DomainResult, ErrorCode};
+/// A case status that is none of ours, named in a request: bad input
+/// (`ErrorCode::InvalidStatus` where it reaches a caller).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown case status '{0}'")]
+pub struct UnknownCaseStatus(pub String);
+
+/// A refund intent's status that is none of ours, read from a stored row: a corrupt
+/// row, an internal error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown intent status '{0}' in refund_intents")]
+pub struct CorruptIntentStatus(pub String);
 
 macro_rules! statuses {
     ($($variant:ident => $name:literal),* $(,)?) => {
@@ -19,10 +29,10 @@ macro_rules! statuses {
                 match self { $(CaseStatus::$variant => $name),* }
             }
 
-            pub fn parse(s: &str) -> DomainResult<CaseStatus> {
+            pub fn parse(s: &str) -> Result<CaseStatus, UnknownCaseStatus> {
                 match s {
                     $($name => Ok(CaseStatus::$variant),)*
-                    _ => Err(DomainError::bad_request(ErrorCode::InvalidStatus, format!("unknown case status '{s}'"))),
+                    _ => Err(UnknownCaseStatus(s.to_string())),
                 }
             }
         }
@@ -253,11 +263,11 @@ impl IntentStatus {
     }
 
     /// A stored status; anything else is a corrupt row, an internal error.
-    pub fn from_stored(s: &str) -> DomainResult<IntentStatus> {
+    pub fn from_stored(s: &str) -> Result<IntentStatus, CorruptIntentStatus> {
         IntentStatus::ALL
             .into_iter()
             .find(|status| status.as_str() == s)
-            .ok_or_else(|| anyhow::anyhow!("unknown intent status '{s}' in refund_intents").into())
+            .ok_or_else(|| CorruptIntentStatus(s.to_string()))
     }
 }
 
