@@ -18,6 +18,7 @@ pub mod phrases;
 pub mod reading;
 pub mod replies;
 pub mod reply_template;
+pub mod request;
 pub use error_code::ErrorCode;
 pub mod resolve;
 pub mod states;

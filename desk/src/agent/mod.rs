@@ -30,7 +30,6 @@ pub mod findings;
 pub mod investigator;
 pub mod llm;
 pub mod prompt;
-pub mod records_kind;
 pub mod rules;
 pub mod tools;
 

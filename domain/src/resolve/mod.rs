@@ -100,7 +100,7 @@ pub enum RequestSource {
     /// The customer's words name the kind.
     Text,
     /// The words left it unclear or the order's charges contradict them, and the
-    /// charges fit exactly one kind (`agent::records_kind`).
+    /// charges fit exactly one kind (`request::records`).
     Records,
 }
 

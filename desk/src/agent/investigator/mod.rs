@@ -15,17 +15,11 @@
 //! cancellation), and the proposal records which (`request_source`). It proposes, with
 //! evidence and citations; the policy engine decides.
 
-mod asks;
 mod candidates;
-mod classify;
-mod keywords;
-mod keywords_more;
-mod keywords_other;
-mod pointers;
 mod reading;
 mod turn;
 
-pub use classify::{classify, speaks_of_money};
+pub use domain::request::{classify, speaks_of_money};
 
 use super::{BoxFuture, ModelContext, ModelTurn};
 

@@ -9,10 +9,10 @@ use policy_engine::RequestKind;
 use serde_json::Value;
 
 use super::candidates::results;
-use super::classify::kinds_named;
-use super::pointers::CHARGE_POINTERS;
 use crate::agent::ModelContext;
 use domain::reading::{KindNamed, NamedOrder, Reading, Whose};
+use domain::request::kinds_named;
+use domain::request::pointers::CHARGE_POINTERS;
 use domain::resolve::{self, Day};
 use domain::structure::{fold_words, Place};
 

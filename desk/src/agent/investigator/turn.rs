@@ -12,13 +12,13 @@ use policy_engine::RequestKind;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::asks::asks_for_money_back;
 use super::candidates::{attempted, call, candidate, charges_result, decimal, results, took_money};
-use super::classify::{classify, kinds_named, speaks_of_money};
-use crate::agent::records_kind;
 use crate::agent::{
     EvidenceRef, Exchange, ModelContext, ModelTurn, Proposal, ProposedRefund, ToolCall,
 };
+use domain::request::asks::asks_for_money_back;
+use domain::request::records as records_kind;
+use domain::request::{classify, kinds_named, speaks_of_money};
 use domain::resolve::{self, OrderCandidate, OrderSource, RequestSource, Resolution, ResolveInput};
 
 // Long because it is the built-in investigator's one decision per turn, read top to bottom

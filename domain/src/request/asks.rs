@@ -5,7 +5,7 @@
 //! is owed); "can you check the payment of my order" asks whether it was charged right
 //! (RP-001 answers). Data and one function; matched on folded text (`fold_words`).
 
-use domain::structure::fold_words;
+use crate::structure::fold_words;
 
 /// Asking for money back: refund words, "money back", "pay back", in English, Chinese,
 /// Japanese, Korean, German, French, Spanish, Italian, Dutch, Portuguese, then Polish,
@@ -68,7 +68,7 @@ const MONEY_BACK: &[&str] = &[
 ];
 
 /// Whether `text` asks for money back (word starts only: `erstatt` in `erstatten`).
-pub(super) fn asks_for_money_back(text: &str) -> bool {
+pub fn asks_for_money_back(text: &str) -> bool {
     let text = fold_words(text);
     MONEY_BACK.iter().any(|w| {
         text.match_indices(w).any(|(at, _)| {

@@ -5,7 +5,7 @@
 //! charge reading comes before the cancellation one (`keywords::KEYWORDS` order). Data
 //! only, folded as `structure::fold_words` folds text.
 
-pub(super) const CHARGE_POINTERS: &[&str] = &[
+pub const CHARGE_POINTERS: &[&str] = &[
     // English
     "second charge",
     "second payment",

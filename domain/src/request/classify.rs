@@ -12,9 +12,9 @@ use super::keywords_more::{MONEY_WORDS_MORE, NEGATED_MORE};
 use super::keywords_other::MONEY_WORDS_OTHER;
 use std::sync::LazyLock;
 
-use domain::phrases::PhraseSet;
-use domain::resolve;
-use domain::structure::fold_words;
+use crate::phrases::PhraseSet;
+use crate::resolve;
+use crate::structure::fold_words;
 
 /// Phrases are matched on text folded by `structure::fold_words` (NFKC, lower case,
 /// accents dropped), so full-width input (`Ｃａｎｃｅｌ`) reads like ASCII and `RÉTRACTATION`
@@ -98,7 +98,7 @@ pub fn classify(text: &str) -> RequestKind {
     })
 }
 
-/// The negated holds, in order, as one set (`domain::phrases`).
+/// The negated holds, in order, as one set (`crate::phrases`).
 static NEGATIONS: LazyLock<PhraseSet> =
     LazyLock::new(|| PhraseSet::new(NEGATED.iter().chain(NEGATED_MORE).copied()));
 

@@ -22,7 +22,7 @@
 use policy_engine::RequestKind;
 use rust_decimal::Decimal;
 
-use domain::resolve::{self, OrderCandidate};
+use crate::resolve::{self, OrderCandidate};
 
 /// Beyond this many orders the records are not scanned for a kind (bounded reads):
 /// with that many, one anomaly is no longer evidence of what this ticket is about.
@@ -101,7 +101,7 @@ pub fn read_kind<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use domain::resolve::ChargeSummary;
+    use crate::resolve::ChargeSummary;
 
     fn charge(amount: &str, took_money: bool, hold: bool) -> ChargeSummary {
         ChargeSummary {

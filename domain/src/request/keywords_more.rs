@@ -6,7 +6,7 @@
 
 /// Holds: a reserved amount not yet taken ("vorgemerkt", "empreinte bancaire",
 /// "retención", "importo bloccato", "gereserveerd", "valor retido").
-pub(super) const HOLD_EU: &[&str] = &[
+pub(crate) const HOLD_EU: &[&str] = &[
     // German
     "vorgemerkt",
     "vormerkung",
@@ -102,7 +102,7 @@ pub(super) const HOLD_EU: &[&str] = &[
     "nao foi debitado",
 ];
 
-pub(super) const HOLD_KO: &[&str] = &[
+pub(crate) const HOLD_KO: &[&str] = &[
     "가승인",
     "승인 보류",
     "보류",
@@ -116,7 +116,7 @@ pub(super) const HOLD_KO: &[&str] = &[
 ];
 
 /// Duplicates, twice-taken payments and repeat purchases.
-pub(super) const DUPLICATE_EU: &[&str] = &[
+pub(crate) const DUPLICATE_EU: &[&str] = &[
     // German
     "doppelt",
     "doppelte",
@@ -257,7 +257,7 @@ pub(super) const DUPLICATE_EU: &[&str] = &[
     "ja tinha comprado",
 ];
 
-pub(super) const DUPLICATE_KO: &[&str] = &[
+pub(crate) const DUPLICATE_KO: &[&str] = &[
     "두 개",
     "두개",
     "2개",
@@ -283,7 +283,7 @@ pub(super) const DUPLICATE_KO: &[&str] = &[
 ];
 
 /// More taken than the price.
-pub(super) const OVERCHARGE_EU: &[&str] = &[
+pub(crate) const OVERCHARGE_EU: &[&str] = &[
     // German
     "zu viel",
     "zuviel",
@@ -380,7 +380,7 @@ pub(super) const OVERCHARGE_EU: &[&str] = &[
     "cupom",
 ];
 
-pub(super) const OVERCHARGE_KO: &[&str] = &[
+pub(crate) const OVERCHARGE_KO: &[&str] = &[
     "더 많이",
     "더 많은 금액",
     "과다",
@@ -396,7 +396,7 @@ pub(super) const OVERCHARGE_KO: &[&str] = &[
 ];
 
 /// Cancellations, and each jurisdiction's statutory withdrawal wording.
-pub(super) const CANCELLATION_EU: &[&str] = &[
+pub(crate) const CANCELLATION_EU: &[&str] = &[
     // German (BGB § 355: "Hiermit widerrufe ich den von mir abgeschlossenen Vertrag")
     "widerruf*",
     "widerrufe",
@@ -497,7 +497,7 @@ pub(super) const CANCELLATION_EU: &[&str] = &[
 ];
 
 /// Korean ("청약철회": the withdrawal of the E-Commerce Act).
-pub(super) const CANCELLATION_KO: &[&str] = &[
+pub(crate) const CANCELLATION_KO: &[&str] = &[
     "안 쓸",
     "후회",
     "되돌",
@@ -515,7 +515,7 @@ pub(super) const CANCELLATION_KO: &[&str] = &[
 ];
 
 /// Money words of the other languages (stems end in `*`).
-pub(super) const MONEY_WORDS_MORE: &[&str] = &[
+pub(crate) const MONEY_WORDS_MORE: &[&str] = &[
     "erstatt*",
     "ruckerstatt*",
     "geld",
@@ -567,7 +567,7 @@ pub(super) const MONEY_WORDS_MORE: &[&str] = &[
 ];
 
 /// Negated holds of the other languages.
-pub(super) const NEGATED_MORE: &[&str] = &[
+pub(crate) const NEGATED_MORE: &[&str] = &[
     "nicht mehr ausstehend",
     "nicht ausstehend",
     "nicht vorgemerkt",

@@ -8,7 +8,7 @@
 //! `keywords`. Written from how these languages and their consumer law put it.
 
 /// Holds: "blokada środków", "reserverat belopp", "provizyon", "blokace částky".
-pub(super) const HOLD_OTHER: &[&str] = &[
+pub(crate) const HOLD_OTHER: &[&str] = &[
     // Polish
     "blokad*",
     "zablokowan*",
@@ -41,7 +41,7 @@ pub(super) const HOLD_OTHER: &[&str] = &[
 ];
 
 /// Duplicates and repeat purchases: "dwa razy", "två gånger", "iki kez", "dvakrát".
-pub(super) const DUPLICATE_OTHER: &[&str] = &[
+pub(crate) const DUPLICATE_OTHER: &[&str] = &[
     // Polish
     "dwa razy",
     "2 razy",
@@ -93,7 +93,7 @@ pub(super) const DUPLICATE_OTHER: &[&str] = &[
 ];
 
 /// Overcharges: "za dużo", "för mycket", "fazla ücret", "vyšší částka".
-pub(super) const OVERCHARGE_OTHER: &[&str] = &[
+pub(crate) const OVERCHARGE_OTHER: &[&str] = &[
     // Polish
     "za duzo",
     "zawyzon*",
@@ -121,7 +121,7 @@ pub(super) const OVERCHARGE_OTHER: &[&str] = &[
 
 /// Withdrawals and cancellations: "odstąpić od umowy", "ångerrätt", "cayma hakkı",
 /// "odstoupit od smlouvy", and plain "cancel".
-pub(super) const CANCELLATION_OTHER: &[&str] = &[
+pub(crate) const CANCELLATION_OTHER: &[&str] = &[
     // Polish (ustawa o prawach konsumenta: "odstąpienie od umowy")
     "odstap*",
     "rezygn*",
@@ -158,7 +158,7 @@ pub(super) const CANCELLATION_OTHER: &[&str] = &[
 ];
 
 /// Words that show a message is about money (`classify::speaks_of_money`).
-pub(super) const MONEY_WORDS_OTHER: &[&str] = &[
+pub(crate) const MONEY_WORDS_OTHER: &[&str] = &[
     // Polish
     "zwrot*",
     "zwroc*",

@@ -26,7 +26,7 @@ use super::pointers::CHARGE_POINTERS;
 /// double charge. Charge complaints come before cancellations, so "please cancel the
 /// extra charge" is read as the charge complaint it is. ASCII phrases match on word
 /// boundaries ("hold" is not in "cardholder").
-pub(super) const KEYWORDS: &[(RequestKind, &[&[&str]])] = &[
+pub(crate) const KEYWORDS: &[(RequestKind, &[&[&str]])] = &[
     (
         RequestKind::AuthorizationHold,
         &[HOLD, HOLD_EU, HOLD_KO, HOLD_OTHER],
@@ -341,7 +341,7 @@ const CANCELLATION: &[&str] = &[
 
 /// Words that say a message is about money at all (stems end in `*`): only then may
 /// unclear words be read against the billing records (`read_request`).
-pub(super) const MONEY_WORDS: &[&str] = &[
+pub(crate) const MONEY_WORDS: &[&str] = &[
     "refund*",
     "charg*",
     "bill*",
@@ -385,7 +385,7 @@ pub(super) const MONEY_WORDS: &[&str] = &[
 
 /// Negated mentions of a hold ("they're not pending"): a customer saying what the
 /// charge is not. Blanked before matching so they do not read as a hold.
-pub(super) const NEGATED: &[&str] = &[
+pub(crate) const NEGATED: &[&str] = &[
     "not pending",
     "aren't pending",
     "arent pending",
