@@ -176,8 +176,8 @@ impl Services {
     }
 
     /// Where customer mail is taken in.
-    pub fn intake(&self) -> crate::mail::inbound::Intake<'_> {
-        crate::mail::inbound::Intake {
+    pub fn intake(&self) -> crate::mail::intake::Intake<'_> {
+        crate::mail::intake::Intake {
             db: &self.db,
             clock: self.clock.as_ref(),
             queue: self.queue(),

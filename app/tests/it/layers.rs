@@ -23,6 +23,7 @@ const FLOORS: &[&[&str]] = &[
         "domain",
         "store",
         "terminal",
+        "mail-templates",
     ],
     &["desk"],
     // The HTTP edge, and the settings both binaries parse: side by side.
@@ -64,11 +65,21 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     // The workflow knows refunds, not the web edge (its HTTP is the provider's client),
     // and draws nothing at a terminal (the binaries' `terminal` crate does).
     ("desk", &["axum", "rmcp", "indicatif", "clap"]),
+    // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.
+    (
+        "mail-templates",
+        &["sqlx", "axum", "reqwest", "tokio", "hyper", "lettre"],
+    ),
 ];
 
 /// Outside crates a crate must not use itself, though a crate below it does: the web edge
-/// asks `desk` and writes no SQL of its own.
-const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[("web", &["sqlx"]), ("app", &["sqlx", "askama"])];
+/// asks `desk` and writes no SQL of its own; the workflow renders no template (its mails'
+/// bodies are `mail-templates`').
+const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[
+    ("web", &["sqlx"]),
+    ("app", &["sqlx", "askama"]),
+    ("desk", &["askama"]),
+];
 
 /// The platform this machine builds for, as `rustc -vV` names it.
 fn host_platform() -> String {

@@ -416,7 +416,7 @@ async fn a_hundred_mails_from_one_address_in_a_minute_are_held_and_all_processed
     println!("in the first minute: {taken} taken, {held} held");
     assert_eq!(
         taken as i64,
-        desk::mail::inbound::MAILS_PER_SENDER_PER_MINUTE
+        desk::mail::intake::MAILS_PER_SENDER_PER_MINUTE
     );
     assert_eq!(held + taken, 100);
     // Minute by minute, the worker takes the held mail in, in order, nothing dropped.
@@ -609,7 +609,7 @@ sys.stdout.buffer.write(m.as_bytes())
         .unwrap();
     assert_eq!(
         kept.len(),
-        desk::mail::inbound::MAX_ATTACHMENTS,
+        desk::mail::intake::MAX_ATTACHMENTS,
         "ten kept of twelve"
     );
     let messages = ticket_messages(&app, ticket_id).await;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::resolved::forget_resolved;
-use super::staff::staff_from_row;
+use super::rows::{check_password_strength, checked_email, staff_from_row, void_invitations};
 use super::tokens::{issue, NewToken};
 use super::{hash_password_off_runtime, random_token, token_hash, ServiceKind, Staff, StaffRole};
 use crate::clock::rfc3339;
@@ -334,7 +334,7 @@ pub async fn invite(
     role: StaffRole,
     now_ms: i64,
 ) -> DomainResult<String> {
-    let email = super::staff::checked_email(email)?;
+    let email = checked_email(email)?;
     if let Some(existing) = super::staff_by_email(db, &email).await? {
         if is_active(db, &existing.id).await? {
             return Err(DomainError::conflict(
@@ -375,7 +375,7 @@ pub async fn send_invitation(
     link: &str,
     now_ms: i64,
 ) -> DomainResult<()> {
-    let email = super::staff::checked_email(email)?;
+    let email = checked_email(email)?;
     let words = format!(
         "You are invited to join the refund desk as {} {}. Open this link within {} days to choose your password: {link}",
         if role == StaffRole::Agent || role == StaffRole::Admin { "an" } else { "a" },
@@ -415,7 +415,7 @@ pub async fn accept_invite(
     password: &str,
     now_ms: i64,
 ) -> DomainResult<Staff> {
-    super::staff::check_password_strength(password)?;
+    check_password_strength(password)?;
     let invite = open_invite(db, token, now_ms)
         .await?
         .ok_or(DomainError::NotFound("invitation"))?;
@@ -449,38 +449,6 @@ pub async fn accept_invite(
     .await?;
     tx.commit().await?;
     Ok(staff)
-}
-
-/// Voids every open invitation link of `email` (docs/spec/roles.md: a link is for one
-/// person in one state; any change to them ends it).
-pub(super) async fn void_invitations(
-    tx: &mut Tx<'_>,
-    email: &str,
-    now_ms: i64,
-) -> DomainResult<()> {
-    sqlx::query("UPDATE staff_invites SET used_at = $1 WHERE email = $2 AND used_at IS NULL")
-        .bind(now_ms)
-        .bind(email)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-/// [`void_invitations`] for the staff member `staff_id`.
-pub(super) async fn void_invitations_of(
-    tx: &mut Tx<'_>,
-    staff_id: &str,
-    now_ms: i64,
-) -> DomainResult<()> {
-    sqlx::query(
-        "UPDATE staff_invites SET used_at = $1 WHERE used_at IS NULL
-           AND email = (SELECT email FROM staff WHERE id = $2)",
-    )
-    .bind(now_ms)
-    .bind(staff_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// Whether an active staff member has `email`.

@@ -13,7 +13,7 @@ use sqlx::Row;
 
 use super::oidc::{Identity, OidcSettings, Refused};
 use super::provisioning::{GroupRoles, NO_PASSWORD};
-use super::staff::staff_from_row;
+use super::rows::staff_from_row;
 use super::{Staff, StaffRole};
 use store::{new_id, Db, Tx};
 

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::staff::staff_from_row;
+use super::rows::staff_from_row;
 use super::{verify_password_off_runtime, Staff};
 use crate::error::DomainResult;
 use store::{new_id, Db};

@@ -13,6 +13,7 @@ pub mod accounts;
 mod linking;
 pub mod oidc;
 pub mod provisioning;
+mod rows;
 mod staff;
 pub use staff::{assignable_staff, list_staff, staff_by_email, unlock_staff, upsert_staff};
 mod login;

@@ -15,7 +15,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::resolved::forget_resolved;
-use super::staff::staff_from_row;
+use super::rows::staff_from_row;
 use super::{Staff, StaffRole};
 use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult, ErrorCode};
@@ -381,7 +381,7 @@ async fn apply(
         .execute(&mut **tx)
         .await?;
     // docs/spec/roles.md: any change to a person voids every open invitation of theirs.
-    super::accounts::void_invitations_of(tx, id, p.now_ms).await
+    super::rows::void_invitations_of(tx, id, p.now_ms).await
 }
 
 /// Deletes a provisioned person: deactivated, out of every group, no longer a SCIM
@@ -697,7 +697,7 @@ async fn reassign_roles(
             .bind(staff_id)
             .execute(&mut **tx)
             .await?;
-        super::accounts::void_invitations_of(tx, staff_id, p.now_ms).await?;
+        super::rows::void_invitations_of(tx, staff_id, p.now_ms).await?;
     }
     Ok(())
 }

@@ -1,9 +1,8 @@
 //! Staff accounts: created or updated with an argon2id hash, looked up, listed, unlocked.
 
-use sqlx::Row;
-
+use super::rows::{check_password_strength, checked_email, staff_from_row, void_invitations};
 use super::{hash_password_off_runtime, Staff, StaffRole};
-use crate::error::{DomainError, DomainResult, ErrorCode};
+use crate::error::{DomainError, DomainResult};
 use store::{new_id, Db};
 
 /// Adds a staff member or updates their role and password. Every session and token the
@@ -40,40 +39,12 @@ pub async fn upsert_staff(
     .bind(&email)
     .execute(&mut *tx)
     .await?;
-    super::accounts::void_invitations(&mut tx, &email, now_ms).await?;
+    void_invitations(&mut tx, &email, now_ms).await?;
     tx.commit().await?;
     super::resolved::forget_resolved();
     staff_by_email(db, &email)
         .await?
         .ok_or(DomainError::NotFound("staff"))
-}
-
-/// An email as staff accounts keep it: trimmed, lower case, checked.
-pub(crate) fn checked_email(email: &str) -> DomainResult<String> {
-    let email = email.trim().to_ascii_lowercase();
-    let (local, domain) = email.split_once('@').unwrap_or(("", ""));
-    if local.is_empty()
-        || !domain.contains('.')
-        || email.len() > 254
-        || email.contains(char::is_whitespace)
-    {
-        return Err(DomainError::bad_request(
-            ErrorCode::InvalidEmail,
-            format!("'{email}' is not an email address"),
-        ));
-    }
-    Ok(email)
-}
-
-/// A password long enough to keep.
-pub(crate) fn check_password_strength(password: &str) -> DomainResult<()> {
-    if password.chars().count() < 8 {
-        return Err(DomainError::bad_request(
-            ErrorCode::WeakPassword,
-            "passwords have at least 8 characters",
-        ));
-    }
-    Ok(())
 }
 
 pub async fn staff_by_email(db: &Db, email: &str) -> DomainResult<Option<Staff>> {
@@ -82,14 +53,6 @@ pub async fn staff_by_email(db: &Db, email: &str) -> DomainResult<Option<Staff>>
         .fetch_optional(db.pool())
         .await?;
     row.map(|r| staff_from_row(&r)).transpose()
-}
-
-pub(crate) fn staff_from_row(r: &sqlx::any::AnyRow) -> DomainResult<Staff> {
-    Ok(Staff {
-        id: r.try_get("id")?,
-        email: r.try_get("email")?,
-        role: StaffRole::parse(&r.try_get::<String, _>("role")?)?,
-    })
 }
 
 /// Forgets an account's failed logins (`refund-agent staff unlock`, the admin's unlock

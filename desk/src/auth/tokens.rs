@@ -4,7 +4,7 @@ use sqlx::Row;
 
 use super::login::LOGIN_WINDOW_MS;
 use super::resolved::{cached, forget_resolved, generation, remember, Resolved};
-use super::staff::staff_from_row;
+use super::rows::staff_from_row;
 use super::{random_token, token_hash, Principal, API_TOKEN_TTL_MS, SESSION_TTL_MS};
 use crate::error::DomainResult;
 use store::Db;

@@ -9,7 +9,7 @@
 //!
 //! What it does not do: read the report (`parse`), or answer it (a bounce never is).
 
-use super::inbound::Intake;
+use super::intake::Intake;
 use super::parse::Bounce;
 use crate::error::DomainResult;
 use crate::mailbox::{addresses, outbox, outbox_id_of};

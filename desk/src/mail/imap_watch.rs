@@ -17,7 +17,8 @@ use async_imap::{Client, Session};
 use futures_util::TryStreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::inbound::{self, Intake};
+use super::inbound;
+use super::intake::Intake;
 use super::ImapTarget;
 use crate::error::DomainError;
 

@@ -19,8 +19,10 @@
 
 pub mod authentication;
 pub mod bounces;
+mod delivery;
 pub mod imap_watch;
 pub mod inbound;
+pub mod intake;
 pub mod new_words;
 pub mod parse;
 pub mod render;

@@ -1,14 +1,13 @@
-//! An outbox row turned into the bytes of one mail: a text part and an HTML
-//! part (askama, `mail.txt` and `mail.html`) in the recipient's language, the Message-ID
+//! An outbox row turned into the bytes of one mail: its words in the recipient's
+//! language, rendered by `mail_templates` into a text part and an HTML part, the Message-ID
 //! derived from the row, `In-Reply-To`/`References` so the customer's client threads it
 //! with the ticket's mails, the ticket's token in the subject, and the sign-in link the
 //! caller issued. Every mail we send says it is automatic (`Auto-Submitted`, RFC 3834),
 //! so other responders do not answer it and no loop starts.
 //!
-//! Pure apart from the templates: no store, no clock (the date is passed in), no link
+//! Pure: no store, no clock (the date is passed in), no link
 //! issued here.
 
-use askama::Template;
 use mail_builder::headers::raw::Raw;
 use mail_builder::MessageBuilder;
 
@@ -16,33 +15,7 @@ use super::MailSettings;
 use crate::mailbox::outbox::{OutboxMail, Recipient};
 use crate::mailbox::{message_id, MailKind};
 use crate::replies::{self, Language};
-
-/// The words of one mail, shared by its two parts.
-#[derive(Debug, Clone)]
-pub struct Words {
-    pub lang: &'static str,
-    pub headline: String,
-    pub paragraphs: Vec<String>,
-    pub link: Option<String>,
-    pub open_label: String,
-    pub link_note: String,
-    pub reply_note: String,
-    pub ticket_line: String,
-}
-
-/// The HTML part of a mail: the same words as the text part, askama-escaped.
-#[derive(Template)]
-#[template(path = "mail.html")]
-struct HtmlPart<'a> {
-    w: &'a Words,
-}
-
-/// The plain-text part of a mail.
-#[derive(Template)]
-#[template(path = "mail.txt")]
-struct TextPart<'a> {
-    w: &'a Words,
-}
+pub use mail_templates::Words;
 
 /// What the store says about a row's mail, read by the sender before rendering.
 #[derive(Debug, Clone, Default)]
@@ -117,8 +90,7 @@ pub fn render(
     let lang = Language::from_stored(&mail.language);
     let token = mail.ticket_id.as_deref().unwrap_or("");
     let subject = replies::mail_subject(lang, mail.kind, &context.ticket_subject, token);
-    let html = HtmlPart { w: words }.render()?;
-    let text = TextPart { w: words }.render()?;
+    let parts = mail_templates::render(words)?;
     let mut builder = MessageBuilder::new()
         .from(from)
         .to(context.recipient.as_str())
@@ -128,8 +100,8 @@ pub fn render(
         // RFC 3834: an automatic mail, which no responder should answer (no loops).
         .header("Auto-Submitted", Raw::new("auto-generated"))
         .header("X-Auto-Response-Suppress", Raw::new("All"))
-        .text_body(text)
-        .html_body(html);
+        .text_body(parts.text)
+        .html_body(parts.html);
     if let Some(last) = context.references.last() {
         builder = builder
             .in_reply_to(last.clone())

@@ -6,12 +6,13 @@
 //! words would send a decided case back to investigation). Once the customer signs in
 //! through that link, the waiting case is investigated and held mail is taken as theirs.
 //!
-//! What it does not do: decide what proves a sender (`authentication`), or render the
-//! link (`send` issues it when it renders the mail, and ties it to the mail here).
+//! What it does not do: decide what proves a sender (`authentication`), choose between a
+//! waiting ticket and a held mail (`inbound`, which knows the thread), or render the link
+//! (`send` issues it when it renders the mail, and ties it to the mail here).
 
 use base64::Engine;
 
-use super::inbound::{self, InboundOutcome, Incoming, Intake};
+use super::intake::{duplicate_now, ignored, InboundOutcome, Intake};
 use crate::cases::{self, CaseStatus};
 use crate::error::DomainResult;
 use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
@@ -21,38 +22,6 @@ use store::Db;
 
 /// The reason an unproven mail's record and answer carry.
 pub const UNVERIFIED_SENDER: &str = "unverified_sender";
-
-/// Takes an unproven mail (`why`: what the proof lacked, for the log): a new request
-/// opens its waiting ticket; a mail for an existing ticket is held.
-pub(super) async fn take(
-    intake: Intake<'_>,
-    mail: &Incoming<'_>,
-    base: Taken<'_>,
-    raw: &[u8],
-    why: &str,
-) -> DomainResult<InboundOutcome> {
-    tracing::warn!(
-        customer_id = mail.customer_id,
-        why,
-        "mail does not prove its sender"
-    );
-    let taken = Taken {
-        status: InboundStatus::Unverified,
-        reason: Some(UNVERIFIED_SENDER),
-        ..base
-    };
-    if inbound::thread_ticket(intake.db, mail.customer_id, mail.parsed)
-        .await?
-        .is_some()
-    {
-        return hold(intake, &taken, raw, mail.customer_id).await;
-    }
-    let mut outcome = inbound::deliver(intake, mail, taken, None, raw).await?;
-    if outcome.outcome == inbound::Outcome::Opened {
-        outcome.reason = Some(UNVERIFIED_SENDER.to_string());
-    }
-    Ok(outcome)
-}
 
 /// Keeps an unproven mail whole, not acted on, and asks the customer (at the address
 /// on record, in their own language, not the mail's) to confirm it by signing in.
@@ -75,7 +44,7 @@ pub(super) async fn hold(
     let language = crate::tickets::customer_language(intake.db, customer_id).await?;
     let mut tx = intake.db.begin().await?;
     if record::record(&mut tx, &taken).await?.is_none() {
-        return inbound::duplicate_now(intake.db, base.message_key).await;
+        return duplicate_now(intake.db, base.message_key).await;
     }
     let (kind, key, now) = (
         MailKind::ConfirmSender,
@@ -84,7 +53,7 @@ pub(super) async fn hold(
     );
     outbox::to_customer_account(&mut tx, kind, customer_id, language.as_str(), key, now).await?;
     tx.commit().await?;
-    Ok(inbound::ignored("held_unverified_sender"))
+    Ok(ignored("held_unverified_sender"))
 }
 
 /// After a customer signed in through a link: what was waiting for that link goes on —

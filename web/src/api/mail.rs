@@ -12,11 +12,12 @@ use axum::Json;
 use crate::error::{AppError, AppResult};
 use crate::state::AppState;
 use desk::error::{DomainError, ErrorCode};
-use desk::mail::inbound::{self, InboundOutcome};
+use desk::mail::inbound;
+use desk::mail::intake::{InboundOutcome, MAX_MAIL_BYTES};
 
 /// The inbound route, with a body limit of one whole mail (the app's default is 64 KiB).
 pub fn inbound_route() -> MethodRouter<AppState> {
-    post(post_inbound_email).layer(DefaultBodyLimit::max(inbound::MAX_MAIL_BYTES))
+    post(post_inbound_email).layer(DefaultBodyLimit::max(MAX_MAIL_BYTES))
 }
 
 /// `POST /api/v1/inbound/email` (`Authorization: Bearer $INBOUND_EMAIL_TOKEN`, checked

@@ -1,9 +1,10 @@
 //! The console's case page: the proposal, the policy decision with its rules and
 //! citations, the billing facts, the fingerprint a reviewer approves or rejects, taking
-//! an escalated case over, and shadow mode's hand decision.
-//!
-//! Long because the case page has one view and its forms (reply, close, assign, decide,
-//! approve, reject, take over) all answer by re-rendering that view; each handler is short.
+//! an escalated case over, and shadow mode's hand decision: the one view, and how a form
+//! answers by re-rendering it (`after_action`, `after_form`). The forms themselves stand
+//! above it, one file a concern: `case_conversation` (reply, note, close, assign, a
+//! bounced address cleared), `case_decide` (approve, reject, hand up, take over),
+//! `case_shadow` (the hand decision), `case_replies`, `case_translate`.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -13,16 +14,15 @@ use serde::Deserialize;
 
 use crate::error::{status_of, AppError};
 use crate::state::AppState;
-use desk::approvals;
 use desk::auth::{self, Session};
 use desk::cases::{self, CaseStatus};
-use desk::error::{DomainError, ErrorCode};
+use desk::error::DomainError;
 use desk::refunds::{PastRefund, RefundView};
 use desk::tickets::TicketLine;
 use desk::views::CaseView;
-use desk::world::{parse_plain, serde_plain};
+use desk::world::serde_plain;
 
-use super::common::{error_page, has_csrf, render, with_status, CsrfForm, Nav, SignedIn, Verified};
+use super::common::{error_page, render, with_status, Nav, SignedIn};
 
 pub(super) struct RuleView {
     citation: String,
@@ -605,7 +605,7 @@ pub(super) async fn after_action<T>(
 
 /// As [`after_action`], for a form whose refusal is shown next to it with what was
 /// typed kept: `refusal` says which form and what it held.
-async fn after_form<T>(
+pub(super) async fn after_form<T>(
     state: &AppState,
     session: &Session,
     id: &str,
@@ -624,168 +624,10 @@ async fn after_form<T>(
     }
 }
 
-#[derive(Deserialize)]
-pub(super) struct MessageForm {
-    csrf: String,
-    text: String,
-    /// The button pressed: `true` for an internal note, `false` for a reply.
-    #[serde(default)]
-    internal: Option<String>,
-}
-
-pub(super) async fn message_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, form): Verified<MessageForm>,
-) -> Response {
-    let internal = form.internal.as_deref() == Some("true");
-    let message = desk::conversation::StaffMessage {
-        text: form.text.replace("\r\n", "\n"),
-        internal,
-    };
-    // A customer never receives a literal `{name}`.
-    let result = match internal {
-        true => Ok(()),
-        false => desk::saved_replies::check_no_placeholder(&message.text),
-    };
-    let result = match result {
-        Ok(()) => desk::conversation::post_message(state.desk(), &session.staff, &id, &message)
-            .await
-            .map(|_| ()),
-        Err(e) => Err(e),
-    };
-    let done = if internal { "note" } else { "reply" };
-    let kept = |_: &DomainError| Refusal {
-        form: "write",
-        kept: super::case_replies::Kept {
-            reply: Some(message.text.clone()),
-            ..super::case_replies::Kept::default()
-        },
-        ..Refusal::default()
-    };
-    after_form(&state, &session, &id, result, done, kept).await
-}
-
-#[derive(Deserialize)]
-pub(super) struct CloseForm {
-    csrf: String,
-    reason: String,
-    #[serde(default)]
-    reply: Option<String>,
-}
-
-pub(super) async fn close_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, form): Verified<CloseForm>,
-) -> Response {
-    let reply = form
-        .reply
-        .as_deref()
-        .map(|r| r.replace("\r\n", "\n"))
-        .filter(|r| !r.trim().is_empty());
-    let input = desk::conversation::CloseCase {
-        reason: form.reason.clone(),
-        reply: reply.clone(),
-    };
-    let checked = match &reply {
-        Some(text) => desk::saved_replies::check_no_placeholder(text),
-        None => Ok(()),
-    };
-    let result = match checked {
-        Ok(()) => desk::conversation::close(state.desk(), &session.staff, &id, &input)
-            .await
-            .map(|_| ()),
-        Err(e) => Err(e),
-    };
-    let kept = |_: &DomainError| Refusal {
-        form: "close",
-        kept: super::case_replies::Kept {
-            close_reason: form.reason.clone(),
-            close_reply: Some(reply.unwrap_or_default()),
-            ..super::case_replies::Kept::default()
-        },
-        ..Refusal::default()
-    };
-    after_form(&state, &session, &id, result, "closed", kept).await
-}
-
-#[derive(Deserialize)]
-pub(super) struct AssignForm {
-    csrf: String,
-    #[serde(default)]
-    email: Option<String>,
-}
-
-pub(super) async fn assign_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, form): Verified<AssignForm>,
-) -> Response {
-    let input = desk::conversation::AssignCase { email: form.email };
-    let result = desk::conversation::assign(state.desk(), &session.staff, &id, &input).await;
-    after_action(&state, &session, &id, result, "assigned").await
-}
-
-/// `POST /console/cases/{id}/customer-mail`: the case's customer's address marked
-/// undeliverable by a bounce is cleared, so mail goes to it again; audited
-/// (docs/spec/email.md, "Bounces").
-pub(super) async fn clear_undeliverable_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, _): Verified<super::common::CsrfForm>,
-) -> Response {
-    let now = desk::clock::Clock::now_ms(state.clock.as_ref());
-    let result = match desk::cases::load_case(&state.db, &id).await {
-        Ok(Some(case)) => {
-            desk::mail::bounces::clear(&state.db, &session.staff.id, &case.customer_id, now).await
-        }
-        Ok(None) => Err(DomainError::NotFound("case")),
-        Err(e) => Err(e),
-    };
-    after_action(&state, &session, &id, result, "mail_cleared").await
-}
-
-#[derive(Deserialize)]
-pub(super) struct HandUpForm {
-    csrf: String,
-    fingerprint: String,
-    note: String,
-}
-
-/// `POST /console/cases/{id}/handup`: a refund above the caller's limit, handed up to
-/// those who may approve it, with a note.
-pub(super) async fn handup_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, form): Verified<HandUpForm>,
-) -> Response {
-    let input = approvals::HandUp {
-        fingerprint: form.fingerprint,
-        note: form.note,
-    };
-    let result = approvals::hand_up(state.desk(), &session.staff, &id, &input).await;
-    after_action(&state, &session, &id, result, "handed_up").await
-}
-
-pub(super) async fn takeover_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, _form): Verified<CsrfForm>,
-) -> Response {
-    match approvals::take_over(state.desk(), &session.staff, &id).await {
-        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => with_status(
-            status_of(&e),
-            case_page_response(&state, &session, &id, Some(e.public_message())).await,
-        ),
-    }
-}
-
 pub(super) type BillingRow = (String, String, String, bool, String, bool, String, String);
 
 /// The charges in a case's facts, for reviewers (records, not conclusions).
-pub(super) fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
+fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
     let Some(facts) = facts.and_then(|f| serde_json::from_str::<policy_engine::Facts>(f).ok())
     else {
         return vec![];
@@ -811,102 +653,6 @@ pub(super) fn billing_rows(facts: Option<&str>) -> Vec<BillingRow> {
         }
     }
     rows
-}
-
-#[derive(Deserialize)]
-pub(super) struct HandDecisionForm {
-    csrf: String,
-    outcome: String,
-    reason: String,
-    #[serde(default)]
-    charge_1: String,
-    #[serde(default)]
-    amount_1: String,
-    #[serde(default)]
-    charge_2: String,
-    #[serde(default)]
-    amount_2: String,
-    #[serde(default)]
-    charge_3: String,
-    #[serde(default)]
-    amount_3: String,
-    #[serde(default)]
-    note: Option<String>,
-}
-
-has_csrf!(
-    MessageForm,
-    CloseForm,
-    AssignForm,
-    HandUpForm,
-    HandDecisionForm
-);
-
-pub(super) async fn decide_by_hand_submit(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Verified(session, form): Verified<HandDecisionForm>,
-) -> Response {
-    let manual = hand_decision(&form);
-    let result = match manual {
-        Ok(mut manual) => {
-            // Fill each line's currency from the charge in the case's facts.
-            if let Ok(Some(case)) = cases::load_case(&state.db, &id).await {
-                let facts: Option<policy_engine::Facts> = case
-                    .facts
-                    .as_deref()
-                    .and_then(|f| serde_json::from_str(f).ok());
-                for r in &mut manual.refunds {
-                    if let Some(c) = facts
-                        .iter()
-                        .flat_map(|f| f.orders.iter())
-                        .flat_map(|o| o.charges.iter())
-                        .find(|c| c.id == r.charge_id)
-                    {
-                        r.currency = c.amount.currency();
-                    }
-                }
-            }
-            desk::shadow_live::decide_by_hand(state.desk(), &session.staff, &id, manual).await
-        }
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
-        Err(e) => with_status(
-            status_of(&e),
-            case_page_response(&state, &session, &id, Some(e.public_message())).await,
-        ),
-    }
-}
-
-/// The form's decision; each refund line's currency is filled from its charge later.
-pub(super) fn hand_decision(
-    form: &HandDecisionForm,
-) -> Result<desk::shadow_live::ManualDecision, DomainError> {
-    let outcome = parse_plain(&form.outcome)
-        .map_err(|e| DomainError::bad_request(ErrorCode::InvalidOutcome, e.to_string()))?;
-    let reason = parse_plain(&form.reason)
-        .map_err(|e| DomainError::bad_request(ErrorCode::InvalidReason, e.to_string()))?;
-    let refunds = [
-        (&form.charge_1, &form.amount_1),
-        (&form.charge_2, &form.amount_2),
-        (&form.charge_3, &form.amount_3),
-    ]
-    .into_iter()
-    .filter(|(charge, _)| !charge.trim().is_empty())
-    .map(|(charge, amount)| desk::replay::RefundRecord {
-        charge_id: charge.trim().to_string(),
-        amount: amount.trim().to_string(),
-        currency: policy_engine::Currency::CNY,
-    })
-    .collect();
-    Ok(desk::shadow_live::ManualDecision {
-        outcome,
-        reason,
-        refunds,
-        note: form.note.clone(),
-    })
 }
 
 /// Marks the thread's customer messages: their stored translation, else whether the

@@ -2,10 +2,12 @@
 //! message to the customer in the same submit; each with "& next", which goes on to the
 //! next case of the queue tab the reviewer works in. A verdict that came too late —
 //! someone else decided first, or the refund changed — is told in words next to the
-//! buttons, with who did what, instead of the raw state.
+//! buttons, with who did what, instead of the raw state. Beside them: handing a refund
+//! above the caller's limit up to those who may approve it, and taking an escalated case
+//! over.
 //!
-//! It decides nothing itself: `desk::approvals::decide` checks the fingerprint, RP-004
-//! and the case's state, in one transaction.
+//! It decides nothing itself: `desk::approvals` checks the fingerprint, RP-004 and the
+//! case's state, in one transaction.
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -19,9 +21,10 @@ use desk::approvals::{self, Verdict};
 use desk::auth::Session;
 use desk::error::{DomainError, ErrorCode};
 
+use super::case::{after_action, case_page_response};
 use super::case::{case_page_with, Refusal, Shown};
 use super::case_replies::Kept;
-use super::common::{or_page, verified, with_status};
+use super::common::{has_csrf, or_page, verified, with_status, CsrfForm, Verified};
 
 #[derive(Deserialize)]
 pub(super) struct DecideForm {
@@ -200,3 +203,41 @@ async fn too_late(state: &AppState, id: &str) -> Option<String> {
     };
     Some(format!("Nothing was done: {why}"))
 }
+
+#[derive(Deserialize)]
+pub(super) struct HandUpForm {
+    csrf: String,
+    fingerprint: String,
+    note: String,
+}
+
+/// `POST /console/cases/{id}/handup`: a refund above the caller's limit, handed up to
+/// those who may approve it, with a note.
+pub(super) async fn handup_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Verified(session, form): Verified<HandUpForm>,
+) -> Response {
+    let input = approvals::HandUp {
+        fingerprint: form.fingerprint,
+        note: form.note,
+    };
+    let result = approvals::hand_up(state.desk(), &session.staff, &id, &input).await;
+    after_action(&state, &session, &id, result, "handed_up").await
+}
+
+pub(super) async fn takeover_submit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Verified(session, _form): Verified<CsrfForm>,
+) -> Response {
+    match approvals::take_over(state.desk(), &session.staff, &id).await {
+        Ok(_) => Redirect::to(&format!("/console/cases/{id}")).into_response(),
+        Err(e) => with_status(
+            status_of(&e),
+            case_page_response(&state, &session, &id, Some(e.public_message())).await,
+        ),
+    }
+}
+
+has_csrf!(HandUpForm);

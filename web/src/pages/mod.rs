@@ -9,8 +9,10 @@
 mod accounts;
 mod admin;
 mod case;
+mod case_conversation;
 mod case_decide;
 mod case_replies;
+mod case_shadow;
 mod case_translate;
 mod charges;
 mod common;
@@ -120,19 +122,31 @@ fn console_routes() -> Routes {
             decide,
             case_decide::reject_submit,
         )
-        .post("/console/cases/{id}/handup", work, case::handup_submit)
+        .post(
+            "/console/cases/{id}/handup",
+            work,
+            case_decide::handup_submit,
+        )
         .post(
             "/console/cases/{id}/takeover",
             Rule::Staff(Capability::TakeOver),
-            case::takeover_submit,
+            case_decide::takeover_submit,
         )
-        .post("/console/cases/{id}/messages", work, case::message_submit)
+        .post(
+            "/console/cases/{id}/messages",
+            work,
+            case_conversation::message_submit,
+        )
         .post(
             "/console/cases/{id}/close",
             Rule::Staff(Capability::CloseCases),
-            case::close_submit,
+            case_conversation::close_submit,
         )
-        .post("/console/cases/{id}/assign", work, case::assign_submit)
+        .post(
+            "/console/cases/{id}/assign",
+            work,
+            case_conversation::assign_submit,
+        )
         // Staff only: a customer session never matches a staff rule.
         .post(
             "/console/cases/{id}/translate",
@@ -142,12 +156,12 @@ fn console_routes() -> Routes {
         .post(
             "/console/cases/{id}/customer-mail",
             work,
-            case::clear_undeliverable_submit,
+            case_conversation::clear_undeliverable_submit,
         )
         .post(
             "/console/cases/{id}/decide",
             work,
-            case::decide_by_hand_submit,
+            case_shadow::decide_by_hand_submit,
         )
         .get("/console/audit", read, admin::audit_page)
         .get("/console/audit.csv", read, admin::audit_csv)
