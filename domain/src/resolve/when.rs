@@ -56,6 +56,8 @@ pub enum Day {
     /// A shopping day with a name ("Black Friday", "双十一"): its last date on or
     /// before the ticket's day.
     Named(NamedDay),
+    /// The Monday-to-Sunday week before last week, or twelve to sixteen days back.
+    WeekBeforeLast,
     /// A calendar month counted back from the ticket's (0 "this month", 1 "last
     /// month"): any of its days up to the ticket's.
     Month(u8),
@@ -114,6 +116,58 @@ const NAMED_DAYS: &[(&str, NamedDay)] = &[
     ("빼빼로데이", NamedDay::SinglesDay), ("singles day", NamedDay::SinglesDay),
     ("singles' day", NamedDay::SinglesDay),
 ];
+
+/// The week before last, folded; found before "last week", which most of them contain.
+#[rustfmt::skip]
+const WEEK_BEFORE_LAST: &[&str] = &[
+    "week before last", "vorletzte woche", "vorletzten woche", "avant-derniere semaine",
+    "semana antepasada", "settimana prima della scorsa", "twee weken terug", "지지난주",
+    "지지난 주", "저저번주", "저저번 주", "上上周", "上上週", "上上个星期", "先々週", "先先週",
+];
+
+/// Korean native counts of days ("사흘", "열흘", "보름"), read when they count back
+/// ("열흘 전", "열흘 정도 됐는데").
+#[rustfmt::skip]
+const KOREAN_DAY_COUNTS: &[(&str, u8)] = &[
+    ("하루", 1), ("이틀", 2), ("사흘", 3), ("나흘", 4), ("닷새", 5), ("엿새", 6), ("이레", 7),
+    ("여드레", 8), ("아흐레", 9), ("열흘", 10), ("보름", 15),
+];
+
+/// What follows a Korean count of days when it counts back.
+const KOREAN_BACK: &[&str] = &[
+    " 전",
+    "전",
+    " 정도 전",
+    "쯤 전",
+    " 정도 됐",
+    " 됐",
+    "됐",
+    " 지났",
+    " 정도 지났",
+    "째",
+];
+
+/// Phrases read whole before anything else, with their day: named days, the week before
+/// last, Korean counts of days back; each is then blanked out of the text, so "黑五" is
+/// no Friday and "지지난주" no "지난주".
+static WHOLE_PHRASES: std::sync::LazyLock<Vec<(String, Day)>> = std::sync::LazyLock::new(|| {
+    let mut out: Vec<(String, Day)> = NAMED_DAYS
+        .iter()
+        .map(|(w, d)| (w.to_string(), Day::Named(*d)))
+        .collect();
+    out.extend(
+        WEEK_BEFORE_LAST
+            .iter()
+            .map(|w| (w.to_string(), Day::WeekBeforeLast)),
+    );
+    for (word, n) in KOREAN_DAY_COUNTS {
+        let spread = if *n > 10 { 2 } else { 1 };
+        for back in KOREAN_BACK {
+            out.push((format!("{word}{back}"), Day::Within(n - spread, n + spread)));
+        }
+    }
+    out
+});
 
 impl Moment {
     /// UTC offsets, in hours, a customer of the region may live at (daylight saving
@@ -215,6 +269,13 @@ fn days_meant(day: Day, today: Date) -> Vec<Date> {
         }
         Day::Month(months) => days_of_month(today, months),
         Day::Named(named) => named.last_before(today).into_iter().collect(),
+        Day::WeekBeforeLast => {
+            let monday = i64::from(today.weekday().number_days_from_monday());
+            (monday + 8..=monday + 14)
+                .chain(12..=16)
+                .filter_map(back)
+                .collect()
+        }
         Day::OfMonth(d) => (0..2)
             .filter_map(|months| {
                 days_of_month(today, months)
@@ -362,6 +423,23 @@ const DAYS_AGO_AROUND: &[(&str, &str)] = &[
     ("", " dni temu"), ("for ", " dagar sedan"), ("", " gun once"), ("pred ", " dny"),
 ];
 
+/// "N weeks ago" around a number, folded, as [`DAYS_AGO_AROUND`]: so many weeks back,
+/// three days either side.
+#[rustfmt::skip]
+const WEEKS_AGO_AROUND: &[(&str, &str)] = &[
+    ("", " weeks ago"), ("vor ", " wochen"), ("il y a ", " semaines"), ("hace ", " semanas"),
+    ("", " settimane fa"), ("", " weken geleden"), ("ha ", " semanas"), ("faz ", " semanas"),
+    ("", "周前"), ("", "週前"), ("", "个星期前"), ("", "個星期前"), ("", "週間前"),
+    ("", "주 전"), ("", "주전"), ("", "주일 전"), ("", " tygodnie temu"), ("for ", " veckor sedan"),
+    ("", " hafta once"), ("pred ", " tydny"),
+];
+
+/// The days back `n` weeks ago can mean.
+fn weeks_back(n: u8) -> Day {
+    let days = n.saturating_mul(7);
+    Day::Within(days.saturating_sub(3), days.saturating_add(3))
+}
+
 /// Numbers written as words, one to ten, folded, in the languages of
 /// [`DAYS_AGO_AROUND`] with number words of their own.
 #[rustfmt::skip]
@@ -431,11 +509,26 @@ static NUMBERED: std::sync::LazyLock<(Vec<(String, Day)>, crate::phrases::Phrase
                 }
             }
         }
+        for (before, after) in WEEKS_AGO_AROUND {
+            for (i, words) in NUMBER_WORDS.iter().enumerate().skip(1) {
+                for word in *words {
+                    phrases.push((format!("{before}{word}{after}"), weeks_back(i as u8 + 1)));
+                }
+            }
+        }
+        for phrase in [
+            "a fortnight ago",
+            "fortnight ago",
+            "couple of weeks ago",
+            "couple weeks ago",
+        ] {
+            phrases.push((phrase.to_string(), Day::Within(10, 18)));
+        }
         let set = crate::phrases::PhraseSet::new(phrases.iter().map(|(p, _)| p.as_str()));
         (phrases, set)
     });
 
-/// "3 days ago", "vor 3 Tagen", "3天前" with digits: days back around the number.
+/// "3 days ago", "vor 3 Tagen", "3天前", "2주 전" with digits: days back around the number.
 fn days_ago_in_digits(folded: &str) -> Vec<Day> {
     let mut out = Vec::new();
     for (start, end) in crate::structure::pasted::digit_runs(folded) {
@@ -443,12 +536,15 @@ fn days_ago_in_digits(folded: &str) -> Vec<Day> {
             continue;
         };
         let (head, tail) = (&folded[..start], &folded[end..]);
-        if n > 0
-            && DAYS_AGO_AROUND
-                .iter()
+        let around = |list: &[(&str, &str)]| {
+            list.iter()
                 .any(|(before, after)| head.ends_with(before) && tail.starts_with(after))
-        {
+        };
+        if n > 0 && around(DAYS_AGO_AROUND) {
             out.push(Day::Within(n - 1, n.saturating_add(1)));
+        }
+        if n > 1 && around(WEEKS_AGO_AROUND) {
+            out.push(weeks_back(n));
         }
     }
     out
@@ -495,25 +591,26 @@ fn days_of_month_alone(folded: &str) -> Vec<Day> {
 
 /// The days `folded` names (`structure::fold_words` applied): dates, weekdays, days ago.
 pub fn mentioned_days(folded: &str) -> Vec<Day> {
-    let named: Vec<Day> = NAMED_DAYS
+    let whole: Vec<&(String, Day)> = WHOLE_PHRASES
         .iter()
         .filter(|(words, _)| contains_phrase(folded, words))
-        .map(|(_, day)| Day::Named(*day))
         .collect();
-    if named.is_empty() {
+    if whole.is_empty() {
         return days_in(folded);
     }
     let mut rest = folded.to_string();
-    for (words, _) in NAMED_DAYS {
-        rest = rest.replace(words, " ");
+    let mut days = Vec::new();
+    for (words, day) in whole {
+        rest = rest.replace(words.as_str(), " ");
+        if !days.contains(day) {
+            days.push(*day);
+        }
     }
-    let mut days = named;
-    days.dedup();
     days.extend(days_in(&rest));
     days
 }
 
-/// [`mentioned_days`] without the named days.
+/// [`mentioned_days`] without the whole phrases.
 fn days_in(folded: &str) -> Vec<Day> {
     let mut days: Vec<Day> = mentioned_dates(folded)
         .into_iter()
@@ -562,7 +659,19 @@ fn days_in(folded: &str) -> Vec<Day> {
         }
     }
     days.extend(days_ago_in_digits(folded));
-    days.extend(days_of_month_alone(folded));
+    // "11월 9일에" is a date; its "9일에" is no other day.
+    let dated: Vec<u8> = days
+        .iter()
+        .filter_map(|d| match d {
+            Day::Date { day, .. } => Some(*day),
+            _ => None,
+        })
+        .collect();
+    days.extend(
+        days_of_month_alone(folded)
+            .into_iter()
+            .filter(|d| !matches!(d, Day::OfMonth(n) if dated.contains(n))),
+    );
     days.dedup();
     last_weeks_weekday(days)
 }

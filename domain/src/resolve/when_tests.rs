@@ -171,3 +171,28 @@ fn a_day_of_the_month_is_its_last_date_before_the_ticket() {
     assert!(!WEDNESDAY.placed_on(datetime!(2026-10-30 12:00 UTC), Day::Month(0)));
     assert!(WEDNESDAY.placed_on(datetime!(2026-10-30 12:00 UTC), Day::Month(1)));
 }
+
+#[test]
+fn weeks_and_korean_counts_of_days_count_back() {
+    assert_eq!(days("I bought it two weeks ago"), [Day::Within(11, 17)]);
+    assert_eq!(days("2주 전에 결제했어요"), [Day::Within(11, 17)]);
+    assert_eq!(days("a fortnight ago"), [Day::Within(10, 18)]);
+    assert_eq!(
+        days("열흘 정도 됐는데 거의 안 썼어요"),
+        [Day::Within(9, 11)]
+    );
+    assert_eq!(days("보름 전에 샀어요"), [Day::Within(13, 17)]);
+    assert_eq!(days("사흘 전"), [Day::Within(2, 4)]);
+    // The week before last is not last week, though its words contain them.
+    assert_eq!(days("지지난주에 결제"), [Day::WeekBeforeLast]);
+    assert_eq!(days("the week before last"), [Day::WeekBeforeLast]);
+    // A date's day is no day of the month besides it.
+    assert_eq!(
+        days("11월9일에 결제"),
+        [Day::Date {
+            year: None,
+            month: 11,
+            day: 9
+        }]
+    );
+}

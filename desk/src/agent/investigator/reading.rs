@@ -132,6 +132,7 @@ fn day(d: Day) -> String {
         Day::Month(n) => format!("{n} months ago"),
         Day::OfMonth(d) => format!("the {d} of the month"),
         Day::Named(named) => format!("{named:?}"),
+        Day::WeekBeforeLast => "the week before last".into(),
     }
 }
 
