@@ -7,12 +7,12 @@
 
 pub mod cli;
 
-/// The batch shadow report as `refund-agent shadow` writes it: `desk::shadow` replays the
+/// The batch shadow report as `refund-agent shadow` writes it: `backtest::shadow` replays the
 /// history and tallies, `web::pages::shadow_report` renders the page; this writes both
 /// files. (A module here rather than a file: the report's code lives in those two crates.)
 pub mod shadow {
-    pub use desk::shadow::classes::csv;
-    pub use desk::shadow::*;
+    pub use backtest::shadow::classes::csv;
+    pub use backtest::shadow::*;
     pub use web::pages::shadow_report::html;
 
     /// Writes `DIR/report.json`, `DIR/report.html` and `DIR/report.csv` (every
@@ -21,7 +21,10 @@ pub mod shadow {
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
         std::fs::write(dir.join("report.html"), html(report))?;
-        std::fs::write(dir.join("report.csv"), desk::shadow::classes::csv(report))?;
+        std::fs::write(
+            dir.join("report.csv"),
+            backtest::shadow::classes::csv(report),
+        )?;
         Ok(())
     }
 }

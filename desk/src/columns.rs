@@ -7,7 +7,7 @@ use sqlx::Row;
 use crate::error::DomainResult;
 
 /// An id column, read into its type.
-pub(crate) fn stored_id<T>(
+pub fn stored_id<T>(
     r: &sqlx::any::AnyRow,
     column: &str,
     parse: fn(String) -> Result<T, domain::ids::IdError>,

@@ -162,7 +162,7 @@ mod tests {
                 .unwrap();
         let index = Arc::new(desk::policies::open_index(dir.path(), &policies).unwrap());
         let tickets = history_with(&policies, 3, 400);
-        let report = desk::shadow::run(
+        let report = backtest::shadow::run(
             &desk::agent::investigator::Investigator,
             &policies,
             &index,

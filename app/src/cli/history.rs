@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::setup::{payments_client, provider};
+use backtest::history_import::{
+    self as history, infer::TagMap, source::HistoryFormat, HistoryError,
+};
 use desk::config::Config;
-use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryError};
 use terminal::Progress;
 
 /// `--format`: one of the names the history reader takes, listed in `--help`.

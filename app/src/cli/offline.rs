@@ -50,7 +50,7 @@ pub(super) async fn shadow(config: &Config, history: PathBuf, out: PathBuf) -> a
     let (policies, index) = offline_policies(config).await?;
     let (tickets, bad_lines) = read_history(&history)?;
     let bar = Progress::bar("shadow", "tickets");
-    let report = desk::shadow::run(
+    let report = backtest::shadow::run(
         &Investigator,
         &policies,
         &index,

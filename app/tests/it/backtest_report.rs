@@ -10,8 +10,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryOptions};
-use desk::shadow::ShadowReport;
+use backtest::history_import::{
+    self as history, infer::TagMap, source::HistoryFormat, HistoryOptions,
+};
+use backtest::shadow::ShadowReport;
 
 use crate::browser::screenshot_dir;
 use crate::support::browser::{serve, Browser};
@@ -160,7 +162,7 @@ async fn the_report_files_hold_a_csv_row_per_disagreement_and_no_machine_path() 
     let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
     assert!(lines[0].starts_with("ticket_id,class,class_title,team,agent,"));
     assert_eq!(lines.len() - 1, report.disagreements);
-    let classes: Vec<&str> = desk::shadow::Class::ALL
+    let classes: Vec<&str> = backtest::shadow::Class::ALL
         .iter()
         .map(|c| c.as_str())
         .collect();

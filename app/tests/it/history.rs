@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryOptions};
+use backtest::history_import::{
+    self as history, infer::TagMap, source::HistoryFormat, HistoryOptions,
+};
 use serde_json::{json, Value};
 
 use crate::support::{start_mock, test_database_url};

@@ -26,6 +26,8 @@ const FLOORS: &[&[&str]] = &[
         "mail-templates",
     ],
     &["desk"],
+    // Backtesting: a team's history replayed through the workflow's own replay.
+    &["backtest"],
     // The HTTP edge, and the settings both binaries parse: side by side.
     &["web", "settings"],
     // The two binaries side by side: neither depends on the other.
@@ -65,6 +67,8 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     // The workflow knows refunds, not the web edge (its HTTP is the provider's client),
     // and draws nothing at a terminal (the binaries' `terminal` crate does).
     ("desk", &["axum", "rmcp", "indicatif", "clap"]),
+    // Backtesting reads files and replays; it serves nothing and draws nothing.
+    ("backtest", &["axum", "rmcp", "indicatif", "clap"]),
     // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.
     (
         "mail-templates",

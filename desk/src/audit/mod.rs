@@ -1,7 +1,7 @@
 //! The audit log: who did what to which case, and when. Append-only.
 
 mod search;
-pub(crate) use search::csv_field;
+pub use search::csv_field;
 pub use search::{actions, csv, search, AuditFilter, AuditLine, MAX_LINES};
 
 use crate::error::DomainResult;

@@ -132,7 +132,7 @@ pub async fn actions(db: &Db) -> DomainResult<Vec<String>> {
 /// One CSV field (RFC 4180), never read as a formula: a spreadsheet runs a cell that
 /// starts with `=`, `+`, `-` or `@`, and a detail line is text a customer may have
 /// influenced, so such a cell gets a leading apostrophe.
-pub(crate) fn csv_field(value: &str) -> String {
+pub fn csv_field(value: &str) -> String {
     let value = match value.chars().next() {
         Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{value}"),
         _ => value.to_string(),

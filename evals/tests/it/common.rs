@@ -56,8 +56,11 @@ pub fn parsed(path: &std::path::Path) -> Vec<HistoricalTicket> {
 }
 
 /// The shadow report of the built-in investigator on `tickets`.
-pub async fn shadow_report(env: &Env, tickets: &[HistoricalTicket]) -> desk::shadow::ShadowReport {
-    desk::shadow::run(
+pub async fn shadow_report(
+    env: &Env,
+    tickets: &[HistoricalTicket],
+) -> backtest::shadow::ShadowReport {
+    backtest::shadow::run(
         &Investigator,
         &env.policies,
         &env.index,

@@ -731,7 +731,7 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
         "I saw it on my statement, it is fine, just checking.",
     );
     let cases = [amounts, ambiguous, not_found, misread];
-    let report = desk::shadow::run(
+    let report = backtest::shadow::run(
         &Investigator,
         &env.policies,
         &env.index,

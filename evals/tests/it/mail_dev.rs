@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use backtest::shadow::ShadowTicket;
 use desk::replay::HistoricalTicket;
-use desk::shadow::ShadowTicket;
 use rust_decimal::Decimal;
 use sha2::{Digest, Sha256};
 

@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use desk::history_import::{self as history, infer::TagMap, source::HistoryFormat, HistoryOptions};
+use backtest::history_import::{
+    self as history, infer::TagMap, source::HistoryFormat, HistoryOptions,
+};
 use refund_evals::generate::zendesk::{zendesk_set, ORDER_KEY};
 
 #[tokio::test]
@@ -122,7 +124,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     let index = std::sync::Arc::new(
         desk::policies::open_index(&dir.path().join("index"), &policies).expect("an index"),
     );
-    let shadow = desk::shadow::run(
+    let shadow = backtest::shadow::run(
         &desk::agent::investigator::Investigator,
         &policies,
         &index,

@@ -8,14 +8,14 @@
 //! rest are in `report.csv`), per language and per person, the tallies. The page grows
 //! with the number of classes, never with the number of tickets.
 //!
-//! It renders only: the tallies are `desk::shadow::run`'s and `desk::shadow::classes`',
+//! It renders only: the tallies are `backtest::shadow::run`'s and `backtest::shadow::classes`',
 //! the file is written by the CLI.
 
 use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
+use backtest::shadow::{Agreement, ClassSummary, Classified, Group, ShadowReport, ShadowTicket};
 use desk::replay::{CaseOutcome, CaseVerdict};
-use desk::shadow::{Agreement, ClassSummary, Classified, Group, ShadowReport, ShadowTicket};
 use policy_engine::Currency;
 
 /// The page of `report`.
@@ -221,7 +221,7 @@ fn example(t: &ShadowTicket) -> Option<Example<'_>> {
         inference: t
             .human_inference
             .as_ref()
-            .map(desk::shadow::classes::evidence_text)
+            .map(backtest::shadow::classes::evidence_text)
             .unwrap_or_default(),
         trace: t
             .trace

@@ -27,10 +27,10 @@ use rag_index::PolicyIndex;
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use crate::agent::Model;
-use crate::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
 use classes::{classify, Disagreement};
 pub use classes::{Class, ClassSummary, Classified, Group};
+use desk::agent::Model;
+use desk::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {
@@ -448,7 +448,7 @@ pub async fn run(
     let mut by_reason: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_version: BTreeMap<String, Agreement> = BTreeMap::new();
     let mut by_run_versions: BTreeMap<String, Agreement> = BTreeMap::new();
-    let run_versions = crate::agent::versions(model).label();
+    let run_versions = desk::agent::versions(model).label();
     let (mut agent_only, mut human_only) = (BTreeMap::new(), BTreeMap::new());
     let (mut agree_count, mut exact_count) = (0usize, 0usize);
     let mut causes: BTreeMap<String, usize> = BTreeMap::new();
@@ -510,7 +510,7 @@ pub async fn run(
             .entry(agent.outcome.as_str().into())
             .or_default() += 1;
         by_reason
-            .entry(crate::world::serde_plain(&human.reason))
+            .entry(desk::world::serde_plain(&human.reason))
             .or_default()
             .add(agree);
         for v in &versions {

@@ -32,11 +32,11 @@ use serde::Serialize;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::onboarding::records::email_key;
-use crate::onboarding::rows::RowError;
-use crate::payments::PaymentsClient;
-use crate::replay::{HistoricalMessage, HistoricalTicket, HumanDecision};
-use crate::replies::MAX_MESSAGE_CHARS;
+use desk::onboarding::records::email_key;
+use desk::onboarding::rows::RowError;
+use desk::payments::PaymentsClient;
+use desk::replay::{HistoricalMessage, HistoricalTicket, HumanDecision};
+use desk::replies::MAX_MESSAGE_CHARS;
 use source::{HistoryFormat, Pass, SourceTicket, Users};
 use store::Db;
 
@@ -142,7 +142,7 @@ fn first_pass(opts: &HistoryOptions) -> Result<(Users, TicketTimes, u64), Histor
                 times
                     .entry(email_hash(email))
                     .or_default()
-                    .push(crate::clock::to_ms(t.created_at));
+                    .push(desk::clock::to_ms(t.created_at));
             }
         }
     };
@@ -357,11 +357,11 @@ async fn one_ticket(
         Err(why) => return Ok(Err(unmatched(why))),
     };
     let records = cache.get(db, payments, &customer_id).await?;
-    let created_ms = crate::clock::to_ms(t.created_at);
+    let created_ms = desk::clock::to_ms(t.created_at);
     let next = times
         .get(&email_hash(email))
         .and_then(|list| list.iter().find(|at| **at > created_ms))
-        .map(|at| crate::clock::from_ms(*at));
+        .map(|at| desk::clock::from_ms(*at));
     let inference = infer::infer(
         t.created_at,
         next,

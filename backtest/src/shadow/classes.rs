@@ -25,8 +25,8 @@
 use policy_engine::{Decision, Facts, FiredRule, Ownership, PolicySet, RequestKind};
 use serde::Serialize;
 
-use crate::replay::{CaseOutcome, CaseVerdict};
 use crate::shadow::Cause;
+use desk::replay::{CaseOutcome, CaseVerdict};
 
 /// One class of disagreement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -453,7 +453,7 @@ pub fn tally(
 
 /// The language of the ticket's first customer message (`other` for a language the
 /// desk does not answer in).
-pub fn language(ticket: &crate::replay::HistoricalTicket) -> String {
+pub fn language(ticket: &desk::replay::HistoricalTicket) -> String {
     let text = ticket
         .messages
         .iter()
@@ -465,13 +465,13 @@ pub fn language(ticket: &crate::replay::HistoricalTicket) -> String {
         .iter()
         .find(|c| c.id == ticket.customer_id)
         .map(|c| c.region);
-    crate::replies::written_in(text, text, region)
+    desk::replies::written_in(text, text, region)
         .map_or_else(|| "other".to_string(), |l| l.as_str().to_string())
 }
 
 /// Who made the team's decision: `human.assignee` (what `import history` reads from the
 /// helpdesk), else `human.decided_by` unless that only says it was inferred.
-pub fn decided_by(ticket: &crate::replay::HistoricalTicket) -> Option<String> {
+pub fn decided_by(ticket: &desk::replay::HistoricalTicket) -> Option<String> {
     let human = &ticket.human;
     if let Some(who) = human.extra.get("assignee").and_then(|a| a.as_str()) {
         return Some(who.to_string());
@@ -510,7 +510,7 @@ pub fn csv(report: &crate::shadow::ShadowReport) -> String {
             rule,
             &evidence,
         ];
-        let fields: Vec<String> = row.iter().map(|f| crate::audit::csv_field(f)).collect();
+        let fields: Vec<String> = row.iter().map(|f| desk::audit::csv_field(f)).collect();
         out += &fields.join(",");
         out += "\r\n";
     }
@@ -549,7 +549,7 @@ pub fn verdict_words(v: &CaseVerdict) -> String {
     let text = format!(
         "{} ({})",
         v.outcome.as_str(),
-        crate::world::serde_plain(&v.reason)
+        desk::world::serde_plain(&v.reason)
     );
     if refunds.is_empty() {
         text

@@ -13,10 +13,10 @@ use sqlx::Row;
 use time::OffsetDateTime;
 
 use super::infer::RefundSeen;
-use crate::billing::CustomerRecord;
-use crate::clock::{from_ms, to_ms};
-use crate::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
-use crate::world::{parse_plain, World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
+use desk::billing::CustomerRecord;
+use desk::clock::{from_ms, to_ms};
+use desk::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
+use desk::world::{parse_plain, World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 use store::Db;
 
 /// One customer's records, as read now.
@@ -43,7 +43,7 @@ pub async fn fetch(
     .await?;
     let region: Region = parse_plain(&row.try_get::<String, _>("region")?)?;
     let record = CustomerRecord {
-        id: crate::columns::stored_id(&row, "id", domain::ids::CustomerId::parse)?,
+        id: desk::columns::stored_id(&row, "id", domain::ids::CustomerId::parse)?,
         region,
         provider_customer_id: row.try_get("provider_customer_id")?,
     };
@@ -58,7 +58,7 @@ pub async fn fetch(
     } else {
         payments.list_charges(&record.provider_customer_id).await?
     };
-    crate::onboarding::charges::apply_links(db, payments, &record.id, &mut charges).await?;
+    desk::onboarding::charges::apply_links(db, payments, &record.id, &mut charges).await?;
     let mut refunds = Vec::new();
     for charge in &charges {
         refunds.extend(payments.list_refunds(&charge.id).await?);
