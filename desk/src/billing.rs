@@ -255,6 +255,79 @@ impl BillingSource for WorldBilling {
     }
 }
 
+/// One investigation's billing source: the ticket's customer row and orders read once
+/// from the source beneath, then answered from memory for the rest of the investigation
+/// (every tool of one turn and of the next asks for them again). Only the customer it
+/// was made for is remembered: a question about any other customer reads through, so
+/// nothing one customer's investigation read is ever answered to another. Lives as long
+/// as one pass of the investigation (`investigation::investigate`), never across
+/// investigations. Charges and refunds always read through: they are the provider's,
+/// and a provider outage between two tool calls must show (docs/spec/lifecycle.md,
+/// `awaiting_dependency`). The workflow's facts are gathered afresh, not through this.
+pub struct TicketBilling<'a> {
+    inner: &'a dyn BillingSource,
+    customer_id: &'a str,
+    customer: tokio::sync::OnceCell<Option<CustomerRecord>>,
+    orders: tokio::sync::OnceCell<Vec<Order>>,
+}
+
+impl<'a> TicketBilling<'a> {
+    /// Remembers what `inner` answers about `customer_id` (the ticket's customer).
+    pub fn new(inner: &'a dyn BillingSource, customer_id: &'a str) -> TicketBilling<'a> {
+        TicketBilling {
+            inner,
+            customer_id,
+            customer: tokio::sync::OnceCell::new(),
+            orders: tokio::sync::OnceCell::new(),
+        }
+    }
+}
+
+impl BillingSource for TicketBilling<'_> {
+    fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
+        if customer_id != self.customer_id {
+            return self.inner.customer(customer_id);
+        }
+        Box::pin(async move {
+            // A failed read is not remembered: the next call reads again.
+            let read = || self.inner.customer(customer_id);
+            Ok(self.customer.get_or_try_init(read).await?.clone())
+        })
+    }
+
+    fn orders<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Vec<Order>> {
+        if customer_id != self.customer_id {
+            return self.inner.orders(customer_id);
+        }
+        Box::pin(async move {
+            let read = || self.inner.orders(customer_id);
+            Ok(self.orders.get_or_try_init(read).await?.clone())
+        })
+    }
+
+    fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
+        self.inner.order_exists(order_id)
+    }
+
+    fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
+        self.inner.charges(customer)
+    }
+
+    fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
+        self.inner.refunds(charge_id)
+    }
+
+    fn other_tickets<'a>(
+        &'a self,
+        customer_id: &'a str,
+        except_ticket_id: &'a str,
+        limit: i64,
+    ) -> Answer<'a, Option<OtherTickets>> {
+        self.inner
+            .other_tickets(customer_id, except_ticket_id, limit)
+    }
+}
+
 pub fn charge_json(c: &ProviderCharge) -> Value {
     let money = |minor| {
         c.currency()
@@ -279,4 +352,125 @@ pub fn refund_json(r: &ProviderRefund) -> Value {
         .map(|m| m.amount_string());
     json!({ "id": r.id, "charge": r.charge, "amount": amount, "currency": r.currency.to_uppercase(),
             "status": r.status(), "created_at": rfc3339(r.created * 1000) })
+}
+
+#[cfg(test)]
+mod ticket_billing_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::world::World;
+
+    /// A world source that counts its customer and order reads, and fails the next
+    /// `fail` of them.
+    struct Counted {
+        world: WorldBilling,
+        reads: AtomicUsize,
+        fail: AtomicUsize,
+    }
+
+    impl Counted {
+        fn new() -> Counted {
+            let order = |id: &str, customer: &str| {
+                json!({ "id": id, "customer_id": customer, "product": "addon", "amount": "4.99",
+                        "currency": "USD", "created_at": "2026-11-20T10:00:00Z" })
+            };
+            let world = json!({
+                "customers": [
+                    { "id": "C-1", "name": "Emma", "email": "e@example.com", "region": "US" },
+                    { "id": "C-2", "name": "Ava", "email": "a@example.com", "region": "EU" }
+                ],
+                "orders": [order("O-1", "C-1"), order("O-2", "C-2")]
+            });
+            let world = World::parse(&world.to_string()).expect("the test world parses");
+            Counted {
+                world: WorldBilling::new(Arc::new(world)),
+                reads: AtomicUsize::new(0),
+                fail: AtomicUsize::new(0),
+            }
+        }
+
+        fn read(&self) -> anyhow::Result<()> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            let failing = self.fail.load(Ordering::SeqCst);
+            if failing > 0 {
+                self.fail.store(failing - 1, Ordering::SeqCst);
+                anyhow::bail!("the store is away");
+            }
+            Ok(())
+        }
+    }
+
+    impl BillingSource for Counted {
+        fn customer<'a>(&'a self, id: &'a str) -> Answer<'a, Option<CustomerRecord>> {
+            Box::pin(async move {
+                self.read()?;
+                self.world.customer(id).await
+            })
+        }
+        fn orders<'a>(&'a self, id: &'a str) -> Answer<'a, Vec<Order>> {
+            Box::pin(async move {
+                self.read()?;
+                self.world.orders(id).await
+            })
+        }
+        fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool> {
+            self.world.order_exists(order_id)
+        }
+        fn charges<'a>(&'a self, c: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
+            self.world.charges(c)
+        }
+        fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
+            self.world.refunds(charge_id)
+        }
+        fn other_tickets<'a>(
+            &'a self,
+            id: &'a str,
+            except: &'a str,
+            limit: i64,
+        ) -> Answer<'a, Option<OtherTickets>> {
+            self.world.other_tickets(id, except, limit)
+        }
+    }
+
+    fn order_ids(orders: &[Order]) -> Vec<&str> {
+        orders.iter().map(|o| o.id.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn one_investigation_reads_its_customer_and_orders_once_and_no_one_elses_from_memory() {
+        let source = Counted::new();
+        let billing = TicketBilling::new(&source, "C-1");
+        for _ in 0..4 {
+            let c = billing.customer("C-1").await.unwrap().unwrap();
+            assert_eq!((c.id.as_str(), c.region), ("C-1", Region::US));
+            assert_eq!(order_ids(&billing.orders("C-1").await.unwrap()), ["O-1"]);
+        }
+        assert_eq!(source.reads.load(Ordering::SeqCst), 2, "each read once");
+        // Another customer is read through, every time, and gets their own records.
+        for _ in 0..2 {
+            let other = billing.customer("C-2").await.unwrap().unwrap();
+            assert_eq!((other.id.as_str(), other.region), ("C-2", Region::EU));
+            assert_eq!(order_ids(&billing.orders("C-2").await.unwrap()), ["O-2"]);
+        }
+        assert_eq!(source.reads.load(Ordering::SeqCst), 6);
+        // The next investigation reads afresh.
+        let next = TicketBilling::new(&source, "C-1");
+        next.customer("C-1").await.unwrap();
+        assert_eq!(source.reads.load(Ordering::SeqCst), 7);
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_is_not_remembered() {
+        let source = Counted::new();
+        let billing = TicketBilling::new(&source, "C-1");
+        source.fail.store(2, Ordering::SeqCst);
+        assert!(billing.customer("C-1").await.is_err());
+        assert!(billing.orders("C-1").await.is_err());
+        assert!(billing.customer("C-1").await.unwrap().is_some());
+        assert_eq!(order_ids(&billing.orders("C-1").await.unwrap()), ["O-1"]);
+        billing.customer("C-1").await.unwrap();
+        assert_eq!(source.reads.load(Ordering::SeqCst), 4);
+    }
 }

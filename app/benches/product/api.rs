@@ -109,6 +109,7 @@ pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyh
     std::fs::create_dir_all(&data_dir)?;
     let db = FreshDb::new(backend, &data_dir).await?;
     let (messages, tokens) = seeded_customers(&dir, &data_dir, &db.url, n).await?;
+    log_statements(&db).await?;
     let server = start_serve(
         SERVE_BIN,
         &data_dir,
@@ -123,6 +124,29 @@ pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyh
     server.stop().await;
     db.drop_database().await;
     result
+}
+
+/// With `BENCH_PG_LOG_STATEMENTS=1`, on PostgreSQL: every statement on `db` from now on
+/// (after seeding: `serve`'s, and the bench's own wait, which reads `cases`) goes to the
+/// server's log (`log_statement = all` for this database only), its lines prefixed with
+/// the database's name, which is printed here. How the statements per ticket were
+/// counted (BENCHMARKS.md).
+async fn log_statements(db: &FreshDb) -> anyhow::Result<()> {
+    let Some((base, name)) = &db.drop_on else {
+        return Ok(());
+    };
+    if std::env::var("BENCH_PG_LOG_STATEMENTS").as_deref() != Ok("1") {
+        return Ok(());
+    }
+    let admin = sqlx::AnyPool::connect(base).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {name} SET log_statement = 'all'"
+    )))
+    .execute(&admin)
+    .await?;
+    admin.close().await;
+    eprintln!("  statements on {name} are logged from here");
+    Ok(())
 }
 
 /// `refund-agent seed --world` with `n` duplicate-charge customers (dated relative to now:

@@ -460,3 +460,106 @@ async fn a_batched_step_stores_exactly_what_a_step_of_its_own_stores() {
         row(runs[1].id.to_string()).await
     );
 }
+
+/// One step of `writer` on `run` with `record_step` in a transaction of its own:
+/// `Ok(Some(run as updated))` once committed, `Ok(None)` when refused as run_changed
+/// (rolled back), the error otherwise.
+async fn step_alone(db: &store::Db, mut run: Run, writer: usize) -> Option<Run> {
+    let payload = json!({ "note": format!("writer {writer}") });
+    let events = [runs::NewEvent {
+        kind: runs::EventKind::parse("model_output").unwrap(),
+        call_id: None,
+        payload: &payload,
+    }];
+    let mut tx = db.begin().await.unwrap();
+    match runs::record_step(&mut tx, &mut run, RunStatus::ModelRunning, 1, 0, 9, &events).await {
+        Ok(_) => {
+            tx.commit().await.unwrap();
+            Some(run)
+        }
+        Err(e) => {
+            assert!(runs::is_run_changed(&e), "refused as run_changed: {e:?}");
+            tx.rollback().await.unwrap();
+            None
+        }
+    }
+}
+
+/// The run's event numbers in order, and the `last_seq` its row keeps.
+async fn seqs_and_last(app: &TestApp, run_id: &str) -> (Vec<i64>, i64) {
+    let seqs = stored_rows(app, run_id).await.iter().map(|r| r.0).collect();
+    let last: i64 = sqlx::query("SELECT last_seq FROM runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap()
+        .get("last_seq");
+    (seqs, last)
+}
+
+#[tokio::test]
+async fn writers_racing_on_one_run_from_one_version_leave_one_winner_and_gap_free_events() {
+    const WRITERS: usize = 6;
+    let app = spawn_app().await;
+    let run = claimed_runs(&app, &["C-100"]).await.remove(0);
+    let (before, _) = seqs_and_last(&app, &run.id).await;
+    // Every writer holds the run at the same version and steps at once (on PostgreSQL the
+    // losers wait on the winner's row lock, then find its version gone).
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(WRITERS));
+    let racing = (0..WRITERS).map(|w| {
+        let (db, run, start) = (app.state.db.clone(), run.clone(), start.clone());
+        tokio::spawn(async move {
+            start.wait().await;
+            step_alone(&db, run, w).await
+        })
+    });
+    let won: Vec<Run> = futures_util::future::join_all(racing)
+        .await
+        .into_iter()
+        .filter_map(|r| r.unwrap())
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one writer wins the version");
+    assert_eq!(won[0].version, run.version + 1);
+    let (seqs, last) = seqs_and_last(&app, &run.id).await;
+    // The winner's event and its `state` event (the claimed run was not model_running).
+    assert_eq!(seqs.len(), before.len() + 2, "the winner's events only");
+
+    // Then each writer steps again, reloading the run after each refusal, beside an
+    // event appended on its own: every event gets its own number, none is skipped.
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(WRITERS + 1));
+    let retrying: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, id, start) = (app.state.db.clone(), run.id.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                loop {
+                    let run = runs::load_run(&db, &id).await.unwrap().unwrap();
+                    if step_alone(&db, run, w).await.is_some() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    let (db, id) = (app.state.db.clone(), run.id.clone());
+    let appended = tokio::spawn(async move {
+        start.wait().await;
+        let mut tx = db.begin().await.unwrap();
+        let kind = runs::EventKind::Escalated;
+        let seq = runs::append_event(&mut tx, &id, kind, None, &json!({}), 9).await;
+        tx.commit().await.unwrap();
+        seq.unwrap()
+    });
+    futures_util::future::join_all(retrying).await;
+    let appended = appended.await.unwrap();
+
+    let (seqs, last_now) = seqs_and_last(&app, &run.id).await;
+    let expected: Vec<i64> = (1..=last + WRITERS as i64 + 1).collect();
+    assert_eq!(seqs, expected, "numbered 1, 2, 3… without gap or repeat");
+    assert_eq!(
+        last_now,
+        *expected.last().unwrap(),
+        "the row keeps the last number"
+    );
+    assert!(seqs.contains(&appended));
+}

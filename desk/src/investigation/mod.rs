@@ -113,8 +113,11 @@ async fn investigate(
     ticket: &crate::tickets::Ticket,
 ) -> DomainResult<()> {
     let inputs = customer_messages(inv.decider.db, &ticket.id).await?;
+    // The tools of this pass (the readers' too) read the customer's row and orders once.
+    let billing =
+        crate::billing::TicketBilling::new(inv.decider.rules.billing, &ticket.customer_id);
     let env = ToolEnv {
-        billing: inv.decider.rules.billing,
+        billing: &billing,
         index: inv.decider.index,
     };
     let tools = tools::toolset(&env, ticket);

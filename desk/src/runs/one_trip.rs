@@ -8,8 +8,8 @@
 //! and at one run at a time those trips — not SQLite's work — are what a step costs.
 //!
 //! Here a whole batch goes as one query text: `BEGIN IMMEDIATE`, each step's versioned
-//! update followed by a guard, its events' insert and a read of its last sequence
-//! number, then `COMMIT` (sqlx's SQLite driver runs every statement of a text, binding
+//! update (advancing the run's `last_seq`) followed by a guard, its events' insert
+//! numbered up to that `last_seq` and a read of it, then `COMMIT` (sqlx's SQLite driver runs every statement of a text, binding
 //! `$N` across them). The guard is the one SQLite statement that fails on a condition
 //! without a trigger: `abs()` of the smallest integer is an integer-overflow error
 //! (documented), taken only when the update before it matched no row. So a step whose
@@ -158,14 +158,15 @@ fn batch_query<'q>(planned: &[Planned<'_>]) -> serde_json::Result<super::log::An
         push_step_update(&mut sql, p);
         sql.push_str(";\n");
         sql.push_str(GUARD);
-        let (run, now, events) = (p + 6, p + 3, p + STEP_UPDATE_PARAMS);
+        let (run, now, n, events) = (p + 6, p + 3, p + 8, p + STEP_UPDATE_PARAMS);
+        // The update advanced the run's `last_seq` by the step's number of events: they
+        // are numbered up to it.
         sql.push_str(&format!(
-            "WITH last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM run_events WHERE run_id = ${run})
-             INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at)
-             SELECT ${run}, last.seq + e.key + 1, e.value ->> '$[0]', e.value ->> '$[1]',
+            "INSERT INTO run_events (run_id, seq, kind, call_id, payload, created_at)
+             SELECT ${run}, r.last_seq - ${n} + e.key + 1, e.value ->> '$[0]', e.value ->> '$[1]',
                     e.value ->> '$[2]', ${now}
-             FROM last, json_each(${events}) AS e;
-             SELECT {k} AS step, COALESCE(MAX(seq), 0) AS seq FROM run_events WHERE run_id = ${run};\n"
+             FROM runs r, json_each(${events}) AS e WHERE r.id = ${run};
+             SELECT {k} AS step, last_seq AS seq FROM runs WHERE id = ${run};\n"
         ));
         p += STEP_UPDATE_PARAMS + 1;
     }
