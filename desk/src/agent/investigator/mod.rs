@@ -1,7 +1,7 @@
 //! The built-in deterministic investigator: the "model" that runs when no LLM is
 //! configured. It drives the same loop through the same tools as an LLM would.
 //!
-//! It reads the customer's messages (English, Chinese or Japanese) only to classify the
+//! It reads the customer's messages (in any language `domain::request` reads) only to classify the
 //! request and find the order in question; nothing in them is obeyed (RP-007): claimed
 //! approvals, identities, amounts or "ignore the rules" change neither the tools it
 //! calls nor what it proposes. Which order is resolved against the customer's own
@@ -11,8 +11,8 @@
 //! settles it the proposal names no order and the policy engine asks the customer
 //! (RP-002 §4). The request kind is read from the words (stems and phrases per
 //! language); when they leave it unclear or the order's charges contradict them, the
-//! records say what happened (`records_kind`, exactly one reading or none; never a
-//! cancellation), and the proposal records which (`request_source`). It proposes, with
+//! records say what happened (`domain::request::records`, exactly one reading or none;
+//! never a cancellation), and the proposal records which (`request_source`). It proposes, with
 //! evidence and citations; the policy engine decides.
 
 mod candidates;

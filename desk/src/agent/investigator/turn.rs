@@ -282,7 +282,7 @@ fn read_charges(history: &[Exchange], order_ids: &[String]) -> Option<ModelTurn>
 }
 
 /// The request kind and where it came from: the text's, unless the records settle it
-/// (`records_kind`: the words say nothing of the kind, or the order's charges
+/// (`domain::request::records`: the words say nothing of the kind, or the order's charges
 /// contradict them, and exactly one reading fits). Unclear words are read against the
 /// records only when they speak of money at all ("hello?" stays unclear), and never
 /// when they name an order that is not the customer's (RP-007 is about that order).
