@@ -185,7 +185,7 @@ struct Words {
 }
 
 fn words_of(parsed: &ParsedMail, new_ticket: bool, left_out: Vec<String>) -> Words {
-    // Issue 34's reader replaces `new_words::split`; this is its one call.
+    // The one place a mail's text is split into new words and the rest (`new_words`).
     let split = new_words::split(&parsed.text);
     let subject = parsed.subject.trim();
     let mut text = split.new_words;
