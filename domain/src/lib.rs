@@ -21,6 +21,7 @@ pub mod reply_template;
 pub mod request;
 pub use error_code::ErrorCode;
 pub mod resolve;
+pub mod script;
 pub mod states;
 pub mod structure;
 pub mod verdict;

@@ -7,6 +7,8 @@ use std::str::FromStr;
 use policy_engine::Region;
 use serde::{Deserialize, Serialize};
 
+use crate::script::Script;
+
 /// The language of a ticket and of everything its customer is told. Stored as its
 /// ISO 639-1 code (`en`, `zh`, `ja`, `de`, `fr`, `es`, `it`, `nl`, `pt`, `ko`) in
 /// `tickets.language` (a TEXT column: new language codes need no migration).
@@ -189,32 +191,14 @@ pub fn written_in(new_words: &str, text: &str, region: Option<Region>) -> Option
     } else {
         new_words
     };
-    let han =
-        |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
-    // The Katakana block without U+30FB `・`, a middle dot Chinese text also uses
-    // between the parts of foreign names.
-    let kana = |c: char| {
-        ('\u{3041}'..='\u{309f}').contains(&c)
-            || (('\u{30a1}'..='\u{30ff}').contains(&c) && c != '\u{30fb}')
-            || ('\u{31f0}'..='\u{31ff}').contains(&c)
-            || ('\u{ff66}'..='\u{ff9f}').contains(&c)
-    };
-    let hangul = |c: char| {
-        ('\u{ac00}'..='\u{d7a3}').contains(&c)
-            || ('\u{1100}'..='\u{11ff}').contains(&c)
-            || ('\u{3130}'..='\u{318f}').contains(&c)
-    };
-    if text.chars().any(hangul) {
-        Some(Language::Ko)
-    } else if text.chars().any(kana) {
-        Some(Language::Ja)
-    } else if text.chars().any(han) {
-        Some(match region {
+    match crate::script::script_of(text) {
+        Some(Script::Hangul) => Some(Language::Ko),
+        Some(Script::Kana) => Some(Language::Ja),
+        Some(Script::Han) => Some(match region {
             Some(Region::JP) => Language::Ja,
             _ => Language::Zh,
-        })
-    } else {
-        latin_language(text)
+        }),
+        None => latin_language(text),
     }
 }
 

@@ -6,6 +6,7 @@
 //! (RP-001 answers). Data and one function; matched on folded text (`fold_words`).
 
 use crate::structure::fold_words;
+use crate::structure::pasted::contains_word;
 
 /// Asking for money back: refund words, "money back", "pay back", in English, Chinese,
 /// Japanese, Korean, German, French, Spanish, Italian, Dutch, Portuguese, then Polish,
@@ -70,15 +71,7 @@ const MONEY_BACK: &[&str] = &[
 /// Whether `text` asks for money back (word starts only: `erstatt` in `erstatten`).
 pub fn asks_for_money_back(text: &str) -> bool {
     let text = fold_words(text);
-    MONEY_BACK.iter().any(|w| {
-        text.match_indices(w).any(|(at, _)| {
-            !w.is_ascii()
-                || !text[..at]
-                    .chars()
-                    .next_back()
-                    .is_some_and(char::is_alphanumeric)
-        })
-    })
+    MONEY_BACK.iter().any(|w| contains_word(&text, w))
 }
 
 #[cfg(test)]

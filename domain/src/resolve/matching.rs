@@ -6,7 +6,8 @@ use rust_decimal::Decimal;
 use time::{Duration, OffsetDateTime};
 
 use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products, says_latest};
-use super::when::{mentioned_days, Day, Moment};
+use super::said_days::mentioned_days;
+use super::when::{Day, Moment};
 
 /// A charge as resolution needs it.
 #[derive(Debug, Clone, PartialEq)]

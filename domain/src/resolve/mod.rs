@@ -37,6 +37,7 @@ mod matching;
 mod normalise;
 mod reference_words;
 mod references;
+mod said_days;
 mod someone_else;
 mod when;
 
@@ -55,8 +56,9 @@ pub use references::{
     lookup_spellings, mentioned_ids, mentioned_ids_counted, named_ids, unmatched_references,
     Reference, MAX_REFERENCES,
 };
+pub use said_days::mentioned_days;
 pub use someone_else::mentions_someone_else;
-pub use when::{mentioned_days, Day, Moment};
+pub use when::{Day, Moment};
 
 use matching::{by_secondary_evidence, Secondary};
 
@@ -232,7 +234,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         };
     }
     let reading = reading_of(input.messages, &ids);
-    let moment = input.moment.map(|m| m.written_in(&input.messages.concat()));
+    let moment = input.moment.map(|m| m.written_in(input.messages));
     let Reading {
         unmatched,
         evidence,

@@ -1,6 +1,7 @@
 //! Tests of `when`: the days customers name, read and placed in their own time.
 
 use super::*;
+use crate::resolve::mentioned_days;
 use crate::structure::fold_words;
 use time::macros::datetime;
 
@@ -154,7 +155,7 @@ fn a_script_written_at_home_breaks_a_tie_the_region_leaves() {
         region: Some(Region::US),
         script_offset: None,
     }
-    .written_in("토요일 아침에 결제한 연간 플랜");
+    .written_in(&["토요일 아침에 결제한 연간 플랜".to_string()]);
     let saturday = Day::Weekday(Weekday::Saturday);
     assert!(seoul.placed_on(datetime!(2026-12-04 22:30 UTC), saturday));
     assert!(seoul.placed_on_at_home(datetime!(2026-12-04 22:30 UTC), saturday));

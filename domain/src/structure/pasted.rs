@@ -172,7 +172,7 @@ fn masked_card(folded: &str) -> bool {
 }
 
 /// `phrase` in `text`, not glued to a letter before it ("ending" is not in "pending").
-fn contains_word(text: &str, phrase: &str) -> bool {
+pub(crate) fn contains_word(text: &str, phrase: &str) -> bool {
     text.match_indices(phrase).any(|(at, _)| {
         !phrase.is_ascii()
             || !text[..at]

@@ -131,7 +131,7 @@ fn day(d: Day) -> String {
         Day::Month(1) => "last month".into(),
         Day::Month(n) => format!("{n} months ago"),
         Day::OfMonth(d) => format!("the {d} of the month"),
-        Day::Named(named) => format!("{named:?}"),
+        Day::Named(named) => named.name().into(),
         Day::WeekBeforeLast => "the week before last".into(),
     }
 }
