@@ -1,6 +1,9 @@
 //! Email (docs/spec/email.md): mail in through `POST /api/v1/inbound/email`,
 //! the outbox written with each change, and — in `mail_servers` — the whole way through
 //! real Postfix and Dovecot. Every test mail is built by Python's `email` package.
+//!
+//! Long because mail's journeys share one builder of mails and one reader of the outbox
+//! (below, before the tests); the real-server journeys are apart in `mail_servers`.
 
 use std::sync::Arc;
 

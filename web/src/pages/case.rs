@@ -5,6 +5,9 @@
 //! above it, one file a concern: `case_conversation` (reply, note, close, assign, a
 //! bounced address cleared), `case_decide` (approve, reject, hand up, take over),
 //! `case_shadow` (the hand decision), `case_replies`, `case_translate`.
+//!
+//! Long because the view is one template's data, assembled from the case, its run, its
+//! decision and its facts in one place; its tests sit below it.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -226,36 +229,6 @@ fn thread_entries(thread: desk::views::CaseThread) -> Vec<ThreadEntry> {
 fn instant_of(at: &str) -> i128 {
     time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
         .map_or(i128::MIN, time::OffsetDateTime::unix_timestamp_nanos)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn note(at: &str, body: &str) -> desk::cases::NoteView {
-        desk::cases::NoteView {
-            id: body.into(),
-            author: "lead@shop.example".into(),
-            body: body.into(),
-            at: at.into(),
-        }
-    }
-
-    #[test]
-    fn the_thread_sorts_by_time_not_by_text() {
-        let thread = desk::views::CaseThread {
-            case_id: "case_1".into(),
-            messages: vec![],
-            notes: vec![
-                note("2026-12-01T18:32:54.959Z", "second"),
-                note("2026-12-01T18:32:55Z", "third"),
-                note("2026-12-01T18:32:54.9Z", "first"),
-            ],
-            attachments: vec![],
-        };
-        let order: Vec<String> = thread_entries(thread).into_iter().map(|e| e.body).collect();
-        assert_eq!(order, ["first", "second", "third"]);
-    }
 }
 
 /// The words shown at the top of the case page after an action's redirect.
@@ -678,4 +651,34 @@ async fn attach_translations(
         entry.translatable = configured && entry.translation.is_none();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(at: &str, body: &str) -> desk::cases::NoteView {
+        desk::cases::NoteView {
+            id: body.into(),
+            author: "lead@shop.example".into(),
+            body: body.into(),
+            at: at.into(),
+        }
+    }
+
+    #[test]
+    fn the_thread_sorts_by_time_not_by_text() {
+        let thread = desk::views::CaseThread {
+            case_id: "case_1".into(),
+            messages: vec![],
+            notes: vec![
+                note("2026-12-01T18:32:54.959Z", "second"),
+                note("2026-12-01T18:32:55Z", "third"),
+                note("2026-12-01T18:32:54.9Z", "first"),
+            ],
+            attachments: vec![],
+        };
+        let order: Vec<String> = thread_entries(thread).into_iter().map(|e| e.body).collect();
+        assert_eq!(order, ["first", "second", "third"]);
+    }
 }
