@@ -6,7 +6,7 @@
 
 use rust_decimal::Decimal;
 
-use super::normalise::contains_phrase;
+use super::normalise::{contains_phrase, phrase_spans};
 use crate::structure::fold_words;
 
 /// Product words, folded, per product (EN, ZH, JA first, then DE, FR, ES, IT, NL, PT,
@@ -113,9 +113,26 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "월 구독",
             "월정액",
             "매월",
-            "한달",
-            "한 달",
-            "1개월",
+            // "한 달" alone is mostly a length of time ("한 달 안 됐는데", "한 달 전"):
+            // only its compounds name the plan.
+            "한달짜리",
+            "한 달짜리",
+            "한달권",
+            "한 달권",
+            "한달 구독",
+            "한 달 구독",
+            "한달 요금제",
+            "한 달 요금제",
+            "한달 이용권",
+            "한 달 이용권",
+            "한달 플랜",
+            "한 달 플랜",
+            "1개월짜리",
+            "1개월권",
+            "1개월 구독",
+            "1개월 요금제",
+            "1개월 이용권",
+            "1개월 플랜",
             "월회원",
             "월 회원",
             "월 요금제",
@@ -177,6 +194,18 @@ const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "doplnku",
         ],
     ),
+];
+
+/// Words for a subscription whichever plan it is, folded: what a customer cancels
+/// ("cancel my subscription", "mein Abo kündigen", "구독 해지").
+#[rustfmt::skip]
+const SUBSCRIPTION: &[&str] = &[
+    "subscription", "subscribed", "unsubscribe", "membership", "my plan", "the plan",
+    "abo", "abonnement", "suscripcion", "abbonamento", "assinatura", "plano",
+    "订阅", "訂閱", "会员", "會員", "套餐", "サブスク", "プラン", "定期購読", "会員",
+    "구독", "요금제", "플랜", "멤버십", "이용권", "회원권", "subskrypcja", "subskrypcje",
+    "subskrypcji", "abonament", "prenumeration", "abonnemang", "abonelik", "uyelik",
+    "predplatne",
 ];
 
 /// Words that say something was bought by mistake, folded: with two of their orders
@@ -250,19 +279,58 @@ pub(super) fn says_latest(folded: &str) -> bool {
         .any(|w| contains_phrase(folded, w))
 }
 
+/// Whether `folded` speaks of a subscription: a plan by name, or a word for any.
+pub fn names_a_subscription(folded: &str) -> bool {
+    SUBSCRIPTION.iter().any(|w| contains_phrase(folded, w))
+        || mentioned_products(folded)
+            .iter()
+            .any(|p| plan_period(p).is_some())
+}
+
+/// How long one order of a plan pays for: a month (at most 31 days) or a year (at
+/// most 366); `None` for what is no plan (an add-on is bought once).
+pub fn plan_period(product: &str) -> Option<time::Duration> {
+    match product {
+        "monthly_plan" => Some(time::Duration::days(31)),
+        "annual_plan" => Some(time::Duration::days(366)),
+        _ => None,
+    }
+}
+
 /// Whether `folded` says something was bought by mistake.
 pub fn says_by_mistake(folded: &str) -> bool {
     BY_MISTAKE.iter().any(|w| contains_phrase(folded, w))
 }
 
-/// The products the text names (`annual_plan`…); `text` need not be folded.
+/// The products the text names (`annual_plan`…); `text` need not be folded. Where two
+/// products' words overlap, the one written first names the product, as a number
+/// scopes the word after it: "the 12 month plan" and "a twelve-month subscription" are
+/// the annual plan, though they hold "month plan" and "month subscription".
 pub fn mentioned_products(text: &str) -> Vec<&'static str> {
     let text = fold_words(text);
-    PRODUCT_WORDS
+    let found: Vec<(&'static str, (usize, usize))> = PRODUCT_WORDS
         .iter()
-        .filter(|(_, words)| words.iter().any(|w| contains_phrase(&text, w)))
-        .map(|(product, _)| *product)
-        .collect()
+        .flat_map(|(product, words)| {
+            let text = &text;
+            words
+                .iter()
+                .flat_map(move |w| phrase_spans(text, w).map(move |span| (*product, span)))
+        })
+        .collect();
+    let overridden = |(product, (start, end)): &(&str, (usize, usize))| {
+        found.iter().any(|(other, (s, e))| {
+            let overlaps = s < end && start < e;
+            let first = s < start || (s == start && e > end);
+            other != product && overlaps && first
+        })
+    };
+    let mut products: Vec<&'static str> = Vec::new();
+    for hit in found.iter().filter(|hit| !overridden(hit)) {
+        if !products.contains(&hit.0) {
+            products.push(hit.0);
+        }
+    }
+    products
 }
 
 /// Money amounts the text writes with a currency sign, code or decimals (`19.80`,
@@ -577,5 +645,32 @@ mod tests {
         assert_eq!(mentioned_products("el paquete adicional"), ["addon"]);
         assert_eq!(mentioned_products("연간 구독"), ["annual_plan"]);
         assert!(mentioned_products("an extra charge").is_empty());
+    }
+
+    #[test]
+    fn a_word_inside_another_products_longer_word_names_nothing() {
+        assert_eq!(mentioned_products("the 12 month plan"), ["annual_plan"]);
+        assert_eq!(
+            mentioned_products("a twelve-month subscription"),
+            ["annual_plan"]
+        );
+        assert_eq!(
+            mentioned_products("the 12 month plan, not the month plan"),
+            ["annual_plan", "monthly_plan"]
+        );
+    }
+
+    #[test]
+    fn a_korean_month_is_a_length_of_time_unless_it_names_a_plan() {
+        assert_eq!(
+            mentioned_products("한 달 안 됐는데 연간 구독 해지하고 환불받을 수 있나요"),
+            ["annual_plan"]
+        );
+        assert!(mentioned_products("한 달 전에 결제했어요").is_empty());
+        assert_eq!(
+            mentioned_products("한 달짜리 요금제 환불"),
+            ["monthly_plan"]
+        );
+        assert_eq!(mentioned_products("1개월 이용권 취소"), ["monthly_plan"]);
     }
 }

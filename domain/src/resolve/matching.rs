@@ -5,7 +5,9 @@ use policy_engine::{OrderFacts, RequestKind};
 use rust_decimal::Decimal;
 use time::{Duration, OffsetDateTime};
 
-use super::evidence::{mentioned_amounts, mentioned_currencies, mentioned_products, says_latest};
+use super::evidence::{
+    mentioned_amounts, mentioned_currencies, mentioned_products, plan_period, says_latest,
+};
 use super::said_days::mentioned_days;
 use super::when::{Day, Moment};
 
@@ -143,6 +145,22 @@ pub(super) fn by_secondary_evidence<'a>(
         c = narrow(c, |o| Some(o.placed_at) == newest);
     }
     c
+}
+
+/// "Cancel my subscription": not a plan whose paid period had ended when the ticket
+/// was written (ordered [`plan_period`] or longer ago), when some candidates are still
+/// running. Such a plan is over; it is not what is cancelled. What is no plan stays: a
+/// customer may call an add-on a subscription, and then which one is asked (RP-002 §4).
+pub(super) fn running_plans<'a>(
+    candidates: Vec<&'a OrderCandidate>,
+    moment: Option<&Moment>,
+) -> Vec<&'a OrderCandidate> {
+    let Some(now) = moment.map(|m| m.reported_at) else {
+        return candidates;
+    };
+    narrow(candidates, |o| {
+        plan_period(&o.product).is_none_or(|p| o.placed_at <= now && now - o.placed_at < p)
+    })
 }
 
 /// Whether an order's charges show what the customer describes: more taken than the

@@ -284,7 +284,10 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         r.unmatched = unmatched;
         return r;
     }
-    let narrowed = narrow_by_evidence(evidence, input.orders.iter().collect(), moment.as_ref());
+    let mut narrowed = narrow_by_evidence(evidence, input.orders.iter().collect(), moment.as_ref());
+    if input.request == RequestKind::Cancellation && reading.subscription {
+        narrowed = matching::running_plans(narrowed, moment.as_ref());
+    }
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the
     // customer's own words single out (issue 34 item 4: injected targets change nothing
@@ -362,6 +365,8 @@ struct Reading {
     instructed_own: Vec<String>,
     /// The new words say something was bought by mistake.
     by_mistake: bool,
+    /// The new words speak of a subscription (`evidence::names_a_subscription`).
+    subscription: bool,
 }
 
 impl Reading {
@@ -381,6 +386,7 @@ impl Reading {
         Reading {
             unmatched: noted_references([decisive, instructions, supporting]),
             by_mistake: evidence::says_by_mistake(&new_words),
+            subscription: evidence::names_a_subscription(&new_words),
             evidence: [
                 Secondary::of(&new_words),
                 Secondary::of(&structure::fold_words(&tiers.supporting.join("\n"))),

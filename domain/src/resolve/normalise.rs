@@ -72,32 +72,32 @@ pub(super) fn occurrences(text: &str, key: &str) -> Vec<(usize, usize)> {
 /// True when `phrase` (folded) occurs in `text` (folded); ASCII phrases must not be
 /// glued to other ASCII letters or digits on either side.
 pub fn contains_phrase(text: &str, phrase: &str) -> bool {
-    let starts_ascii = phrase
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric());
-    let ends_ascii = phrase
-        .chars()
-        .last()
-        .is_some_and(|c| c.is_ascii_alphanumeric());
+    phrase_spans(text, phrase).next().is_some()
+}
+
+/// Byte spans of the occurrences of `phrase` (folded) in `text` (folded) that
+/// [`contains_phrase`] accepts.
+pub fn phrase_spans<'a>(
+    text: &'a str,
+    phrase: &'a str,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let (starts_ascii, ends_ascii) = (edge(phrase.chars().next()), edge(phrase.chars().last()));
     let mut from = 0;
-    while let Some(pos) = text[from..].find(phrase) {
-        let start = from + pos;
-        let end = start + phrase.len();
-        let before_ok = !starts_ascii
-            || !text[..start]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_ascii_alphanumeric());
-        let after_ok = !ends_ascii
-            || !text[end..]
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphanumeric());
-        if before_ok && after_ok {
-            return true;
+    std::iter::from_fn(move || {
+        if phrase.is_empty() {
+            return None;
         }
-        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
-    }
-    false
+        while let Some(pos) = text[from..].find(phrase) {
+            let start = from + pos;
+            let end = start + phrase.len();
+            from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+            let before_ok = !starts_ascii || !edge(text[..start].chars().next_back());
+            let after_ok = !ends_ascii || !edge(text[end..].chars().next());
+            if before_ok && after_ok {
+                return Some((start, end));
+            }
+        }
+        None
+    })
 }

@@ -171,14 +171,25 @@ const DAYS_AGO: [(u8, &[&str]); 3] = [
     ]),
     (1, &[
         "yesterday", "gestern", "hier soir", "hier matin", "hier apres-midi", "ayer", "ieri",
-        "gisteren", "ontem", "wczoraj", "igar", "dun", "vcera", "昨天", "昨日", "昨晚", "琴日", "尋日",
-        "寻日", "어제", "어젯밤",
+        "gisteren", "ontem", "wczoraj", "igar", "dun", "vcera", "昨天", "昨日", "琴日", "尋日",
+        "寻日", "어제",
     ]),
     (2, &[
         "day before yesterday", "vorgestern", "avant-hier", "anteayer", "antier",
         "l'altro ieri", "altroieri", "eergisteren", "anteontem", "przedwczoraj", "i forrgar",
         "evvelsi gun", "predevcirem", "前天", "前日", "一昨日", "おととい", "그저께", "그제",
     ]),
+];
+
+/// Last night, folded ([`Day::LastNight`]): an order placed after midnight is still
+/// "last night's". French "hier soir" and Korean "어젯밤" are here, not yesterday's.
+#[rustfmt::skip]
+const LAST_NIGHT: &[&str] = &[
+    "last night", "yesterday night", "yesterday evening", "last evening", "gestern abend",
+    "gestern nacht", "letzte nacht", "hier soir", "anoche", "ieri sera", "ieri notte",
+    "gisteravond", "gisternacht", "ontem a noite", "ontem de noite", "wczoraj wieczorem",
+    "wczoraj w nocy", "igar kvall", "i gar kvall", "dun gece", "dun aksam", "vcera vecer",
+    "vcera v noci", "昨晚", "昨夜", "ゆうべ", "夕べ", "어젯밤", "어제 밤", "어제밤", "어제 저녁",
 ];
 
 /// "N days ago" around a number, folded: `(before, after)` per language (EN, DE, FR,
@@ -415,6 +426,9 @@ fn days_in(folded: &str) -> Vec<Day> {
             days.push(Day::DaysAgo(ago));
         }
     }
+    if said(LAST_NIGHT) {
+        days.push(Day::LastNight);
+    }
     let specific_weekday = days.iter().any(|d| matches!(d, Day::LastWeeks(_)));
     for (day, words) in DAYS_BACK {
         // "上周六" is last week's Saturday, not any day of last week.
@@ -487,6 +501,7 @@ static WORDS: std::sync::LazyLock<(Vec<&'static str>, crate::phrases::PhraseSet)
             );
         }
         words.extend(DAYS_AGO.iter().flat_map(|(_, w)| w.iter().copied()));
+        words.extend(LAST_NIGHT.iter().copied());
         words.extend(DAYS_BACK.iter().flat_map(|(_, w)| w.iter().copied()));
         let literal = words.iter().map(|w| w.strip_suffix('*').unwrap_or(w));
         let set = crate::phrases::PhraseSet::new(literal);

@@ -514,3 +514,67 @@ fn a_day_or_the_newest_order_named_in_words_singles_an_order_out() {
         assert_eq!(r.source, Some(OrderSource::Message), "{text}");
     }
 }
+
+#[test]
+fn a_cancelled_subscription_is_the_plan_still_running() {
+    let at = |o: &mut OrderCandidate, t| o.placed_at = t;
+    let mut old_monthly = order("S-1", "monthly_plan", "12");
+    let mut monthly = order("S-2", "monthly_plan", "12");
+    let mut annual = order("S-3", "annual_plan", "119");
+    let mut addon = order("S-4", "addon", "7");
+    at(
+        &mut old_monthly,
+        time::macros::datetime!(2026-06-09 15:00 UTC),
+    );
+    at(&mut monthly, time::macros::datetime!(2026-10-25 23:00 UTC));
+    at(&mut annual, time::macros::datetime!(2026-12-04 21:00 UTC));
+    at(&mut addon, time::macros::datetime!(2026-12-05 10:00 UTC));
+    let moment = Moment {
+        reported_at: time::macros::datetime!(2026-12-07 15:00 UTC),
+        region: Some(policy_engine::Region::US),
+        script_offset: None,
+    };
+    let cancel = |orders: &[OrderCandidate], text: &str, request| {
+        let messages = vec![text.to_string()];
+        resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request,
+            orders,
+            moment: Some(moment),
+        })
+        .order_id
+    };
+    let orders = [old_monthly.clone(), monthly.clone(), annual.clone()];
+    // The monthly plans' months are over: the annual plan is the one running.
+    let text = "can u refund my subscription? i dont want it anymore";
+    assert_eq!(
+        cancel(&orders, text, RequestKind::Cancellation).as_deref(),
+        Some("S-3")
+    );
+    // An add-on may be what they call a subscription: which one is asked.
+    let with_addon = [old_monthly.clone(), monthly.clone(), annual.clone(), addon];
+    assert_eq!(cancel(&with_addon, text, RequestKind::Cancellation), None);
+    // Not without a word for a subscription, nor for what is not a cancellation.
+    assert_eq!(
+        cancel(
+            &orders,
+            "refund please, i dont want it",
+            RequestKind::Cancellation
+        ),
+        None
+    );
+    assert_eq!(cancel(&orders, text, RequestKind::Unclear), None);
+    // "This month's" money of the monthly plan: the month still running, not a
+    // calendar month no order was placed in.
+    monthly.placed_at = time::macros::datetime!(2026-11-30 07:00 UTC);
+    let orders = [old_monthly, monthly, annual];
+    let text = "I'd like to cancel my monthly plan and get this month's money back";
+    assert_eq!(
+        cancel(&orders, text, RequestKind::Cancellation).as_deref(),
+        Some("S-2")
+    );
+    // Two plans running: which one is asked.
+    let text = "please cancel my subscription and refund me";
+    assert_eq!(cancel(&orders, text, RequestKind::Cancellation), None);
+}

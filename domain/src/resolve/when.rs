@@ -62,6 +62,9 @@ pub enum Day {
     /// A calendar month counted back from the ticket's (0 "this month", 1 "last
     /// month"): any of its days up to the ticket's.
     Month(u8),
+    /// Last night: from five in the afternoon of the day before the ticket's to six in
+    /// the morning of the ticket's own day ("late last night" is often after midnight).
+    LastNight,
 }
 
 /// The shopping days customers name instead of a date.
@@ -167,6 +170,12 @@ fn on_day_at(reported_at: OffsetDateTime, hours: i8, placed_at: OffsetDateTime, 
     let Ok(offset) = UtcOffset::from_hms(hours, 0, 0) else {
         return false;
     };
+    if day == Day::LastNight {
+        return last_night(
+            reported_at.to_offset(offset).date(),
+            placed_at.to_offset(offset),
+        );
+    }
     let placed = placed_at.to_offset(offset).date();
     if let Day::Date { year, month, day } = day {
         return year.is_none_or(|y| y == placed.year())
@@ -177,14 +186,29 @@ fn on_day_at(reported_at: OffsetDateTime, hours: i8, placed_at: OffsetDateTime, 
     days_meant(day, today).contains(&placed)
 }
 
+/// Whether `placed` (local) was last night as seen on `today`: between 17:00 the day
+/// before and 06:00 today.
+fn last_night(today: Date, placed: OffsetDateTime) -> bool {
+    let (Some(yesterday), Ok(evening), Ok(morning)) = (
+        today.previous_day(),
+        time::Time::from_hms(17, 0, 0),
+        time::Time::from_hms(6, 0, 0),
+    ) else {
+        return false;
+    };
+    let at = time::PrimitiveDateTime::new(placed.date(), placed.time());
+    time::PrimitiveDateTime::new(yesterday, evening) <= at
+        && at < time::PrimitiveDateTime::new(today, morning)
+}
+
 /// The dates a weekday or a day back can mean when the customer writes on `today`. A
 /// weekday that is today's own may mean today or a week ago; "last week's" is in the
 /// Monday-to-Sunday week before this one.
 fn days_meant(day: Day, today: Date) -> Vec<Date> {
     let back = |n: i64| today.checked_sub(Duration::days(n));
     match day {
-        // Calendar dates are compared as written (`Moment::placed_on`).
-        Day::Date { .. } => Vec::new(),
+        // Calendar dates are compared as written, last night by the hour (`on_day_at`).
+        Day::Date { .. } | Day::LastNight => Vec::new(),
         Day::Weekday(w) => {
             let since = days_since(today.weekday(), w);
             let mut out: Vec<Date> = back(since).into_iter().collect();

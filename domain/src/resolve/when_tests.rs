@@ -197,3 +197,28 @@ fn weeks_and_korean_counts_of_days_count_back() {
         }]
     );
 }
+
+#[test]
+fn last_night_runs_past_midnight() {
+    for text in [
+        "I bought it late last night",
+        "어젯밤에 결제",
+        "昨晚买的",
+        "hier soir",
+    ] {
+        assert!(days(text).contains(&Day::LastNight), "{text}");
+    }
+    // Read from Japan at noon on Monday 7 December: 00:40 that morning was last night,
+    // as was 22:00 on Sunday; Sunday's lunch and afternoon were not (in Japan, nor in
+    // UTC, the other clock a Japanese customer may read).
+    let monday = Moment {
+        reported_at: datetime!(2026-12-07 03:00 UTC),
+        region: Some(Region::JP),
+        script_offset: None,
+    };
+    let placed = |at| monday.placed_on(at, Day::LastNight);
+    assert!(placed(datetime!(2026-12-06 15:40 UTC)));
+    assert!(placed(datetime!(2026-12-06 13:00 UTC)));
+    assert!(!placed(datetime!(2026-12-06 03:00 UTC)));
+    assert!(!placed(datetime!(2026-12-06 07:00 UTC)));
+}

@@ -133,6 +133,7 @@ fn day(d: Day) -> String {
         Day::OfMonth(d) => format!("the {d} of the month"),
         Day::Named(named) => named.name().into(),
         Day::WeekBeforeLast => "the week before last".into(),
+        Day::LastNight => "last night".into(),
     }
 }
 
