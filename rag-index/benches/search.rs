@@ -165,7 +165,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         percentile(&old_timings, 99.0),
     );
     println!("  raw tantivy p50/p99 {r50:>10.1} / {r99:.1} µs  (same index and terms, no filters)");
-    println!("  before issue 19     {o50:>10.1} / {o99:.1} µs  (filtering every match)");
+    println!("  before pruning      {o50:>10.1} / {o99:.1} µs  (filtering every match)");
     println!(
         "  ours / raw          {:>10.2}× p50, {:.2}× p99",
         percentile(&timings, 50.0) / r50.max(1e-9),

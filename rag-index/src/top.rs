@@ -16,7 +16,7 @@
 //! every in-scope section within [`margin`] of the k-th best, a bound larger than twice
 //! any rounding difference, so no section of the exact top k is missed — and the
 //! candidates are then scored again, clause by clause in the parser's nesting, as the
-//! search before issue 19 scored them: the same passages, the same order, the same
+//! search before pruning scored them: the same passages, the same order, the same
 //! scores, bit for bit.
 //!
 //! This module does not decide what is in scope (`query::allowed_versions` does) and does

@@ -325,7 +325,7 @@ async fn one_ticket_costs_at_most_fifteen_sqlite_commits_of_its_own_from_creatio
     let own = commits.iter().filter(|c| !periodic(&writes_of(c))).count();
     assert!(
         own <= 15,
-        "{own} commits of its own for one ticket (issue 41: at most 15):\n{}",
+        "{own} commits of its own for one ticket (at most 15):\n{}",
         table(&commits, 1)
     );
     // Each of the investigation loop's steps (a run's update and its events, nothing
@@ -358,7 +358,7 @@ async fn sixteen_tickets_investigated_together_cost_at_most_fifteen_sqlite_commi
     show_sql(&commits);
     assert!(
         commits.len() <= 15 * n,
-        "{} commits for {n} tickets (issue 41: at most 15 each, periodic jobs included):\n{}",
+        "{} commits for {n} tickets (at most 15 each, periodic jobs included):\n{}",
         commits.len(),
         table(&commits, n)
     );

@@ -752,7 +752,7 @@ async fn seeding_an_existing_data_dir_again_does_not_silently_rotate_staff_passw
         stdout
             .lines()
             .any(|l| l.starts_with("admin") && l.contains("admin@refund-desk.test")),
-        "a newcomer gets an admin too (issue 38): {stdout}"
+        "a newcomer gets an admin too: {stdout}"
     );
     let before = staff_hashes(dir.path()).await;
 

@@ -942,7 +942,7 @@ async fn the_pages_before_sign_in_follow_the_browsers_language() {
         html.contains("登录") && !html.contains("サインイン"),
         "{html}"
     );
-    // French is one of ours since issue 34; a language that is not falls back to English.
+    // French is one of ours; a language that is not falls back to English.
     let (_, html) = app.raw(get(&link, "fr-FR,fr;q=0.9")).await;
     assert!(
         html.contains(r#"<html lang="fr">"#)
@@ -1060,7 +1060,7 @@ async fn withdraw_is_offered_behind_a_confirmation_only_while_it_can_still_happe
     );
 }
 
-/// As issue 38 left it: wherever the agent answered on its own, the customer
+/// Wherever the agent answered on its own, the customer
 /// is offered a person (the agent never repeats itself, so there is no repeat to wait
 /// for); asking sends the case to the staff queue with the conversation. Where a person
 /// already decides, asking is a typed conflict that changes nothing.

@@ -152,7 +152,7 @@ pub struct CustomerCaseView {
     /// Whether a withdrawal can still happen (nothing reached the provider).
     pub may_withdraw: bool,
     /// Whether to offer "talk to a person": the agent answered the customer itself
-    /// (since issue 38 it never repeats itself, so there is no repeat to wait for).
+    /// (it never repeats itself, so there is no repeat to wait for).
     pub may_ask_for_person: bool,
     /// Whether the case waits for us, and in which team's queue (the page says
     /// when we usually answer). Not sent: which team decides is internal (RP-005).

@@ -2,7 +2,7 @@
 //! hear back by mail, whichever way they came in.
 //!
 //! - [`parse`]: one raw message read (charsets, encodings, parts, automatic mail);
-//! - [`new_words`]: the seam that splits new words from the quoted thread (issue 34's
+//! - [`new_words`]: the seam that splits new words from the quoted thread (the domain's
 //!   reader replaces its body);
 //! - [`authentication`]: whether a mail proves its sender (the trusted server's
 //!   `Authentication-Results`, RFC 8601, and DMARC's alignment);

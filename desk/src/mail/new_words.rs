@@ -1,7 +1,7 @@
 //! The seam between the mail channel and the reading of a mail's structure: which part
 //! of a customer's mail is what they wrote now, and which is the quoted earlier thread or
-//! their signature (issue 37 §2). The mail path calls [`split`] and nothing else; the
-//! reading itself is issue 34's (`domain::structure::split`, the same one the ticket page
+//! their signature. The mail path calls [`split`] and nothing else; the
+//! reading itself is the domain's (`domain::structure::split`, the same one the ticket page
 //! and the investigator use), so a mail and a page message are read alike.
 //!
 //! What stays in the new words: the customer's new words, what they paste and forward (a

@@ -290,7 +290,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
     }
     let by_words = narrowed.len() < input.orders.len();
     // An instruction naming an order that is none of theirs never overrides what the
-    // customer's own words single out (issue 34 item 4: injected targets change nothing
+    // customer's own words single out (injected targets change nothing
     // proposed); where their words single out nothing, their only order would be a guess
     // as above, so only the records decide.
     if !by_words && reading.instructed_elsewhere {

@@ -7,7 +7,7 @@
 //! `7000024`, `MX5H38`, `O-1001`, with ids that are prefixes of one another), and the
 //! customer's text rewritten from phrase banks kept as data in `evals/history/phrases/`
 //! (ten languages; the investigator never reads them): how the order is identified (its
-//! id after any order word in one of the id forms of issue 34 — spaced, broken over a
+//! id after any order word in one of the id forms customers write — spaced, broken over a
 //! line, any dash, thousands separators, inside a URL — in any case or width, the ticket
 //! form, a product, an amount, a date, only the records, or nothing), follow-ups (a vague
 //! first message, the order in the second), greetings, typos, mixed languages, lower
@@ -438,7 +438,7 @@ fn pick_external(
 }
 
 /// The language of the ticket: with an external complaint bank one of the three it is
-/// written in (as issue 15 drew them); else half the time a language of the region's
+/// written in (as the first phrase banks drew them); else half the time a language of the region's
 /// customers, half the time any of the ten (a shop sells abroad).
 fn pick_language(rng: &mut SplitMix64, draft: &Draft, external: bool) -> usize {
     let native = match draft.region {

@@ -500,7 +500,7 @@ fn percent(agree: usize, total: usize) -> f64 {
     100.0 * agree as f64 / total.max(1) as f64
 }
 
-/// The figures of issue 34 on one set: agreement with and without the order field,
+/// The figures on one set: agreement with and without the order field,
 /// per language, per mail form and per id form, and the misses.
 struct MailFigures {
     with_field: Tally,
@@ -606,7 +606,7 @@ async fn mail_figures(env: &Env, tickets: &[HistoricalTicket]) -> MailFigures {
     figures
 }
 
-/// Issue 34's targets: outcome agreement at least 97% and exact at least 96%, with and
+/// The targets: outcome agreement at least 97% and exact at least 96%, with and
 /// without the order field.
 fn meets_the_targets(f: &MailFigures) -> bool {
     [f.with_field, f.without_field]
@@ -697,7 +697,7 @@ async fn the_shadow_report_names_the_cause_of_each_disagreement() {
     ambiguous.id = "CAUSE-AMBIGUOUS".into();
     say(&mut ambiguous, "Hello, please help me with my account.");
     // Not found: an order number that exists nowhere, from a customer with no order on
-    // record (with one, the records decide whatever number was typed: issue 34).
+    // record (with one, the records decide whatever number was typed).
     let mut not_found = pick(&|t| {
         t.human.outcome == CaseOutcome::Refund && feature(t, "orders").as_u64() == Some(1)
     });

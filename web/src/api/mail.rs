@@ -65,7 +65,7 @@ pub async fn get_attachment(
 }
 
 /// A stored file as a download: opaque bytes, `Content-Disposition: attachment`,
-/// `nosniff` and a sandboxing CSP, whatever it claims to be (issue 38's
+/// `nosniff` and a sandboxing CSP, whatever it claims to be (the
 /// customer files are served the same way).
 pub fn download(
     line: &desk::mailbox::attachments::AttachmentLine,

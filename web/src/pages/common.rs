@@ -304,8 +304,8 @@ pub(super) fn with_status(status: StatusCode, mut page: Response) -> Response {
 
 /// Whether a form post came from our own pages (`crate::extract::origin_matches_host`; a request
 /// with neither `Sec-Fetch-Site` nor `Origin` is not a browser's and passes). A sign-in
-/// form posted from another site would sign the victim in as the attacker (login CSRF,
-/// issue 16).
+/// form posted from another site would sign the victim in as the attacker (login
+/// CSRF).
 pub(super) struct SameOrigin(pub(super) bool);
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SameOrigin {

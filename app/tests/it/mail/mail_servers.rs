@@ -1,4 +1,4 @@
-//! Email through real mail servers (issue 37 "Done when"): a Postfix + Dovecot pair of
+//! Email through real mail servers: a Postfix + Dovecot pair of
 //! each test's own (`scripts/mail-servers`), customers who write with swaks and Python's
 //! smtplib, and what the product sent read back with Python's imaplib. The app takes the
 //! support mailbox with its watcher's `run_once` and sends with the worker's pass, on a
@@ -622,7 +622,7 @@ async fn settle_investigations(app: &TestApp) {
     }
 }
 
-/// Issue 37's last "Done when": every history ticket of the dev set
+/// Every history ticket of the dev set
 /// (`evals/history/varied-dev.jsonl`, whatever it holds) written as its customer's mail
 /// by Python's `email` (`mailtool.py history`), sent through Postfix and taken from the
 /// mailbox, reaches the same decision as the same messages posted to the API. A sample

@@ -1,5 +1,5 @@
 //! The PostgreSQL server behind a URL, as Debian's `pg_ctlcluster` names it, stopped and
-//! started for the database-restart checks of issue 20 (the `restart` test and the load
+//! started for the database-restart checks (the `restart` test and the load
 //! test's outage phase, which includes this file by path). Needs root; it never guesses
 //! a cluster: the one listening on the URL's port, or an error.
 

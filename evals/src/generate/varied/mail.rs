@@ -1,4 +1,4 @@
-//! The varied style's mail forms (issue 34 item 5): what surrounds a customer's new
+//! The varied style's mail forms: what surrounds a customer's new
 //! words in real mail — a quoted earlier thread naming another order of the same
 //! customer, a forwarded receipt, a signature, a pasted bank statement or card SMS,
 //! HTML remnants, numbers that are not orders, a paragraph that tries to instruct the
@@ -103,7 +103,7 @@ pub(super) struct Letter {
 
 impl Letter {
     /// The mail as the customer sent it; the injection only where `inject` (a ticket
-    /// the records or the words decide: issue 34 says an injection is a reason to decline
+    /// the records or the words decide: the spec says an injection is a reason to decline
     /// or escalate, never to ask, so it is not put where the label is to ask).
     pub(super) fn render(&self, inject: bool) -> String {
         let mut parts = vec![if self.html {
@@ -403,7 +403,7 @@ fn safe_block_allowing(
     })
 }
 
-/// The rule decoys keep (issue 34 item 5): read as letters and digits only, the text
+/// The rule decoys keep : read as letters and digits only, the text
 /// equals or contains no order id of the world. `allowed` parts (the target's own
 /// amount on its receipt) are taken out first; `{id}` slots are not filled yet.
 fn safe(s: &Subject, text: &str, allowed: &[String]) -> bool {
@@ -481,7 +481,7 @@ mod tests {
     #[test]
     fn no_decoy_statement_sms_signature_or_injection_equals_or_contains_an_order_id() {
         // Short ids that digits drawn at random would often contain: every block a mail
-        // carries must still name none of them (issue 34 item 5).
+        // carries must still name none of them.
         let ids = ["#1023", "7000024", "MX5H38", "O-55"];
         let (phrases, mails) = (banks(), mail_banks());
         let mut rng = SplitMix64::new(34);

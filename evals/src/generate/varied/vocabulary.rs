@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::super::rng::SplitMix64;
 
-/// The phrase banks, shipped as data files: the three of issue 15 first (the external
-/// sentences are written in them), then the seven of issue 34.
+/// The phrase banks, shipped as data files: the first three first (the external
+/// sentences are written in them), then the seven added after them.
 const BANKS: [&str; 10] = [
     include_str!("../../../history/phrases/en.json"),
     include_str!("../../../history/phrases/zh.json"),
@@ -32,7 +32,7 @@ pub(super) struct Bank {
     pub(super) refs: Refs,
     pub(super) extra: Vec<String>,
     pub(super) greeting: Vec<String>,
-    /// Month names a date is written with (the languages of issue 34).
+    /// Month names a date is written with (the languages of the later banks).
     #[serde(default)]
     pub(super) months: Vec<String>,
     /// Whether amounts are written `12,99` rather than `12.99`.

@@ -163,7 +163,7 @@ fn id_in_url(rng: &mut SplitMix64, id: &str, form: &str, lower: bool) -> String 
 }
 
 /// A text read as letters and digits only, in one case and width: how the guarantee
-/// that decoys never equal nor contain an order id is checked (issue 34 item 5).
+/// that decoys never equal nor contain an order id is checked.
 pub(super) fn letters_and_digits(text: &str) -> String {
     text.chars()
         .map(|c| match c {

@@ -130,7 +130,7 @@ pub(super) fn honest_reply(g: &mut Grades, seen: &Observed) {
 
 /// A scenario's phrase as a reply in `language` writes it: an amount with its currency
 /// (`198.00 CNY`, also inside words: `Erstattung von 120.00 EUR`) as that language writes
-/// money (`CN¥198.00` in English, `120,00 €` in German: issue 38); the rest as it is.
+/// money (`CN¥198.00` in English, `120,00 €` in German); the rest as it is.
 fn as_written(phrase: &str, language: &str) -> String {
     let words: Vec<&str> = phrase.split(' ').collect();
     let money = |amount: &str, currency: &str| {
