@@ -147,10 +147,10 @@ pub(super) fn by_secondary_evidence<'a>(
     c
 }
 
-/// "Cancel my subscription": not a plan whose paid period had ended when the ticket
-/// was written (ordered [`plan_period`] or longer ago), when some candidates are still
-/// running. Such a plan is over; it is not what is cancelled. What is no plan stays: a
-/// customer may call an add-on a subscription, and then which one is asked (RP-002 §4).
+/// "Cancel my subscription": the plans still running when the ticket was written —
+/// ordered less than their period ago ([`plan_period`]) — when some candidates are. A
+/// plan whose paid period has ended is over, and an add-on is no subscription (it is
+/// delivered at purchase, RP-002 §3): neither is what is cancelled.
 pub(super) fn running_plans<'a>(
     candidates: Vec<&'a OrderCandidate>,
     moment: Option<&Moment>,
@@ -159,7 +159,7 @@ pub(super) fn running_plans<'a>(
         return candidates;
     };
     narrow(candidates, |o| {
-        plan_period(&o.product).is_none_or(|p| o.placed_at <= now && now - o.placed_at < p)
+        plan_period(&o.product).is_some_and(|p| o.placed_at <= now && now - o.placed_at < p)
     })
 }
 

@@ -552,9 +552,12 @@ fn a_cancelled_subscription_is_the_plan_still_running() {
         cancel(&orders, text, RequestKind::Cancellation).as_deref(),
         Some("S-3")
     );
-    // An add-on may be what they call a subscription: which one is asked.
+    // An add-on is no subscription: the annual plan still.
     let with_addon = [old_monthly.clone(), monthly.clone(), annual.clone(), addon];
-    assert_eq!(cancel(&with_addon, text, RequestKind::Cancellation), None);
+    assert_eq!(
+        cancel(&with_addon, text, RequestKind::Cancellation).as_deref(),
+        Some("S-3")
+    );
     // Not without a word for a subscription, nor for what is not a cancellation.
     assert_eq!(
         cancel(
