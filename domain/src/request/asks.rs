@@ -28,6 +28,13 @@ const MONEY_BACK: &[&str] = &[
     "退给我",
     "退掉",
     "退返",
+    // "可以退吗", "还能退吗": whether it can still be refunded.
+    "可以退",
+    "能退",
+    "退吗",
+    "帮我退",
+    "给我退",
+    "申请退",
     "返金",
     "払い戻",
     "返して",
@@ -88,6 +95,9 @@ mod tests {
             "paramın iadesini istiyorum",
             "Ich möchte mein Geld zurück",
             "返金をお願いします",
+            "年度会员买了三天，可以退吗？",
+            "还能退吗",
+            "Quiero la devolución por favor",
         ] {
             assert!(asks_for_money_back(text), "{text}");
         }

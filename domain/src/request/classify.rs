@@ -60,8 +60,11 @@ fn in_order(sentence: &str, phrase: &str) -> bool {
 }
 
 /// Whether the words speak of money at all (a payment, a charge, a refund), in any
-/// language we read.
+/// language we read; asking for money back always does (`asks`).
 pub fn speaks_of_money(text: &str) -> bool {
+    if super::asks::asks_for_money_back(text) {
+        return true;
+    }
     let text = fold_words(text);
     MONEY_WORDS
         .iter()
@@ -201,10 +204,13 @@ fn classify_words(text: &str) -> RequestKind {
 }
 
 /// True when `word` is `phrase` with one letter swapped with its neighbour, replaced,
-/// dropped or added (ASCII; an optimal-string-alignment distance of 1).
+/// dropped or added (ASCII; an optimal-string-alignment distance of 1), its first
+/// letter kept: a slip of the hand rarely touches a word's first letter, while a word one
+/// letter from a phrase at its start is mostly another word ("achete", bought, is not
+/// "rachete", bought again).
 fn one_slip(word: &str, phrase: &str) -> bool {
     let (a, b) = (word.as_bytes(), phrase.as_bytes());
-    if a == b || a.len().abs_diff(b.len()) > 1 {
+    if a == b || a.len().abs_diff(b.len()) > 1 || a.first() != b.first() {
         return false;
     }
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -400,6 +406,12 @@ mod tests {
         assert_eq!(classify("a twin charge"), RequestKind::Unclear);
         assert!(one_slip("twcie", "twice") && !one_slip("twice", "twice"));
         assert!(!one_slip("tciwe", "twice"));
+        // A word one letter from a phrase at its start is another word.
+        assert!(!one_slip("achete", "rachete") && !one_slip("wtice", "twice"));
+        assert_eq!(
+            classify("J'ai acheté l'abonnement annuel il y a 4 jours, puis-je être remboursé ?"),
+            RequestKind::Unclear
+        );
     }
 
     #[test]
@@ -457,6 +469,8 @@ mod tests {
             ),
             ("Sie haben mir zu viel berechnet.", Overcharge),
             ("Ich möchte mein Abo kündigen.", Cancellation),
+            ("Kunnen jullie dat terugdraaien?", Cancellation),
+            ("Draai de aankoop alsjeblieft terug.", Cancellation),
             (
                 "J'ai été prélevé deux fois pour la même commande.",
                 DuplicateCharge,

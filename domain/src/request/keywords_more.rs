@@ -477,6 +477,8 @@ pub(crate) const CANCELLATION_EU: &[&str] = &[
     "niet meer nodig",
     "van gedachten veranderd",
     "ongedaan maken",
+    "terugdraai*",
+    "draai … terug",
     "heb spijt",
     "zeg … op",
     // Portuguese ("direito de livre resolução", Brazil's "direito de arrependimento")

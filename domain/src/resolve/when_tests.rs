@@ -34,6 +34,12 @@ fn weekdays_are_read_in_every_language_we_meet() {
         assert_eq!(days(text), [Day::Weekday(Weekday::Saturday)], "{text}");
     }
     assert_eq!(days("上周六的订单"), [Day::LastWeeks(Weekday::Saturday)]);
+    for text in [
+        "vrijdagavond per ongeluk afgesloten",
+        "am Freitagabend gekauft",
+    ] {
+        assert_eq!(days(text), [Day::Weekday(Weekday::Friday)], "{text}");
+    }
     assert_eq!(days("a segunda cobrança"), []);
 }
 
