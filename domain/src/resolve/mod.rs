@@ -343,6 +343,20 @@ fn calls_an_order(references: &[Reference]) -> Option<String> {
     references.iter().find(|r| r.named).map(|r| r.text.clone())
 }
 
+/// Beside words about another person's account or order ("meine Frau hat mit ihrem
+/// Konto bestellt (bc79ed20)"), a code of letters and digits that is none of the
+/// customer's orders and not labelled as another kind of number: that person's order,
+/// as written — the customer calls it theirs, whatever word they ordered it with.
+fn someone_elses_code(references: &[Reference], folded: &str) -> Option<String> {
+    if mentions_someone_else(folded).is_empty() {
+        return None;
+    }
+    references
+        .iter()
+        .find(|r| r.strong && !r.labelled_other)
+        .map(|r| r.text.clone())
+}
+
 /// What resolution reads in a conversation's words about a customer's order ids; the
 /// records (the candidates' products, amounts and charges) are weighed after it.
 struct Reading {
@@ -380,9 +394,10 @@ impl Reading {
         let instructions = own.unmatched(&tiers.instructions);
         let named_elsewhere = names_another_order(&decisive, ids);
         let instructed_elsewhere = names_another_order(&instructions, ids);
-        let called_elsewhere = calls_an_order(&decisive);
         let supporting = own.unmatched(&tiers.supporting);
         let new_words = structure::fold_words(&tiers.decisive.join("\n"));
+        let called_elsewhere =
+            calls_an_order(&decisive).or_else(|| someone_elses_code(&decisive, &new_words));
         Reading {
             unmatched: noted_references([decisive, instructions, supporting]),
             by_mistake: evidence::says_by_mistake(&new_words),

@@ -581,3 +581,31 @@ fn a_cancelled_subscription_is_the_plan_still_running() {
     let text = "please cancel my subscription and refund me";
     assert_eq!(cancel(&orders, text, RequestKind::Cancellation), None);
 }
+
+#[test]
+fn a_code_beside_words_about_another_persons_account_is_that_persons_order() {
+    let own = [order("40236507", "addon", "6.5")];
+    let charged_twice = |text: &str| {
+        let messages = vec![text.to_string()];
+        resolve(&ResolveInput {
+            messages: &messages,
+            form_order: None,
+            request: RequestKind::DuplicateCharge,
+            orders: &own,
+            moment: None,
+        })
+    };
+    let r = charged_twice(
+        "Meine Frau hat mit ihrem Konto bestellt (bc79ed20) und wurde doppelt belastet.",
+    );
+    assert_eq!(r.order_id, None);
+    assert_eq!(r.named_not_theirs.as_deref(), Some("bc79ed20"));
+    // Without such words the code is only noted, and a code labelled as another kind of
+    // number is no order beside them either.
+    let r = charged_twice("Ich wurde doppelt belastet (bc79ed20).");
+    assert_eq!(r.named_not_theirs, None);
+    let r = charged_twice(
+        "Meine Frau hat mit ihrem Konto bezahlt, Rechnung Nr. RX55T2, doppelt belastet.",
+    );
+    assert_eq!(r.named_not_theirs, None);
+}
