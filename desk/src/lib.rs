@@ -12,7 +12,6 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
-pub mod authoring;
 pub mod billing;
 pub mod cases;
 pub mod channels;
@@ -79,7 +78,7 @@ pub async fn build_state(
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
     // The database is the source of truth; the files seed an empty one.
-    let policies = authoring::load(&db, &config.policies_dir()).await?;
+    let policies = policies::load(&db, &config.policies_dir()).await?;
     let index_dir = config.index_dir();
     let policies_for_index = policies.set();
     let index =

@@ -29,8 +29,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
     /// The policy set now in force: each copy of the state takes the current
-    /// generation (`authoring::Policies`; a publish swaps it).
-    pub policies: crate::authoring::Policies,
+    /// generation (`policies::Policies`; a publish swaps it).
+    pub policies: crate::policies::Policies,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
     /// What runs are made with (model, prompt and tool schema versions), recorded on each.
@@ -154,8 +154,8 @@ impl Services {
         }
     }
 
-    pub fn publisher(&self) -> crate::authoring::publish::Publisher<'_> {
-        crate::authoring::publish::Publisher {
+    pub fn publisher(&self) -> crate::policies::Publisher<'_> {
+        crate::policies::Publisher {
             db: &self.db,
             clock: self.clock.as_ref(),
             policies: &self.policies,

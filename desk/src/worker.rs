@@ -73,8 +73,8 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
     // A new generation also voids the open approvals it decides differently (docs/spec/invariants.md
-    // invariant 2), once per generation on each instance (`authoring::publish::follow`).
-    let voided = crate::authoring::publish::follow(state.publisher()).await?;
+    // invariant 2), once per generation on each instance (`policies::follow`).
+    let voided = crate::policies::follow::follow(state.publisher()).await?;
     let state = &state.clone();
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
