@@ -15,13 +15,13 @@ pub mod auth;
 pub mod billing;
 pub mod cases;
 pub mod channels;
+pub mod chores;
 pub mod clock;
 pub mod columns;
 pub mod config;
 pub mod conversation;
 pub mod csat;
 pub mod customer;
-pub mod customer_data;
 pub mod customer_files;
 pub mod error;
 pub mod gauges;
@@ -113,6 +113,7 @@ pub async fn build_state(
             .is_some_and(|u| u.starts_with("https://")),
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
         retention: config.retention,
+        chores: Default::default(),
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
         default_language: config.default_language,

@@ -46,7 +46,10 @@ pub struct Services {
     /// Age after which an unanswered approval request expires.
     pub approval_ttl_ms: i64,
     /// How long message text, run-event payloads and audit details are kept.
-    pub retention: crate::customer_data::retention::Windows,
+    pub retention: crate::config::RetentionWindows,
+    /// Work each worker pass does for the crates above the desk (`chores`), registered
+    /// by whoever starts the worker; none unless registered.
+    pub chores: crate::chores::Chores,
     /// Verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
     /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
@@ -128,6 +131,12 @@ impl Services {
             rollout_default: crate::rollout::Mode::default_for(self.shadow_mode),
             default_language: self.default_language,
         }
+    }
+
+    /// This state with `chore` registered for every worker pass, after those before it.
+    pub fn with_chore(mut self, chore: impl crate::chores::Chore + 'static) -> Services {
+        self.chores = self.chores.with(chore);
+        self
     }
 
     pub fn sender(&self) -> Sender<'_> {

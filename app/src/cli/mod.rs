@@ -98,7 +98,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Customer { command } => accounts::customer(&config, command).await,
         Command::Token { command } => accounts::token(&config, command).await,
         Command::Backup { file } => {
-            desk::customer_data::restore::backup(&config.database_url, &file).await?;
+            customer_data::restore::backup(&config.database_url, &file).await?;
             eprintln!("backup written to {}", file.display());
             Ok(())
         }

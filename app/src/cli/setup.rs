@@ -93,5 +93,8 @@ pub(super) fn payments_client(
 
 pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<Services> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    desk::build_state(config, payments_url, clock, model(config)?).await
+    let state = desk::build_state(config, payments_url, clock, model(config)?).await?;
+    // The worker's pass does the customer data's chores (adoption after a restore,
+    // restored intents looked up, retention): registered here, above the desk.
+    Ok(customer_data::Lifecycle::register(state))
 }

@@ -635,14 +635,15 @@ async fn instance(app: &TestApp, name: &str) -> desk::state::Services {
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());
     config.fixtures_dir = desk::config::default_fixtures_dir();
-    desk::build_state(
+    let state = desk::build_state(
         &config,
         &app.mock.base_url(),
         app.clock.clone(),
         std::sync::Arc::new(desk::agent::investigator::Investigator),
     )
     .await
-    .expect("the second instance starts")
+    .expect("the second instance starts");
+    customer_data::Lifecycle::register(state)
 }
 
 fn search(index: &rag_index::PolicyIndex, text: &str) -> Vec<String> {
