@@ -23,6 +23,7 @@ use clap::Parser;
 pub use accounts::sign_in_url;
 use args::{Cli, Command};
 pub use demo::{DemoTraffic, TrafficStep};
+pub use setup::with_chores;
 
 pub fn main() -> ExitCode {
     // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's

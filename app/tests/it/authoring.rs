@@ -643,7 +643,7 @@ async fn instance(app: &TestApp, name: &str) -> desk::state::Services {
     )
     .await
     .expect("the second instance starts");
-    customer_data::Lifecycle::register(state)
+    app::cli::with_chores(state)
 }
 
 fn search(index: &rag_index::PolicyIndex, text: &str) -> Vec<String> {

@@ -124,7 +124,7 @@ impl Cluster {
             )
             .await
             .expect("state builds");
-            state = customer_data::Lifecycle::register(state);
+            state = app::cli::with_chores(state);
             state.instance_id = format!("instance-{i}");
             let router = web::router(state.clone());
             built.push(Instance { state, router });

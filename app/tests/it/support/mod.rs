@@ -165,7 +165,7 @@ pub async fn app_on(
         .await
         .expect("state builds");
     // As `serve` registers them: the worker's pass does the customer data's chores.
-    let state = customer_data::Lifecycle::register(state);
+    let state = app::cli::with_chores(state);
 
     let now = clock_ms(&clock);
     let mut tokens = Vec::new();
