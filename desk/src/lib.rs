@@ -12,17 +12,16 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
-pub mod authoring;
 pub mod billing;
 pub mod cases;
 pub mod channels;
+pub mod chores;
 pub mod clock;
 pub mod columns;
 pub mod config;
 pub mod conversation;
 pub mod csat;
 pub mod customer;
-pub mod customer_data;
 pub mod customer_files;
 pub mod error;
 pub mod gauges;
@@ -79,7 +78,7 @@ pub async fn build_state(
     std::fs::create_dir_all(&config.data_dir)?;
     let db = Db::connect(&config.database_url).await?;
     // The database is the source of truth; the files seed an empty one.
-    let policies = authoring::load(&db, &config.policies_dir()).await?;
+    let policies = policies::load(&db, &config.policies_dir()).await?;
     let index_dir = config.index_dir();
     let policies_for_index = policies.set();
     let index =
@@ -114,6 +113,7 @@ pub async fn build_state(
             .is_some_and(|u| u.starts_with("https://")),
         approval_ttl_ms: config.approval_ttl.as_millis() as i64,
         retention: config.retention,
+        chores: Default::default(),
         webhook_secret: config.webhook_secret.clone(),
         shadow_mode: config.shadow_mode,
         default_language: config.default_language,

@@ -254,7 +254,7 @@ pub async fn run_if_due(r: Reconciler<'_>) -> DomainResult<Option<ReconcileRepor
 
 /// Claims one run of the periodic job `name` if nobody ran it within `period_ms` of
 /// `now` (one conditional upsert: exactly one claimant per period, across instances).
-pub(crate) async fn claim_job(db: &Db, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
+pub async fn claim_job(db: &Db, name: &str, period_ms: i64, now: i64) -> DomainResult<bool> {
     // No write a read could replace. A job run within the period is seen on a
     // reader without taking the writer; `last_run_at` only ever grows (the upsert below
     // moves it forward), so a run seen here makes the upsert's condition false too. A

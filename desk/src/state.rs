@@ -29,8 +29,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentsClient,
     /// The policy set now in force: each copy of the state takes the current
-    /// generation (`authoring::Policies`; a publish swaps it).
-    pub policies: crate::authoring::Policies,
+    /// generation (`policies::Policies`; a publish swaps it).
+    pub policies: crate::policies::Policies,
     pub index: Arc<PolicyIndex>,
     pub model: Arc<dyn Model>,
     /// What runs are made with (model, prompt and tool schema versions), recorded on each.
@@ -46,7 +46,10 @@ pub struct Services {
     /// Age after which an unanswered approval request expires.
     pub approval_ttl_ms: i64,
     /// How long message text, run-event payloads and audit details are kept.
-    pub retention: crate::customer_data::retention::Windows,
+    pub retention: crate::config::RetentionWindows,
+    /// Work each worker pass does for the crates above the desk (`chores`), registered
+    /// by whoever starts the worker; none unless registered.
+    pub chores: crate::chores::Chores,
     /// Verifies `Stripe-Signature` on provider webhooks.
     pub webhook_secret: String,
     /// Live shadow mode: the agent's decisions are recorded, humans decide by hand.
@@ -130,6 +133,12 @@ impl Services {
         }
     }
 
+    /// This state with `chore` registered for every worker pass, after those before it.
+    pub fn with_chore(mut self, chore: impl crate::chores::Chore + 'static) -> Services {
+        self.chores = self.chores.with(chore);
+        self
+    }
+
     pub fn sender(&self) -> Sender<'_> {
         Sender {
             db: &self.db,
@@ -154,8 +163,8 @@ impl Services {
         }
     }
 
-    pub fn publisher(&self) -> crate::authoring::publish::Publisher<'_> {
-        crate::authoring::publish::Publisher {
+    pub fn publisher(&self) -> crate::policies::Publisher<'_> {
+        crate::policies::Publisher {
             db: &self.db,
             clock: self.clock.as_ref(),
             policies: &self.policies,

@@ -57,15 +57,11 @@ pub async fn run_once(state: &Services) -> DomainResult<usize> {
 
 /// One pass that claims nothing more once `stop` is requested.
 async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
-    // docs/spec/data.md, "Backups": after a restore nothing is executed (no run
-    // advanced, no refund sent) until the refunds the provider made since the backup
-    // are adopted; each pass tries until the provider answers.
-    if crate::customer_data::adoption::pending(&state.db)
-        .await?
-        .is_some()
-    {
-        if let Err(e) = crate::customer_data::adoption::adopt_after_restore(state.sender()).await {
-            tracing::warn!(error = %e, "a restore waits for its adoption at the provider: nothing is executed");
+    // A chore may hold the whole pass back (docs/spec/data.md, "Backups": after a
+    // restore nothing is executed until the provider's refunds since the backup are
+    // adopted; each pass tries until the provider answers).
+    for chore in state.chores.iter() {
+        if !chore.may_work(state.sender()).await? {
             return Ok(0);
         }
     }
@@ -73,8 +69,8 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // instance: new index generation, then the set swapped), then works on one copy of
     // the state, so the whole pass decides under one set.
     // A new generation also voids the open approvals it decides differently (docs/spec/invariants.md
-    // invariant 2), once per generation on each instance (`authoring::publish::follow`).
-    let voided = crate::authoring::publish::follow(state.publisher()).await?;
+    // invariant 2), once per generation on each instance (`policies::follow`).
+    let voided = crate::policies::follow::follow(state.publisher()).await?;
     let state = &state.clone();
     // `worker_concurrency` claim loops advance runs side by side. Each claim is a lease
     // in the database, exactly as between instances, so two loops never hold one run.
@@ -87,9 +83,11 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
         return Ok(handled);
     }
     handled += expire_stale_approvals(state).await?;
-    // docs/spec/data.md: after a restore, the intents the backup had not seen final are
-    // looked up at the provider before anything is sent.
-    handled += crate::customer_data::restore::check_restored(state.sender()).await?;
+    // Before anything is sent (docs/spec/data.md: after a restore, the intents the
+    // backup had not seen final are looked up at the provider).
+    for chore in state.chores.iter() {
+        handled += chore.before_sending(state.sender()).await?;
+    }
     handled += execute_due_refunds(state, stop).await?;
     if stop.is_requested() {
         return Ok(handled);
@@ -114,8 +112,11 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     handled += crate::mail::send::run_once(state.postman())
         .await?
         .handled();
-    // docs/spec/data.md: text past its retention window, redacted (once per period).
-    crate::customer_data::retention::run_if_due(&state.db, state.retention, now).await?;
+    // Last, the chores' housekeeping (docs/spec/data.md: text past its retention
+    // window, redacted once per period).
+    for chore in state.chores.iter() {
+        chore.after_pass(state.sender(), now).await?;
+    }
     Ok(handled)
 }
 

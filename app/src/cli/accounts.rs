@@ -150,7 +150,7 @@ pub(super) async fn customer(config: &Config, command: CustomerCommand) -> anyho
             export_customer(&db, &customer_id, out, now).await?;
         }
         CustomerCommand::Erase { customer_id } => {
-            let erased = desk::customer_data::erase::erase(&db, "cli", &customer_id, now).await?;
+            let erased = customer_data::erase::erase(&db, "cli", &customer_id, now).await?;
             println!("{}", serde_json::to_string_pretty(&erased)?);
         }
     }
@@ -165,7 +165,7 @@ async fn export_customer(
     out: Option<std::path::PathBuf>,
     now: i64,
 ) -> anyhow::Result<()> {
-    use desk::customer_data::export::export;
+    use customer_data::export::export;
     let done = match out {
         Some(path) => {
             let file = tokio::fs::File::create(&path).await?;

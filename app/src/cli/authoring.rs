@@ -7,9 +7,10 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::setup::{provider, state};
-use desk::authoring::{self, drafts};
+use ::authoring::drafts;
 use desk::clock::SystemClock;
 use desk::config::Config;
+use desk::policies::{self, versions};
 use store::Db;
 
 async fn staff(db: &Db, email: &str) -> anyhow::Result<desk::auth::Staff> {
@@ -29,7 +30,7 @@ pub(super) async fn draft(
     expected: Option<i64>,
 ) -> anyhow::Result<()> {
     let db = Db::connect(&config.database_url).await?;
-    authoring::versions::seed_if_empty(&db, &config.policies_dir()).await?;
+    versions::seed_if_empty(&db, &config.policies_dir()).await?;
     let staff = staff(&db, email).await?;
     let markdown =
         std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
@@ -80,23 +81,30 @@ pub(super) async fn whatif(
     email: &str,
 ) -> anyhow::Result<()> {
     let db = Db::connect(&config.database_url).await?;
-    authoring::versions::seed_if_empty(&db, &config.policies_dir()).await?;
+    versions::seed_if_empty(&db, &config.policies_dir()).await?;
     let staff = staff(&db, email).await?;
     let whatif = match (history, live_days) {
         (_, Some(days)) => {
-            authoring::whatif::run_against_live(&db, &SystemClock, &staff, doc, days).await?
+            ::authoring::whatif::run_against_live(&db, &SystemClock, &staff, doc, days).await?
         }
         (Some(path), None) => {
             let (tickets, _) = super::offline::read_history(path)?;
-            let sources = authoring::versions::sources(&db).await?;
-            let policies = desk::authoring::Policies::from_sources(sources)
+            let sources = versions::sources(&db).await?;
+            let policies = policies::Policies::from_sources(sources)
                 .map_err(|e| anyhow::anyhow!("stored policies: {e}"))?;
             let index = super::offline::open_index_blocking(config, (*policies.set()).clone());
             let index = std::sync::Arc::new(index.await?);
             let name = path.display().to_string();
             let against = (name.as_str(), tickets.as_slice());
-            authoring::whatif::run_against_history(&db, &SystemClock, &index, &staff, doc, against)
-                .await?
+            ::authoring::whatif::run_against_history(
+                &db,
+                &SystemClock,
+                &index,
+                &staff,
+                doc,
+                against,
+            )
+            .await?
         }
         (None, None) => anyhow::bail!("give --history FILE or --live-days N"),
     };
@@ -114,18 +122,18 @@ pub(super) async fn publish(
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
     let staff = staff(&state.db, email).await?;
-    let at = authoring::publish::parse_effective(at)?;
+    let at = ::authoring::publish::parse_effective(at)?;
     let seen = drafts::load_draft(&state.db, state.clock.as_ref(), doc)
         .await?
         .version;
     // The CLI publishes what `policy whatif` last checked and printed, on the version
     // saved now: a draft saved since its what-if is refused (`whatif_required`).
-    let reviewed = authoring::publish::Reviewed {
+    let reviewed = ::authoring::publish::Reviewed {
         draft_version: seen,
         whatif_version: None,
     };
     let published =
-        authoring::publish::publish(state.publisher(), &staff, doc, reviewed, at).await?;
+        ::authoring::publish::publish(state.publisher(), &staff, doc, reviewed, at).await?;
     println!("{}", serde_json::to_string_pretty(&published)?);
     if let Some(m) = mock {
         m.shutdown().await;
@@ -136,9 +144,9 @@ pub(super) async fn publish(
 /// `policy export DIR`: every stored version as files, as `fixtures/policies/` holds them.
 pub(super) async fn export(config: &Config, dir: &Path) -> anyhow::Result<()> {
     let db = Db::connect(&config.database_url).await?;
-    authoring::versions::seed_if_empty(&db, &config.policies_dir()).await?;
-    let sources = authoring::supersede(authoring::versions::sources(&db).await?);
-    let written = authoring::versions::export(&sources, dir)?;
+    versions::seed_if_empty(&db, &config.policies_dir()).await?;
+    let sources = policies::supersede(versions::sources(&db).await?);
+    let written = versions::export(&sources, dir)?;
     eprintln!("{written} policy versions written to {}", dir.display());
     Ok(())
 }

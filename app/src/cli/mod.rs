@@ -23,6 +23,7 @@ use clap::Parser;
 pub use accounts::sign_in_url;
 use args::{Cli, Command};
 pub use demo::{DemoTraffic, TrafficStep};
+pub use setup::with_chores;
 
 pub fn main() -> ExitCode {
     // Parsed first: a bad setting (LOG_FORMAT included) stops start-up with clap's
@@ -98,7 +99,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Customer { command } => accounts::customer(&config, command).await,
         Command::Token { command } => accounts::token(&config, command).await,
         Command::Backup { file } => {
-            desk::customer_data::restore::backup(&config.database_url, &file).await?;
+            customer_data::restore::backup(&config.database_url, &file).await?;
             eprintln!("backup written to {}", file.display());
             Ok(())
         }

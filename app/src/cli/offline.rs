@@ -117,7 +117,7 @@ pub(super) async fn policy_set(config: &Config) -> anyhow::Result<PolicySet> {
     let why_files = match stored_sources(config).await {
         Ok(Some(sources)) => {
             eprintln!("policies: from the database ({} versions)", sources.len());
-            return PolicySet::from_sources(desk::authoring::supersede(sources))
+            return PolicySet::from_sources(desk::policies::supersede(sources))
                 .map_err(|e| anyhow::anyhow!("policies in the database: {e}"));
         }
         Ok(None) => "the database holds none".to_string(),
@@ -144,6 +144,6 @@ async fn stored_sources(config: &Config) -> anyhow::Result<Option<Vec<PolicySour
         }
     }
     let db = store::Db::connect(url).await?;
-    let sources = desk::authoring::versions::sources(&db).await?;
+    let sources = desk::policies::versions::sources(&db).await?;
     Ok(Some(sources).filter(|s| !s.is_empty()))
 }

@@ -50,12 +50,10 @@ pub(super) async fn mcp(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
     let (url, mock) = provider(config).await?;
     let state = state(config, &url).await?;
-    if let Some(adoption) =
-        desk::customer_data::adoption::adopt_after_restore(state.sender()).await?
-    {
+    if let Some(adoption) = customer_data::adoption::adopt_after_restore(state.sender()).await? {
         eprintln!("after the restore: {}", adoption.summary());
     }
-    let restored = desk::customer_data::restore::check_restored(state.sender()).await?;
+    let restored = customer_data::restore::check_restored(state.sender()).await?;
     if restored > 0 {
         eprintln!("{restored} restored refund intents checked at the provider");
     }
@@ -79,7 +77,7 @@ pub(super) async fn reconcile(config: &Config) -> anyhow::Result<()> {
 pub(super) async fn restore(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
     use desk::clock::{Clock, SystemClock};
     let now = SystemClock.now_ms();
-    let waiting = desk::customer_data::restore::restore(&config.database_url, file, now).await?;
+    let waiting = customer_data::restore::restore(&config.database_url, file, now).await?;
     eprintln!(
         "restored {} ({waiting} refund intents the backup had not seen final); asking the provider what it refunded since",
         file.display()
@@ -87,7 +85,7 @@ pub(super) async fn restore(config: &Config, file: &std::path::Path) -> anyhow::
     let (url, mock) = provider(config).await?;
     let adopted = async {
         let state = state(config, &url).await?;
-        let adopted = desk::customer_data::adoption::adopt_after_restore(state.sender()).await;
+        let adopted = customer_data::adoption::adopt_after_restore(state.sender()).await;
         state.db.close().await;
         Ok::<_, anyhow::Error>(adopted?)
     }

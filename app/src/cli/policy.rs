@@ -188,8 +188,8 @@ fn validate_files(files: &[PathBuf]) -> anyhow::Result<()> {
             false => None,
         };
         let name = markdown_path.display().to_string();
-        problems.extend(desk::authoring::validate(
-            desk::authoring::VersionText {
+        problems.extend(::authoring::validate(
+            ::authoring::VersionText {
                 markdown_name: &name,
                 markdown: &markdown,
                 rules: rules.as_deref(),

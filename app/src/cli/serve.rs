@@ -37,7 +37,7 @@ pub(super) async fn serve_with(
     let state = state(config, &url).await?;
     // docs/spec/data.md, "Backups": a restored desk serves and executes nothing until
     // the refunds the provider made since the backup are adopted.
-    match desk::customer_data::adoption::adopt_after_restore(state.sender()).await {
+    match customer_data::adoption::adopt_after_restore(state.sender()).await {
         Ok(Some(adoption)) => tracing::info!(summary = %adoption.summary(), "restore adopted"),
         Ok(None) => {}
         Err(e) => anyhow::bail!(

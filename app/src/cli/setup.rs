@@ -93,5 +93,14 @@ pub(super) fn payments_client(
 
 pub(super) async fn state(config: &Config, payments_url: &str) -> anyhow::Result<Services> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    desk::build_state(config, payments_url, clock, model(config)?).await
+    let state = desk::build_state(config, payments_url, clock, model(config)?).await?;
+    Ok(with_chores(state))
+}
+
+/// `state` with the chores every worker pass does for the crates above the desk: the
+/// customer data's (adoption after a restore, restored intents looked up, retention).
+/// Every state that runs the worker is given them here (`serve`, the commands, the
+/// tests' app), so a chore cannot be registered in one and forgotten in another.
+pub fn with_chores(state: Services) -> Services {
+    customer_data::Lifecycle::register(state)
 }

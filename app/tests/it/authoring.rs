@@ -535,11 +535,11 @@ async fn an_approval_decided_under_the_old_set_after_a_scheduled_publish_is_void
         .unwrap()
         .unwrap();
     let effective = policy_engine::parse_date("2026-12-01").unwrap();
-    let published = desk::authoring::publish::publish(
+    let published = ::authoring::publish::publish(
         publisher.publisher(),
         &staff,
         "RP-001",
-        desk::authoring::publish::Reviewed {
+        ::authoring::publish::Reviewed {
             draft_version: seen,
             whatif_version: Some(seen),
         },
@@ -635,14 +635,15 @@ async fn instance(app: &TestApp, name: &str) -> desk::state::Services {
     config.database_url = app.database_url.clone();
     config.payments_url = Some(app.mock.base_url());
     config.fixtures_dir = desk::config::default_fixtures_dir();
-    desk::build_state(
+    let state = desk::build_state(
         &config,
         &app.mock.base_url(),
         app.clock.clone(),
         std::sync::Arc::new(desk::agent::investigator::Investigator),
     )
     .await
-    .expect("the second instance starts")
+    .expect("the second instance starts");
+    app::cli::with_chores(state)
 }
 
 fn search(index: &rag_index::PolicyIndex, text: &str) -> Vec<String> {
@@ -738,12 +739,11 @@ async fn the_seeded_database_gives_the_files_policy_set_and_exports_them_byte_fo
     );
 
     let out = tempfile::tempdir().unwrap();
-    let sources = desk::authoring::versions::sources(&app.state.db)
+    let sources = desk::policies::versions::sources(&app.state.db)
         .await
         .unwrap();
     let written =
-        desk::authoring::versions::export(&desk::authoring::supersede(sources), out.path())
-            .unwrap();
+        desk::policies::versions::export(&desk::policies::supersede(sources), out.path()).unwrap();
     let mut names: Vec<_> = std::fs::read_dir(&fixtures)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

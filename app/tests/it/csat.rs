@@ -131,10 +131,7 @@ async fn the_console_shows_satisfaction_per_person_and_reason_and_an_erasure_rem
             .fetch_one(app.state.db.reader())
             .await
             .unwrap();
-    assert_eq!(
-        comment.as_deref(),
-        Some(desk::customer_data::classify::ERASED)
-    );
+    assert_eq!(comment.as_deref(), Some(customer_data::classify::ERASED));
 }
 
 #[tokio::test]

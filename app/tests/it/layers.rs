@@ -26,8 +26,11 @@ const FLOORS: &[&[&str]] = &[
         "mail-templates",
     ],
     &["desk"],
-    // Backtesting: a team's history replayed through the workflow's own replay.
-    &["backtest"],
+    // Above the workflow, side by side: backtesting (a team's history replayed through
+    // the workflow's own replay), policy authoring (drafts, what-if, publishing) and the
+    // customer's data over its life (export, erasure, retention, restore; its worker
+    // chores registered through `desk::chores`).
+    &["backtest", "authoring", "customer-data"],
     // The HTTP edge, and the settings both binaries parse: side by side.
     &["web", "settings"],
     // The two binaries side by side: neither depends on the other.
@@ -69,6 +72,11 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     ("desk", &["axum", "rmcp", "indicatif", "clap"]),
     // Backtesting reads files and replays; it serves nothing and draws nothing.
     ("backtest", &["axum", "rmcp", "indicatif", "clap"]),
+    // Policy authoring drafts, checks and publishes; the API and the console over it
+    // are `web`'s, its command line `app`'s.
+    ("authoring", &["axum", "rmcp", "indicatif", "clap"]),
+    // The customer's data is handed out and erased through `web` and the CLI, never here.
+    ("customer-data", &["axum", "rmcp", "indicatif", "clap"]),
     // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.
     (
         "mail-templates",

@@ -200,6 +200,7 @@ async fn the_canary_split_is_deterministic_and_the_same_on_two_instances_sharing
     let second = desk::build_state(&config, &first.mock.base_url(), first.clock.clone(), model)
         .await
         .unwrap();
+    let second = app::cli::with_chores(second);
     let second_router = web::router(second.clone());
 
     let body = json!({"scope": "all", "mode": "canary", "percent": 50});

@@ -124,6 +124,7 @@ impl Cluster {
             )
             .await
             .expect("state builds");
+            state = app::cli::with_chores(state);
             state.instance_id = format!("instance-{i}");
             let router = web::router(state.clone());
             built.push(Instance { state, router });

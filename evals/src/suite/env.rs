@@ -167,6 +167,8 @@ impl Env {
         };
         let clock = Arc::new(ManualClock::new(scenario.now));
         let state = desk::build_state(&config, &mock.base_url(), clock.clone(), model).await?;
+        // As `serve` registers them: the worker's pass does the customer data's chores.
+        let state = customer_data::Lifecycle::register(state);
         world.load_into(&state.db).await?;
         let (agent_id, supervisor_id) = add_staff(&state.db, clock.now_ms()).await?;
         let router = web::router(state.clone());

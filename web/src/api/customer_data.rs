@@ -12,15 +12,15 @@ use tokio::io::AsyncReadExt;
 
 use crate::error::AppResult;
 use crate::state::AppState;
+use ::customer_data::{self, erase::Erased};
 use desk::auth::Principal;
-use desk::customer_data::{self, erase::Erased};
 use desk::error::DomainError;
 
 /// Bytes handed to the client at a time (and the pipe between export and response).
 const CHUNK: usize = 16 * 1024;
 
 /// `GET /api/v1/customers/{id}/export` (admin): everything held about the customer.
-#[utoipa::path(get, path = "/api/v1/customers/{id}/export", tag = "admin", security(("bearer" = [])), params(("id" = String, Path, description = "the customer's id")), responses((status = 200, description = "one JSON document: the customer's rows, table by table", body = desk::customer_data::export::ExportDocument, content_type = "application/json"), crate::error::ApiErrors))]
+#[utoipa::path(get, path = "/api/v1/customers/{id}/export", tag = "admin", security(("bearer" = [])), params(("id" = String, Path, description = "the customer's id")), responses((status = 200, description = "one JSON document: the customer's rows, table by table", body = ::customer_data::export::ExportDocument, content_type = "application/json"), crate::error::ApiErrors))]
 pub async fn get_export(
     State(state): State<AppState>,
     Authed(principal): Authed<Principal>,

@@ -13,10 +13,10 @@ use serde_json::json;
 use crate::error::AppResult;
 use crate::extract::ApiJson;
 use crate::state::AppState;
+use authoring::drafts::{self, Draft, DraftText, Saved};
+use authoring::publish::{self, Published};
+use authoring::whatif::{self, WhatIf};
 use desk::auth::Principal;
-use desk::authoring::drafts::{self, Draft, DraftText, Saved};
-use desk::authoring::publish::{self, Published};
-use desk::authoring::whatif::{self, WhatIf};
 
 /// A save: the text and the draft version it was edited from (0 for the first save).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

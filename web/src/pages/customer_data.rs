@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use crate::error::AppError;
 use crate::state::AppState;
+use ::customer_data::{retention, retention::Windows};
 use desk::auth::Session;
-use desk::customer_data::{retention, retention::Windows};
 
 use super::admin::admin;
 use super::common::{or_page, render, verified, Nav};
@@ -58,7 +58,7 @@ async fn page(
     let last_run = retention::last_run(&state.db)
         .await?
         .map_or("not yet".to_string(), desk::clock::rfc3339);
-    let waiting = desk::customer_data::restore::waiting(&state.db).await?;
+    let waiting = ::customer_data::restore::waiting(&state.db).await?;
     Ok(DataPage {
         nav: Nav::of(session, "/console/data"),
         csrf: session.csrf_token.clone(),
@@ -117,7 +117,7 @@ pub(super) async fn erase_submit(
         .into_response();
     }
     let now = state.clock.now_ms();
-    match desk::customer_data::erase::erase(&state.db, &session.staff.id, id, now).await {
+    match ::customer_data::erase::erase(&state.db, &session.staff.id, id, now).await {
         Ok(erased) => {
             Redirect::to(&format!("/console/data?erased={}", erased.pseudonym)).into_response()
         }

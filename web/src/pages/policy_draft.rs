@@ -18,10 +18,10 @@ use serde::Deserialize;
 use super::common::{error_page, or_page, render, verified, with_status, Nav};
 use crate::error::AppError;
 use crate::state::AppState;
+use authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
+use authoring::publish;
+use authoring::whatif::{self, WhatIf};
 use desk::auth::Session;
-use desk::authoring::drafts::{self, Draft, DraftText, ProblemView, Saved};
-use desk::authoring::publish;
-use desk::authoring::whatif::{self, WhatIf};
 
 use super::policy_thresholds::{self, Thresholds};
 

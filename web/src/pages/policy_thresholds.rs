@@ -12,7 +12,7 @@
 //! It decides nothing and publishes nothing: the result is a saved draft, checked,
 //! what-iffed and published as any other.
 
-use desk::authoring::set_front_matter;
+use desk::policies::set_front_matter;
 use policy_engine::{agreement, Currency, Money, PolicyDocument, PolicyRules, Role};
 
 /// The currencies the desk refunds in (docs/spec/domain.md), the form's rows.

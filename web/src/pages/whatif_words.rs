@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use desk::authoring::whatif::ChangedTicket;
+use authoring::whatif::ChangedTicket;
 use policy_engine::{Currency, Money};
 
 /// What the draft was compared with, in words: `against RP-004 v2, the version this

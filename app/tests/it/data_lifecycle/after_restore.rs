@@ -16,7 +16,6 @@ use super::{
     run_for_a_minute, statuses,
 };
 use crate::support::{spawn_app, spawn_app_with_provider, TestApp};
-use desk::customer_data;
 
 /// Opens one ticket per added customer and lets the agent propose: each case awaits
 /// approval.

@@ -21,8 +21,8 @@
 //! well: they hold what already worked.
 
 use axum::http::StatusCode;
+use customer_data::classify::{self, Class, Rows};
 use desk::auth::StaffRole;
-use desk::customer_data::classify::{self, Class, Rows};
 use serde_json::json;
 use sqlx::Row;
 

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use axum::http::StatusCode;
+use customer_data::classify;
 use desk::auth::StaffRole;
-use desk::customer_data::{self, classify};
 use serde_json::json;
 use sqlx::Row;
 

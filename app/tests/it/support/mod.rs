@@ -164,6 +164,8 @@ pub async fn app_on(
     let state = desk::build_state(&config, &mock.base_url(), clock.clone(), model)
         .await
         .expect("state builds");
+    // As `serve` registers them: the worker's pass does the customer data's chores.
+    let state = app::cli::with_chores(state);
 
     let now = clock_ms(&clock);
     let mut tokens = Vec::new();

@@ -1,26 +1,84 @@
-//! Policy authoring: the policies in the database (`versions`: the source of
-//! truth once seeded from `fixtures/policies/`), drafts of the next version of a
-//! document (`drafts`), their validation (`validate`, pure), what-if runs through
-//! `replay` (`whatif`), publishing (`publish`), and how every instance follows the
-//! database (`live`). Writer of `policy_versions`, `policy_drafts` and
-//! `policy_draft_authors`. It knows no HTTP.
+//! The published policies in force: the set an instance decides with and how it follows
+//! the database (`live`), the versions stored there (`versions`: the source of truth once
+//! seeded from `fixtures/policies/`; writer of `policy_versions`), the sweep of open
+//! approvals a new generation decides differently (`follow`), and the policy files and
+//! index they are seeded and searched from. Drafting, what-if and publishing a new
+//! version are the `authoring` crate's, above this one.
+//!
+//! Each `RP-xxx-vN.md` may have a `RP-xxx-vN.rules.toml` beside it holding that
+//! version's thresholds, windows and periods.
 
-pub mod drafts;
+pub mod follow;
 pub mod live;
-pub mod publish;
-pub mod validate;
 pub mod versions;
-pub mod whatif;
 
 use std::path::Path;
 
-use policy_engine::{PolicyDocument, PolicySource, PolicyStatus};
+use anyhow::Context;
+use policy_engine::{PolicyDocument, PolicySet, PolicySource, PolicyStatus};
+use rag_index::PolicyIndex;
 use time::Date;
 
+pub use follow::Publisher;
 pub use live::Policies;
-pub use validate::{validate, Problem, ValidationError, VersionText};
 
 use store::Db;
+
+pub fn load_policy_set(dir: &Path) -> anyhow::Result<PolicySet> {
+    let sources = read_sources(dir)?;
+    PolicySet::from_sources(sources)
+        .map_err(|e| anyhow::anyhow!("policies in {}: {e}", dir.display()))
+}
+
+/// The policy files in `dir` as sources for a `PolicySet`, sorted by file name: what
+/// `load_policy_set` builds from, and what `versions` seeds an empty database with.
+pub fn read_sources(dir: &Path) -> anyhow::Result<Vec<PolicySource>> {
+    // An installed binary (`cargo install --path app`) run away from the
+    // checkout finds no fixtures; say which setting points at them instead of a bare
+    // "No such file or directory".
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "no policies at {}: set FIXTURES_DIR (or --fixtures-dir) to a fixtures directory holding policies/ (the repository's fixtures/)",
+            dir.display()
+        );
+    }
+    let mut sources = Vec::new();
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("reading policies from {}", dir.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("md") {
+            continue;
+        }
+        let markdown = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let rules_path = path.with_extension("rules.toml");
+        let rules = if rules_path.exists() {
+            Some(std::fs::read_to_string(&rules_path)?)
+        } else {
+            None
+        };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        sources.push(PolicySource {
+            name,
+            markdown,
+            rules,
+        });
+    }
+    sources.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(sources)
+}
+
+/// Opens the index under `index_dir`, rebuilding it if the policies or schema changed.
+pub fn open_index(index_dir: &Path, policies: &PolicySet) -> anyhow::Result<PolicyIndex> {
+    std::fs::create_dir_all(index_dir)?;
+    PolicyIndex::open_or_build(index_dir, policies.documents())
+        .map_err(|e| anyhow::anyhow!("policy index: {e}"))
+}
 
 /// Seeds an empty database from the files in `dir`, then builds the set from the
 /// database (`build_state`).
@@ -67,10 +125,7 @@ pub fn supersede(mut sources: Vec<PolicySource>) -> Vec<PolicySource> {
 
 /// `sources` with `source` in place of any stored version of the same `doc@version`
 /// (a seeded draft file of the number being drafted or published).
-pub(crate) fn with_version(
-    mut sources: Vec<PolicySource>,
-    source: PolicySource,
-) -> Vec<PolicySource> {
+pub fn with_version(mut sources: Vec<PolicySource>, source: PolicySource) -> Vec<PolicySource> {
     let key = |s: &PolicySource| {
         PolicyDocument::parse(&s.markdown)
             .ok()
@@ -125,7 +180,7 @@ mod tests {
 
     fn sources() -> Vec<PolicySource> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/policies");
-        crate::policies::read_sources(&dir).expect("fixture policies")
+        read_sources(&dir).expect("fixture policies")
     }
 
     #[test]

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use time::Date;
 
-use super::{set_front_matter, validate, VersionText};
-use crate::auth::Staff;
-use crate::clock::{rfc3339, Clock};
-use crate::error::{DomainError, DomainResult, ErrorCode};
+use crate::{validate, VersionText};
+use desk::auth::Staff;
+use desk::clock::{rfc3339, Clock};
+use desk::error::{DomainError, DomainResult, ErrorCode};
+use desk::policies::set_front_matter;
 use store::Db;
 
 /// The largest Markdown or rules text a draft takes (the longest fixture is ~6 KiB).
@@ -149,7 +150,7 @@ fn problems(draft: &Draft, clock: &dyn Clock) -> Vec<ProblemView> {
         rules: draft.text.rules.as_deref(),
     };
     let mut found = validate(text, clock.now().date());
-    found.extend(super::validate::check_identity(
+    found.extend(crate::validate::check_identity(
         text,
         &draft.doc_id,
         draft.policy_version,
@@ -331,7 +332,7 @@ pub async fn save_draft(
     .execute(&mut *tx)
     .await?;
     let detail = format!("draft v{} saved", expected_version + 1);
-    crate::audit::record(
+    desk::audit::record(
         &mut tx,
         &staff.email,
         "policy_draft_saved",
@@ -386,8 +387,8 @@ pub fn as_source(draft: &Draft) -> PolicySource {
 mod tests {
     use super::*;
 
-    const RP004: &str = include_str!("../../../fixtures/policies/RP-004-v2.md");
-    const RP004_RULES: &str = include_str!("../../../fixtures/policies/RP-004-v2.rules.toml");
+    const RP004: &str = include_str!("../../fixtures/policies/RP-004-v2.md");
+    const RP004_RULES: &str = include_str!("../../fixtures/policies/RP-004-v2.rules.toml");
 
     #[test]
     fn a_fresh_draft_of_a_contradicting_version_states_the_rules_numbers() {

@@ -7,11 +7,11 @@
 //! Deliberately not here: anything of a conversation still open (a run not at rest reads
 //! its events and messages back), and the money records, which the law keeps.
 
-pub use crate::config::RetentionWindows as Windows;
+pub use desk::config::RetentionWindows as Windows;
 use sqlx::Row;
 
 use super::classify::{ERASED, ERASED_JSON};
-use crate::error::DomainResult;
+use desk::error::DomainResult;
 use store::Db;
 
 /// How often the job runs (app clock).
@@ -33,7 +33,7 @@ const RUN_AT_REST: &str = "('completed', 'failed', 'cancelled')";
 
 /// The job, when no instance ran it within [`PERIOD_MS`].
 pub async fn run_if_due(db: &Db, windows: Windows, now: i64) -> DomainResult<Option<Redacted>> {
-    if !crate::reconcile::claim_job(db, JOB_NAME, PERIOD_MS, now).await? {
+    if !desk::reconcile::claim_job(db, JOB_NAME, PERIOD_MS, now).await? {
         return Ok(None);
     }
     let redacted = run(db, windows, now).await?;
@@ -88,7 +88,7 @@ pub async fn run(db: &Db, windows: Windows, now: i64) -> DomainResult<Redacted> 
     .rows_affected();
     tx.commit().await?;
     if messages > 0 {
-        crate::customer::forget_page_splits();
+        desk::customer::forget_page_splits();
     }
     Ok(Redacted {
         messages,

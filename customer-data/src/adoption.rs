@@ -25,9 +25,9 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::billing::{BillingSource, LiveBilling};
-use crate::error::{DomainError, DomainResult};
-use crate::refunds::{self, Found, Sender};
+use desk::billing::{BillingSource, LiveBilling};
+use desk::error::{DomainError, DomainResult};
+use desk::refunds::{self, Found, Sender};
 use store::Db;
 
 /// Customers read at a time.
@@ -270,20 +270,20 @@ async fn case_held(db: &Db, case_id: &str) -> DomainResult<bool> {
 /// made through the staff accounts' own writer the first time one is needed, with a
 /// password nobody knows, and deactivated at once.
 async fn found_signer(s: Sender<'_>) -> DomainResult<String> {
-    if let Some(staff) = crate::auth::staff_by_email(s.db, SIGNER_EMAIL).await? {
+    if let Some(staff) = desk::auth::staff_by_email(s.db, SIGNER_EMAIL).await? {
         return Ok(staff.id);
     }
     let now = s.clock.now_ms();
     let unknown = format!("{}{}", store::new_id("pw"), store::new_id("pw"));
-    let staff = crate::auth::upsert_staff(
+    let staff = desk::auth::upsert_staff(
         s.db,
         SIGNER_EMAIL,
-        crate::auth::StaffRole::Agent,
+        desk::auth::StaffRole::Agent,
         &unknown,
         now,
     )
     .await?;
-    crate::auth::accounts::deactivate(s.db, "system", &staff.id, now).await?;
+    desk::auth::accounts::deactivate(s.db, "system", &staff.id, now).await?;
     Ok(staff.id)
 }
 
@@ -299,7 +299,7 @@ async fn finish(s: Sender<'_>, adoption: &Adoption) -> DomainResult<()> {
         .bind(&adoption.restore_id)
         .execute(&mut *tx)
         .await?;
-    crate::audit::record(
+    desk::audit::record(
         &mut tx,
         "system",
         "restore_adopted",

@@ -17,8 +17,8 @@ use std::path::Path;
 use anyhow::Context;
 use sqlx::Row;
 
-use crate::error::DomainResult;
-use crate::refunds::Sender;
+use desk::error::DomainResult;
+use desk::refunds::Sender;
 use store::Db;
 
 /// Intent statuses that are not final: after a restore, each is checked before sending.
@@ -126,7 +126,7 @@ pub async fn check_restored(s: Sender<'_>) -> DomainResult<usize> {
     let mut checked = 0;
     for row in rows {
         let intent_id: String = row.try_get("intent_id")?;
-        let Some(outcome) = crate::refunds::check_restored(s, &intent_id).await? else {
+        let Some(outcome) = desk::refunds::check_restored(s, &intent_id).await? else {
             continue;
         };
         sqlx::query("UPDATE restore_checks SET checked_at = $1, outcome = $2 WHERE intent_id = $3")

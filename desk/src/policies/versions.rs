@@ -1,4 +1,5 @@
-//! `policy_versions`: every policy version, the source of truth once seeded.
+//! `policy_versions`: every policy version, the source of truth once seeded; this module
+//! is its one writer (seeding here, a publish's row through `insert_published`).
 //! The files of `fixtures/policies/` seed an empty table; `export` writes the rows back
 //! as files, byte for byte. `sources` is what every instance builds its `PolicySet` and
 //! index from, and `sources_hash` is how an instance notices a publish elsewhere.
@@ -11,7 +12,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::error::DomainResult;
-use store::Db;
+use store::{Db, Tx};
 
 /// Seeds an empty `policy_versions` from the files in `dir` (the same files
 /// `policies::load_policy_set` reads, so the seeded set equals the files' set). A table
@@ -49,11 +50,54 @@ pub async fn seed_if_empty(db: &Db, dir: &Path) -> anyhow::Result<usize> {
     Ok(sources.len())
 }
 
-pub(crate) fn status_name(status: PolicyStatus) -> &'static str {
+fn status_name(status: PolicyStatus) -> &'static str {
     match status {
         PolicyStatus::Published => "published",
         PolicyStatus::Draft => "draft",
     }
+}
+
+/// A published version as a publish stores it (`authoring::publish`).
+pub struct PublishedRow<'a> {
+    pub doc_id: &'a str,
+    pub version: i64,
+    pub file_name: &'a str,
+    pub markdown: &'a str,
+    pub rules: Option<&'a str>,
+    /// Unix milliseconds of the effective date's midnight, UTC.
+    pub effective_at: i64,
+    /// The publisher's staff id.
+    pub published_by: &'a str,
+    pub published_at: i64,
+    /// The what-if the publisher reviewed, as JSON.
+    pub whatif: Option<String>,
+}
+
+/// Stores `row` in the publish's transaction. A published row is immutable: only a
+/// draft-status row of the same number (a seeded draft file) gives way; a second publish
+/// of one number changes nothing and returns `false`.
+pub async fn insert_published(tx: &mut Tx<'_>, row: &PublishedRow<'_>) -> DomainResult<bool> {
+    let written = sqlx::query(
+        "INSERT INTO policy_versions (doc_id, version, file_name, markdown, rules, status, effective_at, published_by, published_at, whatif)
+         VALUES ($1, $2, $3, $4, $5, 'published', $6, $7, $8, $9)
+         ON CONFLICT (doc_id, version) DO UPDATE SET file_name = excluded.file_name,
+             markdown = excluded.markdown, rules = excluded.rules, status = 'published',
+             effective_at = excluded.effective_at, published_by = excluded.published_by,
+             published_at = excluded.published_at, whatif = excluded.whatif
+         WHERE policy_versions.status = 'draft'",
+    )
+    .bind(row.doc_id)
+    .bind(row.version)
+    .bind(row.file_name)
+    .bind(row.markdown)
+    .bind(row.rules)
+    .bind(row.effective_at)
+    .bind(row.published_by)
+    .bind(row.published_at)
+    .bind(&row.whatif)
+    .execute(&mut **tx)
+    .await?;
+    Ok(written.rows_affected() != 0)
 }
 
 /// Every stored version as the engine reads it, sorted by file name (as the files are).

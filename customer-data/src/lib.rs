@@ -1,21 +1,29 @@
 //! The customer's data over its life (docs/spec/data.md): what is held about whom and
 //! where ([`classify`]), handed out ([`export`]), erased ([`erase`]), expired
 //! ([`retention`]), and brought back from a backup ([`restore`]) with the refunds made
-//! since adopted from the provider before anything is served ([`adoption`]).
+//! since adopted from the provider before anything is served ([`adoption`]); what the
+//! worker's pass does of it ([`lifecycle`], registered on the state by `app` through the
+//! desk's `chores` seam). A crate above the desk: the desk's workflow never calls it.
+//!
+//! The one exception to "one writer per table" (ARCHITECTURE.md): erasure and retention
+//! rewrite the classified text columns of other modules' tables in place.
 //!
 //! Deliberately not here: who may ask (`web::access`: administer only) and how a case
-//! moves (`cases`, `refunds`).
+//! moves (`desk::cases`, `desk::refunds`).
 
 pub mod adoption;
 pub mod classify;
 pub mod erase;
 pub mod export;
+pub mod lifecycle;
 pub mod restore;
 pub mod retention;
 
+pub use lifecycle::Lifecycle;
+
 use sqlx::Row;
 
-use crate::error::DomainResult;
+use desk::error::DomainResult;
 use store::{Backend, Db};
 
 /// Every table of the live schema with its TEXT columns (SQLite's catalogue, or

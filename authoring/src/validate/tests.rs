@@ -2,8 +2,8 @@
 
 use super::*;
 
-const V2: &str = include_str!("../../../../fixtures/policies/RP-001-v2.md");
-const V2_RULES: &str = include_str!("../../../../fixtures/policies/RP-001-v2.rules.toml");
+const V2: &str = include_str!("../../../fixtures/policies/RP-001-v2.md");
+const V2_RULES: &str = include_str!("../../../fixtures/policies/RP-001-v2.rules.toml");
 
 fn today() -> Date {
     policy_engine::parse_date("2026-12-02").expect("a date")
@@ -278,8 +278,8 @@ fn a_draft_starting_today_is_not_in_the_past() {
 
 #[test]
 fn a_table_cell_that_states_another_number_than_the_rules_is_a_problem_of_the_text() {
-    const RP004: &str = include_str!("../../../../fixtures/policies/RP-004-v2.md");
-    const RP004_RULES: &str = include_str!("../../../../fixtures/policies/RP-004-v2.rules.toml");
+    const RP004: &str = include_str!("../../../fixtures/policies/RP-004-v2.md");
+    const RP004_RULES: &str = include_str!("../../../fixtures/policies/RP-004-v2.rules.toml");
     let markdown = RP004
         .replace("version = 2", "version = 3")
         .replace("status = \"published\"", "status = \"draft\"")

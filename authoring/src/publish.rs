@@ -9,34 +9,21 @@
 //! on every instance that holds it. Because the version is chosen by the ticket's date,
 //! its date arriving changes no decision made under a set that held it; what can
 //! change is a decision an instance made under the set it held before it noticed the
-//! publish. `follow`, run by every worker pass, sweeps those once per generation.
+//! publish. `desk::policies::follow`, run by every worker pass, sweeps those once per
+//! generation.
 
-use std::sync::Arc;
-
-use policy_engine::{Facts, PolicyDocument, PolicyRules, PolicySet};
-use rag_index::PolicyIndex;
+use policy_engine::{PolicyDocument, PolicyRules, PolicySet};
 use serde::Serialize;
 use time::Date;
 
-use super::drafts::{self, Draft};
-use super::{set_front_matter, Policies};
-use crate::auth::Staff;
-use crate::cases::{self, CaseQuery, CaseStatus};
-use crate::clock::Clock;
-use crate::error::{DomainError, DomainResult, ErrorCode};
-use store::Db;
+use crate::drafts::{self, Draft};
+use desk::auth::Staff;
+use desk::policies::follow::void_changed_approvals;
+use desk::policies::versions::PublishedRow;
+use desk::policies::{set_front_matter, versions, Publisher};
 
-/// What publishing needs of the instance besides the store and the clock.
-#[derive(Clone, Copy)]
-pub struct Publisher<'a> {
-    pub db: &'a Db,
-    pub clock: &'a dyn Clock,
-    pub policies: &'a Policies,
-    pub index: &'a Arc<PolicyIndex>,
-    pub versions: &'a harness::Versions,
-    /// `POLICY_SECOND_APPROVER=on`: a draft's only author may not publish it.
-    pub second_approver: bool,
-}
+use desk::error::{DomainError, DomainResult, ErrorCode};
+use store::Db;
 
 /// The outcome of a publish.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -125,31 +112,20 @@ async fn store_version(
     let now = p.clock.now_ms();
     let doc_id = draft.doc_id.as_str();
     let version_ref = format!("{doc_id}@{}", draft.policy_version);
-    let effective_at = crate::clock::to_ms(effective.midnight().assume_utc());
+    let effective_at = desk::clock::to_ms(effective.midnight().assume_utc());
     let mut tx = p.db.begin().await?;
-    // A published row is immutable: only a draft-status row of the same number (a seeded
-    // draft file) gives way; a second publish of one number changes nothing.
-    let written = sqlx::query(
-        "INSERT INTO policy_versions (doc_id, version, file_name, markdown, rules, status, effective_at, published_by, published_at, whatif)
-         VALUES ($1, $2, $3, $4, $5, 'published', $6, $7, $8, $9)
-         ON CONFLICT (doc_id, version) DO UPDATE SET file_name = excluded.file_name,
-             markdown = excluded.markdown, rules = excluded.rules, status = 'published',
-             effective_at = excluded.effective_at, published_by = excluded.published_by,
-             published_at = excluded.published_at, whatif = excluded.whatif
-         WHERE policy_versions.status = 'draft'",
-    )
-    .bind(doc_id)
-    .bind(i64::from(draft.policy_version))
-    .bind(draft.file_name())
-    .bind(markdown)
-    .bind(&draft.text.rules)
-    .bind(effective_at)
-    .bind(&staff.id)
-    .bind(now)
-    .bind(draft.whatif.as_ref().map(|w| w.to_string()))
-    .execute(&mut *tx)
-    .await?;
-    if written.rows_affected() == 0 {
+    let row = PublishedRow {
+        doc_id,
+        version: i64::from(draft.policy_version),
+        file_name: &draft.file_name(),
+        markdown,
+        rules: draft.text.rules.as_deref(),
+        effective_at,
+        published_by: &staff.id,
+        published_at: now,
+        whatif: draft.whatif.as_ref().map(|w| w.to_string()),
+    };
+    if !versions::insert_published(&mut tx, &row).await? {
         return Err(DomainError::conflict(
             ErrorCode::AlreadyPublished,
             format!("{version_ref} is already published"),
@@ -174,7 +150,7 @@ async fn store_version(
         "whatif": draft.whatif,
         "whatif_version": draft.whatif_version,
     });
-    crate::audit::record(
+    desk::audit::record(
         &mut tx,
         &staff.email,
         "policy_published",
@@ -304,11 +280,9 @@ async fn changes_approval_authority(db: &Db, draft: &Draft) -> DomainResult<bool
 async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult<()> {
     let mut published = draft.clone();
     published.text.markdown = markdown.to_string();
-    let sources = super::with_version(
-        super::versions::sources(db).await?,
-        drafts::as_source(&published),
-    );
-    PolicySet::from_sources(super::supersede(sources))
+    let sources =
+        desk::policies::with_version(versions::sources(db).await?, drafts::as_source(&published));
+    PolicySet::from_sources(desk::policies::supersede(sources))
         .map(|_| ())
         .map_err(|e| {
             DomainError::bad_request(
@@ -316,74 +290,6 @@ async fn check_set_loads(db: &Db, draft: &Draft, markdown: &str) -> DomainResult
                 format!("the version does not fit: {e}"),
             )
         })
-}
-
-/// What every worker pass does first: follows the database's policies
-/// (`Policies::refresh`) and, once for each generation this process moves to, voids the
-/// open approvals that generation decides differently — approvals this instance or any
-/// other decided under the set it held before it noticed a publish, here or elsewhere.
-/// The publishing instance swept at publish time and sweeps again at its next pass (a
-/// pass in flight then may have decided under the old set); another instance sweeps
-/// when its pass sees the publish. Instances sweeping at once void each case once: the
-/// void is a versioned update, and the loser skips the case. Returns the voided cases.
-pub async fn follow(p: Publisher<'_>) -> DomainResult<Vec<String>> {
-    p.policies.refresh(p.db, p.index).await?;
-    let (mut swept, current) = p.policies.sweep_lock().await;
-    if *swept == current.sources_hash() {
-        return Ok(Vec::new());
-    }
-    let hash = current.sources_hash();
-    let why = format!(
-        "policies changed (sources {}): the decision would change",
-        &hash[..hash.len().min(12)]
-    );
-    let voided = void_changed_approvals(p, &current, &why).await?;
-    *swept = hash.to_string();
-    Ok(voided)
-}
-
-/// Cases awaiting approval or approved but not yet sent whose decision, on the facts it
-/// was made on, differs under `policies`: their proposal and approval are void and the
-/// case goes back to investigation (docs/spec/invariants.md #2), through `cases::reinvestigate`
-/// as a new customer message does. Cases already decided otherwise keep their decision.
-async fn void_changed_approvals(
-    p: Publisher<'_>,
-    policies: &PolicySet,
-    why: &str,
-) -> DomainResult<Vec<String>> {
-    let open = cases::list_cases(
-        p.db,
-        &CaseQuery {
-            statuses: &[CaseStatus::AwaitingApproval, CaseStatus::Approved],
-            ..CaseQuery::default()
-        },
-    )
-    .await?;
-    let mut voided = Vec::new();
-    for case in open {
-        let (Some(decision), Some(facts)) = (case.decision(), case.facts.as_deref()) else {
-            continue;
-        };
-        let Ok(facts) = serde_json::from_str::<Facts>(facts) else {
-            continue;
-        };
-        if policy_engine::decide(&facts, policies).hash == decision.hash {
-            continue;
-        }
-        let now = p.clock.now_ms();
-        let mut tx = p.db.begin().await?;
-        crate::refunds::void_unsent(&mut tx, &case.id, now).await?;
-        match cases::reinvestigate(&mut tx, p.versions, &case, why, now).await {
-            Ok(()) => {
-                tx.commit().await?;
-                voided.push(case.id.to_string());
-            }
-            // Moved on meanwhile (approved and sent, withdrawn): its own path decides it.
-            Err(e) if cases::is_case_changed(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(voided)
 }
 
 /// An effective date as a form, the API or the CLI gives it: blank is "today".

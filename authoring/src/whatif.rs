@@ -14,12 +14,12 @@ use policy_engine::{Facts, PolicyDocument, PolicySet, PolicyStatus};
 use rag_index::PolicyIndex;
 use serde::{Deserialize, Serialize};
 
-use super::drafts::{self, Draft};
-use super::{set_front_matter, versions};
-use crate::auth::Staff;
-use crate::clock::{rfc3339, Clock};
-use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
+use crate::drafts::{self, Draft};
+use desk::auth::Staff;
+use desk::clock::{rfc3339, Clock};
+use desk::error::{DomainError, DomainResult, ErrorCode};
+use desk::policies::{set_front_matter, versions};
+use desk::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
 use store::Db;
 
 /// A what-if as stored with the draft and shown on its page and in the publish audit.
@@ -66,8 +66,8 @@ pub struct ChangedTicket {
 pub async fn set_with_draft(db: &Db, draft: &Draft) -> DomainResult<PolicySet> {
     let mut source = drafts::as_source(draft);
     source.markdown = set_front_matter(&source.markdown, "status", Some("\"draft\""));
-    let sources = super::with_version(versions::sources(db).await?, source);
-    PolicySet::from_sources(super::supersede(sources)).map_err(|e| {
+    let sources = desk::policies::with_version(versions::sources(db).await?, source);
+    PolicySet::from_sources(desk::policies::supersede(sources)).map_err(|e| {
         DomainError::bad_request(
             ErrorCode::InvalidDraft,
             format!("the draft does not load: {e}"),
@@ -144,7 +144,7 @@ pub async fn run_against_history(
 ) -> DomainResult<WhatIf> {
     let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
     let (set, base, pin) = (&sides.set, &sides.base, &sides.draft);
-    let report = crate::replay::policy_diff(set, index, tickets, base, pin, |_, _| {})
+    let report = desk::replay::policy_diff(set, index, tickets, base, pin, |_, _| {})
         .await
         .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     let against = format!("history {name} ({} tickets)", tickets.len());
@@ -180,7 +180,7 @@ pub async fn run_against_live(
     let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
     let since = clock.now_ms() - i64::from(days) * 86_400_000;
     let (recorded, unreadable) = recorded_cases(db, since).await?;
-    let mut report = crate::replay::facts_diff(&sides.set, &recorded, &sides.base, &sides.draft)
+    let mut report = desk::replay::facts_diff(&sides.set, &recorded, &sides.base, &sides.draft)
         .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     report.total += unreadable.len();
     report.errors = unreadable;
@@ -199,7 +199,7 @@ async fn recorded_cases(
     db: &Db,
     since: i64,
 ) -> DomainResult<(Vec<RecordedCase>, Vec<TicketError>)> {
-    let cases = crate::cases::with_facts_since(db, since, MAX_LIVE_CASES).await?;
+    let cases = desk::cases::with_facts_since(db, since, MAX_LIVE_CASES).await?;
     let (mut recorded, mut unreadable) = (Vec::new(), Vec::new());
     for case in cases {
         let facts = case.facts.as_deref().unwrap_or_default();
@@ -241,8 +241,8 @@ fn summary(
             .map(|t| ChangedTicket {
                 id: t.id.clone(),
                 changes: t.changes.clone(),
-                from: crate::world::serde_plain(&t.from.verdict.outcome),
-                to: crate::world::serde_plain(&t.to.verdict.outcome),
+                from: desk::world::serde_plain(&t.from.verdict.outcome),
+                to: desk::world::serde_plain(&t.to.verdict.outcome),
                 money: json(&t.money),
                 from_role: t.from.approver_role.map(|r| r.as_str().to_string()),
                 to_role: t.to.approver_role.map(|r| r.as_str().to_string()),
@@ -306,7 +306,7 @@ pub fn read_history(dir: &std::path::Path, name: &str) -> DomainResult<Vec<Histo
     }
     let text =
         std::fs::read_to_string(dir.join(name)).map_err(|e| DomainError::Internal(e.into()))?;
-    let (tickets, errors) = crate::replay::parse_history(&text);
+    let (tickets, errors) = desk::replay::parse_history(&text);
     if let Some(error) = errors.first() {
         return Err(DomainError::bad_request(
             ErrorCode::InvalidHistory,

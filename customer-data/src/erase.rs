@@ -18,7 +18,7 @@
 use sqlx::Row;
 
 use super::classify::{self, Class, Rows, ERASED, ERASED_JSON};
-use crate::error::{DomainError, DomainResult, ErrorCode};
+use desk::error::{DomainError, DomainResult, ErrorCode};
 use store::{Backend, Db, Tx};
 
 /// What an erasure did.
@@ -38,7 +38,7 @@ const MONEY_IN_FLIGHT: &str = "('approved', 'executing', 'refund_pending', 'pend
 /// Erases `customer_id`'s personal data. `actor` is who asked (a staff id, or `cli`).
 pub async fn erase(db: &Db, actor: &str, customer_id: &str, now: i64) -> DomainResult<Erased> {
     let previous = pseudonym_of(db, customer_id).await?;
-    crate::onboarding::records::require_customer(db, customer_id).await?;
+    desk::onboarding::records::require_customer(db, customer_id).await?;
     refuse_while_money_moves(db, customer_id).await?;
     revoke_credentials(db, actor, customer_id, now).await?;
     let again = previous.is_some();
@@ -56,7 +56,7 @@ pub async fn erase(db: &Db, actor: &str, customer_id: &str, now: i64) -> DomainR
     }
     record_erasure(&mut tx, actor, customer_id, &pseudonym, now).await?;
     tx.commit().await?;
-    crate::customer::forget_page_splits();
+    desk::customer::forget_page_splits();
     vacuum_if_due(db).await?;
     checkpoint(db).await?;
     tracing::info!(pseudonym = %pseudonym, rows, again, "customer erased");
@@ -124,7 +124,7 @@ async fn revoke_credentials(db: &Db, actor: &str, customer_id: &str, now: i64) -
     .await?;
     for row in rows {
         let token_id: String = row.try_get("token_id")?;
-        match crate::auth::accounts::revoke(db, actor, &token_id, now).await {
+        match desk::auth::accounts::revoke(db, actor, &token_id, now).await {
             Ok(()) | Err(DomainError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
@@ -278,7 +278,7 @@ async fn record_erasure(
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    crate::audit::record(tx, actor, "customer_erased", customer_id, pseudonym, now).await
+    desk::audit::record(tx, actor, "customer_erased", customer_id, pseudonym, now).await
 }
 
 /// On SQLite, a database that held text before every writer zeroed what it frees is

@@ -12,7 +12,7 @@ use sqlx::{Column, Row};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::classify::{self, Rows};
-use crate::error::{DomainError, DomainResult};
+use desk::error::{DomainError, DomainResult};
 use store::Db;
 
 /// How much an export wrote.
@@ -45,7 +45,7 @@ pub async fn export<W: AsyncWrite + Unpin>(
     now: i64,
     out: &mut W,
 ) -> DomainResult<Exported> {
-    crate::onboarding::records::require_customer(db, customer_id).await?;
+    desk::onboarding::records::require_customer(db, customer_id).await?;
     let mut done = Exported::default();
     let head = format!(
         "{{\"customer_id\":{},\"exported_at\":{now},\"tables\":{{",
