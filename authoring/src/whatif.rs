@@ -52,8 +52,8 @@ pub struct ChangedTicket {
     pub to: String,
     pub money: serde_json::Value,
     /// Who must approve on each side (`agent`, `supervisor`, `admin`; none for a
-    /// decision that refunds nothing): issue 38's "agent → supervisor". Absent from
-    /// what-ifs stored before it.
+    /// decision that refunds nothing), shown as "agent → supervisor". Absent from
+    /// what-ifs stored before roles were recorded.
     #[serde(default)]
     pub from_role: Option<String>,
     #[serde(default)]
