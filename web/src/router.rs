@@ -356,6 +356,28 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
      form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'";
 
+/// A request slower than this is logged at `info` whatever its status.
+pub const SLOW_REQUEST: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A request's line in the log: at `info` when it was refused or failed (4xx, 5xx) or
+/// took longer than [`SLOW_REQUEST`], else at `debug`. Every request is already counted
+/// by route, status and latency (`count_request`, `/metrics`); a line per answered read
+/// at the default `info` cost more than the read (a formatted line and a write to
+/// stderr per request: docs/configuration.md says how to see them all again).
+fn log_response<B>(
+    response: &axum::http::Response<B>,
+    latency: std::time::Duration,
+    _span: &tracing::Span,
+) {
+    let status = response.status().as_u16();
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    if status >= 400 || latency >= SLOW_REQUEST {
+        tracing::info!(status, latency_ms, "finished processing request");
+    } else {
+        tracing::debug!(status, latency_ms, "finished processing request");
+    }
+}
+
 /// What every request passes through, outermost first:
 /// - An `x-request-id` — the caller's (a proxy's) if it sent one, else a new
 ///   UUID — set before the `request` span is made, so each log line of the request
@@ -378,7 +400,7 @@ fn with_request_layers(
     use axum::http::{header, HeaderName, HeaderValue};
     use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
     use tower_http::set_header::SetResponseHeaderLayer;
-    use tower_http::trace::{DefaultOnResponse, TraceLayer};
+    use tower_http::trace::TraceLayer;
     let id = HeaderName::from_static(REQUEST_ID_HEADER);
     let trace = TraceLayer::new_for_http()
         .make_span_with(|request: &Request| {
@@ -393,7 +415,7 @@ fn with_request_layers(
                 .unwrap_or("");
             tracing::info_span!("request", method = %request.method(), route, request_id)
         })
-        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO));
+        .on_response(log_response);
     let set = |name, value: &'static str| {
         SetResponseHeaderLayer::if_not_present(name, HeaderValue::from_static(value))
     };

@@ -4,7 +4,9 @@
 //! from the first request until every case awaits approval. Beside it, in the same run, the
 //! Agents SDK's 6-tool script (`../shared/bench/agents_overhead.py`, fake model, nothing
 //! persisted), measured before and after ours. On PostgreSQL it also counts the writing
-//! transactions (transaction ids assigned) and the server's CPU per ticket.
+//! transactions (transaction ids assigned) and the server's CPU per ticket. `serve` logs
+//! as it ships (its default `info` filter, to a file), as a user runs it. After the
+//! 8-client run the ticket API is loaded beside `/readyz` (`api_reads`).
 
 use super::*;
 
@@ -29,9 +31,11 @@ pub(crate) async fn phase_api(
     let before = phase_peer(settings, report).await?.map(|(plain, _)| plain);
     let mut runs = Vec::new();
     for &clients in &settings.api_clients {
+        let reads =
+            reads_follow(clients, &settings.api_clients).then_some((settings, &mut *report));
         runs.push((
             clients,
-            api_run(backend, settings.api_tickets, clients).await?,
+            api_run(backend, settings.api_tickets, clients, reads).await?,
         ));
     }
     let after = match before {
@@ -102,28 +106,39 @@ fn clients_of(n: usize) -> String {
 
 /// A fresh database and `serve` with `n` customers who each have a duplicate charge; `n`
 /// tickets opened by `clients` clients at once; then the wait until every case awaits
-/// approval (read on a connection of our own, which writes nothing).
-pub(crate) async fn api_run(backend: &Backend, n: usize, clients: usize) -> anyhow::Result<ApiRun> {
+/// approval (read on a connection of our own, which writes nothing). With `reads`, then
+/// the ticket API under load beside `/readyz` (`api_reads`).
+pub(crate) async fn api_run(
+    backend: &Backend,
+    n: usize,
+    clients: usize,
+    reads: Option<(&Settings, &mut Report)>,
+) -> anyhow::Result<ApiRun> {
     let dir = tempfile::tempdir()?;
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir)?;
     let db = FreshDb::new(backend, &data_dir).await?;
     let (messages, tokens) = seeded_customers(&dir, &data_dir, &db.url, n).await?;
     log_statements(&db).await?;
-    let server = start_serve(
-        SERVE_BIN,
-        &data_dir,
-        &db.url,
-        &dir.path().join("serve.log"),
-        &[],
-    )?;
-    let result = drive_api(&server, &db.url, backend, &messages, &tokens, clients).await;
+    let log = dir.path().join("serve.log");
+    let server = start_serve_as_shipped(SERVE_BIN, &data_dir, &db.url, &log)?;
+    let mut result = drive_api(&server, &db.url, backend, &messages, &tokens, clients).await;
+    if let (Ok((_, tickets)), Some((settings, report))) = (&result, reads) {
+        let (dir, url) = (dir.path(), &db.url);
+        if let Err(e) = ticket_api_reads(
+            &server, dir, url, tickets, &tokens, settings, backend, report,
+        )
+        .await
+        {
+            result = Err(e);
+        }
+    }
     if result.is_err() {
         print_log_tail(&dir.path().join("serve.log"));
     }
     server.stop().await;
     db.drop_database().await;
-    result
+    result.map(|(run, _)| run)
 }
 
 /// With `BENCH_PG_LOG_STATEMENTS=1`, on PostgreSQL: every statement on `db` from now on
@@ -193,7 +208,7 @@ async fn drive_api(
     messages: &[(String, String)],
     tokens: &[String],
     clients: usize,
-) -> anyhow::Result<ApiRun> {
+) -> anyhow::Result<(ApiRun, Vec<String>)> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()?;
@@ -201,7 +216,7 @@ async fn drive_api(
     let watch = Db::connect(db_url).await?;
     let pg_before = postgres_counters(&watch, backend).await?;
     let started = Instant::now();
-    open_tickets(&client, &server.base, messages, tokens, clients).await?;
+    let tickets = open_tickets(&client, &server.base, messages, tokens, clients).await?;
     let opened_in = started.elapsed();
     let awaiting = "SELECT COUNT(*) FROM cases WHERE status = 'awaiting_approval'";
     while (count(&watch, awaiting).await? as usize) < messages.len() {
@@ -220,22 +235,24 @@ async fn drive_api(
             .zip(pg_after.as_ref())
             .map(|(b, a)| (f(a) - f(b)) / n)
     };
-    Ok(ApiRun {
+    let run = ApiRun {
         per_second: rate(messages.len(), elapsed),
         opened_in,
         writes_per_ticket: per_ticket(|c| c.xid),
         pg_cpu_ms_per_ticket: per_ticket(|c| c.cpu_ms),
-    })
+    };
+    Ok((run, tickets))
 }
 
-/// `clients` tasks take the next ticket until none is left; each must answer 201.
+/// `clients` tasks take the next ticket until none is left; each must answer 201. The
+/// tickets' ids, in `messages`' order.
 async fn open_tickets(
     client: &reqwest::Client,
     base: &str,
     messages: &[(String, String)],
     tokens: &[String],
     clients: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
     let next = Arc::new(AtomicUsize::new(0));
     let work: Arc<Vec<(String, String)>> = Arc::new(
         messages
@@ -253,10 +270,11 @@ async fn open_tickets(
             format!("{base}/api/v1/tickets"),
         );
         tasks.spawn(async move {
+            let mut opened = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some((text, token)) = work.get(i) else {
-                    return anyhow::Ok(());
+                    return anyhow::Ok(opened);
                 };
                 let resp = client
                     .post(&url)
@@ -271,13 +289,19 @@ async fn open_tickets(
                         resp.text().await?
                     );
                 }
+                let body: Value = resp.json().await?;
+                let id = body["id"].as_str().context("the ticket's id")?;
+                opened.push((i, id.to_string()));
             }
         });
     }
+    let mut ids = vec![String::new(); messages.len()];
     while let Some(done) = tasks.join_next().await {
-        done??;
+        for (i, id) in done?? {
+            ids[i] = id;
+        }
     }
-    Ok(())
+    Ok(ids)
 }
 
 /// What PostgreSQL has done so far: transaction ids assigned (writing transactions; a

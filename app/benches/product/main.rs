@@ -67,6 +67,7 @@ use store::Db;
 use time::OffsetDateTime;
 
 mod api;
+mod api_reads;
 mod http;
 mod import;
 mod login_flood;
@@ -80,6 +81,7 @@ mod shadow;
 mod tickets;
 
 use api::*;
+use api_reads::*;
 use http::*;
 use import::*;
 use login_flood::*;

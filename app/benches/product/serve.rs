@@ -26,7 +26,7 @@ impl Server {
     }
 }
 
-/// `refund-agent serve` on a free loopback port, its log in `log`.
+/// `refund-agent serve` on a free loopback port, its log in `log` (warnings only).
 pub(crate) fn start_serve(
     bin: &str,
     data_dir: &Path,
@@ -34,11 +34,29 @@ pub(crate) fn start_serve(
     log: &Path,
     env: &[(&str, String)],
 ) -> anyhow::Result<Server> {
+    let mut cmd = cli_of(bin, data_dir, db_url);
+    cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    spawn_serve(cmd, log)
+}
+
+/// `refund-agent serve` logging as it ships (no `RUST_LOG`: its default filter, `info`),
+/// to the file `log`: what a user runs, every line its log writes included.
+pub(crate) fn start_serve_as_shipped(
+    bin: &str,
+    data_dir: &Path,
+    db_url: &str,
+    log: &Path,
+) -> anyhow::Result<Server> {
+    let mut cmd = cli_of(bin, data_dir, db_url);
+    cmd.env_remove("RUST_LOG");
+    spawn_serve(cmd, log)
+}
+
+fn spawn_serve(mut cmd: tokio::process::Command, log: &Path) -> anyhow::Result<Server> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let child = cli_of(bin, data_dir, db_url)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+    let child = cmd
         .arg("serve")
         .arg("--addr")
         .arg(format!("127.0.0.1:{port}"))

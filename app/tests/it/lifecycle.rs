@@ -127,7 +127,9 @@ fn an_unknown_log_format_stops_start_up_naming_the_variable() {
 }
 
 /// `LOG_FORMAT=json` makes every log line one JSON object, and a request's
-/// lines carry the `x-request-id` it was answered with (the request span's field).
+/// lines carry the `x-request-id` it was answered with (the request span's field). At
+/// `info` a refused request has its line; a fast answered one has none (it is counted in
+/// `/metrics`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_format_json_writes_json_lines_that_carry_the_request_id() {
     let dir = tempfile::tempdir().unwrap();
@@ -138,13 +140,22 @@ async fn log_format_json_writes_json_lines_that_carry_the_request_id() {
     ];
     let log = std::fs::File::create(&log_path).unwrap();
     let mut serve = start_serve_logging_to(&dir.path().join("data"), &env, log.into()).await;
-    let response = reqwest::Client::new()
-        .get(format!("{}/healthz", serve.base))
+    let client = reqwest::Client::new();
+    let response = client
+        .get(format!("{}/api/v1/tickets/T-nobody", serve.base))
         .header("x-request-id", "json-log-test-1")
         .send()
         .await
         .unwrap();
+    assert_eq!(response.status(), 401);
     assert_eq!(response.headers()["x-request-id"], "json-log-test-1");
+    let healthy = client
+        .get(format!("{}/healthz", serve.base))
+        .header("x-request-id", "json-log-test-2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(healthy.status(), 200);
     // The response line is written (unbuffered) before the answer leaves the server.
     serve.child.kill().unwrap();
     serve.child.wait().unwrap();
@@ -162,8 +173,15 @@ async fn log_format_json_writes_json_lines_that_carry_the_request_id() {
         lines
             .iter()
             .any(|l| l["span"]["request_id"] == "json-log-test-1"
-                && l["span"]["route"] == "/healthz"),
-        "a line of the request names its id and route:\n{text}"
+                && l["span"]["route"] == "/api/v1/tickets/{id}"
+                && l["fields"]["status"] == 401),
+        "a line of the refused request names its id, route and status:\n{text}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["span"]["request_id"] == "json-log-test-2"),
+        "a fast answered request writes no line at info:\n{text}"
     );
 }
 
