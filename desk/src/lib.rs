@@ -28,7 +28,6 @@ pub mod gauges;
 pub mod investigation;
 pub mod lease;
 pub mod mail;
-pub mod mailbox;
 pub mod metrics;
 pub mod onboarding;
 pub mod policies;

@@ -25,9 +25,9 @@ const FLOORS: &[&[&str]] = &[
         "terminal",
         "mail-templates",
     ],
-    // The adapters to what lies outside that know nothing of the desk's records: the
-    // payment provider's only client. Below the desk, which depends on them.
-    &["payments-adapter"],
+    // What the desk uses that knows nothing of the desk: the payment provider's only
+    // client, and the mail tables (the outbox, mail taken in, attachments, addresses).
+    &["payments-adapter", "mailbox"],
     &["desk"],
     // Above the workflow, side by side: backtesting (a team's history replayed through
     // the workflow's own replay), policy authoring (drafts, what-if, publishing) and the
@@ -95,6 +95,23 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
             "utoipa",
             "desk",
             "payments-mock",
+        ],
+    ),
+    // The mail tables are rows, not the wire: no server is spoken to or served, no mail
+    // parsed or rendered here (that is `desk::mail`).
+    (
+        "mailbox",
+        &[
+            "axum",
+            "rmcp",
+            "clap",
+            "indicatif",
+            "askama",
+            "reqwest",
+            "lettre",
+            "async-imap",
+            "mail-parser",
+            "desk",
         ],
     ),
     // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.
