@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use desk::payments::{PaymentsClient, ProviderError, RefundRequest};
+use payments_adapter::{PaymentsClient, ProviderError, RefundRequest};
 use policy_engine::{Currency, Money};
 
 /// Runs one request and tallies it.
@@ -64,7 +64,7 @@ async fn main() -> std::process::ExitCode {
     writes(&client, &mut tally).await;
     println!(
         "stripe-mock conformance (Stripe-Version {}): {} accepted, {} rejected",
-        desk::payments::STRIPE_VERSION,
+        payments_adapter::STRIPE_VERSION,
         tally.accepted,
         tally.rejected.len()
     );

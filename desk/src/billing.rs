@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use sqlx::Row;
 
 use crate::clock::rfc3339;
-use crate::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
 use crate::tickets::{self, OtherTickets};
 use crate::world::{parse_plain, World};
 use harness::BoxFuture;
+use payments_adapter::{PaymentsClient, ProviderCharge, ProviderRefund};
 use store::Db;
 
 #[derive(Debug, Clone)]

@@ -84,7 +84,7 @@ pub enum Origin<'a> {
     Email(&'a EmailIn<'a>),
     /// A file the customer attached on the ticket page (`customer_files`): kept
     /// with the message that names it, in its transaction.
-    Upload(&'a crate::mailbox::attachments::Attachment),
+    Upload(&'a mailbox::attachments::Attachment),
 }
 
 /// What a customer's mail brings besides its new words.
@@ -93,9 +93,9 @@ pub struct EmailIn<'a> {
     /// The quoted thread and the signature, kept for staff (shown collapsed).
     pub quoted: Option<&'a str>,
     /// Attachments already within the limits (`mail::inbound`).
-    pub attachments: &'a [crate::mailbox::attachments::Attachment],
+    pub attachments: &'a [mailbox::attachments::Attachment],
     /// The mail's record; its outcome and ticket are filled in here.
-    pub taken: crate::mailbox::inbound::Taken<'a>,
+    pub taken: mailbox::inbound::Taken<'a>,
     /// A held mail's record, finished here instead of written anew.
     pub held_id: Option<&'a str>,
 }
@@ -122,8 +122,7 @@ async fn append_customer_words(
         Origin::Upload(file) => {
             let seq = append_message(tx, ticket_id, "customer", text, now).await?;
             let (name, kind) = (&file.filename, &file.content_type);
-            crate::mailbox::attachments::store(tx, ticket_id, seq, name, kind, &file.bytes, now)
-                .await?;
+            mailbox::attachments::store(tx, ticket_id, seq, name, kind, &file.bytes, now).await?;
             return Ok(());
         }
         Origin::Email(mail) => mail,
@@ -131,19 +130,19 @@ async fn append_customer_words(
     let seq = crate::tickets::append_email_message(tx, ticket_id, text, mail.quoted, now).await?;
     for a in mail.attachments {
         let (name, kind) = (&a.filename, &a.content_type);
-        crate::mailbox::attachments::store(tx, ticket_id, seq, name, kind, &a.bytes, now).await?;
+        mailbox::attachments::store(tx, ticket_id, seq, name, kind, &a.bytes, now).await?;
     }
     let recorded = match mail.held_id {
         Some(id) => {
-            let held = crate::mailbox::inbound::InboundStatus::Held;
+            let held = mailbox::inbound::InboundStatus::Held;
             let ticket = Some(ticket_id);
-            crate::mailbox::inbound::finish(tx, id, held, outcome, None, ticket, now).await?
+            mailbox::inbound::finish(tx, id, held, outcome, None, ticket, now).await?
         }
         None => {
             let mut taken = mail.taken.clone();
             taken.outcome = Some(outcome);
             taken.ticket_id = Some(ticket_id);
-            crate::mailbox::inbound::record(tx, &taken).await?.is_some()
+            mailbox::inbound::record(tx, &taken).await?.is_some()
         }
     };
     if !recorded {
@@ -239,7 +238,7 @@ pub async fn open_ticket(
 /// Whether the words come in a mail that does not prove its sender (`mail::unverified`).
 fn waits_for_sender(origin: Origin<'_>) -> bool {
     matches!(origin, Origin::Email(mail)
-        if mail.taken.status == crate::mailbox::inbound::InboundStatus::Unverified)
+        if mail.taken.status == mailbox::inbound::InboundStatus::Unverified)
 }
 
 /// Loads a ticket the principal may see: its customer, or any staff member.

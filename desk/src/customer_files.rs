@@ -13,9 +13,9 @@
 use crate::clock::Clock;
 use crate::customer::{add_message_from, Origin};
 use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::mailbox::attachments::{self, Attachment, AttachmentLine};
 use crate::runs::Queue;
 use crate::tickets::Ticket;
+use mailbox::attachments::{self, Attachment, AttachmentLine};
 use store::Db;
 
 /// The largest file a customer may attach: a phone screenshot or a scanned receipt.

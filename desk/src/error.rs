@@ -128,6 +128,21 @@ impl From<domain::states::CorruptIntentStatus> for DomainError {
     }
 }
 
+/// The mail tables' failures, as the desk names them: the database's own error kept (an
+/// outage answers 503), a corrupt row opaque, a lost race on an outbox row a conflict.
+impl From<mailbox::MailboxError> for DomainError {
+    fn from(e: mailbox::MailboxError) -> Self {
+        match e {
+            mailbox::MailboxError::Database(e) => e.into(),
+            mailbox::MailboxError::Corrupt(why) => DomainError::Internal(anyhow::anyhow!(why)),
+            mailbox::MailboxError::NotFound(what) => DomainError::NotFound(what),
+            mailbox::MailboxError::Changed(why) => {
+                DomainError::conflict(ErrorCode::MailChanged, why)
+            }
+        }
+    }
+}
+
 impl From<sqlx::Error> for DomainError {
     fn from(e: sqlx::Error) -> Self {
         DomainError::Internal(anyhow::Error::new(e).context("database"))
@@ -135,3 +150,20 @@ impl From<sqlx::Error> for DomainError {
 }
 
 pub type DomainResult<T> = Result<T, DomainError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mailbox_failures_keep_their_meaning_in_the_desk() {
+        let lost = DomainError::from(mailbox::MailboxError::Changed("taken"));
+        assert_eq!(lost.code(), ErrorCode::MailChanged);
+        let outage = DomainError::from(mailbox::MailboxError::Database(sqlx::Error::PoolTimedOut));
+        assert!(outage.is_unavailable(), "an outage answers 503");
+        let missing = DomainError::from(mailbox::MailboxError::NotFound("ticket"));
+        assert_eq!(missing.code(), ErrorCode::NotFound);
+        let corrupt = DomainError::from(mailbox::MailboxError::Corrupt("kind 'x'".into()));
+        assert_eq!(corrupt.code(), ErrorCode::Internal);
+    }
+}

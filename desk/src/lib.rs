@@ -1,12 +1,12 @@
 //! The desk: the order of things — open a ticket, investigate, decide, approve, execute,
-//! settle, reconcile — and the adapters for what lies outside (the payment provider, the
-//! model, mail, the identity provider).
+//! settle, reconcile — and the adapters for what lies outside (the model, mail, the
+//! identity provider; the payment provider's is the `payments-adapter` crate below it).
 //!
 //! The model investigates through read-only tools (`agent`), the policy engine decides
 //! (`workflow`), a human approves a fingerprinted refund (`approvals`), only `refunds`
-//! moves money (through `payments`), and people are told through `channels`. Pure rules
-//! live below it in `domain` and `policy-engine`, the pool and migrations in `store`,
-//! HTTP in `web` (ARCHITECTURE.md, "Code map").
+//! moves money (through `payments_adapter`), and people are told through `channels`.
+//! Pure rules live below it in `domain` and `policy-engine`, the pool and migrations in
+//! `store`, HTTP in `web` (ARCHITECTURE.md, "Code map").
 
 pub mod agent;
 pub mod approvals;
@@ -28,10 +28,8 @@ pub mod gauges;
 pub mod investigation;
 pub mod lease;
 pub mod mail;
-pub mod mailbox;
 pub mod metrics;
 pub mod onboarding;
-pub mod payments;
 pub mod policies;
 pub mod presence;
 pub mod qa;
@@ -61,8 +59,8 @@ use std::sync::Arc;
 use crate::agent::Model;
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::payments::PaymentsClient;
 use crate::state::Services;
+use payments_adapter::PaymentsClient;
 use store::Db;
 
 /// Claim loops per worker when `WORKER_CONCURRENCY` is not set.

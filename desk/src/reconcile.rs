@@ -32,9 +32,9 @@ use sqlx::Row;
 
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
-use crate::payments::ProviderRefund;
 use crate::refunds::Sender;
 use crate::refunds::{self, Intent, IntentStatus, Step};
+use payments_adapter::ProviderRefund;
 use store::Db;
 
 /// The `job_runs` name of the periodic pass.

@@ -16,11 +16,11 @@ use crate::approvals::Desk;
 use crate::billing::BillingSource;
 use crate::clock::Clock;
 use crate::investigation::Investigator;
-use crate::payments::PaymentsClient;
 use crate::reconcile::Reconciler;
 use crate::refunds::{Executor, Sender};
 use crate::runs::Queue;
 use crate::workflow::{Decider, Rules};
+use payments_adapter::PaymentsClient;
 use store::Db;
 
 #[derive(Clone)]

@@ -130,7 +130,7 @@ pub async fn full_case_view(db: &Db, case: &Case) -> DomainResult<CaseView> {
 /// for one case, not for lists.
 pub async fn email_undeliverable(db: &Db, view: &CaseView) -> DomainResult<Option<String>> {
     match &view.customer_email {
-        Some(email) => Ok(crate::mailbox::addresses::undeliverable(db, email)
+        Some(email) => Ok(mailbox::addresses::undeliverable(db, email)
             .await?
             .map(|(_, why)| why)),
         None => Ok(None),
@@ -300,7 +300,7 @@ pub struct CaseThread {
     pub notes: Vec<cases::NoteView>,
     /// What the customer attached to their mail, by message; each a download
     /// at `/api/v1/attachments/{id}`.
-    pub attachments: Vec<crate::mailbox::attachments::AttachmentLine>,
+    pub attachments: Vec<mailbox::attachments::AttachmentLine>,
 }
 
 pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
@@ -308,6 +308,6 @@ pub async fn thread(db: &Db, case: &Case) -> DomainResult<CaseThread> {
         case_id: case.id.to_string(),
         messages: tickets::messages(db, &case.ticket_id).await?,
         notes: cases::notes(db, &case.id).await?,
-        attachments: crate::mailbox::attachments::of_ticket(db, &case.ticket_id).await?,
+        attachments: mailbox::attachments::of_ticket(db, &case.ticket_id).await?,
     })
 }

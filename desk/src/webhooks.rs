@@ -2,7 +2,8 @@
 //!
 //! The raw body is checked against `Stripe-Signature` (HMAC-SHA256, any `v1` may match,
 //! constant-time, 300 s tolerance against the app's `Clock`) by the payments adapter's
-//! own `payments::signature::verify`, before anything is parsed (docs/spec/invariants.md #12). A
+//! own `payments_adapter::signature::verify`, before anything is parsed
+//! (docs/spec/invariants.md #12). A
 //! refund event then moves its intent forward only: each event id is recorded in
 //! `webhook_events` in the same transaction as the change it causes, so a duplicate
 //! delivery changes nothing, and a late or out-of-order event can never move an intent
@@ -28,8 +29,8 @@ use sqlx::Row;
 use tokio::sync::Notify;
 
 use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::payments::ProviderRefund;
 use crate::refunds::{self, Sender};
+use payments_adapter::ProviderRefund;
 use store::Db;
 
 /// The environment variable holding the webhook signing secret (`Config::webhook_secret`
@@ -37,7 +38,7 @@ use store::Db;
 pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
 
 /// Stripe's default tolerance for the signed timestamp.
-pub const TOLERANCE_SECS: i64 = crate::payments::signature::DEFAULT_TOLERANCE_SECS;
+pub const TOLERANCE_SECS: i64 = payments_adapter::signature::DEFAULT_TOLERANCE_SECS;
 
 /// Points the provider's webhook deliveries (the payments mock's `POST /__mock/webhooks`)
 /// at this app's receiver, `{app_url}/api/v1/webhooks/payments`. Only the mock has this
@@ -164,7 +165,7 @@ pub async fn process_event(
     // The provider's record now is the truth; the event may be old or out of order.
     let current = match s.payments.get_refund(&refund.id).await {
         Ok(current) => current,
-        Err(crate::payments::ProviderError::NotFound(_)) => {
+        Err(payments_adapter::ProviderError::NotFound(_)) => {
             // The provider has no such refund: a signed event about nothing changes
             // nothing.
             tracing::warn!(refund_id = %refund.id, "webhook names a refund the provider does not have");

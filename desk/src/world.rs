@@ -10,7 +10,7 @@ use policy_engine::{Currency, Money, Product, Region};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::payments::{ProviderCharge, ProviderRefund};
+use payments_adapter::{ProviderCharge, ProviderRefund};
 use store::Db;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

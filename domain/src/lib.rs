@@ -12,6 +12,7 @@
 pub mod backoff;
 pub mod error_code;
 pub mod ids;
+pub mod millis;
 pub mod money_text;
 pub mod notice;
 pub mod phrases;

@@ -51,7 +51,7 @@ pub struct Settings {
     pub payments_api_key: Option<String>,
     /// The metadata key the provider's charges name the shop's order under (Stripe's rules: 1 to 40 characters, no square brackets).
     #[arg(long, global = true, env = "PAYMENTS_ORDER_KEY", value_name = "PAYMENTS_ORDER_KEY",
-          default_value = desk::payments::DEFAULT_ORDER_KEY, value_parser = metadata_key)]
+          default_value = payments_adapter::DEFAULT_ORDER_KEY, value_parser = metadata_key)]
     pub payments_order_key: String,
     /// Verifies `Stripe-Signature` on provider webhooks [default with the embedded mock: whsec_test_refund_desk; required with PAYMENTS_URL].
     #[arg(

@@ -78,6 +78,13 @@ impl From<DomainError> for AppError {
     }
 }
 
+/// The mail tables' failures, as the desk maps them (`desk::error`).
+impl From<mailbox::MailboxError> for AppError {
+    fn from(e: mailbox::MailboxError) -> Self {
+        AppError(e.into())
+    }
+}
+
 impl From<anyhow::Error> for AppError {
     fn from(e: anyhow::Error) -> Self {
         AppError(e.into())

@@ -128,7 +128,7 @@ pub(super) async fn charges(config: &Config, command: ChargesCommand) -> anyhow:
 
 async fn charges_on(
     db: &store::Db,
-    payments: &desk::payments::PaymentsClient,
+    payments: &payments_adapter::PaymentsClient,
     command: ChargesCommand,
 ) -> anyhow::Result<()> {
     use desk::onboarding::charges;

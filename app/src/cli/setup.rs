@@ -81,8 +81,8 @@ fn model(config: &Config) -> anyhow::Result<Arc<dyn desk::agent::Model>> {
 pub(super) fn payments_client(
     config: &Config,
     url: &str,
-) -> anyhow::Result<desk::payments::PaymentsClient> {
-    Ok(desk::payments::PaymentsClient::new(
+) -> anyhow::Result<payments_adapter::PaymentsClient> {
+    Ok(payments_adapter::PaymentsClient::new(
         url,
         &config.payments_api_key,
         config.provider_timeout,

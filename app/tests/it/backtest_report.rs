@@ -36,7 +36,7 @@ async fn sample_report(dir: &Path) -> ShadowReport {
     let db = store::Db::connect(&test_database_url(dir).await)
         .await
         .expect("a database");
-    let payments = desk::payments::PaymentsClient::new(
+    let payments = payments_adapter::PaymentsClient::new(
         &mock.base_url(),
         "sk_test_refund_desk",
         std::time::Duration::from_secs(5),

@@ -196,7 +196,7 @@ async fn the_ticket_pages_one_read_lists_the_same_files_as_the_mailbox() {
         let (status, body) = upload(&app, &token, &ticket, name, bytes).await;
         assert_eq!(status, StatusCode::CREATED, "{name}: {body}");
     }
-    let listed = desk::mailbox::attachments::of_ticket(&app.state.db, &ticket)
+    let listed = mailbox::attachments::of_ticket(&app.state.db, &ticket)
         .await
         .unwrap();
     let customer = desk::auth::Principal::Customer {
@@ -205,7 +205,7 @@ async fn the_ticket_pages_one_read_lists_the_same_files_as_the_mailbox() {
     let read = desk::customer::visible_ticket_page(&app.state.db, &customer, &ticket)
         .await
         .unwrap();
-    let names = |files: &[desk::mailbox::attachments::AttachmentLine]| {
+    let names = |files: &[mailbox::attachments::AttachmentLine]| {
         files
             .iter()
             .map(|f| {

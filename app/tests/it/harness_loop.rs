@@ -21,10 +21,10 @@ use desk::agent::{
 };
 use desk::billing::{Answer, BillingSource, CustomerRecord, Order};
 use desk::clock::ManualClock;
-use desk::payments::{ProviderCharge, ProviderRefund};
 use desk::runs;
 use desk::state::Services;
 use desk::tickets::OtherTickets;
+use payments_adapter::{ProviderCharge, ProviderRefund};
 use refund_evals::scripted::{self, call, calls, ScriptedModel};
 use serde_json::{json, Value};
 use sqlx::Row;

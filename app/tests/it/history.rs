@@ -62,7 +62,7 @@ async fn shop() -> (
     tempfile::TempDir,
     payments_mock::RunningMock,
     store::Db,
-    desk::payments::PaymentsClient,
+    payments_adapter::PaymentsClient,
 ) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mock = start_mock(dir.path()).await;
@@ -72,7 +72,7 @@ async fn shop() -> (
     let db = store::Db::connect(&test_database_url(dir.path()).await)
         .await
         .expect("a database");
-    let payments = desk::payments::PaymentsClient::new(
+    let payments = payments_adapter::PaymentsClient::new(
         &mock.base_url(),
         "sk_test_refund_desk",
         std::time::Duration::from_secs(5),

@@ -25,6 +25,9 @@ const FLOORS: &[&[&str]] = &[
         "terminal",
         "mail-templates",
     ],
+    // What the desk uses that knows nothing of the desk: the payment provider's only
+    // client, and the mail tables (the outbox, mail taken in, attachments, addresses).
+    &["payments-adapter", "mailbox"],
     &["desk"],
     // Above the workflow, side by side: backtesting (a team's history replayed through
     // the workflow's own replay), policy authoring (drafts, what-if, publishing) and the
@@ -77,6 +80,40 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     ("authoring", &["axum", "rmcp", "indicatif", "clap"]),
     // The customer's data is handed out and erased through `web` and the CLI, never here.
     ("customer-data", &["axum", "rmcp", "indicatif", "clap"]),
+    // The provider's client speaks HTTP as a client only: it serves nothing, stores
+    // nothing, renders nothing and draws nothing (its wire tests' axum server is a
+    // dev-dependency).
+    (
+        "payments-adapter",
+        &[
+            "axum",
+            "rmcp",
+            "clap",
+            "indicatif",
+            "sqlx",
+            "askama",
+            "utoipa",
+            "desk",
+            "payments-mock",
+        ],
+    ),
+    // The mail tables are rows, not the wire: no server is spoken to or served, no mail
+    // parsed or rendered here (that is `desk::mail`).
+    (
+        "mailbox",
+        &[
+            "axum",
+            "rmcp",
+            "clap",
+            "indicatif",
+            "askama",
+            "reqwest",
+            "lettre",
+            "async-imap",
+            "mail-parser",
+            "desk",
+        ],
+    ),
     // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.
     (
         "mail-templates",
@@ -367,4 +404,28 @@ fn the_workflow_tells_people_through_the_channel_seam_and_names_no_channel() {
         }
     }
     assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
+#[test]
+fn the_desk_reaches_the_provider_through_the_adapter_below_it_and_re_exports_none_of_it() {
+    // ARCHITECTURE.md, `payments-adapter/`: the provider's only client stands on a floor
+    // below the desk, and every caller names it directly: a `pub use` of it in the desk
+    // would let callers above keep reaching the provider through the workflow's crate.
+    let graph = normal_graph();
+    assert!(
+        graph["desk"].contains("payments-adapter"),
+        "the desk uses the payments adapter"
+    );
+    assert!(floor_of("payments-adapter") < floor_of("desk"));
+    let desk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../desk/src");
+    let mut shims = Vec::new();
+    for file in rust_files(&desk) {
+        let text = std::fs::read_to_string(&file).expect("a source file reads");
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("pub use payments_adapter") {
+                shims.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(shims.is_empty(), "{shims:#?}");
 }

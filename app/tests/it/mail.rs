@@ -362,7 +362,7 @@ async fn auto_replies_bounces_and_our_own_address_get_no_reply_and_a_bounce_mark
     .fetch_one(app.state.db.pool())
     .await
     .unwrap();
-    let ours = desk::mailbox::message_id(&ours, "shop.test");
+    let ours = mailbox::message_id(&ours, "shop.test");
     let bounce = mail::mailtool(&[
         "bounce",
         SUPPORT,
@@ -520,11 +520,11 @@ async fn confirm_link(app: &TestApp) -> String {
     let token = desk::auth::issue_mail_sign_in_link(&mut tx, "C-100", now)
         .await
         .unwrap();
-    let id = desk::mailbox::inbound::unverified_by_key(&mut tx, &key)
+    let id = mailbox::inbound::unverified_by_key(&mut tx, &key)
         .await
         .unwrap()
         .unwrap();
-    desk::mailbox::inbound::set_confirm_link(&mut tx, &id, &desk::auth::token_hash(&token))
+    mailbox::inbound::set_confirm_link(&mut tx, &id, &desk::auth::token_hash(&token))
         .await
         .unwrap();
     tx.commit().await.unwrap();
@@ -607,7 +607,7 @@ sys.stdout.buffer.write(m.as_bytes())
     let (_, body) = inbound(&app, &out.stdout).await;
     assert_eq!(body["outcome"], "opened", "{body}");
     let ticket_id = body["ticket_id"].as_str().unwrap();
-    let kept = desk::mailbox::attachments::of_ticket(&app.state.db, ticket_id)
+    let kept = mailbox::attachments::of_ticket(&app.state.db, ticket_id)
         .await
         .unwrap();
     assert_eq!(

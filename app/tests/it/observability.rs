@@ -405,7 +405,7 @@ async fn a_request_without_an_id_gets_a_fresh_uuid_on_the_response_even_when_it_
 
 #[test]
 fn the_provider_mocks_signer_and_the_apps_verifier_agree() {
-    use desk::payments::signature::{verify, SignatureError, DEFAULT_TOLERANCE_SECS};
+    use payments_adapter::signature::{verify, SignatureError, DEFAULT_TOLERANCE_SECS};
     let body = br#"{"id":"evt_agree","type":"refund.updated"}"#;
     let now = 1_800_000_000;
     for secret in ["whsec_test_refund_desk", "whsec_another", ""] {

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use crate::support::{spawn_app, TestApp};
 use axum::http::StatusCode;
-use desk::payments::PaymentsClient;
 use desk::reconcile;
 use desk::refunds::{self, Intent};
 use desk::state::Services;
+use payments_adapter::PaymentsClient;
 use serde_json::{json, Value};
 
 const CHARGED_TWICE: &str = "I was charged twice for my annual plan";

@@ -9,8 +9,8 @@ use crate::support::{spawn_app, TestApp};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use desk::billing::{Answer, BillingSource, CustomerRecord, Order};
-use desk::payments::{ProviderCharge, ProviderRefund};
 use desk::tickets::OtherTickets;
+use payments_adapter::{ProviderCharge, ProviderRefund};
 use serde_json::json;
 use tokio::sync::Notify;
 

@@ -15,8 +15,8 @@ use time::OffsetDateTime;
 use super::infer::RefundSeen;
 use desk::billing::CustomerRecord;
 use desk::clock::{from_ms, to_ms};
-use desk::payments::{PaymentsClient, ProviderCharge, ProviderRefund};
 use desk::world::{parse_plain, World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
+use payments_adapter::{PaymentsClient, ProviderCharge, ProviderRefund};
 use store::Db;
 
 /// One customer's records, as read now.

@@ -2,8 +2,8 @@
 //! (`mailbox::outbox`); `mail::send` renders and sends it later.
 
 use crate::error::DomainResult;
-use crate::mailbox::outbox;
 use domain::notice::Notice;
+use mailbox::outbox;
 use store::Tx;
 
 pub(super) async fn customer(

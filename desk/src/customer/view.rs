@@ -13,10 +13,10 @@ use crate::auth::Principal;
 use crate::cases::CaseStatus;
 use crate::clock::rfc3339;
 use crate::error::{DomainError, DomainResult};
-use crate::mailbox::attachments::AttachmentLine;
 use crate::refunds;
 use crate::replies::{self, Language};
 use crate::tickets::{MessageView, Ticket};
+use mailbox::attachments::AttachmentLine;
 use store::{packed_field, Db, Packed};
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -12,7 +12,7 @@
 use super::intake::Intake;
 use super::parse::Bounce;
 use crate::error::DomainResult;
-use crate::mailbox::{addresses, outbox, outbox_id_of};
+use mailbox::{addresses, outbox, outbox_id_of};
 
 /// Marks what a bounce proves undeliverable. Returns how many addresses it marked.
 pub async fn take(intake: Intake<'_>, bounce: &Bounce, now: i64) -> DomainResult<usize> {

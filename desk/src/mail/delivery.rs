@@ -19,10 +19,10 @@ use super::parse::{self, ParsedMail};
 use super::unverified;
 use crate::customer::{self, EmailIn, NewTicket, Origin};
 use crate::error::{DomainError, DomainResult};
-use crate::mailbox::attachments::Attachment;
-use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
 use crate::replies::MAX_MESSAGE_CHARS;
 use crate::tickets::Ticket;
+use mailbox::attachments::Attachment;
+use mailbox::inbound::{self as record, InboundStatus, Taken};
 use store::Db;
 
 /// Holds a mail of a sender over the rate limit: kept whole, processed later.

@@ -32,9 +32,9 @@ use super::intake::{
 use super::parse::{self, Automatic, ParsedMail};
 use super::unverified::{self, UNVERIFIED_SENDER};
 use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
-use crate::mailbox::{addresses, outbox};
 use crate::replies::detect_language;
+use mailbox::inbound::{self as record, InboundStatus, Taken};
+use mailbox::{addresses, outbox};
 use store::Db;
 
 /// Takes one raw message (`source`: `api` or `imap`, with its UID).

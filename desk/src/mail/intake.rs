@@ -12,8 +12,8 @@ use super::parse::ParsedMail;
 use super::MailSettings;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
-use crate::mailbox::inbound as record;
 use crate::runs::Queue;
+use mailbox::inbound as record;
 use store::Db;
 
 /// The largest raw message taken (the route's body limit too).

@@ -86,7 +86,7 @@ pub fn parse(raw: &[u8]) -> Result<ParsedMail, ParseError> {
     let from = message
         .from()
         .and_then(first_address)
-        .map(|a| crate::mailbox::normalise_address(&a));
+        .map(|a| mailbox::normalise_address(&a));
     let message_id = message.message_id().map(|id| id.trim().to_string());
     let mut parsed = ParsedMail {
         message_key: message_id
@@ -283,7 +283,7 @@ fn recipients(body: &[u8], bounce: &mut Bounce) {
         let name = name.trim();
         if name.eq_ignore_ascii_case("Final-Recipient") {
             let address = value.rsplit(';').next().unwrap_or("");
-            let address = crate::mailbox::normalise_address(address);
+            let address = mailbox::normalise_address(address);
             if address.contains('@') {
                 bounce.failed.push((address, String::new()));
             }

@@ -12,10 +12,10 @@ use mail_builder::headers::raw::Raw;
 use mail_builder::MessageBuilder;
 
 use super::MailSettings;
-use crate::mailbox::outbox::{OutboxMail, Recipient};
-use crate::mailbox::{message_id, MailKind};
 use crate::replies::{self, Language};
 pub use mail_templates::Words;
+use mailbox::outbox::{OutboxMail, Recipient};
+use mailbox::{message_id, MailKind};
 
 /// What the store says about a row's mail, read by the sender before rendering.
 #[derive(Debug, Clone, Default)]

@@ -19,8 +19,8 @@ use super::render::{self, MailContext};
 use super::MailSettings;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
-use crate::mailbox::outbox::{self, OutboxMail, Recipient};
-use crate::mailbox::{addresses, inbound, MailKind};
+use mailbox::outbox::{self, OutboxMail, Recipient};
+use mailbox::{addresses, inbound, MailKind};
 use store::Db;
 
 /// What the sender works with.
@@ -246,7 +246,7 @@ async fn references(
     for (_, id, ours) in domain_less {
         // Our rows are stored by id; the world knows them as Message-IDs.
         let id = if ours {
-            crate::mailbox::message_id(&id, domain)
+            mailbox::message_id(&id, domain)
         } else {
             id
         };

@@ -15,9 +15,9 @@ use base64::Engine;
 use super::intake::{duplicate_now, ignored, InboundOutcome, Intake};
 use crate::cases::{self, CaseStatus};
 use crate::error::DomainResult;
-use crate::mailbox::inbound::{self as record, InboundStatus, Taken};
-use crate::mailbox::{outbox, MailKind};
 use crate::runs::Queue;
+use mailbox::inbound::{self as record, InboundStatus, Taken};
+use mailbox::{outbox, MailKind};
 use store::Db;
 
 /// The reason an unproven mail's record and answer carry.

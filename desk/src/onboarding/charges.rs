@@ -18,7 +18,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::payments::{PaymentsClient, ProviderCharge, ProviderError};
+use payments_adapter::{PaymentsClient, ProviderCharge, ProviderError};
 use store::Db;
 
 /// A provider charge that names no order of ours.

@@ -37,7 +37,7 @@ use sqlx::Row;
 pub use super::outcome::{ImportError, Links, Progress};
 use super::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
 use super::rows::{Format, RowError, Rows};
-use crate::payments::PaymentsClient;
+use payments_adapter::PaymentsClient;
 use store::Db;
 
 /// At most this many bad rows are kept for the report (every one is counted).

@@ -14,7 +14,7 @@
 use sqlx::Row;
 
 use super::outcome::{provider_failed, ImportError, Links, Progress};
-use crate::payments::{PaymentsClient, ProviderCustomer, ProviderError};
+use payments_adapter::{PaymentsClient, ProviderCustomer, ProviderError};
 use store::Db;
 
 /// How many unlinked customers the summary names.

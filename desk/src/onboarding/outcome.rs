@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::rows::RowError;
-use crate::payments::ProviderError;
+use payments_adapter::ProviderError;
 
 /// Why an import wrote nothing.
 #[derive(Debug, thiserror::Error)]

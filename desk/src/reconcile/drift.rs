@@ -33,7 +33,7 @@ use sqlx::Row;
 
 use crate::error::DomainResult;
 use crate::onboarding::charges::{self, SyncReport};
-use crate::payments::{PaymentsClient, ProviderCharge, ProviderCustomer};
+use payments_adapter::{PaymentsClient, ProviderCharge, ProviderCustomer};
 use store::Db;
 
 /// Each list keeps this many entries (all are counted).

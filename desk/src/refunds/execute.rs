@@ -13,8 +13,8 @@ use super::{
 use super::{Executor, Sender};
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{DomainError, DomainResult};
-use crate::payments::{ProviderError, ProviderRefund};
 use crate::tickets;
+use payments_adapter::{ProviderError, ProviderRefund};
 use store::Db;
 
 /// The shortest and longest wait before a worker asks the provider again about a

@@ -17,7 +17,7 @@ use super::settle::{follows_intents, settle_case_status_tx};
 use super::{idempotency_key, provider_status, Sender, KIND_POLICY_REFUND};
 use crate::cases::{self, Case, CaseStatus};
 use crate::error::{DomainError, DomainResult};
-use crate::payments::ProviderRefund;
+use payments_adapter::ProviderRefund;
 use store::{new_id, Tx};
 
 /// The words every adoption is audited with (the audit detail, the approval's note).

@@ -45,9 +45,9 @@ use sqlx::Row;
 use crate::cases::Case;
 use crate::clock::Clock;
 use crate::error::DomainResult;
-use crate::payments::{PaymentsClient, ProviderRefund, RefundRequest};
 use crate::runs::Queue;
 use crate::workflow::Rules;
+use payments_adapter::{PaymentsClient, ProviderRefund, RefundRequest};
 use store::{new_id, Db, Tx};
 
 pub use crate::states::IntentStatus;

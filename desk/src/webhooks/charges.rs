@@ -25,8 +25,8 @@ use sqlx::Row;
 use super::{insert_event, record_only, Event, Outcome};
 use crate::cases::{self, CaseStatus};
 use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::payments::ProviderError;
 use crate::refunds::Sender;
+use payments_adapter::ProviderError;
 
 /// Charge events whose charge is read back and acted on.
 pub const CHARGE_EVENTS: [&str; 7] = [

@@ -14,9 +14,9 @@ use crate::agent::{Exchange, Proposal};
 use crate::billing::BillingSource;
 use crate::clock::from_ms;
 use crate::error::{DomainError, DomainResult};
-use crate::payments::{ProviderCharge, ProviderRefund};
 use crate::tickets::Ticket;
 use domain::resolve::{self, OrderCandidate, OrderSource, ResolveInput};
+use payments_adapter::{ProviderCharge, ProviderRefund};
 
 fn charge_facts(c: &ProviderCharge, refunds: &[ProviderRefund]) -> anyhow::Result<ChargeFacts> {
     let currency = c.currency()?;

@@ -26,7 +26,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     let db = store::Db::connect(&store::Db::sqlite_url(dir.path()))
         .await
         .expect("a database");
-    let payments = desk::payments::PaymentsClient::new(
+    let payments = payments_adapter::PaymentsClient::new(
         &mock.base_url(),
         "sk_test_refund_desk",
         std::time::Duration::from_secs(5),

@@ -58,7 +58,7 @@ pub async fn get_attachment(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> AppResult<Response> {
-    let (line, bytes) = desk::mailbox::attachments::load(&state.db, &id)
+    let (line, bytes) = mailbox::attachments::load(&state.db, &id)
         .await?
         .ok_or(DomainError::NotFound("attachment"))?;
     download(&line, bytes)
@@ -68,7 +68,7 @@ pub async fn get_attachment(
 /// `nosniff` and a sandboxing CSP, whatever it claims to be (the
 /// customer files are served the same way).
 pub fn download(
-    line: &desk::mailbox::attachments::AttachmentLine,
+    line: &mailbox::attachments::AttachmentLine,
     bytes: Vec<u8>,
 ) -> AppResult<Response> {
     let filename = desk::mail::parse::safe_filename(&line.filename);

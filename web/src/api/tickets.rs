@@ -8,7 +8,7 @@ use axum::response::Response;
 use axum::routing::{post, MethodRouter};
 use axum::Json;
 use desk::customer_files::MAX_FILE_BYTES;
-use desk::mailbox::attachments::AttachmentLine;
+use mailbox::attachments::AttachmentLine;
 
 use crate::error::AppResult;
 use crate::extract::ApiJson;

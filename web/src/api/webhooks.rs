@@ -1,5 +1,5 @@
 //! `POST /api/v1/webhooks/payments`: provider events, signed with `Stripe-Signature`
-//! (verified in constant time by `payments::signature`; no bearer token). What an event
+//! (verified in constant time by `payments_adapter::signature`; no bearer token). What an event
 //! does is `webhooks::process_event`.
 
 use desk::error::ErrorCode;
@@ -57,7 +57,7 @@ pub async fn post_payments_webhook(
         .unwrap_or("");
     let now_secs = state.clock.now_ms().div_euclid(1000);
     if let Err(e) =
-        desk::payments::signature::verify(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
+        payments_adapter::signature::verify(&secret.0, header, &body, now_secs, TOLERANCE_SECS)
     {
         tracing::warn!(error = %e, "webhook refused: bad signature");
         desk::metrics::record_webhook("invalid_signature");

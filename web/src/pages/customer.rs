@@ -53,7 +53,7 @@ pub(super) struct TicketPage {
     /// `ticket.js` when the case goes to a person while the page is open).
     with_a_person: String,
     /// The files the customer attached, each a download.
-    files: Vec<desk::mailbox::attachments::AttachmentLine>,
+    files: Vec<mailbox::attachments::AttachmentLine>,
     /// CSAT: asked once the case is resolved (`csat_asked`), thanked once answered.
     csat_asked: bool,
     csat_answered: bool,

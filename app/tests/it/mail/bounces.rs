@@ -11,7 +11,7 @@ use crate::support::TestApp;
 const LI_WEI: &str = "li.wei@example.cn";
 
 async fn undeliverable(app: &TestApp) -> bool {
-    desk::mailbox::addresses::undeliverable(&app.state.db, LI_WEI)
+    mailbox::addresses::undeliverable(&app.state.db, LI_WEI)
         .await
         .unwrap()
         .is_some()
@@ -25,7 +25,7 @@ async fn our_message_id(app: &TestApp) -> String {
     .fetch_one(app.state.db.pool())
     .await
     .unwrap();
-    desk::mailbox::message_id(&id, "shop.test")
+    mailbox::message_id(&id, "shop.test")
 }
 
 /// Seen failing before the fix: each forged bounce (a report naming no mail of ours, a

@@ -388,7 +388,7 @@ async fn an_out_of_office_a_bounce_and_our_own_address_get_no_reply_through_post
     let reasons: Vec<String> = reasons.into_iter().filter_map(|r| r.0).collect();
     assert_eq!(reasons, ["auto_reply", "bounce", "our_own_address"]);
     // The bounce returns no mail of ours: it marks nothing (docs/spec/email.md).
-    let marked = desk::mailbox::addresses::undeliverable(&app.state.db, EMMA)
+    let marked = mailbox::addresses::undeliverable(&app.state.db, EMMA)
         .await
         .unwrap();
     assert!(marked.is_none());

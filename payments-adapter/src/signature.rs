@@ -1,6 +1,6 @@
-//! `Stripe-Signature` verification of provider webhooks, in the adapter's own code (issue
-//! 18: the app speaks the provider's wire format itself, and never borrows the mock's
-//! receiver-side helpers, so a production build can leave the mock out).
+//! `Stripe-Signature` verification of provider webhooks, in the adapter's own code: the
+//! app speaks the provider's wire format itself, and never borrows the mock's
+//! receiver-side helpers, so a production build can leave the mock out.
 //!
 //! The scheme (Stripe's "verify manually" recipe): the header is `t=<unix secs>` and one
 //! or more `v1=<hex>`, each `v1` an HMAC-SHA256 under the endpoint secret of

@@ -1,27 +1,19 @@
-//! The payments adapter: the only way the app reaches the payment provider, over HTTP,
-//! in the provider's wire format (a Stripe-compatible subset).
+//! [`PaymentsClient`]: every request the app makes of the provider — reads of charges,
+//! refunds and customers (page by page, or every page), and refund creation under the
+//! caller's idempotency key — with the provider's retry rules and the pinned version.
 //!
-//! It reads charges and refunds and creates refunds with an `Idempotency-Key` the caller
-//! derived and stored beforehand. Retries follow the provider's rules (network errors,
-//! 409, 5xx unless `Stripe-Should-Retry: false`, 429 only for `lock_timeout`) with a
-//! bounded backoff, always with the same key and the same parameters. When a create may
-//! have reached the provider but no answer came back, the result is `Unknown`: the caller
-//! must reconcile, never guess (docs/spec/invariants.md #5).
-
-mod objects;
-pub mod signature;
-#[cfg(test)]
-mod wire_tests;
+//! What it deliberately does not do: store a key or decide what an outcome means for a
+//! refund intent; an answer that may hide an executed refund is `Unknown`, never a guess.
 
 use domain::backoff::Backoff;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use policy_engine::Money;
-use serde::Deserialize;
 
-use objects::List;
-pub use objects::{ProviderCharge, ProviderCustomer, ProviderRefund, NULL_REFUND_STATUS};
+use crate::error::{ErrorEnvelope, ProviderError, ProviderErrorBody};
+use crate::objects::List;
+use crate::objects::{ProviderCharge, ProviderCustomer, ProviderRefund};
 
 /// The provider API version every request is sent with (`Stripe-Version`), so the shapes
 /// we read never change under us when the account's default version moves. Pinned to
@@ -38,53 +30,6 @@ pub const DEFAULT_ORDER_KEY: &str = "order_id";
 
 /// A page size the provider accepts for every list (Stripe: 1 to 100).
 const PAGE_SIZE: &str = "100";
-
-#[derive(Debug, Deserialize)]
-struct ErrorEnvelope {
-    error: ProviderErrorBody,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct ProviderErrorBody {
-    #[serde(rename = "type", default)]
-    pub kind: String,
-    #[serde(default)]
-    pub code: Option<String>,
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub param: Option<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
-    /// The request may or may not have taken effect (timeout, lost response, replayed
-    /// 5xx, in-flight conflict that never cleared). Reconcile; never resubmit blindly.
-    #[error("outcome unknown: {0}")]
-    Unknown(String),
-    /// The provider answered a retry with a *replay* of a stored 5xx
-    /// (`Idempotent-Replayed: true`): execution began under this key and its result is
-    /// an error, final for the key. Still unknown whether money moved — only a look at
-    /// the charge's refunds tells (payments.md §4.1) — but resending cannot change it.
-    #[error("provider replays a stored {status} for this key: {message}")]
-    StoredServerError { status: u16, message: String },
-    /// The provider refused the request for a business reason (stored under the key).
-    #[error("rejected ({status}): {}", .body.message)]
-    Rejected {
-        status: u16,
-        body: ProviderErrorBody,
-    },
-    /// Same key, other parameters: our bug, never a "refund failed".
-    #[error("idempotency key reused with other parameters: {0}")]
-    IdempotencyMismatch(String),
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// A read failed (network, 5xx); safe to try again later.
-    #[error("provider unavailable: {0}")]
-    Unavailable(String),
-    #[error("malformed provider response: {0}")]
-    Malformed(String),
-}
 
 /// A refund to create. Every field is part of what the key was first used with.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 use base64::Engine;
 use sqlx::Row;
 
-use crate::error::{DomainError, DomainResult};
+use crate::error::{MailboxError, MailboxResult};
 use store::{new_id, Db, Tx};
 
 /// One attachment as staff see it listed.
@@ -27,7 +27,7 @@ pub async fn store(
     content_type: &str,
     bytes: &[u8],
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let id = new_id("att");
     sqlx::query(
         "INSERT INTO mail_attachments (id, ticket_id, message_seq, filename, content_type, size, content, created_at)
@@ -47,7 +47,7 @@ pub async fn store(
 }
 
 /// A ticket's attachments, by message.
-pub async fn of_ticket(db: &Db, ticket_id: &str) -> DomainResult<Vec<AttachmentLine>> {
+pub async fn of_ticket(db: &Db, ticket_id: &str) -> MailboxResult<Vec<AttachmentLine>> {
     let rows = sqlx::query(
         "SELECT id, message_seq, filename, content_type, size FROM mail_attachments
          WHERE ticket_id = $1 ORDER BY message_seq, created_at, id",
@@ -69,7 +69,7 @@ pub async fn of_ticket(db: &Db, ticket_id: &str) -> DomainResult<Vec<AttachmentL
 }
 
 /// One attachment's line and bytes.
-pub async fn load(db: &Db, id: &str) -> DomainResult<Option<(AttachmentLine, Vec<u8>)>> {
+pub async fn load(db: &Db, id: &str) -> MailboxResult<Option<(AttachmentLine, Vec<u8>)>> {
     let row = sqlx::query(
         "SELECT id, message_seq, filename, content_type, size, content FROM mail_attachments WHERE id = $1",
     )
@@ -80,7 +80,7 @@ pub async fn load(db: &Db, id: &str) -> DomainResult<Option<(AttachmentLine, Vec
     let content: String = r.try_get("content")?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(content)
-        .map_err(|e| DomainError::Internal(anyhow::anyhow!("stored attachment {id}: {e}")))?;
+        .map_err(|e| MailboxError::Corrupt(format!("stored attachment {id}: {e}")))?;
     let line = AttachmentLine {
         id: r.try_get("id")?,
         message_seq: r.try_get("message_seq")?,

@@ -1,5 +1,5 @@
 //! The outbox: every mail the product sends, written in the transaction of the change it
-//! reports (docs/spec/email.md), then claimed, rendered once and sent by `mail::send`.
+//! reports (docs/spec/email.md), then claimed, rendered once and sent by `desk::mail::send`.
 //!
 //! A row is the mail's identity: its id gives the Message-ID, and the bytes rendered on
 //! the first attempt are kept until the server took them, so a resend after a crash is
@@ -9,14 +9,29 @@
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use crate::error::{DomainError, DomainResult, ErrorCode};
+use crate::error::{MailboxError, MailboxResult};
 use store::{new_id, Db, Tx};
 
 pub use domain::notice::Notice as MailKind;
 
-fn parse_kind(s: &str) -> DomainResult<MailKind> {
-    MailKind::parse(s)
-        .ok_or_else(|| DomainError::Internal(anyhow::anyhow!("unknown mail kind '{s}'")))
+/// The Message-ID of an outbox row: its id at the support address's domain, so the same
+/// row always makes the same mail (docs/spec/email.md: a resend is recognisably the same).
+pub fn message_id(outbox_id: &str, from_domain: &str) -> String {
+    format!("{outbox_id}@{from_domain}")
+}
+
+/// The outbox row a Message-ID of ours names (`out_…@domain`), if it is one of ours.
+pub fn outbox_id_of(message_id: &str) -> Option<&str> {
+    let id = message_id
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
+    let (local, _) = id.split_once('@')?;
+    local.starts_with("out_").then_some(local)
+}
+
+fn parse_kind(s: &str) -> MailboxResult<MailKind> {
+    MailKind::parse(s).ok_or_else(|| MailboxError::Corrupt(format!("unknown mail kind '{s}'")))
 }
 
 /// Who a row is for.
@@ -39,12 +54,12 @@ impl Recipient {
         }
     }
 
-    fn parse(s: &str) -> DomainResult<Recipient> {
+    fn parse(s: &str) -> MailboxResult<Recipient> {
         match s {
             "customer" => Ok(Recipient::Customer),
             "staff" => Ok(Recipient::Staff),
             "sender" => Ok(Recipient::Sender),
-            _ => Err(DomainError::Internal(anyhow::anyhow!(
+            _ => Err(MailboxError::Corrupt(format!(
                 "unknown mail recipient '{s}'"
             ))),
         }
@@ -84,7 +99,7 @@ impl<'a> NewMail<'a> {
     }
 }
 
-async fn insert(tx: &mut Tx<'_>, mail: &NewMail<'_>, now: i64) -> DomainResult<String> {
+async fn insert(tx: &mut Tx<'_>, mail: &NewMail<'_>, now: i64) -> MailboxResult<String> {
     let id = new_id("out");
     sqlx::query(
         "INSERT INTO mail_outbox (id, kind, recipient_kind, customer_id, staff_id, address, ticket_id,
@@ -118,7 +133,7 @@ pub async fn to_customer(
     ticket_id: &str,
     body: &str,
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let row = sqlx::query(
         "SELECT t.customer_id, t.language, c.id AS case_id,
                 (SELECT i.message_key FROM mail_inbound i WHERE i.ticket_id = t.id
@@ -128,7 +143,7 @@ pub async fn to_customer(
     .bind(ticket_id)
     .fetch_optional(&mut **tx)
     .await?
-    .ok_or(DomainError::NotFound("ticket"))?;
+    .ok_or(MailboxError::NotFound("ticket"))?;
     let customer_id: String = row.try_get("customer_id")?;
     let language: String = row.try_get("language")?;
     let case_id: Option<String> = row.try_get("case_id")?;
@@ -152,7 +167,7 @@ pub async fn to_customer_account(
     language: &str,
     in_reply_to: Option<&str>,
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let mail = NewMail {
         customer_id: Some(customer_id),
         in_reply_to,
@@ -168,7 +183,7 @@ pub async fn to_sender(
     language: &str,
     in_reply_to: Option<&str>,
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let mail = NewMail {
         address: Some(address),
         in_reply_to,
@@ -184,7 +199,7 @@ pub async fn to_invitee(
     address: &str,
     body: &str,
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let mail = NewMail {
         address: Some(address),
         body,
@@ -201,7 +216,7 @@ pub async fn to_staff(
     case_id: &str,
     body: &str,
     now: i64,
-) -> DomainResult<String> {
+) -> MailboxResult<String> {
     let ticket_id: Option<String> = sqlx::query_scalar("SELECT ticket_id FROM cases WHERE id = $1")
         .bind(case_id)
         .fetch_optional(&mut **tx)
@@ -223,7 +238,7 @@ pub async fn to_supervisors(
     case_id: &str,
     why: &str,
     now: i64,
-) -> DomainResult<usize> {
+) -> MailboxResult<usize> {
     let supervisors: Vec<String> =
         sqlx::query_scalar("SELECT id FROM staff WHERE role = 'supervisor' ORDER BY id")
             .fetch_all(&mut **tx)
@@ -237,7 +252,7 @@ pub async fn to_supervisors(
 /// The addresses the row `outbox_id` went (or goes) to, normalised: the one it was
 /// rendered for, the customer's address on record, an unknown sender's address. Empty
 /// when there is no such row.
-pub async fn addresses_of(db: &Db, outbox_id: &str) -> DomainResult<Vec<String>> {
+pub async fn addresses_of(db: &Db, outbox_id: &str) -> MailboxResult<Vec<String>> {
     let row = sqlx::query(
         "SELECT o.recipient, o.address, c.email FROM mail_outbox o
          LEFT JOIN customers c ON c.id = o.customer_id WHERE o.id = $1",
@@ -251,7 +266,7 @@ pub async fn addresses_of(db: &Db, outbox_id: &str) -> DomainResult<Vec<String>>
     let mut found = Vec::new();
     for column in ["recipient", "address", "email"] {
         if let Some(address) = row.try_get::<Option<String>, _>(column)? {
-            found.push(super::normalise_address(&address));
+            found.push(crate::addresses::normalise_address(&address));
         }
     }
     Ok(found)
@@ -282,7 +297,7 @@ const COLUMNS: &str =
     "id, kind, recipient_kind, customer_id, staff_id, address, ticket_id, case_id, \
      language, body, in_reply_to, attempts, recipient, raw, version, created_at";
 
-fn mail_of_row(row: &AnyRow) -> DomainResult<OutboxMail> {
+fn mail_of_row(row: &AnyRow) -> MailboxResult<OutboxMail> {
     let recipient: Option<String> = row.try_get("recipient")?;
     let raw: Option<String> = row.try_get("raw")?;
     Ok(OutboxMail {
@@ -312,7 +327,7 @@ pub async fn claim_due(
     now: i64,
     lease_ms: i64,
     limit: i64,
-) -> DomainResult<Vec<OutboxMail>> {
+) -> MailboxResult<Vec<OutboxMail>> {
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= $1
            AND (lease_expires_at IS NULL OR lease_expires_at < $1)
@@ -350,7 +365,7 @@ pub async fn store_rendered(
     mail: &mut OutboxMail,
     recipient: &str,
     raw: &str,
-) -> DomainResult<()> {
+) -> MailboxResult<()> {
     versioned(tx, mail, "recipient = $1, raw = $2", &[recipient, raw]).await?;
     mail.rendered = Some((recipient.to_string(), raw.to_string()));
     Ok(())
@@ -362,7 +377,7 @@ async fn versioned(
     mail: &mut OutboxMail,
     sets: &str,
     values: &[&str],
-) -> DomainResult<()> {
+) -> MailboxResult<()> {
     let n = values.len();
     let sql = format!(
         "UPDATE mail_outbox SET {sets}, version = version + 1 WHERE id = ${} AND version = ${}",
@@ -379,8 +394,7 @@ async fn versioned(
         .execute(&mut **tx)
         .await?;
     if done.rows_affected() != 1 {
-        return Err(DomainError::conflict(
-            ErrorCode::MailChanged,
+        return Err(MailboxError::Changed(
             "the outbox row changed meanwhile (another sender took it)",
         ));
     }
@@ -389,7 +403,7 @@ async fn versioned(
 }
 
 /// The server took the mail: sent, and its bytes (which carry a sign-in link) dropped.
-pub async fn mark_sent(db: &Db, mail: &mut OutboxMail, now: i64) -> DomainResult<()> {
+pub async fn mark_sent(db: &Db, mail: &mut OutboxMail, now: i64) -> MailboxResult<()> {
     let mut tx = db.begin().await?;
     let at = now.to_string();
     versioned(
@@ -409,7 +423,7 @@ pub async fn mark_retry(
     mail: &mut OutboxMail,
     next_at: i64,
     error: &str,
-) -> DomainResult<()> {
+) -> MailboxResult<()> {
     let mut tx = db.begin().await?;
     let at = next_at.to_string();
     versioned(
@@ -430,7 +444,7 @@ pub async fn mark_final(
     mail: &mut OutboxMail,
     status: &str,
     error: &str,
-) -> DomainResult<()> {
+) -> MailboxResult<()> {
     let mut tx = db.begin().await?;
     versioned(
         &mut tx,
@@ -450,7 +464,7 @@ pub async fn thread_of_ticket(
     ticket_id: &str,
     except_outbox_id: &str,
     before_ms: i64,
-) -> DomainResult<Vec<(i64, String, bool)>> {
+) -> MailboxResult<Vec<(i64, String, bool)>> {
     let rows = sqlx::query(
         "SELECT created_at AS at, id AS mid, 1 AS ours FROM mail_outbox
            WHERE ticket_id = $1 AND recipient_kind = 'customer' AND id <> $2 AND created_at <= $3
@@ -473,7 +487,7 @@ pub async fn thread_of_ticket(
 }
 
 /// The ticket a Message-ID of ours belongs to, if it is one of ours.
-pub async fn ticket_of_outbox(db: &Db, outbox_id: &str) -> DomainResult<Option<String>> {
+pub async fn ticket_of_outbox(db: &Db, outbox_id: &str) -> MailboxResult<Option<String>> {
     let ticket: Option<Option<String>> =
         sqlx::query_scalar("SELECT ticket_id FROM mail_outbox WHERE id = $1")
             .bind(outbox_id)
@@ -495,7 +509,7 @@ pub struct OutboxLine {
 }
 
 /// The mails written for a ticket, oldest first.
-pub async fn for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Vec<OutboxLine>> {
+pub async fn for_ticket(db: &Db, ticket_id: &str) -> MailboxResult<Vec<OutboxLine>> {
     let rows = sqlx::query(
         "SELECT id, kind, status, attempts, last_error, created_at, sent_at FROM mail_outbox
          WHERE ticket_id = $1 AND recipient_kind = 'customer' ORDER BY created_at, seq, id",
@@ -511,11 +525,25 @@ pub async fn for_ticket(db: &Db, ticket_id: &str) -> DomainResult<Vec<OutboxLine
                 status: r.try_get("status")?,
                 attempts: r.try_get("attempts")?,
                 last_error: r.try_get("last_error")?,
-                created_at: crate::clock::rfc3339(r.try_get("created_at")?),
+                created_at: domain::millis::rfc3339(r.try_get("created_at")?),
                 sent_at: r
                     .try_get::<Option<i64>, _>("sent_at")?
-                    .map(crate::clock::rfc3339),
+                    .map(domain::millis::rfc3339),
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_message_ids_name_their_outbox_row_and_others_name_none() {
+        let id = message_id("out_1f2e", "shop.test");
+        assert_eq!(id, "out_1f2e@shop.test");
+        assert_eq!(outbox_id_of(&format!("<{id}>")), Some("out_1f2e"));
+        assert_eq!(outbox_id_of("CAF=abc@mail.gmail.com"), None);
+        assert_eq!(outbox_id_of("no-at-sign"), None);
+    }
 }

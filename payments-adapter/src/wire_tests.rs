@@ -3,6 +3,7 @@
 //! and Stripe's nullable fields read.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Uri};

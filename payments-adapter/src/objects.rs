@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use policy_engine::Currency;
 use serde::{Deserialize, Deserializer};
 
-use super::ProviderError;
+use crate::error::ProviderError;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ProviderCharge {

@@ -4,8 +4,19 @@
 
 use sqlx::Row;
 
-use crate::error::DomainResult;
+use crate::error::MailboxResult;
 use store::{Db, Tx};
+
+/// An address as we compare and store it: trimmed and lower-cased (docs/spec/email.md:
+/// the sender is matched to the address on record case-insensitively). The local part is
+/// compared case-insensitively too: every mail system a shop's customers use treats it so.
+pub fn normalise_address(address: &str) -> String {
+    address
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .to_lowercase()
+}
 
 /// How long an unknown sender's one reply holds: another mail from them within it gets
 /// none (a flood or a loop from a stranger gets one answer a day at most).
@@ -17,12 +28,12 @@ pub async fn mark_undeliverable(
     address: &str,
     reason: &str,
     now: i64,
-) -> DomainResult<()> {
+) -> MailboxResult<()> {
     sqlx::query(
         "INSERT INTO mail_addresses (address, undeliverable_at, undeliverable_reason) VALUES ($1, $2, $3)
          ON CONFLICT (address) DO UPDATE SET undeliverable_at = $2, undeliverable_reason = $3",
     )
-    .bind(super::normalise_address(address))
+    .bind(normalise_address(address))
     .bind(now)
     .bind(reason)
     .execute(db.pool())
@@ -31,24 +42,24 @@ pub async fn mark_undeliverable(
 }
 
 /// Mail goes to `address` again (staff cleared its mark). Returns whether it was marked.
-pub async fn clear_undeliverable(tx: &mut Tx<'_>, address: &str) -> DomainResult<bool> {
+pub async fn clear_undeliverable(tx: &mut Tx<'_>, address: &str) -> MailboxResult<bool> {
     let done = sqlx::query(
         "UPDATE mail_addresses SET undeliverable_at = NULL, undeliverable_reason = NULL
          WHERE address = $1 AND undeliverable_at IS NOT NULL",
     )
-    .bind(super::normalise_address(address))
+    .bind(normalise_address(address))
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// Why `address` is undeliverable, and since when; `None` when it is not known to be.
-pub async fn undeliverable(db: &Db, address: &str) -> DomainResult<Option<(i64, String)>> {
+pub async fn undeliverable(db: &Db, address: &str) -> MailboxResult<Option<(i64, String)>> {
     let row = sqlx::query(
         "SELECT undeliverable_at, undeliverable_reason FROM mail_addresses
          WHERE address = $1 AND undeliverable_at IS NOT NULL",
     )
-    .bind(super::normalise_address(address))
+    .bind(normalise_address(address))
     .fetch_optional(db.reader())
     .await?;
     row.map(|r| {
@@ -64,8 +75,8 @@ pub async fn take_unknown_sender_reply(
     tx: &mut Tx<'_>,
     address: &str,
     now: i64,
-) -> DomainResult<bool> {
-    let address = super::normalise_address(address);
+) -> MailboxResult<bool> {
+    let address = normalise_address(address);
     let done = sqlx::query(
         "INSERT INTO mail_addresses (address, unknown_sender_reply_at) VALUES ($1, $2)
          ON CONFLICT (address) DO UPDATE SET unknown_sender_reply_at = $2
@@ -78,4 +89,17 @@ pub async fn take_unknown_sender_reply(
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_compared_trimmed_unbracketed_and_lower_cased() {
+        assert_eq!(
+            normalise_address(" <Li.Wei@Example.CN> "),
+            "li.wei@example.cn"
+        );
+    }
 }

@@ -4,11 +4,11 @@
 //! limit, or until an unverified sender confirms through a link, keeps its bytes here
 //! until it is processed; nothing is dropped.
 //!
-//! What it does not do: decide what a mail means (`mail::inbound`).
+//! What it does not do: decide what a mail means (`desk::mail::inbound`).
 
 use sqlx::Row;
 
-use crate::error::DomainResult;
+use crate::error::MailboxResult;
 use store::{new_id, Db, Tx};
 
 /// Where a mail waits, or that it is done.
@@ -54,7 +54,7 @@ pub struct Taken<'a> {
 
 /// Records a mail. `Ok(None)` when its key was taken already (a duplicate: nothing is
 /// written, and the caller's transaction stays usable on both backends).
-pub async fn record(tx: &mut Tx<'_>, mail: &Taken<'_>) -> DomainResult<Option<String>> {
+pub async fn record(tx: &mut Tx<'_>, mail: &Taken<'_>) -> MailboxResult<Option<String>> {
     let id = new_id("in");
     let done = sqlx::query(
         "INSERT INTO mail_inbound (id, message_key, sender, source, status, outcome, reason, ticket_id,
@@ -91,7 +91,7 @@ pub struct Seen {
     pub ticket_id: Option<String>,
 }
 
-pub async fn seen(db: &Db, message_key: &str) -> DomainResult<Option<Seen>> {
+pub async fn seen(db: &Db, message_key: &str) -> MailboxResult<Option<Seen>> {
     let row = sqlx::query(
         "SELECT id, status, outcome, ticket_id FROM mail_inbound WHERE message_key = $1",
     )
@@ -119,7 +119,7 @@ pub async fn finish(
     reason: Option<&str>,
     ticket_id: Option<&str>,
     now: i64,
-) -> DomainResult<bool> {
+) -> MailboxResult<bool> {
     let done = sqlx::query(
         "UPDATE mail_inbound SET status = 'done', outcome = $1, reason = $2, ticket_id = $3,
              raw = NULL, processed_at = $4 WHERE id = $5 AND status = $6",
@@ -136,7 +136,7 @@ pub async fn finish(
 }
 
 /// Held mail due at `now`, oldest first: `(id, base64 bytes)`.
-pub async fn due(db: &Db, now: i64, limit: i64) -> DomainResult<Vec<(String, String)>> {
+pub async fn due(db: &Db, now: i64, limit: i64) -> MailboxResult<Vec<(String, String)>> {
     let rows = sqlx::query(
         "SELECT id, raw FROM mail_inbound WHERE status = 'held' AND process_after <= $1
          ORDER BY received_at, seq, id LIMIT $2",
@@ -154,7 +154,7 @@ pub async fn due(db: &Db, now: i64, limit: i64) -> DomainResult<Vec<(String, Str
 }
 
 /// Puts a held mail back until `after` (its sender is still over the limit).
-pub async fn hold_until(db: &Db, id: &str, after: i64) -> DomainResult<()> {
+pub async fn hold_until(db: &Db, id: &str, after: i64) -> MailboxResult<()> {
     sqlx::query("UPDATE mail_inbound SET process_after = $1 WHERE id = $2 AND status = 'held'")
         .bind(after)
         .bind(id)
@@ -165,7 +165,7 @@ pub async fn hold_until(db: &Db, id: &str, after: i64) -> DomainResult<()> {
 
 /// How many of `sender`'s mails were processed into a ticket since `since`, and whether
 /// any of theirs is still held (a later mail waits behind it: their order is kept).
-pub async fn sender_load(db: &Db, sender: &str, since: i64) -> DomainResult<(i64, bool)> {
+pub async fn sender_load(db: &Db, sender: &str, since: i64) -> MailboxResult<(i64, bool)> {
     let row = sqlx::query(
         "SELECT (SELECT COUNT(*) FROM mail_inbound WHERE sender = $1 AND status = 'done'
                    AND processed_at > $2 AND outcome IN ('opened', 'appended')) AS recent,
@@ -184,11 +184,11 @@ pub async fn ticket_of_thread(
     db: &Db,
     customer_id: &str,
     message_ids: &[String],
-) -> DomainResult<Option<String>> {
+) -> MailboxResult<Option<String>> {
     // Newest reference first: a thread's last id is the mail answered.
     for id in message_ids.iter().rev() {
-        let ticket = match super::outbox_id_of(id) {
-            Some(outbox_id) => super::outbox::ticket_of_outbox(db, outbox_id).await?,
+        let ticket = match crate::outbox::outbox_id_of(id) {
+            Some(outbox_id) => crate::outbox::ticket_of_outbox(db, outbox_id).await?,
             None => sqlx::query_scalar::<_, Option<String>>(
                 "SELECT ticket_id FROM mail_inbound WHERE message_key = $1",
             )
@@ -207,7 +207,7 @@ pub async fn ticket_of_thread(
 }
 
 /// Whether `ticket_id` is `customer_id`'s (a thread never crosses customers).
-pub async fn owns_ticket(db: &Db, customer_id: &str, ticket_id: &str) -> DomainResult<bool> {
+pub async fn owns_ticket(db: &Db, customer_id: &str, ticket_id: &str) -> MailboxResult<bool> {
     let owner: Option<String> = sqlx::query_scalar("SELECT customer_id FROM tickets WHERE id = $1")
         .bind(ticket_id)
         .fetch_optional(db.reader())
@@ -216,7 +216,7 @@ pub async fn owns_ticket(db: &Db, customer_id: &str, ticket_id: &str) -> DomainR
 }
 
 /// Ties an unverified mail to the sign-in link mailed to confirm it.
-pub async fn set_confirm_link(tx: &mut Tx<'_>, id: &str, link_hash: &str) -> DomainResult<()> {
+pub async fn set_confirm_link(tx: &mut Tx<'_>, id: &str, link_hash: &str) -> MailboxResult<()> {
     sqlx::query("UPDATE mail_inbound SET confirm_link_hash = $1 WHERE id = $2")
         .bind(link_hash)
         .bind(id)
@@ -226,7 +226,10 @@ pub async fn set_confirm_link(tx: &mut Tx<'_>, id: &str, link_hash: &str) -> Dom
 }
 
 /// The unverified mail a confirmation mail was written for (`in_reply_to` = its key).
-pub async fn unverified_by_key(tx: &mut Tx<'_>, message_key: &str) -> DomainResult<Option<String>> {
+pub async fn unverified_by_key(
+    tx: &mut Tx<'_>,
+    message_key: &str,
+) -> MailboxResult<Option<String>> {
     Ok(sqlx::query_scalar(
         "SELECT id FROM mail_inbound WHERE message_key = $1 AND status = 'unverified'",
     )
@@ -243,7 +246,7 @@ pub async fn release_confirmed(
     tx: &mut Tx<'_>,
     link_hash: &str,
     now: i64,
-) -> DomainResult<(Vec<String>, usize)> {
+) -> MailboxResult<(Vec<String>, usize)> {
     let tickets: Vec<String> = sqlx::query_scalar(
         "SELECT ticket_id FROM mail_inbound
          WHERE confirm_link_hash = $1 AND status = 'unverified' AND ticket_id IS NOT NULL",
@@ -272,7 +275,7 @@ pub async fn release_confirmed(
 
 /// What the mail channel did with each mail, for `/metrics`-style counts in tests and
 /// reports: `(status, outcome, count)`.
-pub async fn counts(db: &Db) -> DomainResult<Vec<(String, Option<String>, i64)>> {
+pub async fn counts(db: &Db) -> MailboxResult<Vec<(String, Option<String>, i64)>> {
     let rows = sqlx::query(
         "SELECT status, outcome, COUNT(*) AS n FROM mail_inbound GROUP BY status, outcome ORDER BY status, outcome",
     )
