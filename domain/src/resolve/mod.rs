@@ -35,16 +35,18 @@ mod evidence;
 mod ids;
 mod matching;
 mod normalise;
+mod product_words;
 mod reference_words;
 mod references;
 mod said_days;
 mod someone_else;
+mod tiers;
 mod when;
 
 use policy_engine::RequestKind;
 use serde::{Deserialize, Serialize};
 
-use crate::structure::{self, Place};
+use crate::structure;
 
 pub use evidence::{mentioned_amounts, mentioned_products, says_by_mistake};
 pub use matching::{
@@ -58,6 +60,8 @@ pub use references::{
 };
 pub use said_days::mentioned_days;
 pub use someone_else::mentions_someone_else;
+pub use tiers::Tiers;
+use tiers::TIERS_REMEMBERED;
 pub use when::{Day, Moment};
 
 use matching::{by_secondary_evidence, Secondary};
@@ -149,73 +153,6 @@ pub struct Resolution {
     /// engine decides whether that is an accidental repeat purchase, a cancellation of
     /// the later order, or two purchases (RP-001 §1 and §4.1, RP-002).
     pub repeat_of: Option<String>,
-}
-
-/// What the customer's messages say, by weight: the new words, then what they forwarded
-/// or pasted.
-#[derive(Clone)]
-pub struct Tiers {
-    pub decisive: Vec<String>,
-    /// Sentences that try to instruct the agent: never evidence of what is asked, but
-    /// an order of someone else's they name is still looked up (RP-007: security).
-    pub instructions: Vec<String>,
-    pub forwarded: Vec<String>,
-    pub pasted: Vec<String>,
-    pub supporting: Vec<String>,
-    /// A message holds a sentence that tries to instruct the agent
-    /// (`structure::Parts::has_instructions`).
-    pub instructed: bool,
-}
-
-/// How many conversations' tiers each thread remembers ([`Tiers::of`]).
-const TIERS_REMEMBERED: usize = 4;
-
-thread_local! {
-    /// The last conversations split on this thread, with their tiers: the investigator
-    /// reads the same messages at every turn of a run (and `resolve` again within the
-    /// turn), and splitting them was most of a replayed ticket's time.
-    static TIERS_SEEN: std::cell::RefCell<Vec<(Vec<String>, Tiers)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Tiers {
-    /// The tiers of `messages`; a pure function of them, remembered for the last
-    /// [`TIERS_REMEMBERED`] conversations split on this thread.
-    pub fn of(messages: &[String]) -> Tiers {
-        TIERS_SEEN.with(|seen| {
-            let mut seen = seen.borrow_mut();
-            if let Some((_, tiers)) = seen.iter().find(|(m, _)| m.as_slice() == messages) {
-                return tiers.clone();
-            }
-            let tiers = Tiers::split(messages);
-            if seen.len() >= TIERS_REMEMBERED {
-                seen.remove(0);
-            }
-            seen.push((messages.to_vec(), tiers.clone()));
-            tiers
-        })
-    }
-
-    fn split(messages: &[String]) -> Tiers {
-        let parts = structure::split_all(messages);
-        Tiers {
-            decisive: parts.iter().map(structure::Parts::new_text).collect(),
-            instructions: parts
-                .iter()
-                .map(|p| p.text_of(&[Place::Instruction]))
-                .collect(),
-            forwarded: parts
-                .iter()
-                .map(|p| p.text_of(&[Place::Forwarded]))
-                .collect(),
-            pasted: parts.iter().map(|p| p.text_of(&[Place::Pasted])).collect(),
-            supporting: parts
-                .iter()
-                .map(|p| p.text_of(&[Place::Forwarded, Place::Pasted]))
-                .collect(),
-            instructed: parts.iter().any(structure::Parts::has_instructions),
-        }
-    }
 }
 
 /// Resolves the order of a ticket against the customer's orders (see the module
