@@ -446,6 +446,10 @@ mod tests {
         assert_eq!(mentioned_products("l'abonnement mensuel"), ["monthly_plan"]);
         assert_eq!(mentioned_products("el paquete adicional"), ["addon"]);
         assert_eq!(mentioned_products("연간 구독"), ["annual_plan"]);
+        assert_eq!(
+            mentioned_products("köpet av årsprenumerationen"),
+            ["annual_plan"]
+        );
         assert!(mentioned_products("an extra charge").is_empty());
     }
 

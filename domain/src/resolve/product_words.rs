@@ -66,6 +66,8 @@ pub(super) const PRODUCT_WORDS: &[(&str, &[&str])] = &[
             "rocznym",
             "arsabonnemang",
             "arsabonnemanget",
+            "arsprenumeration",
+            "arsprenumerationen",
             "arsplan",
             "arsplanen",
             "yillik",

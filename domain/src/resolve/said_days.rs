@@ -82,35 +82,35 @@ static WHOLE_PHRASES: std::sync::LazyLock<(Vec<(String, Day)>, crate::phrases::P
 /// Weekday names, folded (`structure::fold_words`), Monday first: English, German,
 /// French, Spanish, Italian, Dutch, Portuguese, Polish, Swedish, Turkish, Czech. A
 /// name ending in `*` is a stem (Polish, Czech and Turkish inflect them: "w sobotę",
-/// "v sobotu", "cumartesi günü"), and German and Dutch glue a time of day to them
+/// "v sobotu", "cumartesi günü", Swedish "i fredags"), and German and Dutch glue a time of day to them
 /// ("Freitagabend", "vrijdagavond"). Portuguese weekdays are written with `-feira`, since
 /// "segunda" alone is "the second" (the second charge).
 #[rustfmt::skip]
 const WEEKDAY_WORDS: [&[&str]; 7] = [
     &[
         "monday", "on mon", "last mon", "this mon", "mon night", "mon morning", "montag*", "lundi",
-        "lunes", "lunedi", "maandag*", "segunda-feira", "poniedzial*", "mandag", "pazartesi",
+        "lunes", "lunedi", "maandag*", "segunda-feira", "poniedzial*", "mandag*", "pazartesi",
         "pondel*",
     ],
     &[
         "tuesday", "on tue", "last tue", "this tue", "tue night", "tue morning", "on tues",
         "last tues", "this tues", "tues night", "tues morning", "dienstag*", "mardi", "martes",
-        "martedi", "dinsdag*", "terca-feira", "wtor*", "tisdag", "sali", "uter*",
+        "martedi", "dinsdag*", "terca-feira", "wtor*", "tisdag*", "sali", "uter*",
     ],
     &[
         "wednesday", "on wed", "last wed", "this wed", "wed night", "wed morning", "mittwoch*",
-        "mercredi", "miercoles", "mercoledi", "woensdag*", "quarta-feira", "srod*", "onsdag",
+        "mercredi", "miercoles", "mercoledi", "woensdag*", "quarta-feira", "srod*", "onsdag*",
         "carsamba", "stred*",
     ],
     &[
         "thursday", "on thu", "last thu", "this thu", "thu night", "thu morning", "on thur",
         "last thur", "this thur", "thur night", "thur morning", "on thurs", "last thurs",
         "this thurs", "thurs night", "thurs morning", "donnerstag*", "jeudi", "jueves", "giovedi",
-        "donderdag*", "quinta-feira", "czwart*", "torsdag", "persembe", "ctvrt*",
+        "donderdag*", "quinta-feira", "czwart*", "torsdag*", "persembe", "ctvrt*",
     ],
     &[
         "friday", "on fri", "last fri", "this fri", "fri night", "fri morning", "freitag*",
-        "vendredi", "viernes", "venerdi", "vrijdag*", "sexta-feira", "piat*", "fredag", "cuma",
+        "vendredi", "viernes", "venerdi", "vrijdag*", "sexta-feira", "piat*", "fredag*", "cuma",
         "patek", "patku",
     ],
     &[
