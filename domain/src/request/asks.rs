@@ -77,8 +77,12 @@ const MONEY_BACK: &[&str] = &[
 
 /// Whether `text` asks for money back (word starts only: `erstatt` in `erstatten`).
 pub fn asks_for_money_back(text: &str) -> bool {
-    let text = fold_words(text);
-    MONEY_BACK.iter().any(|w| contains_word(&text, w))
+    asks_in_folded(&fold_words(text))
+}
+
+/// [`asks_for_money_back`] on text already folded (`fold_words`).
+pub(super) fn asks_in_folded(folded: &str) -> bool {
+    MONEY_BACK.iter().any(|w| contains_word(folded, w))
 }
 
 #[cfg(test)]

@@ -62,15 +62,13 @@ fn in_order(sentence: &str, phrase: &str) -> bool {
 /// Whether the words speak of money at all (a payment, a charge, a refund), in any
 /// language we read; asking for money back always does (`asks`).
 pub fn speaks_of_money(text: &str) -> bool {
-    if super::asks::asks_for_money_back(text) {
-        return true;
-    }
     let text = fold_words(text);
-    MONEY_WORDS
-        .iter()
-        .chain(MONEY_WORDS_MORE)
-        .chain(MONEY_WORDS_OTHER)
-        .any(|w| contains_phrase(&text, w))
+    super::asks::asks_in_folded(&text)
+        || MONEY_WORDS
+            .iter()
+            .chain(MONEY_WORDS_MORE)
+            .chain(MONEY_WORDS_OTHER)
+            .any(|w| contains_phrase(&text, w))
 }
 
 /// How many texts' kinds each thread remembers ([`classify`]).

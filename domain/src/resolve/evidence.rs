@@ -81,12 +81,11 @@ pub(super) fn says_latest(folded: &str) -> bool {
         .any(|w| contains_phrase(folded, w))
 }
 
-/// Whether `folded` speaks of a subscription: a plan by name, or a word for any.
-pub fn names_a_subscription(folded: &str) -> bool {
+/// Whether `folded` holds a word for a subscription, whichever plan it is ("my
+/// subscription", "mein Abo", "구독"); a plan named by its product is one too
+/// (`matching::Secondary`).
+pub fn says_subscription(folded: &str) -> bool {
     SUBSCRIPTION.iter().any(|w| contains_phrase(folded, w))
-        || mentioned_products(folded)
-            .iter()
-            .any(|p| plan_period(p).is_some())
 }
 
 /// How long one order of a plan pays for: a month (at most 31 days) or a year (at

@@ -7,6 +7,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::evidence::{
     mentioned_amounts, mentioned_currencies, mentioned_products, plan_period, says_latest,
+    says_subscription,
 };
 use super::said_days::mentioned_days;
 use super::when::{Day, Moment};
@@ -83,18 +84,30 @@ pub(super) struct Secondary {
     amounts: Vec<Decimal>,
     days: Vec<Day>,
     latest: bool,
+    /// A subscription is spoken of: a word for one, or a plan by its product.
+    subscription: bool,
 }
 
 impl Secondary {
     /// The evidence in `folded` (`structure::fold_words` applied).
     pub(super) fn of(folded: &str) -> Secondary {
+        let products = mentioned_products(folded);
+        let subscription =
+            products.iter().any(|p| plan_period(p).is_some()) || says_subscription(folded);
         Secondary {
-            products: mentioned_products(folded),
+            products,
             currencies: mentioned_currencies(folded),
             amounts: mentioned_amounts(folded),
             days: mentioned_days(folded),
             latest: says_latest(folded),
+            subscription,
         }
+    }
+
+    /// Whether the words speak of a subscription ("cancel my subscription"): what a
+    /// cancellation then means is a plan still running ([`running_plans`]).
+    pub(super) fn speaks_of_a_subscription(&self) -> bool {
+        self.subscription
     }
 }
 

@@ -222,7 +222,7 @@ pub fn resolve(input: &ResolveInput<'_>) -> Resolution {
         return r;
     }
     let mut narrowed = narrow_by_evidence(evidence, input.orders.iter().collect(), moment.as_ref());
-    if input.request == RequestKind::Cancellation && reading.subscription {
+    if input.request == RequestKind::Cancellation && evidence[0].speaks_of_a_subscription() {
         narrowed = matching::running_plans(narrowed, moment.as_ref());
     }
     let by_words = narrowed.len() < input.orders.len();
@@ -316,8 +316,6 @@ struct Reading {
     instructed_own: Vec<String>,
     /// The new words say something was bought by mistake.
     by_mistake: bool,
-    /// The new words speak of a subscription (`evidence::names_a_subscription`).
-    subscription: bool,
 }
 
 impl Reading {
@@ -338,7 +336,6 @@ impl Reading {
         Reading {
             unmatched: noted_references([decisive, instructions, supporting]),
             by_mistake: evidence::says_by_mistake(&new_words),
-            subscription: evidence::names_a_subscription(&new_words),
             evidence: [
                 Secondary::of(&new_words),
                 Secondary::of(&structure::fold_words(&tiers.supporting.join("\n"))),
