@@ -15,6 +15,9 @@
 //!
 //! Long because each multi-instance scenario builds its own world and instances; one
 //! area, one binary.
+//!
+//! Over 600 lines on purpose: the races share one cluster builder and its kill helpers,
+//! and each test is a whole scenario read top to bottom.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,4 +1,6 @@
-//! Tests of `resolve/mod.rs`: kept apart so the file reads as the code it tests.
+//! Tests of `resolve/mod.rs`: kept apart so the file reads as the code it tests. Over
+//! 600 lines on purpose: every test is one conversation against one customer's orders,
+//! through the one entry point `resolve`, and they read best side by side.
 
 use super::*;
 use proptest::prelude::*;
