@@ -5,6 +5,7 @@
 //! embedded payments mock and the built-in investigator.
 
 pub use crate::cases::ReplyTargets;
+pub use crate::channels::ChannelConfig;
 pub use crate::mail::MailConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +13,7 @@ use std::time::Duration;
 /// The key the embedded mock accepts (any `sk_test_…` works there).
 pub const DEFAULT_PAYMENTS_KEY: &str = "sk_test_refund_desk";
 /// What the embedded mock signs webhooks with. Public (it is in this file), so only
-/// ever used with the embedded mock: `Config::check_secrets`.
+/// ever used with the embedded mock: `Config::check`.
 pub const DEFAULT_WEBHOOK_SECRET: &str = "whsec_test_refund_desk";
 
 /// The secrets that must come from the environment when `PAYMENTS_URL` names a provider.
@@ -26,10 +27,10 @@ pub enum ConfigError {
         .0.join(" and ")
     )]
     PublicDefaultSecret(Vec<&'static str>),
-    #[error(
-        "MAIL_FROM must be set with {0}: it is the address mail comes from and customers write to"
-    )]
-    MailFromMissing(&'static str),
+    /// A channel's setting that another of its settings needs (each channel checks its
+    /// own).
+    #[error(transparent)]
+    Channel(#[from] crate::channels::MissingSetting),
 }
 
 #[derive(Debug, Clone)]
@@ -76,9 +77,10 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// `METRICS_CACHE_SECS` (default 5): how long `/metrics` keeps its database gauges.
     pub metrics_cache: Duration,
-    /// `SMTP_URL`, `MAIL_FROM`, `IMAP_URL`, `INBOUND_EMAIL_TOKEN`, `MAIL_RETRY_SECS`
-    ///. Each unset leaves its part off: the product runs without mail.
-    pub mail: MailConfig,
+    /// Each channel's settings (mail: `SMTP_URL`, `MAIL_FROM`, `IMAP_URL`,
+    /// `INBOUND_EMAIL_TOKEN`, `MAIL_RETRY_SECS`). Each unset leaves its part off: the
+    /// product runs without that channel.
+    pub channels: ChannelConfig,
     /// `GROUP_ROLES`: which identity-provider group gives which role.
     pub group_roles: crate::auth::provisioning::GroupRoles,
     /// `SCIM_DEFAULT_ROLE` (default agent): a provisioned person's role in no mapped group.
@@ -115,26 +117,17 @@ pub struct LlmConfig {
 }
 
 impl Config {
-    /// With a real provider (`PAYMENTS_URL` set) the public default secrets
-    /// are refused, naming each variable to set. With the embedded mock they stay, and
-    /// `serve` says so in its start-up log.
-    pub fn check_secrets(&self) -> Result<(), ConfigError> {
+    /// What `serve` refuses to run with. With a real provider (`PAYMENTS_URL` set) the
+    /// public default secrets are refused, naming each variable to set (with the embedded
+    /// mock they stay, and `serve` says so in its start-up log); then each channel checks
+    /// its own settings.
+    pub fn check(&self) -> Result<(), ConfigError> {
         if self.payments_url.is_some() && !self.defaulted_secrets.is_empty() {
             return Err(ConfigError::PublicDefaultSecret(
                 self.defaulted_secrets.clone(),
             ));
         }
-        // Mail in or out needs the support address (our own mail is never
-        // answered, and every mail we send comes from it).
-        if self.mail.from.is_none() {
-            if self.mail.smtp_url.is_some() {
-                return Err(ConfigError::MailFromMissing("SMTP_URL"));
-            }
-            if self.mail.imap_url.is_some() {
-                return Err(ConfigError::MailFromMissing("IMAP_URL"));
-            }
-        }
-        Ok(())
+        Ok(self.channels.check()?)
     }
 
     pub fn policies_dir(&self) -> PathBuf {

@@ -25,6 +25,7 @@ pub mod customer;
 pub mod customer_files;
 pub mod error;
 pub mod gauges;
+pub mod inbound;
 pub mod investigation;
 pub mod lease;
 pub mod mail;
@@ -44,6 +45,7 @@ pub mod schema;
 pub mod shadow_live;
 pub mod shadow_pairs;
 pub mod state;
+pub mod stop;
 pub use domain::states;
 pub mod tickets;
 pub mod translations;
@@ -137,8 +139,8 @@ pub async fn build_state(
         scim_default_role: config.scim_default_role,
         password_sign_in: config.password_sign_in,
         rollout_guards: Default::default(),
-        mail: Arc::new(mail::MailSettings::from_config(
-            &config.mail,
+        channels: Arc::new(channels::Channels::from_config(
+            &config.channels,
             config.public_url.as_deref(),
         )?),
         db,

@@ -86,9 +86,9 @@ pub struct Services {
     /// Where agent runs commit their steps: several runs' steps share a transaction
     /// (`runs::StepWriter`).
     pub steps: crate::runs::StepWriter,
-    /// Mail in and out: the support address, SMTP, the watched mailbox, the
-    /// inbound token; each part absent when its setting is.
-    pub mail: Arc<crate::mail::MailSettings>,
+    /// What each channel runs with (mail: the support address, SMTP, the watched
+    /// mailbox, the inbound token), each part absent when its setting is.
+    pub channels: Arc<crate::channels::Channels>,
 }
 
 /// What the domain's functions are lent: each names one need, borrowed from the state.
@@ -179,7 +179,7 @@ impl Services {
         crate::mail::send::Postman {
             db: &self.db,
             clock: self.clock.as_ref(),
-            settings: &self.mail,
+            settings: &self.channels.mail,
             instance_id: &self.instance_id,
         }
     }
@@ -190,7 +190,17 @@ impl Services {
             db: &self.db,
             clock: self.clock.as_ref(),
             queue: self.queue(),
-            settings: &self.mail,
+            settings: &self.channels.mail,
+        }
+    }
+
+    /// What the channels are lent by a worker pass.
+    pub fn reach(&self) -> crate::channels::Reach<'_> {
+        crate::channels::Reach {
+            db: &self.db,
+            clock: self.clock.as_ref(),
+            instance_id: &self.instance_id,
+            channels: &self.channels,
         }
     }
 

@@ -34,7 +34,7 @@ use payments_adapter::ProviderRefund;
 use store::Db;
 
 /// The environment variable holding the webhook signing secret (`Config::webhook_secret`
-/// reads it; `Config::check_secrets` refuses its public default with a real provider).
+/// reads it; `Config::check` refuses its public default with a real provider).
 pub const WEBHOOK_SECRET_ENV: &str = "PAYMENTS_WEBHOOK_SECRET";
 
 /// Stripe's default tolerance for the signed timestamp.

@@ -3,52 +3,11 @@
 //! `run_once` does one pass and reports how much it did, so tests drain the queue
 //! without sleeping; `serve` loops it, woken by new work or a short tick.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::sync::Notify;
 
 use crate::error::DomainResult;
 use crate::state::Services;
-
-/// Asks the worker to stop claiming work (a graceful stop). What it holds is
-/// finished, not abandoned: the step in flight commits and its lease is released, so
-/// another instance (or this one restarted) resumes at once instead of waiting for the
-/// lease to expire.
-#[derive(Clone, Default)]
-pub struct StopSignal {
-    inner: Arc<StopInner>,
-}
-
-#[derive(Default)]
-struct StopInner {
-    requested: AtomicBool,
-    notify: Notify,
-}
-
-impl StopSignal {
-    pub fn request(&self) {
-        self.inner.requested.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
-    }
-
-    pub fn is_requested(&self) -> bool {
-        self.inner.requested.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once a stop is requested (at once if it already was).
-    pub async fn requested(&self) {
-        loop {
-            // Registered before the check, so a `request` in between still wakes us.
-            let notified = self.inner.notify.notified();
-            if self.is_requested() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
+use crate::stop::StopSignal;
 
 /// One pass over runnable runs and approved cases. Returns the number of items handled.
 pub async fn run_once(state: &Services) -> DomainResult<usize> {
@@ -106,12 +65,11 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // docs/spec/roles.md, "Where an escalation goes": the agents' escalations nobody holds
     // go to the present agents, round robin (unless ESCALATION_ROUTING=queue).
     handled += crate::cases::routing::share_out(&state.db, state.escalation_routing, now).await?;
-    // Mail held by the per-sender limit (or confirmed by its sender) is taken
-    // in, then the outbox — every mail this pass's changes wrote — is sent.
-    handled += crate::mail::inbound::process_held(state.intake()).await?;
-    handled += crate::mail::send::run_once(state.postman())
-        .await?
-        .handled();
+    // What the channels held back is taken in (mail over its sender's limit, or
+    // confirmed by its sender), then what this pass's changes told people is delivered.
+    let reach = state.reach();
+    handled += crate::inbound::take_in(&reach, state.queue()).await?;
+    handled += crate::channels::deliver(&reach).await?;
     // Last, the chores' housekeeping (docs/spec/data.md: text past its retention
     // window, redacted once per period).
     for chore in state.chores.iter() {
@@ -290,7 +248,7 @@ pub async fn run_until_stopped(state: Services, stop: StopSignal) {
     tokio::join!(
         work_until_stopped(&state, &stop),
         watch_until_stopped(&state, &stop),
-        watch_mailbox(&state, &stop)
+        crate::inbound::watch(state.reach(), state.queue(), &stop)
     );
 }
 
@@ -325,15 +283,6 @@ async fn watch_until_stopped(state: &Services, stop: &StopSignal) {
             _ = stop.requested() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
-    }
-}
-
-/// The support mailbox at `IMAP_URL`, watched until the stop (nothing to do
-/// without one).
-async fn watch_mailbox(state: &Services, stop: &StopSignal) {
-    if let Some(target) = &state.mail.imap {
-        crate::mail::imap_watch::watch_until_stopped(state.intake(), target, stop.requested())
-            .await;
     }
 }
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use desk::config::{
-    default_fixtures_dir, Config, LlmConfig, MailConfig, ReplyTargets, RetentionWindows,
-    WatchdogPeriods, DEFAULT_PAYMENTS_KEY, DEFAULT_WEBHOOK_SECRET, SECRET_VARS,
+    default_fixtures_dir, ChannelConfig, Config, LlmConfig, MailConfig, ReplyTargets,
+    RetentionWindows, WatchdogPeriods, DEFAULT_PAYMENTS_KEY, DEFAULT_WEBHOOK_SECRET, SECRET_VARS,
 };
 
 /// Every setting, as a clap argument with an environment fallback (strict
@@ -420,13 +420,15 @@ pub fn config_of(settings: &Settings) -> Config {
         policy_second_approver: settings.policy_second_approver,
         metrics_token: set(&settings.metrics_token),
         metrics_cache: Duration::from_secs(settings.metrics_cache_secs),
-        mail: MailConfig {
-            smtp_url: set(&settings.smtp_url),
-            from: set(&settings.mail_from),
-            imap_url: set(&settings.imap_url),
-            inbound_token: set(&settings.inbound_email_token),
-            authserv_id: set(&settings.mail_authserv_id),
-            retry: Duration::from_secs(settings.mail_retry_secs),
+        channels: ChannelConfig {
+            mail: MailConfig {
+                smtp_url: set(&settings.smtp_url),
+                from: set(&settings.mail_from),
+                imap_url: set(&settings.imap_url),
+                inbound_token: set(&settings.inbound_email_token),
+                authserv_id: set(&settings.mail_authserv_id),
+                retry: Duration::from_secs(settings.mail_retry_secs),
+            },
         },
         group_roles: settings.group_roles.clone().unwrap_or_default(),
         scim_default_role: settings

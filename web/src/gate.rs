@@ -152,7 +152,7 @@ fn metrics_token_matches(state: &AppState, request: &Request) -> bool {
 /// `INBOUND_EMAIL_TOKEN` as the bearer token (compared in constant time); with none set,
 /// nobody passes (a mail server, not a person).
 fn inbound_token_matches(state: &AppState, request: &Request) -> bool {
-    match state.mail.inbound_token.as_deref() {
+    match state.channels.mail.inbound_token.as_deref() {
         None => false,
         Some(expected) => crate::extract::bearer_header(request.headers())
             .is_some_and(|sent| auth::constant_time_eq(sent, expected)),

@@ -307,7 +307,7 @@ pub(super) async fn keep_coming(
     state: Services,
     provider_url: String,
     rate: f64,
-    stop: desk::worker::StopSignal,
+    stop: desk::stop::StopSignal,
 ) {
     let run = store::new_id("r");
     let run: String = run.chars().rev().take(6).collect();

@@ -26,7 +26,7 @@ pub(super) async fn serve_with(
     addr: SocketAddr,
     demo_rate: Option<f64>,
 ) -> anyhow::Result<()> {
-    config.check_secrets()?;
+    config.check()?;
     let (url, mock) = provider(config).await?;
     if mock.is_some() && !config.defaulted_secrets.is_empty() {
         tracing::warn!(
@@ -57,7 +57,7 @@ pub(super) async fn serve_with(
     }
     // A log event, not a bare line: with LOG_FORMAT=json every line of `serve` is JSON.
     tracing::info!(url = %served, console = %format!("{served}/console"), provider = %url, "Refund desk serving");
-    let stop = desk::worker::StopSignal::default();
+    let stop = desk::stop::StopSignal::default();
     let worker = tokio::spawn(desk::worker::run_until_stopped(state.clone(), stop.clone()));
     let purge = tokio::spawn(purge_forever(state.clone()));
     let traffic = demo_rate.map(|rate| {

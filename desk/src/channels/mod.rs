@@ -6,14 +6,18 @@
 //! delivery — it is the record itself (the thread and the case's status) — and every
 //! channel in [`CHANNELS`] delivers the notice its own way, committing or rolling back
 //! with the change. Mail is the one such channel today: its outbox row, sent later by
-//! `mail::send`. No workflow module names a channel.
+//! `mail::send`. No workflow module names a channel, nor does the worker: each pass lends
+//! the channels a [`Reach`] to [`deliver`]; each channel's settings are a field of
+//! [`ChannelConfig`] and checked by it. What people write in through a channel is taken in
+//! by `crate::inbound`, above the workflow that opens its tickets.
 
 mod mail;
 
+use crate::clock::Clock;
 use crate::error::DomainResult;
 use crate::states::CaseStatus;
 pub use domain::notice::Notice;
-use store::Tx;
+use store::{Db, Tx};
 
 /// A way of reaching a person beside the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +29,67 @@ pub enum Channel {
 /// The channels every notice is delivered to. Each sends only once its own setting is
 /// given (mail: `SMTP_URL`); until then what it wrote waits.
 pub const CHANNELS: &[Channel] = &[Channel::Mail];
+
+/// Every channel's settings, as configured (docs/configuration.md); each unset part leaves
+/// that part of its channel off.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelConfig {
+    /// Mail in and out (docs/spec/email.md).
+    pub mail: crate::mail::MailConfig,
+}
+
+impl ChannelConfig {
+    /// Each channel's own check of its settings (`serve` refuses to start on a failure).
+    pub fn check(&self) -> Result<(), MissingSetting> {
+        mail::check(&self.mail)
+    }
+}
+
+/// A channel's setting that another of its settings needs.
+#[derive(Debug, thiserror::Error)]
+#[error("{needed} must be set with {with}: {why}")]
+pub struct MissingSetting {
+    pub needed: &'static str,
+    pub with: &'static str,
+    pub why: &'static str,
+}
+
+/// What each channel runs with, made once from its settings.
+#[derive(Debug, Clone)]
+pub struct Channels {
+    pub mail: crate::mail::MailSettings,
+}
+
+impl Channels {
+    /// The channels `config` describes; a malformed setting stops start-up.
+    pub fn from_config(config: &ChannelConfig, public_url: Option<&str>) -> anyhow::Result<Self> {
+        Ok(Channels {
+            mail: crate::mail::MailSettings::from_config(&config.mail, public_url)?,
+        })
+    }
+}
+
+/// What a worker pass lends the channels: the store, the clock, this process's name for
+/// the leases on what it delivers, and their settings.
+#[derive(Clone, Copy)]
+pub struct Reach<'a> {
+    pub db: &'a Db,
+    pub clock: &'a dyn Clock,
+    pub instance_id: &'a str,
+    pub channels: &'a Channels,
+}
+
+/// Each channel delivers what the changes before it wrote (those whose setting is unset
+/// leave it waiting); returns how many deliveries were attempted or ended.
+pub async fn deliver(reach: &Reach<'_>) -> DomainResult<usize> {
+    let mut handled = 0;
+    for channel in CHANNELS {
+        handled += match channel {
+            Channel::Mail => mail::deliver(reach).await?,
+        };
+    }
+    Ok(handled)
+}
 
 /// Tells the customer of `ticket_id` of a change: `words` are what their ticket shows
 /// (empty when the notice speaks for itself: received, approved, reopened).

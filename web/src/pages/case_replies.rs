@@ -76,7 +76,7 @@ pub(super) async fn reply_tools(
     let language = desk::tickets::load_ticket(db, &case.ticket_id)
         .await?
         .map_or(Language::En, |t| t.language);
-    let values = saved_replies::values_for_case(db, case, &state.mail.public_url).await?;
+    let values = saved_replies::values_for_case(db, case, &state.channels.mail.public_url).await?;
     let saved: Vec<FilledReply> = saved_replies::list(db, Some(language))
         .await?
         .into_iter()

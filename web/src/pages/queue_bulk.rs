@@ -118,7 +118,7 @@ impl Reply {
         match self {
             Reply::None => Ok(None),
             Reply::Saved(name) => {
-                let public = &state.mail.public_url;
+                let public = &state.channels.mail.public_url;
                 match desk::saved_replies::for_case(&state.db, name, case, public).await {
                     Ok(Some(text)) => Ok(Some(text)),
                     _ => Err(()),

@@ -42,7 +42,13 @@ async fn app_on(servers: &MailServers) -> TestApp {
 
 /// One pass of the mailbox watcher over the support mailbox.
 async fn take_mailbox(app: &TestApp) -> anyhow::Result<usize> {
-    let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
+    let target = app
+        .state
+        .channels
+        .mail
+        .imap
+        .clone()
+        .expect("IMAP_URL is set");
     desk::mail::imap_watch::run_once(app.state.intake(), &target).await
 }
 

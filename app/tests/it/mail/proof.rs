@@ -241,7 +241,13 @@ async fn every_form_of_authentication_results_through_postfix_proves_only_what_i
         app.clock.advance(time::Duration::minutes(61));
         servers.send(sender, raw);
         servers.wait_for(SUPPORT, n + 1);
-        let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
+        let target = app
+            .state
+            .channels
+            .mail
+            .imap
+            .clone()
+            .expect("IMAP_URL is set");
         desk::mail::imap_watch::run_once(app.state.intake(), &target)
             .await
             .unwrap();
@@ -255,7 +261,13 @@ async fn every_form_of_authentication_results_through_postfix_proves_only_what_i
     app.clock.advance(time::Duration::minutes(61));
     servers.send("li.wei@example.cn", &in_li_weis_name(&[]));
     servers.wait_for(SUPPORT, forms.len() + 1);
-    let target = app.state.mail.imap.clone().expect("IMAP_URL is set");
+    let target = app
+        .state
+        .channels
+        .mail
+        .imap
+        .clone()
+        .expect("IMAP_URL is set");
     desk::mail::imap_watch::run_once(app.state.intake(), &target)
         .await
         .unwrap();

@@ -76,7 +76,7 @@ pub fn stamped(raw: &[u8], results: &str) -> Vec<u8> {
 
 /// The mail settings of an app that takes mail through the API only (no servers).
 pub fn api_only(config: &mut Config) {
-    config.mail = MailConfig {
+    config.channels.mail = MailConfig {
         from: Some(SUPPORT.into()),
         inbound_token: Some(INBOUND_TOKEN.into()),
         authserv_id: Some(AUTHSERV_ID.into()),
@@ -166,8 +166,8 @@ impl MailServers {
     /// The app's mail settings against these servers.
     pub fn configure(&self, config: &mut Config) {
         api_only(config);
-        config.mail.smtp_url = Some(self.smtp_url());
-        config.mail.imap_url = Some(self.imap_url());
+        config.channels.mail.smtp_url = Some(self.smtp_url());
+        config.channels.mail.imap_url = Some(self.imap_url());
     }
 
     /// Sends raw bytes with Python's smtplib, as a customer's client would.
