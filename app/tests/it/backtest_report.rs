@@ -74,7 +74,7 @@ async fn sample_report(dir: &Path) -> ShadowReport {
         .await
         .expect("the import");
     let text = std::fs::read_to_string(dir.join("history.jsonl")).expect("the history");
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
     let fixtures = desk::config::default_fixtures_dir();
     let policies = desk::policies::load_policy_set(&fixtures.join("policies")).expect("policies");
@@ -204,7 +204,7 @@ async fn an_empty_history_says_so_rather_than_zero_percent() {
     let policies = desk::policies::load_policy_set(&fixtures.join("policies")).expect("policies");
     let index =
         Arc::new(desk::policies::open_index(&dir.path().join("index"), &policies).expect("index"));
-    let bad = vec![desk::replay::LineError {
+    let bad = vec![shadow::replay::LineError {
         line: 1,
         message: "not JSON".into(),
     }];

@@ -75,10 +75,10 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         .await
         .expect("the history imports");
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
 
-    let inferred: HashMap<&str, &desk::replay::HistoricalTicket> =
+    let inferred: HashMap<&str, &shadow::replay::HistoricalTicket> =
         tickets.iter().map(|t| (t.id.as_str(), t)).collect();
     let matched: Vec<_> = set.truth.iter().filter(|t| t.matched).collect();
     assert_eq!(

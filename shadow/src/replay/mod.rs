@@ -36,15 +36,15 @@ use rag_index::PolicyIndex;
 use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
-use crate::agent::investigator::Investigator;
-use crate::agent::rules::RefundRules;
-use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
-use crate::billing::WorldBilling;
-use crate::clock::HarnessClock;
-use crate::clock::{Clock, SystemClock};
+use desk::agent::investigator::Investigator;
+use desk::agent::rules::RefundRules;
+use desk::agent::{tools, Exchange, Model, Proposal, ToolCall};
+use desk::billing::WorldBilling;
+use desk::clock::HarnessClock;
+use desk::clock::{Clock, SystemClock};
 use harness::{EventLog, MemoryLog, NewEvent};
 
-use crate::investigation::children::{self, Briefed};
+use desk::investigation::children::{self, Briefed};
 
 mod diff;
 mod history;
@@ -141,7 +141,7 @@ fn serialize_exchanges<S: Serializer>(exchanges: &[Exchange], s: S) -> Result<S:
     #[derive(Serialize)]
     struct Step<'a> {
         call: &'a ToolCall,
-        outcome: &'a crate::agent::ToolOutcome,
+        outcome: &'a desk::agent::ToolOutcome,
     }
     s.collect_seq(exchanges.iter().map(|x| Step {
         call: &x.call,
@@ -241,7 +241,7 @@ pub async fn investigate_with_clock(
     };
     let mut spec = harness::Run::new(parent, &toolset, &clock);
     spec.inputs = &customer_messages;
-    spec.limits = crate::agent::limits();
+    spec.limits = desk::agent::limits();
     spec.rules = &RefundRules;
 
     let incomplete = briefing.as_ref().and_then(|b| b.incomplete.clone());
@@ -283,7 +283,7 @@ pub async fn investigate_with_clock(
         budget_exhausted: state.budget_exhausted,
         violations: state.violations,
         evidence_rejected: Vec::new(),
-        instructed: crate::workflow::instructed(&customer_messages),
+        instructed: desk::workflow::instructed(&customer_messages),
         unreadable: false,
         order_id: None,
         order_source: None,
@@ -299,11 +299,11 @@ pub async fn investigate_with_clock(
     if let Some(mut proposal) = proposal {
         // Facts come from the records through code, never from the model's words; the
         // order is resolved by the workflow, as live.
-        let crate::workflow::Resolved {
+        let desk::workflow::Resolved {
             facts,
             order_source,
             ..
-        } = crate::workflow::gather_facts_resolved(
+        } = desk::workflow::gather_facts_resolved(
             &billing,
             &ticket,
             &customer_messages,
@@ -315,11 +315,10 @@ pub async fn investigate_with_clock(
             ticket: historical.id.clone(),
             message: e.to_string(),
         })?;
-        let facts = crate::workflow::repeat_as_claimed(facts, &proposal, order_source);
+        let facts = desk::workflow::repeat_as_claimed(facts, &proposal, order_source);
         investigation.evidence_rejected =
-            crate::workflow::invalid_evidence(&proposal, &investigation.exchanges);
-        investigation.unreadable =
-            crate::workflow::unreadable(&customer_messages, proposal.request);
+            desk::workflow::invalid_evidence(&proposal, &investigation.exchanges);
+        investigation.unreadable = desk::workflow::unreadable(&customer_messages, proposal.request);
         investigation.order_id = facts.order_id.clone();
         investigation.order_source = order_source;
         proposal.order_source = order_source;
@@ -343,7 +342,7 @@ pub fn decide(
         .proposal
         .as_ref()
         .map_or(&[][..], |p| p.other_readings.as_slice());
-    let (_, decision) = crate::workflow::smallest_reading(facts.clone(), others, |f| {
+    let (_, decision) = desk::workflow::smallest_reading(facts.clone(), others, |f| {
         if pins.is_empty() {
             Ok(policy_engine::decide(f, policies))
         } else {

@@ -9,9 +9,9 @@ use policy_engine::{Money, ReasonCode};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::replies::{detect_language_of, MAX_MESSAGE_CHARS};
-use crate::tickets::Ticket;
-use crate::world::World;
+use desk::replies::{detect_language_of, MAX_MESSAGE_CHARS};
+use desk::tickets::Ticket;
+use desk::world::World;
 use domain::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 
 /// One line of a `HISTORY.jsonl` file. Real exports carry more fields than docs/spec/interfaces.md
@@ -208,8 +208,8 @@ pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError>
             .map(domain::ids::OrderId::parse)
             .transpose()?,
         // A replay answers nobody; a language we do not answer in reads as English.
-        language: detect_language_of(new_words, first, region, crate::replies::Language::En),
-        created_at: crate::clock::to_ms(h.created_at),
+        language: detect_language_of(new_words, first, region, desk::replies::Language::En),
+        created_at: desk::clock::to_ms(h.created_at),
     })
 }
 
