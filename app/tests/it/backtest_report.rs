@@ -46,17 +46,10 @@ async fn sample_report(dir: &Path) -> ShadowReport {
     .with_order_key("order_ref");
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
     let customers = sample.join("customers.csv");
-    desk::onboarding::import::import_customers(
-        &db,
-        Some(&payments),
-        &customers,
-        None,
-        0,
-        &mut quiet,
-    )
-    .await
-    .expect("customers import");
-    desk::onboarding::import::import_orders(&db, &sample.join("orders.csv"), None, 0, &mut quiet)
+    shop_import::import::import_customers(&db, Some(&payments), &customers, None, 0, &mut quiet)
+        .await
+        .expect("customers import");
+    shop_import::import::import_orders(&db, &sample.join("orders.csv"), None, 0, &mut quiet)
         .await
         .expect("orders import");
     let tag_map = std::fs::read_to_string(sample.join("tag-map.toml")).expect("the tag map");

@@ -84,7 +84,7 @@ async fn shop() -> (
         std::fs::write(dir.path().join(name), text).expect("a file");
     }
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
-    desk::onboarding::import::import_customers(
+    shop_import::import::import_customers(
         &db,
         Some(&payments),
         &dir.path().join("customers.csv"),
@@ -94,15 +94,9 @@ async fn shop() -> (
     )
     .await
     .expect("customers import");
-    desk::onboarding::import::import_orders(
-        &db,
-        &dir.path().join("orders.csv"),
-        None,
-        0,
-        &mut quiet,
-    )
-    .await
-    .expect("orders import");
+    shop_import::import::import_orders(&db, &dir.path().join("orders.csv"), None, 0, &mut quiet)
+        .await
+        .expect("orders import");
     (dir, mock, db, payments)
 }
 

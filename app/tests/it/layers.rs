@@ -29,11 +29,13 @@ const FLOORS: &[&[&str]] = &[
     // client, and the mail tables (the outbox, mail taken in, attachments, addresses).
     &["payments-adapter", "mailbox"],
     &["desk"],
-    // Shadow mode, above the workflow it replays: a historical ticket through the
-    // workflow's own code in memory, and the agent beside the human on live tickets.
-    &["shadow"],
-    // Above them, side by side: backtesting (a team's history replayed through shadow
-    // mode's replay), policy authoring (drafts, what-if, publishing) and the customer's
+    // Above the workflow, side by side: shadow mode (a historical ticket through the
+    // workflow's own code in memory, and the agent beside the human on live tickets) and
+    // the shop importer (a shop's customers and orders, staged, all or nothing, through
+    // the desk's writer of those tables).
+    &["shadow", "shop-import"],
+    // Above them, side by side: backtesting (a team's history, read with the importer's
+    // rows and replayed through shadow mode's replay), policy authoring (drafts, what-if, publishing) and the customer's
     // data over its life (export, erasure, retention, restore; its worker chores
     // registered through `desk::chores`).
     &["backtest", "authoring", "customer-data"],
@@ -79,6 +81,9 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
     // Shadow mode replays and records; the pages, API and commands over it are `web`'s
     // and `app`'s.
     ("shadow", &["axum", "rmcp", "indicatif", "clap"]),
+    // The shop importer reads a file and writes through the desk; the command and its
+    // progress bars are `app`'s.
+    ("shop-import", &["axum", "rmcp", "indicatif", "clap"]),
     // Backtesting reads files and replays; it serves nothing and draws nothing.
     ("backtest", &["axum", "rmcp", "indicatif", "clap"]),
     // Policy authoring drafts, checks and publishes; the API and the console over it
@@ -128,13 +133,14 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
 ];
 
 /// Outside crates a crate must not use itself, though a crate below it does: the web edge
-/// asks `desk` and writes no SQL of its own; the workflow and shadow mode render no
-/// template (the mails' bodies are `mail-templates`', the reports' pages `web`'s).
+/// asks `desk` and writes no SQL of its own; the workflow and the crates just above it
+/// render no template (the mails' bodies are `mail-templates`', the pages `web`'s).
 const NEVER_USES_DIRECTLY: &[(&str, &[&str])] = &[
     ("web", &["sqlx"]),
     ("app", &["sqlx", "askama"]),
     ("desk", &["askama"]),
     ("shadow", &["askama"]),
+    ("shop-import", &["askama"]),
 ];
 
 /// The platform this machine builds for, as `rustc -vV` names it.

@@ -9,10 +9,10 @@
 //! [`put_customer`] and [`put_order`] upsert one record with every check a bulk import
 //! makes (the thin `PUT /api/v1/customers/{id}` and `/orders/{id}` routes call them).
 //!
-//! What it deliberately does not do: talk to the provider (linking by email is
-//! `onboarding::link`), or let an order move to another customer, or two customers share
-//! an email or a provider customer — each would show one customer's payments to another
-//! (docs/spec/invariants.md #12).
+//! What it deliberately does not do: talk to the provider (linking by email is the
+//! `shop-import` crate's, above), or let an order move to another customer, or two
+//! customers share an email or a provider customer — each would show one customer's
+//! payments to another (docs/spec/invariants.md #12).
 
 use policy_engine::{Currency, Money, PolicyError, Product, Region};
 use serde::{Deserialize, Deserializer};

@@ -4,9 +4,9 @@
 //! Staged, in four steps, so that memory stays flat on a file of any size and nothing is
 //! ever half-imported:
 //! 1. **read and stage** — the file is streamed row by row (`rows`); each row is checked
-//!    (`records`) and the good ones go to a staging table under this import's id, a
-//!    hundred rows a statement; a duplicate id is the staging table's primary key saying
-//!    no. Bad rows are collected with their line (the first [`MAX_REPORTED`], all counted).
+//!    (`desk::onboarding::records`) and the good ones go to a staging table under this
+//!    import's id, a hundred rows a statement; a duplicate id is the staging table's
+//!    primary key saying no. Bad rows are collected with their line (the first [`MAX_REPORTED`], all counted).
 //! 2. **check the set** — in SQL over the staged rows: an order's unknown customer, an
 //!    order moving to another customer, an email or a provider customer given twice or
 //!    already another customer's.
@@ -25,7 +25,7 @@
 //! next import once a day old).
 //!
 //! What it deliberately does not do: create provider customers, read charges (linking
-//! charges to orders is by metadata, `onboarding::charges`), or import one row of a file
+//! charges to orders is by metadata, `desk::onboarding::charges`), or import one row of a file
 //! that has a bad one.
 
 use std::path::Path;
@@ -34,9 +34,9 @@ use std::time::Instant;
 use serde::Serialize;
 use sqlx::Row;
 
-pub use super::outcome::{ImportError, Links, Progress};
-use super::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
-use super::rows::{Format, RowError, Rows};
+pub use crate::outcome::{ImportError, Links, Progress};
+use crate::rows::{Format, RowError, Rows};
+use desk::onboarding::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
 use payments_adapter::PaymentsClient;
 use store::Db;
 
@@ -146,7 +146,7 @@ impl Staged for Order {
             .bind(self.product.as_str())
             .bind(self.amount.minor_units())
             .bind(self.amount.currency().code())
-            .bind(crate::clock::to_ms(self.created_at))
+            .bind(desk::clock::to_ms(self.created_at))
     }
 }
 
@@ -392,9 +392,9 @@ where
         let links = match linking {
             Linking::None => None,
             Linking::Customers(Some(p)) => {
-                Some(super::link::link_staged(db, p, &import_id, progress).await?)
+                Some(crate::link::link_staged(db, p, &import_id, progress).await?)
             }
-            Linking::Customers(None) => Some(super::link::unlinked_only(db, &import_id).await?),
+            Linking::Customers(None) => Some(crate::link::unlinked_only(db, &import_id).await?),
         };
         let (created, updated) = write_staged(db, &import_id, plan, progress).await?;
         Ok(ImportReport {
