@@ -313,6 +313,64 @@ pub(crate) const UPSERT_ORDER: &str =
      ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
      amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at";
 
+/// The live table a bulk import's checked, staged rows are written into (the
+/// `shop-import` crate stages them in `import_customers` or `import_orders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedInto {
+    Customers,
+    Orders,
+}
+
+impl StagedInto {
+    /// The live table's name.
+    pub fn table(self) -> &'static str {
+        match self {
+            StagedInto::Customers => "customers",
+            StagedInto::Orders => "orders",
+        }
+    }
+}
+
+/// Upserts an import's staged rows on lines `from < line <= to` into their live table, in
+/// the import's transaction; the rows written. Here, beside the one-record upserts, so
+/// the tables keep one writer and a bulk import follows the same rules: an unlinked
+/// customer keeps the link it had (docs/spec/invariants.md #12).
+pub async fn upsert_staged(
+    tx: &mut Tx<'_>,
+    into: StagedInto,
+    import_id: &str,
+    (from, to): (i64, i64),
+) -> sqlx::Result<u64> {
+    let sql = match into {
+        StagedInto::Customers => UPSERT_STAGED_CUSTOMERS,
+        StagedInto::Orders => UPSERT_STAGED_ORDERS,
+    };
+    let done = sqlx::query(sql)
+        .bind(import_id)
+        .bind(from)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+// SQLite reads `INSERT … SELECT … ON CONFLICT` only with a `WHERE` in the select: there
+// is one.
+const UPSERT_STAGED_ORDERS: &str =
+    "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at)
+     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders
+     WHERE import_id = $1 AND line > $2 AND line <= $3
+     ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
+     amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at";
+
+const UPSERT_STAGED_CUSTOMERS: &str =
+    "INSERT INTO customers (id, name, email, region, provider_customer_id)
+     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers
+     WHERE import_id = $1 AND line > $2 AND line <= $3
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region,
+     provider_customer_id = CASE WHEN excluded.provider_customer_id = '' THEN customers.provider_customer_id
+                                 ELSE excluded.provider_customer_id END";
+
 /// The id a `PUT` names, and the body's own id if it has one: they must agree.
 fn path_id(path: &str, body: &mut Option<String>) -> DomainResult<()> {
     match body.as_deref() {
