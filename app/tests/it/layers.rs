@@ -35,9 +35,9 @@ const FLOORS: &[&[&str]] = &[
     // the desk's writer of those tables).
     &["shadow", "shop-import"],
     // Above them, side by side: backtesting (a team's history, read with the importer's
-    // rows and replayed through shadow mode's replay), policy authoring (drafts, what-if, publishing) and the customer's
-    // data over its life (export, erasure, retention, restore; its worker chores
-    // registered through `desk::chores`).
+    // rows and replayed through shadow mode's replay), policy authoring (drafts, what-if,
+    // publishing) and the customer's data over its life (export, erasure, retention,
+    // restore; its worker chores registered through `desk::chores`).
     &["backtest", "authoring", "customer-data"],
     // The HTTP edge, and the settings both binaries parse: side by side.
     &["web", "settings"],
