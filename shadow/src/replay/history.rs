@@ -222,3 +222,22 @@ pub fn customer_messages(h: &HistoricalTicket) -> Vec<String> {
         .map(|m| m.text.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = r#"{"id":"H-1","created_at":"2026-08-01T00:00:00Z","customer_id":"C-1","messages":[{"from":"customer","text":"hi","at":"2026-08-01T00:00:00Z"}],"world":{"customers":[{"id":"C-1","name":"A","email":"a@example.com","region":"US"}],"orders":[]},"human":{"outcome":"request_info","reason":"insufficient_info","refunds":[],"decided_by":"agent:x"}}"#;
+
+    #[test]
+    fn parse_history_reports_bad_lines_by_number_and_keeps_the_rest() {
+        let bad_customer = LINE.replace(r#""customer_id":"C-1""#, r#""customer_id":"C-2""#);
+        let text = format!("{LINE}\n\n{{not json\n{bad_customer}\n{LINE}\n");
+        let (tickets, errors) = parse_history(&text);
+        assert_eq!(tickets.len(), 1);
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [3, 4, 5]);
+        assert!(errors[1].message.contains("C-2"), "{}", errors[1].message);
+        assert!(errors[2].message.contains("earlier line"));
+    }
+}
