@@ -1,6 +1,6 @@
 //! Policy authoring: drafts of the next version of a document (`drafts`), their
 //! validation (`validate`, pure), what-if runs over a team's history or the facts of
-//! live cases through `desk::replay` (`whatif`), and publishing with four eyes
+//! live cases through `shadow::replay` (`whatif`), and publishing with four eyes
 //! (`publish`). Writer of `policy_drafts` and `policy_draft_authors`; a published
 //! version's row is written through `desk::policies::versions`.
 //!

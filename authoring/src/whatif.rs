@@ -19,7 +19,7 @@ use desk::auth::Staff;
 use desk::clock::{rfc3339, Clock};
 use desk::error::{DomainError, DomainResult, ErrorCode};
 use desk::policies::{set_front_matter, versions};
-use desk::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
+use shadow::replay::{CaseVerdict, DiffReport, HistoricalTicket, RecordedCase, TicketError};
 use store::Db;
 
 /// A what-if as stored with the draft and shown on its page and in the publish audit.
@@ -144,7 +144,7 @@ pub async fn run_against_history(
 ) -> DomainResult<WhatIf> {
     let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
     let (set, base, pin) = (&sides.set, &sides.base, &sides.draft);
-    let report = desk::replay::policy_diff(set, index, tickets, base, pin, |_, _| {})
+    let report = shadow::replay::policy_diff(set, index, tickets, base, pin, |_, _| {})
         .await
         .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     let against = format!("history {name} ({} tickets)", tickets.len());
@@ -180,8 +180,9 @@ pub async fn run_against_live(
     let (draft, sides) = checked_draft(db, clock, staff, doc_id).await?;
     let since = clock.now_ms() - i64::from(days) * 86_400_000;
     let (recorded, unreadable) = recorded_cases(db, since).await?;
-    let mut report = desk::replay::facts_diff(&sides.set, &recorded, &sides.base, &sides.draft)
-        .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
+    let mut report =
+        shadow::replay::facts_diff(&sides.set, &recorded, &sides.base, &sides.draft)
+            .map_err(|e| DomainError::bad_request(ErrorCode::WhatifFailed, e.to_string()))?;
     report.total += unreadable.len();
     report.errors = unreadable;
     let against = format!(
@@ -306,7 +307,7 @@ pub fn read_history(dir: &std::path::Path, name: &str) -> DomainResult<Vec<Histo
     }
     let text =
         std::fs::read_to_string(dir.join(name)).map_err(|e| DomainError::Internal(e.into()))?;
-    let (tickets, errors) = desk::replay::parse_history(&text);
+    let (tickets, errors) = shadow::replay::parse_history(&text);
     if let Some(error) = errors.first() {
         return Err(DomainError::bad_request(
             ErrorCode::InvalidHistory,

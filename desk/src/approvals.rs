@@ -386,7 +386,7 @@ pub async fn take_over(desk: Desk<'_>, staff: &Staff, case_id: &str) -> DomainRe
 /// Records a decision a staff member proposed (a takeover, a reviewer's hand decision):
 /// it awaits somebody else's approval, bound to its fingerprint, and the audit log names
 /// who proposed it and how.
-pub(crate) async fn record_staff_proposal(
+pub async fn record_staff_proposal(
     tx: &mut Tx<'_>,
     case: &cases::Case,
     record: &cases::DecisionRecord<'_>,

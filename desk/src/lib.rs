@@ -6,7 +6,10 @@
 //! (`workflow`), a human approves a fingerprinted refund (`approvals`), only `refunds`
 //! moves money (through `payments_adapter`), and people are told through `channels`.
 //! Pure rules live below it in `domain` and `policy-engine`, the pool and migrations in
-//! `store`, HTTP in `web` (ARCHITECTURE.md, "Code map").
+//! `store`, HTTP in `web` (ARCHITECTURE.md, "Code map"). What only builds on the workflow
+//! stands in crates above it, which it never calls: shadow mode (`shadow`: replay, the
+//! blind hand decision), the shop importer (`shop-import`), backtesting, policy authoring
+//! and the customer's data (whose worker chores it runs through `chores`).
 
 pub mod agent;
 pub mod approvals;
@@ -36,13 +39,11 @@ pub mod presence;
 pub mod qa;
 pub mod reconcile;
 pub mod refunds;
-pub mod replay;
 pub use domain::replies;
 pub mod rollout;
 pub mod runs;
 pub mod saved_replies;
 pub mod schema;
-pub mod shadow_live;
 pub mod shadow_pairs;
 pub mod state;
 pub mod stop;

@@ -1,7 +1,7 @@
 //! The `shadow_pairs` table, its one writer: in live shadow mode each case gets a pair —
 //! the agent's verdict, recorded privately when the agent decides (`workflow`), and the
-//! reviewer's, recorded when they decide by hand (`shadow_live`). Until the reviewer has
-//! decided, the agent's side is hidden from them.
+//! reviewer's, recorded when they decide by hand (`shadow::live`, in the crate above the
+//! desk). Until the reviewer has decided, the agent's side is hidden from them.
 
 use policy_engine::Decision;
 use sqlx::Row;

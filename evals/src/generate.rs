@@ -27,8 +27,8 @@
 //! machine (a SplitMix64 stream, no clock, no `HashMap` iteration). What this module
 //! does not do: touch a database, a provider or the network.
 
-use desk::replay::HistoricalTicket;
 use policy_engine::PolicySet;
+use shadow::replay::HistoricalTicket;
 
 mod draft;
 mod mix;
@@ -90,8 +90,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use desk::replay::parse_history;
     use policy_engine::Currency;
+    use shadow::replay::parse_history;
 
     #[test]
     fn the_same_seed_gives_the_same_tickets_and_another_seed_does_not() {

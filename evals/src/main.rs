@@ -214,7 +214,7 @@ fn generate_history(
 
 /// Streams `tickets` to `out` as JSON lines, calling `progress(written)` after each.
 fn write_history(
-    tickets: impl Iterator<Item = desk::replay::HistoricalTicket>,
+    tickets: impl Iterator<Item = shadow::replay::HistoricalTicket>,
     out: &std::path::Path,
     mut progress: impl FnMut(usize),
 ) -> std::io::Result<()> {

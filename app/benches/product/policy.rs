@@ -5,7 +5,7 @@ use super::*;
 pub(crate) async fn facts_mix(index: &Arc<rag_index::PolicyIndex>) -> anyhow::Result<Vec<Facts>> {
     let mut mix = Vec::new();
     for ticket in refund_evals::generate::history(91, 1_000) {
-        let investigation = desk::replay::investigate(&Investigator, index, &ticket).await?;
+        let investigation = ::shadow::replay::investigate(&Investigator, index, &ticket).await?;
         if let Some(facts) = investigation.facts {
             mix.push(facts);
         }

@@ -19,7 +19,7 @@ pub(crate) async fn phase_shadow(
         let text = refund_evals::generate::to_jsonl(&tickets);
         drop(tickets);
         let started = Instant::now();
-        let (tickets, bad) = desk::replay::parse_history(&text);
+        let (tickets, bad) = ::shadow::replay::parse_history(&text);
         let parsed = started.elapsed();
         if !bad.is_empty() {
             bail!(

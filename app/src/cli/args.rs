@@ -157,7 +157,7 @@ pub(super) enum ImportCommand {
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
         #[arg(long, value_parser = row_format())]
-        format: Option<desk::onboarding::rows::Format>,
+        format: Option<shop_import::rows::Format>,
         /// Ask the provider nothing: given provider customers are taken as written and
         /// the others stay unlinked.
         #[arg(long)]
@@ -171,7 +171,7 @@ pub(super) enum ImportCommand {
         file: PathBuf,
         /// The file's format [default: by extension, else by its first character].
         #[arg(long, value_parser = row_format())]
-        format: Option<desk::onboarding::rows::Format>,
+        format: Option<shop_import::rows::Format>,
     },
     /// Past helpdesk tickets (Zendesk, or CSV) as a history file for `shadow`: each
     /// requester matched to a customer by email, the billing world rebuilt as of the
@@ -473,8 +473,8 @@ fn demo_rate(text: &str) -> Result<f64, String> {
 
 /// `--format` of `import customers|orders`: one of the names the rows module reads, listed
 /// in `--help` and in clap's message for any other.
-fn row_format() -> impl clap::builder::TypedValueParser<Value = desk::onboarding::rows::Format> {
+fn row_format() -> impl clap::builder::TypedValueParser<Value = shop_import::rows::Format> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(desk::onboarding::rows::Format::NAMES)
-        .try_map(|name| name.parse::<desk::onboarding::rows::Format>())
+    clap::builder::PossibleValuesParser::new(shop_import::rows::Format::NAMES)
+        .try_map(|name| name.parse::<shop_import::rows::Format>())
 }

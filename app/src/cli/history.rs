@@ -87,7 +87,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
             let mut summary = serde_json::to_value(&report)?;
             if let (Some(fields), Some(kib)) = (
                 summary.as_object_mut(),
-                desk::onboarding::import::peak_memory_kib(),
+                shop_import::import::peak_memory_kib(),
             ) {
                 fields.insert("peak_memory_kib".into(), kib.into());
             }
@@ -107,7 +107,7 @@ pub(super) async fn history(config: &Config, args: HistoryArgs) -> anyhow::Resul
     }
 }
 
-fn print_bad(file: &std::path::Path, bad: &desk::onboarding::rows::RowError) {
+fn print_bad(file: &std::path::Path, bad: &shop_import::rows::RowError) {
     let id = bad
         .id
         .as_deref()

@@ -8,7 +8,7 @@ use super::args::{ChargesCommand, ImportCommand};
 use super::setup::{payments_client, provider};
 use desk::clock::{Clock, SystemClock};
 use desk::config::Config;
-use desk::onboarding::import::{self, ImportError};
+use shop_import::import::{self, ImportError};
 use terminal::{Progress, Stages};
 
 pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::Result<()> {
@@ -26,7 +26,7 @@ pub(super) async fn import(config: &Config, command: ImportCommand) -> anyhow::R
 async fn customers(
     config: &Config,
     file: &Path,
-    format: Option<desk::onboarding::rows::Format>,
+    format: Option<shop_import::rows::Format>,
     offline: bool,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
@@ -59,7 +59,7 @@ async fn customers(
 async fn orders(
     config: &Config,
     file: &Path,
-    format: Option<desk::onboarding::rows::Format>,
+    format: Option<shop_import::rows::Format>,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)?;
     let db = store::Db::connect(&config.database_url).await?;
@@ -72,7 +72,7 @@ async fn orders(
     report(file, result)
 }
 
-/// The bar of one stage of an import (`desk::onboarding::import`): the file's bytes
+/// The bar of one stage of an import (`shop_import::import`): the file's bytes
 /// while it is read, then the set-wide checks, the customers asked about at the
 /// provider, and the rows written. Drawn only when stderr is a terminal.
 fn bar_for(stage: &'static str, rows: &'static str) -> Progress {

@@ -91,12 +91,12 @@ pub(super) async fn open_index_blocking(
 pub(super) fn read_history(
     path: &Path,
 ) -> anyhow::Result<(
-    Vec<desk::replay::HistoricalTicket>,
-    Vec<desk::replay::LineError>,
+    Vec<shadow::replay::HistoricalTicket>,
+    Vec<shadow::replay::LineError>,
 )> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     for line in &bad {
         eprintln!(
             "{}:{}: skipped: {}",

@@ -95,10 +95,11 @@ async fn diff(
     let index = Arc::new(open_index_blocking(config, policies.clone()).await?);
     let (tickets, _) = read_history(history)?;
     let bar = Progress::bar("policy diff", "tickets");
-    let report = desk::replay::policy_diff(&policies, &index, &tickets, from, to, |done, total| {
-        bar.set(done, total)
-    })
-    .await;
+    let report =
+        shadow::replay::policy_diff(&policies, &index, &tickets, from, to, |done, total| {
+            bar.set(done, total)
+        })
+        .await;
     bar.finish();
     let report = report?;
     println!("{}", serde_json::to_string_pretty(&report)?);

@@ -46,17 +46,10 @@ async fn sample_report(dir: &Path) -> ShadowReport {
     .with_order_key("order_ref");
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
     let customers = sample.join("customers.csv");
-    desk::onboarding::import::import_customers(
-        &db,
-        Some(&payments),
-        &customers,
-        None,
-        0,
-        &mut quiet,
-    )
-    .await
-    .expect("customers import");
-    desk::onboarding::import::import_orders(&db, &sample.join("orders.csv"), None, 0, &mut quiet)
+    shop_import::import::import_customers(&db, Some(&payments), &customers, None, 0, &mut quiet)
+        .await
+        .expect("customers import");
+    shop_import::import::import_orders(&db, &sample.join("orders.csv"), None, 0, &mut quiet)
         .await
         .expect("orders import");
     let tag_map = std::fs::read_to_string(sample.join("tag-map.toml")).expect("the tag map");
@@ -74,7 +67,7 @@ async fn sample_report(dir: &Path) -> ShadowReport {
         .await
         .expect("the import");
     let text = std::fs::read_to_string(dir.join("history.jsonl")).expect("the history");
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
     let fixtures = desk::config::default_fixtures_dir();
     let policies = desk::policies::load_policy_set(&fixtures.join("policies")).expect("policies");
@@ -204,7 +197,7 @@ async fn an_empty_history_says_so_rather_than_zero_percent() {
     let policies = desk::policies::load_policy_set(&fixtures.join("policies")).expect("policies");
     let index =
         Arc::new(desk::policies::open_index(&dir.path().join("index"), &policies).expect("index"));
-    let bad = vec![desk::replay::LineError {
+    let bad = vec![shadow::replay::LineError {
         line: 1,
         message: "not JSON".into(),
     }];

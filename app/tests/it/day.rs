@@ -39,7 +39,7 @@ const TICKETS: usize = 60;
 
 /// Each generated ticket brings its own small billing world: into the provider and the
 /// app, as a shop's records would be.
-async fn load_worlds(app: &TestApp, tickets: &[desk::replay::HistoricalTicket]) {
+async fn load_worlds(app: &TestApp, tickets: &[shadow::replay::HistoricalTicket]) {
     for ticket in tickets {
         let text = serde_json::to_string(&ticket.world).unwrap();
         desk::world::load_into_provider(&app.mock.base_url(), &text)
@@ -76,7 +76,7 @@ async fn as_staff(app: &TestApp, token: &str, visit: &Visit, action: &str, body:
 }
 
 /// The morning: every customer writes, their follow-ups too; the worker keeps up.
-async fn morning(app: &TestApp, tickets: &[desk::replay::HistoricalTicket]) -> Vec<Visit> {
+async fn morning(app: &TestApp, tickets: &[shadow::replay::HistoricalTicket]) -> Vec<Visit> {
     let mut visits = Vec::new();
     for (n, ticket) in tickets.iter().enumerate() {
         let mut said = ticket.messages.iter().filter(|m| m.from == "customer");

@@ -509,12 +509,12 @@ struct BothRuns {
     /// The live run's loop events (`LOOP_KINDS`), in order.
     live: Vec<Value>,
     run: runs::Run,
-    replay: desk::replay::Investigation,
-    verdict: desk::replay::CaseVerdict,
+    replay: shadow::replay::Investigation,
+    verdict: shadow::replay::CaseVerdict,
     decision: Option<policy_engine::Decision>,
 }
 
-fn demo_ticket() -> desk::replay::HistoricalTicket {
+fn demo_ticket() -> shadow::replay::HistoricalTicket {
     crate::support::demo_historical(CHARGED_TWICE)
 }
 
@@ -563,7 +563,7 @@ async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> Bot
     let cell: RunClock = Arc::new(OnceLock::new());
     cell.set(clock.clone()).ok();
     let model = make(cell);
-    let replay = desk::replay::investigate_with_clock(
+    let replay = shadow::replay::investigate_with_clock(
         model.as_ref(),
         &app.state.index,
         &demo_ticket(),
@@ -571,8 +571,8 @@ async fn run_live_and_replayed(make: impl Fn(RunClock) -> Arc<dyn Model>) -> Bot
     )
     .await
     .unwrap();
-    let decision = desk::replay::decide(&replay, &app.state.policies, &[]).unwrap();
-    let verdict = desk::replay::verdict(&replay, decision.as_ref());
+    let decision = shadow::replay::decide(&replay, &app.state.policies, &[]).unwrap();
+    let verdict = shadow::replay::verdict(&replay, decision.as_ref());
 
     let both = BothRuns {
         case,
@@ -637,10 +637,10 @@ fn assert_same_run(both: &BothRuns) {
     );
 
     let live_outcome = match case["status"].as_str().unwrap() {
-        "escalated" => desk::replay::CaseOutcome::Escalate,
-        "awaiting_approval" => desk::replay::CaseOutcome::Refund,
-        "denied" => desk::replay::CaseOutcome::NoRefund,
-        "awaiting_customer" => desk::replay::CaseOutcome::RequestInfo,
+        "escalated" => shadow::replay::CaseOutcome::Escalate,
+        "awaiting_approval" => shadow::replay::CaseOutcome::Refund,
+        "denied" => shadow::replay::CaseOutcome::NoRefund,
+        "awaiting_customer" => shadow::replay::CaseOutcome::RequestInfo,
         other => panic!("unexpected live case status {other}: {case:#}"),
     };
     assert_eq!(verdict.outcome, live_outcome, "{case:#}");

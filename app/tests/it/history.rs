@@ -84,7 +84,7 @@ async fn shop() -> (
         std::fs::write(dir.path().join(name), text).expect("a file");
     }
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
-    desk::onboarding::import::import_customers(
+    shop_import::import::import_customers(
         &db,
         Some(&payments),
         &dir.path().join("customers.csv"),
@@ -94,15 +94,9 @@ async fn shop() -> (
     )
     .await
     .expect("customers import");
-    desk::onboarding::import::import_orders(
-        &db,
-        &dir.path().join("orders.csv"),
-        None,
-        0,
-        &mut quiet,
-    )
-    .await
-    .expect("orders import");
+    shop_import::import::import_orders(&db, &dir.path().join("orders.csv"), None, 0, &mut quiet)
+        .await
+        .expect("orders import");
     (dir, mock, db, payments)
 }
 
@@ -143,7 +137,7 @@ async fn a_zendesk_export_becomes_a_history_shadow_replays_with_each_inference_s
     assert!(unmatched.contains("stranger@else.example"), "{unmatched}");
 
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
     let ann = &tickets[0];
     assert_eq!(
@@ -264,7 +258,7 @@ async fn a_ticket_without_comments_writes_nothing_unless_told_to_skip_it() {
     assert_eq!((report.written, report.invalid), (1, 2));
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
     assert_eq!(
-        desk::replay::parse_history(&text).0[0]
+        shadow::replay::parse_history(&text).0[0]
             .human
             .outcome
             .as_str(),

@@ -15,11 +15,11 @@ async fn policies_and_index(
 }
 
 /// The tickets of `fixtures/history/tickets.jsonl`.
-fn fixture_history() -> Vec<desk::replay::HistoricalTicket> {
+fn fixture_history() -> Vec<shadow::replay::HistoricalTicket> {
     let text =
         std::fs::read_to_string(desk::config::default_fixtures_dir().join("history/tickets.jsonl"))
             .unwrap();
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
     tickets
 }
@@ -35,7 +35,7 @@ async fn shadow_agrees_with_every_human_decision_and_writes_the_spec_report() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.insert(3, "{not json");
     lines.insert(10, r#"{"id":"X","surprise":true}"#);
-    let (tickets, bad) = desk::replay::parse_history(&lines.join("\n"));
+    let (tickets, bad) = shadow::replay::parse_history(&lines.join("\n"));
     assert_eq!(bad.iter().map(|l| l.line).collect::<Vec<_>>(), [4, 11]);
     assert!(tickets.len() >= 60);
 
@@ -148,9 +148,9 @@ async fn a_disagreement_is_reported_with_its_trace_and_money() {
     // Pretend a human refused a refund the policy allows.
     let ticket = tickets
         .iter_mut()
-        .find(|t| t.human.outcome == desk::replay::CaseOutcome::Refund)
+        .find(|t| t.human.outcome == shadow::replay::CaseOutcome::Refund)
         .unwrap();
-    ticket.human.outcome = desk::replay::CaseOutcome::NoRefund;
+    ticket.human.outcome = shadow::replay::CaseOutcome::NoRefund;
     ticket.human.refunds.clear();
     let id = ticket.id.clone();
     let report = app::shadow::run(
@@ -201,7 +201,7 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
     // the report keeps its trace.
     let tickets: Vec<_> = tickets
         .into_iter()
-        .filter(|t| t.human.outcome != desk::replay::CaseOutcome::Escalate)
+        .filter(|t| t.human.outcome != shadow::replay::CaseOutcome::Escalate)
         .take(3)
         .collect();
     let burns_tokens = ScriptedModel::new("scripted-expensive").forever_reply(|_| {
@@ -250,7 +250,7 @@ async fn shadow_mode_stops_misbehaving_models_with_the_live_budgets_and_refusals
         .await;
         assert_eq!(report.total, tickets.len());
         for row in &report.tickets {
-            assert_eq!(row.agent.outcome, desk::replay::CaseOutcome::Escalate);
+            assert_eq!(row.agent.outcome, shadow::replay::CaseOutcome::Escalate);
             assert!(row.agent.refunds.is_empty());
             let trace = row.trace.as_ref().expect("a disagreement keeps its trace");
             assert_eq!(trace["escalation"], reason, "{}", row.id);
@@ -267,15 +267,15 @@ mod replay_loop {
 
     use desk::agent::{Model, ModelReply, Usage, MAX_STEPS, MAX_TOOL_CALLS};
     use desk::clock::ManualClock;
-    use desk::replay::{
-        investigate, investigate_with_clock, verdict, CaseOutcome, HistoricalMessage,
-        HistoricalTicket, HumanDecision, Investigation,
-    };
     use desk::world::World;
     use policy_engine::ReasonCode;
     use rag_index::PolicyIndex;
     use refund_evals::scripted::{self, call, calls, ScriptedModel};
     use serde_json::json;
+    use shadow::replay::{
+        investigate, investigate_with_clock, verdict, CaseOutcome, HistoricalMessage,
+        HistoricalTicket, HumanDecision, Investigation,
+    };
     use time::OffsetDateTime;
 
     const NOW: &str = "2026-11-29T10:00:00Z";
@@ -482,7 +482,7 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
         "world": world,
         "human": { "outcome": "escalate", "reason": "other", "refunds": [], "decided_by": "agent:test" },
     });
-    let (tickets, bad) = desk::replay::parse_history(&line.to_string());
+    let (tickets, bad) = shadow::replay::parse_history(&line.to_string());
     assert!(bad.is_empty(), "{bad:?}");
     let model = ScriptedModel::new("scripted-history")
         .turn(calls(vec![call("list_customer_history", json!({}))]))
@@ -493,7 +493,7 @@ async fn list_customer_history_in_a_replay_reads_the_worlds_refunds_and_says_tic
         .turn(ModelTurn::HandOff {
             reason: "read the history".into(),
         });
-    let investigation = desk::replay::investigate(&model, &index, &tickets[0])
+    let investigation = shadow::replay::investigate(&model, &index, &tickets[0])
         .await
         .unwrap();
 
@@ -537,10 +537,10 @@ async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() 
     let mut tickets = fixture_history();
     let ticket = tickets
         .iter_mut()
-        .find(|t| t.human.outcome == desk::replay::CaseOutcome::Refund)
+        .find(|t| t.human.outcome == shadow::replay::CaseOutcome::Refund)
         .unwrap();
     // A disagreement, so the id reaches the table, the anchor and the trace heading.
-    ticket.human.outcome = desk::replay::CaseOutcome::NoRefund;
+    ticket.human.outcome = shadow::replay::CaseOutcome::NoRefund;
     ticket.human.refunds.clear();
     ticket.id = r#"<script>alert("id")</script>"#.into();
     ticket.human.extra.insert(
@@ -551,7 +551,7 @@ async fn hostile_text_in_a_ticket_id_or_its_evidence_is_escaped_in_the_report() 
             "excluded": ["</td><script>alert(2)</script>"],
         }),
     );
-    let bad = vec![desk::replay::LineError {
+    let bad = vec![shadow::replay::LineError {
         line: 7,
         message: "<script>alert('line')</script>".into(),
     }];

@@ -165,7 +165,7 @@ async fn a_hand_refund_the_policy_forbids_is_recorded_as_a_disagreement_and_move
         assert!(body["fingerprint"].is_null(), "nothing to approve: {body}");
         let why = body["void_reason"].as_str().unwrap();
         assert!(why.contains("does not allow"), "{why}");
-        let report = desk::shadow_live::report(&app.state.db).await.unwrap();
+        let report = shadow::live::report(&app.state.db).await.unwrap();
         assert_eq!((report.decided, report.pending), (1, 0));
         assert_eq!(report.exact_agreement, 0.0, "counted as a disagreement");
         assert_eq!(report.disagreements.len(), 1);
@@ -200,7 +200,7 @@ async fn a_hand_refund_passes_the_policy_check_and_needs_another_persons_approva
     assert_eq!(app.case(case_id).await["status"], "refund_succeeded");
     assert_eq!(app.provider_refunds("ch_1001b").await.len(), 1);
 
-    let report = desk::shadow_live::report(&app.state.db).await.unwrap();
+    let report = shadow::live::report(&app.state.db).await.unwrap();
     assert_eq!((report.decided, report.pending), (1, 0));
     assert_eq!(report.exact_agreement, 1.0);
     let (status, _) = decide(
@@ -233,7 +233,7 @@ async fn disagreements_are_recorded_and_shown_on_the_shadow_page() {
     assert_eq!(app.case(&case_id).await["status"], "denied");
     assert!(app.provider_refunds("ch_1001b").await.is_empty());
 
-    let report = desk::shadow_live::report(&app.state.db).await.unwrap();
+    let report = shadow::live::report(&app.state.db).await.unwrap();
     assert_eq!(report.confusion["no_refund"]["refund"], 1);
     assert_eq!(report.disagreements.len(), 1);
     let (status, html) = app
@@ -319,7 +319,7 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
         .await
         .unwrap()
         .unwrap();
-    let manual: desk::shadow_live::ManualDecision = serde_json::from_value(json!({
+    let manual: shadow::live::ManualDecision = serde_json::from_value(json!({
         "outcome": "refund", "reason": "duplicate_charge",
         "refunds": [{"charge_id": "ch_1001b", "amount": "198.00", "currency": "CNY"}],
     }))
@@ -327,8 +327,7 @@ async fn a_hand_refund_on_a_case_the_customer_reopened_meanwhile_is_a_conflict_a
     let hand_decision = tokio::spawn({
         let case_id = case_id.clone();
         async move {
-            desk::shadow_live::decide_by_hand(reviewer_state.desk(), &reviewer, &case_id, manual)
-                .await
+            shadow::live::decide_by_hand(reviewer_state.desk(), &reviewer, &case_id, manual).await
         }
     });
     billing.entered.notified().await;

@@ -626,7 +626,7 @@ async fn a_replay_on_the_llm_path_runs_the_same_readers_in_memory_and_proposes_a
     let replay_server = FakeServer::start(scripts(billing_script(), policy_script())).await;
     let model = replay_server.model();
 
-    let replayed = desk::replay::investigate(
+    let replayed = shadow::replay::investigate(
         &model,
         &app.state.index,
         &crate::support::demo_historical(CHARGED_TWICE),

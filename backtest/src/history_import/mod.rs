@@ -33,10 +33,10 @@ use serde_json::json;
 use sqlx::Row;
 
 use desk::onboarding::records::email_key;
-use desk::onboarding::rows::RowError;
-use desk::replay::{HistoricalMessage, HistoricalTicket, HumanDecision};
 use desk::replies::MAX_MESSAGE_CHARS;
 use payments_adapter::PaymentsClient;
+use shadow::replay::{HistoricalMessage, HistoricalTicket, HumanDecision};
+use shop_import::rows::RowError;
 use source::{HistoryFormat, Pass, SourceTicket, Users};
 use store::Db;
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use desk::onboarding::rows::RowError;
+use shop_import::rows::RowError;
 
 /// One past ticket, whatever its source.
 #[derive(Debug, Clone, PartialEq)]
@@ -323,9 +323,8 @@ fn scan_csv(path: &Path, pass: Pass<'_>) -> std::io::Result<()> {
     let Pass::Tickets(_, visit) = pass else {
         return Ok(());
     };
-    let mut rows =
-        desk::onboarding::rows::Rows::<CsvTicket>::open(path, desk::onboarding::rows::Format::Csv)
-            .map_err(|e| std::io::Error::other(e.message))?;
+    let mut rows = shop_import::rows::Rows::<CsvTicket>::open(path, shop_import::rows::Format::Csv)
+        .map_err(|e| std::io::Error::other(e.message))?;
     while let Some((line, row)) = rows.next_row() {
         visit(
             row.map_err(|message| RowError {

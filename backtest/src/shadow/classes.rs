@@ -26,7 +26,7 @@ use policy_engine::{Decision, Facts, FiredRule, Ownership, PolicySet, RequestKin
 use serde::Serialize;
 
 use crate::shadow::Cause;
-use desk::replay::{CaseOutcome, CaseVerdict};
+use shadow::replay::{CaseOutcome, CaseVerdict};
 
 /// One class of disagreement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -453,7 +453,7 @@ pub fn tally(
 
 /// The language of the ticket's first customer message (`other` for a language the
 /// desk does not answer in).
-pub fn language(ticket: &desk::replay::HistoricalTicket) -> String {
+pub fn language(ticket: &shadow::replay::HistoricalTicket) -> String {
     let text = ticket
         .messages
         .iter()
@@ -471,7 +471,7 @@ pub fn language(ticket: &desk::replay::HistoricalTicket) -> String {
 
 /// Who made the team's decision: `human.assignee` (what `import history` reads from the
 /// helpdesk), else `human.decided_by` unless that only says it was inferred.
-pub fn decided_by(ticket: &desk::replay::HistoricalTicket) -> Option<String> {
+pub fn decided_by(ticket: &shadow::replay::HistoricalTicket) -> Option<String> {
     let human = &ticket.human;
     if let Some(who) = human.extra.get("assignee").and_then(|a| a.as_str()) {
         return Some(who.to_string());

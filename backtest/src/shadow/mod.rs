@@ -30,7 +30,7 @@ use serde::Serialize;
 use classes::{classify, Disagreement};
 pub use classes::{Class, ClassSummary, Classified, Group};
 use desk::agent::Model;
-use desk::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
+use shadow::replay::{self, CaseOutcome, CaseVerdict, HistoricalTicket, LineError};
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Agreement {

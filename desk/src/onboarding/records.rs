@@ -9,10 +9,10 @@
 //! [`put_customer`] and [`put_order`] upsert one record with every check a bulk import
 //! makes (the thin `PUT /api/v1/customers/{id}` and `/orders/{id}` routes call them).
 //!
-//! What it deliberately does not do: talk to the provider (linking by email is
-//! `onboarding::link`), or let an order move to another customer, or two customers share
-//! an email or a provider customer — each would show one customer's payments to another
-//! (docs/spec/invariants.md #12).
+//! What it deliberately does not do: talk to the provider (linking by email is the
+//! `shop-import` crate's, above), or let an order move to another customer, or two
+//! customers share an email or a provider customer — each would show one customer's
+//! payments to another (docs/spec/invariants.md #12).
 
 use policy_engine::{Currency, Money, PolicyError, Product, Region};
 use serde::{Deserialize, Deserializer};
@@ -312,6 +312,64 @@ pub(crate) const UPSERT_ORDER: &str =
     "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
      amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at";
+
+/// The live table a bulk import's checked, staged rows are written into (the
+/// `shop-import` crate stages them in `import_customers` or `import_orders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedInto {
+    Customers,
+    Orders,
+}
+
+impl StagedInto {
+    /// The live table's name.
+    pub fn table(self) -> &'static str {
+        match self {
+            StagedInto::Customers => "customers",
+            StagedInto::Orders => "orders",
+        }
+    }
+}
+
+/// Upserts an import's staged rows on lines `from < line <= to` into their live table, in
+/// the import's transaction; the rows written. Here, beside the one-record upserts, so
+/// the tables keep one writer and a bulk import follows the same rules: an unlinked
+/// customer keeps the link it had (docs/spec/invariants.md #12).
+pub async fn upsert_staged(
+    tx: &mut Tx<'_>,
+    into: StagedInto,
+    import_id: &str,
+    (from, to): (i64, i64),
+) -> sqlx::Result<u64> {
+    let sql = match into {
+        StagedInto::Customers => UPSERT_STAGED_CUSTOMERS,
+        StagedInto::Orders => UPSERT_STAGED_ORDERS,
+    };
+    let done = sqlx::query(sql)
+        .bind(import_id)
+        .bind(from)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+// SQLite reads `INSERT … SELECT … ON CONFLICT` only with a `WHERE` in the select: there
+// is one.
+const UPSERT_STAGED_ORDERS: &str =
+    "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at)
+     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders
+     WHERE import_id = $1 AND line > $2 AND line <= $3
+     ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
+     amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at";
+
+const UPSERT_STAGED_CUSTOMERS: &str =
+    "INSERT INTO customers (id, name, email, region, provider_customer_id)
+     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers
+     WHERE import_id = $1 AND line > $2 AND line <= $3
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region,
+     provider_customer_id = CASE WHEN excluded.provider_customer_id = '' THEN customers.provider_customer_id
+                                 ELSE excluded.provider_customer_id END";
 
 /// The id a `PUT` names, and the body's own id if it has one: they must agree.
 fn path_id(path: &str, body: &mut Option<String>) -> DomainResult<()> {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use desk::billing::WorldBilling;
-use desk::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
 use desk::world::{World, WorldCharge, WorldCustomer, WorldOrder, WorldRefund};
 use policy_engine::{Currency, Money, PolicySet, Product, Region, RequestKind};
+use shadow::replay::{CaseVerdict, HistoricalMessage, HistoricalTicket, HumanDecision};
 use time::{Duration, OffsetDateTime};
 
 use super::mix::{currency, first_day, payment_method, pick_scenario, prices, Scenario, NAMES};
@@ -448,7 +448,7 @@ impl Draft {
                 .collect(),
             world: self.world,
             human: HumanDecision {
-                outcome: desk::replay::CaseOutcome::RequestInfo,
+                outcome: shadow::replay::CaseOutcome::RequestInfo,
                 reason: policy_engine::ReasonCode::InsufficientInfo,
                 refunds: Vec::new(),
                 decided_by: DECIDED_BY.to_string(),
@@ -457,7 +457,7 @@ impl Draft {
             extra: Default::default(),
         };
         let billing = WorldBilling::new(Arc::new(ticket.world.clone()));
-        let live = desk::replay::live_ticket(&ticket).expect("generated ids are ids");
+        let live = shadow::replay::live_ticket(&ticket).expect("generated ids are ids");
         let facts = ready(desk::workflow::gather_facts(
             &billing,
             &live,

@@ -20,10 +20,10 @@
 //! a ticket whose text identifies no order among several is labelled on no order. Each
 //! line carries a `features` field (an extra field, docs/spec/interfaces.md) for per-feature reports.
 
-use desk::replay::HistoricalTicket;
 use policy_engine::PolicySet;
 use serde::Deserialize;
 use serde_json::json;
+use shadow::replay::HistoricalTicket;
 
 mod mail;
 mod orders;
@@ -130,7 +130,7 @@ pub fn varied_history_iter(
             // Labels come from the engine on the records alone; an injection goes where
             // the label is not to ask (see `Letter::render`).
             let inject = letter.injection.is_some()
-                && ticket.human.outcome != desk::replay::CaseOutcome::RequestInfo;
+                && ticket.human.outcome != shadow::replay::CaseOutcome::RequestInfo;
             last.text = letter.render(inject);
             let mut forms = letter.forms.clone();
             if inject {

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use desk::agent::investigator::Investigator;
-use desk::replay::{parse_history, HistoricalTicket};
 use policy_engine::PolicySet;
 use rag_index::PolicyIndex;
+use shadow::replay::{parse_history, HistoricalTicket};
 
 pub struct Env {
     pub policies: PolicySet,

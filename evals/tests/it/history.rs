@@ -21,12 +21,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use desk::agent::investigator::Investigator;
 use desk::agent::{BoxFuture, Model, ModelContext, ModelTurn, ToolCall};
-use desk::replay::{
+use policy_engine::ReasonCode;
+use serde_json::json;
+use shadow::replay::{
     parse_history, policy_diff, replay_ticket, CaseOutcome, HistoricalMessage, HistoricalTicket,
     ReplayResult,
 };
-use policy_engine::ReasonCode;
-use serde_json::json;
 
 use super::common::{env, history, shadow_report, varied_dev, Env, VARIED_DEV, VARIED_SEED};
 
@@ -176,7 +176,7 @@ fn bad_history_lines_are_reported_with_their_line_number_and_skipped() {
         "{}",
         errors[5].message
     );
-    let counts = desk::replay::extra_field_counts(&tickets);
+    let counts = shadow::replay::extra_field_counts(&tickets);
     assert_eq!(counts.get("approved_by_manager"), Some(&1));
     assert_eq!(counts.get("messages[].channel"), Some(&1));
     assert_eq!(counts.len(), 2, "{counts:?}");

@@ -14,9 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use backtest::shadow::ShadowTicket;
-use desk::replay::HistoricalTicket;
 use rust_decimal::Decimal;
 use sha2::{Digest, Sha256};
+use shadow::replay::HistoricalTicket;
 
 use super::common::{env, history, parsed, shadow_report, varied_dev};
 

@@ -42,7 +42,7 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         std::fs::write(dir.path().join(name), text).expect("a file");
     }
     let mut quiet = |_: &'static str, _: u64, _: u64| {};
-    let customers = desk::onboarding::import::import_customers(
+    let customers = shop_import::import::import_customers(
         &db,
         Some(&payments),
         &dir.path().join("customers.csv"),
@@ -52,15 +52,9 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
     )
     .await
     .expect("customers import");
-    desk::onboarding::import::import_orders(
-        &db,
-        &dir.path().join("orders.csv"),
-        None,
-        0,
-        &mut quiet,
-    )
-    .await
-    .expect("orders import");
+    shop_import::import::import_orders(&db, &dir.path().join("orders.csv"), None, 0, &mut quiet)
+        .await
+        .expect("orders import");
     let options = HistoryOptions {
         format: HistoryFormat::Zendesk,
         file: dir.path().join("export.json"),
@@ -75,10 +69,10 @@ async fn inferred_human_outcomes_are_at_least_98_percent_right_and_shadow_replay
         .await
         .expect("the history imports");
     let text = std::fs::read_to_string(dir.path().join("history.jsonl")).expect("the history");
-    let (tickets, bad) = desk::replay::parse_history(&text);
+    let (tickets, bad) = shadow::replay::parse_history(&text);
     assert!(bad.is_empty(), "{bad:?}");
 
-    let inferred: HashMap<&str, &desk::replay::HistoricalTicket> =
+    let inferred: HashMap<&str, &shadow::replay::HistoricalTicket> =
         tickets.iter().map(|t| (t.id.as_str(), t)).collect();
     let matched: Vec<_> = set.truth.iter().filter(|t| t.matched).collect();
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The staff's case endpoints (`/api/v1/cases…`): list and read cases, approve or
 //! reject a refund bound to its fingerprint, take an escalated case over, and decide a
-//! shadow-mode case by hand. The rules are in `approvals` and `shadow_live`.
+//! shadow-mode case by hand. The rules are in `approvals` and `shadow::live`.
 
 use crate::extract::Authed;
 use axum::extract::rejection::QueryRejection;
@@ -18,8 +18,8 @@ use desk::approvals::{self, Verdict};
 use desk::auth::Principal;
 use desk::cases::{self, CaseStatus};
 use desk::conversation::{self, AssignCase, CloseCase, StaffMessage};
-use desk::shadow_live::{self, ManualDecision};
 use desk::views::{CaseThread, CaseView};
+use shadow::live::ManualDecision;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -278,7 +278,7 @@ pub async fn post_decide(
     ApiJson(input): ApiJson<ManualDecision>,
 ) -> AppResult<Json<CaseView>> {
     let staff = principal.staff()?;
-    let view = shadow_live::decide_by_hand(state.desk(), staff, &id, input).await?;
+    let view = shadow::live::decide_by_hand(state.desk(), staff, &id, input).await?;
     Ok(Json(view))
 }
 

@@ -124,7 +124,7 @@ pub(super) async fn reply_tools(
     })
 }
 
-/// What each hand decision tells the customer (`shadow_live::decide_by_hand`); an
+/// What each hand decision tells the customer (`shadow::live::decide_by_hand`); an
 /// escalation sends nothing.
 fn hand_messages(language: Language) -> Vec<(&'static str, String)> {
     let amounts = HandDecision::AwaitingApproval {

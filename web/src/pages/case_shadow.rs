@@ -3,7 +3,7 @@
 //! reason and up to three refund lines; each line's currency comes from its charge in
 //! the case's facts.
 //!
-//! It compares nothing itself: `desk::shadow_live` records the decision.
+//! It compares nothing itself: `shadow::live` records the decision.
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -66,7 +66,7 @@ pub(super) async fn decide_by_hand_submit(
                     }
                 }
             }
-            desk::shadow_live::decide_by_hand(state.desk(), &session.staff, &id, manual).await
+            shadow::live::decide_by_hand(state.desk(), &session.staff, &id, manual).await
         }
         Err(e) => Err(e),
     };
@@ -82,7 +82,7 @@ pub(super) async fn decide_by_hand_submit(
 /// The form's decision; each refund line's currency is filled from its charge later.
 pub(super) fn hand_decision(
     form: &HandDecisionForm,
-) -> Result<desk::shadow_live::ManualDecision, DomainError> {
+) -> Result<shadow::live::ManualDecision, DomainError> {
     let outcome = parse_plain(&form.outcome)
         .map_err(|e| DomainError::bad_request(ErrorCode::InvalidOutcome, e.to_string()))?;
     let reason = parse_plain(&form.reason)
@@ -94,13 +94,13 @@ pub(super) fn hand_decision(
     ]
     .into_iter()
     .filter(|(charge, _)| !charge.trim().is_empty())
-    .map(|(charge, amount)| desk::replay::RefundRecord {
+    .map(|(charge, amount)| shadow::replay::RefundRecord {
         charge_id: charge.trim().to_string(),
         amount: amount.trim().to_string(),
         currency: policy_engine::Currency::CNY,
     })
     .collect();
-    Ok(desk::shadow_live::ManualDecision {
+    Ok(shadow::live::ManualDecision {
         outcome,
         reason,
         refunds,

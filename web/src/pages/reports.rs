@@ -162,7 +162,7 @@ pub(super) struct ShadowPage {
     nav: Nav,
     /// Whether live shadow mode is on: with it off, the page says how to turn it on.
     shadow_on: bool,
-    report: desk::shadow_live::LiveShadowReport,
+    report: shadow::live::LiveShadowReport,
     outcome_pct: String,
     exact_pct: String,
     chart: String,
@@ -185,11 +185,11 @@ pub(super) async fn shadow_page(
         }
         Err(e) => return AppError::from(e).into_response(),
     };
-    let report = match desk::shadow_live::report(&state.db).await {
+    let report = match shadow::live::report(&state.db).await {
         Ok(r) => r,
         Err(e) => return AppError::from(e).into_response(),
     };
-    let outcomes: Vec<&'static str> = desk::replay::CaseOutcome::ALL
+    let outcomes: Vec<&'static str> = shadow::replay::CaseOutcome::ALL
         .iter()
         .map(|o| o.as_str())
         .collect();
@@ -223,7 +223,7 @@ pub(super) async fn shadow_page(
         shadow_on,
         outcome_pct: share(report.decided, report.outcome_agreement),
         exact_pct: share(report.decided, report.exact_agreement),
-        chart: desk::shadow_live::agreement_chart(&report.by_day),
+        chart: shadow::live::agreement_chart(&report.by_day),
         outcomes,
         matrix,
         disagreements,

@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
 use backtest::shadow::{Agreement, ClassSummary, Classified, Group, ShadowReport, ShadowTicket};
-use desk::replay::{CaseOutcome, CaseVerdict};
 use policy_engine::Currency;
+use shadow::replay::{CaseOutcome, CaseVerdict};
 
 /// The page of `report`.
 pub fn html(report: &ShadowReport) -> String {

@@ -578,23 +578,23 @@ pub async fn poll_json(
 /// tests' tickets, and the demo world (the one loaded into the app and the mock) as its
 /// snapshot, so a replay and a live run read the same records.
 #[allow(dead_code)] // Used by the test binaries that replay (harness, subagents).
-pub fn demo_historical(message: &str) -> desk::replay::HistoricalTicket {
+pub fn demo_historical(message: &str) -> shadow::replay::HistoricalTicket {
     let now = time::OffsetDateTime::parse(NOW, &time::format_description::well_known::Rfc3339)
         .expect("NOW is RFC 3339");
-    desk::replay::HistoricalTicket {
+    shadow::replay::HistoricalTicket {
         id: "H-DEMO".into(),
         created_at: now,
         customer_id: "C-100".into(),
         order_id: None,
-        messages: vec![desk::replay::HistoricalMessage {
+        messages: vec![shadow::replay::HistoricalMessage {
             from: "customer".into(),
             text: message.into(),
             at: now,
             extra: Default::default(),
         }],
         world: desk::world::World::parse(&demo_world_text()).expect("the demo world parses"),
-        human: desk::replay::HumanDecision {
-            outcome: desk::replay::CaseOutcome::Refund,
+        human: shadow::replay::HumanDecision {
+            outcome: shadow::replay::CaseOutcome::Refund,
             reason: policy_engine::ReasonCode::DuplicateCharge,
             refunds: vec![],
             decided_by: "agent:test".into(),

@@ -9,9 +9,9 @@ use policy_engine::{Money, ReasonCode};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::replies::{detect_language_of, MAX_MESSAGE_CHARS};
-use crate::tickets::Ticket;
-use crate::world::World;
+use desk::replies::{detect_language_of, MAX_MESSAGE_CHARS};
+use desk::tickets::Ticket;
+use desk::world::World;
 use domain::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 
 /// One line of a `HISTORY.jsonl` file. Real exports carry more fields than docs/spec/interfaces.md
@@ -208,8 +208,8 @@ pub fn live_ticket(h: &HistoricalTicket) -> Result<Ticket, domain::ids::IdError>
             .map(domain::ids::OrderId::parse)
             .transpose()?,
         // A replay answers nobody; a language we do not answer in reads as English.
-        language: detect_language_of(new_words, first, region, crate::replies::Language::En),
-        created_at: crate::clock::to_ms(h.created_at),
+        language: detect_language_of(new_words, first, region, desk::replies::Language::En),
+        created_at: desk::clock::to_ms(h.created_at),
     })
 }
 
@@ -221,4 +221,23 @@ pub fn customer_messages(h: &HistoricalTicket) -> Vec<String> {
         .filter(|m| m.from == "customer")
         .map(|m| m.text.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = r#"{"id":"H-1","created_at":"2026-08-01T00:00:00Z","customer_id":"C-1","messages":[{"from":"customer","text":"hi","at":"2026-08-01T00:00:00Z"}],"world":{"customers":[{"id":"C-1","name":"A","email":"a@example.com","region":"US"}],"orders":[]},"human":{"outcome":"request_info","reason":"insufficient_info","refunds":[],"decided_by":"agent:x"}}"#;
+
+    #[test]
+    fn parse_history_reports_bad_lines_by_number_and_keeps_the_rest() {
+        let bad_customer = LINE.replace(r#""customer_id":"C-1""#, r#""customer_id":"C-2""#);
+        let text = format!("{LINE}\n\n{{not json\n{bad_customer}\n{LINE}\n");
+        let (tickets, errors) = parse_history(&text);
+        assert_eq!(tickets.len(), 1);
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [3, 4, 5]);
+        assert!(errors[1].message.contains("C-2"), "{}", errors[1].message);
+        assert!(errors[2].message.contains("earlier line"));
+    }
 }

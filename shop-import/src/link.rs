@@ -13,7 +13,7 @@
 
 use sqlx::Row;
 
-use super::outcome::{provider_failed, ImportError, Links, Progress};
+use crate::outcome::{provider_failed, ImportError, Links, Progress};
 use payments_adapter::{PaymentsClient, ProviderCustomer, ProviderError};
 use store::Db;
 
@@ -82,7 +82,7 @@ async fn staged_page(db: &Db, import_id: &str, after: i64) -> Result<Vec<Pending
 
 /// Checks given provider customers and links the others by email, in the staging table.
 /// A given provider customer that does not exist is a bad row (nothing is imported).
-pub(super) async fn link_staged(
+pub(crate) async fn link_staged(
     db: &Db,
     payments: &PaymentsClient,
     import_id: &str,
@@ -122,12 +122,12 @@ async fn link_one(
     import_id: &str,
     c: &Pending,
     links: &mut Links,
-    missing: &mut Vec<super::rows::RowError>,
+    missing: &mut Vec<crate::rows::RowError>,
 ) -> Result<(), ImportError> {
     if let Some(given) = &c.given {
         match payments.get_customer(given).await {
             Ok(found) if !found.deleted => links.given += 1,
-            Ok(_) | Err(ProviderError::NotFound(_)) => missing.push(super::rows::RowError {
+            Ok(_) | Err(ProviderError::NotFound(_)) => missing.push(crate::rows::RowError {
                 line: c.line as u64,
                 id: Some(c.id.clone()),
                 message: format!("provider customer {given} does not exist at the provider"),
@@ -192,7 +192,7 @@ async fn is_taken(
 }
 
 /// Without a provider to ask: given links are taken as written, the rest counted.
-pub(super) async fn unlinked_only(db: &Db, import_id: &str) -> Result<Links, ImportError> {
+pub(crate) async fn unlinked_only(db: &Db, import_id: &str) -> Result<Links, ImportError> {
     let mut links = Links::default();
     let mut after = 0i64;
     loop {

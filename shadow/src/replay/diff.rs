@@ -1,14 +1,19 @@
 //! Policy what-ifs: the same historical tickets decided under two policy versions, and
 //! what changed between them.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use policy_engine::{Currency, Decision, PolicySet};
+use desk::agent::investigator::Investigator;
+use desk::agent::Model;
+use policy_engine::{Currency, Decision, Facts, PolicyError, PolicySet, Role};
 use rag_index::PolicyIndex;
 use rust_decimal::Decimal;
 use serde::Serialize;
+use time::OffsetDateTime;
 
-use super::*;
+use super::history::HistoricalTicket;
+use super::ticket::{decide, investigate, verdict, Investigation, ReplayError};
 use domain::verdict::CaseVerdict;
 
 /// One side of a diff: the verdict and what else a reviewer needs to see.

@@ -4,9 +4,9 @@
 //! Staged, in four steps, so that memory stays flat on a file of any size and nothing is
 //! ever half-imported:
 //! 1. **read and stage** — the file is streamed row by row (`rows`); each row is checked
-//!    (`records`) and the good ones go to a staging table under this import's id, a
-//!    hundred rows a statement; a duplicate id is the staging table's primary key saying
-//!    no. Bad rows are collected with their line (the first [`MAX_REPORTED`], all counted).
+//!    (`desk::onboarding::records`) and the good ones go to a staging table under this
+//!    import's id, a hundred rows a statement; a duplicate id is the staging table's
+//!    primary key saying no. Bad rows are collected with their line (the first [`MAX_REPORTED`], all counted).
 //! 2. **check the set** — in SQL over the staged rows: an order's unknown customer, an
 //!    order moving to another customer, an email or a provider customer given twice or
 //!    already another customer's.
@@ -15,7 +15,8 @@
 //!    customer list when exactly one provider customer has that email and no other
 //!    customer of ours is linked to it; several, or none, leave it unlinked (counted).
 //! 4. **write** — one transaction upserts the staged rows into `customers` or `orders`,
-//!    ten thousand lines of the file a statement.
+//!    ten thousand lines of the file a statement, through those tables' writer
+//!    (`desk::onboarding::records::upsert_staged`).
 //!
 //! Each step is linear in the file's rows, and reports its progress (`reading` bytes,
 //! `checking` checks, `linking` customers, `writing` rows) for the command's bars.
@@ -25,7 +26,7 @@
 //! next import once a day old).
 //!
 //! What it deliberately does not do: create provider customers, read charges (linking
-//! charges to orders is by metadata, `onboarding::charges`), or import one row of a file
+//! charges to orders is by metadata, `desk::onboarding::charges`), or import one row of a file
 //! that has a bad one.
 
 use std::path::Path;
@@ -34,9 +35,11 @@ use std::time::Instant;
 use serde::Serialize;
 use sqlx::Row;
 
-pub use super::outcome::{ImportError, Links, Progress};
-use super::records::{Customer, CustomerRow, Order, OrderRow, RecordError};
-use super::rows::{Format, RowError, Rows};
+pub use crate::outcome::{ImportError, Links, Progress};
+use crate::rows::{Format, RowError, Rows};
+use desk::onboarding::records::{
+    self, Customer, CustomerRow, Order, OrderRow, RecordError, StagedInto,
+};
 use payments_adapter::PaymentsClient;
 use store::Db;
 
@@ -146,7 +149,7 @@ impl Staged for Order {
             .bind(self.product.as_str())
             .bind(self.amount.minor_units())
             .bind(self.amount.currency().code())
-            .bind(crate::clock::to_ms(self.created_at))
+            .bind(desk::clock::to_ms(self.created_at))
     }
 }
 
@@ -328,21 +331,22 @@ struct Plan {
     staging: &'static str,
     /// Set-wide checks, each selecting `line, id, problem`.
     checks: &'static [&'static str],
-    write: (&'static str, &'static str),
+    /// The live table, written through its writer (`records::upsert_staged`).
+    write: StagedInto,
 }
 
 const ORDERS: Plan = Plan {
     kind: "orders",
     staging: "import_orders",
     checks: &ORDER_CHECKS,
-    write: WRITE_ORDERS,
+    write: StagedInto::Orders,
 };
 
 const CUSTOMERS: Plan = Plan {
     kind: "customers",
     staging: "import_customers",
     checks: &CUSTOMER_CHECKS,
-    write: WRITE_CUSTOMERS,
+    write: StagedInto::Customers,
 };
 
 /// Customers are linked to the provider's customers before they are written.
@@ -392,9 +396,9 @@ where
         let links = match linking {
             Linking::None => None,
             Linking::Customers(Some(p)) => {
-                Some(super::link::link_staged(db, p, &import_id, progress).await?)
+                Some(crate::link::link_staged(db, p, &import_id, progress).await?)
             }
-            Linking::Customers(None) => Some(super::link::unlinked_only(db, &import_id).await?),
+            Linking::Customers(None) => Some(crate::link::unlinked_only(db, &import_id).await?),
         };
         let (created, updated) = write_staged(db, &import_id, plan, progress).await?;
         Ok(ImportReport {
@@ -426,7 +430,7 @@ async fn write_staged(
     progress: Progress<'_>,
 ) -> Result<(u64, u64), ImportError> {
     let (rows, last) = staged_extent(db, plan.staging, import_id).await?;
-    let (live, upsert) = plan.write;
+    let live = plan.write.table();
     let existing_sql = format!(
         "SELECT COUNT(*) AS n FROM {} s JOIN {live} l ON l.id = s.id
          WHERE s.import_id = $1 AND s.line > $2 AND s.line <= $3",
@@ -436,18 +440,16 @@ async fn write_staged(
     let (mut written, mut existing) = (0u64, 0u64);
     progress("writing", 0, rows);
     for from in (0..last).step_by(WRITE_LINES as usize) {
-        let window = |sql: &str| {
-            sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
-                .bind(import_id)
-                .bind(from)
-                .bind(from + WRITE_LINES)
-        };
-        let n: i64 = window(&existing_sql)
+        let lines = (from, from + WRITE_LINES);
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(existing_sql.clone()))
+            .bind(import_id)
+            .bind(lines.0)
+            .bind(lines.1)
             .fetch_one(&mut *tx)
             .await?
             .try_get("n")?;
         existing += n as u64;
-        written += window(upsert).execute(&mut *tx).await?.rows_affected();
+        written += records::upsert_staged(&mut tx, plan.write, import_id, lines).await?;
         progress("writing", written, rows);
     }
     tx.commit().await?;
@@ -464,28 +466,6 @@ async fn staged_extent(db: &Db, staging: &str, import_id: &str) -> Result<(u64, 
     .await?;
     Ok((row.try_get::<i64, _>("n")? as u64, row.try_get("last")?))
 }
-
-/// The live table and the upsert from staging (bound to the import id and a window of
-/// lines, `line > $2 AND line <= $3`). SQLite reads `INSERT … SELECT … ON CONFLICT` only
-/// with a `WHERE` in the select: there is one.
-const WRITE_ORDERS: (&str, &str) = (
-    "orders",
-    "INSERT INTO orders (id, customer_id, product, amount_minor, currency, created_at)
-     SELECT id, customer_id, product, amount_minor, currency, created_at FROM import_orders
-     WHERE import_id = $1 AND line > $2 AND line <= $3
-     ON CONFLICT (id) DO UPDATE SET customer_id = excluded.customer_id, product = excluded.product,
-     amount_minor = excluded.amount_minor, currency = excluded.currency, created_at = excluded.created_at",
-);
-
-const WRITE_CUSTOMERS: (&str, &str) = (
-    "customers",
-    "INSERT INTO customers (id, name, email, region, provider_customer_id)
-     SELECT id, name, email, region, COALESCE(provider_customer_id, '') FROM import_customers
-     WHERE import_id = $1 AND line > $2 AND line <= $3
-     ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, region = excluded.region,
-     provider_customer_id = CASE WHEN excluded.provider_customer_id = '' THEN customers.provider_customer_id
-                                 ELSE excluded.provider_customer_id END",
-);
 
 /// The SQL of the customers' set-wide checks on what the file gives (each selects
 /// `line, id, problem`). An existing customer the file also names is judged by the

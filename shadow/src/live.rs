@@ -13,27 +13,27 @@ use policy_engine::{Decision, Outcome, ReasonCode};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use crate::agent::Proposal;
-use crate::approvals::Desk;
-use crate::auth::Staff;
-use crate::cases::{self, Case, CaseStatus};
-use crate::error::{DomainError, DomainResult, ErrorCode};
-use crate::replies::{self, HandDecision};
-use crate::tickets::{self};
-use crate::views::CaseView;
-use crate::world::{parse_plain, serde_plain};
+use desk::agent::Proposal;
+use desk::approvals::Desk;
+use desk::auth::Staff;
+use desk::cases::{self, Case, CaseStatus};
+use desk::error::{DomainError, DomainResult, ErrorCode};
+use desk::replies::{self, HandDecision};
+use desk::tickets::{self};
+use desk::views::CaseView;
+use desk::world::{parse_plain, serde_plain};
 use domain::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
 
 /// A reviewer's decision, made by hand.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManualDecision {
-    #[schema(value_type = crate::schema::Outcome)]
+    #[schema(value_type = desk::schema::Outcome)]
     pub outcome: CaseOutcome,
-    #[schema(value_type = crate::schema::ReasonCode)]
+    #[schema(value_type = desk::schema::ReasonCode)]
     pub reason: ReasonCode,
     #[serde(default)]
-    #[schema(value_type = Vec<crate::schema::RefundLine>)]
+    #[schema(value_type = Vec<desk::schema::RefundLine>)]
     pub refunds: Vec<RefundRecord>,
     #[serde(default)]
     pub note: Option<String>,
@@ -65,7 +65,7 @@ pub async fn decide_by_hand(
         .await?
         .ok_or(DomainError::NotFound("case"))?;
     if case.status != CaseStatus::Escalated
-        || !crate::shadow_pairs::pending(desk.db, case_id).await?
+        || !desk::shadow_pairs::pending(desk.db, case_id).await?
     {
         return Err(DomainError::conflict(
             ErrorCode::InvalidState,
@@ -75,7 +75,7 @@ pub async fn decide_by_hand(
     let ticket = tickets::load_ticket(desk.db, &case.ticket_id)
         .await?
         .ok_or(DomainError::NotFound("ticket"))?;
-    let proposal = crate::shadow_pairs::agent_proposal(desk.db, case_id).await?;
+    let proposal = desk::shadow_pairs::agent_proposal(desk.db, case_id).await?;
     if (manual.outcome == CaseOutcome::Refund) == manual.refunds.is_empty() {
         return Err(DomainError::bad_request(
             ErrorCode::InvalidDecision,
@@ -83,7 +83,7 @@ pub async fn decide_by_hand(
         ));
     }
     let now = desk.clock.now_ms();
-    let policy_outcome = crate::shadow_pairs::agent_outcome(desk.db, case_id)
+    let policy_outcome = desk::shadow_pairs::agent_outcome(desk.db, case_id)
         .await?
         .unwrap_or_else(|| "escalate".to_string());
 
@@ -100,7 +100,7 @@ pub async fn decide_by_hand(
     // transaction, hand verdict included, rolls back.
     let mut tx = desk.db.begin().await?;
     let recorded =
-        crate::shadow_pairs::record_human_side(&mut tx, case_id, &manual.verdict(), &staff.id, now)
+        desk::shadow_pairs::record_human_side(&mut tx, case_id, &manual.verdict(), &staff.id, now)
             .await?;
     if !recorded {
         return Err(DomainError::conflict(
@@ -132,15 +132,15 @@ pub async fn decide_by_hand(
             cases::transition(&mut tx, &case, CaseStatus::Denied, now).await?;
             let reply = replies::hand_decision_reply(lang, HandDecision::NotEligible);
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
-            let kind = crate::channels::Notice::Reply;
-            crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+            let kind = desk::channels::Notice::Reply;
+            desk::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
         }
         (CaseOutcome::RequestInfo, _) => {
             cases::transition(&mut tx, &case, CaseStatus::AwaitingCustomer, now).await?;
             let reply = replies::hand_decision_reply(lang, HandDecision::RequestInfo);
             tickets::append_message(&mut tx, &ticket.id, "staff", &reply, now).await?;
-            let kind = crate::channels::Notice::Question;
-            crate::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
+            let kind = desk::channels::Notice::Question;
+            desk::channels::tell_customer(&mut tx, kind, &ticket.id, &reply, now).await?;
         }
         (CaseOutcome::Refund, Some(HandCheck::Refused(why))) => {
             // The reviewer's verdict stands in the pair (a disagreement with
@@ -155,7 +155,7 @@ pub async fn decide_by_hand(
             cases::note_void_reason(&mut tx, &case, "escalated by the reviewer", now).await?;
         }
     }
-    crate::audit::record(
+    desk::audit::record(
         &mut tx,
         &staff.id,
         "decided_by_hand",
@@ -169,7 +169,7 @@ pub async fn decide_by_hand(
     )
     .await?;
     tx.commit().await?;
-    crate::views::current_view(desk.db, case_id).await
+    desk::views::current_view(desk.db, case_id).await
 }
 
 /// A hand decision as the quality review checks it.
@@ -194,7 +194,7 @@ async fn record_check(
 ) -> DomainResult<()> {
     let outcome = hand.manual.outcome.as_str();
     let (within, why) = match hand.checked {
-        Some(HandCheck::Allowed(allowed)) => (true, crate::qa::rules_why(&allowed.1)),
+        Some(HandCheck::Allowed(allowed)) => (true, desk::qa::rules_why(&allowed.1)),
         Some(HandCheck::Refused(why)) => {
             (false, format!("a refund the policy does not allow: {why}"))
         }
@@ -208,10 +208,10 @@ async fn record_check(
         ),
     };
     let reason = serde_plain(&hand.manual.reason);
-    let check = crate::qa::Check {
+    let check = desk::qa::Check {
         case_id,
         actor: &hand.staff.id,
-        action: crate::qa::Action::HandDecision,
+        action: desk::qa::Action::HandDecision,
         outcome,
         reason: &reason,
         language: language.as_str(),
@@ -220,7 +220,7 @@ async fn record_check(
         why: &why,
         now,
     };
-    crate::qa::record(tx, &check).await
+    desk::qa::record(tx, &check).await
 }
 
 /// What the policy check made of a reviewer's refund.
@@ -235,13 +235,13 @@ enum HandCheck {
 /// policy allows a refund on, at most what it allows, in its currency. An allowed
 /// decision carries the reviewer's amounts, rehashed.
 async fn check_hand_refund(
-    rules: crate::workflow::Rules<'_>,
-    ticket: &crate::tickets::Ticket,
+    rules: desk::workflow::Rules<'_>,
+    ticket: &desk::tickets::Ticket,
     proposal: &Proposal,
     manual: &ManualDecision,
 ) -> DomainResult<HandCheck> {
     let (facts, decision) =
-        crate::workflow::decide_now(rules, ticket, proposal.request, proposal.target()).await?;
+        desk::workflow::decide_now(rules, ticket, proposal.request, proposal.target()).await?;
     let mut lines = Vec::new();
     for r in &manual.refunds {
         let amount = r
@@ -289,7 +289,7 @@ struct HandRefund<'a> {
 async fn propose_hand_refund(
     tx: &mut store::Tx<'_>,
     case: &Case,
-    ticket: &crate::tickets::Ticket,
+    ticket: &desk::tickets::Ticket,
     hand: &HandRefund<'_>,
     now: i64,
 ) -> DomainResult<()> {
@@ -301,7 +301,7 @@ async fn propose_hand_refund(
         decision,
     } = *hand;
     let lang = ticket.language;
-    let evidence_hash = crate::workflow::evidence_hash(facts);
+    let evidence_hash = desk::workflow::evidence_hash(facts);
     let human_proposal = Proposal {
         request: proposal.request,
         order_id: facts.order_id.clone(),
@@ -309,7 +309,7 @@ async fn propose_hand_refund(
         refunds: manual
             .refunds
             .iter()
-            .map(|r| crate::agent::ProposedRefund {
+            .map(|r| desk::agent::ProposedRefund {
                 charge_id: r.charge_id.clone(),
                 amount: r.amount.clone(),
                 currency: r.currency.code().into(),
@@ -345,7 +345,7 @@ async fn propose_hand_refund(
         now,
     };
     // The reviewer proposed it: somebody else must approve it.
-    crate::approvals::record_staff_proposal(tx, case, &record, staff, "shadow hand decision")
+    desk::approvals::record_staff_proposal(tx, case, &record, staff, "shadow hand decision")
         .await?;
     let amounts = decision
         .refunds
@@ -356,8 +356,8 @@ async fn propose_hand_refund(
     let reply =
         replies::hand_decision_reply(lang, HandDecision::AwaitingApproval { amounts: &amounts });
     tickets::append_message(tx, &ticket.id, "staff", &reply, now).await?;
-    let kind = crate::channels::Notice::Reply;
-    crate::channels::tell_customer(tx, kind, &ticket.id, &reply, now).await?;
+    let kind = desk::channels::Notice::Reply;
+    desk::channels::tell_customer(tx, kind, &ticket.id, &reply, now).await?;
     Ok(())
 }
 
@@ -459,7 +459,7 @@ pub async fn report(db: &store::Db) -> DomainResult<LiveShadowReport> {
             .or_default()
             .entry(p.agent.outcome.as_str().into())
             .or_default() += 1;
-        let day = crate::clock::from_ms(p.decided_at).date().to_string();
+        let day = desk::clock::from_ms(p.decided_at).date().to_string();
         let e = days.entry(day).or_default();
         e.0 += usize::from(p.agree);
         e.1 += 1;

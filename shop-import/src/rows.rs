@@ -3,9 +3,10 @@
 //! (one object a line). Only the row being read is in memory, whatever the file's size.
 //!
 //! Every CSV cell is read as text — `"007"` stays `"007"`, `"198.00"` keeps its scale —
-//! and the row type decides what a cell means (`records`). What it deliberately does not
-//! do: guess a delimiter or an encoding (UTF-8, comma), or skip a bad row silently: a
-//! row that cannot be read is an error with its line, like one that fails its checks.
+//! and the row type decides what a cell means (`desk::onboarding::records`). What it
+//! deliberately does not do: guess a delimiter or an encoding (UTF-8, comma), or skip a
+//! bad row silently: a row that cannot be read is an error with its line, like one that
+//! fails its checks.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -298,7 +299,7 @@ fn next_json<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onboarding::records::OrderRow;
+    use desk::onboarding::records::OrderRow;
 
     fn rows(name: &str, text: &str) -> Vec<(u64, Result<OrderRow, String>)> {
         let dir = tempfile::tempdir().expect("a temp dir");

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::rows::RowError;
+use crate::rows::RowError;
 use payments_adapter::ProviderError;
 
 /// Why an import wrote nothing.
@@ -54,6 +54,6 @@ pub struct Links {
 pub type Progress<'a> = &'a mut (dyn FnMut(&'static str, u64, u64) + Send);
 
 /// A provider failure while importing: nothing is written, say why.
-pub(super) fn provider_failed(e: ProviderError) -> ImportError {
+pub(crate) fn provider_failed(e: ProviderError) -> ImportError {
     ImportError::Provider(e.to_string())
 }

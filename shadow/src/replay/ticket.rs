@@ -1,67 +1,23 @@
-//! Replaying historical tickets (shadow mode, policy what-ifs) entirely in memory.
-//!
-//! A historical ticket (docs/spec/interfaces.md "Files") carries its own billing world as it stood when
-//! the ticket was opened. [`replay_ticket`] runs the agent loop on it over a
-//! [`WorldBilling`] snapshot, then gathers the facts with
-//! `workflow::gather_facts` and asks the policy engine, exactly as a live case does.
-//!
-//! The loop is the live one, not a copy: [`investigate`] calls `harness::run_loop` with
-//! the same tools, rules and limits as `investigation` — the same order of checks, the same
-//! budgets (steps, tool calls, tokens as the model reports them, model errors, invalid
-//! tool calls, wall time), the same refusal of a turn that tries to act or claims an
-//! approval, the same call ids, the same truncated history shown to the model, the same
-//! handoff reason and summary. Where live commits each step to the run's SQL log, replay
-//! gives the loop a `harness::MemoryLog` ([`Investigation::events`]). On the LLM path
-//! the same two read-only readers run first, each on a `MemoryLog` of its own, joined on
-//! the same shared budget (`investigation::children::gather_in_memory`), and the parent
-//! is briefed with what they found, as live. Only the dependency-wait budget has no
-//! counterpart: the snapshot is never unavailable.
-//!
-//! What this module deliberately does not have: a database, a payments client or an
-//! `Services`. No function here takes one, so a replay cannot write a record, move money
-//! or send a reply by construction (docs/spec/invariants.md #7). The one clock it reads is a
-//! stopwatch for the wall-time budget (the system clock unless a caller injects one,
-//! [`investigate_with_clock`]); the ticket's date comes from the ticket. The built-in
-//! investigator takes microseconds, so its replays come out the same on any machine, at
-//! any later date (docs/spec/invariants.md #9).
-//!
-//! The order of the decision is resolved by `workflow::gather_facts_resolved`, exactly
-//! as live: the ticket form's order first, then the conversation, then the records.
+//! Replaying one ticket: the agent's investigation on the live loop over a snapshot of
+//! the ticket's world, then the facts and the policy engine's decision as live (`replay`'s
+//! header says how, and what it deliberately lacks: a database, a payments client).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use policy_engine::{Decision, Facts, PolicyError, PolicySet, Role};
+use policy_engine::{Decision, Facts, PolicyError, PolicySet};
 use rag_index::PolicyIndex;
 use serde::{Serialize, Serializer};
-use time::OffsetDateTime;
 
-use crate::agent::investigator::Investigator;
-use crate::agent::rules::RefundRules;
-use crate::agent::{tools, Exchange, Model, Proposal, ToolCall};
-use crate::billing::WorldBilling;
-use crate::clock::HarnessClock;
-use crate::clock::{Clock, SystemClock};
+use desk::agent::rules::RefundRules;
+use desk::agent::{tools, Exchange, Model, Proposal, ToolCall};
+use desk::billing::WorldBilling;
+use desk::clock::HarnessClock;
+use desk::clock::{Clock, SystemClock};
 use harness::{EventLog, MemoryLog, NewEvent};
 
-use crate::investigation::children::{self, Briefed};
-
-mod diff;
-mod history;
-
-pub use diff::{
-    facts_diff, policy_diff, policy_diff_with_model, DiffEntry, DiffReport, DiffSide, MoneyChange,
-    RecordedCase, TicketError,
-};
-pub use domain::verdict::{CaseOutcome, CaseVerdict, RefundRecord};
-pub use history::{
-    extra_field_counts, live_ticket, parse_history, HistoricalMessage, HistoricalTicket,
-    HumanDecision, LineError,
-};
-
-// ---------------------------------------------------------------------------------------
-// Replaying one ticket.
-// ---------------------------------------------------------------------------------------
+use super::history::{self, live_ticket, HistoricalTicket};
+use desk::investigation::children::{self, Briefed};
+use domain::verdict::{CaseOutcome, CaseVerdict};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -141,7 +97,7 @@ fn serialize_exchanges<S: Serializer>(exchanges: &[Exchange], s: S) -> Result<S:
     #[derive(Serialize)]
     struct Step<'a> {
         call: &'a ToolCall,
-        outcome: &'a crate::agent::ToolOutcome,
+        outcome: &'a desk::agent::ToolOutcome,
     }
     s.collect_seq(exchanges.iter().map(|x| Step {
         call: &x.call,
@@ -241,7 +197,7 @@ pub async fn investigate_with_clock(
     };
     let mut spec = harness::Run::new(parent, &toolset, &clock);
     spec.inputs = &customer_messages;
-    spec.limits = crate::agent::limits();
+    spec.limits = desk::agent::limits();
     spec.rules = &RefundRules;
 
     let incomplete = briefing.as_ref().and_then(|b| b.incomplete.clone());
@@ -283,7 +239,7 @@ pub async fn investigate_with_clock(
         budget_exhausted: state.budget_exhausted,
         violations: state.violations,
         evidence_rejected: Vec::new(),
-        instructed: crate::workflow::instructed(&customer_messages),
+        instructed: desk::workflow::instructed(&customer_messages),
         unreadable: false,
         order_id: None,
         order_source: None,
@@ -299,11 +255,11 @@ pub async fn investigate_with_clock(
     if let Some(mut proposal) = proposal {
         // Facts come from the records through code, never from the model's words; the
         // order is resolved by the workflow, as live.
-        let crate::workflow::Resolved {
+        let desk::workflow::Resolved {
             facts,
             order_source,
             ..
-        } = crate::workflow::gather_facts_resolved(
+        } = desk::workflow::gather_facts_resolved(
             &billing,
             &ticket,
             &customer_messages,
@@ -315,11 +271,10 @@ pub async fn investigate_with_clock(
             ticket: historical.id.clone(),
             message: e.to_string(),
         })?;
-        let facts = crate::workflow::repeat_as_claimed(facts, &proposal, order_source);
+        let facts = desk::workflow::repeat_as_claimed(facts, &proposal, order_source);
         investigation.evidence_rejected =
-            crate::workflow::invalid_evidence(&proposal, &investigation.exchanges);
-        investigation.unreadable =
-            crate::workflow::unreadable(&customer_messages, proposal.request);
+            desk::workflow::invalid_evidence(&proposal, &investigation.exchanges);
+        investigation.unreadable = desk::workflow::unreadable(&customer_messages, proposal.request);
         investigation.order_id = facts.order_id.clone();
         investigation.order_source = order_source;
         proposal.order_source = order_source;
@@ -343,7 +298,7 @@ pub fn decide(
         .proposal
         .as_ref()
         .map_or(&[][..], |p| p.other_readings.as_slice());
-    let (_, decision) = crate::workflow::smallest_reading(facts.clone(), others, |f| {
+    let (_, decision) = desk::workflow::smallest_reading(facts.clone(), others, |f| {
         if pins.is_empty() {
             Ok(policy_engine::decide(f, policies))
         } else {
@@ -384,21 +339,8 @@ pub fn verdict(investigation: &Investigation, decision: Option<&Decision>) -> Ca
 #[cfg(test)]
 mod tests {
     use super::*;
+    use domain::verdict::RefundRecord;
     use policy_engine::{Currency, ReasonCode};
-
-    const LINE: &str = r#"{"id":"H-1","created_at":"2026-08-01T00:00:00Z","customer_id":"C-1","messages":[{"from":"customer","text":"hi","at":"2026-08-01T00:00:00Z"}],"world":{"customers":[{"id":"C-1","name":"A","email":"a@example.com","region":"US"}],"orders":[]},"human":{"outcome":"request_info","reason":"insufficient_info","refunds":[],"decided_by":"agent:x"}}"#;
-
-    #[test]
-    fn parse_history_reports_bad_lines_by_number_and_keeps_the_rest() {
-        let bad_customer = LINE.replace(r#""customer_id":"C-1""#, r#""customer_id":"C-2""#);
-        let text = format!("{LINE}\n\n{{not json\n{bad_customer}\n{LINE}\n");
-        let (tickets, errors) = parse_history(&text);
-        assert_eq!(tickets.len(), 1);
-        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
-        assert_eq!(lines, [3, 4, 5]);
-        assert!(errors[1].message.contains("C-2"), "{}", errors[1].message);
-        assert!(errors[2].message.contains("earlier line"));
-    }
 
     #[test]
     fn refunds_compare_as_money() {
