@@ -5,8 +5,8 @@
 //! embedded payments mock and the built-in investigator.
 
 pub use crate::cases::ReplyTargets;
+pub use crate::channels::mail::MailConfig;
 pub use crate::channels::ChannelConfig;
-pub use crate::mail::MailConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

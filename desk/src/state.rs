@@ -176,29 +176,20 @@ impl Services {
 
     /// The outbox's sender.
     pub fn postman(&self) -> crate::mail::send::Postman<'_> {
-        crate::mail::send::Postman {
-            db: &self.db,
-            clock: self.clock.as_ref(),
-            settings: &self.channels.mail,
-            instance_id: &self.instance_id,
-        }
+        self.reach().postman()
     }
 
     /// Where customer mail is taken in.
     pub fn intake(&self) -> crate::mail::intake::Intake<'_> {
-        crate::mail::intake::Intake {
-            db: &self.db,
-            clock: self.clock.as_ref(),
-            queue: self.queue(),
-            settings: &self.channels.mail,
-        }
+        self.reach().mail_intake()
     }
 
     /// What the channels are lent by a worker pass.
-    pub fn reach(&self) -> crate::channels::Reach<'_> {
-        crate::channels::Reach {
+    pub fn reach(&self) -> crate::reach::Reach<'_> {
+        crate::reach::Reach {
             db: &self.db,
             clock: self.clock.as_ref(),
+            queue: self.queue(),
             instance_id: &self.instance_id,
             channels: &self.channels,
         }

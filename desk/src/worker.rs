@@ -68,8 +68,8 @@ async fn run_pass(state: &Services, stop: &StopSignal) -> DomainResult<usize> {
     // What the channels held back is taken in (mail over its sender's limit, or
     // confirmed by its sender), then what this pass's changes told people is delivered.
     let reach = state.reach();
-    handled += crate::inbound::take_in(&reach, state.queue()).await?;
-    handled += crate::channels::deliver(&reach).await?;
+    handled += crate::reach::take_in(&reach).await?;
+    handled += crate::reach::deliver(&reach).await?;
     // Last, the chores' housekeeping (docs/spec/data.md: text past its retention
     // window, redacted once per period).
     for chore in state.chores.iter() {
@@ -248,7 +248,7 @@ pub async fn run_until_stopped(state: Services, stop: StopSignal) {
     tokio::join!(
         work_until_stopped(&state, &stop),
         watch_until_stopped(&state, &stop),
-        crate::inbound::watch(state.reach(), state.queue(), &stop)
+        crate::reach::watch(state.reach(), &stop)
     );
 }
 

@@ -365,7 +365,7 @@ fn imap_url(value: &str) -> Result<String, String> {
     if trimmed.is_empty() {
         return Ok(String::new());
     }
-    desk::mail::ImapTarget::parse(trimmed).map(|_| trimmed.to_string())
+    desk::channels::mail::ImapTarget::parse(trimmed).map(|_| trimmed.to_string())
 }
 
 /// A provider metadata key: 1 to 40 characters, no `[` or `]` (Stripe's limits).

@@ -6,18 +6,18 @@
 //! delivery — it is the record itself (the thread and the case's status) — and every
 //! channel in [`CHANNELS`] delivers the notice its own way, committing or rolling back
 //! with the change. Mail is the one such channel today: its outbox row, sent later by
-//! `mail::send`. No workflow module names a channel, nor does the worker: each pass lends
-//! the channels a [`Reach`] to [`deliver`]; each channel's settings are a field of
-//! [`ChannelConfig`] and checked by it. What people write in through a channel is taken in
-//! by `crate::inbound`, above the workflow that opens its tickets.
+//! `mail::send`. No workflow module names a channel. Each channel's settings are a field
+//! of [`ChannelConfig`], checked by the channel, and what it runs with a field of
+//! [`Channels`]. What a worker pass does with the channels — deliver what was written,
+//! take in what people wrote — is `crate::reach`, above the workflow whose tickets a
+//! message opens.
 
-mod mail;
+pub mod mail;
 
-use crate::clock::Clock;
 use crate::error::DomainResult;
 use crate::states::CaseStatus;
 pub use domain::notice::Notice;
-use store::{Db, Tx};
+use store::Tx;
 
 /// A way of reaching a person beside the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub const CHANNELS: &[Channel] = &[Channel::Mail];
 #[derive(Debug, Clone, Default)]
 pub struct ChannelConfig {
     /// Mail in and out (docs/spec/email.md).
-    pub mail: crate::mail::MailConfig,
+    pub mail: mail::MailConfig,
 }
 
 impl ChannelConfig {
@@ -57,38 +57,16 @@ pub struct MissingSetting {
 /// What each channel runs with, made once from its settings.
 #[derive(Debug, Clone)]
 pub struct Channels {
-    pub mail: crate::mail::MailSettings,
+    pub mail: mail::MailSettings,
 }
 
 impl Channels {
     /// The channels `config` describes; a malformed setting stops start-up.
     pub fn from_config(config: &ChannelConfig, public_url: Option<&str>) -> anyhow::Result<Self> {
         Ok(Channels {
-            mail: crate::mail::MailSettings::from_config(&config.mail, public_url)?,
+            mail: mail::MailSettings::from_config(&config.mail, public_url)?,
         })
     }
-}
-
-/// What a worker pass lends the channels: the store, the clock, this process's name for
-/// the leases on what it delivers, and their settings.
-#[derive(Clone, Copy)]
-pub struct Reach<'a> {
-    pub db: &'a Db,
-    pub clock: &'a dyn Clock,
-    pub instance_id: &'a str,
-    pub channels: &'a Channels,
-}
-
-/// Each channel delivers what the changes before it wrote (those whose setting is unset
-/// leave it waiting); returns how many deliveries were attempted or ended.
-pub async fn deliver(reach: &Reach<'_>) -> DomainResult<usize> {
-    let mut handled = 0;
-    for channel in CHANNELS {
-        handled += match channel {
-            Channel::Mail => mail::deliver(reach).await?,
-        };
-    }
-    Ok(handled)
 }
 
 /// Tells the customer of `ticket_id` of a change: `words` are what their ticket shows

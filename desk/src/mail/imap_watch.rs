@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::inbound;
 use super::intake::Intake;
-use super::ImapTarget;
+use crate::channels::mail::ImapTarget;
 use crate::error::DomainError;
 
 /// The keyword a taken message carries (with `\Seen`).

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use super::parse::ParsedMail;
-use super::MailSettings;
+use crate::channels::mail::MailSettings;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::runs::Queue;

@@ -11,7 +11,7 @@
 use mail_builder::headers::raw::Raw;
 use mail_builder::MessageBuilder;
 
-use super::MailSettings;
+use crate::channels::mail::MailSettings;
 use crate::replies::{self, Language};
 pub use mail_templates::Words;
 use mailbox::outbox::{OutboxMail, Recipient};

@@ -16,7 +16,7 @@ use domain::backoff::Backoff;
 use sqlx::Row;
 
 use super::render::{self, MailContext};
-use super::MailSettings;
+use crate::channels::mail::MailSettings;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use mailbox::outbox::{self, OutboxMail, Recipient};
