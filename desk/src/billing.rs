@@ -473,7 +473,10 @@ mod ticket_billing_tests {
                 self.link_reads.fetch_add(1, Ordering::SeqCst);
                 let order_id = format!("O-{}", &c.id.as_str()[2..]);
                 let charge_id = format!("ch_{}", c.id.as_str());
-                Ok(Some(vec![ChargeLink { charge_id, order_id }]))
+                Ok(Some(vec![ChargeLink {
+                    charge_id,
+                    order_id,
+                }]))
             })
         }
         fn linked_charges<'a>(
@@ -539,7 +542,10 @@ mod ticket_billing_tests {
     }
 
     fn linked(charges: &[ProviderCharge]) -> Vec<(&str, Option<&str>)> {
-        charges.iter().map(|c| (c.id.as_str(), c.order_id())).collect()
+        charges
+            .iter()
+            .map(|c| (c.id.as_str(), c.order_id()))
+            .collect()
     }
 
     #[tokio::test]
@@ -551,8 +557,16 @@ mod ticket_billing_tests {
             let charges = billing.charges(&c1).await.unwrap();
             assert_eq!(linked(&charges), [("ch_C-1", Some("O-1"))]);
         }
-        assert_eq!(source.link_reads.load(Ordering::SeqCst), 1, "links read once");
-        assert_eq!(source.listings.load(Ordering::SeqCst), 3, "the provider each time");
+        assert_eq!(
+            source.link_reads.load(Ordering::SeqCst),
+            1,
+            "links read once"
+        );
+        assert_eq!(
+            source.listings.load(Ordering::SeqCst),
+            3,
+            "the provider each time"
+        );
         // Another customer's charges read through, with their own links.
         let c2 = source.customer("C-2").await.unwrap().unwrap();
         for _ in 0..2 {

@@ -44,7 +44,11 @@ pub(crate) async fn phase_api(
         let b_first = if i % 2 == 1 { run_b().await? } else { None };
         let reads =
             reads_follow(clients, &settings.api_clients).then_some((settings, &mut *report));
-        runs.push((clients, "", api_run(backend, SERVE_BIN, n, clients, reads).await?));
+        runs.push((
+            clients,
+            "",
+            api_run(backend, SERVE_BIN, n, clients, reads).await?,
+        ));
         let b_run = match b_first {
             Some(run) => Some(run),
             None => run_b().await?,
