@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use sqlx::Row;
 
 use crate::clock::rfc3339;
+use crate::onboarding::charges::{put_links, read_links, ChargeLink};
 use crate::tickets::{self, OtherTickets};
 use crate::world::{parse_plain, World};
 use harness::BoxFuture;
@@ -44,6 +45,9 @@ pub struct Order {
 /// What every question to a billing source returns: an answer later, or why not.
 pub type Answer<'a, T> = BoxFuture<'a, anyhow::Result<T>>;
 
+/// The links staff made from charges to a customer's orders.
+pub type Links = Vec<ChargeLink>;
+
 pub trait BillingSource: Send + Sync {
     fn customer<'a>(&'a self, customer_id: &'a str) -> Answer<'a, Option<CustomerRecord>>;
     /// The customer's orders, oldest first.
@@ -52,6 +56,19 @@ pub trait BillingSource: Send + Sync {
     fn order_exists<'a>(&'a self, order_id: &'a str) -> Answer<'a, bool>;
     /// The customer's charges, sorted by id.
     fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>>;
+    /// The links staff made from charges to the customer's orders, where this source
+    /// keeps them apart from the provider's listing; `None`: its `charges` are whole.
+    fn charge_links<'a>(&'a self, _customer: &'a CustomerRecord) -> Answer<'a, Option<Links>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// [`BillingSource::charges`] with the links [`BillingSource::charge_links`] gave.
+    fn linked_charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+        _links: &'a Links,
+    ) -> Answer<'a, Vec<ProviderCharge>> {
+        self.charges(customer)
+    }
     /// Refunds on a charge, sorted by id.
     fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>>;
     /// The customer's tickets other than `except_ticket_id`, newest first, at most
@@ -125,6 +142,21 @@ impl BillingSource for LiveBilling {
 
     fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
         Box::pin(async move {
+            let links = read_links(&self.db, &customer.id).await?;
+            self.linked_charges(customer, &links).await
+        })
+    }
+
+    fn charge_links<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Option<Links>> {
+        Box::pin(async move { Ok(Some(read_links(&self.db, &customer.id).await?)) })
+    }
+
+    fn linked_charges<'a>(
+        &'a self,
+        customer: &'a CustomerRecord,
+        links: &'a Links,
+    ) -> Answer<'a, Vec<ProviderCharge>> {
+        Box::pin(async move {
             // A customer not linked to the provider (`''`) has no charges we can see:
             // never a list without the customer filter, which is every customer's.
             let mut charges = if customer.provider_customer_id.is_empty() {
@@ -134,13 +166,7 @@ impl BillingSource for LiveBilling {
                     .list_charges(&customer.provider_customer_id)
                     .await?
             };
-            crate::onboarding::charges::apply_links(
-                &self.db,
-                &self.payments,
-                &customer.id,
-                &mut charges,
-            )
-            .await?;
+            put_links(&self.payments, links, &mut charges).await?;
             charges.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(charges)
         })
@@ -261,14 +287,17 @@ impl BillingSource for WorldBilling {
 /// was made for is remembered: a question about any other customer reads through, so
 /// nothing one customer's investigation read is ever answered to another. Lives as long
 /// as one pass of the investigation (`investigation::investigate`), never across
-/// investigations. Charges and refunds always read through: they are the provider's,
-/// and a provider outage between two tool calls must show (docs/spec/lifecycle.md,
-/// `awaiting_dependency`). The workflow's facts are gathered afresh, not through this.
+/// investigations. The links staff made from charges to the customer's orders are ours,
+/// read once per pass too: a link made during a pass is seen by the next one. Charges
+/// and refunds always read through: they are the provider's, and a provider outage
+/// between two tool calls must show (docs/spec/lifecycle.md, `awaiting_dependency`).
+/// The workflow's facts are gathered afresh, not through this.
 pub struct TicketBilling<'a> {
     inner: &'a dyn BillingSource,
     customer_id: &'a str,
     customer: tokio::sync::OnceCell<Option<CustomerRecord>>,
     orders: tokio::sync::OnceCell<Vec<Order>>,
+    links: tokio::sync::OnceCell<Option<Links>>,
 }
 
 impl<'a> TicketBilling<'a> {
@@ -279,6 +308,7 @@ impl<'a> TicketBilling<'a> {
             customer_id,
             customer: tokio::sync::OnceCell::new(),
             orders: tokio::sync::OnceCell::new(),
+            links: tokio::sync::OnceCell::new(),
         }
     }
 }
@@ -310,7 +340,16 @@ impl BillingSource for TicketBilling<'_> {
     }
 
     fn charges<'a>(&'a self, customer: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
-        self.inner.charges(customer)
+        if customer.id.as_str() != self.customer_id {
+            return self.inner.charges(customer);
+        }
+        Box::pin(async move {
+            let read = || self.inner.charge_links(customer);
+            match self.links.get_or_try_init(read).await? {
+                Some(links) => self.inner.linked_charges(customer, links).await,
+                None => self.inner.charges(customer).await,
+            }
+        })
     }
 
     fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
@@ -363,11 +402,14 @@ mod ticket_billing_tests {
     use crate::world::World;
 
     /// A world source that counts its customer and order reads, and fails the next
-    /// `fail` of them.
+    /// `fail` of them; it keeps charge links apart (counting their reads and the
+    /// listings they are put on), as the live source does.
     struct Counted {
         world: WorldBilling,
         reads: AtomicUsize,
         fail: AtomicUsize,
+        link_reads: AtomicUsize,
+        listings: AtomicUsize,
     }
 
     impl Counted {
@@ -388,6 +430,8 @@ mod ticket_billing_tests {
                 world: WorldBilling::new(Arc::new(world)),
                 reads: AtomicUsize::new(0),
                 fail: AtomicUsize::new(0),
+                link_reads: AtomicUsize::new(0),
+                listings: AtomicUsize::new(0),
             }
         }
 
@@ -419,7 +463,43 @@ mod ticket_billing_tests {
             self.world.order_exists(order_id)
         }
         fn charges<'a>(&'a self, c: &'a CustomerRecord) -> Answer<'a, Vec<ProviderCharge>> {
-            self.world.charges(c)
+            Box::pin(async move {
+                let links = self.charge_links(c).await?.unwrap_or_default();
+                self.linked_charges(c, &links).await
+            })
+        }
+        fn charge_links<'a>(&'a self, c: &'a CustomerRecord) -> Answer<'a, Option<Links>> {
+            Box::pin(async move {
+                self.link_reads.fetch_add(1, Ordering::SeqCst);
+                let order_id = format!("O-{}", &c.id.as_str()[2..]);
+                let charge_id = format!("ch_{}", c.id.as_str());
+                Ok(Some(vec![ChargeLink {
+                    charge_id,
+                    order_id,
+                }]))
+            })
+        }
+        fn linked_charges<'a>(
+            &'a self,
+            c: &'a CustomerRecord,
+            links: &'a Links,
+        ) -> Answer<'a, Vec<ProviderCharge>> {
+            Box::pin(async move {
+                self.listings.fetch_add(1, Ordering::SeqCst);
+                // Each listing answers the links it was given, so a test sees whose they are.
+                assert!(self.world.charges(c).await?.is_empty());
+                let charge = |l: &ChargeLink| {
+                    let mut charge: ProviderCharge = serde_json::from_value(json!({
+                        "id": l.charge_id, "amount": 499, "currency": "usd", "created": 0,
+                        "captured": true, "status": "succeeded", "disputed": false,
+                        "amount_refunded": 0, "metadata": {}
+                    }))
+                    .expect("a provider charge");
+                    charge.order_id = Some(l.order_id.clone());
+                    charge
+                };
+                Ok(links.iter().map(charge).collect())
+            })
         }
         fn refunds<'a>(&'a self, charge_id: &'a str) -> Answer<'a, Vec<ProviderRefund>> {
             self.world.refunds(charge_id)
@@ -459,6 +539,45 @@ mod ticket_billing_tests {
         let next = TicketBilling::new(&source, "C-1");
         next.customer("C-1").await.unwrap();
         assert_eq!(source.reads.load(Ordering::SeqCst), 7);
+    }
+
+    fn linked(charges: &[ProviderCharge]) -> Vec<(&str, Option<&str>)> {
+        charges
+            .iter()
+            .map(|c| (c.id.as_str(), c.order_id()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn one_pass_reads_its_customers_charge_links_once_and_lists_the_provider_every_time() {
+        let source = Counted::new();
+        let billing = TicketBilling::new(&source, "C-1");
+        let c1 = billing.customer("C-1").await.unwrap().unwrap();
+        for _ in 0..3 {
+            let charges = billing.charges(&c1).await.unwrap();
+            assert_eq!(linked(&charges), [("ch_C-1", Some("O-1"))]);
+        }
+        assert_eq!(
+            source.link_reads.load(Ordering::SeqCst),
+            1,
+            "links read once"
+        );
+        assert_eq!(
+            source.listings.load(Ordering::SeqCst),
+            3,
+            "the provider each time"
+        );
+        // Another customer's charges read through, with their own links.
+        let c2 = source.customer("C-2").await.unwrap().unwrap();
+        for _ in 0..2 {
+            let charges = billing.charges(&c2).await.unwrap();
+            assert_eq!(linked(&charges), [("ch_C-2", Some("O-2"))]);
+        }
+        assert_eq!(source.link_reads.load(Ordering::SeqCst), 3);
+        // The next pass reads the links afresh (a link made between passes shows).
+        let next = TicketBilling::new(&source, "C-1");
+        next.charges(&c1).await.unwrap();
+        assert_eq!(source.link_reads.load(Ordering::SeqCst), 4);
     }
 
     #[tokio::test]

@@ -190,22 +190,21 @@ async fn insert_message(
     body: &str,
     now: i64,
 ) -> DomainResult<i64> {
-    let row =
-        sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE ticket_id = $1")
-            .bind(ticket_id)
-            .fetch_one(&mut **tx)
-            .await?;
-    let seq: i64 = row.try_get::<i64, _>("last")? + 1;
-    sqlx::query("INSERT INTO messages (ticket_id, seq, author, staff_id, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
-        .bind(ticket_id)
-        .bind(seq)
-        .bind(author)
-        .bind(staff_id)
-        .bind(body)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
-    Ok(seq)
+    // The next number and the insert in one statement (an aggregate without GROUP BY
+    // always yields its one row): one round trip per message, not two.
+    let row = sqlx::query(
+        "INSERT INTO messages (ticket_id, seq, author, staff_id, body, created_at)
+         SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5 FROM messages WHERE ticket_id = $1
+         RETURNING seq",
+    )
+    .bind(ticket_id)
+    .bind(author)
+    .bind(staff_id)
+    .bind(body)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(row.try_get::<i64, _>("seq")?)
 }
 
 /// The customer's messages on a ticket, oldest first, read inside a transaction.

@@ -30,13 +30,32 @@ pub(crate) async fn phase_api(
     );
     let before = phase_peer(settings, report).await?.map(|(plain, _)| plain);
     let mut runs = Vec::new();
-    for &clients in &settings.api_clients {
+    // With `BENCH_SERVE_BIN_B`, that build runs each client count too, on a fresh database
+    // of its own, right before or after this one (turn about), so both see the same load.
+    let b = std::env::var("BENCH_SERVE_BIN_B").ok();
+    for (i, &clients) in settings.api_clients.iter().enumerate() {
+        let n = settings.api_tickets;
+        let run_b = || async {
+            match &b {
+                Some(bin) => Ok(Some(api_run(backend, bin, n, clients, None).await?)),
+                None => anyhow::Ok(None),
+            }
+        };
+        let b_first = if i % 2 == 1 { run_b().await? } else { None };
         let reads =
             reads_follow(clients, &settings.api_clients).then_some((settings, &mut *report));
         runs.push((
             clients,
-            api_run(backend, settings.api_tickets, clients, reads).await?,
+            "",
+            api_run(backend, SERVE_BIN, n, clients, reads).await?,
         ));
+        let b_run = match b_first {
+            Some(run) => Some(run),
+            None => run_b().await?,
+        };
+        if let Some(run) = b_run {
+            runs.push((clients, " B (BENCH_SERVE_BIN_B)", run));
+        }
     }
     let after = match before {
         Some(_) => phase_peer(settings, report).await?.map(|(plain, _)| plain),
@@ -46,21 +65,21 @@ pub(crate) async fn phase_api(
         (Some(a), Some(b)) => Some((a + b) / 2.0),
         (a, b) => a.or(b),
     };
-    for (clients, run) in runs {
-        report_api_run(backend, settings.api_tickets, clients, &run, sdk, report);
+    for (clients, who, run) in runs {
+        let name = format!("{}{who}", backend.name());
+        report_api_run(&name, settings.api_tickets, clients, &run, sdk, report);
     }
     Ok(())
 }
 
 fn report_api_run(
-    backend: &Backend,
+    name: &str,
     tickets: usize,
     clients: usize,
     run: &ApiRun,
     sdk: Option<f64>,
     report: &mut Report,
 ) {
-    let name = backend.name();
     report.add(
         format!("[{name}] {tickets} tickets through the API until every case awaits approval, {} (all opened in {:.2} s)", clients_of(clients), run.opened_in.as_secs_f64()),
         fmt_rate(run.per_second, "tickets/s"),
@@ -105,11 +124,12 @@ fn clients_of(n: usize) -> String {
 }
 
 /// A fresh database and `serve` with `n` customers who each have a duplicate charge; `n`
-/// tickets opened by `clients` clients at once; then the wait until every case awaits
+/// tickets opened by `clients` clients at once against `serve` built as `bin`; then the wait until every case awaits
 /// approval (read on a connection of our own, which writes nothing). With `reads`, then
 /// the ticket API under load beside `/readyz` (`api_reads`).
 pub(crate) async fn api_run(
     backend: &Backend,
+    bin: &str,
     n: usize,
     clients: usize,
     reads: Option<(&Settings, &mut Report)>,
@@ -121,7 +141,7 @@ pub(crate) async fn api_run(
     let (messages, tokens) = seeded_customers(&dir, &data_dir, &db.url, n).await?;
     log_statements(&db).await?;
     let log = dir.path().join("serve.log");
-    let server = start_serve_as_shipped(SERVE_BIN, &data_dir, &db.url, &log)?;
+    let server = start_serve_as_shipped(bin, &data_dir, &db.url, &log)?;
     let mut result = drive_api(&server, &db.url, backend, &messages, &tokens, clients).await;
     if let (Ok((_, tickets)), Some((settings, report))) = (&result, reads) {
         let (dir, url) = (dir.path(), &db.url);

@@ -21,17 +21,20 @@ use sqlx::Row;
 use crate::support::{app_on, start_mock};
 
 /// What the hooks record: the directory they watch, the statements each watched
-/// connection ran since its last commit, and every commit's statements, in order.
+/// connection ran since its last commit, every commit's statements, in order, and
+/// every statement traced (reads outside a transaction included).
 struct Watch {
     dir: Option<String>,
     open: Vec<(usize, Vec<String>)>,
     commits: Vec<Vec<String>>,
+    traced: Vec<String>,
 }
 
 static WATCH: Mutex<Watch> = Mutex::new(Watch {
     dir: None,
     open: Vec::new(),
     commits: Vec::new(),
+    traced: Vec::new(),
 });
 
 const SQLITE_TRACE_STMT: c_uint = 0x01;
@@ -93,11 +96,13 @@ unsafe extern "C" fn on_statement(
     // SAFETY: `db` is the connection this trace was installed on (its context).
     let outside_a_transaction = unsafe { sqlite3_get_autocommit(db) } != 0;
     let mut watch = watch();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    watch.traced.push(text.clone());
     let statements = statements_of(&mut watch, db);
     if outside_a_transaction {
         statements.clear();
     }
-    statements.push(text.split_whitespace().collect::<Vec<_>>().join(" "));
+    statements.push(text);
     0
 }
 
@@ -232,7 +237,8 @@ fn duplicate_charge_world(n: usize) -> String {
 /// `n` tickets created, then investigated by `worker::run_once` (its claim loops side by
 /// side, their steps through the group writer), on a fresh SQLite database; returns
 /// every commit from the first ticket's creation until every case awaits approval.
-async fn commits_of_tickets(n: usize) -> Vec<Vec<String>> {
+/// The commits `n` tickets cost, and every statement they ran (`Watch::traced`).
+async fn commits_of_tickets(n: usize) -> (Vec<Vec<String>>, Vec<String>) {
     // One count at a time: the watch (the directory watched, the commits seen) is the
     // process's, and the two tests below run side by side otherwise.
     static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -251,6 +257,7 @@ async fn commits_of_tickets(n: usize) -> Vec<Vec<String>> {
     let parsed = desk::world::World::parse(&world).expect("the world parses");
     parsed.load_into(&app.state.db).await.expect("world loads");
     watch().commits.clear();
+    watch().traced.clear();
     let state = &app.state;
     for i in 0..n {
         let input = NewTicket {
@@ -268,6 +275,7 @@ async fn commits_of_tickets(n: usize) -> Vec<Vec<String>> {
         }
     }
     let commits = std::mem::take(&mut watch().commits);
+    let traced = std::mem::take(&mut watch().traced);
     watch().dir = None;
     let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM cases GROUP BY status")
         .fetch_all(state.db.pool())
@@ -276,7 +284,7 @@ async fn commits_of_tickets(n: usize) -> Vec<Vec<String>> {
     let statuses: Vec<(String, i64)> = rows.iter().map(|r| (r.get("status"), r.get("n"))).collect();
     let expected = [("awaiting_approval".to_string(), n as i64)];
     assert_eq!(statuses, expected, "every case investigated");
-    commits
+    (commits, traced)
 }
 
 /// The periodic jobs a worker pass runs whatever the number of tickets (job claims,
@@ -319,7 +327,7 @@ fn show_sql(commits: &[Vec<String>]) {
 #[tokio::test]
 async fn one_ticket_costs_at_most_fifteen_sqlite_commits_of_its_own_from_creation_to_awaiting_approval(
 ) {
-    let commits = commits_of_tickets(1).await;
+    let (commits, _) = commits_of_tickets(1).await;
     println!("{}", table(&commits, 1));
     show_sql(&commits);
     let own = commits.iter().filter(|c| !periodic(&writes_of(c))).count();
@@ -353,7 +361,7 @@ async fn one_ticket_costs_at_most_fifteen_sqlite_commits_of_its_own_from_creatio
 #[tokio::test]
 async fn sixteen_tickets_investigated_together_cost_at_most_fifteen_sqlite_commits_each() {
     let n = 16;
-    let commits = commits_of_tickets(n).await;
+    let (commits, _) = commits_of_tickets(n).await;
     println!("{}", table(&commits, n));
     show_sql(&commits);
     assert!(
@@ -361,5 +369,22 @@ async fn sixteen_tickets_investigated_together_cost_at_most_fifteen_sqlite_commi
         "{} commits for {n} tickets (at most 15 each, periodic jobs included):\n{}",
         commits.len(),
         table(&commits, n)
+    );
+}
+
+/// One investigation pass reads its run's events once (the log starts from what the
+/// pass read to see whether the run was decided) and the customer's charge links
+/// twice: once for every tool's charge listing (`TicketBilling`), once for the facts
+/// the decision gathers afresh.
+#[tokio::test]
+async fn one_ticket_reads_its_run_events_once_and_its_charge_links_twice() {
+    let (_, traced) = commits_of_tickets(1).await;
+    let count = |needle: &str| traced.iter().filter(|s| s.contains(needle)).count();
+    let events = "SELECT seq, kind, call_id, payload, created_at FROM run_events WHERE";
+    assert_eq!(count(events), 1, "run events read per pass");
+    assert_eq!(
+        count("FROM charge_links l JOIN orders o"),
+        2,
+        "charge links read"
     );
 }

@@ -102,15 +102,18 @@ async fn advance_claimed(inv: Investigator<'_>, run: &mut Run) -> DomainResult<(
         return Ok(());
     }
     let span = tracing::info_span!("investigation", case_id = %case.id, run_id = %run.id);
-    tracing::Instrument::instrument(investigate(inv, run, &case, &ticket), span).await
+    let read = (run.version, events);
+    tracing::Instrument::instrument(investigate(inv, run, (&case, &ticket), read), span).await
 }
 
-/// The harness's loop on the run, then the workflow on how it ended.
+/// The harness's loop on the run, then the workflow on how it ended. `read` is the
+/// run's events as read before, at the run's version then: the loop's first log starts
+/// from them when nothing was committed on the run since (a step bumps the version).
 async fn investigate(
     inv: Investigator<'_>,
     run: &mut Run,
-    case: &crate::cases::Case,
-    ticket: &crate::tickets::Ticket,
+    (case, ticket): (&crate::cases::Case, &crate::tickets::Ticket),
+    read: (i64, Vec<runs::Event>),
 ) -> DomainResult<()> {
     let inputs = customer_messages(inv.decider.db, &ticket.id).await?;
     // The tools of this pass (the readers' too) read the customer's row and orders once.
@@ -142,9 +145,12 @@ async fn investigate(
     spec.limits = crate::agent::limits();
     spec.rules = &RefundRules;
     spec.observer = &Metered;
+    let mut read = Some(read);
     loop {
         // A fresh log each time round: a rest (`provider_down`) commits outside it.
-        let mut log = SqlLog::new(inv.decider.db, inv.decider.clock, run).batched(inv.steps);
+        let known = read.take().filter(|(v, _)| *v == run.version).map(|r| r.1);
+        let log = SqlLog::new(inv.decider.db, inv.decider.clock, run).batched(inv.steps);
+        let mut log = log.knowing(known);
         let ended = match harness::run_loop(&spec, &mut log).await {
             Ok(ended) => ended,
             Err(LogError::Lost) => return Err(runs::run_changed()),

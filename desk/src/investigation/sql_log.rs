@@ -124,6 +124,13 @@ impl<'a> SqlLog<'a> {
         }
     }
 
+    /// Starts from the run's events as the caller read them (`runs::events`), at the
+    /// version `self.run` holds: the first load then reads nothing. `None`: read then.
+    pub fn knowing(mut self, events: Option<Vec<runs::Event>>) -> Self {
+        self.known = events.map(harness_events);
+        self
+    }
+
     /// Steps committed in batches with other runs' steps (`runs::StepWriter`).
     pub fn batched(mut self, writer: &'a runs::StepWriter) -> Self {
         self.writer = Some(writer);

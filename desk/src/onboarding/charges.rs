@@ -21,6 +21,13 @@ use crate::error::{DomainError, DomainResult, ErrorCode};
 use payments_adapter::{PaymentsClient, ProviderCharge, ProviderError};
 use store::Db;
 
+/// A link staff made from a provider charge to one of our orders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChargeLink {
+    pub charge_id: String,
+    pub order_id: String,
+}
+
 /// A provider charge that names no order of ours.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct UnlinkedCharge {
@@ -388,6 +395,13 @@ pub async fn apply_links(
     customer_id: &str,
     charges: &mut Vec<ProviderCharge>,
 ) -> anyhow::Result<()> {
+    let links = read_links(db, customer_id).await?;
+    put_links(payments, &links, charges).await
+}
+
+/// The links staff made to `customer_id`'s orders ([`apply_links`]'s first half, which
+/// one investigation's billing source reads once per pass).
+pub async fn read_links(db: &Db, customer_id: &str) -> anyhow::Result<Vec<ChargeLink>> {
     let rows = sqlx::query(
         "SELECT l.charge_id, l.order_id FROM charge_links l JOIN orders o ON o.id = l.order_id
          WHERE o.customer_id = $1",
@@ -395,14 +409,29 @@ pub async fn apply_links(
     .bind(customer_id)
     .fetch_all(db.reader())
     .await?;
-    for row in rows {
-        let charge_id: String = row.try_get("charge_id")?;
-        let order_id: String = row.try_get("order_id")?;
-        match charges.iter_mut().find(|c| c.id == charge_id) {
-            Some(charge) => charge.order_id = Some(order_id),
+    rows.iter()
+        .map(|row| {
+            Ok(ChargeLink {
+                charge_id: row.try_get("charge_id")?,
+                order_id: row.try_get("order_id")?,
+            })
+        })
+        .collect()
+}
+
+/// `links` on `charges`: a linked charge the listing lacks (a guest charge) is read
+/// from the provider, every time — it is the provider's record.
+pub async fn put_links(
+    payments: &PaymentsClient,
+    links: &[ChargeLink],
+    charges: &mut Vec<ProviderCharge>,
+) -> anyhow::Result<()> {
+    for link in links {
+        match charges.iter_mut().find(|c| c.id == link.charge_id) {
+            Some(charge) => charge.order_id = Some(link.order_id.clone()),
             None => {
-                let mut charge = payments.get_charge(&charge_id).await?;
-                charge.order_id = Some(order_id);
+                let mut charge = payments.get_charge(&link.charge_id).await?;
+                charge.order_id = Some(link.order_id.clone());
                 charges.push(charge);
             }
         }
