@@ -61,7 +61,7 @@ pub fn accept(filename: &str, bytes: &[u8]) -> DomainResult<Attachment> {
         )
     })?;
     Ok(Attachment {
-        filename: crate::mail::parse::safe_filename(filename),
+        filename: mail_message::parse::safe_filename(filename),
         content_type: content_type.to_string(),
         bytes: bytes.to_vec(),
     })

@@ -9,6 +9,7 @@
 //! checks over `cargo metadata` that this crate never depends on sqlx, axum, reqwest,
 //! askama, tokio or any crate of the product above it.
 
+pub mod address;
 pub mod backoff;
 pub mod error_code;
 pub mod ids;

@@ -5,18 +5,8 @@
 use sqlx::Row;
 
 use crate::error::MailboxResult;
+use domain::address::normalise_address;
 use store::{Db, Tx};
-
-/// An address as we compare and store it: trimmed and lower-cased (docs/spec/email.md:
-/// the sender is matched to the address on record case-insensitively). The local part is
-/// compared case-insensitively too: every mail system a shop's customers use treats it so.
-pub fn normalise_address(address: &str) -> String {
-    address
-        .trim()
-        .trim_start_matches('<')
-        .trim_end_matches('>')
-        .to_lowercase()
-}
 
 /// How long an unknown sender's one reply holds: another mail from them within it gets
 /// none (a flood or a loop from a stranger gets one answer a day at most).
@@ -89,17 +79,4 @@ pub async fn take_unknown_sender_reply(
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() == 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_address_is_compared_trimmed_unbracketed_and_lower_cased() {
-        assert_eq!(
-            normalise_address(" <Li.Wei@Example.CN> "),
-            "li.wei@example.cn"
-        );
-    }
 }

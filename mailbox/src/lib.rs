@@ -16,6 +16,5 @@ mod error;
 pub mod inbound;
 pub mod outbox;
 
-pub use addresses::normalise_address;
 pub use error::{MailboxError, MailboxResult};
 pub use outbox::{message_id, outbox_id_of, MailKind};

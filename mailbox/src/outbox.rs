@@ -266,7 +266,7 @@ pub async fn addresses_of(db: &Db, outbox_id: &str) -> MailboxResult<Vec<String>
     let mut found = Vec::new();
     for column in ["recipient", "address", "email"] {
         if let Some(address) = row.try_get::<Option<String>, _>(column)? {
-            found.push(crate::addresses::normalise_address(&address));
+            found.push(domain::address::normalise_address(&address));
         }
     }
     Ok(found)

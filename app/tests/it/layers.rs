@@ -26,8 +26,9 @@ const FLOORS: &[&[&str]] = &[
         "mail-templates",
     ],
     // What the desk uses that knows nothing of the desk: the payment provider's only
-    // client, and the mail tables (the outbox, mail taken in, attachments, addresses).
-    &["payments-adapter", "mailbox"],
+    // client, the mail tables (the outbox, mail taken in, attachments, addresses), and one
+    // raw mail read (its parts, whether it proves its sender, its new words; pure).
+    &["payments-adapter", "mailbox", "mail-message"],
     &["desk"],
     // Above the workflow, side by side: shadow mode (a historical ticket through the
     // workflow's own code in memory, and the agent beside the human on live tickets) and
@@ -123,6 +124,25 @@ const NEVER_REACHES: &[(&str, &[&str])] = &[
             "async-imap",
             "mail-parser",
             "desk",
+        ],
+    ),
+    // A raw mail is read, not fetched, stored or answered: no store, no server, no I/O.
+    (
+        "mail-message",
+        &[
+            "sqlx",
+            "axum",
+            "rmcp",
+            "clap",
+            "indicatif",
+            "askama",
+            "utoipa",
+            "reqwest",
+            "tokio",
+            "lettre",
+            "async-imap",
+            "desk",
+            "store",
         ],
     ),
     // A mail's bodies are rendered from its words, and nothing else: no store, no I/O.

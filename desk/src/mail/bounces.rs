@@ -10,8 +10,8 @@
 //! What it does not do: read the report (`parse`), or answer it (a bounce never is).
 
 use super::intake::Intake;
-use super::parse::Bounce;
 use crate::error::DomainResult;
+use mail_message::parse::Bounce;
 use mailbox::{addresses, outbox, outbox_id_of};
 
 /// Marks what a bounce proves undeliverable. Returns how many addresses it marked.

@@ -14,13 +14,13 @@ use super::intake::{
     duplicate_now, ignored, InboundOutcome, Incoming, Intake, Outcome, HOLD_MS, MAX_ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
 };
-use super::new_words;
-use super::parse::{self, ParsedMail};
 use super::unverified;
 use crate::customer::{self, EmailIn, NewTicket, Origin};
 use crate::error::{DomainError, DomainResult};
 use crate::replies::MAX_MESSAGE_CHARS;
 use crate::tickets::Ticket;
+use mail_message::new_words;
+use mail_message::parse::{self, ParsedMail};
 use mailbox::attachments::Attachment;
 use mailbox::inbound::{self as record, InboundStatus, Taken};
 use store::Db;

@@ -23,16 +23,16 @@
 
 use base64::Engine;
 
-use super::authentication::{sender_proof, SenderProof};
 use super::delivery::{self, deliver, thread_ticket};
 use super::intake::{
     duplicate, duplicate_now, ignored, InboundOutcome, Incoming, Intake, Outcome, HOLD_MS,
     MAILS_PER_SENDER_PER_MINUTE, MAX_MAIL_BYTES,
 };
-use super::parse::{self, Automatic, ParsedMail};
 use super::unverified::{self, UNVERIFIED_SENDER};
 use crate::error::{DomainError, DomainResult, ErrorCode};
 use crate::replies::detect_language;
+use mail_message::authentication::{sender_proof, SenderProof};
+use mail_message::parse::{self, Automatic, ParsedMail};
 use mailbox::inbound::{self as record, InboundStatus, Taken};
 use mailbox::{addresses, outbox};
 use store::Db;

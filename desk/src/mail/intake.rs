@@ -8,11 +8,11 @@
 
 use serde::Serialize;
 
-use super::parse::ParsedMail;
 use crate::channels::mail::MailSettings;
 use crate::clock::Clock;
 use crate::error::{DomainError, DomainResult};
 use crate::runs::Queue;
+use mail_message::parse::ParsedMail;
 use mailbox::inbound as record;
 use store::Db;
 

@@ -71,7 +71,7 @@ pub fn download(
     line: &mailbox::attachments::AttachmentLine,
     bytes: Vec<u8>,
 ) -> AppResult<Response> {
-    let filename = desk::mail::parse::safe_filename(&line.filename);
+    let filename = mail_message::parse::safe_filename(&line.filename);
     let ascii: String = filename
         .chars()
         .map(|c| {

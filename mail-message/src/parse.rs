@@ -7,7 +7,7 @@
 //! `Authentication-Results` fields as written (`authentication` reads them).
 //!
 //! Pure: no I/O and no clock. What it does not do: decide anything (`mail::inbound`) or
-//! split new words from the quoted thread (`mail::new_words`).
+//! split new words from the quoted thread (`new_words`).
 
 use mail_parser::{Address, HeaderValue, Message, MessageParser, MimeHeaders, PartType};
 use sha2::{Digest, Sha256};
@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// What a mail says, in the terms the channel decides with.
 #[derive(Debug, Clone, Default)]
 pub struct ParsedMail {
-    /// The `From` address, normalised (`mailbox::normalise_address`); the display name is
+    /// The `From` address, normalised (`domain::address::normalise_address`); the display name is
     /// ignored (docs/spec/email.md: matched by address alone).
     pub from: Option<String>,
     /// The key the mail is taken once by: its Message-ID, or `sha256:<hex>` of its bytes.
@@ -31,7 +31,7 @@ pub struct ParsedMail {
     /// Why this is automatic mail that must never be answered, if it is.
     pub automatic: Option<Automatic>,
     /// Every `Authentication-Results` field's raw value, topmost first: what proves the
-    /// sender is decided over them by `mail::authentication`, against the trusted server.
+    /// sender is decided over them by `authentication`, against the trusted server.
     pub authentication_results: Vec<String>,
 }
 
@@ -86,7 +86,7 @@ pub fn parse(raw: &[u8]) -> Result<ParsedMail, ParseError> {
     let from = message
         .from()
         .and_then(first_address)
-        .map(|a| mailbox::normalise_address(&a));
+        .map(|a| domain::address::normalise_address(&a));
     let message_id = message.message_id().map(|id| id.trim().to_string());
     let mut parsed = ParsedMail {
         message_key: message_id
@@ -283,7 +283,7 @@ fn recipients(body: &[u8], bounce: &mut Bounce) {
         let name = name.trim();
         if name.eq_ignore_ascii_case("Final-Recipient") {
             let address = value.rsplit(';').next().unwrap_or("");
-            let address = mailbox::normalise_address(address);
+            let address = domain::address::normalise_address(address);
             if address.contains('@') {
                 bounce.failed.push((address, String::new()));
             }
