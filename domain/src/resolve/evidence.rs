@@ -6,9 +6,23 @@
 
 use rust_decimal::Decimal;
 
+use std::sync::LazyLock;
+
 use super::normalise::{contains_phrase, phrase_spans};
 use super::product_words::{PRODUCT_WORDS, SUBSCRIPTION};
+use crate::phrases::PhraseSet;
 use crate::structure::fold_words;
+
+/// Every product word, in `PRODUCT_WORDS`' order, found in one pass over a text: only
+/// the words it holds are then looked for where they stand (searching each of the
+/// hundreds of words in turn was most of a replayed ticket's reading).
+static PRODUCT_PHRASES: LazyLock<PhraseSet> = LazyLock::new(|| {
+    PhraseSet::new(
+        PRODUCT_WORDS
+            .iter()
+            .flat_map(|(_, words)| words.iter().copied()),
+    )
+});
 
 /// Words that say something was bought by mistake, folded: with two of their orders
 /// named, one thing bought twice (RP-001 §1 and §4.1), whatever else the words say.
@@ -109,14 +123,14 @@ pub fn says_by_mistake(folded: &str) -> bool {
 /// the annual plan, though they hold "month plan" and "month subscription".
 pub fn mentioned_products(text: &str) -> Vec<&'static str> {
     let text = fold_words(text);
-    let found: Vec<(&'static str, (usize, usize))> = PRODUCT_WORDS
+    let present = PRODUCT_PHRASES.present(&text);
+    let words = PRODUCT_WORDS
         .iter()
-        .flat_map(|(product, words)| {
-            let text = &text;
-            words
-                .iter()
-                .flat_map(move |w| phrase_spans(text, w).map(move |span| (*product, span)))
-        })
+        .flat_map(|(product, words)| words.iter().map(move |w| (*product, *w)));
+    let found: Vec<(&'static str, (usize, usize))> = words
+        .zip(present)
+        .filter(|(_, present)| *present)
+        .flat_map(|((product, w), _)| phrase_spans(&text, w).map(move |span| (product, span)))
         .collect();
     let overridden = |(product, (start, end)): &(&str, (usize, usize))| {
         found.iter().any(|(other, (s, e))| {
