@@ -170,19 +170,6 @@ impl MailSettings {
         })
     }
 
-    /// No mail at all (tests and tools that build a state without settings).
-    pub fn off() -> MailSettings {
-        MailSettings {
-            from: None,
-            public_url: DEFAULT_PUBLIC_URL.to_string(),
-            smtp: None,
-            imap: None,
-            inbound_token: None,
-            authserv_id: None,
-            retry_ms: 30_000,
-        }
-    }
-
     /// The support address's domain, where our Message-IDs live.
     pub fn from_domain(&self) -> &str {
         self.from

@@ -3,9 +3,10 @@
 //! names no order of ours — no key, an order we do not have — is listed for staff
 //! ([`list_unlinked`], refreshed by [`sync_unlinked`] over every provider charge and by
 //! charge webhooks through [`refresh_charge`]), who link it to an order
-//! ([`link_charge`], audited). [`apply_links`] is how the live billing source reads
-//! those links beside the metadata, so an investigation sees a linked charge on its
-//! order — a guest charge (no provider customer) included.
+//! ([`link_charge`], audited). [`read_links`] and [`put_links`] are how the billing
+//! sources read those links beside the metadata ([`apply_links`], the two at once, for a
+//! backtest's as-of reading), so an investigation sees a linked charge on its order — a
+//! guest charge (no provider customer) included.
 //!
 //! What it deliberately does not do: write the link into the provider's metadata (the
 //! desk writes nothing at the provider but refunds), list failed charges (they took no
